@@ -1,0 +1,19 @@
+"""Exceptions and warnings raised by dpfast."""
+
+from __future__ import annotations
+
+
+class DPFastError(Exception):
+    """Base class of dpfast's own errors."""
+
+
+class BudgetExceededError(DPFastError, ValueError):
+    """A step would spend more privacy budget than the ledger has left."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A parameter was derived from the data, so the release is not differentially private."""
+
+
+class UnsafeSamplerWarning(UserWarning):
+    """A sampler that is not safe for publication (floating-point leakage) was selected."""
