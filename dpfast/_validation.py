@@ -1,0 +1,190 @@
+"""Validate and normalise public arguments once, at the boundary.
+
+Each function returns the normalised value or raises ``TypeError`` (wrong type) or
+``ValueError`` (wrong value) with a message that says what was expected, what was got,
+and how to fix it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpfast.exceptions import PrivacyLeakWarning
+
+
+def check_int(value: Any, name: str) -> int:
+    """Return ``value`` as an int, refusing bools, floats and other types."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral,)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+def check_k(k: Any, n_records: int) -> int:
+    """Check the group size ``k``: an integer in ``[1, n_records]``."""
+    k = check_int(k, "k")
+    if n_records == 0:
+        raise ValueError("the table is empty (0 rows); a release needs at least k rows")
+    if not 1 <= k <= n_records:
+        raise ValueError(
+            f"k must be in [1, {n_records}] (the number of rows), got {k}; "
+            "choose a smaller k or release more rows"
+        )
+    return k
+
+
+def check_epsilon(epsilon: Any) -> float:
+    """Check a privacy budget: a finite number greater than 0."""
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})")
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return str(value)
+
+
+def check_seed(seed: Any) -> int | None:
+    """Check a seed: ``None`` (secure noise) or a non-negative integer."""
+    if seed is None:
+        return None
+    seed = check_int(seed, "seed")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed}")
+    return seed
+
+
+def check_columns(columns: Any, names: Sequence[Hashable]) -> list[Hashable]:
+    """Resolve ``columns`` (``None`` means all) against the table's column names."""
+    if columns is None:
+        return list(names)
+    if isinstance(columns, (str, int)) and not isinstance(columns, bool):
+        columns = [columns]
+    if not isinstance(columns, Iterable):
+        raise TypeError(f"columns must be a list of column names or None, got {columns!r}")
+    selected = list(columns)
+    known = set(names)
+    unknown = [c for c in selected if c not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown column(s) {unknown}; the table has columns {list(names)}"
+        )
+    if len(set(selected)) != len(selected):
+        raise ValueError(f"columns lists a column twice: {selected}")
+    if not selected:
+        raise ValueError("columns is empty; name at least one column to protect, or pass None")
+    return selected
+
+
+def as_numeric_column(values: np.ndarray, name: Hashable) -> np.ndarray:
+    """Return a protected column as float64 (no copy when it already is), refusing bad values.
+
+    Raises
+    ------
+    TypeError
+        If the column is not numeric.
+    ValueError
+        If it holds NaN, missing values or infinities.
+    """
+    if values.dtype == object or not (
+        np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
+    ):
+        raise TypeError(
+            f"column {name!r} must be numeric to be protected, got dtype {values.dtype}; "
+            "convert it, or leave it out of columns"
+        )
+    if np.issubdtype(values.dtype, np.complexfloating):
+        raise TypeError(f"column {name!r} is complex; only real numbers can be protected")
+    floats = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(floats)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        kind = "NaN or missing" if np.isnan(floats[bad[0]]) else "infinite"
+        raise ValueError(
+            f"column {name!r} has {bad.size} non-finite value(s) (first at row {bad[0]}: "
+            f"{kind}); drop or impute them with a public rule before the release"
+        )
+    return floats
+
+
+def is_integer_column(values: np.ndarray) -> bool:
+    """Whether a column's dtype is integer (its released values are rounded)."""
+    return bool(np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_)
+
+
+def check_bounds(
+    bounds: Any, columns: Sequence[Hashable], data_columns: Mapping[Hashable, np.ndarray]
+) -> tuple[dict[Hashable, tuple[float, float]], bool]:
+    """Resolve the public domain ``(lower, upper)`` of every protected column.
+
+    Parameters
+    ----------
+    bounds : mapping or "data"
+        ``{column: (lower, upper)}``. The string ``"data"`` derives bounds from the data
+        with the paper's convention (``upper = 1.5 * max``, ``lower = 0`` for non-negative
+        columns, else ``min - 0.5 * max|x|``); this is not private and warns.
+    columns : sequence
+        The protected columns.
+    data_columns : mapping
+        The protected columns' float64 values (only read when ``bounds == "data"``).
+
+    Returns
+    -------
+    dict, bool
+        The bounds, and whether they were derived from the data.
+    """
+    if isinstance(bounds, str) and bounds == "data":
+        warnings.warn(
+            "bounds='data' derives the domain from the data itself: the release is NOT "
+            "differentially private; pass public bounds instead",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        derived = {}
+        for name in columns:
+            values = data_columns[name]
+            top = float(np.max(np.abs(values)))
+            low = 0.0 if float(values.min()) >= 0 else float(values.min()) - 0.5 * top
+            derived[name] = (low, 1.5 * float(values.max()) if values.max() > 0 else 0.0)
+        return derived, True
+    if bounds is None:
+        raise ValueError(
+            "bounds are required: pass public bounds={column: (lower, upper)} for every "
+            f"protected column {list(columns)}"
+        )
+    if not isinstance(bounds, Mapping):
+        raise TypeError(f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}")
+    missing = [c for c in columns if c not in bounds]
+    if missing:
+        raise ValueError(
+            f"no bounds for protected column(s) {missing}; add them to bounds as "
+            "(lower, upper) public limits, or leave these columns out of columns"
+        )
+    result: dict[Hashable, tuple[float, float]] = {}
+    for name in columns:
+        pair = bounds[name]
+        if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
+            raise ValueError(f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}")
+        try:
+            lower, upper = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"bounds[{name!r}] must hold two numbers, got {pair!r}") from exc
+        if not (math.isfinite(lower) and math.isfinite(upper)):
+            raise ValueError(f"bounds[{name!r}] must be finite, got {pair!r}")
+        if lower > upper:
+            raise ValueError(
+                f"bounds[{name!r}] is inverted: lower {lower} > upper {upper}; swap them"
+            )
+        result[name] = (lower, upper)
+    return result, False

@@ -1,0 +1,178 @@
+"""The privacy ledger and the release report.
+
+Every mechanism follows *check → compute → spend*: :meth:`Ledger.check` before the noise
+is drawn, :meth:`Ledger.spend` right after. The ledger refuses to go over its total, and
+a release's report carries the ledger, so every ε spent is listed once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dpfast.exceptions import BudgetExceededError
+
+# Relative slack for float sums of budget shares (e.g. three shares of 1/3).
+_BUDGET_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One application of a mechanism.
+
+    Attributes
+    ----------
+    step : str
+        What the step releases, e.g. ``"centroid noise"``.
+    columns : tuple of str
+        The columns whose values the step reads.
+    epsilon : float
+        The budget the step spends.
+    mechanism : str
+        E.g. ``"discrete Laplace"``.
+    sensitivity : float
+        The L1 sensitivity the noise is calibrated to, in the data's units (per column
+        where the step covers one column).
+    noise_scale : float
+        The Laplace scale ``b`` in the data's units (``sensitivity / epsilon``, rounded up to
+        the sampler's grid).
+    sampler : str
+        Which sampler drew the noise.
+    details : dict
+        Anything else needed to audit the step (grid, sensitivity inflation, ...).
+    """
+
+    step: str
+    columns: tuple[str, ...]
+    epsilon: float
+    mechanism: str
+    sensitivity: float
+    noise_scale: float
+    sampler: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Ledger:
+    """An ε budget and the list of what has been spent from it.
+
+    Parameters
+    ----------
+    total : float
+        The budget of the whole release.
+
+    Examples
+    --------
+    >>> ledger = Ledger(1.0)
+    >>> ledger.check(0.5)
+    >>> ledger.spend(LedgerEntry("noise", ("a",), 0.5, "Laplace", 1.0, 2.0, "exact"))
+    >>> ledger.remaining
+    0.5
+    """
+
+    def __init__(self, total: float) -> None:
+        self.total = float(total)
+        self._entries: list[LedgerEntry] = []
+
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """The entries spent so far, in order."""
+        return tuple(self._entries)
+
+    @property
+    def spent(self) -> float:
+        """The budget spent so far."""
+        return math.fsum(entry.epsilon for entry in self._entries)
+
+    @property
+    def remaining(self) -> float:
+        """The budget left."""
+        return self.total - self.spent
+
+    def check(self, epsilon: float) -> None:
+        """Raise :class:`BudgetExceededError` if ``epsilon`` does not fit in what is left."""
+        if not epsilon > 0:
+            raise ValueError(f"a ledger step must spend a positive epsilon, got {epsilon}")
+        if epsilon > self.remaining + _BUDGET_SLACK * self.total:
+            raise BudgetExceededError(
+                f"step needs epsilon={epsilon:.6g} but only {self.remaining:.6g} of "
+                f"{self.total:.6g} is left"
+            )
+
+    def spend(self, entry: LedgerEntry) -> None:
+        """Record ``entry`` after checking that it fits."""
+        self.check(entry.epsilon)
+        self._entries.append(entry)
+
+
+@dataclass
+class Report:
+    """What a release did, what it spent, and what it guarantees.
+
+    The report is for the data holder. It may hold utility metrics computed on the
+    original data: do not publish it with the released data.
+    """
+
+    method: str
+    parameters: dict[str, Any]
+    epsilon: float | None
+    ledger: list[LedgerEntry]
+    guarantee: str
+    guarantee_level: str
+    protected_columns: list[str]
+    unprotected_columns: list[str]
+    clamped: dict[str, int]
+    seeded: bool
+    sampler: str | None
+    timings: dict[str, float]
+    n_rows: int
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the report as plain JSON-serialisable Python objects."""
+        out = asdict(self)
+        out["ledger"] = [asdict(entry) for entry in self.ledger]
+        out.update(out.pop("extra"))
+        return _jsonable(out)  # type: ignore[no-any-return]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Return the report as a JSON string."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+class PhaseTimer:
+    """Collects wall-clock seconds per named phase of a release."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block and add it to phase ``name``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+
+def names(columns: Sequence[Hashable]) -> list[str]:
+    """Column names as strings, for the report."""
+    return [str(c) for c in columns]

@@ -1,0 +1,243 @@
+"""Tables in and out: pandas, Arrow, NumPy, Parquet and CSV.
+
+This is the only module that imports pyarrow. Release functions see every input through
+:class:`TableData`: a list of column names and one 1-D NumPy array per column (zero-copy
+where the input allows it). :meth:`TableData.rebuild` turns new column arrays back into
+the caller's kind of table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+Kind = Literal["pandas", "arrow", "numpy"]
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A table seen as named 1-D columns, plus what is needed to rebuild the caller's kind.
+
+    Attributes
+    ----------
+    kind : {"pandas", "arrow", "numpy"}
+        What the caller passed in.
+    names : list
+        Column names: strings for pandas and Arrow, integer positions for NumPy.
+    n_rows : int
+        Number of rows.
+    source : object
+        The caller's table, never modified.
+    """
+
+    kind: Kind
+    names: list[Hashable]
+    n_rows: int
+    source: Any
+
+    def column(self, name: Hashable) -> np.ndarray:
+        """Return column ``name`` as a 1-D NumPy array (a read-only view where possible)."""
+        if self.kind == "numpy":
+            return self.source[:, name]  # type: ignore[no-any-return]
+        if self.kind == "pandas":
+            series = self.source[name]
+            if isinstance(series.dtype, pd.CategoricalDtype) or series.dtype == object:
+                return series.to_numpy()  # type: ignore[no-any-return]
+            try:
+                return series.to_numpy(copy=False)  # type: ignore[no-any-return]
+            except (TypeError, ValueError):  # nullable extension dtypes with missing values
+                return series.to_numpy(dtype=object)  # type: ignore[no-any-return]
+        chunked = self.source.column(name)
+        if chunked.null_count:
+            return chunked.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+        if chunked.num_chunks == 1:
+            return chunked.chunk(0).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+        return chunked.to_numpy()  # type: ignore[no-any-return]
+
+    def rebuild(
+        self, replaced: Mapping[Hashable, np.ndarray], row_order: np.ndarray | None
+    ) -> Any:
+        """Return a table of the caller's kind with some columns replaced.
+
+        Parameters
+        ----------
+        replaced : mapping
+            New values for some columns, already in the output row order.
+        row_order : ndarray of int64 or None
+            Output row ``i`` is input row ``row_order[i]`` for the columns not replaced.
+            ``None`` keeps the input order.
+
+        Returns
+        -------
+        object
+            A pandas DataFrame (with a fresh RangeIndex when rows were reordered, since
+            the original index would reveal the permutation), an Arrow table, or a 2-D
+            NumPy array.
+        """
+        if self.kind == "numpy":
+            source = self.source
+            dtype = np.result_type(source.dtype, *(a.dtype for a in replaced.values()))
+            out = np.empty(source.shape, dtype=dtype, order="C")
+            for j in range(source.shape[1]):
+                if j in replaced:
+                    out[:, j] = replaced[j]
+                elif row_order is None:
+                    out[:, j] = source[:, j]
+                else:
+                    out[:, j] = source[row_order, j]
+            return out
+        if self.kind == "pandas":
+            frame = self.source
+            data: dict[Hashable, Any] = {}
+            for name in self.names:
+                if name in replaced:
+                    data[name] = replaced[name]
+                else:
+                    column = frame[name]
+                    column = column.copy() if row_order is None else column.take(row_order)
+                    data[name] = column.array
+            index = frame.index.copy() if row_order is None else pd.RangeIndex(self.n_rows)
+            return pd.DataFrame(data, index=index, columns=frame.columns)
+        table = self.source
+        arrays = []
+        for name in self.names:
+            if name in replaced:
+                arrays.append(pa.array(replaced[name]))
+            elif row_order is None:
+                arrays.append(table.column(name))
+            else:
+                arrays.append(table.column(name).take(pa.array(row_order)))
+        return pa.table(arrays, names=[str(n) for n in self.names])
+
+
+def as_table_data(data: Any) -> TableData:
+    """Wrap a pandas DataFrame, Arrow table or 2-D NumPy array without copying it.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is none of the supported kinds, or a NumPy array is not 2-D.
+    ValueError
+        If column names are duplicated or not strings.
+    """
+    if isinstance(data, pd.DataFrame):
+        names = list(data.columns)
+        if len(set(names)) != len(names):
+            raise ValueError("the DataFrame has duplicate column names; rename them first")
+        return TableData("pandas", names, len(data), data)
+    if isinstance(data, pa.Table):
+        names = list(data.column_names)
+        if len(set(names)) != len(names):
+            raise ValueError("the Arrow table has duplicate column names; rename them first")
+        return TableData("arrow", names, data.num_rows, data)
+    if isinstance(data, pa.RecordBatch):
+        return as_table_data(pa.Table.from_batches([data]))
+    if isinstance(data, np.ndarray):
+        if data.ndim != 2:
+            raise TypeError(
+                f"a NumPy input must be 2-D (rows x columns), got {data.ndim}-D; "
+                "use array.reshape(-1, 1) for a single column"
+            )
+        return TableData("numpy", list(range(data.shape[1])), data.shape[0], data)
+    raise TypeError(
+        "data must be a pandas DataFrame, a pyarrow Table or a 2-D NumPy array, "
+        f"got {type(data).__name__}"
+    )
+
+
+def output_format(path: str | os.PathLike[str]) -> str:
+    """Return ``"parquet"`` or ``"csv"`` from a file name's extension."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _FORMATS:
+        raise ValueError(
+            f"cannot tell the file format of {os.fspath(path)!r} from its extension "
+            f"{suffix or '(none)'!r}; use .parquet or .csv"
+        )
+    return _FORMATS[suffix]
+
+
+def read_table(path: str | os.PathLike[str]) -> pa.Table:
+    """Read a Parquet or CSV file (chosen by extension) into an Arrow table.
+
+    Raises
+    ------
+    ValueError
+        If the extension is unknown, the file does not exist, or it cannot be parsed.
+    """
+    fmt = output_format(path)
+    if not Path(path).is_file():
+        raise ValueError(f"input file {os.fspath(path)!r} does not exist; check the path")
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path)
+        return pa_csv.read_csv(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"cannot read {os.fspath(path)!r} as {fmt}: {first_line}; check that the file "
+            f"is valid {fmt}"
+        ) from exc
+
+
+def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise ValueError(f"output directory {str(directory)!r} does not exist; create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_table_atomic(table: Any, path: str | os.PathLike[str]) -> None:
+    """Write a table (Arrow, pandas or 2-D NumPy) to Parquet or CSV, atomically.
+
+    The data goes to a temporary file in the target directory, which is renamed over
+    ``path`` only once complete; on any failure the temporary file is removed.
+    """
+    fmt = output_format(path)
+    if isinstance(table, pd.DataFrame):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    elif isinstance(table, np.ndarray):
+        table = pa.table({str(j): table[:, j] for j in range(table.shape[1])})
+
+    def write(tmp: str) -> None:
+        if fmt == "parquet":
+            pq.write_table(table, tmp, compression="zstd")
+        else:
+            pa_csv.write_csv(table, tmp)
+
+    _atomic_write(path, write)
+
+
+def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    text = json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_text(text, encoding="utf-8")
+
+    _atomic_write(path, write)
+
+
+def column_names(data: Any) -> Sequence[Hashable]:
+    """Return the column names of a supported table (see :func:`as_table_data`)."""
+    return as_table_data(data).names
