@@ -1,0 +1,222 @@
+"""Utility metrics comparing an original table with its release (SPEC §6).
+
+Each metric takes pandas, Arrow or NumPy input. A single column (1-D array, Series,
+Arrow array) gives a float; a table gives the mean over its columns, as Sánchez et al.
+(2016) report it, or a mapping ``{column: value}`` with ``per_column=True``.
+
+Metrics read the original data: they are for the data holder and must not be published
+with the release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from dpfast.io import as_table_data
+
+
+def _columns(data: Any) -> tuple[list[Hashable], dict[Hashable, np.ndarray], bool]:
+    """Return (names, arrays, is_single_column)."""
+    if isinstance(data, np.ndarray) and data.ndim == 1:
+        return [0], {0: data}, True
+    if hasattr(data, "to_numpy") and getattr(data, "ndim", 2) == 1:  # pandas Series
+        return [0], {0: np.asarray(data.to_numpy())}, True
+    if type(data).__module__.startswith("pyarrow") and not hasattr(data, "column_names"):
+        return [0], {0: np.asarray(data.to_numpy(zero_copy_only=False))}, True
+    if isinstance(data, (list, tuple)):
+        return [0], {0: np.asarray(data)}, True
+    table = as_table_data(data)
+    return list(table.names), {n: table.column(n) for n in table.names}, False
+
+
+def _paired(
+    original: Any, released: Any
+) -> tuple[list[Hashable], dict[Hashable, np.ndarray], dict[Hashable, np.ndarray], bool]:
+    names_o, cols_o, single_o = _columns(original)
+    names_r, cols_r, single_r = _columns(released)
+    if single_o != single_r or names_o != names_r:
+        raise ValueError(
+            f"original and released must have the same columns, got {names_o} and {names_r}"
+        )
+    for name in names_o:
+        if cols_o[name].shape != cols_r[name].shape:
+            raise ValueError(
+                f"column {name!r} has {cols_o[name].shape[0]} original and "
+                f"{cols_r[name].shape[0]} released rows; pass tables of the same shape"
+            )
+        if cols_o[name].shape[0] == 0:
+            raise ValueError(f"column {name!r} is empty; metrics need at least one row")
+    return names_o, cols_o, cols_r, single_o
+
+
+def _bounds_for(bounds: Any, name: Hashable, single: bool) -> tuple[float, float] | None:
+    if bounds is None:
+        return None
+    if single and not isinstance(bounds, Mapping):
+        pair = bounds
+    else:
+        if name not in bounds:
+            raise ValueError(f"no bounds for column {name!r}; add it to bounds")
+        pair = bounds[name]
+    lower, upper = float(pair[0]), float(pair[1])
+    if not lower <= upper:
+        raise ValueError(f"bounds for column {name!r} are inverted: ({lower}, {upper})")
+    return lower, upper
+
+
+def _aggregate(
+    values: dict[Hashable, float], single: bool, per_column: bool
+) -> float | dict[Hashable, float]:
+    if single:
+        return next(iter(values.values()))
+    if per_column:
+        return values
+    return float(np.mean(list(values.values())))
+
+
+def _as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
+    try:
+        result = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"column {name!r} is not numeric") from exc
+    return result
+
+
+def _per_column(
+    original: Any, released: Any, per_column: bool,
+    metric: Callable[[Hashable, np.ndarray, np.ndarray, bool], float],
+) -> float | dict[Hashable, float]:
+    names, cols_o, cols_r, single = _paired(original, released)
+    values = {name: metric(name, cols_o[name], cols_r[name], single) for name in names}
+    return _aggregate(values, single, per_column)
+
+
+def relative_error(
+    original: Any, released: Any, bounds: Any, sanity: float = 0.01, *, per_column: bool = False
+) -> float | dict[Hashable, float]:
+    """Mean relative error ``|x - x'| / max(|x|, sanity * (upper - lower))``.
+
+    Parameters
+    ----------
+    original, released : array, Series, DataFrame, Arrow or 2-D NumPy
+        Record-linked: row ``i`` of ``released`` is the release of row ``i`` of ``original``.
+    bounds : pair or mapping
+        The public domain per column, for the sanity bound.
+    sanity : float
+        Fraction of the domain width used as the smallest denominator (SPEC §6.1; the
+        paper's constant is not recoverable, 0.01 is our default).
+    per_column : bool
+        Return ``{column: value}`` instead of the mean over columns.
+
+    Returns
+    -------
+    float or dict
+
+    Examples
+    --------
+    >>> relative_error(np.array([10.0, 0.0]), np.array([11.0, 1.0]), (0, 100))
+    0.55
+    """
+    if not sanity > 0:
+        raise ValueError(f"sanity must be > 0, got {sanity}")
+
+    def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
+        pair = _bounds_for(bounds, name, single)
+        if pair is None:
+            raise ValueError("relative_error needs bounds for the sanity bound")
+        x, y = _as_float(x, name), _as_float(y, name)
+        floor = sanity * (pair[1] - pair[0])
+        denominator = np.maximum(np.abs(x), floor)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(denominator > 0, np.abs(x - y) / denominator,
+                             np.where(x == y, 0.0, np.inf))
+        return float(np.mean(ratio))
+
+    return _per_column(original, released, per_column, metric)
+
+
+def _histogram_pair(
+    x: np.ndarray, y: np.ndarray, pair: tuple[float, float] | None, bins: int, discrete: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    if discrete:
+        values, inverse = np.unique(np.concatenate([x, y]), return_inverse=True)
+        counts_x = np.bincount(inverse[: x.shape[0]], minlength=values.shape[0])
+        counts_y = np.bincount(inverse[x.shape[0]:], minlength=values.shape[0])
+        return counts_x.astype(np.float64), counts_y.astype(np.float64)
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    if pair is None:
+        pair = (float(min(x.min(), y.min())), float(max(x.max(), y.max())))
+    lower, upper = pair
+    if upper == lower:
+        upper = lower + 1.0
+    # Values equal to the upper bound go to the last bin; values outside fall in the end bins.
+    index_x = np.clip(((x - lower) / (upper - lower) * bins).astype(np.int64), 0, bins - 1)
+    index_y = np.clip(((y - lower) / (upper - lower) * bins).astype(np.int64), 0, bins - 1)
+    return (np.bincount(index_x, minlength=bins).astype(np.float64),
+            np.bincount(index_y, minlength=bins).astype(np.float64))
+
+
+def jensen_shannon_counts(p: np.ndarray, q: np.ndarray) -> float:
+    """Base-2 Jensen-Shannon divergence of two histograms (normalised here), in ``[0, 1]``."""
+    p = p / p.sum()
+    q = q / q.sum()
+    middle = (p + q) / 2
+    total = 0.0
+    for dist in (p, q):
+        mask = dist > 0
+        total += 0.5 * float(np.sum(dist[mask] * np.log2(dist[mask] / middle[mask])))
+    return max(0.0, min(1.0, total))
+
+
+def jensen_shannon(
+    original: Any, released: Any, bounds: Any = None, bins: int = 100, *,
+    discrete: bool | None = None, per_column: bool = False,
+) -> float | dict[Hashable, float]:
+    """Jensen-Shannon divergence (base 2) between original and released marginals.
+
+    Continuous columns use ``bins`` equal-width bins over the domain ``bounds`` (values at
+    the upper bound go to the last bin); discrete columns use one bin per value.
+
+    Parameters
+    ----------
+    original, released : array, Series, DataFrame, Arrow or 2-D NumPy
+        Row order does not matter.
+    bounds : pair or mapping, optional
+        The public domain per column (default: the range of both columns together).
+    bins : int
+        Number of bins for continuous columns.
+    discrete : bool, optional
+        One bin per value. Default: integer and non-numeric columns are discrete.
+    per_column : bool
+        Return ``{column: value}`` instead of the mean over columns.
+
+    Returns
+    -------
+    float or dict
+        0 for identical distributions, at most 1.
+
+    Examples
+    --------
+    >>> jensen_shannon(np.array([0.1, 0.2]), np.array([0.1, 0.2]), (0, 1))
+    0.0
+    >>> jensen_shannon(np.array([1, 1]), np.array([2, 2]))
+    1.0
+    """
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+
+    def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
+        is_discrete = discrete
+        if is_discrete is None:
+            is_discrete = not (np.issubdtype(x.dtype, np.floating)
+                               or np.issubdtype(y.dtype, np.floating))
+        pair = None if is_discrete else _bounds_for(bounds, name, single)
+        if not is_discrete:
+            x, y = _as_float(x, name), _as_float(y, name)
+        p, q = _histogram_pair(x, y, pair, int(bins), bool(is_discrete))
+        return jensen_shannon_counts(p, q)
+
+    return _per_column(original, released, per_column, metric)

@@ -1,0 +1,153 @@
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpfast._kernels import ranking
+from dpfast.microaggregation import (
+    Grid,
+    centroid_sensitivity,
+    group_means,
+    ir_column,
+    noise_scale_steps,
+    ranking_labels,
+)
+from tests.reference import ir_reference
+
+EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _column_case(draw_values, k):
+    values = np.asarray(draw_values, dtype=np.float64)
+    return values, min(k, values.shape[0])
+
+
+values_strategy = st.lists(
+    st.one_of(st.integers(-5, 5).map(float), st.floats(-1e3, 1e3, allow_nan=False)),
+    min_size=1, max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values_strategy, st.integers(1, 25))
+def test_ranking_labels_match_reference(values, k):
+    values, k = _column_case(values, k)
+    got = ranking_labels(values, k)
+    expected = ir_reference.labels(values.tolist(), k)
+    assert got.tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(values_strategy, st.integers(1, 25))
+def test_group_sizes_between_k_and_2k_minus_1(values, k):
+    values, k = _column_case(values, k)
+    sizes = np.bincount(ranking_labels(values, k))
+    assert sizes.shape[0] == values.shape[0] // k
+    assert sizes.min() >= k
+    assert sizes.max() <= 2 * k - 1 or sizes.shape[0] == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(values_strategy, st.integers(1, 25))
+def test_group_means_match_reference_and_are_monotone(values, k):
+    values, k = _column_case(values, k)
+    got = group_means(values, k)
+    expected = np.array(ir_reference.group_means(values.tolist(), k))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-9)
+    order = np.argsort(values, kind="stable")
+    assert np.all(np.diff(got[order]) >= -1e-9)
+
+
+def test_remainder_goes_to_the_last_group():
+    # n = 7, k = 3: groups of 3 and 4 (SPEC §1.3, as sdcMicro and the authors' library).
+    values = np.array([7.0, 1.0, 6.0, 2.0, 5.0, 3.0, 4.0])
+    assert ranking_labels(values, 3).tolist() == [1, 0, 1, 0, 1, 0, 1]
+    assert group_means(values, 3).tolist() == [5.5, 2.0, 5.5, 2.0, 5.5, 2.0, 5.5]
+
+
+def test_ties_go_to_the_lowest_row_index():
+    values = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    assert ranking_labels(values, 2).tolist() == [0, 1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("n_records", [1, 2, 1000, 70_000])
+def test_radix_sort_is_a_stable_argsort(n_records):
+    rng = np.random.default_rng(n_records)
+    values = rng.integers(0, 50, n_records).astype(np.float64)
+    grid = Grid.for_column(0.0, 49.0, n_records, 1)
+    packed, clamped = ranking.pack_quantised(
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits
+    )
+    assert clamped == 0
+    ordered = ranking.radix_sort_packed(packed, grid.index_bits, grid.d_int.bit_length())
+    rows = (ordered & np.uint64((1 << grid.index_bits) - 1)).astype(np.int64)
+    np.testing.assert_array_equal(rows, np.argsort(values, kind="stable"))
+
+
+def _random_ir_case(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    k = int(rng.integers(1, n + 1))
+    lower = float(rng.uniform(-100, 0))
+    upper = lower + float(rng.choice([0.0, 1.0, 37.5, 1e6]))
+    if rng.random() < 0.5:
+        values = rng.integers(int(lower) - 3, int(upper) + 4, n).astype(np.float64)
+    else:
+        values = rng.uniform(lower - 10, upper + 10, n)
+    grid = Grid.for_column(lower, upper, n, k)
+    noise = rng.integers(-grid.d_int - 5, grid.d_int + 5, n // k) if grid.d_int else np.zeros(
+        n // k, np.int64)
+    return values, grid, k, noise.astype(np.int64), bool(rng.random() < 0.3)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ir_column_matches_the_reference_pipeline(seed):
+    values, grid, k, noise, round_values = _random_ir_case(seed)
+    out = np.empty(values.shape[0])
+    clamped = ir_column(values, grid, k, noise, EMPTY, round_values, out)
+    expected = ir_reference.ir_release(
+        values.tolist(), grid.lower, grid.upper, grid.gamma, grid.d_int, k, noise.tolist(),
+        round_values,
+    )
+    np.testing.assert_array_equal(out, np.array(expected))
+    assert clamped == int(np.sum((values < grid.lower) | (values > grid.upper)))
+
+
+def test_ir_column_writes_through_the_destination_permutation():
+    values, grid, k, noise, _ = _random_ir_case(3)
+    n = values.shape[0]
+    destination = np.random.default_rng(0).permutation(n).astype(np.int64)
+    plain, shuffled = np.empty(n), np.empty(n)
+    ir_column(values, grid, k, noise, EMPTY, False, plain)
+    ir_column(values, grid, k, noise, destination, False, shuffled)
+    np.testing.assert_array_equal(shuffled[destination], plain)
+
+
+def test_ir_column_never_writes_its_input():
+    values, grid, k, noise, _ = _random_ir_case(5)
+    values.setflags(write=False)
+    out = np.empty(values.shape[0])
+    ir_column(values, grid, k, noise, EMPTY, False, out)
+
+
+def test_grid_is_a_power_of_two_covering_the_domain():
+    grid = Grid.for_column(17.0, 90.0, 30_000, 25)
+    mantissa, _ = np.frexp(grid.gamma)
+    assert mantissa == 0.5
+    assert grid.d_int * grid.gamma >= 73.0
+    assert grid.d_int <= 2**40
+    assert (grid.d_int + 1) << grid.index_bits < 2**64
+
+
+def test_grid_of_a_zero_width_domain():
+    grid = Grid.for_column(3.0, 3.0, 10, 2)
+    assert grid.d_int == 0
+
+
+def test_sensitivity_adds_one_grid_step_per_group():
+    grid = Grid.for_column(0.0, 1.0, 100, 10)
+    got = centroid_sensitivity(grid, 100, 10)
+    assert got == Fraction(grid.d_int, 10) + 10
+    assert noise_scale_steps(got, 0.5) == int(np.ceil(float(got) / 0.5))
