@@ -1,5 +1,27 @@
-"""dpfast: fast differentially private release of tabular microdata."""
+"""dpfast: fast differentially private release of tabular microdata.
+
+The public API is re-exported here; nothing is compiled at import (kernels compile on
+first use and are cached on disk).
+"""
 
 from __future__ import annotations
 
+from dpfast.accounting import Ledger, LedgerEntry, Report
+from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
+from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "BudgetExceededError",
+    "Ledger",
+    "LedgerEntry",
+    "PrivacyLeakWarning",
+    "Release",
+    "Report",
+    "UnsafeSamplerWarning",
+    "__version__",
+    "individual_ranking",
+    "ir_dp",
+    "laplace_dp",
+]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast import metrics as utility
 from dpfast import noise
 from dpfast._validation import (
     as_numeric_column,
@@ -103,6 +104,39 @@ def _finish(column: _Column, released: np.ndarray) -> np.ndarray:
     return released
 
 
+def _utility_metrics(
+    protected: Sequence[_Column],
+    released: Mapping[Hashable, np.ndarray],
+    destinations: Mapping[Hashable, np.ndarray],
+    domains: Mapping[Hashable, tuple[float, float]] | None,
+) -> dict[str, Any]:
+    """Relative error and JSD of each protected column, rows matched through the shuffle."""
+    relative: dict[str, float] = {}
+    divergence: dict[str, float] = {}
+    for column in protected:
+        original = column.values
+        destination = destinations.get(column.name)
+        if destination is not None and destination.shape[0] == original.shape[0]:
+            aligned = np.empty_like(original)
+            aligned[destination] = original
+            original = aligned
+        if column.integer:
+            original = original.astype(column.dtype)
+        out = released[column.name]
+        pair = domains[column.name] if domains is not None else (
+            float(original.min()), float(original.max()))
+        relative[str(column.name)] = float(utility.relative_error(original, out, pair))
+        divergence[str(column.name)] = float(utility.jensen_shannon(original, out, pair))
+    return {
+        "warning": "computed on the original data: keep this report private, do not "
+                   "publish it with the release",
+        "relative_error": relative,
+        "jensen_shannon": divergence,
+        "mean_relative_error": float(np.mean(list(relative.values()))),
+        "mean_jensen_shannon": float(np.mean(list(divergence.values()))),
+    }
+
+
 def _report_progress(progress: Progress | None, phase: str, done: int, total: int) -> None:
     if progress is not None:
         progress(phase, done, total)
@@ -128,6 +162,7 @@ def ir_dp(
     shuffle: bool = True,
     seed: int | None = None,
     n_threads: int | None = None,
+    metrics: bool = False,
     progress: Progress | None = None,
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
@@ -163,6 +198,10 @@ def ir_dp(
         Draw noise from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
         Threads over columns (default: one per core). Results do not depend on it.
+    metrics : bool
+        Add relative error and Jensen-Shannon divergence per column to the report
+        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
+        and must then not be published with the data.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
 
@@ -286,6 +325,10 @@ def ir_dp(
     with timer.phase("assemble"):
         result = table.rebuild(released, row_order)
         _report_progress(progress, "assemble", 1, 1)
+    extra = {}
+    if metrics:
+        with timer.phase("metrics"):
+            extra["metrics"] = _utility_metrics(protected, released, destinations, domains)
 
     protected_names = names([c.name for c in protected])
     unprotected = [str(n) for n in table.names if n not in released]
@@ -313,6 +356,7 @@ def ir_dp(
         timings=timer.timings,
         n_rows=n_records,
         notes=notes,
+        extra=extra,
     )
     return Release(result, report)
 
@@ -365,6 +409,7 @@ def laplace_dp(
     bounds: Mapping[Hashable, tuple[float, float]] | str,
     columns: Sequence[Hashable] | None = None,
     seed: int | None = None,
+    metrics: bool = False,
     progress: Progress | None = None,
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
@@ -383,6 +428,10 @@ def laplace_dp(
         Columns to protect (default all).
     seed : int, optional
         Reproducible, not for publication.
+    metrics : bool
+        Add relative error and Jensen-Shannon divergence per column to the report
+        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
+        and must then not be published with the data.
     progress : callable, optional
 
     Returns
@@ -446,6 +495,10 @@ def laplace_dp(
             _report_progress(progress, "noise", i + 1, m)
     with timer.phase("assemble"):
         result = table.rebuild(released, None)
+    extra = {}
+    if metrics:
+        with timer.phase("metrics"):
+            extra["metrics"] = _utility_metrics(protected, released, {}, domains)
     protected_names = names([c.name for c in protected])
     unprotected = [str(n) for n in table.names if n not in released]
     if derived:
@@ -474,6 +527,7 @@ def laplace_dp(
         timings=timer.timings,
         n_rows=n_records,
         notes=[SEEDED_NOTE] if seed is not None else [],
+        extra=extra,
     )
     return Release(result, report)
 
@@ -483,6 +537,7 @@ def individual_ranking(
     *,
     k: int,
     columns: Sequence[Hashable] | None = None,
+    metrics: bool = False,
     progress: Progress | None = None,
 ) -> Release:
     """Individual-ranking microaggregation without noise. Not differentially private.
@@ -496,6 +551,10 @@ def individual_ranking(
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
     k : int
     columns : sequence, optional
+    metrics : bool
+        Add relative error and Jensen-Shannon divergence per column to the report
+        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
+        and must then not be published with the data.
     progress : callable, optional
 
     Returns
@@ -524,6 +583,10 @@ def individual_ranking(
             _report_progress(progress, "microaggregation", i + 1, len(protected))
     with timer.phase("assemble"):
         result = table.rebuild(released, None)
+    extra = {}
+    if metrics:
+        with timer.phase("metrics"):
+            extra["metrics"] = _utility_metrics(protected, released, {}, None)
     protected_names = names([c.name for c in protected])
     unprotected = [str(n) for n in table.names if n not in released]
     report = Report(
@@ -544,5 +607,6 @@ def individual_ranking(
         sampler=None,
         timings=timer.timings,
         n_rows=table.n_rows,
+        extra=extra,
     )
     return Release(result, report)

@@ -1,0 +1,149 @@
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import dpfast
+
+BOUNDS = {"a": (0, 10), "b": (0, 10)}
+
+
+def _frame():
+    return pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [6, 5, 4, 3, 2, 1]})
+
+
+def _call(method, data, **kwargs):
+    if method == "ir_dp":
+        params = {"k": 2, "epsilon": 1.0, "bounds": BOUNDS, "seed": 0}
+    elif method == "laplace_dp":
+        params = {"epsilon": 1.0, "bounds": BOUNDS, "seed": 0}
+    else:
+        params = {"k": 2}
+    params.update(kwargs)
+    return getattr(dpfast, method)(data, **params)
+
+
+METHODS = ["ir_dp", "laplace_dp", "individual_ranking"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bad, match", [
+    (np.nan, "non-finite"), (np.inf, "non-finite"), (-np.inf, "non-finite"),
+])
+def test_non_finite_values_are_refused_and_input_is_unchanged(method, bad, match):
+    frame = _frame()
+    frame.loc[3, "a"] = bad
+    before = frame.copy()
+    with pytest.raises(ValueError, match=match):
+        _call(method, frame)
+    pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_non_numeric_protected_column_is_a_type_error(method):
+    frame = _frame().assign(a=list("abcdef"))
+    with pytest.raises(TypeError, match="must be numeric"):
+        _call(method, frame)
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "individual_ranking"])
+@pytest.mark.parametrize("k", [0, -1, 7])
+def test_k_out_of_range(method, k):
+    with pytest.raises(ValueError, match=r"k must be in \[1, 6\]"):
+        _call(method, _frame(), k=k)
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "individual_ranking"])
+@pytest.mark.parametrize("k", [2.0, "2", True, None])
+def test_k_of_wrong_type(method, k):
+    with pytest.raises(TypeError, match="k must be an integer"):
+        _call(method, _frame(), k=k)
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "laplace_dp"])
+@pytest.mark.parametrize("epsilon", [0, -1.0, float("nan"), float("inf")])
+def test_bad_epsilon(method, epsilon):
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+        _call(method, _frame(), epsilon=epsilon)
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "laplace_dp"])
+@pytest.mark.parametrize("bounds, error, match", [
+    (None, ValueError, "bounds are required"),
+    ({"a": (0, 10)}, ValueError, r"no bounds for protected column\(s\) \['b'\]"),
+    ({"a": (10, 0), "b": (0, 10)}, ValueError, "inverted"),
+    ({"a": (0, np.inf), "b": (0, 10)}, ValueError, "finite"),
+    ({"a": (0,), "b": (0, 10)}, ValueError, "pair"),
+    ([(0, 10), (0, 10)], TypeError, "mapping"),
+])
+def test_bad_bounds(method, bounds, error, match):
+    with pytest.raises(error, match=match):
+        _call(method, _frame(), bounds=bounds)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_unknown_columns(method):
+    with pytest.raises(ValueError, match=r"unknown column\(s\) \['zzz'\]"):
+        _call(method, _frame(), columns=["a", "zzz"])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_empty_table(method):
+    with pytest.raises(ValueError, match="empty"):
+        _call(method, _frame().iloc[:0])
+
+
+def test_wrong_data_type():
+    with pytest.raises(TypeError, match="pandas DataFrame, a pyarrow Table or a 2-D NumPy"):
+        dpfast.ir_dp([[1.0]], k=1, epsilon=1.0, bounds={0: (0, 1)})
+    with pytest.raises(TypeError, match="must be 2-D"):
+        dpfast.ir_dp(np.arange(3.0), k=1, epsilon=1.0, bounds={0: (0, 3)})
+
+
+def test_bad_linkage_and_shuffle_combination():
+    with pytest.raises(ValueError, match="linkage must be one of"):
+        _call("ir_dp", _frame(), linkage="rows")
+    with pytest.raises(ValueError, match="drop shuffle=False"):
+        _call("ir_dp", _frame(), linkage="columns", shuffle=False)
+
+
+def test_bad_seed_and_threads():
+    with pytest.raises(ValueError, match="seed must be a non-negative"):
+        _call("ir_dp", _frame(), seed=-3)
+    with pytest.raises(ValueError, match="n_threads must be >= 1"):
+        _call("ir_dp", _frame(), n_threads=0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_read_only_numpy_and_arrow_inputs_are_accepted(method):
+    data = np.array([[1.0, 6.0], [2.0, 5.0], [3.0, 4.0], [4.0, 3.0]])
+    data.setflags(write=False)
+    bounds = {0: (0, 10), 1: (0, 10)}
+    if method == "individual_ranking":
+        release = dpfast.individual_ranking(data, k=2)
+    else:
+        release = _call(method, data, bounds=bounds)
+    assert release.data.shape == data.shape
+    table = pa.table({"a": [1.0, 2.0, 3.0, 4.0], "b": [6, 5, 4, 3]})
+    release = _call(method, table)
+    assert release.data.num_rows == 4
+    assert table.column("a").to_pylist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_input_is_never_modified_by_a_successful_release():
+    frame = _frame()
+    before = frame.copy()
+    for method in METHODS:
+        _call(method, frame)
+    pd.testing.assert_frame_equal(frame, before)
+    data = frame.to_numpy()
+    copy = data.copy()
+    dpfast.ir_dp(data, k=2, epsilon=1.0, bounds={0: (0, 10), 1: (0, 10)}, seed=0)
+    np.testing.assert_array_equal(data, copy)
+
+
+def test_nullable_missing_values_are_refused():
+    frame = _frame().astype({"b": "Int64"})
+    frame.loc[2, "b"] = pd.NA
+    with pytest.raises((ValueError, TypeError)):
+        _call("ir_dp", frame)
