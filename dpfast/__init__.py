@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dpfast.accounting import Ledger, LedgerEntry, Report
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
+from dpfast._version import __version__
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BudgetExceededError",

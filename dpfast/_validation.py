@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._kernels import checks
 from dpfast.exceptions import PrivacyLeakWarning
 
 
@@ -107,12 +108,11 @@ def as_numeric_column(values: np.ndarray, name: Hashable) -> np.ndarray:
     if np.issubdtype(values.dtype, np.complexfloating):
         raise TypeError(f"column {name!r} is complex; only real numbers can be protected")
     floats = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(floats)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        kind = "NaN or missing" if np.isnan(floats[bad[0]]) else "infinite"
+    count, first = checks.non_finite(floats)
+    if count:
+        kind = "NaN or missing" if np.isnan(floats[first]) else "infinite"
         raise ValueError(
-            f"column {name!r} has {bad.size} non-finite value(s) (first at row {bad[0]}: "
+            f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
             f"{kind}); drop or impute them with a public rule before the release"
         )
     return floats

@@ -67,8 +67,25 @@ class TableData:
             return chunked.chunk(0).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
         return chunked.to_numpy()  # type: ignore[no-any-return]
 
+    def output_columns(
+        self, columns: Sequence[Hashable]
+    ) -> tuple[dict[Hashable, np.ndarray], np.ndarray | None]:
+        """Allocate float64 output columns for ``columns``.
+
+        For a float64 NumPy input, the columns are views into one new 2-D array (returned
+        as the second item, to pass to :meth:`rebuild` as ``base``), so the release is
+        written in place instead of being copied into a table at the end.
+        """
+        if self.kind == "numpy" and self.source.dtype == np.float64:
+            base = np.empty(self.source.shape, dtype=np.float64)
+            return {name: base[:, name] for name in columns}, base
+        return {name: np.empty(self.n_rows, dtype=np.float64) for name in columns}, None
+
     def rebuild(
-        self, replaced: Mapping[Hashable, np.ndarray], row_order: np.ndarray | None
+        self,
+        replaced: Mapping[Hashable, np.ndarray],
+        row_order: np.ndarray | None,
+        base: np.ndarray | None = None,
     ) -> Any:
         """Return a table of the caller's kind with some columns replaced.
 
@@ -87,6 +104,12 @@ class TableData:
             the original index would reveal the permutation), an Arrow table, or a 2-D
             NumPy array.
         """
+        if base is not None:
+            for j in range(base.shape[1]):
+                if j not in replaced:
+                    base[:, j] = self.source[:, j] if row_order is None else self.source[
+                        row_order, j]
+            return base
         if self.kind == "numpy":
             source = self.source
             dtype = np.result_type(source.dtype, *(a.dtype for a in replaced.values()))
@@ -110,7 +133,7 @@ class TableData:
                     column = column.copy() if row_order is None else column.take(row_order)
                     data[name] = column.array
             index = frame.index.copy() if row_order is None else pd.RangeIndex(self.n_rows)
-            return pd.DataFrame(data, index=index, columns=frame.columns)
+            return pd.DataFrame(data, index=index, columns=frame.columns, copy=False)
         table = self.source
         arrays = []
         for name in self.names:

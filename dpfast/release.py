@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -258,19 +259,14 @@ def ir_dp(
     epsilon_column = epsilon / m
     source = _noise_source(seed)
     ledger = Ledger(epsilon)
-    grids: dict[Hashable, Grid] = {}
-    draws: dict[Hashable, np.ndarray] = {}
-    with timer.phase("noise"):
-        for i, column in enumerate(protected):
+    plans: dict[Hashable, tuple[Grid, int, LedgerEntry]] = {}
+    with timer.phase("plan"):
+        for column in protected:
             lower, upper = domains[column.name]
             grid = Grid.for_column(lower, upper, n_records, k)
             sensitivity = centroid_sensitivity(grid, n_records, k)
             steps = noise_scale_steps(sensitivity, epsilon_column) if grid.d_int else 0
-            ledger.check(epsilon_column)
-            draws[column.name] = noise.discrete_laplace(
-                source.key("ir_dp", "centroid-noise", str(column.name)), steps, n_groups
-            )
-            ledger.spend(LedgerEntry(
+            entry = LedgerEntry(
                 step="centroid noise",
                 columns=(str(column.name),),
                 epsilon=epsilon_column,
@@ -285,9 +281,9 @@ def ir_dp(
                     "grid_rounding_term": n_groups * grid.gamma,
                     "scale_in_grid_steps": steps,
                 },
-            ))
-            grids[column.name] = grid
-            _report_progress(progress, "noise", i + 1, m)
+            )
+            ledger.check(math.fsum(p[2].epsilon for p in plans.values()) + epsilon_column)
+            plans[column.name] = (grid, steps, entry)
 
     with timer.phase("shuffle"):
         row_order: np.ndarray | None = None
@@ -307,23 +303,36 @@ def ir_dp(
 
     released: dict[Hashable, np.ndarray] = {}
     clamped: dict[str, int] = {}
-    with timer.phase("microaggregation"):
-        def run(column: _Column) -> tuple[_Column, np.ndarray, int]:
-            out = np.empty(n_records, dtype=np.float64)
-            count = ir_column(
-                column.values, grids[column.name], k, draws[column.name],
-                destinations.get(column.name, empty), column.integer, out,
+    thread_seconds = {"noise": 0.0, "microaggregation": 0.0}
+    with timer.phase("columns"):
+        outputs, base = table.output_columns([c.name for c in protected])
+
+        def run(column: _Column) -> tuple[_Column, int, float, float]:
+            grid, steps, _ = plans[column.name]
+            start = time.perf_counter()
+            draws = noise.discrete_laplace(
+                source.key("ir_dp", "centroid-noise", str(column.name)), steps, n_groups
             )
-            return column, out, count
+            middle = time.perf_counter()
+            count = ir_column(
+                column.values, grid, k, draws, destinations.get(column.name, empty),
+                column.integer, outputs[column.name],
+            )
+            return column, count, middle - start, time.perf_counter() - middle
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            for done, (column, out, count) in enumerate(pool.map(run, protected), start=1):
-                released[column.name] = _finish(column, out)
+            for done, (column, count, noise_s, ranking_s) in enumerate(
+                pool.map(run, protected), start=1
+            ):
+                ledger.spend(plans[column.name][2])
+                released[column.name] = _finish(column, outputs[column.name])
                 clamped[str(column.name)] = count
-                _report_progress(progress, "microaggregation", done, m)
+                thread_seconds["noise"] += noise_s
+                thread_seconds["microaggregation"] += ranking_s
+                _report_progress(progress, "columns", done, m)
 
     with timer.phase("assemble"):
-        result = table.rebuild(released, row_order)
+        result = table.rebuild(released, row_order, base)
         _report_progress(progress, "assemble", 1, 1)
     extra = {}
     if metrics:
@@ -353,7 +362,8 @@ def ir_dp(
         clamped=clamped,
         seeded=seed is not None,
         sampler=noise.SAMPLER_NAME,
-        timings=timer.timings,
+        timings={**timer.timings, **{f"{phase} (thread seconds)": seconds
+                                     for phase, seconds in thread_seconds.items()}},
         n_rows=n_records,
         notes=notes,
         extra=extra,

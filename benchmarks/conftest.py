@@ -1,0 +1,67 @@
+"""Benchmark collection and the ratio summary.
+
+Benchmarks live in ``bench_*.py`` files, collected only when ``benchmarks/`` is named on
+the command line (``scripts/bench``). Each job is timed for dpfast and for a baseline that
+does the same job, in the same run; the summary prints the ratio of their medians.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+import pytest
+
+_MEDIANS: dict[str, dict[str, float]] = defaultdict(dict)
+_NOTES: list[str] = []
+
+
+def pytest_collect_file(parent, file_path):
+    # A file named on the command line is already collected by pytest itself.
+    if (file_path.suffix == ".py" and file_path.name.startswith("bench_")
+            and not parent.session.isinitpath(file_path)):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_addoption(parser):
+    parser.addoption("--ratios-json", default=None, help="write the ratio table to this JSON file")
+
+
+@pytest.fixture
+def record(benchmark):
+    """Call ``record(job, implementation)`` after ``benchmark(...)`` to keep its median."""
+
+    def _record(job: str, implementation: str) -> None:
+        _MEDIANS[job][implementation] = benchmark.stats.stats.median
+
+    return _record
+
+
+@pytest.fixture(scope="session")
+def note():
+    """Call ``note(text)`` to print a line in the summary (e.g. a measured memory peak)."""
+    return _NOTES.append
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not _MEDIANS and not _NOTES:
+        return
+    rows = []
+    terminalreporter.section("dpfast ratios (median seconds; ratio = baseline / dpfast)")
+    for job, impls in sorted(_MEDIANS.items()):
+        ours = impls.get("dpfast")
+        for name, median in sorted(impls.items()):
+            ratio = (median / ours) if ours and name != "dpfast" else None
+            rows.append({"job": job, "implementation": name, "median_s": median, "ratio": ratio})
+            text = f"{job:<40} {name:<22} {median:10.4f} s"
+            if ratio is not None:
+                text += f"   dpfast is {ratio:6.1f}x faster"
+            terminalreporter.write_line(text)
+    for line in _NOTES:
+        terminalreporter.write_line(line)
+    path = config.getoption("--ratios-json")
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"ratios": rows, "notes": _NOTES, "cpus": os.cpu_count()}, handle, indent=2)

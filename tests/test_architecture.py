@@ -1,0 +1,99 @@
+"""Layering and import-time rules of STYLE.md, checked by parsing the package's imports."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
+
+# A module may import dpfast modules of a strictly lower layer only.
+LAYERS = {
+    "_jit": 0, "exceptions": 0, "_version": 0,
+    "_kernels": 1,
+    "_validation": 2, "accounting": 2, "io": 2,
+    "noise": 3, "microaggregation": 3, "perturbation": 3, "metrics": 3, "schema": 3,
+    "taxonomy": 3,
+    "release": 4, "datasets": 4, "diffgen": 4,
+    "cli": 5,
+    "__init__": 6, "__main__": 7,
+}
+
+
+def _module_key(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0].removesuffix(".py")
+
+
+def _dpfast_imports(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "dpfast":
+                yield from (alias.name for alias in node.names)
+            elif node.module.startswith("dpfast."):
+                yield node.module.split(".")[1]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dpfast."):
+                    yield alias.name.split(".")[1]
+
+
+def _all_imports(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module.split(".")[0]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0]
+
+
+def test_every_module_has_a_layer():
+    for path in PACKAGE.rglob("*.py"):
+        assert _module_key(path) in LAYERS, f"add {path.name} to LAYERS"
+
+
+def test_dependencies_point_one_way():
+    for path in PACKAGE.rglob("*.py"):
+        key = _module_key(path)
+        for imported in _dpfast_imports(path):
+            if imported == key:
+                continue  # inside a subpackage
+            assert LAYERS[imported] < LAYERS[key], f"{path.name} imports dpfast.{imported}"
+
+
+def test_kernels_import_only_numpy_and_jit():
+    for path in (PACKAGE / "_kernels").rglob("*.py"):
+        external = set(_all_imports(path)) - {"__future__", "numpy", "dpfast"}
+        assert not external, f"{path.name} imports {external}"
+        assert set(_dpfast_imports(path)) <= {"_jit", "_kernels"}
+
+
+def test_only_io_imports_pyarrow():
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "io.py":
+            assert "pyarrow" not in set(_all_imports(path)), path.name
+
+
+def test_only_jit_calls_numba():
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "_jit.py":
+            assert "numba" not in set(_all_imports(path)), path.name
+
+
+def test_import_compiles_nothing():
+    code = (
+        "import sys, dpfast, numba\n"
+        "import dpfast.cli, dpfast.metrics, dpfast.noise\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        "compiled = [f'{m}.{n}' for m, mod in list(sys.modules.items()) if m.startswith('dpfast')\n"
+        "            for n, obj in vars(mod).items()\n"
+        "            if isinstance(obj, CPUDispatcher) and obj.signatures]\n"
+        "kernels = [n for m, mod in list(sys.modules.items()) if m.startswith('dpfast._kernels')\n"
+        "           for n, obj in vars(mod).items() if isinstance(obj, CPUDispatcher)]\n"
+        "assert kernels, 'no kernels found'\n"
+        "print(compiled)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
