@@ -1,0 +1,594 @@
+"""The ``dpfast`` command line: read a table, call a release function, write the result.
+
+No algorithm logic lives here. Exit codes: 0 on success, 2 on a usage or input error
+(one line on stderr starting ``dpfast: error:``), 1 on an unexpected error, 130 on Ctrl-C.
+Set ``DPFAST_DEBUG=1`` to see the traceback of an input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from dpfast import __version__
+
+__all__ = ["main"]
+
+_MAIN_EXAMPLES = """\
+examples:
+  dpfast demo                      release the bundled Adult data, write ./dpfast-demo/
+  dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
+      --schema people.schema.json
+  dpfast release --help            list the release methods
+
+The schema file declares each column's type and public bounds: see docs/schema.md.
+"""
+
+_RELEASE_EXAMPLES = """\
+methods:
+  ir-dp               individual-ranking microaggregation + Laplace noise (differential privacy)
+  laplace             plain per-cell Laplace noise (the baseline)
+  individual-ranking  microaggregation only: NOT differentially private
+
+examples:
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
+  dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema s.json
+  dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+"""
+
+_IR_DP_EXAMPLES = """\
+examples:
+  # protect the schema's numeric columns with k = 25 and a total budget of epsilon = 1
+  dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
+      --schema people.schema.json
+
+  # provable epsilon-DP: shuffle each protected column independently (rows are unlinked)
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 \\
+      --schema people.schema.json --linkage columns
+
+  # reproducible noise for tests (the report says: not for publication)
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 \\
+      --schema people.schema.json --seed 42
+
+Writes OUTPUT and OUTPUT.report.json (method, epsilon ledger, guarantee, clamped counts).
+Columns the schema does not protect are copied unchanged, and the report lists them.
+Schema format: docs/schema.md. An example: dpfast/datasets/adult.schema.json.
+"""
+
+_LAPLACE_EXAMPLES = """\
+examples:
+  dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema people.schema.json
+  dpfast release laplace people.csv -o noisy.csv --epsilon 1 --schema people.schema.json --seed 7
+
+Every protected cell gets independent noise of scale m * (upper - lower) / epsilon.
+"""
+
+_IR_EXAMPLES = """\
+examples:
+  dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+  dpfast release individual-ranking people.parquet -o grouped.parquet --k 3 \\
+      --schema people.schema.json
+
+Microaggregation without noise: NOT differentially private (the report says so).
+Protects --columns, or else the schema's protected numeric columns, or else every column.
+"""
+
+_DEMO_EXAMPLES = """\
+examples:
+  dpfast demo
+  dpfast demo --out /tmp/adult-demo --k 50 --epsilon 0.5 --seed 1
+
+Releases the numeric columns of the bundled UCI Adult training data (30,162 complete rows)
+with ir-dp, using the public bounds of dpfast/datasets/adult.schema.json. Rows are kept in
+input order so that the relative error can be measured record by record.
+"""
+
+
+class _UsageError(Exception):
+    """A command-line usage error (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message}; run '{self.prog} --help' for usage")
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _column_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names such as 'age,income', got {text!r}"
+        )
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``dpfast`` argument parser."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="dpfast",
+        description="Differentially private release of tabular microdata.",
+        epilog=_MAIN_EXAMPLES,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dpfast {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    release = commands.add_parser(
+        "release",
+        help="release a Parquet or CSV table with a privacy method",
+        description="Release a Parquet or CSV table with a privacy method.",
+        epilog=_RELEASE_EXAMPLES,
+        formatter_class=formatter,
+    )
+    methods = release.add_subparsers(dest="method", metavar="METHOD", required=True)
+
+    ir_dp = methods.add_parser(
+        "ir-dp",
+        help="individual-ranking microaggregation + noise (differential privacy)",
+        description=(
+            "Differential privacy via individual-ranking microaggregation "
+            "(Sanchez et al. 2016, Algorithm 1)."
+        ),
+        epilog=_IR_DP_EXAMPLES,
+        formatter_class=formatter,
+    )
+    _io_arguments(ir_dp)
+    ir_dp.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
+    ir_dp.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    ir_dp.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    ir_dp.add_argument(
+        "--linkage",
+        choices=("records", "columns"),
+        default="records",
+        help="records: rows stay linked (the paper's release, guarantee as published); "
+        "columns: each column shuffled on its own (proven epsilon-DP). Default: records",
+    )
+    ir_dp.add_argument(
+        "--no-shuffle",
+        dest="shuffle",
+        action="store_false",
+        help="keep rows in input order (default: random order)",
+    )
+    ir_dp.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    ir_dp.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _quiet_argument(ir_dp)
+    ir_dp.set_defaults(handler=_release_ir_dp)
+
+    laplace = methods.add_parser(
+        "laplace",
+        help="plain per-cell Laplace noise (baseline)",
+        description="Plain per-cell Laplace noise: the baseline of Sanchez et al. (2016).",
+        epilog=_LAPLACE_EXAMPLES,
+        formatter_class=formatter,
+    )
+    _io_arguments(laplace)
+    laplace.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    laplace.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    laplace.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _quiet_argument(laplace)
+    laplace.set_defaults(handler=_release_laplace)
+
+    ranking = methods.add_parser(
+        "individual-ranking",
+        help="microaggregation only (NOT differentially private)",
+        description="Individual-ranking microaggregation without noise. Not differential "
+        "privacy: a utility reference.",
+        epilog=_IR_EXAMPLES,
+        formatter_class=formatter,
+    )
+    _io_arguments(ranking)
+    ranking.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
+    ranking.add_argument("--schema", help="schema JSON (its protected numeric columns)")
+    ranking.add_argument(
+        "--columns", type=_column_list, help="comma-separated columns to aggregate"
+    )
+    _quiet_argument(ranking)
+    ranking.set_defaults(handler=_release_individual_ranking)
+
+    demo = commands.add_parser(
+        "demo",
+        help="release the bundled Adult data with ir-dp and print a summary",
+        description="Release the bundled UCI Adult data's numeric columns with ir-dp.",
+        epilog=_DEMO_EXAMPLES,
+        formatter_class=formatter,
+    )
+    demo.add_argument("--out", default="dpfast-demo", help="output folder (default: %(default)s)")
+    demo.add_argument("--k", type=_integer, default=25, help="group size (default: 25)")
+    demo.add_argument("--epsilon", type=_number, default=1.0, help="budget (default: 1)")
+    demo.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _quiet_argument(demo)
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def _io_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="INPUT", help="input table (.parquet or .csv)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTPUT",
+        required=True,
+        help="output table (.parquet or .csv); OUTPUT.report.json is written beside it",
+    )
+
+
+def _quiet_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress display or notes")
+
+
+# -- progress --------------------------------------------------------------------------
+
+
+class ProgressLine:
+    """Render ``progress(phase, done, total)`` calls on one line of a stream.
+
+    On a terminal the line is redrawn in place, only when the phase or the whole percent
+    changes. Elsewhere (a pipe, a log file) one line is printed per phase.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        try:
+            self._tty = stream.isatty()
+        except (AttributeError, ValueError):
+            self._tty = False
+        self._shown: tuple[str, int] | None = None
+        self._width = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        percent = 100 if total <= 0 else max(0, min(100, (100 * done) // total))
+        with self._lock:
+            if self._tty:
+                if self._shown == (phase, percent):
+                    return
+                text = f"dpfast: {phase} {percent:3d}%"
+                self._stream.write("\r" + text.ljust(self._width))
+                self._width = len(text)
+            else:
+                if self._shown is not None and self._shown[0] == phase:
+                    return
+                self._stream.write(f"dpfast: {phase}...\n")
+            self._shown = (phase, percent)
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Clear the progress line (terminal only)."""
+        with self._lock:
+            if self._tty and self._width:
+                self._stream.write("\r" + " " * self._width + "\r")
+                self._stream.flush()
+                self._width = 0
+
+
+def _progress(args: argparse.Namespace) -> ProgressLine | None:
+    return None if args.quiet else ProgressLine(sys.stderr)
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    if not args.quiet:
+        print(f"dpfast: {text}", file=sys.stderr)
+
+
+# -- release commands ------------------------------------------------------------------
+
+
+def _report_path(output: str) -> str:
+    return f"{output}.report.json"
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Fail fast, before any work, on output paths that cannot be written."""
+    from dpfast.io import output_format
+
+    output_format(args.input)
+    output_format(args.output)
+    out = Path(args.output)
+    if out.is_dir():
+        raise ValueError(
+            f"output {args.output!r} is a directory; give a file name such as "
+            f"{os.path.join(args.output, 'released.parquet')!r}"
+        )
+    parent = out.parent
+    if not parent.is_dir():
+        raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
+    if Path(args.input).exists() and out.exists() and out.resolve() == Path(args.input).resolve():
+        raise ValueError("the output would overwrite the input; choose another -o path")
+
+
+def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
+    """Read the input and the schema (if any) and check them against each other."""
+    from dpfast.io import read_table
+    from dpfast.schema import Schema
+
+    table = read_table(args.input)
+    schema = None
+    if getattr(args, "schema", None) is not None:
+        schema = Schema.from_json(args.schema)
+        table = schema.check_table(table)
+        categorical = schema.protected_categorical()
+        if categorical:
+            raise ValueError(
+                f"{args.schema}: {method} protects numeric columns only, but the schema "
+                f"protects categorical column(s) {', '.join(repr(c) for c in categorical)}; "
+                'set "protect": false for them to copy them unchanged, or drop them'
+            )
+        if not schema.protected_numeric() and not getattr(args, "columns", None):
+            raise ValueError(
+                f"{args.schema}: no protected numeric column, so there is nothing to release; "
+                'declare at least one "integer" or "float" column with "bounds"'
+            )
+    return table, schema
+
+
+def _write(args: argparse.Namespace, release: Any) -> None:
+    """Write the data and its report, both atomically; never leave one without the other."""
+    from dpfast.io import write_json_atomic, write_table_atomic
+
+    report = release.report.to_dict()
+    write_table_atomic(release.data, args.output)
+    try:
+        write_json_atomic(report, _report_path(args.output))
+    except BaseException:
+        Path(args.output).unlink(missing_ok=True)
+        raise
+
+
+def _finish(args: argparse.Namespace, release: Any) -> int:
+    report = release.report
+    if report.unprotected_columns:
+        shown = ", ".join(report.unprotected_columns[:10])
+        more = ", ..." if len(report.unprotected_columns) > 10 else ""
+        _note(args, f"copied unchanged, NOT protected: {shown}{more}")
+    _write(args, release)
+    if not args.quiet:
+        budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
+        print(f"wrote {args.output} ({report.n_rows} rows) and {_report_path(args.output)}")
+        print(
+            f"{report.method}: {budget}; guarantee: {report.guarantee_level}"
+            + (" (seeded: not for publication)" if report.seeded else "")
+        )
+    return 0
+
+
+def _run_release(
+    args: argparse.Namespace, method: str, call: Callable[[Any, Any, Any], Any]
+) -> int:
+    _check_paths(args)
+    table, schema = _load(args, method)
+    progress = _progress(args)
+    try:
+        release = call(table, schema, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    return _finish(args, release)
+
+
+def _release_ir_dp(args: argparse.Namespace) -> int:
+    from dpfast.release import ir_dp
+
+    def call(table: Any, schema: Any, progress: Any) -> Any:
+        return ir_dp(
+            table,
+            k=args.k,
+            epsilon=args.epsilon,
+            bounds=schema.bounds(),
+            columns=schema.protected_numeric(),
+            linkage=args.linkage,
+            shuffle=args.shuffle,
+            seed=args.seed,
+            n_threads=args.threads,
+            progress=progress,
+        )
+
+    return _run_release(args, "ir-dp", call)
+
+
+def _release_laplace(args: argparse.Namespace) -> int:
+    from dpfast.release import laplace_dp
+
+    def call(table: Any, schema: Any, progress: Any) -> Any:
+        return laplace_dp(
+            table,
+            epsilon=args.epsilon,
+            bounds=schema.bounds(),
+            columns=schema.protected_numeric(),
+            seed=args.seed,
+            progress=progress,
+        )
+
+    return _run_release(args, "laplace", call)
+
+
+def _release_individual_ranking(args: argparse.Namespace) -> int:
+    from dpfast.release import individual_ranking
+
+    def call(table: Any, schema: Any, progress: Any) -> Any:
+        columns = args.columns
+        if columns is None and schema is not None:
+            columns = schema.protected_numeric()
+        return individual_ranking(table, k=args.k, columns=columns, progress=progress)
+
+    _note(args, "individual-ranking adds no noise: the output is NOT differentially private")
+    return _run_release(args, "individual-ranking", call)
+
+
+# -- demo ------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from dpfast.datasets import adult, adult_schema_path
+    from dpfast.io import write_json_atomic, write_table_atomic
+    from dpfast.metrics import jensen_shannon, relative_error
+    from dpfast.release import ir_dp
+    from dpfast.schema import Schema
+
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {args.out!r} is a file; give a folder")
+    schema = Schema.from_json(adult_schema_path())
+    columns = schema.protected_numeric()
+    bounds: dict[Hashable, tuple[float, float]] = dict(schema.bounds().items())
+    original = adult("train", drop_missing=True)[columns]
+    progress = _progress(args)
+    try:
+        release = ir_dp(
+            original,
+            k=args.k,
+            epsilon=args.epsilon,
+            bounds=bounds,
+            shuffle=False,
+            seed=args.seed,
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    errors = _by_column(relative_error(original, release.data, bounds, per_column=True))
+    divergences = _by_column(jensen_shannon(original, release.data, bounds, per_column=True))
+    error = sum(errors.values()) / len(errors)
+    divergence = sum(divergences.values()) / len(divergences)
+    report = release.report.to_dict()
+    report["utility"] = {
+        "relative_error": {"mean": error, **errors},
+        "jensen_shannon": {"mean": divergence, **divergences},
+    }
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_path = out_dir / "adult_ir_dp.parquet"
+    report_path = out_dir / "adult_ir_dp.parquet.report.json"
+    write_table_atomic(release.data, data_path)
+    try:
+        write_json_atomic(report, report_path)
+    except BaseException:
+        data_path.unlink(missing_ok=True)
+        raise
+
+    r = release.report
+    width = max(len(c) for c in columns) + 2
+    lines = [
+        f"dpfast demo: ir-dp on UCI Adult (train, {r.n_rows:,} complete rows), "
+        f"{len(columns)} numeric columns, k = {args.k}, epsilon = {r.epsilon:g}",
+        "",
+        "epsilon ledger",
+        f"  {'step':<16}{'column':<{width}}{'epsilon':>9}{'sensitivity':>13}{'noise scale':>13}",
+    ]
+    for entry in r.ledger:
+        lines.append(
+            f"  {entry.step:<16}{', '.join(entry.columns):<{width}}{entry.epsilon:>9.4g}"
+            f"{_number_text(entry.sensitivity):>13}{_number_text(entry.noise_scale):>13}"
+        )
+    total = sum(entry.epsilon for entry in r.ledger)
+    lines += [
+        f"  {'total':<16}{'':<{width}}{total:>9.4g}",
+        "",
+        f"guarantee ({r.guarantee_level}): {r.guarantee}",
+    ]
+    if r.seeded:
+        lines.append("noise: seeded, reproducible, NOT for publication")
+    lines += [
+        "",
+        "utility against the original (0 is perfect)",
+        f"  {'column':<{width}}{'relative error':>16}{'JSD':>10}",
+    ]
+    for column in columns:
+        lines.append(f"  {column:<{width}}{errors[column]:>16.4f}{divergences[column]:>10.4f}")
+    lines += [
+        f"  {'mean':<{width}}{error:>16.4f}{divergence:>10.4f}",
+        "",
+        f"clamped values: {sum(r.clamped.values())}",
+        f"wrote {data_path} and {report_path}",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def _by_column(values: Any) -> dict[str, float]:
+    return {str(name): float(value) for name, value in dict(values).items()}
+
+
+def _number_text(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
+# -- entry point -----------------------------------------------------------------------
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _error(message: str) -> int:
+    print(f"dpfast: error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dpfast`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 success, 2 usage or input error, 1 unexpected error.
+
+    Examples
+    --------
+    >>> main(["--version"])
+    dpfast 0.1.0
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        return _error(str(exc))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("dpfast: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError) as exc:
+        if os.environ.get("DPFAST_DEBUG"):
+            raise
+        message = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            target = f" {exc.filename!r}" if exc.filename else ""
+            message = f"{exc.strerror}{target}; check the path and its permissions"
+        return _error(message or type(exc).__name__)
+    except Exception:
+        traceback.print_exc()
+        print(
+            "dpfast: internal error: this is a bug in dpfast; please report it with the "
+            "traceback above",
+            file=sys.stderr,
+        )
+        return 1

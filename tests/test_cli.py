@@ -1,0 +1,582 @@
+"""The command line, run as a user runs it: ``python -m dpfast ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpfast import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+N_ROWS = 60
+SCHEMA = {
+    "columns": {
+        "age": {"type": "integer", "bounds": [17, 90]},
+        "income": {"type": "float", "bounds": [0, 200000]},
+        "job": {"type": "categorical", "protect": False},
+    }
+}
+
+
+def dpfast(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("DPFAST_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "dpfast", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def people(n: int = N_ROWS) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "income": rng.uniform(0, 150_000, n),
+            "job": rng.choice(["clerk", "nurse", "pilot"], n),
+            "note": [f"row {i}" for i in range(n)],  # not in the schema: passes through
+        }
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    frame = people()
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    frame.to_parquet(tmp_path / "people.parquet", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
+    return tmp_path
+
+
+def read_output(path: Path) -> pd.DataFrame:
+    if path.suffix == ".csv":
+        return pd.read_csv(path)
+    return pq.read_table(path).to_pandas()
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], match: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("dpfast: error: "), lines[0]
+    assert match in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def assert_no_output(directory: Path, before: set[str]) -> None:
+    assert {p.name for p in directory.iterdir()} == before
+
+
+def check_report(output: Path, method: str, epsilon: float | None) -> dict[str, Any]:
+    report = json.loads(Path(f"{output}.report.json").read_text(encoding="utf-8"))
+    for key in ("method", "epsilon", "ledger", "guarantee"):
+        assert key in report
+    assert report["method"] == method
+    if epsilon is None:
+        assert report["epsilon"] is None
+        assert report["ledger"] == []
+    else:
+        assert report["epsilon"] == pytest.approx(epsilon)
+        assert sum(e["epsilon"] for e in report["ledger"]) == pytest.approx(epsilon)
+    return report  # type: ignore[no-any-return]
+
+
+# -- success paths ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [("people.csv", "out.parquet"), ("people.parquet", "out.csv")]
+)
+def test_ir_dp(workdir: Path, source: str, target: str) -> None:
+    result = dpfast(
+        "release",
+        "ir-dp",
+        source,
+        "-o",
+        target,
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--schema",
+        "schema.json",
+        "--seed",
+        "3",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    output = workdir / target
+    report = check_report(output, "ir_dp", 1.0)
+    assert report["protected_columns"] == ["age", "income"]
+    assert set(report["unprotected_columns"]) == {"job", "note"}
+    assert report["seeded"] is True
+    got = read_output(output)
+    assert list(got.columns) == ["age", "income", "job", "note"]
+    assert len(got) == N_ROWS
+    assert got["age"].dtype == np.int64
+    assert got["age"].between(17, 90).all()
+    assert got["income"].between(0, 200_000).all()
+    assert sorted(got["note"]) == sorted(people()["note"])
+    assert "NOT protected: job, note" in result.stderr
+    assert "wrote" in result.stdout
+    assert {p.name for p in workdir.iterdir()} == {
+        "people.csv",
+        "people.parquet",
+        "schema.json",
+        target,
+        f"{target}.report.json",
+    }
+
+
+def test_ir_dp_options_and_quiet(workdir: Path) -> None:
+    result = dpfast(
+        "release",
+        "ir-dp",
+        "people.csv",
+        "-o",
+        "out.csv",
+        "--k",
+        "4",
+        "--epsilon",
+        "2",
+        "--schema",
+        "schema.json",
+        "--linkage",
+        "columns",
+        "--threads",
+        "1",
+        "--quiet",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == ""
+    report = check_report(workdir / "out.csv", "ir_dp", 2.0)
+    assert report["parameters"]["linkage"] == "columns"
+    assert report["seeded"] is False
+
+
+def test_ir_dp_no_shuffle_keeps_row_order(workdir: Path) -> None:
+    result = dpfast(
+        "release",
+        "ir-dp",
+        "people.csv",
+        "-o",
+        "out.csv",
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--schema",
+        "schema.json",
+        "--no-shuffle",
+        "--seed",
+        "1",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    assert list(read_output(workdir / "out.csv")["note"]) == list(people()["note"])
+    assert check_report(workdir / "out.csv", "ir_dp", 1.0)["parameters"]["shuffle"] is False
+
+
+def test_seed_makes_runs_reproducible(workdir: Path) -> None:
+    args = ("--k", "5", "--epsilon", "1", "--schema", "schema.json", "--seed", "11", "--quiet")
+    first = dpfast("release", "ir-dp", "people.csv", "-o", "a.parquet", *args, cwd=workdir)
+    second = dpfast("release", "ir-dp", "people.csv", "-o", "b.parquet", *args, cwd=workdir)
+    assert first.returncode == second.returncode == 0
+    pd.testing.assert_frame_equal(
+        read_output(workdir / "a.parquet"), read_output(workdir / "b.parquet")
+    )
+
+
+def test_laplace(workdir: Path) -> None:
+    result = dpfast(
+        "release",
+        "laplace",
+        "people.parquet",
+        "-o",
+        "noisy.parquet",
+        "--epsilon",
+        "1",
+        "--schema",
+        "schema.json",
+        "--seed",
+        "5",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    check_report(workdir / "noisy.parquet", "laplace_dp", 1.0)
+    got = read_output(workdir / "noisy.parquet")
+    assert len(got) == N_ROWS
+    assert list(got["note"]) == list(people()["note"])  # rows keep their order
+
+
+@pytest.mark.parametrize("selection", [["--columns", "age,income"], ["--schema", "schema.json"]])
+def test_individual_ranking(workdir: Path, selection: list[str]) -> None:
+    result = dpfast(
+        "release",
+        "individual-ranking",
+        "people.csv",
+        "-o",
+        "grouped.csv",
+        "--k",
+        "3",
+        *selection,
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "NOT differentially private" in result.stderr
+    report = check_report(workdir / "grouped.csv", "individual_ranking", None)
+    assert "NOT differentially private" in report["guarantee"]
+    got = read_output(workdir / "grouped.csv")
+    assert got["income"].nunique() <= N_ROWS // 3
+    assert got["income"].sum() == pytest.approx(people()["income"].sum())
+
+
+def test_demo(tmp_path: Path) -> None:
+    result = dpfast("demo", "--out", "demo-out", "--k", "50", "--seed", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "demo-out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "adult_ir_dp.parquet",
+        "adult_ir_dp.parquet.report.json",
+    ]
+    report = check_report(out / "adult_ir_dp.parquet", "ir_dp", 1.0)
+    assert set(report["utility"]) == {"relative_error", "jensen_shannon"}
+    released = read_output(out / "adult_ir_dp.parquet")
+    assert released.shape == (30_162, 6)
+    for text in ("epsilon ledger", "guarantee", "relative error", "JSD", "centroid noise"):
+        assert text in result.stdout
+    assert len(report["ledger"]) == 6
+
+
+# -- usage and input errors --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ([], "required: COMMAND"),
+        (["release"], "required: METHOD"),
+        (["release", "nope"], "invalid choice: 'nope'"),
+        (["release", "ir-dp", "people.csv"], "required: -o/--output, --k, --epsilon, --schema"),
+        (
+            [
+                "release",
+                "ir-dp",
+                "people.csv",
+                "-o",
+                "o.csv",
+                "--k",
+                "three",
+                "--epsilon",
+                "1",
+                "--schema",
+                "schema.json",
+            ],
+            "expected a whole number, got 'three'",
+        ),
+        (
+            [
+                "release",
+                "individual-ranking",
+                "people.csv",
+                "-o",
+                "o.csv",
+                "--k",
+                "2",
+                "--columns",
+                "a,,b",
+            ],
+            "comma-separated column names",
+        ),
+        (["demo", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors(workdir: Path, args: list[str], match: str) -> None:
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(*args, cwd=workdir)
+    assert_one_line_error(result, match)
+    assert "--help" in result.stderr
+    assert_no_output(workdir, before)
+
+
+BAD_SCHEMAS = {
+    "inverted bounds": (
+        {"columns": {"age": {"type": "integer", "bounds": [90, 17]}}},
+        "lower bound 90 is greater than upper bound 17",
+    ),
+    "missing column": (
+        {
+            "columns": {
+                "age": {"type": "integer", "bounds": [17, 90]},
+                "salary": {"type": "float", "bounds": [0, 1]},
+            }
+        },
+        "declares column(s) 'salary' that the input does not have",
+    ),
+    "protected categorical": (
+        {
+            "columns": {
+                "age": {"type": "integer", "bounds": [17, 90]},
+                "job": {"type": "categorical"},
+            }
+        },
+        "protects numeric columns only",
+    ),
+    "numeric column holds text": (
+        {"columns": {"job": {"type": "float", "bounds": [0, 1]}}},
+        "column 'job' is declared float",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCHEMAS))
+def test_bad_schema_fails_cleanly(workdir: Path, case: str) -> None:
+    schema, match = BAD_SCHEMAS[case]
+    (workdir / "bad.json").write_text(json.dumps(schema), encoding="utf-8")
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(
+        "release",
+        "ir-dp",
+        "people.csv",
+        "-o",
+        "out.parquet",
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--schema",
+        "bad.json",
+        cwd=workdir,
+    )
+    assert_one_line_error(result, match)
+    assert_no_output(workdir, before)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--epsilon", "nan"], "epsilon must be a finite number > 0"),
+        (["--k", "0"], "k must be in [1, 60]"),
+        (["--k", "61"], "k must be in [1, 60]"),
+        (["--seed", "-1"], "seed"),
+    ],
+)
+def test_bad_parameters_fail_cleanly(workdir: Path, args: list[str], match: str) -> None:
+    options = {"--k": "5", "--epsilon": "1"}
+    options.update(dict(zip(args[::2], args[1::2], strict=True)))
+    flat = [item for pair in options.items() for item in pair]
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(
+        "release",
+        "ir-dp",
+        "people.csv",
+        "-o",
+        "out.parquet",
+        "--schema",
+        "schema.json",
+        *flat,
+        cwd=workdir,
+    )
+    assert_one_line_error(result, match)
+    assert_no_output(workdir, before)
+
+
+@pytest.mark.parametrize(
+    ("paths", "match"),
+    [
+        (["missing.csv", "-o", "out.csv"], "'missing.csv' does not exist"),
+        (["people.csv", "-o", "out.xlsx"], "use .parquet or .csv"),
+        (["people.txt", "-o", "out.csv"], "use .parquet or .csv"),
+        (["people.csv", "-o", "nodir/out.csv"], "output directory 'nodir' does not exist"),
+        (["people.csv", "-o", "people.csv"], "would overwrite the input"),
+    ],
+)
+def test_bad_paths_fail_cleanly(workdir: Path, paths: list[str], match: str) -> None:
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(
+        "release",
+        "ir-dp",
+        *paths,
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--schema",
+        "schema.json",
+        cwd=workdir,
+    )
+    assert_one_line_error(result, match)
+    assert_no_output(workdir, before)
+
+
+def test_missing_schema_file(workdir: Path) -> None:
+    result = dpfast(
+        "release",
+        "laplace",
+        "people.csv",
+        "-o",
+        "out.csv",
+        "--epsilon",
+        "1",
+        "--schema",
+        "nope.json",
+        cwd=workdir,
+    )
+    assert_one_line_error(result, "schema file 'nope.json' does not exist")
+
+
+def test_unknown_column_for_individual_ranking(workdir: Path) -> None:
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(
+        "release",
+        "individual-ranking",
+        "people.csv",
+        "-o",
+        "out.csv",
+        "--k",
+        "3",
+        "--columns",
+        "age,salary",
+        "--quiet",
+        cwd=workdir,
+    )
+    assert_one_line_error(result, "salary")
+    assert_no_output(workdir, before)
+
+
+def test_failure_while_writing_the_report_removes_the_output(workdir: Path) -> None:
+    (workdir / "out.parquet.report.json").mkdir()  # the report cannot replace a directory
+    before = {p.name for p in workdir.iterdir()}
+    result = dpfast(
+        "release",
+        "ir-dp",
+        "people.csv",
+        "-o",
+        "out.parquet",
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--schema",
+        "schema.json",
+        "--quiet",
+        cwd=workdir,
+    )
+    assert_one_line_error(result, "out.parquet.report.json")
+    assert_no_output(workdir, before)
+
+
+# -- in-process: help, version, progress, unexpected errors ------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["release"],
+        ["release", "ir-dp"],
+        ["release", "laplace"],
+        ["release", "individual-ranking"],
+        ["demo"],
+    ],
+)
+def test_help_shows_examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*command, "--help"]) == 0
+    got = capsys.readouterr().out
+    assert "examples:" in got
+    assert "dpfast " in got.split("examples:")[1]
+
+
+def test_help_by_subprocess(tmp_path: Path) -> None:
+    result = dpfast("release", "ir-dp", "--help", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "examples:" in result.stdout
+    assert "--linkage" in result.stdout
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import dpfast
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"dpfast {dpfast.__version__}"
+
+
+def test_unexpected_error_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(args: Any) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "_demo", broken)
+    assert cli.main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError: boom" in err
+    assert "bug in dpfast" in err
+
+
+class FakeStream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def test_progress_on_a_pipe_prints_one_line_per_phase() -> None:
+    stream = FakeStream(tty=False)
+    progress = cli.ProgressLine(stream)
+    for done in range(5):
+        progress("noise", done, 4)
+    progress("microaggregation", 1, 2)
+    progress("microaggregation", 2, 2)
+    progress.close()
+    assert stream.getvalue() == "dpfast: noise...\ndpfast: microaggregation...\n"
+
+
+def test_progress_on_a_terminal_redraws_only_on_change() -> None:
+    stream = FakeStream(tty=True)
+    progress = cli.ProgressLine(stream)
+    for done in range(1001):
+        progress("noise", done, 1000)
+    got = stream.getvalue()
+    assert got.count("\r") == 101  # 0%..100%, one redraw per whole percent
+    assert got.endswith("dpfast: noise 100%")
+    progress("assemble", 1, 1)
+    progress.close()
+    assert stream.getvalue().endswith("\r")
+    assert "\n" not in stream.getvalue()
+
+
+def test_progress_handles_zero_total() -> None:
+    stream = FakeStream(tty=True)
+    cli.ProgressLine(stream)("assemble", 0, 0)
+    assert stream.getvalue().endswith("100%")
+
+
+def test_schema_column_pyarrow_types_round_trip(workdir: Path) -> None:
+    # Guard for the fixtures above: CSV integers are read as int64, as the schema expects.
+    from dpfast.io import read_table
+
+    table = read_table(workdir / "people.csv")
+    assert table.schema.field("age").type == pa.int64()
