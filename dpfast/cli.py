@@ -16,8 +16,6 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from dpfast import __version__
-
 __all__ = ["main"]
 
 _MAIN_EXAMPLES = """\
@@ -90,6 +88,12 @@ input order so that the relative error can be measured record by record.
 """
 
 
+def _version() -> str:
+    import dpfast  # already imported: it is this module's parent package
+
+    return str(dpfast.__version__)
+
+
 class _UsageError(Exception):
     """A command-line usage error (exit code 2)."""
 
@@ -131,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_MAIN_EXAMPLES,
         formatter_class=formatter,
     )
-    parser.add_argument("--version", action="version", version=f"dpfast {__version__}")
+    parser.add_argument("--version", action="version", version=f"dpfast {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     release = commands.add_parser(
