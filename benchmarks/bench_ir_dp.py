@@ -119,3 +119,47 @@ def test_ir_dp_peak_memory(note):
          f"= {ratio:.2f}x the input ({measured['input_bytes'] / 2**30:.2f} GiB), input and "
          "output included")
     assert ratio <= 3.0
+
+
+def _privlib_ir_dp(frame, settings_path, k, epsilon):
+    import contextlib
+    import io
+
+    from privlib.anonymization.src.algorithms.differential_privacy import Differential_privacy
+    from privlib.anonymization.src.algorithms.microaggregation import Microaggregation
+    from privlib.anonymization.src.entities.dataset_DataFrame import Dataset_DataFrame
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        dataset = Dataset_DataFrame(frame, settings_path)
+        scheme = Differential_privacy(dataset, k, epsilon)
+        scheme.calculate_anonymization(Microaggregation())
+        return scheme.anonymized_dataset_to_dataframe()
+
+
+@pytest.mark.parametrize("implementation", ["dpfast", "privlib 0.0.4"])
+def test_ir_dp_vs_privlib_20k(benchmark, record, implementation, tmp_path):
+    """Side by side with PyPI privlib (the authors' group's library), where it is installed."""
+    n, m, k = 20_000, 5, 3
+    frame = __import__("pandas").DataFrame(
+        np.random.default_rng(4).uniform(0, 100, (n, m)), columns=[f"a{j}" for j in range(m)]
+    )
+    if implementation == "dpfast":
+        bounds = {c: (0.0, 100.0) for c in frame.columns}
+        dpfast.ir_dp(frame.iloc[:100], k=k, epsilon=EPSILON, bounds=bounds)
+        result = benchmark.pedantic(
+            lambda: dpfast.ir_dp(frame, k=k, epsilon=EPSILON, bounds=bounds).data,
+            rounds=5, iterations=1,
+        )
+    else:
+        pytest.importorskip("privlib")
+        frame.name = "benchmark"
+        settings = tmp_path / "settings.xml"
+        settings.write_text("<dataset>" + "".join(
+            f'<attribute name="a{j}" sensitivity_type="quasi_identifier" '
+            f'attribute_type="numerical_continuous" min_value="0" max_value="100"/>'
+            for j in range(m)) + "</dataset>")
+        result = benchmark.pedantic(
+            lambda: _privlib_ir_dp(frame, str(settings), k, EPSILON), rounds=1, iterations=1
+        )
+    assert result.shape == (n, m)
+    record(f"ir_dp {n:,} x {m}, k={k}", implementation)

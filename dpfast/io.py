@@ -224,6 +224,10 @@ def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
     os.close(fd)
     try:
         write(tmp)
+        # mkstemp makes the file owner-only; give it the permissions a plain open() would
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

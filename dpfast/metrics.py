@@ -159,6 +159,20 @@ def _histogram_pair(
             np.bincount(index_y, minlength=bins).astype(np.float64))
 
 
+MAX_DISCRETE_VALUES = 1000
+
+
+def _looks_discrete(x: np.ndarray, y: np.ndarray, pair: tuple[float, float] | None) -> bool:
+    numeric = [np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_ for a in (x, y)]
+    if not all(numeric):
+        return True
+    if not all(np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_ for a in (x, y)):
+        return False
+    if pair is None:
+        pair = (float(min(x.min(), y.min())), float(max(x.max(), y.max())))
+    return pair[1] - pair[0] + 1 <= MAX_DISCRETE_VALUES
+
+
 def jensen_shannon_counts(p: np.ndarray, q: np.ndarray) -> float:
     """Base-2 Jensen-Shannon divergence of two histograms (normalised here), in ``[0, 1]``."""
     p = p / p.sum()
@@ -179,6 +193,9 @@ def jensen_shannon(
 
     Continuous columns use ``bins`` equal-width bins over the domain ``bounds`` (values at
     the upper bound go to the last bin); discrete columns use one bin per value.
+    By default a column is discrete when it is not numeric, or when it holds integers and
+    its domain spans at most ``MAX_DISCRETE_VALUES`` (1000) values, such as ages or hours;
+    an integer column with a wide domain (a survey weight, an income) is binned.
 
     Parameters
     ----------
@@ -189,7 +206,7 @@ def jensen_shannon(
     bins : int
         Number of bins for continuous columns.
     discrete : bool, optional
-        One bin per value. Default: integer and non-numeric columns are discrete.
+        One bin per value. Default: see above.
     per_column : bool
         Return ``{column: value}`` instead of the mean over columns.
 
@@ -209,11 +226,10 @@ def jensen_shannon(
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
+        pair = _bounds_for(bounds, name, single)
         is_discrete = discrete
         if is_discrete is None:
-            is_discrete = not (np.issubdtype(x.dtype, np.floating)
-                               or np.issubdtype(y.dtype, np.floating))
-        pair = None if is_discrete else _bounds_for(bounds, name, single)
+            is_discrete = _looks_discrete(x, y, pair)
         if not is_discrete:
             x, y = _as_float(x, name), _as_float(y, name)
         p, q = _histogram_pair(x, y, pair, int(bins), bool(is_discrete))

@@ -2,66 +2,18 @@
 
 The public partition function :func:`ranking_labels` gives the rank groups of SPEC §1.3
 (stable order, groups of ``k``, the remainder in the last group). :func:`ir_column`
-runs the whole per-column pipeline of individual-ranking DP on a :class:`Grid`.
+runs the whole per-column pipeline of individual-ranking DP on a :class:`~dpfast.grid.Grid`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from dpfast._kernels import ranking
-
-# Grid resolution: the domain is cut into at most 2**40 steps, so rounding a centroid moves
-# it by at most 2**-41 of the domain (SPEC §2.4).
-MAX_GRID_BITS = 40
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The integer grid a numeric column is released on.
-
-    Values map to ``q = rint((clamp(x) - lower) / gamma)`` in ``[0, d_int]``, with ``gamma``
-    a power of two, and back to ``lower + gamma * q``.
-
-    Attributes
-    ----------
-    lower, upper : float
-        The public domain.
-    gamma : float
-        Grid step (a power of two; 1.0 for a zero-width domain).
-    d_int : int
-        Domain width in grid steps (``ceil((upper - lower) / gamma)``).
-    index_bits : int
-        Bits of a packed word that hold the row index.
-    """
-
-    lower: float
-    upper: float
-    gamma: float
-    d_int: int
-    index_bits: int
-
-    @classmethod
-    def for_column(cls, lower: float, upper: float, n_records: int, k: int = 1) -> Grid:
-        """Choose the finest grid whose values, row indices and group sums fit in 64 bits."""
-        index_bits = max(1, (n_records - 1).bit_length())
-        width = upper - lower
-        grid_bits = min(MAX_GRID_BITS, 63 - index_bits, 62 - (2 * k - 1).bit_length())
-        if grid_bits < 8:
-            raise ValueError(
-                f"{n_records} rows with k={k} leave too few bits for the value grid; "
-                "release the table in parts or use a smaller k"
-            )
-        if width == 0:
-            return cls(lower, upper, 1.0, 0, index_bits)
-        _, exponent = math.frexp(width)  # width <= 2**exponent
-        gamma = math.ldexp(1.0, exponent - grid_bits)
-        return cls(lower, upper, gamma, math.ceil(width / gamma), index_bits)
-
+from dpfast.grid import Grid
 
 def ranking_labels(values: np.ndarray, k: int) -> np.ndarray:
     """Rank groups of individual ranking for one column.

@@ -1,11 +1,11 @@
-"""Per-cell perturbation of numeric columns on the exact integer grid of :mod:`microaggregation`."""
+"""Per-cell perturbation of numeric columns on the exact integer grid of :mod:`dpfast.grid`."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dpfast._kernels import perturb
-from dpfast.microaggregation import Grid
+from dpfast.grid import Grid
 
 
 def laplace_column(

@@ -31,8 +31,8 @@ from dpfast._validation import (
 )
 from dpfast.accounting import Ledger, LedgerEntry, PhaseTimer, Report, names
 from dpfast.io import TableData, as_table_data
+from dpfast.grid import Grid
 from dpfast.microaggregation import (
-    Grid,
     centroid_sensitivity,
     group_means,
     ir_column,
@@ -407,7 +407,8 @@ def _ir_dp_guarantee(
         f"as published: {epsilon:g}-differential privacy as claimed by Sánchez et al. (2016) "
         f"({bounded}). Each column's list of noisy centroids is {epsilon_column:g}-DP, but the "
         f"record-linked release also shows {why}, and no proof covers that pattern "
-        "(SPEC §2.5). Use linkage='columns' for a proven guarantee.",
+        "(see 'Privacy model and caveats' in the dpfast README). Use linkage='columns' for a "
+        "proven guarantee.",
         "as_published",
     )
 

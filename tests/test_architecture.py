@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 LAYERS = {
     "_jit": 0, "exceptions": 0, "_version": 0,
     "_kernels": 1,
-    "_validation": 2, "accounting": 2, "io": 2,
+    "_validation": 2, "accounting": 2, "io": 2, "grid": 2,
     "noise": 3, "microaggregation": 3, "perturbation": 3, "metrics": 3, "schema": 3,
     "taxonomy": 3,
     "release": 4, "datasets": 4, "diffgen": 4,

@@ -259,7 +259,9 @@ def test_demo(tmp_path: Path) -> None:
         "adult_ir_dp.parquet.report.json",
     ]
     report = check_report(out / "adult_ir_dp.parquet", "ir_dp", 1.0)
-    assert set(report["utility"]) == {"relative_error", "jensen_shannon"}
+    assert set(report["metrics"]["relative_error"]) == set(report["protected_columns"])
+    assert "do not publish" in report["metrics"]["warning"]
+    assert report["parameters"]["shuffle"] is True
     released = read_output(out / "adult_ir_dp.parquet")
     assert released.shape == (30_162, 6)
     for text in ("epsilon ledger", "guarantee", "relative error", "JSD", "centroid noise"):

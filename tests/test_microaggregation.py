@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpfast._kernels import ranking
+from dpfast.grid import Grid
 from dpfast.microaggregation import (
-    Grid,
     centroid_sensitivity,
     group_means,
     ir_column,

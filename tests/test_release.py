@@ -11,7 +11,8 @@ from scipy import stats
 
 import dpfast
 from dpfast import noise
-from dpfast.microaggregation import Grid, centroid_sensitivity, noise_scale_steps
+from dpfast.grid import Grid
+from dpfast.microaggregation import centroid_sensitivity, noise_scale_steps
 from tests.reference import ir_reference
 
 
