@@ -153,8 +153,8 @@ def _histogram_pair(
     if upper == lower:
         upper = lower + 1.0
     # Values equal to the upper bound go to the last bin; values outside fall in the end bins.
-    index_x = np.clip(((x - lower) / (upper - lower) * bins).astype(np.int64), 0, bins - 1)
-    index_y = np.clip(((y - lower) / (upper - lower) * bins).astype(np.int64), 0, bins - 1)
+    index_x = np.clip(np.floor((x - lower) * bins / (upper - lower)).astype(np.int64), 0, bins - 1)
+    index_y = np.clip(np.floor((y - lower) * bins / (upper - lower)).astype(np.int64), 0, bins - 1)
     return (np.bincount(index_x, minlength=bins).astype(np.float64),
             np.bincount(index_y, minlength=bins).astype(np.float64))
 
