@@ -28,15 +28,15 @@ def check_int(value: Any, name: str) -> int:
 
 def check_k(k: Any, n_records: int) -> int:
     """Check the group size ``k``: an integer in ``[1, n_records]``."""
-    k = check_int(k, "k")
+    value = check_int(k, "k")
     if n_records == 0:
         raise ValueError("the table is empty (0 rows); a release needs at least k rows")
-    if not 1 <= k <= n_records:
+    if not 1 <= value <= n_records:
         raise ValueError(
-            f"k must be in [1, {n_records}] (the number of rows), got {k}; "
+            f"k must be in [1, {n_records}] (the number of rows), got {value}; "
             "choose a smaller k or release more rows"
         )
-    return k
+    return value
 
 
 def check_epsilon(epsilon: Any) -> float:
@@ -60,10 +60,10 @@ def check_seed(seed: Any) -> int | None:
     """Check a seed: ``None`` (secure noise) or a non-negative integer."""
     if seed is None:
         return None
-    seed = check_int(seed, "seed")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed}")
-    return seed
+    value = check_int(seed, "seed")
+    if value < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {value}")
+    return value
 
 
 def check_columns(columns: Any, names: Sequence[Hashable]) -> list[Hashable]:

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -78,7 +78,7 @@ class TableData:
         """
         if self.kind == "numpy" and self.source.dtype == np.float64:
             base = np.empty(self.source.shape, dtype=np.float64)
-            return {name: base[:, name] for name in columns}, base
+            return {name: base[:, cast(int, name)] for name in columns}, base
         return {name: np.empty(self.n_rows, dtype=np.float64) for name in columns}, None
 
     def rebuild(

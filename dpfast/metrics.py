@@ -77,6 +77,13 @@ def _aggregate(
     return float(np.mean(list(values.values())))
 
 
+def column_metric(value: float | dict[Hashable, float]) -> float:
+    """The float a metric returns for a single column (narrows the return type)."""
+    if isinstance(value, dict):
+        raise TypeError("expected a single column's metric, got a per-column mapping")
+    return float(value)
+
+
 def _as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
     try:
         result = np.asarray(values, dtype=np.float64)

@@ -30,8 +30,8 @@ from dpfast._validation import (
     is_integer_column,
 )
 from dpfast.accounting import Ledger, LedgerEntry, PhaseTimer, Report, names
-from dpfast.io import TableData, as_table_data
 from dpfast.grid import Grid
+from dpfast.io import TableData, as_table_data
 from dpfast.microaggregation import (
     centroid_sensitivity,
     group_means,
@@ -86,10 +86,10 @@ def _noise_source(seed: int | None) -> noise.NoiseSource:
 def _threads(n_threads: Any, n_columns: int) -> int:
     if n_threads is None:
         return max(1, min(n_columns, os.cpu_count() or 1))
-    n_threads = check_int(n_threads, "n_threads")
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {n_threads}")
-    return n_threads
+    value = check_int(n_threads, "n_threads")
+    if value < 1:
+        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
+    return value
 
 
 def _inverse(permutation: np.ndarray) -> np.ndarray:
@@ -126,8 +126,10 @@ def _utility_metrics(
         out = released[column.name]
         pair = domains[column.name] if domains is not None else (
             float(original.min()), float(original.max()))
-        relative[str(column.name)] = float(utility.relative_error(original, out, pair))
-        divergence[str(column.name)] = float(utility.jensen_shannon(original, out, pair))
+        relative[str(column.name)] = utility.column_metric(
+            utility.relative_error(original, out, pair))
+        divergence[str(column.name)] = utility.column_metric(
+            utility.jensen_shannon(original, out, pair))
     return {
         "warning": "computed on the original data: keep this report private, do not "
                    "publish it with the release",

@@ -73,4 +73,6 @@ def test_mismatched_shapes_and_columns_are_clear_errors():
     with pytest.raises(ValueError, match="empty"):
         metrics.jensen_shannon(np.zeros(0), np.zeros(0), (0, 1))
     with pytest.raises(ValueError, match="no bounds for column 'b'"):
-        metrics.relative_error(pd.DataFrame({"b": [1.0]}), pd.DataFrame({"b": [1.0]}), {"a": (0, 1)})
+        metrics.relative_error(
+            pd.DataFrame({"b": [1.0]}), pd.DataFrame({"b": [1.0]}), {"a": (0, 1)}
+        )

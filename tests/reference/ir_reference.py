@@ -56,7 +56,7 @@ def ir_release(values, lower, upper, gamma, d_int, k, noise, round_values):
 
 def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values):
     out = []
-    for x, z in zip(values, noise):
+    for x, z in zip(values, noise, strict=False):
         y = min(max(quantise(x, lower, upper, gamma, d_int) + int(z), 0), d_int)
         value = lower + gamma * y
         if round_values:

@@ -6,7 +6,7 @@ import math
 def relative_error(x, y, lower, upper, sanity=0.01):
     floor = sanity * (upper - lower)
     total = 0.0
-    for a, b in zip(x, y):
+    for a, b in zip(x, y, strict=False):
         denominator = max(abs(a), floor)
         total += abs(a - b) / denominator if denominator > 0 else (0.0 if a == b else math.inf)
     return total / len(x)
@@ -17,7 +17,7 @@ def _jsd(p, q):
     p = [v / sp for v in p]
     q = [v / sq for v in q]
     total = 0.0
-    for a, b in zip(p, q):
+    for a, b in zip(p, q, strict=False):
         m = (a + b) / 2
         if a > 0:
             total += 0.5 * a * math.log2(a / m)

@@ -79,20 +79,26 @@ class BitStream:
         return self.bits(32)
 
 
+def chunk_bits(b: int) -> int:
+    """Digits compared per step for denominator b: 16, or fewer when b >= 2**48."""
+    return min(16, 64 - b.bit_length())
+
+
 def bernoulli(a: int, b: int, bits: BitStream) -> bool:
-    """Bernoulli(a/b): is U = 0.u1 u2 ... (stream bits) below a/b = 0.d1 d2 ...?"""
+    """Bernoulli(a/b): compare c-bit uniforms u with the c-digit blocks D of a/b in base 2**c.
+
+    u < D: true; u > D: false; u == D: go on with the next block. No bits when a = 0 or
+    a >= b.
+    """
     if a >= b:
         return True
+    c = chunk_bits(b)
     remainder = a
     while remainder != 0:
-        remainder *= 2
-        digit = remainder // b
-        remainder -= digit * b
-        u = bits.bits(1)
-        if u < digit:
-            return True
-        if u > digit:
-            return False
+        digits, remainder = divmod(remainder * 2**c, b)
+        u = bits.bits(c)
+        if u != digits:
+            return u < digits
     return False
 
 
@@ -110,11 +116,18 @@ def bernoulli_exp(a: int, b: int, bits: BitStream) -> bool:
 
 
 def uniform(m: int, bits: BitStream) -> int:
-    """Unif{0..m-1} by rejection on bit_length(m - 1) bits."""
+    """Unif{0..m-1}: draw k = min(bit_length(m-1) + 8, 63) bits, keep x < lim, return x % m.
+
+    lim is the largest multiple of m not above 2**k. No bits when m == 1.
+    """
+    if m == 1:
+        return 0
+    k = min((m - 1).bit_length() + 8, 63)
+    lim = (2**k // m) * m
     while True:
-        u = bits.bits((m - 1).bit_length())
-        if u < m:
-            return u
+        x = bits.bits(k)
+        if x < lim:
+            return x % m
 
 
 def discrete_laplace(key: Sequence[int], t: int, nonce: int, cap: int = 2**62) -> int:
@@ -144,17 +157,32 @@ def bernoulli_rational(key: Sequence[int], numerator: int, denominator: int, non
     return bernoulli(numerator, denominator, BitStream(key, nonce))
 
 
-def permutation(key: Sequence[int], n: int) -> list[int]:
-    """Fisher-Yates on range(n) with Lemire's bounded integers from stream (key, 0)."""
-    bits = BitStream(key, 0)
-    out = list(range(n))
-    for i in range(n - 1, 0, -1):
-        bound = i + 1
+def bounded(bound: int, bits: BitStream) -> int:
+    """Unif{0..bound-1} from 32-bit stream words (Lemire for bound <= 2**32, else masking)."""
+    if bound <= 2**32:
         while True:
             product = bits.words32() * bound
             if product % 2**32 >= 2**32 % bound:
-                j = product >> 32
-                break
+                return product >> 32
+    n_bits = (bound - 1).bit_length()
+    while True:
+        v = bits.bits(64) % 2**n_bits
+        if v < bound:
+            return v
+
+
+def bounded_sequence(key: Sequence[int], top: int, m: int) -> list[int]:
+    """Draws j_b ~ Unif{0..top-b-1}, b = 0..m-1, from stream (key, 0)."""
+    bits = BitStream(key, 0)
+    return [bounded(top - b, bits) for b in range(m)]
+
+
+def permutation(key: Sequence[int], n: int) -> list[int]:
+    """Fisher-Yates on range(n): for i = n-1..1 swap out[i] and out[j], j ~ Unif{0..i}."""
+    bits = BitStream(key, 0)
+    out = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = bounded(i + 1, bits)
         out[i], out[j] = out[j], out[i]
     return out
 
