@@ -6,9 +6,10 @@ first use and are cached on disk).
 
 from __future__ import annotations
 
+from dpfast import datasets, metrics
+from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
-from dpfast._version import __version__
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
 
 __all__ = [
@@ -20,7 +21,9 @@ __all__ = [
     "Report",
     "UnsafeSamplerWarning",
     "__version__",
+    "datasets",
     "individual_ranking",
     "ir_dp",
     "laplace_dp",
+    "metrics",
 ]

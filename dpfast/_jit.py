@@ -7,7 +7,8 @@ compiles nothing. ``fastmath`` is off: the privacy arithmetic must follow IEEE r
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numba
 

@@ -15,6 +15,7 @@ import numpy as np
 from dpfast._kernels import ranking
 from dpfast.grid import Grid
 
+
 def ranking_labels(values: np.ndarray, k: int) -> np.ndarray:
     """Rank groups of individual ranking for one column.
 
