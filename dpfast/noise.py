@@ -1,0 +1,466 @@
+"""Secure random noise: keyed ChaCha20 streams and exact integer samplers.
+
+All randomness in dpfast comes from here. A :class:`NoiseSource` holds a 32-byte master
+key, from ``os.urandom`` (:meth:`NoiseSource.secure`, the default) or from a seed
+(:meth:`NoiseSource.from_seed`, reproducible, for tests and benchmarks only). Each use of
+randomness asks the source for its own key with a label (``source.key("ir_dp", "noise",
+column)``), so that distinct uses get independent streams and adding a column never
+changes the noise of another.
+
+Element ``i`` of every per-element sampler reads only the ChaCha20 stream
+``(key, nonce = start + i)``, so drawing in chunks gives the same values as drawing at
+once. The samplers are exact: all sampling decisions use integer arithmetic on random
+bits, with no floating point (SPEC A3, §8.4, §8.6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from dpfast._kernels import dlaplace as _dl
+from dpfast.exceptions import UnsafeSamplerWarning
+
+__all__ = [
+    "SAMPLER_NAME",
+    "NoiseSource",
+    "bernoulli_rational",
+    "discrete_laplace",
+    "permutation",
+    "uniform_integers",
+    "unsafe_float_laplace",
+]
+
+SAMPLER_NAME = "exact discrete Laplace (Canonne-Kamath-Steinke 2020) on ChaCha20 keyed streams"
+
+_MAX_SCALE = 2**62
+_MAX_NONCE = 2**64
+_SEED_DOMAIN = b"dpfast-seed-v1"
+_KEY_DOMAIN = b"dpfast-key-v1"
+
+
+def _encode_int(value: int) -> bytes:
+    body = value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True)
+    return len(body).to_bytes(8, "big") + body
+
+
+def _encode_label(parts: tuple[Any, ...]) -> bytes:
+    # Each part is tagged and length-prefixed, so distinct labels never share an encoding.
+    chunks = []
+    for part in parts:
+        if isinstance(part, str):
+            body = part.encode("utf-8")
+            chunks.append(b"s" + len(body).to_bytes(8, "big") + body)
+        elif isinstance(part, numbers.Integral) and not isinstance(part, (bool, np.bool_)):
+            chunks.append(b"i" + _encode_int(int(part)))
+        else:
+            raise TypeError(
+                f"key label parts must be str or int, got {type(part).__name__} ({part!r}); "
+                "convert it with str() first"
+            )
+    return b"".join(chunks)
+
+
+class NoiseSource:
+    """An immutable source of keyed ChaCha20 streams, holding a 32-byte master key.
+
+    Build one with :meth:`secure` (the default for private releases) or
+    :meth:`from_seed` (reproducible, not for publication). The master key is never shown by
+    ``repr``.
+
+    Examples
+    --------
+    >>> source = NoiseSource.from_seed(7)
+    >>> source
+    NoiseSource(seeded=True)
+    >>> source.key("example").shape
+    (8,)
+    """
+
+    __slots__ = ("_master", "_seeded")
+
+    _master: bytes
+    _seeded: bool
+
+    def __init__(self, master: bytes, *, seeded: bool) -> None:
+        if not isinstance(master, bytes) or len(master) != 32:
+            raise ValueError(
+                "master must be 32 bytes; use NoiseSource.secure() or NoiseSource.from_seed()"
+            )
+        object.__setattr__(self, "_master", master)
+        object.__setattr__(self, "_seeded", bool(seeded))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("NoiseSource is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("NoiseSource is immutable")
+
+    def __repr__(self) -> str:
+        return f"NoiseSource(seeded={self._seeded})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("NoiseSource holds a secret key and cannot be pickled")
+
+    @classmethod
+    def secure(cls) -> NoiseSource:
+        """Return a source whose master key comes from the OS CSPRNG (``os.urandom(32)``).
+
+        Returns
+        -------
+        NoiseSource
+            A fresh source; two calls give independent sources.
+
+        Examples
+        --------
+        >>> NoiseSource.secure().seeded
+        False
+        """
+        return cls(os.urandom(32), seeded=False)
+
+    @classmethod
+    def from_seed(cls, seed: int) -> NoiseSource:
+        """Return a reproducible source: master key ``sha256(b"dpfast-seed-v1" + enc(seed))``.
+
+        ``enc(seed)`` is the 8-byte big-endian length of the seed's minimal two's-complement
+        big-endian encoding, followed by that encoding. Output drawn from a seeded source is
+        reproducible and **not for publication**.
+
+        Parameters
+        ----------
+        seed : int
+            Any integer.
+
+        Returns
+        -------
+        NoiseSource
+
+        Raises
+        ------
+        TypeError
+            If ``seed`` is not an integer.
+
+        Examples
+        --------
+        >>> a = NoiseSource.from_seed(1).key("x")
+        >>> b = NoiseSource.from_seed(1).key("x")
+        >>> bool((a == b).all())
+        True
+        """
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        master = hashlib.sha256(_SEED_DOMAIN + _encode_int(int(seed))).digest()
+        return cls(master, seeded=True)
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the source came from a seed (reproducible, not for publication)."""
+        return self._seeded
+
+    def key(self, *label: str | int) -> np.ndarray:
+        """Derive the ChaCha20 key of one use of randomness.
+
+        The key is ``sha256(master || b"dpfast-key-v1" || enc(label))`` read as eight
+        little-endian 32-bit words, where ``enc`` tags and length-prefixes every part, so
+        distinct labels give independent keys.
+
+        Parameters
+        ----------
+        *label : str or int
+            Names the use, e.g. ``("ir_dp", "centroid-noise", "age")``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint64`` array of shape ``(8,)``, each entry one 32-bit key word.
+
+        Raises
+        ------
+        TypeError
+            If a label part is not a str or an int.
+
+        Examples
+        --------
+        >>> source = NoiseSource.from_seed(0)
+        >>> bool((source.key("a", 1) == source.key("a", "1")).all())
+        False
+        """
+        digest = hashlib.sha256(self._master + _KEY_DOMAIN + _encode_label(label)).digest()
+        return np.frombuffer(digest, dtype="<u4").astype(np.uint64)
+
+
+def _check_key(key: object) -> np.ndarray:
+    if not isinstance(key, np.ndarray):
+        raise TypeError(
+            f"key must be a numpy array from NoiseSource.key(...), got {type(key).__name__}"
+        )
+    if key.shape != (8,) or key.dtype != np.uint64 or bool((key > 0xFFFFFFFF).any()):
+        raise ValueError(
+            "key must be a uint64 array of shape (8,) holding 32-bit words, "
+            f"got dtype {key.dtype} and shape {key.shape}; use NoiseSource.key(...)"
+        )
+    # A private copy: one dtype and layout for the kernels (a read-only or strided key would
+    # compile new specialisations) and no aliasing with the caller's array.
+    return np.array(key, dtype=np.uint64, order="C", copy=True)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _check_range(size: object, start: object) -> tuple[int, int]:
+    size = _check_int("size", size, 0, _MAX_NONCE)
+    start = _check_int("start", start, 0, _MAX_NONCE - size)
+    return size, start
+
+
+def discrete_laplace(
+    key: np.ndarray, scale: int, size: int, *, start: int = 0, cap: int = 2**62
+) -> np.ndarray:
+    """Draw exact discrete Laplace (two-sided geometric) noise of integer scale.
+
+    Element ``i`` has ``P(Y = y) = tanh(1 / (2 scale)) * exp(-|y| / scale)`` and is drawn
+    from the stream ``(key, nonce = start + i)`` only, so chunked calls with matching
+    ``start`` give the same values as one call. Sampling is CKS20's exact algorithm with
+    integer arithmetic only. Adding it to an integer query of sensitivity ``d`` is
+    ``d / scale``-differentially private.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    scale : int
+        Scale ``t`` in ``[0, 2**62)``; ``0`` gives zeros.
+    size : int
+        Number of draws.
+    start : int, optional
+        Nonce of the first draw.
+    cap : int, optional
+        ``|Y|`` is saturated at ``cap`` (in ``[1, 2**62]``), which keeps ``int64`` safe;
+        callers clamp to their domain anyway. ``P(|Y| >= cap)`` is ``exp(-cap / scale)``
+        up to a factor of 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(size,)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a malformed key or out-of-range integers.
+
+    References
+    ----------
+    C. L. Canonne, G. Kamath and T. Steinke, "The Discrete Gaussian for Differential
+    Privacy", NeurIPS 2020. A. Ghosh, T. Roughgarden and M. Sundararajan, "Universally
+    Utility-Maximizing Privacy Mechanisms", STOC 2009.
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> discrete_laplace(key, 10, 5)
+    array([ -9, -10,   8,   1,  17])
+    >>> discrete_laplace(key, 10, 3, start=2)
+    array([ 8,  1, 17])
+    """
+    key = _check_key(key)
+    scale = _check_int("scale", scale, 0, _MAX_SCALE - 1)
+    size, start = _check_range(size, start)
+    cap = _check_int("cap", cap, 1, _MAX_SCALE)
+    out = np.zeros(size, dtype=np.int64)
+    if scale > 0 and size > 0:
+        _dl.discrete_laplace_kernel(key, scale, np.uint64(start), cap, out)
+    return out
+
+
+def uniform_integers(key: np.ndarray, high: int, size: int, *, start: int = 0) -> np.ndarray:
+    """Draw exact uniform integers on ``{0, ..., high - 1}``.
+
+    Element ``i`` comes from the stream ``(key, nonce = start + i)`` by rejection sampling
+    on ``bit_length(high - 1)`` random bits.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    high : int
+        Exclusive upper bound, in ``[1, 2**63 - 1]``.
+    size : int
+        Number of draws.
+    start : int, optional
+        Nonce of the first draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(size,)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a malformed key or out-of-range integers.
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> draws = uniform_integers(key, 6, 1000)
+    >>> int(draws.min()), int(draws.max())
+    (0, 5)
+    """
+    key = _check_key(key)
+    high = _check_int("high", high, 1, 2**63 - 1)
+    size, start = _check_range(size, start)
+    out = np.empty(size, dtype=np.int64)
+    if size > 0:
+        _dl.uniform_integers_kernel(key, high, np.uint64(start), out)
+    return out
+
+
+def bernoulli_rational(
+    key: np.ndarray, numerator: int, denominator: int, size: int, *, start: int = 0
+) -> np.ndarray:
+    """Draw exact ``Bernoulli(numerator / denominator)`` booleans.
+
+    Element ``i`` compares the bits of stream ``(key, nonce = start + i)`` with the
+    binary expansion of ``numerator / denominator`` (2 random bits expected).
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    numerator : int
+        In ``[0, denominator]``.
+    denominator : int
+        In ``[1, 2**62]``.
+    size : int
+        Number of draws.
+    start : int, optional
+        Nonce of the first draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool`` array of shape ``(size,)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a malformed key or out-of-range integers.
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> bernoulli_rational(key, 1, 1, 3)
+    array([ True,  True,  True])
+    """
+    key = _check_key(key)
+    denominator = _check_int("denominator", denominator, 1, _MAX_SCALE)
+    numerator = _check_int("numerator", numerator, 0, denominator)
+    size, start = _check_range(size, start)
+    out = np.empty(size, dtype=np.bool_)
+    if size > 0:
+        _dl.bernoulli_kernel(key, numerator, denominator, np.uint64(start), out)
+    return out
+
+
+def permutation(key: np.ndarray, n: int) -> np.ndarray:
+    """Return a uniform random permutation of ``range(n)``.
+
+    Fisher-Yates (Durstenfeld) with exact unbiased bounded integers (Lemire's method)
+    from the 32-bit words of the stream ``(key, nonce = 0)``.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    n : int
+        Length, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(n,)`` holding each of ``0 .. n-1`` once.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a malformed key or a negative ``n``.
+
+    References
+    ----------
+    D. Lemire, "Fast Random Integer Generation in an Interval", ACM TOMACS 29(1), 2019.
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> sorted(permutation(key, 5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    key = _check_key(key)
+    n = _check_int("n", n, 0, 2**62)
+    out = np.empty(n, dtype=np.int64)
+    if n > 0:
+        _dl.permutation_kernel(key, out)
+    return out
+
+
+def unsafe_float_laplace(scale: float, size: int, seed: int | None = None) -> np.ndarray:
+    """Naive floating-point Laplace noise from numpy. NOT SAFE: for comparison only.
+
+    Uses ``numpy.random.Generator.laplace`` (PCG64, not a CSPRNG; inverse CDF in floating
+    point), whose outputs leak the true value through their low-order bits (Mironov 2012).
+    Always emits :class:`~dpfast.exceptions.UnsafeSamplerWarning`.
+
+    Parameters
+    ----------
+    scale : float
+        Laplace scale ``b > 0``.
+    size : int
+        Number of draws.
+    seed : int, optional
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` array of shape ``(size,)``.
+
+    Warns
+    -----
+    UnsafeSamplerWarning
+        Always.
+
+    References
+    ----------
+    I. Mironov, "On Significance of the Least Significant Bits for Differential Privacy",
+    CCS 2012.
+
+    Examples
+    --------
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UnsafeSamplerWarning)
+    ...     unsafe_float_laplace(1.0, 3, seed=0).shape
+    (3,)
+    """
+    if not isinstance(scale, numbers.Real) or not float(scale) > 0:
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    size = _check_int("size", size, 0, 2**62)
+    warnings.warn(
+        "unsafe_float_laplace uses numpy's floating-point Laplace sampler, which leaks "
+        "through its low-order bits and is not differentially private; use "
+        "discrete_laplace for releases",
+        UnsafeSamplerWarning,
+        stacklevel=2,
+    )
+    return np.random.default_rng(seed).laplace(0.0, float(scale), size)

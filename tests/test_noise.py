@@ -1,0 +1,444 @@
+"""Tests of dpfast.noise and its kernels (ChaCha20 streams, exact samplers)."""
+
+import math
+import warnings
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from dpfast import noise
+from dpfast._kernels import chacha, dlaplace
+from dpfast.exceptions import UnsafeSamplerWarning
+from tests.reference import noise_reference as ref
+
+# RFC 7539 section 2.3.2: key 00 01 .. 1f; state words 12..15 = 00000001 09000000
+# 4a000000 00000000, i.e. DJB counter 0x09000000_00000001 and nonce 0x4a000000.
+RFC_KEY = np.array(
+    [int.from_bytes(bytes(range(4 * i, 4 * i + 4)), "little") for i in range(8)],
+    dtype=np.uint64,
+)
+RFC_COUNTER = 0x09000000_00000001
+RFC_NONCE = 0x4A000000
+RFC_OUT = [
+    0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204,
+    0x4E6CD4C3, 0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE,
+    0xE883D0CB, 0x4E3C50A2,
+]  # fmt: skip
+
+SEEDED = noise.NoiseSource.from_seed(20240601)
+KEY = SEEDED.key("tests", "noise")
+KEY_LIST = [int(w) for w in KEY]
+
+
+# ---------------------------------------------------------------- ChaCha20
+
+
+def test_chacha_block_matches_rfc7539_vector():
+    got = np.empty(16, dtype=np.uint32)
+    chacha.chacha20_block(RFC_KEY, np.uint64(RFC_COUNTER), np.uint64(RFC_NONCE), got)
+    assert got.tolist() == RFC_OUT
+
+
+def test_reference_chacha_matches_rfc7539_vector():
+    assert ref.chacha20_block(RFC_KEY.tolist(), RFC_COUNTER, RFC_NONCE) == RFC_OUT
+
+
+def test_chacha_block64_is_the_block_as_little_endian_words():
+    kt = tuple(np.uint64(w) for w in RFC_KEY)
+    got = chacha.chacha20_block64(kt, np.uint64(RFC_COUNTER), np.uint64(RFC_NONCE))
+    expected = [RFC_OUT[2 * j] | (RFC_OUT[2 * j + 1] << 32) for j in range(8)]
+    assert [int(w) for w in got] == expected
+
+
+def test_chacha_16_lanes_equal_scalar_blocks():
+    rng = np.random.default_rng(1)
+    counters = rng.integers(0, 2**63, 16, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    nonces = rng.integers(0, 2**63, 16, dtype=np.uint64)
+    counters[0], nonces[0] = np.uint64(RFC_COUNTER), np.uint64(RFC_NONCE)
+    x = np.empty(256, dtype=np.uint32)
+    s = np.empty(256, dtype=np.uint32)
+    got = np.empty(128, dtype=np.uint64)
+    chacha.chacha20_blocks16(RFC_KEY, counters, nonces, x, s, got)
+    block = np.empty(16, dtype=np.uint32)
+    for lane in range(16):
+        chacha.chacha20_block(RFC_KEY, counters[lane], nonces[lane], block)
+        words = block.astype(np.uint64)
+        expected = words[0::2] | (words[1::2] << np.uint64(32))
+        np.testing.assert_array_equal(got[lane * 8 : lane * 8 + 8], expected)
+
+
+def test_chacha_words_are_consecutive_blocks():
+    got = np.empty(20 * 8, dtype=np.uint64)
+    chacha.chacha20_words(KEY, np.uint64(3), 20, got)
+    block = np.empty(16, dtype=np.uint32)
+    for counter in (0, 15, 16, 19):
+        chacha.chacha20_block(KEY, np.uint64(counter), np.uint64(3), block)
+        words = block.astype(np.uint64)
+        expected = words[0::2] | (words[1::2] << np.uint64(32))
+        np.testing.assert_array_equal(got[counter * 8 : counter * 8 + 8], expected)
+
+
+# ------------------------------------------------- kernels against the reference
+
+T_VALUES = [1, 2, 3, 7, 1000, 2**40, 2**40 + 12345, 2**61, 2**62 - 1]
+
+
+@pytest.mark.parametrize("t", T_VALUES)
+def test_discrete_laplace_equals_reference(t):
+    start = 1000 * t % 2**40
+    got = noise.discrete_laplace(KEY, t, 150, start=start)
+    expected = [ref.discrete_laplace(KEY_LIST, t, start + i) for i in range(150)]
+    assert got.tolist() == expected
+
+
+def test_discrete_laplace_equals_reference_at_top_nonces():
+    start = 2**64 - 40
+    got = noise.discrete_laplace(KEY, 5, 40, start=start)
+    assert got.tolist() == [ref.discrete_laplace(KEY_LIST, 5, start + i) for i in range(40)]
+
+
+def _blocks_used(draw, *args):
+    streams = []
+
+    class Recording(ref.BitStream):
+        def __init__(self, *a):
+            super().__init__(*a)
+            streams.append(self)
+
+    original = ref.BitStream
+    ref.BitStream = Recording
+    try:
+        value = draw(*args)
+    finally:
+        ref.BitStream = original
+    return value, streams[0].n_bits // 512
+
+
+def test_draws_needing_more_than_one_block_equal_reference():
+    # Most draws end inside their first 512 bits; find some that do not, so that the
+    # scalar extension path (counter 1, 2, ...) is compared too.
+    t = 2**61
+    got = noise.discrete_laplace(KEY, t, 1500)
+    long_draws = 0
+    for i in range(1500):
+        expected, blocks = _blocks_used(ref.discrete_laplace, KEY_LIST, t, i)
+        assert got[i] == expected
+        long_draws += blocks > 1
+    assert long_draws >= 2
+
+    high = 2**62 + 1  # each 63-bit try is kept with probability about 1/2
+    got = noise.uniform_integers(KEY, high, 3000)
+    long_draws = 0
+    for i in range(3000):
+        expected, blocks = _blocks_used(ref.uniform_integer, KEY_LIST, high, i)
+        assert got[i] == expected
+        long_draws += blocks > 1
+    assert long_draws >= 3
+
+
+def test_cap_saturates_and_equals_reference():
+    got = noise.discrete_laplace(KEY, 1000, 500, cap=700)
+    assert np.abs(got).max() == 700
+    assert (np.abs(got) == 700).sum() > 50
+    assert got.tolist() == [ref.discrete_laplace(KEY_LIST, 1000, i, 700) for i in range(500)]
+    # Scale above the cap: the uniform part alone may exceed it.
+    got = noise.discrete_laplace(KEY, 2**40, 50, cap=3)
+    assert set(np.abs(got).tolist()) <= {0, 1, 2, 3}
+    assert got.tolist() == [ref.discrete_laplace(KEY_LIST, 2**40, i, 3) for i in range(50)]
+
+
+@pytest.mark.parametrize("high", [1, 2, 3, 6, 1000, 2**40 + 3, 2**55 + 1, 2**63 - 1])
+def test_uniform_integers_equal_reference(high):
+    got = noise.uniform_integers(KEY, high, 100, start=7)
+    assert got.tolist() == [ref.uniform_integer(KEY_LIST, high, 7 + i) for i in range(100)]
+
+
+@pytest.mark.parametrize(
+    ("numerator", "denominator"),
+    [(0, 1), (1, 1), (1, 2), (1, 3), (2, 3), (5, 2**62), (2**61, 2**62 - 1), (3, 2**48 + 1)],
+)
+def test_bernoulli_equals_reference(numerator, denominator):
+    got = noise.bernoulli_rational(KEY, numerator, denominator, 100, start=11)
+    expected = [
+        ref.bernoulli_rational(KEY_LIST, numerator, denominator, 11 + i) for i in range(100)
+    ]
+    assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 5000])
+def test_permutation_equals_reference(n):
+    assert noise.permutation(KEY, n).tolist() == ref.permutation(KEY_LIST, n)
+
+
+@pytest.mark.parametrize(("top", "m"), [(2**32, 4), (2**32 + 3, 6), (2**40, 30), (2**62 + 1, 20)])
+def test_bounded_draws_above_32_bits_equal_reference(top, m):
+    got = np.empty(m, dtype=np.int64)
+    words = np.empty(128, dtype=np.uint64)
+    state = np.array([0, 256], dtype=np.int64)
+    dlaplace.bounded_batch(KEY, top, got, words, state)
+    assert got.tolist() == ref.bounded_sequence(KEY_LIST, top, m)
+
+
+# ------------------------------------------------------------ distributions
+
+
+def _pmf(y, t):
+    return math.tanh(1 / (2 * t)) * math.exp(-abs(y) / t)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("t", [1, 3, 10])
+def test_discrete_laplace_matches_exact_pmf(t):
+    n = 200_000
+    draws = noise.discrete_laplace(SEEDED.key("pmf", t), t, n)
+    bound = 6 * t
+    values = np.arange(-bound, bound + 1)
+    observed = np.array([(draws == v).sum() for v in values] + [(np.abs(draws) > bound).sum()])
+    probabilities = [_pmf(v, t) for v in values]
+    expected = np.array([*probabilities, 1 - sum(probabilities)]) * n
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+@pytest.mark.statistical
+def test_discrete_laplace_large_scale_is_laplace():
+    t = 2**40 + 12345
+    draws = noise.discrete_laplace(SEEDED.key("large"), t, 200_000)
+    magnitudes = np.abs(draws) / t
+    assert stats.kstest(magnitudes, "expon").pvalue > 1e-3
+    assert abs(draws.std() / (math.sqrt(2) * t) - 1) < 0.01
+    assert abs(draws.mean()) < 0.02 * t
+    assert abs((draws > 0).mean() - 0.5) < 0.005
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("high", [6, 7, 2**40 + 3])
+def test_uniform_integers_are_uniform(high):
+    draws = noise.uniform_integers(SEEDED.key("uniform", high), high, 70_000)
+    assert draws.min() >= 0 and draws.max() < high
+    cells = np.minimum(draws * 10 // high, 9) if high > 10 else draws
+    observed = np.bincount(cells)
+    edges = [(high * c + 9) // 10 for c in range(11)] if high > 10 else list(range(high + 1))
+    expected = np.diff(edges) / high * len(draws)
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    ("numerator", "denominator"), [(1, 3), (2, 7), (2**60 // 3, 2**60 + 7), (999, 1000)]
+)
+def test_bernoulli_rational_frequency(numerator, denominator):
+    n = 100_000
+    draws = noise.bernoulli_rational(SEEDED.key("bern", denominator), numerator, denominator, n)
+    assert stats.binomtest(int(draws.sum()), n, numerator / denominator).pvalue > 1e-3
+
+
+@pytest.mark.statistical
+def test_permutation_is_uniform():
+    counts = {}
+    for i in range(6000):
+        p = tuple(noise.permutation(SEEDED.key("perm3", i), 3).tolist())
+        counts[p] = counts.get(p, 0) + 1
+    assert len(counts) == 6
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-3
+    positions = [
+        int(np.flatnonzero(noise.permutation(SEEDED.key("perm7", i), 7) == 0)[0])
+        for i in range(7000)
+    ]
+    assert stats.chisquare(np.bincount(positions, minlength=7)).pvalue > 1e-3
+
+
+# ----------------------------------------------------------------- properties
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.integers(0, 300), max_size=5), t=st.sampled_from([1, 7, 2**40 + 1]))
+def test_chunking_never_changes_draws(cuts, t):
+    whole = noise.discrete_laplace(KEY, t, 300, start=5)
+    bounds = [0, *sorted(cuts), 300]
+    parts = [noise.discrete_laplace(KEY, t, b - a, start=5 + a) for a, b in pairwise(bounds)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    uniform_whole = noise.uniform_integers(KEY, 1000, 300, start=5)
+    uniform_parts = [
+        noise.uniform_integers(KEY, 1000, b - a, start=5 + a) for a, b in pairwise(bounds)
+    ]
+    np.testing.assert_array_equal(np.concatenate(uniform_parts), uniform_whole)
+
+
+def test_chunk_example_from_the_api():
+    got = np.concatenate(
+        [noise.discrete_laplace(KEY, 2**40, 4), noise.discrete_laplace(KEY, 2**40, 6, start=4)]
+    )
+    np.testing.assert_array_equal(got, noise.discrete_laplace(KEY, 2**40, 10))
+
+
+def test_seed_reproducibility():
+    a = noise.NoiseSource.from_seed(5)
+    b = noise.NoiseSource.from_seed(5)
+    assert a.seeded and b.seeded
+    np.testing.assert_array_equal(a.key("x", 1), b.key("x", 1))
+    np.testing.assert_array_equal(
+        noise.discrete_laplace(a.key("x"), 100, 50), noise.discrete_laplace(b.key("x"), 100, 50)
+    )
+    np.testing.assert_array_equal(
+        noise.permutation(a.key("p"), 100), noise.permutation(b.key("p"), 100)
+    )
+    c = noise.NoiseSource.from_seed(6)
+    assert not np.array_equal(
+        noise.discrete_laplace(a.key("x"), 100, 50), noise.discrete_laplace(c.key("x"), 100, 50)
+    )
+
+
+def test_seeded_master_key_is_documented_hash():
+    import hashlib
+
+    source = noise.NoiseSource.from_seed(258)
+    master = hashlib.sha256(b"dpfast-seed-v1" + (2).to_bytes(8, "big") + b"\x01\x02").digest()
+    assert source._master == master
+    label = b"s" + (1).to_bytes(8, "big") + b"a" + b"i" + (1).to_bytes(8, "big") + b"\x07"
+    digest = hashlib.sha256(master + b"dpfast-key-v1" + label).digest()
+    expected = np.frombuffer(digest, dtype="<u4").astype(np.uint64)
+    np.testing.assert_array_equal(source.key("a", 7), expected)
+
+
+def test_secure_sources_differ_and_hide_the_key():
+    a = noise.NoiseSource.secure()
+    b = noise.NoiseSource.secure()
+    assert not a.seeded
+    assert not np.array_equal(
+        noise.discrete_laplace(a.key("x"), 2**40, 20), noise.discrete_laplace(b.key("x"), 2**40, 20)
+    )
+    assert a._master.hex() not in repr(a) and "seeded=False" in repr(a)
+    with pytest.raises(AttributeError):
+        a._master = bytes(32)
+    with pytest.raises(TypeError):
+        import pickle
+
+        pickle.dumps(a)
+
+
+def test_distinct_labels_give_distinct_keys():
+    labels = [
+        (),
+        ("a",),
+        ("a", 1),
+        ("a", "1"),
+        ("a1",),
+        ("a", ""),
+        ("", "a"),
+        (1,),
+        (-1,),
+        (2**70,),
+        ("a", 1, 2),
+        ("a", 12),
+    ]
+    keys = {tuple(SEEDED.key(*label).tolist()) for label in labels}
+    assert len(keys) == len(labels)
+    key = SEEDED.key("a")
+    assert key.dtype == np.uint64 and key.shape == (8,) and int(key.max()) < 2**32
+
+
+@pytest.mark.parametrize("part", [1.5, True, None, b"a"])
+def test_label_parts_must_be_str_or_int(part):
+    with pytest.raises(TypeError, match="str or int"):
+        SEEDED.key("a", part)
+
+
+def test_scale_zero_gives_zeros():
+    got = noise.discrete_laplace(KEY, 0, 7)
+    assert got.dtype == np.int64 and got.tolist() == [0] * 7
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: noise.discrete_laplace(KEY, 2**40, 0),
+        lambda: noise.uniform_integers(KEY, 5, 0),
+        lambda: noise.bernoulli_rational(KEY, 1, 2, 0),
+        lambda: noise.permutation(KEY, 0),
+    ],
+)
+def test_empty_outputs(call):
+    got = call()
+    assert got.shape == (0,)
+
+
+def test_numpy_integer_scale_is_accepted():
+    np.testing.assert_array_equal(
+        noise.discrete_laplace(KEY, np.int64(9), 20), noise.discrete_laplace(KEY, 9, 20)
+    )
+
+
+def test_outputs_have_documented_dtypes():
+    assert noise.discrete_laplace(KEY, 3, 4).dtype == np.int64
+    assert noise.uniform_integers(KEY, 3, 4).dtype == np.int64
+    assert noise.bernoulli_rational(KEY, 1, 3, 4).dtype == np.bool_
+    assert noise.permutation(KEY, 4).dtype == np.int64
+
+
+def test_extreme_probabilities():
+    assert not noise.bernoulli_rational(KEY, 0, 9, 1000).any()
+    assert noise.bernoulli_rational(KEY, 9, 9, 1000).all()
+    assert (noise.uniform_integers(KEY, 1, 100) == 0).all()
+
+
+def test_permutation_is_a_permutation():
+    for n in (1, 2, 10, 100_003):
+        got = noise.permutation(KEY, n)
+        np.testing.assert_array_equal(np.sort(got), np.arange(n))
+    assert not np.array_equal(noise.permutation(KEY, 100), np.arange(100))
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: noise.discrete_laplace(KEY, -1, 5), ValueError),
+        (lambda: noise.discrete_laplace(KEY, 2**62, 5), ValueError),
+        (lambda: noise.discrete_laplace(KEY, 1.5, 5), TypeError),
+        (lambda: noise.discrete_laplace(KEY, True, 5), TypeError),
+        (lambda: noise.discrete_laplace(KEY, 3, -1), ValueError),
+        (lambda: noise.discrete_laplace(KEY, 3, 5, start=-1), ValueError),
+        (lambda: noise.discrete_laplace(KEY, 3, 5, start=2**64 - 4), ValueError),
+        (lambda: noise.discrete_laplace(KEY, 3, 5, cap=0), ValueError),
+        (lambda: noise.discrete_laplace(KEY.astype(np.int64), 3, 5), ValueError),
+        (lambda: noise.discrete_laplace(KEY[:4], 3, 5), ValueError),
+        (lambda: noise.discrete_laplace(list(KEY), 3, 5), TypeError),
+        (lambda: noise.discrete_laplace(KEY | np.uint64(2**40), 3, 5), ValueError),
+        (lambda: noise.uniform_integers(KEY, 0, 5), ValueError),
+        (lambda: noise.bernoulli_rational(KEY, 4, 3, 5), ValueError),
+        (lambda: noise.bernoulli_rational(KEY, 1, 0, 5), ValueError),
+        (lambda: noise.bernoulli_rational(KEY, -1, 3, 5), ValueError),
+        (lambda: noise.permutation(KEY, -1), ValueError),
+        (lambda: noise.NoiseSource.from_seed(1.0), TypeError),
+        (lambda: noise.NoiseSource(b"short", seeded=True), ValueError),
+    ],
+)
+def test_bad_arguments_raise(call, error):
+    with pytest.raises(error):
+        call()
+
+
+def test_read_only_key_is_accepted():
+    key = KEY.copy()
+    key.flags.writeable = False
+    np.testing.assert_array_equal(
+        noise.discrete_laplace(key, 3, 10), noise.discrete_laplace(KEY, 3, 10)
+    )
+
+
+def test_unsafe_float_laplace_warns():
+    with pytest.warns(UnsafeSamplerWarning):
+        got = noise.unsafe_float_laplace(2.0, 1000, seed=1)
+    assert got.shape == (1000,) and got.dtype == np.float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsafeSamplerWarning)
+        np.testing.assert_array_equal(got, noise.unsafe_float_laplace(2.0, 1000, seed=1))
+    with pytest.raises(ValueError):
+        noise.unsafe_float_laplace(0.0, 3)
+
+
+def test_sampler_name_mentions_exactness():
+    assert "exact" in noise.SAMPLER_NAME and "ChaCha20" in noise.SAMPLER_NAME
