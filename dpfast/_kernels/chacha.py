@@ -13,9 +13,10 @@ Keys are passed as ``uint64`` arrays of shape ``(8,)`` whose entries hold one 32
 word each (the façade in :mod:`dpfast.noise` builds them).
 
 Costs on the 2-core AVX-512 development machine (``benchmarks/bench_noise.py``): the scalar
-block takes about 100-160 ns; :func:`chacha20_blocks16` computes 16 blocks in about 21 ns
-per block, because every quarter-round step is a 16-iteration innermost loop that LLVM
-turns into AVX-512 ``vpaddd``/``vpxord``/``vprold``.
+block takes about 90 ns; :func:`chacha20_blocks16` computes 16 blocks in about 18 ns
+per block, because each quarter round is a 16-iteration loop over lanes (state stored as
+``x[word * 16 + lane]``, every partial result truncated to ``uint32``) that LLVM turns into
+AVX-512 ``vpaddd``/``vpxord``/``vprold``.
 
 References
 ----------
