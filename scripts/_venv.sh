@@ -1,0 +1,32 @@
+# Sourced by scripts/demo, scripts/test and scripts/bench: make sure .venv exists and holds
+# dpfast with the given extras, reinstalling only when pyproject.toml has changed.
+# Usage: ensure_venv SCRIPT_NAME EXTRAS      (EXTRAS: '.' or '.[test]')
+# Python: ${PYTHON:-python3}, 3.10 or newer.
+
+ensure_venv() {
+    local script="$1" extras="$2"
+    local python="${PYTHON:-python3}" venv=.venv
+    local tag="${extras//[^a-z]/}"
+    local stamp="$venv/.dpfast-installed-${tag:-base}"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        if ! command -v "$python" >/dev/null 2>&1; then
+            echo "$script: '$python' not found; install Python 3.10+ or set PYTHON=/path/to/python" >&2
+            exit 2
+        fi
+        if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+            echo "$script: dpfast needs Python 3.10+, but $python is $("$python" -V 2>&1); set PYTHON=/path/to/python3.10+" >&2
+            exit 2
+        fi
+        echo "$script: creating $venv with $("$python" -V 2>&1)" >&2
+        "$python" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+    fi
+    local hash
+    hash="$("$venv/bin/python" -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+    # An install with the test extras also serves the demo.
+    if [[ "$(cat "$stamp" 2>/dev/null)" != "$hash" && "$(cat "$venv/.dpfast-installed-test" 2>/dev/null)" != "$hash" ]]; then
+        echo "$script: installing dpfast$extras into $venv" >&2
+        "$venv/bin/python" -m pip install --quiet --quiet -e "$extras"
+        echo "$hash" > "$stamp"
+    fi
+}
