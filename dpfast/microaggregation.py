@@ -94,24 +94,20 @@ def ir_column(
     noise : ndarray of int64, shape (n // k,)
         One draw per rank group, in grid steps.
     destination : ndarray of int64, shape (n,) or (0,)
-        Output position of each input row (empty: input order).
+        Output position of each input row (empty: input order). Ranking ties still go to
+        the lower input row.
     round_values : bool
         Round released values to integers (post-processing).
     out : ndarray of float64, shape (n,)
         Receives the released column.
     """
-    n_records = values.shape[0]
-    n_groups = n_records // k
     packed, n_clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, destination
     )
     key_bits = max(1, grid.d_int.bit_length())
     packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-    sums, sizes = ranking.group_sums(packed, grid.index_bits, k, n_groups)
-    group_values = ranking.noisy_centroids(sums, sizes, noise, grid.d_int)
-    del sums, sizes
-    ranking.broadcast_groups(
-        packed, grid.index_bits, k, group_values, grid.lower, grid.upper, grid.gamma,
-        round_values, destination, out,
+    ranking.release_groups(
+        packed, grid.index_bits, k, noise, grid.d_int, grid.lower, grid.upper, grid.gamma,
+        round_values, out,
     )
     return int(n_clamped)

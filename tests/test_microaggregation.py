@@ -72,13 +72,21 @@ def test_ties_go_to_the_lowest_row_index():
     assert ranking_labels(values, 2).tolist() == [0, 1, 1, 1, 0]
 
 
-@pytest.mark.parametrize("n_records", [1, 2, 1000, 70_000])
-def test_radix_sort_is_a_stable_argsort(n_records):
+@pytest.mark.parametrize("n_records", [1, 2, 1000, 9000, 70_000, 300_000])
+@pytest.mark.parametrize("distribution", ["few values", "uniform", "normal", "one big tie"])
+def test_radix_sort_is_a_stable_argsort(n_records, distribution):
+    # large n takes the MSD pass, then insertion sorts (tiny buckets) and in-cache LSD passes
     rng = np.random.default_rng(n_records)
-    values = rng.integers(0, 50, n_records).astype(np.float64)
+    values = {
+        "few values": lambda: rng.integers(0, 50, n_records).astype(np.float64),
+        "uniform": lambda: rng.uniform(0, 49, n_records),
+        "normal": lambda: np.clip(rng.normal(25, 3, n_records), 0, 49),
+        "one big tie": lambda: np.where(rng.random(n_records) < 0.9, 0.0,
+                                        rng.uniform(0, 49, n_records)),
+    }[distribution]()
     grid = Grid.for_column(0.0, 49.0, n_records, 1)
     packed, clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, EMPTY
     )
     assert clamped == 0
     ordered = ranking.radix_sort_packed(packed, grid.index_bits, grid.d_int.bit_length())
@@ -115,10 +123,12 @@ def test_ir_column_matches_the_reference_pipeline(seed):
     assert clamped == int(np.sum((values < grid.lower) | (values > grid.upper)))
 
 
-def test_ir_column_writes_through_the_destination_permutation():
-    values, grid, k, noise, _ = _random_ir_case(3)
+@pytest.mark.parametrize("seed", range(10))
+def test_ir_column_writes_through_the_destination_permutation(seed):
+    values, grid, k, noise, _ = _random_ir_case(seed)
+    values = np.round(values / 10) * 10  # many ties across group boundaries
     n = values.shape[0]
-    destination = np.random.default_rng(0).permutation(n).astype(np.int64)
+    destination = np.random.default_rng(seed).permutation(n).astype(np.int64)
     plain, shuffled = np.empty(n), np.empty(n)
     ir_column(values, grid, k, noise, EMPTY, False, plain)
     ir_column(values, grid, k, noise, destination, False, shuffled)

@@ -6,8 +6,8 @@ radix sort on the key bits then orders rows by ``(value, row index)``: the stabl
 SPEC §1.3, with ties going to the lower row index. Rank ``r`` belongs to group
 ``min(r // k, n_groups - 1)``: groups of ``k`` with the remainder in the last group.
 
-The radix sort replaces ``np.argsort`` because, on 41-bit keys, four passes of 11 bits beat
-NumPy's comparison sort by about 5x per column (``benchmarks/bench_ir_dp.py``).
+The radix sort replaces ``np.argsort``: on 40-bit keys it is several times faster than
+NumPy's comparison sort per column (``benchmarks/bench_ir_dp.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ _RADIX = 1 << RADIX_BITS
 
 
 @jit
-def pack_quantised(values, lower, upper, gamma, d_int, index_bits):  # type: ignore[no-untyped-def]
-    """Clamp, quantise and pack a column with its row indices.
+def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):  # type: ignore[no-untyped-def]
+    """Clamp, quantise and pack a column with its rows' output positions.
 
     Parameters
     ----------
@@ -35,12 +35,16 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits):  # type: ign
     d_int : int
         The domain width in grid steps; quantised values lie in ``[0, d_int]``.
     index_bits : int
-        Bits reserved for the row index in each packed word.
+        Bits reserved for the position in each packed word.
+    position : int64[n] or int64[0]
+        Output position of each row (a shuffle); empty means the row's own index.
 
     Returns
     -------
     packed : uint64[n]
-        ``q << index_bits | row``.
+        ``q << index_bits | position[row]``, in row order. The radix sort orders the value
+        bits only, so ties keep the row order; carrying the output position instead of the
+        row index saves a dependent random read per row when the release is shuffled.
     n_clamped : int
         Values outside ``[lower, upper]``.
 
@@ -49,6 +53,7 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits):  # type: ign
     n = values.shape[0]
     packed = np.empty(n, dtype=np.uint64)
     shift = np.uint64(index_bits)
+    shuffled = position.shape[0] == n
     n_clamped = 0
     for i in range(n):
         x = values[i]
@@ -61,166 +66,176 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits):  # type: ign
         q = np.rint((x - lower) / gamma)
         if q > d_int:
             q = d_int
-        packed[i] = (np.uint64(q) << shift) | np.uint64(i)
+        slot = position[i] if shuffled else i
+        packed[i] = (np.uint64(q) << shift) | np.uint64(slot)
     return packed, n_clamped
 
 
 @jit
+def _lsd_passes(source, target, low_bit, n_bits, digit_bits, counts):  # type: ignore[no-untyped-def]
+    """Stable LSD radix passes over ``source`` on bits ``[low_bit, low_bit + n_bits)``.
+
+    ``target`` is scratch of the same length and ``counts`` an int64 scratch of shape
+    ``(>= passes, 2**digit_bits)``. Returns True when the sorted words end in ``target``.
+    Passes whose digit is the same for every word are skipped.
+    """
+    n = source.shape[0]
+    radix = 1 << digit_bits
+    n_passes = (n_bits + digit_bits - 1) // digit_bits
+    mask = np.uint64(radix - 1)
+    counts[:n_passes, :radix] = 0
+    for i in range(n):
+        word = source[i]
+        for p in range(n_passes):
+            counts[p, (word >> np.uint64(low_bit + p * digit_bits)) & mask] += 1
+    in_target = False
+    for p in range(n_passes):
+        shift = np.uint64(low_bit + p * digit_bits)
+        if counts[p, (source[0] >> shift) & mask] == n:
+            continue
+        total = 0
+        for d in range(radix):
+            count = counts[p, d]
+            counts[p, d] = total
+            total += count
+        for i in range(n):
+            word = source[i]
+            digit = (word >> shift) & mask
+            target[counts[p, digit]] = word
+            counts[p, digit] += 1
+        source, target = target, source
+        in_target = not in_target
+    return in_target
+
+
+@jit
 def radix_sort_packed(packed, low_bit, n_bits):  # type: ignore[no-untyped-def]
-    """Stable LSD radix sort of ``uint64`` words on bits ``[low_bit, low_bit + n_bits)``.
+    """Stable radix sort of ``uint64`` words on bits ``[low_bit, low_bit + n_bits)``.
+
+    One most-significant-digit pass (11 bits) scatters the words into buckets; each bucket
+    is then sorted on its remaining bits by LSD passes of at most 10 bits while it sits
+    in cache. Both steps are stable, so words with equal keys keep their input order.
 
     Parameters
     ----------
     packed : uint64[n]
-        Sorted in place (a scratch buffer of the same size is allocated).
+        Used as scratch (overwritten).
     low_bit, n_bits : int
-        The key's bit range; bits below ``low_bit`` keep their input order (stability).
+        The key's bit range; bits below ``low_bit`` keep their input order.
 
     Returns
     -------
     uint64[n]
-        The sorted words (``packed`` itself or the scratch buffer).
+        The sorted words.
 
-    Complexity O(n * ceil(n_bits / 11)); passes whose digit is constant are skipped.
+    Complexity O(n * (1 + ceil((n_bits - 11) / 10))). On 10M words with 40-bit keys this
+    takes about 55% of the time of four out-of-cache LSD passes of 11 bits
+    (``benchmarks/bench_ir_dp.py``), and several times less than ``np.argsort``.
     """
     n = packed.shape[0]
-    n_passes = (n_bits + RADIX_BITS - 1) // RADIX_BITS
-    counts = np.zeros((n_passes, _RADIX), dtype=np.int64)
+    target = np.empty_like(packed)
+    inner_bits = 10
+    counts = np.zeros((8, 1 << RADIX_BITS), dtype=np.int64)
+    if n_bits <= RADIX_BITS or n < 4 * _RADIX:
+        if _lsd_passes(packed, target, low_bit, n_bits, RADIX_BITS, counts):
+            return target
+        return packed
+    top_shift = np.uint64(low_bit + n_bits - RADIX_BITS)
     mask = np.uint64(_RADIX - 1)
+    starts = np.zeros(_RADIX + 1, dtype=np.int64)
+    for i in range(n):
+        starts[((packed[i] >> top_shift) & mask) + 1] += 1
+    for d in range(_RADIX):
+        starts[d + 1] += starts[d]
+    fill = starts[:_RADIX].copy()
     for i in range(n):
         word = packed[i]
-        for p in range(n_passes):
-            digit = (word >> np.uint64(low_bit + p * RADIX_BITS)) & mask
-            counts[p, digit] += 1
-    source = packed
-    target = np.empty_like(packed)
-    offsets = np.empty(_RADIX, dtype=np.int64)
-    for p in range(n_passes):
-        skip = False
-        for d in range(_RADIX):
-            if counts[p, d] == n:
-                skip = True
-                break
-            if counts[p, d] != 0:
-                break
-        if skip:
+        digit = (word >> top_shift) & mask
+        target[fill[digit]] = word
+        fill[digit] += 1
+    rest = n_bits - RADIX_BITS
+    for d in range(_RADIX):
+        first, last = starts[d], starts[d + 1]
+        if last - first < 2:
             continue
-        total = 0
-        for d in range(_RADIX):
-            offsets[d] = total
-            total += counts[p, d]
-        shift = np.uint64(low_bit + p * RADIX_BITS)
-        for i in range(n):
-            word = source[i]
-            digit = (word >> shift) & mask
-            target[offsets[digit]] = word
-            offsets[digit] += 1
-        source, target = target, source
-    return source
+        if last - first <= 32:
+            _insertion_sort(target, first, last, low_bit, rest)
+        elif _lsd_passes(target[first:last], packed[first:last], low_bit, rest, inner_bits,
+                         counts):
+            target[first:last] = packed[first:last]
+    return target
 
 
 @jit
-def group_sums(sorted_packed, index_bits, k, n_groups):  # type: ignore[no-untyped-def]
-    """Exact integer sums of quantised values per rank group.
-
-    Parameters
-    ----------
-    sorted_packed : uint64[n]
-        Output of :func:`radix_sort_packed`.
-    index_bits, k, n_groups : int
-        Packing layout and grouping (``n_groups = n // k``; the last group takes the rest).
-
-    Returns
-    -------
-    sums : int64[n_groups]
-    sizes : int64[n_groups]
-
-    Complexity O(n).
-    """
-    n = sorted_packed.shape[0]
-    sums = np.zeros(n_groups, dtype=np.int64)
-    sizes = np.zeros(n_groups, dtype=np.int64)
-    shift = np.uint64(index_bits)
-    for r in range(n):
-        g = min(r // k, n_groups - 1)
-        sums[g] += np.int64(sorted_packed[r] >> shift)
-        sizes[g] += 1
-    return sums, sizes
+def _insertion_sort(words, first, last, low_bit, n_bits):  # type: ignore[no-untyped-def]
+    """Stable insertion sort of ``words[first:last]`` on bits ``[low_bit, low_bit + n_bits)``."""
+    shift = np.uint64(low_bit)
+    mask = (np.uint64(1) << np.uint64(n_bits)) - np.uint64(1)
+    for i in range(first + 1, last):
+        word = words[i]
+        key = (word >> shift) & mask
+        j = i - 1
+        while j >= first and ((words[j] >> shift) & mask) > key:
+            words[j + 1] = words[j]
+            j -= 1
+        words[j + 1] = word
 
 
 @jit
-def noisy_centroids(sums, sizes, noise, d_int):  # type: ignore[no-untyped-def]
-    """Round each group mean to the grid (half to even), add its noise, clamp to ``[0, d_int]``.
-
-    Parameters
-    ----------
-    sums, sizes : int64[n_groups]
-    noise : int64[n_groups]
-        One discrete Laplace draw per group (zeros for no noise).
-    d_int : int
-
-    Returns
-    -------
-    int64[n_groups]
-
-    Complexity O(n_groups).
-    """
-    n_groups = sums.shape[0]
-    out = np.empty(n_groups, dtype=np.int64)
-    for g in range(n_groups):
-        quotient = sums[g] // sizes[g]
-        twice_rest = 2 * (sums[g] - quotient * sizes[g])
-        if twice_rest > sizes[g] or (twice_rest == sizes[g] and quotient % 2 == 1):
-            quotient += 1
-        value = quotient + noise[g]
-        if value < 0:
-            value = 0
-        elif value > d_int:
-            value = d_int
-        out[g] = value
-    return out
-
-
-@jit
-def broadcast_groups(  # type: ignore[no-untyped-def]
-    sorted_packed, index_bits, k, group_values, lower, upper, gamma, round_values, destination, out
+def release_groups(  # type: ignore[no-untyped-def]
+    sorted_packed, index_bits, k, noise, d_int, lower, upper, gamma, round_values, out
 ):
-    """Write each row's group value, ``lower + gamma * value``, to ``out[destination[row]]``.
+    """Give every rank group its noisy centroid and write it to the group's rows.
+
+    Per group (consecutive ranks, ``k`` each, the remainder in the last group): the exact
+    integer sum of its grid values, the mean rounded to the grid (half to even), plus the
+    group's noise draw, clamped to ``[0, d_int]``, mapped to ``lower + gamma * value``
+    (rounded to an integer for integer columns, then clamped to ``[lower, upper]``).
 
     Parameters
     ----------
     sorted_packed : uint64[n]
+        Output of :func:`radix_sort_packed`: ``q << index_bits | position``.
     index_bits, k : int
-    group_values : int64[n_groups]
-        Grid values per group.
+    noise : int64[n // k]
+        One discrete Laplace draw per group, in grid steps (zeros for no noise).
+    d_int : int
     lower, upper, gamma : float
     round_values : bool
-        Round to the nearest integer (integer attributes; post-processing).
-    destination : int64[n] or int64[0]
-        Output position of each input row; empty means the input order.
     out : float64[n]
-        Written, never read.
+        ``out[position]`` receives the row's released value; never read.
 
-    Complexity O(n) with random writes.
+    Complexity O(n), one pass; each group's words are read twice while in cache.
     """
     n = sorted_packed.shape[0]
-    n_groups = group_values.shape[0]
-    index_mask = (np.uint64(1) << np.uint64(index_bits)) - np.uint64(1)
-    shuffled = destination.shape[0] == n
-    for r in range(n):
-        g = min(r // k, n_groups - 1)
-        value = lower + gamma * group_values[g]
+    n_groups = noise.shape[0]
+    shift = np.uint64(index_bits)
+    position_mask = (np.uint64(1) << shift) - np.uint64(1)
+    for g in range(n_groups):
+        first = g * k
+        last = n if g == n_groups - 1 else first + k
+        size = last - first
+        total = np.int64(0)
+        for r in range(first, last):
+            total += np.int64(sorted_packed[r] >> shift)
+        quotient = total // size
+        twice_rest = 2 * (total - quotient * size)
+        if twice_rest > size or (twice_rest == size and quotient % 2 == 1):
+            quotient += 1
+        grid_value = quotient + noise[g]
+        if grid_value < 0:
+            grid_value = 0
+        elif grid_value > d_int:
+            grid_value = d_int
+        value = lower + gamma * grid_value
         if round_values:
             value = np.rint(value)
         if value > upper:
             value = upper
         elif value < lower:
             value = lower
-        row = np.int64(sorted_packed[r] & index_mask)
-        if shuffled:
-            out[destination[row]] = value
-        else:
-            out[row] = value
+        for r in range(first, last):
+            out[np.int64(sorted_packed[r] & position_mask)] = value
 
 
 @jit
