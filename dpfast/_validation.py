@@ -88,8 +88,24 @@ def check_columns(columns: Any, names: Sequence[Hashable]) -> list[Hashable]:
     return selected
 
 
-def as_numeric_column(values: np.ndarray, name: Hashable) -> np.ndarray:
+def all_finite(block: np.ndarray) -> bool:
+    """Whether a float64 block holds no NaN or infinity, read in memory order in one pass.
+
+    A C-ordered 2-D table is checked here once instead of column by column, which would
+    read the whole table once per column through strided access.
+    """
+    if block.dtype != np.float64 or not block.flags.c_contiguous:
+        return False
+    count, _ = checks.non_finite(block.reshape(-1))
+    return bool(count == 0)
+
+
+def as_numeric_column(
+    values: np.ndarray, name: Hashable, *, known_finite: bool = False
+) -> np.ndarray:
     """Return a protected column as float64 (no copy when it already is), refusing bad values.
+
+    ``known_finite`` skips the scan when the caller has checked the whole table.
 
     Raises
     ------
@@ -108,6 +124,8 @@ def as_numeric_column(values: np.ndarray, name: Hashable) -> np.ndarray:
     if np.issubdtype(values.dtype, np.complexfloating):
         raise TypeError(f"column {name!r} is complex; only real numbers can be protected")
     floats = np.asarray(values, dtype=np.float64)
+    if known_finite:
+        return floats
     count, first = checks.non_finite(floats)
     if count:
         kind = "NaN or missing" if np.isnan(floats[first]) else "infinite"

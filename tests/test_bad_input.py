@@ -147,3 +147,16 @@ def test_nullable_missing_values_are_refused():
     frame.loc[2, "b"] = pd.NA
     with pytest.raises((ValueError, TypeError)):
         _call("ir_dp", frame)
+
+
+@pytest.mark.parametrize("column", [0, 1])
+def test_non_finite_in_a_numpy_block_is_found_in_any_column(column):
+    data = np.arange(12.0).reshape(6, 2)
+    data[4, column] = np.nan
+    bounds = {0: (0, 20), 1: (0, 20)}
+    with pytest.raises(ValueError, match=rf"column {column} has 1 non-finite value\(s\) "
+                                         r"\(first at row 4"):
+        dpfast.ir_dp(data, k=2, epsilon=1.0, bounds=bounds, seed=0)
+    # an unprotected column may hold anything
+    release = dpfast.ir_dp(data, k=2, epsilon=1.0, bounds=bounds, columns=[1 - column], seed=0)
+    assert np.isnan(release.data[:, column]).sum() == 1
