@@ -11,6 +11,7 @@ from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
+from dpfast.release_mdav import mdav, mdav_dp
 
 __all__ = [
     "BudgetExceededError",
@@ -25,5 +26,7 @@ __all__ = [
     "individual_ranking",
     "ir_dp",
     "laplace_dp",
+    "mdav",
+    "mdav_dp",
     "metrics",
 ]

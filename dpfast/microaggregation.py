@@ -3,6 +3,8 @@
 The public partition function :func:`ranking_labels` gives the rank groups of SPEC §1.3
 (stable order, groups of ``k``, the remainder in the last group). :func:`ir_column`
 runs the whole per-column pipeline of individual-ranking DP on a :class:`~dpfast.grid.Grid`.
+The multivariate partitions :func:`mdav_labels` and :func:`insensitive_mdav_labels` live in
+:mod:`dpfast.mdav` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,17 @@ import numpy as np
 
 from dpfast._kernels import ranking
 from dpfast.grid import Grid
+from dpfast.mdav import insensitive_mdav_labels, mdav_labels
+
+__all__ = [
+    "centroid_sensitivity",
+    "group_means",
+    "insensitive_mdav_labels",
+    "ir_column",
+    "mdav_labels",
+    "noise_scale_steps",
+    "ranking_labels",
+]
 
 
 def ranking_labels(values: np.ndarray, k: int) -> np.ndarray:

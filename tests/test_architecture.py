@@ -12,9 +12,11 @@ LAYERS = {
     "_jit": 0, "exceptions": 0, "_version": 0,
     "_kernels": 1,
     "_validation": 2, "accounting": 2, "io": 2, "grid": 2,
+    "mdav": 2,  # MDAV partitions use kernels only; microaggregation re-exports them
     "noise": 3, "microaggregation": 3, "perturbation": 3, "metrics": 3, "schema": 3,
     "taxonomy": 3,
     "release": 4, "datasets": 4, "diffgen": 4,
+    "release_mdav": 4.5,  # mdav and mdav_dp reuse release's helpers
     "cli": 5,
     "__init__": 6, "__main__": 7,
 }
