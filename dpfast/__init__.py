@@ -11,6 +11,7 @@ from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
+from dpfast.taxonomy import Taxonomy, TaxonomyError
 from dpfast.release_mdav import mdav, mdav_dp
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "PrivacyLeakWarning",
     "Release",
     "Report",
+    "Taxonomy",
+    "TaxonomyError",
     "UnsafeSamplerWarning",
     "__version__",
     "datasets",

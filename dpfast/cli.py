@@ -23,6 +23,7 @@ __all__ = ["main"]
 _MAIN_EXAMPLES = """\
 examples:
   dpfast demo                      release the bundled Adult data, write ./dpfast-demo/
+  dpfast demo --mixed              the paper's mixed table: 2 numeric + 2 categorical columns
   dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
       --schema people.schema.json
   dpfast release --help            list the release methods
@@ -57,6 +58,11 @@ examples:
   # reproducible noise for tests (the report says: not for publication)
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 \\
       --schema people.schema.json --seed 42
+
+  # categorical columns with a "taxonomy" in the schema are protected too (exponential
+  # mechanism); --sensitivity proven gives a provable but much flatter choice
+  dpfast release ir-dp adult.parquet -o released.parquet --k 25 --epsilon 1 \\
+      --schema dpfast/datasets/adult_mixed.schema.json --sensitivity proven
 
 Writes OUTPUT and OUTPUT.report.json (method, epsilon ledger, guarantee, clamped counts).
 Columns the schema does not protect are copied unchanged, and the report lists them.
@@ -111,11 +117,14 @@ _DEMO_EXAMPLES = """\
 examples:
   dpfast demo
   dpfast demo --out /tmp/adult-demo --k 50 --epsilon 0.5 --seed 1
+  dpfast demo --mixed --epsilon 10
 
 Releases the numeric columns of the bundled UCI Adult training data (30,162 complete rows)
-with ir-dp, using the public bounds of dpfast/datasets/adult.schema.json. Rows are released
-in random order; the utility figures match each released row to its original internally
-(metrics=True), so the report holds them and must stay private.
+with ir-dp, using the public bounds of dpfast/datasets/adult.schema.json. With --mixed it
+releases the paper's mixed table instead: age, hours-per-week, occupation and
+native-country (dpfast/datasets/adult_mixed.schema.json, bundled ARX taxonomies). Rows are
+released in random order; the utility figures match each released row to its original
+internally (metrics=True), so the report holds them and must stay private.
 """
 
 
@@ -202,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="shuffle",
         action="store_false",
         help="keep rows in input order (default: random order)",
+    )
+    ir_dp.add_argument(
+        "--sensitivity",
+        choices=("paper", "proven"),
+        default="paper",
+        help="categorical columns' exponential mechanism: paper (the taxonomy's largest "
+        "distance per group; heuristic) or proven (n_groups times it). Default: paper",
     )
     ir_dp.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     ir_dp.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
@@ -298,6 +314,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=_integer, default=25, help="group size (default: 25)")
     demo.add_argument("--epsilon", type=_number, default=1.0, help="budget (default: 1)")
     demo.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    demo.add_argument(
+        "--mixed",
+        action="store_true",
+        help="release the paper's mixed table (age, hours-per-week, occupation, "
+        "native-country) instead of the numeric columns",
+    )
+    demo.add_argument(
+        "--sensitivity",
+        choices=("paper", "proven"),
+        default="paper",
+        help="with --mixed: the categorical sensitivity (default: paper)",
+    )
     _quiet_argument(demo)
     demo.set_defaults(handler=_demo)
     return parser
@@ -409,13 +437,23 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
         schema = Schema.from_json(args.schema)
         table = schema.check_table(table)
         categorical = schema.protected_categorical()
+        if method == "ir-dp":
+            categorical = [c for c in categorical if schema[c].taxonomy is None]
         if categorical:
-            raise ValueError(
-                f"{args.schema}: {method} protects numeric columns only, but the schema "
-                f"protects categorical column(s) {', '.join(repr(c) for c in categorical)}; "
-                'set "protect": false for them to copy them unchanged, or drop them'
+            also = (
+                ' and categorical columns with a "taxonomy"' if method == "ir-dp" else ""
             )
-        if not schema.protected_numeric() and not getattr(args, "columns", None):
+            raise ValueError(
+                f"{args.schema}: {method} protects numeric columns only{also}, but the "
+                f"schema protects categorical column(s) "
+                f"{', '.join(repr(c) for c in categorical)}"
+                f"{' without a taxonomy' if also else ''}; "
+                + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
+                + 'set "protect": false for them to copy them unchanged, or drop them'
+            )
+        has_categorical = method == "ir-dp" and schema.protected_categorical()
+        if (not schema.protected_numeric() and not has_categorical
+                and not getattr(args, "columns", None)):
             raise ValueError(
                 f"{args.schema}: no protected numeric column, so there is nothing to release; "
                 'declare at least one "integer" or "float" column with "bounds"'
@@ -467,6 +505,15 @@ def _run_release(
     return _finish(args, release)
 
 
+def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:
+    from dpfast.taxonomy import Taxonomy
+
+    return {
+        name: Taxonomy.from_arx(schema[name].taxonomy)
+        for name in schema.protected_categorical()
+    }
+
+
 def _release_ir_dp(args: argparse.Namespace) -> int:
     from dpfast.release import ir_dp
 
@@ -476,7 +523,9 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
             k=args.k,
             epsilon=args.epsilon,
             bounds=schema.bounds(),
-            columns=schema.protected_numeric(),
+            taxonomies=_schema_taxonomies(schema),
+            sensitivity=args.sensitivity,
+            columns=schema.protected_numeric() + schema.protected_categorical(),
             linkage=args.linkage,
             shuffle=args.shuffle,
             seed=args.seed,
@@ -552,7 +601,7 @@ def _release_mdav_dp(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from dpfast.datasets import adult, adult_schema_path
+    from dpfast.datasets import adult, adult_mixed_schema_path, adult_schema_path
     from dpfast.io import write_json_atomic, write_table_atomic
     from dpfast.release import ir_dp
     from dpfast.schema import Schema
@@ -560,8 +609,9 @@ def _demo(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"--out {args.out!r} is a file; give a folder")
-    schema = Schema.from_json(adult_schema_path())
-    columns = schema.protected_numeric()
+    schema = Schema.from_json(adult_mixed_schema_path() if args.mixed else adult_schema_path())
+    taxonomies = _schema_taxonomies(schema)
+    columns = schema.protected_numeric() + schema.protected_categorical()
     bounds: dict[Hashable, tuple[float, float]] = dict(schema.bounds().items())
     original = adult("train", drop_missing=True)[columns]
     progress = _progress(args)
@@ -571,6 +621,8 @@ def _demo(args: argparse.Namespace) -> int:
             k=args.k,
             epsilon=args.epsilon,
             bounds=bounds,
+            taxonomies=taxonomies,
+            sensitivity=args.sensitivity,
             seed=args.seed,
             metrics=True,
             progress=progress,
@@ -596,21 +648,25 @@ def _demo(args: argparse.Namespace) -> int:
 
     r = release.report
     width = max(len(c) for c in columns) + 2
+    kinds = f"{len(columns)} numeric columns"
+    if taxonomies:
+        kinds = (f"{len(columns) - len(taxonomies)} numeric + {len(taxonomies)} categorical "
+                 f"columns (sensitivity {args.sensitivity})")
     lines = [
         f"dpfast demo: ir-dp on UCI Adult (train, {r.n_rows:,} complete rows), "
-        f"{len(columns)} numeric columns, k = {args.k}, epsilon = {r.epsilon:g}",
+        f"{kinds}, k = {args.k}, epsilon = {r.epsilon:g}",
         "",
         "epsilon ledger",
-        f"  {'step':<16}{'column':<{width}}{'epsilon':>9}{'sensitivity':>13}{'noise scale':>13}",
+        f"  {'step':<20}{'column':<{width}}{'epsilon':>9}{'sensitivity':>13}{'noise scale':>13}",
     ]
     for entry in r.ledger:
         lines.append(
-            f"  {entry.step:<16}{', '.join(entry.columns):<{width}}{entry.epsilon:>9.4g}"
+            f"  {entry.step:<20}{', '.join(entry.columns):<{width}}{entry.epsilon:>9.4g}"
             f"{_number_text(entry.sensitivity):>13}{_number_text(entry.noise_scale):>13}"
         )
     total = sum(entry.epsilon for entry in r.ledger)
     lines += [
-        f"  {'total':<16}{'':<{width}}{total:>9.4g}",
+        f"  {'total':<20}{'':<{width}}{total:>9.4g}",
         "",
         f"guarantee ({r.guarantee_level}): {r.guarantee}",
     ]

@@ -67,6 +67,56 @@ class TableData:
             return chunked.chunk(0).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
         return chunked.to_numpy()  # type: ignore[no-any-return]
 
+    def category_codes(self, name: Hashable) -> tuple[np.ndarray, list[Any]]:
+        """Return a column as ``(codes, categories)``: int64 codes, ``-1`` for missing.
+
+        pandas categoricals and Arrow dictionary columns give their own codes without
+        looking at every value's text; other columns are dictionary-encoded (by Arrow for
+        Arrow strings, by ``pandas.factorize`` otherwise).
+        """
+        if self.kind == "pandas":
+            series = self.source[name]
+            if isinstance(series.dtype, pd.CategoricalDtype):
+                codes = np.asarray(series.cat.codes, dtype=np.int64)
+                return codes, list(series.cat.categories)
+            codes, uniques = pd.factorize(series, use_na_sentinel=True)
+            return np.asarray(codes, dtype=np.int64), list(uniques)
+        if self.kind == "numpy":
+            codes, uniques = pd.factorize(np.asarray(self.source[:, name], dtype=object))
+            return np.asarray(codes, dtype=np.int64), list(uniques)
+        chunked = self.source.column(name)
+        if not pa.types.is_dictionary(chunked.type):
+            chunked = chunked.dictionary_encode()
+        chunked = chunked.unify_dictionaries()
+        if chunked.num_chunks == 0:
+            return np.empty(0, dtype=np.int64), []
+        dictionary = chunked.chunk(0).dictionary.to_pylist()
+        indices = pa.chunked_array([c.indices for c in chunked.chunks]).combine_chunks()
+        codes = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return codes, dictionary
+
+    def categorical_output(
+        self, name: Hashable, codes: np.ndarray, labels: Sequence[str]
+    ) -> Any:
+        """Build a released categorical column of the same kind as the input column.
+
+        pandas categoricals and Arrow dictionary columns give categoricals (categories:
+        ``labels``); other pandas and Arrow columns give strings; NumPy gives objects.
+        """
+        if self.kind == "pandas":
+            if isinstance(self.source[name].dtype, pd.CategoricalDtype):
+                return pd.Categorical.from_codes(codes, categories=list(labels))
+            return np.asarray(labels, dtype=object)[codes]
+        if self.kind == "numpy":
+            return np.asarray(labels, dtype=object)[codes]
+        original = self.source.column(name).type
+        array = pa.DictionaryArray.from_arrays(
+            pa.array(codes, type=pa.int32()), pa.array(list(labels), type=pa.string())
+        )
+        if pa.types.is_dictionary(original):
+            return array
+        return array.cast(original)
+
     def output_columns(
         self, columns: Sequence[Hashable]
     ) -> tuple[dict[Hashable, np.ndarray], np.ndarray | None]:
@@ -138,7 +188,9 @@ class TableData:
         arrays = []
         for name in self.names:
             if name in replaced:
-                arrays.append(pa.array(replaced[name]))
+                column = replaced[name]
+                is_arrow = isinstance(column, (pa.Array, pa.ChunkedArray))
+                arrays.append(column if is_arrow else pa.array(column))
             elif row_order is None:
                 arrays.append(table.column(name))
             else:

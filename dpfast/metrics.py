@@ -102,9 +102,13 @@ def _per_column(
 
 
 def relative_error(
-    original: Any, released: Any, bounds: Any, sanity: float = 0.01, *, per_column: bool = False
+    original: Any, released: Any, bounds: Any = None, sanity: float = 0.01, *,
+    per_column: bool = False, taxonomies: Any = None,
 ) -> float | dict[Hashable, float]:
     """Mean relative error ``|x - x'| / max(|x|, sanity * (upper - lower))``.
+
+    For a categorical column with a taxonomy, the error of a record is the semantic
+    distance ``δ(x, x')`` of SPEC §6.1 (already in ``[0, 1)``), and no bounds are needed.
 
     Parameters
     ----------
@@ -117,6 +121,10 @@ def relative_error(
         paper's constant is not recoverable, 0.01 is our default).
     per_column : bool
         Return ``{column: value}`` instead of the mean over columns.
+    taxonomies : mapping or Taxonomy, optional
+        ``{column: Taxonomy}`` for categorical columns (a single
+        :class:`~dpfast.taxonomy.Taxonomy` for a single column). Their values must be
+        leaves of the taxonomy.
 
     Returns
     -------
@@ -126,11 +134,32 @@ def relative_error(
     --------
     >>> relative_error(np.array([10.0, 0.0]), np.array([11.0, 1.0]), (0, 100))
     0.55
+    >>> from dpfast.taxonomy import Taxonomy
+    >>> jobs = Taxonomy.from_mapping({"*": {"A": ["a1", "a2"], "b": None}})
+    >>> round(relative_error(["a1", "b"], ["a2", "b"], taxonomies=jobs), 4)  # log2(1.5) / 2
+    0.2925
     """
     if not sanity > 0:
         raise ValueError(f"sanity must be > 0, got {sanity}")
 
+    def taxonomy_for(name: Hashable, single: bool) -> Any:
+        if taxonomies is None:
+            return None
+        if single and hasattr(taxonomies, "distances_between"):
+            return taxonomies
+        if not isinstance(taxonomies, Mapping):
+            raise TypeError(
+                f"taxonomies must be a mapping {{column: Taxonomy}}, got {taxonomies!r}"
+            )
+        return taxonomies.get(name)
+
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
+        taxonomy = taxonomy_for(name, single)
+        if taxonomy is not None:
+            distances = taxonomy.distances_between(
+                taxonomy.encode(x, column=name), taxonomy.encode(y, column=name)
+            )
+            return float(np.mean(distances))
         pair = _bounds_for(bounds, name, single)
         if pair is None:
             raise ValueError("relative_error needs bounds for the sanity bound")

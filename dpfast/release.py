@@ -39,6 +39,7 @@ from dpfast.microaggregation import (
     noise_scale_steps,
 )
 from dpfast.perturbation import laplace_column
+from dpfast.taxonomy import Taxonomy
 
 Progress = Callable[[str, int, int], None]
 
@@ -77,6 +78,110 @@ def _protected_columns(table: TableData, columns: Any) -> list[_Column]:
         result.append(_Column(name, as_numeric_column(raw, name), is_integer_column(raw),
                               raw.dtype))
     return result
+
+
+@dataclass(frozen=True)
+class _Categorical:
+    name: Hashable
+    codes: np.ndarray  # int64 domain codes
+    taxonomy: Taxonomy
+
+
+def _split_columns(
+    table: TableData, columns: Any, taxonomies: Any
+) -> tuple[list[_Column], list[_Categorical]]:
+    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
+    if taxonomies is None:
+        taxonomies = {}
+    if not isinstance(taxonomies, Mapping):
+        raise TypeError(
+            f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
+        )
+    for name, taxonomy in taxonomies.items():
+        if not isinstance(taxonomy, Taxonomy):
+            raise TypeError(
+                f"taxonomies[{name!r}] must be a dpfast.Taxonomy (Taxonomy.from_arx(path) or "
+                f"Taxonomy.from_mapping(...)), got {type(taxonomy).__name__}"
+            )
+    selected = check_columns(columns, table.names)
+    stray = [name for name in taxonomies if name not in selected]
+    if stray:
+        raise ValueError(
+            f"taxonomies names column(s) {stray} that are not protected; the protected "
+            f"columns are {selected}: add them to columns or drop their taxonomies"
+        )
+    numeric = [name for name in selected if name not in taxonomies]
+    categorical = []
+    for name in selected:
+        if name in taxonomies:
+            codes, categories = table.category_codes(name)
+            codes = taxonomies[name].encode_categories(codes, categories, column=name)
+            categorical.append(_Categorical(name, codes, taxonomies[name]))
+    for name in numeric:
+        raw = table.column(name)
+        if raw.dtype == object or not (
+            np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_
+        ):
+            raise TypeError(
+                f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
+                "pass its taxonomy in taxonomies= to protect it as a categorical column, "
+                "or leave it out of columns"
+            )
+    return (_protected_columns(table, numeric) if numeric else []), categorical
+
+
+def _names(protected: Sequence[_Column], categorical: Sequence[_Categorical]) -> list[Hashable]:
+    return [c.name for c in protected] + [c.name for c in categorical]
+
+
+def _categorical_entry(
+    column: _Categorical, epsilon: float, n_groups: int, sensitivity: str
+) -> LedgerEntry:
+    taxonomy = column.taxonomy
+    delta = taxonomy.max_distance
+    effective = delta if sensitivity == "paper" else n_groups * delta
+    v_star, t_star = taxonomy.boundary
+    rule = (
+        "paper: Δq = max semantic distance per group (heuristic: no proof covers the "
+        "groups shifting when one record changes, SPEC §3.4)"
+        if sensitivity == "paper"
+        else "proven: n_groups * Δq (each group's quality moves by at most Δq)"
+    )
+    return LedgerEntry(
+        step="centroid selection",
+        columns=(str(column.name),),
+        epsilon=epsilon,
+        mechanism="exponential mechanism, one draw per rank group, quality = -Σ semantic "
+                  "distance, candidates = the taxonomy's leaves",
+        sensitivity=effective,
+        noise_scale=2.0 * effective / epsilon,
+        sampler=noise.EM_SAMPLER_NAME,
+        details={
+            "n_groups": n_groups,
+            "sensitivity_rule": rule,
+            "max_distance": delta,
+            "candidates": len(taxonomy.domain),
+            "taxonomy": taxonomy.name,
+            "most_marginal": v_star,
+            "farthest_from_most_marginal": t_star,
+            "order": "semantic distance to the most marginal value, ties by label",
+            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
+        },
+    )
+
+
+def _categorical_group_codes(
+    column: _Categorical, k: int, key: np.ndarray, entry: LedgerEntry
+) -> np.ndarray:
+    taxonomy = column.taxonomy
+    n_groups = column.codes.shape[0] // k
+    if entry.sensitivity == 0:  # a one-value domain: nothing to choose
+        return np.zeros(n_groups, dtype=np.int64)
+    chosen = noise.exponential_mechanism_sorted_groups(
+        key, taxonomy.rank_counts(column.codes), k, taxonomy.rank_distance_matrix(),
+        epsilon=entry.epsilon, sensitivity=entry.sensitivity,
+    )
+    return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
 
 
 def _noise_source(seed: int | None) -> noise.NoiseSource:
@@ -135,8 +240,8 @@ def _utility_metrics(
                    "publish it with the release",
         "relative_error": relative,
         "jensen_shannon": divergence,
-        "mean_relative_error": float(np.mean(list(relative.values()))),
-        "mean_jensen_shannon": float(np.mean(list(divergence.values()))),
+        "mean_relative_error": float(np.mean(list(relative.values()))) if relative else math.nan,
+        "mean_jensen_shannon": float(np.mean(list(divergence.values()))) if relative else math.nan,
     }
 
 
@@ -159,7 +264,9 @@ def ir_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    taxonomies: Mapping[Hashable, Taxonomy] | None = None,
+    sensitivity: str = "paper",
     columns: Sequence[Hashable] | None = None,
     linkage: str = "records",
     shuffle: bool = True,
@@ -176,6 +283,12 @@ def ir_dp(
     ``m`` protected columns of domain width ``Δ``: ``k`` times less noise than plain
     Laplace. Integer columns are rounded after the noise.
 
+    Categorical columns (those given a taxonomy) are ordered by the taxonomy's
+    data-independent order (semantic distance to the most marginal value), cut into rank
+    groups the same way, and every group gets one value drawn from the taxonomy's leaves by
+    the exponential mechanism with quality ``-Σ semantic distance`` to the group's values
+    (Algorithm 2). The budget is split equally over numeric and categorical columns.
+
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
@@ -187,7 +300,18 @@ def ir_dp(
     bounds : mapping
         Public ``{column: (lower, upper)}`` for every protected column. Values outside are
         clamped (the report counts them). ``"data"`` derives them from the data: not
-        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`.
+        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`. May be omitted
+        when every protected column is categorical.
+    taxonomies : mapping, optional
+        ``{column: Taxonomy}``: the protected categorical columns and their taxonomies
+        (:class:`~dpfast.taxonomy.Taxonomy`). Every value must be a leaf of its taxonomy.
+        The released column keeps its kind (strings, or categories for pandas
+        categoricals and Arrow dictionaries).
+    sensitivity : {"paper", "proven"}
+        Sensitivity of the categorical exponential mechanism. ``"paper"`` (default) uses
+        ``Δq``, the taxonomy's largest distance, per group as Sánchez et al. (2016) do; no
+        proof covers it, so the report labels the guarantee *heuristic*. ``"proven"`` uses
+        ``n_groups * Δq``: provable, but far flatter.
     columns : sequence, optional
         Columns to protect; ``None`` protects every column. Others pass through unchanged.
     linkage : {"records", "columns"}
@@ -218,7 +342,9 @@ def ir_dp(
         Wrong argument or column types.
     ValueError
         Bad values: NaN or inf in a protected column, ``k`` outside ``[1, n]``,
-        ``epsilon <= 0``, missing or inverted bounds, unknown columns, an empty table.
+        ``epsilon <= 0``, missing or inverted bounds, unknown columns, an empty table,
+        categorical values missing from their taxonomy
+        (:class:`~dpfast.taxonomy.TaxonomyError`).
 
     References
     ----------
@@ -235,6 +361,17 @@ def ir_dp(
     ((6, 1), 1.0)
     >>> release.report.ledger[0].noise_scale > 73 / 3
     True
+    >>> from dpfast.taxonomy import Taxonomy
+    >>> jobs = Taxonomy.from_mapping({"*": {"Technical": ["Tech-support", "Craft-repair"],
+    ...                                     "Other": ["Sales", "Adm-clerical"]}})
+    >>> table = table.assign(job=["Sales", "Tech-support", "Sales", "Craft-repair",
+    ...                           "Adm-clerical", "Sales"])
+    >>> release = ir_dp(table, k=3, epsilon=2.0, bounds={"age": (17, 90)},
+    ...                 taxonomies={"job": jobs}, seed=7)
+    >>> [entry.epsilon for entry in release.report.ledger], release.report.guarantee_level
+    ([1.0, 1.0], 'heuristic')
+    >>> set(release.data["job"]) <= set(jobs.domain)
+    True
     """
     timer = PhaseTimer()
     with timer.phase("validate"):
@@ -249,15 +386,19 @@ def ir_dp(
                 "linkage='columns' shuffles every protected column; drop shuffle=False"
             )
         seed = check_seed(seed)
-        protected = _protected_columns(table, columns)
-        domains, derived = check_bounds(
-            bounds, [c.name for c in protected], {c.name: c.values for c in protected}
-        )
-        threads = _threads(n_threads, len(protected))
+        em_sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
+        protected, categorical = _split_columns(table, columns, taxonomies)
+        if protected or bounds is not None:
+            domains, derived = check_bounds(
+                bounds, [c.name for c in protected], {c.name: c.values for c in protected}
+            )
+        else:
+            domains, derived = {}, False
+        threads = _threads(n_threads, len(protected) + len(categorical))
 
     n_records = table.n_rows
     n_groups = n_records // k
-    m = len(protected)
+    m = len(protected) + len(categorical)
     epsilon_column = epsilon / m
     source = _noise_source(seed)
     ledger = Ledger(epsilon)
@@ -266,14 +407,14 @@ def ir_dp(
         for column in protected:
             lower, upper = domains[column.name]
             grid = Grid.for_column(lower, upper, n_records, k)
-            sensitivity = centroid_sensitivity(grid, n_records, k)
-            steps = noise_scale_steps(sensitivity, epsilon_column) if grid.d_int else 0
+            list_sensitivity = centroid_sensitivity(grid, n_records, k)
+            steps = noise_scale_steps(list_sensitivity, epsilon_column) if grid.d_int else 0
             entry = LedgerEntry(
                 step="centroid noise",
                 columns=(str(column.name),),
                 epsilon=epsilon_column,
                 mechanism="discrete Laplace, one draw per rank group",
-                sensitivity=float(sensitivity) * grid.gamma,
+                sensitivity=float(list_sensitivity) * grid.gamma,
                 noise_scale=steps * grid.gamma,
                 sampler=noise.SAMPLER_NAME,
                 details={
@@ -286,6 +427,13 @@ def ir_dp(
             )
             ledger.check(math.fsum(p[2].epsilon for p in plans.values()) + epsilon_column)
             plans[column.name] = (grid, steps, entry)
+        categorical_plans: dict[Hashable, LedgerEntry] = {}
+        for cat in categorical:
+            ledger.check(math.fsum(p[2].epsilon for p in plans.values())
+                         + math.fsum(e.epsilon for e in categorical_plans.values())
+                         + epsilon_column)
+            categorical_plans[cat.name] = _categorical_entry(
+                cat, epsilon_column, n_groups, em_sensitivity)
 
     with timer.phase("shuffle"):
         row_order: np.ndarray | None = None
@@ -294,20 +442,34 @@ def ir_dp(
         if shuffle:
             row_order = noise.permutation(source.key("ir_dp", "row-order"), n_records)
             shared = _inverse(row_order)
-            for column in protected:
-                destinations[column.name] = shared
+            for name in _names(protected, categorical):
+                destinations[name] = shared
         if linkage == "columns":
-            for column in protected:
+            for name in _names(protected, categorical):
                 order = noise.permutation(
-                    source.key("ir_dp", "column-order", str(column.name)), n_records
+                    source.key("ir_dp", "column-order", str(name)), n_records
                 )
-                destinations[column.name] = _inverse(order)
+                destinations[name] = _inverse(order)
 
     released: dict[Hashable, np.ndarray] = {}
     clamped: dict[str, int] = {}
     thread_seconds = {"noise": 0.0, "microaggregation": 0.0}
+    if categorical:
+        thread_seconds["exponential mechanism"] = 0.0
     with timer.phase("columns"):
         outputs, base = table.output_columns([c.name for c in protected])
+
+        def run_categorical(cat: _Categorical) -> tuple[_Categorical, np.ndarray, float, float]:
+            start = time.perf_counter()
+            group_codes = _categorical_group_codes(
+                cat, k, source.key("ir_dp", "centroid-choice", str(cat.name)),
+                categorical_plans[cat.name],
+            )
+            middle = time.perf_counter()
+            out = cat.taxonomy.broadcast_rank_groups(
+                cat.codes, k, group_codes, destinations.get(cat.name)
+            )
+            return cat, out, middle - start, time.perf_counter() - middle
 
         def run(column: _Column) -> tuple[_Column, int, float, float]:
             grid, steps, _ = plans[column.name]
@@ -322,15 +484,27 @@ def ir_dp(
             )
             return column, count, middle - start, time.perf_counter() - middle
 
+        released_codes: dict[Hashable, np.ndarray] = {}
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            for done, (column, count, noise_s, ranking_s) in enumerate(
-                pool.map(run, protected), start=1
-            ):
+            categorical_runs = pool.map(run_categorical, categorical)
+            done = 0
+            for column, count, noise_s, ranking_s in pool.map(run, protected):
                 ledger.spend(plans[column.name][2])
                 released[column.name] = _finish(column, outputs[column.name])
                 clamped[str(column.name)] = count
                 thread_seconds["noise"] += noise_s
                 thread_seconds["microaggregation"] += ranking_s
+                done += 1
+                _report_progress(progress, "columns", done, m)
+            for cat, codes, choice_s, ranking_s in categorical_runs:
+                ledger.spend(categorical_plans[cat.name])
+                released_codes[cat.name] = codes
+                released[cat.name] = table.categorical_output(cat.name, codes,
+                                                              cat.taxonomy.domain)
+                clamped[str(cat.name)] = 0
+                thread_seconds["exponential mechanism"] += choice_s
+                thread_seconds["microaggregation"] += ranking_s
+                done += 1
                 _report_progress(progress, "columns", done, m)
 
     with timer.phase("assemble"):
@@ -340,12 +514,31 @@ def ir_dp(
     if metrics:
         with timer.phase("metrics"):
             extra["metrics"] = _utility_metrics(protected, released, destinations, domains)
+            if categorical:
+                _categorical_metrics(extra["metrics"], categorical, released_codes,
+                                     destinations)
 
-    protected_names = names([c.name for c in protected])
+    protected_names = names([c.name for c in protected] + [c.name for c in categorical])
     unprotected = [str(n) for n in table.names if n not in released]
     guarantee, level = _ir_dp_guarantee(
         epsilon, epsilon_column, protected_names, linkage, shuffle, derived
     )
+    if categorical:
+        guarantee, level = _categorical_guarantee(
+            guarantee, level, names([c.name for c in categorical]), em_sensitivity
+        )
+    parameters: dict[str, Any] = {}
+    if categorical:
+        parameters = {
+            "sensitivity": em_sensitivity,
+            "taxonomies": {str(c.name): {"name": c.taxonomy.name,
+                                         "leaves": len(c.taxonomy.domain)}
+                           for c in categorical},
+        }
+    sampler = noise.SAMPLER_NAME
+    if categorical:
+        sampler = (noise.EM_SAMPLER_NAME if not protected
+                   else f"{noise.SAMPLER_NAME}; {noise.EM_SAMPLER_NAME}")
     notes = []
     if seed is not None:
         notes.append(SEEDED_NOTE)
@@ -354,7 +547,7 @@ def ir_dp(
         parameters={"k": k, "epsilon": epsilon, "linkage": linkage, "shuffle": bool(shuffle),
                     "bounds": {str(c): list(b) for c, b in domains.items()},
                     "bounds_from_data": derived, "remainder": "last group",
-                    "budget_split": "equal over protected columns"},
+                    "budget_split": "equal over protected columns", **parameters},
         epsilon=epsilon,
         ledger=list(ledger.entries),
         guarantee=guarantee + _unprotected_note(unprotected),
@@ -363,7 +556,7 @@ def ir_dp(
         unprotected_columns=unprotected,
         clamped=clamped,
         seeded=seed is not None,
-        sampler=noise.SAMPLER_NAME,
+        sampler=sampler,
         timings={**timer.timings, **{f"{phase} (thread seconds)": seconds
                                      for phase, seconds in thread_seconds.items()}},
         n_rows=n_records,
@@ -371,6 +564,54 @@ def ir_dp(
         extra=extra,
     )
     return Release(result, report)
+
+
+def _categorical_metrics(
+    metrics: dict[str, Any], categorical: Sequence[_Categorical],
+    released_codes: Mapping[Hashable, np.ndarray], destinations: Mapping[Hashable, np.ndarray],
+) -> None:
+    """Add categorical columns: relative error = mean semantic distance; JSD per category."""
+    for column in categorical:
+        original = column.codes
+        destination = destinations.get(column.name)
+        if destination is not None and destination.shape[0] == original.shape[0]:
+            aligned = np.empty_like(original)
+            aligned[destination] = original
+            original = aligned
+        out = released_codes[column.name]
+        m = len(column.taxonomy.domain)
+        metrics["relative_error"][str(column.name)] = float(
+            np.mean(column.taxonomy.distances_between(original, out)))
+        metrics["jensen_shannon"][str(column.name)] = utility.jensen_shannon_counts(
+            np.bincount(original, minlength=m).astype(np.float64),
+            np.bincount(out, minlength=m).astype(np.float64),
+        )
+    metrics["mean_relative_error"] = float(np.mean(list(metrics["relative_error"].values())))
+    metrics["mean_jensen_shannon"] = float(np.mean(list(metrics["jensen_shannon"].values())))
+
+
+def _categorical_guarantee(
+    guarantee: str, level: str, columns: list[str], sensitivity: str
+) -> tuple[str, str]:
+    if level == "none":
+        return guarantee, level
+    if sensitivity == "proven":
+        return (
+            guarantee + f" Categorical column(s) {columns}: each rank group's value is drawn "
+            "by the exponential mechanism with sensitivity n_groups * Δq (proven).",
+            level,
+        )
+    if guarantee.startswith("as published: "):
+        guarantee = "heuristic and as published: " + guarantee.removeprefix("as published: ")
+    else:
+        guarantee = "heuristic: " + guarantee
+    return (
+        guarantee + f" Categorical column(s) {columns} use the paper's "
+        "exponential-mechanism sensitivity Δq per rank group (sensitivity='paper'); no proof "
+        "covers the groups shifting when one record changes (SPEC §3.4), so their share of "
+        "epsilon is heuristic. Use sensitivity='proven' (n_groups * Δq) for a proven bound.",
+        "heuristic",
+    )
 
 
 def _ir_dp_guarantee(

@@ -2,7 +2,8 @@
 
 The files are zstd-compressed Parquet copies of the UCI Adult data (CC BY 4.0; see
 ``README.md`` in this folder for attribution, provenance and checksums), plus a schema
-file with public bounds for the numeric columns.
+file with public bounds for the numeric columns, and the ARX generalization hierarchies
+of Adult's categorical columns (Apache-2.0; see ``hierarchies/NOTICE``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["ADULT_NUMERIC", "adult", "adult_schema_path"]
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "ADULT_HIERARCHIES",
+    "ADULT_NUMERIC",
+    "adult",
+    "adult_hierarchy_path",
+    "adult_mixed_schema_path",
+    "adult_schema_path",
+    "adult_taxonomy",
+]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -24,6 +35,20 @@ ADULT_NUMERIC: tuple[str, ...] = (
     "capital-loss",
     "hours-per-week",
 )
+
+
+#: Adult columns with a bundled ARX hierarchy, and the hierarchy file of each.
+ADULT_HIERARCHIES: dict[str, str] = {
+    "age": "adult_hierarchy_age.csv",
+    "workclass": "adult_hierarchy_workclass.csv",
+    "education": "adult_hierarchy_education.csv",
+    "marital-status": "adult_hierarchy_marital-status.csv",
+    "occupation": "adult_hierarchy_occupation.csv",
+    "race": "adult_hierarchy_race.csv",
+    "sex": "adult_hierarchy_sex.csv",
+    "native-country": "adult_hierarchy_native-country.csv",
+    "income": "adult_hierarchy_salary-class.csv",
+}
 
 
 def adult(split: str = "train", *, drop_missing: bool = False) -> pd.DataFrame:
@@ -85,3 +110,71 @@ def adult_schema_path() -> Path:
     'adult.schema.json'
     """
     return _HERE / "adult.schema.json"
+
+
+def adult_mixed_schema_path() -> Path:
+    """Return the path of the bundled schema of the paper's mixed Adult table.
+
+    It protects age and hours-per-week (public bounds) and occupation and native-country
+    (with their bundled taxonomies), as in Sánchez et al. (2016) §4.3, and marks every
+    other column ``"protect": false``.
+
+    Examples
+    --------
+    >>> from dpfast.datasets import adult_mixed_schema_path
+    >>> adult_mixed_schema_path().name
+    'adult_mixed.schema.json'
+    """
+    return _HERE / "adult_mixed.schema.json"
+
+
+def adult_hierarchy_path(column: str) -> Path:
+    """Return the path of the bundled ARX hierarchy of an Adult column.
+
+    Parameters
+    ----------
+    column : str
+        One of :data:`ADULT_HIERARCHIES` (``"income"`` gives ARX's salary-class file).
+
+    Raises
+    ------
+    ValueError
+        For a column without a hierarchy.
+
+    Examples
+    --------
+    >>> from dpfast.datasets import adult_hierarchy_path
+    >>> adult_hierarchy_path("occupation").name
+    'adult_hierarchy_occupation.csv'
+    """
+    if column not in ADULT_HIERARCHIES:
+        raise ValueError(
+            f"no bundled hierarchy for column {column!r}; choose one of "
+            f"{sorted(ADULT_HIERARCHIES)}"
+        )
+    return _HERE / "hierarchies" / ADULT_HIERARCHIES[column]
+
+
+def adult_taxonomy(column: str) -> Taxonomy:
+    """Load the bundled ARX hierarchy of an Adult column as a :class:`~dpfast.Taxonomy`.
+
+    The hierarchies come from the ARX anonymization tool (Apache-2.0; see
+    ``hierarchies/NOTICE`` and ``README.md`` in this folder).
+
+    Parameters
+    ----------
+    column : str
+        One of :data:`ADULT_HIERARCHIES`.
+
+    Returns
+    -------
+    Taxonomy
+
+    Examples
+    --------
+    >>> from dpfast.datasets import adult_taxonomy
+    >>> countries = adult_taxonomy("native-country")
+    >>> len(countries), countries.most_marginal
+    (41, 'South')
+    """
+    return Taxonomy.from_arx(adult_hierarchy_path(column))

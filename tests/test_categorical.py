@@ -1,0 +1,388 @@
+"""The exponential-mechanism sampler and categorical columns in ir_dp."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from scipy import stats
+
+import dpfast
+from dpfast import metrics, noise
+from dpfast.datasets import adult_taxonomy
+from dpfast.taxonomy import Taxonomy, TaxonomyError
+from tests.reference import taxonomy_reference as ref
+
+JOBS = {
+    "*": {
+        "Technical": ["Tech-support", "Craft-repair", "Prof-specialty"],
+        "Nontechnical": ["Sales", "Exec-managerial"],
+        "Other": ["Armed-Forces"],
+    }
+}
+KEY = noise.NoiseSource.from_seed(99).key("tests", "exponential")
+KEY_LIST = [int(w) for w in KEY]
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return Taxonomy.from_mapping(JOBS, name="jobs")
+
+
+def _parents(tax):
+    return {tax.labels[i]: (tax.labels[p] if p >= 0 else None) for i, p in enumerate(tax.parent)}
+
+
+# --- the sampler ------------------------------------------------------------------------
+
+
+def test_draws_match_the_reference_one_by_one():
+    rng = np.random.default_rng(3)
+    quality = -rng.uniform(0, 5, size=(40, 7))
+    got = noise.exponential_mechanism(KEY, quality, epsilon=1.5, sensitivity=0.8)
+    scale = 1.5 / (2 * 0.8)
+    expected = [ref.draw(list(row), scale, KEY_LIST, g) for g, row in enumerate(quality)]
+    assert got.tolist() == expected
+
+
+def test_chunked_draws_equal_one_call():
+    quality = -np.random.default_rng(4).uniform(0, 3, size=(50, 5))
+    whole = noise.exponential_mechanism(KEY, quality, epsilon=2.0, sensitivity=1.0)
+    parts = [
+        noise.exponential_mechanism(KEY, quality[i : i + 7], epsilon=2.0, sensitivity=1.0, start=i)
+        for i in range(0, 50, 7)
+    ]
+    assert np.concatenate(parts).tolist() == whole.tolist()
+
+
+def test_extreme_qualities_are_stable():
+    quality = np.array([[-1e6, 0.0, -1e6], [-3e5, -3e5, -3e5], [1e6, 1e6 - 1e-3, 0.0]])
+    got = noise.exponential_mechanism(KEY, quality, epsilon=1.0, sensitivity=1e-3)
+    assert got[0] == 1
+    assert 0 <= got[1] <= 2
+    assert got[2] in (0, 1)
+    probabilities = noise.exponential_probabilities(quality, epsilon=1.0, sensitivity=1e-3)
+    assert np.isfinite(probabilities).all()
+    with pytest.raises(ValueError, match="overflows"):
+        noise.exponential_mechanism(KEY, [[-5e307, 0.0]], epsilon=1.0, sensitivity=1e-3)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("rule", ["paper", "proven"])
+def test_em_frequencies_match_exact_probabilities(jobs, rule):
+    # one group composition drawn many times: quality of a group of 3 Sales + 2 Tech-support
+    matrix = jobs.distance_matrix()
+    group = np.array([jobs.code("Sales")] * 3 + [jobs.code("Tech-support")] * 2)
+    quality = -matrix[:, group].sum(axis=1)
+    n_groups = 100
+    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
+    epsilon = 2.0 if rule == "paper" else 200.0
+    draws = 60_000
+    got = noise.exponential_mechanism(
+        KEY, np.tile(quality, (draws, 1)), epsilon=epsilon, sensitivity=sensitivity
+    )
+    expected = noise.exponential_probabilities(
+        quality[None, :], epsilon=epsilon, sensitivity=sensitivity
+    )[0]
+    observed = np.bincount(got, minlength=len(quality))
+    assert stats.chisquare(observed, expected * draws).pvalue > 1e-3
+    assert expected.max() > 1.5 * expected.min()  # not uniform: the test can see a bias
+
+
+def test_sorted_groups_match_per_group_quality_rows(jobs):
+    matrix = jobs.rank_distance_matrix()
+    counts = np.array([7, 0, 11, 1, 1, 23])
+    k = 4
+    got = noise.exponential_mechanism_sorted_groups(
+        KEY, counts, k, matrix, epsilon=3.0, sensitivity=0.5
+    )
+    values = np.repeat(np.arange(6), counts)
+    n_groups = values.shape[0] // k
+    rows = []
+    for g in range(n_groups):
+        members = values[g * k : (g + 1) * k] if g < n_groups - 1 else values[g * k :]
+        q = np.zeros(6)
+        for r in np.unique(members):
+            q -= (members == r).sum() * matrix[:, r]
+        rows.append(q)
+    expected = noise.exponential_mechanism(KEY, np.array(rows), epsilon=3.0, sensitivity=0.5)
+    assert got.tolist() == expected.tolist()
+
+
+def test_sampler_rejects_bad_arguments(jobs):
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+        noise.exponential_mechanism(KEY, [[0.0]], epsilon=0, sensitivity=1.0)
+    with pytest.raises(ValueError, match="sensitivity must be a finite number > 0"):
+        noise.exponential_mechanism(KEY, [[0.0]], epsilon=1, sensitivity=0.0)
+    with pytest.raises(ValueError, match="2-D array"):
+        noise.exponential_mechanism(KEY, [0.0, 1.0], epsilon=1, sensitivity=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        noise.exponential_mechanism(KEY, [[np.nan, 0.0]], epsilon=1, sensitivity=1.0)
+    with pytest.raises(ValueError, match="fewer than k"):
+        noise.exponential_mechanism_sorted_groups(
+            KEY, [1, 1], 3, np.zeros((2, 2)), epsilon=1.0, sensitivity=1.0
+        )
+
+
+# --- ir_dp with categorical columns ---------------------------------------------------------
+
+
+def _jobs_frame(jobs, n=103, seed=0):
+    rng = np.random.default_rng(seed)
+    weights = np.array([5, 1, 3, 8, 2, 1], dtype=float)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "job": rng.choice(np.array(jobs.domain), n, p=weights / weights.sum()),
+        }
+    )
+
+
+@pytest.mark.parametrize("rule", ["paper", "proven"])
+def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
+    frame = _jobs_frame(jobs)
+    k = 5
+    release = dpfast.ir_dp(
+        frame,
+        k=k,
+        epsilon=3.0,
+        taxonomies={"job": jobs},
+        sensitivity=rule,
+        columns=["job"],
+        shuffle=False,
+        seed=11,
+    )
+    n_groups = len(frame) // k
+    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
+    key = noise.NoiseSource.from_seed(11).key("ir_dp", "centroid-choice", "job")
+    expected = ref.ir_categorical(
+        list(frame["job"]),
+        list(jobs.domain),
+        _parents(jobs),
+        k,
+        3.0,
+        sensitivity,
+        [int(w) for w in key],
+    )
+    assert release.data["job"].tolist() == expected
+    pd.testing.assert_series_equal(release.data["age"], frame["age"])
+    entry = release.report.ledger[0]
+    assert entry.sensitivity == pytest.approx(sensitivity)
+    assert entry.sampler == noise.EM_SAMPLER_NAME
+    assert release.report.sampler == noise.EM_SAMPLER_NAME
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("rule", ["paper", "proven"])
+def test_release_frequencies_match_exact_probabilities(jobs, rule):
+    k, n_groups = 2, 4000
+    frame = pd.DataFrame({"job": ["Sales"] * (k * n_groups)})
+    epsilon = 3.0 if rule == "paper" else 3.0 * n_groups
+    release = dpfast.ir_dp(
+        frame,
+        k=k,
+        epsilon=epsilon,
+        taxonomies={"job": jobs},
+        sensitivity=rule,
+        shuffle=False,
+        seed=5,
+    )
+    chosen = jobs.encode(release.data["job"].to_numpy()[::k])
+    quality = -k * jobs.distance_matrix()[:, jobs.code("Sales")]
+    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
+    expected = noise.exponential_probabilities(
+        quality[None, :], epsilon=epsilon, sensitivity=sensitivity
+    )[0]
+    observed = np.bincount(chosen, minlength=len(jobs))
+    assert stats.chisquare(observed, expected * n_groups).pvalue > 1e-3
+
+
+def test_mixed_release_splits_epsilon_and_labels_the_guarantee(jobs):
+    frame = _jobs_frame(jobs)
+    release = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds={"age": (17, 90)}, taxonomies={"job": jobs}, seed=1
+    )
+    report = json.loads(release.report.to_json())
+    assert [e["step"] for e in report["ledger"]] == ["centroid noise", "centroid selection"]
+    assert [e["epsilon"] for e in report["ledger"]] == [0.5, 0.5]
+    assert report["protected_columns"] == ["age", "job"]
+    assert report["guarantee_level"] == "heuristic"
+    assert "heuristic" in report["guarantee"] and "sensitivity='proven'" in report["guarantee"]
+    assert report["parameters"]["sensitivity"] == "paper"
+    assert noise.EM_SAMPLER_NAME in report["sampler"] and noise.SAMPLER_NAME in report["sampler"]
+    proven = dpfast.ir_dp(
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds={"age": (17, 90)},
+        taxonomies={"job": jobs},
+        sensitivity="proven",
+        seed=1,
+    )
+    assert proven.report.guarantee_level == "as_published"
+    only = dpfast.ir_dp(
+        frame[["job"]], k=5, epsilon=1.0, taxonomies={"job": jobs}, sensitivity="proven", seed=1
+    )
+    assert only.report.guarantee_level == "proven"
+
+
+def test_shuffled_rows_stay_linked(jobs):
+    frame = _jobs_frame(jobs).assign(name=[f"p{i}" for i in range(103)])
+    kept = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], shuffle=False, seed=2
+    )
+    shuffled = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], seed=2
+    )
+    by_name = dict(zip(kept.data["name"], kept.data["job"], strict=True))
+    assert all(
+        by_name[n] == j for n, j in zip(shuffled.data["name"], shuffled.data["job"], strict=True)
+    )
+    assert shuffled.data["name"].tolist() != frame["name"].tolist()
+    columns = dpfast.ir_dp(
+        frame,
+        k=5,
+        epsilon=1.0,
+        taxonomies={"job": jobs},
+        columns=["job"],
+        linkage="columns",
+        seed=2,
+    )
+    assert sorted(columns.data["job"]) == sorted(kept.data["job"])
+
+
+def test_output_kinds_are_kept(jobs):
+    frame = _jobs_frame(jobs)
+    arguments = {
+        "k": 5,
+        "epsilon": 1.0,
+        "taxonomies": {"job": jobs},
+        "columns": ["job"],
+        "seed": 3,
+        "shuffle": False,
+    }
+    expected = dpfast.ir_dp(frame, **arguments).data["job"].tolist()
+
+    as_category = frame.assign(job=frame["job"].astype("category"))
+    out = dpfast.ir_dp(as_category, **arguments).data["job"]
+    assert isinstance(out.dtype, pd.CategoricalDtype)
+    assert out.tolist() == expected
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    out = dpfast.ir_dp(table, **arguments).data.column("job")
+    assert out.type == table.column("job").type
+    assert out.to_pylist() == expected
+
+    dictionary = table.set_column(1, "job", table.column("job").dictionary_encode())
+    out = dpfast.ir_dp(dictionary, **arguments).data.column("job")
+    assert pa.types.is_dictionary(out.type)
+    assert out.to_pylist() == expected
+
+    array = frame.to_numpy(dtype=object)  # column 1: same key label "1" as the frame below
+    numeric_names = pd.DataFrame({0: frame["age"], 1: frame["job"]})
+    arguments["taxonomies"], arguments["columns"] = {1: jobs}, [1]
+    out = dpfast.ir_dp(array, **arguments).data
+    assert out.dtype == object
+    assert out[:, 1].tolist() == dpfast.ir_dp(numeric_names, **arguments).data[1].tolist()
+
+
+def test_metrics_use_the_semantic_distance(jobs):
+    frame = _jobs_frame(jobs)
+    release = dpfast.ir_dp(
+        frame,
+        k=5,
+        epsilon=1.0,
+        taxonomies={"job": jobs},
+        bounds={"age": (17, 90)},
+        shuffle=False,
+        seed=4,
+        metrics=True,
+    )
+    report = release.report.extra["metrics"]
+    got = report["relative_error"]["job"]
+    expected = metrics.relative_error(frame["job"], release.data["job"], taxonomies=jobs)
+    assert got == pytest.approx(expected)
+    assert got == pytest.approx(
+        np.mean(
+            [jobs.distance(a, b) for a, b in zip(frame["job"], release.data["job"], strict=True)]
+        )
+    )
+    jsd = metrics.jensen_shannon(frame["job"], release.data["job"])  # one bin per category
+    assert report["jensen_shannon"]["job"] == pytest.approx(jsd)
+    both = metrics.relative_error(
+        frame, release.data, {"age": (17, 90)}, taxonomies={"job": jobs}, per_column=True
+    )
+    assert both["job"] == pytest.approx(got)
+
+
+def test_unknown_categories_and_bad_arguments(jobs):
+    frame = _jobs_frame(jobs)
+    bad = frame.assign(job=frame["job"].where(frame.index != 4, "Astronaut"))
+    with pytest.raises(
+        TaxonomyError,
+        match=r"column 'job' holds 1 value\(s\) missing from the "
+        r"taxonomy: 'Astronaut'",
+    ):
+        dpfast.ir_dp(bad, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"])
+    with pytest.raises(ValueError, match="missing value"):
+        dpfast.ir_dp(
+            frame.assign(job=frame["job"].where(frame.index != 2)),
+            k=5,
+            epsilon=1.0,
+            taxonomies={"job": jobs},
+            columns=["job"],
+        )
+    with pytest.raises(ValueError, match="not protected"):
+        dpfast.ir_dp(
+            frame,
+            k=5,
+            epsilon=1.0,
+            bounds={"age": (17, 90)},
+            taxonomies={"job": jobs},
+            columns=["age"],
+        )
+    with pytest.raises(TypeError, match=r"must be a dpfast\.Taxonomy"):
+        dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": JOBS}, columns=["job"])
+    with pytest.raises(ValueError, match=r"sensitivity must be one of"):
+        dpfast.ir_dp(
+            frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], sensitivity="tight"
+        )
+    with pytest.raises(TypeError, match="pass its taxonomy in taxonomies="):
+        dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds={"age": (17, 90)})
+    with pytest.raises(ValueError, match="bounds are required"):
+        dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": jobs})
+
+
+def test_one_leaf_domain_and_k_edge_cases(jobs):
+    single = Taxonomy.from_mapping({"*": ["x"]})
+    out = dpfast.ir_dp(
+        pd.DataFrame({"c": ["x"] * 5}), k=5, epsilon=1.0, taxonomies={"c": single}, seed=0
+    )
+    assert out.data["c"].tolist() == ["x"] * 5
+    frame = _jobs_frame(jobs, n=7)
+    for k in (1, 3, 7):
+        got = dpfast.ir_dp(
+            frame,
+            k=k,
+            epsilon=1.0,
+            taxonomies={"job": jobs},
+            columns=["job"],
+            shuffle=False,
+            seed=6,
+        ).data["job"]
+        assert set(got) <= set(jobs.domain)
+        assert got.nunique() <= len(frame) // k
+
+
+def test_adult_native_country_release():
+    from dpfast.datasets import adult
+
+    frame = adult("train", drop_missing=True)[["native-country"]]
+    countries = adult_taxonomy("native-country")
+    release = dpfast.ir_dp(
+        frame, k=50, epsilon=20.0, taxonomies={"native-country": countries}, seed=1, metrics=True
+    )
+    share = (release.data["native-country"] == "United-States").mean()
+    assert share > 0.5  # 91% of the rows; a large ε keeps most groups on their value
+    assert release.report.extra["metrics"]["relative_error"]["native-country"] < 0.3
