@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._kernels import insensitive_mdav as _insensitive
 from dpfast._kernels import mdav as _kernels
 
 LEAF_SIZE = 8
@@ -232,7 +233,7 @@ def _fast_orders(values: np.ndarray, points: np.ndarray, widths: np.ndarray) -> 
     orders = np.empty((points.shape[0], n), dtype=np.int64)
     lexicographic = [values[:, j] for j in range(m - 1, -1, -1)]
     for p in range(points.shape[0]):
-        keys = _kernels.reference_keys(values, points[p], widths)
+        keys = _insensitive.reference_keys(values, points[p], widths)
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         if n > 1 and bool((ordered[1:] == ordered[:-1]).any()):
@@ -311,7 +312,7 @@ def insensitive_mdav_labels(
         remap = np.zeros(points.shape[0], dtype=np.int64)
         remap[used] = np.arange(used.shape[0], dtype=np.int64)
         orders = _fast_orders(values, points[used], widths)
-        labels = _kernels.take_in_order(orders, remap[sequence], k)
+        labels = _insensitive.take_in_order(orders, remap[sequence], k)
     else:
-        labels = _kernels.insensitive_general(values, k, points, sequence, widths)
+        labels = _insensitive.insensitive_general(values, k, points, sequence, widths)
     return first_appearance(labels)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import noise
-from dpfast._kernels import mdav as mdav_kernels
+from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._validation import check_bounds, check_choice, check_epsilon, check_k, check_seed
 from dpfast.accounting import Ledger, LedgerEntry, PhaseTimer, Report, names
 from dpfast.grid import Grid

@@ -1,0 +1,269 @@
+"""Kernels for insensitive MDAV (SPEC §4.2, §4.3) and the mdav_dp release.
+
+Records are ordered, for each data-independent reference point, by the normalised squared
+distance ``sum_j ((x_j - R_j) / w_j) ** 2`` (``j`` ascending, zero widths skipped), then by
+their values, then by row. The general path rescans the remaining rows per cluster; the
+fast path walks one precomputed order per distinct point. Kernels never write their inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpfast._jit import jit, jit_inline
+
+
+@jit_inline
+def _reference_key(values, row, point, widths):  # type: ignore[no-untyped-def]
+    d = 0.0
+    for j in range(values.shape[1]):
+        if widths[j] > 0.0:
+            t = (values[row, j] - point[j]) / widths[j]
+            d += t * t
+    return d
+
+
+@jit
+def reference_keys(values, point, widths):  # type: ignore[no-untyped-def]
+    """Normalised squared distance of every row to one reference point (SPEC §4.2).
+
+    Parameters
+    ----------
+    values : float64[n, m]
+        Clamped records. Never written.
+    point : float64[m]
+    widths : float64[m]
+        Domain widths; zero-width attributes are left out of the distance.
+
+    Returns
+    -------
+    float64[n]
+        ``sum_j ((x_j - point_j) / width_j) ** 2``, ``j`` ascending. Complexity O(n m).
+    """
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = _reference_key(values, i, point, widths)
+    return out
+
+
+@jit_inline
+def _before(key_a, a, key_b, b, values):  # type: ignore[no-untyped-def]
+    """Strict total order of SPEC §4.2: key, then values lexicographically, then row."""
+    if key_a != key_b:
+        return key_a < key_b
+    for j in range(values.shape[1]):
+        if values[a, j] != values[b, j]:
+            return values[a, j] < values[b, j]
+    return a < b
+
+
+@jit
+def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no-untyped-def]
+    """Insensitive MDAV with any reference sequence: O(n^2 m / k) (SPEC §4.2, §4.3).
+
+    Parameters
+    ----------
+    values : float64[n, m]
+        Clamped records. Never written.
+    k : int
+    points : float64[p, m]
+        Distinct reference points.
+    sequence : int64[n // k - 1] (or longer)
+        Reference point used by each cluster taken while ``>= 2k`` rows remain.
+    widths : float64[m]
+
+    Returns
+    -------
+    int64[n]
+        Cluster of each row in formation order; the last cluster holds the rest.
+
+    Each step scans every remaining row and keeps the ``k`` smallest under the strict order
+    (key, values, row) in a bounded max-heap.
+    """
+    n = values.shape[0]
+    labels = np.full(n, -1, dtype=np.int64)
+    heap_key = np.empty(k, dtype=np.float64)
+    heap_row = np.empty(k, dtype=np.int64)
+    remaining = n
+    cluster = 0
+    while remaining >= 2 * k:
+        point = points[sequence[cluster]]
+        size = 0
+        for row in range(n):
+            if labels[row] >= 0:
+                continue
+            key = _reference_key(values, row, point, widths)
+            if size < k:
+                i = size
+                size += 1
+                while i > 0:
+                    parent = (i - 1) // 2
+                    if _before(heap_key[parent], heap_row[parent], key, row, values):
+                        heap_key[i] = heap_key[parent]
+                        heap_row[i] = heap_row[parent]
+                        i = parent
+                    else:
+                        break
+                heap_key[i] = key
+                heap_row[i] = row
+            elif _before(key, row, heap_key[0], heap_row[0], values):
+                i = 0
+                while True:
+                    child = 2 * i + 1
+                    if child >= size:
+                        break
+                    if child + 1 < size and _before(heap_key[child], heap_row[child],
+                                                    heap_key[child + 1], heap_row[child + 1],
+                                                    values):
+                        child += 1
+                    if _before(key, row, heap_key[child], heap_row[child], values):
+                        heap_key[i] = heap_key[child]
+                        heap_row[i] = heap_row[child]
+                        i = child
+                    else:
+                        break
+                heap_key[i] = key
+                heap_row[i] = row
+        for i in range(size):
+            labels[heap_row[i]] = cluster
+        remaining -= size
+        cluster += 1
+    for row in range(n):
+        if labels[row] < 0:
+            labels[row] = cluster
+    return labels
+
+
+@jit
+def take_in_order(orders, sequence, k):  # type: ignore[no-untyped-def]
+    """Insensitive MDAV fast path: each cluster takes the first ``k`` unused rows of its order.
+
+    Parameters
+    ----------
+    orders : int64[p, n]
+        For each distinct reference point, all rows sorted by (key, values, row).
+    sequence : int64[n // k - 1] (or longer)
+    k : int
+
+    Returns
+    -------
+    int64[n]
+        The same labels as :func:`insensitive_general`. Complexity O(p n + n).
+    """
+    p, n = orders.shape
+    labels = np.full(n, -1, dtype=np.int64)
+    cursor = np.zeros(p, dtype=np.int64)
+    remaining = n
+    cluster = 0
+    while remaining >= 2 * k:
+        which = sequence[cluster]
+        taken = 0
+        c = cursor[which]
+        while taken < k:
+            row = orders[which, c]
+            c += 1
+            if labels[row] < 0:
+                labels[row] = cluster
+                taken += 1
+        cursor[which] = c
+        remaining -= k
+        cluster += 1
+    for row in range(n):
+        if labels[row] < 0:
+            labels[row] = cluster
+    return labels
+
+
+# -- release -----------------------------------------------------------------------------
+
+
+@jit
+def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):  # type: ignore[no-untyped-def]
+    """Clamp and quantise a column to its grid; exact integer sums per cluster.
+
+    Parameters
+    ----------
+    values : float64[n]
+        Never written.
+    labels : int64[n]
+    n_clusters : int
+    lower, upper, gamma : float
+    d_int : int
+
+    Returns
+    -------
+    sums, sizes : int64[n_clusters]
+    n_clamped : int
+        Values outside ``[lower, upper]``.
+
+    Quantisation is ``rint((clamp(x) - lower) / gamma)`` as in individual ranking. O(n).
+    """
+    sums = np.zeros(n_clusters, dtype=np.int64)
+    sizes = np.zeros(n_clusters, dtype=np.int64)
+    n_clamped = 0
+    for i in range(values.shape[0]):
+        x = values[i]
+        if x < lower:
+            x = lower
+            n_clamped += 1
+        elif x > upper:
+            x = upper
+            n_clamped += 1
+        q = np.rint((x - lower) / gamma)
+        if q > d_int:
+            q = d_int
+        sums[labels[i]] += np.int64(q)
+        sizes[labels[i]] += 1
+    return sums, sizes, n_clamped
+
+
+@jit
+def noisy_cluster_values(sums, sizes, noise, d_int):  # type: ignore[no-untyped-def]
+    """Round each cluster mean to the grid (half to even), add its noise, clamp to the grid.
+
+    Parameters
+    ----------
+    sums, sizes : int64[n_clusters]
+    noise : int64[n_clusters]
+        One discrete Laplace draw per cluster, in grid steps.
+    d_int : int
+
+    Returns
+    -------
+    int64[n_clusters]
+        Values in ``[0, d_int]``. O(n_clusters).
+    """
+    n_clusters = sums.shape[0]
+    out = np.empty(n_clusters, dtype=np.int64)
+    for g in range(n_clusters):
+        quotient = sums[g] // sizes[g]
+        twice_rest = 2 * (sums[g] - quotient * sizes[g])
+        if twice_rest > sizes[g] or (twice_rest == sizes[g] and quotient % 2 == 1):
+            quotient += 1
+        value = quotient + noise[g]
+        out[g] = min(max(value, 0), d_int)
+    return out
+
+
+@jit
+def broadcast_clusters(labels, cluster_values, lower, upper, gamma, round_values,  # type: ignore[no-untyped-def]
+                       destination, out):
+    """Write ``lower + gamma * cluster_values[label]`` of each row to ``out[destination[row]]``.
+
+    ``destination`` empty means the input order; ``round_values`` rounds to integers. O(n).
+    """
+    n = labels.shape[0]
+    shuffled = destination.shape[0] == n
+    for row in range(n):
+        value = lower + gamma * cluster_values[labels[row]]
+        if round_values:
+            value = np.rint(value)
+        if value > upper:
+            value = upper
+        elif value < lower:
+            value = lower
+        if shuffled:
+            out[destination[row]] = value
+        else:
+            out[row] = value

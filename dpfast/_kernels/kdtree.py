@@ -1,0 +1,296 @@
+"""k-d tree kernels: exact farthest-point and k-nearest searches over alive records.
+
+Balanced tree in heap layout (node ``i`` has children ``2i`` and ``2i + 1``). Each node
+keeps the bounding box, the alive count and the smallest alive row index of its records,
+refreshed as records are removed. Farthest searches prune a node when the squared
+distance to its farthest box corner is below the best so far; nearest searches prune on
+the distance to the box. Bounds use the same operations, in the same order, as the
+distances (``sum_j (a_j - b_j) ** 2``, ``j`` ascending, float64): IEEE rounding is
+monotone, so a pruned node holds no record that could win, ties (lowest row) included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpfast._jit import jit, jit_inline
+
+NO_ROW = np.iinfo(np.int64).max
+
+# -- k-d tree ----------------------------------------------------------------------------
+
+
+@jit_inline
+def _select(points, perm, lo, hi, target, dim):  # type: ignore[no-untyped-def]
+    """Reorder ``perm[lo:hi+1]`` so that position ``target`` holds its order statistic."""
+    while lo < hi:
+        a = points[perm[lo], dim]
+        b = points[perm[(lo + hi) // 2], dim]
+        c = points[perm[hi], dim]
+        pivot = max(min(a, b), min(max(a, b), c))
+        lt = lo
+        i = lo
+        gt = hi
+        while i <= gt:
+            v = points[perm[i], dim]
+            if v < pivot:
+                perm[lt], perm[i] = perm[i], perm[lt]
+                lt += 1
+                i += 1
+            elif v > pivot:
+                perm[i], perm[gt] = perm[gt], perm[i]
+                gt -= 1
+            else:
+                i += 1
+        if target < lt:
+            hi = lt - 1
+        elif target > gt:
+            lo = gt + 1
+        else:
+            return
+
+
+@jit
+def build_tree(points, leaf_size):  # type: ignore[no-untyped-def]
+    """Balanced k-d tree in heap layout: node ``i`` has children ``2i`` and ``2i + 1``.
+
+    Parameters
+    ----------
+    points : float64[n, m]
+    leaf_size : int
+
+    Returns
+    -------
+    perm : int64[n]
+        Row of each tree position.
+    start, end : int64[n_nodes]
+        Position range of each node (node 0 unused).
+    depth : int
+        Leaves are nodes ``2**depth .. 2**(depth + 1) - 1``, each with at most
+        ``leaf_size`` rows.
+
+    Complexity O(n m log n): each level splits at the median of the widest dimension.
+    """
+    n, m = points.shape
+    depth = 0
+    while ((n + (1 << depth) - 1) >> depth) > leaf_size:
+        depth += 1
+    n_nodes = 1 << (depth + 1)
+    start = np.zeros(n_nodes, dtype=np.int64)
+    end = np.zeros(n_nodes, dtype=np.int64)
+    perm = np.arange(n)
+    end[1] = n
+    for node in range(1, 1 << depth):
+        s = start[node]
+        e = end[node]
+        mid = (s + e) // 2
+        if e - s >= 2:
+            best_dim = 0
+            best_spread = -1.0
+            for j in range(m):
+                low = np.inf
+                high = -np.inf
+                for p in range(s, e):
+                    v = points[perm[p], j]
+                    low = min(low, v)
+                    high = max(high, v)
+                if high - low > best_spread:
+                    best_spread = high - low
+                    best_dim = j
+            _select(points, perm, s, e - 1, mid, best_dim)
+        start[2 * node] = s
+        end[2 * node] = mid
+        start[2 * node + 1] = mid
+        end[2 * node + 1] = e
+    return perm, start, end, depth
+
+
+@jit_inline
+def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+    m = tree_points.shape[1]
+    for j in range(m):
+        lo[node, j] = np.inf
+        hi[node, j] = -np.inf
+    c = 0
+    smallest = NO_ROW
+    for pos in range(start[node], end[node]):
+        if alive[pos]:
+            c += 1
+            smallest = min(smallest, ids[pos])
+            for j in range(m):
+                v = tree_points[pos, j]
+                lo[node, j] = min(lo[node, j], v)
+                hi[node, j] = max(hi[node, j], v)
+    count[node] = c
+    min_id[node] = smallest
+
+
+@jit_inline
+def refresh_internal(node, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+    a = 2 * node
+    b = a + 1
+    count[node] = count[a] + count[b]
+    min_id[node] = min(min_id[a], min_id[b])
+    for j in range(lo.shape[1]):
+        lo[node, j] = min(lo[a, j], lo[b, j])
+        hi[node, j] = max(hi[a, j], hi[b, j])
+
+
+@jit_inline
+def distance(query, tree_points, pos):  # type: ignore[no-untyped-def]
+    d = 0.0
+    for j in range(query.shape[0]):
+        t = query[j] - tree_points[pos, j]
+        d += t * t
+    return d
+
+
+@jit_inline
+def _upper_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+    d = 0.0
+    for j in range(query.shape[0]):
+        t = max(query[j] - lo[node, j], hi[node, j] - query[j])
+        d += t * t
+    return d
+
+
+@jit_inline
+def _lower_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+    d = 0.0
+    for j in range(query.shape[0]):
+        t = 0.0
+        if query[j] < lo[node, j]:
+            t = lo[node, j] - query[j]
+        elif query[j] > hi[node, j]:
+            t = query[j] - hi[node, j]
+        d += t * t
+    return d
+
+
+@jit_inline
+def farthest(query, tree_points, ids, alive, start, end, lo, hi, count, min_id, first_leaf,
+              stack_node, stack_bound, best_pos):  # type: ignore[no-untyped-def]
+    """Position of the alive record farthest from ``query``; ties to the lowest row.
+
+    ``best_pos`` (an alive position, or -1) seeds the search: a good first guess prunes
+    more, and any guess gives the same answer.
+    """
+    best_d = -1.0
+    best_id = NO_ROW
+    if best_pos >= 0:
+        best_d = distance(query, tree_points, best_pos)
+        best_id = ids[best_pos]
+    stack_node[0] = 1
+    stack_bound[0] = np.inf
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = stack_node[sp]
+        bound = stack_bound[sp]
+        if bound < best_d or (bound == best_d and min_id[node] > best_id):
+            continue
+        if node >= first_leaf:
+            for pos in range(start[node], end[node]):
+                if alive[pos]:
+                    d = distance(query, tree_points, pos)
+                    if d > best_d or (d == best_d and ids[pos] < best_id):
+                        best_d = d
+                        best_id = ids[pos]
+                        best_pos = pos
+            continue
+        a = 2 * node
+        b = a + 1
+        bound_a = _upper_bound(query, lo, hi, a) if count[a] > 0 else -2.0
+        bound_b = _upper_bound(query, lo, hi, b) if count[b] > 0 else -2.0
+        if bound_a > bound_b:
+            a, b = b, a
+            bound_a, bound_b = bound_b, bound_a
+        if bound_a > best_d or (bound_a == best_d and min_id[a] < best_id):
+            stack_node[sp] = a
+            stack_bound[sp] = bound_a
+            sp += 1
+        if bound_b > best_d or (bound_b == best_d and min_id[b] < best_id):
+            stack_node[sp] = b
+            stack_bound[sp] = bound_b
+            sp += 1
+    return best_pos
+
+
+@jit_inline
+def _heap_greater(d1, id1, d2, id2):  # type: ignore[no-untyped-def]
+    return d1 > d2 or (d1 == d2 and id1 > id2)
+
+
+@jit_inline
+def nearest(query, wanted, tree_points, ids, alive, start, end, lo, hi, count, min_id,
+             first_leaf, stack_node, stack_bound, heap_d, heap_id, heap_pos):  # type: ignore[no-untyped-def]
+    """Fill ``heap_pos[:wanted]`` with the alive records nearest ``query`` (ties: lowest row)."""
+    size = 0
+    stack_node[0] = 1
+    stack_bound[0] = 0.0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = stack_node[sp]
+        bound = stack_bound[sp]
+        if size == wanted and (bound > heap_d[0] or (bound == heap_d[0]
+                                                     and min_id[node] > heap_id[0])):
+            continue
+        if node >= first_leaf:
+            for pos in range(start[node], end[node]):
+                if not alive[pos]:
+                    continue
+                d = distance(query, tree_points, pos)
+                row = ids[pos]
+                if size < wanted:
+                    i = size
+                    size += 1
+                    while i > 0:  # sift up
+                        parent = (i - 1) // 2
+                        if _heap_greater(d, row, heap_d[parent], heap_id[parent]):
+                            heap_d[i] = heap_d[parent]
+                            heap_id[i] = heap_id[parent]
+                            heap_pos[i] = heap_pos[parent]
+                            i = parent
+                        else:
+                            break
+                    heap_d[i] = d
+                    heap_id[i] = row
+                    heap_pos[i] = pos
+                elif _heap_greater(heap_d[0], heap_id[0], d, row):
+                    i = 0
+                    while True:  # sift down from the root
+                        child = 2 * i + 1
+                        if child >= size:
+                            break
+                        if child + 1 < size and _heap_greater(
+                                heap_d[child + 1], heap_id[child + 1], heap_d[child],
+                                heap_id[child]):
+                            child += 1
+                        if _heap_greater(heap_d[child], heap_id[child], d, row):
+                            heap_d[i] = heap_d[child]
+                            heap_id[i] = heap_id[child]
+                            heap_pos[i] = heap_pos[child]
+                            i = child
+                        else:
+                            break
+                    heap_d[i] = d
+                    heap_id[i] = row
+                    heap_pos[i] = pos
+            continue
+        a = 2 * node
+        b = a + 1
+        bound_a = _lower_bound(query, lo, hi, a) if count[a] > 0 else -1.0
+        bound_b = _lower_bound(query, lo, hi, b) if count[b] > 0 else -1.0
+        if bound_a < bound_b:  # push the nearer child last, so it is visited first
+            a, b = b, a
+            bound_a, bound_b = bound_b, bound_a
+        if bound_a >= 0.0:
+            stack_node[sp] = a
+            stack_bound[sp] = bound_a
+            sp += 1
+        if bound_b >= 0.0:
+            stack_node[sp] = b
+            stack_bound[sp] = bound_b
+            sp += 1
+    return size
