@@ -10,9 +10,10 @@ from dpfast import datasets, metrics
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
+from dpfast.mechanisms import k_noise, k_pram, randomized_response
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
-from dpfast.taxonomy import Taxonomy, TaxonomyError
 from dpfast.release_mdav import mdav, mdav_dp
+from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
     "BudgetExceededError",
@@ -28,8 +29,11 @@ __all__ = [
     "datasets",
     "individual_ranking",
     "ir_dp",
+    "k_noise",
+    "k_pram",
     "laplace_dp",
     "mdav",
     "mdav_dp",
     "metrics",
+    "randomized_response",
 ]

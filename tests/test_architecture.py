@@ -17,6 +17,7 @@ LAYERS = {
     "taxonomy": 3,
     "release": 4, "datasets": 4, "diffgen": 4,
     "release_mdav": 4.5,  # mdav and mdav_dp reuse release's helpers
+    "mechanisms": 4.5,  # builds on release.Release
     "cli": 5,
     "__init__": 6, "__main__": 7,
 }

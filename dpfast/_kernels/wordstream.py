@@ -1,0 +1,134 @@
+"""One 64-bit ChaCha20 word per element: uniform noise and retain-or-replace draws.
+
+The per-element samplers of :mod:`dpfast._kernels.dlaplace` spend one ChaCha20 block
+(512 bits, about 18 ns) on every element. The perturbation mechanisms of SPEC §9 need
+far fewer bits per row, so here element ``q`` (its global index, ``start + i``) reads the
+64-bit word ``q`` of the stream ``(key, nonce = 0)``: word ``q % 8`` of block ``q // 8``.
+Eight rows share a block, about 2.3 ns of ChaCha20 per row. An element that needs more
+bits (a rejected uniform draw, probability below ``high / 2**32``) reads its own stream
+``(key, nonce = q + 1)``. Element ``q`` reads nothing else, so any split of the rows into
+chunks (or threads) gives the same values.
+
+Costs: ``benchmarks/bench_mechanisms.py`` (k-noise and randomized response on
+10,000,000 rows against NumPy's ``Generator``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpfast._jit import jit
+from dpfast._kernels.chacha import chacha20_block64, chacha20_blocks16
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_TWO32 = np.uint64(1) << np.uint64(32)
+
+
+@jit
+def _chunk_words(key, base_block, buf, x, s, counters, nonces):  # type: ignore[no-untyped-def]
+    # Blocks base_block .. base_block + 15 of stream (key, 0): buf[j] is word
+    # base_block * 8 + j of the stream.
+    for lane in range(16):
+        counters[lane] = np.uint64(base_block + lane)
+        nonces[lane] = np.uint64(0)
+    chacha20_blocks16(key, counters, nonces, x, s, buf)
+
+
+@jit
+def uniform_add_kernel(key, start, first, last, values, half_width, out):  # type: ignore[no-untyped-def]
+    """``out[i] = values[i] + half_width * T_i`` for ``first <= i < last``.
+
+    ``T_i = (2 * (w >> 11) + 1 - 2**53) / 2**53`` from word ``w = start + i`` of stream
+    ``(key, 0)``: uniform on the 2**53 odd multiples of ``2**-53`` in ``(-1, 1)``,
+    symmetric about 0; the product with ``half_width`` is rounded once. ``start``: int64
+    (global index of row 0). ``values``, ``out``: float64[n]; ``values`` is never written.
+    O(last - first).
+    """
+    buf = np.empty(128, dtype=np.uint64)
+    x = np.empty(256, dtype=np.uint32)
+    s = np.empty(256, dtype=np.uint32)
+    counters = np.empty(16, dtype=np.uint64)
+    nonces = np.empty(16, dtype=np.uint64)
+    q0 = start + first
+    base = (q0 // 128) * 128
+    q_end = start + last
+    scale = 2.0**-53
+    offset = np.int64(1) - (np.int64(1) << np.int64(53))
+    while base < q_end:
+        _chunk_words(key, base // 8, buf, x, s, counters, nonces)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
+        for q in range(lo, hi):
+            w = buf[q - base]
+            t = np.float64(np.int64(w >> np.uint64(11)) * 2 + offset) * scale
+            i = q - start
+            out[i] = values[i] + half_width * t
+        base += 128
+
+
+@jit
+def _spill_uniform(kt, q, high):  # type: ignore[no-untyped-def]
+    # Exact Unif{0..high-1} (high <= 2**32) by Lemire's method on the 32-bit words of the
+    # row's own stream (key, nonce = q + 1), blocks 0, 1, ... in order.
+    hu = np.uint64(high)
+    threshold = (_TWO32 - hu) % hu
+    nonce = np.uint64(q + 1)
+    counter = 0
+    while True:
+        blk = chacha20_block64(kt, np.uint64(counter), nonce)
+        for j in range(8):
+            for half in range(2):
+                u = (blk[j] >> np.uint64(32 * half)) & _MASK32
+                prod = u * hu
+                if (prod & _MASK32) >= threshold:
+                    return np.int64(prod >> np.uint64(32))
+        counter += 1
+
+
+@jit
+def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
+    key, start, first, last, keep, values, groups, group_start, group_size, pool, out
+):
+    """Keep each value with probability ``keep / 2**32``, else draw from its group's pool.
+
+    Row ``i`` keeps ``values[i]`` or takes ``pool[group_start[g] + U]`` with
+    ``U ~ Unif{0..group_size[g]-1}`` and ``g = groups[i]`` (``g = 0`` for every row when
+    ``groups`` is empty), for ``first <= i < last``.
+
+    Word ``w`` (``start + i`` of stream ``(key, 0)``): the Bernoulli is exact, ``(w & (2**32
+    - 1)) < keep``; ``U`` is Lemire's exact bounded draw on ``w >> 32`` (``group_size <=
+    2**32``), rejected with probability ``(2**32 mod size) / 2**32``, in which case it comes
+    from the row's own stream (:func:`_spill_uniform`). ``keep``: uint64 in ``[0, 2**32]``.
+    ``values``, ``pool``, ``out`` share a dtype; inputs are never written. O(last - first).
+    """
+    buf = np.empty(128, dtype=np.uint64)
+    x = np.empty(256, dtype=np.uint32)
+    s = np.empty(256, dtype=np.uint32)
+    counters = np.empty(16, dtype=np.uint64)
+    nonces = np.empty(16, dtype=np.uint64)
+    kt = (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7])
+    single = groups.shape[0] == 0
+    q0 = start + first
+    base = (q0 // 128) * 128
+    q_end = start + last
+    while base < q_end:
+        _chunk_words(key, base // 8, buf, x, s, counters, nonces)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
+        for q in range(lo, hi):
+            w = buf[q - base]
+            i = q - start
+            if (w & _MASK32) < keep:
+                out[i] = values[i]
+                continue
+            g = 0 if single else groups[i]
+            size = group_size[g]
+            hu = np.uint64(size)
+            prod = (w >> np.uint64(32)) * hu
+            low = prod & _MASK32
+            if low < hu and low < (_TWO32 - hu) % hu:
+                u = _spill_uniform(kt, q, size)
+            else:
+                u = np.int64(prod >> np.uint64(32))
+            out[i] = pool[group_start[g] + u]
+        base += 128
