@@ -463,3 +463,66 @@ def test_public_api():
     for name in ("k_noise", "k_pram", "randomized_response"):
         assert name in dpfast.__all__ and callable(getattr(dpfast, name))
     assert callable(dpfast.metrics.reconstruct_distribution)
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def _csv(tmp_path):
+    path = tmp_path / "people.csv"
+    frame = pd.DataFrame(
+        {"age": [23, 35, 41, 52, 67, 30, 44, 58], "disease": ["flu", "cold", "flu", "none"] * 2}
+    )
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("arguments", "method", "level"),
+    [
+        (["k-noise", "--k", "2", "--columns", "age"], "k_noise", "none"),
+        (["k-pram", "--k", "2", "--columns", "age", "--retention", "0.3"], "k_pram", "none"),
+        (
+            [
+                "randomized-response",
+                "--column",
+                "disease",
+                "--domain",
+                "cold,flu,none",
+                "--epsilon",
+                "1",
+            ],
+            "randomized_response",
+            "local",
+        ),
+    ],
+)
+def test_cli_writes_data_and_report(tmp_path, capsys, arguments, method, level):
+    from dpfast.cli import main
+
+    source = _csv(tmp_path)
+    output = tmp_path / "out.parquet"
+    code = main(
+        ["release", arguments[0], str(source), "-o", str(output), "--seed", "1", *arguments[1:]]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "out.parquet.report.json").read_text())
+    assert report["method"] == method and report["guarantee_level"] == level
+    assert pd.read_parquet(output).shape == (8, 2)
+    assert "not for publication" in capsys.readouterr().out
+
+
+def test_cli_randomized_response_errors_leave_no_output(tmp_path, capsys):
+    from dpfast.cli import main
+
+    source = _csv(tmp_path)
+    output = tmp_path / "out.csv"
+    base = ["release", "randomized-response", str(source), "-o", str(output), "--column", "disease"]
+    assert main([*base, "--domain", "cold,flu", "--epsilon", "1"]) == 2
+    assert "outside the domain" in capsys.readouterr().err
+    assert main([*base, "--epsilon", "1"]) == 2
+    assert "domain is required" in capsys.readouterr().err
+    assert main([*base, "--domain", "cold,flu,none"]) == 2  # neither epsilon nor retention
+    assert main([*base, "--domain", "cold,flu,none", "--retention", "1"]) == 2
+    assert not output.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["people.csv"]
