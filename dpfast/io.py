@@ -136,6 +136,8 @@ class TableData:
         replaced: Mapping[Hashable, np.ndarray],
         row_order: np.ndarray | None,
         base: np.ndarray | None = None,
+        *,
+        reindex: bool = False,
     ) -> Any:
         """Return a table of the caller's kind with some columns replaced.
 
@@ -146,6 +148,11 @@ class TableData:
         row_order : ndarray of int64 or None
             Output row ``i`` is input row ``row_order[i]`` for the columns not replaced.
             ``None`` keeps the input order.
+        base : ndarray, optional
+            The 2-D array from :meth:`output_columns`, completed in place.
+        reindex : bool
+            The rows were reordered (even if no column is copied): give a pandas result a
+            fresh RangeIndex.
 
         Returns
         -------
@@ -182,7 +189,8 @@ class TableData:
                     column = frame[name]
                     column = column.copy() if row_order is None else column.take(row_order)
                     data[name] = column.array
-            index = frame.index.copy() if row_order is None else pd.RangeIndex(self.n_rows)
+            reordered = reindex or row_order is not None
+            index = pd.RangeIndex(self.n_rows) if reordered else frame.index.copy()
             return pd.DataFrame(data, index=index, columns=frame.columns, copy=False)
         table = self.source
         arrays = []

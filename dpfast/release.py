@@ -19,6 +19,7 @@ import numpy as np
 from dpfast import metrics as utility
 from dpfast import noise
 from dpfast._validation import (
+    all_finite,
     as_numeric_column,
     check_bounds,
     check_choice,
@@ -72,11 +73,12 @@ class _Column:
 
 def _protected_columns(table: TableData, columns: Any) -> list[_Column]:
     selected = check_columns(columns, table.names)
+    finite = table.kind == "numpy" and all_finite(table.source)
     result = []
     for name in selected:
         raw = table.column(name)
-        result.append(_Column(name, as_numeric_column(raw, name), is_integer_column(raw),
-                              raw.dtype))
+        result.append(_Column(name, as_numeric_column(raw, name, known_finite=finite),
+                              is_integer_column(raw), raw.dtype))
     return result
 
 
@@ -440,16 +442,19 @@ def ir_dp(
         destinations: dict[Hashable, np.ndarray] = {}
         empty = np.empty(0, dtype=np.int64)
         if shuffle:
-            row_order = noise.permutation(source.key("ir_dp", "row-order"), n_records)
-            shared = _inverse(row_order)
+            # The inverse of a uniform permutation is uniform, so the output position of
+            # every row is drawn directly; the row order is only needed for the columns
+            # that are copied.
+            shared = noise.permutation(source.key("ir_dp", "row-order"), n_records)
             for name in _names(protected, categorical):
                 destinations[name] = shared
+            if len(protected) + len(categorical) < len(table.names):
+                row_order = _inverse(shared)
         if linkage == "columns":
             for name in _names(protected, categorical):
-                order = noise.permutation(
+                destinations[name] = noise.permutation(
                     source.key("ir_dp", "column-order", str(name)), n_records
                 )
-                destinations[name] = _inverse(order)
 
     released: dict[Hashable, np.ndarray] = {}
     clamped: dict[str, int] = {}
@@ -508,7 +513,7 @@ def ir_dp(
                 _report_progress(progress, "columns", done, m)
 
     with timer.phase("assemble"):
-        result = table.rebuild(released, row_order, base)
+        result = table.rebuild(released, row_order, base, reindex=shuffle)
         _report_progress(progress, "assemble", 1, 1)
     extra = {}
     if metrics:
