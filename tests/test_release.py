@@ -300,3 +300,11 @@ def test_data_derived_bounds_warn_and_are_labelled_not_private():
         release = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds="data", columns=["income"], seed=1)
     assert release.report.guarantee_level == "none"
     assert release.report.parameters["bounds_from_data"] is True
+
+
+def test_shuffled_release_of_only_protected_columns_also_drops_the_index():
+    frame = _frame()[["age", "income"]].set_index(pd.Index(np.arange(200) * 3))
+    shuffled = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=3)
+    assert isinstance(shuffled.data.index, pd.RangeIndex)
+    kept = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, shuffle=False, seed=3)
+    pd.testing.assert_index_equal(kept.data.index, frame.index)
