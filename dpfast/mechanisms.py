@@ -487,22 +487,31 @@ def _domain_values(domain: Any) -> list[Any]:
     return values
 
 
+def _code_dtype(m: int) -> type[np.signedinteger[Any]]:
+    for dtype in (np.int8, np.int16, np.int32):
+        if m <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
 def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
     """Codes of ``column`` in ``domain`` and a function turning codes back into a column."""
     index = pd.Index(domain)
     series = table.source[column] if table.kind == "pandas" else None
     if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
-        mapping = index.get_indexer(series.cat.categories)
-        raw_codes = series.cat.codes.to_numpy()
-        used = np.zeros(len(mapping), dtype=bool)
-        used[raw_codes[raw_codes >= 0]] = True
-        outside = [series.cat.categories[i] for i in np.flatnonzero(used & (mapping < 0))]
-        missing = int(np.count_nonzero(raw_codes < 0))
-        codes = np.where(raw_codes >= 0, mapping[np.maximum(raw_codes, 0)], -1)
+        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
+        codes = np.empty(len(series), dtype=_code_dtype(len(domain)))
+        raw = series.cat.codes.to_numpy()
+        missing, first = _kernels.map_codes(raw, mapping, codes)
+        outside = []
+        if first >= 0:  # the error path: name every category outside the domain
+            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
+            outside = [series.cat.categories[c] for c in unmapped]
         dtype = pd.CategoricalDtype(index)
 
         def decode(new: np.ndarray) -> Any:
             return pd.Categorical.from_codes(new, dtype=dtype)
+
     else:
         values = table.column(column)
         codes = index.get_indexer(values)
@@ -528,7 +537,7 @@ def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.n
             f"column {column!r} holds value(s) outside the domain: {shown}{more}; add them "
             "to the public domain or recode them (the domain is never taken from the data)"
         )
-    return np.ascontiguousarray(codes, dtype=np.int64), decode
+    return np.ascontiguousarray(codes, dtype=_code_dtype(len(domain))), decode
 
 
 def _keep_from_epsilon(epsilon: float, m: int) -> int:
@@ -657,7 +666,7 @@ def randomized_response(
             source.key("randomized_response", str(name)),
             keep,
             codes,
-            np.arange(m, dtype=np.int64),
+            np.arange(m, dtype=codes.dtype),
             n_threads=threads,
         )
     with timer.phase("assemble"):

@@ -100,23 +100,30 @@ def knoise_extremes(x, k, n_buckets):  # type: ignore[no-untyped-def]
     # G: the largest bucket distance of a pair; the last start of each bucket has its
     # bucket's largest partner bucket.
     gap = 0
+    c = 0  # bucket of rank `last + k`, which only grows with a
     for a in range(n_buckets):
         if starts[a + 1] > starts[a] and starts[a] < n_starts:
             last = min(starts[a + 1], n_starts) - 1
-            c = np.searchsorted(starts, last + k, side="right") - 1
+            while starts[c + 1] <= last + k:
+                c += 1
             gap = max(gap, c - a)
     threshold = gap - 2
     full = threshold <= 0 and n_starts > 0
     if full:
         needed[:] = True
     elif n_starts > 0:
+        c_lo = 0  # buckets of ranks i_lo + k and i_hi - 1 + k, both non-decreasing in a
+        c_hi = 0
         for a in range(n_buckets - threshold):
             i_lo = max(starts[a], starts[a + threshold] - k)
             i_hi = min(starts[a + 1], n_starts)
             if i_lo < i_hi:
                 needed[a] = True
-                c_lo = np.searchsorted(starts, i_lo + k, side="right") - 1
-                c_hi = np.searchsorted(starts, i_hi - 1 + k, side="right") - 1
+                while starts[c_lo + 1] <= i_lo + k:
+                    c_lo += 1
+                c_hi = max(c_hi, c_lo)
+                while starts[c_hi + 1] <= i_hi - 1 + k:
+                    c_hi += 1
                 needed[c_lo : c_hi + 1] = True
     # Gather the needed buckets at their ranks, then sort each.
     out = np.empty(n, dtype=np.float64)
@@ -219,3 +226,27 @@ def group_by_interval(x, lo, scale, m, group_start, groups, pool):  # type: igno
         groups[i] = j
         pool[fill[j]] = v
         fill[j] += 1
+
+
+@jit
+def map_codes(raw, mapping, out):  # type: ignore[no-untyped-def]
+    """Write ``out[i] = mapping[raw[i]]``: a categorical's codes in another category order.
+
+    ``raw``: integer codes, ``-1`` for a missing value; ``mapping``: int64, ``-1`` for a
+    category with no image. Returns ``(n_missing, first_unmapped)``, the number of ``-1``
+    codes and the first raw code whose image is ``-1`` (or ``-1``). ``raw`` is never
+    written. O(n).
+    """
+    n_missing = 0
+    first_unmapped = -1
+    for i in range(raw.shape[0]):
+        r = raw[i]
+        if r < 0:
+            n_missing += 1
+            out[i] = 0
+            continue
+        c = mapping[r]
+        if c < 0 and first_unmapped < 0:
+            first_unmapped = r
+        out[i] = c
+    return n_missing, first_unmapped

@@ -108,6 +108,9 @@ def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
     nonces = np.empty(16, dtype=np.uint64)
     kt = (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7])
     single = groups.shape[0] == 0
+    rows = np.empty(128, dtype=np.int64)
+    sources = np.empty(128, dtype=np.int64)
+    n_replaced = 0
     q0 = start + first
     base = (q0 // 128) * 128
     q_end = start + last
@@ -118,8 +121,8 @@ def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
         for q in range(lo, hi):
             w = buf[q - base]
             i = q - start
+            out[i] = values[i]
             if (w & _MASK32) < keep:
-                out[i] = values[i]
                 continue
             g = 0 if single else groups[i]
             size = group_size[g]
@@ -130,5 +133,12 @@ def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
                 u = _spill_uniform(kt, q, size)
             else:
                 u = np.int64(prod >> np.uint64(32))
-            out[i] = pool[group_start[g] + u]
+            rows[n_replaced] = i
+            sources[n_replaced] = group_start[g] + u
+            n_replaced += 1
+        # The pool reads are gathered in a loop of their own: interleaved with the
+        # ChaCha20 rounds, only one or two cache misses would be in flight at a time.
+        for t in range(n_replaced):
+            out[rows[t]] = pool[sources[t]]
+        n_replaced = 0
         base += 128
