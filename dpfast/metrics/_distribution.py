@@ -1,105 +1,18 @@
-"""Utility metrics comparing an original table with its release (SPEC §6).
+"""Record-level and distributional metrics: relative error, JSD, variance variation.
 
-Each metric takes pandas, Arrow or NumPy input. A single column (1-D array, Series,
-Arrow array) gives a float; a table gives the mean over its columns, as Sánchez et al.
-(2016) report it, or a mapping ``{column: value}`` with ``per_column=True``.
-
-Metrics read the original data: they are for the data holder and must not be published
-with the release.
+SPEC §6.1-§6.3. Each metric takes pandas, Arrow or NumPy input. A single column gives a
+float; a table gives the mean over its columns, as Sánchez et al. (2016) report it, or a
+mapping ``{column: value}`` with ``per_column=True``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from dpfast.io import as_table_data
-
-
-def _columns(data: Any) -> tuple[list[Hashable], dict[Hashable, np.ndarray], bool]:
-    """Return (names, arrays, is_single_column)."""
-    if isinstance(data, np.ndarray) and data.ndim == 1:
-        return [0], {0: data}, True
-    if hasattr(data, "to_numpy") and getattr(data, "ndim", 2) == 1:  # pandas Series
-        return [0], {0: np.asarray(data.to_numpy())}, True
-    if type(data).__module__.startswith("pyarrow") and not hasattr(data, "column_names"):
-        return [0], {0: np.asarray(data.to_numpy(zero_copy_only=False))}, True
-    if isinstance(data, (list, tuple)):
-        return [0], {0: np.asarray(data)}, True
-    table = as_table_data(data)
-    return list(table.names), {n: table.column(n) for n in table.names}, False
-
-
-def _paired(
-    original: Any, released: Any
-) -> tuple[list[Hashable], dict[Hashable, np.ndarray], dict[Hashable, np.ndarray], bool]:
-    names_o, cols_o, single_o = _columns(original)
-    names_r, cols_r, single_r = _columns(released)
-    if single_o != single_r or names_o != names_r:
-        raise ValueError(
-            f"original and released must have the same columns, got {names_o} and {names_r}"
-        )
-    for name in names_o:
-        if cols_o[name].shape != cols_r[name].shape:
-            raise ValueError(
-                f"column {name!r} has {cols_o[name].shape[0]} original and "
-                f"{cols_r[name].shape[0]} released rows; pass tables of the same shape"
-            )
-        if cols_o[name].shape[0] == 0:
-            raise ValueError(f"column {name!r} is empty; metrics need at least one row")
-    return names_o, cols_o, cols_r, single_o
-
-
-def _bounds_for(bounds: Any, name: Hashable, single: bool) -> tuple[float, float] | None:
-    if bounds is None:
-        return None
-    if single and not isinstance(bounds, Mapping):
-        pair = bounds
-    else:
-        if name not in bounds:
-            raise ValueError(f"no bounds for column {name!r}; add it to bounds")
-        pair = bounds[name]
-    lower, upper = float(pair[0]), float(pair[1])
-    if not lower <= upper:
-        raise ValueError(f"bounds for column {name!r} are inverted: ({lower}, {upper})")
-    return lower, upper
-
-
-def _aggregate(
-    values: dict[Hashable, float], single: bool, per_column: bool
-) -> float | dict[Hashable, float]:
-    if single:
-        return next(iter(values.values()))
-    if per_column:
-        return values
-    return float(np.mean(list(values.values())))
-
-
-def column_metric(value: float | dict[Hashable, float]) -> float:
-    """The float a metric returns for a single column (narrows the return type)."""
-    if isinstance(value, dict):
-        raise TypeError("expected a single column's metric, got a per-column mapping")
-    return float(value)
-
-
-def _as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
-    try:
-        result = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"column {name!r} is not numeric") from exc
-    return result
-
-
-def _per_column(
-    original: Any, released: Any, per_column: bool,
-    metric: Callable[[Hashable, np.ndarray, np.ndarray, bool], float],
-) -> float | dict[Hashable, float]:
-    names, cols_o, cols_r, single = _paired(original, released)
-    values = {name: metric(name, cols_o[name], cols_r[name], single) for name in names}
-    return _aggregate(values, single, per_column)
+from dpfast.metrics._common import as_float, bounds_for, per_column_metric
 
 
 def relative_error(
@@ -161,10 +74,10 @@ def relative_error(
                 taxonomy.encode(x, column=name), taxonomy.encode(y, column=name)
             )
             return float(np.mean(distances))
-        pair = _bounds_for(bounds, name, single)
+        pair = bounds_for(bounds, name, single)
         if pair is None:
             raise ValueError("relative_error needs bounds for the sanity bound")
-        x, y = _as_float(x, name), _as_float(y, name)
+        x, y = as_float(x, name), as_float(y, name)
         floor = sanity * (pair[1] - pair[0])
         denominator = np.maximum(np.abs(x), floor)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -172,7 +85,7 @@ def relative_error(
                              np.where(x == y, 0.0, np.inf))
         return float(np.mean(ratio))
 
-    return _per_column(original, released, per_column, metric)
+    return per_column_metric(original, released, per_column, metric)
 
 
 def _histogram_pair(
@@ -263,119 +176,71 @@ def jensen_shannon(
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
-        pair = _bounds_for(bounds, name, single)
+        pair = bounds_for(bounds, name, single)
         is_discrete = discrete
         if is_discrete is None:
             is_discrete = _looks_discrete(x, y, pair)
         if not is_discrete:
-            x, y = _as_float(x, name), _as_float(y, name)
+            x, y = as_float(x, name), as_float(y, name)
         p, q = _histogram_pair(x, y, pair, int(bins), bool(is_discrete))
         return jensen_shannon_counts(p, q)
 
-    return _per_column(original, released, per_column, metric)
+    return per_column_metric(original, released, per_column, metric)
 
 
-def reconstruct_distribution(
-    released: Any,
-    column: Hashable,
-    retention: float | None = None,
-    *,
-    domain: Any = None,
-) -> pd.DataFrame:
-    """Estimate a column's original category frequencies after randomized response.
+def variance_variation(
+    original: Any, released: Any, *, ddof: int = 0, per_column: bool = False,
+) -> float | dict[Hashable, float]:
+    """Relative change of the variance, ``|S² - S'²| / S²`` (SPEC §6.2).
 
-    The unbiased estimator of SPEC §9.3: with ``n`` released rows, ``m`` public
-    categories, retention ``p`` and observed frequencies ``λ̂_y = f_y / n``: ``π̂_y = (λ̂_y - (1 - p) / m) / p``, unbiased because
-    ``E[λ̂_y] = p π_y + (1 - p) / m``, with standard error ``sqrt(λ̂_y (1 - λ̂_y) / n) / p``.
-    Estimates may fall outside ``[0, 1]``; they are not clipped (clipping would bias them).
-    Reading only the released data, this is post-processing: it costs no budget.
+    The raw ratio, not a percentage, as in Table 1 of Sánchez et al. (2016). Variances are
+    population variances (``ddof=0``, dividing by ``n``) by default, as sdcMicro's MDAV
+    weights; ``ddof=1`` gives sample variances. Both are computed with the same ``ddof``.
 
     Parameters
     ----------
-    released : Release, pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        The output of :func:`dpfast.randomized_response`, or its data.
-    column : hashable
-        The perturbed column.
-    retention : float, optional
-        The retention ``p`` used, in ``(0, 1)``. Default: the one in the release's report
-        (the exact value sampled).
-    domain : sequence or Taxonomy, optional
-        The public categories. Default: the release's report.
+    original, released : array, Series, DataFrame, Arrow or 2-D NumPy
+        Numeric columns. Row order does not matter.
+    ddof : int
+        Delta degrees of freedom: 0 (population, default) or 1 (sample).
+    per_column : bool
+        Return ``{column: value}`` instead of the mean over columns.
 
     Returns
     -------
-    pandas.DataFrame
-        Indexed by category, with columns ``observed`` (``λ̂``), ``estimate`` (``π̂``) and
-        ``standard_error``.
+    float or dict
+        0 when the variances are equal. A constant original column (``S² = 0``) gives 0
+        if the released column is constant too, and ``inf`` otherwise (the change is
+        unbounded relative to zero).
 
     Raises
     ------
+    TypeError
+        A column is not numeric.
     ValueError
-        A retention outside ``(0, 1)``, no domain, or released values outside it.
+        Mismatched columns or shapes, empty columns, ``ddof`` not 0 or 1, or a column with
+        no more rows than ``ddof``.
 
     Examples
     --------
-    >>> import pandas as pd
-    >>> released = pd.DataFrame({"c": ["a"] * 70 + ["b"] * 30})
-    >>> reconstruct_distribution(released, "c", 0.5, domain=["a", "b"])["estimate"].round(2)
-    a    0.9
-    b    0.1
-    Name: estimate, dtype: float64
+    >>> variance_variation(np.array([1.0, 3.0]), np.array([0.0, 4.0]))  # |1 - 4| / 1
+    3.0
+    >>> variance_variation(np.array([5.0, 5.0]), np.array([5.0, 5.0]))
+    0.0
     """
-    report = getattr(released, "report", None)
-    data = getattr(released, "data", released) if report is not None else released
-    parameters = getattr(report, "parameters", {}) if report is not None else {}
-    if retention is None:
-        if "retention" not in parameters:
+    if isinstance(ddof, bool) or ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+
+    def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
+        x, y = as_float(x, name), as_float(y, name)
+        if x.shape[0] <= ddof:
             raise ValueError(
-                "retention is required unless released is a Release from "
-                "randomized_response; pass the retention p used"
+                f"column {name!r} has {x.shape[0]} row(s); the sample variance (ddof=1) "
+                "needs at least 2"
             )
-        retention = parameters["retention"]
-    if domain is None:
-        extra = getattr(report, "extra", {}) if report is not None else {}
-        if "domain" not in extra:
-            raise ValueError(
-                "domain is required unless released is a Release from randomized_response; "
-                "pass the public list of categories"
-            )
-        domain = extra["domain"]
-    for attribute in ("leaves", "domain"):
-        if not isinstance(domain, (list, tuple, np.ndarray, pd.Index)) and hasattr(
-                domain, attribute):
-            domain = getattr(domain, attribute)
-            domain = domain() if callable(domain) else domain
-            break
-    if isinstance(retention, bool) or not isinstance(retention, (int, float, np.number)):
-        raise TypeError(f"retention must be a number, got {retention!r}")
-    p = float(retention)
-    if not 0.0 < p < 1.0:
-        raise ValueError(
-            f"retention must be in (0, 1), got {retention!r}; with 0 the release carries no "
-            "information about the original values"
-        )
-    categories = pd.Index(list(domain))
-    if len(categories) < 2 or not categories.is_unique:
-        raise ValueError("domain must hold at least 2 distinct categories")
-    table = as_table_data(data)
-    if column not in table.names:
-        raise ValueError(f"unknown column {column!r}; the table has columns {table.names}")
-    values = table.column(column)
-    n = values.shape[0]
-    if n == 0:
-        raise ValueError(f"column {column!r} is empty; nothing to estimate")
-    codes = categories.get_indexer(values)
-    if (codes < 0).any():
-        bad = pd.unique(values[codes < 0])[:5]
-        raise ValueError(
-            f"column {column!r} holds value(s) outside the domain: {list(bad)}; pass the "
-            "domain used for the release"
-        )
-    m = len(categories)
-    observed = np.bincount(codes, minlength=m) / n
-    estimate = (observed - (1.0 - p) / m) / p
-    error = np.sqrt(observed * (1.0 - observed) / n) / p
-    return pd.DataFrame(
-        {"observed": observed, "estimate": estimate, "standard_error": error},
-        index=categories,
-    )
+        before, after = float(np.var(x, ddof=ddof)), float(np.var(y, ddof=ddof))
+        if before == 0.0:
+            return 0.0 if after == 0.0 else float("inf")
+        return abs(before - after) / before
+
+    return per_column_metric(original, released, per_column, metric)
