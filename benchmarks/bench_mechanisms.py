@@ -4,6 +4,8 @@ Each mechanism is timed against two NumPy pipelines of the same steps, in the sa
 
 * ``numpy (PCG64)``: NumPy's natural way, with random numbers from ``numpy.random``
   (PCG64: fast, but not a cryptographic generator, and its floats are not exact draws);
+* ``numpy (os.urandom)``: the same steps with secure random words read in bulk from the
+  operating system, the natural way to make the NumPy pipeline safe;
 * ``numpy (ChaCha20)``: the same steps with dpfast's random source, the ChaCha20 keyed
   stream, written in vectorised NumPy, so that both sides do the same work.
 
@@ -15,6 +17,7 @@ interval with ``bincount`` at each bisection step, then groups the rows with a s
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -27,6 +30,14 @@ N_ROWS = 10_000_000
 K = 10
 DOMAIN = [f"c{i:02d}" for i in range(12)]
 CONSTANTS = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
+IMPLEMENTATIONS = ["dpfast", "numpy (PCG64)", "numpy (os.urandom)", "numpy (ChaCha20)"]
+
+
+def secure_words(implementation, key, n_words):
+    """Random 64-bit words for the secure NumPy pipelines."""
+    if implementation == "numpy (os.urandom)":
+        return np.frombuffer(os.urandom(8 * n_words), dtype=np.uint64)
+    return chacha_words(key, n_words)
 
 
 def chacha_words(key: np.ndarray, n_words: int) -> np.ndarray:
@@ -99,7 +110,7 @@ def numpy_k_noise(values, k, uniform):
     return values + delta * uniform(n), delta
 
 
-@pytest.mark.parametrize("implementation", ["dpfast", "numpy (PCG64)", "numpy (ChaCha20)"])
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_k_noise(benchmark, record, column, implementation):
     table = column.reshape(-1, 1)
     if implementation == "dpfast":
@@ -119,7 +130,7 @@ def test_k_noise(benchmark, record, column, implementation):
             key = noise.NoiseSource.from_seed(1).key("k_noise", "uniform-noise", "0")
 
             def uniform(n):
-                words = chacha_words(key, n)
+                words = secure_words(implementation, key, n)
                 return (2 * (words >> np.uint64(11)).astype(np.int64) + 1 - 2**53) / 2**53
 
         result = benchmark.pedantic(
@@ -162,7 +173,7 @@ def numpy_k_pram(values, k, retention, draws):
     return np.where(keep, values, pool[starts[groups] + offset]), high
 
 
-@pytest.mark.parametrize("implementation", ["dpfast", "numpy (PCG64)", "numpy (ChaCha20)"])
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_k_pram(benchmark, record, column, implementation):
     table = column.reshape(-1, 1)
     if implementation == "dpfast":
@@ -180,7 +191,7 @@ def test_k_pram(benchmark, record, column, implementation):
             key = noise.NoiseSource.from_seed(1).key("k_pram", "retain-or-replace", "0")
 
             def draws(n, sizes):
-                words = chacha_words(key, n)
+                words = secure_words(implementation, key, n)
                 keep = (words & np.uint64(0xFFFFFFFF)) < np.uint64(2**31)
                 offset = ((words >> np.uint64(32)) * sizes.astype(np.uint64)) >> np.uint64(32)
                 return keep, offset.astype(np.int64)  # (Lemire's rare rejections skipped)
@@ -206,7 +217,7 @@ def numpy_randomized_response(frame, domain, keep_probability, draws):
     return frame.assign(c=pd.Categorical.from_codes(new, categories=domain))
 
 
-@pytest.mark.parametrize("implementation", ["dpfast", "numpy (PCG64)", "numpy (ChaCha20)"])
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_randomized_response(benchmark, record, categories, implementation):
     if implementation == "dpfast":
         dpfast.randomized_response(
@@ -234,7 +245,7 @@ def test_randomized_response(benchmark, record, categories, implementation):
             threshold = np.uint64(math.floor(retention * 2**32))
 
             def draws(n, m):
-                words = chacha_words(key, n)
+                words = secure_words(implementation, key, n)
                 keep = (words & np.uint64(0xFFFFFFFF)) < threshold
                 return keep, (((words >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(
                     np.int64
