@@ -218,9 +218,13 @@ def _utility_metrics(
     destinations: Mapping[Hashable, np.ndarray],
     domains: Mapping[Hashable, tuple[float, float]] | None,
 ) -> dict[str, Any]:
-    """Relative error and JSD of each protected column, rows matched through the shuffle."""
+    """Relative error, JSD and variance variation of each protected numeric column.
+
+    Rows are matched through the shuffle, so the relative error is record-linked.
+    """
     relative: dict[str, float] = {}
     divergence: dict[str, float] = {}
+    variation: dict[str, float] = {}
     for column in protected:
         original = column.values
         destination = destinations.get(column.name)
@@ -237,6 +241,8 @@ def _utility_metrics(
             utility.relative_error(original, out, pair))
         divergence[str(column.name)] = utility.column_metric(
             utility.jensen_shannon(original, out, pair))
+        variation[str(column.name)] = utility.column_metric(
+            utility.variance_variation(original, out))
     return {
         "warning": "computed on the original data: keep this report private, do not "
                    "publish it with the release",
@@ -244,6 +250,10 @@ def _utility_metrics(
         "jensen_shannon": divergence,
         "mean_relative_error": float(np.mean(list(relative.values()))) if relative else math.nan,
         "mean_jensen_shannon": float(np.mean(list(divergence.values()))) if relative else math.nan,
+        # Numeric columns only: a categorical column has no variance.
+        "variance_variation": variation,
+        "mean_variance_variation": (
+            float(np.mean(list(variation.values()))) if variation else math.nan),
     }
 
 
@@ -328,9 +338,9 @@ def ir_dp(
     n_threads : int, optional
         Threads over columns (default: one per core). Results do not depend on it.
     metrics : bool
-        Add relative error and Jensen-Shannon divergence per column to the report
-        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
-        and must then not be published with the data.
+        Add relative error, Jensen-Shannon divergence and variance variation per column
+        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
+        the data holder and must then not be published with the data.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
 
@@ -688,9 +698,9 @@ def laplace_dp(
     seed : int, optional
         Reproducible, not for publication.
     metrics : bool
-        Add relative error and Jensen-Shannon divergence per column to the report
-        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
-        and must then not be published with the data.
+        Add relative error, Jensen-Shannon divergence and variance variation per column
+        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
+        the data holder and must then not be published with the data.
     progress : callable, optional
 
     Returns
@@ -811,9 +821,9 @@ def individual_ranking(
     k : int
     columns : sequence, optional
     metrics : bool
-        Add relative error and Jensen-Shannon divergence per column to the report
-        (``report.extra["metrics"]``). Costs no budget: the report is for the data holder
-        and must then not be published with the data.
+        Add relative error, Jensen-Shannon divergence and variance variation per column
+        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
+        the data holder and must then not be published with the data.
     progress : callable, optional
 
     Returns
