@@ -17,8 +17,9 @@ import numpy as np
 from dpfast._kernels import insensitive_mdav as _insensitive
 from dpfast._kernels import mdav as _kernels
 
-LEAF_SIZE = 8
-SHELL_SIZE = 4096
+LEAF_SIZE = 16
+SHELL_SIZE = 65536
+MIN_REBUILD = 4096
 # The fast path keeps one int64 order of all rows per distinct reference point.
 FAST_PATH_MAX_POINTS = 64
 FAST_PATH_MAX_CELLS = 2**28
@@ -158,7 +159,8 @@ def mdav_labels(X: Any, k: int) -> np.ndarray:
     k = _check_k(k, matrix.shape[0])
     if matrix.shape[1] == 0:
         matrix = np.zeros((matrix.shape[0], 1))
-    labels, _ = _kernels.mdav_partition(standardise(matrix), k, LEAF_SIZE, SHELL_SIZE)
+    labels, _ = _kernels.mdav_partition(standardise(matrix), k, LEAF_SIZE, SHELL_SIZE,
+                                       MIN_REBUILD)
     return first_appearance(labels)
 
 

@@ -45,13 +45,15 @@ def test_mdav_matches_reference_on_random_data(kind, seed):
     assert got == expected
 
 
-@pytest.mark.parametrize("leaf_size, shell_size", [(1, 1), (2, 3), (3, 17), (8, 4096)])
+@pytest.mark.parametrize("leaf_size, shell_size, min_rebuild", [
+    (1, 1, 10**9), (2, 3, 8), (3, 17, 1), (8, 4096, 10**9), (5, 40, 20)])
 @pytest.mark.parametrize("kind", KINDS)
-def test_mdav_kernel_is_exact_for_any_tree_and_shell_size(leaf_size, shell_size, kind):
-    # Tiny leaves and shells force every pruning and fallback branch of the kernel.
+def test_mdav_kernel_is_exact_for_any_tree_and_shell_size(leaf_size, shell_size, min_rebuild,
+                                                          kind):
+    # Tiny leaves, shells and tree rebuilds force every pruning and fallback branch.
     data = _data(7, 230, 4, kind)
     got = first_appearance(kernels.mdav_partition(standardise(data), 4, leaf_size,
-                                                  shell_size)[0])
+                                                  shell_size, min_rebuild)[0])
     assert got.tolist() == reference.mdav_labels(data.tolist(), 4)
 
 

@@ -1,14 +1,17 @@
 """Kernels for MDAV-generic (SPEC §5.1): exact, with pruned searches.
 
-The farthest record from the centroid comes from a *shell* list: the alive records
-sorted by distance to an anchor (the centroid when the list was built). By the triangle
+Both farthest-record searches (from the centroid, then from ``x_r``) first scan a *shell*
+list: the alive records farthest from an anchor (the centroid when the list was built),
+sorted by that distance, with their values copied contiguously. By the triangle
 inequality, with a 1e-9 relative margin far above float rounding, a record can beat the
-best so far only if its anchor distance is large enough, so the scan stops early; when
-the list cannot prove the answer it is rebuilt (O(n)). The farthest record from ``x_r`` and
-the k - 1 nearest records come from the k-d tree of :mod:`dpfast._kernels.kdtree`.
-Every pruning rule is exact, so the partition equals the brute-force reference's,
-ties (lowest row) included; ``benchmarks/bench_mdav.py`` measures the speed-up over a
-vectorised NumPy MDAV.
+best so far only if its anchor distance is large enough, so the scan stops early, and
+records outside the list are ruled out by the largest distance left out. When that cannot
+be proven, the centroid search rebuilds the list (O(n)) and the ``x_r`` search falls back
+to the exact k-d tree search of :mod:`dpfast._kernels.kdtree`, seeded with the shell's
+answer; the k - 1 nearest records always come from the tree. The tree is rebuilt over the
+alive records whenever they drop below half of it. Every pruning rule is exact, so the
+partition equals the brute-force reference's, ties (lowest row) included;
+``benchmarks/bench_mdav.py`` measures the speed-up over a vectorised NumPy MDAV.
 
 All distances are squared Euclidean, ``sum_j (a_j - b_j) ** 2`` with ``j`` ascending, in
 float64. Kernels never write their inputs.
@@ -29,7 +32,6 @@ from dpfast._kernels.kdtree import (
     refresh_leaf,
 )
 
-_SEED_SIZE = 256
 
 @jit_inline
 def _kth_smallest(buffer, length, target):  # type: ignore[no-untyped-def]
@@ -76,12 +78,13 @@ def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_farthest(query, shift, shell_pos, shell_key, n_shell, outside, tree_points, ids,
+def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids,
                     alive):  # type: ignore[no-untyped-def]
-    """Farthest alive record from ``query`` among the shell list, or -1 if not provable.
+    """Farthest alive record from ``query`` among the shell list, and whether it is proven.
 
-    The list holds alive records by decreasing distance key to an anchor ``a``, with
-    ``shift >= |query - a|``; every record not listed has a key of at most ``outside``.
+    The list holds records by decreasing distance key to an anchor ``a`` (their values in
+    ``shell_points``), with ``shift >= |query - a|``; every record not listed has a key of
+    at most ``outside``. Unproven answers are still good seeds for a tree search.
     """
     best_d = -1.0
     best_id = NO_ROW
@@ -91,20 +94,20 @@ def _shell_farthest(query, shift, shell_pos, shell_key, n_shell, outside, tree_p
         if not alive[pos]:
             continue
         if _shell_bound(shell_key[i], shift) < best_d:
-            return best_pos
-        d = distance(query, tree_points, pos)
+            return best_pos, True
+        d = distance(query, shell_points, i)
         if d > best_d or (d == best_d and ids[pos] < best_id):
             best_d = d
             best_id = ids[pos]
             best_pos = pos
-    if outside >= 0.0 and _shell_bound(outside, shift) >= best_d:
-        return -1
-    return best_pos
+    if best_pos < 0 or (outside >= 0.0 and _shell_bound(outside, shift) >= best_d):
+        return best_pos, False
+    return best_pos, True
 
 
 @jit_inline
 def _build_shell(query, shell_target, tree_points, alive, keys, buffer, shell_pos,
-                 shell_key):  # type: ignore[no-untyped-def]
+                 shell_key, shell_points):  # type: ignore[no-untyped-def]
     """List the ``shell_target`` alive records farthest from ``query``, by decreasing key.
 
     Ties at the cut are included. Returns their number and the largest key left out.
@@ -137,11 +140,46 @@ def _build_shell(query, shell_target, tree_points, alive, keys, buffer, shell_po
     tmp = shell_pos[:n_shell].copy()
     for i in range(n_shell):
         shell_pos[i] = tmp[order[n_shell - 1 - i]]
+        for j in range(tree_points.shape[1]):
+            shell_points[i, j] = tree_points[shell_pos[i], j]
     return n_shell, outside
 
 
 @jit
-def mdav_partition(grid_points, k, leaf_size, shell_size):  # type: ignore[no-untyped-def]
+def _make_tree(grid_points, rows, leaf_size):  # type: ignore[no-untyped-def]
+    """k-d tree over ``grid_points[rows]``, all alive; tree positions map to ``ids`` rows."""
+    n = rows.shape[0]
+    m = grid_points.shape[1]
+    subset = np.empty((n, m), dtype=np.float64)
+    for i in range(n):
+        for j in range(m):
+            subset[i, j] = grid_points[rows[i], j]
+    perm, start, end, depth = build_tree(subset, leaf_size)
+    n_nodes = start.shape[0]
+    first_leaf = 1 << depth
+    tree_points = np.empty((n, m), dtype=np.float64)
+    ids = np.empty(n, dtype=np.int64)
+    for pos in range(n):
+        ids[pos] = rows[perm[pos]]
+        for j in range(m):
+            tree_points[pos, j] = subset[perm[pos], j]
+    alive = np.ones(n, dtype=np.bool_)
+    leaf_of = np.empty(n, dtype=np.int64)
+    lo = np.empty((n_nodes, m), dtype=np.float64)
+    hi = np.empty((n_nodes, m), dtype=np.float64)
+    count = np.zeros(n_nodes, dtype=np.int64)
+    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
+    for node in range(first_leaf, n_nodes):
+        for pos in range(start[node], end[node]):
+            leaf_of[pos] = node
+        refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id)
+    for node in range(first_leaf - 1, 0, -1):
+        refresh_internal(node, lo, hi, count, min_id)
+    return tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth
+
+
+@jit
+def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type: ignore[no-untyped-def]
     """MDAV-generic clusters of standardised records (SPEC §5.1), in formation order.
 
     Parameters
@@ -154,6 +192,11 @@ def mdav_partition(grid_points, k, leaf_size, shell_size):  # type: ignore[no-un
         Cluster size, ``1 <= k <= n``.
     leaf_size : int
         Rows per k-d tree leaf (performance only).
+    shell_size : int
+        Records listed by the farthest-from-centroid shell (performance only).
+    min_rebuild : int
+        The tree is rebuilt over the alive rows when they fall below half of it, while at
+        least this many remain (performance only).
 
     Returns
     -------
@@ -169,30 +212,15 @@ def mdav_partition(grid_points, k, leaf_size, shell_size):  # type: ignore[no-un
     rows left one more cluster forms around the farthest row from the centroid; the rest
     (``k .. 2k-1`` rows, or all rows when ``n < 2k``) is the last cluster. Farthest and
     nearest ties go to the lowest row index. The centroid is ``float(S_j) / count`` with
-    ``S_j`` the exact integer sum. Complexity: O(n log n) to build, then per cluster two
-    pruned tree searches and O(k m log n) of box updates.
+    ``S_j`` the exact integer sum. Complexity: O(n log n) per tree build (one per halving
+    of the records), then per cluster pruned searches and O(k m log n) of box updates;
+    memory O(n m).
     """
     n, m = grid_points.shape
-    perm, start, end, depth = build_tree(grid_points, leaf_size)
-    n_nodes = start.shape[0]
+    (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id,
+     depth) = _make_tree(grid_points, np.arange(n), leaf_size)
     first_leaf = 1 << depth
-    tree_points = np.empty((n, m), dtype=np.float64)
-    for pos in range(n):
-        for j in range(m):
-            tree_points[pos, j] = grid_points[perm[pos], j]
-    ids = perm
-    alive = np.ones(n, dtype=np.bool_)
-    leaf_of = np.empty(n, dtype=np.int64)
-    lo = np.empty((n_nodes, m), dtype=np.float64)
-    hi = np.empty((n_nodes, m), dtype=np.float64)
-    count = np.zeros(n_nodes, dtype=np.int64)
-    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
-    for node in range(first_leaf, n_nodes):
-        for pos in range(start[node], end[node]):
-            leaf_of[pos] = node
-        refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id)
-    for node in range(first_leaf - 1, 0, -1):
-        refresh_internal(node, lo, hi, count, min_id)
+    tree_size = n
 
     sums = np.zeros(m, dtype=np.int64)
     for pos in range(n):
@@ -210,45 +238,47 @@ def mdav_partition(grid_points, k, leaf_size, shell_size):  # type: ignore[no-un
     buffer = np.empty(n, dtype=np.float64)
     shell_pos = np.empty(n, dtype=np.int64)
     shell_key = np.empty(n, dtype=np.float64)
+    shell_points = np.empty((n, m), dtype=np.float64)
+    anchor[:] = 0.0
     n_shell = 0
     outside = -1.0
     remaining = n
     cluster = 0
     while remaining >= 2 * k:
+        if 2 * remaining < tree_size and remaining >= min_rebuild:
+            # Compact: a tree of the alive rows only is shallower and stays in cache.
+            rows = np.empty(remaining, dtype=np.int64)
+            r = 0
+            for pos in range(tree_size):
+                if alive[pos]:
+                    rows[r] = ids[pos]
+                    r += 1
+            (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id,
+             depth) = _make_tree(grid_points, rows, leaf_size)
+            first_leaf = 1 << depth
+            tree_size = remaining
+            n_shell = 0
         for j in range(m):
             query[j] = np.float64(sums[j]) / remaining
         n_rounds = 2 if remaining >= 3 * k else 1
         for round_ in range(n_rounds):
-            center = -1
-            if round_ == 0 and n_shell > 0:
-                shift = 0.0
-                for j in range(m):
-                    t = query[j] - anchor[j]
-                    shift += t * t
-                center = _shell_farthest(query, np.sqrt(shift), shell_pos, shell_key,
-                                         n_shell, outside, tree_points, ids, alive)
-            if round_ == 0 and center < 0:
+            # query holds the centroid (round 0) or x_r (round 1); the shell list bounds
+            # every record's distance to it through the anchor.
+            shift = 0.0
+            for j in range(m):
+                t = query[j] - anchor[j]
+                shift += t * t
+            center, proven = _shell_farthest(query, np.sqrt(shift), shell_pos, shell_key,
+                                             shell_points, n_shell, outside, ids, alive)
+            if not proven and round_ == 0:
                 n_shell, outside = _build_shell(query, shell_size, tree_points, alive, keys,
-                                                buffer, shell_pos, shell_key)
+                                                buffer, shell_pos, shell_key, shell_points)
                 anchor[:] = query
-                center = _shell_farthest(query, 0.0, shell_pos, shell_key, n_shell, outside,
-                                         tree_points, ids, alive)
-            if center < 0:  # rounding margin too close to call, or the second round
-                guess = -1
-                best_d = -1.0
-                seen = 0
-                for i in range(n_shell):  # records far from the centroid: a good first guess
-                    pos = shell_pos[i]
-                    if alive[pos]:
-                        d = distance(query, tree_points, pos)
-                        if d > best_d:
-                            best_d = d
-                            guess = pos
-                        seen += 1
-                        if seen == _SEED_SIZE:
-                            break
+                center, proven = _shell_farthest(query, 0.0, shell_pos, shell_key,
+                                                 shell_points, n_shell, outside, ids, alive)
+            if not proven:  # the tree search is exact; the shell's answer seeds it
                 center = farthest(query, tree_points, ids, alive, start, end, lo, hi, count,
-                                   min_id, first_leaf, stack_node, stack_bound, guess)
+                                  min_id, first_leaf, stack_node, stack_bound, center)
             alive[center] = False
             for j in range(m):
                 query[j] = tree_points[center, j]
@@ -274,7 +304,7 @@ def mdav_partition(grid_points, k, leaf_size, shell_size):  # type: ignore[no-un
             cluster += 1
             # query now holds x_r: the second round looks for the row farthest from it
     if remaining > 0:
-        for pos in range(n):
+        for pos in range(tree_size):
             if alive[pos]:
                 labels[ids[pos]] = cluster
         cluster += 1
