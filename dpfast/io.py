@@ -206,6 +206,51 @@ class TableData:
         return pa.table(arrays, names=[str(n) for n in self.names])
 
 
+def _categorical(codes: np.ndarray, labels: Sequence[Any]) -> pd.Categorical:
+    try:  # codes built by dpfast are in range: skip pandas' scan (pandas >= 2.1)
+        return pd.Categorical.from_codes(codes, categories=list(labels), validate=False)
+    except TypeError:
+        return pd.Categorical.from_codes(codes, categories=list(labels))
+
+
+def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
+    """Build a new pandas DataFrame or Arrow table from named columns.
+
+    Parameters
+    ----------
+    kind : {"pandas", "arrow"}
+    columns : mapping
+        Column name to a 1-D NumPy array, or to a pair ``(codes, labels)`` giving a
+        categorical column (pandas ``Categorical``, Arrow dictionary) with integer codes
+        in ``[0, len(labels))`` (``-1`` for missing) into ``labels``.
+
+    Returns
+    -------
+    pandas.DataFrame or pyarrow.Table
+    """
+    if kind == "pandas":
+        data: dict[str, Any] = {}
+        for name, column in columns.items():
+            if isinstance(column, tuple):
+                codes, labels = column
+                data[name] = _categorical(codes, labels)
+            else:
+                data[name] = column
+        n = len(next(iter(data.values()))) if data else 0
+        return pd.DataFrame(data, index=pd.RangeIndex(n))
+    arrays = []
+    for column in columns.values():
+        if isinstance(column, tuple):
+            codes, labels = column
+            codes = np.asarray(codes)
+            if codes.dtype.kind != "i" or codes.dtype.itemsize > 4:
+                codes = codes.astype(np.int32)
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(labels))))
+        else:
+            arrays.append(pa.array(column))
+    return pa.table(arrays, names=[str(name) for name in columns])
+
+
 def as_table_data(data: Any) -> TableData:
     """Wrap a pandas DataFrame, Arrow table or 2-D NumPy array without copying it.
 

@@ -16,9 +16,11 @@ bits, with no floating point (SPEC A3, §8.4, §8.6).
 from __future__ import annotations
 
 import hashlib
+import math
 import numbers
 import os
 import warnings
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,7 @@ from dpfast.exceptions import UnsafeSamplerWarning
 __all__ = [
     "EM_SAMPLER_NAME",
     "KEEP_DENOMINATOR",
+    "RATE_SAMPLER_NAME",
     "RETAIN_SAMPLER_NAME",
     "SAMPLER_NAME",
     "UNIFORM_SAMPLER_NAME",
@@ -38,10 +41,13 @@ __all__ = [
     "add_uniform",
     "bernoulli_rational",
     "discrete_laplace",
+    "discrete_laplace_rate",
     "exponential_mechanism",
+    "exponential_mechanism_log_weights",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
     "permutation",
+    "rate_at_most",
     "retain_or_replace",
     "uniform_integers",
     "unsafe_float_laplace",
@@ -292,6 +298,122 @@ def discrete_laplace(
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
         _dl.discrete_laplace_kernel(key, scale, np.uint64(start), cap, out)
+    return out
+
+
+RATE_SAMPLER_NAME = (
+    "exact discrete Laplace of rational rate s/t (Canonne-Kamath-Steinke 2020, "
+    "Algorithm 2) on ChaCha20 keyed streams"
+)
+
+
+def rate_at_most(
+    epsilon: float | Fraction, sensitivity: int = 1, *, max_denominator: int = 2**32
+) -> tuple[int, int]:
+    """Return the largest rate ``s/t <= epsilon / sensitivity`` with ``t <= max_denominator``.
+
+    The privacy map of :func:`discrete_laplace_rate`: noise with ``P(y) ∝ exp(-|y| s/t)``
+    added to an integer query of sensitivity ``sensitivity`` is ``sensitivity * s/t``-DP,
+    which never exceeds ``epsilon``. ``epsilon`` is read exactly (a float is the binary
+    fraction it holds); when that fraction's denominator is small enough it is used as is,
+    otherwise the rate is rounded down on the grid ``1/max_denominator``.
+
+    Parameters
+    ----------
+    epsilon : float or fractions.Fraction
+        Budget, ``> 0``.
+    sensitivity : int
+        L1 sensitivity of the integer query, ``>= 1``.
+    max_denominator : int
+        Largest ``t``, in ``[1, 2**62)``.
+
+    Returns
+    -------
+    (int, int)
+        ``(s, t)`` with ``s >= 1`` and ``gcd(s, t) = 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon / sensitivity < 1 / max_denominator``.
+
+    Examples
+    --------
+    >>> rate_at_most(0.5)
+    (1, 2)
+    >>> s, t = rate_at_most(0.05)
+    >>> t <= 2**32, s / t <= 0.05, 0.05 - s / t < 2**-32
+    (True, True, True)
+    """
+    exact = Fraction(epsilon) / _check_int("sensitivity", sensitivity, 1, _MAX_SCALE)
+    max_denominator = _check_int("max_denominator", max_denominator, 1, _MAX_SCALE - 1)
+    if exact <= 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    if exact.denominator <= max_denominator:
+        rate = exact
+    else:
+        rate = Fraction(math.floor(exact * max_denominator), max_denominator)
+    if rate.numerator < 1:
+        raise ValueError(
+            f"epsilon / sensitivity = {float(exact):.3g} is below 1/{max_denominator}; "
+            "use a larger epsilon"
+        )
+    if rate.numerator >= _MAX_SCALE:
+        raise ValueError(f"epsilon / sensitivity = {float(exact):.3g} is too large")
+    return rate.numerator, rate.denominator
+
+
+def discrete_laplace_rate(
+    key: np.ndarray, s: int, t: int, size: int, *, start: int = 0, cap: int = 2**62
+) -> np.ndarray:
+    """Draw exact discrete Laplace noise of rational rate ``s/t``.
+
+    Element ``i`` has ``P(Y = y) = tanh(s / (2 t)) * exp(-|y| s / t)`` and is drawn from
+    the stream ``(key, nonce = start + i)`` only (CKS20 Algorithm 2, integer arithmetic
+    only). Adding it to an integer query of sensitivity ``d`` is ``d s / t``-DP; choose
+    ``(s, t)`` with :func:`rate_at_most`. With ``s = 1`` the draws equal
+    :func:`discrete_laplace` of scale ``t``.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    s, t : int
+        Rate numerator and denominator, each in ``[1, 2**62)``.
+    size : int
+        Number of draws.
+    start : int, optional
+        Nonce of the first draw.
+    cap : int, optional
+        ``|Y|`` is saturated at ``cap`` (in ``[1, 2**62]``); ``P(|Y| >= cap)`` is about
+        ``exp(-cap s / t)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(size,)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a malformed key or out-of-range integers.
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> bool((discrete_laplace_rate(key, 1, 10, 5) == discrete_laplace(key, 10, 5)).all())
+    True
+    >>> discrete_laplace_rate(key, 3, 7, 4).dtype
+    dtype('int64')
+    """
+    key = _check_key(key)
+    s = _check_int("s", s, 1, _MAX_SCALE - 1)
+    t = _check_int("t", t, 1, _MAX_SCALE - 1)
+    size, start = _check_range(size, start)
+    cap = _check_int("cap", cap, 1, _MAX_SCALE)
+    out = np.zeros(size, dtype=np.int64)
+    if size > 0:
+        _dl.discrete_laplace_rate_kernel(key, s, t, np.uint64(start), cap, out)
     return out
 
 
@@ -595,6 +717,43 @@ def exponential_mechanism(
     if size > 0:
         _em.em_rows(key, array, scale, np.uint64(start), out)
     return out
+
+
+def exponential_mechanism_log_weights(
+    key: np.ndarray, log_weights: np.ndarray, *, start: int = 0
+) -> int:
+    """Draw one index ``i`` with probability ``exp(log_weights[i]) / Σ_j exp(log_weights[j])``.
+
+    The same sampler as :func:`exponential_mechanism` (log-sum-exp shift, integer CDF,
+    the first 63-bit word of the stream ``(key, nonce = start)``), for mechanisms whose
+    weights are not ``exp(scale * quality)`` alone, such as the interval exponential
+    mechanism of DiffGen's split values (weights ``exp(ε u / (2 Δu)) * |interval|``).
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    log_weights : array-like of float, shape (m,)
+        Finite natural logarithms of the (unnormalised) weights, ``m >= 1``.
+    start : int, optional
+        Nonce of the draw.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> exponential_mechanism_log_weights(key, np.log([1.0, 0.0 + 1e-300, 1e-300]))
+    0
+    """
+    key = _check_key(key)
+    row = _check_quality(np.asarray(log_weights, dtype=np.float64).reshape(1, -1), 1.0)
+    _, start = _check_range(1, start)
+    out = np.empty(1, dtype=np.int64)
+    _em.em_rows(key, row, 1.0, np.uint64(start), out)
+    return int(out[0])
 
 
 def exponential_mechanism_sorted_groups(

@@ -426,3 +426,83 @@ def permutation_kernel(key, out):  # type: ignore[no-untyped-def]
             out[k] = out[j]
             out[j] = tmp
         i -= m
+
+
+# Largest X = U + t * V computed by the rational-rate sampler; beyond it X saturates.
+_X_MAX = 2**62
+
+
+@jit_inline
+def _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-def]
+    cur = np.uint64(0)
+    nb = 0
+    widx = 0
+    ctr = 0
+    while True:
+        u, cur, nb, widx, ctr, blk = _uniform(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce)
+        ok, cur, nb, widx, ctr, blk = _bernoulli_exp(u, t, cur, nb, widx, ctr, blk, kt, nonce)
+        if not ok:
+            continue
+        v = 0
+        while True:
+            ok, cur, nb, widx, ctr, blk = _bernoulli_exp(1, 1, cur, nb, widx, ctr, blk, kt, nonce)
+            if not ok:
+                break
+            v += 1
+        if v > (_X_MAX - u) // t:
+            y = cap
+        else:
+            y = (u + t * v) // s
+            if y > cap:
+                y = cap
+        sign, cur, nb, widx, ctr, blk = _bit(cur, nb, widx, ctr, blk, kt, nonce)
+        if sign == 1 and y == 0:
+            continue
+        return -y if sign == 1 else y
+
+
+@jit
+def discrete_laplace_rate_kernel(key, s, t, start, cap, out):  # type: ignore[no-untyped-def]
+    """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of rational rate ``s/t``.
+
+    ``out[i]`` has ``P(Y = y) = (e^{s/t} - 1)/(e^{s/t} + 1) * exp(-|y| s/t)`` with ``|Y|``
+    saturated at ``cap`` (and ``X`` below at ``2**62``), and reads only the stream
+    ``(key, start + i)``. ``key``: ``uint64[8]``; ``s``, ``t``: int64 in ``[1, 2**62)``;
+    ``start``: uint64; ``cap``: int64 in ``[1, 2**62]``. O(n) expected; the expected cost
+    does not depend on ``t`` and grows like ``1 + t/s`` rejections of the sign step only
+    when ``s > t``.
+
+    Per draw (CKS20 Algorithm 2)::
+
+        loop: U <- Unif{0..t-1}; if not Bernoulli(exp(-U/t)): continue
+              V <- 0; while Bernoulli(exp(-1)): V <- V + 1
+              X <- U + t*V; Y <- min(floor(X / s), cap); B <- one bit
+              if B == 1 and Y == 0: continue
+              return (1 - 2B) Y
+
+    With ``s = 1`` it consumes the same bits as :func:`discrete_laplace_kernel`.
+    """
+    n = out.shape[0]
+    k, lim = uniform_params(t)
+    first = np.empty(128, dtype=np.uint64)
+    x = np.empty(256, dtype=np.uint32)
+    sc = np.empty(256, dtype=np.uint32)
+    counters = np.zeros(16, dtype=np.uint64)
+    nonces = np.empty(16, dtype=np.uint64)
+    kt = _key_tuple(key)
+    for g in range(0, n, 16):
+        _first_blocks(key, start + np.uint64(g), first, x, sc, counters, nonces)
+        for lane in range(min(16, n - g)):
+            o = lane * 8
+            blk = (
+                first[o],
+                first[o + 1],
+                first[o + 2],
+                first[o + 3],
+                first[o + 4],
+                first[o + 5],
+                first[o + 6],
+                first[o + 7],
+            )
+            nonce = start + np.uint64(g + lane)
+            out[g + lane] = _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce)

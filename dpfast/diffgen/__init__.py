@@ -1,0 +1,13 @@
+"""DiffGen: differentially private generalisation for classification (SPEC A7, §7).
+
+:func:`diffgen` releases a noisy generalised contingency table (:class:`DiffGenRelease`)
+built by top-down specialisation over taxonomies (categorical predictors) and public root
+intervals (numeric predictors), with the final :class:`Cut` to generalise test data.
+"""
+
+from __future__ import annotations
+
+from dpfast.diffgen.cut import Cut, CutColumn
+from dpfast.diffgen.release import DiffGenRelease, diffgen
+
+__all__ = ["Cut", "CutColumn", "DiffGenRelease", "diffgen"]

@@ -1,0 +1,282 @@
+"""Validate DiffGen's inputs and encode its columns as integer codes.
+
+Categorical predictors become domain codes of their taxonomy (dictionary-encoded first:
+pandas categoricals and Arrow dictionaries keep their own codes). Numeric predictors are
+clamped to their public bounds and coded once: integer columns of modest range by
+``value - lower`` (no sort), other columns by their rank among the sorted distinct values
+(one ``np.unique``). The class column becomes codes into its domain.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfast._validation import as_numeric_column, check_bounds, is_integer_column
+from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.io import TableData
+from dpfast.taxonomy import Taxonomy, TaxonomyError
+
+# Integer columns whose public range has at most this many values are coded by offset.
+_OFFSET_CODES_MAX = 2**22
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A numeric predictor: codes into ``code_values`` (sorted), public root interval.
+
+    The root interval is ``[lower, upper + 1)`` for integer columns (split points are
+    integers) and ``[lower, upper]`` for float columns.
+    """
+
+    name: Hashable
+    integer: bool
+    lower: float
+    upper: float
+    codes: np.ndarray
+    code_values: np.ndarray
+    clamped: int
+
+    @property
+    def root(self) -> tuple[float, float]:
+        """The root interval ``(lo, hi)``: ``hi`` is exclusive for integer columns."""
+        if self.integer:
+            return float(math.ceil(self.lower)), float(math.floor(self.upper) + 1)
+        return self.lower, self.upper
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A categorical predictor: domain codes of its taxonomy."""
+
+    name: Hashable
+    taxonomy: Taxonomy
+    codes: np.ndarray
+
+
+Column = NumericColumn | CategoricalColumn
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything the DiffGen builder needs, as arrays."""
+
+    kind: str
+    n_rows: int
+    columns: list[Column]
+    target: Hashable
+    classes: np.ndarray
+    class_labels: list[Any]
+    class_domain: str  # "taxonomy", "classes" or "data"
+    bounds_from_data: bool
+    dropped: list[Hashable] = field(default_factory=list)
+
+
+def as_taxonomy(value: Any, name: Hashable) -> Taxonomy:
+    """Return a Taxonomy given as itself, an ARX hierarchy file path or a nested mapping."""
+    if isinstance(value, Taxonomy):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return Taxonomy.from_arx(Path(value))
+    if isinstance(value, Mapping):
+        return Taxonomy.from_mapping(value, name=str(name))
+    raise TypeError(
+        f"taxonomies[{name!r}] must be a dpfast.Taxonomy, the path of an ARX hierarchy file "
+        f"or a nested mapping such as {{'*': {{'A': ['a1', 'a2']}}}}, got {type(value).__name__}"
+    )
+
+
+def _class_codes(
+    table: TableData, target: Hashable, labels: list[Any] | None
+) -> tuple[np.ndarray, list[Any]]:
+    codes, categories = table.category_codes(target)
+    missing = int((codes < 0).sum())
+    if missing:
+        raise ValueError(
+            f"the target column {target!r} has {missing} missing value(s); drop those rows "
+            "or impute them with a public rule"
+        )
+    present = np.zeros(len(categories), dtype=bool)
+    if codes.size:
+        present[np.unique(codes)] = True
+    if labels is None:
+        used = [c for c, p in zip(categories, present, strict=True) if p]
+        labels = sorted(used, key=lambda v: (str(type(v)), str(v)))
+    exact = {label: i for i, label in enumerate(labels)}
+    text = {str(label): i for i, label in enumerate(labels)}
+    lookup = np.full(max(len(categories), 1), -1, dtype=np.int64)
+    unknown = []
+    for i, category in enumerate(categories):
+        j = exact.get(category) if isinstance(category, Hashable) else None
+        if j is None:
+            j = text.get(str(category))
+        if j is not None:
+            lookup[i] = j
+        elif present[i]:
+            unknown.append(category)
+    if unknown:
+        shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
+        raise ValueError(
+            f"the target column {target!r} holds value(s) {shown} outside the class domain "
+            f"{labels[:10]!r}; add them to classes (or to the target's taxonomy)"
+        )
+    return lookup[codes], list(labels)
+
+
+def prepare(
+    table: TableData,
+    target: Any,
+    taxonomies: Any,
+    bounds: Any,
+    classes: Any,
+) -> Prepared:
+    """Check the arguments against the table and encode every column.
+
+    Raises
+    ------
+    TypeError, ValueError, TaxonomyError
+        See :func:`dpfast.diffgen.diffgen`.
+    """
+    if table.kind == "numpy":
+        raise TypeError(
+            "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, not a "
+            "NumPy array"
+        )
+    if table.n_rows == 0:
+        raise ValueError("the table is empty (0 rows); diffgen needs at least one row")
+    if not isinstance(target, Hashable) or target not in table.names:
+        raise ValueError(
+            f"target {target!r} is not a column; the table has columns {list(table.names)}"
+        )
+    taxonomies = {} if taxonomies is None else taxonomies
+    if not isinstance(taxonomies, Mapping):
+        raise TypeError(
+            "taxonomies must be a mapping {column: Taxonomy | ARX file | nested mapping}, got "
+            f"{type(taxonomies).__name__}"
+        )
+    if bounds is None:
+        bounds = {}
+    if not (isinstance(bounds, Mapping) or (isinstance(bounds, str) and bounds == "data")):
+        raise TypeError(
+            f"bounds must be a mapping {{column: (lower, upper)}}, got {type(bounds).__name__}"
+        )
+    unknown = [c for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ()))
+               if c not in table.names]
+    if unknown:
+        raise ValueError(
+            f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
+            f"{list(table.names)}"
+        )
+    trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}
+    class_taxonomy = trees.pop(target, None)
+    if isinstance(bounds, Mapping):
+        if target in bounds:
+            raise ValueError(
+                f"the target {target!r} is categorical: drop it from bounds (give its public "
+                "values in classes= or a taxonomy instead)"
+            )
+        both = [c for c in bounds if c in trees]
+        if both:
+            raise ValueError(
+                f"column(s) {both} have both bounds and a taxonomy; a predictor is numeric "
+                "(bounds) or categorical (taxonomy), not both"
+            )
+        numeric_names = [c for c in table.names if c in bounds]
+    else:  # "data": every other non-taxonomy numeric column
+        numeric_names = [
+            c for c in table.names if c != target and c not in trees
+            and np.issubdtype(np.asarray(table.column(c)[:0]).dtype, np.number)
+        ]
+    predictors = [c for c in table.names if c in trees or c in numeric_names]
+    if not predictors:
+        raise ValueError(
+            "diffgen needs at least one predictor: give numeric columns public bounds= and "
+            "categorical columns taxonomies="
+        )
+    raw_numeric = {}
+    for name in numeric_names:
+        raw = table.column(name)
+        raw_numeric[name] = (as_numeric_column(raw, name), is_integer_column(raw))
+    domains, derived = check_bounds(
+        bounds, numeric_names, {name: values for name, (values, _) in raw_numeric.items()}
+    ) if numeric_names else ({}, False)
+
+    columns: list[Column] = []
+    for name in predictors:
+        if name in trees:
+            codes, categories = table.category_codes(name)
+            leaf_codes = trees[name].encode_categories(codes, categories, column=name)
+            columns.append(CategoricalColumn(name, trees[name], leaf_codes))
+        else:
+            values, integer = raw_numeric[name]
+            lower, upper = domains[name]
+            columns.append(_numeric_column(name, values, integer, lower, upper))
+
+    if classes is not None and class_taxonomy is not None:
+        raise ValueError(
+            f"the class domain is given twice (classes= and taxonomies[{target!r}]); keep one"
+        )
+    if class_taxonomy is not None:
+        labels: list[Any] | None = list(class_taxonomy.domain)
+        source = "taxonomy"
+    elif classes is not None:
+        if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
+            raise TypeError(f"classes must be a list of class labels, got {classes!r}")
+        labels = list(classes)
+        if not labels or len(set(map(str, labels))) != len(labels):
+            raise ValueError(f"classes must be non-empty and without repeats, got {labels!r}")
+        source = "classes"
+    else:
+        labels = None
+        source = "data"
+        warnings.warn(
+            f"the class domain of {target!r} is read from the data (which class values "
+            "occur), which is not differentially private; pass the public classes= (or a "
+            "taxonomy for the target)",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+    try:
+        class_codes, class_labels = _class_codes(table, target, labels)
+    except TaxonomyError:
+        raise
+    dropped = [c for c in table.names if c != target and c not in predictors]
+    return Prepared(
+        kind=table.kind,
+        n_rows=table.n_rows,
+        columns=columns,
+        target=target,
+        classes=np.ascontiguousarray(class_codes, dtype=np.int64),
+        class_labels=class_labels,
+        class_domain=source,
+        bounds_from_data=derived,
+        dropped=dropped,
+    )
+
+
+def _numeric_column(
+    name: Hashable, values: np.ndarray, integer: bool, lower: float, upper: float
+) -> NumericColumn:
+    if integer:
+        lower_int, upper_int = math.ceil(lower), math.floor(upper)
+        if lower_int > upper_int:
+            raise ValueError(
+                f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
+            )
+        lower, upper = float(lower_int), float(upper_int)
+    clipped = np.clip(values, lower, upper)
+    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
+    if integer and upper - lower + 1 <= _OFFSET_CODES_MAX:
+        codes = (clipped - lower).astype(np.int64)
+        code_values = np.arange(lower, upper + 1, dtype=np.float64)
+    else:
+        code_values, inverse = np.unique(clipped, return_inverse=True)
+        codes = inverse.astype(np.int64).reshape(-1)
+    return NumericColumn(name, integer, lower, upper, codes, code_values, clamped)

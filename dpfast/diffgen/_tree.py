@@ -1,0 +1,429 @@
+"""DiffGen's top-down specialisation (SPEC §7.2-§7.5): the partition tree, Link_v, scores.
+
+Every leaf partition is kept, empty ones included, so the leaf partitions are always the
+product of the per-attribute cuts. ``Link_v`` lists partition-tree nodes whose leaf
+partitions all hold ``v``: specialising ``v`` expands it to those leaf partitions and
+splits each one's records by the child of ``v`` in a single scan
+(:func:`dpfast._kernels.diffgen.split_partitions`), which also gives the
+(value, class) counts from which the new candidates' scores and split values are
+computed. Other candidates' scores do not change, so they are never recomputed.
+
+Randomness (one keyed stream per use, so runs with a seed are reproducible):
+
+* candidate selection in iteration ``i``: ``key("diffgen", "select")``, nonce ``i``;
+* the split value of numeric value number ``j`` (values are numbered in creation order,
+  the roots first, in column order): ``key("diffgen", "split-interval")`` and
+  ``key("diffgen", "split-point")``, nonce ``j``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._kernels import diffgen as _kernels
+from dpfast.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
+from dpfast.diffgen._scores import score, split_scores
+
+# The most leaf partitions (product of the cut sizes) a release may produce.
+MAX_PARTITIONS = 2**24
+
+
+@dataclass
+class Value:
+    """One value of an attribute's cut (a node of its taxonomy or interval tree)."""
+
+    id: int
+    column: int
+    label: str
+    node: int = -1  # taxonomy node (categorical)
+    lo: float = 0.0  # interval [lo, hi) (numeric); hi is included when top is True
+    hi: float = 0.0
+    top: bool = False
+    a: int = 0  # code range [a, b) of the interval
+    b: int = 0
+    split: float | None = None
+    split_code: int = -1
+    splittable: bool = False
+    score: float = 0.0
+    children: tuple[int, ...] = ()
+
+
+@dataclass
+class Trace:
+    """What the builder computed, for tests against the slow reference."""
+
+    selections: list[dict[str, Any]] = field(default_factory=list)
+    splits: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _fmt(x: float, integer: bool) -> str:
+    return str(int(x)) if integer else repr(float(x))
+
+
+def interval_label(lo: float, hi: float, integer: bool, top: bool) -> str:
+    """``[lo, hi)``, or ``[lo, hi]`` for the top interval of a float column."""
+    return f"[{_fmt(lo, integer)}, {_fmt(hi, integer)}{']' if top else ')'}"
+
+
+class _Partitions:
+    """Flat arrays of the partition tree (see :mod:`dpfast._kernels.diffgen`).
+
+    ``split_column[p]`` is the column on which node ``p``'s children differ (``-1`` for a
+    leaf) and ``node_value[c]`` child ``c``'s value on it, so a leaf's generalised record is
+    read along its path from the root (whose values are ``root_values``).
+    """
+
+    _FIELDS = ("start", "end", "first_child", "n_children", "split_column", "node_value")
+
+    def __init__(self, n_rows: int, root_values: np.ndarray) -> None:
+        capacity = 64
+        self.size = 1
+        self.root_values = root_values
+        self.start = np.zeros(capacity, dtype=np.int64)
+        self.end = np.zeros(capacity, dtype=np.int64)
+        self.end[0] = n_rows
+        self.first_child = np.full(capacity, -1, dtype=np.int64)
+        self.n_children = np.zeros(capacity, dtype=np.int64)
+        self.split_column = np.full(capacity, -1, dtype=np.int64)
+        self.node_value = np.full(capacity, -1, dtype=np.int64)
+        self.max_children = 1
+
+    def _reserve(self, extra: int) -> None:
+        need = self.size + extra
+        capacity = self.start.shape[0]
+        if need <= capacity:
+            return
+        capacity = max(need, 2 * capacity)
+        for name in self._FIELDS:
+            old = getattr(self, name)
+            fill = 0 if name in ("start", "end", "n_children") else -1
+            new = np.full(capacity, fill, dtype=np.int64)
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
+
+    def leaves(self, nodes: np.ndarray) -> np.ndarray:
+        return _kernels.expand_leaves(  # type: ignore[no-any-return]
+            nodes, self.first_child[: self.size], self.n_children[: self.size]
+        )
+
+    def split(self, leaves: np.ndarray, new_start: np.ndarray, new_end: np.ndarray,
+              column: int, child_ids: np.ndarray) -> int:
+        k = child_ids.shape[0]
+        count = leaves.shape[0] * k
+        self._reserve(count)
+        base = self.size
+        stop = base + count
+        self.start[base:stop] = new_start
+        self.end[base:stop] = new_end
+        self.node_value[base:stop] = np.tile(child_ids, leaves.shape[0])
+        self.first_child[leaves] = base + k * np.arange(leaves.shape[0], dtype=np.int64)
+        self.n_children[leaves] = k
+        self.split_column[leaves] = column
+        self.size = stop
+        self.max_children = max(self.max_children, k)
+        return base
+
+    def leaf_cells(self, position: np.ndarray, strides: np.ndarray, depth: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        n = self.size
+        return _kernels.leaf_cells(  # type: ignore[no-any-return]
+            self.first_child[:n], self.n_children[:n], self.split_column[:n],
+            self.node_value[:n], self.root_values, position, strides,
+            (depth + 1) * self.max_children + 2,
+        )
+
+
+class Builder:
+    """Run DiffGen's specialisation loop on prepared columns.
+
+    Parameters
+    ----------
+    prepared : Prepared
+    epsilon_prime : float
+        ``ε'``, the budget of every selection and split-value draw.
+    utility : {"max", "info_gain"}
+    delta_u : float
+        The utility's sensitivity ``Δu``.
+    source : NoiseSource
+    spend : callable
+        ``spend(kind, index, value_labels)`` is called before each draw (``kind`` is
+        ``"root split"``, ``"selection"`` or ``"split"``) so that the caller's ledger can
+        check and record it.
+    trace : Trace, optional
+    """
+
+    def __init__(
+        self,
+        prepared: Prepared,
+        *,
+        epsilon_prime: float,
+        utility: str,
+        delta_u: float,
+        source: noise.NoiseSource,
+        trace: Trace | None = None,
+    ) -> None:
+        self.prepared = prepared
+        self.columns = prepared.columns
+        self.classes = prepared.classes
+        self.n_classes = len(prepared.class_labels)
+        self.epsilon_prime = epsilon_prime
+        self.utility = utility
+        self.delta_u = delta_u
+        self.scale = epsilon_prime / (2.0 * delta_u) if epsilon_prime > 0 else 0.0
+        self.trace = trace
+        self.select_key = source.key("diffgen", "select")
+        self.interval_key = source.key("diffgen", "split-interval")
+        self.point_key = source.key("diffgen", "split-point")
+        self.values: list[Value] = []
+        self.cuts: list[list[int]] = [[] for _ in self.columns]
+        self.candidates: list[int] = []  # the union of the cuts, in creation order
+        self.link: dict[int, np.ndarray] = {}
+        self.order = np.arange(prepared.n_rows, dtype=np.int64)
+        self._child_index: dict[tuple[int, int], np.ndarray] = {}
+        self.steps_done = 0
+        self.partitions: _Partitions | None = None
+
+    # -- values ------------------------------------------------------------------------
+
+    def _child_index_of(self, column: int, node: int) -> np.ndarray:
+        key = (column, node)
+        if key not in self._child_index:
+            col = self.columns[column]
+            assert isinstance(col, CategoricalColumn)
+            table = np.full(len(col.taxonomy.domain), -1, dtype=np.int64)
+            for i, child in enumerate(col.taxonomy.children(node)):
+                table[col.taxonomy.leaves_under(child)] = i
+            self._child_index[key] = table
+        return self._child_index[key]
+
+    def _new_value(self, **fields: Any) -> Value:
+        value = Value(id=len(self.values), **fields)
+        self.values.append(value)
+        self.cuts[value.column].append(value.id)
+        self.candidates.append(value.id)
+        return value
+
+    def _categorical_value(self, column: int, node: int, hist: np.ndarray) -> Value:
+        col = self.columns[column]
+        assert isinstance(col, CategoricalColumn)
+        value = self._new_value(column=column, label=col.taxonomy.labels[node], node=node)
+        if not col.taxonomy.is_leaf(node):
+            value.splittable = True
+            index = self._child_index_of(column, node)
+            counts = np.zeros((len(col.taxonomy.children(node)), self.n_classes), np.int64)
+            under = index >= 0
+            np.add.at(counts, index[under], hist[under])
+            value.score = score(counts, self.utility)
+        return value
+
+    def _numeric_value(self, column: int, lo: float, hi: float, top: bool, a: int,
+                       b: int) -> Value:
+        col = self.columns[column]
+        assert isinstance(col, NumericColumn)
+        value = self._new_value(column=column, label=interval_label(lo, hi, col.integer, top),
+                                lo=lo, hi=hi, top=top, a=a, b=b)
+        value.splittable = (hi - lo >= 2) if col.integer else (hi > lo)
+        return value
+
+    def _choose_split(self, value: Value, hist: np.ndarray) -> None:
+        """Draw the split value of a numeric value (SPEC §7.4) from its (code, class) counts."""
+        col = self.columns[value.column]
+        assert isinstance(col, NumericColumn)
+        present, left = _kernels.split_points(hist)
+        points = col.code_values[value.a + present]
+        if col.integer:
+            lows = np.concatenate(([value.lo + 1], points + 1))
+            highs = np.concatenate((points, [value.hi - 1]))
+            sizes = highs - lows + 1
+        else:
+            lows = np.concatenate(([value.lo], points))
+            highs = np.concatenate((points, [value.hi]))
+            sizes = highs - lows
+        scores = split_scores(left, left[-1], self.utility)
+        kept = np.flatnonzero(sizes > 0)
+        log_weights = self.scale * scores[kept] + np.log(sizes[kept])
+        pick = noise.exponential_mechanism_log_weights(
+            self.interval_key, log_weights, start=value.id
+        )
+        i = int(kept[pick])
+        if col.integer:
+            offset = noise.uniform_integers(self.point_key, int(sizes[i]), 1, start=value.id)
+            split = float(lows[i] + int(offset[0]))
+        else:
+            low, high = float(lows[i]), float(highs[i])
+            middle = 0.5 * (low + high)
+            drawn = noise.add_uniform(self.point_key, np.array([middle]),
+                                      0.5 * (high - low), start=value.id)
+            split = min(max(float(drawn[0]), float(np.nextafter(low, np.inf))), high)
+        value.split = split
+        value.split_code = value.a + int(np.searchsorted(col.code_values[value.a:value.b],
+                                                         split, side="left"))
+        value.score = float(scores[i])
+        if self.trace is not None:
+            weights = np.exp(log_weights - log_weights.max())
+            self.trace.splits.append({
+                "value": (self.prepared.columns[value.column].name, value.label),
+                "lows": lows[kept], "sizes": sizes[kept], "scores": scores[kept],
+                "probabilities": weights / weights.sum(), "chosen": pick, "split": split,
+            })
+
+    # -- the algorithm -------------------------------------------------------------------
+
+    def roots(self, spend: Callable[[str, int, Any], None]) -> None:
+        """Lines 1-5: root values, their split values (numeric) and scores."""
+        root_ids = []
+        hists = []
+        for j, col in enumerate(self.columns):
+            if isinstance(col, CategoricalColumn):
+                n_codes = len(col.taxonomy.domain)
+            else:
+                n_codes = col.code_values.shape[0]
+            hist = _kernels.class_histogram(col.codes, self.classes, n_codes, self.n_classes)
+            hists.append(hist)
+            if isinstance(col, CategoricalColumn):
+                value = self._categorical_value(j, 0, hist)
+            else:
+                lo, hi = col.root
+                value = self._numeric_value(j, lo, hi, not col.integer, 0, n_codes)
+            root_ids.append(value.id)
+        self.partitions = _Partitions(self.prepared.n_rows, np.array(root_ids, dtype=np.int64))
+        for value_id in root_ids:
+            self.link[value_id] = np.zeros(1, dtype=np.int64)
+        for j, col in enumerate(self.columns):
+            if isinstance(col, NumericColumn):
+                value = self.values[root_ids[j]]
+                spend("root split", j, col.name)
+                if value.splittable:
+                    self._choose_split(value, hists[j])
+
+    def step(self, i: int, spend: Callable[[str, int, Any], None]) -> bool:
+        """One iteration (lines 7-10); False when no candidate is left (early stop)."""
+        candidates = [v for v in self.candidates if self.values[v].splittable]
+        if not candidates:
+            return False
+        scores = np.array([self.values[v].score for v in candidates], dtype=np.float64)
+        spend("selection", i, None)
+        pick = int(noise.exponential_mechanism(
+            self.select_key, scores[None, :], epsilon=self.epsilon_prime,
+            sensitivity=self.delta_u, start=i,
+        )[0])
+        chosen = candidates[pick]
+        if self.trace is not None:
+            self.trace.selections.append({
+                "candidates": [self._key(v) for v in candidates],
+                "scores": scores,
+                "probabilities": noise.exponential_probabilities(
+                    scores[None, :], epsilon=self.epsilon_prime, sensitivity=self.delta_u
+                )[0],
+                "chosen": self._key(chosen),
+            })
+        spend("split", i, self._key(chosen))
+        self._specialise(chosen)
+        self.steps_done = i + 1
+        return True
+
+    def _key(self, value_id: int) -> tuple[Any, str]:
+        value = self.values[value_id]
+        return (self.columns[value.column].name, value.label)
+
+    def _specialise(self, value_id: int) -> None:
+        value = self.values[value_id]
+        col = self.columns[value.column]
+        parts = self.partitions
+        assert parts is not None
+        leaves = parts.leaves(self.link.pop(value_id))
+        if isinstance(col, CategoricalColumn):
+            kids = col.taxonomy.children(value.node)
+            k = len(kids)
+            child_of = self._child_index_of(value.column, value.node)
+            offset, n_codes = 0, len(col.taxonomy.domain)
+        else:
+            k = 2
+            offset, n_codes = value.a, value.b - value.a
+            child_of = (np.arange(value.a, value.b) >= value.split_code).astype(np.int64)
+        size = parts.size + leaves.shape[0] * k
+        if leaves.shape[0] * k > MAX_PARTITIONS or size > 4 * MAX_PARTITIONS:
+            raise ValueError(
+                f"specialising {value.label!r} would give {leaves.shape[0] * k:,} leaf "
+                f"partitions, above the limit of {MAX_PARTITIONS:,}; use fewer steps"
+            )
+        new_start, new_end, hist = _kernels.split_partitions(
+            self.order, leaves, parts.start, parts.end, col.codes, self.classes, child_of,
+            offset, k, n_codes, self.n_classes,
+        )
+        first_id = len(self.values)
+        child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
+        base = parts.split(leaves, new_start, new_end, value.column, child_ids)
+        self.candidates.remove(value_id)
+        self.cuts[value.column].remove(value_id)
+        if isinstance(col, CategoricalColumn):
+            for node in kids:
+                self._categorical_value(value.column, node, hist)
+        else:
+            split = value.split
+            assert split is not None
+            m = value.split_code
+            left = self._numeric_value(value.column, value.lo, split, False, value.a, m)
+            right = self._numeric_value(value.column, split, value.hi, value.top, m, value.b)
+            for child, sub in ((left, hist[: m - value.a]), (right, hist[m - value.a:])):
+                if child.splittable:
+                    self._choose_split(child, sub)
+        value.children = tuple(int(c) for c in child_ids)
+        positions = k * np.arange(leaves.shape[0], dtype=np.int64)
+        for c in range(k):
+            self.link[int(child_ids[c])] = base + positions + c
+
+    # -- output --------------------------------------------------------------------------
+
+    def cut_order(self, column: int) -> list[int]:
+        """Return the column's cut values: intervals ascending, taxonomy values in preorder."""
+        col = self.columns[column]
+        ids = list(self.cuts[column])
+        if isinstance(col, NumericColumn):
+            return sorted(ids, key=lambda v: self.values[v].lo)
+        rank = _preorder_rank(col.taxonomy)
+        return sorted(ids, key=lambda v: rank[self.values[v].node])
+
+    def leaf_counts(self) -> tuple[list[list[int]], np.ndarray]:
+        """Return the cut of every column (display order) and the class counts of every cell.
+
+        Returns ``(cuts, counts)`` with ``counts`` of shape ``(n_cells, n_classes)``, cells
+        in C order of the cut positions (the first column varies slowest).
+        """
+        parts = self.partitions
+        assert parts is not None
+        cuts = [self.cut_order(j) for j in range(len(self.columns))]
+        sizes = [len(c) for c in cuts]
+        n_cells = math.prod(sizes)
+        position = np.full(len(self.values), -1, dtype=np.int64)
+        for cut in cuts:
+            position[np.array(cut, dtype=np.int64)] = np.arange(len(cut), dtype=np.int64)
+        strides = np.ones(len(sizes), dtype=np.int64)
+        for j in range(len(sizes) - 2, -1, -1):
+            strides[j] = strides[j + 1] * sizes[j + 1]
+        leaves, cell = parts.leaf_cells(position, strides, self.steps_done)
+        counts = _kernels.leaf_class_counts(self.order, leaves, parts.start, parts.end,
+                                            self.classes, self.n_classes)
+        if leaves.shape[0] != n_cells or np.bincount(cell, minlength=n_cells).max() != 1:
+            raise AssertionError("the leaf partitions are not the product of the cuts")
+        table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
+        table[cell] = counts
+        return cuts, table
+
+
+def _preorder_rank(taxonomy: Any) -> np.ndarray:
+    rank = np.zeros(len(taxonomy.labels), dtype=np.int64)
+    stack = [0]
+    count = 0
+    while stack:
+        node = stack.pop()
+        rank[node] = count
+        count += 1
+        stack.extend(reversed(taxonomy.children(node)))
+    return rank

@@ -1,0 +1,280 @@
+"""Slow, obvious DiffGen (SPEC §7): Python loops over records, no partition tree.
+
+Every score is recomputed from scratch by scanning all records; the split-value EM lists
+its intervals explicitly. Random draws read the same keyed ChaCha20 streams as dpfast
+(through the pure-Python bit reader of ``noise_reference``), so with the same seed the
+reference must build the same tree and release the same counts.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from itertools import product
+
+from dpfast.noise import NoiseSource
+from tests.reference import noise_reference as nref
+
+# ---------------------------------------------------------------- samplers
+
+
+def discrete_laplace_rate(key, s: int, t: int, nonce: int, cap: int = 2**62) -> int:
+    """One CKS20 Algorithm 2 draw of rate s/t from stream (key, nonce)."""
+    bits = nref.BitStream(key, nonce)
+    while True:
+        u = nref.uniform(t, bits)
+        if not nref.bernoulli_exp(u, t, bits):
+            continue
+        v = 0
+        while nref.bernoulli_exp(1, 1, bits):
+            v += 1
+        y = min((u + t * v) // s, cap)
+        sign = bits.bits(1)
+        if sign == 1 and y == 0:
+            continue
+        return -y if sign else y
+
+
+def pmf_rate(y: int, s: int, t: int) -> float:
+    """P(Y = y) for the discrete Laplace of rate s/t (float, for tests)."""
+    return math.tanh(s / (2 * t)) * math.exp(-abs(y) * s / t)
+
+
+def probabilities(log_weights):
+    top = max(log_weights)
+    weights = [math.exp(w - top) for w in log_weights]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def choose(key, nonce: int, log_weights) -> int:
+    """Inverse CDF on the first 63-bit word of stream (key, nonce)."""
+    u = nref.BitStream(key, nonce).bits(64) >> 1
+    top = max(log_weights)
+    weights = [math.exp(w - top) for w in log_weights]
+    total = sum(weights)
+    running = 0.0
+    for i, w in enumerate(weights[:-1]):
+        running += w
+        if u < int(min(running / total * 2.0**63, 2.0**63)):
+            return i
+    return len(weights) - 1
+
+
+# ---------------------------------------------------------------- utilities
+
+
+def entropy(counts) -> float:
+    n = sum(counts)
+    return -sum(c / n * math.log2(c / n) for c in counts if c) if n else 0.0
+
+
+def utility(children, kind: str) -> float:
+    """children: list of per-class count lists, one per child."""
+    if kind == "max":
+        return float(sum(max(c) for c in children))
+    total = [sum(col) for col in zip(*children, strict=True)]
+    n = sum(total)
+    if n == 0:
+        return 0.0
+    return entropy(total) - sum(sum(c) / n * entropy(c) for c in children)
+
+
+# ---------------------------------------------------------------- the algorithm
+
+
+class Reference:
+    """DiffGen on a list of records (dicts), columns given as specs.
+
+    ``specs``: list of ``(name, "numeric", (lower, upper))`` (integer columns) or
+    ``(name, "categorical", taxonomy)``.
+    """
+
+    def __init__(self, records, specs, target, classes, *, epsilon, steps, utility_kind, seed):
+        self.records = records
+        self.specs = specs
+        self.target = target
+        self.classes = list(classes)
+        self.kind = utility_kind
+        self.delta = 1.0 if utility_kind == "max" else math.log2(len(classes))
+        n_numeric = sum(1 for s in specs if s[1] == "numeric")
+        self.units = n_numeric + 2 * steps
+        self.unit = Fraction(epsilon) / (2 * self.units)
+        self.total = Fraction(epsilon)
+        self.eps = float(self.unit)
+        self.steps = steps
+        source = NoiseSource.from_seed(seed)
+        self.keys = {name: [int(w) for w in source.key("diffgen", name)]
+                     for name in ("select", "split-interval", "split-point", "counts")}
+        self.values = []  # dicts
+        self.cut = [[] for _ in specs]
+        self.order = []
+        self.selections = []
+        self.splits = []
+
+    # values -------------------------------------------------------------
+
+    def value_of(self, record, j):
+        name, kind, info = self.specs[j]
+        for vid in self.cut[j]:
+            v = self.values[vid]
+            if kind == "categorical":
+                leaf = info.node(record[name])
+                if v["node"] in info.ancestors(leaf):
+                    return vid
+            else:
+                x = min(max(record[name], info[0]), info[1])
+                if v["lo"] <= x < v["hi"]:
+                    return vid
+        raise AssertionError("no cut value holds the record")
+
+    def new_value(self, j, **fields):
+        v = {"id": len(self.values), "col": j, "split": None, **fields}
+        self.values.append(v)
+        self.cut[j].append(v["id"])
+        self.order.append(v["id"])
+        name, kind, info = self.specs[j]
+        if kind == "categorical":
+            v["label"] = info.labels[v["node"]]
+            v["splittable"] = not info.is_leaf(v["node"])
+        else:
+            v["label"] = f"[{int(v['lo'])}, {int(v['hi'])})"
+            v["splittable"] = v["hi"] - v["lo"] >= 2
+        return v
+
+    def records_in(self, vid):
+        v = self.values[vid]
+        return [r for r in self.records if self.value_of(r, v["col"]) == vid]
+
+    def child_counts(self, vid, split=None):
+        v = self.values[vid]
+        name, kind, info = self.specs[v["col"]]
+        if kind == "categorical":
+            kids = info.children(v["node"])
+            counts = [[0] * len(self.classes) for _ in kids]
+            for r in self.records_in(vid):
+                ancestors = info.ancestors(info.node(r[name]))
+                c = next(i for i, kid in enumerate(kids) if kid in ancestors)
+                counts[c][self.classes.index(r[self.target])] += 1
+            return counts
+        counts = [[0] * len(self.classes) for _ in range(2)]
+        for r in self.records_in(vid):
+            x = min(max(r[name], info[0]), info[1])
+            counts[0 if x < split else 1][self.classes.index(r[self.target])] += 1
+        return counts
+
+    def choose_split(self, vid):
+        v = self.values[vid]
+        name, _, info = self.specs[v["col"]]
+        points = sorted({min(max(r[name], info[0]), info[1]) for r in self.records_in(vid)})
+        lows = [v["lo"] + 1] + [p + 1 for p in points]
+        highs = [*points, v["hi"] - 1]
+        intervals = [(lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True)
+                     if hi - lo + 1 > 0]
+        scores = [utility(self.child_counts(vid, lo), self.kind) for lo, _ in intervals]
+        log_w = [self.eps * s / (2 * self.delta) + math.log(size)
+                 for s, (_, size) in zip(scores, intervals, strict=True)]
+        i = choose(self.keys["split-interval"], vid, log_w)
+        offset = nref.uniform_integer(self.keys["split-point"], intervals[i][1], vid)
+        v["split"] = intervals[i][0] + offset
+        v["score"] = scores[i]
+        self.splits.append({"value": (name, v["label"]), "lows": [lo for lo, _ in intervals],
+                            "sizes": [size for _, size in intervals], "scores": scores,
+                            "probabilities": probabilities(log_w), "chosen": i,
+                            "split": v["split"]})
+
+    def score(self, vid):
+        v = self.values[vid]
+        if self.specs[v["col"]][1] == "categorical":
+            v["score"] = utility(self.child_counts(vid), self.kind) if v["splittable"] else 0.0
+
+    # the loop -----------------------------------------------------------
+
+    def run(self):
+        for j, (name, kind, info) in enumerate(self.specs):
+            if kind == "categorical":
+                self.new_value(j, node=0)
+            else:
+                self.new_value(j, lo=info[0], hi=info[1] + 1)
+        for vid in list(self.order):
+            self.score(vid)
+        for vid in list(self.order):
+            v = self.values[vid]
+            if self.specs[v["col"]][1] == "numeric" and v["splittable"]:
+                self.choose_split(vid)
+        done = 0
+        for i in range(self.steps):
+            candidates = [vid for vid in self.order if self.values[vid]["splittable"]]
+            if not candidates:
+                break
+            scores = [self.values[vid]["score"] for vid in candidates]
+            log_w = [self.eps * s / (2 * self.delta) for s in scores]
+            pick = choose(self.keys["select"], i, log_w)
+            chosen = candidates[pick]
+            v = self.values[chosen]
+            self.selections.append({
+                "candidates": [(self.specs[self.values[c]["col"]][0], self.values[c]["label"])
+                               for c in candidates],
+                "scores": scores, "probabilities": probabilities(log_w),
+                "chosen": (self.specs[v["col"]][0], v["label"]),
+            })
+            self.specialise(chosen)
+            done = i + 1
+        self.done = done
+        return self.release()
+
+    def specialise(self, vid):
+        v = self.values[vid]
+        j = v["col"]
+        name, kind, info = self.specs[j]
+        self.order.remove(vid)
+        self.cut[j].remove(vid)
+        if kind == "categorical":
+            kids = [self.new_value(j, node=node) for node in info.children(v["node"])]
+            for kid in kids:
+                self.score(kid["id"])
+        else:
+            left = self.new_value(j, lo=v["lo"], hi=v["split"])
+            right = self.new_value(j, lo=v["split"], hi=v["hi"])
+            # v's records are generalised by the parent's cut until here: reassign
+            for kid in (left, right):
+                if kid["splittable"]:
+                    self.choose_split(kid["id"])
+
+    def display_cut(self, j):
+        name, kind, info = self.specs[j]
+        values = [self.values[v] for v in self.cut[j]]
+        if kind == "numeric":
+            return sorted(values, key=lambda v: v["lo"])
+        preorder = []
+
+        def visit(node):
+            preorder.append(node)
+            for child in info.children(node):
+                visit(child)
+
+        visit(0)
+        return sorted(values, key=lambda v: preorder.index(v["node"]))
+
+    def release(self):
+        cuts = [self.display_cut(j) for j in range(len(self.specs))]
+        cells = list(product(*[[v["id"] for v in cut] for cut in cuts]))
+        index = {cell: i for i, cell in enumerate(cells)}
+        counts = [[0] * len(self.classes) for _ in cells]
+        for r in self.records:
+            cell = tuple(self.value_of(r, j) for j in range(len(self.specs)))
+            counts[index[cell]][self.classes.index(r[self.target])] += 1
+        budget = self.total - self.unit * (self.units - 2 * (self.steps - self.done))
+        rate = budget if budget.denominator <= 2**32 else Fraction(
+            math.floor(budget * 2**32), 2**32)
+        rows = []
+        for i, cell in enumerate(cells):
+            for c, label in enumerate(self.classes):
+                nonce = i * len(self.classes) + c
+                y = discrete_laplace_rate(self.keys["counts"], rate.numerator,
+                                          rate.denominator, nonce)
+                rows.append((*[self.values[v]["label"] for v in cell], label,
+                             max(0, counts[i][c] + y)))
+        return {"cut": {self.specs[j][0]: [v["label"] for v in cut]
+                        for j, cut in enumerate(cuts)},
+                "rows": rows, "true_counts": counts, "rate": (rate.numerator, rate.denominator)}
