@@ -9,6 +9,7 @@ from __future__ import annotations
 from dpfast import datasets, metrics
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
+from dpfast.diffgen import Cut, DiffGenRelease, diffgen
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
 from dpfast.mechanisms import k_noise, k_pram, randomized_response
 from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
@@ -17,6 +18,8 @@ from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
     "BudgetExceededError",
+    "Cut",
+    "DiffGenRelease",
     "Ledger",
     "LedgerEntry",
     "PrivacyLeakWarning",
@@ -27,6 +30,7 @@ __all__ = [
     "UnsafeSamplerWarning",
     "__version__",
     "datasets",
+    "diffgen",
     "individual_ranking",
     "ir_dp",
     "k_noise",

@@ -126,7 +126,7 @@ def test_same_scores_probabilities_tree_and_counts_as_reference(utility, seed):
     counts = release.counts
     rows = list(zip(*[counts[c].astype(str) for c in counts.columns[:-1]],
                     counts["count"].tolist(), strict=True))
-    assert rows == [tuple(map(str, r[:-1])) + (r[-1],) for r in expected["rows"]]
+    assert rows == [(*tuple(map(str, r[:-1])), r[-1]) for r in expected["rows"]]
     rate = release.report.ledger[-1].details["rate"]
     assert rate == f"{expected['rate'][0]}/{expected['rate'][1]}"
 

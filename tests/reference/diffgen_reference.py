@@ -133,7 +133,7 @@ class Reference:
         self.values.append(v)
         self.cut[j].append(v["id"])
         self.order.append(v["id"])
-        name, kind, info = self.specs[j]
+        _name, kind, info = self.specs[j]
         if kind == "categorical":
             v["label"] = info.labels[v["node"]]
             v["splittable"] = not info.is_leaf(v["node"])
@@ -191,7 +191,7 @@ class Reference:
     # the loop -----------------------------------------------------------
 
     def run(self):
-        for j, (name, kind, info) in enumerate(self.specs):
+        for j, (_name, kind, info) in enumerate(self.specs):
             if kind == "categorical":
                 self.new_value(j, node=0)
             else:
@@ -226,7 +226,7 @@ class Reference:
     def specialise(self, vid):
         v = self.values[vid]
         j = v["col"]
-        name, kind, info = self.specs[j]
+        _name, kind, info = self.specs[j]
         self.order.remove(vid)
         self.cut[j].remove(vid)
         if kind == "categorical":
@@ -242,7 +242,7 @@ class Reference:
                     self.choose_split(kid["id"])
 
     def display_cut(self, j):
-        name, kind, info = self.specs[j]
+        _name, kind, info = self.specs[j]
         values = [self.values[v] for v in self.cut[j]]
         if kind == "numeric":
             return sorted(values, key=lambda v: v["lo"])
