@@ -4,18 +4,23 @@
 to be followed by a DP noise step. :func:`insensitive_mdav_labels` orders records by
 their distance to data-independent reference points (SPEC §4.2), so one changed record
 changes each cluster by at most one record, and its centroids can take DP noise.
+
+Both take categorical attributes too: domain codes with their taxonomies
+(:class:`dpfast.Taxonomy`, used through its methods only: this module sits below
+:mod:`dpfast.taxonomy`), compared by semantic distance (SPEC §3.1, §4.2).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpfast._kernels import insensitive_mdav as _insensitive
 from dpfast._kernels import mdav as _kernels
+from dpfast._kernels import mixed_mdav as _mixed
 
 LEAF_SIZE = 16
 SHELL_SIZE = 65536
@@ -24,6 +29,27 @@ MIN_REBUILD = 4096
 FAST_PATH_MAX_POINTS = 64
 FAST_PATH_MAX_CELLS = 2**28
 REFERENCES = ("corners", "cycling")
+
+
+class TaxonomyLike(Protocol):
+    """What the partitions use of a :class:`dpfast.Taxonomy`."""
+
+    @property
+    def domain(self) -> tuple[str, ...]: ...  # noqa: D102
+
+    @property
+    def boundary(self) -> tuple[str, str]: ...  # noqa: D102
+
+    @property
+    def max_distance(self) -> float: ...  # noqa: D102
+
+    def code(self, label: str) -> int: ...  # noqa: D102
+
+    def distance_matrix(self) -> np.ndarray: ...  # noqa: D102
+
+    def normalised_distance(  # noqa: D102
+        self, codes: np.ndarray, reference: int | str
+    ) -> np.ndarray: ...
 
 
 def grid_bits(n_records: int) -> int:
@@ -111,7 +137,53 @@ def _check_k(k: Any, n_records: int) -> int:
     return int(k)
 
 
-def mdav_labels(X: Any, k: int) -> np.ndarray:
+def _check_categorical(
+    codes: Any, taxonomies: Sequence[TaxonomyLike] | None, n_records: int
+) -> tuple[np.ndarray, list[TaxonomyLike]]:
+    """Validate categorical codes: int64 ``(n, c)`` array, and the ``c`` taxonomies."""
+    found = [] if taxonomies is None else list(taxonomies)
+    if not found:
+        if codes is not None and np.size(codes):
+            raise ValueError("codes were given without taxonomies; pass taxonomies=[...] too")
+        return np.zeros((n_records, 0), dtype=np.int64), []
+    array = np.asarray(codes) if codes is not None else np.zeros((0, 0))
+    if array.ndim == 1 and len(found) == 1:
+        array = array[:, None]
+    if array.shape != (n_records, len(found)):
+        raise ValueError(
+            f"codes must have shape ({n_records}, {len(found)}) (records x categorical "
+            f"attributes, one per taxonomy), got {array.shape}"
+        )
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(
+            f"codes must be integer domain codes (Taxonomy.encode(labels)), got {array.dtype}"
+        )
+    for j, taxonomy in enumerate(found):
+        size = len(taxonomy.domain)
+        if n_records and not (0 <= array[:, j].min() and array[:, j].max() < size):
+            raise ValueError(
+                f"codes of categorical attribute {j} must be in [0, {size}) (its taxonomy's "
+                "leaves); encode labels with Taxonomy.encode"
+            )
+    return np.ascontiguousarray(array, dtype=np.int64), found
+
+
+def _padded(matrices: Sequence[np.ndarray]) -> np.ndarray:
+    """Stack square matrices of different sizes into ``float64[c, d, d]`` (zero padding)."""
+    size = max((matrix.shape[0] for matrix in matrices), default=1)
+    out = np.zeros((len(matrices), size, size), dtype=np.float64)
+    for j, matrix in enumerate(matrices):
+        out[j, : matrix.shape[0], : matrix.shape[1]] = matrix
+    return out
+
+
+def mdav_labels(
+    X: Any,
+    k: int,
+    *,
+    codes: Any = None,
+    taxonomies: Sequence[TaxonomyLike] | None = None,
+) -> np.ndarray:
     """Partition records by standard MDAV-generic (k-anonymity; not differentially private).
 
     Attributes are standardised with the population variance (:func:`standardise`), then
@@ -119,13 +191,27 @@ def mdav_labels(X: Any, k: int) -> np.ndarray:
     while ``3k`` rows remain, around the row ``x_r`` farthest from the centroid and the
     remaining row ``x_s`` farthest from ``x_r``; with ``2k .. 3k-1`` left, one cluster
     around ``x_r``; the rest forms the last cluster (all rows when ``n < 2k``). Ties go to
-    the lowest row index. A k-d tree prunes the searches without changing the result.
+    the lowest row index. For numeric data a k-d tree prunes the searches without changing
+    the result.
+
+    With categorical attributes (``codes`` and ``taxonomies``), each adds the term
+    ``(δ(a, b) / Δq) ** 2`` to the squared standardised distance: the semantic distance of
+    SPEC §3.1 divided by the taxonomy's largest distance ``Δq``, so it lies in ``[0, 1]``
+    like a difference of about one standard deviation. The centroid's category is the
+    domain value of least total distance to the remaining records' values (SPEC §3.3,
+    ties to the lowest code). This path scans the remaining records for every search,
+    O(n^2 (m + c) / k).
 
     Parameters
     ----------
     X : array_like of float, shape (n, m)
+        Numeric attributes (``m`` may be 0 when there are categorical ones).
     k : int
         Minimum cluster size, ``1 <= k <= n``.
+    codes : array_like of int, shape (n, c), optional
+        Domain codes of the categorical attributes (:meth:`dpfast.Taxonomy.encode`).
+    taxonomies : sequence of Taxonomy, optional
+        The taxonomy of each categorical attribute, in the order of ``codes``' columns.
 
     Returns
     -------
@@ -135,9 +221,10 @@ def mdav_labels(X: Any, k: int) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``X`` not numeric, ``k`` not an integer.
+        ``X`` not numeric, ``k`` not an integer, ``codes`` not integers.
     ValueError
-        ``X`` not 2-D, NaN or infinite values, ``k`` outside ``[1, n]``.
+        ``X`` not 2-D, NaN or infinite values, ``k`` outside ``[1, n]``, ``codes`` of the
+        wrong shape or outside their domains.
 
     Notes
     -----
@@ -156,15 +243,31 @@ def mdav_labels(X: Any, k: int) -> np.ndarray:
     [0, 0, 0, 1, 1]
     """
     matrix = _as_matrix(X)
-    k = _check_k(k, matrix.shape[0])
+    n = matrix.shape[0]
+    k = _check_k(k, n)
+    category_codes, found = _check_categorical(codes, taxonomies, n)
+    if found:
+        distances = [np.asarray(t.distance_matrix(), dtype=np.float64) for t in found]
+        scale = 2.0 ** grid_bits(n)  # categorical terms in the numeric grid's units
+        table = _padded([
+            d / t.max_distance * scale if t.max_distance > 0 else np.zeros_like(d)
+            for d, t in zip(distances, found, strict=True)
+        ])
+        labels = _mixed.mixed_mdav_partition(
+            standardise(matrix), category_codes, table, _padded(distances),
+            np.array([len(t.domain) for t in found], dtype=np.int64), k,
+        )
+        return first_appearance(labels)
     if matrix.shape[1] == 0:
-        matrix = np.zeros((matrix.shape[0], 1))
+        matrix = np.zeros((n, 1))
     labels, _ = _kernels.mdav_partition(standardise(matrix), k, LEAF_SIZE, SHELL_SIZE,
                                        MIN_REBUILD)
     return first_appearance(labels)
 
 
 def _check_domain(bounds: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
+    if m == 0 and (bounds is None or len(bounds) == 0):
+        return np.empty(0), np.empty(0)
     pairs = np.asarray(bounds, dtype=np.float64)
     if pairs.shape != (m, 2):
         raise ValueError(
@@ -189,6 +292,8 @@ def reference_sequence(
         ``j`` at its upper bound) then its complement, for ``c = 0, 1, ...,
         2**(m-1) - 1``, cycling. An array: these points, cycling. All are data-independent.
     lower, upper : ndarray of float64, shape (m,)
+        The domain corners. A categorical attribute's corners are the domain codes of
+        its taxonomy's boundary ``(v*, t*)`` (:attr:`dpfast.Taxonomy.boundary`).
     n_steps : int
 
     Returns
@@ -230,12 +335,16 @@ def reference_sequence(
     return points, steps % points.shape[0]
 
 
-def _fast_orders(values: np.ndarray, points: np.ndarray, widths: np.ndarray) -> np.ndarray:
+def _fast_orders(
+    values: np.ndarray, points: np.ndarray, widths: np.ndarray, codes: np.ndarray,
+    terms: np.ndarray,
+) -> np.ndarray:
     n, m = values.shape
     orders = np.empty((points.shape[0], n), dtype=np.int64)
-    lexicographic = [values[:, j] for j in range(m - 1, -1, -1)]
+    lexicographic = [codes[:, j] for j in range(codes.shape[1] - 1, -1, -1)]
+    lexicographic += [values[:, j] for j in range(m - 1, -1, -1)]
     for p in range(points.shape[0]):
-        keys = _insensitive.reference_keys(values, points[p], widths)
+        keys = _insensitive.reference_keys(values, points[p], widths, codes, terms[p])
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         if n > 1 and bool((ordered[1:] == ordered[:-1]).any()):
@@ -251,29 +360,41 @@ def insensitive_mdav_labels(
     reference: Any = "corners",
     *,
     path: str = "auto",
+    codes: Any = None,
+    taxonomies: Sequence[TaxonomyLike] | None = None,
 ) -> np.ndarray:
     """Insensitive MDAV partition (SPEC §4.2): clusters whose centroids can take DP noise.
 
     Values are clamped to their public bounds. While at least ``2k`` rows remain, the next
     cluster is the ``k`` rows smallest under the strict order of the current reference
     point ``R``: normalised distance ``sum_j ((x_j - R_j) / (U_j - L_j)) ** 2``
-    (zero-width attributes left out), then the values lexicographically, then the row
-    index. The remaining ``k .. 2k-1`` rows form the last cluster.
+    (zero-width attributes left out) plus, for each categorical attribute,
+    ``(δ(x_j, R_j) / δ(v*_j, t*_j)) ** 2``
+    (:meth:`dpfast.Taxonomy.normalised_distance`); then the numeric values and the
+    categorical codes lexicographically, then the row index. The remaining
+    ``k .. 2k-1`` rows form the last cluster.
 
     Parameters
     ----------
     X : array_like of float, shape (n, m)
+        Numeric attributes (``m`` may be 0 when there are categorical ones).
     k : int
         Minimum cluster size, ``1 <= k <= n``.
     bounds : array_like, shape (m, 2)
-        Public ``(lower, upper)`` of each attribute.
-    reference : {"corners", "cycling"} or array_like of shape (p, m)
-        The data-independent reference sequence; see :func:`reference_sequence`.
+        Public ``(lower, upper)`` of each numeric attribute.
+    reference : {"corners", "cycling"} or array_like of shape (p, m + c)
+        The data-independent reference sequence; see :func:`reference_sequence`. Numeric
+        attributes come first; a categorical attribute's lower and upper corners are its
+        taxonomy's ``v*`` and ``t*``, and explicit points give domain codes for it.
     path : {"auto", "general", "fast"}
         ``"general"`` rescans the remaining rows for every cluster, O(n^2 m / k);
         ``"fast"`` sorts the rows once per distinct reference point and takes the next
         ``k`` unused rows (SPEC §4.3). Both give the same partition; ``"auto"`` takes the
         fast path when there are at most 64 distinct points.
+    codes : array_like of int, shape (n, c), optional
+        Domain codes of the categorical attributes (:meth:`dpfast.Taxonomy.encode`).
+    taxonomies : sequence of Taxonomy, optional
+        The taxonomy of each categorical attribute, in the order of ``codes``' columns.
 
     Returns
     -------
@@ -301,11 +422,19 @@ def insensitive_mdav_labels(
     k = _check_k(k, n)
     if path not in ("auto", "general", "fast"):
         raise ValueError(f"path must be 'auto', 'general' or 'fast', got {path!r}")
+    category_codes, found = _check_categorical(codes, taxonomies, n)
     lower, upper = _check_domain(bounds, m)
     values = np.clip(matrix, lower, upper) + 0.0  # + 0.0 turns -0.0 into 0.0
     widths = upper - lower
     n_steps = max(n // k - 1, 0)
-    points, sequence = reference_sequence(reference, lower, upper, n_steps)
+    corners = np.array([[t.code(label) for label in t.boundary] for t in found],
+                        dtype=np.float64).reshape(-1, 2)
+    points, sequence = reference_sequence(
+        reference, np.concatenate([lower, corners[:, 0]]),
+        np.concatenate([upper, corners[:, 1]]), n_steps,
+    )
+    terms = _category_terms(points[:, m:], found)
+    points = np.ascontiguousarray(points[:, :m])
     if path == "auto":
         small = points.shape[0] <= FAST_PATH_MAX_POINTS
         path = "fast" if small and points.shape[0] * n <= FAST_PATH_MAX_CELLS else "general"
@@ -313,8 +442,28 @@ def insensitive_mdav_labels(
         used = np.unique(sequence)
         remap = np.zeros(points.shape[0], dtype=np.int64)
         remap[used] = np.arange(used.shape[0], dtype=np.int64)
-        orders = _fast_orders(values, points[used], widths)
+        orders = _fast_orders(values, points[used], widths, category_codes, terms[used])
         labels = _insensitive.take_in_order(orders, remap[sequence], k)
     else:
-        labels = _insensitive.insensitive_general(values, k, points, sequence, widths)
+        labels = _insensitive.insensitive_general(values, k, points, sequence, widths,
+                                                  category_codes, terms)
     return first_appearance(labels)
+
+
+def _category_terms(points: np.ndarray, taxonomies: Sequence[TaxonomyLike]) -> np.ndarray:
+    """``terms[p, j, x] = (δ(x, point_pj) / δ(v*_j, t*_j)) ** 2`` for every domain code x."""
+    size = max((len(t.domain) for t in taxonomies), default=1)
+    terms = np.zeros((points.shape[0], len(taxonomies), size), dtype=np.float64)
+    for j, taxonomy in enumerate(taxonomies):
+        column = points[:, j]
+        n_values = len(taxonomy.domain)
+        if column.size and not (np.all(column == np.rint(column)) and column.min() >= 0
+                                and column.max() < n_values):
+            raise ValueError(
+                f"reference points must give a domain code in [0, {n_values}) for "
+                f"categorical attribute {j}, got {column.tolist()}"
+            )
+        every = np.arange(n_values, dtype=np.int64)
+        for p in range(points.shape[0]):
+            terms[p, j, :n_values] = taxonomy.normalised_distance(every, int(column[p])) ** 2
+    return terms

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from dpfast import microaggregation
+from dpfast import Taxonomy, microaggregation
 from dpfast._kernels import mdav as kernels
+from dpfast.datasets import adult_taxonomy
 from dpfast.mdav import (
     first_appearance,
     insensitive_mdav_labels,
@@ -244,3 +245,164 @@ def test_insensitive_bad_arguments():
         insensitive_mdav_labels(data, 2, [(0, 1), (0, 1)], np.zeros((2, 3)))
     with pytest.raises(ValueError, match="path"):
         insensitive_mdav_labels(data, 2, [(0, 1), (0, 1)], path="quick")
+
+
+# --- mixed numeric and categorical attributes ------------------------------------------------
+
+IRREGULAR = Taxonomy.from_mapping(
+    {"*": {"A": ["a1", "a2", "a3"], "B": {"B1": ["b1", "b2"], "B2": ["b3"]}, "c": None}})
+SYMMETRIC = Taxonomy.from_mapping({"*": {"X": ["x1", "x2"], "Y": ["y1", "y2"]}})
+SINGLE = Taxonomy.from_mapping({"*": ["only"]})
+TAXONOMIES = [IRREGULAR, SYMMETRIC, adult_taxonomy("occupation"), SINGLE]
+
+
+def _mixed(seed, n, m, c, kind):
+    rng = np.random.default_rng(seed)
+    taxonomies = [TAXONOMIES[int(i)] for i in rng.integers(0, len(TAXONOMIES), c)]
+    codes = np.column_stack([rng.integers(0, len(t.domain), n) for t in taxonomies]
+                            ) if c else np.zeros((n, 0), dtype=np.int64)
+    return _data(seed, n, m, kind), codes.astype(np.int64), taxonomies
+
+
+def _matrices(taxonomies):
+    return [t.distance_matrix().tolist() for t in taxonomies]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(5))
+def test_mixed_mdav_matches_reference(kind, seed):
+    rng = np.random.default_rng(300 + seed)
+    n, m, c, k = (int(rng.integers(10, 120)), int(rng.integers(0, 4)), int(rng.integers(1, 3)),
+                  int(rng.integers(1, 6)))
+    data, codes, taxonomies = _mixed(seed, n, m, c, kind)
+    got = mdav_labels(data, k, codes=codes, taxonomies=taxonomies)
+    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(),
+                                           _matrices(taxonomies), k)
+    assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_mixed_kernel_equals_the_tree_kernel_when_categories_add_nothing(kind):
+    # A one-leaf taxonomy adds 0 to every distance: the scan and the k-d tree must agree.
+    data = _data(9, 300, 3, kind)
+    got = mdav_labels(data, 4, codes=np.zeros((300, 1), int), taxonomies=[SINGLE])
+    np.testing.assert_array_equal(got, mdav_labels(data, 4))
+
+
+@pytest.mark.parametrize("case", ["categorical_only", "symmetric_ties", "duplicates",
+                                  "n_below_3k", "n_below_2k", "k_equals_1", "single_leaf"])
+def test_mixed_mdav_hand_made_cases(case):
+    k = 3
+    rng = np.random.default_rng(4)
+    taxonomies = [SYMMETRIC]
+    if case == "categorical_only":
+        data, codes = np.zeros((14, 0)), rng.integers(0, 4, (14, 1))
+        taxonomies = [SYMMETRIC]
+    elif case == "symmetric_ties":  # every record at the same distance from many others
+        data, codes = np.zeros((12, 1)), np.tile(np.arange(4), 3)[:, None]
+    elif case == "duplicates":
+        data = np.repeat([[1.0], [4.0], [2.0]], 4, axis=0)
+        codes = np.repeat([[0], [3], [1]], 4, axis=0)
+    elif case == "n_below_3k":
+        data, codes = np.arange(8.0)[:, None], rng.integers(0, 4, (8, 1))
+    elif case == "n_below_2k":
+        data, codes = np.arange(5.0)[:, None], rng.integers(0, 4, (5, 1))
+    elif case == "k_equals_1":
+        data, codes, k = rng.integers(0, 3, (9, 2)).astype(float), rng.integers(0, 4, (9, 1)), 1
+    else:
+        data, codes, taxonomies = np.arange(10.0)[:, None], np.zeros((10, 1), int), [SINGLE]
+    got = mdav_labels(data, k, codes=codes, taxonomies=taxonomies)
+    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(),
+                                           _matrices(taxonomies), k)
+    assert got.tolist() == expected
+    sizes = np.bincount(got)
+    n = data.shape[0]
+    assert len(sizes) == max(1, n // k) and (n < 2 * k or sizes.min() >= k)
+    if case == "single_leaf":  # the one-value attribute adds nothing
+        assert got.tolist() == mdav_labels(data, k).tolist()
+
+
+def test_mixed_mdav_groups_by_category_when_numbers_agree():
+    # Equal numbers: the clusters follow the taxonomy (siblings together).
+    codes = np.array([0, 2, 1, 3, 0, 2, 1, 3])[:, None]  # x1 y1 x2 y2 ...
+    got = mdav_labels(np.zeros((8, 1)), 4, codes=codes, taxonomies=[SYMMETRIC])
+    assert len({tuple(sorted(codes[got == g, 0] // 2)) for g in range(2)}) == 2
+    assert all(len(set(codes[got == g, 0] // 2)) == 1 for g in range(2))
+
+
+@pytest.mark.parametrize("rule", ["corners", "cycling"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_insensitive_paths_match_reference(rule, kind, seed):
+    rng = np.random.default_rng(400 + seed)
+    n, m, c, k = (int(rng.integers(1, 130)), int(rng.integers(0, 3)), int(rng.integers(1, 3)),
+                  int(rng.integers(1, 6)))
+    k = min(k, n)
+    data, codes, taxonomies = _mixed(seed, n, m, c, kind)
+    bounds = [(-4.0, 4.0)] * max(m - 1, 0) + [(0.5, 0.5)] * min(m, 1)
+    expected = reference.mixed_insensitive_labels(data.tolist(), codes.tolist(), bounds,
+                                                  _matrices(taxonomies), k, rule)
+    for path in ("general", "fast", "auto"):
+        got = insensitive_mdav_labels(data, k, bounds, rule, path=path, codes=codes,
+                                      taxonomies=taxonomies)
+        assert got.tolist() == expected, path
+
+
+def test_mixed_insensitive_first_corner_is_the_most_marginal_value():
+    # One record per domain value, k = 3: the first cluster is v* and its 2 nearest values.
+    v_star = IRREGULAR.code(IRREGULAR.boundary[0])
+    codes = np.arange(len(IRREGULAR.domain))[:, None]
+    labels = insensitive_mdav_labels(np.zeros((7, 0)), 3, [], codes=codes,
+                                     taxonomies=[IRREGULAR])
+    distance = IRREGULAR.distance_matrix()[v_star]
+    expected = set(np.lexsort((np.arange(7), distance))[:3].tolist())
+    assert set(np.flatnonzero(labels == labels[v_star]).tolist()) == expected
+
+
+def test_mixed_insensitive_explicit_points_give_codes():
+    data, codes, taxonomies = _mixed(8, 200, 2, 2, "integers")
+    points = np.column_stack([np.random.default_rng(1).uniform(-2, 2, (5, 2)),
+                              [[i % len(t.domain) for t in taxonomies] for i in range(5)]])
+    bounds = [(-2, 2)] * 2
+    general = insensitive_mdav_labels(data, 4, bounds, points, path="general", codes=codes,
+                                      taxonomies=taxonomies)
+    fast = insensitive_mdav_labels(data, 4, bounds, points, path="fast", codes=codes,
+                                   taxonomies=taxonomies)
+    np.testing.assert_array_equal(general, fast)
+    bad = points.copy()
+    bad[0, 2] = 0.5
+    with pytest.raises(ValueError, match="domain code"):
+        insensitive_mdav_labels(data, 4, bounds, bad, codes=codes, taxonomies=taxonomies)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 60), st.integers(0, 2), st.integers(1, 2), st.integers(1, 5),
+       st.integers(0, 2**32 - 1), st.sampled_from(["corners", "cycling"]))
+def test_mixed_insensitivity_one_changed_record_changes_each_cluster_by_at_most_one(
+        n, m, c, k, seed, rule):
+    k = min(k, n)
+    rng = np.random.default_rng(seed)
+    data, codes, taxonomies = _mixed(seed, n, m, c, "integers")
+    neighbour, neighbour_codes = data.copy(), codes.copy()
+    row = rng.integers(n)
+    neighbour[row] = rng.integers(-1, 6, size=m)
+    neighbour_codes[row] = [rng.integers(len(t.domain)) for t in taxonomies]
+    bounds = [(0, 3)] * m
+    assert _pairable(
+        insensitive_mdav_labels(data, k, bounds, rule, codes=codes, taxonomies=taxonomies),
+        insensitive_mdav_labels(neighbour, k, bounds, rule, codes=neighbour_codes,
+                                taxonomies=taxonomies))
+
+
+@pytest.mark.parametrize("codes, taxonomies, error, match", [
+    (np.zeros((6, 2), int), [SYMMETRIC], ValueError, "shape"),
+    (np.full((6, 1), 4), [SYMMETRIC], ValueError, r"\[0, 4\)"),
+    (np.zeros((6, 1)), [SYMMETRIC], TypeError, "integer"),
+    (np.zeros((6, 1), int), None, ValueError, "without taxonomies"),
+])
+def test_mixed_bad_codes(codes, taxonomies, error, match):
+    with pytest.raises(error, match=match):
+        mdav_labels(np.zeros((6, 1)), 2, codes=codes, taxonomies=taxonomies)
+    with pytest.raises(error, match=match):
+        insensitive_mdav_labels(np.zeros((6, 1)), 2, [(0, 1)], codes=codes,
+                                taxonomies=taxonomies)

@@ -1,8 +1,10 @@
 """Kernels for insensitive MDAV (SPEC §4.2, §4.3) and the mdav_dp release.
 
 Records are ordered, for each data-independent reference point, by the normalised squared
-distance ``sum_j ((x_j - R_j) / w_j) ** 2`` (``j`` ascending, zero widths skipped), then by
-their values, then by row. The general path rescans the remaining rows per cluster; the
+distance ``sum_j ((x_j - R_j) / w_j) ** 2`` (``j`` ascending, zero widths skipped) plus,
+for categorical attributes, ``sum_j terms[j, code_j]`` (the squared normalised semantic
+distance to the point's category, precomputed per domain value), then by their values and
+codes, then by row. The general path rescans the remaining rows per cluster; the
 fast path walks one precomputed order per distinct point. Kernels never write their inputs.
 """
 
@@ -14,17 +16,19 @@ from dpfast._jit import jit, jit_inline
 
 
 @jit_inline
-def _reference_key(values, row, point, widths):  # type: ignore[no-untyped-def]
+def _reference_key(values, row, point, widths, codes, terms):  # type: ignore[no-untyped-def]
     d = 0.0
     for j in range(values.shape[1]):
         if widths[j] > 0.0:
             t = (values[row, j] - point[j]) / widths[j]
             d += t * t
+    for j in range(codes.shape[1]):
+        d += terms[j, codes[row, j]]
     return d
 
 
 @jit
-def reference_keys(values, point, widths):  # type: ignore[no-untyped-def]
+def reference_keys(values, point, widths, codes, terms):  # type: ignore[no-untyped-def]
     """Normalised squared distance of every row to one reference point (SPEC §4.2).
 
     Parameters
@@ -34,32 +38,41 @@ def reference_keys(values, point, widths):  # type: ignore[no-untyped-def]
     point : float64[m]
     widths : float64[m]
         Domain widths; zero-width attributes are left out of the distance.
+    codes : int64[n, c]
+        Domain codes of the categorical attributes (``c`` may be 0). Never written.
+    terms : float64[c, d]
+        ``terms[j, x]``: squared normalised semantic distance of code ``x`` to the point's
+        category of attribute ``j`` (SPEC §4.2).
 
     Returns
     -------
     float64[n]
-        ``sum_j ((x_j - point_j) / width_j) ** 2``, ``j`` ascending. Complexity O(n m).
+        ``sum_j ((x_j - point_j) / width_j) ** 2`` (``j`` ascending), then
+        ``+ terms[j, code_j]`` (``j`` ascending). Complexity O(n (m + c)).
     """
     n = values.shape[0]
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
-        out[i] = _reference_key(values, i, point, widths)
+        out[i] = _reference_key(values, i, point, widths, codes, terms)
     return out
 
 
 @jit_inline
-def _before(key_a, a, key_b, b, values):  # type: ignore[no-untyped-def]
-    """Strict total order of SPEC §4.2: key, then values lexicographically, then row."""
+def _before(key_a, a, key_b, b, values, codes):  # type: ignore[no-untyped-def]
+    """Strict total order of SPEC §4.2: key, then values and codes lexicographically, row."""
     if key_a != key_b:
         return key_a < key_b
     for j in range(values.shape[1]):
         if values[a, j] != values[b, j]:
             return values[a, j] < values[b, j]
+    for j in range(codes.shape[1]):
+        if codes[a, j] != codes[b, j]:
+            return codes[a, j] < codes[b, j]
     return a < b
 
 
 @jit
-def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no-untyped-def]
+def insensitive_general(values, k, points, sequence, widths, codes, terms):  # type: ignore[no-untyped-def]
     """Insensitive MDAV with any reference sequence: O(n^2 m / k) (SPEC §4.2, §4.3).
 
     Parameters
@@ -72,6 +85,10 @@ def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no
     sequence : int64[n // k - 1] (or longer)
         Reference point used by each cluster taken while ``>= 2k`` rows remain.
     widths : float64[m]
+    codes : int64[n, c]
+        Categorical domain codes (``c`` may be 0). Never written.
+    terms : float64[p, c, d]
+        Categorical key terms of each distinct point (see :func:`reference_keys`).
 
     Returns
     -------
@@ -79,7 +96,7 @@ def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no
         Cluster of each row in formation order; the last cluster holds the rest.
 
     Each step scans every remaining row and keeps the ``k`` smallest under the strict order
-    (key, values, row) in a bounded max-heap.
+    (key, values, codes, row) in a bounded max-heap.
     """
     n = values.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
@@ -89,17 +106,18 @@ def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no
     cluster = 0
     while remaining >= 2 * k:
         point = points[sequence[cluster]]
+        point_terms = terms[sequence[cluster]]
         size = 0
         for row in range(n):
             if labels[row] >= 0:
                 continue
-            key = _reference_key(values, row, point, widths)
+            key = _reference_key(values, row, point, widths, codes, point_terms)
             if size < k:
                 i = size
                 size += 1
                 while i > 0:
                     parent = (i - 1) // 2
-                    if _before(heap_key[parent], heap_row[parent], key, row, values):
+                    if _before(heap_key[parent], heap_row[parent], key, row, values, codes):
                         heap_key[i] = heap_key[parent]
                         heap_row[i] = heap_row[parent]
                         i = parent
@@ -107,7 +125,7 @@ def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no
                         break
                 heap_key[i] = key
                 heap_row[i] = row
-            elif _before(key, row, heap_key[0], heap_row[0], values):
+            elif _before(key, row, heap_key[0], heap_row[0], values, codes):
                 i = 0
                 while True:
                     child = 2 * i + 1
@@ -115,9 +133,9 @@ def insensitive_general(values, k, points, sequence, widths):  # type: ignore[no
                         break
                     if child + 1 < size and _before(heap_key[child], heap_row[child],
                                                     heap_key[child + 1], heap_row[child + 1],
-                                                    values):
+                                                    values, codes):
                         child += 1
-                    if _before(key, row, heap_key[child], heap_row[child], values):
+                    if _before(key, row, heap_key[child], heap_row[child], values, codes):
                         heap_key[i] = heap_key[child]
                         heap_row[i] = heap_row[child]
                         i = child
@@ -142,7 +160,7 @@ def take_in_order(orders, sequence, k):  # type: ignore[no-untyped-def]
     Parameters
     ----------
     orders : int64[p, n]
-        For each distinct reference point, all rows sorted by (key, values, row).
+        For each distinct reference point, all rows sorted by (key, values, codes, row).
     sequence : int64[n // k - 1] (or longer)
     k : int
 
