@@ -99,7 +99,8 @@ examples:
 MDAV replaces the chosen columns of each cluster of k..2k-1 similar rows by the cluster's
 means: k-anonymity on these columns, NOT differential privacy (the report says so). Never
 add noise to this output to make it DP: use mdav-dp. Protects --columns, or else the
-schema's protected numeric columns, or else every column.
+schema's protected columns (numeric, and categorical with a "taxonomy": semantic distance,
+marginality-based centroid), or else every column.
 """
 
 _MDAV_DP_EXAMPLES = """\
@@ -114,6 +115,8 @@ examples:
 Clusters are formed by distance to data-independent domain corners, so one changed record
 changes each cluster by at most one record; each centroid gets discrete Laplace noise and
 rows are released in random order. The noise grows with n/k: choose k above sqrt(n).
+Categorical schema columns with a "taxonomy" are protected too: each cluster's value is
+drawn from the taxonomy's leaves by the exponential mechanism (sensitivity n_c * Δq).
 Writes OUTPUT and OUTPUT.report.json.
 """
 
@@ -271,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _io_arguments(mdav)
     mdav.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 1)")
-    mdav.add_argument("--schema", help="schema JSON (its protected numeric columns)")
+    mdav.add_argument(
+        "--schema", help="schema JSON (its protected numeric and taxonomy columns)"
+    )
     mdav.add_argument(
         "--columns", type=_column_list, help="comma-separated quasi-identifier columns"
     )
@@ -443,11 +448,12 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
         schema = Schema.from_json(args.schema)
         table = schema.check_table(table)
         categorical = schema.protected_categorical()
-        if method == "ir-dp":
+        with_taxonomies = method in ("ir-dp", "mdav", "mdav-dp")
+        if with_taxonomies:
             categorical = [c for c in categorical if schema[c].taxonomy is None]
         if categorical:
             also = (
-                ' and categorical columns with a "taxonomy"' if method == "ir-dp" else ""
+                ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
             )
             raise ValueError(
                 f"{args.schema}: {method} protects numeric columns only{also}, but the "
@@ -457,7 +463,7 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
                 + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
                 + 'set "protect": false for them to copy them unchanged, or drop them'
             )
-        has_categorical = method == "ir-dp" and schema.protected_categorical()
+        has_categorical = with_taxonomies and schema.protected_categorical()
         if (not schema.protected_numeric() and not has_categorical
                 and not getattr(args, "columns", None)):
             raise ValueError(
@@ -725,9 +731,14 @@ def _release_mdav(args: argparse.Namespace) -> int:
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns = args.columns
-        if columns is None and schema is not None:
-            columns = schema.protected_numeric()
-        return mdav(table, k=args.k, columns=columns, progress=progress)
+        taxonomies: dict[Hashable, Any] = {}
+        if schema is not None:
+            if columns is None:
+                columns = schema.protected_numeric() + schema.protected_categorical()
+            taxonomies = {name: taxonomy for name, taxonomy in _schema_taxonomies(schema).items()
+                          if name in columns}
+        return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies,
+                    progress=progress)
 
     _note(args, "mdav gives k-anonymity only: the output is NOT differentially private")
     return _run_release(args, "mdav", call)
@@ -742,7 +753,8 @@ def _release_mdav_dp(args: argparse.Namespace) -> int:
             k=args.k,
             epsilon=args.epsilon,
             bounds=schema.bounds(),
-            columns=schema.protected_numeric(),
+            taxonomies=_schema_taxonomies(schema),
+            columns=schema.protected_numeric() + schema.protected_categorical(),
             reference=args.reference,
             calibration=args.calibration,
             seed=args.seed,

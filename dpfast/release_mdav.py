@@ -1,7 +1,8 @@
 """Multivariate microaggregation releases: ``mdav`` (k-anonymity) and ``mdav_dp`` (DP).
 
 Both take a pandas DataFrame, an Arrow table or a 2-D NumPy array and return a
-:class:`~dpfast.release.Release` of the same kind, like the other releases.
+:class:`~dpfast.release.Release` of the same kind, like the other releases. Categorical
+columns are protected with their taxonomies (``taxonomies=``), as in :func:`dpfast.ir_dp`.
 """
 
 from __future__ import annotations
@@ -25,16 +26,36 @@ from dpfast.release import (
     SEEDED_NOTE,
     Progress,
     Release,
+    _Categorical,
+    _categorical_metrics,
+    _Column,
     _finish,
     _inverse,
     _noise_source,
-    _protected_columns,
     _report_progress,
+    _split_columns,
     _unprotected_note,
     _utility_metrics,
 )
+from dpfast.taxonomy import Taxonomy
 
 CALIBRATIONS = ("l1", "as_published")
+
+
+def _partition_inputs(
+    protected: Sequence[_Column], categorical: Sequence[_Categorical], n_records: int
+) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
+    """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
+    matrix = (np.column_stack([c.values for c in protected]) if protected
+              else np.zeros((n_records, 0)))
+    codes = (np.column_stack([c.codes for c in categorical]) if categorical
+             else np.zeros((n_records, 0), dtype=np.int64))
+    return matrix, codes, [c.taxonomy for c in categorical]
+
+
+def _taxonomy_parameters(categorical: Sequence[_Categorical]) -> dict[str, Any]:
+    return {str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+            for c in categorical}
 
 
 def mdav(
@@ -42,6 +63,7 @@ def mdav(
     *,
     k: int,
     columns: Sequence[Hashable] | None = None,
+    taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     metrics: bool = False,
     progress: Progress | None = None,
 ) -> Release:
@@ -52,6 +74,13 @@ def mdav(
     cluster's mean. Each released combination of these columns is then shared by at least
     ``k`` rows. Rows keep their order; integer columns are rounded.
 
+    Categorical columns (given a taxonomy) join the distance with their semantic distance
+    divided by the taxonomy's largest distance ``Δq`` (so a term lies in ``[0, 1]``, next
+    to numeric terms in standard deviations), and are replaced by their cluster's
+    marginality-based centroid: the taxonomy leaf of least total semantic distance to the
+    cluster's values (SPEC §3.3; ties to the first leaf in label order). Mixed data take
+    an exact O(n^2 / k) scan instead of the numeric k-d tree.
+
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
@@ -59,6 +88,10 @@ def mdav(
         Minimum cluster size, ``1 <= k <= n_rows``.
     columns : sequence, optional
         The quasi-identifiers to aggregate together (default all). Others pass through.
+    taxonomies : mapping, optional
+        ``{column: Taxonomy}``: the protected categorical columns, as in
+        :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
+        column keeps its kind.
     metrics : bool
         Add relative error and Jensen-Shannon divergence per column to the report.
     progress : callable, optional
@@ -85,15 +118,22 @@ def mdav(
     >>> data = np.array([[2.0, 1.0], [3.0, 2.0], [3.0, 2.0], [20.0, 19.0], [21.0, 20.0]])
     >>> mdav(data, k=2).data[:, 0].tolist()
     [2.6666666666666665, 2.6666666666666665, 2.6666666666666665, 20.5, 20.5]
+    >>> import pandas as pd
+    >>> from dpfast.taxonomy import Taxonomy
+    >>> jobs = Taxonomy.from_mapping({"*": {"Care": ["nurse", "doctor"], "Air": ["pilot"]}})
+    >>> table = pd.DataFrame({"age": [30, 32, 31, 60, 62, 61],
+    ...                       "job": ["nurse", "doctor", "nurse", "pilot", "pilot", "nurse"]})
+    >>> mdav(table, k=3, taxonomies={"job": jobs}).data["job"].tolist()
+    ['nurse', 'nurse', 'nurse', 'pilot', 'pilot', 'pilot']
     """
     timer = PhaseTimer()
     with timer.phase("validate"):
         table = as_table_data(data)
         k = check_k(k, table.n_rows)
-        protected = _protected_columns(table, columns)
+        protected, categorical = _split_columns(table, columns, taxonomies)
     with timer.phase("partition"):
-        matrix = np.column_stack([c.values for c in protected])
-        labels = mdav_labels(matrix, k)
+        matrix, codes, found = _partition_inputs(protected, categorical, table.n_rows)
+        labels = mdav_labels(matrix, k, codes=codes, taxonomies=found)
         _report_progress(progress, "partition", 1, 1)
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
@@ -103,20 +143,39 @@ def mdav(
             means = np.bincount(labels, weights=column.values, minlength=n_clusters) / sizes
             out = means[labels]
             released[column.name] = _finish(column, np.rint(out) if column.integer else out)
-            _report_progress(progress, "aggregate", i + 1, len(protected))
+            _report_progress(progress, "aggregate", i + 1, len(protected) + len(categorical))
+        released_codes: dict[Hashable, np.ndarray] = {}
+        for i, cat in enumerate(categorical):
+            centre = cat.taxonomy.centroid(cat.codes, labels, n_clusters)
+            released_codes[cat.name] = centre[labels]
+            released[cat.name] = table.categorical_output(cat.name, centre[labels],
+                                                          cat.taxonomy.domain)
+            _report_progress(progress, "aggregate", len(protected) + i + 1,
+                             len(protected) + len(categorical))
     with timer.phase("assemble"):
         result = table.rebuild(released, None)
     extra: dict[str, Any] = {}
     if metrics:
         with timer.phase("metrics"):
             extra["metrics"] = _utility_metrics(protected, released, {}, None)
-    protected_names = names([c.name for c in protected])
+            if categorical:
+                _categorical_metrics(extra["metrics"], categorical, released_codes, {})
+    protected_names = names([c.name for c in protected] + [c.name for c in categorical])
     unprotected = [str(n) for n in table.names if n not in released]
+    mixed: dict[str, Any] = {}
+    if categorical:
+        mixed = {
+            "categorical_distance": "semantic distance / Δq (the taxonomy's largest "
+                                    "distance), squared and added to the numeric terms",
+            "categorical_centroid": "marginality-based (SPEC §3.3) over the taxonomy's "
+                                    "leaves",
+            "taxonomies": _taxonomy_parameters(categorical),
+        }
     report = Report(
         method="mdav",
         parameters={"k": k, "n_clusters": n_clusters,
                     "standardisation": "population variance (weight 1 for constant columns)",
-                    "ties": "lowest row index"},
+                    "ties": "lowest row index", **mixed},
         epsilon=None,
         ledger=[],
         guarantee=(
@@ -150,7 +209,8 @@ def mdav_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     columns: Sequence[Hashable] | None = None,
     reference: Any = "corners",
     calibration: str = "l1",
@@ -167,24 +227,40 @@ def mdav_dp(
     cluster's rows; outputs are clamped and integer columns rounded. Rows are released in
     random order, so the release is the multiset of noisy centroid records.
 
+    Categorical columns (given a taxonomy) enter the distance as
+    ``(δ(x, R) / δ(v*, t*)) ** 2``, with the taxonomy's ``v*`` and ``t*`` as their lower
+    and upper domain corners (SPEC §4.2). Each cluster's released value is drawn from the
+    taxonomy's leaves by the exponential mechanism with quality ``-Σ δ(c, x)`` over the
+    cluster and sensitivity ``n_c · Δq`` (SPEC §4.6: up to ``n_c`` clusters change by one
+    record, each moving the quality by at most ``Δq``, the largest distance).
+
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
     k : int
         Minimum cluster size, ``1 <= k <= n_rows``.
     epsilon : float
-        Total privacy budget, split equally over the protected columns.
+        Total privacy budget, split equally over the protected columns, numeric and
+        categorical.
     bounds : mapping
-        Public ``{column: (lower, upper)}``; ``"data"`` is not private and warns.
+        Public ``{column: (lower, upper)}`` of the numeric columns; ``"data"`` is not
+        private and warns. May be omitted when every protected column is categorical.
+    taxonomies : mapping, optional
+        ``{column: Taxonomy}``: the protected categorical columns, as in
+        :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
+        column keeps its kind.
     columns : sequence, optional
         Columns to protect (default all). Others are shuffled with their rows, unprotected.
     reference : {"corners", "cycling"} or array_like
         Data-independent reference points (see :func:`dpfast.mdav.reference_sequence`).
     calibration : {"l1", "as_published"}
-        ``"l1"``: scale ``m * n_c * Δ_j / (k ε)`` per column, the L1 sensitivity of all
-        centroids (SPEC §4.5). ``"as_published"``: the paper's ``(n / k) Δ_j / (k ε)``
-        per column, for comparison; it really spends about ``m`` times more, and the ledger
-        and guarantee state the ε it really spends.
+        ``"l1"``: scale ``m * n_c * Δ_j / (k ε)`` per numeric column, the L1 sensitivity
+        of all centroids (SPEC §4.5), and ``ε / m`` with sensitivity ``n_c · Δq`` per
+        categorical column. ``"as_published"``: the paper's ``(n / k) Δ_j / (k ε)`` per
+        numeric column and, per categorical column, the thesis code's
+        ``Pr[c] ∝ exp(ε q / (2 (n / k) Δq))`` with the whole ``ε`` (no split), for
+        comparison; it really spends about ``m`` times more (``ε n_c k / n`` per
+        categorical column), and the ledger and guarantee state the ε it really spends.
     seed : int, optional
         Reproducible noise and shuffle: not for publication.
     metrics : bool
@@ -223,16 +299,20 @@ def mdav_dp(
         epsilon = check_epsilon(epsilon)
         calibration = check_choice(calibration, "calibration", CALIBRATIONS)
         seed = check_seed(seed)
-        protected = _protected_columns(table, columns)
-        domains, derived = check_bounds(
-            bounds, [c.name for c in protected], {c.name: c.values for c in protected}
-        )
+        protected, categorical = _split_columns(table, columns, taxonomies)
+        if protected or bounds is not None:
+            domains, derived = check_bounds(
+                bounds, [c.name for c in protected], {c.name: c.values for c in protected}
+            )
+        else:
+            domains, derived = {}, False
     n_records = table.n_rows
-    m = len(protected)
+    m = len(protected) + len(categorical)
     with timer.phase("partition"):
-        matrix = np.column_stack([c.values for c in protected])
+        matrix, codes, found = _partition_inputs(protected, categorical, n_records)
         labels = insensitive_mdav_labels(
-            matrix, k, [domains[c.name] for c in protected], reference
+            matrix, k, [domains[c.name] for c in protected], reference, codes=codes,
+            taxonomies=found,
         )
         _report_progress(progress, "partition", 1, 1)
     n_clusters = int(labels.max()) + 1
@@ -268,7 +348,12 @@ def mdav_dp(
                     "scale_in_grid_steps": steps,
                 },
             ))
-    total = math.fsum(plan[2].epsilon for plan in plans.values())
+        choices = {
+            cat.name: _categorical_plan(cat, epsilon, m, n_records, k, n_clusters, calibration)
+            for cat in categorical
+        }
+    total = math.fsum([plan[2].epsilon for plan in plans.values()]
+                      + [plan[2].epsilon for plan in choices.values()])
     ledger = Ledger(total)
     source = _noise_source(seed)
 
@@ -299,6 +384,26 @@ def mdav_dp(
             released[column.name] = _finish(column, outputs[column.name])
             clamped[str(column.name)] = int(count)
             _report_progress(progress, "columns", i + 1, m)
+        released_codes: dict[Hashable, np.ndarray] = {}
+        for i, cat in enumerate(categorical):
+            em_epsilon, em_sensitivity, entry = choices[cat.name]
+            ledger.check(entry.epsilon)
+            if em_sensitivity > 0:
+                chosen = noise.exponential_mechanism(
+                    source.key("mdav_dp", "centroid-choice", str(cat.name)),
+                    cat.taxonomy.cluster_quality(cat.codes, labels, n_clusters),
+                    epsilon=em_epsilon, sensitivity=em_sensitivity,
+                )
+            else:  # a one-value domain: nothing to choose
+                chosen = np.zeros(n_clusters, dtype=np.int64)
+            out_codes = np.empty(n_records, dtype=np.int64)
+            out_codes[destination] = chosen[labels]
+            ledger.spend(entry)
+            released_codes[cat.name] = out_codes
+            released[cat.name] = table.categorical_output(cat.name, out_codes,
+                                                          cat.taxonomy.domain)
+            clamped[str(cat.name)] = 0
+            _report_progress(progress, "columns", len(protected) + i + 1, m)
     with timer.phase("assemble"):
         result = table.rebuild(released, row_order, base)
     extra: dict[str, Any] = {}
@@ -307,9 +412,13 @@ def mdav_dp(
             extra["metrics"] = _utility_metrics(
                 protected, released, {c.name: destination for c in protected}, domains
             )
-    protected_names = names([c.name for c in protected])
+            if categorical:
+                _categorical_metrics(extra["metrics"], categorical, released_codes,
+                                     {c.name: destination for c in categorical})
+    protected_names = names([c.name for c in protected] + [c.name for c in categorical])
     unprotected = [str(n) for n in table.names if n not in released]
-    guarantee, level = _guarantee(epsilon, total, protected_names, calibration, derived)
+    guarantee, level = _guarantee(epsilon, total, protected_names, calibration, derived,
+                                  names([c.name for c in categorical]))
     notes = [SEEDED_NOTE] if seed is not None else []
     if calibration == "as_published":
         notes.append(
@@ -326,7 +435,9 @@ def mdav_dp(
                     "bounds_from_data": derived, "n_clusters": n_clusters,
                     "remainder": "last cluster", "shuffle": True,
                     "budget_split": "equal over protected columns" if calibration == "l1"
-                    else "none (the paper's per-column scale)"},
+                    else "none (the paper's per-column scale)",
+                    **({"taxonomies": _taxonomy_parameters(categorical)} if categorical
+                       else {})},
         epsilon=total,
         ledger=list(ledger.entries),
         guarantee=guarantee + _unprotected_note(unprotected),
@@ -335,7 +446,9 @@ def mdav_dp(
         unprotected_columns=unprotected,
         clamped=clamped,
         seeded=seed is not None,
-        sampler=noise.SAMPLER_NAME,
+        sampler="; ".join(
+            ([noise.SAMPLER_NAME] if protected else [])
+            + ([noise.EM_SAMPLER_NAME] if categorical else [])),
         timings=timer.timings,
         n_rows=n_records,
         notes=notes,
@@ -344,8 +457,59 @@ def mdav_dp(
     return Release(result, report)
 
 
+def _categorical_plan(
+    column: _Categorical, epsilon: float, m: int, n_records: int, k: int, n_clusters: int,
+    calibration: str,
+) -> tuple[float, float, LedgerEntry]:
+    """Plan one categorical column: the exponential mechanism's ε, sensitivity, and entry.
+
+    ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (SPEC §4.6).
+    ``"as_published"``: the thesis code's ``ε`` with ``(n / k) · Δq``; the same
+    distribution is ``ε n_c k / n`` with ``n_c · Δq``, which is what it really spends.
+    """
+    taxonomy = column.taxonomy
+    delta = taxonomy.max_distance
+    proven = n_clusters * delta
+    if calibration == "l1":
+        em_epsilon, em_sensitivity = epsilon / m, proven
+        spent = em_epsilon
+    else:
+        em_epsilon, em_sensitivity = epsilon, n_records / k * delta
+        exact = Fraction(epsilon) * n_clusters * k / n_records
+        spent = float(exact)
+        if Fraction(spent) < exact:
+            spent = math.nextafter(spent, math.inf)
+    v_star, t_star = taxonomy.boundary
+    entry = LedgerEntry(
+        step="centroid selection",
+        columns=(str(column.name),),
+        epsilon=spent,
+        mechanism="exponential mechanism, one draw per insensitive-MDAV cluster, quality = "
+                  "-Σ semantic distance, candidates = the taxonomy's leaves",
+        sensitivity=proven,
+        noise_scale=2.0 * em_sensitivity / em_epsilon,
+        sampler=noise.EM_SAMPLER_NAME,
+        details={
+            "n_clusters": n_clusters,
+            "calibration": calibration,
+            "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
+                                "record, each moving its quality by at most Δq (SPEC §4.6)",
+            "mechanism_epsilon": em_epsilon,
+            "mechanism_sensitivity": em_sensitivity,
+            "max_distance": delta,
+            "candidates": len(taxonomy.domain),
+            "taxonomy": taxonomy.name,
+            "most_marginal": v_star,
+            "farthest_from_most_marginal": t_star,
+            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
+        },
+    )
+    return em_epsilon, em_sensitivity, entry
+
+
 def _guarantee(
-    requested: float, total: float, protected: list[str], calibration: str, derived: bool
+    requested: float, total: float, protected: list[str], calibration: str, derived: bool,
+    categorical: list[str],
 ) -> tuple[str, str]:
     if derived:
         return (
@@ -353,12 +517,19 @@ def _guarantee(
             "(bounds='data'), so the partition and the noise scale depend on the data.",
             "none",
         )
+    numeric = [name for name in protected if name not in categorical]
+    parts = []
+    if numeric:
+        parts.append(f"the centroids of {numeric} get discrete Laplace noise calibrated to "
+                     "their L1 sensitivity")
+    if categorical:
+        parts.append(f"each cluster's value of {categorical} is drawn by the exponential "
+                     "mechanism with sensitivity n_clusters * Δq")
     text = (
         f"{total:g}-differential privacy (bounded DP: neighbouring tables differ in one "
         f"record's values, and the number of rows is public) for columns {protected}: "
         "insensitive MDAV with data-independent reference points changes each cluster by "
-        "at most one record, each column's centroids get discrete Laplace noise calibrated "
-        "to their L1 sensitivity, and rows are released in random order."
+        f"at most one record, {' and '.join(parts)}, and rows are released in random order."
     )
     if calibration == "as_published":
         text += (

@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from scipy import stats
 
 import dpfast
+from dpfast import Taxonomy
 from dpfast import noise
 from dpfast.cli import main
 from dpfast.grid import Grid
@@ -265,3 +267,193 @@ def test_cli_mdav_dp_bad_input_leaves_no_output(files, capsys):
     assert code == 2
     assert "k must be in" in capsys.readouterr().err
     assert not out.exists() and not (files / "out.csv.report.json").exists()
+
+
+# --- categorical columns ---------------------------------------------------------------------
+
+JOBS = Taxonomy.from_mapping({"*": {"Office": ["clerk", "manager"],
+                                    "Care": {"Medical": ["doctor", "nurse"], "carer": None},
+                                    "pilot": None}})
+
+
+def _mixed_frame(n=120, seed=0):
+    frame = _frame(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    return frame.assign(job=rng.choice(JOBS.domain, n))
+
+
+@pytest.mark.parametrize("kind", ["strings", "pandas_categorical", "arrow_dictionary"])
+def test_mdav_mixed_columns_get_means_and_marginality_centroids(kind):
+    frame = _mixed_frame()
+    codes = JOBS.encode(frame["job"])
+    data: object = frame
+    if kind == "pandas_categorical":
+        data = frame.assign(job=frame["job"].astype("category"))
+    elif kind == "arrow_dictionary":
+        data = pa.Table.from_pandas(frame, preserve_index=False)
+        data = data.set_column(3, "job", data.column("job").dictionary_encode())
+    release = dpfast.mdav(data, k=5, columns=["age", "income", "job"],
+                          taxonomies={"job": JOBS})
+    out = release.data if kind != "arrow_dictionary" else release.data.to_pandas()
+    labels = np.array(mdav_reference.mixed_mdav_labels(
+        frame[["age", "income"]].to_numpy(float).tolist(), codes[:, None].tolist(),
+        [JOBS.distance_matrix().tolist()], 5))
+    expected_jobs = np.asarray(JOBS.domain)[JOBS.centroid(codes, labels, labels.max() + 1)]
+    assert [str(v) for v in out["job"]] == expected_jobs[labels].tolist()
+    expected = frame["income"].groupby(labels).transform("mean")
+    np.testing.assert_allclose(out["income"], expected, rtol=1e-12)
+    assert out.groupby(["age", "income", "job"], observed=True).size().min() >= 5
+    if kind == "pandas_categorical":
+        assert isinstance(out["job"].dtype, pd.CategoricalDtype)
+    report = release.report
+    assert report.protected_columns == ["age", "income", "job"]
+    assert "semantic distance / Δq" in report.parameters["categorical_distance"]
+    assert report.parameters["taxonomies"] == {"job": {"name": None, "leaves": 6}}
+
+
+def test_mdav_categorical_only_and_metrics():
+    frame = _mixed_frame(60)[["job", "name"]]
+    release = dpfast.mdav(frame, k=4, columns=["job"], taxonomies={"job": JOBS},
+                          metrics=True)
+    assert release.data.groupby("job").size().min() >= 4
+    metrics = release.report.extra["metrics"]
+    assert 0 <= metrics["relative_error"]["job"] < 1
+    assert "job" in metrics["jensen_shannon"]
+    assert release.data["name"].tolist() == frame["name"].tolist()
+
+
+def test_mdav_refuses_a_categorical_column_without_taxonomy():
+    with pytest.raises(TypeError, match="pass its taxonomy in taxonomies="):
+        dpfast.mdav(_mixed_frame(), k=4, columns=["age", "job"])
+    with pytest.raises(TypeError, match="pass its taxonomy in taxonomies="):
+        dpfast.mdav_dp(_mixed_frame(), k=4, epsilon=1.0, bounds=BOUNDS, columns=["age", "job"])
+
+
+def test_mdav_dp_mixed_equals_the_reference_pipeline_with_the_same_draws():
+    frame = _mixed_frame(n=97)
+    k, epsilon = 10, 3.0
+    release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, bounds=BOUNDS,
+                             taxonomies={"job": JOBS}, columns=["age", "income", "job"],
+                             seed=11)
+    source = noise.NoiseSource.from_seed(11)
+    order = noise.permutation(source.key("mdav_dp", "row-order"), 97)
+    codes = JOBS.encode(frame["job"])
+    labels = np.array(mdav_reference.mixed_insensitive_labels(
+        frame[["age", "income"]].to_numpy(float).tolist(), codes[:, None].tolist(),
+        [BOUNDS["age"], BOUNDS["income"]], [JOBS.distance_matrix().tolist()], k))
+    n_clusters = 97 // k
+    chosen = noise.exponential_mechanism(
+        source.key("mdav_dp", "centroid-choice", "job"),
+        JOBS.cluster_quality(codes, labels, n_clusters),
+        epsilon=epsilon / 3, sensitivity=n_clusters * JOBS.max_distance)
+    expected = np.asarray(JOBS.domain)[chosen[labels]][order]
+    assert release.data["job"].tolist() == expected.tolist()
+    # numeric columns: one shared draw per cluster, scale for m = 3 protected columns
+    grid, steps, _ = _plan(97, k, 3, epsilon, *BOUNDS["income"])
+    draws = noise.discrete_laplace(source.key("mdav_dp", "centroid-noise", "income"), steps,
+                                   n_clusters)
+    assert release.report.ledger[1].noise_scale == steps * grid.gamma
+    income = release.data["income"].to_numpy()
+    for g in range(n_clusters):
+        rows = np.flatnonzero(labels[order] == g)
+        assert len(set(income[rows])) == 1 and len(set(release.data["job"][rows])) == 1
+    assert draws.shape == (n_clusters,)
+    assert release.data["name"].tolist() == frame["name"].to_numpy()[order].tolist()
+
+
+def test_mdav_dp_categorical_ledger_l1_and_as_published():
+    n, k, epsilon = 200, 20, 2.0
+    frame = _mixed_frame(n)
+    n_clusters = n // k
+    delta = JOBS.max_distance
+    kwargs = {"k": k, "epsilon": epsilon, "bounds": BOUNDS, "taxonomies": {"job": JOBS},
+              "columns": ["age", "income", "job"], "seed": 1}
+    report = dpfast.mdav_dp(frame, **kwargs).report
+    entry = report.ledger[2]
+    assert entry.columns == ("job",) and entry.step == "centroid selection"
+    assert entry.epsilon == epsilon / 3
+    assert entry.sensitivity == n_clusters * delta
+    assert entry.noise_scale == pytest.approx(2 * n_clusters * delta / (epsilon / 3))
+    assert report.epsilon == pytest.approx(epsilon) and report.guarantee_level == "proven"
+    assert "exponential mechanism with sensitivity n_clusters * Δq" in report.guarantee
+    assert noise.EM_SAMPLER_NAME in report.sampler and noise.SAMPLER_NAME in report.sampler
+    published = dpfast.mdav_dp(frame, **kwargs, calibration="as_published").report
+    entry = published.ledger[2]
+    # the thesis code's exp(ε q / (2 (n/k) Δq)) with the whole ε: spends ε n_c k / n
+    assert entry.details["mechanism_epsilon"] == epsilon
+    assert entry.details["mechanism_sensitivity"] == pytest.approx(n / k * delta)
+    assert entry.epsilon == pytest.approx(epsilon * n_clusters * k / n)
+    assert entry.noise_scale == pytest.approx(2 * entry.sensitivity / entry.epsilon)
+    assert published.epsilon == pytest.approx(sum(e.epsilon for e in published.ledger))
+    assert published.epsilon > 2.5 * epsilon  # about m = 3 times the request
+    json.loads(published.to_json())
+
+
+@pytest.mark.statistical
+def test_mdav_dp_categorical_draws_use_sensitivity_n_clusters_times_delta_q():
+    # Every cluster holds k copies of one value, so every draw has the same distribution:
+    # Pr[c] ∝ exp(ε (-k δ(c, a)) / (2 n_c Δq)) with the proven sensitivity n_c Δq.
+    n, k, epsilon = 2000, 10, 40.0
+    value = JOBS.code("nurse")
+    frame = pd.DataFrame({"job": ["nurse"] * n})
+    n_clusters = n // k
+    observed = np.zeros(len(JOBS.domain))
+    for seed in range(10):
+        release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, taxonomies={"job": JOBS},
+                                 seed=seed)
+        assert release.report.ledger[0].sensitivity == n_clusters * JOBS.max_distance
+        observed += np.bincount(JOBS.encode(release.data["job"]),
+                                minlength=len(JOBS.domain)) / k
+    distance = JOBS.distance_matrix()[:, value]
+
+    def probabilities(sensitivity):
+        weights = np.exp(epsilon * -k * distance / (2 * sensitivity))
+        return weights / weights.sum()
+
+    draws = observed.sum()
+    proven = probabilities(n_clusters * JOBS.max_distance)
+    assert stats.chisquare(observed, proven * draws).pvalue > 1e-3
+    paper = probabilities(JOBS.max_distance)  # far sharper: almost always "nurse"
+    assert observed[value] < 0.5 * paper[value] * draws
+
+
+def test_mdav_dp_categorical_only_one_leaf_and_metrics():
+    frame = pd.DataFrame({"job": ["nurse", "pilot"] * 30, "solo": ["x"] * 60})
+    solo = Taxonomy.from_mapping({"*": ["x"]})
+    release = dpfast.mdav_dp(frame, k=6, epsilon=1.0, taxonomies={"job": JOBS, "solo": solo},
+                             metrics=True, seed=2)
+    assert set(release.data["solo"]) == {"x"}
+    assert set(release.data["job"]) <= set(JOBS.domain)
+    assert release.report.sampler == noise.EM_SAMPLER_NAME
+    assert [e.epsilon for e in release.report.ledger] == [0.5, 0.5]
+    assert "job" in release.report.extra["metrics"]["relative_error"]
+
+
+def test_cli_mdav_and_mdav_dp_protect_categorical_schema_columns(tmp_path):
+    _mixed_frame().to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "jobs.csv").write_text(
+        "clerk;Office;*\nmanager;Office;*\ndoctor;Medical;Care;*\nnurse;Medical;Care;*\n"
+        "carer;Care;*\npilot;*\n", encoding="utf-8")
+    schema = {"columns": {
+        "age": {"type": "integer", "bounds": [17, 90]},
+        "income": {"type": "float", "protect": False},
+        "name": {"type": "string", "protect": False},
+        "job": {"type": "categorical", "taxonomy": "jobs.csv"},
+    }}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    out = tmp_path / "dp.csv"
+    assert main(["release", "mdav-dp", str(tmp_path / "people.csv"), "-o", str(out),
+                 "--k", "12", "--epsilon", "2", "--schema", str(tmp_path / "s.json"),
+                 "--seed", "1", "--quiet"]) == 0
+    report = json.loads((tmp_path / "dp.csv.report.json").read_text())
+    assert report["protected_columns"] == ["age", "job"]
+    assert [e["epsilon"] for e in report["ledger"]] == [1.0, 1.0]
+    assert set(pd.read_csv(out)["job"]) <= set(JOBS.domain)
+    out = tmp_path / "anon.csv"
+    assert main(["release", "mdav", str(tmp_path / "people.csv"), "-o", str(out), "--k", "6",
+                 "--schema", str(tmp_path / "s.json"), "--quiet"]) == 0
+    table = pd.read_csv(out)
+    assert table.groupby(["age", "job"]).size().min() >= 6
+    report = json.loads((tmp_path / "anon.csv.report.json").read_text())
+    assert report["protected_columns"] == ["age", "job"]
+    assert report["parameters"]["taxonomies"]["job"]["leaves"] == 6
