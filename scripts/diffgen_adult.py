@@ -40,9 +40,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import diffgen_common as common  # noqa: E402
+import diffgen_common as common
 
-import dpfast  # noqa: E402
+import dpfast
 
 EPSILONS = (0.1, 0.25, 0.5, 1.0)
 STEPS = (4, 7, 10, 13, 16)

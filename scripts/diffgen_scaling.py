@@ -27,9 +27,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import diffgen_common as common  # noqa: E402
+import diffgen_common as common
 
-import dpfast  # noqa: E402
+import dpfast
 
 SIZES = (100_000, 200_000, 400_000, 600_000, 800_000, 1_000_000)
 
