@@ -246,3 +246,13 @@ def test_new_metrics_reject_mismatched_shapes():
         metrics.information_loss(pd.DataFrame({"a": [1.0]}), pd.DataFrame({"b": [1.0]}))
     with pytest.raises(ValueError, match="same columns"):
         metrics.variance_variation(np.zeros((3, 2)), np.zeros((3, 3)))
+
+
+def test_jensen_shannon_mixed_table_needs_no_bounds_for_categories():
+    x = pd.DataFrame({"age": [20, 30, 40, 50], "job": list("aabb")})
+    y = pd.DataFrame({"age": [20, 30, 40, 50], "job": list("abbb")})
+    per = metrics.jensen_shannon(x, y, {"age": (17, 90)}, per_column=True)
+    assert per["age"] == 0.0
+    assert per["job"] == pytest.approx(metrics.jensen_shannon(x["job"], y["job"]))
+    with pytest.raises(ValueError, match="no bounds for column 'age'"):
+        metrics.jensen_shannon(x, y, {"job": (0, 1)})

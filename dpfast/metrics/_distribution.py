@@ -153,6 +153,7 @@ def jensen_shannon(
         Row order does not matter.
     bounds : pair or mapping, optional
         The public domain per column (default: the range of both columns together).
+        A mapping may leave out non-numeric (categorical) columns.
     bins : int
         Number of bins for continuous columns.
     discrete : bool, optional
@@ -176,7 +177,12 @@ def jensen_shannon(
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
-        pair = bounds_for(bounds, name, single)
+        categorical = not all(np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_
+                              for a in (x, y))
+        if categorical and isinstance(bounds, Mapping) and name not in bounds:
+            pair = None  # categories need no domain: one bin per value
+        else:
+            pair = bounds_for(bounds, name, single)
         is_discrete = discrete
         if is_discrete is None:
             is_discrete = _looks_discrete(x, y, pair)
