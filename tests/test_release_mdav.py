@@ -11,8 +11,7 @@ import pytest
 from scipy import stats
 
 import dpfast
-from dpfast import Taxonomy
-from dpfast import noise
+from dpfast import Taxonomy, noise
 from dpfast.cli import main
 from dpfast.grid import Grid
 from dpfast.mdav import insensitive_mdav_labels, mdav_labels
