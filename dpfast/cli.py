@@ -832,14 +832,18 @@ def _release_diffgen(args: argparse.Namespace) -> int:
             f"{', '.join(repr(c) for c in no_taxonomy)} have none; add \"taxonomy\": "
             '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
         )
-    taxonomies = {c: Taxonomy.from_arx(schema[c].taxonomy)
-                  for c in schema.protected_categorical() if schema[c].taxonomy is not None}
+    taxonomies: dict[Hashable, Any] = {}
+    for column in schema.protected_categorical():
+        hierarchy = schema[column].taxonomy
+        if hierarchy is not None:
+            taxonomies[column] = Taxonomy.from_arx(hierarchy)
     if args.target not in taxonomies and args.classes is None:
         raise ValueError(
             "the class values must be public: give the target a \"taxonomy\" in the schema "
             "or pass --classes with its values"
         )
-    bounds = {c: b for c, b in schema.bounds().items() if c != args.target}
+    bounds: dict[Hashable, tuple[float, float]] = {
+        c: b for c, b in schema.bounds().items() if c != args.target}
     release = diffgen(
         table, target=args.target, epsilon=args.epsilon, steps=args.steps,
         taxonomies=taxonomies, bounds=bounds, utility=args.utility, classes=args.classes,
