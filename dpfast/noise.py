@@ -20,6 +20,8 @@ import math
 import numbers
 import os
 import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
@@ -211,6 +213,25 @@ class NoiseSource:
         return np.frombuffer(digest, dtype="<u4").astype(np.uint64)
 
 
+# Requests of at least this many draws are split over the cores. Element i always reads the
+# stream (key, start + i), so the split never changes a draw.
+_PARALLEL_MIN_SIZE = 1 << 20
+
+
+def _in_chunks(draw: Callable[[int, np.ndarray], None], out: np.ndarray) -> None:
+    """Run ``draw(first, out[first:last])`` over contiguous chunks, in threads if large."""
+    size = out.shape[0]
+    n_chunks = min(os.cpu_count() or 1, size // (_PARALLEL_MIN_SIZE // 2)) if size else 0
+    if n_chunks <= 1:
+        draw(0, out)
+        return
+    bounds = [size * i // n_chunks for i in range(n_chunks + 1)]
+    with ThreadPoolExecutor(max_workers=n_chunks) as pool:
+        for future in [pool.submit(draw, bounds[i], out[bounds[i]:bounds[i + 1]])
+                       for i in range(n_chunks)]:
+            future.result()
+
+
 def _check_key(key: object) -> np.ndarray:
     if not isinstance(key, np.ndarray):
         raise TypeError(
@@ -297,7 +318,8 @@ def discrete_laplace(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
-        _dl.discrete_laplace_kernel(key, scale, np.uint64(start), cap, out)
+        _in_chunks(lambda first, part: _dl.discrete_laplace_kernel(
+            key, scale, np.uint64(start + first), cap, part), out)
     return out
 
 
@@ -413,7 +435,8 @@ def discrete_laplace_rate(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
-        _dl.discrete_laplace_rate_kernel(key, s, t, np.uint64(start), cap, out)
+        _in_chunks(lambda first, part: _dl.discrete_laplace_rate_kernel(
+            key, s, t, np.uint64(start + first), cap, part), out)
     return out
 
 

@@ -442,3 +442,20 @@ def test_unsafe_float_laplace_warns():
 
 def test_sampler_name_mentions_exactness():
     assert "exact" in noise.SAMPLER_NAME and "ChaCha20" in noise.SAMPLER_NAME
+
+
+def test_large_requests_split_over_threads_give_the_same_draws():
+    from dpfast import noise as noise_module
+
+    key = noise_module.NoiseSource.from_seed(5).key("threads")
+    size = 3 * noise_module._PARALLEL_MIN_SIZE + 17
+    whole = noise_module.discrete_laplace(key, 2**40, size, start=11)
+    parts = np.concatenate([
+        noise_module.discrete_laplace(key, 2**40, 1000, start=11),
+        noise_module.discrete_laplace(key, 2**40, size - 1000, start=1011),
+    ])
+    np.testing.assert_array_equal(whole, parts)
+    rate = noise_module.discrete_laplace_rate(key, 1, 2, size)
+    assert np.array_equal(rate[:500], noise_module.discrete_laplace_rate(key, 1, 2, 500))
+    assert np.array_equal(rate[-500:], noise_module.discrete_laplace_rate(
+        key, 1, 2, 500, start=size - 500))
