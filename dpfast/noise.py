@@ -218,10 +218,16 @@ class NoiseSource:
 _PARALLEL_MIN_SIZE = 1 << 20
 
 
-def _in_chunks(draw: Callable[[int, np.ndarray], None], out: np.ndarray) -> None:
+def _in_chunks(
+    draw: Callable[[int, np.ndarray], None], out: np.ndarray, n_threads: int | None
+) -> None:
     """Run ``draw(first, out[first:last])`` over contiguous chunks, in threads if large."""
     size = out.shape[0]
-    n_chunks = min(os.cpu_count() or 1, size // (_PARALLEL_MIN_SIZE // 2)) if size else 0
+    if n_threads is None:
+        n_threads = os.cpu_count() or 1
+    elif isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+    n_chunks = min(n_threads, size // (_PARALLEL_MIN_SIZE // 2)) if size else 0
     if n_chunks <= 1:
         draw(0, out)
         return
@@ -263,7 +269,8 @@ def _check_range(size: object, start: object) -> tuple[int, int]:
 
 
 def discrete_laplace(
-    key: np.ndarray, scale: int, size: int, *, start: int = 0, cap: int = 2**62
+    key: np.ndarray, scale: int, size: int, *, start: int = 0, cap: int = 2**62,
+    n_threads: int | None = None,
 ) -> np.ndarray:
     """Draw exact discrete Laplace (two-sided geometric) noise of integer scale.
 
@@ -287,6 +294,9 @@ def discrete_laplace(
         ``|Y|`` is saturated at ``cap`` (in ``[1, 2**62]``), which keeps ``int64`` safe;
         callers clamp to their domain anyway. ``P(|Y| >= cap)`` is ``exp(-cap / scale)``
         up to a factor of 2.
+    n_threads : int, optional
+        Threads for requests of a million draws or more (default: one per core). The draws
+        do not depend on it.
 
     Returns
     -------
@@ -319,7 +329,7 @@ def discrete_laplace(
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
         _in_chunks(lambda first, part: _dl.discrete_laplace_kernel(
-            key, scale, np.uint64(start + first), cap, part), out)
+            key, scale, np.uint64(start + first), cap, part), out, n_threads)
     return out
 
 
@@ -386,7 +396,8 @@ def rate_at_most(
 
 
 def discrete_laplace_rate(
-    key: np.ndarray, s: int, t: int, size: int, *, start: int = 0, cap: int = 2**62
+    key: np.ndarray, s: int, t: int, size: int, *, start: int = 0, cap: int = 2**62,
+    n_threads: int | None = None,
 ) -> np.ndarray:
     """Draw exact discrete Laplace noise of rational rate ``s/t``.
 
@@ -409,6 +420,9 @@ def discrete_laplace_rate(
     cap : int, optional
         ``|Y|`` is saturated at ``cap`` (in ``[1, 2**62]``); ``P(|Y| >= cap)`` is about
         ``exp(-cap s / t)``.
+    n_threads : int, optional
+        Threads for requests of a million draws or more (default: one per core). The draws
+        do not depend on it.
 
     Returns
     -------
@@ -436,7 +450,7 @@ def discrete_laplace_rate(
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
         _in_chunks(lambda first, part: _dl.discrete_laplace_rate_kernel(
-            key, s, t, np.uint64(start + first), cap, part), out)
+            key, s, t, np.uint64(start + first), cap, part), out, n_threads)
     return out
 
 

@@ -489,8 +489,10 @@ def ir_dp(
         def run(column: _Column) -> tuple[_Column, int, float, float]:
             grid, steps, _ = plans[column.name]
             start = time.perf_counter()
+            # columns already run in parallel: one thread per draw request then
             draws = noise.discrete_laplace(
-                source.key("ir_dp", "centroid-noise", str(column.name)), steps, n_groups
+                source.key("ir_dp", "centroid-noise", str(column.name)), steps, n_groups,
+                n_threads=1 if threads > 1 else None,
             )
             middle = time.perf_counter()
             count = ir_column(

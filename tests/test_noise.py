@@ -455,6 +455,10 @@ def test_large_requests_split_over_threads_give_the_same_draws():
         noise_module.discrete_laplace(key, 2**40, size - 1000, start=1011),
     ])
     np.testing.assert_array_equal(whole, parts)
+    single = noise_module.discrete_laplace(key, 2**40, size, start=11, n_threads=1)
+    np.testing.assert_array_equal(whole, single)
+    with pytest.raises(ValueError, match="n_threads must be a positive integer"):
+        noise_module.discrete_laplace(key, 2**40, 10, n_threads=0)
     rate = noise_module.discrete_laplace_rate(key, 1, 2, size)
     assert np.array_equal(rate[:500], noise_module.discrete_laplace_rate(key, 1, 2, 500))
     assert np.array_equal(rate[-500:], noise_module.discrete_laplace_rate(
