@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
+from dpfast._kernels.grid import grid_value, noisy_mean, quantise
 
 
 @jit_inline
@@ -221,17 +222,9 @@ def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):  
     sizes = np.zeros(n_clusters, dtype=np.int64)
     n_clamped = 0
     for i in range(values.shape[0]):
-        x = values[i]
-        if x < lower:
-            x = lower
-            n_clamped += 1
-        elif x > upper:
-            x = upper
-            n_clamped += 1
-        q = np.rint((x - lower) / gamma)
-        if q > d_int:
-            q = d_int
-        sums[labels[i]] += np.int64(q)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        n_clamped += clamped
+        sums[labels[i]] += q
         sizes[labels[i]] += 1
     return sums, sizes, n_clamped
 
@@ -255,12 +248,7 @@ def noisy_cluster_values(sums, sizes, noise, d_int):  # type: ignore[no-untyped-
     n_clusters = sums.shape[0]
     out = np.empty(n_clusters, dtype=np.int64)
     for g in range(n_clusters):
-        quotient = sums[g] // sizes[g]
-        twice_rest = 2 * (sums[g] - quotient * sizes[g])
-        if twice_rest > sizes[g] or (twice_rest == sizes[g] and quotient % 2 == 1):
-            quotient += 1
-        value = quotient + noise[g]
-        out[g] = min(max(value, 0), d_int)
+        out[g] = noisy_mean(sums[g], sizes[g], noise[g], d_int)
     return out
 
 
@@ -274,13 +262,7 @@ def broadcast_clusters(labels, cluster_values, lower, upper, gamma, round_values
     n = labels.shape[0]
     shuffled = destination.shape[0] == n
     for row in range(n):
-        value = lower + gamma * cluster_values[labels[row]]
-        if round_values:
-            value = np.rint(value)
-        if value > upper:
-            value = upper
-        elif value < lower:
-            value = lower
+        value = grid_value(cluster_values[labels[row]], lower, upper, gamma, round_values)
         if shuffled:
             out[destination[row]] = value
         else:

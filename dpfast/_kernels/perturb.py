@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from dpfast._jit import jit
+from dpfast._kernels.grid import grid_value, quantise
 
 
 @jit
@@ -37,27 +36,8 @@ def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):
     n = values.shape[0]
     n_clamped = 0
     for i in range(n):
-        x = values[i]
-        if x < lower:
-            x = lower
-            n_clamped += 1
-        elif x > upper:
-            x = upper
-            n_clamped += 1
-        q = np.int64(np.rint((x - lower) / gamma))
-        if q > d_int:
-            q = d_int
-        y = q + noise[i]
-        if y < 0:
-            y = 0
-        elif y > d_int:
-            y = d_int
-        value = lower + gamma * y
-        if round_values:
-            value = np.rint(value)
-        if value > upper:
-            value = upper
-        elif value < lower:
-            value = lower
-        out[i] = value
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        n_clamped += clamped
+        y = min(max(q + noise[i], 0), d_int)
+        out[i] = grid_value(y, lower, upper, gamma, round_values)
     return n_clamped

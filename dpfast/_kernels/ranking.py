@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit
+from dpfast._kernels.grid import grid_value, noisy_mean, quantise
 
 RADIX_BITS = 11
 _RADIX = 1 << RADIX_BITS
@@ -56,16 +57,8 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):  #
     shuffled = position.shape[0] == n
     n_clamped = 0
     for i in range(n):
-        x = values[i]
-        if x < lower:
-            x = lower
-            n_clamped += 1
-        elif x > upper:
-            x = upper
-            n_clamped += 1
-        q = np.rint((x - lower) / gamma)
-        if q > d_int:
-            q = d_int
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        n_clamped += clamped
         slot = position[i] if shuffled else i
         packed[i] = (np.uint64(q) << shift) | np.uint64(slot)
     return packed, n_clamped
@@ -218,22 +211,8 @@ def release_groups(  # type: ignore[no-untyped-def]
         total = np.int64(0)
         for r in range(first, last):
             total += np.int64(sorted_packed[r] >> shift)
-        quotient = total // size
-        twice_rest = 2 * (total - quotient * size)
-        if twice_rest > size or (twice_rest == size and quotient % 2 == 1):
-            quotient += 1
-        grid_value = quotient + noise[g]
-        if grid_value < 0:
-            grid_value = 0
-        elif grid_value > d_int:
-            grid_value = d_int
-        value = lower + gamma * grid_value
-        if round_values:
-            value = np.rint(value)
-        if value > upper:
-            value = upper
-        elif value < lower:
-            value = lower
+        value = grid_value(noisy_mean(total, size, noise[g], d_int), lower, upper, gamma,
+                           round_values)
         for r in range(first, last):
             out[np.int64(sorted_packed[r] & position_mask)] = value
 
