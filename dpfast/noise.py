@@ -213,29 +213,38 @@ class NoiseSource:
         return np.frombuffer(digest, dtype="<u4").astype(np.uint64)
 
 
-# Requests of at least this many draws are split over the cores. Element i always reads the
-# stream (key, start + i), so the split never changes a draw.
+# Requests of at least this many draws use every core unless told otherwise. Element i
+# always reads its own stream, so the split never changes a draw.
 _PARALLEL_MIN_SIZE = 1 << 20
 
 
-def _in_chunks(
-    draw: Callable[[int, np.ndarray], None], out: np.ndarray, n_threads: int | None
-) -> None:
-    """Run ``draw(first, out[first:last])`` over contiguous chunks, in threads if large."""
-    size = out.shape[0]
-    if n_threads is None:
-        n_threads = os.cpu_count() or 1
-    elif isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
-        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
-    n_chunks = min(n_threads, size // (_PARALLEL_MIN_SIZE // 2)) if size else 0
-    if n_chunks <= 1:
-        draw(0, out)
+def _row_chunks(size: int, n_threads: int) -> list[tuple[int, int]]:
+    # Chunk edges on multiples of 128 rows (one 16-block ChaCha20 batch); the values never
+    # depend on the chunking.
+    per = -(-size // max(1, n_threads))
+    per = -(-per // 128) * 128
+    return [(lo, min(size, lo + per)) for lo in range(0, size, max(per, 128))]
+
+
+def _run_chunks(work: Callable[[int, int], None], size: int, n_threads: int) -> None:
+    """Call ``work(lo, hi)`` over contiguous chunks of ``range(size)``, in threads if several."""
+    chunks = _row_chunks(size, n_threads)
+    if len(chunks) <= 1:
+        for lo, hi in chunks:
+            work(lo, hi)
         return
-    bounds = [size * i // n_chunks for i in range(n_chunks + 1)]
-    with ThreadPoolExecutor(max_workers=n_chunks) as pool:
-        for future in [pool.submit(draw, bounds[i], out[bounds[i]:bounds[i + 1]])
-                       for i in range(n_chunks)]:
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        for future in [pool.submit(work, lo, hi) for lo, hi in chunks]:
             future.result()
+
+
+def _threads_for(size: int, n_threads: object) -> int:
+    """The thread count for a request of ``size`` draws (``None``: all cores if large)."""
+    if n_threads is None:
+        return (os.cpu_count() or 1) if size >= _PARALLEL_MIN_SIZE else 1
+    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+    return n_threads
 
 
 def _check_key(key: object) -> np.ndarray:
@@ -328,8 +337,9 @@ def discrete_laplace(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
-        _in_chunks(lambda first, part: _dl.discrete_laplace_kernel(
-            key, scale, np.uint64(start + first), cap, part), out, n_threads)
+        _run_chunks(lambda lo, hi: _dl.discrete_laplace_kernel(
+            key, scale, np.uint64(start + lo), cap, out[lo:hi]), size,
+            _threads_for(size, n_threads))
     return out
 
 
@@ -449,8 +459,9 @@ def discrete_laplace_rate(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
-        _in_chunks(lambda first, part: _dl.discrete_laplace_rate_kernel(
-            key, s, t, np.uint64(start + first), cap, part), out, n_threads)
+        _run_chunks(lambda lo, hi: _dl.discrete_laplace_rate_kernel(
+            key, s, t, np.uint64(start + lo), cap, out[lo:hi]), size,
+            _threads_for(size, n_threads))
     return out
 
 
@@ -869,27 +880,6 @@ RETAIN_SAMPLER_NAME = (
 )
 #: Denominator of the keep probability of :func:`retain_or_replace`.
 KEEP_DENOMINATOR = 2**32
-
-
-def _row_chunks(size: int, n_threads: int) -> list[tuple[int, int]]:
-    # Chunk edges on multiples of 128 rows (one 16-block ChaCha20 batch); the values never
-    # depend on the chunking.
-    per = -(-size // max(1, n_threads))
-    per = -(-per // 128) * 128
-    return [(lo, min(size, lo + per)) for lo in range(0, size, max(per, 128))]
-
-
-def _run_chunks(work: Any, size: int, n_threads: int) -> None:
-    chunks = _row_chunks(size, n_threads)
-    if len(chunks) <= 1:
-        for lo, hi in chunks:
-            work(lo, hi)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        for future in [pool.submit(work, lo, hi) for lo, hi in chunks]:
-            future.result()
 
 
 def add_uniform(
