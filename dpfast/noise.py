@@ -239,7 +239,7 @@ def _run_chunks(work: Callable[[int, int], None], size: int, n_threads: int) -> 
 
 
 def _threads_for(size: int, n_threads: object) -> int:
-    """The thread count for a request of ``size`` draws (``None``: all cores if large)."""
+    """Return the thread count for ``size`` draws (``None``: every core if large)."""
     if n_threads is None:
         return (os.cpu_count() or 1) if size >= _PARALLEL_MIN_SIZE else 1
     if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
