@@ -80,9 +80,9 @@ def test_categorical_dpfast(benchmark, record, frame, taxonomy):
     taxonomies = {"country": taxonomy}
     dpfast.ir_dp(frame[:1000], k=K, epsilon=EPSILON, taxonomies=taxonomies)  # warm-up
     result = benchmark.pedantic(
-        lambda: dpfast.ir_dp(frame, k=K, epsilon=EPSILON, taxonomies=taxonomies,
-                             shuffle=False),
-        rounds=5, iterations=1,
+        lambda: dpfast.ir_dp(frame, k=K, epsilon=EPSILON, taxonomies=taxonomies, shuffle=False),
+        rounds=5,
+        iterations=1,
     )
     assert result.data.shape == frame.shape
     assert isinstance(result.data["country"].dtype, pd.CategoricalDtype)
@@ -94,7 +94,8 @@ def test_categorical_numpy(benchmark, record, frame, taxonomy):
     numpy_categorical(frame["country"][:1000], taxonomy, K, EPSILON, rng)
     result = benchmark.pedantic(
         lambda: numpy_categorical(frame["country"], taxonomy, K, EPSILON, rng),
-        rounds=5, iterations=1,
+        rounds=5,
+        iterations=1,
     )
     assert result.shape == (N_ROWS,)
     record(JOB, "numpy/pandas pipeline")
@@ -105,7 +106,8 @@ def test_categorical_dpfast_shuffled(benchmark, record, frame, taxonomy):
     dpfast.ir_dp(frame[:1000], k=K, epsilon=EPSILON, taxonomies=taxonomies)
     result = benchmark.pedantic(
         lambda: dpfast.ir_dp(frame, k=K, epsilon=EPSILON, taxonomies=taxonomies),
-        rounds=3, iterations=1,
+        rounds=3,
+        iterations=1,
     )
     assert result.data.shape == frame.shape
     record(f"{JOB}, rows shuffled (default)", "dpfast")
@@ -114,8 +116,9 @@ def test_categorical_dpfast_shuffled(benchmark, record, frame, taxonomy):
 def test_release_agrees_with_the_numpy_pipeline_in_distribution(frame, taxonomy):
     # fast-and-wrong guard: at a large epsilon both keep almost every pure group's value
     small = frame[:200_000]
-    ours = dpfast.ir_dp(small, k=K, epsilon=200.0, taxonomies={"country": taxonomy},
-                        shuffle=False, seed=0).data["country"]
+    ours = dpfast.ir_dp(
+        small, k=K, epsilon=200.0, taxonomies={"country": taxonomy}, shuffle=False, seed=0
+    ).data["country"]
     theirs = numpy_categorical(small["country"], taxonomy, K, 200.0, np.random.default_rng(0))
     assert (np.asarray(ours) == np.asarray(small["country"])).mean() > 0.97
     assert (np.asarray(theirs) == np.asarray(small["country"])).mean() > 0.97

@@ -30,9 +30,16 @@ TAXONOMIES = common.taxonomies()
 
 
 def _release(frame, steps, seed=1):
-    return dpfast.diffgen(frame, target=common.TARGET, epsilon=1.0, steps=steps,
-                          taxonomies=TAXONOMIES, bounds=common.BOUNDS,
-                          classes=common.CLASSES, seed=seed)
+    return dpfast.diffgen(
+        frame,
+        target=common.TARGET,
+        epsilon=1.0,
+        steps=steps,
+        taxonomies=TAXONOMIES,
+        bounds=common.BOUNDS,
+        classes=common.CLASSES,
+        seed=seed,
+    )
 
 
 def numpy_rescan(frame, steps, seed=1):
@@ -41,11 +48,13 @@ def numpy_rescan(frame, steps, seed=1):
     Same keys, nonces and candidate order as dpfast, so it builds the same tree and
     releases the same counts (checked in ``test_numpy_rescan_is_the_same_release``).
     """
-    prepared = prepare(as_table_data(frame), common.TARGET, TAXONOMIES, common.BOUNDS,
-                       common.CLASSES)
+    prepared = prepare(
+        as_table_data(frame), common.TARGET, TAXONOMIES, common.BOUNDS, common.CLASSES
+    )
     source = noise.NoiseSource.from_seed(seed)
-    keys = {k: source.key("diffgen", k) for k in ("select", "split-interval", "split-point",
-                                                   "counts")}
+    keys = {
+        k: source.key("diffgen", k) for k in ("select", "split-interval", "split-point", "counts")
+    }
     classes, n_classes = prepared.classes, len(prepared.class_labels)
     columns = prepared.columns
     n_numeric = sum(not isinstance(c, CategoricalColumn) for c in columns)
@@ -75,8 +84,13 @@ def numpy_rescan(frame, steps, seed=1):
         lows = np.concatenate(([lo + 1], points + 1))
         sizes = np.concatenate((points, [hi - 1])) - lows + 1
         keep = np.flatnonzero(sizes > 0)
-        i = int(keep[noise.exponential_mechanism_log_weights(
-            keys["split-interval"], eps / 2 * scores[keep] + np.log(sizes[keep]), start=v)])
+        i = int(
+            keep[
+                noise.exponential_mechanism_log_weights(
+                    keys["split-interval"], eps / 2 * scores[keep] + np.log(sizes[keep]), start=v
+                )
+            ]
+        )
         offset = noise.uniform_integers(keys["split-point"], int(sizes[i]), 1, start=v)[0]
         values[v][4] = (float(lows[i] + offset), float(scores[i]))
 
@@ -90,8 +104,9 @@ def numpy_rescan(frame, steps, seed=1):
         for i, kid in enumerate(kids):
             child[col.taxonomy.leaves_under(kid)] = i
         mask = current[j] == v
-        counts = np.bincount(child[col.codes[mask]] * n_classes + classes[mask],
-                             minlength=len(kids) * n_classes).reshape(len(kids), n_classes)
+        counts = np.bincount(
+            child[col.codes[mask]] * n_classes + classes[mask], minlength=len(kids) * n_classes
+        ).reshape(len(kids), n_classes)
         return float(counts.max(1).sum())
 
     for j, col in enumerate(columns):
@@ -109,8 +124,13 @@ def numpy_rescan(frame, steps, seed=1):
             break
         done = step + 1
         scores = np.array([score(v) for v in candidates])
-        v = candidates[int(noise.exponential_mechanism(
-            keys["select"], scores[None, :], epsilon=eps, sensitivity=1.0, start=step)[0])]
+        v = candidates[
+            int(
+                noise.exponential_mechanism(
+                    keys["select"], scores[None, :], epsilon=eps, sensitivity=1.0, start=step
+                )[0]
+            )
+        ]
         j, kind, a, b, split = values[v]
         mask = current[j] == v
         order.remove(v)
@@ -123,8 +143,10 @@ def numpy_rescan(frame, steps, seed=1):
                 current[j][mask & under[col.codes]] = new
         else:
             x = col.code_values[col.codes]
-            children = [new_value(j, ("num", a, split[0], None)),
-                        new_value(j, ("num", split[0], b, None))]
+            children = [
+                new_value(j, ("num", a, split[0], None)),
+                new_value(j, ("num", split[0], b, None)),
+            ]
             current[j][mask & (x < split[0])] = children[0]
             current[j][mask & (x >= split[0])] = children[1]
             for new in children:
@@ -163,8 +185,7 @@ def test_diffgen_adult(benchmark, record, adult_frame):
 
 
 def test_diffgen_adult_numpy(benchmark, record, adult_frame):
-    counts = benchmark.pedantic(numpy_rescan, args=(adult_frame, 16), rounds=3,
-                                warmup_rounds=1)
+    counts = benchmark.pedantic(numpy_rescan, args=(adult_frame, 16), rounds=3, warmup_rounds=1)
     record("diffgen adult 30k steps=16", "numpy rescan")
     assert counts.ndim == 1
 

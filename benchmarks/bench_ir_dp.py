@@ -51,7 +51,8 @@ def test_ir_dp_dpfast(benchmark, record, table):
     dpfast.ir_dp(table[:1000], k=K, epsilon=EPSILON, bounds=_bounds(10))  # warm-up (compile)
     result = benchmark.pedantic(
         lambda: dpfast.ir_dp(table, k=K, epsilon=EPSILON, bounds=_bounds(10)),
-        rounds=3, iterations=1,
+        rounds=3,
+        iterations=1,
     )
     assert result.data.shape == table.shape
     record(f"ir_dp {table.shape[0]:,} x 10, k={K}", "dpfast")
@@ -70,7 +71,8 @@ def test_ir_dp_1m_x5_k3(benchmark, record):
     data = np.random.default_rng(2).normal(50.0, 15.0, size=(1_000_000, 5))
     dpfast.ir_dp(data[:1000], k=3, epsilon=EPSILON, bounds=_bounds(5))
     result = benchmark.pedantic(
-        lambda: dpfast.ir_dp(data, k=3, epsilon=EPSILON, bounds=_bounds(5)), rounds=5,
+        lambda: dpfast.ir_dp(data, k=3, epsilon=EPSILON, bounds=_bounds(5)),
+        rounds=5,
         iterations=1,
     )
     assert result.data.shape == data.shape
@@ -80,8 +82,9 @@ def test_ir_dp_1m_x5_k3(benchmark, record):
 def test_individual_ranking_1m_x5_k3(benchmark, record):
     data = np.random.default_rng(3).normal(50.0, 15.0, size=(1_000_000, 5))
     dpfast.individual_ranking(data[:1000], k=3)
-    result = benchmark.pedantic(lambda: dpfast.individual_ranking(data, k=3), rounds=5,
-                                iterations=1)
+    result = benchmark.pedantic(
+        lambda: dpfast.individual_ranking(data, k=3), rounds=5, iterations=1
+    )
     assert result.data.shape == data.shape
     record("individual ranking 1,000,000 x 5, k=3", "dpfast")
 
@@ -111,13 +114,19 @@ _MEMORY_PROBE = textwrap.dedent("""
 
 def test_ir_dp_peak_memory(note):
     """Peak resident memory of ir_dp on 10M x 10, input and output included, over input size."""
-    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, "10000000", "10"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, "10000000", "10"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     measured = json.loads(out.stdout.strip().splitlines()[-1])
     ratio = measured["peak_bytes"] / measured["input_bytes"]
-    note(f"ir_dp 10,000,000 x 10 peak memory: {measured['peak_bytes'] / 2**30:.2f} GiB "
-         f"= {ratio:.2f}x the input ({measured['input_bytes'] / 2**30:.2f} GiB), input and "
-         "output included")
+    note(
+        f"ir_dp 10,000,000 x 10 peak memory: {measured['peak_bytes'] / 2**30:.2f} GiB "
+        f"= {ratio:.2f}x the input ({measured['input_bytes'] / 2**30:.2f} GiB), input and "
+        "output included"
+    )
     assert ratio <= 3.0
 
 
@@ -148,16 +157,22 @@ def test_ir_dp_vs_privlib_20k(benchmark, record, implementation, tmp_path):
         dpfast.ir_dp(frame.iloc[:100], k=k, epsilon=EPSILON, bounds=bounds)
         result = benchmark.pedantic(
             lambda: dpfast.ir_dp(frame, k=k, epsilon=EPSILON, bounds=bounds).data,
-            rounds=5, iterations=1,
+            rounds=5,
+            iterations=1,
         )
     else:
         pytest.importorskip("privlib")
         frame.name = "benchmark"
         settings = tmp_path / "settings.xml"
-        settings.write_text("<dataset>" + "".join(
-            f'<attribute name="a{j}" sensitivity_type="quasi_identifier" '
-            f'attribute_type="numerical_continuous" min_value="0" max_value="100"/>'
-            for j in range(m)) + "</dataset>")
+        settings.write_text(
+            "<dataset>"
+            + "".join(
+                f'<attribute name="a{j}" sensitivity_type="quasi_identifier" '
+                f'attribute_type="numerical_continuous" min_value="0" max_value="100"/>'
+                for j in range(m)
+            )
+            + "</dataset>"
+        )
         result = benchmark.pedantic(
             lambda: _privlib_ir_dp(frame, str(settings), k, EPSILON), rounds=1, iterations=1
         )

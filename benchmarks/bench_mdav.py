@@ -100,7 +100,8 @@ def test_insensitive_fast_1m_x8(benchmark, record):
     data = _normal(1_000_000, 8, seed=4)
     labels = benchmark.pedantic(
         lambda: insensitive_mdav_labels(data, 10, [(0.0, 100.0)] * 8, path="fast"),
-        rounds=3, iterations=1,
+        rounds=3,
+        iterations=1,
     )
     assert labels.max() + 1 == 100_000
     record("insensitive MDAV 1,000,000 x 8, k=10 (fast path)", "dpfast")
@@ -111,11 +112,13 @@ def test_insensitive_paths_100k_x8(benchmark, record, path):
     data = _normal(100_000, 8, seed=5)
     labels = benchmark.pedantic(
         lambda: insensitive_mdav_labels(data, 10, [(0.0, 100.0)] * 8, path=path),
-        rounds=1, iterations=1,
+        rounds=1,
+        iterations=1,
     )
     assert labels.max() + 1 == 10_000
-    record("insensitive MDAV 100,000 x 8, k=10", "dpfast" if path == "fast" else
-           "dpfast general path")
+    record(
+        "insensitive MDAV 100,000 x 8, k=10", "dpfast" if path == "fast" else "dpfast general path"
+    )
 
 
 _MEMORY_PROBE = textwrap.dedent("""
@@ -143,10 +146,16 @@ def test_mdav_peak_memory_is_linear(note):
     """Extra peak memory of MDAV over the input size at 100k and 400k x 3: O(n m)."""
     ratios = []
     for n in (100_000, 400_000):
-        out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(n), "3"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY_PROBE, str(n), "3"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         measured = json.loads(out.stdout.strip().splitlines()[-1])
         ratios.append(measured["peak_bytes"] / measured["input_bytes"])
-        note(f"MDAV {n:,} x 3 peak extra memory: {measured['peak_bytes'] / 2**20:.1f} MiB = "
-             f"{ratios[-1]:.1f}x the input")
+        note(
+            f"MDAV {n:,} x 3 peak extra memory: {measured['peak_bytes'] / 2**20:.1f} MiB = "
+            f"{ratios[-1]:.1f}x the input"
+        )
     assert max(ratios) < 20  # an n x n distance matrix would be n / 3 times the input

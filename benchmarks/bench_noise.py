@@ -52,8 +52,13 @@ def _diffprivlib_draws(n):
 
 def test_dpfast_exact_discrete_laplace(benchmark, record, key):
     noise.discrete_laplace(key, T, 1000)
-    got = benchmark.pedantic(noise.discrete_laplace, args=(key, T, N_DRAWS),
-                             kwargs={"n_threads": 1}, rounds=5, iterations=1)
+    got = benchmark.pedantic(
+        noise.discrete_laplace,
+        args=(key, T, N_DRAWS),
+        kwargs={"n_threads": 1},
+        rounds=5,
+        iterations=1,
+    )
     record("laplace noise, 10M draws", "dpfast")
     assert got.shape == (N_DRAWS,) and got.dtype == np.int64
     assert abs(got.std() / (np.sqrt(2) * T) - 1) < 0.01

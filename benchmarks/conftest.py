@@ -19,8 +19,11 @@ _NOTES: list[str] = []
 
 def pytest_collect_file(parent, file_path):
     # A file named on the command line is already collected by pytest itself.
-    if (file_path.suffix == ".py" and file_path.name.startswith("bench_")
-            and not parent.session.isinitpath(file_path)):
+    if (
+        file_path.suffix == ".py"
+        and file_path.name.startswith("bench_")
+        and not parent.session.isinitpath(file_path)
+    ):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
 

@@ -78,9 +78,7 @@ def check_columns(columns: Any, names: Sequence[Hashable]) -> list[Hashable]:
     known = set(names)
     unknown = [c for c in selected if c not in known]
     if unknown:
-        raise ValueError(
-            f"unknown column(s) {unknown}; the table has columns {list(names)}"
-        )
+        raise ValueError(f"unknown column(s) {unknown}; the table has columns {list(names)}")
     if len(set(selected)) != len(selected):
         raise ValueError(f"columns lists a column twice: {selected}")
     if not selected:

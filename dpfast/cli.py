@@ -274,9 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _io_arguments(mdav)
     mdav.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 1)")
-    mdav.add_argument(
-        "--schema", help="schema JSON (its protected numeric and taxonomy columns)"
-    )
+    mdav.add_argument("--schema", help="schema JSON (its protected numeric and taxonomy columns)")
     mdav.add_argument(
         "--columns", type=_column_list, help="comma-separated quasi-identifier columns"
     )
@@ -452,9 +450,7 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
         if with_taxonomies:
             categorical = [c for c in categorical if schema[c].taxonomy is None]
         if categorical:
-            also = (
-                ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
-            )
+            also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
             raise ValueError(
                 f"{args.schema}: {method} protects numeric columns only{also}, but the "
                 f"schema protects categorical column(s) "
@@ -464,8 +460,11 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
                 + 'set "protect": false for them to copy them unchanged, or drop them'
             )
         has_categorical = with_taxonomies and schema.protected_categorical()
-        if (not schema.protected_numeric() and not has_categorical
-                and not getattr(args, "columns", None)):
+        if (
+            not schema.protected_numeric()
+            and not has_categorical
+            and not getattr(args, "columns", None)
+        ):
             raise ValueError(
                 f"{args.schema}: no protected numeric column, so there is nothing to release; "
                 'declare at least one "integer" or "float" column with "bounds"'
@@ -521,8 +520,7 @@ def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:
     from dpfast.taxonomy import Taxonomy
 
     return {
-        name: Taxonomy.from_arx(schema[name].taxonomy)
-        for name in schema.protected_categorical()
+        name: Taxonomy.from_arx(schema[name].taxonomy) for name in schema.protected_categorical()
     }
 
 
@@ -634,7 +632,9 @@ def _mechanism_parsers(methods: Any, formatter: Any) -> None:
         parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
         parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
     k_pram.add_argument(
-        "--retention", type=_number, default=0.5,
+        "--retention",
+        type=_number,
+        default=0.5,
         help="probability of keeping a value, in [0, 1) (default: 0.5)",
     )
     for parser, handler in ((k_noise, _release_k_noise), (k_pram, _release_k_pram)):
@@ -644,15 +644,15 @@ def _mechanism_parsers(methods: Any, formatter: Any) -> None:
     response = methods.add_parser(
         "randomized-response",
         help="one categorical column, epsilon-local differential privacy",
-        description="Uniform perturbation (k-ary randomized response) of one categorical "
-        "column.",
+        description="Uniform perturbation (k-ary randomized response) of one categorical column.",
         epilog=_RR_EXAMPLES,
         formatter_class=formatter,
     )
     _io_arguments(response)
     response.add_argument("--column", required=True, help="the sensitive column")
     response.add_argument(
-        "--domain", type=_column_list,
+        "--domain",
+        type=_column_list,
         help="comma-separated public categories (or give --schema with a taxonomy)",
     )
     response.add_argument("--schema", help="schema JSON; the column's taxonomy is the domain")
@@ -675,8 +675,13 @@ def _release_k_noise(args: argparse.Namespace) -> int:
     from dpfast.mechanisms import k_noise
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
-        return k_noise(table, k=args.k, columns=_numeric_columns(args, schema),
-                       seed=args.seed, n_threads=args.threads)
+        return k_noise(
+            table,
+            k=args.k,
+            columns=_numeric_columns(args, schema),
+            seed=args.seed,
+            n_threads=args.threads,
+        )
 
     _note(args, "k-noise's noise width depends on the data: NOT differentially private")
     return _run_release(args, "k-noise", call)
@@ -686,8 +691,14 @@ def _release_k_pram(args: argparse.Namespace) -> int:
     from dpfast.mechanisms import k_pram
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
-        return k_pram(table, k=args.k, columns=_numeric_columns(args, schema),
-                      retention=args.retention, seed=args.seed, n_threads=args.threads)
+        return k_pram(
+            table,
+            k=args.k,
+            columns=_numeric_columns(args, schema),
+            retention=args.retention,
+            seed=args.seed,
+            n_threads=args.threads,
+        )
 
     _note(args, "k-PRAM's intervals depend on the data: NOT differentially private")
     return _run_release(args, "k-pram", call)
@@ -720,8 +731,13 @@ def _release_randomized_response(args: argparse.Namespace) -> int:
             "with a taxonomy for the column"
         )
     release = randomized_response(
-        table, column=args.column, domain=domain, epsilon=args.epsilon,
-        retention=args.retention, seed=args.seed, n_threads=args.threads,
+        table,
+        column=args.column,
+        domain=domain,
+        epsilon=args.epsilon,
+        retention=args.retention,
+        seed=args.seed,
+        n_threads=args.threads,
     )
     return _finish(args, release)
 
@@ -735,10 +751,12 @@ def _release_mdav(args: argparse.Namespace) -> int:
         if schema is not None:
             if columns is None:
                 columns = schema.protected_numeric() + schema.protected_categorical()
-            taxonomies = {name: taxonomy for name, taxonomy in _schema_taxonomies(schema).items()
-                          if name in columns}
-        return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies,
-                    progress=progress)
+            taxonomies = {
+                name: taxonomy
+                for name, taxonomy in _schema_taxonomies(schema).items()
+                if name in columns
+            }
+        return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies, progress=progress)
 
     _note(args, "mdav gives k-anonymity only: the output is NOT differentially private")
     return _run_release(args, "mdav", call)
@@ -793,14 +811,25 @@ def _diffgen_parser(methods: Any, formatter: Any) -> None:
     parser.add_argument("--target", required=True, help="the class column")
     parser.add_argument("--steps", type=_integer, required=True, help="specialisations (>= 0)")
     parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
-    parser.add_argument("--schema", required=True,
-                        help="schema JSON: numeric bounds and categorical taxonomies")
-    parser.add_argument("--utility", choices=("max", "info_gain"), default="max",
-                        help="score of a specialisation (default: max)")
-    parser.add_argument("--classes", type=_column_list,
-                        help="comma-separated public class values (else the target's taxonomy)")
-    parser.add_argument("--microdata", action="store_true",
-                        help="write the counts expanded into records instead of the table")
+    parser.add_argument(
+        "--schema", required=True, help="schema JSON: numeric bounds and categorical taxonomies"
+    )
+    parser.add_argument(
+        "--utility",
+        choices=("max", "info_gain"),
+        default="max",
+        help="score of a specialisation (default: max)",
+    )
+    parser.add_argument(
+        "--classes",
+        type=_column_list,
+        help="comma-separated public class values (else the target's taxonomy)",
+    )
+    parser.add_argument(
+        "--microdata",
+        action="store_true",
+        help="write the counts expanded into records instead of the table",
+    )
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
     parser.set_defaults(handler=_release_diffgen)
@@ -824,12 +853,13 @@ def _release_diffgen(args: argparse.Namespace) -> int:
             '"categorical" column (with a "taxonomy" listing its public values, or pass '
             "--classes)"
         )
-    no_taxonomy = [c for c in schema.protected_categorical()
-                   if schema[c].taxonomy is None and c != args.target]
+    no_taxonomy = [
+        c for c in schema.protected_categorical() if schema[c].taxonomy is None and c != args.target
+    ]
     if no_taxonomy:
         raise ValueError(
             f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
-            f"{', '.join(repr(c) for c in no_taxonomy)} have none; add \"taxonomy\": "
+            f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
             '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
         )
     taxonomies: dict[Hashable, Any] = {}
@@ -839,14 +869,21 @@ def _release_diffgen(args: argparse.Namespace) -> int:
             taxonomies[column] = Taxonomy.from_arx(hierarchy)
     if args.target not in taxonomies and args.classes is None:
         raise ValueError(
-            "the class values must be public: give the target a \"taxonomy\" in the schema "
+            'the class values must be public: give the target a "taxonomy" in the schema '
             "or pass --classes with its values"
         )
     bounds: dict[Hashable, tuple[float, float]] = {
-        c: b for c, b in schema.bounds().items() if c != args.target}
+        c: b for c, b in schema.bounds().items() if c != args.target
+    }
     release = diffgen(
-        table, target=args.target, epsilon=args.epsilon, steps=args.steps,
-        taxonomies=taxonomies, bounds=bounds, utility=args.utility, classes=args.classes,
+        table,
+        target=args.target,
+        epsilon=args.epsilon,
+        steps=args.steps,
+        taxonomies=taxonomies,
+        bounds=bounds,
+        utility=args.utility,
+        classes=args.classes,
         seed=args.seed,
     )
     data = release.microdata() if args.microdata else release.counts
@@ -908,8 +945,10 @@ def _demo(args: argparse.Namespace) -> int:
     width = max(len(c) for c in columns) + 2
     kinds = f"{len(columns)} numeric columns"
     if taxonomies:
-        kinds = (f"{len(columns) - len(taxonomies)} numeric + {len(taxonomies)} categorical "
-                 f"columns (sensitivity {args.sensitivity})")
+        kinds = (
+            f"{len(columns) - len(taxonomies)} numeric + {len(taxonomies)} categorical "
+            f"columns (sensitivity {args.sensitivity})"
+        )
     lines = [
         f"dpfast demo: ir-dp on UCI Adult (train, {r.n_rows:,} complete rows), "
         f"{kinds}, k = {args.k}, epsilon = {r.epsilon:g}",

@@ -95,9 +95,7 @@ class TableData:
         codes = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
         return codes, dictionary
 
-    def categorical_output(
-        self, name: Hashable, codes: np.ndarray, labels: Sequence[str]
-    ) -> Any:
+    def categorical_output(self, name: Hashable, codes: np.ndarray, labels: Sequence[str]) -> Any:
         """Build a released categorical column of the same kind as the input column.
 
         pandas categoricals and Arrow dictionary columns give categoricals (categories:
@@ -164,8 +162,9 @@ class TableData:
         if base is not None:
             for j in range(base.shape[1]):
                 if j not in replaced:
-                    base[:, j] = self.source[:, j] if row_order is None else self.source[
-                        row_order, j]
+                    base[:, j] = (
+                        self.source[:, j] if row_order is None else self.source[row_order, j]
+                    )
             return base
         if self.kind == "numpy":
             source = self.source

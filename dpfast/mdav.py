@@ -249,19 +249,24 @@ def mdav_labels(
     if found:
         distances = [np.asarray(t.distance_matrix(), dtype=np.float64) for t in found]
         scale = 2.0 ** grid_bits(n)  # categorical terms in the numeric grid's units
-        table = _padded([
-            d / t.max_distance * scale if t.max_distance > 0 else np.zeros_like(d)
-            for d, t in zip(distances, found, strict=True)
-        ])
+        table = _padded(
+            [
+                d / t.max_distance * scale if t.max_distance > 0 else np.zeros_like(d)
+                for d, t in zip(distances, found, strict=True)
+            ]
+        )
         labels = _mixed.mixed_mdav_partition(
-            standardise(matrix), category_codes, table, _padded(distances),
-            np.array([len(t.domain) for t in found], dtype=np.int64), k,
+            standardise(matrix),
+            category_codes,
+            table,
+            _padded(distances),
+            np.array([len(t.domain) for t in found], dtype=np.int64),
+            k,
         )
         return first_appearance(labels)
     if matrix.shape[1] == 0:
         matrix = np.zeros((n, 1))
-    labels, _ = _kernels.mdav_partition(standardise(matrix), k, LEAF_SIZE, SHELL_SIZE,
-                                       MIN_REBUILD)
+    labels, _ = _kernels.mdav_partition(standardise(matrix), k, LEAF_SIZE, SHELL_SIZE, MIN_REBUILD)
     return first_appearance(labels)
 
 
@@ -336,7 +341,10 @@ def reference_sequence(
 
 
 def _fast_orders(
-    values: np.ndarray, points: np.ndarray, widths: np.ndarray, codes: np.ndarray,
+    values: np.ndarray,
+    points: np.ndarray,
+    widths: np.ndarray,
+    codes: np.ndarray,
     terms: np.ndarray,
 ) -> np.ndarray:
     n, m = values.shape
@@ -427,11 +435,14 @@ def insensitive_mdav_labels(
     values = np.clip(matrix, lower, upper) + 0.0  # + 0.0 turns -0.0 into 0.0
     widths = upper - lower
     n_steps = max(n // k - 1, 0)
-    corners = np.array([[t.code(label) for label in t.boundary] for t in found],
-                        dtype=np.float64).reshape(-1, 2)
+    corners = np.array(
+        [[t.code(label) for label in t.boundary] for t in found], dtype=np.float64
+    ).reshape(-1, 2)
     points, sequence = reference_sequence(
-        reference, np.concatenate([lower, corners[:, 0]]),
-        np.concatenate([upper, corners[:, 1]]), n_steps,
+        reference,
+        np.concatenate([lower, corners[:, 0]]),
+        np.concatenate([upper, corners[:, 1]]),
+        n_steps,
     )
     terms = _category_terms(points[:, m:], found)
     points = np.ascontiguousarray(points[:, :m])
@@ -445,8 +456,9 @@ def insensitive_mdav_labels(
         orders = _fast_orders(values, points[used], widths, category_codes, terms[used])
         labels = _insensitive.take_in_order(orders, remap[sequence], k)
     else:
-        labels = _insensitive.insensitive_general(values, k, points, sequence, widths,
-                                                  category_codes, terms)
+        labels = _insensitive.insensitive_general(
+            values, k, points, sequence, widths, category_codes, terms
+        )
     return first_appearance(labels)
 
 
@@ -457,8 +469,9 @@ def _category_terms(points: np.ndarray, taxonomies: Sequence[TaxonomyLike]) -> n
     for j, taxonomy in enumerate(taxonomies):
         column = points[:, j]
         n_values = len(taxonomy.domain)
-        if column.size and not (np.all(column == np.rint(column)) and column.min() >= 0
-                                and column.max() < n_values):
+        if column.size and not (
+            np.all(column == np.rint(column)) and column.min() >= 0 and column.max() < n_values
+        ):
             raise ValueError(
                 f"reference points must give a domain code in [0, {n_values}) for "
                 f"categorical attribute {j}, got {column.tolist()}"

@@ -120,7 +120,15 @@ def ir_column(
     key_bits = max(1, grid.d_int.bit_length())
     packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
     ranking.release_groups(
-        packed, grid.index_bits, k, noise, grid.d_int, grid.lower, grid.upper, grid.gamma,
-        round_values, out,
+        packed,
+        grid.index_bits,
+        k,
+        noise,
+        grid.d_int,
+        grid.lower,
+        grid.upper,
+        grid.gamma,
+        round_values,
+        out,
     )
     return int(n_clamped)

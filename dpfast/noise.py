@@ -278,7 +278,12 @@ def _check_range(size: object, start: object) -> tuple[int, int]:
 
 
 def discrete_laplace(
-    key: np.ndarray, scale: int, size: int, *, start: int = 0, cap: int = 2**62,
+    key: np.ndarray,
+    scale: int,
+    size: int,
+    *,
+    start: int = 0,
+    cap: int = 2**62,
     n_threads: int | None = None,
 ) -> np.ndarray:
     """Draw exact discrete Laplace (two-sided geometric) noise of integer scale.
@@ -337,9 +342,13 @@ def discrete_laplace(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
-        _run_chunks(lambda lo, hi: _dl.discrete_laplace_kernel(
-            key, scale, np.uint64(start + lo), cap, out[lo:hi]), size,
-            _threads_for(size, n_threads))
+        _run_chunks(
+            lambda lo, hi: _dl.discrete_laplace_kernel(
+                key, scale, np.uint64(start + lo), cap, out[lo:hi]
+            ),
+            size,
+            _threads_for(size, n_threads),
+        )
     return out
 
 
@@ -406,7 +415,13 @@ def rate_at_most(
 
 
 def discrete_laplace_rate(
-    key: np.ndarray, s: int, t: int, size: int, *, start: int = 0, cap: int = 2**62,
+    key: np.ndarray,
+    s: int,
+    t: int,
+    size: int,
+    *,
+    start: int = 0,
+    cap: int = 2**62,
     n_threads: int | None = None,
 ) -> np.ndarray:
     """Draw exact discrete Laplace noise of rational rate ``s/t``.
@@ -459,9 +474,13 @@ def discrete_laplace_rate(
     cap = _check_int("cap", cap, 1, _MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
-        _run_chunks(lambda lo, hi: _dl.discrete_laplace_rate_kernel(
-            key, s, t, np.uint64(start + lo), cap, out[lo:hi]), size,
-            _threads_for(size, n_threads))
+        _run_chunks(
+            lambda lo, hi: _dl.discrete_laplace_rate_kernel(
+                key, s, t, np.uint64(start + lo), cap, out[lo:hi]
+            ),
+            size,
+            _threads_for(size, n_threads),
+        )
     return out
 
 
@@ -709,7 +728,11 @@ def exponential_probabilities(
 
 
 def exponential_mechanism(
-    key: np.ndarray, quality: np.ndarray, *, epsilon: float, sensitivity: float,
+    key: np.ndarray,
+    quality: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
     start: int = 0,
 ) -> np.ndarray:
     """Exponential mechanism: one draw per row of ``quality``.
@@ -805,8 +828,14 @@ def exponential_mechanism_log_weights(
 
 
 def exponential_mechanism_sorted_groups(
-    key: np.ndarray, counts: np.ndarray, k: int, distance: np.ndarray, *, epsilon: float,
-    sensitivity: float, start: int = 0,
+    key: np.ndarray,
+    counts: np.ndarray,
+    k: int,
+    distance: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    start: int = 0,
 ) -> np.ndarray:
     """Exponential-mechanism centroid of each rank group of a sorted categorical column.
 
@@ -883,7 +912,11 @@ KEEP_DENOMINATOR = 2**32
 
 
 def add_uniform(
-    key: np.ndarray, values: np.ndarray, half_width: float, *, start: int = 0,
+    key: np.ndarray,
+    values: np.ndarray,
+    half_width: float,
+    *,
+    start: int = 0,
     n_threads: int = 1,
 ) -> np.ndarray:
     """Return ``values + half_width * T`` with ``T`` uniform on ``(-1, 1)``, one per value.
@@ -1015,16 +1048,23 @@ def retain_or_replace(
             raise ValueError("groups must be an integer array of values' shape")
         starts = np.ascontiguousarray(group_start, dtype=np.int64)
         sizes = np.ascontiguousarray(group_size, dtype=np.int64)
-        if starts.shape != sizes.shape or (sizes.shape[0] and (
-                int(sizes.min()) < 1 or int(sizes.max()) > KEEP_DENOMINATOR
-                or int(starts.min()) < 0 or int((starts + sizes).max()) > pool.shape[0])):
+        if starts.shape != sizes.shape or (
+            sizes.shape[0]
+            and (
+                int(sizes.min()) < 1
+                or int(sizes.max()) > KEEP_DENOMINATOR
+                or int(starts.min()) < 0
+                or int((starts + sizes).max()) > pool.shape[0]
+            )
+        ):
             raise ValueError("group_start/group_size must describe non-empty slices of pool")
     out = np.empty(size, dtype=values.dtype)
     keep_word = np.uint64(keep)
 
     def work(lo: int, hi: int) -> None:
-        _ws.retain_or_replace_kernel(key, start, lo, hi, keep_word, values, groups_array,
-                                     starts, sizes, pool, out)
+        _ws.retain_or_replace_kernel(
+            key, start, lo, hi, keep_word, values, groups_array, starts, sizes, pool, out
+        )
 
     _run_chunks(work, size, n_threads)
     return out

@@ -77,8 +77,14 @@ def _protected_columns(table: TableData, columns: Any) -> list[_Column]:
     result = []
     for name in selected:
         raw = table.column(name)
-        result.append(_Column(name, as_numeric_column(raw, name, known_finite=finite),
-                              is_integer_column(raw), raw.dtype))
+        result.append(
+            _Column(
+                name,
+                as_numeric_column(raw, name, known_finite=finite),
+                is_integer_column(raw),
+                raw.dtype,
+            )
+        )
     return result
 
 
@@ -154,7 +160,7 @@ def _categorical_entry(
         columns=(str(column.name),),
         epsilon=epsilon,
         mechanism="exponential mechanism, one draw per rank group, quality = -Σ semantic "
-                  "distance, candidates = the taxonomy's leaves",
+        "distance, candidates = the taxonomy's leaves",
         sensitivity=effective,
         noise_scale=2.0 * effective / epsilon,
         sampler=noise.EM_SAMPLER_NAME,
@@ -180,8 +186,12 @@ def _categorical_group_codes(
     if entry.sensitivity == 0:  # a one-value domain: nothing to choose
         return np.zeros(n_groups, dtype=np.int64)
     chosen = noise.exponential_mechanism_sorted_groups(
-        key, taxonomy.rank_counts(column.codes), k, taxonomy.rank_distance_matrix(),
-        epsilon=entry.epsilon, sensitivity=entry.sensitivity,
+        key,
+        taxonomy.rank_counts(column.codes),
+        k,
+        taxonomy.rank_distance_matrix(),
+        epsilon=entry.epsilon,
+        sensitivity=entry.sensitivity,
     )
     return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
 
@@ -235,17 +245,23 @@ def _utility_metrics(
         if column.integer:
             original = original.astype(column.dtype)
         out = released[column.name]
-        pair = domains[column.name] if domains is not None else (
-            float(original.min()), float(original.max()))
+        pair = (
+            domains[column.name]
+            if domains is not None
+            else (float(original.min()), float(original.max()))
+        )
         relative[str(column.name)] = utility.column_metric(
-            utility.relative_error(original, out, pair))
+            utility.relative_error(original, out, pair)
+        )
         divergence[str(column.name)] = utility.column_metric(
-            utility.jensen_shannon(original, out, pair))
+            utility.jensen_shannon(original, out, pair)
+        )
         variation[str(column.name)] = utility.column_metric(
-            utility.variance_variation(original, out))
+            utility.variance_variation(original, out)
+        )
     return {
         "warning": "computed on the original data: keep this report private, do not "
-                   "publish it with the release",
+        "publish it with the release",
         "relative_error": relative,
         "jensen_shannon": divergence,
         "mean_relative_error": float(np.mean(list(relative.values()))) if relative else math.nan,
@@ -253,7 +269,8 @@ def _utility_metrics(
         # Numeric columns only: a categorical column has no variance.
         "variance_variation": variation,
         "mean_variance_variation": (
-            float(np.mean(list(variation.values()))) if variation else math.nan),
+            float(np.mean(list(variation.values()))) if variation else math.nan
+        ),
     }
 
 
@@ -441,11 +458,14 @@ def ir_dp(
             plans[column.name] = (grid, steps, entry)
         categorical_plans: dict[Hashable, LedgerEntry] = {}
         for cat in categorical:
-            ledger.check(math.fsum(p[2].epsilon for p in plans.values())
-                         + math.fsum(e.epsilon for e in categorical_plans.values())
-                         + epsilon_column)
+            ledger.check(
+                math.fsum(p[2].epsilon for p in plans.values())
+                + math.fsum(e.epsilon for e in categorical_plans.values())
+                + epsilon_column
+            )
             categorical_plans[cat.name] = _categorical_entry(
-                cat, epsilon_column, n_groups, em_sensitivity)
+                cat, epsilon_column, n_groups, em_sensitivity
+            )
 
     with timer.phase("shuffle"):
         row_order: np.ndarray | None = None
@@ -477,7 +497,9 @@ def ir_dp(
         def run_categorical(cat: _Categorical) -> tuple[_Categorical, np.ndarray, float, float]:
             start = time.perf_counter()
             group_codes = _categorical_group_codes(
-                cat, k, source.key("ir_dp", "centroid-choice", str(cat.name)),
+                cat,
+                k,
+                source.key("ir_dp", "centroid-choice", str(cat.name)),
                 categorical_plans[cat.name],
             )
             middle = time.perf_counter()
@@ -491,13 +513,20 @@ def ir_dp(
             start = time.perf_counter()
             # columns already run in parallel: one thread per draw request then
             draws = noise.discrete_laplace(
-                source.key("ir_dp", "centroid-noise", str(column.name)), steps, n_groups,
+                source.key("ir_dp", "centroid-noise", str(column.name)),
+                steps,
+                n_groups,
                 n_threads=1 if threads > 1 else None,
             )
             middle = time.perf_counter()
             count = ir_column(
-                column.values, grid, k, draws, destinations.get(column.name, empty),
-                column.integer, outputs[column.name],
+                column.values,
+                grid,
+                k,
+                draws,
+                destinations.get(column.name, empty),
+                column.integer,
+                outputs[column.name],
             )
             return column, count, middle - start, time.perf_counter() - middle
 
@@ -516,8 +545,7 @@ def ir_dp(
             for cat, codes, choice_s, ranking_s in categorical_runs:
                 ledger.spend(categorical_plans[cat.name])
                 released_codes[cat.name] = codes
-                released[cat.name] = table.categorical_output(cat.name, codes,
-                                                              cat.taxonomy.domain)
+                released[cat.name] = table.categorical_output(cat.name, codes, cat.taxonomy.domain)
                 clamped[str(cat.name)] = 0
                 thread_seconds["exponential mechanism"] += choice_s
                 thread_seconds["microaggregation"] += ranking_s
@@ -532,8 +560,7 @@ def ir_dp(
         with timer.phase("metrics"):
             extra["metrics"] = _utility_metrics(protected, released, destinations, domains)
             if categorical:
-                _categorical_metrics(extra["metrics"], categorical, released_codes,
-                                     destinations)
+                _categorical_metrics(extra["metrics"], categorical, released_codes, destinations)
 
     protected_names = names([c.name for c in protected] + [c.name for c in categorical])
     unprotected = [str(n) for n in table.names if n not in released]
@@ -548,23 +575,34 @@ def ir_dp(
     if categorical:
         parameters = {
             "sensitivity": em_sensitivity,
-            "taxonomies": {str(c.name): {"name": c.taxonomy.name,
-                                         "leaves": len(c.taxonomy.domain)}
-                           for c in categorical},
+            "taxonomies": {
+                str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+                for c in categorical
+            },
         }
     sampler = noise.SAMPLER_NAME
     if categorical:
-        sampler = (noise.EM_SAMPLER_NAME if not protected
-                   else f"{noise.SAMPLER_NAME}; {noise.EM_SAMPLER_NAME}")
+        sampler = (
+            noise.EM_SAMPLER_NAME
+            if not protected
+            else f"{noise.SAMPLER_NAME}; {noise.EM_SAMPLER_NAME}"
+        )
     notes = []
     if seed is not None:
         notes.append(SEEDED_NOTE)
     report = Report(
         method="ir_dp",
-        parameters={"k": k, "epsilon": epsilon, "linkage": linkage, "shuffle": bool(shuffle),
-                    "bounds": {str(c): list(b) for c, b in domains.items()},
-                    "bounds_from_data": derived, "remainder": "last group",
-                    "budget_split": "equal over protected columns", **parameters},
+        parameters={
+            "k": k,
+            "epsilon": epsilon,
+            "linkage": linkage,
+            "shuffle": bool(shuffle),
+            "bounds": {str(c): list(b) for c, b in domains.items()},
+            "bounds_from_data": derived,
+            "remainder": "last group",
+            "budget_split": "equal over protected columns",
+            **parameters,
+        },
         epsilon=epsilon,
         ledger=list(ledger.entries),
         guarantee=guarantee + _unprotected_note(unprotected),
@@ -574,8 +612,10 @@ def ir_dp(
         clamped=clamped,
         seeded=seed is not None,
         sampler=sampler,
-        timings={**timer.timings, **{f"{phase} (thread seconds)": seconds
-                                     for phase, seconds in thread_seconds.items()}},
+        timings={
+            **timer.timings,
+            **{f"{phase} (thread seconds)": seconds for phase, seconds in thread_seconds.items()},
+        },
         n_rows=n_records,
         notes=notes,
         extra=extra,
@@ -584,8 +624,10 @@ def ir_dp(
 
 
 def _categorical_metrics(
-    metrics: dict[str, Any], categorical: Sequence[_Categorical],
-    released_codes: Mapping[Hashable, np.ndarray], destinations: Mapping[Hashable, np.ndarray],
+    metrics: dict[str, Any],
+    categorical: Sequence[_Categorical],
+    released_codes: Mapping[Hashable, np.ndarray],
+    destinations: Mapping[Hashable, np.ndarray],
 ) -> None:
     """Add categorical columns: relative error = mean semantic distance; JSD per category."""
     for column in categorical:
@@ -598,7 +640,8 @@ def _categorical_metrics(
         out = released_codes[column.name]
         m = len(column.taxonomy.domain)
         metrics["relative_error"][str(column.name)] = float(
-            np.mean(column.taxonomy.distances_between(original, out)))
+            np.mean(column.taxonomy.distances_between(original, out))
+        )
         metrics["jensen_shannon"][str(column.name)] = utility.jensen_shannon_counts(
             np.bincount(original, minlength=m).astype(np.float64),
             np.bincount(out, minlength=m).astype(np.float64),
@@ -632,8 +675,12 @@ def _categorical_guarantee(
 
 
 def _ir_dp_guarantee(
-    epsilon: float, epsilon_column: float, protected: list[str], linkage: str,
-    shuffle: bool, derived: bool,
+    epsilon: float,
+    epsilon_column: float,
+    protected: list[str],
+    linkage: str,
+    shuffle: bool,
+    derived: bool,
 ) -> tuple[str, str]:
     bounded = (
         "bounded DP: neighbouring tables differ in one record's values, and the number of "
@@ -661,7 +708,8 @@ def _ir_dp_guarantee(
         )
     why = (
         "which rows share a rank group in each column"
-        if len(protected) > 1 else "which rows share a rank group (rows are not shuffled)"
+        if len(protected) > 1
+        else "which rows share a rank group (rows are not shuffled)"
     )
     return (
         f"as published: {epsilon:g}-differential privacy as claimed by Sánchez et al. (2016) "
@@ -751,17 +799,22 @@ def laplace_dp(
             out, clamped[str(column.name)] = laplace_column(
                 column.values, grid, draws, column.integer
             )
-            ledger.spend(LedgerEntry(
-                step="cell noise",
-                columns=(str(column.name),),
-                epsilon=epsilon_column,
-                mechanism="discrete Laplace, one draw per cell",
-                sensitivity=grid.d_int * grid.gamma,
-                noise_scale=steps * grid.gamma,
-                sampler=noise.SAMPLER_NAME,
-                details={"grid_step": grid.gamma, "scale_in_grid_steps": steps,
-                         "nominal_sensitivity": upper - lower},
-            ))
+            ledger.spend(
+                LedgerEntry(
+                    step="cell noise",
+                    columns=(str(column.name),),
+                    epsilon=epsilon_column,
+                    mechanism="discrete Laplace, one draw per cell",
+                    sensitivity=grid.d_int * grid.gamma,
+                    noise_scale=steps * grid.gamma,
+                    sampler=noise.SAMPLER_NAME,
+                    details={
+                        "grid_step": grid.gamma,
+                        "scale_in_grid_steps": steps,
+                        "nominal_sensitivity": upper - lower,
+                    },
+                )
+            )
             released[column.name] = _finish(column, out)
             _report_progress(progress, "noise", i + 1, m)
     with timer.phase("assemble"):
@@ -773,8 +826,10 @@ def laplace_dp(
     protected_names = names([c.name for c in protected])
     unprotected = [str(n) for n in table.names if n not in released]
     if derived:
-        guarantee, level = ("NOT differentially private: the bounds were derived from the "
-                            "data (bounds='data').", "none")
+        guarantee, level = (
+            "NOT differentially private: the bounds were derived from the data (bounds='data').",
+            "none",
+        )
     else:
         guarantee, level = (
             f"{epsilon:g}-differential privacy (bounded DP: neighbouring tables differ in one "
@@ -784,8 +839,12 @@ def laplace_dp(
         )
     report = Report(
         method="laplace_dp",
-        parameters={"epsilon": epsilon, "bounds": {str(c): list(b) for c, b in domains.items()},
-                    "bounds_from_data": derived, "budget_split": "equal over protected columns"},
+        parameters={
+            "epsilon": epsilon,
+            "bounds": {str(c): list(b) for c, b in domains.items()},
+            "bounds_from_data": derived,
+            "budget_split": "equal over protected columns",
+        },
         epsilon=epsilon,
         ledger=list(ledger.entries),
         guarantee=guarantee + _unprotected_note(unprotected),
@@ -848,9 +907,7 @@ def individual_ranking(
     with timer.phase("microaggregation"):
         for i, column in enumerate(protected):
             means = group_means(column.values, k)
-            released[column.name] = _finish(
-                column, np.rint(means) if column.integer else means
-            )
+            released[column.name] = _finish(column, np.rint(means) if column.integer else means)
             _report_progress(progress, "microaggregation", i + 1, len(protected))
     with timer.phase("assemble"):
         result = table.rebuild(released, None)

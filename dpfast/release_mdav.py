@@ -46,16 +46,22 @@ def _partition_inputs(
     protected: Sequence[_Column], categorical: Sequence[_Categorical], n_records: int
 ) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
     """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
-    matrix = (np.column_stack([c.values for c in protected]) if protected
-              else np.zeros((n_records, 0)))
-    codes = (np.column_stack([c.codes for c in categorical]) if categorical
-             else np.zeros((n_records, 0), dtype=np.int64))
+    matrix = (
+        np.column_stack([c.values for c in protected]) if protected else np.zeros((n_records, 0))
+    )
+    codes = (
+        np.column_stack([c.codes for c in categorical])
+        if categorical
+        else np.zeros((n_records, 0), dtype=np.int64)
+    )
     return matrix, codes, [c.taxonomy for c in categorical]
 
 
 def _taxonomy_parameters(categorical: Sequence[_Categorical]) -> dict[str, Any]:
-    return {str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
-            for c in categorical}
+    return {
+        str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+        for c in categorical
+    }
 
 
 def mdav(
@@ -148,10 +154,12 @@ def mdav(
         for i, cat in enumerate(categorical):
             centre = cat.taxonomy.centroid(cat.codes, labels, n_clusters)
             released_codes[cat.name] = centre[labels]
-            released[cat.name] = table.categorical_output(cat.name, centre[labels],
-                                                          cat.taxonomy.domain)
-            _report_progress(progress, "aggregate", len(protected) + i + 1,
-                             len(protected) + len(categorical))
+            released[cat.name] = table.categorical_output(
+                cat.name, centre[labels], cat.taxonomy.domain
+            )
+            _report_progress(
+                progress, "aggregate", len(protected) + i + 1, len(protected) + len(categorical)
+            )
     with timer.phase("assemble"):
         result = table.rebuild(released, None)
     extra: dict[str, Any] = {}
@@ -166,16 +174,19 @@ def mdav(
     if categorical:
         mixed = {
             "categorical_distance": "semantic distance / Δq (the taxonomy's largest "
-                                    "distance), squared and added to the numeric terms",
-            "categorical_centroid": "marginality-based (SPEC §3.3) over the taxonomy's "
-                                    "leaves",
+            "distance), squared and added to the numeric terms",
+            "categorical_centroid": "marginality-based (SPEC §3.3) over the taxonomy's leaves",
             "taxonomies": _taxonomy_parameters(categorical),
         }
     report = Report(
         method="mdav",
-        parameters={"k": k, "n_clusters": n_clusters,
-                    "standardisation": "population variance (weight 1 for constant columns)",
-                    "ties": "lowest row index", **mixed},
+        parameters={
+            "k": k,
+            "n_clusters": n_clusters,
+            "standardisation": "population variance (weight 1 for constant columns)",
+            "ties": "lowest row index",
+            **mixed,
+        },
         epsilon=None,
         ledger=[],
         guarantee=(
@@ -311,7 +322,11 @@ def mdav_dp(
     with timer.phase("partition"):
         matrix, codes, found = _partition_inputs(protected, categorical, n_records)
         labels = insensitive_mdav_labels(
-            matrix, k, [domains[c.name] for c in protected], reference, codes=codes,
+            matrix,
+            k,
+            [domains[c.name] for c in protected],
+            reference,
+            codes=codes,
             taxonomies=found,
         )
         _report_progress(progress, "partition", 1, 1)
@@ -329,31 +344,40 @@ def mdav_dp(
                 steps = noise_scale_steps(sensitivity, spent) if grid.d_int else 0
             else:
                 steps = math.ceil(Fraction(n_records * grid.d_int, k * k) / Fraction(epsilon))
-                spent = (_real_epsilon(sensitivity, steps) if steps
-                         else epsilon * n_clusters * k / n_records)
-            plans[column.name] = (grid, steps, LedgerEntry(
-                step="centroid noise",
-                columns=(str(column.name),),
-                epsilon=spent,
-                mechanism="discrete Laplace, one draw per insensitive-MDAV cluster",
-                sensitivity=float(sensitivity) * grid.gamma,
-                noise_scale=steps * grid.gamma,
-                sampler=noise.SAMPLER_NAME,
-                details={
-                    "n_clusters": n_clusters,
-                    "calibration": calibration,
-                    "nominal_sensitivity": n_clusters * (upper - lower) / k,
-                    "grid_step": grid.gamma,
-                    "grid_rounding_term": n_clusters * grid.gamma,
-                    "scale_in_grid_steps": steps,
-                },
-            ))
+                spent = (
+                    _real_epsilon(sensitivity, steps)
+                    if steps
+                    else epsilon * n_clusters * k / n_records
+                )
+            plans[column.name] = (
+                grid,
+                steps,
+                LedgerEntry(
+                    step="centroid noise",
+                    columns=(str(column.name),),
+                    epsilon=spent,
+                    mechanism="discrete Laplace, one draw per insensitive-MDAV cluster",
+                    sensitivity=float(sensitivity) * grid.gamma,
+                    noise_scale=steps * grid.gamma,
+                    sampler=noise.SAMPLER_NAME,
+                    details={
+                        "n_clusters": n_clusters,
+                        "calibration": calibration,
+                        "nominal_sensitivity": n_clusters * (upper - lower) / k,
+                        "grid_step": grid.gamma,
+                        "grid_rounding_term": n_clusters * grid.gamma,
+                        "scale_in_grid_steps": steps,
+                    },
+                ),
+            )
         choices = {
             cat.name: _categorical_plan(cat, epsilon, m, n_records, k, n_clusters, calibration)
             for cat in categorical
         }
-    total = math.fsum([plan[2].epsilon for plan in plans.values()]
-                      + [plan[2].epsilon for plan in choices.values()])
+    total = math.fsum(
+        [plan[2].epsilon for plan in plans.values()]
+        + [plan[2].epsilon for plan in choices.values()]
+    )
     ledger = Ledger(total)
     source = _noise_source(seed)
 
@@ -372,13 +396,24 @@ def mdav_dp(
                 source.key("mdav_dp", "centroid-noise", str(column.name)), steps, n_clusters
             )
             sums, sizes, count = mdav_kernels.cluster_grid_sums(
-                column.values, labels, n_clusters, grid.lower, grid.upper, grid.gamma,
+                column.values,
+                labels,
+                n_clusters,
+                grid.lower,
+                grid.upper,
+                grid.gamma,
                 grid.d_int,
             )
             values = mdav_kernels.noisy_cluster_values(sums, sizes, draws, grid.d_int)
             mdav_kernels.broadcast_clusters(
-                labels, values, grid.lower, grid.upper, grid.gamma, column.integer,
-                destination, outputs[column.name],
+                labels,
+                values,
+                grid.lower,
+                grid.upper,
+                grid.gamma,
+                column.integer,
+                destination,
+                outputs[column.name],
             )
             ledger.spend(entry)
             released[column.name] = _finish(column, outputs[column.name])
@@ -392,7 +427,8 @@ def mdav_dp(
                 chosen = noise.exponential_mechanism(
                     source.key("mdav_dp", "centroid-choice", str(cat.name)),
                     cat.taxonomy.cluster_quality(cat.codes, labels, n_clusters),
-                    epsilon=em_epsilon, sensitivity=em_sensitivity,
+                    epsilon=em_epsilon,
+                    sensitivity=em_sensitivity,
                 )
             else:  # a one-value domain: nothing to choose
                 chosen = np.zeros(n_clusters, dtype=np.int64)
@@ -400,8 +436,7 @@ def mdav_dp(
             out_codes[destination] = chosen[labels]
             ledger.spend(entry)
             released_codes[cat.name] = out_codes
-            released[cat.name] = table.categorical_output(cat.name, out_codes,
-                                                          cat.taxonomy.domain)
+            released[cat.name] = table.categorical_output(cat.name, out_codes, cat.taxonomy.domain)
             clamped[str(cat.name)] = 0
             _report_progress(progress, "columns", len(protected) + i + 1, m)
     with timer.phase("assemble"):
@@ -413,12 +448,17 @@ def mdav_dp(
                 protected, released, {c.name: destination for c in protected}, domains
             )
             if categorical:
-                _categorical_metrics(extra["metrics"], categorical, released_codes,
-                                     {c.name: destination for c in categorical})
+                _categorical_metrics(
+                    extra["metrics"],
+                    categorical,
+                    released_codes,
+                    {c.name: destination for c in categorical},
+                )
     protected_names = names([c.name for c in protected] + [c.name for c in categorical])
     unprotected = [str(n) for n in table.names if n not in released]
-    guarantee, level = _guarantee(epsilon, total, protected_names, calibration, derived,
-                                  names([c.name for c in categorical]))
+    guarantee, level = _guarantee(
+        epsilon, total, protected_names, calibration, derived, names([c.name for c in categorical])
+    )
     notes = [SEEDED_NOTE] if seed is not None else []
     if calibration == "as_published":
         notes.append(
@@ -427,17 +467,24 @@ def mdav_dp(
         )
     report = Report(
         method="mdav_dp",
-        parameters={"k": k, "epsilon": total, "epsilon_requested": epsilon,
-                    "calibration": calibration,
-                    "reference": reference if isinstance(reference, str)
-                    else np.asarray(reference, dtype=float).tolist(),
-                    "bounds": {str(c): list(b) for c, b in domains.items()},
-                    "bounds_from_data": derived, "n_clusters": n_clusters,
-                    "remainder": "last cluster", "shuffle": True,
-                    "budget_split": "equal over protected columns" if calibration == "l1"
-                    else "none (the paper's per-column scale)",
-                    **({"taxonomies": _taxonomy_parameters(categorical)} if categorical
-                       else {})},
+        parameters={
+            "k": k,
+            "epsilon": total,
+            "epsilon_requested": epsilon,
+            "calibration": calibration,
+            "reference": reference
+            if isinstance(reference, str)
+            else np.asarray(reference, dtype=float).tolist(),
+            "bounds": {str(c): list(b) for c, b in domains.items()},
+            "bounds_from_data": derived,
+            "n_clusters": n_clusters,
+            "remainder": "last cluster",
+            "shuffle": True,
+            "budget_split": "equal over protected columns"
+            if calibration == "l1"
+            else "none (the paper's per-column scale)",
+            **({"taxonomies": _taxonomy_parameters(categorical)} if categorical else {}),
+        },
         epsilon=total,
         ledger=list(ledger.entries),
         guarantee=guarantee + _unprotected_note(unprotected),
@@ -448,7 +495,8 @@ def mdav_dp(
         seeded=seed is not None,
         sampler="; ".join(
             ([noise.SAMPLER_NAME] if protected else [])
-            + ([noise.EM_SAMPLER_NAME] if categorical else [])),
+            + ([noise.EM_SAMPLER_NAME] if categorical else [])
+        ),
         timings=timer.timings,
         n_rows=n_records,
         notes=notes,
@@ -458,7 +506,12 @@ def mdav_dp(
 
 
 def _categorical_plan(
-    column: _Categorical, epsilon: float, m: int, n_records: int, k: int, n_clusters: int,
+    column: _Categorical,
+    epsilon: float,
+    m: int,
+    n_records: int,
+    k: int,
+    n_clusters: int,
     calibration: str,
 ) -> tuple[float, float, LedgerEntry]:
     """Plan one categorical column: the exponential mechanism's ε, sensitivity, and entry.
@@ -485,7 +538,7 @@ def _categorical_plan(
         columns=(str(column.name),),
         epsilon=spent,
         mechanism="exponential mechanism, one draw per insensitive-MDAV cluster, quality = "
-                  "-Σ semantic distance, candidates = the taxonomy's leaves",
+        "-Σ semantic distance, candidates = the taxonomy's leaves",
         sensitivity=proven,
         noise_scale=2.0 * em_sensitivity / em_epsilon,
         sampler=noise.EM_SAMPLER_NAME,
@@ -493,7 +546,7 @@ def _categorical_plan(
             "n_clusters": n_clusters,
             "calibration": calibration,
             "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
-                                "record, each moving its quality by at most Δq (SPEC §4.6)",
+            "record, each moving its quality by at most Δq (SPEC §4.6)",
             "mechanism_epsilon": em_epsilon,
             "mechanism_sensitivity": em_sensitivity,
             "max_distance": delta,
@@ -508,7 +561,11 @@ def _categorical_plan(
 
 
 def _guarantee(
-    requested: float, total: float, protected: list[str], calibration: str, derived: bool,
+    requested: float,
+    total: float,
+    protected: list[str],
+    calibration: str,
+    derived: bool,
     categorical: list[str],
 ) -> tuple[str, str]:
     if derived:
@@ -520,11 +577,15 @@ def _guarantee(
     numeric = [name for name in protected if name not in categorical]
     parts = []
     if numeric:
-        parts.append(f"the centroids of {numeric} get discrete Laplace noise calibrated to "
-                     "their L1 sensitivity")
+        parts.append(
+            f"the centroids of {numeric} get discrete Laplace noise calibrated to "
+            "their L1 sensitivity"
+        )
     if categorical:
-        parts.append(f"each cluster's value of {categorical} is drawn by the exponential "
-                     "mechanism with sensitivity n_clusters * Δq")
+        parts.append(
+            f"each cluster's value of {categorical} is drawn by the exponential "
+            "mechanism with sensitivity n_clusters * Δq"
+        )
     text = (
         f"{total:g}-differential privacy (bounded DP: neighbouring tables differ in one "
         f"record's values, and the number of rows is public) for columns {protected}: "

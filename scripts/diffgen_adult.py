@@ -58,14 +58,19 @@ def split(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     return train, test
 
 
-def features(frame: pd.DataFrame, numeric: list[str], categorical: list[str],
-             categories: dict[str, list[str]]) -> np.ndarray:
+def features(
+    frame: pd.DataFrame,
+    numeric: list[str],
+    categorical: list[str],
+    categories: dict[str, list[str]],
+) -> np.ndarray:
     """Numeric columns as numbers (interval codes when generalised), one-hot categoricals."""
     parts = []
     for column in numeric:
         values = frame[column]
-        parts.append((values.cat.codes if hasattr(values, "cat") else values).to_numpy(
-            np.float32)[:, None])
+        parts.append(
+            (values.cat.codes if hasattr(values, "cat") else values).to_numpy(np.float32)[:, None]
+        )
     for column in categorical:
         codes = pd.Categorical(frame[column], categories=categories[column]).codes
         parts.append(np.eye(len(categories[column]), dtype=np.float32)[codes])
@@ -90,19 +95,37 @@ def baseline(train: pd.DataFrame, test: pd.DataFrame) -> tuple[float, float]:
     categories = {c: list(taxonomies[c].domain) for c in categorical}
     model = tree()
     model.fit(features(train, numeric, categorical, categories), train[common.TARGET])
-    accuracy = float((model.predict(features(test, numeric, categorical, categories))
-                      == test[common.TARGET]).mean())
+    accuracy = float(
+        (
+            model.predict(features(test, numeric, categorical, categories)) == test[common.TARGET]
+        ).mean()
+    )
     majority = train[common.TARGET].value_counts().idxmax()
     return accuracy, float((test[common.TARGET] == majority).mean())
 
 
-def one_run(train: pd.DataFrame, test: pd.DataFrame, epsilon: float, steps: int,
-            utility: str, seed: int | None, expand: bool) -> tuple[float, float, int]:
+def one_run(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    epsilon: float,
+    steps: int,
+    utility: str,
+    seed: int | None,
+    expand: bool,
+) -> tuple[float, float, int]:
     numeric, categorical = predictors()
     start = time.perf_counter()
-    release = dpfast.diffgen(train, target=common.TARGET, epsilon=epsilon, steps=steps,
-                             taxonomies=common.taxonomies(), bounds=common.BOUNDS,
-                             classes=common.CLASSES, utility=utility, seed=seed)
+    release = dpfast.diffgen(
+        train,
+        target=common.TARGET,
+        epsilon=epsilon,
+        steps=steps,
+        taxonomies=common.taxonomies(),
+        bounds=common.BOUNDS,
+        classes=common.CLASSES,
+        utility=utility,
+        seed=seed,
+    )
     seconds = time.perf_counter() - start
     categories = {c: list(release.cut[c]) for c in categorical}
     if expand:
@@ -113,8 +136,9 @@ def one_run(train: pd.DataFrame, test: pd.DataFrame, epsilon: float, steps: int,
         data = counts[counts["count"] > 0]
         weights = data["count"].to_numpy(np.float64)
     model = tree()
-    model.fit(features(data, numeric, categorical, categories), data[common.TARGET],
-              sample_weight=weights)
+    model.fit(
+        features(data, numeric, categorical, categories), data[common.TARGET], sample_weight=weights
+    )
     generalised = release.cut.apply(test)
     predicted = model.predict(features(generalised, numeric, categorical, categories))
     accuracy = float((predicted == generalised[common.TARGET].astype(str)).mean())
@@ -147,12 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="docs/figures", help="output folder")
     parser.add_argument("--runs", type=int, default=10, help="runs per setting (default 10)")
-    parser.add_argument("--quick", action="store_true",
-                        help="2 runs, epsilon in {0.1, 1}, h in {4, 10, 16}")
-    parser.add_argument("--expand", action="store_true",
-                        help="train on release.microdata() (slow: millions of rows)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed the releases (run r uses seed + r); default: secure noise")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 runs, epsilon in {0.1, 1}, h in {4, 10, 16}"
+    )
+    parser.add_argument(
+        "--expand",
+        action="store_true",
+        help="train on release.microdata() (slow: millions of rows)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed the releases (run r uses seed + r); default: secure noise",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,33 +193,50 @@ def main(argv: list[str] | None = None) -> int:
         epsilons, steps_grid, runs = (0.1, 1.0), (4, 10, 16), 2
     train, test = split()
     base, lower = baseline(train, test)
-    print(f"train {len(train)} rows, test {len(test)} rows; baseline accuracy {base:.4f}, "
-          f"lower bound {lower:.4f}")
+    print(
+        f"train {len(train)} rows, test {len(test)} rows; baseline accuracy {base:.4f}, "
+        f"lower bound {lower:.4f}"
+    )
     rows = []
     for utility in UTILITIES:
         for epsilon in epsilons:
             for steps in steps_grid:
                 for run in range(runs):
                     seed = None if args.seed is None else args.seed + run
-                    accuracy, seconds, cells = one_run(train, test, epsilon, steps, utility,
-                                                       seed, args.expand)
-                    rows.append({"utility": utility, "epsilon": epsilon, "steps": steps,
-                                 "run": run, "accuracy": accuracy, "seconds": seconds,
-                                 "cells": cells})
+                    accuracy, seconds, cells = one_run(
+                        train, test, epsilon, steps, utility, seed, args.expand
+                    )
+                    rows.append(
+                        {
+                            "utility": utility,
+                            "epsilon": epsilon,
+                            "steps": steps,
+                            "run": run,
+                            "accuracy": accuracy,
+                            "seconds": seconds,
+                            "cells": cells,
+                        }
+                    )
                 mean = np.mean([r["accuracy"] for r in rows[-runs:]])
-                print(f"{utility:<9} eps={epsilon:<5g} h={steps:<3d} accuracy {mean:.4f}",
-                      flush=True)
+                print(
+                    f"{utility:<9} eps={epsilon:<5g} h={steps:<3d} accuracy {mean:.4f}", flush=True
+                )
     frame = pd.DataFrame(rows)
     frame.to_csv(out / "diffgen_adult.csv", index=False, quoting=csv.QUOTE_MINIMAL)
-    summary = (frame.groupby(["utility", "epsilon", "steps"], as_index=False)
-               .agg(accuracy=("accuracy", "mean"), accuracy_sd=("accuracy", "std"),
-                    seconds=("seconds", "median"), cells=("cells", "median")))
+    summary = frame.groupby(["utility", "epsilon", "steps"], as_index=False).agg(
+        accuracy=("accuracy", "mean"),
+        accuracy_sd=("accuracy", "std"),
+        seconds=("seconds", "median"),
+        cells=("cells", "median"),
+    )
     summary["baseline"] = base
     summary["lower_bound"] = lower
     summary.to_csv(out / "diffgen_adult_summary.csv", index=False)
     plot(summary, base, lower, out / "diffgen_adult.png")
-    print(f"wrote {out / 'diffgen_adult.csv'}, {out / 'diffgen_adult_summary.csv'}, "
-          f"{out / 'diffgen_adult.png'}")
+    print(
+        f"wrote {out / 'diffgen_adult.csv'}, {out / 'diffgen_adult_summary.csv'}, "
+        f"{out / 'diffgen_adult.png'}"
+    )
     return 0
 
 

@@ -21,8 +21,15 @@ BOUNDS = {
     "hours-per-week": (1, 99),
 }
 #: Categorical predictors with a bundled ARX hierarchy.
-ARX_COLUMNS = ("workclass", "education", "marital-status", "occupation", "race", "sex",
-               "native-country")
+ARX_COLUMNS = (
+    "workclass",
+    "education",
+    "marital-status",
+    "occupation",
+    "race",
+    "sex",
+    "native-country",
+)
 #: ARX ships no hierarchy for relationship: a flat one (every value under "*").
 RELATIONSHIP = Taxonomy.from_mapping(
     {"*": ["Husband", "Not-in-family", "Other-relative", "Own-child", "Unmarried", "Wife"]},
@@ -46,8 +53,9 @@ def adult_complete() -> pd.DataFrame:
     return frame
 
 
-def scale_adult(frame: pd.DataFrame, n_rows: int, *, replace: float = 0.2,
-                seed: int = 0) -> pd.DataFrame:
+def scale_adult(
+    frame: pd.DataFrame, n_rows: int, *, replace: float = 0.2, seed: int = 0
+) -> pd.DataFrame:
     """Scale a table to ``n_rows`` as DiffGen's paper does.
 
     Each record is kept and followed by ``alpha - 1`` variations (``alpha = ceil(n_rows /

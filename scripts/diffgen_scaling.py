@@ -36,9 +36,16 @@ SIZES = (100_000, 200_000, 400_000, 600_000, 800_000, 1_000_000)
 
 def run(frame: pd.DataFrame, seed: int) -> tuple[float, dict[str, float], int]:
     start = time.perf_counter()
-    release = dpfast.diffgen(frame, target=common.TARGET, epsilon=1.0, steps=15,
-                             taxonomies=common.taxonomies(), bounds=common.BOUNDS,
-                             classes=common.CLASSES, seed=seed)
+    release = dpfast.diffgen(
+        frame,
+        target=common.TARGET,
+        epsilon=1.0,
+        steps=15,
+        taxonomies=common.taxonomies(),
+        bounds=common.BOUNDS,
+        classes=common.CLASSES,
+        seed=seed,
+    )
     return time.perf_counter() - start, release.report.timings, release.report.extra["n_cells"]
 
 
@@ -59,10 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         per_row = float(np.median([r[1]["encode"] + r[1]["specialise"] for r in results]))
         per_cell = float(np.median([r[1]["counts"] + r[1]["assemble"] for r in results]))
         cells = int(np.median([r[2] for r in results]))
-        rows.append({"rows": n, "seconds": total, "row_phases_seconds": per_row,
-                     "cell_phases_seconds": per_cell, "cells": cells})
-        print(f"{n:>9,} rows: {total:.3f} s (rows {per_row:.3f} s, cells {per_cell:.3f} s, "
-              f"{cells:,} cells)", flush=True)
+        rows.append(
+            {
+                "rows": n,
+                "seconds": total,
+                "row_phases_seconds": per_row,
+                "cell_phases_seconds": per_cell,
+                "cells": cells,
+            }
+        )
+        print(
+            f"{n:>9,} rows: {total:.3f} s (rows {per_row:.3f} s, cells {per_cell:.3f} s, "
+            f"{cells:,} cells)",
+            flush=True,
+        )
     frame = pd.DataFrame(rows)
     frame.to_csv(out / "diffgen_scaling.csv", index=False)
 
@@ -74,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     fig, ax = plt.subplots(figsize=(6, 4))
     millions = frame["rows"] / 1e6
     ax.plot(millions, frame["seconds"], marker="o", label="total")
-    ax.plot(millions, frame["row_phases_seconds"], marker="s",
-            label="encode + specialise (per row)")
-    ax.plot(millions, frame["cell_phases_seconds"], marker="^",
-            label="noisy counts + table (per cell)")
+    ax.plot(
+        millions, frame["row_phases_seconds"], marker="s", label="encode + specialise (per row)"
+    )
+    ax.plot(
+        millions, frame["cell_phases_seconds"], marker="^", label="noisy counts + table (per cell)"
+    )
     ax.set_xlabel("rows (millions)")
     ax.set_ylabel("seconds (median)")
     ax.set_title("dpfast.diffgen on scaled Adult, steps=15, ε=1")

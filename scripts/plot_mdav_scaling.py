@@ -43,8 +43,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/mdav_scaling.png")
     parser.add_argument("--max", type=int, default=1_000_000, help="largest size to run")
-    parser.add_argument("--general-max", type=int, default=100_000,
-                        help="largest size for the O(n^2/k) general path")
+    parser.add_argument(
+        "--general-max",
+        type=int,
+        default=100_000,
+        help="largest size for the O(n^2/k) general path",
+    )
     args = parser.parse_args()
     import matplotlib
 
@@ -66,11 +70,13 @@ def main() -> None:
         jobs = {
             "MDAV (k-d tree, exact)": lambda d=data: mdav_labels(d, K),
             "insensitive MDAV, fast path": lambda d=data: insensitive_mdav_labels(
-                d, K, BOUNDS, path="fast"),
+                d, K, BOUNDS, path="fast"
+            ),
         }
         if n <= args.general_max:
             jobs["insensitive MDAV, general path"] = lambda d=data: insensitive_mdav_labels(
-                d, K, BOUNDS, path="general")
+                d, K, BOUNDS, path="general"
+            )
         for name, call in jobs.items():
             results[name][n] = _time(call, n)
             print(f"{name:<34} n={n:>9,}  {results[name][n]:8.3f} s", flush=True)
@@ -91,9 +97,12 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
-    out.with_suffix(".json").write_text(json.dumps(
-        {name: {str(n): t for n, t in points.items()} for name, points in results.items()},
-        indent=2))
+    out.with_suffix(".json").write_text(
+        json.dumps(
+            {name: {str(n): t for n, t in points.items()} for name, points in results.items()},
+            indent=2,
+        )
+    )
     print(f"wrote {out} and {out.with_suffix('.json')}")
 
 

@@ -9,17 +9,29 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 
 # A module may import dpfast modules of a strictly lower layer only.
 LAYERS = {
-    "_jit": 0, "exceptions": 0, "_version": 0,
+    "_jit": 0,
+    "exceptions": 0,
+    "_version": 0,
     "_kernels": 1,
-    "_validation": 2, "accounting": 2, "io": 2, "grid": 2,
+    "_validation": 2,
+    "accounting": 2,
+    "io": 2,
+    "grid": 2,
     "mdav": 2,  # MDAV partitions use kernels only; microaggregation re-exports them
-    "noise": 3, "microaggregation": 3, "perturbation": 3, "metrics": 3, "schema": 3,
+    "noise": 3,
+    "microaggregation": 3,
+    "perturbation": 3,
+    "metrics": 3,
+    "schema": 3,
     "taxonomy": 3,
-    "release": 4, "datasets": 4, "diffgen": 4,
+    "release": 4,
+    "datasets": 4,
+    "diffgen": 4,
     "release_mdav": 4.5,  # mdav and mdav_dp reuse release's helpers
     "mechanisms": 4.5,  # builds on release.Release
     "cli": 5,
-    "__init__": 6, "__main__": 7,
+    "__init__": 6,
+    "__main__": 7,
 }
 
 

@@ -27,9 +27,14 @@ METHODS = ["ir_dp", "laplace_dp", "individual_ranking"]
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("bad, match", [
-    (np.nan, "non-finite"), (np.inf, "non-finite"), (-np.inf, "non-finite"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.nan, "non-finite"),
+        (np.inf, "non-finite"),
+        (-np.inf, "non-finite"),
+    ],
+)
 def test_non_finite_values_are_refused_and_input_is_unchanged(method, bad, match):
     frame = _frame()
     frame.loc[3, "a"] = bad
@@ -68,14 +73,17 @@ def test_bad_epsilon(method, epsilon):
 
 
 @pytest.mark.parametrize("method", ["ir_dp", "laplace_dp"])
-@pytest.mark.parametrize("bounds, error, match", [
-    (None, ValueError, "bounds are required"),
-    ({"a": (0, 10)}, ValueError, r"no bounds for protected column\(s\) \['b'\]"),
-    ({"a": (10, 0), "b": (0, 10)}, ValueError, "inverted"),
-    ({"a": (0, np.inf), "b": (0, 10)}, ValueError, "finite"),
-    ({"a": (0,), "b": (0, 10)}, ValueError, "pair"),
-    ([(0, 10), (0, 10)], TypeError, "mapping"),
-])
+@pytest.mark.parametrize(
+    "bounds, error, match",
+    [
+        (None, ValueError, "bounds are required"),
+        ({"a": (0, 10)}, ValueError, r"no bounds for protected column\(s\) \['b'\]"),
+        ({"a": (10, 0), "b": (0, 10)}, ValueError, "inverted"),
+        ({"a": (0, np.inf), "b": (0, 10)}, ValueError, "finite"),
+        ({"a": (0,), "b": (0, 10)}, ValueError, "pair"),
+        ([(0, 10), (0, 10)], TypeError, "mapping"),
+    ],
+)
 def test_bad_bounds(method, bounds, error, match):
     with pytest.raises(error, match=match):
         _call(method, _frame(), bounds=bounds)
@@ -154,8 +162,11 @@ def test_non_finite_in_a_numpy_block_is_found_in_any_column(column):
     data = np.arange(12.0).reshape(6, 2)
     data[4, column] = np.nan
     bounds = {0: (0, 20), 1: (0, 20)}
-    with pytest.raises(ValueError, match=rf"column {column} has 1 non-finite value\(s\) "
-                                         r"\(first at row 4"):
+    with pytest.raises(
+        ValueError,
+        match=rf"column {column} has 1 non-finite value\(s\) "
+        r"\(first at row 4",
+    ):
         dpfast.ir_dp(data, k=2, epsilon=1.0, bounds=bounds, seed=0)
     # an unprotected column may hold anything
     release = dpfast.ir_dp(data, k=2, epsilon=1.0, bounds=bounds, columns=[1 - column], seed=0)

@@ -23,8 +23,25 @@ SCHEMA = str(Path(datasets.__file__).with_name("adult_diffgen.schema.json"))
 def test_release_diffgen_writes_counts_and_report(tmp_path, capsys):
     source = _input(tmp_path)
     out = tmp_path / "counts.parquet"
-    code = main(["release", "diffgen", str(source), "-o", str(out), "--target", "income",
-                 "--steps", "6", "--epsilon", "1", "--schema", SCHEMA, "--seed", "3"])
+    code = main(
+        [
+            "release",
+            "diffgen",
+            str(source),
+            "-o",
+            str(out),
+            "--target",
+            "income",
+            "--steps",
+            "6",
+            "--epsilon",
+            "1",
+            "--schema",
+            SCHEMA,
+            "--seed",
+            "3",
+        ]
+    )
     assert code == 0
     counts = pq.read_table(out).to_pandas()
     report = json.loads((tmp_path / "counts.parquet.report.json").read_text())
@@ -39,9 +56,27 @@ def test_release_diffgen_writes_counts_and_report(tmp_path, capsys):
 def test_release_diffgen_microdata_csv(tmp_path):
     source = _input(tmp_path, 500)
     out = tmp_path / "records.csv"
-    code = main(["release", "diffgen", str(source), "-o", str(out), "--target", "income",
-                 "--steps", "3", "--epsilon", "2", "--schema", SCHEMA, "--microdata",
-                 "--utility", "info_gain", "--quiet"])
+    code = main(
+        [
+            "release",
+            "diffgen",
+            str(source),
+            "-o",
+            str(out),
+            "--target",
+            "income",
+            "--steps",
+            "3",
+            "--epsilon",
+            "2",
+            "--schema",
+            SCHEMA,
+            "--microdata",
+            "--utility",
+            "info_gain",
+            "--quiet",
+        ]
+    )
     assert code == 0
     records = pd.read_csv(out)
     assert "count" not in records.columns and set(records["income"]) <= {"<=50K", ">50K"}
@@ -57,21 +92,68 @@ def test_release_diffgen_needs_public_classes(tmp_path, capsys):
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema), encoding="utf-8")
     out = tmp_path / "counts.csv"
-    code = main(["release", "diffgen", str(source), "-o", str(out), "--target", "income",
-                 "--steps", "3", "--epsilon", "1", "--schema", str(path)])
+    code = main(
+        [
+            "release",
+            "diffgen",
+            str(source),
+            "-o",
+            str(out),
+            "--target",
+            "income",
+            "--steps",
+            "3",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(path),
+        ]
+    )
     assert code == 2
     assert "class values must be public" in capsys.readouterr().err
     assert not out.exists()
-    code = main(["release", "diffgen", str(source), "-o", str(out), "--target", "income",
-                 "--steps", "3", "--epsilon", "1", "--schema", str(path),
-                 "--classes", "<=50K,>50K", "--quiet"])
+    code = main(
+        [
+            "release",
+            "diffgen",
+            str(source),
+            "-o",
+            str(out),
+            "--target",
+            "income",
+            "--steps",
+            "3",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(path),
+            "--classes",
+            "<=50K,>50K",
+            "--quiet",
+        ]
+    )
     assert code == 0 and out.exists()
 
 
 def test_release_diffgen_bad_epsilon_leaves_no_file(tmp_path, capsys):
     source = _input(tmp_path, 200)
     out = tmp_path / "counts.parquet"
-    code = main(["release", "diffgen", str(source), "-o", str(out), "--target", "income",
-                 "--steps", "3", "--epsilon", "0", "--schema", SCHEMA])
+    code = main(
+        [
+            "release",
+            "diffgen",
+            str(source),
+            "-o",
+            str(out),
+            "--target",
+            "income",
+            "--steps",
+            "3",
+            "--epsilon",
+            "0",
+            "--schema",
+            SCHEMA,
+        ]
+    )
     assert code == 2 and not out.exists()
     assert "epsilon" in capsys.readouterr().err

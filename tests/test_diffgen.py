@@ -20,32 +20,49 @@ SEEDED = noise.NoiseSource.from_seed(99)
 KEY = SEEDED.key("tests", "diffgen")
 KEY_LIST = [int(w) for w in KEY]
 
-JOBS = Taxonomy.from_mapping({"*": {"Technical": ["Tech-support", "Craft-repair"],
-                                    "Other": {"Office": ["Adm-clerical", "Sales"],
-                                              "Farming": None}}})
+JOBS = Taxonomy.from_mapping(
+    {
+        "*": {
+            "Technical": ["Tech-support", "Craft-repair"],
+            "Other": {"Office": ["Adm-clerical", "Sales"], "Farming": None},
+        }
+    }
+)
 COLOURS = Taxonomy.from_mapping({"*": ["red", "green", "blue"]})
 
 
 def _table(n, seed, classes=("no", "yes", "maybe")):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(10, 60, n),
-        "job": rng.choice(list(JOBS.domain), n),
-        "hours": rng.integers(0, 8, n),
-        "colour": rng.choice(list(COLOURS.domain), n),
-        "label": rng.choice(list(classes), n),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(10, 60, n),
+            "job": rng.choice(list(JOBS.domain), n),
+            "hours": rng.integers(0, 8, n),
+            "colour": rng.choice(list(COLOURS.domain), n),
+            "label": rng.choice(list(classes), n),
+        }
+    )
 
 
 def _specs():
-    return [("age", "numeric", (15, 55)), ("job", "categorical", JOBS),
-            ("hours", "numeric", (0, 6)), ("colour", "categorical", COLOURS)]
+    return [
+        ("age", "numeric", (15, 55)),
+        ("job", "categorical", JOBS),
+        ("hours", "numeric", (0, 6)),
+        ("colour", "categorical", COLOURS),
+    ]
 
 
 def _run(table, **kwargs):
     trace = Trace()
-    release = diffgen(table, target="label", taxonomies={"job": JOBS, "colour": COLOURS},
-                      bounds={"age": (15, 55), "hours": (0, 6)}, _trace=trace, **kwargs)
+    release = diffgen(
+        table,
+        target="label",
+        taxonomies={"job": JOBS, "colour": COLOURS},
+        bounds={"age": (15, 55), "hours": (0, 6)},
+        _trace=trace,
+        **kwargs,
+    )
     return release, trace
 
 
@@ -68,8 +85,7 @@ def test_rate_sampler_with_s_1_is_the_integer_scale_sampler():
 def test_rate_sampler_cap():
     got = noise.discrete_laplace_rate(KEY, 1, 1000, 300, cap=5)
     assert np.abs(got).max() == 5
-    assert got.tolist() == [ref.discrete_laplace_rate(KEY_LIST, 1, 1000, i, 5)
-                            for i in range(300)]
+    assert got.tolist() == [ref.discrete_laplace_rate(KEY_LIST, 1, 1000, i, 5) for i in range(300)]
 
 
 @pytest.mark.statistical
@@ -103,11 +119,19 @@ def test_rate_at_most_never_overstates_privacy():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_same_scores_probabilities_tree_and_counts_as_reference(utility, seed):
     table = _table(150, seed)
-    release, trace = _run(table, epsilon=2.0, steps=5, utility=utility,
-                          classes=["maybe", "no", "yes"], seed=seed)
-    reference = ref.Reference(table.to_dict("records"), _specs(), "label",
-                              ["maybe", "no", "yes"], epsilon=2.0, steps=5,
-                              utility_kind=utility, seed=seed)
+    release, trace = _run(
+        table, epsilon=2.0, steps=5, utility=utility, classes=["maybe", "no", "yes"], seed=seed
+    )
+    reference = ref.Reference(
+        table.to_dict("records"),
+        _specs(),
+        "label",
+        ["maybe", "no", "yes"],
+        epsilon=2.0,
+        steps=5,
+        utility_kind=utility,
+        seed=seed,
+    )
     expected = reference.run()
     assert len(trace.splits) == len(reference.splits)
     for got, want in zip(trace.splits, reference.splits, strict=True):
@@ -124,8 +148,13 @@ def test_same_scores_probabilities_tree_and_counts_as_reference(utility, seed):
         assert got["chosen"] == want["chosen"]
     assert release.cut.to_dict() == expected["cut"]
     counts = release.counts
-    rows = list(zip(*[counts[c].astype(str) for c in counts.columns[:-1]],
-                    counts["count"].tolist(), strict=True))
+    rows = list(
+        zip(
+            *[counts[c].astype(str) for c in counts.columns[:-1]],
+            counts["count"].tolist(),
+            strict=True,
+        )
+    )
     assert rows == [(*tuple(map(str, r[:-1])), r[-1]) for r in expected["rows"]]
     rate = release.report.ledger[-1].details["rate"]
     assert rate == f"{expected['rate'][0]}/{expected['rate'][1]}"
@@ -162,7 +191,8 @@ def test_report_ledger_sums_to_epsilon_with_the_paper_split():
     assert ledger[-1].details["rate"] == "1/2"
     assert report.guarantee_level == "proven"
     assert "unbounded DP" in report.guarantee and "adding or removing one record" in (
-        report.guarantee)
+        report.guarantee
+    )
     assert report.seeded and any("not for publication" in n for n in report.notes)
     assert report.extra["steps_done"] == 4 and not report.extra["early_stop"]
     report.to_json()
@@ -181,14 +211,23 @@ def test_every_leaf_partition_is_output_even_empty_ones():
 
 
 def test_early_stop_gives_the_leftover_to_the_counts():
-    table = pd.DataFrame({"colour": ["red", "green", "blue", "red"],
-                          "label": ["a", "b", "a", "a"]})
-    release = diffgen(table, target="label", epsilon=1.0, steps=5,
-                      taxonomies={"colour": COLOURS}, classes=["a", "b"], seed=0)
+    table = pd.DataFrame({"colour": ["red", "green", "blue", "red"], "label": ["a", "b", "a", "a"]})
+    release = diffgen(
+        table,
+        target="label",
+        epsilon=1.0,
+        steps=5,
+        taxonomies={"colour": COLOURS},
+        classes=["a", "b"],
+        seed=0,
+    )
     report = release.report
     assert report.extra["steps_done"] == 1 and report.extra["early_stop"]
     assert [e.step for e in report.ledger] == [
-        "selection 1", "split values of the new intervals of step 1", "noisy counts"]
+        "selection 1",
+        "split values of the new intervals of step 1",
+        "noisy counts",
+    ]
     assert math.isclose(report.ledger[-1].epsilon, 1.0 - 2 * (1.0 / 20))
     assert math.isclose(math.fsum(e.epsilon for e in report.ledger), 1.0)
     assert any("early stop" in n and "went to the counts" in n for n in report.notes)
@@ -216,10 +255,16 @@ def test_microdata_and_cut_apply():
 def test_arrow_in_arrow_out():
     table = _table(100, 2)
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    got = diffgen(arrow, target="label", epsilon=1.0, steps=3,
-                  taxonomies={"job": JOBS, "colour": COLOURS},
-                  bounds={"age": (15, 55), "hours": (0, 6)},
-                  classes=["maybe", "no", "yes"], seed=5)
+    got = diffgen(
+        arrow,
+        target="label",
+        epsilon=1.0,
+        steps=3,
+        taxonomies={"job": JOBS, "colour": COLOURS},
+        bounds={"age": (15, 55), "hours": (0, 6)},
+        classes=["maybe", "no", "yes"],
+        seed=5,
+    )
     expected, _ = _run(table, epsilon=1.0, steps=3, classes=["maybe", "no", "yes"], seed=5)
     assert isinstance(got.counts, pa.Table)
     assert pa.types.is_dictionary(got.counts.schema.field("job").type)
@@ -241,13 +286,23 @@ def test_taxonomies_as_files_and_mappings(tmp_path):
     path = tmp_path / "colour.csv"
     path.write_text("red;*\ngreen;*\nblue;*\n", encoding="utf-8")
     table = _table(60, 4)
-    got = diffgen(table, target="label", epsilon=1.0, steps=2,
-                  taxonomies={"colour": str(path),
-                              "job": {"*": {"Technical": ["Tech-support", "Craft-repair"],
-                                            "Other": {"Office": ["Adm-clerical", "Sales"],
-                                                      "Farming": None}}},
-                              "label": {"*": ["maybe", "no", "yes"]}},
-                  seed=1)
+    got = diffgen(
+        table,
+        target="label",
+        epsilon=1.0,
+        steps=2,
+        taxonomies={
+            "colour": str(path),
+            "job": {
+                "*": {
+                    "Technical": ["Tech-support", "Craft-repair"],
+                    "Other": {"Office": ["Adm-clerical", "Sales"], "Farming": None},
+                }
+            },
+            "label": {"*": ["maybe", "no", "yes"]},
+        },
+        seed=1,
+    )
     assert got.report.parameters["class_domain"] == "taxonomy"
     assert got.report.guarantee_level == "proven"
 
@@ -256,8 +311,15 @@ def test_float_column_intervals():
     rng = np.random.default_rng(0)
     table = pd.DataFrame({"x": rng.uniform(0, 1, 200), "label": rng.choice(["a", "b"], 200)})
     table.loc[table["x"] < 0.5, "label"] = "a"
-    release = diffgen(table, target="label", epsilon=20.0, steps=3, bounds={"x": (0.0, 1.0)},
-                      classes=["a", "b"], seed=2)
+    release = diffgen(
+        table,
+        target="label",
+        epsilon=20.0,
+        steps=3,
+        bounds={"x": (0.0, 1.0)},
+        classes=["a", "b"],
+        seed=2,
+    )
     labels = release.cut["x"]
     assert labels[0].startswith("[0.0, ") and labels[-1].endswith(", 1.0]")
     assert len(labels) == 4
@@ -267,8 +329,9 @@ def test_float_column_intervals():
 
 def test_info_gain_sensitivity_is_log2_classes():
     table = _table(100, 6)
-    release, _ = _run(table, epsilon=1.0, steps=2, utility="info_gain",
-                      classes=["maybe", "no", "yes"], seed=1)
+    release, _ = _run(
+        table, epsilon=1.0, steps=2, utility="info_gain", classes=["maybe", "no", "yes"], seed=1
+    )
     assert math.isclose(release.report.ledger[0].sensitivity, math.log2(3))
 
 
@@ -287,8 +350,12 @@ def test_read_only_input_is_not_written():
 
 def test_bad_input_messages():
     table = _table(50, 0)
-    kw = {"target": "label", "taxonomies": {"job": JOBS, "colour": COLOURS},
-          "bounds": {"age": (15, 55), "hours": (0, 6)}, "classes": ["maybe", "no", "yes"]}
+    kw = {
+        "target": "label",
+        "taxonomies": {"job": JOBS, "colour": COLOURS},
+        "bounds": {"age": (15, 55), "hours": (0, 6)},
+        "classes": ["maybe", "no", "yes"],
+    }
     with pytest.raises(ValueError, match="epsilon"):
         diffgen(table, epsilon=0, steps=1, **kw)
     with pytest.raises(ValueError, match="steps must be >= 0"):
@@ -316,22 +383,32 @@ def test_bad_input_messages():
     with pytest.raises(ValueError, match="both bounds and a taxonomy"):
         diffgen(table, epsilon=1, steps=1, **{**kw, "bounds": {"job": (0, 1)}})
     with pytest.raises(ValueError, match="InfoGain is identically 0"):
-        diffgen(table.assign(label="no"), epsilon=1, steps=1, utility="info_gain",
-                **{**kw, "classes": ["no"]})
+        diffgen(
+            table.assign(label="no"),
+            epsilon=1,
+            steps=1,
+            utility="info_gain",
+            **{**kw, "classes": ["no"]},
+        )
     with pytest.raises(ValueError, match="at least one predictor"):
         diffgen(table, epsilon=1, steps=1, target="label", classes=["maybe", "no", "yes"])
     with pytest.raises(ValueError, match="empty"):
         diffgen(table.iloc[:0], epsilon=1, steps=1, **kw)
     with pytest.raises(ValueError, match="named 'count'"):
-        diffgen(table.rename(columns={"hours": "count"}), epsilon=1, steps=1,
-                **{**kw, "bounds": {"age": (15, 55), "count": (0, 6)}})
+        diffgen(
+            table.rename(columns={"hours": "count"}),
+            epsilon=1,
+            steps=1,
+            **{**kw, "bounds": {"age": (15, 55), "count": (0, 6)}},
+        )
 
 
 def test_class_domain_from_data_warns_and_is_not_private():
     table = _table(50, 0)
     with pytest.warns(PrivacyLeakWarning, match="class domain"):
-        release = diffgen(table, target="label", epsilon=1, steps=1,
-                          taxonomies={"job": JOBS}, seed=0)
+        release = diffgen(
+            table, target="label", epsilon=1, steps=1, taxonomies={"job": JOBS}, seed=0
+        )
     assert release.report.guarantee_level == "none"
     assert release.report.parameters["classes"] == ["maybe", "no", "yes"]
 
@@ -340,8 +417,15 @@ def test_bounds_from_data_warns():
     table = _table(50, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        release = diffgen(table, target="label", epsilon=1, steps=1, bounds="data",
-                          classes=["maybe", "no", "yes"], seed=0)
+        release = diffgen(
+            table,
+            target="label",
+            epsilon=1,
+            steps=1,
+            bounds="data",
+            classes=["maybe", "no", "yes"],
+            seed=0,
+        )
     assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
     assert release.report.guarantee_level == "none"
     assert set(release.cut.to_dict()) == {"age", "hours"}

@@ -46,15 +46,17 @@ def test_mdav_matches_reference_on_random_data(kind, seed):
     assert got == expected
 
 
-@pytest.mark.parametrize("leaf_size, shell_size, min_rebuild", [
-    (1, 1, 10**9), (2, 3, 8), (3, 17, 1), (8, 4096, 10**9), (5, 40, 20)])
+@pytest.mark.parametrize(
+    "leaf_size, shell_size, min_rebuild",
+    [(1, 1, 10**9), (2, 3, 8), (3, 17, 1), (8, 4096, 10**9), (5, 40, 20)],
+)
 @pytest.mark.parametrize("kind", KINDS)
-def test_mdav_kernel_is_exact_for_any_tree_and_shell_size(leaf_size, shell_size, min_rebuild,
-                                                          kind):
+def test_mdav_kernel_is_exact_for_any_tree_and_shell_size(leaf_size, shell_size, min_rebuild, kind):
     # Tiny leaves, shells and tree rebuilds force every pruning and fallback branch.
     data = _data(7, 230, 4, kind)
-    got = first_appearance(kernels.mdav_partition(standardise(data), 4, leaf_size,
-                                                  shell_size, min_rebuild)[0])
+    got = first_appearance(
+        kernels.mdav_partition(standardise(data), 4, leaf_size, shell_size, min_rebuild)[0]
+    )
     assert got.tolist() == reference.mdav_labels(data.tolist(), 4)
 
 
@@ -67,15 +69,27 @@ def test_sdcmicro_issue_51_toy_case():
     assert mdav_labels(data, 2).tolist() == expected
 
 
-@pytest.mark.parametrize("case", [
-    "ties", "duplicates", "n_below_3k", "n_below_2k", "k_equals_1", "constant_column",
-    "all_constant", "n_equals_k", "symmetric",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "ties",
+        "duplicates",
+        "n_below_3k",
+        "n_below_2k",
+        "k_equals_1",
+        "constant_column",
+        "all_constant",
+        "n_equals_k",
+        "symmetric",
+    ],
+)
 def test_mdav_hand_made_cases(case):
     k = 3
     data = {
-        "ties": np.array([[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [2, 0], [0, 2], [-2, 0],
-                          [0, -2], [1, 1]], dtype=float),
+        "ties": np.array(
+            [[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [2, 0], [0, 2], [-2, 0], [0, -2], [1, 1]],
+            dtype=float,
+        ),
         "duplicates": np.repeat(np.array([[1.0, 2.0], [5.0, 1.0], [3.0, 3.0]]), 4, axis=0),
         "n_below_3k": np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0], [20.0]]),
         "n_below_2k": np.array([[1.0, 5.0], [2.0, 3.0], [9.0, 9.0], [4.0, 4.0], [0.0, 1.0]]),
@@ -136,11 +150,14 @@ def test_standardise_uses_population_variance():
     np.testing.assert_allclose(got, expected, rtol=1e-11)
 
 
-@pytest.mark.parametrize("bad, error", [
-    (np.array([[1.0, np.nan]]), ValueError),
-    (np.array([1.0, 2.0]), ValueError),
-    (np.array([["a"]]), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (np.array([[1.0, np.nan]]), ValueError),
+        (np.array([1.0, 2.0]), ValueError),
+        (np.array([["a"]]), TypeError),
+    ],
+)
 def test_bad_inputs_raise(bad, error):
     with pytest.raises(error):
         mdav_labels(bad, 1)
@@ -207,18 +224,24 @@ def _pairable(labels_a, labels_b):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(2, 60), st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32 - 1),
-       st.sampled_from(["corners", "cycling"]))
-def test_insensitivity_one_changed_record_changes_each_cluster_by_at_most_one(
-        n, m, k, seed, rule):
+@given(
+    st.integers(2, 60),
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["corners", "cycling"]),
+)
+def test_insensitivity_one_changed_record_changes_each_cluster_by_at_most_one(n, m, k, seed, rule):
     k = min(k, n)
     rng = np.random.default_rng(seed)
     data = rng.integers(0, 5, size=(n, m)).astype(float)
     neighbour = data.copy()
     neighbour[rng.integers(n)] = rng.integers(-1, 6, size=m)  # some values get clamped
     bounds = [(0, 4)] * m
-    assert _pairable(insensitive_mdav_labels(data, k, bounds, rule),
-                     insensitive_mdav_labels(neighbour, k, bounds, rule))
+    assert _pairable(
+        insensitive_mdav_labels(data, k, bounds, rule),
+        insensitive_mdav_labels(neighbour, k, bounds, rule),
+    )
 
 
 def test_standard_mdav_is_not_insensitive():
@@ -250,7 +273,8 @@ def test_insensitive_bad_arguments():
 # --- mixed numeric and categorical attributes ------------------------------------------------
 
 IRREGULAR = Taxonomy.from_mapping(
-    {"*": {"A": ["a1", "a2", "a3"], "B": {"B1": ["b1", "b2"], "B2": ["b3"]}, "c": None}})
+    {"*": {"A": ["a1", "a2", "a3"], "B": {"B1": ["b1", "b2"], "B2": ["b3"]}, "c": None}}
+)
 SYMMETRIC = Taxonomy.from_mapping({"*": {"X": ["x1", "x2"], "Y": ["y1", "y2"]}})
 SINGLE = Taxonomy.from_mapping({"*": ["only"]})
 TAXONOMIES = [IRREGULAR, SYMMETRIC, adult_taxonomy("occupation"), SINGLE]
@@ -259,8 +283,11 @@ TAXONOMIES = [IRREGULAR, SYMMETRIC, adult_taxonomy("occupation"), SINGLE]
 def _mixed(seed, n, m, c, kind):
     rng = np.random.default_rng(seed)
     taxonomies = [TAXONOMIES[int(i)] for i in rng.integers(0, len(TAXONOMIES), c)]
-    codes = np.column_stack([rng.integers(0, len(t.domain), n) for t in taxonomies]
-                            ) if c else np.zeros((n, 0), dtype=np.int64)
+    codes = (
+        np.column_stack([rng.integers(0, len(t.domain), n) for t in taxonomies])
+        if c
+        else np.zeros((n, 0), dtype=np.int64)
+    )
     return _data(seed, n, m, kind), codes.astype(np.int64), taxonomies
 
 
@@ -272,12 +299,15 @@ def _matrices(taxonomies):
 @pytest.mark.parametrize("seed", range(5))
 def test_mixed_mdav_matches_reference(kind, seed):
     rng = np.random.default_rng(300 + seed)
-    n, m, c, k = (int(rng.integers(10, 120)), int(rng.integers(0, 4)), int(rng.integers(1, 3)),
-                  int(rng.integers(1, 6)))
+    n, m, c, k = (
+        int(rng.integers(10, 120)),
+        int(rng.integers(0, 4)),
+        int(rng.integers(1, 3)),
+        int(rng.integers(1, 6)),
+    )
     data, codes, taxonomies = _mixed(seed, n, m, c, kind)
     got = mdav_labels(data, k, codes=codes, taxonomies=taxonomies)
-    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(),
-                                           _matrices(taxonomies), k)
+    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(), _matrices(taxonomies), k)
     assert got.tolist() == expected
 
 
@@ -289,8 +319,18 @@ def test_mixed_kernel_equals_the_tree_kernel_when_categories_add_nothing(kind):
     np.testing.assert_array_equal(got, mdav_labels(data, 4))
 
 
-@pytest.mark.parametrize("case", ["categorical_only", "symmetric_ties", "duplicates",
-                                  "n_below_3k", "n_below_2k", "k_equals_1", "single_leaf"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "categorical_only",
+        "symmetric_ties",
+        "duplicates",
+        "n_below_3k",
+        "n_below_2k",
+        "k_equals_1",
+        "single_leaf",
+    ],
+)
 def test_mixed_mdav_hand_made_cases(case):
     k = 3
     rng = np.random.default_rng(4)
@@ -312,8 +352,7 @@ def test_mixed_mdav_hand_made_cases(case):
     else:
         data, codes, taxonomies = np.arange(10.0)[:, None], np.zeros((10, 1), int), [SINGLE]
     got = mdav_labels(data, k, codes=codes, taxonomies=taxonomies)
-    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(),
-                                           _matrices(taxonomies), k)
+    expected = reference.mixed_mdav_labels(data.tolist(), codes.tolist(), _matrices(taxonomies), k)
     assert got.tolist() == expected
     sizes = np.bincount(got)
     n = data.shape[0]
@@ -335,16 +374,22 @@ def test_mixed_mdav_groups_by_category_when_numbers_agree():
 @pytest.mark.parametrize("seed", range(3))
 def test_mixed_insensitive_paths_match_reference(rule, kind, seed):
     rng = np.random.default_rng(400 + seed)
-    n, m, c, k = (int(rng.integers(1, 130)), int(rng.integers(0, 3)), int(rng.integers(1, 3)),
-                  int(rng.integers(1, 6)))
+    n, m, c, k = (
+        int(rng.integers(1, 130)),
+        int(rng.integers(0, 3)),
+        int(rng.integers(1, 3)),
+        int(rng.integers(1, 6)),
+    )
     k = min(k, n)
     data, codes, taxonomies = _mixed(seed, n, m, c, kind)
     bounds = [(-4.0, 4.0)] * max(m - 1, 0) + [(0.5, 0.5)] * min(m, 1)
-    expected = reference.mixed_insensitive_labels(data.tolist(), codes.tolist(), bounds,
-                                                  _matrices(taxonomies), k, rule)
+    expected = reference.mixed_insensitive_labels(
+        data.tolist(), codes.tolist(), bounds, _matrices(taxonomies), k, rule
+    )
     for path in ("general", "fast", "auto"):
-        got = insensitive_mdav_labels(data, k, bounds, rule, path=path, codes=codes,
-                                      taxonomies=taxonomies)
+        got = insensitive_mdav_labels(
+            data, k, bounds, rule, path=path, codes=codes, taxonomies=taxonomies
+        )
         assert got.tolist() == expected, path
 
 
@@ -352,8 +397,7 @@ def test_mixed_insensitive_first_corner_is_the_most_marginal_value():
     # One record per domain value, k = 3: the first cluster is v* and its 2 nearest values.
     v_star = IRREGULAR.code(IRREGULAR.boundary[0])
     codes = np.arange(len(IRREGULAR.domain))[:, None]
-    labels = insensitive_mdav_labels(np.zeros((7, 0)), 3, [], codes=codes,
-                                     taxonomies=[IRREGULAR])
+    labels = insensitive_mdav_labels(np.zeros((7, 0)), 3, [], codes=codes, taxonomies=[IRREGULAR])
     distance = IRREGULAR.distance_matrix()[v_star]
     expected = set(np.lexsort((np.arange(7), distance))[:3].tolist())
     assert set(np.flatnonzero(labels == labels[v_star]).tolist()) == expected
@@ -361,13 +405,19 @@ def test_mixed_insensitive_first_corner_is_the_most_marginal_value():
 
 def test_mixed_insensitive_explicit_points_give_codes():
     data, codes, taxonomies = _mixed(8, 200, 2, 2, "integers")
-    points = np.column_stack([np.random.default_rng(1).uniform(-2, 2, (5, 2)),
-                              [[i % len(t.domain) for t in taxonomies] for i in range(5)]])
+    points = np.column_stack(
+        [
+            np.random.default_rng(1).uniform(-2, 2, (5, 2)),
+            [[i % len(t.domain) for t in taxonomies] for i in range(5)],
+        ]
+    )
     bounds = [(-2, 2)] * 2
-    general = insensitive_mdav_labels(data, 4, bounds, points, path="general", codes=codes,
-                                      taxonomies=taxonomies)
-    fast = insensitive_mdav_labels(data, 4, bounds, points, path="fast", codes=codes,
-                                   taxonomies=taxonomies)
+    general = insensitive_mdav_labels(
+        data, 4, bounds, points, path="general", codes=codes, taxonomies=taxonomies
+    )
+    fast = insensitive_mdav_labels(
+        data, 4, bounds, points, path="fast", codes=codes, taxonomies=taxonomies
+    )
     np.testing.assert_array_equal(general, fast)
     bad = points.copy()
     bad[0, 2] = 0.5
@@ -376,10 +426,17 @@ def test_mixed_insensitive_explicit_points_give_codes():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(2, 60), st.integers(0, 2), st.integers(1, 2), st.integers(1, 5),
-       st.integers(0, 2**32 - 1), st.sampled_from(["corners", "cycling"]))
+@given(
+    st.integers(2, 60),
+    st.integers(0, 2),
+    st.integers(1, 2),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["corners", "cycling"]),
+)
 def test_mixed_insensitivity_one_changed_record_changes_each_cluster_by_at_most_one(
-        n, m, c, k, seed, rule):
+    n, m, c, k, seed, rule
+):
     k = min(k, n)
     rng = np.random.default_rng(seed)
     data, codes, taxonomies = _mixed(seed, n, m, c, "integers")
@@ -390,19 +447,23 @@ def test_mixed_insensitivity_one_changed_record_changes_each_cluster_by_at_most_
     bounds = [(0, 3)] * m
     assert _pairable(
         insensitive_mdav_labels(data, k, bounds, rule, codes=codes, taxonomies=taxonomies),
-        insensitive_mdav_labels(neighbour, k, bounds, rule, codes=neighbour_codes,
-                                taxonomies=taxonomies))
+        insensitive_mdav_labels(
+            neighbour, k, bounds, rule, codes=neighbour_codes, taxonomies=taxonomies
+        ),
+    )
 
 
-@pytest.mark.parametrize("codes, taxonomies, error, match", [
-    (np.zeros((6, 2), int), [SYMMETRIC], ValueError, "shape"),
-    (np.full((6, 1), 4), [SYMMETRIC], ValueError, r"\[0, 4\)"),
-    (np.zeros((6, 1)), [SYMMETRIC], TypeError, "integer"),
-    (np.zeros((6, 1), int), None, ValueError, "without taxonomies"),
-])
+@pytest.mark.parametrize(
+    "codes, taxonomies, error, match",
+    [
+        (np.zeros((6, 2), int), [SYMMETRIC], ValueError, "shape"),
+        (np.full((6, 1), 4), [SYMMETRIC], ValueError, r"\[0, 4\)"),
+        (np.zeros((6, 1)), [SYMMETRIC], TypeError, "integer"),
+        (np.zeros((6, 1), int), None, ValueError, "without taxonomies"),
+    ],
+)
 def test_mixed_bad_codes(codes, taxonomies, error, match):
     with pytest.raises(error, match=match):
         mdav_labels(np.zeros((6, 1)), 2, codes=codes, taxonomies=taxonomies)
     with pytest.raises(error, match=match):
-        insensitive_mdav_labels(np.zeros((6, 1)), 2, [(0, 1)], codes=codes,
-                                taxonomies=taxonomies)
+        insensitive_mdav_labels(np.zeros((6, 1)), 2, [(0, 1)], codes=codes, taxonomies=taxonomies)

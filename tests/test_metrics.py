@@ -80,10 +80,16 @@ def test_mismatched_shapes_and_columns_are_clear_errors():
 
 # variance variation, information loss, SSE/SST -------------------------------------------
 
+
 def _pair_tables(seed=3, n=60):
     rng = np.random.default_rng(seed)
-    x = pd.DataFrame({"a": rng.normal(10, 3, n), "b": rng.uniform(-5, 20, n),
-                      "c": rng.integers(0, 50, n).astype(float)})
+    x = pd.DataFrame(
+        {
+            "a": rng.normal(10, 3, n),
+            "b": rng.uniform(-5, 20, n),
+            "c": rng.integers(0, 50, n).astype(float),
+        }
+    )
     x["c"] += 0.5 * x["a"]
     y = x + rng.normal(0, 2, x.shape)
     return x, y
@@ -146,15 +152,20 @@ def test_information_loss_by_hand():
 def test_information_loss_matches_reference_for_every_input_kind():
     x, y = _pair_tables(seed=4)
     expected = metrics_reference.information_loss(
-        [list(x[c]) for c in x.columns], [list(y[c]) for c in y.columns])
-    for data_x, data_y in [(x, y), (pa.Table.from_pandas(x), pa.Table.from_pandas(y)),
-                           (x.to_numpy(), y.to_numpy())]:
+        [list(x[c]) for c in x.columns], [list(y[c]) for c in y.columns]
+    )
+    for data_x, data_y in [
+        (x, y),
+        (pa.Table.from_pandas(x), pa.Table.from_pandas(y)),
+        (x.to_numpy(), y.to_numpy()),
+    ]:
         got = metrics.information_loss(data_x, data_y)
         for key, value in expected.items():
             assert got[key] == pytest.approx(value, rel=1e-9), key
     got = metrics.information_loss(x, y, ddof=1)
     expected = metrics_reference.information_loss(
-        [list(x[c]) for c in x.columns], [list(y[c]) for c in y.columns], ddof=1)
+        [list(x[c]) for c in x.columns], [list(y[c]) for c in y.columns], ddof=1
+    )
     assert got["IL6"] == pytest.approx(expected["IL6"], rel=1e-9)
 
 
@@ -201,14 +212,17 @@ def test_sse_sst_by_hand_and_reference():
     for name in table.columns:
         assert per[name] == pytest.approx(metrics_reference.sse(list(table[name]), labels))
         assert metrics.sst(table, per_column=True)[name] == pytest.approx(
-            metrics_reference.sst(list(table[name])))
+            metrics_reference.sst(list(table[name]))
+        )
     # a table's SSE is the multivariate one: the sum over columns
     assert metrics.sse(table, labels) == pytest.approx(sum(per.values()))
     assert metrics.sse(pa.Table.from_pandas(table), pa.array(labels)) == pytest.approx(
-        sum(per.values()))
+        sum(per.values())
+    )
     standardised = (table - table.mean()) / table.std(ddof=0)
     assert metrics.sse(table, labels, standardize=True) == pytest.approx(
-        metrics.sse(standardised, labels))
+        metrics.sse(standardised, labels)
+    )
     assert metrics.sst(table, standardize=True) == pytest.approx(table.shape[1] * 40)
 
 

@@ -26,7 +26,8 @@ def _column_case(draw_values, k):
 
 values_strategy = st.lists(
     st.one_of(st.integers(-5, 5).map(float), st.floats(-1e3, 1e3, allow_nan=False)),
-    min_size=1, max_size=60,
+    min_size=1,
+    max_size=60,
 )
 
 
@@ -81,8 +82,9 @@ def test_radix_sort_is_a_stable_argsort(n_records, distribution):
         "few values": lambda: rng.integers(0, 50, n_records).astype(np.float64),
         "uniform": lambda: rng.uniform(0, 49, n_records),
         "normal": lambda: np.clip(rng.normal(25, 3, n_records), 0, 49),
-        "one big tie": lambda: np.where(rng.random(n_records) < 0.9, 0.0,
-                                        rng.uniform(0, 49, n_records)),
+        "one big tie": lambda: np.where(
+            rng.random(n_records) < 0.9, 0.0, rng.uniform(0, 49, n_records)
+        ),
     }[distribution]()
     grid = Grid.for_column(0.0, 49.0, n_records, 1)
     packed, clamped = ranking.pack_quantised(
@@ -105,8 +107,11 @@ def _random_ir_case(seed):
     else:
         values = rng.uniform(lower - 10, upper + 10, n)
     grid = Grid.for_column(lower, upper, n, k)
-    noise = rng.integers(-grid.d_int - 5, grid.d_int + 5, n // k) if grid.d_int else np.zeros(
-        n // k, np.int64)
+    noise = (
+        rng.integers(-grid.d_int - 5, grid.d_int + 5, n // k)
+        if grid.d_int
+        else np.zeros(n // k, np.int64)
+    )
     return values, grid, k, noise.astype(np.int64), bool(rng.random() < 0.3)
 
 
@@ -116,7 +121,13 @@ def test_ir_column_matches_the_reference_pipeline(seed):
     out = np.empty(values.shape[0])
     clamped = ir_column(values, grid, k, noise, EMPTY, round_values, out)
     expected = ir_reference.ir_release(
-        values.tolist(), grid.lower, grid.upper, grid.gamma, grid.d_int, k, noise.tolist(),
+        values.tolist(),
+        grid.lower,
+        grid.upper,
+        grid.gamma,
+        grid.d_int,
+        k,
+        noise.tolist(),
         round_values,
     )
     np.testing.assert_array_equal(out, np.array(expected))

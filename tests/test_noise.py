@@ -450,10 +450,12 @@ def test_large_requests_split_over_threads_give_the_same_draws():
     key = noise_module.NoiseSource.from_seed(5).key("threads")
     size = 3 * noise_module._PARALLEL_MIN_SIZE + 17
     whole = noise_module.discrete_laplace(key, 2**40, size, start=11)
-    parts = np.concatenate([
-        noise_module.discrete_laplace(key, 2**40, 1000, start=11),
-        noise_module.discrete_laplace(key, 2**40, size - 1000, start=1011),
-    ])
+    parts = np.concatenate(
+        [
+            noise_module.discrete_laplace(key, 2**40, 1000, start=11),
+            noise_module.discrete_laplace(key, 2**40, size - 1000, start=1011),
+        ]
+    )
     np.testing.assert_array_equal(whole, parts)
     single = noise_module.discrete_laplace(key, 2**40, size, start=11, n_threads=1)
     np.testing.assert_array_equal(whole, single)
@@ -461,5 +463,6 @@ def test_large_requests_split_over_threads_give_the_same_draws():
         noise_module.discrete_laplace(key, 2**40, 10, n_threads=0)
     rate = noise_module.discrete_laplace_rate(key, 1, 2, size)
     assert np.array_equal(rate[:500], noise_module.discrete_laplace_rate(key, 1, 2, 500))
-    assert np.array_equal(rate[-500:], noise_module.discrete_laplace_rate(
-        key, 1, 2, 500, start=size - 500))
+    assert np.array_equal(
+        rate[-500:], noise_module.discrete_laplace_rate(key, 1, 2, 500, start=size - 500)
+    )

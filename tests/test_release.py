@@ -18,11 +18,13 @@ from tests.reference import ir_reference
 
 def _frame(n=200, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(17, 91, n),
-        "income": rng.uniform(0, 1e5, n),
-        "name": [f"p{i}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "income": rng.uniform(0, 1e5, n),
+            "name": [f"p{i}" for i in range(n)],
+        }
+    )
 
 
 BOUNDS = {"age": (17, 90), "income": (0, 1e5)}
@@ -30,11 +32,15 @@ BOUNDS = {"age": (17, 90), "income": (0, 1e5)}
 
 # --- structure and kinds -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "numpy"])
 def test_release_keeps_the_input_kind_and_shape(kind):
     frame = _frame()[["age", "income"]]
-    data = {"pandas": frame, "arrow": pa.Table.from_pandas(frame, preserve_index=False),
-            "numpy": frame.to_numpy(dtype=float)}[kind]
+    data = {
+        "pandas": frame,
+        "arrow": pa.Table.from_pandas(frame, preserve_index=False),
+        "numpy": frame.to_numpy(dtype=float),
+    }[kind]
     bounds = BOUNDS if kind != "numpy" else {0: BOUNDS["age"], 1: BOUNDS["income"]}
     release = dpfast.ir_dp(data, k=5, epsilon=1.0, bounds=bounds, seed=1)
     assert type(release.data) is type(data)
@@ -43,8 +49,9 @@ def test_release_keeps_the_input_kind_and_shape(kind):
 
 def test_unprotected_columns_pass_through_and_are_listed():
     frame = _frame()
-    release = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"],
-                           shuffle=False, seed=3)
+    release = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], shuffle=False, seed=3
+    )
     pd.testing.assert_series_equal(release.data["name"], frame["name"])
     report = release.report.to_dict()
     assert report["unprotected_columns"] == ["name"]
@@ -65,18 +72,29 @@ def test_shuffle_moves_whole_rows_and_drops_the_index():
 
 
 def test_integer_columns_are_rounded_and_keep_their_dtype():
-    release = dpfast.ir_dp(_frame(), k=5, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"],
-                           seed=2)
+    release = dpfast.ir_dp(
+        _frame(), k=5, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=2
+    )
     assert release.data["age"].dtype == np.int64
     assert release.data["income"].dtype == np.float64
 
 
 def test_report_ledger_sums_to_epsilon_and_is_json():
-    release = dpfast.ir_dp(_frame(), k=4, epsilon=0.7, bounds=BOUNDS, columns=["age", "income"],
-                           seed=5)
+    release = dpfast.ir_dp(
+        _frame(), k=4, epsilon=0.7, bounds=BOUNDS, columns=["age", "income"], seed=5
+    )
     report = json.loads(release.report.to_json())
-    for key in ["method", "parameters", "epsilon", "ledger", "guarantee", "clamped", "seeded",
-                "timings", "sampler"]:
+    for key in [
+        "method",
+        "parameters",
+        "epsilon",
+        "ledger",
+        "guarantee",
+        "clamped",
+        "seeded",
+        "timings",
+        "sampler",
+    ]:
         assert key in report
     assert report["method"] == "ir_dp"
     assert math.isclose(sum(e["epsilon"] for e in report["ledger"]), 0.7, rel_tol=1e-12)
@@ -85,14 +103,20 @@ def test_report_ledger_sums_to_epsilon_and_is_json():
             assert key in entry
     assert report["seeded"] is True
     assert "not for publication" in " ".join(report["notes"])
-    assert set(report["timings"]) >= {"validate", "plan", "columns", "assemble",
-                                      "noise (thread seconds)",
-                                      "microaggregation (thread seconds)"}
+    assert set(report["timings"]) >= {
+        "validate",
+        "plan",
+        "columns",
+        "assemble",
+        "noise (thread seconds)",
+        "microaggregation (thread seconds)",
+    }
 
 
 def test_noise_scale_is_m_delta_over_k_epsilon_up_to_the_grid():
-    release = dpfast.ir_dp(_frame(), k=4, epsilon=0.5, bounds=BOUNDS, columns=["age", "income"],
-                           seed=5)
+    release = dpfast.ir_dp(
+        _frame(), k=4, epsilon=0.5, bounds=BOUNDS, columns=["age", "income"], seed=5
+    )
     for entry in release.report.ledger:
         lower, upper = BOUNDS[entry.columns[0]]
         nominal = 2 * (upper - lower) / (4 * 0.5)
@@ -116,12 +140,15 @@ def test_secure_mode_is_labelled_and_not_reproducible():
 
 # --- reproducibility does not depend on how the work is split -------------------------------
 
+
 def test_seeded_release_is_identical_across_threads():
     frame = _frame(5000)
-    one = dpfast.ir_dp(frame, k=7, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=9,
-                       n_threads=1)
-    two = dpfast.ir_dp(frame, k=7, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=9,
-                       n_threads=2)
+    one = dpfast.ir_dp(
+        frame, k=7, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=9, n_threads=1
+    )
+    two = dpfast.ir_dp(
+        frame, k=7, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=9, n_threads=2
+    )
     pd.testing.assert_frame_equal(one.data, two.data)
 
 
@@ -137,8 +164,15 @@ def test_seeded_release_is_identical_when_columns_are_released_separately():
 def test_release_equals_the_reference_pipeline_with_the_same_draws():
     frame = _frame(500, seed=11)
     seed, k, epsilon = 21, 6, 1.5
-    release = dpfast.ir_dp(frame, k=k, epsilon=epsilon, bounds=BOUNDS,
-                           columns=["age", "income"], shuffle=False, seed=seed)
+    release = dpfast.ir_dp(
+        frame,
+        k=k,
+        epsilon=epsilon,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        shuffle=False,
+        seed=seed,
+    )
     source = noise.NoiseSource.from_seed(seed)
     for name in ["age", "income"]:
         lower, upper = BOUNDS[name]
@@ -146,13 +180,20 @@ def test_release_equals_the_reference_pipeline_with_the_same_draws():
         steps = noise_scale_steps(centroid_sensitivity(grid, 500, k), epsilon / 2)
         draws = noise.discrete_laplace(source.key("ir_dp", "centroid-noise", name), steps, 500 // k)
         expected = ir_reference.ir_release(
-            frame[name].astype(float).tolist(), lower, upper, grid.gamma, grid.d_int, k,
-            draws.tolist(), name == "age",
+            frame[name].astype(float).tolist(),
+            lower,
+            upper,
+            grid.gamma,
+            grid.d_int,
+            k,
+            draws.tolist(),
+            name == "age",
         )
         np.testing.assert_array_equal(release.data[name].to_numpy(dtype=float), expected)
 
 
 # --- properties ------------------------------------------------------------------------------
+
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 120), st.integers(1, 12), st.integers(0, 2**31), st.integers(1, 3))
@@ -169,8 +210,9 @@ def test_one_noise_value_per_group_and_outputs_within_bounds(n, k, seed, m):
         labels = ir_reference.labels(data[:, j].tolist(), k)
         for g in range(n // k):
             assert np.unique(column[np.array(labels) == g]).shape[0] == 1
-    narrow = dpfast.ir_dp(data, k=k, epsilon=0.01, bounds={j: (450, 550) for j in range(m)},
-                          seed=seed)
+    narrow = dpfast.ir_dp(
+        data, k=k, epsilon=0.01, bounds={j: (450, 550) for j in range(m)}, seed=seed
+    )
     assert narrow.data.min() >= 450 and narrow.data.max() <= 550
 
 
@@ -179,8 +221,9 @@ def test_group_noise_has_scale_m_delta_over_k_epsilon():
     k, epsilon, m, n_groups = 100, 2.0, 2, 4000
     n = k * n_groups
     data = np.full((n, m), 500.0)
-    release = dpfast.ir_dp(data, k=k, epsilon=epsilon, bounds={0: (0, 1000), 1: (0, 1000)},
-                           shuffle=False, seed=123)
+    release = dpfast.ir_dp(
+        data, k=k, epsilon=epsilon, bounds={0: (0, 1000), 1: (0, 1000)}, shuffle=False, seed=123
+    )
     scale = m * 1000 / (k * epsilon)
     for j in range(m):
         column = release.data[:, j].reshape(n_groups, k)
@@ -202,8 +245,9 @@ SMALL_BOUNDS = {0: (-1000, 1000), 1: (-1000, 1000)}
 
 
 def _distinct_rows(data, linkage, seed):
-    release = dpfast.ir_dp(data, k=2, epsilon=100.0, bounds=SMALL_BOUNDS, linkage=linkage,
-                           seed=seed)
+    release = dpfast.ir_dp(
+        data, k=2, epsilon=100.0, bounds=SMALL_BOUNDS, linkage=linkage, seed=seed
+    )
     return len({tuple(row) for row in release.data.tolist()})
 
 
@@ -231,25 +275,27 @@ def test_columns_linkage_breaks_the_row_pattern():
 
 def test_columns_linkage_shuffles_each_column_independently():
     data = np.column_stack([np.arange(1000.0), np.arange(1000.0)])
-    release = dpfast.ir_dp(data, k=1, epsilon=1e6, bounds={0: (0, 999), 1: (0, 999)},
-                           linkage="columns", seed=1)
+    release = dpfast.ir_dp(
+        data, k=1, epsilon=1e6, bounds={0: (0, 999), 1: (0, 999)}, linkage="columns", seed=1
+    )
     assert abs(np.corrcoef(release.data[:, 0], release.data[:, 1])[0, 1]) < 0.2
 
 
 def test_single_column_with_shuffle_is_proven_dp():
     release = dpfast.ir_dp(X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, seed=0)
     assert release.report.guarantee_level == "proven"
-    unshuffled = dpfast.ir_dp(X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, shuffle=False,
-                              seed=0)
+    unshuffled = dpfast.ir_dp(X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, shuffle=False, seed=0)
     assert unshuffled.report.guarantee_level == "as_published"
 
 
 # --- baselines -------------------------------------------------------------------------------
 
+
 def test_laplace_dp_matches_the_reference_with_the_same_draws():
     frame = _frame(300, seed=2)
-    release = dpfast.laplace_dp(frame, epsilon=2.0, bounds=BOUNDS, columns=["age", "income"],
-                                seed=8)
+    release = dpfast.laplace_dp(
+        frame, epsilon=2.0, bounds=BOUNDS, columns=["age", "income"], seed=8
+    )
     source = noise.NoiseSource.from_seed(8)
     for name in ["age", "income"]:
         lower, upper = BOUNDS[name]
@@ -257,8 +303,13 @@ def test_laplace_dp_matches_the_reference_with_the_same_draws():
         steps = math.ceil(grid.d_int / 1.0)
         draws = noise.discrete_laplace(source.key("laplace_dp", "cell-noise", name), steps, 300)
         expected = ir_reference.laplace_cells(
-            frame[name].astype(float).tolist(), lower, upper, grid.gamma, grid.d_int,
-            draws.tolist(), name == "age",
+            frame[name].astype(float).tolist(),
+            lower,
+            upper,
+            grid.gamma,
+            grid.d_int,
+            draws.tolist(),
+            name == "age",
         )
         np.testing.assert_array_equal(release.data[name].to_numpy(dtype=float), expected)
     entry = release.report.ledger[0]
@@ -277,13 +328,22 @@ def test_individual_ranking_is_labelled_not_dp():
 
 def test_metrics_are_added_on_request_and_match_the_aligned_original():
     frame = _frame(1000)
-    release = dpfast.ir_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"],
-                           seed=3, metrics=True)
+    release = dpfast.ir_dp(
+        frame, k=10, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=3, metrics=True
+    )
     report = release.report.to_dict()
     assert "do not publish" in report["metrics"]["warning"]
     # without shuffling, the same metrics can be computed directly from the tables
-    plain = dpfast.ir_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"],
-                         seed=3, shuffle=False, metrics=True)
+    plain = dpfast.ir_dp(
+        frame,
+        k=10,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        seed=3,
+        shuffle=False,
+        metrics=True,
+    )
     got = plain.report.to_dict()["metrics"]["relative_error"]["income"]
     expected = dpfast.metrics.relative_error(
         frame["income"], plain.data["income"], BOUNDS["income"]
@@ -291,7 +351,8 @@ def test_metrics_are_added_on_request_and_match_the_aligned_original():
     assert math.isclose(got, expected, rel_tol=1e-12)
     shuffled = report["metrics"]["relative_error"]["income"]
     assert shuffled < 0.5 * dpfast.metrics.relative_error(
-        frame["income"], release.data["income"], BOUNDS["income"])
+        frame["income"], release.data["income"], BOUNDS["income"]
+    )
 
 
 def test_data_derived_bounds_warn_and_are_labelled_not_private():

@@ -20,11 +20,13 @@ from tests.reference import mdav_reference
 
 def _frame(n=120, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(17, 91, n),
-        "income": rng.uniform(0, 1e5, n),
-        "name": [f"p{i}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "income": rng.uniform(0, 1e5, n),
+            "name": [f"p{i}" for i in range(n)],
+        }
+    )
 
 
 BOUNDS = {"age": (17, 90), "income": (0, 1e5)}
@@ -58,8 +60,11 @@ def test_mdav_report_says_k_anonymity_not_dp():
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "numpy"])
 def test_mdav_keeps_the_input_kind(kind):
     frame = _frame()[["age", "income"]]
-    data = {"pandas": frame, "arrow": pa.Table.from_pandas(frame, preserve_index=False),
-            "numpy": frame.to_numpy(dtype=float)}[kind]
+    data = {
+        "pandas": frame,
+        "arrow": pa.Table.from_pandas(frame, preserve_index=False),
+        "numpy": frame.to_numpy(dtype=float),
+    }[kind]
     release = dpfast.mdav(data, k=3)
     assert type(release.data) is type(data) and release.data.shape == data.shape
 
@@ -100,20 +105,25 @@ def _plan(n, k, m, epsilon, lower, upper, calibration="l1"):
 def test_mdav_dp_equals_the_reference_pipeline_with_the_same_draws():
     frame = _frame(n=97)
     k, epsilon = 10, 2.0
-    release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, bounds=BOUNDS,
-                             columns=["age", "income"], seed=11)
+    release = dpfast.mdav_dp(
+        frame, k=k, epsilon=epsilon, bounds=BOUNDS, columns=["age", "income"], seed=11
+    )
     source = noise.NoiseSource.from_seed(11)
     order = noise.permutation(source.key("mdav_dp", "row-order"), 97)
     labels = mdav_reference.insensitive_labels(
-        frame[["age", "income"]].to_numpy(float).tolist(), k, [BOUNDS["age"], BOUNDS["income"]])
+        frame[["age", "income"]].to_numpy(float).tolist(), k, [BOUNDS["age"], BOUNDS["income"]]
+    )
     labels = np.array(labels)
     for name in ("age", "income"):
         lower, upper = BOUNDS[name]
         grid, steps, _ = _plan(97, k, 2, epsilon, lower, upper)
-        draws = noise.discrete_laplace(source.key("mdav_dp", "centroid-noise", name), steps,
-                                       97 // k)
-        quantised = [round(Fraction(min(max(x, lower), upper) - lower) / Fraction(grid.gamma))
-                     for x in frame[name].astype(float)]
+        draws = noise.discrete_laplace(
+            source.key("mdav_dp", "centroid-noise", name), steps, 97 // k
+        )
+        quantised = [
+            round(Fraction(min(max(x, lower), upper) - lower) / Fraction(grid.gamma))
+            for x in frame[name].astype(float)
+        ]
         expected_rows = np.empty(97)
         for g in range(97 // k):
             members = np.flatnonzero(labels == g)
@@ -129,8 +139,9 @@ def test_mdav_dp_equals_the_reference_pipeline_with_the_same_draws():
 
 def test_mdav_dp_ledger_l1_calibration():
     n, k, epsilon = 200, 20, 1.0
-    release = dpfast.mdav_dp(_frame(n), k=k, epsilon=epsilon, bounds=BOUNDS,
-                             columns=["age", "income"], seed=1)
+    release = dpfast.mdav_dp(
+        _frame(n), k=k, epsilon=epsilon, bounds=BOUNDS, columns=["age", "income"], seed=1
+    )
     report = release.report
     assert report.epsilon == epsilon and report.guarantee_level == "proven"
     assert math.isclose(sum(e.epsilon for e in report.ledger), epsilon)
@@ -146,8 +157,15 @@ def test_mdav_dp_ledger_l1_calibration():
 
 def test_mdav_dp_as_published_reports_the_epsilon_it_really_spends():
     n, k, epsilon = 400, 20, 1.0
-    release = dpfast.mdav_dp(_frame(n), k=k, epsilon=epsilon, bounds=BOUNDS,
-                             columns=["age", "income"], calibration="as_published", seed=1)
+    release = dpfast.mdav_dp(
+        _frame(n),
+        k=k,
+        epsilon=epsilon,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        calibration="as_published",
+        seed=1,
+    )
     report = release.report
     real = 0.0
     for entry, name in zip(report.ledger, ["age", "income"], strict=False):
@@ -163,8 +181,9 @@ def test_mdav_dp_as_published_reports_the_epsilon_it_really_spends():
 
 def test_mdav_dp_rows_share_cluster_values_and_stay_in_bounds():
     frame = _frame(150)
-    release = dpfast.mdav_dp(frame, k=15, epsilon=0.5, bounds=BOUNDS,
-                             columns=["age", "income"], seed=3)
+    release = dpfast.mdav_dp(
+        frame, k=15, epsilon=0.5, bounds=BOUNDS, columns=["age", "income"], seed=3
+    )
     out = release.data
     assert out["age"].between(17, 90).all() and out["income"].between(0, 1e5).all()
     assert out.groupby(["age", "income"]).size().min() >= 15
@@ -187,8 +206,15 @@ def test_mdav_dp_seeded_is_reproducible_and_secure_is_not():
 def test_mdav_dp_clamped_counts_and_cycling_reference():
     frame = _frame()
     frame.loc[:4, "income"] = 2e5
-    release = dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS,
-                             columns=["age", "income"], reference="cycling", seed=2)
+    release = dpfast.mdav_dp(
+        frame,
+        k=10,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        reference="cycling",
+        seed=2,
+    )
     assert release.report.clamped == {"age": 0, "income": 5}
     assert release.report.parameters["reference"] == "cycling"
 
@@ -201,24 +227,27 @@ def test_mdav_dp_partition_is_insensitive_mdav():
     assert np.bincount(labels).tolist() == [9] * 10
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"epsilon": 0}, ValueError, "epsilon"),
-    ({"calibration": "paper"}, ValueError, "calibration"),
-    ({"reference": "middle"}, ValueError, "reference"),
-    ({"bounds": {"age": (17, 90)}}, ValueError, "no bounds"),
-    ({"k": 500}, ValueError, "k must be in"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"epsilon": 0}, ValueError, "epsilon"),
+        ({"calibration": "paper"}, ValueError, "calibration"),
+        ({"reference": "middle"}, ValueError, "reference"),
+        ({"bounds": {"age": (17, 90)}}, ValueError, "no bounds"),
+        ({"k": 500}, ValueError, "k must be in"),
+    ],
+)
 def test_mdav_dp_bad_arguments(kwargs, error, match):
-    arguments = {"k": 10, "epsilon": 1.0, "bounds": BOUNDS, "columns": ["age", "income"],
-                 **kwargs}
+    arguments = {"k": 10, "epsilon": 1.0, "bounds": BOUNDS, "columns": ["age", "income"], **kwargs}
     with pytest.raises(error, match=match):
         dpfast.mdav_dp(_frame(), **arguments)
 
 
 def test_mdav_dp_data_bounds_warn_and_are_not_private():
     with pytest.warns(dpfast.PrivacyLeakWarning):
-        release = dpfast.mdav_dp(_frame(), k=10, epsilon=1.0, bounds="data",
-                                 columns=["income"], seed=1)
+        release = dpfast.mdav_dp(
+            _frame(), k=10, epsilon=1.0, bounds="data", columns=["income"], seed=1
+        )
     assert release.report.guarantee_level == "none"
 
 
@@ -228,20 +257,39 @@ def test_mdav_dp_data_bounds_warn_and_are_not_private():
 @pytest.fixture
 def files(tmp_path):
     _frame().to_csv(tmp_path / "people.csv", index=False)
-    schema = {"columns": {
-        "age": {"type": "integer", "bounds": [17, 90]},
-        "income": {"type": "float", "bounds": [0, 100000]},
-        "name": {"type": "string", "protect": False},
-    }}
+    schema = {
+        "columns": {
+            "age": {"type": "integer", "bounds": [17, 90]},
+            "income": {"type": "float", "bounds": [0, 100000]},
+            "name": {"type": "string", "protect": False},
+        }
+    }
     (tmp_path / "s.json").write_text(json.dumps(schema))
     return tmp_path
 
 
 def test_cli_mdav_dp_writes_data_and_report(files, capsys):
     out = files / "out.csv"
-    code = main(["release", "mdav-dp", str(files / "people.csv"), "-o", str(out), "--k", "10",
-                 "--epsilon", "1", "--schema", str(files / "s.json"), "--seed", "3",
-                 "--calibration", "as_published", "--quiet"])
+    code = main(
+        [
+            "release",
+            "mdav-dp",
+            str(files / "people.csv"),
+            "-o",
+            str(out),
+            "--k",
+            "10",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(files / "s.json"),
+            "--seed",
+            "3",
+            "--calibration",
+            "as_published",
+            "--quiet",
+        ]
+    )
     assert code == 0
     report = json.loads((files / "out.csv.report.json").read_text())
     assert report["method"] == "mdav_dp" and report["epsilon"] > 1.5
@@ -250,8 +298,20 @@ def test_cli_mdav_dp_writes_data_and_report(files, capsys):
 
 def test_cli_mdav_writes_k_anonymous_columns(files):
     out = files / "anon.parquet"
-    code = main(["release", "mdav", str(files / "people.csv"), "-o", str(out), "--k", "6",
-                 "--columns", "age,income", "--quiet"])
+    code = main(
+        [
+            "release",
+            "mdav",
+            str(files / "people.csv"),
+            "-o",
+            str(out),
+            "--k",
+            "6",
+            "--columns",
+            "age,income",
+            "--quiet",
+        ]
+    )
     assert code == 0
     table = pd.read_parquet(out)
     assert table.groupby(["age", "income"]).size().min() >= 6
@@ -261,8 +321,21 @@ def test_cli_mdav_writes_k_anonymous_columns(files):
 
 def test_cli_mdav_dp_bad_input_leaves_no_output(files, capsys):
     out = files / "out.csv"
-    code = main(["release", "mdav-dp", str(files / "people.csv"), "-o", str(out), "--k", "500",
-                 "--epsilon", "1", "--schema", str(files / "s.json")])
+    code = main(
+        [
+            "release",
+            "mdav-dp",
+            str(files / "people.csv"),
+            "-o",
+            str(out),
+            "--k",
+            "500",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(files / "s.json"),
+        ]
+    )
     assert code == 2
     assert "k must be in" in capsys.readouterr().err
     assert not out.exists() and not (files / "out.csv.report.json").exists()
@@ -270,9 +343,15 @@ def test_cli_mdav_dp_bad_input_leaves_no_output(files, capsys):
 
 # --- categorical columns ---------------------------------------------------------------------
 
-JOBS = Taxonomy.from_mapping({"*": {"Office": ["clerk", "manager"],
-                                    "Care": {"Medical": ["doctor", "nurse"], "carer": None},
-                                    "pilot": None}})
+JOBS = Taxonomy.from_mapping(
+    {
+        "*": {
+            "Office": ["clerk", "manager"],
+            "Care": {"Medical": ["doctor", "nurse"], "carer": None},
+            "pilot": None,
+        }
+    }
+)
 
 
 def _mixed_frame(n=120, seed=0):
@@ -291,12 +370,16 @@ def test_mdav_mixed_columns_get_means_and_marginality_centroids(kind):
     elif kind == "arrow_dictionary":
         data = pa.Table.from_pandas(frame, preserve_index=False)
         data = data.set_column(3, "job", data.column("job").dictionary_encode())
-    release = dpfast.mdav(data, k=5, columns=["age", "income", "job"],
-                          taxonomies={"job": JOBS})
+    release = dpfast.mdav(data, k=5, columns=["age", "income", "job"], taxonomies={"job": JOBS})
     out = release.data if kind != "arrow_dictionary" else release.data.to_pandas()
-    labels = np.array(mdav_reference.mixed_mdav_labels(
-        frame[["age", "income"]].to_numpy(float).tolist(), codes[:, None].tolist(),
-        [JOBS.distance_matrix().tolist()], 5))
+    labels = np.array(
+        mdav_reference.mixed_mdav_labels(
+            frame[["age", "income"]].to_numpy(float).tolist(),
+            codes[:, None].tolist(),
+            [JOBS.distance_matrix().tolist()],
+            5,
+        )
+    )
     expected_jobs = np.asarray(JOBS.domain)[JOBS.centroid(codes, labels, labels.max() + 1)]
     assert [str(v) for v in out["job"]] == expected_jobs[labels].tolist()
     expected = frame["income"].groupby(labels).transform("mean")
@@ -312,8 +395,7 @@ def test_mdav_mixed_columns_get_means_and_marginality_centroids(kind):
 
 def test_mdav_categorical_only_and_metrics():
     frame = _mixed_frame(60)[["job", "name"]]
-    release = dpfast.mdav(frame, k=4, columns=["job"], taxonomies={"job": JOBS},
-                          metrics=True)
+    release = dpfast.mdav(frame, k=4, columns=["job"], taxonomies={"job": JOBS}, metrics=True)
     assert release.data.groupby("job").size().min() >= 4
     metrics = release.report.extra["metrics"]
     assert 0 <= metrics["relative_error"]["job"] < 1
@@ -331,26 +413,41 @@ def test_mdav_refuses_a_categorical_column_without_taxonomy():
 def test_mdav_dp_mixed_equals_the_reference_pipeline_with_the_same_draws():
     frame = _mixed_frame(n=97)
     k, epsilon = 10, 3.0
-    release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, bounds=BOUNDS,
-                             taxonomies={"job": JOBS}, columns=["age", "income", "job"],
-                             seed=11)
+    release = dpfast.mdav_dp(
+        frame,
+        k=k,
+        epsilon=epsilon,
+        bounds=BOUNDS,
+        taxonomies={"job": JOBS},
+        columns=["age", "income", "job"],
+        seed=11,
+    )
     source = noise.NoiseSource.from_seed(11)
     order = noise.permutation(source.key("mdav_dp", "row-order"), 97)
     codes = JOBS.encode(frame["job"])
-    labels = np.array(mdav_reference.mixed_insensitive_labels(
-        frame[["age", "income"]].to_numpy(float).tolist(), codes[:, None].tolist(),
-        [BOUNDS["age"], BOUNDS["income"]], [JOBS.distance_matrix().tolist()], k))
+    labels = np.array(
+        mdav_reference.mixed_insensitive_labels(
+            frame[["age", "income"]].to_numpy(float).tolist(),
+            codes[:, None].tolist(),
+            [BOUNDS["age"], BOUNDS["income"]],
+            [JOBS.distance_matrix().tolist()],
+            k,
+        )
+    )
     n_clusters = 97 // k
     chosen = noise.exponential_mechanism(
         source.key("mdav_dp", "centroid-choice", "job"),
         JOBS.cluster_quality(codes, labels, n_clusters),
-        epsilon=epsilon / 3, sensitivity=n_clusters * JOBS.max_distance)
+        epsilon=epsilon / 3,
+        sensitivity=n_clusters * JOBS.max_distance,
+    )
     expected = np.asarray(JOBS.domain)[chosen[labels]][order]
     assert release.data["job"].tolist() == expected.tolist()
     # numeric columns: one shared draw per cluster, scale for m = 3 protected columns
     grid, steps, _ = _plan(97, k, 3, epsilon, *BOUNDS["income"])
-    draws = noise.discrete_laplace(source.key("mdav_dp", "centroid-noise", "income"), steps,
-                                   n_clusters)
+    draws = noise.discrete_laplace(
+        source.key("mdav_dp", "centroid-noise", "income"), steps, n_clusters
+    )
     assert release.report.ledger[1].noise_scale == steps * grid.gamma
     income = release.data["income"].to_numpy()
     for g in range(n_clusters):
@@ -365,8 +462,14 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
     frame = _mixed_frame(n)
     n_clusters = n // k
     delta = JOBS.max_distance
-    kwargs = {"k": k, "epsilon": epsilon, "bounds": BOUNDS, "taxonomies": {"job": JOBS},
-              "columns": ["age", "income", "job"], "seed": 1}
+    kwargs = {
+        "k": k,
+        "epsilon": epsilon,
+        "bounds": BOUNDS,
+        "taxonomies": {"job": JOBS},
+        "columns": ["age", "income", "job"],
+        "seed": 1,
+    }
     report = dpfast.mdav_dp(frame, **kwargs).report
     entry = report.ledger[2]
     assert entry.columns == ("job",) and entry.step == "centroid selection"
@@ -398,11 +501,9 @@ def test_mdav_dp_categorical_draws_use_sensitivity_n_clusters_times_delta_q():
     n_clusters = n // k
     observed = np.zeros(len(JOBS.domain))
     for seed in range(10):
-        release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, taxonomies={"job": JOBS},
-                                 seed=seed)
+        release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, taxonomies={"job": JOBS}, seed=seed)
         assert release.report.ledger[0].sensitivity == n_clusters * JOBS.max_distance
-        observed += np.bincount(JOBS.encode(release.data["job"]),
-                                minlength=len(JOBS.domain)) / k
+        observed += np.bincount(JOBS.encode(release.data["job"]), minlength=len(JOBS.domain)) / k
     distance = JOBS.distance_matrix()[:, value]
 
     def probabilities(sensitivity):
@@ -419,8 +520,9 @@ def test_mdav_dp_categorical_draws_use_sensitivity_n_clusters_times_delta_q():
 def test_mdav_dp_categorical_only_one_leaf_and_metrics():
     frame = pd.DataFrame({"job": ["nurse", "pilot"] * 30, "solo": ["x"] * 60})
     solo = Taxonomy.from_mapping({"*": ["x"]})
-    release = dpfast.mdav_dp(frame, k=6, epsilon=1.0, taxonomies={"job": JOBS, "solo": solo},
-                             metrics=True, seed=2)
+    release = dpfast.mdav_dp(
+        frame, k=6, epsilon=1.0, taxonomies={"job": JOBS, "solo": solo}, metrics=True, seed=2
+    )
     assert set(release.data["solo"]) == {"x"}
     assert set(release.data["job"]) <= set(JOBS.domain)
     assert release.report.sampler == noise.EM_SAMPLER_NAME
@@ -432,25 +534,62 @@ def test_cli_mdav_and_mdav_dp_protect_categorical_schema_columns(tmp_path):
     _mixed_frame().to_csv(tmp_path / "people.csv", index=False)
     (tmp_path / "jobs.csv").write_text(
         "clerk;Office;*\nmanager;Office;*\ndoctor;Medical;Care;*\nnurse;Medical;Care;*\n"
-        "carer;Care;*\npilot;*\n", encoding="utf-8")
-    schema = {"columns": {
-        "age": {"type": "integer", "bounds": [17, 90]},
-        "income": {"type": "float", "protect": False},
-        "name": {"type": "string", "protect": False},
-        "job": {"type": "categorical", "taxonomy": "jobs.csv"},
-    }}
+        "carer;Care;*\npilot;*\n",
+        encoding="utf-8",
+    )
+    schema = {
+        "columns": {
+            "age": {"type": "integer", "bounds": [17, 90]},
+            "income": {"type": "float", "protect": False},
+            "name": {"type": "string", "protect": False},
+            "job": {"type": "categorical", "taxonomy": "jobs.csv"},
+        }
+    }
     (tmp_path / "s.json").write_text(json.dumps(schema))
     out = tmp_path / "dp.csv"
-    assert main(["release", "mdav-dp", str(tmp_path / "people.csv"), "-o", str(out),
-                 "--k", "12", "--epsilon", "2", "--schema", str(tmp_path / "s.json"),
-                 "--seed", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "mdav-dp",
+                str(tmp_path / "people.csv"),
+                "-o",
+                str(out),
+                "--k",
+                "12",
+                "--epsilon",
+                "2",
+                "--schema",
+                str(tmp_path / "s.json"),
+                "--seed",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "dp.csv.report.json").read_text())
     assert report["protected_columns"] == ["age", "job"]
     assert [e["epsilon"] for e in report["ledger"]] == [1.0, 1.0]
     assert set(pd.read_csv(out)["job"]) <= set(JOBS.domain)
     out = tmp_path / "anon.csv"
-    assert main(["release", "mdav", str(tmp_path / "people.csv"), "-o", str(out), "--k", "6",
-                 "--schema", str(tmp_path / "s.json"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "mdav",
+                str(tmp_path / "people.csv"),
+                "-o",
+                str(out),
+                "--k",
+                "6",
+                "--schema",
+                str(tmp_path / "s.json"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     assert table.groupby(["age", "job"]).size().min() >= 6
     report = json.loads((tmp_path / "anon.csv.report.json").read_text())

@@ -15,40 +15,51 @@ BOUNDS = {"age": (17, 90), "income": (0.0, 200_000.0)}
 
 def _frame(n=600, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(17, 91, n),
-        "income": rng.gamma(2.0, 20_000.0, n).clip(0, 200_000),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "income": rng.gamma(2.0, 20_000.0, n).clip(0, 200_000),
+        }
+    )
 
 
 def _check(report_metrics, original, released, bounds):
     assert "do not publish" in report_metrics["warning"]
     for name in original.columns:
         got = report_metrics["variance_variation"][name]
-        assert math.isclose(got, metrics.variance_variation(original[name], released[name]),
-                            rel_tol=1e-12)
+        assert math.isclose(
+            got, metrics.variance_variation(original[name], released[name]), rel_tol=1e-12
+        )
         pair = bounds[name] if bounds else (original[name].min(), original[name].max())
-        assert math.isclose(report_metrics["relative_error"][name],
-                            metrics.relative_error(original[name], released[name], pair),
-                            rel_tol=1e-12)
-    assert math.isclose(report_metrics["mean_variance_variation"],
-                        metrics.variance_variation(original, released), rel_tol=1e-12)
+        assert math.isclose(
+            report_metrics["relative_error"][name],
+            metrics.relative_error(original[name], released[name], pair),
+            rel_tol=1e-12,
+        )
+    assert math.isclose(
+        report_metrics["mean_variance_variation"],
+        metrics.variance_variation(original, released),
+        rel_tol=1e-12,
+    )
 
 
 def test_ir_dp_report_metrics_match_the_metrics_module_without_shuffle():
     frame = _frame()
-    release = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False,
-                           metrics=True)
+    release = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False, metrics=True
+    )
     _check(release.report.extra["metrics"], frame, release.data, BOUNDS)
     json.loads(release.report.to_json())
 
 
 def test_shuffled_ir_dp_and_mdav_dp_report_record_linked_metrics():
     frame = _frame(seed=1)
-    plain = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False,
-                         metrics=True).report.extra["metrics"]
-    shuffled = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2,
-                            metrics=True).report.extra["metrics"]
+    plain = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False, metrics=True
+    ).report.extra["metrics"]
+    shuffled = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, metrics=True
+    ).report.extra["metrics"]
     # the same noise (same seed) and the same rows, matched through the shuffle
     for key in ("relative_error", "variance_variation", "jensen_shannon"):
         for name in frame.columns:
@@ -58,7 +69,8 @@ def test_shuffled_ir_dp_and_mdav_dp_report_record_linked_metrics():
     assert set(report["variance_variation"]) == {"age", "income"}
     # variance variation does not depend on the row order
     assert report["variance_variation"]["income"] == pytest.approx(
-        metrics.variance_variation(frame["income"], release.data["income"]), rel=1e-12)
+        metrics.variance_variation(frame["income"], release.data["income"]), rel=1e-12
+    )
 
 
 def test_laplace_and_individual_ranking_reports():
@@ -79,8 +91,15 @@ def test_no_metrics_unless_asked():
 def test_categorical_columns_have_no_variance_variation():
     frame = dpfast.datasets.adult(drop_missing=True).head(400)[["age", "occupation"]]
     taxonomy = dpfast.datasets.adult_taxonomy("occupation")
-    release = dpfast.ir_dp(frame, k=10, epsilon=1.0, bounds={"age": (17, 90)},
-                           taxonomies={"occupation": taxonomy}, seed=1, metrics=True)
+    release = dpfast.ir_dp(
+        frame,
+        k=10,
+        epsilon=1.0,
+        bounds={"age": (17, 90)},
+        taxonomies={"occupation": taxonomy},
+        seed=1,
+        metrics=True,
+    )
     report = release.report.extra["metrics"]
     assert set(report["relative_error"]) == {"age", "occupation"}
     assert set(report["variance_variation"]) == {"age"}

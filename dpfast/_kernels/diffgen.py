@@ -53,8 +53,19 @@ def expand_leaves(nodes, first_child, n_children):  # type: ignore[no-untyped-de
 
 
 @jit
-def split_partitions(order, leaves, part_start, part_end, codes, classes, child_of, offset,
-                     n_children, n_codes, n_classes):  # type: ignore[no-untyped-def]
+def split_partitions(
+    order,
+    leaves,
+    part_start,
+    part_end,
+    codes,
+    classes,
+    child_of,
+    offset,
+    n_children,
+    n_codes,
+    n_classes,
+):  # type: ignore[no-untyped-def]
     """Split each leaf partition's records by the child of the specialised value, in one scan.
 
     Parameters (no validation):
@@ -144,8 +155,9 @@ def class_histogram(codes, classes, n_codes, n_classes):  # type: ignore[no-unty
 
 
 @jit
-def leaf_cells(first_child, n_children, split_column, node_value, root_values, position,
-               strides, capacity):  # type: ignore[no-untyped-def]
+def leaf_cells(
+    first_child, n_children, split_column, node_value, root_values, position, strides, capacity
+):  # type: ignore[no-untyped-def]
     """Every leaf partition and its cell in the product of the cuts, in depth-first order.
 
     ``split_column[p]``: the column on which internal node ``p``'s children differ;

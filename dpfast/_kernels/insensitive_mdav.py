@@ -132,9 +132,14 @@ def insensitive_general(values, k, points, sequence, widths, codes, terms):  # t
                     child = 2 * i + 1
                     if child >= size:
                         break
-                    if child + 1 < size and _before(heap_key[child], heap_row[child],
-                                                    heap_key[child + 1], heap_row[child + 1],
-                                                    values, codes):
+                    if child + 1 < size and _before(
+                        heap_key[child],
+                        heap_row[child],
+                        heap_key[child + 1],
+                        heap_row[child + 1],
+                        values,
+                        codes,
+                    ):
                         child += 1
                     if _before(key, row, heap_key[child], heap_row[child], values, codes):
                         heap_key[i] = heap_key[child]
@@ -253,8 +258,16 @@ def noisy_cluster_values(sums, sizes, noise, d_int):  # type: ignore[no-untyped-
 
 
 @jit
-def broadcast_clusters(labels, cluster_values, lower, upper, gamma, round_values,  # type: ignore[no-untyped-def]
-                       destination, out):
+def broadcast_clusters(
+    labels,
+    cluster_values,
+    lower,
+    upper,
+    gamma,
+    round_values,  # type: ignore[no-untyped-def]
+    destination,
+    out,
+):
     """Write ``lower + gamma * cluster_values[label]`` of each row to ``out[destination[row]]``.
 
     ``destination`` empty means the input order; ``round_values`` rounds to integers. O(n).

@@ -168,8 +168,22 @@ def _lower_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def farthest(query, tree_points, ids, alive, start, end, lo, hi, count, min_id, first_leaf,
-              stack_node, stack_bound, best_pos):  # type: ignore[no-untyped-def]
+def farthest(
+    query,
+    tree_points,
+    ids,
+    alive,
+    start,
+    end,
+    lo,
+    hi,
+    count,
+    min_id,
+    first_leaf,
+    stack_node,
+    stack_bound,
+    best_pos,
+):  # type: ignore[no-untyped-def]
     """Position of the alive record farthest from ``query``; ties to the lowest row.
 
     ``best_pos`` (an alive position, or -1) seeds the search: a good first guess prunes
@@ -222,8 +236,25 @@ def _heap_greater(d1, id1, d2, id2):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def nearest(query, wanted, tree_points, ids, alive, start, end, lo, hi, count, min_id,
-             first_leaf, stack_node, stack_bound, heap_d, heap_id, heap_pos):  # type: ignore[no-untyped-def]
+def nearest(
+    query,
+    wanted,
+    tree_points,
+    ids,
+    alive,
+    start,
+    end,
+    lo,
+    hi,
+    count,
+    min_id,
+    first_leaf,
+    stack_node,
+    stack_bound,
+    heap_d,
+    heap_id,
+    heap_pos,
+):  # type: ignore[no-untyped-def]
     """Fill ``heap_pos[:wanted]`` with the alive records nearest ``query`` (ties: lowest row)."""
     size = 0
     stack_node[0] = 1
@@ -233,8 +264,9 @@ def nearest(query, wanted, tree_points, ids, alive, start, end, lo, hi, count, m
         sp -= 1
         node = stack_node[sp]
         bound = stack_bound[sp]
-        if size == wanted and (bound > heap_d[0] or (bound == heap_d[0]
-                                                     and min_id[node] > heap_id[0])):
+        if size == wanted and (
+            bound > heap_d[0] or (bound == heap_d[0] and min_id[node] > heap_id[0])
+        ):
             continue
         if node >= first_leaf:
             for pos in range(start[node], end[node]):
@@ -264,8 +296,8 @@ def nearest(query, wanted, tree_points, ids, alive, start, end, lo, hi, count, m
                         if child >= size:
                             break
                         if child + 1 < size and _heap_greater(
-                                heap_d[child + 1], heap_id[child + 1], heap_d[child],
-                                heap_id[child]):
+                            heap_d[child + 1], heap_id[child + 1], heap_d[child], heap_id[child]
+                        ):
                             child += 1
                         if _heap_greater(heap_d[child], heap_id[child], d, row):
                             heap_d[i] = heap_d[child]

@@ -78,8 +78,7 @@ def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids,
-                    alive):  # type: ignore[no-untyped-def]
+def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive):  # type: ignore[no-untyped-def]
     """Farthest alive record from ``query`` among the shell list, and whether it is proven.
 
     The list holds records by decreasing distance key to an anchor ``a`` (their values in
@@ -106,8 +105,9 @@ def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, o
 
 
 @jit_inline
-def _build_shell(query, shell_target, tree_points, alive, keys, buffer, shell_pos,
-                 shell_key, shell_points):  # type: ignore[no-untyped-def]
+def _build_shell(
+    query, shell_target, tree_points, alive, keys, buffer, shell_pos, shell_key, shell_points
+):  # type: ignore[no-untyped-def]
     """List the ``shell_target`` alive records farthest from ``query``, by decreasing key.
 
     Ties at the cut are included. Returns their number and the largest key left out.
@@ -217,8 +217,9 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
     memory O(n m).
     """
     n, m = grid_points.shape
-    (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id,
-     depth) = _make_tree(grid_points, np.arange(n), leaf_size)
+    (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth) = _make_tree(
+        grid_points, np.arange(n), leaf_size
+    )
     first_leaf = 1 << depth
     tree_size = n
 
@@ -253,8 +254,9 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
                 if alive[pos]:
                     rows[r] = ids[pos]
                     r += 1
-            (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id,
-             depth) = _make_tree(grid_points, rows, leaf_size)
+            (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth) = (
+                _make_tree(grid_points, rows, leaf_size)
+            )
             first_leaf = 1 << depth
             tree_size = remaining
             n_shell = 0
@@ -268,23 +270,72 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
             for j in range(m):
                 t = query[j] - anchor[j]
                 shift += t * t
-            center, proven = _shell_farthest(query, np.sqrt(shift), shell_pos, shell_key,
-                                             shell_points, n_shell, outside, ids, alive)
+            center, proven = _shell_farthest(
+                query,
+                np.sqrt(shift),
+                shell_pos,
+                shell_key,
+                shell_points,
+                n_shell,
+                outside,
+                ids,
+                alive,
+            )
             if not proven and round_ == 0:
-                n_shell, outside = _build_shell(query, shell_size, tree_points, alive, keys,
-                                                buffer, shell_pos, shell_key, shell_points)
+                n_shell, outside = _build_shell(
+                    query,
+                    shell_size,
+                    tree_points,
+                    alive,
+                    keys,
+                    buffer,
+                    shell_pos,
+                    shell_key,
+                    shell_points,
+                )
                 anchor[:] = query
-                center, proven = _shell_farthest(query, 0.0, shell_pos, shell_key,
-                                                 shell_points, n_shell, outside, ids, alive)
+                center, proven = _shell_farthest(
+                    query, 0.0, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive
+                )
             if not proven:  # the tree search is exact; the shell's answer seeds it
-                center = farthest(query, tree_points, ids, alive, start, end, lo, hi, count,
-                                  min_id, first_leaf, stack_node, stack_bound, center)
+                center = farthest(
+                    query,
+                    tree_points,
+                    ids,
+                    alive,
+                    start,
+                    end,
+                    lo,
+                    hi,
+                    count,
+                    min_id,
+                    first_leaf,
+                    stack_node,
+                    stack_bound,
+                    center,
+                )
             alive[center] = False
             for j in range(m):
                 query[j] = tree_points[center, j]
-            found = nearest(query, k - 1, tree_points, ids, alive, start, end, lo, hi,
-                             count, min_id, first_leaf, stack_node, stack_bound, heap_d,
-                             heap_id, heap_pos)
+            found = nearest(
+                query,
+                k - 1,
+                tree_points,
+                ids,
+                alive,
+                start,
+                end,
+                lo,
+                hi,
+                count,
+                min_id,
+                first_leaf,
+                stack_node,
+                stack_bound,
+                heap_d,
+                heap_id,
+                heap_pos,
+            )
             heap_pos[found] = center
             for i in range(found + 1):
                 pos = heap_pos[i]
@@ -294,8 +345,7 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
                     sums[j] -= np.int64(tree_points[pos, j])
             for i in range(found + 1):
                 node = leaf_of[heap_pos[i]]
-                refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count,
-                              min_id)
+                refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id)
                 node //= 2
                 while node >= 1:
                     refresh_internal(node, lo, hi, count, min_id)

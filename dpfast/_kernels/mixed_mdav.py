@@ -71,8 +71,10 @@ def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):  
                 if child >= size:
                     break
                 right = child + 1
-                if right < size and (heap_d[child] < heap_d[right] or (
-                        heap_d[child] == heap_d[right] and heap_row[child] < heap_row[right])):
+                if right < size and (
+                    heap_d[child] < heap_d[right]
+                    or (heap_d[child] == heap_d[right] and heap_row[child] < heap_row[right])
+                ):
                     child = right
                 if d < heap_d[child] or (d == heap_d[child] and row < heap_row[child]):
                     heap_d[i] = heap_d[child]

@@ -153,8 +153,7 @@ def radix_sort_packed(packed, low_bit, n_bits):  # type: ignore[no-untyped-def]
             continue
         if last - first <= 32:
             _insertion_sort(target, first, last, low_bit, rest)
-        elif _lsd_passes(target[first:last], packed[first:last], low_bit, rest, inner_bits,
-                         counts):
+        elif _lsd_passes(target[first:last], packed[first:last], low_bit, rest, inner_bits, counts):
             target[first:last] = packed[first:last]
     return target
 
@@ -211,8 +210,9 @@ def release_groups(  # type: ignore[no-untyped-def]
         total = np.int64(0)
         for r in range(first, last):
             total += np.int64(sorted_packed[r] >> shift)
-        value = grid_value(noisy_mean(total, size, noise[g], d_int), lower, upper, gamma,
-                           round_values)
+        value = grid_value(
+            noisy_mean(total, size, noise[g], d_int), lower, upper, gamma, round_values
+        )
         for r in range(first, last):
             out[np.int64(sorted_packed[r] & position_mask)] = value
 

@@ -149,8 +149,7 @@ def adult_hierarchy_path(column: str) -> Path:
     """
     if column not in ADULT_HIERARCHIES:
         raise ValueError(
-            f"no bundled hierarchy for column {column!r}; choose one of "
-            f"{sorted(ADULT_HIERARCHIES)}"
+            f"no bundled hierarchy for column {column!r}; choose one of {sorted(ADULT_HIERARCHIES)}"
         )
     return _HERE / "hierarchies" / ADULT_HIERARCHIES[column]
 

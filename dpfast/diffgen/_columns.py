@@ -167,8 +167,11 @@ def prepare(
         raise TypeError(
             f"bounds must be a mapping {{column: (lower, upper)}}, got {type(bounds).__name__}"
         )
-    unknown = [c for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ()))
-               if c not in table.names]
+    unknown = [
+        c
+        for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ()))
+        if c not in table.names
+    ]
     if unknown:
         raise ValueError(
             f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
@@ -191,7 +194,10 @@ def prepare(
         numeric_names = [c for c in table.names if c in bounds]
     else:  # "data": every other non-taxonomy numeric column
         numeric_names = [
-            c for c in table.names if c != target and c not in trees
+            c
+            for c in table.names
+            if c != target
+            and c not in trees
             and np.issubdtype(np.asarray(table.column(c)[:0]).dtype, np.number)
         ]
     predictors = [c for c in table.names if c in trees or c in numeric_names]
@@ -204,9 +210,13 @@ def prepare(
     for name in numeric_names:
         raw = table.column(name)
         raw_numeric[name] = (as_numeric_column(raw, name), is_integer_column(raw))
-    domains, derived = check_bounds(
-        bounds, numeric_names, {name: values for name, (values, _) in raw_numeric.items()}
-    ) if numeric_names else ({}, False)
+    domains, derived = (
+        check_bounds(
+            bounds, numeric_names, {name: values for name, (values, _) in raw_numeric.items()}
+        )
+        if numeric_names
+        else ({}, False)
+    )
 
     columns: list[Column] = []
     for name in predictors:

@@ -112,8 +112,14 @@ class _Partitions:
             nodes, self.first_child[: self.size], self.n_children[: self.size]
         )
 
-    def split(self, leaves: np.ndarray, new_start: np.ndarray, new_end: np.ndarray,
-              column: int, child_ids: np.ndarray) -> int:
+    def split(
+        self,
+        leaves: np.ndarray,
+        new_start: np.ndarray,
+        new_end: np.ndarray,
+        column: int,
+        child_ids: np.ndarray,
+    ) -> int:
         k = child_ids.shape[0]
         count = leaves.shape[0] * k
         self._reserve(count)
@@ -129,12 +135,18 @@ class _Partitions:
         self.max_children = max(self.max_children, k)
         return base
 
-    def leaf_cells(self, position: np.ndarray, strides: np.ndarray, depth: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
+    def leaf_cells(
+        self, position: np.ndarray, strides: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         n = self.size
         return _kernels.leaf_cells(  # type: ignore[no-any-return]
-            self.first_child[:n], self.n_children[:n], self.split_column[:n],
-            self.node_value[:n], self.root_values, position, strides,
+            self.first_child[:n],
+            self.n_children[:n],
+            self.split_column[:n],
+            self.node_value[:n],
+            self.root_values,
+            position,
+            strides,
             (depth + 1) * self.max_children + 2,
         )
 
@@ -222,12 +234,18 @@ class Builder:
             value.score = score(counts, self.utility)
         return value
 
-    def _numeric_value(self, column: int, lo: float, hi: float, top: bool, a: int,
-                       b: int) -> Value:
+    def _numeric_value(self, column: int, lo: float, hi: float, top: bool, a: int, b: int) -> Value:
         col = self.columns[column]
         assert isinstance(col, NumericColumn)
-        value = self._new_value(column=column, label=interval_label(lo, hi, col.integer, top),
-                                lo=lo, hi=hi, top=top, a=a, b=b)
+        value = self._new_value(
+            column=column,
+            label=interval_label(lo, hi, col.integer, top),
+            lo=lo,
+            hi=hi,
+            top=top,
+            a=a,
+            b=b,
+        )
         value.splittable = (hi - lo >= 2) if col.integer else (hi > lo)
         return value
 
@@ -258,20 +276,28 @@ class Builder:
         else:
             low, high = float(lows[i]), float(highs[i])
             middle = 0.5 * (low + high)
-            drawn = noise.add_uniform(self.point_key, np.array([middle]),
-                                      0.5 * (high - low), start=value.id)
+            drawn = noise.add_uniform(
+                self.point_key, np.array([middle]), 0.5 * (high - low), start=value.id
+            )
             split = min(max(float(drawn[0]), float(np.nextafter(low, np.inf))), high)
         value.split = split
-        value.split_code = value.a + int(np.searchsorted(col.code_values[value.a:value.b],
-                                                         split, side="left"))
+        value.split_code = value.a + int(
+            np.searchsorted(col.code_values[value.a : value.b], split, side="left")
+        )
         value.score = float(scores[i])
         if self.trace is not None:
             weights = np.exp(log_weights - log_weights.max())
-            self.trace.splits.append({
-                "value": (self.prepared.columns[value.column].name, value.label),
-                "lows": lows[kept], "sizes": sizes[kept], "scores": scores[kept],
-                "probabilities": weights / weights.sum(), "chosen": pick, "split": split,
-            })
+            self.trace.splits.append(
+                {
+                    "value": (self.prepared.columns[value.column].name, value.label),
+                    "lows": lows[kept],
+                    "sizes": sizes[kept],
+                    "scores": scores[kept],
+                    "probabilities": weights / weights.sum(),
+                    "chosen": pick,
+                    "split": split,
+                }
+            )
 
     # -- the algorithm -------------------------------------------------------------------
 
@@ -309,20 +335,27 @@ class Builder:
             return False
         scores = np.array([self.values[v].score for v in candidates], dtype=np.float64)
         spend("selection", i, None)
-        pick = int(noise.exponential_mechanism(
-            self.select_key, scores[None, :], epsilon=self.epsilon_prime,
-            sensitivity=self.delta_u, start=i,
-        )[0])
+        pick = int(
+            noise.exponential_mechanism(
+                self.select_key,
+                scores[None, :],
+                epsilon=self.epsilon_prime,
+                sensitivity=self.delta_u,
+                start=i,
+            )[0]
+        )
         chosen = candidates[pick]
         if self.trace is not None:
-            self.trace.selections.append({
-                "candidates": [self._key(v) for v in candidates],
-                "scores": scores,
-                "probabilities": noise.exponential_probabilities(
-                    scores[None, :], epsilon=self.epsilon_prime, sensitivity=self.delta_u
-                )[0],
-                "chosen": self._key(chosen),
-            })
+            self.trace.selections.append(
+                {
+                    "candidates": [self._key(v) for v in candidates],
+                    "scores": scores,
+                    "probabilities": noise.exponential_probabilities(
+                        scores[None, :], epsilon=self.epsilon_prime, sensitivity=self.delta_u
+                    )[0],
+                    "chosen": self._key(chosen),
+                }
+            )
         spend("split", i, self._key(chosen))
         self._specialise(chosen)
         self.steps_done = i + 1
@@ -354,8 +387,17 @@ class Builder:
                 f"partitions, above the limit of {MAX_PARTITIONS:,}; use fewer steps"
             )
         new_start, new_end, hist = _kernels.split_partitions(
-            self.order, leaves, parts.start, parts.end, col.codes, self.classes, child_of,
-            offset, k, n_codes, self.n_classes,
+            self.order,
+            leaves,
+            parts.start,
+            parts.end,
+            col.codes,
+            self.classes,
+            child_of,
+            offset,
+            k,
+            n_codes,
+            self.n_classes,
         )
         first_id = len(self.values)
         child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
@@ -371,7 +413,7 @@ class Builder:
             m = value.split_code
             left = self._numeric_value(value.column, value.lo, split, False, value.a, m)
             right = self._numeric_value(value.column, split, value.hi, value.top, m, value.b)
-            for child, sub in ((left, hist[: m - value.a]), (right, hist[m - value.a:])):
+            for child, sub in ((left, hist[: m - value.a]), (right, hist[m - value.a :])):
                 if child.splittable:
                     self._choose_split(child, sub)
         value.children = tuple(int(c) for c in child_ids)
@@ -408,8 +450,9 @@ class Builder:
         for j in range(len(sizes) - 2, -1, -1):
             strides[j] = strides[j + 1] * sizes[j + 1]
         leaves, cell = parts.leaf_cells(position, strides, self.steps_done)
-        counts = _kernels.leaf_class_counts(self.order, leaves, parts.start, parts.end,
-                                            self.classes, self.n_classes)
+        counts = _kernels.leaf_class_counts(
+            self.order, leaves, parts.start, parts.end, self.classes, self.n_classes
+        )
         if leaves.shape[0] != n_cells or np.bincount(cell, minlength=n_cells).max() != 1:
             raise AssertionError("the leaf partitions are not the product of the cuts")
         table = np.zeros((n_cells, self.n_classes), dtype=np.int64)

@@ -192,9 +192,7 @@ def diffgen(
         )
     n_classes = len(prepared.class_labels)
     if utility == "info_gain" and n_classes < 2:
-        raise ValueError(
-            "InfoGain is identically 0 with a single class value; use utility='max'"
-        )
+        raise ValueError("InfoGain is identically 0 with a single class value; use utility='max'")
     delta_u = sensitivity(utility, n_classes)
     numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
     n_units = len(numeric) + 2 * steps
@@ -212,9 +210,11 @@ def diffgen(
                 columns=(str(what), str(prepared.target)),
                 epsilon=epsilon_prime,
                 mechanism="interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) "
-                          "over the split points s of the root interval (SPEC §7.4)",
-                sensitivity=delta_u, noise_scale=2 * delta_u / epsilon_prime,
-                sampler=em_sampler, details={"line": "Algorithm 1 line 4"},
+                "over the split points s of the root interval (SPEC §7.4)",
+                sensitivity=delta_u,
+                noise_scale=2 * delta_u / epsilon_prime,
+                sampler=em_sampler,
+                details={"line": "Algorithm 1 line 4"},
             )
         elif kind == "selection":
             entry = LedgerEntry(
@@ -222,9 +222,11 @@ def diffgen(
                 columns=(*tuple(str(c.name) for c in prepared.columns), str(prepared.target)),
                 epsilon=epsilon_prime,
                 mechanism="exponential mechanism over the candidates (the values of every "
-                          f"Cut_i), utility {utility} (SPEC §7.3 Eq. 5)",
-                sensitivity=delta_u, noise_scale=2 * delta_u / epsilon_prime,
-                sampler=em_sampler, details={"line": "Algorithm 1 line 7"},
+                f"Cut_i), utility {utility} (SPEC §7.3 Eq. 5)",
+                sensitivity=delta_u,
+                noise_scale=2 * delta_u / epsilon_prime,
+                sampler=em_sampler,
+                details={"line": "Algorithm 1 line 7"},
             )
         else:
             entry = LedgerEntry(
@@ -232,17 +234,24 @@ def diffgen(
                 columns=(str(what[0]), str(prepared.target)),
                 epsilon=epsilon_prime,
                 mechanism="interval exponential mechanism on each new numeric child (the "
-                          "children hold disjoint records: parallel composition); charged "
-                          "in every step, even when the specialised value is categorical",
-                sensitivity=delta_u, noise_scale=2 * delta_u / epsilon_prime,
+                "children hold disjoint records: parallel composition); charged "
+                "in every step, even when the specialised value is categorical",
+                sensitivity=delta_u,
+                noise_scale=2 * delta_u / epsilon_prime,
                 sampler=em_sampler,
                 details={"line": "Algorithm 1 line 9", "specialised": str(what[1])},
             )
         ledger.check(entry.epsilon)
         ledger.spend(entry)
 
-    builder = Builder(prepared, epsilon_prime=epsilon_prime, utility=utility,
-                      delta_u=delta_u, source=source, trace=_trace)
+    builder = Builder(
+        prepared,
+        epsilon_prime=epsilon_prime,
+        utility=utility,
+        delta_u=delta_u,
+        source=source,
+        trace=_trace,
+    )
     with timer.phase("specialise"):
         builder.roots(spend)
         for i in range(steps):
@@ -257,27 +266,30 @@ def diffgen(
         s, t = _count_rate(epsilon_counts)
         ledger.check(float(epsilon_counts))
         draws = _noise(source.key("diffgen", "counts"), s, t, true_counts.size).reshape(
-            true_counts.shape)
+            true_counts.shape
+        )
         noisy = np.maximum(true_counts + draws, 0)
-        ledger.spend(LedgerEntry(
-            step="noisy counts",
-            columns=(*tuple(str(c.name) for c in prepared.columns), str(prepared.target)),
-            epsilon=float(epsilon_counts),
-            mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, "
-                      "class) count, clamped at 0 (SPEC §7.5)",
-            sensitivity=1.0,
-            noise_scale=t / s,
-            sampler=noise.RATE_SAMPLER_NAME,
-            details={
-                "rate": f"{s}/{t}",
-                "effective_epsilon": s / t,
-                "nominal_epsilon": float(epsilon_counts),
-                "rate_rounding": "the rate s/t is the largest with t <= 2**32 that does "
-                                 "not exceed the budget, so privacy is never overstated",
-                "cells": int(true_counts.size),
-                "leftover_from_early_stop": float(unit * 2 * (steps - done)),
-            },
-        ))
+        ledger.spend(
+            LedgerEntry(
+                step="noisy counts",
+                columns=(*tuple(str(c.name) for c in prepared.columns), str(prepared.target)),
+                epsilon=float(epsilon_counts),
+                mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, "
+                "class) count, clamped at 0 (SPEC §7.5)",
+                sensitivity=1.0,
+                noise_scale=t / s,
+                sampler=noise.RATE_SAMPLER_NAME,
+                details={
+                    "rate": f"{s}/{t}",
+                    "effective_epsilon": s / t,
+                    "nominal_epsilon": float(epsilon_counts),
+                    "rate_rounding": "the rate s/t is the largest with t <= 2**32 that does "
+                    "not exceed the budget, so privacy is never overstated",
+                    "cells": int(true_counts.size),
+                    "leftover_from_early_stop": float(unit * 2 * (steps - done)),
+                },
+            )
+        )
 
     with timer.phase("assemble"):
         cut = _make_cut(builder, cuts)
@@ -308,18 +320,22 @@ def diffgen(
             "utility_sensitivity": delta_u,
             "epsilon_prime": epsilon_prime,
             "bounds": {str(c.name): [c.lower, c.upper] for c in numeric},
-            "root_intervals": {str(c.name): builder.values[i].label
-                               for i, c in enumerate(prepared.columns)
-                               if isinstance(c, NumericColumn)},
+            "root_intervals": {
+                str(c.name): builder.values[i].label
+                for i, c in enumerate(prepared.columns)
+                if isinstance(c, NumericColumn)
+            },
             "integer_columns": [str(c.name) for c in numeric if c.integer],
-            "taxonomies": {str(c.name): {"name": c.taxonomy.name,
-                                         "leaves": len(c.taxonomy.domain)}
-                           for c in prepared.columns if isinstance(c, CategoricalColumn)},
+            "taxonomies": {
+                str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+                for c in prepared.columns
+                if isinstance(c, CategoricalColumn)
+            },
             "classes": [str(v) for v in prepared.class_labels],
             "class_domain": prepared.class_domain,
             "bounds_from_data": prepared.bounds_from_data,
             "budget_split": "ε' = ε / (2 (n_numeric + 2 steps)): n_numeric root split values, "
-                            "per step one selection and one split-value draw, ε/2 counts",
+            "per step one selection and one split-value draw, ε/2 counts",
         },
         epsilon=epsilon,
         ledger=list(ledger.entries),
@@ -348,12 +364,17 @@ def diffgen(
 
 def _guarantee(epsilon: float, prepared: Any) -> tuple[str, str]:
     if prepared.bounds_from_data:
-        return ("NOT differentially private: the numeric bounds were derived from the data "
-                "(bounds='data').", "none")
+        return (
+            "NOT differentially private: the numeric bounds were derived from the data "
+            "(bounds='data').",
+            "none",
+        )
     if prepared.class_domain == "data":
-        return ("NOT differentially private as released: the set of class values was read "
-                "from the data (pass the public classes= or a taxonomy for the target).",
-                "none")
+        return (
+            "NOT differentially private as released: the set of class values was read "
+            "from the data (pass the public classes= or a taxonomy for the target).",
+            "none",
+        )
     return (
         f"{epsilon:g}-differential privacy under unbounded DP: neighbouring tables differ by "
         "adding or removing one record, and the number of rows is not public. It covers "
@@ -373,16 +394,14 @@ def _make_cut(builder: Builder, cuts: list[list[int]]) -> Cut:
         if isinstance(col, NumericColumn):
             edges = np.array([v.lo for v in values], dtype=np.float64)
             edges.setflags(write=False)
-            columns.append(CutColumn(col.name, labels, edges=edges,
-                                     bounds=(col.lower, col.upper)))
+            columns.append(CutColumn(col.name, labels, edges=edges, bounds=(col.lower, col.upper)))
         else:
             taxonomy: Taxonomy = col.taxonomy
             position = np.full(len(taxonomy.domain), -1, dtype=np.int64)
             for p, v in enumerate(values):
                 position[taxonomy.leaves_under(v.node)] = p
             position.setflags(write=False)
-            columns.append(CutColumn(col.name, labels, taxonomy=taxonomy,
-                                     leaf_position=position))
+            columns.append(CutColumn(col.name, labels, taxonomy=taxonomy, leaf_position=position))
     return Cut(columns, builder.prepared.target)
 
 
@@ -391,8 +410,7 @@ def _small_codes(codes: np.ndarray, n_labels: int) -> np.ndarray:
     return codes.astype(dtype, copy=False)
 
 
-def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]],
-                  noisy: np.ndarray) -> Any:
+def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]], noisy: np.ndarray) -> Any:
     n_cells, n_classes = noisy.shape
     sizes = [len(c) for c in cuts]
     out: dict[Any, Any] = {}
@@ -416,9 +434,12 @@ def _noise(key: np.ndarray, s: int, t: int, size: int) -> np.ndarray:
         return noise.discrete_laplace_rate(key, s, t, size)
     half = (size // 2) // 16 * 16
     with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(pool.map(
-            lambda lo_hi: noise.discrete_laplace_rate(key, s, t, lo_hi[1] - lo_hi[0],
-                                                      start=lo_hi[0]),
-            [(0, half), (half, size)],
-        ))
+        parts = list(
+            pool.map(
+                lambda lo_hi: noise.discrete_laplace_rate(
+                    key, s, t, lo_hi[1] - lo_hi[0], start=lo_hi[0]
+                ),
+                [(0, half), (half, size)],
+            )
+        )
     return np.concatenate(parts)

@@ -96,7 +96,9 @@ def as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
 
 
 def per_column_metric(
-    original: Any, released: Any, per_column: bool,
+    original: Any,
+    released: Any,
+    per_column: bool,
     metric: Callable[[Hashable, np.ndarray, np.ndarray, bool], float],
 ) -> float | dict[Hashable, float]:
     """Apply ``metric(name, x, y, single)`` to each pair of columns and aggregate."""

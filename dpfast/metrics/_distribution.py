@@ -16,8 +16,13 @@ from dpfast.metrics._common import as_float, bounds_for, per_column_metric
 
 
 def relative_error(
-    original: Any, released: Any, bounds: Any = None, sanity: float = 0.01, *,
-    per_column: bool = False, taxonomies: Any = None,
+    original: Any,
+    released: Any,
+    bounds: Any = None,
+    sanity: float = 0.01,
+    *,
+    per_column: bool = False,
+    taxonomies: Any = None,
 ) -> float | dict[Hashable, float]:
     """Mean relative error ``|x - x'| / max(|x|, sanity * (upper - lower))``.
 
@@ -81,8 +86,9 @@ def relative_error(
         floor = sanity * (pair[1] - pair[0])
         denominator = np.maximum(np.abs(x), floor)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(denominator > 0, np.abs(x - y) / denominator,
-                             np.where(x == y, 0.0, np.inf))
+            ratio = np.where(
+                denominator > 0, np.abs(x - y) / denominator, np.where(x == y, 0.0, np.inf)
+            )
         return float(np.mean(ratio))
 
     return per_column_metric(original, released, per_column, metric)
@@ -94,7 +100,7 @@ def _histogram_pair(
     if discrete:
         values, inverse = np.unique(np.concatenate([x, y]), return_inverse=True)
         counts_x = np.bincount(inverse[: x.shape[0]], minlength=values.shape[0])
-        counts_y = np.bincount(inverse[x.shape[0]:], minlength=values.shape[0])
+        counts_y = np.bincount(inverse[x.shape[0] :], minlength=values.shape[0])
         return counts_x.astype(np.float64), counts_y.astype(np.float64)
     x, y = x.astype(np.float64), y.astype(np.float64)
     if pair is None:
@@ -105,8 +111,10 @@ def _histogram_pair(
     # Values equal to the upper bound go to the last bin; values outside fall in the end bins.
     index_x = np.clip(np.floor((x - lower) * bins / (upper - lower)).astype(np.int64), 0, bins - 1)
     index_y = np.clip(np.floor((y - lower) * bins / (upper - lower)).astype(np.int64), 0, bins - 1)
-    return (np.bincount(index_x, minlength=bins).astype(np.float64),
-            np.bincount(index_y, minlength=bins).astype(np.float64))
+    return (
+        np.bincount(index_x, minlength=bins).astype(np.float64),
+        np.bincount(index_y, minlength=bins).astype(np.float64),
+    )
 
 
 MAX_DISCRETE_VALUES = 1000
@@ -136,8 +144,13 @@ def jensen_shannon_counts(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def jensen_shannon(
-    original: Any, released: Any, bounds: Any = None, bins: int = 100, *,
-    discrete: bool | None = None, per_column: bool = False,
+    original: Any,
+    released: Any,
+    bounds: Any = None,
+    bins: int = 100,
+    *,
+    discrete: bool | None = None,
+    per_column: bool = False,
 ) -> float | dict[Hashable, float]:
     """Jensen-Shannon divergence (base 2) between original and released marginals.
 
@@ -177,8 +190,9 @@ def jensen_shannon(
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
-        categorical = not all(np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_
-                              for a in (x, y))
+        categorical = not all(
+            np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_ for a in (x, y)
+        )
         if categorical and isinstance(bounds, Mapping) and name not in bounds:
             pair = None  # categories need no domain: one bin per value
         else:
@@ -195,7 +209,11 @@ def jensen_shannon(
 
 
 def variance_variation(
-    original: Any, released: Any, *, ddof: int = 0, per_column: bool = False,
+    original: Any,
+    released: Any,
+    *,
+    ddof: int = 0,
+    per_column: bool = False,
 ) -> float | dict[Hashable, float]:
     """Relative change of the variance, ``|S² - S'²| / S²`` (SPEC §6.2).
 

@@ -170,7 +170,8 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
     )
     il4 = _mean_of_terms(
         [ratio_or_zero(abs(v[i, j] - w[i, j]), v[i, j]) for j in range(p) for i in range(j + 1)],
-        "IL4", skipped,
+        "IL4",
+        skipped,
     )
     il5 = _mean_of_terms(
         [_correlation_change(v, w, i, j) for j in range(p) for i in range(j)], "IL5", skipped
@@ -182,7 +183,8 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
 
 def _labels(labels: Any, n_rows: int) -> np.ndarray:
     array = np.asarray(
-        labels.to_numpy(zero_copy_only=False) if type(labels).__module__.startswith("pyarrow")
+        labels.to_numpy(zero_copy_only=False)
+        if type(labels).__module__.startswith("pyarrow")
         else labels
     )
     if array.ndim != 1 or array.shape[0] != n_rows:
@@ -194,8 +196,9 @@ def _labels(labels: Any, n_rows: int) -> np.ndarray:
     return np.asarray(codes, dtype=np.int64).ravel()
 
 
-def _scaled_columns(data: Any, standardize: bool) -> tuple[list[Hashable], dict[Hashable,
-                                                                              np.ndarray], bool]:
+def _scaled_columns(
+    data: Any, standardize: bool
+) -> tuple[list[Hashable], dict[Hashable, np.ndarray], bool]:
     names, columns, single = columns_of(data)
     result: dict[Hashable, np.ndarray] = {}
     for name in names:
@@ -212,7 +215,11 @@ def _scaled_columns(data: Any, standardize: bool) -> tuple[list[Hashable], dict[
 
 
 def sse(
-    data: Any, labels: Any, *, standardize: bool = False, per_column: bool = False,
+    data: Any,
+    labels: Any,
+    *,
+    standardize: bool = False,
+    per_column: bool = False,
 ) -> float | dict[Hashable, float]:
     """Within-group sum of squares of a partition: ``Σ_g Σ_{i∈g} ‖x_i - x̄_g‖²``.
 
@@ -263,7 +270,10 @@ def sse(
 
 
 def sst(
-    data: Any, *, standardize: bool = False, per_column: bool = False,
+    data: Any,
+    *,
+    standardize: bool = False,
+    per_column: bool = False,
 ) -> float | dict[Hashable, float]:
     """Total sum of squares ``Σ_i ‖x_i - x̄‖²``: :func:`sse` of the one-group partition.
 

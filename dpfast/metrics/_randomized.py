@@ -79,7 +79,8 @@ def reconstruct_distribution(
         domain = extra["domain"]
     for attribute in ("leaves", "domain"):
         if not isinstance(domain, (list, tuple, np.ndarray, pd.Index)) and hasattr(
-                domain, attribute):
+            domain, attribute
+        ):
             domain = getattr(domain, attribute)
             domain = domain() if callable(domain) else domain
             break

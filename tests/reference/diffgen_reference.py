@@ -104,8 +104,10 @@ class Reference:
         self.eps = float(self.unit)
         self.steps = steps
         source = NoiseSource.from_seed(seed)
-        self.keys = {name: [int(w) for w in source.key("diffgen", name)]
-                     for name in ("select", "split-interval", "split-point", "counts")}
+        self.keys = {
+            name: [int(w) for w in source.key("diffgen", name)]
+            for name in ("select", "split-interval", "split-point", "counts")
+        }
         self.values = []  # dicts
         self.cut = [[] for _ in specs]
         self.order = []
@@ -169,19 +171,29 @@ class Reference:
         points = sorted({min(max(r[name], info[0]), info[1]) for r in self.records_in(vid)})
         lows = [v["lo"] + 1] + [p + 1 for p in points]
         highs = [*points, v["hi"] - 1]
-        intervals = [(lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True)
-                     if hi - lo + 1 > 0]
+        intervals = [
+            (lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True) if hi - lo + 1 > 0
+        ]
         scores = [utility(self.child_counts(vid, lo), self.kind) for lo, _ in intervals]
-        log_w = [self.eps * s / (2 * self.delta) + math.log(size)
-                 for s, (_, size) in zip(scores, intervals, strict=True)]
+        log_w = [
+            self.eps * s / (2 * self.delta) + math.log(size)
+            for s, (_, size) in zip(scores, intervals, strict=True)
+        ]
         i = choose(self.keys["split-interval"], vid, log_w)
         offset = nref.uniform_integer(self.keys["split-point"], intervals[i][1], vid)
         v["split"] = intervals[i][0] + offset
         v["score"] = scores[i]
-        self.splits.append({"value": (name, v["label"]), "lows": [lo for lo, _ in intervals],
-                            "sizes": [size for _, size in intervals], "scores": scores,
-                            "probabilities": probabilities(log_w), "chosen": i,
-                            "split": v["split"]})
+        self.splits.append(
+            {
+                "value": (name, v["label"]),
+                "lows": [lo for lo, _ in intervals],
+                "sizes": [size for _, size in intervals],
+                "scores": scores,
+                "probabilities": probabilities(log_w),
+                "chosen": i,
+                "split": v["split"],
+            }
+        )
 
     def score(self, vid):
         v = self.values[vid]
@@ -212,12 +224,17 @@ class Reference:
             pick = choose(self.keys["select"], i, log_w)
             chosen = candidates[pick]
             v = self.values[chosen]
-            self.selections.append({
-                "candidates": [(self.specs[self.values[c]["col"]][0], self.values[c]["label"])
-                               for c in candidates],
-                "scores": scores, "probabilities": probabilities(log_w),
-                "chosen": (self.specs[v["col"]][0], v["label"]),
-            })
+            self.selections.append(
+                {
+                    "candidates": [
+                        (self.specs[self.values[c]["col"]][0], self.values[c]["label"])
+                        for c in candidates
+                    ],
+                    "scores": scores,
+                    "probabilities": probabilities(log_w),
+                    "chosen": (self.specs[v["col"]][0], v["label"]),
+                }
+            )
             self.specialise(chosen)
             done = i + 1
         self.done = done
@@ -265,16 +282,22 @@ class Reference:
             cell = tuple(self.value_of(r, j) for j in range(len(self.specs)))
             counts[index[cell]][self.classes.index(r[self.target])] += 1
         budget = self.total - self.unit * (self.units - 2 * (self.steps - self.done))
-        rate = budget if budget.denominator <= 2**32 else Fraction(
-            math.floor(budget * 2**32), 2**32)
+        rate = (
+            budget if budget.denominator <= 2**32 else Fraction(math.floor(budget * 2**32), 2**32)
+        )
         rows = []
         for i, cell in enumerate(cells):
             for c, label in enumerate(self.classes):
                 nonce = i * len(self.classes) + c
-                y = discrete_laplace_rate(self.keys["counts"], rate.numerator,
-                                          rate.denominator, nonce)
-                rows.append((*[self.values[v]["label"] for v in cell], label,
-                             max(0, counts[i][c] + y)))
-        return {"cut": {self.specs[j][0]: [v["label"] for v in cut]
-                        for j, cut in enumerate(cuts)},
-                "rows": rows, "true_counts": counts, "rate": (rate.numerator, rate.denominator)}
+                y = discrete_laplace_rate(
+                    self.keys["counts"], rate.numerator, rate.denominator, nonce
+                )
+                rows.append(
+                    (*[self.values[v]["label"] for v in cell], label, max(0, counts[i][c] + y))
+                )
+        return {
+            "cut": {self.specs[j][0]: [v["label"] for v in cut] for j, cut in enumerate(cuts)},
+            "rows": rows,
+            "true_counts": counts,
+            "rate": (rate.numerator, rate.denominator),
+        }

@@ -10,8 +10,8 @@ def rank_groups(values, k):
     n = len(values)
     order = sorted(range(n), key=lambda i: (values[i], i))
     n_groups = n // k
-    groups = [order[g * k:(g + 1) * k] for g in range(n_groups - 1)]
-    groups.append(order[(n_groups - 1) * k:])
+    groups = [order[g * k : (g + 1) * k] for g in range(n_groups - 1)]
+    groups.append(order[(n_groups - 1) * k :])
     return groups
 
 

@@ -212,8 +212,9 @@ def mixed_mdav_groups(rows, codes, matrices, k):
         return best[1]
 
     def around(remaining, center):
-        others = sorted((distance(i, points[center], codes[center]), i)
-                        for i in remaining if i != center)
+        others = sorted(
+            (distance(i, points[center], codes[center]), i) for i in remaining if i != center
+        )
         return [center] + [i for _, i in others[: k - 1]]
 
     remaining = set(range(n))

@@ -75,16 +75,29 @@ def information_loss(columns_x, columns_y, ddof=0):
     n = len(columns_x[0])
     cov_x = [[_cov(columns_x[i], columns_x[j], ddof) for j in range(p)] for i in range(p)]
     cov_y = [[_cov(columns_y[i], columns_y[j], ddof) for j in range(p)] for i in range(p)]
-    il1 = _average([
-        _ratio(sum(abs(a - b) for a, b in zip(columns_x[j], columns_y[j], strict=True)) / n,
-               math.sqrt(2 * cov_x[j][j]))
-        for j in range(p)
-    ])
-    il2 = _average([_ratio(abs(_mean(columns_x[j]) - _mean(columns_y[j])), _mean(columns_x[j]))
-                    for j in range(p)])
+    il1 = _average(
+        [
+            _ratio(
+                sum(abs(a - b) for a, b in zip(columns_x[j], columns_y[j], strict=True)) / n,
+                math.sqrt(2 * cov_x[j][j]),
+            )
+            for j in range(p)
+        ]
+    )
+    il2 = _average(
+        [
+            _ratio(abs(_mean(columns_x[j]) - _mean(columns_y[j])), _mean(columns_x[j]))
+            for j in range(p)
+        ]
+    )
     il3 = _average([_ratio(abs(cov_x[j][j] - cov_y[j][j]), cov_x[j][j]) for j in range(p)])
-    il4 = _average([_ratio(abs(cov_x[i][j] - cov_y[i][j]), cov_x[i][j])
-                    for j in range(p) for i in range(j + 1)])
+    il4 = _average(
+        [
+            _ratio(abs(cov_x[i][j] - cov_y[i][j]), cov_x[i][j])
+            for j in range(p)
+            for i in range(j + 1)
+        ]
+    )
     terms = []
     for j in range(p):
         for i in range(j):
@@ -97,8 +110,14 @@ def information_loss(columns_x, columns_y, ddof=0):
                 terms.append(0.0 if same else None)
     il5 = _average(terms)
     defined = [v for v in (il1, il2, il3, il4, il5) if not math.isnan(v)]
-    return {"IL1": il1, "IL2": il2, "IL3": il3, "IL4": il4, "IL5": il5,
-            "IL6": 100 * sum(defined) / len(defined)}
+    return {
+        "IL1": il1,
+        "IL2": il2,
+        "IL3": il3,
+        "IL4": il4,
+        "IL5": il5,
+        "IL6": 100 * sum(defined) / len(defined),
+    }
 
 
 def sse(column, labels):
