@@ -29,7 +29,12 @@ from dpfast._validation import (
 )
 from dpfast.accounting import LedgerEntry, PhaseTimer, Report, names
 from dpfast.io import TableData, as_table_data
-from dpfast.release import SEEDED_NOTE, Release, _protected_columns, _unprotected_note
+from dpfast.release._common import (
+    SEEDED_NOTE,
+    Release,
+    _protected_columns,
+    _unprotected_note,
+)
 
 __all__ = ["k_noise", "k_pram", "minimal_delta", "randomized_response"]
 

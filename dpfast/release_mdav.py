@@ -22,7 +22,7 @@ from dpfast.grid import Grid
 from dpfast.io import as_table_data
 from dpfast.mdav import insensitive_mdav_labels, mdav_labels
 from dpfast.microaggregation import noise_scale_steps
-from dpfast.release import (
+from dpfast.release._common import (
     SEEDED_NOTE,
     Progress,
     Release,

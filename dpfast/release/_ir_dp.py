@@ -1,145 +1,49 @@
-"""Releases: compose validation, microaggregation, noise and accounting into one call.
-
-Every function here takes a pandas DataFrame, an Arrow table or a 2-D NumPy array and
-returns a :class:`Release` whose ``data`` is of the same kind, with a :class:`Report`.
-"""
+"""Individual-ranking DP (Algorithms 1 and 2 of Sánchez et al. 2016), numeric and categorical."""
 
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpfast import metrics as utility
 from dpfast import noise
 from dpfast._validation import (
-    all_finite,
-    as_numeric_column,
     check_bounds,
     check_choice,
-    check_columns,
     check_epsilon,
-    check_int,
     check_k,
     check_seed,
-    is_integer_column,
 )
 from dpfast.accounting import Ledger, LedgerEntry, PhaseTimer, Report, names
 from dpfast.grid import Grid
-from dpfast.io import TableData, as_table_data
+from dpfast.io import as_table_data
 from dpfast.microaggregation import (
     centroid_sensitivity,
-    group_means,
     ir_column,
     noise_scale_steps,
 )
-from dpfast.perturbation import laplace_column
+from dpfast.release._common import (
+    SEEDED_NOTE,
+    Progress,
+    Release,
+    _Categorical,
+    _categorical_metrics,
+    _Column,
+    _finish,
+    _inverse,
+    _names,
+    _noise_source,
+    _report_progress,
+    _split_columns,
+    _threads,
+    _unprotected_note,
+    _utility_metrics,
+)
 from dpfast.taxonomy import Taxonomy
-
-Progress = Callable[[str, int, int], None]
-
-SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seeded generator"
-
-
-@dataclass(frozen=True)
-class Release:
-    """Released data and the report of how it was made.
-
-    Attributes
-    ----------
-    data : pandas.DataFrame, pyarrow.Table or numpy.ndarray
-        The released table, of the same kind as the input.
-    report : Report
-        Method, parameters, ε ledger, guarantee, clamped counts, timings.
-    """
-
-    data: Any
-    report: Report
-
-
-@dataclass(frozen=True)
-class _Column:
-    name: Hashable
-    values: np.ndarray  # float64, read-only use
-    integer: bool
-    dtype: np.dtype[Any]
-
-
-def _protected_columns(table: TableData, columns: Any) -> list[_Column]:
-    selected = check_columns(columns, table.names)
-    finite = table.kind == "numpy" and all_finite(table.source)
-    result = []
-    for name in selected:
-        raw = table.column(name)
-        result.append(
-            _Column(
-                name,
-                as_numeric_column(raw, name, known_finite=finite),
-                is_integer_column(raw),
-                raw.dtype,
-            )
-        )
-    return result
-
-
-@dataclass(frozen=True)
-class _Categorical:
-    name: Hashable
-    codes: np.ndarray  # int64 domain codes
-    taxonomy: Taxonomy
-
-
-def _split_columns(
-    table: TableData, columns: Any, taxonomies: Any
-) -> tuple[list[_Column], list[_Categorical]]:
-    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
-    if taxonomies is None:
-        taxonomies = {}
-    if not isinstance(taxonomies, Mapping):
-        raise TypeError(
-            f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
-        )
-    for name, taxonomy in taxonomies.items():
-        if not isinstance(taxonomy, Taxonomy):
-            raise TypeError(
-                f"taxonomies[{name!r}] must be a dpfast.Taxonomy (Taxonomy.from_arx(path) or "
-                f"Taxonomy.from_mapping(...)), got {type(taxonomy).__name__}"
-            )
-    selected = check_columns(columns, table.names)
-    stray = [name for name in taxonomies if name not in selected]
-    if stray:
-        raise ValueError(
-            f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {selected}: add them to columns or drop their taxonomies"
-        )
-    numeric = [name for name in selected if name not in taxonomies]
-    categorical = []
-    for name in selected:
-        if name in taxonomies:
-            codes, categories = table.category_codes(name)
-            codes = taxonomies[name].encode_categories(codes, categories, column=name)
-            categorical.append(_Categorical(name, codes, taxonomies[name]))
-    for name in numeric:
-        raw = table.column(name)
-        if raw.dtype == object or not (
-            np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_
-        ):
-            raise TypeError(
-                f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
-                "pass its taxonomy in taxonomies= to protect it as a categorical column, "
-                "or leave it out of columns"
-            )
-    return (_protected_columns(table, numeric) if numeric else []), categorical
-
-
-def _names(protected: Sequence[_Column], categorical: Sequence[_Categorical]) -> list[Hashable]:
-    return [c.name for c in protected] + [c.name for c in categorical]
 
 
 def _categorical_entry(
@@ -194,98 +98,6 @@ def _categorical_group_codes(
         sensitivity=entry.sensitivity,
     )
     return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
-
-
-def _noise_source(seed: int | None) -> noise.NoiseSource:
-    return noise.NoiseSource.secure() if seed is None else noise.NoiseSource.from_seed(seed)
-
-
-def _threads(n_threads: Any, n_columns: int) -> int:
-    if n_threads is None:
-        return max(1, min(n_columns, os.cpu_count() or 1))
-    value = check_int(n_threads, "n_threads")
-    if value < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
-    return value
-
-
-def _inverse(permutation: np.ndarray) -> np.ndarray:
-    inverse = np.empty_like(permutation)
-    inverse[permutation] = np.arange(permutation.shape[0], dtype=permutation.dtype)
-    return inverse
-
-
-def _finish(column: _Column, released: np.ndarray) -> np.ndarray:
-    """Give an integer column its dtype back (values are already rounded and in bounds)."""
-    if column.integer:
-        return released.astype(column.dtype)
-    return released
-
-
-def _utility_metrics(
-    protected: Sequence[_Column],
-    released: Mapping[Hashable, np.ndarray],
-    destinations: Mapping[Hashable, np.ndarray],
-    domains: Mapping[Hashable, tuple[float, float]] | None,
-) -> dict[str, Any]:
-    """Relative error, JSD and variance variation of each protected numeric column.
-
-    Rows are matched through the shuffle, so the relative error is record-linked.
-    """
-    relative: dict[str, float] = {}
-    divergence: dict[str, float] = {}
-    variation: dict[str, float] = {}
-    for column in protected:
-        original = column.values
-        destination = destinations.get(column.name)
-        if destination is not None and destination.shape[0] == original.shape[0]:
-            aligned = np.empty_like(original)
-            aligned[destination] = original
-            original = aligned
-        if column.integer:
-            original = original.astype(column.dtype)
-        out = released[column.name]
-        pair = (
-            domains[column.name]
-            if domains is not None
-            else (float(original.min()), float(original.max()))
-        )
-        relative[str(column.name)] = utility.column_metric(
-            utility.relative_error(original, out, pair)
-        )
-        divergence[str(column.name)] = utility.column_metric(
-            utility.jensen_shannon(original, out, pair)
-        )
-        variation[str(column.name)] = utility.column_metric(
-            utility.variance_variation(original, out)
-        )
-    return {
-        "warning": "computed on the original data: keep this report private, do not "
-        "publish it with the release",
-        "relative_error": relative,
-        "jensen_shannon": divergence,
-        "mean_relative_error": float(np.mean(list(relative.values()))) if relative else math.nan,
-        "mean_jensen_shannon": float(np.mean(list(divergence.values()))) if relative else math.nan,
-        # Numeric columns only: a categorical column has no variance.
-        "variance_variation": variation,
-        "mean_variance_variation": (
-            float(np.mean(list(variation.values()))) if variation else math.nan
-        ),
-    }
-
-
-def _report_progress(progress: Progress | None, phase: str, done: int, total: int) -> None:
-    if progress is not None:
-        progress(phase, done, total)
-
-
-def _unprotected_note(unprotected: Sequence[str]) -> str:
-    if not unprotected:
-        return ""
-    return (
-        f" Column(s) {list(unprotected)} are released unchanged and are not protected by "
-        "any guarantee."
-    )
 
 
 def ir_dp(
@@ -623,33 +435,6 @@ def ir_dp(
     return Release(result, report)
 
 
-def _categorical_metrics(
-    metrics: dict[str, Any],
-    categorical: Sequence[_Categorical],
-    released_codes: Mapping[Hashable, np.ndarray],
-    destinations: Mapping[Hashable, np.ndarray],
-) -> None:
-    """Add categorical columns: relative error = mean semantic distance; JSD per category."""
-    for column in categorical:
-        original = column.codes
-        destination = destinations.get(column.name)
-        if destination is not None and destination.shape[0] == original.shape[0]:
-            aligned = np.empty_like(original)
-            aligned[destination] = original
-            original = aligned
-        out = released_codes[column.name]
-        m = len(column.taxonomy.domain)
-        metrics["relative_error"][str(column.name)] = float(
-            np.mean(column.taxonomy.distances_between(original, out))
-        )
-        metrics["jensen_shannon"][str(column.name)] = utility.jensen_shannon_counts(
-            np.bincount(original, minlength=m).astype(np.float64),
-            np.bincount(out, minlength=m).astype(np.float64),
-        )
-    metrics["mean_relative_error"] = float(np.mean(list(metrics["relative_error"].values())))
-    metrics["mean_jensen_shannon"] = float(np.mean(list(metrics["jensen_shannon"].values())))
-
-
 def _categorical_guarantee(
     guarantee: str, level: str, columns: list[str], sensitivity: str
 ) -> tuple[str, str]:
@@ -719,222 +504,3 @@ def _ir_dp_guarantee(
         "proven guarantee.",
         "as_published",
     )
-
-
-def laplace_dp(
-    data: Any,
-    *,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
-    columns: Sequence[Hashable] | None = None,
-    seed: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
-
-    Every protected cell gets its own discrete Laplace draw with scale ``m * Δ / ε`` (``m``
-    protected columns, domain width ``Δ``), then is clamped to the domain. Rows keep their
-    order: each record's output depends on that record alone.
-
-    Parameters
-    ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-    epsilon : float
-    bounds : mapping
-        Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
-    columns : sequence, optional
-        Columns to protect (default all).
-    seed : int, optional
-        Reproducible, not for publication.
-    metrics : bool
-        Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
-        the data holder and must then not be published with the data.
-    progress : callable, optional
-
-    Returns
-    -------
-    Release
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`ir_dp`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> release = laplace_dp(np.array([[1.0], [2.0]]), epsilon=1.0, bounds={0: (0, 4)}, seed=1)
-    >>> release.data.shape
-    (2, 1)
-    """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
-        table = as_table_data(data)
-        if table.n_rows == 0:
-            raise ValueError("the table is empty (0 rows); nothing to release")
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        protected = _protected_columns(table, columns)
-        domains, derived = check_bounds(
-            bounds, [c.name for c in protected], {c.name: c.values for c in protected}
-        )
-    n_records = table.n_rows
-    m = len(protected)
-    epsilon_column = epsilon / m
-    source = _noise_source(seed)
-    ledger = Ledger(epsilon)
-    released: dict[Hashable, np.ndarray] = {}
-    clamped: dict[str, int] = {}
-    with timer.phase("noise"):
-        for i, column in enumerate(protected):
-            lower, upper = domains[column.name]
-            grid = Grid.for_column(lower, upper, n_records)
-            steps = math.ceil(grid.d_int / epsilon_column) if grid.d_int else 0
-            ledger.check(epsilon_column)
-            draws = noise.discrete_laplace(
-                source.key("laplace_dp", "cell-noise", str(column.name)), steps, n_records
-            )
-            out, clamped[str(column.name)] = laplace_column(
-                column.values, grid, draws, column.integer
-            )
-            ledger.spend(
-                LedgerEntry(
-                    step="cell noise",
-                    columns=(str(column.name),),
-                    epsilon=epsilon_column,
-                    mechanism="discrete Laplace, one draw per cell",
-                    sensitivity=grid.d_int * grid.gamma,
-                    noise_scale=steps * grid.gamma,
-                    sampler=noise.SAMPLER_NAME,
-                    details={
-                        "grid_step": grid.gamma,
-                        "scale_in_grid_steps": steps,
-                        "nominal_sensitivity": upper - lower,
-                    },
-                )
-            )
-            released[column.name] = _finish(column, out)
-            _report_progress(progress, "noise", i + 1, m)
-    with timer.phase("assemble"):
-        result = table.rebuild(released, None)
-    extra = {}
-    if metrics:
-        with timer.phase("metrics"):
-            extra["metrics"] = _utility_metrics(protected, released, {}, domains)
-    protected_names = names([c.name for c in protected])
-    unprotected = [str(n) for n in table.names if n not in released]
-    if derived:
-        guarantee, level = (
-            "NOT differentially private: the bounds were derived from the data (bounds='data').",
-            "none",
-        )
-    else:
-        guarantee, level = (
-            f"{epsilon:g}-differential privacy (bounded DP: neighbouring tables differ in one "
-            f"record's values) for columns {protected_names}: each record's {m} cell(s) get "
-            f"independent noise spending {epsilon_column:g} each.",
-            "proven",
-        )
-    report = Report(
-        method="laplace_dp",
-        parameters={
-            "epsilon": epsilon,
-            "bounds": {str(c): list(b) for c, b in domains.items()},
-            "bounds_from_data": derived,
-            "budget_split": "equal over protected columns",
-        },
-        epsilon=epsilon,
-        ledger=list(ledger.entries),
-        guarantee=guarantee + _unprotected_note(unprotected),
-        guarantee_level=level,
-        protected_columns=protected_names,
-        unprotected_columns=unprotected,
-        clamped=clamped,
-        seeded=seed is not None,
-        sampler=noise.SAMPLER_NAME,
-        timings=timer.timings,
-        n_rows=n_records,
-        notes=[SEEDED_NOTE] if seed is not None else [],
-        extra=extra,
-    )
-    return Release(result, report)
-
-
-def individual_ranking(
-    data: Any,
-    *,
-    k: int,
-    columns: Sequence[Hashable] | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """Individual-ranking microaggregation without noise. Not differentially private.
-
-    Each protected column is sorted (ties by row index) and every value is replaced by the
-    mean of its rank group of ``k`` (the remainder joins the last group). Rows keep their
-    order. Integer columns are rounded.
-
-    Parameters
-    ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-    k : int
-    columns : sequence, optional
-    metrics : bool
-        Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
-        the data holder and must then not be published with the data.
-    progress : callable, optional
-
-    Returns
-    -------
-    Release
-        Its report says the release is not differentially private.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> individual_ranking(np.array([[1.0], [9.0], [2.0], [8.0]]), k=2).data.ravel().tolist()
-    [1.5, 8.5, 1.5, 8.5]
-    """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
-        table = as_table_data(data)
-        k = check_k(k, table.n_rows)
-        protected = _protected_columns(table, columns)
-    released: dict[Hashable, np.ndarray] = {}
-    with timer.phase("microaggregation"):
-        for i, column in enumerate(protected):
-            means = group_means(column.values, k)
-            released[column.name] = _finish(column, np.rint(means) if column.integer else means)
-            _report_progress(progress, "microaggregation", i + 1, len(protected))
-    with timer.phase("assemble"):
-        result = table.rebuild(released, None)
-    extra = {}
-    if metrics:
-        with timer.phase("metrics"):
-            extra["metrics"] = _utility_metrics(protected, released, {}, None)
-    protected_names = names([c.name for c in protected])
-    unprotected = [str(n) for n in table.names if n not in released]
-    report = Report(
-        method="individual_ranking",
-        parameters={"k": k, "remainder": "last group"},
-        epsilon=None,
-        ledger=[],
-        guarantee=(
-            "NOT differentially private: values are replaced by exact group means of the "
-            f"original data (groups of at least {k} per column), with no noise."
-            + _unprotected_note(unprotected)
-        ),
-        guarantee_level="none",
-        protected_columns=protected_names,
-        unprotected_columns=unprotected,
-        clamped={},
-        seeded=False,
-        sampler=None,
-        timings=timer.timings,
-        n_rows=table.n_rows,
-        extra=extra,
-    )
-    return Release(result, report)
