@@ -1,0 +1,149 @@
+"""The ``dpfast`` command line: read a table, call a release function, write the result.
+
+No algorithm logic lives here. Exit codes: 0 on success, 2 on a usage or input error
+(one line on stderr starting ``dpfast: error:``), 1 on an unexpected error, 130 on Ctrl-C.
+Set ``DPFAST_DEBUG=1`` to see the traceback of an input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from dpfast._version import __version__
+from dpfast.cli._args import _Parser, _UsageError
+from dpfast.cli._common import ProgressLine as ProgressLine
+from dpfast.cli._demo_command import _demo, _demo_parser
+from dpfast.cli._diffgen import _diffgen_parser
+from dpfast.cli._mdav import _mdav_parsers
+from dpfast.cli._mechanisms import _mechanism_parsers
+from dpfast.cli._numeric import _numeric_parsers
+
+__all__ = ["main"]
+
+_MAIN_EXAMPLES = """\
+examples:
+  dpfast demo                      release the bundled Adult data, write ./dpfast-demo/
+  dpfast demo --mixed              the paper's mixed table: 2 numeric + 2 categorical columns
+  dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
+      --schema people.schema.json
+  dpfast release --help            list the release methods
+
+The schema file declares each column's type and public bounds: see docs/schema.md.
+"""
+
+_RELEASE_EXAMPLES = """\
+methods:
+  ir-dp               individual-ranking microaggregation + Laplace noise (differential privacy)
+  laplace             plain per-cell Laplace noise (the baseline)
+  individual-ranking  microaggregation only: NOT differentially private
+  mdav                MDAV microaggregation: k-anonymity, NOT differentially private
+  mdav-dp             insensitive MDAV + noise on cluster centroids (differential privacy)
+  k-noise             uniform noise of data-dependent width: NOT differentially private
+  k-pram              PRAM within intervals of >= k values: NOT differentially private
+  randomized-response one categorical column, epsilon-local differential privacy
+  diffgen             generalised contingency table for classification (DiffGen, DP)
+
+examples:
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
+  dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema s.json
+  dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+"""
+
+
+def _version() -> str:
+    return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``dpfast`` argument parser."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="dpfast",
+        description="Differentially private release of tabular microdata.",
+        epilog=_MAIN_EXAMPLES,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dpfast {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    release = commands.add_parser(
+        "release",
+        help="release a Parquet or CSV table with a privacy method",
+        description="Release a Parquet or CSV table with a privacy method.",
+        epilog=_RELEASE_EXAMPLES,
+        formatter_class=formatter,
+    )
+    methods = release.add_subparsers(dest="method", metavar="METHOD", required=True)
+
+    _numeric_parsers(methods, formatter)
+    _mechanism_parsers(methods, formatter)
+    _diffgen_parser(methods, formatter)
+    _mdav_parsers(methods, formatter)
+    # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
+    _demo_parser(commands, formatter, handler=_demo)
+    return parser
+
+
+# -- entry point -----------------------------------------------------------------------
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _error(message: str) -> int:
+    print(f"dpfast: error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dpfast`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 success, 2 usage or input error, 1 unexpected error.
+
+    Examples
+    --------
+    >>> main(["--version"])
+    dpfast 0.1.0
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        return _error(str(exc))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("dpfast: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError) as exc:
+        if os.environ.get("DPFAST_DEBUG"):
+            raise
+        message = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            target = f" {exc.filename!r}" if exc.filename else ""
+            message = f"{exc.strerror}{target}; check the path and its permissions"
+        return _error(message or type(exc).__name__)
+    except Exception:
+        traceback.print_exc()
+        print(
+            "dpfast: internal error: this is a bug in dpfast; please report it with the "
+            "traceback above",
+            file=sys.stderr,
+        )
+        return 1

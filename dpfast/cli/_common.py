@@ -1,0 +1,179 @@
+"""Shared by the commands: progress display, notes, input checks, data and report writing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any, TextIO
+
+# -- progress --------------------------------------------------------------------------
+
+
+class ProgressLine:
+    """Render ``progress(phase, done, total)`` calls on one line of a stream.
+
+    On a terminal the line is redrawn in place, only when the phase or the whole percent
+    changes. Elsewhere (a pipe, a log file) one line is printed per phase.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        try:
+            self._tty = stream.isatty()
+        except (AttributeError, ValueError):
+            self._tty = False
+        self._shown: tuple[str, int] | None = None
+        self._width = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        percent = 100 if total <= 0 else max(0, min(100, (100 * done) // total))
+        with self._lock:
+            if self._tty:
+                if self._shown == (phase, percent):
+                    return
+                text = f"dpfast: {phase} {percent:3d}%"
+                self._stream.write("\r" + text.ljust(self._width))
+                self._width = len(text)
+            else:
+                if self._shown is not None and self._shown[0] == phase:
+                    return
+                self._stream.write(f"dpfast: {phase}...\n")
+            self._shown = (phase, percent)
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Clear the progress line (terminal only)."""
+        with self._lock:
+            if self._tty and self._width:
+                self._stream.write("\r" + " " * self._width + "\r")
+                self._stream.flush()
+                self._width = 0
+
+
+def _progress(args: argparse.Namespace) -> ProgressLine | None:
+    return None if args.quiet else ProgressLine(sys.stderr)
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    if not args.quiet:
+        print(f"dpfast: {text}", file=sys.stderr)
+
+
+# -- release commands ------------------------------------------------------------------
+
+
+def _report_path(output: str) -> str:
+    return f"{output}.report.json"
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Fail fast, before any work, on output paths that cannot be written."""
+    from dpfast.io import output_format
+
+    output_format(args.input)
+    output_format(args.output)
+    out = Path(args.output)
+    if out.is_dir():
+        raise ValueError(
+            f"output {args.output!r} is a directory; give a file name such as "
+            f"{os.path.join(args.output, 'released.parquet')!r}"
+        )
+    parent = out.parent
+    if not parent.is_dir():
+        raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
+    if Path(args.input).exists() and out.exists() and out.resolve() == Path(args.input).resolve():
+        raise ValueError("the output would overwrite the input; choose another -o path")
+
+
+def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
+    """Read the input and the schema (if any) and check them against each other."""
+    from dpfast.io import read_table
+    from dpfast.schema import Schema
+
+    table = read_table(args.input)
+    schema = None
+    if getattr(args, "schema", None) is not None:
+        schema = Schema.from_json(args.schema)
+        table = schema.check_table(table)
+        categorical = schema.protected_categorical()
+        with_taxonomies = method in ("ir-dp", "mdav", "mdav-dp")
+        if with_taxonomies:
+            categorical = [c for c in categorical if schema[c].taxonomy is None]
+        if categorical:
+            also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
+            raise ValueError(
+                f"{args.schema}: {method} protects numeric columns only{also}, but the "
+                f"schema protects categorical column(s) "
+                f"{', '.join(repr(c) for c in categorical)}"
+                f"{' without a taxonomy' if also else ''}; "
+                + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
+                + 'set "protect": false for them to copy them unchanged, or drop them'
+            )
+        has_categorical = with_taxonomies and schema.protected_categorical()
+        if (
+            not schema.protected_numeric()
+            and not has_categorical
+            and not getattr(args, "columns", None)
+        ):
+            raise ValueError(
+                f"{args.schema}: no protected numeric column, so there is nothing to release; "
+                'declare at least one "integer" or "float" column with "bounds"'
+            )
+    return table, schema
+
+
+def _write(args: argparse.Namespace, release: Any) -> None:
+    """Write the data and its report, both atomically; never leave one without the other."""
+    from dpfast.io import write_json_atomic, write_table_atomic
+
+    report = release.report.to_dict()
+    write_table_atomic(release.data, args.output)
+    try:
+        write_json_atomic(report, _report_path(args.output))
+    except BaseException:
+        Path(args.output).unlink(missing_ok=True)
+        raise
+
+
+def _finish(args: argparse.Namespace, release: Any) -> int:
+    report = release.report
+    if report.unprotected_columns:
+        shown = ", ".join(report.unprotected_columns[:10])
+        more = ", ..." if len(report.unprotected_columns) > 10 else ""
+        _note(args, f"copied unchanged, NOT protected: {shown}{more}")
+    _write(args, release)
+    if not args.quiet:
+        budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
+        print(f"wrote {args.output} ({report.n_rows} rows) and {_report_path(args.output)}")
+        print(
+            f"{report.method}: {budget}; guarantee: {report.guarantee_level}"
+            + (" (seeded: not for publication)" if report.seeded else "")
+        )
+    return 0
+
+
+def _run_release(
+    args: argparse.Namespace, method: str, call: Callable[[Any, Any, Any], Any]
+) -> int:
+    _check_paths(args)
+    table, schema = _load(args, method)
+    progress = _progress(args)
+    try:
+        release = call(table, schema, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    return _finish(args, release)
+
+
+def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:
+    from dpfast.taxonomy import Taxonomy
+
+    return {
+        name: Taxonomy.from_arx(schema[name].taxonomy) for name in schema.protected_categorical()
+    }

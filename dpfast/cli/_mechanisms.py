@@ -1,0 +1,175 @@
+"""``dpfast release`` k-noise, k-pram and randomized-response: perturbation mechanisms."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dpfast.cli._args import _column_list, _integer, _io_arguments, _number, _quiet_argument
+from dpfast.cli._common import _check_paths, _finish, _note, _run_release
+
+_K_NOISE_EXAMPLES = """\
+examples:
+  dpfast release k-noise people.csv -o noisy.csv --k 5 --columns age,income
+  dpfast release k-noise people.parquet -o noisy.parquet --k 5 --schema people.schema.json
+
+Adds uniform noise on [-delta, delta] with the smallest delta that leaves >= k values within
+2 delta of every point of each column's range. delta depends on the data: NOT differential
+privacy. The report lists delta per column ("deltas").
+"""
+
+_K_PRAM_EXAMPLES = """\
+examples:
+  dpfast release k-pram people.csv -o pram.csv --k 20 --columns age --retention 0.5
+
+Cuts each column's range into equal-width intervals of >= k values and replaces each value,
+with probability 1 - retention, by the value of a random record of its interval. NOT
+differential privacy. The report lists the number of intervals per column.
+"""
+
+_RR_EXAMPLES = """\
+examples:
+  dpfast release randomized-response people.csv -o rr.csv --column disease \\
+      --domain flu,cold,none --epsilon 1
+  dpfast release randomized-response people.parquet -o rr.parquet --column occupation \\
+      --schema people.schema.json --retention 0.6
+
+Keeps each value with probability p, else draws one uniformly from the PUBLIC domain
+(--domain, or the column's taxonomy leaves in --schema; never taken from the data).
+epsilon-local differential privacy for that column; the other columns are copied unchanged
+and are NOT protected.
+"""
+
+
+def _mechanism_parsers(methods: Any, formatter: Any) -> None:
+    k_noise = methods.add_parser(
+        "k-noise",
+        help="uniform noise of data-dependent width (NOT differentially private)",
+        description="k-noise (Biswal, Arbuckle and Kulik): uniform noise on [-delta, delta]. "
+        "Not differential privacy.",
+        epilog=_K_NOISE_EXAMPLES,
+        formatter_class=formatter,
+    )
+    k_pram = methods.add_parser(
+        "k-pram",
+        help="PRAM within intervals of >= k values (NOT differentially private)",
+        description="k-PRAM (Biswal, Arbuckle and Kulik). Not differential privacy.",
+        epilog=_K_PRAM_EXAMPLES,
+        formatter_class=formatter,
+    )
+    for parser in (k_noise, k_pram):
+        _io_arguments(parser)
+        parser.add_argument("--k", type=_integer, required=True, help="k (>= 1)")
+        parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
+        parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
+        parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+        parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    k_pram.add_argument(
+        "--retention",
+        type=_number,
+        default=0.5,
+        help="probability of keeping a value, in [0, 1) (default: 0.5)",
+    )
+    for parser, handler in ((k_noise, _release_k_noise), (k_pram, _release_k_pram)):
+        _quiet_argument(parser)
+        parser.set_defaults(handler=handler)
+
+    response = methods.add_parser(
+        "randomized-response",
+        help="one categorical column, epsilon-local differential privacy",
+        description="Uniform perturbation (k-ary randomized response) of one categorical column.",
+        epilog=_RR_EXAMPLES,
+        formatter_class=formatter,
+    )
+    _io_arguments(response)
+    response.add_argument("--column", required=True, help="the sensitive column")
+    response.add_argument(
+        "--domain",
+        type=_column_list,
+        help="comma-separated public categories (or give --schema with a taxonomy)",
+    )
+    response.add_argument("--schema", help="schema JSON; the column's taxonomy is the domain")
+    budget = response.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--epsilon", type=_number, help="local-DP budget")
+    budget.add_argument("--retention", type=_number, help="probability of keeping a value")
+    response.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    response.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _quiet_argument(response)
+    response.set_defaults(handler=_release_randomized_response)
+
+
+def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
+    if args.columns is None and schema is not None:
+        return schema.protected_numeric()
+    return args.columns
+
+
+def _release_k_noise(args: argparse.Namespace) -> int:
+    from dpfast.mechanisms import k_noise
+
+    def call(table: Any, schema: Any, progress: Any) -> Any:
+        return k_noise(
+            table,
+            k=args.k,
+            columns=_numeric_columns(args, schema),
+            seed=args.seed,
+            n_threads=args.threads,
+        )
+
+    _note(args, "k-noise's noise width depends on the data: NOT differentially private")
+    return _run_release(args, "k-noise", call)
+
+
+def _release_k_pram(args: argparse.Namespace) -> int:
+    from dpfast.mechanisms import k_pram
+
+    def call(table: Any, schema: Any, progress: Any) -> Any:
+        return k_pram(
+            table,
+            k=args.k,
+            columns=_numeric_columns(args, schema),
+            retention=args.retention,
+            seed=args.seed,
+            n_threads=args.threads,
+        )
+
+    _note(args, "k-PRAM's intervals depend on the data: NOT differentially private")
+    return _run_release(args, "k-pram", call)
+
+
+def _release_randomized_response(args: argparse.Namespace) -> int:
+    from dpfast.io import read_table
+    from dpfast.mechanisms import randomized_response
+    from dpfast.schema import Schema
+
+    _check_paths(args)
+    table = read_table(args.input)
+    domain: Any = args.domain
+    if args.schema is not None:
+        schema = Schema.from_json(args.schema)
+        table = schema.check_table(table)
+        taxonomy = schema[args.column].taxonomy if args.column in schema else None
+        if domain is None:
+            if taxonomy is None:
+                raise ValueError(
+                    f"{args.schema}: column {args.column!r} has no taxonomy to take the "
+                    "domain from; add one, or pass --domain"
+                )
+            from dpfast.taxonomy import Taxonomy
+
+            domain = Taxonomy.from_arx(taxonomy)
+    if domain is None:
+        raise ValueError(
+            "the domain is required: pass --domain with the public categories, or --schema "
+            "with a taxonomy for the column"
+        )
+    release = randomized_response(
+        table,
+        column=args.column,
+        domain=domain,
+        epsilon=args.epsilon,
+        retention=args.retention,
+        seed=args.seed,
+        n_threads=args.threads,
+    )
+    return _finish(args, release)

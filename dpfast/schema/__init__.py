@@ -1,0 +1,26 @@
+"""Schema files: each column's type, public domain and whether it is protected.
+
+A schema is a JSON object (format reference: ``docs/schema.md``)::
+
+    {
+      "version": 1,
+      "columns": {
+        "age":        {"type": "integer", "bounds": [17, 90]},
+        "occupation": {"type": "categorical", "protect": false},
+        "id":         {"type": "string", "protect": false}
+      }
+    }
+
+Bounds are *public* inputs (SPEC A1): they must come from a codebook or from knowledge
+that does not depend on the data, never from the data's own minimum and maximum.
+
+Every problem raises :class:`ValueError` with a one-line message that names the column,
+what was expected, what was found and how to fix it. The CLI shows that line as is.
+"""
+
+from __future__ import annotations
+
+from dpfast.schema._column import COLUMN_TYPES, ColumnSpec
+from dpfast.schema._schema import Schema
+
+__all__ = ["COLUMN_TYPES", "ColumnSpec", "Schema"]

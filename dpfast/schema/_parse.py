@@ -1,0 +1,250 @@
+"""Reading and validating a schema's JSON, with one-line messages that say how to fix it."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dpfast.schema._column import _NUMERIC, COLUMN_TYPES, ColumnSpec
+
+_TOP_KEYS = ("version", "description", "columns")
+_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description")
+_VERSION = 1
+
+
+def _hint(word: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def read_schema_json(path: str | os.PathLike[str]) -> Any:
+    """Return the parsed JSON of a schema file (see :meth:`Schema.from_json`)."""
+    where = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"schema file {where!r} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise ValueError(
+            f"schema path {where!r} is a directory; give the path of a .json file"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"schema file {where!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read schema file {where!r}: {exc.strerror or exc}; check its permissions"
+        ) from None
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"schema file {where!r} is not valid JSON: {exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno}; fix the JSON syntax there"
+        ) from None
+    except _DuplicateKeyError as exc:
+        raise ValueError(
+            f"schema file {where!r} repeats the key {exc.key!r}; "
+            "declare each column and each setting once"
+        ) from None
+    return data
+
+
+def parse_schema(
+    data: Mapping[str, Any],
+    base_dir: str | os.PathLike[str] | None,
+    source: str | None,
+) -> tuple[list[ColumnSpec], str | None]:
+    """Return the column specs and description of a schema's JSON (see :meth:`Schema.from_dict`)."""
+    where = source or "schema"
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f'{where}: the top level must be a JSON object with a "columns" key, '
+            f"got {_json_type(data)}; see docs/schema.md"
+        )
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ValueError(
+                f"{where}: unknown top-level key {key!r}; {_hint(key, _TOP_KEYS)}"
+                f"allowed keys are {', '.join(_TOP_KEYS)}"
+            )
+    version = data.get("version", _VERSION)
+    if isinstance(version, bool) or version != _VERSION:
+        raise ValueError(
+            f"{where}: unsupported schema version {version!r}; this dpfast reads version {_VERSION}"
+        )
+    description = _optional_text(data.get("description"), where, "description")
+    if "columns" not in data:
+        raise ValueError(
+            f'{where}: missing "columns"; add an object mapping each column name to '
+            'its settings, e.g. {"columns": {"age": {"type": "integer", '
+            '"bounds": [17, 90]}}}'
+        )
+    columns = data["columns"]
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError(
+            f'{where}: "columns" must be a non-empty object mapping column names to '
+            f"settings, got {_json_type(columns) if columns != {} else 'an empty object'}"
+        )
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    specs = [_column_spec(name, entry, base, where) for name, entry in columns.items()]
+    return specs, description
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _optional_text(value: Any, where: str, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{where}: {what} must be a string, got {_json_type(value)}")
+
+
+def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
+    col = f"{where}: column {name!r}"
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: column names must be non-empty strings, got {name!r}")
+    if not isinstance(entry, Mapping):
+        raise ValueError(
+            f'{col} must map to an object such as {{"type": "integer", '
+            f'"bounds": [0, 100]}}, got {_json_type(entry)}'
+        )
+    for key in entry:
+        if key not in _COLUMN_KEYS:
+            raise ValueError(
+                f"{col} has unknown key {key!r}; {_hint(key, _COLUMN_KEYS)}"
+                f"allowed keys are {', '.join(_COLUMN_KEYS)}"
+            )
+    if "type" not in entry:
+        raise ValueError(
+            f'{col} has no "type"; add one of {", ".join(repr(t) for t in COLUMN_TYPES)}'
+        )
+    kind = entry["type"]
+    if not isinstance(kind, str) or kind not in COLUMN_TYPES:
+        shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
+        hint = _hint(kind, COLUMN_TYPES) if isinstance(kind, str) else ""
+        raise ValueError(
+            f"{col} has unknown type {shown}; {hint}use one of "
+            f"{', '.join(repr(t) for t in COLUMN_TYPES)}"
+        )
+    numeric = kind in _NUMERIC
+
+    protect = entry.get("protect", kind != "string")
+    if not isinstance(protect, bool):
+        raise ValueError(f'{col}: "protect" must be true or false, got {protect!r}')
+    if kind == "string" and protect:
+        raise ValueError(
+            f"{col} is a string column, which no release method can protect; "
+            'set "protect": false to copy it unchanged, declare it "categorical", '
+            "or drop it from the input"
+        )
+
+    bounds = None
+    if "bounds" in entry:
+        if not numeric:
+            raise ValueError(
+                f'{col} is {kind}, but only integer and float columns take "bounds"; '
+                "remove them or change the type"
+            )
+        bounds = _parse_bounds(entry["bounds"], kind, col)
+    elif numeric and protect:
+        raise ValueError(
+            f'{col} is a protected {kind} column without bounds; add "bounds": '
+            "[lower, upper] taken from public knowledge (never from the data), or set "
+            '"protect": false to copy it unchanged'
+        )
+
+    taxonomy = None
+    if "taxonomy" in entry:
+        raw = entry["taxonomy"]
+        if kind != "categorical":
+            raise ValueError(
+                f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
+                "remove it or declare the column categorical"
+            )
+        if not isinstance(raw, str) or not raw:
+            raise ValueError(
+                f'{col}: "taxonomy" must be the path of a hierarchy file, got {_json_type(raw)}'
+            )
+        taxonomy = Path(raw) if Path(raw).is_absolute() else base / raw
+        if not taxonomy.is_file():
+            raise ValueError(
+                f"{col}: taxonomy file {str(taxonomy)!r} does not exist; relative paths are "
+                "read from the schema file's directory"
+            )
+
+    description = _optional_text(entry.get("description"), col, '"description"')
+    return ColumnSpec(name, kind, bounds, protect, taxonomy, description)
+
+
+def _parse_bounds(raw: Any, kind: str, col: str) -> tuple[float, float]:
+    if (
+        not isinstance(raw, (list, tuple))
+        or len(raw) != 2
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in raw)
+    ):
+        raise ValueError(
+            f'{col}: "bounds" must be a list of two numbers [lower, upper], got '
+            f"{json.dumps(raw) if _jsonable(raw) else repr(raw)}"
+        )
+    lower, upper = raw
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        raise ValueError(
+            f"{col}: bounds must be finite, got [{lower}, {upper}]; give the column's "
+            "public minimum and maximum"
+        )
+    if lower > upper:
+        raise ValueError(
+            f"{col}: lower bound {lower} is greater than upper bound {upper}; "
+            f"write them as [{upper}, {lower}]"
+        )
+    if kind == "integer":
+        if lower != math.floor(lower) or upper != math.floor(upper):
+            raise ValueError(
+                f"{col} is integer but its bounds [{lower}, {upper}] are not whole numbers; "
+                'use whole numbers or declare the column "float"'
+            )
+        return (int(lower), int(upper))
+    return (float(lower), float(upper))
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True

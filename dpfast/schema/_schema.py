@@ -1,0 +1,198 @@
+"""The :class:`Schema`: a table's declared columns, read from JSON and checked against data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from dpfast.schema._check import check_table as _check_table
+from dpfast.schema._column import ColumnSpec
+from dpfast.schema._parse import _VERSION, parse_schema, read_schema_json
+
+
+class Schema:
+    """Declared columns of a table, in declaration order.
+
+    Build one with :meth:`from_json` or :meth:`from_dict`.
+
+    Parameters
+    ----------
+    columns : iterable of ColumnSpec
+        The declared columns; names must be unique.
+    source : str, optional
+        Where the schema came from (a file path), used in error messages.
+    description : str, optional
+        Free text.
+
+    Examples
+    --------
+    >>> schema = Schema.from_dict({"columns": {
+    ...     "age": {"type": "integer", "bounds": [17, 90]},
+    ...     "income": {"type": "float", "bounds": [0, 1e6]},
+    ...     "id": {"type": "string", "protect": False}}})
+    >>> schema.protected_numeric()
+    ['age', 'income']
+    >>> schema.bounds()
+    {'age': (17, 90), 'income': (0.0, 1000000.0)}
+    >>> schema["id"].protect
+    False
+    """
+
+    def __init__(
+        self,
+        columns: Any,
+        *,
+        source: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        specs = tuple(columns)
+        by_name: dict[str, ColumnSpec] = {}
+        for spec in specs:
+            if spec.name in by_name:
+                raise ValueError(
+                    f"{source or 'schema'}: column {spec.name!r} is declared twice; "
+                    "declare each column once"
+                )
+            by_name[spec.name] = spec
+        self._columns = by_name
+        self.source = source
+        self.description = description
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> Schema:
+        """Read a schema file.
+
+        Relative ``taxonomy`` paths are resolved against the file's directory.
+
+        Raises
+        ------
+        ValueError
+            If the file is missing or unreadable, is not valid JSON (the message gives
+            the line and column), or does not describe a valid schema.
+        """
+        data = read_schema_json(path)
+        return cls.from_dict(data, base_dir=Path(path).parent, source=os.fspath(path))
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        base_dir: str | os.PathLike[str] | None = None,
+        *,
+        source: str | None = None,
+    ) -> Schema:
+        """Build a schema from its parsed JSON form.
+
+        Parameters
+        ----------
+        data : mapping
+            The JSON object, e.g. ``{"columns": {"age": {"type": "integer",
+            "bounds": [17, 90]}}}``.
+        base_dir : path, optional
+            Directory against which relative ``taxonomy`` paths are resolved; the
+            current directory when omitted.
+        source : str, optional
+            Name used in error messages (the file's path).
+
+        Raises
+        ------
+        ValueError
+            If anything in ``data`` is not a valid schema.
+        """
+        specs, description = parse_schema(data, base_dir, source)
+        return cls(specs, source=source, description=description)
+
+    # -- queries -----------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise KeyError(f"the schema declares no column {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
+
+    def __iter__(self) -> Iterator[ColumnSpec]:
+        return iter(self._columns.values())
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __repr__(self) -> str:
+        return f"Schema({list(self._columns.values())!r})"
+
+    @property
+    def names(self) -> list[str]:
+        """All declared column names, in declaration order."""
+        return list(self._columns)
+
+    def protected_numeric(self) -> list[str]:
+        """Names of the protected integer and float columns, in declaration order."""
+        return [c.name for c in self if c.protect and c.is_numeric]
+
+    def protected_categorical(self) -> list[str]:
+        """Names of the protected categorical columns, in declaration order."""
+        return [c.name for c in self if c.protect and c.type == "categorical"]
+
+    def unprotected(self) -> list[str]:
+        """Names of the declared columns marked ``"protect": false``."""
+        return [c.name for c in self if not c.protect]
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Public bounds of the protected numeric columns, ``{name: (lower, upper)}``."""
+        out: dict[str, tuple[float, float]] = {}
+        for spec in self:
+            if spec.protect and spec.is_numeric and spec.bounds is not None:
+                out[spec.name] = spec.bounds
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form (taxonomy paths as absolute strings)."""
+        columns: dict[str, Any] = {}
+        for spec in self:
+            entry: dict[str, Any] = {"type": spec.type}
+            if spec.bounds is not None:
+                entry["bounds"] = list(spec.bounds)
+            entry["protect"] = spec.protect
+            if spec.taxonomy is not None:
+                entry["taxonomy"] = str(spec.taxonomy)
+            if spec.description is not None:
+                entry["description"] = spec.description
+            columns[spec.name] = entry
+        out: dict[str, Any] = {"version": _VERSION}
+        if self.description is not None:
+            out["description"] = self.description
+        out["columns"] = columns
+        return out
+
+    # -- checking data -----------------------------------------------------------------
+
+    def check_table(self, table: Any) -> Any:
+        """Check that a table matches the schema, and return it ready for release.
+
+        Checks that every declared column exists, that numeric columns hold numbers,
+        that integer columns hold whole numbers, and that protected numeric columns
+        have no missing values. Float columns declared ``integer`` whose values are all
+        whole numbers are returned cast to int64, so that releases round them.
+
+        Parameters
+        ----------
+        table : pyarrow.Table
+            The input table (as returned by :func:`dpfast.io.read_table`).
+
+        Returns
+        -------
+        pyarrow.Table
+            ``table``, or a copy with some float columns cast to int64.
+
+        Raises
+        ------
+        ValueError
+            On the first mismatch, naming the column and how to fix it.
+        """
+        return _check_table(self, table)
