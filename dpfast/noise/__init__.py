@@ -1,0 +1,79 @@
+"""Secure random noise: keyed ChaCha20 streams and exact integer samplers.
+
+All randomness in dpfast comes from here. A :class:`NoiseSource` holds a 32-byte master
+key, from ``os.urandom`` (:meth:`NoiseSource.secure`, the default) or from a seed
+(:meth:`NoiseSource.from_seed`, reproducible, for tests and benchmarks only). Each use of
+randomness asks the source for its own key with a label (``source.key("ir_dp", "noise",
+column)``), so that distinct uses get independent streams and adding a column never
+changes the noise of another.
+
+Element ``i`` of every per-element sampler reads only the ChaCha20 stream
+``(key, nonce = start + i)``, so drawing in chunks gives the same values as drawing at
+once. The samplers are exact: all sampling decisions use integer arithmetic on random
+bits, with no floating point (SPEC A3, §8.4, §8.6).
+"""
+
+from __future__ import annotations
+
+from dpfast.noise._common import _MAX_NONCE as _MAX_NONCE
+from dpfast.noise._common import _MAX_SCALE as _MAX_SCALE
+from dpfast.noise._common import _PARALLEL_MIN_SIZE as _PARALLEL_MIN_SIZE
+from dpfast.noise._common import _check_int as _check_int
+from dpfast.noise._common import _check_key as _check_key
+from dpfast.noise._common import _check_range as _check_range
+from dpfast.noise._common import _row_chunks as _row_chunks
+from dpfast.noise._common import _run_chunks as _run_chunks
+from dpfast.noise._common import _threads_for as _threads_for
+from dpfast.noise._exponential import (
+    EM_SAMPLER_NAME,
+    exponential_mechanism,
+    exponential_mechanism_log_weights,
+    exponential_mechanism_sorted_groups,
+    exponential_probabilities,
+)
+from dpfast.noise._exponential import _check_quality as _check_quality
+from dpfast.noise._exponential import _em_scale as _em_scale
+from dpfast.noise._laplace import (
+    RATE_SAMPLER_NAME,
+    SAMPLER_NAME,
+    discrete_laplace,
+    discrete_laplace_rate,
+    rate_at_most,
+    unsafe_float_laplace,
+)
+from dpfast.noise._source import _KEY_DOMAIN as _KEY_DOMAIN
+from dpfast.noise._source import _SEED_DOMAIN as _SEED_DOMAIN
+from dpfast.noise._source import NoiseSource
+from dpfast.noise._source import _encode_int as _encode_int
+from dpfast.noise._source import _encode_label as _encode_label
+from dpfast.noise._uniform import bernoulli_rational, permutation, uniform_integers
+from dpfast.noise._wordstream import (
+    KEEP_DENOMINATOR,
+    RETAIN_SAMPLER_NAME,
+    UNIFORM_SAMPLER_NAME,
+    add_uniform,
+    retain_or_replace,
+)
+
+__all__ = [
+    "EM_SAMPLER_NAME",
+    "KEEP_DENOMINATOR",
+    "RATE_SAMPLER_NAME",
+    "RETAIN_SAMPLER_NAME",
+    "SAMPLER_NAME",
+    "UNIFORM_SAMPLER_NAME",
+    "NoiseSource",
+    "add_uniform",
+    "bernoulli_rational",
+    "discrete_laplace",
+    "discrete_laplace_rate",
+    "exponential_mechanism",
+    "exponential_mechanism_log_weights",
+    "exponential_mechanism_sorted_groups",
+    "exponential_probabilities",
+    "permutation",
+    "rate_at_most",
+    "retain_or_replace",
+    "uniform_integers",
+    "unsafe_float_laplace",
+]

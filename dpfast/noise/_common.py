@@ -1,0 +1,83 @@
+"""Argument checks and row chunking shared by the samplers of :mod:`dpfast.noise`.
+
+Every sampler validates its key with :func:`_check_key` and its integers with
+:func:`_check_int` / :func:`_check_range`. Threaded samplers split their rows with
+:func:`_run_chunks`; element ``i`` always reads its own stream, so the split never changes
+a draw.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+_MAX_SCALE = 2**62
+_MAX_NONCE = 2**64
+
+
+# Requests of at least this many draws use every core unless told otherwise. Element i
+# always reads its own stream, so the split never changes a draw.
+_PARALLEL_MIN_SIZE = 1 << 20
+
+
+def _row_chunks(size: int, n_threads: int) -> list[tuple[int, int]]:
+    # Chunk edges on multiples of 128 rows (one 16-block ChaCha20 batch); the values never
+    # depend on the chunking.
+    per = -(-size // max(1, n_threads))
+    per = -(-per // 128) * 128
+    return [(lo, min(size, lo + per)) for lo in range(0, size, max(per, 128))]
+
+
+def _run_chunks(work: Callable[[int, int], None], size: int, n_threads: int) -> None:
+    """Call ``work(lo, hi)`` over contiguous chunks of ``range(size)``, in threads if several."""
+    chunks = _row_chunks(size, n_threads)
+    if len(chunks) <= 1:
+        for lo, hi in chunks:
+            work(lo, hi)
+        return
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        for future in [pool.submit(work, lo, hi) for lo, hi in chunks]:
+            future.result()
+
+
+def _threads_for(size: int, n_threads: object) -> int:
+    """Return the thread count for ``size`` draws (``None``: every core if large)."""
+    if n_threads is None:
+        return (os.cpu_count() or 1) if size >= _PARALLEL_MIN_SIZE else 1
+    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+    return n_threads
+
+
+def _check_key(key: object) -> np.ndarray:
+    if not isinstance(key, np.ndarray):
+        raise TypeError(
+            f"key must be a numpy array from NoiseSource.key(...), got {type(key).__name__}"
+        )
+    if key.shape != (8,) or key.dtype != np.uint64 or bool((key > 0xFFFFFFFF).any()):
+        raise ValueError(
+            "key must be a uint64 array of shape (8,) holding 32-bit words, "
+            f"got dtype {key.dtype} and shape {key.shape}; use NoiseSource.key(...)"
+        )
+    # A private copy: one dtype and layout for the kernels (a read-only or strided key would
+    # compile new specialisations) and no aliasing with the caller's array.
+    return np.array(key, dtype=np.uint64, order="C", copy=True)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _check_range(size: object, start: object) -> tuple[int, int]:
+    size = _check_int("size", size, 0, _MAX_NONCE)
+    start = _check_int("start", start, 0, _MAX_NONCE - size)
+    return size, start
