@@ -1,0 +1,199 @@
+"""k-noise (SPEC §9.2): uniform noise on ``[-δ, δ]`` with the minimal data-dependent ``δ``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._kernels import mechanisms as _kernels
+from dpfast._validation import check_k, check_seed
+from dpfast.accounting import PhaseTimer, Report, names
+from dpfast.io import as_table_data
+from dpfast.mechanisms._common import _not_dp, _range, _source, _threads
+from dpfast.release._common import SEEDED_NOTE, Release, _protected_columns
+
+
+def _smallest_double_above(target: Fraction) -> float:
+    try:
+        value = float(target)  # correctly rounded
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError("the minimal delta overflows float64; rescale the column first")
+    if Fraction(value) > target:
+        return value
+    return math.nextafter(value, math.inf)
+
+
+def minimal_delta(values: Any, k: int) -> float:
+    """Return the smallest half-width ``δ`` for which k-noise's condition holds (SPEC §9.2).
+
+    The condition is ``#{j : |X_j - x| < 2δ} >= k`` for every ``x`` in ``[min X, max X]``,
+    i.e. ``2δ > D_k`` with ``D_k = max(X_(k) - X_(1), X_(n) - X_(n-k+1),
+    max_i (X_(i+k) - X_(i)) / 2)``. The result is the smallest double strictly above
+    ``D_k / 2``, found exactly (rational arithmetic on the extreme order statistics); it is
+    ``nextafter(D_k / 2, +inf)`` whenever ``D_k / 2`` is a double. The column is never
+    fully sorted: see :mod:`dpfast._kernels.mechanisms`. Expected O(n), O(n log n) at worst.
+
+    Parameters
+    ----------
+    values : array-like of float
+        1-D, finite.
+    k : int
+        ``1 <= k <= len(values)``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        On NaN or infinite values, a bad ``k`` or a range that overflows float64.
+
+    Examples
+    --------
+    >>> minimal_delta([0.0, 1.0, 2.0, 10.0], 2)  # D_k = X_(4) - X_(3) = 8
+    4.000000000000001
+    """
+    array = np.ascontiguousarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"values must be 1-D, got shape {array.shape}")
+    k = check_k(k, array.shape[0])
+    if not np.isfinite(array).all():
+        raise ValueError("values must be finite (no NaN or infinity)")
+    return _minimal_delta(array, k, "values")[0]
+
+
+def _minimal_delta(values: np.ndarray, k: int, name: Hashable) -> tuple[float, float]:
+    """Return ``(δ, D_k)`` for a validated float64 column."""
+    lo, hi = _range(values, name)
+    if hi == lo:
+        return math.nextafter(0.0, math.inf), 0.0
+    n = values.shape[0]
+    n_buckets = max(1, min(n, max(1024, n // 16)))
+    x1, xk, xnk, xn, inner_lo, inner_hi, has_inner = _kernels.knoise_extremes(values, k, n_buckets)
+    d = max(Fraction(xk) - Fraction(x1), Fraction(xn) - Fraction(xnk))
+    if has_inner:
+        d = max(d, (Fraction(inner_hi) - Fraction(inner_lo)) / 2)
+    return _smallest_double_above(d / 2), float(d)
+
+
+def k_noise(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """k-noise: add uniform noise on ``[-δ, δ]`` to each value (SPEC §9.2). Not DP.
+
+    For each protected column, ``δ`` is the smallest half-width such that every point of
+    the column's range has at least ``k`` values within ``2δ``
+    (:func:`minimal_delta`); then ``Y_j = X_j + η_j`` with ``η_j`` uniform on
+    ``(-δ, δ)``. Theorem 1 of Biswal et al.: the expected number of released values within
+    ``2δ`` of any point is more than ``k / 2``. ``δ`` depends on the data, so this is
+    **not** differential privacy. Rows keep their order; integer columns are released as
+    floats (rounding would change the noise).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
+        Never modified.
+    k : int
+        ``1 <= k <= n_rows``.
+    columns : sequence, optional
+        Numeric columns to perturb (default all); the others are copied unchanged.
+    seed : int, optional
+        Reproducible noise, not for publication.
+    n_threads : int, optional
+        Threads for the noise (default: one per core). Results do not depend on it.
+
+    Returns
+    -------
+    Release
+        ``report.to_dict()["deltas"]`` holds ``δ`` per column.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Non-numeric columns, NaN or infinite values, ``k`` outside ``[1, n]``, unknown
+        columns, an empty table.
+
+    References
+    ----------
+    A. Biswal, L. Arbuckle and L. Kulik, "Disclosure metrics born from statistical
+    evaluations of data utility", §2.4-2.5, Theorem 1.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"age": [23, 35, 41, 52, 67, 30]})
+    >>> release = k_noise(table, k=2, seed=1)
+    >>> release.report.to_dict()["deltas"]
+    {'age': 7.500000000000001}
+    >>> release.report.guarantee_level
+    'none'
+    """
+    timer = PhaseTimer()
+    with timer.phase("validate"):
+        table = as_table_data(data)
+        k = check_k(k, table.n_rows)
+        seed = check_seed(seed)
+        protected = _protected_columns(table, columns)
+        threads = _threads(n_threads)
+    source = _source(seed)
+    released: dict[Hashable, np.ndarray] = {}
+    deltas: dict[str, float] = {}
+    spans: dict[str, float] = {}
+    for column in protected:
+        with timer.phase("delta"):
+            delta, span = _minimal_delta(column.values, k, column.name)
+        with timer.phase("noise"):
+            released[column.name] = noise.add_uniform(
+                source.key("k_noise", "uniform-noise", str(column.name)),
+                column.values,
+                delta,
+                n_threads=threads,
+            )
+        deltas[str(column.name)] = delta
+        spans[str(column.name)] = span
+    with timer.phase("assemble"):
+        result = table.rebuild(released, None)
+    unprotected = [str(n) for n in table.names if n not in released]
+    integer = [str(c.name) for c in protected if c.integer]
+    notes = [SEEDED_NOTE] if seed is not None else []
+    if integer:
+        notes.append(f"integer column(s) {integer} are released as floats")
+    report = Report(
+        method="k_noise",
+        parameters={
+            "k": k,
+            "noise": "uniform on (-delta, delta)",
+            "delta_rule": "smallest double above D_k / 2 (SPEC §9.2)",
+        },
+        epsilon=None,
+        ledger=[],
+        guarantee=_not_dp(
+            "delta is computed from the data (the spread of the k nearest values), so the "
+            "noise scale itself reveals information about the records.",
+            unprotected,
+        ),
+        guarantee_level="none",
+        protected_columns=names([c.name for c in protected]),
+        unprotected_columns=unprotected,
+        clamped={},
+        seeded=seed is not None,
+        sampler=noise.UNIFORM_SAMPLER_NAME,
+        timings=timer.timings,
+        n_rows=table.n_rows,
+        notes=notes,
+        extra={"deltas": deltas, "d_k": spans},
+    )
+    return Release(result, report)

@@ -1,0 +1,199 @@
+"""k-PRAM (SPEC §9.1): invariant PRAM within equal-width intervals of at least k values."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._kernels import mechanisms as _kernels
+from dpfast._validation import check_k, check_seed
+from dpfast.accounting import PhaseTimer, Report, names
+from dpfast.io import as_table_data
+from dpfast.mechanisms._common import (
+    _KEEP_BITS,
+    _check_retention,
+    _keep_numerator,
+    _not_dp,
+    _range,
+    _source,
+    _threads,
+)
+from dpfast.release._common import SEEDED_NOTE, Release, _protected_columns
+
+
+def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
+    """k-PRAM's number of intervals ``m`` and the exact count of each (SPEC §9.1)."""
+    n = values.shape[0]
+    width = hi - lo
+    if width == 0:
+        return 1, np.array([n], dtype=np.int64)
+    n_buckets = max(1, min(n, max(1024, n // 16)))
+    starts = _kernels.bucket_counts(values, lo, n_buckets / width, n_buckets)
+
+    def valid(m: int) -> bool:
+        status = _kernels.interval_check(starts, m, k)
+        if status == -1:
+            counts = _kernels.interval_counts(values, lo, m / width, m)
+            return bool(counts.min() >= k)
+        return bool(status == 1)
+
+    low, high = 1, n // k
+    if not valid(high):
+        while high - low > 1:
+            middle = (low + high) // 2
+            if valid(middle):
+                low = middle
+            else:
+                high = middle
+        high = low
+    counts = _kernels.interval_counts(values, lo, high / width, high)
+    if counts.min() < k:  # pragma: no cover - the checks above are exact
+        raise AssertionError("k-PRAM interval search returned an invalid split")
+    return high, counts
+
+
+def k_pram(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    retention: float = 0.5,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """k-PRAM: PRAM within equal-width intervals that each hold at least ``k`` values (§9.1).
+
+    Each protected column's range is cut into ``m`` equal-width intervals (value ``x`` is
+    in interval ``min(floor((x - min) * m / range), m - 1)``, computed in float64), with
+    ``m`` the result of a bisection over ``[1, n // k]`` for an ``m`` whose intervals all
+    hold ``>= k`` values while ``m + 1``'s do not (``m = n // k`` when that works). Then
+    every value is kept with probability ``retention``, or else replaced by the value of a
+    uniformly drawn record of its own interval: an invariant PRAM, whose transition matrix
+    is supported on the interval's values and keeps each interval's expected distribution
+    and size. Not differential privacy: the intervals depend on the data.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
+        Never modified.
+    k : int
+        ``1 <= k <= n_rows``.
+    columns : sequence, optional
+        Numeric columns to perturb (default all).
+    retention : float
+        Probability of keeping a value, in ``[0, 1)``; sampled exactly as the largest
+        ``a / 2**32`` not above it (the report gives the value used).
+    seed : int, optional
+        Reproducible, not for publication.
+    n_threads : int, optional
+        Threads for the draws. Results do not depend on it.
+
+    Returns
+    -------
+    Release
+        The report gives each column's ``intervals`` (``m``), interval width and smallest
+        interval count.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`k_noise`, and a retention outside ``[0, 1)``.
+
+    Notes
+    -----
+    Choices not fixed by the source ([U] in SPEC §9.1): validity is not monotone in ``m``,
+    so the bisection finds a boundary, not always the largest valid ``m`` (the downward
+    scan of the spec costs O(n²/k)); the replacement is drawn with the interval's value
+    frequencies (a uniformly drawn record), not uniformly over its distinct values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
+    >>> release = k_pram(table, k=3, seed=1)
+    >>> release.report.to_dict()["intervals"]
+    {'0': 2}
+    >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
+    True
+    """
+    timer = PhaseTimer()
+    with timer.phase("validate"):
+        table = as_table_data(data)
+        k = check_k(k, table.n_rows)
+        retention = _check_retention(retention)
+        seed = check_seed(seed)
+        protected = _protected_columns(table, columns)
+        threads = _threads(n_threads)
+    keep = _keep_numerator(retention)
+    source = _source(seed)
+    released: dict[Hashable, np.ndarray] = {}
+    intervals: dict[str, int] = {}
+    widths: dict[str, float] = {}
+    smallest: dict[str, int] = {}
+    for column in protected:
+        values = column.values
+        with timer.phase("intervals"):
+            lo, hi = _range(values, column.name)
+            m, counts = _interval_count(values, k, lo, hi)
+            group_start = np.zeros(m, dtype=np.int64)
+            np.cumsum(counts[:-1], out=group_start[1:])
+            groups = np.empty(values.shape[0], dtype=np.int64)
+            pool = np.empty(values.shape[0], dtype=np.float64)
+            scale = m / (hi - lo) if hi > lo else 0.0
+            _kernels.group_by_interval(values, lo, scale, m, group_start, groups, pool)
+        with timer.phase("pram"):
+            out = noise.retain_or_replace(
+                source.key("k_pram", "retain-or-replace", str(column.name)),
+                keep,
+                values,
+                pool,
+                groups=groups,
+                group_start=group_start,
+                group_size=counts,
+                n_threads=threads,
+            )
+        released[column.name] = out.astype(column.dtype) if column.integer else out
+        intervals[str(column.name)] = m
+        widths[str(column.name)] = (hi - lo) / m
+        smallest[str(column.name)] = int(counts.min())
+    with timer.phase("assemble"):
+        result = table.rebuild(released, None)
+    unprotected = [str(n) for n in table.names if n not in released]
+    report = Report(
+        method="k_pram",
+        parameters={
+            "k": k,
+            "retention_requested": retention,
+            "retention": keep / 2**_KEEP_BITS,
+            "retention_fraction": f"{keep}/2**32",
+            "intervals_rule": "equal width over [min, max]; bisection on m in [1, n // k] "
+            "for every interval holding >= k values",
+            "replacement": "value of a uniformly drawn record of the same interval "
+            "(invariant PRAM)",
+        },
+        epsilon=None,
+        ledger=[],
+        guarantee=_not_dp(
+            "the intervals are computed from the data, and each replacement is another "
+            "record's exact value.",
+            unprotected,
+        ),
+        guarantee_level="none",
+        protected_columns=names([c.name for c in protected]),
+        unprotected_columns=unprotected,
+        clamped={},
+        seeded=seed is not None,
+        sampler=noise.RETAIN_SAMPLER_NAME,
+        timings=timer.timings,
+        n_rows=table.n_rows,
+        notes=[SEEDED_NOTE] if seed is not None else [],
+        extra={
+            "intervals": intervals,
+            "interval_width": widths,
+            "smallest_interval_count": smallest,
+        },
+    )
+    return Release(result, report)

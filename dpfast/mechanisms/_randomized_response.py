@@ -1,0 +1,310 @@
+"""Randomized response (SPEC §9.3): uniform perturbation of one categorical column."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpfast import noise
+from dpfast._kernels import mechanisms as _kernels
+from dpfast._validation import check_columns, check_epsilon, check_seed
+from dpfast.accounting import LedgerEntry, PhaseTimer, Report
+from dpfast.io import TableData, as_table_data
+from dpfast.mechanisms._common import (
+    _KEEP_BITS,
+    _check_retention,
+    _keep_numerator,
+    _source,
+    _threads,
+)
+from dpfast.release._common import SEEDED_NOTE, Release
+
+_RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
+
+
+def _domain_values(domain: Any) -> list[Any]:
+    if domain is None:
+        raise ValueError(
+            "domain is required: pass the public list of categories (or a Taxonomy); it is "
+            "never taken from the data"
+        )
+    for attribute in ("leaves", "domain"):
+        if not isinstance(domain, (list, tuple, np.ndarray, pd.Index)) and hasattr(
+            domain, attribute
+        ):
+            domain = getattr(domain, attribute)
+            if callable(domain):
+                domain = domain()
+            break
+    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__iter__"):
+        raise TypeError(
+            f"domain must be a list of categories or a Taxonomy, got {type(domain).__name__}"
+        )
+    values = list(domain)
+    if len(values) < 2:
+        raise ValueError(
+            f"domain must hold at least 2 categories, got {len(values)}; with one there is "
+            "nothing to perturb"
+        )
+    if len(set(values)) != len(values):
+        seen: set[Any] = set()
+        twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
+        raise ValueError(f"domain lists categories more than once: {twice[:5]}")
+    if len(values) > 2**_KEEP_BITS:
+        raise ValueError(f"domain may hold at most 2**32 categories, got {len(values)}")
+    return values
+
+
+def _code_dtype(m: int) -> type[np.signedinteger[Any]]:
+    for dtype in (np.int8, np.int16, np.int32):
+        if m <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
+    """Codes of ``column`` in ``domain`` and a function turning codes back into a column."""
+    index = pd.Index(domain)
+    series = table.source[column] if table.kind == "pandas" else None
+    if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
+        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
+        codes = np.empty(len(series), dtype=_code_dtype(len(domain)))
+        raw = series.cat.codes.to_numpy()
+        missing, first = _kernels.map_codes(raw, mapping, codes)
+        outside = []
+        if first >= 0:  # the error path: name every category outside the domain
+            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
+            outside = [series.cat.categories[c] for c in unmapped]
+        dtype = pd.CategoricalDtype(index)
+
+        def decode(new: np.ndarray) -> Any:
+            return pd.Categorical.from_codes(new, dtype=dtype)
+
+    else:
+        values = table.column(column)
+        codes = index.get_indexer(values)
+        bad = codes < 0
+        missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
+        outside = list(pd.unique(values[bad & ~pd.isna(values)])) if bad.any() else []
+        domain_array = np.asarray(domain)
+        if domain_array.dtype.kind in "US" or domain_array.dtype.kind == "O":
+            domain_array = np.asarray(domain, dtype=object)
+
+        def decode(new: np.ndarray) -> Any:
+            return domain_array[new]
+
+    if missing:
+        raise ValueError(
+            f"column {column!r} has {missing} missing value(s); impute them with a public "
+            "rule, or add an explicit category for them to the domain"
+        )
+    if outside:
+        shown = ", ".join(repr(v) for v in outside[:5])
+        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+        raise ValueError(
+            f"column {column!r} holds value(s) outside the domain: {shown}{more}; add them "
+            "to the public domain or recode them (the domain is never taken from the data)"
+        )
+    return np.ascontiguousarray(codes, dtype=_code_dtype(len(domain))), decode
+
+
+def _keep_from_epsilon(epsilon: float, m: int) -> int:
+    """Largest ``a`` with ``1 + (a/2**32) m / (1 - a/2**32) <= e^ε`` (never overstated)."""
+    with localcontext() as context:
+        context.prec = 80
+        growth = Decimal(epsilon).exp()
+        retention = (growth - 1) / (growth - 1 + m)
+        scaled = retention * (2**_KEEP_BITS)
+        keep = int(scaled.to_integral_value(rounding="ROUND_FLOOR"))
+        if scaled - keep < Decimal(10) ** -60:
+            keep -= 1  # too close to call at this precision: round down
+        keep = max(0, min(keep, 2**_KEEP_BITS - 1))
+        while keep > 0 and Decimal(1) + Decimal(keep) * m / (2**_KEEP_BITS - keep) > growth:
+            keep -= 1
+    return int(keep)
+
+
+def _rho_bound(gamma: float) -> dict[str, Any]:
+    return {
+        "amplification": gamma,
+        "condition": "no upward rho1-to-rho2 or downward rho2-to-rho1 privacy breach when "
+        "rho2 (1 - rho1) / (rho1 (1 - rho2)) > amplification (Evfimievski, "
+        "Gehrke and Srikant 2003, as recalled in SPEC §9.3)",
+        "rho2_above": {str(rho1): gamma * rho1 / (1 - rho1 + gamma * rho1) for rho1 in _RHO1},
+    }
+
+
+def randomized_response(
+    data: Any,
+    *,
+    column: Hashable,
+    domain: Any,
+    epsilon: float | None = None,
+    retention: float | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """Uniform perturbation (k-ary randomized response) of one categorical column (§9.3).
+
+    Each value is kept with probability ``p`` (the retention), or else replaced by a
+    uniform draw from the public ``domain`` of ``m`` categories (possibly itself), so
+    ``Pr[x -> x] = p + (1 - p)/m`` and ``Pr[x -> y] = (1 - p)/m``. This is ε-local
+    differential privacy with ``e^ε = 1 + p m / (1 - p)`` for the column, and
+    ``(rho1, rho2)``-privacy for every pair with ``rho2 (1 - rho1) / (rho1 (1 - rho2))
+    > e^ε``. The
+    other columns are released unchanged and are not protected. Rows keep their order.
+
+    Sampling is exact: ``p`` is the rational ``a / 2**32`` with the largest ``a`` such that
+    ``a / 2**32 <= retention`` (or, from ``epsilon``, such that the resulting ε does not
+    exceed the one asked for), and the replacement is an exact uniform draw.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
+        Never modified.
+    column : hashable
+        The sensitive column.
+    domain : sequence or Taxonomy
+        The public categories (a Taxonomy gives its leaves); never inferred from the data.
+        At least 2.
+    epsilon : float, optional
+        Local-DP budget ``> 0``: ``p = (e^ε - 1)/(e^ε - 1 + m)``, rounded down.
+    retention : float, optional
+        ``p`` in ``[0, 1)``. Give exactly one of ``epsilon`` and ``retention``.
+    seed : int, optional
+        Reproducible, not for publication.
+    n_threads : int, optional
+        Threads for the draws. Results do not depend on it.
+
+    Returns
+    -------
+    Release
+        The report gives the retention and ε used (and asked for), the keep probability,
+        the amplification and the ``(rho1, rho2)`` bound.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unknown column, a domain with fewer than 2 or repeated categories, values outside
+        the domain or missing, both or neither of ``epsilon`` and ``retention``,
+        ``epsilon <= 0``, ``retention`` outside ``[0, 1)``.
+
+    References
+    ----------
+    A. Evfimievski, J. Gehrke and R. Srikant, "Limiting privacy breaches in privacy
+    preserving data mining", PODS 2003. S. L. Warner, "Randomized response", JASA 1965.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"disease": ["flu", "cold", "flu", "none"], "zip": [1, 2, 3, 4]})
+    >>> release = randomized_response(table, column="disease",
+    ...                               domain=["cold", "flu", "none"], epsilon=1.0, seed=3)
+    >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
+    (True, ['zip'])
+    """
+    timer = PhaseTimer()
+    with timer.phase("validate"):
+        table = as_table_data(data)
+        if table.n_rows == 0:
+            raise ValueError("the table is empty (0 rows); nothing to release")
+        (name,) = check_columns([column], table.names)
+        categories = _domain_values(domain)
+        m = len(categories)
+        if (epsilon is None) == (retention is None):
+            raise ValueError(
+                "give exactly one of epsilon (local differential privacy) and retention "
+                "(the probability of keeping a value)"
+            )
+        if epsilon is not None:
+            epsilon = check_epsilon(epsilon)
+            keep = _keep_from_epsilon(epsilon, m)
+        else:
+            retention = _check_retention(retention)
+            keep = _keep_numerator(retention)
+        seed = check_seed(seed)
+        threads = _threads(n_threads)
+        codes, decode = _encode(table, name, categories)
+    p = keep / 2**_KEEP_BITS
+    gamma = 1.0 + float(Fraction(keep * m, 2**_KEEP_BITS - keep))
+    epsilon_used = math.log(gamma)
+    source = _source(seed)
+    with timer.phase("perturb"):
+        new_codes = noise.retain_or_replace(
+            source.key("randomized_response", str(name)),
+            keep,
+            codes,
+            np.arange(m, dtype=codes.dtype),
+            n_threads=threads,
+        )
+    with timer.phase("assemble"):
+        result = table.rebuild({name: decode(new_codes)}, None)
+    unprotected = [str(n) for n in table.names if n != name]
+    ledger = [
+        LedgerEntry(
+            step="randomized response",
+            columns=(str(name),),
+            epsilon=epsilon_used,
+            mechanism="k-ary randomized response (uniform perturbation), local DP",
+            sensitivity=1.0,
+            noise_scale=1.0 - p,
+            sampler=noise.RETAIN_SAMPLER_NAME,
+            details={
+                "noise_scale_is": "replacement probability 1 - p",
+                "sensitivity_is": "one record's category",
+            },
+        )
+    ]
+    guarantee = (
+        f"{epsilon_used:.6g}-local differential privacy for column {str(name)!r}: each "
+        f"record's value is kept with probability {p:.6g}, else replaced by a uniform draw "
+        f"from the public domain of {m} categories, independently of every other record. "
+        "Centrally this protects only that column's value of a record."
+    )
+    if unprotected:
+        guarantee += (
+            f" Column(s) {unprotected} are released unchanged and are NOT protected by "
+            "any guarantee."
+        )
+    notes = [SEEDED_NOTE] if seed is not None else []
+    if epsilon is not None:
+        notes.append(
+            f"retention rounded down to {keep}/2**32 for exact sampling: the epsilon spent, "
+            f"{epsilon_used:.10g}, is at most the {epsilon:g} asked for"
+        )
+    report = Report(
+        method="randomized_response",
+        parameters={
+            "column": str(name),
+            "domain_size": m,
+            "epsilon_requested": epsilon,
+            "retention_requested": retention,
+            "retention": p,
+            "retention_fraction": f"{keep}/2**32",
+            "epsilon": epsilon_used,
+            "keep_probability": p + (1 - p) / m,
+        },
+        epsilon=epsilon_used,
+        ledger=ledger,
+        guarantee=guarantee,
+        guarantee_level="local",
+        protected_columns=[str(name)],
+        unprotected_columns=unprotected,
+        clamped={},
+        seeded=seed is not None,
+        sampler=noise.RETAIN_SAMPLER_NAME,
+        timings=timer.timings,
+        n_rows=table.n_rows,
+        notes=notes,
+        extra={
+            "domain": [c if isinstance(c, (str, int, float)) else str(c) for c in categories],
+            "rho_bound": _rho_bound(gamma),
+        },
+    )
+    return Release(result, report)
