@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -265,9 +264,10 @@ def diffgen(
         epsilon_counts = total - unit * (len(numeric) + 2 * done)
         s, t = _count_rate(epsilon_counts)
         ledger.check(float(epsilon_counts))
-        draws = _noise(source.key("diffgen", "counts"), s, t, true_counts.size).reshape(
-            true_counts.shape
-        )
+        # large requests are split over the cores inside the sampler (same draws)
+        draws = noise.discrete_laplace_rate(
+            source.key("diffgen", "counts"), s, t, true_counts.size
+        ).reshape(true_counts.shape)
         noisy = np.maximum(true_counts + draws, 0)
         ledger.spend(
             LedgerEntry(
@@ -426,20 +426,3 @@ def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]], noisy:
     out[prepared.target] = (np.tile(classes, n_cells), prepared.class_labels)
     out[COUNT_COLUMN] = noisy.reshape(-1).astype(np.int64)
     return build_table(prepared.kind, out)
-
-
-def _noise(key: np.ndarray, s: int, t: int, size: int) -> np.ndarray:
-    """Count noise in two threads (element i reads stream i: the same values as one call)."""
-    if size < 2**16:
-        return noise.discrete_laplace_rate(key, s, t, size)
-    half = (size // 2) // 16 * 16
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(
-            pool.map(
-                lambda lo_hi: noise.discrete_laplace_rate(
-                    key, s, t, lo_hi[1] - lo_hi[0], start=lo_hi[0]
-                ),
-                [(0, half), (half, size)],
-            )
-        )
-    return np.concatenate(parts)
