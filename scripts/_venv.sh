@@ -25,7 +25,7 @@ ensure_venv() {
     hash="$("$venv/bin/python" -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
     # An install with the test extras also serves the demo.
     if [[ "$(cat "$stamp" 2>/dev/null)" != "$hash" && "$(cat "$venv/.dpfast-installed-test" 2>/dev/null)" != "$hash" ]]; then
-        echo "$script: installing dpfast$extras into $venv" >&2
+        echo "$script: installing dpfast (pip install -e '$extras') into $venv" >&2
         "$venv/bin/python" -m pip install --quiet --quiet -e "$extras"
         echo "$hash" > "$stamp"
     fi
