@@ -56,6 +56,16 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     return str(value)
 
 
+def check_threads(n_threads: Any, default: int) -> int:
+    """Check a thread count: ``None`` (use ``default``, at least 1) or an integer >= 1."""
+    if n_threads is None:
+        return max(1, default)
+    value = check_int(n_threads, "n_threads")
+    if value < 1:
+        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
+    return value
+
+
 def check_seed(seed: Any) -> int | None:
     """Check a seed: ``None`` (secure noise) or a non-negative integer."""
     if seed is None:

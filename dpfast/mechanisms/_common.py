@@ -12,7 +12,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
-from dpfast._validation import check_int
+from dpfast._validation import check_threads
 from dpfast.release._common import _unprotected_note
 
 _KEEP_BITS = 32
@@ -23,12 +23,7 @@ def _source(seed: int | None) -> noise.NoiseSource:
 
 
 def _threads(n_threads: Any) -> int:
-    if n_threads is None:
-        return max(1, os.cpu_count() or 1)
-    value = check_int(n_threads, "n_threads")
-    if value < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
-    return value
+    return check_threads(n_threads, os.cpu_count() or 1)
 
 
 def _range(values: np.ndarray, name: Hashable) -> tuple[float, float]:

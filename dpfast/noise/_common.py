@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from dpfast._validation import check_threads
+
 _MAX_SCALE = 2**62
 _MAX_NONCE = 2**64
 
@@ -46,11 +48,7 @@ def _run_chunks(work: Callable[[int, int], None], size: int, n_threads: int) -> 
 
 def _threads_for(size: int, n_threads: object) -> int:
     """Return the thread count for ``size`` draws (``None``: every core if large)."""
-    if n_threads is None:
-        return (os.cpu_count() or 1) if size >= _PARALLEL_MIN_SIZE else 1
-    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
-        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
-    return n_threads
+    return check_threads(n_threads, (os.cpu_count() or 1) if size >= _PARALLEL_MIN_SIZE else 1)
 
 
 def _check_key(key: object) -> np.ndarray:

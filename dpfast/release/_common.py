@@ -16,7 +16,7 @@ from dpfast._validation import (
     all_finite,
     as_numeric_column,
     check_columns,
-    check_int,
+    check_threads,
     is_integer_column,
 )
 from dpfast.accounting import Report
@@ -129,12 +129,7 @@ def _noise_source(seed: int | None) -> noise.NoiseSource:
 
 
 def _threads(n_threads: Any, n_columns: int) -> int:
-    if n_threads is None:
-        return max(1, min(n_columns, os.cpu_count() or 1))
-    value = check_int(n_threads, "n_threads")
-    if value < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
-    return value
+    return check_threads(n_threads, min(n_columns, os.cpu_count() or 1))
 
 
 def _inverse(permutation: np.ndarray) -> np.ndarray:
