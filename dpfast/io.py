@@ -367,8 +367,3 @@ def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
         Path(tmp).write_text(text, encoding="utf-8")
 
     _atomic_write(path, write)
-
-
-def column_names(data: Any) -> Sequence[Hashable]:
-    """Return the column names of a supported table (see :func:`as_table_data`)."""
-    return as_table_data(data).names
