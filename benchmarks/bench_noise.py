@@ -85,6 +85,58 @@ def test_diffprivlib_laplace(benchmark, record):
     assert got.shape == (N_PEER,)
 
 
+# Count noise at epsilon = 0.5 (DiffGen's counts at epsilon = 1): 10M counts, one thread.
+COUNT_EPSILON = 0.5
+
+
+def _counts():
+    return np.zeros(N_DRAWS, dtype=np.int64)
+
+
+def test_dpfast_count_noise(benchmark, record, key):
+    counts = _counts()
+    plan = noise.count_noise_plan(COUNT_EPSILON)
+    assert plan.kind == "dyadic"
+    got = benchmark.pedantic(
+        noise.add_count_noise,
+        args=(key, counts, COUNT_EPSILON),
+        kwargs={"n_threads": 1},
+        rounds=5,
+        iterations=1,
+    )[0]
+    record("count noise eps=0.5, 10M", "dpfast")
+    p = plan.numerator / plan.denominator
+    assert abs((got == 0).mean() - 1 / (1 + p)) < 1e-3  # clamped at 0
+
+
+def test_dpfast_count_noise_rate(benchmark, record, key):
+    s, t = noise.rate_at_most(COUNT_EPSILON)
+    got = benchmark.pedantic(
+        noise.discrete_laplace_rate,
+        args=(key, s, t, N_DRAWS),
+        kwargs={"n_threads": 1},
+        rounds=3,
+        iterations=1,
+    )
+    record("count noise eps=0.5, 10M", "dpfast rate sampler (CKS)")
+    assert got.shape == (N_DRAWS,)
+
+
+def _numpy_geometric_counts(rng, counts):
+    # the same distribution from PCG64 (not a CSPRNG): difference of two geometrics
+    q = 1.0 - np.exp(-COUNT_EPSILON)
+    noisy = counts + rng.geometric(q, counts.shape[0]) - rng.geometric(q, counts.shape[0])
+    return np.maximum(noisy, 0)
+
+
+def test_numpy_count_noise(benchmark, record):
+    rng = np.random.default_rng(0)
+    counts = _counts()
+    got = benchmark.pedantic(_numpy_geometric_counts, args=(rng, counts), rounds=5, iterations=1)
+    record("count noise eps=0.5, 10M", "numpy geometric (unsafe)")
+    assert got.shape == (N_DRAWS,)
+
+
 def test_dpfast_permutation(benchmark, record, key):
     noise.permutation(key, 1000)
     got = benchmark.pedantic(noise.permutation, args=(key, N_DRAWS), rounds=3, iterations=1)

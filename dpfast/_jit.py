@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
+import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,3 +26,21 @@ def jit(func: F) -> F:
 def jit_inline(func: F) -> F:
     """Like :func:`jit`, for small helpers that LLVM should inline into their callers."""
     return numba.njit(inline="always", **_OPTIONS)(func)  # type: ignore[no-any-return]
+
+
+@jit_inline
+def count_trailing_zeros_loop(v):  # type: ignore[no-untyped-def]
+    """Trailing zero bits of the ``uint64`` ``v`` (64 when ``v == 0``), one bit at a time."""
+    if v == 0:
+        return 64
+    n = 0
+    while (v & np.uint64(1)) == np.uint64(0):
+        v >>= np.uint64(1)
+        n += 1
+    return n
+
+
+try:  # LLVM's cttz intrinsic (also 64 on 0), for the bitmap scans of the samplers
+    from numba.cpython.unsafe.numbers import trailing_zeros as count_trailing_zeros
+except ImportError:  # pragma: no cover - a Numba without the helper: the loop
+    count_trailing_zeros = count_trailing_zeros_loop  # type: ignore[assignment]

@@ -9,8 +9,10 @@ changes the noise of another.
 
 Element ``i`` of every per-element sampler reads only the ChaCha20 stream
 ``(key, nonce = start + i)``, so drawing in chunks gives the same values as drawing at
-once. The samplers are exact: all sampling decisions use integer arithmetic on random
-bits, with no floating point (SPEC A3, §8.4, §8.6).
+once. The dyadic-base discrete Laplace sampler (:func:`add_discrete_laplace_dyadic`, the
+noise of counts) reads one stream per segment of 4096 draws instead, so threads split
+on segment boundaries. The samplers are exact: all sampling decisions use integer
+arithmetic on random bits, with no floating point (SPEC A3, §8.4, §8.6).
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ from dpfast.noise._common import _check_range as _check_range
 from dpfast.noise._common import _row_chunks as _row_chunks
 from dpfast.noise._common import _run_chunks as _run_chunks
 from dpfast.noise._common import _threads_for as _threads_for
+from dpfast.noise._dyadic import (
+    DYADIC_SAMPLER_NAME,
+    CountNoise,
+    add_count_noise,
+    add_discrete_laplace_dyadic,
+    count_noise_plan,
+    dyadic_base_at_most,
+    dyadic_epsilon,
+)
+from dpfast.noise._dyadic import _apply_count_noise as _apply_count_noise
 from dpfast.noise._exponential import (
     EM_SAMPLER_NAME,
     exponential_mechanism,
@@ -56,17 +68,24 @@ from dpfast.noise._wordstream import (
 )
 
 __all__ = [
+    "DYADIC_SAMPLER_NAME",
     "EM_SAMPLER_NAME",
     "KEEP_DENOMINATOR",
     "RATE_SAMPLER_NAME",
     "RETAIN_SAMPLER_NAME",
     "SAMPLER_NAME",
     "UNIFORM_SAMPLER_NAME",
+    "CountNoise",
     "NoiseSource",
+    "add_count_noise",
+    "add_discrete_laplace_dyadic",
     "add_uniform",
     "bernoulli_rational",
+    "count_noise_plan",
     "discrete_laplace",
     "discrete_laplace_rate",
+    "dyadic_base_at_most",
+    "dyadic_epsilon",
     "exponential_mechanism",
     "exponential_mechanism_log_weights",
     "exponential_mechanism_sorted_groups",

@@ -192,3 +192,69 @@ def pmf_discrete_laplace(y: int, t: int) -> float:
     import math
 
     return math.tanh(1 / (2 * t)) * math.exp(-abs(y) / t)
+
+
+# ---------------------------------------------------------------- dyadic-base discrete Laplace
+
+DYADIC_SEGMENT = 4096
+
+
+def dyadic_base(epsilon, bits: int):
+    """Smallest m with m / 2**bits >= exp(-epsilon), by 80-digit decimal arithmetic.
+
+    Independent of dpfast's fixed-point Taylor bound. Returns None when m would reach
+    2**bits.
+    """
+    import decimal
+    from fractions import Fraction
+
+    exact = Fraction(epsilon)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        target = (-(decimal.Decimal(exact.numerator) / decimal.Decimal(exact.denominator))).exp()
+        m = int((target * (1 << bits)).to_integral_value(rounding=decimal.ROUND_CEILING))
+    return None if m >= 1 << bits else m
+
+
+class _Trials:
+    """The b-bit trials of stream (key, nonce), in order: lowest bits of each word first."""
+
+    def __init__(self, key: Sequence[int], nonce: int, bits: int) -> None:
+        self.key = [int(k) for k in key]
+        self.nonce = nonce
+        self.bits = bits
+        self.words: list[int] = []  # the stream's 32-bit words generated so far
+        self.position = 0
+
+    def next(self) -> int:
+        word, lane = divmod(self.position, 32 // self.bits)
+        while word >= len(self.words):
+            self.words.extend(chacha20_block(self.key, len(self.words) // 16, self.nonce))
+        self.position += 1
+        return (self.words[word] >> (self.bits * lane)) & ((1 << self.bits) - 1)
+
+
+def dyadic_draws(key: Sequence[int], m: int, bits: int, n: int) -> list[int]:
+    """n draws X = G1 - G2 of base m / 2**bits, read as the kernel's layout describes.
+
+    Segment g (draws g*4096 ...) reads stream (key, nonce = g) from its start as b-bit
+    trials, lowest bits first; a trial succeeds when its value is below m, and a
+    geometric count is the successes before the first failure.
+    """
+    out: list[int] = []
+    for segment in range(-(-n // DYADIC_SEGMENT)):
+        trials = _Trials(key, segment, bits)
+        for _ in range(min(DYADIC_SEGMENT, n - segment * DYADIC_SEGMENT)):
+            pair = []
+            for _half in range(2):
+                g = 0
+                while trials.next() < m:
+                    g += 1
+                pair.append(g)
+            out.append(pair[0] - pair[1])
+    return out
+
+
+def pmf_dyadic(y: int, p: float) -> float:
+    """P(X = y) for the discrete Laplace of base p (float, for tests only)."""
+    return (1 - p) / (1 + p) * p ** abs(y)
