@@ -167,9 +167,8 @@ def numpy_rescan(frame, steps, seed=1):
         n_cells *= len(cut)
     counts = np.bincount(cell * n_classes + classes, minlength=n_cells * n_classes)
     unit = Fraction(1, 2 * (n_numeric + 2 * steps))
-    s, t = noise.rate_at_most(1 - unit * (n_numeric + 2 * done))
-    draws = noise.discrete_laplace_rate(keys["counts"], s, t, counts.shape[0])
-    return np.maximum(counts + draws, 0)
+    noisy, _ = noise.add_count_noise(keys["counts"], counts, 1 - unit * (n_numeric + 2 * done))
+    return noisy
 
 
 @pytest.fixture(scope="module")

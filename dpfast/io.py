@@ -221,7 +221,9 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
     columns : mapping
         Column name to a 1-D NumPy array, or to a pair ``(codes, labels)`` giving a
         categorical column (pandas ``Categorical``, Arrow dictionary) with integer codes
-        in ``[0, len(labels))`` (``-1`` for missing) into ``labels``.
+        in ``[0, len(labels))`` (``-1`` for missing) into ``labels``. The arrays are
+        used without copying: pass arrays that nothing else holds (never a view of the
+        caller's data).
 
     Returns
     -------
@@ -236,7 +238,8 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
             else:
                 data[name] = column
         n = len(next(iter(data.values()))) if data else 0
-        return pd.DataFrame(data, index=pd.RangeIndex(n))
+        # the arrays are new and owned by the result: no copy
+        return pd.DataFrame(data, index=pd.RangeIndex(n), copy=False)
     arrays = []
     for column in columns.values():
         if isinstance(column, tuple):

@@ -156,8 +156,37 @@ def test_same_scores_probabilities_tree_and_counts_as_reference(utility, seed):
         )
     )
     assert rows == [(*tuple(map(str, r[:-1])), r[-1]) for r in expected["rows"]]
-    rate = release.report.ledger[-1].details["rate"]
-    assert rate == f"{expected['rate'][0]}/{expected['rate'][1]}"
+    assert release.report.ledger[-1].details["parameter"] == expected["parameter"]
+    assert expected["parameter"].startswith("p = ")  # counts budget 1: the dyadic sampler
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "parameter"),
+    [
+        (0.05, "rate = "),  # counts budget 0.025, below 1/32: rational-rate sampler
+        (30.0, "p = 1314/2**32"),  # 15: a 16-bit base would lose too much, 32 bits do not
+        (60.0, "rate = "),  # 30: even a 32-bit base would lose too much
+    ],
+)
+def test_counts_equal_reference_outside_the_16_bit_range(epsilon, parameter):
+    table = _table(120, 4)
+    release, _ = _run(table, epsilon=epsilon, steps=2, classes=["maybe", "no", "yes"], seed=4)
+    reference = ref.Reference(
+        table.to_dict("records"),
+        _specs(),
+        "label",
+        ["maybe", "no", "yes"],
+        epsilon=epsilon,
+        steps=2,
+        utility_kind="max",
+        seed=4,
+    )
+    expected = reference.run()
+    assert release.cut.to_dict() == expected["cut"]
+    assert release.counts["count"].tolist() == [r[-1] for r in expected["rows"]]
+    details = release.report.ledger[-1].details
+    assert details["parameter"] == expected["parameter"]
+    assert details["parameter"].startswith(parameter)
 
 
 def test_max_scores_by_hand():
@@ -188,7 +217,9 @@ def test_report_ledger_sums_to_epsilon_with_the_paper_split():
     assert math.isclose(math.fsum(e.epsilon for e in ledger), 1.0)
     assert sum("split value" in e.step for e in ledger) == 2 + 4
     assert sum(e.step.startswith("selection") for e in ledger) == 4
-    assert ledger[-1].details["rate"] == "1/2"
+    assert ledger[-1].details["parameter"] == "p = 39750/2**16"
+    assert ledger[-1].sampler == noise.DYADIC_SAMPLER_NAME
+    assert 0.5 * (1 - 2**-10) <= ledger[-1].details["effective_epsilon"] <= 0.5
     assert report.guarantee_level == "proven"
     assert "unbounded DP" in report.guarantee and "adding or removing one record" in (
         report.guarantee
@@ -208,6 +239,41 @@ def test_every_leaf_partition_is_output_even_empty_ones():
     assert (counts["count"] >= 0).all() and counts["count"].dtype == np.int64
     # with 40 records and many cells, some true cells are empty
     assert release.cut.n_cells * 3 > 40
+
+
+def test_the_tree_stores_only_partitions_with_records():
+    from dpfast.diffgen._columns import prepare
+    from dpfast.diffgen._tree import Builder
+    from dpfast.io import as_table_data
+
+    table = _table(60, 8)
+    prepared = prepare(
+        as_table_data(table),
+        "label",
+        {"job": JOBS, "colour": COLOURS},
+        {"age": (15, 55), "hours": (0, 6)},
+        ["maybe", "no", "yes"],
+    )
+    builder = Builder(
+        prepared,
+        epsilon_prime=0.5,
+        utility="max",
+        delta_u=1.0,
+        source=noise.NoiseSource.from_seed(3),
+    )
+    builder.roots(lambda *args: None)
+    for i in range(8):
+        assert builder.step(i, lambda *args: None)
+    parts = builder.partitions
+    n = parts.size
+    sizes = parts.end[:n] - parts.start[:n]
+    leaves = parts.first_child[:n] < 0
+    assert (sizes > 0).all()  # no empty partition is stored, leaf or not
+    assert sizes[leaves].sum() == 60  # and the leaves hold every record once
+    cuts, counts = builder.leaf_counts()
+    assert counts.shape == (math.prod(len(c) for c in cuts), 3) == (builder.n_cells, 3)
+    assert leaves.sum() < builder.n_cells  # the other cells are empty: true count 0
+    assert counts.sum() == 60 and (counts.sum(axis=1) > 0).sum() == leaves.sum()
 
 
 def test_early_stop_gives_the_leftover_to_the_counts():
@@ -250,6 +316,17 @@ def test_microdata_and_cut_apply():
     outside = table.assign(age=[-100] * 150 + [1000] * 150)
     got = release.cut.apply(outside)["age"].cat.codes
     assert got.min() == 0 and got.max() == len(release.cut["age"]) - 1
+
+
+def test_outputs_share_no_memory_with_the_input():
+    table = _table(200, 9).assign(label=lambda t: (t["age"] % 2).astype(np.int64))
+    before = table.copy()
+    release, _ = _run(table, epsilon=1.0, steps=3, classes=[0, 1], seed=2)
+    applied = release.cut.apply(table)
+    assert not np.shares_memory(applied["label"].to_numpy(), table["label"].to_numpy())
+    applied.loc[0, "label"] = 7
+    release.counts.loc[0, "count"] = -5
+    pd.testing.assert_frame_equal(table, before)
 
 
 def test_arrow_in_arrow_out():

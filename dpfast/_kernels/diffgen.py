@@ -79,9 +79,13 @@ def split_partitions(
 
     Returns
     -------
-    new_start, new_end : int64[L * n_children]
-        Segment of child ``c`` of ``leaves[i]`` at index ``i * n_children + c`` (empty
-        children get empty segments).
+    kids : int64[L]
+        How many children of ``leaves[i]`` hold records.
+    child, new_start, new_end : int64[q]
+        The non-empty children, ordered by parent then child index: child index and
+        segment of ``order`` (``q = kids.sum()``). Empty children are not returned: the
+        builder keeps only partitions that hold records (empty cells of the output are
+        the product of the cuts without them).
     hist : int64[n_codes, n_classes]
         Records per (value code - offset, class) over all scanned records: the counts from
         which the children's scores and split values are computed (SPEC §7.5).
@@ -90,19 +94,25 @@ def split_partitions(
     """
     n_leaves = leaves.shape[0]
     k = n_children
-    new_start = np.empty(n_leaves * k, dtype=np.int64)
-    new_end = np.empty(n_leaves * k, dtype=np.int64)
+    kids = np.zeros(n_leaves, dtype=np.int64)
     hist = np.zeros((n_codes, n_classes), dtype=np.int64)
     longest = 0
+    total = 0
     for li in range(n_leaves):
         p = leaves[li]
         length = part_end[p] - part_start[p]
+        total += length
         if length > longest:
             longest = length
+    cap = min(total, n_leaves * k)
+    child = np.empty(cap, dtype=np.int64)
+    new_start = np.empty(cap, dtype=np.int64)
+    new_end = np.empty(cap, dtype=np.int64)
     scratch = np.empty(longest, dtype=np.int64)
     child_buf = np.empty(longest, dtype=np.int64)
     counts = np.zeros(k + 1, dtype=np.int64)
     position = np.zeros(k, dtype=np.int64)
+    q = 0
     for li in range(n_leaves):
         p = leaves[li]
         s = part_start[p]
@@ -117,10 +127,13 @@ def split_partitions(
             counts[c + 1] += 1
             hist[code, classes[r]] += 1
         for c in range(k):
+            if counts[c + 1] > 0:
+                child[q] = c
+                new_start[q] = s + counts[c]
+                new_end[q] = s + counts[c] + counts[c + 1]
+                q += 1
+                kids[li] += 1
             counts[c + 1] += counts[c]
-        for c in range(k):
-            new_start[li * k + c] = s + counts[c]
-            new_end[li * k + c] = s + counts[c + 1]
             position[c] = counts[c]
         for i in range(s, e):
             c = child_buf[i - s]
@@ -128,7 +141,7 @@ def split_partitions(
             position[c] += 1
         for i in range(e - s):
             order[s + i] = scratch[i]
-    return new_start, new_end, hist
+    return kids, child[:q], new_start[:q], new_end[:q], hist
 
 
 @jit
@@ -158,7 +171,7 @@ def class_histogram(codes, classes, n_codes, n_classes):  # type: ignore[no-unty
 def leaf_cells(
     first_child, n_children, split_column, node_value, root_values, position, strides, capacity
 ):  # type: ignore[no-untyped-def]
-    """Every leaf partition and its cell in the product of the cuts, in depth-first order.
+    """Every stored leaf partition (one holding records) and its cell in the product of the cuts.
 
     ``split_column[p]``: the column on which internal node ``p``'s children differ;
     ``node_value[c]``: child ``c``'s value on that column; ``root_values`` ``int64[d]``:

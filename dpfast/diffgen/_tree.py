@@ -1,12 +1,14 @@
 """DiffGen's top-down specialisation (SPEC §7.2-§7.5): the partition tree, Link_v, scores.
 
-Every leaf partition is kept, empty ones included, so the leaf partitions are always the
-product of the per-attribute cuts. ``Link_v`` lists partition-tree nodes whose leaf
-partitions all hold ``v``: specialising ``v`` expands it to those leaf partitions and
-splits each one's records by the child of ``v`` in a single scan
-(:func:`dpfast._kernels.diffgen.split_partitions`), which also gives the
-(value, class) counts from which the new candidates' scores and split values are
-computed. Other candidates' scores do not change, so they are never recomputed.
+The leaf partitions of DiffGen are always the product of the per-attribute cuts, and
+every one is released, but only those holding records are stored: an empty partition's
+generalised record is a cell of the product that no stored leaf maps to, and its true
+count is 0. ``Link_v`` lists partition-tree nodes whose leaf partitions all hold ``v``:
+specialising ``v`` expands it to those leaf partitions and splits each one's records by
+the child of ``v`` in a single scan (:func:`dpfast._kernels.diffgen.split_partitions`),
+which also gives the (value, class) counts from which the new candidates' scores and
+split values are computed. Other candidates' scores do not change, so they are never
+recomputed. Each step thus costs O(records of ``v``), whatever the number of empty cells.
 
 Randomness (one keyed stream per use, so runs with a seed are reproducible):
 
@@ -115,24 +117,26 @@ class _Partitions:
     def split(
         self,
         leaves: np.ndarray,
+        kids: np.ndarray,
+        child: np.ndarray,
         new_start: np.ndarray,
         new_end: np.ndarray,
         column: int,
         child_ids: np.ndarray,
     ) -> int:
-        k = child_ids.shape[0]
-        count = leaves.shape[0] * k
+        """Add the non-empty children of ``leaves`` (``split_partitions``); return the first id."""
+        count = child.shape[0]
         self._reserve(count)
         base = self.size
         stop = base + count
         self.start[base:stop] = new_start
         self.end[base:stop] = new_end
-        self.node_value[base:stop] = np.tile(child_ids, leaves.shape[0])
-        self.first_child[leaves] = base + k * np.arange(leaves.shape[0], dtype=np.int64)
-        self.n_children[leaves] = k
+        self.node_value[base:stop] = child_ids[child]
+        self.first_child[leaves] = base + np.cumsum(kids) - kids
+        self.n_children[leaves] = kids
         self.split_column[leaves] = column
         self.size = stop
-        self.max_children = max(self.max_children, k)
+        self.max_children = max(self.max_children, child_ids.shape[0])
         return base
 
     def leaf_cells(
@@ -200,6 +204,7 @@ class Builder:
         self._child_index: dict[tuple[int, int], np.ndarray] = {}
         self.steps_done = 0
         self.partitions: _Partitions | None = None
+        self.n_cells = 1  # leaf partitions (stored or empty): the product of the cut sizes
 
     # -- values ------------------------------------------------------------------------
 
@@ -380,13 +385,14 @@ class Builder:
             k = 2
             offset, n_codes = value.a, value.b - value.a
             child_of = (np.arange(value.a, value.b) >= value.split_code).astype(np.int64)
-        size = parts.size + leaves.shape[0] * k
-        if leaves.shape[0] * k > MAX_PARTITIONS or size > 4 * MAX_PARTITIONS:
+        cut_size = len(self.cuts[value.column])
+        cells = self.n_cells // cut_size * (cut_size - 1 + k)
+        if cells > MAX_PARTITIONS:
             raise ValueError(
-                f"specialising {value.label!r} would give {leaves.shape[0] * k:,} leaf "
-                f"partitions, above the limit of {MAX_PARTITIONS:,}; use fewer steps"
+                f"specialising {value.label!r} would give {cells:,} leaf partitions, above "
+                f"the limit of {MAX_PARTITIONS:,}; use fewer steps"
             )
-        new_start, new_end, hist = _kernels.split_partitions(
+        kids_per_leaf, child, new_start, new_end, hist = _kernels.split_partitions(
             self.order,
             leaves,
             parts.start,
@@ -399,9 +405,12 @@ class Builder:
             n_codes,
             self.n_classes,
         )
+        self.n_cells = cells
         first_id = len(self.values)
         child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
-        base = parts.split(leaves, new_start, new_end, value.column, child_ids)
+        base = parts.split(
+            leaves, kids_per_leaf, child, new_start, new_end, value.column, child_ids
+        )
         self.candidates.remove(value_id)
         self.cuts[value.column].remove(value_id)
         if isinstance(col, CategoricalColumn):
@@ -413,13 +422,12 @@ class Builder:
             m = value.split_code
             left = self._numeric_value(value.column, value.lo, split, False, value.a, m)
             right = self._numeric_value(value.column, split, value.hi, value.top, m, value.b)
-            for child, sub in ((left, hist[: m - value.a]), (right, hist[m - value.a :])):
-                if child.splittable:
-                    self._choose_split(child, sub)
+            for new, sub in ((left, hist[: m - value.a]), (right, hist[m - value.a :])):
+                if new.splittable:
+                    self._choose_split(new, sub)
         value.children = tuple(int(c) for c in child_ids)
-        positions = k * np.arange(leaves.shape[0], dtype=np.int64)
         for c in range(k):
-            self.link[int(child_ids[c])] = base + positions + c
+            self.link[int(child_ids[c])] = base + np.flatnonzero(child == c)
 
     # -- output --------------------------------------------------------------------------
 
@@ -453,7 +461,7 @@ class Builder:
         counts = _kernels.leaf_class_counts(
             self.order, leaves, parts.start, parts.end, self.classes, self.n_classes
         )
-        if leaves.shape[0] != n_cells or np.bincount(cell, minlength=n_cells).max() != 1:
+        if n_cells != self.n_cells or np.unique(cell).shape[0] != cell.shape[0]:
             raise AssertionError("the leaf partitions are not the product of the cuts")
         table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
         table[cell] = counts

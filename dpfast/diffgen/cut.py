@@ -132,5 +132,7 @@ class Cut:
         for column in self.columns:
             out[column.name] = (column.positions(table), column.labels)
         if self.target in table.names:
-            out[self.target] = table.column(self.target)
+            # a copy: build_table keeps the arrays it is given, and this one may be a view
+            # of the caller's data
+            out[self.target] = np.array(table.column(self.target), copy=True)
         return build_table(table.kind, out)

@@ -22,7 +22,6 @@ from dpfast.taxonomy import Taxonomy
 
 SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seeded generator"
 COUNT_COLUMN = "count"
-_MAX_COUNT_DENOMINATOR = 2**32
 
 
 @dataclass(frozen=True)
@@ -64,10 +63,6 @@ class DiffGenRelease:
             codes, labels = table.category_codes(name)
             out[name] = (codes[rows], labels)
         return build_table(table.kind, out)
-
-
-def _count_rate(epsilon_counts: Fraction) -> tuple[int, int]:
-    return noise.rate_at_most(epsilon_counts, 1, max_denominator=_MAX_COUNT_DENOMINATOR)
 
 
 def diffgen(
@@ -141,9 +136,11 @@ def diffgen(
     Notes
     -----
     Columns that are neither the target nor a predictor are not released. Counts get
-    exact discrete Laplace noise of rate ``s/t <= ε_counts`` (rounded down, never
-    overstating privacy) and are clamped at 0. Selections and split values use the
-    exponential mechanism with float64 weights (SPEC §8.6 item 4).
+    exact discrete Laplace noise whose guarantee is at most ``ε_counts``
+    (:func:`dpfast.noise.add_count_noise`: base ``p = m/2**16`` just above
+    ``exp(-ε_counts)``, or for budgets below 1/32 a rate ``s/t`` just below ``ε_counts``)
+    and are clamped at 0. Selections and split values use the exponential mechanism with
+    float64 weights (SPEC §8.6 item 4).
 
     References
     ----------
@@ -260,15 +257,15 @@ def diffgen(
     early = done < steps
 
     with timer.phase("counts"):
-        cuts, true_counts = builder.leaf_counts()
+        cuts, cell_counts = builder.leaf_counts()
+        n_cells = int(cell_counts.size)
         epsilon_counts = total - unit * (len(numeric) + 2 * done)
-        s, t = _count_rate(epsilon_counts)
+        plan = noise.count_noise_plan(epsilon_counts)
         ledger.check(float(epsilon_counts))
-        # large requests are split over the cores inside the sampler (same draws)
-        draws = noise.discrete_laplace_rate(
-            source.key("diffgen", "counts"), s, t, true_counts.size
-        ).reshape(true_counts.shape)
-        noisy = np.maximum(true_counts + draws, 0)
+        # in place on the true counts; large tables are split over the cores
+        # inside the sampler (same draws whatever the split)
+        noisy = cell_counts.reshape(-1)
+        noise._apply_count_noise(source.key("diffgen", "counts"), noisy, plan, 0, None)
         ledger.spend(
             LedgerEntry(
                 step="noisy counts",
@@ -277,15 +274,16 @@ def diffgen(
                 mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, "
                 "class) count, clamped at 0 (SPEC §7.5)",
                 sensitivity=1.0,
-                noise_scale=t / s,
-                sampler=noise.RATE_SAMPLER_NAME,
+                noise_scale=plan.scale,
+                sampler=plan.sampler,
                 details={
-                    "rate": f"{s}/{t}",
-                    "effective_epsilon": s / t,
+                    "parameter": plan.parameter,
+                    "effective_epsilon": plan.effective_epsilon,
                     "nominal_epsilon": float(epsilon_counts),
-                    "rate_rounding": "the rate s/t is the largest with t <= 2**32 that does "
-                    "not exceed the budget, so privacy is never overstated",
-                    "cells": int(true_counts.size),
+                    "parameter_rounding": "the noise parameter is the one closest to the "
+                    "budget on its grid (p = m/2**b, or s/t with t <= 2**32) whose guarantee "
+                    "does not exceed it, so privacy is never overstated",
+                    "cells": n_cells,
                     "leftover_from_early_stop": float(unit * 2 * (steps - done)),
                 },
             )
@@ -293,7 +291,7 @@ def diffgen(
 
     with timer.phase("assemble"):
         cut = _make_cut(builder, cuts)
-        counts = _counts_table(prepared, builder, cuts, noisy)
+        counts = _counts_table(prepared, builder, cuts, cell_counts)
 
     names = [str(c.name) for c in prepared.columns]
     guarantee, level = _guarantee(epsilon, prepared)
@@ -345,7 +343,7 @@ def diffgen(
         unprotected_columns=[],
         clamped={str(c.name): c.clamped for c in numeric},
         seeded=seed is not None,
-        sampler=f"{noise.RATE_SAMPLER_NAME}; {em_sampler}",
+        sampler=f"{plan.sampler}; {em_sampler}",
         timings=timer.timings,
         n_rows=prepared.n_rows,
         notes=notes,
@@ -354,8 +352,8 @@ def diffgen(
             "early_stop": early,
             "leftover_budget": "counts" if early else "none",
             "cut": cut.to_dict(),
-            "n_cells": int(true_counts.size),
-            "n_leaf_partitions": int(true_counts.shape[0]),
+            "n_cells": n_cells,
+            "n_leaf_partitions": int(cell_counts.shape[0]),
             "dropped_columns": [str(c) for c in prepared.dropped],
         },
     )
@@ -424,5 +422,5 @@ def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]], noisy:
         outer *= sizes[j]
     classes = _small_codes(np.arange(n_classes), n_classes)
     out[prepared.target] = (np.tile(classes, n_cells), prepared.class_labels)
-    out[COUNT_COLUMN] = noisy.reshape(-1).astype(np.int64)
+    out[COUNT_COLUMN] = noisy.reshape(-1)  # int64, owned by the release only
     return build_table(prepared.kind, out)

@@ -35,6 +35,23 @@ def discrete_laplace_rate(key, s: int, t: int, nonce: int, cap: int = 2**62) -> 
         return -y if sign else y
 
 
+def count_noise(key, budget: Fraction, n: int) -> tuple[list[int], str]:
+    """The count noise of dpfast.noise.add_count_noise, by its documented rule.
+
+    A budget in [1/32, 4] uses the smallest base m/2**16 whose guarantee ln(2**b/m) is at
+    most the budget, one in (4, 16] the smallest m/2**32 (dyadic sampler, segment
+    streams); otherwise the rate s/t <= budget with t <= 2**32 (CKS20, one stream per
+    cell).
+    """
+    if Fraction(1, 32) <= budget <= 16:
+        bits = 16 if budget <= 4 else 32
+        m = nref.dyadic_base(budget, bits)
+        return nref.dyadic_draws(key, m, bits, n), f"p = {m}/2**{bits}"
+    rate = budget if budget.denominator <= 2**32 else Fraction(math.floor(budget * 2**32), 2**32)
+    draws = [discrete_laplace_rate(key, rate.numerator, rate.denominator, i) for i in range(n)]
+    return draws, f"rate = {rate.numerator}/{rate.denominator}"
+
+
 def pmf_rate(y: int, s: int, t: int) -> float:
     """P(Y = y) for the discrete Laplace of rate s/t (float, for tests)."""
     return math.tanh(s / (2 * t)) * math.exp(-abs(y) * s / t)
@@ -282,22 +299,19 @@ class Reference:
             cell = tuple(self.value_of(r, j) for j in range(len(self.specs)))
             counts[index[cell]][self.classes.index(r[self.target])] += 1
         budget = self.total - self.unit * (self.units - 2 * (self.steps - self.done))
-        rate = (
-            budget if budget.denominator <= 2**32 else Fraction(math.floor(budget * 2**32), 2**32)
+        noise_for, parameter = count_noise(
+            self.keys["counts"], budget, len(cells) * len(self.classes)
         )
         rows = []
         for i, cell in enumerate(cells):
             for c, label in enumerate(self.classes):
-                nonce = i * len(self.classes) + c
-                y = discrete_laplace_rate(
-                    self.keys["counts"], rate.numerator, rate.denominator, nonce
-                )
+                y = noise_for[i * len(self.classes) + c]
                 rows.append(
                     (*[self.values[v]["label"] for v in cell], label, max(0, counts[i][c] + y))
                 )
         return {
             "cut": {self.specs[j][0]: [v["label"] for v in cut] for j, cut in enumerate(cuts)},
             "rows": rows,
+            "parameter": parameter,
             "true_counts": counts,
-            "rate": (rate.numerator, rate.denominator),
         }
