@@ -44,6 +44,13 @@ def test_base_is_the_smallest_that_keeps_the_guarantee(epsilon, bits):
     assert noise.dyadic_epsilon(m, bits) <= float(epsilon) * (1 + 1e-12)
 
 
+def test_huge_budgets_give_the_smallest_base_at_once():
+    assert noise.dyadic_base_at_most(1e6, 16) == (1, 16)
+    assert noise.dyadic_base_at_most(32, 32) == (1, 32)
+    assert noise.dyadic_base_at_most(23.0, 32) == (1, 32)  # 32 ln 2 = 22.18 < 23
+    assert noise.dyadic_base_at_most(22.0, 32) == (ref.dyadic_base(22.0, 32), 32)
+
+
 def test_base_is_none_when_the_budget_is_below_the_grid():
     assert noise.dyadic_base_at_most(2.0**-20, 16) is None
     assert noise.dyadic_base_at_most(2.0**-20, 32) is not None

@@ -71,7 +71,8 @@ def dyadic_base_at_most(epsilon: float | Fraction, bits: int = 16) -> tuple[int,
     Discrete Laplace noise ``P(x) ∝ p**|x|`` added to an integer query of sensitivity 1 is
     ``ln(1/p)``-DP; this returns ``(m, bits)`` with ``ln(2**bits / m) <= epsilon`` (checked
     against an exact lower bound of ``exp(epsilon)``, never in floating point) and ``m``
-    the smallest such integer, so the noise is the least that keeps the guarantee.
+    the smallest integer that check accepts (the bound is within ``2**-60`` of
+    ``exp(epsilon)``), so the noise is the least that keeps the guarantee.
 
     Parameters
     ----------
@@ -98,6 +99,8 @@ def dyadic_base_at_most(epsilon: float | Fraction, bits: int = 16) -> tuple[int,
     if exact <= 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
     top = 1 << bits
+    if exact >= bits:  # exp(epsilon) >= 2**bits: m = 1 (and the Taylor sum would be huge)
+        return (1, bits)
     guess = math.floor(top * math.exp(-float(exact))) - 2
     m = min(max(1, guess), top - 1)
     while m > 1 and _fits(m - 1, bits, exact):  # float guess too high: walk down
