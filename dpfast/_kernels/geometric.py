@@ -71,12 +71,12 @@ def _failures(buf, b, mu, fb):  # type: ignore[no-untyped-def]
 
 
 @jit
-def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, values, floor, out):  # type: ignore[no-untyped-def]
-    """``out[i] = max(values[i] + X_i, floor)`` for the draws of segments ``[seg_lo, seg_hi)``.
+def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):  # type: ignore[no-untyped-def]
+    """``out[i] = max(out[i] + X_i, floor)`` in place for the segments ``[seg_lo, seg_hi)``.
 
     ``key`` ``uint64[8]``; ``m``, ``b`` int64 with ``b`` in ``{16, 32}`` and
-    ``0 < m < 2**b``; ``values``, ``out`` ``int64[n]`` (may be the same array; ``|values|
-    <= 2**62``); ``floor`` int64 (``-2**63`` for no clamp). Draw ``i`` belongs to segment
+    ``0 < m < 2**b``; ``out`` ``int64[n]`` with ``|out| <= 2**62``; ``floor`` int64
+    (``-2**63`` for no clamp). Draw ``i`` belongs to segment
     ``i // SEGMENT``. ``G1``, ``G2`` saturate at ``2**61`` (probability ``p**(2**61)``).
     O(number of draws / (1 - p)) expected.
     """
@@ -137,5 +137,5 @@ def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, values, floor, out):  # typ
                     else:
                         g2 = g
                 d = g1 - g2
-            v = values[i] + d
+            v = out[i] + d
             out[i] = v if v > floor else floor

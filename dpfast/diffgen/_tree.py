@@ -204,7 +204,11 @@ class Builder:
         self._child_index: dict[tuple[int, int], np.ndarray] = {}
         self.steps_done = 0
         self.partitions: _Partitions | None = None
-        self.n_cells = 1  # leaf partitions (stored or empty): the product of the cut sizes
+
+    @property
+    def n_cells(self) -> int:
+        """Leaf partitions, stored or empty: the product of the cut sizes."""
+        return math.prod(len(cut) for cut in self.cuts)
 
     # -- values ------------------------------------------------------------------------
 
@@ -405,7 +409,6 @@ class Builder:
             n_codes,
             self.n_classes,
         )
-        self.n_cells = cells
         first_id = len(self.values)
         child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
         base = parts.split(
@@ -461,7 +464,7 @@ class Builder:
         counts = _kernels.leaf_class_counts(
             self.order, leaves, parts.start, parts.end, self.classes, self.n_classes
         )
-        if n_cells != self.n_cells or np.unique(cell).shape[0] != cell.shape[0]:
+        if np.unique(cell).shape[0] != cell.shape[0]:
             raise AssertionError("the leaf partitions are not the product of the cuts")
         table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
         table[cell] = counts

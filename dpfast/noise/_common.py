@@ -26,17 +26,22 @@ _MAX_NONCE = 2**64
 _PARALLEL_MIN_SIZE = 1 << 20
 
 
-def _row_chunks(size: int, n_threads: int) -> list[tuple[int, int]]:
-    # Chunk edges on multiples of 128 rows (one 16-block ChaCha20 batch); the values never
-    # depend on the chunking.
+def _row_chunks(size: int, n_threads: int, unit: int = 128) -> list[tuple[int, int]]:
+    # Chunk edges on multiples of `unit` (128 rows: one 16-block ChaCha20 batch); the values
+    # never depend on the chunking.
     per = -(-size // max(1, n_threads))
-    per = -(-per // 128) * 128
-    return [(lo, min(size, lo + per)) for lo in range(0, size, max(per, 128))]
+    per = -(-per // unit) * unit
+    return [(lo, min(size, lo + per)) for lo in range(0, size, max(per, unit))]
 
 
-def _run_chunks(work: Callable[[int, int], None], size: int, n_threads: int) -> None:
-    """Call ``work(lo, hi)`` over contiguous chunks of ``range(size)``, in threads if several."""
-    chunks = _row_chunks(size, n_threads)
+def _run_chunks(
+    work: Callable[[int, int], None], size: int, n_threads: int, unit: int = 128
+) -> None:
+    """Call ``work(lo, hi)`` over contiguous chunks of ``range(size)``, in threads if several.
+
+    Chunk edges are multiples of ``unit``.
+    """
+    chunks = _row_chunks(size, n_threads, unit)
     if len(chunks) <= 1:
         for lo, hi in chunks:
             work(lo, hi)

@@ -9,16 +9,13 @@ and the rational-rate sampler for a vector of counts.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from dpfast._kernels import geometric as _geo
-from dpfast._validation import check_threads
-from dpfast.noise._common import _PARALLEL_MIN_SIZE, _check_int, _check_key
+from dpfast.noise._common import _check_int, _check_key, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
 
 DYADIC_SAMPLER_NAME = (
@@ -174,25 +171,15 @@ def add_discrete_laplace_dyadic(
 def _fill_dyadic(
     key: np.ndarray, m: int, bits: int, out: np.ndarray, floor: int, n_threads: object
 ) -> None:
-    # In place: out[i] = max(out[i] + X_i, floor), segments split over threads.
-    n = out.shape[0]
-    n_segments = -(-n // _geo.SEGMENT)
-    default = (os.cpu_count() or 1) if n >= _PARALLEL_MIN_SIZE else 1
-    threads = min(check_threads(n_threads, default), max(1, n_segments))
+    # In place: out[i] = max(out[i] + X_i, floor); threads take whole segments.
+    n_segments = -(-out.shape[0] // _geo.SEGMENT)
     low = np.int64(floor)
-    per = -(-n_segments // threads)
-    ranges = [(a, min(n_segments, a + per)) for a in range(0, n_segments, max(per, 1))]
-    if len(ranges) <= 1:
-        for a, z in ranges:
-            _geo.dyadic_laplace_kernel(key, m, bits, a, z, out, low, out)
-        return
-    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-        futures = [
-            pool.submit(_geo.dyadic_laplace_kernel, key, m, bits, a, z, out, low, out)
-            for a, z in ranges
-        ]
-        for future in futures:
-            future.result()
+    _run_chunks(
+        lambda a, z: _geo.dyadic_laplace_kernel(key, m, bits, a, z, low, out),
+        n_segments,
+        _threads_for(out.shape[0], n_threads),
+        unit=1,
+    )
 
 
 @dataclass(frozen=True)
