@@ -22,9 +22,9 @@ import diffgen_common as common
 
 import dpfast
 from dpfast import noise
-from dpfast.diffgen._columns import CategoricalColumn, prepare
-from dpfast.diffgen._tree import _preorder_rank
 from dpfast.io import as_table_data
+from dpfast.methods.diffgen._columns import CategoricalColumn, prepare
+from dpfast.methods.diffgen._tree import _preorder_rank
 
 TAXONOMIES = common.taxonomies()
 

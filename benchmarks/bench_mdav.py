@@ -14,7 +14,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from dpfast.mdav import insensitive_mdav_labels, mdav_labels, standardise
+from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
+from dpfast.partitions.mdav import mdav_labels, standardise
 
 
 def _squared_distances(points, query):
@@ -124,7 +125,7 @@ def test_insensitive_paths_100k_x8(benchmark, record, path):
 _MEMORY_PROBE = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from dpfast.mdav import mdav_labels
+    from dpfast.partitions.mdav import mdav_labels
 
     def status(field):
         with open("/proc/self/status") as handle:

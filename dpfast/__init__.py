@@ -7,18 +7,25 @@ first use and are cached on disk).
 from __future__ import annotations
 
 from dpfast import datasets, metrics
+from dpfast._release import Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, Report
-from dpfast.diffgen import Cut, DiffGenRelease, diffgen
 from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
-from dpfast.mechanisms import k_noise, k_pram, randomized_response
-from dpfast.release import Release, individual_ranking, ir_dp, laplace_dp
-from dpfast.release_mdav import mdav, mdav_dp
+from dpfast.methods.diffgen import Cut, CutColumn, DiffGenRelease, diffgen
+from dpfast.methods.individual_ranking import individual_ranking
+from dpfast.methods.ir_dp import ir_dp
+from dpfast.methods.k_noise import k_noise
+from dpfast.methods.k_pram import k_pram
+from dpfast.methods.laplace_dp import laplace_dp
+from dpfast.methods.mdav import mdav
+from dpfast.methods.mdav_dp import mdav_dp
+from dpfast.methods.randomized_response import randomized_response
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
     "BudgetExceededError",
     "Cut",
+    "CutColumn",
     "DiffGenRelease",
     "Ledger",
     "LedgerEntry",

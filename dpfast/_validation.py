@@ -56,6 +56,34 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     return str(value)
 
 
+def check_nonempty(n_rows: int) -> int:
+    """Refuse an empty table."""
+    if n_rows == 0:
+        raise ValueError("the table is empty (0 rows); nothing to release")
+    return n_rows
+
+
+def check_retention(retention: Any) -> float:
+    """Check a retention probability: a number in ``[0, 1)``."""
+    if isinstance(retention, (bool, np.bool_)) or not isinstance(
+        retention, (int, float, np.number)
+    ):
+        raise TypeError(f"retention must be a number, got {retention!r}")
+    value = float(retention)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"retention must be in [0, 1), got {retention!r}; 1 would release the data unchanged"
+        )
+    return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_threads(n_threads: Any, default: int) -> int:
     """Check a thread count: ``None`` (use ``default``, at least 1) or an integer >= 1."""
     if n_threads is None:

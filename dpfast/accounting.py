@@ -1,8 +1,9 @@
-"""The privacy ledger and the release report.
+"""The privacy ledger, the privacy maps from sensitivity to noise scale, and the report.
 
-Every mechanism follows *check → compute → spend*: :meth:`Ledger.check` before the noise
-is drawn, :meth:`Ledger.spend` right after. The ledger refuses to go over its total, and
-a release's report carries the ledger, so every ε spent is listed once.
+Every release follows *plan → draw → spend*: :meth:`Ledger.plan` reserves each step's ε
+before any noise is drawn (so a release that would go over its total fails before any
+work), and :meth:`Ledger.spend` records the step right after its noise is drawn. The
+report carries the ledger, so every ε spent is listed once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Literal
 
 from dpfast.exceptions import BudgetExceededError
+
+#: What a report's guarantee is: ``"proven"`` ε-DP, the paper's claim (``"as_published"``),
+#: ``"heuristic"``, ``"local"`` DP of one column, or ``"none"``.
+GuaranteeLevel = Literal["proven", "as_published", "heuristic", "local", "none"]
 
 # Relative slack for float sums of budget shares (e.g. three shares of 1/3).
 _BUDGET_SLACK = 1e-9
@@ -68,15 +74,18 @@ class Ledger:
     Examples
     --------
     >>> ledger = Ledger(1.0)
-    >>> ledger.check(0.5)
-    >>> ledger.spend(LedgerEntry("noise", ("a",), 0.5, "Laplace", 1.0, 2.0, "exact"))
+    >>> step = ledger.plan(LedgerEntry("noise", ("a",), 0.5, "Laplace", 1.0, 2.0, "exact"))
     >>> ledger.remaining
     0.5
+    >>> ledger.spend(step)
+    >>> ledger.spent, ledger.remaining
+    (0.5, 0.5)
     """
 
     def __init__(self, total: float) -> None:
         self.total = float(total)
         self._entries: list[LedgerEntry] = []
+        self._planned: list[LedgerEntry] = []
 
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
@@ -90,22 +99,33 @@ class Ledger:
 
     @property
     def remaining(self) -> float:
-        """The budget left."""
-        return self.total - self.spent
+        """The budget neither spent nor reserved by a plan."""
+        return self.total - math.fsum(e.epsilon for e in self._entries + self._planned)
 
     def check(self, epsilon: float) -> None:
         """Raise :class:`BudgetExceededError` if ``epsilon`` does not fit in what is left."""
-        if not epsilon > 0:
-            raise ValueError(f"a ledger step must spend a positive epsilon, got {epsilon}")
+        if not epsilon >= 0:  # 0: a step whose exact sampler needed none of its budget
+            raise ValueError(f"a ledger step must spend a non-negative epsilon, got {epsilon}")
         if epsilon > self.remaining + _BUDGET_SLACK * self.total:
             raise BudgetExceededError(
                 f"step needs epsilon={epsilon:.6g} but only {self.remaining:.6g} of "
                 f"{self.total:.6g} is left"
             )
 
-    def spend(self, entry: LedgerEntry) -> None:
-        """Record ``entry`` after checking that it fits."""
+    def plan(self, entry: LedgerEntry) -> LedgerEntry:
+        """Reserve ``entry``'s ε before its noise is drawn; return it for :meth:`spend`."""
         self.check(entry.epsilon)
+        self._planned.append(entry)
+        return entry
+
+    def spend(self, entry: LedgerEntry) -> None:
+        """Record ``entry``: a planned one, or a new one after checking that it fits."""
+        for i, planned in enumerate(self._planned):
+            if planned is entry:
+                del self._planned[i]
+                break
+        else:
+            self.check(entry.epsilon)
         self._entries.append(entry)
 
 
@@ -122,7 +142,7 @@ class Report:
     epsilon: float | None
     ledger: list[LedgerEntry]
     guarantee: str
-    guarantee_level: str
+    guarantee_level: GuaranteeLevel
     protected_columns: list[str]
     unprotected_columns: list[str]
     clamped: dict[str, int]
@@ -171,6 +191,20 @@ class PhaseTimer:
             yield
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+
+def scale_steps(sensitivity: Fraction | int, epsilon: float) -> int:
+    """Return the privacy map's smallest integer scale ``t >= sensitivity / epsilon``.
+
+    Both are exact (``epsilon`` is read as the exact binary fraction it holds), so the scale
+    is never rounded below what the budget needs.
+
+    Examples
+    --------
+    >>> scale_steps(Fraction(7, 2), 0.5)
+    7
+    """
+    return math.ceil(Fraction(sensitivity) / Fraction(epsilon))
 
 
 def names(columns: Sequence[Hashable]) -> list[str]:

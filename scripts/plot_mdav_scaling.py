@@ -21,7 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpfast.mdav import insensitive_mdav_labels, mdav_labels
+from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
+from dpfast.partitions.mdav import mdav_labels
 
 SIZES = [10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000]
 K = 10

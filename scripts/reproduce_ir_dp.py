@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 import dpfast  # noqa: E402
 from dpfast import metrics  # noqa: E402
 from dpfast.exceptions import PrivacyLeakWarning  # noqa: E402
+from dpfast.partitions.categorical import cluster_centroids  # noqa: E402
 
 EPSILONS = (0.1, 1.0, 10.0)
 CENSUS_M = (1, 8, 13)
@@ -256,7 +257,7 @@ def plain_categorical_ir(values: pd.Series, taxonomy: dpfast.Taxonomy, k: int) -
     order = np.argsort(np.asarray(taxonomy.rank)[codes], kind="stable")
     labels = np.empty(codes.shape[0], dtype=np.int64)
     labels[order] = np.minimum(np.arange(codes.shape[0]) // k, n_groups - 1)
-    centroids = taxonomy.centroid(codes, labels, n_groups)
+    centroids = cluster_centroids(taxonomy, codes, labels, n_groups)
     out = taxonomy.broadcast_rank_groups(codes, k, centroids)
     return np.asarray(taxonomy.domain, dtype=object)[out]
 

@@ -1,38 +1,68 @@
 """Layering and import-time rules of STYLE.md, checked by parsing the package's imports."""
 
 import ast
+import importlib
 import subprocess
 import sys
+import types
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 
-# A module may import dpfast modules of a strictly lower layer only.
+# A module may import dpfast modules of a strictly lower layer only (STYLE.md, "Layout"):
+# cli -> methods -> _release -> noise/accounting/partitions/metrics -> taxonomy/schema/io
+# -> _validation -> _kernels -> _jit.
 LAYERS = {
     "_jit": 0,
     "exceptions": 0,
     "_version": 0,
     "_kernels": 1,
     "_validation": 2,
-    "accounting": 2,
-    "io": 2,
-    "grid": 2,
-    "mdav": 2,  # MDAV partitions use kernels only; microaggregation re-exports them
-    "noise": 3,
-    "microaggregation": 3,
-    "perturbation": 3,
-    "metrics": 3,
+    "io": 3,
     "schema": 3,
     "taxonomy": 3,
-    "release": 4,
+    "accounting": 4,
+    "noise": 4,
+    "partitions": 4,
+    "metrics": 4,
     "datasets": 4,
-    "diffgen": 4,
-    "release_mdav": 4.5,  # mdav and mdav_dp reuse release's helpers
-    "mechanisms": 4.5,  # builds on release.Release
-    "cli": 5,
-    "__init__": 6,
-    "__main__": 7,
+    "_release": 5,
+    "methods": 6,
+    "cli": 7,
+    "__init__": 8,
+    "__main__": 9,
 }
+
+# The subpackages and modules a user may import by name.
+PUBLIC_MODULES = [
+    "dpfast.accounting",
+    "dpfast.cli",
+    "dpfast.datasets",
+    "dpfast.exceptions",
+    "dpfast.io",
+    "dpfast.methods",
+    "dpfast.methods.diffgen",
+    "dpfast.methods.individual_ranking",
+    "dpfast.methods.ir_dp",
+    "dpfast.methods.k_noise",
+    "dpfast.methods.k_pram",
+    "dpfast.methods.laplace_dp",
+    "dpfast.methods.mdav",
+    "dpfast.methods.mdav_dp",
+    "dpfast.methods.randomized_response",
+    "dpfast.metrics",
+    "dpfast.noise",
+    "dpfast.partitions",
+    "dpfast.partitions.categorical",
+    "dpfast.partitions.grid",
+    "dpfast.partitions.insensitive_mdav",
+    "dpfast.partitions.mdav",
+    "dpfast.partitions.ranking",
+    "dpfast.schema",
+    "dpfast.taxonomy",
+]
 
 
 def _module_key(path: Path) -> str:
@@ -67,6 +97,37 @@ def _all_imports(path: Path):
 def test_every_module_has_a_layer():
     for path in PACKAGE.rglob("*.py"):
         assert _module_key(path) in LAYERS, f"add {path.name} to LAYERS"
+    assert all(isinstance(layer, int) for layer in LAYERS.values())
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_public_module_is_importable_as_a_module(name):
+    module = importlib.import_module(name)
+    assert isinstance(module, types.ModuleType)
+    assert module.__name__ == name
+    parent, _, child = name.rpartition(".")
+    # reachable by attribute too: no function shadows it on its parent
+    assert getattr(importlib.import_module(parent), child) is module
+
+
+def test_every_subpackage_is_listed_as_public():
+    found = {
+        "dpfast." + ".".join(path.relative_to(PACKAGE).parent.parts)
+        for path in PACKAGE.rglob("__init__.py")
+        if path.parent != PACKAGE and not path.parent.name.startswith("_")
+    }
+    assert found <= set(PUBLIC_MODULES)
+
+
+def test_public_functions_do_not_shadow_modules():
+    import dpfast
+
+    for name in dpfast.__all__:
+        assert not (PACKAGE / f"{name}.py").exists(), name
+        assert not (PACKAGE / name / "__init__.py").exists() or name in {
+            "datasets",
+            "metrics",
+        }, name
 
 
 def test_dependencies_point_one_way():

@@ -10,9 +10,10 @@ import pytest
 from scipy import stats
 
 from dpfast import noise
-from dpfast.diffgen import diffgen
-from dpfast.diffgen._tree import Trace
 from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.methods.diffgen import diffgen
+from dpfast.methods.diffgen._tree import Trace
+from dpfast.methods.diffgen.release import run_diffgen
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 from tests.reference import diffgen_reference as ref
 
@@ -55,12 +56,12 @@ def _specs():
 
 def _run(table, **kwargs):
     trace = Trace()
-    release = diffgen(
+    release = run_diffgen(
         table,
         target="label",
         taxonomies={"job": JOBS, "colour": COLOURS},
         bounds={"age": (15, 55), "hours": (0, 6)},
-        _trace=trace,
+        trace=trace,
         **kwargs,
     )
     return release, trace
@@ -191,7 +192,7 @@ def test_counts_equal_reference_outside_the_16_bit_range(epsilon, parameter):
 
 def test_max_scores_by_hand():
     # two children: (3 no, 1 yes) and (0 no, 2 yes): Max = 3 + 2
-    from dpfast.diffgen._scores import score, split_scores
+    from dpfast.methods.diffgen._scores import score, split_scores
 
     assert score(np.array([[3, 1], [0, 2]]), "max") == 5.0
     gain = score(np.array([[3, 1], [0, 2]]), "info_gain")
@@ -242,9 +243,9 @@ def test_every_leaf_partition_is_output_even_empty_ones():
 
 
 def test_the_tree_stores_only_partitions_with_records():
-    from dpfast.diffgen._columns import prepare
-    from dpfast.diffgen._tree import Builder
     from dpfast.io import as_table_data
+    from dpfast.methods.diffgen._columns import prepare
+    from dpfast.methods.diffgen._tree import Builder
 
     table = _table(60, 8)
     prepared = prepare(

@@ -6,16 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from dpfast import Taxonomy, microaggregation
+from dpfast import Taxonomy
 from dpfast._kernels import mdav as kernels
 from dpfast.datasets import adult_taxonomy
-from dpfast.mdav import (
-    first_appearance,
-    insensitive_mdav_labels,
-    mdav_labels,
-    reference_sequence,
-    standardise,
-)
+from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels, reference_sequence
+from dpfast.partitions.mdav import first_appearance, mdav_labels, standardise
 from tests.reference import mdav_reference as reference
 
 
@@ -167,11 +162,6 @@ def test_bad_inputs_raise(bad, error):
 def test_bad_k_raises(k):
     with pytest.raises((ValueError, TypeError), match="k must"):
         mdav_labels(np.zeros((4, 2)), k)
-
-
-def test_public_partitions_are_reexported_by_microaggregation():
-    assert microaggregation.mdav_labels is mdav_labels
-    assert microaggregation.insensitive_mdav_labels is insensitive_mdav_labels
 
 
 # --- insensitive MDAV --------------------------------------------------------------------

@@ -11,7 +11,9 @@ from scipy import stats
 
 import dpfast
 from dpfast import noise
-from dpfast.mechanisms import k_noise, k_pram, minimal_delta, randomized_response
+from dpfast.methods.k_noise import k_noise, minimal_delta
+from dpfast.methods.k_pram import k_pram
+from dpfast.methods.randomized_response import randomized_response
 from dpfast.metrics import reconstruct_distribution
 from tests.reference import mechanisms_reference as ref
 

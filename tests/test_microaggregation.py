@@ -6,14 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpfast._kernels import ranking
-from dpfast.grid import Grid
-from dpfast.microaggregation import (
-    centroid_sensitivity,
-    group_means,
-    ir_column,
-    noise_scale_steps,
-    ranking_labels,
-)
+from dpfast.accounting import scale_steps as noise_scale_steps
+from dpfast.methods.ir_dp import centroid_sensitivity
+from dpfast.methods.ir_dp import release_column as ir_column
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import group_means, ranking_labels
 from tests.reference import ir_reference
 
 EMPTY = np.empty(0, dtype=np.int64)

@@ -11,8 +11,9 @@ from scipy import stats
 
 import dpfast
 from dpfast import noise
-from dpfast.grid import Grid
-from dpfast.microaggregation import centroid_sensitivity, noise_scale_steps
+from dpfast.accounting import scale_steps as noise_scale_steps
+from dpfast.methods.ir_dp import centroid_sensitivity
+from dpfast.partitions.grid import Grid
 from tests.reference import ir_reference
 
 

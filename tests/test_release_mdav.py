@@ -13,8 +13,10 @@ from scipy import stats
 import dpfast
 from dpfast import Taxonomy, noise
 from dpfast.cli import main
-from dpfast.grid import Grid
-from dpfast.mdav import insensitive_mdav_labels, mdav_labels
+from dpfast.partitions.categorical import cluster_centroids, cluster_quality
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
+from dpfast.partitions.mdav import mdav_labels
 from tests.reference import mdav_reference
 
 
@@ -380,7 +382,9 @@ def test_mdav_mixed_columns_get_means_and_marginality_centroids(kind):
             5,
         )
     )
-    expected_jobs = np.asarray(JOBS.domain)[JOBS.centroid(codes, labels, labels.max() + 1)]
+    expected_jobs = np.asarray(JOBS.domain)[
+        cluster_centroids(JOBS, codes, labels, labels.max() + 1)
+    ]
     assert [str(v) for v in out["job"]] == expected_jobs[labels].tolist()
     expected = frame["income"].groupby(labels).transform("mean")
     np.testing.assert_allclose(out["income"], expected, rtol=1e-12)
@@ -437,7 +441,7 @@ def test_mdav_dp_mixed_equals_the_reference_pipeline_with_the_same_draws():
     n_clusters = 97 // k
     chosen = noise.exponential_mechanism(
         source.key("mdav_dp", "centroid-choice", "job"),
-        JOBS.cluster_quality(codes, labels, n_clusters),
+        cluster_quality(JOBS, codes, labels, n_clusters),
         epsilon=epsilon / 3,
         sensitivity=n_clusters * JOBS.max_distance,
     )

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpfast.datasets import ADULT_HIERARCHIES, adult, adult_hierarchy_path, adult_taxonomy
+from dpfast.partitions.categorical import cluster_centroids, cluster_quality
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 from tests.reference import taxonomy_reference as ref
 
@@ -269,7 +270,7 @@ def test_taxonomy_is_immutable(small):
 def test_cluster_quality_and_centroid(small):
     codes = np.array([0, 1, 1, 5, 3, 4])
     labels = np.array([0, 0, 0, 1, 1, 1])
-    got = small.cluster_quality(codes, labels, 2)
+    got = cluster_quality(small, codes, labels, 2)
     matrix = small.distance_matrix()
     expected = np.array(
         [[-sum(matrix[c, x] for x in codes[labels == g]) for c in range(6)] for g in range(2)]
@@ -277,7 +278,7 @@ def test_cluster_quality_and_centroid(small):
     np.testing.assert_allclose(got, expected, atol=1e-12)
     # cluster 0 = {a11, a12, a12}: a12 is the most central; cluster 1 = {c, b1, b2}: b1/b2
     # tie (b1 is the lower code)
-    assert small.centroid(codes, labels, 2).tolist() == [1, 3]
+    assert cluster_centroids(small, codes, labels, 2).tolist() == [1, 3]
 
 
 def test_normalised_distance(small):

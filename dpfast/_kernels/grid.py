@@ -1,4 +1,4 @@
-"""Inline helpers for the integer grid of :mod:`dpfast.grid`, shared by every numeric kernel.
+"""Inline helpers for the integer grid of :mod:`dpfast.partitions.grid`, for numeric kernels.
 
 A value ``x`` is clamped to ``[lower, upper]`` and quantised to ``q = rint((x - lower) /
 gamma)`` in ``[0, d_int]``; a group of grid values is summed exactly in int64, its mean is

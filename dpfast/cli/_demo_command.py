@@ -58,7 +58,7 @@ def _demo_parser(
 def _demo(args: argparse.Namespace) -> int:
     from dpfast.datasets import adult, adult_mixed_schema_path, adult_schema_path
     from dpfast.io import write_json_atomic, write_table_atomic
-    from dpfast.release import ir_dp
+    from dpfast.methods.ir_dp import ir_dp
     from dpfast.schema import Schema
 
     out_dir = Path(args.out)

@@ -65,8 +65,8 @@ def _diffgen_parser(methods: Any, formatter: Any) -> None:
 def _release_diffgen(args: argparse.Namespace) -> int:
     from types import SimpleNamespace
 
-    from dpfast.diffgen import diffgen
     from dpfast.io import read_table
+    from dpfast.methods.diffgen import diffgen
     from dpfast.schema import Schema
     from dpfast.taxonomy import Taxonomy
 

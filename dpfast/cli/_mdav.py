@@ -90,7 +90,7 @@ def _mdav_parsers(methods: Any, formatter: Any) -> None:
 
 
 def _release_mdav(args: argparse.Namespace) -> int:
-    from dpfast.release_mdav import mdav
+    from dpfast.methods.mdav import mdav
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns = args.columns
@@ -110,7 +110,7 @@ def _release_mdav(args: argparse.Namespace) -> int:
 
 
 def _release_mdav_dp(args: argparse.Namespace) -> int:
-    from dpfast.release_mdav import mdav_dp
+    from dpfast.methods.mdav_dp import mdav_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         return mdav_dp(

@@ -105,7 +105,7 @@ def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
 
 
 def _release_k_noise(args: argparse.Namespace) -> int:
-    from dpfast.mechanisms import k_noise
+    from dpfast.methods.k_noise import k_noise
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         return k_noise(
@@ -121,7 +121,7 @@ def _release_k_noise(args: argparse.Namespace) -> int:
 
 
 def _release_k_pram(args: argparse.Namespace) -> int:
-    from dpfast.mechanisms import k_pram
+    from dpfast.methods.k_pram import k_pram
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         return k_pram(
@@ -139,7 +139,7 @@ def _release_k_pram(args: argparse.Namespace) -> int:
 
 def _release_randomized_response(args: argparse.Namespace) -> int:
     from dpfast.io import read_table
-    from dpfast.mechanisms import randomized_response
+    from dpfast.methods.randomized_response import randomized_response
     from dpfast.schema import Schema
 
     _check_paths(args)

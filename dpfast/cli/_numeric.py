@@ -124,7 +124,7 @@ def _numeric_parsers(methods: Any, formatter: Any) -> None:
 
 
 def _release_ir_dp(args: argparse.Namespace) -> int:
-    from dpfast.release import ir_dp
+    from dpfast.methods.ir_dp import ir_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         return ir_dp(
@@ -146,7 +146,7 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
 
 
 def _release_laplace(args: argparse.Namespace) -> int:
-    from dpfast.release import laplace_dp
+    from dpfast.methods.laplace_dp import laplace_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         return laplace_dp(
@@ -162,7 +162,7 @@ def _release_laplace(args: argparse.Namespace) -> int:
 
 
 def _release_individual_ranking(args: argparse.Namespace) -> int:
-    from dpfast.release import individual_ranking
+    from dpfast.methods.individual_ranking import individual_ranking
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns = args.columns

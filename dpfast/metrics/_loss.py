@@ -190,7 +190,7 @@ def _labels(labels: Any, n_rows: int) -> np.ndarray:
     if array.ndim != 1 or array.shape[0] != n_rows:
         raise ValueError(
             f"labels must be one label per row ({n_rows}), got shape {array.shape}; pass the "
-            "partition's labels, e.g. dpfast.mdav.mdav_labels(...)"
+            "partition's labels, e.g. dpfast.partitions.mdav.mdav_labels(...)"
         )
     _, codes = np.unique(array, return_inverse=True)
     return np.asarray(codes, dtype=np.int64).ravel()

@@ -94,7 +94,7 @@ def exponential_mechanism(
         ``uint64[8]`` key from :meth:`NoiseSource.key`.
     quality : array-like of float, shape (n, m)
         Quality of each candidate in each draw (e.g. from
-        :meth:`dpfast.taxonomy.Taxonomy.cluster_quality`).
+        :func:`dpfast.partitions.categorical.cluster_quality`).
     epsilon : float
         Budget of each draw's mechanism.
     sensitivity : float

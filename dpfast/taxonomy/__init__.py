@@ -11,8 +11,8 @@ and gives what the categorical methods of Sánchez et al. (2016) need (SPEC A6, 
   farthest from it (:attr:`Taxonomy.boundary`), and the largest distance ``Δq``
   (:attr:`Taxonomy.max_distance`), the exponential mechanism's sensitivity;
 * the data-independent total order of §3.2 (:meth:`Taxonomy.order`);
-* group qualities and centroids for microaggregation (§3.3, §3.4, §4.6):
-  :meth:`Taxonomy.cluster_quality`, :meth:`Taxonomy.centroid`;
+* the cost matrices behind cluster qualities and centroids for microaggregation
+  (§3.3, §3.4, §4.6; see :mod:`dpfast.partitions.categorical`);
 * the normalised per-attribute distance of insensitive MDAV (§4.2):
   :meth:`Taxonomy.normalised_distance`.
 

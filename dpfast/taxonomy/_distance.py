@@ -136,44 +136,6 @@ class _TaxonomyDistances(_TaxonomyTree):
 
     # -- microaggregation helpers ----------------------------------------------------------
 
-    def cluster_quality(self, codes: np.ndarray, labels: np.ndarray, n_clusters: int) -> np.ndarray:
-        """Exponential-mechanism quality ``q(C, c) = -Σ_{x in C} δ(c, x)`` per cluster.
-
-        Parameters
-        ----------
-        codes : ndarray of int64, shape (n,)
-            Domain codes of the records.
-        labels : ndarray of int64, shape (n,)
-            Cluster of each record, in ``[0, n_clusters)``.
-        n_clusters : int
-
-        Returns
-        -------
-        ndarray of float64, shape (n_clusters, m)
-            Row ``g``, column ``c``: the quality of candidate ``c`` (every domain value,
-            a data-independent candidate set) for cluster ``g`` (SPEC §3.3-§3.4, §4.6).
-            Feed it to :func:`dpfast.noise.exponential_mechanism` with sensitivity
-            ``max_distance`` (``n_clusters * max_distance`` for insensitive MDAV, §4.6).
-        """
-        m = len(self.domain)
-        flat = np.asarray(labels, np.int64) * m + np.asarray(codes, np.int64)
-        histogram = np.bincount(flat, minlength=n_clusters * m).reshape(n_clusters, m)
-        quality: np.ndarray = -(histogram.astype(np.float64) @ self.distance_matrix())
-        return quality  # the matrix is symmetric: row c of (H @ D) sums δ(x, c)
-
-    def centroid(self, codes: np.ndarray, labels: np.ndarray, n_clusters: int) -> np.ndarray:
-        """Marginality-based centroid of each cluster (SPEC §3.3, Eq. 5): NOT private.
-
-        The domain value minimising ``Σ_{x in C} δ(c, x)``; ties go to the lowest code.
-
-        Returns
-        -------
-        ndarray of int64, shape (n_clusters,)
-            Domain codes.
-        """
-        best: np.ndarray = np.argmax(self.cluster_quality(codes, labels, n_clusters), axis=1)
-        return best.astype(np.int64)
-
     def normalised_distance(self, codes: np.ndarray, reference: int | str) -> np.ndarray:
         """``δ(x, reference) / δ(v*, t*)`` per record: one term of SPEC §4.2's distance.
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import diffgen as _kernels
-from dpfast.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
-from dpfast.diffgen._scores import score, split_scores
+from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
+from dpfast.methods.diffgen._scores import score, split_scores
 
 # The most leaf partitions (product of the cut sizes) a release may produce.
 MAX_PARTITIONS = 2**24

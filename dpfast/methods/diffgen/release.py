@@ -6,22 +6,23 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from dpfast import noise
+from dpfast._release import Run, noise_source
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed
-from dpfast.accounting import Ledger, LedgerEntry, PhaseTimer, Report
-from dpfast.diffgen._columns import CategoricalColumn, NumericColumn, prepare
-from dpfast.diffgen._scores import UTILITIES, sensitivity
-from dpfast.diffgen._tree import Builder, Trace
-from dpfast.diffgen.cut import Cut, CutColumn
+from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, Report
 from dpfast.io import as_table_data, build_table
+from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
+from dpfast.methods.diffgen._scores import UTILITIES, sensitivity
+from dpfast.methods.diffgen._tree import Builder, Trace
+from dpfast.methods.diffgen.cut import Cut, CutColumn
 from dpfast.taxonomy import Taxonomy
 
-SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seeded generator"
 COUNT_COLUMN = "count"
+Utility = Literal["max", "info_gain"]
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,9 @@ def diffgen(
     steps: int,
     taxonomies: Mapping[Hashable, Any] | None = None,
     bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    utility: str = "max",
+    utility: Utility = "max",
     classes: Sequence[Any] | None = None,
     seed: int | None = None,
-    _trace: Trace | None = None,
 ) -> DiffGenRelease:
     """Differentially private generalisation for classification: DiffGen (SPEC A7, §7).
 
@@ -170,197 +170,291 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
+    return run_diffgen(
+        data,
+        target=target,
+        epsilon=epsilon,
+        steps=steps,
+        taxonomies=taxonomies,
+        bounds=bounds,
+        utility=utility,
+        classes=classes,
+        seed=seed,
+        trace=None,
+    )
+
+
+def run_diffgen(
+    data: Any,
+    *,
+    target: Hashable,
+    epsilon: float,
+    steps: int,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    utility: Utility = "max",
+    classes: Sequence[Any] | None = None,
+    seed: int | None = None,
+    trace: Trace | None = None,
+) -> DiffGenRelease:
+    """:func:`diffgen`, recording what the tree builder computed in ``trace`` (for tests)."""
+    run = Run("diffgen", data)
+    with run.phase("validate"):
         epsilon = check_epsilon(epsilon)
         steps = check_int(steps, "steps")
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
-        utility = check_choice(utility, "utility", UTILITIES)
+        utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
         seed = check_seed(seed)
-        table = as_table_data(data)
-    with timer.phase("encode"):
-        prepared = prepare(table, target, taxonomies, bounds, classes)
+    with run.phase("encode"):
+        prepared = _prepare(run, target, taxonomies, bounds, classes, utility)
+    budget = _Budget.split(epsilon, prepared, steps, utility)
+    ledger = Ledger(epsilon)
+    source = noise_source(seed)
+    builder = Builder(
+        prepared,
+        epsilon_prime=float(budget.unit),
+        utility=utility,
+        delta_u=budget.delta_u,
+        source=source,
+        trace=trace,
+    )
+    with run.phase("specialise"):
+        done = _specialise(builder, steps, _Spender(ledger, prepared, budget, utility))
+    with run.phase("counts"):
+        cuts, cell_counts, plan = _noisy_counts(builder, ledger, budget, steps, done, source)
+    with run.phase("assemble"):
+        cut = _make_cut(builder, cuts)
+        counts = _counts_table(prepared, builder, cuts, cell_counts)
+    run.clamped.update({str(c.name): c.clamped for c in budget.numeric})
+    report = run.report(
+        parameters=_parameters(prepared, builder, budget, epsilon, steps, utility),
+        guarantee=_guarantee(epsilon, prepared),
+        ledger=ledger,
+        seed=seed,
+        sampler=f"{plan.sampler}; {noise.EM_SAMPLER_NAME}",
+        notes=_notes(prepared, budget, steps, done),
+        extra={
+            "steps_done": done,
+            "early_stop": done < steps,
+            "leftover_budget": "counts" if done < steps else "none",
+            "cut": cut.to_dict(),
+            "n_cells": int(cell_counts.size),
+            "n_leaf_partitions": int(cell_counts.shape[0]),
+            "dropped_columns": [str(c) for c in prepared.dropped],
+        },
+        n_rows=prepared.n_rows,
+        protected=[*(str(c.name) for c in prepared.columns), str(prepared.target)],
+        unprotected=[],
+    )
+    return DiffGenRelease(counts=counts, cut=cut, report=report)
+
+
+def _prepare(
+    run: Run,
+    target: Hashable,
+    taxonomies: Any,
+    bounds: Any,
+    classes: Any,
+    utility: Utility,
+) -> Prepared:
+    prepared = prepare(run.table, target, taxonomies, bounds, classes)
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
         raise ValueError(
             f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
             "rename it"
         )
-    n_classes = len(prepared.class_labels)
-    if utility == "info_gain" and n_classes < 2:
+    if utility == "info_gain" and len(prepared.class_labels) < 2:
         raise ValueError("InfoGain is identically 0 with a single class value; use utility='max'")
-    delta_u = sensitivity(utility, n_classes)
-    numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
-    n_units = len(numeric) + 2 * steps
-    total = Fraction(epsilon)
-    unit = total / (2 * n_units) if n_units else Fraction(0)
-    epsilon_prime = float(unit)
-    source = noise.NoiseSource.secure() if seed is None else noise.NoiseSource.from_seed(seed)
-    ledger = Ledger(epsilon)
-    em_sampler = noise.EM_SAMPLER_NAME
+    return prepared
 
-    def spend(kind: str, index: int, what: Any) -> None:
+
+@dataclass(frozen=True)
+class _Budget:
+    """The paper's split: ``ε' = ε / (2 (n_numeric + 2 steps))`` per unit, ``ε / 2`` counts."""
+
+    total: Fraction
+    unit: Fraction
+    delta_u: float
+    numeric: list[NumericColumn]
+
+    @classmethod
+    def split(cls, epsilon: float, prepared: Prepared, steps: int, utility: Utility) -> _Budget:
+        numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
+        n_units = len(numeric) + 2 * steps
+        total = Fraction(epsilon)
+        unit = total / (2 * n_units) if n_units else Fraction(0)
+        return cls(total, unit, sensitivity(utility, len(prepared.class_labels)), numeric)
+
+    def counts(self, done: int) -> Fraction:
+        """Return the counts' budget after ``done`` steps (the steps not taken included)."""
+        return self.total - self.unit * (len(self.numeric) + 2 * done)
+
+
+@dataclass(frozen=True)
+class _Spender:
+    """Records each draw of the tree builder in the ledger (check, then spend)."""
+
+    ledger: Ledger
+    prepared: Prepared
+    budget: _Budget
+    utility: Utility
+
+    def __call__(self, kind: str, index: int, what: Any) -> None:
+        target = str(self.prepared.target)
         if kind == "root split":
-            entry = LedgerEntry(
-                step=f"split value of the root interval of {what!r}",
-                columns=(str(what), str(prepared.target)),
-                epsilon=epsilon_prime,
-                mechanism="interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) "
-                "over the split points s of the root interval (SPEC §7.4)",
-                sensitivity=delta_u,
-                noise_scale=2 * delta_u / epsilon_prime,
-                sampler=em_sampler,
-                details={"line": "Algorithm 1 line 4"},
+            step = f"split value of the root interval of {what!r}"
+            columns: tuple[str, ...] = (str(what), target)
+            mechanism = (
+                "interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) over the split "
+                "points s of the root interval (SPEC §7.4)"
             )
+            details = {"line": "Algorithm 1 line 4"}
         elif kind == "selection":
-            entry = LedgerEntry(
-                step=f"selection {index + 1}",
-                columns=(*tuple(str(c.name) for c in prepared.columns), str(prepared.target)),
-                epsilon=epsilon_prime,
-                mechanism="exponential mechanism over the candidates (the values of every "
-                f"Cut_i), utility {utility} (SPEC §7.3 Eq. 5)",
-                sensitivity=delta_u,
-                noise_scale=2 * delta_u / epsilon_prime,
-                sampler=em_sampler,
-                details={"line": "Algorithm 1 line 7"},
+            step = f"selection {index + 1}"
+            columns = (*(str(c.name) for c in self.prepared.columns), target)
+            mechanism = (
+                "exponential mechanism over the candidates (the values of every Cut_i), "
+                f"utility {self.utility} (SPEC §7.3 Eq. 5)"
             )
+            details = {"line": "Algorithm 1 line 7"}
         else:
-            entry = LedgerEntry(
-                step=f"split values of the new intervals of step {index + 1}",
-                columns=(str(what[0]), str(prepared.target)),
-                epsilon=epsilon_prime,
-                mechanism="interval exponential mechanism on each new numeric child (the "
-                "children hold disjoint records: parallel composition); charged "
-                "in every step, even when the specialised value is categorical",
-                sensitivity=delta_u,
-                noise_scale=2 * delta_u / epsilon_prime,
-                sampler=em_sampler,
-                details={"line": "Algorithm 1 line 9", "specialised": str(what[1])},
+            step = f"split values of the new intervals of step {index + 1}"
+            columns = (str(what[0]), target)
+            mechanism = (
+                "interval exponential mechanism on each new numeric child (the children hold "
+                "disjoint records: parallel composition); charged in every step, even when "
+                "the specialised value is categorical"
             )
-        ledger.check(entry.epsilon)
-        ledger.spend(entry)
-
-    builder = Builder(
-        prepared,
-        epsilon_prime=epsilon_prime,
-        utility=utility,
-        delta_u=delta_u,
-        source=source,
-        trace=_trace,
-    )
-    with timer.phase("specialise"):
-        builder.roots(spend)
-        for i in range(steps):
-            if not builder.step(i, spend):
-                break
-    done = builder.steps_done
-    early = done < steps
-
-    with timer.phase("counts"):
-        cuts, cell_counts = builder.leaf_counts()
-        n_cells = int(cell_counts.size)
-        epsilon_counts = total - unit * (len(numeric) + 2 * done)
-        plan = noise.count_noise_plan(epsilon_counts)
-        ledger.check(float(epsilon_counts))
-        # in place on the true counts; large tables are split over the cores
-        # inside the sampler (same draws whatever the split)
-        noisy = cell_counts.reshape(-1)
-        noise._apply_count_noise(source.key("diffgen", "counts"), noisy, plan, 0, None)
-        ledger.spend(
+            details = {"line": "Algorithm 1 line 9", "specialised": str(what[1])}
+        epsilon_prime = float(self.budget.unit)
+        self.ledger.spend(
             LedgerEntry(
-                step="noisy counts",
-                columns=(*tuple(str(c.name) for c in prepared.columns), str(prepared.target)),
-                epsilon=float(epsilon_counts),
-                mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, "
-                "class) count, clamped at 0 (SPEC §7.5)",
-                sensitivity=1.0,
-                noise_scale=plan.scale,
-                sampler=plan.sampler,
-                details={
-                    "parameter": plan.parameter,
-                    "effective_epsilon": plan.effective_epsilon,
-                    "nominal_epsilon": float(epsilon_counts),
-                    "parameter_rounding": "the noise parameter is the one closest to the "
-                    "budget on its grid (p = m/2**b, or s/t with t <= 2**32) whose guarantee "
-                    "does not exceed it, so privacy is never overstated",
-                    "cells": n_cells,
-                    "leftover_from_early_stop": float(unit * 2 * (steps - done)),
-                },
+                step=step,
+                columns=columns,
+                epsilon=epsilon_prime,
+                mechanism=mechanism,
+                sensitivity=self.budget.delta_u,
+                noise_scale=2 * self.budget.delta_u / epsilon_prime,
+                sampler=noise.EM_SAMPLER_NAME,
+                details=details,
             )
         )
 
-    with timer.phase("assemble"):
-        cut = _make_cut(builder, cuts)
-        counts = _counts_table(prepared, builder, cuts, cell_counts)
 
-    names = [str(c.name) for c in prepared.columns]
-    guarantee, level = _guarantee(epsilon, prepared)
+def _specialise(builder: Builder, steps: int, spend: _Spender) -> int:
+    """Draw the root split values, then up to ``steps`` specialisations; return how many."""
+    builder.roots(spend)
+    for i in range(steps):
+        if not builder.step(i, spend):
+            break
+    return builder.steps_done
+
+
+def _noisy_counts(
+    builder: Builder,
+    ledger: Ledger,
+    budget: _Budget,
+    steps: int,
+    done: int,
+    source: noise.NoiseSource,
+) -> tuple[list[list[int]], np.ndarray, noise.CountNoise]:
+    """Every (leaf partition, class) count with exact noise, in place; clamped at 0."""
+    cuts, cell_counts = builder.leaf_counts()
+    plan = noise.count_noise_plan(budget.counts(done))
+    entry = ledger.plan(
+        _counts_entry(builder.prepared, budget, plan, int(cell_counts.size), steps, done)
+    )
+    # in place on the true counts; large tables are split over the cores inside the
+    # sampler (same draws whatever the split)
+    noisy = cell_counts.reshape(-1)
+    noise._apply_count_noise(source.key("diffgen", "counts"), noisy, plan, 0, None)
+    ledger.spend(entry)
+    return cuts, cell_counts, plan
+
+
+def _counts_entry(
+    prepared: Prepared,
+    budget: _Budget,
+    plan: noise.CountNoise,
+    cells: int,
+    steps: int,
+    done: int,
+) -> LedgerEntry:
+    epsilon = budget.counts(done)
+    return LedgerEntry(
+        step="noisy counts",
+        columns=(*(str(c.name) for c in prepared.columns), str(prepared.target)),
+        epsilon=float(epsilon),
+        mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, class) "
+        "count, clamped at 0 (SPEC §7.5)",
+        sensitivity=1.0,
+        noise_scale=plan.scale,
+        sampler=plan.sampler,
+        details={
+            "parameter": plan.parameter,
+            "effective_epsilon": plan.effective_epsilon,
+            "nominal_epsilon": float(epsilon),
+            "parameter_rounding": "the noise parameter is the one closest to the budget on "
+            "its grid (p = m/2**b, or s/t with t <= 2**32) whose guarantee does not exceed "
+            "it, so privacy is never overstated",
+            "cells": cells,
+            "leftover_from_early_stop": float(budget.unit * 2 * (steps - done)),
+        },
+    )
+
+
+def _parameters(
+    prepared: Prepared,
+    builder: Builder,
+    budget: _Budget,
+    epsilon: float,
+    steps: int,
+    utility: Utility,
+) -> dict[str, Any]:
+    return {
+        "target": str(prepared.target),
+        "epsilon": epsilon,
+        "steps": steps,
+        "utility": utility,
+        "utility_sensitivity": budget.delta_u,
+        "epsilon_prime": float(budget.unit),
+        "bounds": {str(c.name): [c.lower, c.upper] for c in budget.numeric},
+        "root_intervals": {
+            str(c.name): builder.values[i].label
+            for i, c in enumerate(prepared.columns)
+            if isinstance(c, NumericColumn)
+        },
+        "integer_columns": [str(c.name) for c in budget.numeric if c.integer],
+        "taxonomies": {
+            str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+            for c in prepared.columns
+            if isinstance(c, CategoricalColumn)
+        },
+        "classes": [str(v) for v in prepared.class_labels],
+        "class_domain": prepared.class_domain,
+        "bounds_from_data": prepared.bounds_from_data,
+        "budget_split": "ε' = ε / (2 (n_numeric + 2 steps)): n_numeric root split values, "
+        "per step one selection and one split-value draw, ε/2 counts",
+    }
+
+
+def _notes(prepared: Prepared, budget: _Budget, steps: int, done: int) -> list[str]:
     notes = []
-    if seed is not None:
-        notes.append(SEEDED_NOTE)
-    if early:
+    if done < steps:
         notes.append(
             f"early stop after {done} of {steps} steps: no value of the cut could be "
             f"specialised further. The budget of the {steps - done} steps not taken "
-            f"({float(unit * 2 * (steps - done)):.6g}) went to the counts (SPEC §7.6): "
+            f"({float(budget.unit * 2 * (steps - done)):.6g}) went to the counts (SPEC §7.6): "
             "whether a step can run depends only on the cut, itself the output of earlier "
             "private steps and public taxonomies and bounds, so the total stays epsilon."
         )
     if prepared.dropped:
         notes.append(f"column(s) {[str(c) for c in prepared.dropped]} are not released")
-    report = Report(
-        method="diffgen",
-        parameters={
-            "target": str(prepared.target),
-            "epsilon": epsilon,
-            "steps": steps,
-            "utility": utility,
-            "utility_sensitivity": delta_u,
-            "epsilon_prime": epsilon_prime,
-            "bounds": {str(c.name): [c.lower, c.upper] for c in numeric},
-            "root_intervals": {
-                str(c.name): builder.values[i].label
-                for i, c in enumerate(prepared.columns)
-                if isinstance(c, NumericColumn)
-            },
-            "integer_columns": [str(c.name) for c in numeric if c.integer],
-            "taxonomies": {
-                str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
-                for c in prepared.columns
-                if isinstance(c, CategoricalColumn)
-            },
-            "classes": [str(v) for v in prepared.class_labels],
-            "class_domain": prepared.class_domain,
-            "bounds_from_data": prepared.bounds_from_data,
-            "budget_split": "ε' = ε / (2 (n_numeric + 2 steps)): n_numeric root split values, "
-            "per step one selection and one split-value draw, ε/2 counts",
-        },
-        epsilon=epsilon,
-        ledger=list(ledger.entries),
-        guarantee=guarantee,
-        guarantee_level=level,
-        protected_columns=[*names, str(prepared.target)],
-        unprotected_columns=[],
-        clamped={str(c.name): c.clamped for c in numeric},
-        seeded=seed is not None,
-        sampler=f"{plan.sampler}; {em_sampler}",
-        timings=timer.timings,
-        n_rows=prepared.n_rows,
-        notes=notes,
-        extra={
-            "steps_done": done,
-            "early_stop": early,
-            "leftover_budget": "counts" if early else "none",
-            "cut": cut.to_dict(),
-            "n_cells": n_cells,
-            "n_leaf_partitions": int(cell_counts.shape[0]),
-            "dropped_columns": [str(c) for c in prepared.dropped],
-        },
-    )
-    return DiffGenRelease(counts=counts, cut=cut, report=report)
+    return notes
 
 
-def _guarantee(epsilon: float, prepared: Any) -> tuple[str, str]:
+def _guarantee(epsilon: float, prepared: Any) -> tuple[str, GuaranteeLevel]:
     if prepared.bounds_from_data:
         return (
             "NOT differentially private: the numeric bounds were derived from the data "

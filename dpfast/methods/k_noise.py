@@ -11,11 +11,16 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
+from dpfast._release import (
+    Release,
+    Run,
+    column_threads,
+    noise_source,
+    not_dp_guarantee,
+    numeric_columns,
+    value_range,
+)
 from dpfast._validation import check_k, check_seed
-from dpfast.accounting import PhaseTimer, Report, names
-from dpfast.io import as_table_data
-from dpfast.mechanisms._common import _not_dp, _range, _source, _threads
-from dpfast.release._common import SEEDED_NOTE, Release, _protected_columns
 
 
 def _smallest_double_above(target: Fraction) -> float:
@@ -72,7 +77,7 @@ def minimal_delta(values: Any, k: int) -> float:
 
 def _minimal_delta(values: np.ndarray, k: int, name: Hashable) -> tuple[float, float]:
     """Return ``(δ, D_k)`` for a validated float64 column."""
-    lo, hi = _range(values, name)
+    lo, hi = value_range(values, name)
     if hi == lo:
         return math.nextafter(0.0, math.inf), 0.0
     n = values.shape[0]
@@ -141,59 +146,41 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
-        table = as_table_data(data)
-        k = check_k(k, table.n_rows)
+    run = Run("k_noise", data)
+    with run.phase("validate"):
+        k = check_k(k, run.table.n_rows)
         seed = check_seed(seed)
-        protected = _protected_columns(table, columns)
-        threads = _threads(n_threads)
-    source = _source(seed)
-    released: dict[Hashable, np.ndarray] = {}
+        protected = numeric_columns(run.table, columns)
+        threads = column_threads(n_threads)
+    source = noise_source(seed)
     deltas: dict[str, float] = {}
     spans: dict[str, float] = {}
     for column in protected:
-        with timer.phase("delta"):
+        with run.phase("delta"):
             delta, span = _minimal_delta(column.values, k, column.name)
-        with timer.phase("noise"):
-            released[column.name] = noise.add_uniform(
-                source.key("k_noise", "uniform-noise", str(column.name)),
-                column.values,
-                delta,
-                n_threads=threads,
+        with run.phase("noise"):
+            key = source.key("k_noise", "uniform-noise", str(column.name))
+            # released as floats: the noise is continuous
+            run.released[column.name] = noise.add_uniform(
+                key, column.values, delta, n_threads=threads
             )
         deltas[str(column.name)] = delta
         spans[str(column.name)] = span
-    with timer.phase("assemble"):
-        result = table.rebuild(released, None)
-    unprotected = [str(n) for n in table.names if n not in released]
+    result = run.assemble()
     integer = [str(c.name) for c in protected if c.integer]
-    notes = [SEEDED_NOTE] if seed is not None else []
-    if integer:
-        notes.append(f"integer column(s) {integer} are released as floats")
-    report = Report(
-        method="k_noise",
+    return run.finish(
+        result,
         parameters={
             "k": k,
             "noise": "uniform on (-delta, delta)",
             "delta_rule": "smallest double above D_k / 2 (SPEC §9.2)",
         },
-        epsilon=None,
-        ledger=[],
-        guarantee=_not_dp(
+        guarantee=not_dp_guarantee(
             "delta is computed from the data (the spread of the k nearest values), so the "
-            "noise scale itself reveals information about the records.",
-            unprotected,
+            "noise scale itself reveals information about the records."
         ),
-        guarantee_level="none",
-        protected_columns=names([c.name for c in protected]),
-        unprotected_columns=unprotected,
-        clamped={},
-        seeded=seed is not None,
+        seed=seed,
         sampler=noise.UNIFORM_SAMPLER_NAME,
-        timings=timer.timings,
-        n_rows=table.n_rows,
-        notes=notes,
+        notes=[f"integer column(s) {integer} are released as floats"] if integer else [],
         extra={"deltas": deltas, "d_k": spans},
     )
-    return Release(result, report)

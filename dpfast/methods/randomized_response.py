@@ -13,17 +13,16 @@ import pandas as pd
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
-from dpfast._validation import check_columns, check_epsilon, check_seed
-from dpfast.accounting import LedgerEntry, PhaseTimer, Report
-from dpfast.io import TableData, as_table_data
-from dpfast.mechanisms._common import (
-    _KEEP_BITS,
-    _check_retention,
-    _keep_numerator,
-    _source,
-    _threads,
+from dpfast._release import Release, Run, column_threads, keep_numerator, noise_source
+from dpfast._validation import (
+    check_columns,
+    check_epsilon,
+    check_nonempty,
+    check_retention,
+    check_seed,
 )
-from dpfast.release._common import SEEDED_NOTE, Release
+from dpfast.accounting import Ledger, LedgerEntry
+from dpfast.io import TableData
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -56,7 +55,7 @@ def _domain_values(domain: Any) -> list[Any]:
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
         raise ValueError(f"domain lists categories more than once: {twice[:5]}")
-    if len(values) > 2**_KEEP_BITS:
+    if len(values) > noise.KEEP_DENOMINATOR:
         raise ValueError(f"domain may hold at most 2**32 categories, got {len(values)}")
     return values
 
@@ -120,12 +119,14 @@ def _keep_from_epsilon(epsilon: float, m: int) -> int:
         context.prec = 80
         growth = Decimal(epsilon).exp()
         retention = (growth - 1) / (growth - 1 + m)
-        scaled = retention * (2**_KEEP_BITS)
+        scaled = retention * (noise.KEEP_DENOMINATOR)
         keep = int(scaled.to_integral_value(rounding="ROUND_FLOOR"))
         if scaled - keep < Decimal(10) ** -60:
             keep -= 1  # too close to call at this precision: round down
-        keep = max(0, min(keep, 2**_KEEP_BITS - 1))
-        while keep > 0 and Decimal(1) + Decimal(keep) * m / (2**_KEEP_BITS - keep) > growth:
+        keep = max(0, min(keep, noise.KEEP_DENOMINATOR - 1))
+        while (
+            keep > 0 and Decimal(1) + Decimal(keep) * m / (noise.KEEP_DENOMINATOR - keep) > growth
+        ):
             keep -= 1
     return int(keep)
 
@@ -209,12 +210,10 @@ def randomized_response(
     >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
     (True, ['zip'])
     """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
-        table = as_table_data(data)
-        if table.n_rows == 0:
-            raise ValueError("the table is empty (0 rows); nothing to release")
-        (name,) = check_columns([column], table.names)
+    run = Run("randomized_response", data)
+    with run.phase("validate"):
+        check_nonempty(run.table.n_rows)
+        (name,) = check_columns([column], run.table.names)
         categories = _domain_values(domain)
         m = len(categories)
         if (epsilon is None) == (retention is None):
@@ -226,16 +225,17 @@ def randomized_response(
             epsilon = check_epsilon(epsilon)
             keep = _keep_from_epsilon(epsilon, m)
         else:
-            retention = _check_retention(retention)
-            keep = _keep_numerator(retention)
+            retention = check_retention(retention)
+            keep = keep_numerator(retention)
         seed = check_seed(seed)
-        threads = _threads(n_threads)
-        codes, decode = _encode(table, name, categories)
-    p = keep / 2**_KEEP_BITS
-    gamma = 1.0 + float(Fraction(keep * m, 2**_KEEP_BITS - keep))
-    epsilon_used = math.log(gamma)
-    source = _source(seed)
-    with timer.phase("perturb"):
+        threads = column_threads(n_threads)
+        codes, decode = _encode(run.table, name, categories)
+    p = keep / noise.KEEP_DENOMINATOR
+    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    ledger = Ledger(math.log(gamma))
+    entry = ledger.plan(_entry(name, ledger.total, p))
+    source = noise_source(seed)
+    with run.phase("perturb"):
         new_codes = noise.retain_or_replace(
             source.key("randomized_response", str(name)),
             keep,
@@ -243,43 +243,16 @@ def randomized_response(
             np.arange(m, dtype=codes.dtype),
             n_threads=threads,
         )
-    with timer.phase("assemble"):
-        result = table.rebuild({name: decode(new_codes)}, None)
-    unprotected = [str(n) for n in table.names if n != name]
-    ledger = [
-        LedgerEntry(
-            step="randomized response",
-            columns=(str(name),),
-            epsilon=epsilon_used,
-            mechanism="k-ary randomized response (uniform perturbation), local DP",
-            sensitivity=1.0,
-            noise_scale=1.0 - p,
-            sampler=noise.RETAIN_SAMPLER_NAME,
-            details={
-                "noise_scale_is": "replacement probability 1 - p",
-                "sensitivity_is": "one record's category",
-            },
-        )
-    ]
-    guarantee = (
-        f"{epsilon_used:.6g}-local differential privacy for column {str(name)!r}: each "
-        f"record's value is kept with probability {p:.6g}, else replaced by a uniform draw "
-        f"from the public domain of {m} categories, independently of every other record. "
-        "Centrally this protects only that column's value of a record."
-    )
-    if unprotected:
-        guarantee += (
-            f" Column(s) {unprotected} are released unchanged and are NOT protected by "
-            "any guarantee."
-        )
-    notes = [SEEDED_NOTE] if seed is not None else []
+        ledger.spend(entry)
+        run.released[name] = decode(new_codes)
+    notes = []
     if epsilon is not None:
         notes.append(
             f"retention rounded down to {keep}/2**32 for exact sampling: the epsilon spent, "
-            f"{epsilon_used:.10g}, is at most the {epsilon:g} asked for"
+            f"{ledger.total:.10g}, is at most the {epsilon:g} asked for"
         )
-    report = Report(
-        method="randomized_response",
+    return run.finish(
+        run.assemble(),
         parameters={
             "column": str(name),
             "domain_size": m,
@@ -287,24 +260,48 @@ def randomized_response(
             "retention_requested": retention,
             "retention": p,
             "retention_fraction": f"{keep}/2**32",
-            "epsilon": epsilon_used,
+            "epsilon": ledger.total,
             "keep_probability": p + (1 - p) / m,
         },
-        epsilon=epsilon_used,
+        guarantee=(
+            f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
+            f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
+            f"draw from the public domain of {m} categories, independently of every other "
+            "record. Centrally this protects only that column's value of a record."
+            + _unprotected_note(run.unprotected()),
+            "local",
+        ),
+        note_unprotected=False,
         ledger=ledger,
-        guarantee=guarantee,
-        guarantee_level="local",
-        protected_columns=[str(name)],
-        unprotected_columns=unprotected,
-        clamped={},
-        seeded=seed is not None,
+        seed=seed,
         sampler=noise.RETAIN_SAMPLER_NAME,
-        timings=timer.timings,
-        n_rows=table.n_rows,
         notes=notes,
         extra={
             "domain": [c if isinstance(c, (str, int, float)) else str(c) for c in categories],
             "rho_bound": _rho_bound(gamma),
         },
     )
-    return Release(result, report)
+
+
+def _unprotected_note(unprotected: list[str]) -> str:
+    if not unprotected:
+        return ""
+    return (
+        f" Column(s) {unprotected} are released unchanged and are NOT protected by any guarantee."
+    )
+
+
+def _entry(name: Hashable, epsilon: float, p: float) -> LedgerEntry:
+    return LedgerEntry(
+        step="randomized response",
+        columns=(str(name),),
+        epsilon=epsilon,
+        mechanism="k-ary randomized response (uniform perturbation), local DP",
+        sensitivity=1.0,
+        noise_scale=1.0 - p,
+        sampler=noise.RETAIN_SAMPLER_NAME,
+        details={
+            "noise_scale_is": "replacement probability 1 - p",
+            "sensitivity_is": "one record's category",
+        },
+    )

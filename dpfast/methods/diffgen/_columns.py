@@ -142,7 +142,7 @@ def prepare(
     Raises
     ------
     TypeError, ValueError, TaxonomyError
-        See :func:`dpfast.diffgen.diffgen`.
+        See :func:`dpfast.diffgen`.
     """
     if table.kind == "numpy":
         raise TypeError(

@@ -7,7 +7,7 @@ intervals (numeric predictors), with the final :class:`Cut` to generalise test d
 
 from __future__ import annotations
 
-from dpfast.diffgen.cut import Cut, CutColumn
-from dpfast.diffgen.release import DiffGenRelease, diffgen
+from dpfast.methods.diffgen.cut import Cut, CutColumn
+from dpfast.methods.diffgen.release import DiffGenRelease, diffgen
 
 __all__ = ["Cut", "CutColumn", "DiffGenRelease", "diffgen"]

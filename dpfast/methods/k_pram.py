@@ -9,19 +9,17 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
-from dpfast._validation import check_k, check_seed
-from dpfast.accounting import PhaseTimer, Report, names
-from dpfast.io import as_table_data
-from dpfast.mechanisms._common import (
-    _KEEP_BITS,
-    _check_retention,
-    _keep_numerator,
-    _not_dp,
-    _range,
-    _source,
-    _threads,
+from dpfast._release import (
+    Release,
+    Run,
+    column_threads,
+    keep_numerator,
+    noise_source,
+    not_dp_guarantee,
+    numeric_columns,
+    value_range,
 )
-from dpfast.release._common import SEEDED_NOTE, Release, _protected_columns
+from dpfast._validation import check_k, check_retention, check_seed
 
 
 def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
@@ -119,81 +117,72 @@ def k_pram(
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
     """
-    timer = PhaseTimer()
-    with timer.phase("validate"):
-        table = as_table_data(data)
-        k = check_k(k, table.n_rows)
-        retention = _check_retention(retention)
+    run = Run("k_pram", data)
+    with run.phase("validate"):
+        k = check_k(k, run.table.n_rows)
+        retention = check_retention(retention)
         seed = check_seed(seed)
-        protected = _protected_columns(table, columns)
-        threads = _threads(n_threads)
-    keep = _keep_numerator(retention)
-    source = _source(seed)
-    released: dict[Hashable, np.ndarray] = {}
+        protected = numeric_columns(run.table, columns)
+        threads = column_threads(n_threads)
+    keep = keep_numerator(retention)
+    source = noise_source(seed)
     intervals: dict[str, int] = {}
     widths: dict[str, float] = {}
     smallest: dict[str, int] = {}
     for column in protected:
-        values = column.values
-        with timer.phase("intervals"):
-            lo, hi = _range(values, column.name)
-            m, counts = _interval_count(values, k, lo, hi)
-            group_start = np.zeros(m, dtype=np.int64)
-            np.cumsum(counts[:-1], out=group_start[1:])
-            groups = np.empty(values.shape[0], dtype=np.int64)
-            pool = np.empty(values.shape[0], dtype=np.float64)
-            scale = m / (hi - lo) if hi > lo else 0.0
-            _kernels.group_by_interval(values, lo, scale, m, group_start, groups, pool)
-        with timer.phase("pram"):
+        with run.phase("intervals"):
+            lo, hi = value_range(column.values, column.name)
+            m, counts = _interval_count(column.values, k, lo, hi)
+            group_start, groups, pool = _group_by_interval(column.values, lo, hi, m, counts)
+        with run.phase("pram"):
             out = noise.retain_or_replace(
                 source.key("k_pram", "retain-or-replace", str(column.name)),
                 keep,
-                values,
+                column.values,
                 pool,
                 groups=groups,
                 group_start=group_start,
                 group_size=counts,
                 n_threads=threads,
             )
-        released[column.name] = out.astype(column.dtype) if column.integer else out
+        run.keep(column, out)
         intervals[str(column.name)] = m
         widths[str(column.name)] = (hi - lo) / m
         smallest[str(column.name)] = int(counts.min())
-    with timer.phase("assemble"):
-        result = table.rebuild(released, None)
-    unprotected = [str(n) for n in table.names if n not in released]
-    report = Report(
-        method="k_pram",
+    return run.finish(
+        run.assemble(),
         parameters={
             "k": k,
             "retention_requested": retention,
-            "retention": keep / 2**_KEEP_BITS,
+            "retention": keep / noise.KEEP_DENOMINATOR,
             "retention_fraction": f"{keep}/2**32",
             "intervals_rule": "equal width over [min, max]; bisection on m in [1, n // k] "
             "for every interval holding >= k values",
             "replacement": "value of a uniformly drawn record of the same interval "
             "(invariant PRAM)",
         },
-        epsilon=None,
-        ledger=[],
-        guarantee=_not_dp(
+        guarantee=not_dp_guarantee(
             "the intervals are computed from the data, and each replacement is another "
-            "record's exact value.",
-            unprotected,
+            "record's exact value."
         ),
-        guarantee_level="none",
-        protected_columns=names([c.name for c in protected]),
-        unprotected_columns=unprotected,
-        clamped={},
-        seeded=seed is not None,
+        seed=seed,
         sampler=noise.RETAIN_SAMPLER_NAME,
-        timings=timer.timings,
-        n_rows=table.n_rows,
-        notes=[SEEDED_NOTE] if seed is not None else [],
         extra={
             "intervals": intervals,
             "interval_width": widths,
             "smallest_interval_count": smallest,
         },
     )
-    return Release(result, report)
+
+
+def _group_by_interval(
+    values: np.ndarray, lo: float, hi: float, m: int, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each interval's first position, each value's interval, and the values by interval."""
+    group_start = np.zeros(m, dtype=np.int64)
+    np.cumsum(counts[:-1], out=group_start[1:])
+    groups = np.empty(values.shape[0], dtype=np.int64)
+    pool = np.empty(values.shape[0], dtype=np.float64)
+    scale = m / (hi - lo) if hi > lo else 0.0
+    _kernels.group_by_interval(values, lo, scale, m, group_start, groups, pool)
+    return group_start, groups, pool
