@@ -8,19 +8,17 @@ Set ``DPFAST_DEBUG=1`` to see the traceback of an input error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 
 from dpfast._version import __version__
-from dpfast.cli._args import _Parser, _UsageError
+from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric
 from dpfast.cli._common import ProgressLine as ProgressLine
-from dpfast.cli._demo_command import _demo, _demo_parser
-from dpfast.cli._diffgen import _diffgen_parser
-from dpfast.cli._mdav import _mdav_parsers
-from dpfast.cli._mechanisms import _mechanism_parsers
-from dpfast.cli._numeric import _numeric_parsers
+from dpfast.cli._common import _Parser, _UsageError
+from dpfast.cli._demo_command import DEMO, _demo
 
 __all__ = ["main"]
 
@@ -35,22 +33,20 @@ examples:
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
 
-_RELEASE_EXAMPLES = """\
-methods:
-  ir-dp               individual-ranking microaggregation + Laplace noise (differential privacy)
-  laplace             plain per-cell Laplace noise (the baseline)
-  individual-ranking  microaggregation only: NOT differentially private
-  mdav                MDAV microaggregation: k-anonymity, NOT differentially private
-  mdav-dp             insensitive MDAV + noise on cluster centroids (differential privacy)
-  k-noise             uniform noise of data-dependent width: NOT differentially private
-  k-pram              PRAM within intervals of >= k values: NOT differentially private
-  randomized-response one categorical column, epsilon-local differential privacy
-  diffgen             generalised contingency table for classification (DiffGen, DP)
+# The release methods, in the order `dpfast release --help` lists them.
+RELEASE_COMMANDS = (
+    *_numeric.COMMANDS,
+    *_mdav.COMMANDS,
+    *_mechanisms.COMMANDS,
+    *_diffgen.COMMANDS,
+)
 
+_RELEASE_EXAMPLES = """\
 examples:
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
   dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema s.json
   dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+  dpfast release METHOD --help      every option of METHOD, with examples
 """
 
 
@@ -77,14 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_RELEASE_EXAMPLES,
         formatter_class=formatter,
     )
-    methods = release.add_subparsers(dest="method", metavar="METHOD", required=True)
-
-    _numeric_parsers(methods, formatter)
-    _mechanism_parsers(methods, formatter)
-    _diffgen_parser(methods, formatter)
-    _mdav_parsers(methods, formatter)
+    methods = release.add_subparsers(
+        dest="method", metavar="METHOD", required=True, title="methods"
+    )
+    for command in RELEASE_COMMANDS:
+        command.add_to(methods, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
-    _demo_parser(commands, formatter, handler=_demo)
+    dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Shared by the commands: progress display, notes, input checks, data and report writing."""
+"""Shared by the commands: parsing, progress display, notes, input checks, writing."""
 
 from __future__ import annotations
 
@@ -6,9 +6,107 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+class _UsageError(Exception):
+    """A command-line usage error (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose errors exit with code 2, and whose options may be added on first use.
+
+    ``arguments``, when given, adds the parser's options the first time it parses: a
+    ``dpfast release`` run builds the options of its own method only.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._arguments is not None:
+            arguments, self._arguments = self._arguments, None
+            arguments(self)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message}; run '{self.prog} --help' for usage")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help texts, what adds its options, and what runs it."""
+
+    name: str
+    help: str
+    description: str
+    epilog: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+
+    def add_to(self, subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+        """Add this command to ``subcommands``; its options are added when it is used."""
+        parser = subcommands.add_parser(
+            self.name,
+            help=self.help,
+            description=self.description,
+            epilog=self.epilog,
+            formatter_class=formatter,
+            arguments=self.arguments,
+        )
+        parser.set_defaults(handler=self.handler)
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _column_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names such as 'age,income', got {text!r}"
+        )
+    return names
+
+
+def _io_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="INPUT", help="input table (.parquet or .csv)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTPUT",
+        required=True,
+        help="output table (.parquet or .csv); OUTPUT.report.json is written beside it",
+    )
+
+
+def _quiet_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress display or notes")
+
 
 # -- progress --------------------------------------------------------------------------
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._args import _integer, _number, _quiet_argument
-from dpfast.cli._common import _progress, _schema_taxonomies
+from dpfast.cli._common import (
+    Command,
+    _integer,
+    _number,
+    _progress,
+    _quiet_argument,
+    _schema_taxonomies,
+)
 
 _DEMO_EXAMPLES = """\
 examples:
@@ -25,16 +31,7 @@ internally (metrics=True), so the report holds them and must stay private.
 """
 
 
-def _demo_parser(
-    commands: Any, formatter: Any, handler: Callable[[argparse.Namespace], int]
-) -> None:
-    demo = commands.add_parser(
-        "demo",
-        help="release the bundled Adult data with ir-dp and print a summary",
-        description="Release the bundled UCI Adult data's numeric columns with ir-dp.",
-        epilog=_DEMO_EXAMPLES,
-        formatter_class=formatter,
-    )
+def _demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--out", default="dpfast-demo", help="output folder (default: %(default)s)")
     demo.add_argument("--k", type=_integer, default=25, help="group size (default: 25)")
     demo.add_argument("--epsilon", type=_number, default=1.0, help="budget (default: 1)")
@@ -52,7 +49,6 @@ def _demo_parser(
         help="with --mixed: the categorical sensitivity (default: paper)",
     )
     _quiet_argument(demo)
-    demo.set_defaults(handler=handler)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -152,3 +148,14 @@ def _by_column(values: Any) -> dict[str, float]:
 
 def _number_text(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
+#: ``dpfast demo``; the command line binds its handler (tests may replace ``dpfast.cli._demo``).
+DEMO = Command(
+    "demo",
+    help="release the bundled Adult data with ir-dp and print a summary",
+    description="Release the bundled UCI Adult data's numeric columns with ir-dp.",
+    epilog=_DEMO_EXAMPLES,
+    arguments=_demo_arguments,
+    handler=_demo,
+)

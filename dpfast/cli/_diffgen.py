@@ -6,8 +6,17 @@ import argparse
 from collections.abc import Hashable
 from typing import Any
 
-from dpfast.cli._args import _column_list, _integer, _io_arguments, _number, _quiet_argument
-from dpfast.cli._common import _check_paths, _finish, _note
+from dpfast.cli._common import (
+    Command,
+    _check_paths,
+    _column_list,
+    _finish,
+    _integer,
+    _io_arguments,
+    _note,
+    _number,
+    _quiet_argument,
+)
 
 _DIFFGEN_EXAMPLES = """\
 examples:
@@ -25,15 +34,7 @@ An example schema: dpfast/datasets/adult_diffgen.schema.json (see docs/diffgen.m
 """
 
 
-def _diffgen_parser(methods: Any, formatter: Any) -> None:
-    parser = methods.add_parser(
-        "diffgen",
-        help="generalised contingency table for classification (DiffGen, differential privacy)",
-        description="DiffGen (Mohammed et al., KDD 2011): top-down specialisation chosen by "
-        "the exponential mechanism, then noisy counts of every leaf partition and class.",
-        epilog=_DIFFGEN_EXAMPLES,
-        formatter_class=formatter,
-    )
+def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
     _io_arguments(parser)
     parser.add_argument("--target", required=True, help="the class column")
     parser.add_argument("--steps", type=_integer, required=True, help="specialisations (>= 0)")
@@ -59,7 +60,6 @@ def _diffgen_parser(methods: Any, formatter: Any) -> None:
     )
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
-    parser.set_defaults(handler=_release_diffgen)
 
 
 def _release_diffgen(args: argparse.Namespace) -> int:
@@ -117,3 +117,16 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     for note in release.report.notes:
         _note(args, note)
     return _finish(args, SimpleNamespace(data=data, report=release.report))
+
+
+COMMANDS = (
+    Command(
+        "diffgen",
+        help="generalised contingency table for classification (DiffGen, differential privacy)",
+        description="DiffGen (Mohammed et al., KDD 2011): top-down specialisation chosen by "
+        "the exponential mechanism, then noisy counts of every leaf partition and class.",
+        epilog=_DIFFGEN_EXAMPLES,
+        arguments=_diffgen_arguments,
+        handler=_release_diffgen,
+    ),
+)

@@ -6,8 +6,17 @@ import argparse
 from collections.abc import Hashable
 from typing import Any
 
-from dpfast.cli._args import _column_list, _integer, _io_arguments, _number, _quiet_argument
-from dpfast.cli._common import _note, _run_release, _schema_taxonomies
+from dpfast.cli._common import (
+    Command,
+    _column_list,
+    _integer,
+    _io_arguments,
+    _note,
+    _number,
+    _quiet_argument,
+    _run_release,
+    _schema_taxonomies,
+)
 
 _MDAV_EXAMPLES = """\
 examples:
@@ -39,44 +48,29 @@ Writes OUTPUT and OUTPUT.report.json.
 """
 
 
-def _mdav_parsers(methods: Any, formatter: Any) -> None:
-    mdav = methods.add_parser(
-        "mdav",
-        help="MDAV microaggregation: k-anonymity (NOT differentially private)",
-        description="Standard MDAV-generic microaggregation of the chosen columns together: "
-        "k-anonymity on them. Not differential privacy.",
-        epilog=_MDAV_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(mdav)
-    mdav.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 1)")
-    mdav.add_argument("--schema", help="schema JSON (its protected numeric and taxonomy columns)")
-    mdav.add_argument(
+def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 1)")
+    parser.add_argument("--schema", help="schema JSON (its protected numeric and taxonomy columns)")
+    parser.add_argument(
         "--columns", type=_column_list, help="comma-separated quasi-identifier columns"
     )
-    _quiet_argument(mdav)
-    mdav.set_defaults(handler=_release_mdav)
+    _quiet_argument(parser)
 
-    mdav_dp = methods.add_parser(
-        "mdav-dp",
-        help="insensitive MDAV + noise on centroids (differential privacy)",
-        description="Differential privacy via insensitive MDAV microaggregation "
-        "(Soria-Comas et al. 2014): noisy cluster centroids, rows in random order.",
-        epilog=_MDAV_DP_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(mdav_dp)
-    mdav_dp.add_argument("--k", type=_integer, required=True, help="minimum cluster size")
-    mdav_dp.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
-    mdav_dp.add_argument("--schema", required=True, help="schema JSON with public bounds")
-    mdav_dp.add_argument(
+
+def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size")
+    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    parser.add_argument(
         "--reference",
         choices=("corners", "cycling"),
         default="corners",
         help="reference points: corners (the two opposite domain corners, alternating) or "
         "cycling (pairs of opposite corners in turn). Default: corners",
     )
-    mdav_dp.add_argument(
+    parser.add_argument(
         "--calibration",
         choices=("l1", "as_published"),
         default="l1",
@@ -84,9 +78,8 @@ def _mdav_parsers(methods: Any, formatter: Any) -> None:
         "as_published: the paper's scale, reported with the epsilon it really spends. "
         "Default: l1",
     )
-    mdav_dp.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    _quiet_argument(mdav_dp)
-    mdav_dp.set_defaults(handler=_release_mdav_dp)
+    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _quiet_argument(parser)
 
 
 def _release_mdav(args: argparse.Namespace) -> int:
@@ -127,3 +120,25 @@ def _release_mdav_dp(args: argparse.Namespace) -> int:
         )
 
     return _run_release(args, "mdav-dp", call)
+
+
+COMMANDS = (
+    Command(
+        "mdav",
+        help="MDAV microaggregation: k-anonymity (NOT differentially private)",
+        description="Standard MDAV-generic microaggregation of the chosen columns together: "
+        "k-anonymity on them. Not differential privacy.",
+        epilog=_MDAV_EXAMPLES,
+        arguments=_mdav_arguments,
+        handler=_release_mdav,
+    ),
+    Command(
+        "mdav-dp",
+        help="insensitive MDAV + noise on centroids (differential privacy)",
+        description="Differential privacy via insensitive MDAV microaggregation "
+        "(Soria-Comas et al. 2014): noisy cluster centroids, rows in random order.",
+        epilog=_MDAV_DP_EXAMPLES,
+        arguments=_mdav_dp_arguments,
+        handler=_release_mdav_dp,
+    ),
+)

@@ -5,8 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dpfast.cli._args import _column_list, _integer, _io_arguments, _number, _quiet_argument
-from dpfast.cli._common import _check_paths, _finish, _note, _run_release
+from dpfast.cli._common import (
+    Command,
+    _check_paths,
+    _column_list,
+    _finish,
+    _integer,
+    _io_arguments,
+    _note,
+    _number,
+    _quiet_argument,
+    _run_release,
+)
 
 _K_NOISE_EXAMPLES = """\
 examples:
@@ -41,61 +51,41 @@ and are NOT protected.
 """
 
 
-def _mechanism_parsers(methods: Any, formatter: Any) -> None:
-    k_noise = methods.add_parser(
-        "k-noise",
-        help="uniform noise of data-dependent width (NOT differentially private)",
-        description="k-noise (Biswal, Arbuckle and Kulik): uniform noise on [-delta, delta]. "
-        "Not differential privacy.",
-        epilog=_K_NOISE_EXAMPLES,
-        formatter_class=formatter,
-    )
-    k_pram = methods.add_parser(
-        "k-pram",
-        help="PRAM within intervals of >= k values (NOT differentially private)",
-        description="k-PRAM (Biswal, Arbuckle and Kulik). Not differential privacy.",
-        epilog=_K_PRAM_EXAMPLES,
-        formatter_class=formatter,
-    )
-    for parser in (k_noise, k_pram):
-        _io_arguments(parser)
-        parser.add_argument("--k", type=_integer, required=True, help="k (>= 1)")
-        parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
-        parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
-        parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-        parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    k_pram.add_argument(
+def _k_noise_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--k", type=_integer, required=True, help="k (>= 1)")
+    parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
+    parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
+    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _quiet_argument(parser)
+
+
+def _k_pram_arguments(parser: argparse.ArgumentParser) -> None:
+    _k_noise_arguments(parser)
+    parser.add_argument(
         "--retention",
         type=_number,
         default=0.5,
         help="probability of keeping a value, in [0, 1) (default: 0.5)",
     )
-    for parser, handler in ((k_noise, _release_k_noise), (k_pram, _release_k_pram)):
-        _quiet_argument(parser)
-        parser.set_defaults(handler=handler)
 
-    response = methods.add_parser(
-        "randomized-response",
-        help="one categorical column, epsilon-local differential privacy",
-        description="Uniform perturbation (k-ary randomized response) of one categorical column.",
-        epilog=_RR_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(response)
-    response.add_argument("--column", required=True, help="the sensitive column")
-    response.add_argument(
+
+def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--column", required=True, help="the sensitive column")
+    parser.add_argument(
         "--domain",
         type=_column_list,
         help="comma-separated public categories (or give --schema with a taxonomy)",
     )
-    response.add_argument("--schema", help="schema JSON; the column's taxonomy is the domain")
-    budget = response.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--schema", help="schema JSON; the column's taxonomy is the domain")
+    budget = parser.add_mutually_exclusive_group(required=True)
     budget.add_argument("--epsilon", type=_number, help="local-DP budget")
     budget.add_argument("--retention", type=_number, help="probability of keeping a value")
-    response.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    response.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    _quiet_argument(response)
-    response.set_defaults(handler=_release_randomized_response)
+    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _quiet_argument(parser)
 
 
 def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
@@ -173,3 +163,32 @@ def _release_randomized_response(args: argparse.Namespace) -> int:
         n_threads=args.threads,
     )
     return _finish(args, release)
+
+
+COMMANDS = (
+    Command(
+        "k-noise",
+        help="uniform noise of data-dependent width (NOT differentially private)",
+        description="k-noise (Biswal, Arbuckle and Kulik): uniform noise on [-delta, delta]. "
+        "Not differential privacy.",
+        epilog=_K_NOISE_EXAMPLES,
+        arguments=_k_noise_arguments,
+        handler=_release_k_noise,
+    ),
+    Command(
+        "k-pram",
+        help="PRAM within intervals of >= k values (NOT differentially private)",
+        description="k-PRAM (Biswal, Arbuckle and Kulik). Not differential privacy.",
+        epilog=_K_PRAM_EXAMPLES,
+        arguments=_k_pram_arguments,
+        handler=_release_k_pram,
+    ),
+    Command(
+        "randomized-response",
+        help="one categorical column, epsilon-local differential privacy",
+        description="Uniform perturbation (k-ary randomized response) of one categorical column.",
+        epilog=_RR_EXAMPLES,
+        arguments=_randomized_response_arguments,
+        handler=_release_randomized_response,
+    ),
+)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dpfast.cli._args import _column_list, _integer, _io_arguments, _number, _quiet_argument
-from dpfast.cli._common import _note, _run_release, _schema_taxonomies
+from dpfast.cli._common import (
+    Command,
+    _column_list,
+    _integer,
+    _io_arguments,
+    _note,
+    _number,
+    _quiet_argument,
+    _run_release,
+    _schema_taxonomies,
+)
 
 _IR_DP_EXAMPLES = """\
 examples:
@@ -51,76 +60,50 @@ Protects --columns, or else the schema's protected numeric columns, or else ever
 """
 
 
-def _numeric_parsers(methods: Any, formatter: Any) -> None:
-    ir_dp = methods.add_parser(
-        "ir-dp",
-        help="individual-ranking microaggregation + noise (differential privacy)",
-        description=(
-            "Differential privacy via individual-ranking microaggregation "
-            "(Sanchez et al. 2016, Algorithm 1)."
-        ),
-        epilog=_IR_DP_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(ir_dp)
-    ir_dp.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
-    ir_dp.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
-    ir_dp.add_argument("--schema", required=True, help="schema JSON with public bounds")
-    ir_dp.add_argument(
+def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
+    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    parser.add_argument(
         "--linkage",
         choices=("records", "columns"),
         default="records",
         help="records: rows stay linked (the paper's release, guarantee as published); "
         "columns: each column shuffled on its own (proven epsilon-DP). Default: records",
     )
-    ir_dp.add_argument(
+    parser.add_argument(
         "--no-shuffle",
         dest="shuffle",
         action="store_false",
         help="keep rows in input order (default: random order)",
     )
-    ir_dp.add_argument(
+    parser.add_argument(
         "--sensitivity",
         choices=("paper", "proven"),
         default="paper",
         help="categorical columns' exponential mechanism: paper (the taxonomy's largest "
         "distance per group; heuristic) or proven (n_groups times it). Default: paper",
     )
-    ir_dp.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    ir_dp.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    _quiet_argument(ir_dp)
-    ir_dp.set_defaults(handler=_release_ir_dp)
+    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _quiet_argument(parser)
 
-    laplace = methods.add_parser(
-        "laplace",
-        help="plain per-cell Laplace noise (baseline)",
-        description="Plain per-cell Laplace noise: the baseline of Sanchez et al. (2016).",
-        epilog=_LAPLACE_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(laplace)
-    laplace.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
-    laplace.add_argument("--schema", required=True, help="schema JSON with public bounds")
-    laplace.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    _quiet_argument(laplace)
-    laplace.set_defaults(handler=_release_laplace)
 
-    ranking = methods.add_parser(
-        "individual-ranking",
-        help="microaggregation only (NOT differentially private)",
-        description="Individual-ranking microaggregation without noise. Not differential "
-        "privacy: a utility reference.",
-        epilog=_IR_EXAMPLES,
-        formatter_class=formatter,
-    )
-    _io_arguments(ranking)
-    ranking.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
-    ranking.add_argument("--schema", help="schema JSON (its protected numeric columns)")
-    ranking.add_argument(
-        "--columns", type=_column_list, help="comma-separated columns to aggregate"
-    )
-    _quiet_argument(ranking)
-    ranking.set_defaults(handler=_release_individual_ranking)
+def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _quiet_argument(parser)
+
+
+def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
+    _io_arguments(parser)
+    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
+    parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
+    parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
+    _quiet_argument(parser)
 
 
 def _release_ir_dp(args: argparse.Namespace) -> int:
@@ -172,3 +155,35 @@ def _release_individual_ranking(args: argparse.Namespace) -> int:
 
     _note(args, "individual-ranking adds no noise: the output is NOT differentially private")
     return _run_release(args, "individual-ranking", call)
+
+
+COMMANDS = (
+    Command(
+        "ir-dp",
+        help="individual-ranking microaggregation + noise (differential privacy)",
+        description=(
+            "Differential privacy via individual-ranking microaggregation "
+            "(Sanchez et al. 2016, Algorithm 1)."
+        ),
+        epilog=_IR_DP_EXAMPLES,
+        arguments=_ir_dp_arguments,
+        handler=_release_ir_dp,
+    ),
+    Command(
+        "laplace",
+        help="plain per-cell Laplace noise (baseline)",
+        description="Plain per-cell Laplace noise: the baseline of Sanchez et al. (2016).",
+        epilog=_LAPLACE_EXAMPLES,
+        arguments=_laplace_arguments,
+        handler=_release_laplace,
+    ),
+    Command(
+        "individual-ranking",
+        help="microaggregation only (NOT differentially private)",
+        description="Individual-ranking microaggregation without noise. Not differential "
+        "privacy: a utility reference.",
+        epilog=_IR_EXAMPLES,
+        arguments=_individual_ranking_arguments,
+        handler=_release_individual_ranking,
+    ),
+)
