@@ -207,6 +207,21 @@ def scale_steps(sensitivity: Fraction | int, epsilon: float) -> int:
     return math.ceil(Fraction(sensitivity) / Fraction(epsilon))
 
 
+def epsilon_of_scale(sensitivity: Fraction | int, steps: int) -> float:
+    """Return the ε a discrete-Laplace scale of ``steps`` spends: ``sensitivity / steps``.
+
+    Rounded up to the next float, so the ledger never understates what is spent.
+
+    Examples
+    --------
+    >>> epsilon_of_scale(Fraction(1, 3), 1) > 1 / 3
+    True
+    """
+    exact = Fraction(sensitivity) / steps
+    value = float(exact)
+    return value if Fraction(value) >= exact else math.nextafter(value, math.inf)
+
+
 def names(columns: Sequence[Hashable]) -> list[str]:
     """Column names as strings, for the report."""
     return [str(c) for c in columns]

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -12,8 +13,8 @@ from scipy import stats
 from dpfast import noise
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
-from dpfast.methods.diffgen._tree import Trace
-from dpfast.methods.diffgen.release import run_diffgen
+from dpfast.methods.diffgen import release as release_module
+from dpfast.methods.diffgen._tree import Builder, Trace
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 from tests.reference import diffgen_reference as ref
 
@@ -55,15 +56,21 @@ def _specs():
 
 
 def _run(table, **kwargs):
+    """Run diffgen with a tree builder that records its scores and draws in a Trace."""
     trace = Trace()
-    release = run_diffgen(
-        table,
-        target="label",
-        taxonomies={"job": JOBS, "colour": COLOURS},
-        bounds={"age": (15, 55), "hours": (0, 6)},
-        trace=trace,
-        **kwargs,
-    )
+
+    class Traced(Builder):
+        def __init__(self, *args, **options):
+            super().__init__(*args, **{**options, "trace": trace})
+
+    with mock.patch.object(release_module, "Builder", Traced):
+        release = diffgen(
+            table,
+            target="label",
+            taxonomies={"job": JOBS, "colour": COLOURS},
+            bounds={"age": (15, 55), "hours": (0, 6)},
+            **kwargs,
+        )
     return release, trace
 
 

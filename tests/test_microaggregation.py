@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from dpfast._kernels import ranking
 from dpfast.accounting import scale_steps as noise_scale_steps
-from dpfast.methods.ir_dp import centroid_sensitivity
-from dpfast.methods.ir_dp import release_column as ir_column
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity
+from dpfast.methods.ir_dp._numeric import release_column as ir_column
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import group_means, ranking_labels
 from tests.reference import ir_reference

@@ -12,7 +12,7 @@ from scipy import stats
 import dpfast
 from dpfast import noise
 from dpfast.accounting import scale_steps as noise_scale_steps
-from dpfast.methods.ir_dp import centroid_sensitivity
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity
 from dpfast.partitions.grid import Grid
 from tests.reference import ir_reference
 

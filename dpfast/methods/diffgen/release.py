@@ -5,24 +5,23 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 
 from dpfast import noise
 from dpfast._release import Run, noise_source
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, Report
+from dpfast.accounting import GuaranteeLevel, Ledger, Report
 from dpfast.io import as_table_data, build_table
+from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
-from dpfast.methods.diffgen._scores import UTILITIES, sensitivity
-from dpfast.methods.diffgen._tree import Builder, Trace
+from dpfast.methods.diffgen._scores import UTILITIES
+from dpfast.methods.diffgen._tree import Builder
 from dpfast.methods.diffgen.cut import Cut, CutColumn
 from dpfast.taxonomy import Taxonomy
 
 COUNT_COLUMN = "count"
-Utility = Literal["max", "info_gain"]
 
 
 @dataclass(frozen=True)
@@ -170,34 +169,6 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    return run_diffgen(
-        data,
-        target=target,
-        epsilon=epsilon,
-        steps=steps,
-        taxonomies=taxonomies,
-        bounds=bounds,
-        utility=utility,
-        classes=classes,
-        seed=seed,
-        trace=None,
-    )
-
-
-def run_diffgen(
-    data: Any,
-    *,
-    target: Hashable,
-    epsilon: float,
-    steps: int,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    utility: Utility = "max",
-    classes: Sequence[Any] | None = None,
-    seed: int | None = None,
-    trace: Trace | None = None,
-) -> DiffGenRelease:
-    """:func:`diffgen`, recording what the tree builder computed in ``trace`` (for tests)."""
     run = Run("diffgen", data)
     with run.phase("validate"):
         epsilon = check_epsilon(epsilon)
@@ -208,7 +179,7 @@ def run_diffgen(
         seed = check_seed(seed)
     with run.phase("encode"):
         prepared = _prepare(run, target, taxonomies, bounds, classes, utility)
-    budget = _Budget.split(epsilon, prepared, steps, utility)
+    budget = Budget.split(epsilon, prepared, steps, utility)
     ledger = Ledger(epsilon)
     source = noise_source(seed)
     builder = Builder(
@@ -217,10 +188,9 @@ def run_diffgen(
         utility=utility,
         delta_u=budget.delta_u,
         source=source,
-        trace=trace,
     )
     with run.phase("specialise"):
-        done = _specialise(builder, steps, _Spender(ledger, prepared, budget, utility))
+        done = _specialise(builder, steps, Spender(ledger, prepared, budget, utility))
     with run.phase("counts"):
         cuts, cell_counts, plan = _noisy_counts(builder, ledger, budget, steps, done, source)
     with run.phase("assemble"):
@@ -269,80 +239,7 @@ def _prepare(
     return prepared
 
 
-@dataclass(frozen=True)
-class _Budget:
-    """The paper's split: ``ε' = ε / (2 (n_numeric + 2 steps))`` per unit, ``ε / 2`` counts."""
-
-    total: Fraction
-    unit: Fraction
-    delta_u: float
-    numeric: list[NumericColumn]
-
-    @classmethod
-    def split(cls, epsilon: float, prepared: Prepared, steps: int, utility: Utility) -> _Budget:
-        numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
-        n_units = len(numeric) + 2 * steps
-        total = Fraction(epsilon)
-        unit = total / (2 * n_units) if n_units else Fraction(0)
-        return cls(total, unit, sensitivity(utility, len(prepared.class_labels)), numeric)
-
-    def counts(self, done: int) -> Fraction:
-        """Return the counts' budget after ``done`` steps (the steps not taken included)."""
-        return self.total - self.unit * (len(self.numeric) + 2 * done)
-
-
-@dataclass(frozen=True)
-class _Spender:
-    """Records each draw of the tree builder in the ledger (check, then spend)."""
-
-    ledger: Ledger
-    prepared: Prepared
-    budget: _Budget
-    utility: Utility
-
-    def __call__(self, kind: str, index: int, what: Any) -> None:
-        target = str(self.prepared.target)
-        if kind == "root split":
-            step = f"split value of the root interval of {what!r}"
-            columns: tuple[str, ...] = (str(what), target)
-            mechanism = (
-                "interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) over the split "
-                "points s of the root interval (SPEC §7.4)"
-            )
-            details = {"line": "Algorithm 1 line 4"}
-        elif kind == "selection":
-            step = f"selection {index + 1}"
-            columns = (*(str(c.name) for c in self.prepared.columns), target)
-            mechanism = (
-                "exponential mechanism over the candidates (the values of every Cut_i), "
-                f"utility {self.utility} (SPEC §7.3 Eq. 5)"
-            )
-            details = {"line": "Algorithm 1 line 7"}
-        else:
-            step = f"split values of the new intervals of step {index + 1}"
-            columns = (str(what[0]), target)
-            mechanism = (
-                "interval exponential mechanism on each new numeric child (the children hold "
-                "disjoint records: parallel composition); charged in every step, even when "
-                "the specialised value is categorical"
-            )
-            details = {"line": "Algorithm 1 line 9", "specialised": str(what[1])}
-        epsilon_prime = float(self.budget.unit)
-        self.ledger.spend(
-            LedgerEntry(
-                step=step,
-                columns=columns,
-                epsilon=epsilon_prime,
-                mechanism=mechanism,
-                sensitivity=self.budget.delta_u,
-                noise_scale=2 * self.budget.delta_u / epsilon_prime,
-                sampler=noise.EM_SAMPLER_NAME,
-                details=details,
-            )
-        )
-
-
-def _specialise(builder: Builder, steps: int, spend: _Spender) -> int:
+def _specialise(builder: Builder, steps: int, spend: Spender) -> int:
     """Draw the root split values, then up to ``steps`` specialisations; return how many."""
     builder.roots(spend)
     for i in range(steps):
@@ -354,7 +251,7 @@ def _specialise(builder: Builder, steps: int, spend: _Spender) -> int:
 def _noisy_counts(
     builder: Builder,
     ledger: Ledger,
-    budget: _Budget,
+    budget: Budget,
     steps: int,
     done: int,
     source: noise.NoiseSource,
@@ -363,7 +260,7 @@ def _noisy_counts(
     cuts, cell_counts = builder.leaf_counts()
     plan = noise.count_noise_plan(budget.counts(done))
     entry = ledger.plan(
-        _counts_entry(builder.prepared, budget, plan, int(cell_counts.size), steps, done)
+        counts_entry(builder.prepared, budget, plan, int(cell_counts.size), steps, done)
     )
     # in place on the true counts; large tables are split over the cores inside the
     # sampler (same draws whatever the split)
@@ -373,41 +270,10 @@ def _noisy_counts(
     return cuts, cell_counts, plan
 
 
-def _counts_entry(
-    prepared: Prepared,
-    budget: _Budget,
-    plan: noise.CountNoise,
-    cells: int,
-    steps: int,
-    done: int,
-) -> LedgerEntry:
-    epsilon = budget.counts(done)
-    return LedgerEntry(
-        step="noisy counts",
-        columns=(*(str(c.name) for c in prepared.columns), str(prepared.target)),
-        epsilon=float(epsilon),
-        mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, class) "
-        "count, clamped at 0 (SPEC §7.5)",
-        sensitivity=1.0,
-        noise_scale=plan.scale,
-        sampler=plan.sampler,
-        details={
-            "parameter": plan.parameter,
-            "effective_epsilon": plan.effective_epsilon,
-            "nominal_epsilon": float(epsilon),
-            "parameter_rounding": "the noise parameter is the one closest to the budget on "
-            "its grid (p = m/2**b, or s/t with t <= 2**32) whose guarantee does not exceed "
-            "it, so privacy is never overstated",
-            "cells": cells,
-            "leftover_from_early_stop": float(budget.unit * 2 * (steps - done)),
-        },
-    )
-
-
 def _parameters(
     prepared: Prepared,
     builder: Builder,
-    budget: _Budget,
+    budget: Budget,
     epsilon: float,
     steps: int,
     utility: Utility,
@@ -439,7 +305,7 @@ def _parameters(
     }
 
 
-def _notes(prepared: Prepared, budget: _Budget, steps: int, done: int) -> list[str]:
+def _notes(prepared: Prepared, budget: Budget, steps: int, done: int) -> list[str]:
     notes = []
     if done < steps:
         notes.append(

@@ -1,23 +1,21 @@
 """Individual-ranking DP (Algorithms 1 and 2 of Sánchez et al. 2016), numeric and categorical.
 
-Reads top to bottom as the release skeleton: :func:`_validate` the arguments,
-:func:`_plan` each column's grid, noise scale and ledger entry, draw the row and column
-orders and every column's noise and groups, assemble the table, and report.
+:func:`ir_dp` reads top to bottom as the release skeleton: validate the arguments, plan
+each column's grid, noise scale and ledger entry, draw the row and column orders and
+every column's noise and groups (numeric columns: :mod:`._numeric`; categorical columns:
+:mod:`._categorical`), assemble the table, and report.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Literal, cast
 
 import numpy as np
 
 from dpfast import noise
-from dpfast._kernels import ranking
 from dpfast._release import (
     CategoricalColumn,
     NumericColumn,
@@ -40,6 +38,12 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names, scale_steps
+from dpfast.methods.ir_dp._categorical import (
+    categorical_entry,
+    categorical_guarantee,
+    draw_categorical,
+)
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity, draw_numeric, numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
@@ -257,16 +261,6 @@ class _Plan:
     entries: dict[Hashable, LedgerEntry]
 
 
-def centroid_sensitivity(grid: Grid, n_records: int, k: int) -> Fraction:
-    """L1 sensitivity, in grid steps, of one column's rounded centroid list.
-
-    Lemma 1 of Sánchez et al. (2016) bounds the exact centroids' change by ``d_int / k``
-    (SPEC §1.4). Rounding each centroid to the grid adds at most one step per group that
-    changes, hence ``d_int / k + n_groups`` (SPEC §2.4).
-    """
-    return Fraction(grid.d_int, k) + (n_records // k)
-
-
 def _plan(args: _Arguments, n_records: int) -> _Plan:
     plan = _Plan(Ledger(args.epsilon), {}, {})
     n_groups = n_records // args.k
@@ -296,7 +290,7 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
             )
         )
     for cat in args.categorical:
-        entry = _categorical_entry(cat, share, n_groups, args.sensitivity)
+        entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan
 
@@ -321,91 +315,6 @@ def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.nd
     return row_order
 
 
-def release_column(
-    values: np.ndarray,
-    grid: Grid,
-    k: int,
-    draws: np.ndarray,
-    destination: np.ndarray,
-    round_values: bool,
-    out: np.ndarray,
-) -> int:
-    """Individual-ranking release of one column on ``grid``; returns the clamped count.
-
-    Parameters
-    ----------
-    values : ndarray of float64, shape (n,)
-        Never written.
-    grid : Grid
-    k : int
-    draws : ndarray of int64, shape (n // k,)
-        One noise draw per rank group, in grid steps.
-    destination : ndarray of int64, shape (n,) or (0,)
-        Output position of each input row (empty: input order). Ranking ties still go to
-        the lower input row.
-    round_values : bool
-        Round released values to integers (post-processing).
-    out : ndarray of float64, shape (n,)
-        Receives the released column.
-    """
-    packed, n_clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, destination
-    )
-    key_bits = max(1, grid.d_int.bit_length())
-    packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-    ranking.release_groups(
-        packed,
-        grid.index_bits,
-        k,
-        draws,
-        grid.d_int,
-        grid.lower,
-        grid.upper,
-        grid.gamma,
-        round_values,
-        out,
-    )
-    return int(n_clamped)
-
-
-def _draw_numeric(
-    column: NumericColumn,
-    args: _Arguments,
-    plan: _Plan,
-    source: noise.NoiseSource,
-    destination: np.ndarray,
-    out: np.ndarray,
-    threads: int,
-) -> tuple[int, float, float]:
-    grid, steps = plan.grids[column.name]
-    start = time.perf_counter()
-    # columns already run in parallel: one thread per draw request then
-    draws = noise.discrete_laplace(
-        source.key("ir_dp", "centroid-noise", str(column.name)),
-        steps,
-        out.shape[0] // args.k,
-        n_threads=1 if threads > 1 else None,
-    )
-    middle = time.perf_counter()
-    count = release_column(column.values, grid, args.k, draws, destination, column.integer, out)
-    return count, middle - start, time.perf_counter() - middle
-
-
-def _draw_categorical(
-    cat: CategoricalColumn,
-    args: _Arguments,
-    entry: LedgerEntry,
-    source: noise.NoiseSource,
-    destination: np.ndarray | None,
-) -> tuple[np.ndarray, float, float]:
-    start = time.perf_counter()
-    key = source.key("ir_dp", "centroid-choice", str(cat.name))
-    group_codes = _categorical_group_codes(cat, args.k, key, entry)
-    middle = time.perf_counter()
-    out = cat.taxonomy.broadcast_rank_groups(cat.codes, args.k, group_codes, destination)
-    return out, middle - start, time.perf_counter() - middle
-
-
 def _draw_columns(
     run: Run, args: _Arguments, plan: _Plan, source: noise.NoiseSource, threads: int
 ) -> Any:
@@ -419,12 +328,13 @@ def _draw_columns(
 
     def numeric(column: NumericColumn) -> tuple[int, float, float]:
         destination = run.destinations.get(column.name, empty)
+        grid, steps = plan.grids[column.name]
         out = outputs[column.name]
-        return _draw_numeric(column, args, plan, source, destination, out, threads)
+        return draw_numeric(column, args.k, grid, steps, source, destination, out, threads)
 
     def categorical(cat: CategoricalColumn) -> tuple[np.ndarray, float, float]:
         destination = run.destinations.get(cat.name)
-        return _draw_categorical(cat, args, plan.entries[cat.name], source, destination)
+        return draw_categorical(cat, args.k, plan.entries[cat.name], source, destination)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         categorical_runs = pool.map(categorical, args.categorical)
@@ -478,135 +388,10 @@ def _sampler(args: _Arguments) -> str:
 
 def _guarantee(args: _Arguments) -> tuple[str, GuaranteeLevel]:
     protected = names(column_names(args.numeric, args.categorical))
-    guarantee, level = _ir_dp_guarantee(
+    guarantee, level = numeric_guarantee(
         args.epsilon, args.epsilon_column, protected, args.linkage, args.shuffle, args.derived
     )
     if args.categorical:
         categorical = names([c.name for c in args.categorical])
-        guarantee, level = _categorical_guarantee(guarantee, level, categorical, args.sensitivity)
+        guarantee, level = categorical_guarantee(guarantee, level, categorical, args.sensitivity)
     return guarantee, level
-
-
-def _categorical_entry(
-    column: CategoricalColumn, epsilon: float, n_groups: int, sensitivity: str
-) -> LedgerEntry:
-    taxonomy = column.taxonomy
-    delta = taxonomy.max_distance
-    effective = delta if sensitivity == "paper" else n_groups * delta
-    v_star, t_star = taxonomy.boundary
-    rule = (
-        "paper: Δq = max semantic distance per group (heuristic: no proof covers the "
-        "groups shifting when one record changes, SPEC §3.4)"
-        if sensitivity == "paper"
-        else "proven: n_groups * Δq (each group's quality moves by at most Δq)"
-    )
-    return LedgerEntry(
-        step="centroid selection",
-        columns=(str(column.name),),
-        epsilon=epsilon,
-        mechanism="exponential mechanism, one draw per rank group, quality = -Σ semantic "
-        "distance, candidates = the taxonomy's leaves",
-        sensitivity=effective,
-        noise_scale=2.0 * effective / epsilon,
-        sampler=noise.EM_SAMPLER_NAME,
-        details={
-            "n_groups": n_groups,
-            "sensitivity_rule": rule,
-            "max_distance": delta,
-            "candidates": len(taxonomy.domain),
-            "taxonomy": taxonomy.name,
-            "most_marginal": v_star,
-            "farthest_from_most_marginal": t_star,
-            "order": "semantic distance to the most marginal value, ties by label",
-            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
-        },
-    )
-
-
-def _categorical_group_codes(
-    column: CategoricalColumn, k: int, key: np.ndarray, entry: LedgerEntry
-) -> np.ndarray:
-    taxonomy = column.taxonomy
-    n_groups = column.codes.shape[0] // k
-    if entry.sensitivity == 0:  # a one-value domain: nothing to choose
-        return np.zeros(n_groups, dtype=np.int64)
-    chosen = noise.exponential_mechanism_sorted_groups(
-        key,
-        taxonomy.rank_counts(column.codes),
-        k,
-        taxonomy.rank_distance_matrix(),
-        epsilon=entry.epsilon,
-        sensitivity=entry.sensitivity,
-    )
-    return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
-
-
-def _categorical_guarantee(
-    guarantee: str, level: GuaranteeLevel, columns: list[str], sensitivity: str
-) -> tuple[str, GuaranteeLevel]:
-    if level == "none":
-        return guarantee, level
-    if sensitivity == "proven":
-        return (
-            guarantee + f" Categorical column(s) {columns}: each rank group's value is drawn "
-            "by the exponential mechanism with sensitivity n_groups * Δq (proven).",
-            level,
-        )
-    if guarantee.startswith("as published: "):
-        guarantee = "heuristic and as published: " + guarantee.removeprefix("as published: ")
-    else:
-        guarantee = "heuristic: " + guarantee
-    return (
-        guarantee + f" Categorical column(s) {columns} use the paper's "
-        "exponential-mechanism sensitivity Δq per rank group (sensitivity='paper'); no proof "
-        "covers the groups shifting when one record changes (SPEC §3.4), so their share of "
-        "epsilon is heuristic. Use sensitivity='proven' (n_groups * Δq) for a proven bound.",
-        "heuristic",
-    )
-
-
-def _ir_dp_guarantee(
-    epsilon: float,
-    epsilon_column: float,
-    protected: list[str],
-    linkage: str,
-    shuffle: bool,
-    derived: bool,
-) -> tuple[str, GuaranteeLevel]:
-    bounded = (
-        "bounded DP: neighbouring tables differ in one record's values, and the number of "
-        "rows is public"
-    )
-    if derived:
-        return (
-            "NOT differentially private: the bounds were derived from the data "
-            "(bounds='data'), so the noise scale depends on the data.",
-            "none",
-        )
-    if linkage == "columns":
-        return (
-            f"{epsilon:g}-differential privacy ({bounded}) for columns {protected}: each "
-            f"column is an independently shuffled list of noisy centroids spending "
-            f"{epsilon_column:g}; rows are not linked across these columns.",
-            "proven",
-        )
-    if len(protected) == 1 and shuffle:
-        return (
-            f"{epsilon:g}-differential privacy ({bounded}) for column {protected}: with one "
-            "protected column and rows in random order the release is equivalent to the "
-            "noisy centroid list.",
-            "proven",
-        )
-    why = (
-        "which rows share a rank group in each column"
-        if len(protected) > 1
-        else "which rows share a rank group (rows are not shuffled)"
-    )
-    return (
-        f"as published: {epsilon:g}-differential privacy as claimed by Sánchez et al. (2016) "
-        f"({bounded}). Each column's list of noisy centroids is {epsilon_column:g}-DP, but the "
-        f"record-linked release also shows {why}, and no proof covers that pattern "
-        "(see 'Privacy model and caveats' in the dpfast README). Use linkage='columns' for a "
-        "proven guarantee.",
-        "as_published",
-    )

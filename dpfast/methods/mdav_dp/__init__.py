@@ -25,8 +25,15 @@ from dpfast._release import (
     taxonomy_parameters,
 )
 from dpfast._validation import check_bounds, check_choice, check_epsilon, check_k, check_seed
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names, scale_steps
-from dpfast.partitions.categorical import cluster_quality
+from dpfast.accounting import (
+    GuaranteeLevel,
+    Ledger,
+    LedgerEntry,
+    epsilon_of_scale,
+    names,
+    scale_steps,
+)
+from dpfast.methods.mdav_dp._categorical import categorical_plan, draw_categorical
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
 from dpfast.taxonomy import Taxonomy
@@ -239,7 +246,7 @@ def _numeric_entry(
     else:
         steps = math.ceil(Fraction(n_records * grid.d_int, args.k**2) / Fraction(args.epsilon))
         spent = (
-            _real_epsilon(sensitivity, steps)
+            epsilon_of_scale(sensitivity, steps)
             if steps
             else args.epsilon * n_clusters * args.k / n_records
         )
@@ -272,7 +279,7 @@ def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
         grids[column.name] = (grid, steps)
         entries[column.name] = entry
     for cat in args.categorical:
-        em_epsilon, em_sensitivity, entry = _categorical_plan(
+        em_epsilon, em_sensitivity, entry = categorical_plan(
             cat, args.epsilon, m, n_records, args.k, n_clusters, args.calibration
         )
         choices[cat.name] = (em_epsilon, em_sensitivity)
@@ -306,29 +313,6 @@ def _draw_numeric(
     return int(count)
 
 
-def _draw_categorical(
-    cat: CategoricalColumn,
-    plan: _Plan,
-    source: noise.NoiseSource,
-    labels: np.ndarray,
-    destination: np.ndarray,
-) -> np.ndarray:
-    em_epsilon, em_sensitivity = plan.choices[cat.name]
-    n_clusters = int(labels.max()) + 1
-    if em_sensitivity > 0:
-        chosen = noise.exponential_mechanism(
-            source.key("mdav_dp", "centroid-choice", str(cat.name)),
-            cluster_quality(cat.taxonomy, cat.codes, labels, n_clusters),
-            epsilon=em_epsilon,
-            sensitivity=em_sensitivity,
-        )
-    else:  # a one-value domain: nothing to choose
-        chosen = np.zeros(n_clusters, dtype=np.int64)
-    out_codes = np.empty(labels.shape[0], dtype=np.int64)
-    out_codes[destination] = chosen[labels]
-    return out_codes
-
-
 def _draw_columns(
     run: Run,
     args: _Arguments,
@@ -346,7 +330,8 @@ def _draw_columns(
         run.keep(column, out, count)
         run.tick("columns", i + 1, total)
     for i, cat in enumerate(args.categorical):
-        codes = _draw_categorical(cat, plan, source, labels, destination)
+        em_epsilon, em_sensitivity = plan.choices[cat.name]
+        codes = draw_categorical(cat, em_epsilon, em_sensitivity, source, labels, destination)
         plan.ledger.spend(plan.entries[cat.name])
         run.keep_codes(cat, codes, clamped=True)
         run.tick("columns", len(args.numeric) + i + 1, total)
@@ -383,68 +368,6 @@ def _notes(args: _Arguments, total: float) -> list[str]:
         f"calibration='as_published' uses the paper's noise scale; it was asked for "
         f"epsilon={args.epsilon:g} and really spends epsilon={total:.6g}"
     ]
-
-
-def _real_epsilon(sensitivity: Fraction, steps: int) -> float:
-    """``sensitivity / steps`` as a float rounded up (the ε a scale really spends)."""
-    exact = sensitivity / steps
-    value = float(exact)
-    return value if Fraction(value) >= exact else math.nextafter(value, math.inf)
-
-
-def _categorical_plan(
-    column: CategoricalColumn,
-    epsilon: float,
-    m: int,
-    n_records: int,
-    k: int,
-    n_clusters: int,
-    calibration: str,
-) -> tuple[float, float, LedgerEntry]:
-    """Plan one categorical column: the exponential mechanism's ε, sensitivity, and entry.
-
-    ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (SPEC §4.6).
-    ``"as_published"``: the thesis code's ``ε`` with ``(n / k) · Δq``; the same
-    distribution is ``ε n_c k / n`` with ``n_c · Δq``, which is what it really spends.
-    """
-    taxonomy = column.taxonomy
-    delta = taxonomy.max_distance
-    proven = n_clusters * delta
-    if calibration == "l1":
-        em_epsilon, em_sensitivity = epsilon / m, proven
-        spent = em_epsilon
-    else:
-        em_epsilon, em_sensitivity = epsilon, n_records / k * delta
-        exact = Fraction(epsilon) * n_clusters * k / n_records
-        spent = float(exact)
-        if Fraction(spent) < exact:
-            spent = math.nextafter(spent, math.inf)
-    v_star, t_star = taxonomy.boundary
-    entry = LedgerEntry(
-        step="centroid selection",
-        columns=(str(column.name),),
-        epsilon=spent,
-        mechanism="exponential mechanism, one draw per insensitive-MDAV cluster, quality = "
-        "-Σ semantic distance, candidates = the taxonomy's leaves",
-        sensitivity=proven,
-        noise_scale=2.0 * em_sensitivity / em_epsilon,
-        sampler=noise.EM_SAMPLER_NAME,
-        details={
-            "n_clusters": n_clusters,
-            "calibration": calibration,
-            "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
-            "record, each moving its quality by at most Δq (SPEC §4.6)",
-            "mechanism_epsilon": em_epsilon,
-            "mechanism_sensitivity": em_sensitivity,
-            "max_distance": delta,
-            "candidates": len(taxonomy.domain),
-            "taxonomy": taxonomy.name,
-            "most_marginal": v_star,
-            "farthest_from_most_marginal": t_star,
-            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
-        },
-    )
-    return em_epsilon, em_sensitivity, entry
 
 
 def _guarantee(
