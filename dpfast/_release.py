@@ -30,8 +30,9 @@ from dpfast._validation import (
     check_threads,
     is_integer_column,
 )
-from dpfast.accounting import GuaranteeLevel, Ledger, PhaseTimer, Report, names
+from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, PhaseTimer, Report, names
 from dpfast.io import TableData, as_table_data
+from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
 Progress = Callable[[str, int, int], None]
@@ -428,6 +429,71 @@ class Run:
             notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
             extra=dict(extra or {}),
         )
+
+
+def grid_noise_entry(
+    column: NumericColumn,
+    *,
+    step: str,
+    epsilon: float,
+    mechanism: str,
+    grid: Grid,
+    sensitivity: Fraction | int,
+    steps: int,
+    details: dict[str, Any],
+) -> LedgerEntry:
+    """Return the ledger entry of discrete Laplace noise on a column's grid.
+
+    ``sensitivity`` and ``steps`` (the scale) are in grid steps; the entry states them in
+    the data's units, with the grid step and the scale in steps among the details.
+    """
+    return LedgerEntry(
+        step=step,
+        columns=(str(column.name),),
+        epsilon=epsilon,
+        mechanism=mechanism,
+        sensitivity=float(sensitivity) * grid.gamma,
+        noise_scale=steps * grid.gamma,
+        sampler=noise.SAMPLER_NAME,
+        details={**details, "grid_step": grid.gamma, "scale_in_grid_steps": steps},
+    )
+
+
+def choice_entry(
+    column: CategoricalColumn,
+    *,
+    epsilon: float,
+    unit: str,
+    sensitivity: float,
+    noise_scale: float,
+    details: dict[str, Any],
+) -> LedgerEntry:
+    """Return the ledger entry of an exponential-mechanism choice per ``unit`` (group).
+
+    The candidates are the taxonomy's leaves and the quality is ``-Σ semantic distance``;
+    the details name the taxonomy, its largest distance and its boundary values.
+    """
+    taxonomy = column.taxonomy
+    v_star, t_star = taxonomy.boundary
+    return LedgerEntry(
+        step="centroid selection",
+        columns=(str(column.name),),
+        epsilon=epsilon,
+        mechanism=f"exponential mechanism, one draw per {unit}, quality = -Σ semantic "
+        "distance, candidates = the taxonomy's leaves",
+        sensitivity=sensitivity,
+        noise_scale=noise_scale,
+        sampler=noise.EM_SAMPLER_NAME,
+        details={
+            **details,
+            "max_distance": taxonomy.max_distance,
+            "candidates": len(taxonomy.domain),
+            "taxonomy": taxonomy.name,
+            "most_marginal": v_star,
+            "farthest_from_most_marginal": t_star,
+            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
+        },
+    )
 
 
 def not_dp_guarantee(what: str) -> tuple[str, GuaranteeLevel]:

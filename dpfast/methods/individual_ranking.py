@@ -29,13 +29,17 @@ def individual_ranking(
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
+        Never modified.
     k : int
+        Group size, ``1 <= k <= n_rows``.
     columns : sequence, optional
+        Numeric columns to aggregate (default all); the others are copied unchanged.
     metrics : bool
-        Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
-        the data holder and must then not be published with the data.
+        Compare each aggregated column with the original in ``report.extra["metrics"]``
+        (relative error, Jensen-Shannon divergence over the observed range, variance
+        variation).
     progress : callable, optional
+        Called as ``progress("microaggregation", done, total)``.
 
     Returns
     -------

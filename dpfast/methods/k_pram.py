@@ -76,18 +76,18 @@ def k_pram(
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        Never modified.
+        The table; it is not modified.
     k : int
-        ``1 <= k <= n_rows``.
+        The least number of values per interval, ``1 <= k <= n_rows``.
     columns : sequence, optional
-        Numeric columns to perturb (default all).
+        Numeric columns to perturb (default all); integer columns keep their dtype.
     retention : float
         Probability of keeping a value, in ``[0, 1)``; sampled exactly as the largest
         ``a / 2**32`` not above it (the report gives the value used).
     seed : int, optional
-        Reproducible, not for publication.
+        Draw from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
-        Threads for the draws. Results do not depend on it.
+        Threads for the retain-or-replace draws; the release is the same for any number.
 
     Returns
     -------

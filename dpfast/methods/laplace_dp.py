@@ -10,7 +10,15 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import perturb
-from dpfast._release import NumericColumn, Progress, Release, Run, noise_source, numeric_columns
+from dpfast._release import (
+    NumericColumn,
+    Progress,
+    Release,
+    Run,
+    grid_noise_entry,
+    noise_source,
+    numeric_columns,
+)
 from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
 from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names
 from dpfast.partitions.grid import Grid
@@ -47,15 +55,17 @@ def laplace_dp(
         to the report (``report.extra["metrics"]``). Costs no budget: the report is for
         the data holder and must then not be published with the data.
     progress : callable, optional
+        Called as ``progress("noise", done, total)`` after each column.
 
     Returns
     -------
     Release
+        The ledger has one entry per column, ``ε / m`` each.
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`ir_dp`.
+        As :func:`ir_dp`, and for an empty table.
 
     Examples
     --------
@@ -112,19 +122,15 @@ def _plan(
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
     steps = math.ceil(grid.d_int / share) if grid.d_int else 0
-    entry = LedgerEntry(
+    entry = grid_noise_entry(
+        column,
         step="cell noise",
-        columns=(str(column.name),),
         epsilon=share,
         mechanism="discrete Laplace, one draw per cell",
-        sensitivity=grid.d_int * grid.gamma,
-        noise_scale=steps * grid.gamma,
-        sampler=noise.SAMPLER_NAME,
-        details={
-            "grid_step": grid.gamma,
-            "scale_in_grid_steps": steps,
-            "nominal_sensitivity": upper - lower,
-        },
+        grid=grid,
+        sensitivity=grid.d_int,
+        steps=steps,
+        details={"nominal_sensitivity": upper - lower},
     )
     return grid, steps, entry
 

@@ -10,7 +10,7 @@ normalised by the taxonomy's boundary pair (SPEC §3.1, §4.2).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -25,6 +25,9 @@ __all__ = ["REFERENCES", "insensitive_mdav_labels", "reference_sequence"]
 FAST_PATH_MAX_POINTS = 64
 FAST_PATH_MAX_CELLS = 2**28
 REFERENCES = ("corners", "cycling")
+#: A named reference sequence, or explicit points of shape ``(p, m + c)``.
+Reference = Literal["corners", "cycling"] | np.ndarray | Sequence[Sequence[float]]
+Path = Literal["auto", "general", "fast"]
 
 
 def _check_domain(bounds: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +45,7 @@ def _check_domain(bounds: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference_sequence(
-    reference: Any, lower: np.ndarray, upper: np.ndarray, n_steps: int
+    reference: Reference, lower: np.ndarray, upper: np.ndarray, n_steps: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct reference points and which one each of ``n_steps`` clusters uses.
 
@@ -122,9 +125,9 @@ def insensitive_mdav_labels(
     X: Any,
     k: int,
     bounds: Sequence[tuple[float, float]] | np.ndarray,
-    reference: Any = "corners",
+    reference: Reference = "corners",
     *,
-    path: str = "auto",
+    path: Path = "auto",
     codes: Any = None,
     taxonomies: Sequence[Taxonomy] | None = None,
 ) -> np.ndarray:
@@ -142,11 +145,12 @@ def insensitive_mdav_labels(
     Parameters
     ----------
     X : array_like of float, shape (n, m)
-        Numeric attributes (``m`` may be 0 when there are categorical ones).
+        Numeric attributes, clamped to ``bounds`` (``m`` may be 0 with categorical ones).
     k : int
-        Minimum cluster size, ``1 <= k <= n``.
+        Cluster size, ``1 <= k <= n``.
     bounds : array_like, shape (m, 2)
-        Public ``(lower, upper)`` of each numeric attribute.
+        Public ``(lower, upper)`` of each numeric attribute: the reference corners and
+        the distance's scale.
     reference : {"corners", "cycling"} or array_like of shape (p, m + c)
         The data-independent reference sequence; see :func:`reference_sequence`. Numeric
         attributes come first; a categorical attribute's lower and upper corners are its
@@ -156,15 +160,14 @@ def insensitive_mdav_labels(
         ``"fast"`` sorts the rows once per distinct reference point and takes the next
         ``k`` unused rows (SPEC §4.3). Both give the same partition; ``"auto"`` takes the
         fast path when there are at most 64 distinct points.
-    codes : array_like of int, shape (n, c), optional
-        Domain codes of the categorical attributes (:meth:`dpfast.Taxonomy.encode`).
-    taxonomies : sequence of Taxonomy, optional
-        The taxonomy of each categorical attribute, in the order of ``codes``' columns.
+    codes, taxonomies : optional
+        Categorical attributes, as for :func:`~dpfast.partitions.mdav.mdav_labels`.
 
     Returns
     -------
     ndarray of int64, shape (n,)
-        Cluster of each row, numbered by first appearance in row order.
+        Cluster of each row (``n // k`` clusters, the last with ``k .. 2k-1`` rows),
+        numbered by first appearance in row order.
 
     Raises
     ------

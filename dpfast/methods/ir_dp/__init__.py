@@ -24,6 +24,7 @@ from dpfast._release import (
     Run,
     column_names,
     column_threads,
+    grid_noise_entry,
     inverse_permutation,
     noise_source,
     split_columns,
@@ -272,20 +273,18 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
         steps = scale_steps(list_sensitivity, share) if grid.d_int else 0
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
-            LedgerEntry(
+            grid_noise_entry(
+                column,
                 step="centroid noise",
-                columns=(str(column.name),),
                 epsilon=share,
                 mechanism="discrete Laplace, one draw per rank group",
-                sensitivity=float(list_sensitivity) * grid.gamma,
-                noise_scale=steps * grid.gamma,
-                sampler=noise.SAMPLER_NAME,
+                grid=grid,
+                sensitivity=list_sensitivity,
+                steps=steps,
                 details={
                     "n_groups": n_groups,
                     "nominal_sensitivity": (upper - lower) / args.k,
-                    "grid_step": grid.gamma,
                     "grid_rounding_term": n_groups * grid.gamma,
-                    "scale_in_grid_steps": steps,
                 },
             )
         )

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import CategoricalColumn
+from dpfast._release import CategoricalColumn, choice_entry
 from dpfast.accounting import GuaranteeLevel, LedgerEntry
 
 
@@ -23,32 +23,22 @@ def categorical_entry(
     taxonomy = column.taxonomy
     delta = taxonomy.max_distance
     effective = delta if sensitivity == "paper" else n_groups * delta
-    v_star, t_star = taxonomy.boundary
     rule = (
         "paper: Δq = max semantic distance per group (heuristic: no proof covers the "
         "groups shifting when one record changes, SPEC §3.4)"
         if sensitivity == "paper"
         else "proven: n_groups * Δq (each group's quality moves by at most Δq)"
     )
-    return LedgerEntry(
-        step="centroid selection",
-        columns=(str(column.name),),
+    return choice_entry(
+        column,
         epsilon=epsilon,
-        mechanism="exponential mechanism, one draw per rank group, quality = -Σ semantic "
-        "distance, candidates = the taxonomy's leaves",
+        unit="rank group",
         sensitivity=effective,
         noise_scale=2.0 * effective / epsilon,
-        sampler=noise.EM_SAMPLER_NAME,
         details={
             "n_groups": n_groups,
             "sensitivity_rule": rule,
-            "max_distance": delta,
-            "candidates": len(taxonomy.domain),
-            "taxonomy": taxonomy.name,
-            "most_marginal": v_star,
-            "farthest_from_most_marginal": t_star,
             "order": "semantic distance to the most marginal value, ties by label",
-            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
         },
     )
 

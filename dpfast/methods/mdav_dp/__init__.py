@@ -18,6 +18,7 @@ from dpfast._release import (
     Progress,
     Release,
     Run,
+    grid_noise_entry,
     inverse_permutation,
     noise_source,
     partition_inputs,
@@ -35,7 +36,7 @@ from dpfast.accounting import (
 )
 from dpfast.methods.mdav_dp._categorical import categorical_plan, draw_categorical
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
+from dpfast.partitions.insensitive_mdav import Reference, insensitive_mdav_labels
 from dpfast.taxonomy import Taxonomy
 
 Calibration = Literal["l1", "as_published"]
@@ -50,7 +51,7 @@ def mdav_dp(
     bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     columns: Sequence[Hashable] | None = None,
-    reference: Any = "corners",
+    reference: Reference = "corners",
     calibration: Calibration = "l1",
     seed: int | None = None,
     metrics: bool = False,
@@ -119,8 +120,9 @@ def mdav_dp(
 
     References
     ----------
-    Soria-Comas, Domingo-Ferrer, Sánchez, Martínez. Enhancing data utility in differential
-    privacy via microaggregation-based k-anonymity. VLDB J 23(5), 2014.
+    J. Soria-Comas, J. Domingo-Ferrer, D. Sánchez and S. Martínez, "Enhancing data utility
+    in differential privacy via microaggregation-based k-anonymity", The VLDB Journal
+    23(5), 2014 (insensitive microaggregation, Section 4).
 
     Examples
     --------
@@ -211,7 +213,7 @@ def _validate(
     )
 
 
-def _partition(run: Run, args: _Arguments, reference: Any) -> np.ndarray:
+def _partition(run: Run, args: _Arguments, reference: Reference) -> np.ndarray:
     matrix, codes, found = partition_inputs(args.numeric, args.categorical, run.table.n_rows)
     labels = insensitive_mdav_labels(
         matrix,
@@ -250,21 +252,19 @@ def _numeric_entry(
             if steps
             else args.epsilon * n_clusters * args.k / n_records
         )
-    entry = LedgerEntry(
+    entry = grid_noise_entry(
+        column,
         step="centroid noise",
-        columns=(str(column.name),),
         epsilon=spent,
         mechanism="discrete Laplace, one draw per insensitive-MDAV cluster",
-        sensitivity=float(sensitivity) * grid.gamma,
-        noise_scale=steps * grid.gamma,
-        sampler=noise.SAMPLER_NAME,
+        grid=grid,
+        sensitivity=sensitivity,
+        steps=steps,
         details={
             "n_clusters": n_clusters,
             "calibration": args.calibration,
             "nominal_sensitivity": n_clusters * (upper - lower) / args.k,
-            "grid_step": grid.gamma,
             "grid_rounding_term": n_clusters * grid.gamma,
-            "scale_in_grid_steps": steps,
         },
     )
     return grid, steps, entry

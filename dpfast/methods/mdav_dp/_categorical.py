@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import CategoricalColumn
+from dpfast._release import CategoricalColumn, choice_entry
 from dpfast.accounting import LedgerEntry
 from dpfast.partitions.categorical import cluster_quality
 
@@ -44,16 +44,12 @@ def categorical_plan(
         spent = float(exact)
         if Fraction(spent) < exact:
             spent = math.nextafter(spent, math.inf)
-    v_star, t_star = taxonomy.boundary
-    entry = LedgerEntry(
-        step="centroid selection",
-        columns=(str(column.name),),
+    entry = choice_entry(
+        column,
         epsilon=spent,
-        mechanism="exponential mechanism, one draw per insensitive-MDAV cluster, quality = "
-        "-Σ semantic distance, candidates = the taxonomy's leaves",
+        unit="insensitive-MDAV cluster",
         sensitivity=proven,
         noise_scale=2.0 * em_sensitivity / em_epsilon,
-        sampler=noise.EM_SAMPLER_NAME,
         details={
             "n_clusters": n_clusters,
             "calibration": calibration,
@@ -61,12 +57,6 @@ def categorical_plan(
             "record, each moving its quality by at most Δq (SPEC §4.6)",
             "mechanism_epsilon": em_epsilon,
             "mechanism_sensitivity": em_sensitivity,
-            "max_distance": delta,
-            "candidates": len(taxonomy.domain),
-            "taxonomy": taxonomy.name,
-            "most_marginal": v_star,
-            "farthest_from_most_marginal": t_star,
-            "noise_scale_meaning": "Pr[c] ∝ exp(q(c) / noise_scale)",
         },
     )
     return em_epsilon, em_sensitivity, entry
