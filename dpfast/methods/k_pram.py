@@ -151,16 +151,7 @@ def k_pram(
         smallest[str(column.name)] = int(counts.min())
     return run.finish(
         run.assemble(),
-        parameters={
-            "k": k,
-            "retention_requested": retention,
-            "retention": keep / noise.KEEP_DENOMINATOR,
-            "retention_fraction": f"{keep}/2**32",
-            "intervals_rule": "equal width over [min, max]; bisection on m in [1, n // k] "
-            "for every interval holding >= k values",
-            "replacement": "value of a uniformly drawn record of the same interval "
-            "(invariant PRAM)",
-        },
+        parameters=_parameters(k, retention, keep),
         guarantee=not_dp_guarantee(
             "the intervals are computed from the data, and each replacement is another "
             "record's exact value."
@@ -173,6 +164,18 @@ def k_pram(
             "smallest_interval_count": smallest,
         },
     )
+
+
+def _parameters(k: int, retention: float, keep: int) -> dict[str, Any]:
+    return {
+        "k": k,
+        "retention_requested": retention,
+        "retention": keep / noise.KEEP_DENOMINATOR,
+        "retention_fraction": f"{keep}/2**32",
+        "intervals_rule": "equal width over [min, max]; bisection on m in [1, n // k] "
+        "for every interval holding >= k values",
+        "replacement": "value of a uniformly drawn record of the same interval (invariant PRAM)",
+    }
 
 
 def _group_by_interval(

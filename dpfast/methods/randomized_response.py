@@ -216,17 +216,7 @@ def randomized_response(
         (name,) = check_columns([column], run.table.names)
         categories = _domain_values(domain)
         m = len(categories)
-        if (epsilon is None) == (retention is None):
-            raise ValueError(
-                "give exactly one of epsilon (local differential privacy) and retention "
-                "(the probability of keeping a value)"
-            )
-        if epsilon is not None:
-            epsilon = check_epsilon(epsilon)
-            keep = _keep_from_epsilon(epsilon, m)
-        else:
-            retention = check_retention(retention)
-            keep = keep_numerator(retention)
+        keep, epsilon, retention = _keep(epsilon, retention, m)
         seed = check_seed(seed)
         threads = column_threads(n_threads)
         codes, decode = _encode(run.table, name, categories)
@@ -253,16 +243,7 @@ def randomized_response(
         )
     return run.finish(
         run.assemble(),
-        parameters={
-            "column": str(name),
-            "domain_size": m,
-            "epsilon_requested": epsilon,
-            "retention_requested": retention,
-            "retention": p,
-            "retention_fraction": f"{keep}/2**32",
-            "epsilon": ledger.total,
-            "keep_probability": p + (1 - p) / m,
-        },
+        parameters=_parameters(name, m, keep, epsilon, retention),
         guarantee=(
             f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
             f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
@@ -281,6 +262,37 @@ def randomized_response(
             "rho_bound": _rho_bound(gamma),
         },
     )
+
+
+def _parameters(
+    name: Hashable, m: int, keep: int, epsilon: float | None, retention: float | None
+) -> dict[str, Any]:
+    p = keep / noise.KEEP_DENOMINATOR
+    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    return {
+        "column": str(name),
+        "domain_size": m,
+        "epsilon_requested": epsilon,
+        "retention_requested": retention,
+        "retention": p,
+        "retention_fraction": f"{keep}/2**32",
+        "epsilon": math.log(gamma),
+        "keep_probability": p + (1 - p) / m,
+    }
+
+
+def _keep(epsilon: Any, retention: Any, m: int) -> tuple[int, float | None, float | None]:
+    """Return the exact retention numerator, and the checked ``epsilon`` or ``retention``."""
+    if (epsilon is None) == (retention is None):
+        raise ValueError(
+            "give exactly one of epsilon (local differential privacy) and retention "
+            "(the probability of keeping a value)"
+        )
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+        return _keep_from_epsilon(epsilon, m), epsilon, None
+    retention = check_retention(retention)
+    return keep_numerator(retention), None, retention
 
 
 def _unprotected_note(unprotected: list[str]) -> str:

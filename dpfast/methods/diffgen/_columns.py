@@ -22,7 +22,7 @@ import numpy as np
 from dpfast._validation import as_numeric_column, check_bounds, is_integer_column
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.io import TableData
-from dpfast.taxonomy import Taxonomy, TaxonomyError
+from dpfast.taxonomy import Taxonomy
 
 # Integer columns whose public range has at most this many values are coded by offset.
 _OFFSET_CODES_MAX = 2**22
@@ -144,6 +144,34 @@ def prepare(
     TypeError, ValueError, TaxonomyError
         See :func:`dpfast.diffgen`.
     """
+    _check_table(table, target)
+    taxonomies, bounds = _check_mappings(table, taxonomies, bounds)
+    trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}
+    class_taxonomy = trees.pop(target, None)
+    numeric_names = _numeric_names(table, target, trees, bounds)
+    predictors = [c for c in table.names if c in trees or c in numeric_names]
+    if not predictors:
+        raise ValueError(
+            "diffgen needs at least one predictor: give numeric columns public bounds= and "
+            "categorical columns taxonomies="
+        )
+    columns, derived = _encode_predictors(table, predictors, trees, numeric_names, bounds)
+    labels, source = _class_domain(target, classes, class_taxonomy)
+    class_codes, class_labels = _class_codes(table, target, labels)
+    return Prepared(
+        kind=table.kind,
+        n_rows=table.n_rows,
+        columns=columns,
+        target=target,
+        classes=np.ascontiguousarray(class_codes, dtype=np.int64),
+        class_labels=class_labels,
+        class_domain=source,
+        bounds_from_data=derived,
+        dropped=[c for c in table.names if c != target and c not in predictors],
+    )
+
+
+def _check_table(table: TableData, target: Any) -> None:
     if table.kind == "numpy":
         raise TypeError(
             "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, not a "
@@ -155,6 +183,11 @@ def prepare(
         raise ValueError(
             f"target {target!r} is not a column; the table has columns {list(table.names)}"
         )
+
+
+def _check_mappings(
+    table: TableData, taxonomies: Any, bounds: Any
+) -> tuple[Mapping[Any, Any], Any]:
     taxonomies = {} if taxonomies is None else taxonomies
     if not isinstance(taxonomies, Mapping):
         raise TypeError(
@@ -177,35 +210,43 @@ def prepare(
             f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
             f"{list(table.names)}"
         )
-    trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}
-    class_taxonomy = trees.pop(target, None)
-    if isinstance(bounds, Mapping):
-        if target in bounds:
-            raise ValueError(
-                f"the target {target!r} is categorical: drop it from bounds (give its public "
-                "values in classes= or a taxonomy instead)"
-            )
-        both = [c for c in bounds if c in trees]
-        if both:
-            raise ValueError(
-                f"column(s) {both} have both bounds and a taxonomy; a predictor is numeric "
-                "(bounds) or categorical (taxonomy), not both"
-            )
-        numeric_names = [c for c in table.names if c in bounds]
-    else:  # "data": every other non-taxonomy numeric column
-        numeric_names = [
+    return taxonomies, bounds
+
+
+def _numeric_names(
+    table: TableData, target: Hashable, trees: Mapping[Any, Taxonomy], bounds: Any
+) -> list[Hashable]:
+    """Return the numeric predictors: those with bounds (with "data": every numeric one)."""
+    if not isinstance(bounds, Mapping):  # "data": every other non-taxonomy numeric column
+        return [
             c
             for c in table.names
             if c != target
             and c not in trees
             and np.issubdtype(np.asarray(table.column(c)[:0]).dtype, np.number)
         ]
-    predictors = [c for c in table.names if c in trees or c in numeric_names]
-    if not predictors:
+    if target in bounds:
         raise ValueError(
-            "diffgen needs at least one predictor: give numeric columns public bounds= and "
-            "categorical columns taxonomies="
+            f"the target {target!r} is categorical: drop it from bounds (give its public "
+            "values in classes= or a taxonomy instead)"
         )
+    both = [c for c in bounds if c in trees]
+    if both:
+        raise ValueError(
+            f"column(s) {both} have both bounds and a taxonomy; a predictor is numeric "
+            "(bounds) or categorical (taxonomy), not both"
+        )
+    return [c for c in table.names if c in bounds]
+
+
+def _encode_predictors(
+    table: TableData,
+    predictors: list[Hashable],
+    trees: Mapping[Any, Taxonomy],
+    numeric_names: list[Hashable],
+    bounds: Any,
+) -> tuple[list[Column], bool]:
+    """Every predictor's codes, and whether the numeric bounds came from the data."""
     raw_numeric = {}
     for name in numeric_names:
         raw = table.column(name)
@@ -217,7 +258,6 @@ def prepare(
         if numeric_names
         else ({}, False)
     )
-
     columns: list[Column] = []
     for name in predictors:
         if name in trees:
@@ -228,47 +268,34 @@ def prepare(
             values, integer = raw_numeric[name]
             lower, upper = domains[name]
             columns.append(_numeric_column(name, values, integer, lower, upper))
+    return columns, derived
 
+
+def _class_domain(
+    target: Hashable, classes: Any, class_taxonomy: Taxonomy | None
+) -> tuple[list[Any] | None, str]:
+    """Return the public class values and their source (None: read from the data)."""
     if classes is not None and class_taxonomy is not None:
         raise ValueError(
             f"the class domain is given twice (classes= and taxonomies[{target!r}]); keep one"
         )
     if class_taxonomy is not None:
-        labels: list[Any] | None = list(class_taxonomy.domain)
-        source = "taxonomy"
-    elif classes is not None:
+        return list(class_taxonomy.domain), "taxonomy"
+    if classes is not None:
         if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
             raise TypeError(f"classes must be a list of class labels, got {classes!r}")
         labels = list(classes)
         if not labels or len(set(map(str, labels))) != len(labels):
             raise ValueError(f"classes must be non-empty and without repeats, got {labels!r}")
-        source = "classes"
-    else:
-        labels = None
-        source = "data"
-        warnings.warn(
-            f"the class domain of {target!r} is read from the data (which class values "
-            "occur), which is not differentially private; pass the public classes= (or a "
-            "taxonomy for the target)",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
-    try:
-        class_codes, class_labels = _class_codes(table, target, labels)
-    except TaxonomyError:
-        raise
-    dropped = [c for c in table.names if c != target and c not in predictors]
-    return Prepared(
-        kind=table.kind,
-        n_rows=table.n_rows,
-        columns=columns,
-        target=target,
-        classes=np.ascontiguousarray(class_codes, dtype=np.int64),
-        class_labels=class_labels,
-        class_domain=source,
-        bounds_from_data=derived,
-        dropped=dropped,
+        return labels, "classes"
+    warnings.warn(
+        f"the class domain of {target!r} is read from the data (which class values "
+        "occur), which is not differentially private; pass the public classes= (or a "
+        "taxonomy for the target)",
+        PrivacyLeakWarning,
+        stacklevel=5,
     )
+    return None, "data"
 
 
 def _numeric_column(

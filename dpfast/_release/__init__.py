@@ -10,7 +10,6 @@ fields once for every method.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,28 +19,49 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import metrics as utility
 from dpfast import noise
-from dpfast._kernels import mechanisms as _mechanism_kernels
-from dpfast._validation import (
-    all_finite,
-    as_numeric_column,
-    check_columns,
-    check_threads,
-    is_integer_column,
+from dpfast._release._metrics import release_metrics
+from dpfast._release.columns import (
+    CategoricalColumn,
+    NumericColumn,
+    column_names,
+    numeric_columns,
+    partition_inputs,
+    split_columns,
+    taxonomy_parameters,
+    value_range,
 )
+from dpfast._validation import check_threads
 from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, PhaseTimer, Report, names
-from dpfast.io import TableData, as_table_data
+from dpfast.io import as_table_data
 from dpfast.partitions.grid import Grid
-from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "SEEDED_NOTE",
+    "CategoricalColumn",
+    "NumericColumn",
+    "Progress",
+    "Release",
+    "Run",
+    "choice_entry",
+    "column_names",
+    "column_threads",
+    "grid_noise_entry",
+    "inverse_permutation",
+    "keep_numerator",
+    "noise_source",
+    "not_dp_guarantee",
+    "numeric_columns",
+    "partition_inputs",
+    "split_columns",
+    "taxonomy_parameters",
+    "unprotected_note",
+    "value_range",
+]
 
 Progress = Callable[[str, int, int], None]
 
 SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seeded generator"
-
-METRICS_WARNING = (
-    "computed on the original data: keep this report private, do not publish it with the release"
-)
 
 
 @dataclass(frozen=True)
@@ -58,98 +78,6 @@ class Release:
 
     data: Any
     report: Report
-
-
-@dataclass(frozen=True)
-class NumericColumn:
-    """A protected numeric column as float64 values (never written), and its dtype."""
-
-    name: Hashable
-    values: np.ndarray
-    integer: bool
-    dtype: np.dtype[Any]
-
-    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
-        """Give an integer column its dtype back (values are already rounded and in bounds)."""
-        return released.astype(self.dtype) if self.integer else released
-
-
-@dataclass(frozen=True)
-class CategoricalColumn:
-    """A protected categorical column as int64 codes of its taxonomy's leaves."""
-
-    name: Hashable
-    codes: np.ndarray
-    taxonomy: Taxonomy
-
-
-def numeric_columns(table: TableData, columns: Any) -> list[NumericColumn]:
-    """Return the selected columns as validated :class:`NumericColumn` (no NaN or inf)."""
-    selected = check_columns(columns, table.names)
-    finite = table.kind == "numpy" and all_finite(table.source)
-    result = []
-    for name in selected:
-        raw = table.column(name)
-        values = as_numeric_column(raw, name, known_finite=finite)
-        result.append(NumericColumn(name, values, is_integer_column(raw), raw.dtype))
-    return result
-
-
-def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
-    if taxonomies is None:
-        return {}
-    if not isinstance(taxonomies, Mapping):
-        raise TypeError(
-            f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
-        )
-    for name, taxonomy in taxonomies.items():
-        if not isinstance(taxonomy, Taxonomy):
-            raise TypeError(
-                f"taxonomies[{name!r}] must be a dpfast.Taxonomy (Taxonomy.from_arx(path) or "
-                f"Taxonomy.from_mapping(...)), got {type(taxonomy).__name__}"
-            )
-    return taxonomies
-
-
-def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
-    raw = table.column(name)
-    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
-        raise TypeError(
-            f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
-            "pass its taxonomy in taxonomies= to protect it as a categorical column, "
-            "or leave it out of columns"
-        )
-
-
-def split_columns(
-    table: TableData, columns: Any, taxonomies: Any
-) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
-    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
-    checked = _check_taxonomies(taxonomies)
-    selected = check_columns(columns, table.names)
-    stray = [name for name in checked if name not in selected]
-    if stray:
-        raise ValueError(
-            f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {selected}: add them to columns or drop their taxonomies"
-        )
-    categorical = []
-    for name in selected:
-        if name in checked:
-            codes, categories = table.category_codes(name)
-            codes = checked[name].encode_categories(codes, categories, column=name)
-            categorical.append(CategoricalColumn(name, codes, checked[name]))
-    numeric = [name for name in selected if name not in checked]
-    for name in numeric:
-        _check_numeric_dtype(table, name)
-    return (numeric_columns(table, numeric) if numeric else []), categorical
-
-
-def column_names(
-    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn] = ()
-) -> list[Hashable]:
-    """Return the protected columns' names, numeric first."""
-    return [c.name for c in numeric] + [c.name for c in categorical]
 
 
 def noise_source(seed: int | None) -> noise.NoiseSource:
@@ -170,44 +98,6 @@ def inverse_permutation(permutation: np.ndarray) -> np.ndarray:
     return inverse
 
 
-def partition_inputs(
-    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
-) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
-    """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
-    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
-    codes = (
-        np.column_stack([c.codes for c in categorical])
-        if categorical
-        else np.zeros((n_records, 0), dtype=np.int64)
-    )
-    return matrix, codes, [c.taxonomy for c in categorical]
-
-
-def taxonomy_parameters(categorical: Sequence[CategoricalColumn]) -> dict[str, Any]:
-    """Describe each categorical column's taxonomy for the report."""
-    return {
-        str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
-        for c in categorical
-    }
-
-
-def value_range(values: np.ndarray, name: Hashable) -> tuple[float, float]:
-    """Return a column's ``(min, max)``; refuse a width that float64 cannot divide by."""
-    lo, hi = _mechanism_kernels.min_max(values)
-    width = float(hi) - float(lo)
-    if not math.isfinite(width):
-        raise ValueError(
-            f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
-            "column first"
-        )
-    if width > 0 and not math.isfinite(values.shape[0] / width):
-        raise ValueError(
-            f"column {name!r}: its values differ by less than float64 can divide "
-            f"(range {width!r}); rescale the column first"
-        )
-    return float(lo), float(hi)
-
-
 def keep_numerator(retention: float) -> int:
     """Largest ``a`` with ``a / noise.KEEP_DENOMINATOR <= retention`` (exact)."""
     exact = Fraction(retention)
@@ -222,68 +112,6 @@ def unprotected_note(unprotected: Sequence[str]) -> str:
         f" Column(s) {list(unprotected)} are released unchanged and are not protected by "
         "any guarantee."
     )
-
-
-def _aligned(original: np.ndarray, destination: np.ndarray | None) -> np.ndarray:
-    """``original`` moved to the released row order (rows matched through the shuffle)."""
-    if destination is None or destination.shape[0] != original.shape[0]:
-        return original
-    aligned = np.empty_like(original)
-    aligned[destination] = original
-    return aligned
-
-
-def _mean(values: Mapping[str, float]) -> float:
-    return float(np.mean(list(values.values()))) if values else math.nan
-
-
-def _numeric_metrics(
-    out: dict[str, Any],
-    numeric: Sequence[NumericColumn],
-    released: Mapping[Hashable, np.ndarray],
-    destinations: Mapping[Hashable, np.ndarray],
-    domains: Mapping[Hashable, tuple[float, float]] | None,
-) -> None:
-    for column in numeric:
-        original = _aligned(column.values, destinations.get(column.name))
-        if column.integer:
-            original = original.astype(column.dtype)
-        got = released[column.name]
-        pair = (
-            domains[column.name]
-            if domains is not None
-            else (float(original.min()), float(original.max()))
-        )
-        name = str(column.name)
-        out["relative_error"][name] = utility.column_metric(
-            utility.relative_error(original, got, pair)
-        )
-        out["jensen_shannon"][name] = utility.column_metric(
-            utility.jensen_shannon(original, got, pair)
-        )
-        out["variance_variation"][name] = utility.column_metric(
-            utility.variance_variation(original, got)
-        )
-
-
-def _categorical_metrics(
-    out: dict[str, Any],
-    categorical: Sequence[CategoricalColumn],
-    released_codes: Mapping[Hashable, np.ndarray],
-    destinations: Mapping[Hashable, np.ndarray],
-) -> None:
-    """Relative error = mean semantic distance; JSD over the taxonomy's leaves."""
-    for column in categorical:
-        original = _aligned(column.codes, destinations.get(column.name))
-        got = released_codes[column.name]
-        m = len(column.taxonomy.domain)
-        out["relative_error"][str(column.name)] = float(
-            np.mean(column.taxonomy.distances_between(original, got))
-        )
-        out["jensen_shannon"][str(column.name)] = utility.jensen_shannon_counts(
-            np.bincount(original, minlength=m).astype(np.float64),
-            np.bincount(got, minlength=m).astype(np.float64),
-        )
 
 
 @dataclass
@@ -360,24 +188,14 @@ class Run:
         Rows are matched through the shuffle, so the relative error is record-linked.
         """
         with self.phase("metrics"):
-            out: dict[str, Any] = {
-                "warning": METRICS_WARNING,
-                "relative_error": {},
-                "jensen_shannon": {},
-                "variance_variation": {},
-            }
-            _numeric_metrics(out, numeric, self.released, self.destinations, domains)
-            variation = out.pop("variance_variation", {})
-            out["mean_relative_error"] = _mean(out["relative_error"])
-            out["mean_jensen_shannon"] = _mean(out["jensen_shannon"])
-            # Numeric columns only: a categorical column has no variance.
-            out["variance_variation"] = variation
-            out["mean_variance_variation"] = _mean(variation)
-            if categorical:
-                _categorical_metrics(out, categorical, self.released_codes, self.destinations)
-                out["mean_relative_error"] = _mean(out["relative_error"])
-                out["mean_jensen_shannon"] = _mean(out["jensen_shannon"])
-            return out
+            return release_metrics(
+                numeric,
+                categorical,
+                self.released,
+                self.released_codes,
+                self.destinations,
+                domains,
+            )
 
     def unprotected(self) -> list[str]:
         """Return the input's columns that the release copies unchanged."""

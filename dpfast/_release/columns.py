@@ -1,0 +1,145 @@
+"""The protected columns of a release: numeric values and categorical codes, checked once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfast._kernels import mechanisms as _mechanism_kernels
+from dpfast._validation import all_finite, as_numeric_column, check_columns, is_integer_column
+from dpfast.io import TableData
+from dpfast.taxonomy import Taxonomy
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A protected numeric column as float64 values (never written), and its dtype."""
+
+    name: Hashable
+    values: np.ndarray
+    integer: bool
+    dtype: np.dtype[Any]
+
+    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
+        """Give an integer column its dtype back (values are already rounded and in bounds)."""
+        return released.astype(self.dtype) if self.integer else released
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A protected categorical column as int64 codes of its taxonomy's leaves."""
+
+    name: Hashable
+    codes: np.ndarray
+    taxonomy: Taxonomy
+
+
+def numeric_columns(table: TableData, columns: Any) -> list[NumericColumn]:
+    """Return the selected columns as validated :class:`NumericColumn` (no NaN or inf)."""
+    selected = check_columns(columns, table.names)
+    finite = table.kind == "numpy" and all_finite(table.source)
+    result = []
+    for name in selected:
+        raw = table.column(name)
+        values = as_numeric_column(raw, name, known_finite=finite)
+        result.append(NumericColumn(name, values, is_integer_column(raw), raw.dtype))
+    return result
+
+
+def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
+    if taxonomies is None:
+        return {}
+    if not isinstance(taxonomies, Mapping):
+        raise TypeError(
+            f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
+        )
+    for name, taxonomy in taxonomies.items():
+        if not isinstance(taxonomy, Taxonomy):
+            raise TypeError(
+                f"taxonomies[{name!r}] must be a dpfast.Taxonomy (Taxonomy.from_arx(path) or "
+                f"Taxonomy.from_mapping(...)), got {type(taxonomy).__name__}"
+            )
+    return taxonomies
+
+
+def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
+    raw = table.column(name)
+    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
+        raise TypeError(
+            f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
+            "pass its taxonomy in taxonomies= to protect it as a categorical column, "
+            "or leave it out of columns"
+        )
+
+
+def split_columns(
+    table: TableData, columns: Any, taxonomies: Any
+) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
+    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
+    checked = _check_taxonomies(taxonomies)
+    selected = check_columns(columns, table.names)
+    stray = [name for name in checked if name not in selected]
+    if stray:
+        raise ValueError(
+            f"taxonomies names column(s) {stray} that are not protected; the protected "
+            f"columns are {selected}: add them to columns or drop their taxonomies"
+        )
+    categorical = []
+    for name in selected:
+        if name in checked:
+            codes, categories = table.category_codes(name)
+            codes = checked[name].encode_categories(codes, categories, column=name)
+            categorical.append(CategoricalColumn(name, codes, checked[name]))
+    numeric = [name for name in selected if name not in checked]
+    for name in numeric:
+        _check_numeric_dtype(table, name)
+    return (numeric_columns(table, numeric) if numeric else []), categorical
+
+
+def column_names(
+    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn] = ()
+) -> list[Hashable]:
+    """Return the protected columns' names, numeric first."""
+    return [c.name for c in numeric] + [c.name for c in categorical]
+
+
+def partition_inputs(
+    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
+) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
+    """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
+    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
+    codes = (
+        np.column_stack([c.codes for c in categorical])
+        if categorical
+        else np.zeros((n_records, 0), dtype=np.int64)
+    )
+    return matrix, codes, [c.taxonomy for c in categorical]
+
+
+def taxonomy_parameters(categorical: Sequence[CategoricalColumn]) -> dict[str, Any]:
+    """Describe each categorical column's taxonomy for the report."""
+    return {
+        str(c.name): {"name": c.taxonomy.name, "leaves": len(c.taxonomy.domain)}
+        for c in categorical
+    }
+
+
+def value_range(values: np.ndarray, name: Hashable) -> tuple[float, float]:
+    """Return a column's ``(min, max)``; refuse a width that float64 cannot divide by."""
+    lo, hi = _mechanism_kernels.min_max(values)
+    width = float(hi) - float(lo)
+    if not math.isfinite(width):
+        raise ValueError(
+            f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
+            "column first"
+        )
+    if width > 0 and not math.isfinite(values.shape[0] / width):
+        raise ValueError(
+            f"column {name!r}: its values differ by less than float64 can divide "
+            f"(range {width!r}); rescale the column first"
+        )
+    return float(lo), float(hi)
