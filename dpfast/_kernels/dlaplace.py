@@ -66,7 +66,7 @@ _UNIFORM_EXTRA_BITS = 8
 
 
 @jit_inline
-def _word(widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _word(widx, ctr, blk, kt, nonce):
     if widx == 8:
         ctr += 1
         blk = chacha20_block64(kt, np.uint64(ctr), nonce)
@@ -75,7 +75,7 @@ def _word(widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _bit(cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _bit(cur, nb, widx, ctr, blk, kt, nonce):
     if nb == 0:
         cur, widx, ctr, blk = _word(widx, ctr, blk, kt, nonce)
         nb = 64
@@ -84,7 +84,7 @@ def _bit(cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _take(k, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _take(k, cur, nb, widx, ctr, blk, kt, nonce):
     # Next k (0..63) stream bits as an int64; the first of them is the lowest bit.
     if k <= nb:
         v = cur & ((_ONE << np.uint64(k)) - _ONE)
@@ -96,7 +96,7 @@ def _take(k, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def
 
 
 @jit_inline
-def _bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce):
     # Exact Bernoulli(a / b) for 0 <= a and 1 <= b <= 2**62, by lazy comparison of a
     # uniform U in [0, 1) with a / b, CHUNK bits at a time: with c = _chunk(b) digits
     # D = floor(r * 2**c / b) of the expansion of r / b (r = a at first), a c-bit draw u
@@ -123,7 +123,7 @@ def _bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-unt
 
 
 @jit_inline
-def _bernoulli_exp(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _bernoulli_exp(a, b, cur, nb, widx, ctr, blk, kt, nonce):
     # Exact Bernoulli(exp(-a / b)) for 0 <= a <= b (CKS20 Algorithm 1, gamma in [0, 1]).
     k = 1
     while True:
@@ -139,7 +139,7 @@ def _bernoulli_exp(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no
 
 
 @jit
-def uniform_params(m):  # type: ignore[no-untyped-def]
+def uniform_params(m):
     """Return ``(k, lim)`` for :func:`_uniform` on ``{0..m-1}``, ``1 <= m < 2**63``.
 
     ``k = min(bit_length(m - 1) + 8, 63)`` bits per try and ``lim``, the largest multiple
@@ -158,7 +158,7 @@ def uniform_params(m):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _uniform(m, k, lim, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _uniform(m, k, lim, cur, nb, widx, ctr, blk, kt, nonce):
     # Exact Unif{0..m-1}: a k-bit draw x is kept when x < lim (a multiple of m) and
     # reduced mod m; (k, lim) from uniform_params(m). No bits when m == 1.
     if m == 1:
@@ -172,7 +172,7 @@ def _uniform(m, k, lim, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-
 
 
 @jit_inline
-def _dlaplace_one(t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _dlaplace_one(t, k, lim, cap, blk, kt, nonce):
     cur = np.uint64(0)
     nb = 0
     widx = 0
@@ -199,12 +199,12 @@ def _dlaplace_one(t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-de
 
 
 @jit_inline
-def _key_tuple(key):  # type: ignore[no-untyped-def]
+def _key_tuple(key):
     return (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7])
 
 
 @jit
-def _first_blocks(key, nonce0, first, x, s, counters, nonces):  # type: ignore[no-untyped-def]
+def _first_blocks(key, nonce0, first, x, s, counters, nonces):
     # Counter-0 blocks of nonces nonce0 .. nonce0 + 15 into first (uint64[16 * 8]);
     # x, s: uint32[256] scratch, counters: uint64[16] zeros, nonces: uint64[16] scratch.
     for lane in range(16):
@@ -213,7 +213,7 @@ def _first_blocks(key, nonce0, first, x, s, counters, nonces):  # type: ignore[n
 
 
 @jit
-def discrete_laplace_kernel(key, t, start, cap, out):  # type: ignore[no-untyped-def]
+def discrete_laplace_kernel(key, t, start, cap, out):
     """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of integer scale ``t``.
 
     ``out[i]`` has ``P(Y = y) = (e^{1/t} - 1)/(e^{1/t} + 1) * exp(-|y|/t)`` with ``|Y|``
@@ -257,7 +257,7 @@ def discrete_laplace_kernel(key, t, start, cap, out):  # type: ignore[no-untyped
 
 
 @jit
-def uniform_integers_kernel(key, high, start, out):  # type: ignore[no-untyped-def]
+def uniform_integers_kernel(key, high, start, out):
     """Fill ``out`` (``int64[n]``) with exact draws of ``Unif{0..high-1}``.
 
     ``high``: int64 in ``[1, 2**63 - 1]``; ``out[i]`` reads only the stream
@@ -293,7 +293,7 @@ def uniform_integers_kernel(key, high, start, out):  # type: ignore[no-untyped-d
 
 
 @jit
-def bernoulli_kernel(key, numerator, denominator, start, out):  # type: ignore[no-untyped-def]
+def bernoulli_kernel(key, numerator, denominator, start, out):
     """Fill ``out`` (``bool[n]``) with exact ``Bernoulli(numerator / denominator)`` draws.
 
     ``0 <= numerator <= denominator``, ``1 <= denominator <= 2**62``; ``out[i]`` reads
@@ -327,7 +327,7 @@ def bernoulli_kernel(key, numerator, denominator, start, out):  # type: ignore[n
 
 
 @jit
-def _refill(key, next_block, words):  # type: ignore[no-untyped-def]
+def _refill(key, next_block, words):
     # Blocks next_block .. next_block + 15 of stream (key, 0) into words (uint64[128]).
     x = np.empty(256, dtype=np.uint32)
     s = np.empty(256, dtype=np.uint32)
@@ -339,7 +339,7 @@ def _refill(key, next_block, words):  # type: ignore[no-untyped-def]
 
 
 @jit
-def bounded_batch(key, top, js, words, state):  # type: ignore[no-untyped-def]
+def bounded_batch(key, top, js, words, state):
     """Fill ``js`` with ``js[b] ~ Unif{0..top-b-1}`` from consecutive words of stream (key, 0).
 
     ``key`` ``uint64[8]``; ``top`` int64 with ``top - len(js) >= 1``; ``words``
@@ -399,7 +399,7 @@ def bounded_batch(key, top, js, words, state):  # type: ignore[no-untyped-def]
 
 
 @jit
-def permutation_kernel(key, out):  # type: ignore[no-untyped-def]
+def permutation_kernel(key, out):
     """Fill ``out`` (``int64[n]``) with a uniform random permutation of ``range(n)``.
 
     Fisher-Yates (Durstenfeld): for ``i = n-1, ..., 1`` swap ``out[i]`` and ``out[j]``
@@ -433,7 +433,7 @@ _X_MAX = 2**62
 
 
 @jit_inline
-def _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce):
     cur = np.uint64(0)
     nb = 0
     widx = 0
@@ -462,7 +462,7 @@ def _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-un
 
 
 @jit
-def discrete_laplace_rate_kernel(key, s, t, start, cap, out):  # type: ignore[no-untyped-def]
+def discrete_laplace_rate_kernel(key, s, t, start, cap, out):
     """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of rational rate ``s/t``.
 
     ``out[i]`` has ``P(Y = y) = (e^{s/t} - 1)/(e^{s/t} + 1) * exp(-|y| s/t)`` with ``|Y|``

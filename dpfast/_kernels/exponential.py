@@ -35,7 +35,7 @@ TWO63 = 9223372036854775808.0  # 2**63 as a float64 (exact)
 
 
 @jit_inline
-def _thresholds(quality, scale, thr):  # type: ignore[no-untyped-def]
+def _thresholds(quality, scale, thr):
     # quality: float64[m]; thr: uint64[m] (written). See the module docstring.
     m = quality.shape[0]
     top = -np.inf
@@ -59,7 +59,7 @@ def _thresholds(quality, scale, thr):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _select(thr, u):  # type: ignore[no-untyped-def]
+def _select(thr, u):
     # First c with u < thr[c]; thr is non-decreasing and ends with 2**63 > u.
     lo = 0
     hi = thr.shape[0] - 1
@@ -73,7 +73,7 @@ def _select(thr, u):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _words(key, nonce0, x, s, counters, nonces, block):  # type: ignore[no-untyped-def]
+def _words(key, nonce0, x, s, counters, nonces, block):
     # Counter-0 blocks of streams nonce0 .. nonce0 + 15; word 0 of lane l is block[l * 8].
     for lane in range(16):
         nonces[lane] = nonce0 + np.uint64(lane)
@@ -81,7 +81,7 @@ def _words(key, nonce0, x, s, counters, nonces, block):  # type: ignore[no-untyp
 
 
 @jit
-def thresholds(quality, scale):  # type: ignore[no-untyped-def]
+def thresholds(quality, scale):
     """Integer CDF of one draw: ``uint64[m]`` thresholds for ``quality`` (``float64[m]``)."""
     thr = np.empty(quality.shape[0], dtype=np.uint64)
     _thresholds(quality, scale, thr)
@@ -89,7 +89,7 @@ def thresholds(quality, scale):  # type: ignore[no-untyped-def]
 
 
 @jit
-def em_rows(key, quality, scale, start, out):  # type: ignore[no-untyped-def]
+def em_rows(key, quality, scale, start, out):
     """One exponential-mechanism draw per row of ``quality`` (``float64[n, m]``).
 
     ``key`` ``uint64[8]``; ``scale`` float ``ε / (2 Δq)``; ``start`` uint64 nonce of row
@@ -111,7 +111,7 @@ def em_rows(key, quality, scale, start, out):  # type: ignore[no-untyped-def]
 
 
 @jit
-def em_sorted_groups(key, counts, k, distance, scale, start, out):  # type: ignore[no-untyped-def]
+def em_sorted_groups(key, counts, k, distance, scale, start, out):
     """Exponential-mechanism draw per rank group of a sorted categorical column.
 
     Parameters (no validation):

@@ -38,7 +38,7 @@ _ONE = np.uint64(1)
 
 
 @jit
-def _refill(key, nonce, first_block, buf, x, s, counters, nonces):  # type: ignore[no-untyped-def]
+def _refill(key, nonce, first_block, buf, x, s, counters, nonces):
     # Blocks first_block .. first_block + 15 of stream (key, nonce) into buf (128 words).
     for lane in range(16):
         counters[lane] = np.uint64(first_block + lane)
@@ -47,7 +47,7 @@ def _refill(key, nonce, first_block, buf, x, s, counters, nonces):  # type: igno
 
 
 @jit
-def _failures(buf, b, mu, fb):  # type: ignore[no-untyped-def]
+def _failures(buf, b, mu, fb):
     # Bit t of fb[t // 64] = trial t of buf failed (u >= m); trial t is lane t % (64/b) of
     # word t // (64/b), lowest lane first. Two copies so that each loop has constant shifts.
     if b == 16:
@@ -71,7 +71,7 @@ def _failures(buf, b, mu, fb):  # type: ignore[no-untyped-def]
 
 
 @jit
-def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):  # type: ignore[no-untyped-def]
+def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):
     """``out[i] = max(out[i] + X_i, floor)`` in place for the segments ``[seg_lo, seg_hi)``.
 
     ``key`` ``uint64[8]``; ``m``, ``b`` int64 with ``b`` in ``{16, 32}`` and

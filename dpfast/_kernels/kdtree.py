@@ -21,7 +21,7 @@ NO_ROW = np.iinfo(np.int64).max
 
 
 @jit_inline
-def _select(points, perm, lo, hi, target, dim):  # type: ignore[no-untyped-def]
+def _select(points, perm, lo, hi, target, dim):
     """Reorder ``perm[lo:hi+1]`` so that position ``target`` holds its order statistic."""
     while lo < hi:
         a = points[perm[lo], dim]
@@ -51,7 +51,7 @@ def _select(points, perm, lo, hi, target, dim):  # type: ignore[no-untyped-def]
 
 
 @jit
-def build_tree(points, leaf_size):  # type: ignore[no-untyped-def]
+def build_tree(points, leaf_size):
     """Balanced k-d tree in heap layout: node ``i`` has children ``2i`` and ``2i + 1``.
 
     Parameters
@@ -106,7 +106,7 @@ def build_tree(points, leaf_size):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id):
     m = tree_points.shape[1]
     for j in range(m):
         lo[node, j] = np.inf
@@ -126,7 +126,7 @@ def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_i
 
 
 @jit_inline
-def refresh_internal(node, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+def refresh_internal(node, lo, hi, count, min_id):
     a = 2 * node
     b = a + 1
     count[node] = count[a] + count[b]
@@ -137,7 +137,7 @@ def refresh_internal(node, lo, hi, count, min_id):  # type: ignore[no-untyped-de
 
 
 @jit_inline
-def distance(query, tree_points, pos):  # type: ignore[no-untyped-def]
+def distance(query, tree_points, pos):
     d = 0.0
     for j in range(query.shape[0]):
         t = query[j] - tree_points[pos, j]
@@ -146,7 +146,7 @@ def distance(query, tree_points, pos):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _upper_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+def _upper_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
         t = max(query[j] - lo[node, j], hi[node, j] - query[j])
@@ -155,7 +155,7 @@ def _upper_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _lower_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+def _lower_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
         t = 0.0
@@ -183,7 +183,7 @@ def farthest(
     stack_node,
     stack_bound,
     best_pos,
-):  # type: ignore[no-untyped-def]
+):
     """Position of the alive record farthest from ``query``; ties to the lowest row.
 
     ``best_pos`` (an alive position, or -1) seeds the search: a good first guess prunes
@@ -231,7 +231,7 @@ def farthest(
 
 
 @jit_inline
-def _heap_greater(d1, id1, d2, id2):  # type: ignore[no-untyped-def]
+def _heap_greater(d1, id1, d2, id2):
     return d1 > d2 or (d1 == d2 and id1 > id2)
 
 
@@ -254,7 +254,7 @@ def nearest(
     heap_d,
     heap_id,
     heap_pos,
-):  # type: ignore[no-untyped-def]
+):
     """Fill ``heap_pos[:wanted]`` with the alive records nearest ``query`` (ties: lowest row)."""
     size = 0
     stack_node[0] = 1

@@ -34,7 +34,7 @@ from dpfast._kernels.kdtree import (
 
 
 @jit_inline
-def _kth_smallest(buffer, length, target):  # type: ignore[no-untyped-def]
+def _kth_smallest(buffer, length, target):
     """Value of rank ``target`` (0-based) among ``buffer[:length]``, which is reordered."""
     lo = 0
     hi = length - 1
@@ -67,7 +67,7 @@ def _kth_smallest(buffer, length, target):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
+def _shell_bound(anchor_key, shift):
     """Upper bound on the computed distance to the centroid, with a 1e-9 rounding margin.
 
     ``|x - c| <= |x - a| + |a - c|``; float sums of squares are within ``(m + 2) 2**-53``
@@ -78,7 +78,7 @@ def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive):  # type: ignore[no-untyped-def]
+def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive):
     """Farthest alive record from ``query`` among the shell list, and whether it is proven.
 
     The list holds records by decreasing distance key to an anchor ``a`` (their values in
@@ -107,7 +107,7 @@ def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, o
 @jit_inline
 def _build_shell(
     query, shell_target, tree_points, alive, keys, buffer, shell_pos, shell_key, shell_points
-):  # type: ignore[no-untyped-def]
+):
     """List the ``shell_target`` alive records farthest from ``query``, by decreasing key.
 
     Ties at the cut are included. Returns their number and the largest key left out.
@@ -146,7 +146,7 @@ def _build_shell(
 
 
 @jit
-def _make_tree(grid_points, rows, leaf_size):  # type: ignore[no-untyped-def]
+def _make_tree(grid_points, rows, leaf_size):
     """k-d tree over ``grid_points[rows]``, all alive; tree positions map to ``ids`` rows."""
     n = rows.shape[0]
     m = grid_points.shape[1]
@@ -179,7 +179,7 @@ def _make_tree(grid_points, rows, leaf_size):  # type: ignore[no-untyped-def]
 
 
 @jit
-def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type: ignore[no-untyped-def]
+def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
     """MDAV-generic clusters of standardised records (SPEC §5.1), in formation order.
 
     Parameters

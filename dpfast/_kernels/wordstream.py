@@ -25,7 +25,7 @@ _TWO32 = np.uint64(1) << np.uint64(32)
 
 
 @jit
-def _chunk_words(key, base_block, buf, x, s, counters, nonces):  # type: ignore[no-untyped-def]
+def _chunk_words(key, base_block, buf, x, s, counters, nonces):
     # Blocks base_block .. base_block + 15 of stream (key, 0): buf[j] is word
     # base_block * 8 + j of the stream.
     for lane in range(16):
@@ -35,7 +35,7 @@ def _chunk_words(key, base_block, buf, x, s, counters, nonces):  # type: ignore[
 
 
 @jit
-def uniform_add_kernel(key, start, first, last, values, half_width, out):  # type: ignore[no-untyped-def]
+def uniform_add_kernel(key, start, first, last, values, half_width, out):
     """``out[i] = values[i] + half_width * T_i`` for ``first <= i < last``.
 
     ``T_i = (2 * (w >> 11) + 1 - 2**53) / 2**53`` from word ``w = start + i`` of stream
@@ -67,7 +67,7 @@ def uniform_add_kernel(key, start, first, last, values, half_width, out):  # typ
 
 
 @jit
-def _spill_uniform(kt, q, high):  # type: ignore[no-untyped-def]
+def _spill_uniform(kt, q, high):
     # Exact Unif{0..high-1} (high <= 2**32) by Lemire's method on the 32-bit words of the
     # row's own stream (key, nonce = q + 1), blocks 0, 1, ... in order.
     hu = np.uint64(high)
@@ -86,7 +86,7 @@ def _spill_uniform(kt, q, high):  # type: ignore[no-untyped-def]
 
 
 @jit
-def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
+def retain_or_replace_kernel(
     key, start, first, last, keep, values, groups, group_start, group_size, pool, out
 ):
     """Keep each value with probability ``keep / 2**32``, else draw from its group's pool.
