@@ -446,9 +446,10 @@ def test_sampler_name_mentions_exactness():
 
 def test_large_requests_split_over_threads_give_the_same_draws():
     from dpfast import noise as noise_module
+    from dpfast.noise._common import _PARALLEL_MIN_SIZE
 
     key = noise_module.NoiseSource.from_seed(5).key("threads")
-    size = 3 * noise_module._PARALLEL_MIN_SIZE + 17
+    size = 3 * _PARALLEL_MIN_SIZE + 17
     whole = noise_module.discrete_laplace(key, 2**40, size, start=11)
     parts = np.concatenate(
         [
