@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._kernels import dlaplace as _dl
+from dpfast._kernels import uniform as _kernels
 from dpfast._validation import check_int
 from dpfast.noise._common import _MAX_SCALE, _check_key, _check_range
 
@@ -49,7 +49,7 @@ def uniform_integers(key: np.ndarray, high: int, size: int, *, start: int = 0) -
     size, start = _check_range(size, start)
     out = np.empty(size, dtype=np.int64)
     if size > 0:
-        _dl.uniform_integers_kernel(key, high, np.uint64(start), out)
+        _kernels.uniform_integers_kernel(key, high, np.uint64(start), out)
     return out
 
 
@@ -97,7 +97,7 @@ def bernoulli_rational(
     size, start = _check_range(size, start)
     out = np.empty(size, dtype=np.bool_)
     if size > 0:
-        _dl.bernoulli_kernel(key, numerator, denominator, np.uint64(start), out)
+        _kernels.bernoulli_kernel(key, numerator, denominator, np.uint64(start), out)
     return out
 
 
@@ -139,5 +139,5 @@ def permutation(key: np.ndarray, n: int) -> np.ndarray:
     n = check_int(n, "n", low=0, high=2**62)
     out = np.empty(n, dtype=np.int64)
     if n > 0:
-        _dl.permutation_kernel(key, out)
+        _kernels.permutation_kernel(key, out)
     return out
