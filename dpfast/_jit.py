@@ -29,14 +29,16 @@ def jit_inline(func: F) -> F:
     return numba.njit(inline="always", **_OPTIONS)(func)  # type: ignore[no-any-return]
 
 
-def struct(typename: str, field_names: str) -> Any:
+def struct(typename: str, field_names: str, module: str) -> Any:
     """Return a :func:`collections.namedtuple` class to bundle a kernel's arrays.
 
     Numba passes an instance as a heterogeneous tuple: a field read compiles to a constant
     index, so the bundle costs nothing at run time, and unlike a jitclass it adds no
     compile time. Kernel modules import only numpy and ``dpfast._jit``, hence this helper.
+    ``module`` is the defining module's ``__name__``, so that the class pickles by
+    reference (Numba's on-disk cache pickles argument types).
     """
-    return collections.namedtuple(typename, field_names)
+    return collections.namedtuple(typename, field_names, module=module)
 
 
 @jit_inline

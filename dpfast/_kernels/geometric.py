@@ -30,20 +30,11 @@ import numpy as np
 
 from dpfast._jit import count_trailing_zeros as _cttz
 from dpfast._jit import jit
-from dpfast._kernels.chacha import chacha20_blocks16
+from dpfast._kernels.lanes import counter_blocks, new_lanes
 
 #: Draws per stream (the unit of threading).
 SEGMENT = 4096
 _ONE = np.uint64(1)
-
-
-@jit
-def _refill(key, nonce, first_block, buf, x, s, counters, nonces):
-    # Blocks first_block .. first_block + 15 of stream (key, nonce) into buf (128 words).
-    for lane in range(16):
-        counters[lane] = np.uint64(first_block + lane)
-        nonces[lane] = nonce
-    chacha20_blocks16(key, counters, nonces, x, s, buf)
 
 
 @jit
@@ -83,11 +74,7 @@ def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):
     n = out.shape[0]
     mu = np.uint64(m)
     nf = 8 if b == 16 else 4
-    buf = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.empty(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
+    lanes = new_lanes()
     fb = np.empty(nf, dtype=np.uint64)
     cap = np.int64(1) << np.int64(61)
     for seg in range(seg_lo, seg_hi):
@@ -115,8 +102,8 @@ def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):
                     while True:
                         if left == 0:
                             if fidx == nf:
-                                _refill(key, nonce, block, buf, x, s, counters, nonces)
-                                _failures(buf, b, mu, fb)
+                                counter_blocks(key, nonce, block, lanes)
+                                _failures(lanes.words, b, mu, fb)
                                 block += 16
                                 fidx = 0
                             cur = fb[fidx]

@@ -32,7 +32,7 @@ from dpfast._kernels.chacha import chacha20_blocks16
 #   counters  uint64[16], block counter of each lane
 #   nonces    uint64[16], stream of each lane
 #   words     uint64[16 * 8], the output: words[lane * 8 + j] is word j of lane's block
-Lanes = struct("Lanes", "x s counters nonces words")
+Lanes = struct("Lanes", "x s counters nonces words", __name__)
 
 
 @jit
