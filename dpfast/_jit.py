@@ -7,6 +7,7 @@ compiles nothing. ``fastmath`` is off: the privacy arithmetic must follow IEEE r
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,6 +27,18 @@ def jit(func: F) -> F:
 def jit_inline(func: F) -> F:
     """Like :func:`jit`, for small helpers that LLVM should inline into their callers."""
     return numba.njit(inline="always", **_OPTIONS)(func)  # type: ignore[no-any-return]
+
+
+def struct(typename: str, field_names: str, module: str) -> Any:
+    """Return a :func:`collections.namedtuple` class to bundle a kernel's arrays.
+
+    Numba passes an instance as a heterogeneous tuple: a field read compiles to a constant
+    index, so the bundle costs nothing at run time, and unlike a jitclass it adds no
+    compile time. Kernel modules import only numpy and ``dpfast._jit``, hence this helper.
+    ``module`` is the defining module's ``__name__``, so that the class pickles by
+    reference (Numba's on-disk cache pickles argument types).
+    """
+    return collections.namedtuple(typename, field_names, module=module)
 
 
 @jit_inline

@@ -19,11 +19,36 @@ from dpfast._kernels import checks
 from dpfast.exceptions import PrivacyLeakWarning
 
 
-def check_int(value: Any, name: str) -> int:
-    """Return ``value`` as an int, refusing bools, floats and other types."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral,)):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    return int(value)
+def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int, refusing bools, floats and other types.
+
+    With ``low`` and/or ``high``, the value must also lie in ``[low, high]``; the message
+    then states the range: ``"size must be an integer in [0, 10], got 11"``.
+    """
+    if low is not None and high is not None:
+        expected = f"an integer in [{low}, {high}]"
+    elif low is not None:
+        expected = f"an integer >= {low}"
+    elif high is not None:
+        expected = f"an integer <= {high}"
+    else:
+        expected = "an integer"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r} ({type(value).__name__})")
+    result = int(value)
+    if (low is not None and result < low) or (high is not None and result > high):
+        raise ValueError(f"{name} must be {expected}, got {result}")
+    return result
+
+
+def check_positive(value: Any, name: str) -> float:
+    """Return ``value`` as a float, requiring a finite real number greater than 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    result = float(value)
+    if not math.isfinite(result) or result <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return result
 
 
 def check_k(k: Any, n_records: int) -> int:
@@ -41,12 +66,7 @@ def check_k(k: Any, n_records: int) -> int:
 
 def check_epsilon(epsilon: Any) -> float:
     """Check a privacy budget: a finite number greater than 0."""
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})")
-    value = float(epsilon)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    return value
+    return check_positive(epsilon, "epsilon")
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:

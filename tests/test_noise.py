@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpfast import noise
-from dpfast._kernels import chacha, dlaplace
+from dpfast._kernels import chacha, lanes, uniform
 from dpfast.exceptions import UnsafeSamplerWarning
 from tests.reference import noise_reference as ref
 
@@ -177,9 +177,8 @@ def test_permutation_equals_reference(n):
 @pytest.mark.parametrize(("top", "m"), [(2**32, 4), (2**32 + 3, 6), (2**40, 30), (2**62 + 1, 20)])
 def test_bounded_draws_above_32_bits_equal_reference(top, m):
     got = np.empty(m, dtype=np.int64)
-    words = np.empty(128, dtype=np.uint64)
     state = np.array([0, 256], dtype=np.int64)
-    dlaplace.bounded_batch(KEY, top, got, words, state)
+    uniform.bounded_batch(KEY, top, got, lanes.new_lanes(), state)
     assert got.tolist() == ref.bounded_sequence(KEY_LIST, top, m)
 
 
@@ -446,9 +445,10 @@ def test_sampler_name_mentions_exactness():
 
 def test_large_requests_split_over_threads_give_the_same_draws():
     from dpfast import noise as noise_module
+    from dpfast.noise._common import _PARALLEL_MIN_SIZE
 
     key = noise_module.NoiseSource.from_seed(5).key("threads")
-    size = 3 * noise_module._PARALLEL_MIN_SIZE + 17
+    size = 3 * _PARALLEL_MIN_SIZE + 17
     whole = noise_module.discrete_laplace(key, 2**40, size, start=11)
     parts = np.concatenate(
         [

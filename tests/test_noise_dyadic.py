@@ -195,6 +195,24 @@ def test_count_plan_moves_to_32_bits_then_to_the_rate_sampler():
     assert noise.count_noise_plan(Fraction(1, 32) - Fraction(1, 2**40)).kind == "rate"
 
 
+def test_apply_count_noise_in_place_equals_add_count_noise():
+    counts = np.arange(5000, dtype=np.int64) % 7
+    for epsilon in (0.5, Fraction(1, 100)):
+        expected, plan = noise.add_count_noise(KEY, counts, epsilon, floor=None)
+        got = counts.copy()
+        noise.apply_count_noise(KEY, got, plan, floor=None)
+        np.testing.assert_array_equal(got, expected)
+    plan = noise.count_noise_plan(0.5)
+    with pytest.raises(TypeError, match="int64"):
+        noise.apply_count_noise(KEY, counts.astype(np.int32), plan)
+    with pytest.raises(TypeError, match="int64"):
+        noise.apply_count_noise(KEY, counts[::2], plan)
+    with pytest.raises(TypeError, match="CountNoise"):
+        noise.apply_count_noise(KEY, counts.copy(), 0.5)
+    with pytest.raises(ValueError, match="floor must be an integer in"):
+        noise.apply_count_noise(KEY, counts.copy(), plan, floor=2**63)
+
+
 def test_dyadic_bases_lose_less_than_2_to_the_minus_10_of_the_budget():
     for epsilon in [*np.geomspace(1 / 32, 16, 400), 4.0, 4.000001, 16.0]:
         plan = noise.count_noise_plan(float(epsilon))

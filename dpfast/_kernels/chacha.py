@@ -35,14 +35,14 @@ _MASK32 = 0xFFFFFFFF
 
 
 @jit_inline
-def _rotl32(v, c):  # type: ignore[no-untyped-def]
+def _rotl32(v, c):
     # Numba widens uint32 arithmetic to 64 bits; truncating every partial result lets
     # LLVM narrow the expression back to a 32-bit rotate (vprold when vectorised).
     return np.uint32(np.uint32(v << c) | np.uint32(v >> (32 - c)))
 
 
 @jit_inline
-def _qr(a, b, c, d):  # type: ignore[no-untyped-def]
+def _qr(a, b, c, d):
     a = np.uint32(a + b)
     d = _rotl32(np.uint32(d ^ a), 16)
     c = np.uint32(c + d)
@@ -55,7 +55,7 @@ def _qr(a, b, c, d):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _block_words(kt, counter, nonce):  # type: ignore[no-untyped-def]
+def _block_words(kt, counter, nonce):
     # One block as a 16-tuple of uint32; kt is an 8-tuple of key words. Tuples, not
     # arrays, so callers keep everything in registers (no reference counting).
     c = np.uint64(counter)
@@ -108,7 +108,7 @@ def _block_words(kt, counter, nonce):  # type: ignore[no-untyped-def]
 
 
 @jit
-def chacha20_block(key, counter, nonce, out):  # type: ignore[no-untyped-def]
+def chacha20_block(key, counter, nonce, out):
     """Write one ChaCha20 block (16 ``uint32`` words) into ``out``.
 
     ``key``: ``uint64[8]`` (32-bit words); ``counter``, ``nonce``: ``uint64`` scalars;
@@ -121,7 +121,7 @@ def chacha20_block(key, counter, nonce, out):  # type: ignore[no-untyped-def]
 
 
 @jit
-def chacha20_block64(kt, counter, nonce):  # type: ignore[no-untyped-def]
+def chacha20_block64(kt, counter, nonce):
     """Return one block as an 8-tuple of little-endian ``uint64`` words.
 
     ``kt``: 8-tuple of ``uint64`` key words; ``counter``, ``nonce``: ``uint64``. Used for
@@ -142,7 +142,7 @@ def chacha20_block64(kt, counter, nonce):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _qr16(x, a, b, c, d):  # type: ignore[no-untyped-def]
+def _qr16(x, a, b, c, d):
     # x is uint32[16 * 16] laid out as x[word * 16 + lane]: one quarter round on all 16
     # lanes. The lane loop is innermost and every intermediate is truncated to uint32, so
     # the loop becomes one AVX-512 vpaddd/vpxord/vprold sequence.
@@ -170,7 +170,7 @@ def _qr16(x, a, b, c, d):  # type: ignore[no-untyped-def]
 
 
 @jit
-def chacha20_blocks16(key, counters, nonces, x, s, out):  # type: ignore[no-untyped-def]
+def chacha20_blocks16(key, counters, nonces, x, s, out):
     """Compute 16 ChaCha20 blocks at once, one per lane, as little-endian 64-bit words.
 
     Parameters (all arrays; no validation):
@@ -216,7 +216,7 @@ def chacha20_blocks16(key, counters, nonces, x, s, out):  # type: ignore[no-unty
 
 
 @jit
-def chacha20_words(key, nonce, n_blocks, out):  # type: ignore[no-untyped-def]
+def chacha20_words(key, nonce, n_blocks, out):
     """Fill ``out`` (``uint64[n_blocks * 8]``) with the first blocks of stream ``nonce``.
 
     Blocks ``0 .. n_blocks - 1`` are computed 16 at a time by :func:`chacha20_blocks16`

@@ -8,7 +8,7 @@ from dpfast._jit import jit
 
 
 @jit
-def non_finite(values):  # type: ignore[no-untyped-def]
+def non_finite(values):
     """Count non-finite values and find the first one.
 
     Parameters

@@ -20,7 +20,7 @@ from dpfast._jit import jit
 
 
 @jit
-def expand_leaves(nodes, first_child, n_children):  # type: ignore[no-untyped-def]
+def expand_leaves(nodes, first_child, n_children):
     """Return the leaf partitions below ``nodes`` (``int64[k]``), in depth-first order.
 
     ``first_child``, ``n_children``: ``int64[n_partitions]``. A node that is a leaf is
@@ -65,7 +65,7 @@ def split_partitions(
     n_children,
     n_codes,
     n_classes,
-):  # type: ignore[no-untyped-def]
+):
     """Split each leaf partition's records by the child of the specialised value, in one scan.
 
     Parameters (no validation):
@@ -145,7 +145,7 @@ def split_partitions(
 
 
 @jit
-def leaf_class_counts(order, leaves, part_start, part_end, classes, n_classes):  # type: ignore[no-untyped-def]
+def leaf_class_counts(order, leaves, part_start, part_end, classes, n_classes):
     """Count records per (leaf partition, class): ``int64[len(leaves), n_classes]``. O(n)."""
     out = np.zeros((leaves.shape[0], n_classes), dtype=np.int64)
     for li in range(leaves.shape[0]):
@@ -156,7 +156,7 @@ def leaf_class_counts(order, leaves, part_start, part_end, classes, n_classes): 
 
 
 @jit
-def class_histogram(codes, classes, n_codes, n_classes):  # type: ignore[no-untyped-def]
+def class_histogram(codes, classes, n_codes, n_classes):
     """Count records per (value code, class) over all records: ``int64[n_codes, n_classes]``. O(n).
 
     One pass without the ``codes * n_classes + classes`` temporary of ``np.bincount``.
@@ -170,7 +170,7 @@ def class_histogram(codes, classes, n_codes, n_classes):  # type: ignore[no-unty
 @jit
 def leaf_cells(
     first_child, n_children, split_column, node_value, root_values, position, strides, capacity
-):  # type: ignore[no-untyped-def]
+):
     """Every stored leaf partition (one holding records) and its cell in the product of the cuts.
 
     ``split_column[p]``: the column on which internal node ``p``'s children differ;
@@ -222,7 +222,7 @@ def leaf_cells(
 
 
 @jit
-def split_points(hist):  # type: ignore[no-untyped-def]
+def split_points(hist):
     """Codes present in ``hist`` (``int64[n_codes, C]``) and the class counts left of each.
 
     Returns ``(present, left)``: ``present`` ``int64[q]``, the codes with at least one

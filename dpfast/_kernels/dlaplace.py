@@ -1,23 +1,13 @@
-"""Exact samplers on ChaCha20 keyed streams: discrete Laplace, uniform integers, Bernoulli.
+"""Exact discrete Laplace samplers on ChaCha20 keyed streams (integer scale, rational rate).
 
-Every output element ``i`` of the per-element kernels reads only the stream
-``(key, nonce = start + i)`` (see :mod:`dpfast._kernels.chacha` for the stream and bit
-order), so splitting a request into chunks never changes the result. The counter-0 blocks
-of 16 consecutive nonces are computed together by the 16-lane ChaCha20 kernel, which gives
-each element 512 random bits; the rare element that needs more computes counter 1, 2, ...
-with the scalar block function.
+Every output element ``i`` reads only the stream ``(key, nonce = start + i)`` (see
+:mod:`dpfast._kernels.chacha` for the stream and bit order), so splitting a request into
+chunks never changes the result. The counter-0 blocks of 16 consecutive nonces come from
+the lane loop of :mod:`dpfast._kernels.lanes` (512 random bits per element); the rare
+element that needs more computes counter 1, 2, ... with the scalar block function. The
+draws read their bits with the reader of :mod:`dpfast._kernels.uniform` and use its exact
+``Unif{0..t-1}`` and ``Bernoulli(a/b)``; all decisions use integer arithmetic only:
 
-Randomness is spent economically and all decisions use integer arithmetic only:
-
-* ``Unif{0..m-1}``: draw ``k = min(bit_length(m - 1) + 8, 63)`` bits (little-endian) as
-  ``x``, keep it when ``x < lim`` (the largest multiple of ``m`` not above ``2**k``) and
-  return ``x mod m``. A try fails with probability below ``2**-7``, so the rejection
-  branch is almost never taken whatever ``m`` is.
-* ``Bernoulli(a/b)``: lazy comparison of a uniform ``U = 0.u1 u2 ...`` with ``a/b`` in
-  base ``2**c`` (``c = 16``, fewer when ``b >= 2**48`` so that ``r * 2**c`` fits in 64
-  bits): a ``c``-bit draw against the next ``c`` digits of ``a/b`` (long division)
-  decides unless they are equal (probability ``2**-c``). No bits when ``a = 0`` or
-  ``a >= b``. One division instead of a loop of unpredictable branches per digit.
 * ``Bernoulli(exp(-a/b))``, ``0 <= a <= b`` (Canonne, Kamath and Steinke 2020):
   ``K = 1; while Bernoulli(a/(bK)): K += 1; return K odd``, with
   ``Bernoulli(a/(bK)) = Bernoulli(1/K) and Bernoulli(a/b)`` (in that order, the second
@@ -43,177 +33,67 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
-from dpfast._kernels.chacha import chacha20_block64, chacha20_blocks16
-
-_ONE = np.uint64(1)
-# Digits per step of the lazy Bernoulli comparison: 16 when b < 2**48, else the most that
-# keep r * 2**c below 2**64. A tie continues with probability 2**-16.
-_CHUNK = 16
-_CHUNK_LIMIT = 2**48
-# Extra bits drawn by the uniform sampler so that its rejections are rare (x mod m).
-_UNIFORM_EXTRA_BITS = 8
-
-# The bit reader keeps its whole state in scalars and tuples, which Numba passes through
-# the inlined helpers without reference counting (arrays passed to inlined helpers cost
-# atomic increments per call, several times the price of a random bit):
-#   cur   uint64, the unread bits of the current 64-bit word, next bit lowest
-#   nb    int64, how many bits cur still holds
-#   widx  int64, index (0..8) in blk of the next word to load
-#   ctr   int64, block counter of blk
-#   blk   8-tuple of uint64, the current block as little-endian 64-bit words
-#   kt, nonce: the stream (8-tuple of key words, uint64 nonce); read only.
-# Every helper returns (result, cur, nb, widx, ctr, blk).
+from dpfast._kernels.lanes import per_element
+from dpfast._kernels.uniform import draw_bernoulli, draw_uniform, read_bit, uniform_params
 
 
 @jit_inline
-def _word(widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
-    if widx == 8:
-        ctr += 1
-        blk = chacha20_block64(kt, np.uint64(ctr), nonce)
-        widx = 0
-    return blk[widx], widx + 1, ctr, blk
-
-
-@jit_inline
-def _bit(cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
-    if nb == 0:
-        cur, widx, ctr, blk = _word(widx, ctr, blk, kt, nonce)
-        nb = 64
-    b = np.int64(cur & _ONE)
-    return b, cur >> _ONE, nb - 1, widx, ctr, blk
-
-
-@jit_inline
-def _take(k, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
-    # Next k (0..63) stream bits as an int64; the first of them is the lowest bit.
-    if k <= nb:
-        v = cur & ((_ONE << np.uint64(k)) - _ONE)
-        return np.int64(v), cur >> np.uint64(k), nb - k, widx, ctr, blk
-    w, widx, ctr, blk = _word(widx, ctr, blk, kt, nonce)
-    need = k - nb
-    v = cur | ((w & ((_ONE << np.uint64(need)) - _ONE)) << np.uint64(nb))
-    return np.int64(v), w >> np.uint64(need), 64 - need, widx, ctr, blk
-
-
-@jit_inline
-def _bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
-    # Exact Bernoulli(a / b) for 0 <= a and 1 <= b <= 2**62, by lazy comparison of a
-    # uniform U in [0, 1) with a / b, CHUNK bits at a time: with c = _chunk(b) digits
-    # D = floor(r * 2**c / b) of the expansion of r / b (r = a at first), a c-bit draw u
-    # decides u < D (true) or u > D (false); u == D (probability 2**-c) moves on to the
-    # remainder r * 2**c mod b. P(true) = D/2**c + 2**-c * P(r'/b) = a/b exactly.
-    if a >= b:
-        return True, cur, nb, widx, ctr, blk
-    c = _CHUNK
-    if b >= _CHUNK_LIMIT:
-        c = 64
-        while (b >> (64 - c)) != 0:
-            c -= 1
-    bu = np.uint64(b)
-    r = np.uint64(a)
-    while r != 0:
-        shifted = r << np.uint64(c)
-        d = shifted // bu
-        r = shifted - d * bu
-        u, cur, nb, widx, ctr, blk = _take(c, cur, nb, widx, ctr, blk, kt, nonce)
-        if np.uint64(u) != d:
-            return np.uint64(u) < d, cur, nb, widx, ctr, blk
-    # U agreed with every digit and no digits of a / b remain: U >= a / b.
-    return False, cur, nb, widx, ctr, blk
-
-
-@jit_inline
-def _bernoulli_exp(a, b, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _bernoulli_exp(a, b, cur, nb, widx, ctr, blk, kt, nonce):
     # Exact Bernoulli(exp(-a / b)) for 0 <= a <= b (CKS20 Algorithm 1, gamma in [0, 1]).
     k = 1
     while True:
         if k > 1:
-            ok, cur, nb, widx, ctr, blk = _bernoulli(1, k, cur, nb, widx, ctr, blk, kt, nonce)
+            ok, cur, nb, widx, ctr, blk = draw_bernoulli(1, k, cur, nb, widx, ctr, blk, kt, nonce)
             if not ok:
                 break
-        ok, cur, nb, widx, ctr, blk = _bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce)
+        ok, cur, nb, widx, ctr, blk = draw_bernoulli(a, b, cur, nb, widx, ctr, blk, kt, nonce)
         if not ok:
             break
         k += 1
     return (k & 1) == 1, cur, nb, widx, ctr, blk
 
 
-@jit
-def uniform_params(m):  # type: ignore[no-untyped-def]
-    """Return ``(k, lim)`` for :func:`_uniform` on ``{0..m-1}``, ``1 <= m < 2**63``.
-
-    ``k = min(bit_length(m - 1) + 8, 63)`` bits per try and ``lim``, the largest multiple
-    of ``m`` not above ``2**k``, as ``uint64``: a try is rejected with probability below
-    ``2**-7`` (below 1/2 when ``m > 2**55``). ``k = 0`` when ``m == 1``.
-    """
-    if m == 1:
-        return 0, np.uint64(1)
-    nbits = 0
-    while (m - 1) >> nbits:
-        nbits += 1
-    k = min(nbits + _UNIFORM_EXTRA_BITS, 63)
-    span = _ONE << np.uint64(k)
-    mu = np.uint64(m)
-    return k, (span // mu) * mu
-
-
 @jit_inline
-def _uniform(m, k, lim, cur, nb, widx, ctr, blk, kt, nonce):  # type: ignore[no-untyped-def]
-    # Exact Unif{0..m-1}: a k-bit draw x is kept when x < lim (a multiple of m) and
-    # reduced mod m; (k, lim) from uniform_params(m). No bits when m == 1.
-    if m == 1:
-        return 0, cur, nb, widx, ctr, blk
-    mu = np.uint64(m)
+def _accepted_pair(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce):
+    # The first two steps of CKS20 Algorithm 2: U ~ Unif{0..t-1} until Bernoulli(exp(-U/t))
+    # accepts it, then V = the number of Bernoulli(exp(-1)) successes before a failure.
     while True:
-        x, cur, nb, widx, ctr, blk = _take(k, cur, nb, widx, ctr, blk, kt, nonce)
-        xu = np.uint64(x)
-        if xu < lim:
-            return np.int64(xu % mu), cur, nb, widx, ctr, blk
+        u, cur, nb, widx, ctr, blk = draw_uniform(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce)
+        ok, cur, nb, widx, ctr, blk = _bernoulli_exp(u, t, cur, nb, widx, ctr, blk, kt, nonce)
+        if ok:
+            break
+    v = 0
+    while True:
+        ok, cur, nb, widx, ctr, blk = _bernoulli_exp(1, 1, cur, nb, widx, ctr, blk, kt, nonce)
+        if not ok:
+            break
+        v += 1
+    return u, v, cur, nb, widx, ctr, blk
 
 
 @jit_inline
-def _dlaplace_one(t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _dlaplace_draw(params, blk, kt, nonce):
+    t, k, lim, cap = params
     cur = np.uint64(0)
     nb = 0
     widx = 0
     ctr = 0
     while True:
-        u, cur, nb, widx, ctr, blk = _uniform(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce)
-        ok, cur, nb, widx, ctr, blk = _bernoulli_exp(u, t, cur, nb, widx, ctr, blk, kt, nonce)
-        if not ok:
-            continue
-        v = 0
-        while True:
-            ok, cur, nb, widx, ctr, blk = _bernoulli_exp(1, 1, cur, nb, widx, ctr, blk, kt, nonce)
-            if not ok:
-                break
-            v += 1
+        u, v, cur, nb, widx, ctr, blk = _accepted_pair(
+            t, k, lim, cur, nb, widx, ctr, blk, kt, nonce
+        )
         if u >= cap or v > (cap - u) // t:
             x = cap
         else:
             x = u + t * v
-        sign, cur, nb, widx, ctr, blk = _bit(cur, nb, widx, ctr, blk, kt, nonce)
+        sign, cur, nb, widx, ctr, blk = read_bit(cur, nb, widx, ctr, blk, kt, nonce)
         if sign == 1 and x == 0:
             continue
         return -x if sign == 1 else x
 
 
-@jit_inline
-def _key_tuple(key):  # type: ignore[no-untyped-def]
-    return (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7])
-
-
 @jit
-def _first_blocks(key, nonce0, first, x, s, counters, nonces):  # type: ignore[no-untyped-def]
-    # Counter-0 blocks of nonces nonce0 .. nonce0 + 15 into first (uint64[16 * 8]);
-    # x, s: uint32[256] scratch, counters: uint64[16] zeros, nonces: uint64[16] scratch.
-    for lane in range(16):
-        nonces[lane] = nonce0 + np.uint64(lane)
-    chacha20_blocks16(key, counters, nonces, x, s, first)
-
-
-@jit
-def discrete_laplace_kernel(key, t, start, cap, out):  # type: ignore[no-untyped-def]
+def discrete_laplace_kernel(key, t, start, cap, out):
     """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of integer scale ``t``.
 
     ``out[i]`` has ``P(Y = y) = (e^{1/t} - 1)/(e^{1/t} + 1) * exp(-|y|/t)`` with ``|Y|``
@@ -229,203 +109,8 @@ def discrete_laplace_kernel(key, t, start, cap, out):  # type: ignore[no-untyped
               if B == 1 and X == 0: continue
               return (1 - 2B) X
     """
-    n = out.shape[0]
     k, lim = uniform_params(t)
-    first = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    kt = _key_tuple(key)
-    for g in range(0, n, 16):
-        _first_blocks(key, start + np.uint64(g), first, x, s, counters, nonces)
-        for lane in range(min(16, n - g)):
-            # The block is copied into a tuple so the samplers take no arrays.
-            o = lane * 8
-            blk = (
-                first[o],
-                first[o + 1],
-                first[o + 2],
-                first[o + 3],
-                first[o + 4],
-                first[o + 5],
-                first[o + 6],
-                first[o + 7],
-            )
-            nonce = start + np.uint64(g + lane)
-            out[g + lane] = _dlaplace_one(t, k, lim, cap, blk, kt, nonce)
-
-
-@jit
-def uniform_integers_kernel(key, high, start, out):  # type: ignore[no-untyped-def]
-    """Fill ``out`` (``int64[n]``) with exact draws of ``Unif{0..high-1}``.
-
-    ``high``: int64 in ``[1, 2**63 - 1]``; ``out[i]`` reads only the stream
-    ``(key, start + i)``: ``bit_length(high - 1)`` bits at a time, rejected while
-    ``>= high``. O(n) expected.
-    """
-    n = out.shape[0]
-    k, lim = uniform_params(high)
-    first = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    kt = _key_tuple(key)
-    for g in range(0, n, 16):
-        _first_blocks(key, start + np.uint64(g), first, x, s, counters, nonces)
-        for lane in range(min(16, n - g)):
-            # The block is copied into a tuple so the samplers take no arrays.
-            o = lane * 8
-            blk = (
-                first[o],
-                first[o + 1],
-                first[o + 2],
-                first[o + 3],
-                first[o + 4],
-                first[o + 5],
-                first[o + 6],
-                first[o + 7],
-            )
-            nonce = start + np.uint64(g + lane)
-            u = _uniform(high, k, lim, np.uint64(0), 0, 0, 0, blk, kt, nonce)[0]
-            out[g + lane] = u
-
-
-@jit
-def bernoulli_kernel(key, numerator, denominator, start, out):  # type: ignore[no-untyped-def]
-    """Fill ``out`` (``bool[n]``) with exact ``Bernoulli(numerator / denominator)`` draws.
-
-    ``0 <= numerator <= denominator``, ``1 <= denominator <= 2**62``; ``out[i]`` reads
-    only the stream ``(key, start + i)`` (lazy bit comparison, 2 bits expected). O(n).
-    """
-    n = out.shape[0]
-    first = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    kt = _key_tuple(key)
-    for g in range(0, n, 16):
-        _first_blocks(key, start + np.uint64(g), first, x, s, counters, nonces)
-        for lane in range(min(16, n - g)):
-            # The block is copied into a tuple so the samplers take no arrays.
-            o = lane * 8
-            blk = (
-                first[o],
-                first[o + 1],
-                first[o + 2],
-                first[o + 3],
-                first[o + 4],
-                first[o + 5],
-                first[o + 6],
-                first[o + 7],
-            )
-            nonce = start + np.uint64(g + lane)
-            b = _bernoulli(numerator, denominator, np.uint64(0), 0, 0, 0, blk, kt, nonce)[0]
-            out[g + lane] = b
-
-
-@jit
-def _refill(key, next_block, words):  # type: ignore[no-untyped-def]
-    # Blocks next_block .. next_block + 15 of stream (key, 0) into words (uint64[128]).
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.empty(16, dtype=np.uint64)
-    nonces = np.zeros(16, dtype=np.uint64)
-    for lane in range(16):
-        counters[lane] = np.uint64(next_block + lane)
-    chacha20_blocks16(key, counters, nonces, x, s, words)
-
-
-@jit
-def bounded_batch(key, top, js, words, state):  # type: ignore[no-untyped-def]
-    """Fill ``js`` with ``js[b] ~ Unif{0..top-b-1}`` from consecutive words of stream (key, 0).
-
-    ``key`` ``uint64[8]``; ``top`` int64 with ``top - len(js) >= 1``; ``words``
-    ``uint64[128]`` and ``state`` ``int64[2]`` (next block counter, next 32-bit word
-    index, 256 = empty) carry the stream between calls. Bounds ``<= 2**32`` use one 32-bit
-    word ``w`` by Lemire's method: ``w * bound`` is kept unless its low 32 bits fall below
-    ``2**32 mod bound``, and its high 32 bits are the draw. Larger bounds use two words
-    (low first) as a 64-bit ``v``, keep its ``bit_length(bound - 1)`` low bits and reject
-    while ``>= bound``. Exact; O(len(js)) expected.
-    """
-    next_block = state[0]
-    widx = state[1]
-    mask32 = np.uint64(0xFFFFFFFF)
-    for b in range(js.shape[0]):
-        bound = top - b
-        bu = np.uint64(bound)
-        if bound <= 4294967296:
-            while True:
-                # The word reader is written out here (not a helper taking arrays) to
-                # keep reference counting out of this loop.
-                if widx >= 256:
-                    _refill(key, next_block, words)
-                    next_block += 16
-                    widx = 0
-                w = words[widx >> 1]
-                w = (w >> np.uint64(32)) if widx & 1 else (w & mask32)
-                widx += 1
-                prod = w * bu
-                low = prod & mask32
-                if low < bu:
-                    if low < np.uint64(4294967296 - bound) % bu:
-                        continue
-                js[b] = np.int64(prod >> np.uint64(32))
-                break
-        else:
-            nbits = 0
-            while (bound - 1) >> nbits:
-                nbits += 1
-            mask = (_ONE << np.uint64(nbits)) - _ONE
-            while True:
-                v = np.uint64(0)
-                for half in range(2):
-                    if widx >= 256:
-                        _refill(key, next_block, words)
-                        next_block += 16
-                        widx = 0
-                    w = words[widx >> 1]
-                    w = (w >> np.uint64(32)) if widx & 1 else (w & mask32)
-                    widx += 1
-                    v |= w << np.uint64(32 * half)
-                v &= mask
-                if v < bu:
-                    js[b] = np.int64(v)
-                    break
-    state[0] = next_block
-    state[1] = widx
-
-
-@jit
-def permutation_kernel(key, out):  # type: ignore[no-untyped-def]
-    """Fill ``out`` (``int64[n]``) with a uniform random permutation of ``range(n)``.
-
-    Fisher-Yates (Durstenfeld): for ``i = n-1, ..., 1`` swap ``out[i]`` and ``out[j]``
-    with ``j ~ Unif{0..i}`` drawn by :func:`bounded_batch` from stream ``(key, 0)``. The
-    indices are drawn in batches before the swaps so that the cache misses of the swaps
-    overlap. O(n); about 15 ns per element at n = 1e7 (``benchmarks/bench_noise.py``).
-    """
-    n = out.shape[0]
-    for i in range(n):
-        out[i] = i
-    words = np.empty(128, dtype=np.uint64)
-    state = np.zeros(2, dtype=np.int64)
-    state[1] = 256
-    js = np.empty(4096, dtype=np.int64)
-    i = n - 1
-    while i >= 1:
-        m = min(js.shape[0], i)
-        batch = js[:m]
-        bounded_batch(key, i + 1, batch, words, state)
-        for b in range(m):
-            k = i - b
-            j = batch[b]
-            tmp = out[k]
-            out[k] = out[j]
-            out[j] = tmp
-        i -= m
+    per_element(_dlaplace_draw, (t, k, lim, cap), key, start, out)
 
 
 # Largest X = U + t * V computed by the rational-rate sampler; beyond it X saturates.
@@ -433,36 +118,30 @@ _X_MAX = 2**62
 
 
 @jit_inline
-def _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce):  # type: ignore[no-untyped-def]
+def _dlaplace_rate_draw(params, blk, kt, nonce):
+    s, t, k, lim, cap = params
     cur = np.uint64(0)
     nb = 0
     widx = 0
     ctr = 0
     while True:
-        u, cur, nb, widx, ctr, blk = _uniform(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce)
-        ok, cur, nb, widx, ctr, blk = _bernoulli_exp(u, t, cur, nb, widx, ctr, blk, kt, nonce)
-        if not ok:
-            continue
-        v = 0
-        while True:
-            ok, cur, nb, widx, ctr, blk = _bernoulli_exp(1, 1, cur, nb, widx, ctr, blk, kt, nonce)
-            if not ok:
-                break
-            v += 1
+        u, v, cur, nb, widx, ctr, blk = _accepted_pair(
+            t, k, lim, cur, nb, widx, ctr, blk, kt, nonce
+        )
         if v > (_X_MAX - u) // t:
             y = cap
         else:
             y = (u + t * v) // s
             if y > cap:
                 y = cap
-        sign, cur, nb, widx, ctr, blk = _bit(cur, nb, widx, ctr, blk, kt, nonce)
+        sign, cur, nb, widx, ctr, blk = read_bit(cur, nb, widx, ctr, blk, kt, nonce)
         if sign == 1 and y == 0:
             continue
         return -y if sign == 1 else y
 
 
 @jit
-def discrete_laplace_rate_kernel(key, s, t, start, cap, out):  # type: ignore[no-untyped-def]
+def discrete_laplace_rate_kernel(key, s, t, start, cap, out):
     """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of rational rate ``s/t``.
 
     ``out[i]`` has ``P(Y = y) = (e^{s/t} - 1)/(e^{s/t} + 1) * exp(-|y| s/t)`` with ``|Y|``
@@ -482,27 +161,5 @@ def discrete_laplace_rate_kernel(key, s, t, start, cap, out):  # type: ignore[no
 
     With ``s = 1`` it consumes the same bits as :func:`discrete_laplace_kernel`.
     """
-    n = out.shape[0]
     k, lim = uniform_params(t)
-    first = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    sc = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    kt = _key_tuple(key)
-    for g in range(0, n, 16):
-        _first_blocks(key, start + np.uint64(g), first, x, sc, counters, nonces)
-        for lane in range(min(16, n - g)):
-            o = lane * 8
-            blk = (
-                first[o],
-                first[o + 1],
-                first[o + 2],
-                first[o + 3],
-                first[o + 4],
-                first[o + 5],
-                first[o + 6],
-                first[o + 7],
-            )
-            nonce = start + np.uint64(g + lane)
-            out[g + lane] = _dlaplace_rate_one(s, t, k, lim, cap, blk, kt, nonce)
+    per_element(_dlaplace_rate_draw, (s, t, k, lim, cap), key, start, out)

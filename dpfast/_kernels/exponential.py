@@ -29,13 +29,13 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
-from dpfast._kernels.chacha import chacha20_blocks16
+from dpfast._kernels.lanes import new_lanes, nonce_blocks
 
 TWO63 = 9223372036854775808.0  # 2**63 as a float64 (exact)
 
 
 @jit_inline
-def _thresholds(quality, scale, thr):  # type: ignore[no-untyped-def]
+def _thresholds(quality, scale, thr):
     # quality: float64[m]; thr: uint64[m] (written). See the module docstring.
     m = quality.shape[0]
     top = -np.inf
@@ -59,7 +59,7 @@ def _thresholds(quality, scale, thr):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _select(thr, u):  # type: ignore[no-untyped-def]
+def _select(thr, u):
     # First c with u < thr[c]; thr is non-decreasing and ends with 2**63 > u.
     lo = 0
     hi = thr.shape[0] - 1
@@ -72,16 +72,8 @@ def _select(thr, u):  # type: ignore[no-untyped-def]
     return lo
 
 
-@jit_inline
-def _words(key, nonce0, x, s, counters, nonces, block):  # type: ignore[no-untyped-def]
-    # Counter-0 blocks of streams nonce0 .. nonce0 + 15; word 0 of lane l is block[l * 8].
-    for lane in range(16):
-        nonces[lane] = nonce0 + np.uint64(lane)
-    chacha20_blocks16(key, counters, nonces, x, s, block)
-
-
 @jit
-def thresholds(quality, scale):  # type: ignore[no-untyped-def]
+def thresholds(quality, scale):
     """Integer CDF of one draw: ``uint64[m]`` thresholds for ``quality`` (``float64[m]``)."""
     thr = np.empty(quality.shape[0], dtype=np.uint64)
     _thresholds(quality, scale, thr)
@@ -89,7 +81,7 @@ def thresholds(quality, scale):  # type: ignore[no-untyped-def]
 
 
 @jit
-def em_rows(key, quality, scale, start, out):  # type: ignore[no-untyped-def]
+def em_rows(key, quality, scale, start, out):
     """One exponential-mechanism draw per row of ``quality`` (``float64[n, m]``).
 
     ``key`` ``uint64[8]``; ``scale`` float ``ε / (2 Δq)``; ``start`` uint64 nonce of row
@@ -98,20 +90,17 @@ def em_rows(key, quality, scale, start, out):  # type: ignore[no-untyped-def]
     n = quality.shape[0]
     m = quality.shape[1]
     thr = np.empty(m, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    block = np.empty(128, dtype=np.uint64)
+    lanes = new_lanes()
+    block = lanes.words  # word 0 of lane l's block is block[l * 8]
     for g0 in range(0, n, 16):
-        _words(key, start + np.uint64(g0), x, s, counters, nonces, block)
+        nonce_blocks(key, start + np.uint64(g0), lanes)
         for lane in range(min(16, n - g0)):
             _thresholds(quality[g0 + lane], scale, thr)
             out[g0 + lane] = _select(thr, block[lane * 8] >> np.uint64(1))
 
 
 @jit
-def em_sorted_groups(key, counts, k, distance, scale, start, out):  # type: ignore[no-untyped-def]
+def em_sorted_groups(key, counts, k, distance, scale, start, out):
     """Exponential-mechanism draw per rank group of a sorted categorical column.
 
     Parameters (no validation):
@@ -135,16 +124,13 @@ def em_sorted_groups(key, counts, k, distance, scale, start, out):  # type: igno
     have_pure = np.zeros(m, dtype=np.bool_)
     thr = np.empty(m, dtype=np.uint64)
     quality = np.empty(m, dtype=np.float64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.zeros(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    block = np.empty(128, dtype=np.uint64)
+    lanes = new_lanes()
+    block = lanes.words
     # (r, left): the next unconsumed position is the left-th remaining copy of value r
     r = 0
     left = counts[0] if m > 0 else 0
     for g0 in range(0, n_groups, 16):
-        _words(key, start + np.uint64(g0), x, s, counters, nonces, block)
+        nonce_blocks(key, start + np.uint64(g0), lanes)
         for lane in range(min(16, n_groups - g0)):
             g = g0 + lane
             size = k if g < n_groups - 1 else n - k * (n_groups - 1)

@@ -30,7 +30,7 @@ import numpy as np
 
 from dpfast._jit import count_trailing_zeros as _cttz
 from dpfast._jit import jit
-from dpfast._kernels.chacha import chacha20_blocks16
+from dpfast._kernels.lanes import counter_blocks, new_lanes
 
 #: Draws per stream (the unit of threading).
 SEGMENT = 4096
@@ -38,16 +38,7 @@ _ONE = np.uint64(1)
 
 
 @jit
-def _refill(key, nonce, first_block, buf, x, s, counters, nonces):  # type: ignore[no-untyped-def]
-    # Blocks first_block .. first_block + 15 of stream (key, nonce) into buf (128 words).
-    for lane in range(16):
-        counters[lane] = np.uint64(first_block + lane)
-        nonces[lane] = nonce
-    chacha20_blocks16(key, counters, nonces, x, s, buf)
-
-
-@jit
-def _failures(buf, b, mu, fb):  # type: ignore[no-untyped-def]
+def _failures(buf, b, mu, fb):
     # Bit t of fb[t // 64] = trial t of buf failed (u >= m); trial t is lane t % (64/b) of
     # word t // (64/b), lowest lane first. Two copies so that each loop has constant shifts.
     if b == 16:
@@ -71,7 +62,7 @@ def _failures(buf, b, mu, fb):  # type: ignore[no-untyped-def]
 
 
 @jit
-def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):  # type: ignore[no-untyped-def]
+def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):
     """``out[i] = max(out[i] + X_i, floor)`` in place for the segments ``[seg_lo, seg_hi)``.
 
     ``key`` ``uint64[8]``; ``m``, ``b`` int64 with ``b`` in ``{16, 32}`` and
@@ -83,11 +74,7 @@ def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):  # type: ignor
     n = out.shape[0]
     mu = np.uint64(m)
     nf = 8 if b == 16 else 4
-    buf = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.empty(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
+    lanes = new_lanes()
     fb = np.empty(nf, dtype=np.uint64)
     cap = np.int64(1) << np.int64(61)
     for seg in range(seg_lo, seg_hi):
@@ -115,8 +102,8 @@ def dyadic_laplace_kernel(key, m, b, seg_lo, seg_hi, floor, out):  # type: ignor
                     while True:
                         if left == 0:
                             if fidx == nf:
-                                _refill(key, nonce, block, buf, x, s, counters, nonces)
-                                _failures(buf, b, mu, fb)
+                                counter_blocks(key, nonce, block, lanes)
+                                _failures(lanes.words, b, mu, fb)
                                 block += 16
                                 fidx = 0
                             cur = fb[fidx]

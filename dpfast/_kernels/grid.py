@@ -15,7 +15,7 @@ from dpfast._jit import jit_inline
 
 
 @jit_inline
-def quantise(x, lower, upper, gamma, d_int):  # type: ignore[no-untyped-def]
+def quantise(x, lower, upper, gamma, d_int):
     """Return ``(q, clamped)``: ``x``'s grid value and whether it lay outside the domain."""
     clamped = False
     if x < lower:
@@ -31,7 +31,7 @@ def quantise(x, lower, upper, gamma, d_int):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def noisy_mean(total, size, noise, d_int):  # type: ignore[no-untyped-def]
+def noisy_mean(total, size, noise, d_int):
     """``round_half_even(total / size) + noise``, clamped to ``[0, d_int]`` (int64)."""
     quotient = total // size
     twice_rest = 2 * (total - quotient * size)
@@ -46,7 +46,7 @@ def noisy_mean(total, size, noise, d_int):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def grid_value(y, lower, upper, gamma, round_values):  # type: ignore[no-untyped-def]
+def grid_value(y, lower, upper, gamma, round_values):
     """Map grid value ``y`` back to the data's units, rounded if asked, within the domain."""
     value = lower + gamma * y
     if round_values:

@@ -17,7 +17,7 @@ from dpfast._kernels.grid import grid_value, noisy_mean, quantise
 
 
 @jit_inline
-def _reference_key(values, row, point, widths, codes, terms):  # type: ignore[no-untyped-def]
+def _reference_key(values, row, point, widths, codes, terms):
     d = 0.0
     for j in range(values.shape[1]):
         if widths[j] > 0.0:
@@ -29,7 +29,7 @@ def _reference_key(values, row, point, widths, codes, terms):  # type: ignore[no
 
 
 @jit
-def reference_keys(values, point, widths, codes, terms):  # type: ignore[no-untyped-def]
+def reference_keys(values, point, widths, codes, terms):
     """Normalised squared distance of every row to one reference point (SPEC §4.2).
 
     Parameters
@@ -59,7 +59,7 @@ def reference_keys(values, point, widths, codes, terms):  # type: ignore[no-unty
 
 
 @jit_inline
-def _before(key_a, a, key_b, b, values, codes):  # type: ignore[no-untyped-def]
+def _before(key_a, a, key_b, b, values, codes):
     """Strict total order of SPEC §4.2: key, then values and codes lexicographically, row."""
     if key_a != key_b:
         return key_a < key_b
@@ -73,7 +73,7 @@ def _before(key_a, a, key_b, b, values, codes):  # type: ignore[no-untyped-def]
 
 
 @jit
-def insensitive_general(values, k, points, sequence, widths, codes, terms):  # type: ignore[no-untyped-def]
+def insensitive_general(values, k, points, sequence, widths, codes, terms):
     """Insensitive MDAV with any reference sequence: O(n^2 m / k) (SPEC §4.2, §4.3).
 
     Parameters
@@ -160,7 +160,7 @@ def insensitive_general(values, k, points, sequence, widths, codes, terms):  # t
 
 
 @jit
-def take_in_order(orders, sequence, k):  # type: ignore[no-untyped-def]
+def take_in_order(orders, sequence, k):
     """Insensitive MDAV fast path: each cluster takes the first ``k`` unused rows of its order.
 
     Parameters
@@ -203,7 +203,7 @@ def take_in_order(orders, sequence, k):  # type: ignore[no-untyped-def]
 
 
 @jit
-def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):  # type: ignore[no-untyped-def]
+def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):
     """Clamp and quantise a column to its grid; exact integer sums per cluster.
 
     Parameters
@@ -235,7 +235,7 @@ def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):  
 
 
 @jit
-def noisy_cluster_values(sums, sizes, noise, d_int):  # type: ignore[no-untyped-def]
+def noisy_cluster_values(sums, sizes, noise, d_int):
     """Round each cluster mean to the grid (half to even), add its noise, clamp to the grid.
 
     Parameters
@@ -264,7 +264,7 @@ def broadcast_clusters(
     lower,
     upper,
     gamma,
-    round_values,  # type: ignore[no-untyped-def]
+    round_values,
     destination,
     out,
 ):

@@ -13,15 +13,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._jit import jit, jit_inline
+from dpfast._jit import jit, jit_inline, struct
 
 NO_ROW = np.iinfo(np.int64).max
+
+# A k-d tree over records, with the state that tracks which are still alive. Positions
+# are tree order (see build_tree); nodes are in heap layout, node 0 unused:
+#   points   float64[n, m], the records in tree order
+#   ids      int64[n], row of each position; alive bool[n]; leaf_of int64[n], leaf node
+#   start, end  int64[n_nodes], position range of each node
+#   lo, hi   float64[n_nodes, m], bounding box of the node's alive records
+#   count    int64[n_nodes], its alive records; min_id int64[n_nodes], their lowest row
+#   depth    int, leaves are nodes 2**depth .. 2**(depth + 1) - 1
+Tree = struct("Tree", "points ids alive leaf_of start end lo hi count min_id depth", __name__)
+# Scratch of the searches: stack_node int64[2 * depth + 4], stack_bound float64[same];
+# heap_d float64[k], heap_id int64[k], heap_pos int64[k] (nearest's max-heap).
+Scratch = struct("Scratch", "stack_node stack_bound heap_d heap_id heap_pos", __name__)
 
 # -- k-d tree ----------------------------------------------------------------------------
 
 
 @jit_inline
-def _select(points, perm, lo, hi, target, dim):  # type: ignore[no-untyped-def]
+def _select(points, perm, lo, hi, target, dim):
     """Reorder ``perm[lo:hi+1]`` so that position ``target`` holds its order statistic."""
     while lo < hi:
         a = points[perm[lo], dim]
@@ -51,7 +64,7 @@ def _select(points, perm, lo, hi, target, dim):  # type: ignore[no-untyped-def]
 
 
 @jit
-def build_tree(points, leaf_size):  # type: ignore[no-untyped-def]
+def build_tree(points, leaf_size):
     """Balanced k-d tree in heap layout: node ``i`` has children ``2i`` and ``2i + 1``.
 
     Parameters
@@ -106,7 +119,10 @@ def build_tree(points, leaf_size):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+def refresh_leaf(node, tree):
+    """Recompute the box, alive count and lowest alive row of leaf ``node``."""
+    tree_points, ids, alive, lo, hi = tree.points, tree.ids, tree.alive, tree.lo, tree.hi
+    start, end, count, min_id = tree.start, tree.end, tree.count, tree.min_id
     m = tree_points.shape[1]
     for j in range(m):
         lo[node, j] = np.inf
@@ -126,7 +142,9 @@ def refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_i
 
 
 @jit_inline
-def refresh_internal(node, lo, hi, count, min_id):  # type: ignore[no-untyped-def]
+def refresh_internal(node, tree):
+    """Recompute internal ``node``'s box, count and lowest row from its two children."""
+    lo, hi, count, min_id = tree.lo, tree.hi, tree.count, tree.min_id
     a = 2 * node
     b = a + 1
     count[node] = count[a] + count[b]
@@ -137,7 +155,7 @@ def refresh_internal(node, lo, hi, count, min_id):  # type: ignore[no-untyped-de
 
 
 @jit_inline
-def distance(query, tree_points, pos):  # type: ignore[no-untyped-def]
+def distance(query, tree_points, pos):
     d = 0.0
     for j in range(query.shape[0]):
         t = query[j] - tree_points[pos, j]
@@ -146,7 +164,7 @@ def distance(query, tree_points, pos):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _upper_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+def _upper_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
         t = max(query[j] - lo[node, j], hi[node, j] - query[j])
@@ -155,7 +173,7 @@ def _upper_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _lower_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
+def _lower_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
         t = 0.0
@@ -168,27 +186,16 @@ def _lower_bound(query, lo, hi, node):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def farthest(
-    query,
-    tree_points,
-    ids,
-    alive,
-    start,
-    end,
-    lo,
-    hi,
-    count,
-    min_id,
-    first_leaf,
-    stack_node,
-    stack_bound,
-    best_pos,
-):  # type: ignore[no-untyped-def]
+def farthest(query, tree, scratch, best_pos):
     """Position of the alive record farthest from ``query``; ties to the lowest row.
 
     ``best_pos`` (an alive position, or -1) seeds the search: a good first guess prunes
     more, and any guess gives the same answer.
     """
+    tree_points, ids, alive, lo, hi = tree.points, tree.ids, tree.alive, tree.lo, tree.hi
+    start, end, count, min_id = tree.start, tree.end, tree.count, tree.min_id
+    first_leaf = 1 << tree.depth
+    stack_node, stack_bound = scratch.stack_node, scratch.stack_bound
     best_d = -1.0
     best_id = NO_ROW
     if best_pos >= 0:
@@ -231,31 +238,21 @@ def farthest(
 
 
 @jit_inline
-def _heap_greater(d1, id1, d2, id2):  # type: ignore[no-untyped-def]
+def _heap_greater(d1, id1, d2, id2):
     return d1 > d2 or (d1 == d2 and id1 > id2)
 
 
 @jit_inline
-def nearest(
-    query,
-    wanted,
-    tree_points,
-    ids,
-    alive,
-    start,
-    end,
-    lo,
-    hi,
-    count,
-    min_id,
-    first_leaf,
-    stack_node,
-    stack_bound,
-    heap_d,
-    heap_id,
-    heap_pos,
-):  # type: ignore[no-untyped-def]
-    """Fill ``heap_pos[:wanted]`` with the alive records nearest ``query`` (ties: lowest row)."""
+def nearest(query, wanted, tree, scratch):
+    """Fill ``scratch.heap_pos[:wanted]`` with the alive records nearest ``query``.
+
+    Ties go to the lowest row. Returns how many were found (fewer when fewer are alive).
+    """
+    tree_points, ids, alive, lo, hi = tree.points, tree.ids, tree.alive, tree.lo, tree.hi
+    start, end, count, min_id = tree.start, tree.end, tree.count, tree.min_id
+    first_leaf = 1 << tree.depth
+    stack_node, stack_bound = scratch.stack_node, scratch.stack_bound
+    heap_d, heap_id, heap_pos = scratch.heap_d, scratch.heap_id, scratch.heap_pos
     size = 0
     stack_node[0] = 1
     stack_bound[0] = 0.0

@@ -24,6 +24,8 @@ import numpy as np
 from dpfast._jit import jit, jit_inline
 from dpfast._kernels.kdtree import (
     NO_ROW,
+    Scratch,
+    Tree,
     build_tree,
     distance,
     farthest,
@@ -34,7 +36,7 @@ from dpfast._kernels.kdtree import (
 
 
 @jit_inline
-def _kth_smallest(buffer, length, target):  # type: ignore[no-untyped-def]
+def _kth_smallest(buffer, length, target):
     """Value of rank ``target`` (0-based) among ``buffer[:length]``, which is reordered."""
     lo = 0
     hi = length - 1
@@ -67,7 +69,7 @@ def _kth_smallest(buffer, length, target):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
+def _shell_bound(anchor_key, shift):
     """Upper bound on the computed distance to the centroid, with a 1e-9 rounding margin.
 
     ``|x - c| <= |x - a| + |a - c|``; float sums of squares are within ``(m + 2) 2**-53``
@@ -78,13 +80,14 @@ def _shell_bound(anchor_key, shift):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive):  # type: ignore[no-untyped-def]
+def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, outside, tree):
     """Farthest alive record from ``query`` among the shell list, and whether it is proven.
 
     The list holds records by decreasing distance key to an anchor ``a`` (their values in
     ``shell_points``), with ``shift >= |query - a|``; every record not listed has a key of
     at most ``outside``. Unproven answers are still good seeds for a tree search.
     """
+    ids, alive = tree.ids, tree.alive
     best_d = -1.0
     best_id = NO_ROW
     best_pos = -1
@@ -105,13 +108,12 @@ def _shell_farthest(query, shift, shell_pos, shell_key, shell_points, n_shell, o
 
 
 @jit_inline
-def _build_shell(
-    query, shell_target, tree_points, alive, keys, buffer, shell_pos, shell_key, shell_points
-):  # type: ignore[no-untyped-def]
+def _build_shell(query, shell_target, tree, keys, buffer, shell_pos, shell_key, shell_points):
     """List the ``shell_target`` alive records farthest from ``query``, by decreasing key.
 
     Ties at the cut are included. Returns their number and the largest key left out.
     """
+    tree_points, alive = tree.points, tree.alive
     n = tree_points.shape[0]
     n_alive = 0
     for pos in range(n):
@@ -146,8 +148,8 @@ def _build_shell(
 
 
 @jit
-def _make_tree(grid_points, rows, leaf_size):  # type: ignore[no-untyped-def]
-    """k-d tree over ``grid_points[rows]``, all alive; tree positions map to ``ids`` rows."""
+def _make_tree(grid_points, rows, leaf_size):
+    """:class:`~dpfast._kernels.kdtree.Tree` over ``grid_points[rows]``, all alive."""
     n = rows.shape[0]
     m = grid_points.shape[1]
     subset = np.empty((n, m), dtype=np.float64)
@@ -169,17 +171,18 @@ def _make_tree(grid_points, rows, leaf_size):  # type: ignore[no-untyped-def]
     hi = np.empty((n_nodes, m), dtype=np.float64)
     count = np.zeros(n_nodes, dtype=np.int64)
     min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
+    tree = Tree(tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth)
     for node in range(first_leaf, n_nodes):
         for pos in range(start[node], end[node]):
             leaf_of[pos] = node
-        refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id)
+        refresh_leaf(node, tree)
     for node in range(first_leaf - 1, 0, -1):
-        refresh_internal(node, lo, hi, count, min_id)
-    return tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth
+        refresh_internal(node, tree)
+    return tree
 
 
 @jit
-def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type: ignore[no-untyped-def]
+def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
     """MDAV-generic clusters of standardised records (SPEC §5.1), in formation order.
 
     Parameters
@@ -217,21 +220,22 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
     memory O(n m).
     """
     n, m = grid_points.shape
-    (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth) = _make_tree(
-        grid_points, np.arange(n), leaf_size
-    )
-    first_leaf = 1 << depth
+    tree = _make_tree(grid_points, np.arange(n), leaf_size)
     tree_size = n
 
     sums = np.zeros(m, dtype=np.int64)
     for pos in range(n):
         for j in range(m):
-            sums[j] += np.int64(tree_points[pos, j])
-    stack_node = np.empty(2 * depth + 4, dtype=np.int64)
-    stack_bound = np.empty(2 * depth + 4, dtype=np.float64)
-    heap_d = np.empty(k, dtype=np.float64)
-    heap_id = np.empty(k, dtype=np.int64)
-    heap_pos = np.empty(k, dtype=np.int64)
+            sums[j] += np.int64(tree.points[pos, j])
+    # Rebuilt trees are shallower, so the first tree's depth sizes the stack for good.
+    scratch = Scratch(
+        np.empty(2 * tree.depth + 4, dtype=np.int64),
+        np.empty(2 * tree.depth + 4, dtype=np.float64),
+        np.empty(k, dtype=np.float64),
+        np.empty(k, dtype=np.int64),
+        np.empty(k, dtype=np.int64),
+    )
+    heap_pos = scratch.heap_pos
     query = np.empty(m, dtype=np.float64)
     labels = np.full(n, -1, dtype=np.int64)
     anchor = np.empty(m, dtype=np.float64)
@@ -251,13 +255,10 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
             rows = np.empty(remaining, dtype=np.int64)
             r = 0
             for pos in range(tree_size):
-                if alive[pos]:
-                    rows[r] = ids[pos]
+                if tree.alive[pos]:
+                    rows[r] = tree.ids[pos]
                     r += 1
-            (tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth) = (
-                _make_tree(grid_points, rows, leaf_size)
-            )
-            first_leaf = 1 << depth
+            tree = _make_tree(grid_points, rows, leaf_size)
             tree_size = remaining
             n_shell = 0
         for j in range(m):
@@ -271,91 +272,42 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):  # type:
                 t = query[j] - anchor[j]
                 shift += t * t
             center, proven = _shell_farthest(
-                query,
-                np.sqrt(shift),
-                shell_pos,
-                shell_key,
-                shell_points,
-                n_shell,
-                outside,
-                ids,
-                alive,
+                query, np.sqrt(shift), shell_pos, shell_key, shell_points, n_shell, outside, tree
             )
             if not proven and round_ == 0:
                 n_shell, outside = _build_shell(
-                    query,
-                    shell_size,
-                    tree_points,
-                    alive,
-                    keys,
-                    buffer,
-                    shell_pos,
-                    shell_key,
-                    shell_points,
+                    query, shell_size, tree, keys, buffer, shell_pos, shell_key, shell_points
                 )
                 anchor[:] = query
                 center, proven = _shell_farthest(
-                    query, 0.0, shell_pos, shell_key, shell_points, n_shell, outside, ids, alive
+                    query, 0.0, shell_pos, shell_key, shell_points, n_shell, outside, tree
                 )
             if not proven:  # the tree search is exact; the shell's answer seeds it
-                center = farthest(
-                    query,
-                    tree_points,
-                    ids,
-                    alive,
-                    start,
-                    end,
-                    lo,
-                    hi,
-                    count,
-                    min_id,
-                    first_leaf,
-                    stack_node,
-                    stack_bound,
-                    center,
-                )
-            alive[center] = False
+                center = farthest(query, tree, scratch, center)
+            tree.alive[center] = False
             for j in range(m):
-                query[j] = tree_points[center, j]
-            found = nearest(
-                query,
-                k - 1,
-                tree_points,
-                ids,
-                alive,
-                start,
-                end,
-                lo,
-                hi,
-                count,
-                min_id,
-                first_leaf,
-                stack_node,
-                stack_bound,
-                heap_d,
-                heap_id,
-                heap_pos,
-            )
+                query[j] = tree.points[center, j]
+            found = nearest(query, k - 1, tree, scratch)
             heap_pos[found] = center
             for i in range(found + 1):
                 pos = heap_pos[i]
-                alive[pos] = False
-                labels[ids[pos]] = cluster
+                tree.alive[pos] = False
+                labels[tree.ids[pos]] = cluster
                 for j in range(m):
-                    sums[j] -= np.int64(tree_points[pos, j])
+                    sums[j] -= np.int64(tree.points[pos, j])
             for i in range(found + 1):
-                node = leaf_of[heap_pos[i]]
-                refresh_leaf(node, tree_points, ids, alive, start, end, lo, hi, count, min_id)
+                node = tree.leaf_of[heap_pos[i]]
+                refresh_leaf(node, tree)
                 node //= 2
                 while node >= 1:
-                    refresh_internal(node, lo, hi, count, min_id)
+                    refresh_internal(node, tree)
                     node //= 2
             remaining -= found + 1
             cluster += 1
             # query now holds x_r: the second round looks for the row farthest from it
     if remaining > 0:
         for pos in range(tree_size):
-            if alive[pos]:
-                labels[ids[pos]] = cluster
+            if tree.alive[pos]:
+                labels[tree.ids[pos]] = cluster
         cluster += 1
     return labels, cluster

@@ -27,7 +27,7 @@ from dpfast._jit import jit
 
 
 @jit
-def min_max(x):  # type: ignore[no-untyped-def]
+def min_max(x):
     """Return ``(min, max)`` of a non-empty float64 array. O(n)."""
     lo = x[0]
     hi = x[0]
@@ -39,7 +39,7 @@ def min_max(x):  # type: ignore[no-untyped-def]
 
 
 @jit
-def bucket_counts(x, lo, scale, n_buckets):  # type: ignore[no-untyped-def]
+def bucket_counts(x, lo, scale, n_buckets):
     """Return ``starts`` (int64[B + 1]): ``starts[b]`` is the first rank in bucket ``b``.
 
     ``bucket(v) = min(int((v - lo) * scale), B - 1)``. O(n + B).
@@ -55,7 +55,7 @@ def bucket_counts(x, lo, scale, n_buckets):  # type: ignore[no-untyped-def]
 
 
 @jit
-def _sort_slice(out, lo, hi):  # type: ignore[no-untyped-def]
+def _sort_slice(out, lo, hi):
     if hi - lo > 32:
         out[lo:hi].sort()
         return
@@ -69,7 +69,7 @@ def _sort_slice(out, lo, hi):  # type: ignore[no-untyped-def]
 
 
 @jit
-def _two_diff(a, b):  # type: ignore[no-untyped-def]
+def _two_diff(a, b):
     # a - b = d + e exactly (Knuth's TwoSum; no overflow for finite a - b).
     d = a - b
     bb = d - a
@@ -78,7 +78,7 @@ def _two_diff(a, b):  # type: ignore[no-untyped-def]
 
 
 @jit
-def knoise_extremes(x, k, n_buckets):  # type: ignore[no-untyped-def]
+def knoise_extremes(x, k, n_buckets):
     """Return the order statistics that define k-noise's ``D_k`` (SPEC §9.2).
 
     ``x``: float64[n], finite, ``1 <= k <= n``, ``max - min`` finite and ``> 0``.
@@ -162,13 +162,13 @@ def knoise_extremes(x, k, n_buckets):  # type: ignore[no-untyped-def]
 
 
 @jit
-def interval_index(v, lo, scale, m):  # type: ignore[no-untyped-def]
+def interval_index(v, lo, scale, m):
     """k-PRAM's interval of ``v``: ``min(int((v - lo) * scale), m - 1)`` (monotone in v)."""
     return min(np.int64((v - lo) * scale), m - 1)
 
 
 @jit
-def interval_check(starts, m, k):  # type: ignore[no-untyped-def]
+def interval_check(starts, m, k):
     """Decide from a fine histogram whether each of ``m`` intervals holds ``>= k`` values.
 
     ``starts``: int64[B + 1] from :func:`bucket_counts` over the same ``[lo, hi]``. A fine
@@ -204,7 +204,7 @@ def interval_check(starts, m, k):  # type: ignore[no-untyped-def]
 
 
 @jit
-def interval_counts(x, lo, scale, m):  # type: ignore[no-untyped-def]
+def interval_counts(x, lo, scale, m):
     """Exact number of values in each of the ``m`` intervals (int64[m]). O(n + m)."""
     counts = np.zeros(m, dtype=np.int64)
     for i in range(x.shape[0]):
@@ -213,7 +213,7 @@ def interval_counts(x, lo, scale, m):  # type: ignore[no-untyped-def]
 
 
 @jit
-def group_by_interval(x, lo, scale, m, group_start, groups, pool):  # type: ignore[no-untyped-def]
+def group_by_interval(x, lo, scale, m, group_start, groups, pool):
     """Write each value's interval into ``groups`` and the values, grouped, into ``pool``.
 
     Within an interval the values keep their row order; ``group_start`` (int64[m]) is the
@@ -229,7 +229,7 @@ def group_by_interval(x, lo, scale, m, group_start, groups, pool):  # type: igno
 
 
 @jit
-def map_codes(raw, mapping, out):  # type: ignore[no-untyped-def]
+def map_codes(raw, mapping, out):
     """Write ``out[i] = mapping[raw[i]]``: a categorical's codes in another category order.
 
     ``raw``: integer codes, ``-1`` for a missing value; ``mapping``: int64, ``-1`` for a

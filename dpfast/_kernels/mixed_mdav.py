@@ -17,7 +17,7 @@ from dpfast._jit import jit, jit_inline
 
 
 @jit_inline
-def _to_row(points, codes, table, a, b):  # type: ignore[no-untyped-def]
+def _to_row(points, codes, table, a, b):
     d = 0.0
     for j in range(points.shape[1]):
         t = points[a, j] - points[b, j]
@@ -29,7 +29,7 @@ def _to_row(points, codes, table, a, b):  # type: ignore[no-untyped-def]
 
 
 @jit_inline
-def _to_centre(points, codes, table, a, means, centre_codes):  # type: ignore[no-untyped-def]
+def _to_centre(points, codes, table, a, means, centre_codes):
     d = 0.0
     for j in range(points.shape[1]):
         t = points[a, j] - means[j]
@@ -41,7 +41,7 @@ def _to_centre(points, codes, table, a, means, centre_codes):  # type: ignore[no
 
 
 @jit_inline
-def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):  # type: ignore[no-untyped-def]
+def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):
     """Find the ``k`` rows of ``rows[:n_rows]`` (ascending) nearest ``center``, itself included.
 
     Strict order (distance, row): a bounded max-heap keeps the ``k`` smallest.
@@ -88,7 +88,7 @@ def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):  
 
 
 @jit
-def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):  # type: ignore[no-untyped-def]
+def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):
     """MDAV-generic clusters of mixed records, in formation order (SPEC §5.1).
 
     Parameters

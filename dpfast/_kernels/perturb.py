@@ -7,7 +7,7 @@ from dpfast._kernels.grid import grid_value, quantise
 
 
 @jit
-def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):  # type: ignore[no-untyped-def]
+def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):
     """Clamp, quantise, add one noise draw per cell, clamp again and map back.
 
     Parameters

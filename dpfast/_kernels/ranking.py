@@ -22,7 +22,7 @@ _RADIX = 1 << RADIX_BITS
 
 
 @jit
-def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):  # type: ignore[no-untyped-def]
+def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
     """Clamp, quantise and pack a column with its rows' output positions.
 
     Parameters
@@ -65,7 +65,7 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):  #
 
 
 @jit
-def _lsd_passes(source, target, low_bit, n_bits, digit_bits, counts):  # type: ignore[no-untyped-def]
+def _lsd_passes(source, target, low_bit, n_bits, digit_bits, counts):
     """Stable LSD radix passes over ``source`` on bits ``[low_bit, low_bit + n_bits)``.
 
     ``target`` is scratch of the same length and ``counts`` an int64 scratch of shape
@@ -102,7 +102,7 @@ def _lsd_passes(source, target, low_bit, n_bits, digit_bits, counts):  # type: i
 
 
 @jit
-def radix_sort_packed(packed, low_bit, n_bits):  # type: ignore[no-untyped-def]
+def radix_sort_packed(packed, low_bit, n_bits):
     """Stable radix sort of ``uint64`` words on bits ``[low_bit, low_bit + n_bits)``.
 
     One most-significant-digit pass (11 bits) scatters the words into buckets; each bucket
@@ -159,7 +159,7 @@ def radix_sort_packed(packed, low_bit, n_bits):  # type: ignore[no-untyped-def]
 
 
 @jit
-def _insertion_sort(words, first, last, low_bit, n_bits):  # type: ignore[no-untyped-def]
+def _insertion_sort(words, first, last, low_bit, n_bits):
     """Stable insertion sort of ``words[first:last]`` on bits ``[low_bit, low_bit + n_bits)``."""
     shift = np.uint64(low_bit)
     mask = (np.uint64(1) << np.uint64(n_bits)) - np.uint64(1)
@@ -174,7 +174,7 @@ def _insertion_sort(words, first, last, low_bit, n_bits):  # type: ignore[no-unt
 
 
 @jit
-def release_groups(  # type: ignore[no-untyped-def]
+def release_groups(
     sorted_packed, index_bits, k, noise, d_int, lower, upper, gamma, round_values, out
 ):
     """Give every rank group its noisy centroid and write it to the group's rows.
@@ -218,7 +218,7 @@ def release_groups(  # type: ignore[no-untyped-def]
 
 
 @jit
-def float_group_means(values, order, k, n_groups):  # type: ignore[no-untyped-def]
+def float_group_means(values, order, k, n_groups):
     """Exact-as-float group means of ``values`` taken in ``order``, and each row's group.
 
     Parameters

@@ -28,7 +28,7 @@ _H01 = np.uint64(0x0101010101010101)
 
 
 @jit_inline
-def _popcount(x):  # type: ignore[no-untyped-def]
+def _popcount(x):
     # SWAR popcount (Hacker's Delight 5-2); LLVM turns it into popcnt where available.
     x = x - ((x >> np.uint64(1)) & _M1)
     x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
@@ -37,7 +37,7 @@ def _popcount(x):  # type: ignore[no-untyped-def]
 
 
 @jit
-def semantic_distance(bits, a, b):  # type: ignore[no-untyped-def]
+def semantic_distance(bits, a, b):
     """δ(a, b) for nodes ``a``, ``b`` given ancestor bitsets ``bits`` (``uint64[n_nodes, w]``).
 
     O(w). Returns 0.0 when ``a == b``.
@@ -53,7 +53,7 @@ def semantic_distance(bits, a, b):  # type: ignore[no-untyped-def]
 
 
 @jit
-def distance_matrix(bits, nodes):  # type: ignore[no-untyped-def]
+def distance_matrix(bits, nodes):
     """Semantic distances between the nodes ``nodes`` (``int64[m]``): ``float64[m, m]``.
 
     ``bits``: ``uint64[n_nodes, w]`` ancestor bitsets. Symmetric with a zero diagonal;
@@ -70,7 +70,7 @@ def distance_matrix(bits, nodes):  # type: ignore[no-untyped-def]
 
 
 @jit
-def broadcast_rank_groups(codes, code_rank, counts, k, group_codes, destination, out):  # type: ignore[no-untyped-def]
+def broadcast_rank_groups(codes, code_rank, counts, k, group_codes, destination, out):
     """Write each record's rank-group code to ``out[destination[row]]``.
 
     Parameters (no validation):
@@ -108,7 +108,7 @@ def broadcast_rank_groups(codes, code_rank, counts, k, group_codes, destination,
 
 
 @jit
-def count_codes(codes, m):  # type: ignore[no-untyped-def]
+def count_codes(codes, m):
     """Occurrences of each code in ``{0..m-1}`` and of negative codes: ``(int64[m], int)``.
 
     ``codes`` ``int64[n]``; codes ``>= m`` are not counted (callers guarantee none). O(n).

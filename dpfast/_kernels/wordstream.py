@@ -1,6 +1,6 @@
 """One 64-bit ChaCha20 word per element: uniform noise and retain-or-replace draws.
 
-The per-element samplers of :mod:`dpfast._kernels.dlaplace` spend one ChaCha20 block
+The per-element samplers (:func:`dpfast._kernels.lanes.per_element`) spend one ChaCha20 block
 (512 bits, about 18 ns) on every element. The perturbation mechanisms of SPEC §9 need
 far fewer bits per row, so here element ``q`` (its global index, ``start + i``) reads the
 64-bit word ``q`` of the stream ``(key, nonce = 0)``: word ``q % 8`` of block ``q // 8``.
@@ -18,24 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit
-from dpfast._kernels.chacha import chacha20_block64, chacha20_blocks16
+from dpfast._kernels.chacha import chacha20_block64
+from dpfast._kernels.lanes import counter_blocks, key_tuple, new_lanes
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1) << np.uint64(32)
 
 
 @jit
-def _chunk_words(key, base_block, buf, x, s, counters, nonces):  # type: ignore[no-untyped-def]
-    # Blocks base_block .. base_block + 15 of stream (key, 0): buf[j] is word
-    # base_block * 8 + j of the stream.
-    for lane in range(16):
-        counters[lane] = np.uint64(base_block + lane)
-        nonces[lane] = np.uint64(0)
-    chacha20_blocks16(key, counters, nonces, x, s, buf)
-
-
-@jit
-def uniform_add_kernel(key, start, first, last, values, half_width, out):  # type: ignore[no-untyped-def]
+def uniform_add_kernel(key, start, first, last, values, half_width, out):
     """``out[i] = values[i] + half_width * T_i`` for ``first <= i < last``.
 
     ``T_i = (2 * (w >> 11) + 1 - 2**53) / 2**53`` from word ``w = start + i`` of stream
@@ -44,18 +35,16 @@ def uniform_add_kernel(key, start, first, last, values, half_width, out):  # typ
     (global index of row 0). ``values``, ``out``: float64[n]; ``values`` is never written.
     O(last - first).
     """
-    buf = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.empty(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
+    lanes = new_lanes()
+    buf = lanes.words
     q0 = start + first
     base = (q0 // 128) * 128
     q_end = start + last
     scale = 2.0**-53
     offset = np.int64(1) - (np.int64(1) << np.int64(53))
     while base < q_end:
-        _chunk_words(key, base // 8, buf, x, s, counters, nonces)
+        # buf[j] is word base + j of the stream (key, 0)
+        counter_blocks(key, 0, base // 8, lanes)
         lo = max(base, q0)
         hi = min(base + 128, q_end)
         for q in range(lo, hi):
@@ -67,7 +56,7 @@ def uniform_add_kernel(key, start, first, last, values, half_width, out):  # typ
 
 
 @jit
-def _spill_uniform(kt, q, high):  # type: ignore[no-untyped-def]
+def _spill_uniform(kt, q, high):
     # Exact Unif{0..high-1} (high <= 2**32) by Lemire's method on the 32-bit words of the
     # row's own stream (key, nonce = q + 1), blocks 0, 1, ... in order.
     hu = np.uint64(high)
@@ -86,7 +75,7 @@ def _spill_uniform(kt, q, high):  # type: ignore[no-untyped-def]
 
 
 @jit
-def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
+def retain_or_replace_kernel(
     key, start, first, last, keep, values, groups, group_start, group_size, pool, out
 ):
     """Keep each value with probability ``keep / 2**32``, else draw from its group's pool.
@@ -101,12 +90,9 @@ def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
     from the row's own stream (:func:`_spill_uniform`). ``keep``: uint64 in ``[0, 2**32]``.
     ``values``, ``pool``, ``out`` share a dtype; inputs are never written. O(last - first).
     """
-    buf = np.empty(128, dtype=np.uint64)
-    x = np.empty(256, dtype=np.uint32)
-    s = np.empty(256, dtype=np.uint32)
-    counters = np.empty(16, dtype=np.uint64)
-    nonces = np.empty(16, dtype=np.uint64)
-    kt = (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7])
+    lanes = new_lanes()
+    buf = lanes.words
+    kt = key_tuple(key)
     single = groups.shape[0] == 0
     rows = np.empty(128, dtype=np.int64)
     sources = np.empty(128, dtype=np.int64)
@@ -115,7 +101,8 @@ def retain_or_replace_kernel(  # type: ignore[no-untyped-def]
     base = (q0 // 128) * 128
     q_end = start + last
     while base < q_end:
-        _chunk_words(key, base // 8, buf, x, s, counters, nonces)
+        # buf[j] is word base + j of the stream (key, 0)
+        counter_blocks(key, 0, base // 8, lanes)
         lo = max(base, q0)
         hi = min(base + 128, q_end)
         for q in range(lo, hi):

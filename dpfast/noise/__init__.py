@@ -17,25 +17,16 @@ arithmetic on random bits, with no floating point (SPEC A3, §8.4, §8.6).
 
 from __future__ import annotations
 
-from dpfast.noise._common import _MAX_NONCE as _MAX_NONCE
-from dpfast.noise._common import _MAX_SCALE as _MAX_SCALE
-from dpfast.noise._common import _PARALLEL_MIN_SIZE as _PARALLEL_MIN_SIZE
-from dpfast.noise._common import _check_int as _check_int
-from dpfast.noise._common import _check_key as _check_key
-from dpfast.noise._common import _check_range as _check_range
-from dpfast.noise._common import _row_chunks as _row_chunks
-from dpfast.noise._common import _run_chunks as _run_chunks
-from dpfast.noise._common import _threads_for as _threads_for
 from dpfast.noise._dyadic import (
     DYADIC_SAMPLER_NAME,
     CountNoise,
     add_count_noise,
     add_discrete_laplace_dyadic,
+    apply_count_noise,
     count_noise_plan,
     dyadic_base_at_most,
     dyadic_epsilon,
 )
-from dpfast.noise._dyadic import _apply_count_noise as _apply_count_noise
 from dpfast.noise._exponential import (
     EM_SAMPLER_NAME,
     exponential_mechanism,
@@ -43,8 +34,6 @@ from dpfast.noise._exponential import (
     exponential_mechanism_sorted_groups,
     exponential_probabilities,
 )
-from dpfast.noise._exponential import _check_quality as _check_quality
-from dpfast.noise._exponential import _em_scale as _em_scale
 from dpfast.noise._laplace import (
     RATE_SAMPLER_NAME,
     SAMPLER_NAME,
@@ -53,11 +42,7 @@ from dpfast.noise._laplace import (
     rate_at_most,
     unsafe_float_laplace,
 )
-from dpfast.noise._source import _KEY_DOMAIN as _KEY_DOMAIN
-from dpfast.noise._source import _SEED_DOMAIN as _SEED_DOMAIN
 from dpfast.noise._source import NoiseSource
-from dpfast.noise._source import _encode_int as _encode_int
-from dpfast.noise._source import _encode_label as _encode_label
 from dpfast.noise._uniform import bernoulli_rational, permutation, uniform_integers
 from dpfast.noise._wordstream import (
     KEEP_DENOMINATOR,
@@ -80,6 +65,7 @@ __all__ = [
     "add_count_noise",
     "add_discrete_laplace_dyadic",
     "add_uniform",
+    "apply_count_noise",
     "bernoulli_rational",
     "count_noise_plan",
     "discrete_laplace",

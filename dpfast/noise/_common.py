@@ -1,21 +1,20 @@
 """Argument checks and row chunking shared by the samplers of :mod:`dpfast.noise`.
 
 Every sampler validates its key with :func:`_check_key` and its integers with
-:func:`_check_int` / :func:`_check_range`. Threaded samplers split their rows with
+:func:`dpfast._validation.check_int` / :func:`_check_range`. Threaded samplers split their rows with
 :func:`_run_chunks`; element ``i`` always reads its own stream, so the split never changes
 a draw.
 """
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from dpfast._validation import check_threads
+from dpfast._validation import check_int, check_threads
 
 _MAX_SCALE = 2**62
 _MAX_NONCE = 2**64
@@ -71,16 +70,7 @@ def _check_key(key: object) -> np.ndarray:
     return np.array(key, dtype=np.uint64, order="C", copy=True)
 
 
-def _check_int(name: str, value: object, low: int, high: int) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    value = int(value)
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
-    return value
-
-
 def _check_range(size: object, start: object) -> tuple[int, int]:
-    size = _check_int("size", size, 0, _MAX_NONCE)
-    start = _check_int("start", start, 0, _MAX_NONCE - size)
+    size = check_int(size, "size", low=0, high=_MAX_NONCE)
+    start = check_int(start, "start", low=0, high=_MAX_NONCE - size)
     return size, start

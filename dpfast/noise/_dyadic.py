@@ -15,7 +15,8 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._kernels import geometric as _geo
-from dpfast.noise._common import _check_int, _check_key, _run_chunks, _threads_for
+from dpfast._validation import check_int
+from dpfast.noise._common import _check_key, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
 
 DYADIC_SAMPLER_NAME = (
@@ -161,9 +162,11 @@ def add_discrete_laplace_dyadic(
     key = _check_key(key)
     if bits not in DYADIC_BITS:
         raise ValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
-    m = _check_int("m", m, 1, (1 << bits) - 1)
+    m = check_int(m, "m", low=1, high=(1 << bits) - 1)
     out = _integer_values(values, "values")
-    low = _INT64_MIN if floor is None else _check_int("floor", floor, -_MAX_VALUE, _MAX_VALUE)
+    low = (
+        _INT64_MIN if floor is None else check_int(floor, "floor", low=-_MAX_VALUE, high=_MAX_VALUE)
+    )
     _fill_dyadic(key, m, bits, out, low, n_threads)
     return out
 
@@ -270,7 +273,7 @@ def add_count_noise(
     """
     key = _check_key(key)
     out = _integer_values(counts, "counts")
-    low = None if floor is None else _check_int("floor", floor, -_MAX_VALUE, _MAX_VALUE)
+    low = None if floor is None else check_int(floor, "floor", low=-_MAX_VALUE, high=_MAX_VALUE)
     used = count_noise_plan(epsilon)
     _apply_count_noise(key, out, used, low, n_threads)
     return out, used
@@ -296,10 +299,76 @@ def count_noise_plan(epsilon: float | Fraction) -> CountNoise:
     return CountNoise("rate", s, t, s / t)
 
 
+def apply_count_noise(
+    key: np.ndarray,
+    counts: np.ndarray,
+    plan: CountNoise,
+    *,
+    floor: int | None = 0,
+    n_threads: int | None = None,
+) -> None:
+    """Add the noise of ``plan`` to ``counts`` in place: :func:`add_count_noise` without a copy.
+
+    For a release that follows *check -> compute -> spend*: it makes the plan with
+    :func:`count_noise_plan`, checks the plan's budget, then noises its own (possibly very
+    large) table of counts without copying it. The draws equal those of
+    :func:`add_count_noise` with the same key and budget.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    counts : numpy.ndarray
+        Writable, C-contiguous 1-D ``int64`` array with values in ``[-2**62, 2**62]``;
+        overwritten with the noisy counts.
+    plan : CountNoise
+        From :func:`count_noise_plan`.
+    floor : int or None, optional
+        Clamp below (post-processing); ``0`` by default, ``None`` for no clamp.
+    n_threads : int, optional
+        Threads for a million counts or more (default: one per core). Values do not
+        depend on it.
+
+    Raises
+    ------
+    TypeError
+        If ``counts`` is not such an array or ``plan`` not a :class:`CountNoise`.
+    ValueError
+        On a malformed key or values out of range.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(1).key("doc")
+    >>> counts = np.array([5, 0, 12])
+    >>> apply_count_noise(key, counts, count_noise_plan(0.5))
+    >>> bool((counts == add_count_noise(key, np.array([5, 0, 12]), 0.5)[0]).all())
+    True
+    """
+    key = _check_key(key)
+    if not (
+        isinstance(counts, np.ndarray)
+        and counts.dtype == np.int64
+        and counts.ndim == 1
+        and counts.flags.c_contiguous
+        and counts.flags.writeable
+    ):
+        raise TypeError(
+            "counts must be a writable, C-contiguous 1-D int64 numpy array; "
+            "use add_count_noise for any other integer array"
+        )
+    if counts.size and (int(counts.min()) < -_MAX_VALUE or int(counts.max()) > _MAX_VALUE):
+        raise ValueError("counts must lie in [-2**62, 2**62]")
+    if not isinstance(plan, CountNoise):
+        raise TypeError(f"plan must be a CountNoise from count_noise_plan, got {plan!r}")
+    low = None if floor is None else check_int(floor, "floor", low=-_MAX_VALUE, high=_MAX_VALUE)
+    _apply_count_noise(key, counts, plan, low, n_threads)
+
+
 def _apply_count_noise(
     key: np.ndarray, out: np.ndarray, used: CountNoise, floor: int | None, n_threads: object
 ) -> None:
-    # In place on an int64 array the caller owns (key already checked).
+    # In place on a checked int64 array with a checked key and floor.
     if used.kind == "dyadic":
         bits = used.denominator.bit_length() - 1
         low = _INT64_MIN if floor is None else floor

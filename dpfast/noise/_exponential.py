@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from dpfast._kernels import exponential as _em
-from dpfast.noise._common import _check_int, _check_key, _check_range
+from dpfast._validation import check_int, check_positive
+from dpfast.noise._common import _check_key, _check_range
 
 EM_SAMPLER_NAME = (
     "exponential mechanism: float64 log-sum-exp weights, inverse CDF on a 2**63-scaled "
@@ -17,12 +16,7 @@ EM_SAMPLER_NAME = (
 
 
 def _em_scale(epsilon: object, sensitivity: object) -> float:
-    for name, value in (("epsilon", epsilon), ("sensitivity", sensitivity)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-        if not (np.isfinite(float(value)) and float(value) > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(epsilon) / (2.0 * float(sensitivity))  # type: ignore[arg-type]
+    return check_positive(epsilon, "epsilon") / (2.0 * check_positive(sensitivity, "sensitivity"))
 
 
 def _check_quality(quality: object, scale: float) -> np.ndarray:
@@ -233,7 +227,7 @@ def exponential_mechanism_sorted_groups(
         )
     if (counts < 0).any():
         raise ValueError("counts must be >= 0")
-    k = _check_int("k", k, 1, 2**62)
+    k = check_int(k, "k", low=1, high=2**62)
     n = int(counts.sum())
     if n < k:
         raise ValueError(f"the column has {n} values, fewer than k = {k}")

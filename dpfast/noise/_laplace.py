@@ -14,10 +14,10 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._kernels import dlaplace as _dl
+from dpfast._validation import check_int
 from dpfast.exceptions import UnsafeSamplerWarning
 from dpfast.noise._common import (
     _MAX_SCALE,
-    _check_int,
     _check_key,
     _check_range,
     _run_chunks,
@@ -88,9 +88,9 @@ def discrete_laplace(
     array([ 8,  1, 17])
     """
     key = _check_key(key)
-    scale = _check_int("scale", scale, 0, _MAX_SCALE - 1)
+    scale = check_int(scale, "scale", low=0, high=_MAX_SCALE - 1)
     size, start = _check_range(size, start)
-    cap = _check_int("cap", cap, 1, _MAX_SCALE)
+    cap = check_int(cap, "cap", low=1, high=_MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if scale > 0 and size > 0:
         _run_chunks(
@@ -147,8 +147,8 @@ def rate_at_most(
     >>> t <= 2**32, s / t <= 0.05, 0.05 - s / t < 2**-32
     (True, True, True)
     """
-    exact = Fraction(epsilon) / _check_int("sensitivity", sensitivity, 1, _MAX_SCALE)
-    max_denominator = _check_int("max_denominator", max_denominator, 1, _MAX_SCALE - 1)
+    exact = Fraction(epsilon) / check_int(sensitivity, "sensitivity", low=1, high=_MAX_SCALE)
+    max_denominator = check_int(max_denominator, "max_denominator", low=1, high=_MAX_SCALE - 1)
     if exact <= 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
     if exact.denominator <= max_denominator:
@@ -220,10 +220,10 @@ def discrete_laplace_rate(
     dtype('int64')
     """
     key = _check_key(key)
-    s = _check_int("s", s, 1, _MAX_SCALE - 1)
-    t = _check_int("t", t, 1, _MAX_SCALE - 1)
+    s = check_int(s, "s", low=1, high=_MAX_SCALE - 1)
+    t = check_int(t, "t", low=1, high=_MAX_SCALE - 1)
     size, start = _check_range(size, start)
-    cap = _check_int("cap", cap, 1, _MAX_SCALE)
+    cap = check_int(cap, "cap", low=1, high=_MAX_SCALE)
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
         _run_chunks(
@@ -276,7 +276,7 @@ def unsafe_float_laplace(scale: float, size: int, seed: int | None = None) -> np
     """
     if not isinstance(scale, numbers.Real) or not float(scale) > 0:
         raise ValueError(f"scale must be a positive number, got {scale!r}")
-    size = _check_int("size", size, 0, 2**62)
+    size = check_int(size, "size", low=0, high=2**62)
     warnings.warn(
         "unsafe_float_laplace uses numpy's floating-point Laplace sampler, which leaks "
         "through its low-order bits and is not differentially private; use "

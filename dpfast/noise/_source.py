@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import check_int
+
 _SEED_DOMAIN = b"dpfast-seed-v1"
 _KEY_DOMAIN = b"dpfast-key-v1"
 
@@ -125,9 +127,7 @@ class NoiseSource:
         >>> bool((a == b).all())
         True
         """
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        master = hashlib.sha256(_SEED_DOMAIN + _encode_int(int(seed))).digest()
+        master = hashlib.sha256(_SEED_DOMAIN + _encode_int(check_int(seed, "seed"))).digest()
         return cls(master, seeded=True)
 
     @property

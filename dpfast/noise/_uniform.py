@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._kernels import dlaplace as _dl
-from dpfast.noise._common import _MAX_SCALE, _check_int, _check_key, _check_range
+from dpfast._kernels import uniform as _kernels
+from dpfast._validation import check_int
+from dpfast.noise._common import _MAX_SCALE, _check_key, _check_range
 
 
 def uniform_integers(key: np.ndarray, high: int, size: int, *, start: int = 0) -> np.ndarray:
@@ -44,11 +45,11 @@ def uniform_integers(key: np.ndarray, high: int, size: int, *, start: int = 0) -
     (0, 5)
     """
     key = _check_key(key)
-    high = _check_int("high", high, 1, 2**63 - 1)
+    high = check_int(high, "high", low=1, high=2**63 - 1)
     size, start = _check_range(size, start)
     out = np.empty(size, dtype=np.int64)
     if size > 0:
-        _dl.uniform_integers_kernel(key, high, np.uint64(start), out)
+        _kernels.uniform_integers_kernel(key, high, np.uint64(start), out)
     return out
 
 
@@ -91,12 +92,12 @@ def bernoulli_rational(
     array([ True,  True,  True])
     """
     key = _check_key(key)
-    denominator = _check_int("denominator", denominator, 1, _MAX_SCALE)
-    numerator = _check_int("numerator", numerator, 0, denominator)
+    denominator = check_int(denominator, "denominator", low=1, high=_MAX_SCALE)
+    numerator = check_int(numerator, "numerator", low=0, high=denominator)
     size, start = _check_range(size, start)
     out = np.empty(size, dtype=np.bool_)
     if size > 0:
-        _dl.bernoulli_kernel(key, numerator, denominator, np.uint64(start), out)
+        _kernels.bernoulli_kernel(key, numerator, denominator, np.uint64(start), out)
     return out
 
 
@@ -135,8 +136,8 @@ def permutation(key: np.ndarray, n: int) -> np.ndarray:
     [0, 1, 2, 3, 4]
     """
     key = _check_key(key)
-    n = _check_int("n", n, 0, 2**62)
+    n = check_int(n, "n", low=0, high=2**62)
     out = np.empty(n, dtype=np.int64)
     if n > 0:
-        _dl.permutation_kernel(key, out)
+        _kernels.permutation_kernel(key, out)
     return out

@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 
 from dpfast._kernels import wordstream as _ws
-from dpfast.noise._common import _check_int, _check_key, _check_range, _run_chunks
+from dpfast._validation import check_int
+from dpfast.noise._common import _check_key, _check_range, _run_chunks
 
 UNIFORM_SAMPLER_NAME = (
     "uniform float noise: one 64-bit word of a ChaCha20 keyed stream per value, 53 bits "
@@ -146,7 +147,7 @@ def retain_or_replace(
     True
     """
     key = _check_key(key)
-    keep = _check_int("keep_numerator", keep_numerator, 0, KEEP_DENOMINATOR)
+    keep = check_int(keep_numerator, "keep_numerator", low=0, high=KEEP_DENOMINATOR)
     values = np.ascontiguousarray(values)
     pool = np.ascontiguousarray(pool, dtype=values.dtype)
     if values.ndim != 1 or pool.ndim != 1:

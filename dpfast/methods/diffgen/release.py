@@ -265,7 +265,7 @@ def _noisy_counts(
     # in place on the true counts; large tables are split over the cores inside the
     # sampler (same draws whatever the split)
     noisy = cell_counts.reshape(-1)
-    noise._apply_count_noise(source.key("diffgen", "counts"), noisy, plan, 0, None)
+    noise.apply_count_noise(source.key("diffgen", "counts"), noisy, plan, floor=0)
     ledger.spend(entry)
     return cuts, cell_counts, plan
 
