@@ -1,7 +1,7 @@
 """MDAV and insensitive MDAV: dpfast's kernels against a vectorised NumPy MDAV.
 
-The NumPy baseline runs the same algorithm (SPEC §5.1) with whole-array distance passes
-per step, so it gives the same partition; the benchmark checks that it does.
+The NumPy baseline runs the same algorithm (docs/design.md#mdav-generic) with whole-array distance
+passes per step, so it gives the same partition; the benchmark checks that it does.
 """
 
 from __future__ import annotations

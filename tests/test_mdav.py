@@ -1,4 +1,7 @@
-"""MDAV and insensitive MDAV partitions against the slow references (SPEC §4.2, §5.1)."""
+"""MDAV and insensitive MDAV partitions against the slow references.
+
+See docs/design.md#imdav-order, #mdav-generic.
+"""
 
 import numpy as np
 import pytest

@@ -59,7 +59,8 @@ def test_group_means_match_reference_and_are_monotone(values, k):
 
 
 def test_remainder_goes_to_the_last_group():
-    # n = 7, k = 3: groups of 3 and 4 (SPEC §1.3, as sdcMicro and the authors' library).
+    # n = 7, k = 3: groups of 3 and 4 (docs/design.md#ranking-partition, as sdcMicro and the
+    # authors' library).
     values = np.array([7.0, 1.0, 6.0, 2.0, 5.0, 3.0, 4.0])
     assert ranking_labels(values, 3).tolist() == [1, 0, 1, 0, 1, 0, 1]
     assert group_means(values, 3).tolist() == [5.5, 2.0, 5.5, 2.0, 5.5, 2.0, 5.5]

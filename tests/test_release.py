@@ -237,7 +237,7 @@ def test_group_noise_has_scale_m_delta_over_k_epsilon():
     assert abs(np.corrcoef(release.data[::k, 0], release.data[::k, 1])[0, 1]) < 0.1
 
 
-# --- linkage (SPEC §2.5) ---------------------------------------------------------------------
+# --- linkage (docs/design.md#record-linkage) ------------------------------------------------------
 
 X = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]])
 X_NEIGHBOUR = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [0.0, 4.0]])
@@ -253,7 +253,9 @@ def _distinct_rows(data, linkage, seed):
 
 
 def test_records_linkage_reveals_the_grouping_pattern_counterexample():
-    """Known limitation: linkage='records' is not epsilon-DP (SPEC §2.5 counterexample).
+    """Known limitation: linkage='records' is not epsilon-DP (counterexample).
+
+    See docs/design.md#record-linkage.
 
     X always gives 2 distinct rows and its neighbour 4: disjoint output supports.
     """

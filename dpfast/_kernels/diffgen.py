@@ -1,7 +1,7 @@
 """DiffGen partition-tree kernels: expand Link_v to leaf partitions, split them in one scan.
 
-The partition tree of DiffGen (SPEC §7.5) is stored as flat arrays indexed by partition
-id: ``part_start`` / ``part_end`` (the partition's segment of the record order),
+The partition tree of DiffGen (docs/design.md#diffgen-tree) is stored as flat arrays indexed by
+partition id: ``part_start`` / ``part_end`` (the partition's segment of the record order),
 ``first_child`` (``-1`` for a leaf partition) and ``n_children`` (the children of a split
 partition have consecutive ids). The records of every leaf partition are one contiguous
 segment of ``order``, a permutation of the row indices owned by the builder (never the
@@ -88,7 +88,7 @@ def split_partitions(
         the product of the cuts without them).
     hist : int64[n_codes, n_classes]
         Records per (value code - offset, class) over all scanned records: the counts from
-        which the children's scores and split values are computed (SPEC §7.5).
+        which the children's scores and split values are computed (docs/design.md#diffgen-tree).
 
     O(records of Link_v + L * n_children).
     """
@@ -227,8 +227,8 @@ def split_points(hist):
 
     Returns ``(present, left)``: ``present`` ``int64[q]``, the codes with at least one
     record, ascending; ``left`` ``int64[q + 1, C]``, row ``i`` the class counts of the
-    codes ``present[:i]`` (the left child of a split in interval ``I_i``, SPEC §7.4).
-    O(n_codes * C), one pass.
+    codes ``present[:i]`` (the left child of a split in interval ``I_i``,
+    docs/design.md#diffgen-split). O(n_codes * C), one pass.
     """
     n_codes, n_classes = hist.shape
     q = 0

@@ -19,7 +19,8 @@ About 170-180 random bits per draw at ``t`` near ``2**40`` (99th percentile abou
 about 1% of the draws need a second block. ``benchmarks/bench_noise.py`` measures about
 15 million draws per second on one core of the development machine (2-core AMD EPYC,
 AVX-512), against about 60 million for numpy's float ``Generator.laplace``, which is not
-safe; the pure-Python exact sampler of SPEC §8.5 takes about 25 microseconds per draw.
+safe; the pure-Python exact sampler of docs/design.md#sampler-costs takes about 25 microseconds per
+draw.
 
 References
 ----------

@@ -1,7 +1,7 @@
 """Exponential-mechanism kernels: log-sum-exp weights, integer CDF, one 64-bit word per draw.
 
 Draw ``g`` chooses candidate ``c`` with probability ``exp(s q_c) / Σ_j exp(s q_j)`` for a
-quality row ``q`` and a scale ``s = ε / (2 Δq)`` (SPEC §3.4, §8.6 item 4):
+quality row ``q`` and a scale ``s = ε / (2 Δq)`` (docs/design.md#em-centroid, #em-sampler):
 
 1. ``w_c = s q_c`` in float64, shifted by ``max_c w_c`` so that the largest weight is
    ``exp(0) = 1`` (the log-sum-exp trick: nothing overflows, the top candidate never
@@ -14,7 +14,7 @@ quality row ``q`` and a scale ``s = ε / (2 Δq)`` (SPEC §3.4, §8.6 item 4):
 
 The only approximation is the float64 rounding of the weights (relative error about
 ``1e-16`` per probability) and the ``2**-63`` resolution of ``U``: the small, documented
-float approximation of SPEC §8.6 item 4. Draw ``g`` reads only stream ``start + g``, so
+float approximation of docs/design.md#em-sampler. Draw ``g`` reads only stream ``start + g``, so
 chunked calls give the same draws.
 
 :func:`em_sorted_groups` is the categorical individual-ranking step: groups of ``k``

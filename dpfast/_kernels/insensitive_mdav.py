@@ -1,4 +1,6 @@
-"""Kernels for insensitive MDAV (SPEC §4.2, §4.3) and the mdav_dp release.
+"""Kernels for insensitive MDAV and the mdav_dp release.
+
+See docs/design.md#imdav-order, #imdav-fast-path.
 
 Records are ordered, for each data-independent reference point, by the normalised squared
 distance ``sum_j ((x_j - R_j) / w_j) ** 2`` (``j`` ascending, zero widths skipped) plus,
@@ -30,7 +32,7 @@ def _reference_key(values, row, point, widths, codes, terms):
 
 @jit
 def reference_keys(values, point, widths, codes, terms):
-    """Normalised squared distance of every row to one reference point (SPEC §4.2).
+    """Normalised squared distance of every row to one reference point (docs/design.md#imdav-order).
 
     Parameters
     ----------
@@ -43,7 +45,7 @@ def reference_keys(values, point, widths, codes, terms):
         Domain codes of the categorical attributes (``c`` may be 0). Never written.
     terms : float64[c, d]
         ``terms[j, x]``: squared normalised semantic distance of code ``x`` to the point's
-        category of attribute ``j`` (SPEC §4.2).
+        category of attribute ``j`` (docs/design.md#imdav-order).
 
     Returns
     -------
@@ -60,7 +62,10 @@ def reference_keys(values, point, widths, codes, terms):
 
 @jit_inline
 def _before(key_a, a, key_b, b, values, codes):
-    """Strict total order of SPEC §4.2: key, then values and codes lexicographically, row."""
+    """Strict total order: key, then values and codes lexicographically, row.
+
+    See docs/design.md#imdav-order.
+    """
     if key_a != key_b:
         return key_a < key_b
     for j in range(values.shape[1]):
@@ -74,7 +79,9 @@ def _before(key_a, a, key_b, b, values, codes):
 
 @jit
 def insensitive_general(values, k, points, sequence, widths, codes, terms):
-    """Insensitive MDAV with any reference sequence: O(n^2 m / k) (SPEC §4.2, §4.3).
+    """Insensitive MDAV with any reference sequence: O(n^2 m / k).
+
+    See docs/design.md#imdav-order, #imdav-fast-path.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Kernels for MDAV-generic (SPEC §5.1): exact, with pruned searches.
+"""Kernels for MDAV-generic (docs/design.md#mdav-generic): exact, with pruned searches.
 
 Both farthest-record searches (from the centroid, then from ``x_r``) first scan a *shell*
 list: the alive records farthest from an anchor (the centroid when the list was built),
@@ -183,7 +183,9 @@ def _make_tree(grid_points, rows, leaf_size):
 
 @jit
 def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
-    """MDAV-generic clusters of standardised records (SPEC §5.1), in formation order.
+    """MDAV-generic clusters of standardised records, in formation order.
+
+    See docs/design.md#mdav-generic.
 
     Parameters
     ----------

@@ -1,4 +1,6 @@
-"""Kernels of the perturbation mechanisms of SPEC §9: k-noise's minimal δ and k-PRAM's intervals.
+"""Kernels of the perturbation mechanisms: k-noise's minimal δ and k-PRAM's intervals.
+
+See docs/design.md#mechanisms.
 
 Neither kernel sorts the whole column. Values go to ``B`` equal-width buckets over
 ``[min, max]`` with ``bucket(v) = min(floor((v - min) * (B / range)), B - 1)`` computed in
@@ -79,7 +81,7 @@ def _two_diff(a, b):
 
 @jit
 def knoise_extremes(x, k, n_buckets):
-    """Return the order statistics that define k-noise's ``D_k`` (SPEC §9.2).
+    """Return the order statistics that define k-noise's ``D_k`` (docs/design.md#k-noise).
 
     ``x``: float64[n], finite, ``1 <= k <= n``, ``max - min`` finite and ``> 0``.
     Returns ``(x_1, x_k, x_{n-k+1}, x_n, inner_lo, inner_hi, has_inner)``: ranks are

@@ -1,4 +1,6 @@
-"""Kernel for MDAV-generic on mixed numeric and categorical records (SPEC §5.1, §3.3).
+"""Kernel for MDAV-generic on mixed numeric and categorical records.
+
+See docs/design.md#mdav-generic, #semantic-centroid.
 
 The squared distance between two records is ``sum_j (a_j - b_j) ** 2`` over the numeric
 attributes (standardised grid units), then ``sum_j table[j, a_j, b_j] ** 2`` over the
@@ -89,7 +91,7 @@ def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):
 
 @jit
 def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):
-    """MDAV-generic clusters of mixed records, in formation order (SPEC §5.1).
+    """MDAV-generic clusters of mixed records, in formation order (docs/design.md#mdav-generic).
 
     Parameters
     ----------
@@ -116,11 +118,11 @@ def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):
     The centroid of the remaining rows is the mean of each numeric attribute
     (``float(S_j) / count`` with ``S_j`` the exact integer sum) and, for each categorical
     attribute, the domain value ``c`` of least ``sum_b count_b * distance[c, b]`` (``b``
-    ascending; ties to the lowest code), the marginality-based centroid of SPEC §3.3 over
-    the domain. While at least ``3k`` rows remain: ``x_r`` is the row farthest from the
-    centroid, with its ``k - 1`` nearest rows; then ``x_s``, the remaining row farthest
-    from ``x_r``, with its ``k - 1`` nearest. With ``2k .. 3k-1`` left, one more cluster
-    around the farthest row from the centroid; the rest is the last cluster. Every tie
+    ascending; ties to the lowest code), the marginality-based centroid of
+    docs/design.md#semantic-centroid over the domain. While at least ``3k`` rows remain: ``x_r`` is
+    the row farthest from the centroid, with its ``k - 1`` nearest rows; then ``x_s``, the remaining
+    row farthest from ``x_r``, with its ``k - 1`` nearest. With ``2k .. 3k-1`` left, one more
+    cluster around the farthest row from the centroid; the rest is the last cluster. Every tie
     goes to the lowest row index. Complexity O(n^2 (m + c) / k + (n / k) c d^2).
     """
     n, m = points.shape

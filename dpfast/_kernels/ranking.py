@@ -3,8 +3,8 @@
 Each protected column is quantised to an integer grid ``q = rint((x - lower) / gamma)``
 and packed with its row index into one ``uint64`` word, ``q << index_bits | row``. An LSD
 radix sort on the key bits then orders rows by ``(value, row index)``: the stable order of
-SPEC §1.3, with ties going to the lower row index. Rank ``r`` belongs to group
-``min(r // k, n_groups - 1)``: groups of ``k`` with the remainder in the last group.
+docs/design.md#ranking-partition, with ties going to the lower row index. Rank ``r`` belongs to
+group ``min(r // k, n_groups - 1)``: groups of ``k`` with the remainder in the last group.
 
 The radix sort replaces ``np.argsort``: on 40-bit keys it is several times faster than
 NumPy's comparison sort per column (``benchmarks/bench_ir_dp.py``).

@@ -2,7 +2,7 @@
 
 Every node of a taxonomy has an ancestor bitset (``uint64`` words, bit ``j`` set when node
 ``j`` is the node itself or one of its ancestors). The semantic distance of Sánchez et al.
-(2012), SPEC §3.1 Eq. 3, is then
+(2012), docs/design.md#semantic-distance, is then
 
     δ(a, b) = log2(1 + (|union| - |intersection|) / |union|)
 
@@ -11,8 +11,9 @@ of the ancestor sets ``φa`` and ``φb``, with ``|union| = popcount(A | B)`` and
 
 :func:`broadcast_rank_groups` is the per-record pass of categorical individual ranking:
 records are placed by a counting sort on their rank (ties by row index) and each gets its
-rank group's released code, in O(n) without materialising the sort (SPEC §1.3, §3.2).
-``benchmarks/bench_categorical.py`` shows it against NumPy's argsort + fancy indexing.
+rank group's released code, in O(n) without materialising the sort
+(docs/design.md#ranking-partition, #marginality). ``benchmarks/bench_categorical.py`` shows it
+against NumPy's argsort + fancy indexing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """One 64-bit ChaCha20 word per element: uniform noise and retain-or-replace draws.
 
 The per-element samplers (:func:`dpfast._kernels.lanes.per_element`) spend one ChaCha20 block
-(512 bits, about 18 ns) on every element. The perturbation mechanisms of SPEC §9 need
-far fewer bits per row, so here element ``q`` (its global index, ``start + i``) reads the
+(512 bits, about 18 ns) on every element. The perturbation mechanisms of docs/design.md#mechanisms
+need far fewer bits per row, so here element ``q`` (its global index, ``start + i``) reads the
 64-bit word ``q`` of the stream ``(key, nonce = 0)``: word ``q % 8`` of block ``q // 8``.
 Eight rows share a block, about 2.3 ns of ChaCha20 per row. An element that needs more
 bits (a rejected uniform draw, probability below ``high / 2**32``) reads its own stream

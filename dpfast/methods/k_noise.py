@@ -1,4 +1,7 @@
-"""k-noise (SPEC §9.2): uniform noise on ``[-δ, δ]`` with the minimal data-dependent ``δ``."""
+"""k-noise: uniform noise on ``[-δ, δ]`` with the minimal data-dependent ``δ``.
+
+See docs/design.md#k-noise.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,9 @@ def _smallest_double_above(target: Fraction) -> float:
 
 
 def minimal_delta(values: Any, k: int) -> float:
-    """Return the smallest half-width ``δ`` for which k-noise's condition holds (SPEC §9.2).
+    """Return the smallest half-width ``δ`` for which k-noise's condition holds.
+
+    See docs/design.md#k-noise.
 
     The condition is ``#{j : |X_j - x| < 2δ} >= k`` for every ``x`` in ``[min X, max X]``,
     i.e. ``2δ > D_k`` with ``D_k = max(X_(k) - X_(1), X_(n) - X_(n-k+1),
@@ -97,7 +102,7 @@ def k_noise(
     seed: int | None = None,
     n_threads: int | None = None,
 ) -> Release:
-    """k-noise: add uniform noise on ``[-δ, δ]`` to each value (SPEC §9.2). Not DP.
+    """k-noise: add uniform noise on ``[-δ, δ]`` to each value (docs/design.md#k-noise). Not DP.
 
     For each protected column, ``δ`` is the smallest half-width such that every point of
     the column's range has at least ``k`` values within ``2δ``
@@ -173,7 +178,7 @@ def k_noise(
         parameters={
             "k": k,
             "noise": "uniform on (-delta, delta)",
-            "delta_rule": "smallest double above D_k / 2 (SPEC §9.2)",
+            "delta_rule": "smallest double above D_k / 2 (docs/design.md#k-noise)",
         },
         guarantee=not_dp_guarantee(
             "delta is computed from the data (the spread of the k nearest values), so the "

@@ -1,4 +1,7 @@
-"""k-PRAM (SPEC §9.1): invariant PRAM within equal-width intervals of at least k values."""
+"""k-PRAM: invariant PRAM within equal-width intervals of at least k values.
+
+See docs/design.md#k-pram.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from dpfast._validation import check_k, check_retention, check_seed
 
 
 def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
-    """k-PRAM's number of intervals ``m`` and the exact count of each (SPEC §9.1)."""
+    """k-PRAM's number of intervals ``m`` and the exact count of each (docs/design.md#k-pram)."""
     n = values.shape[0]
     width = hi - lo
     if width == 0:
@@ -62,7 +65,9 @@ def k_pram(
     seed: int | None = None,
     n_threads: int | None = None,
 ) -> Release:
-    """k-PRAM: PRAM within equal-width intervals that each hold at least ``k`` values (§9.1).
+    """k-PRAM: PRAM within equal-width intervals that each hold at least ``k`` values.
+
+    See docs/design.md#k-pram.
 
     Each protected column's range is cut into ``m`` equal-width intervals (value ``x`` is
     in interval ``min(floor((x - min) * m / range), m - 1)``, computed in float64), with
@@ -102,9 +107,9 @@ def k_pram(
 
     Notes
     -----
-    Choices not fixed by the source ([U] in SPEC §9.1): validity is not monotone in ``m``,
-    so the bisection finds a boundary, not always the largest valid ``m`` (the downward
-    scan of the spec costs O(n²/k)); the replacement is drawn with the interval's value
+    Choices not fixed by the source (unconfirmed: docs/design.md#k-pram): validity is not monotone
+    in ``m``, so the bisection finds a boundary, not always the largest valid ``m`` (a downward
+    scan from ``n // k`` costs O(n²/k)); the replacement is drawn with the interval's value
     frequencies (a uniformly drawn record), not uniformly over its distinct values.
 
     Examples

@@ -44,8 +44,8 @@ def mdav(
     divided by the taxonomy's largest distance ``Δq`` (so a term lies in ``[0, 1]``, next
     to numeric terms in standard deviations), and are replaced by their cluster's
     marginality-based centroid: the taxonomy leaf of least total semantic distance to the
-    cluster's values (SPEC §3.3; ties to the first leaf in label order). Mixed data take
-    an exact O(n^2 / k) scan instead of the numeric k-d tree.
+    cluster's values (docs/design.md#semantic-centroid; ties to the first leaf in label order).
+    Mixed data take an exact O(n^2 / k) scan instead of the numeric k-d tree.
 
     Parameters
     ----------
@@ -155,7 +155,7 @@ def _parameters(
             "the numeric terms"
         )
         parameters["categorical_centroid"] = (
-            "marginality-based (SPEC §3.3) over the taxonomy's leaves"
+            "marginality-based (docs/design.md#semantic-centroid) over the taxonomy's leaves"
         )
         parameters["taxonomies"] = taxonomy_parameters(categorical)
     return parameters

@@ -1,4 +1,7 @@
-"""Randomized response (SPEC §9.3): uniform perturbation of one categorical column."""
+"""Randomized response: uniform perturbation of one categorical column.
+
+See docs/design.md#randomized-response.
+"""
 
 from __future__ import annotations
 
@@ -136,7 +139,7 @@ def _rho_bound(gamma: float) -> dict[str, Any]:
         "amplification": gamma,
         "condition": "no upward rho1-to-rho2 or downward rho2-to-rho1 privacy breach when "
         "rho2 (1 - rho1) / (rho1 (1 - rho2)) > amplification (Evfimievski, "
-        "Gehrke and Srikant 2003, as recalled in SPEC §9.3)",
+        "Gehrke and Srikant 2003, as recalled in docs/design.md#randomized-response)",
         "rho2_above": {str(rho1): gamma * rho1 / (1 - rho1 + gamma * rho1) for rho1 in _RHO1},
     }
 
@@ -151,7 +154,9 @@ def randomized_response(
     seed: int | None = None,
     n_threads: int | None = None,
 ) -> Release:
-    """Uniform perturbation (k-ary randomized response) of one categorical column (§9.3).
+    """Uniform perturbation (k-ary randomized response) of one categorical column.
+
+    See docs/design.md#randomized-response.
 
     Each value is kept with probability ``p`` (the retention), or else replaced by a
     uniform draw from the public ``domain`` of ``m`` categories (possibly itself), so

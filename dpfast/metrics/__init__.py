@@ -1,4 +1,4 @@
-"""Utility metrics comparing an original table with its release (SPEC §6).
+"""Utility metrics comparing an original table with its release (docs/design.md#metrics).
 
 Each metric takes pandas, Arrow or NumPy input. A single column (1-D array, Series,
 Arrow array) gives a float; a table gives the mean over its columns, as Sánchez et al.
@@ -6,12 +6,13 @@ Arrow array) gives a float; a table gives the mean over its columns, as Sánchez
 exceptions say so: :func:`information_loss` returns IL1-IL6 of the whole table, and
 :func:`sse` / :func:`sst` sum over columns.
 
-- :func:`relative_error`: record-linked error with a sanity bound (§6.1);
-- :func:`jensen_shannon`: divergence of the marginal histograms (§6.3);
-- :func:`variance_variation`: relative change of each variance (§6.2);
-- :func:`information_loss`: IL1-IL5 and IL6 (§6.4);
+- :func:`relative_error`: record-linked error with a sanity bound (docs/design.md#relative-error);
+- :func:`jensen_shannon`: divergence of the marginal histograms (docs/design.md#jsd);
+- :func:`variance_variation`: relative change of each variance (docs/design.md#variance-variation);
+- :func:`information_loss`: IL1-IL5 and IL6 (docs/design.md#information-loss);
 - :func:`sse`, :func:`sst`: within-group and total sums of squares of a partition;
-- :func:`reconstruct_distribution`: category frequencies after randomized response (§9.3).
+- :func:`reconstruct_distribution`: category frequencies after randomized response
+  (docs/design.md#randomized-response).
 
 Metrics read the original data: they are for the data holder and must not be published
 with the release.

@@ -1,6 +1,6 @@
 """Record-level and distributional metrics: relative error, JSD, variance variation.
 
-SPEC §6.1-§6.3. Each metric takes pandas, Arrow or NumPy input. A single column gives a
+docs/design.md#metrics. Each metric takes pandas, Arrow or NumPy input. A single column gives a
 float; a table gives the mean over its columns, as Sánchez et al. (2016) report it, or a
 mapping ``{column: value}`` with ``per_column=True``.
 """
@@ -27,7 +27,8 @@ def relative_error(
     """Mean relative error ``|x - x'| / max(|x|, sanity * (upper - lower))``.
 
     For a categorical column with a taxonomy, the error of a record is the semantic
-    distance ``δ(x, x')`` of SPEC §6.1 (already in ``[0, 1)``), and no bounds are needed.
+    distance ``δ(x, x')`` of docs/design.md#relative-error (already in ``[0, 1)``), and no bounds
+    are needed.
 
     Parameters
     ----------
@@ -36,8 +37,9 @@ def relative_error(
     bounds : pair or mapping
         The public domain per column, for the sanity bound.
     sanity : float
-        Fraction of the domain width used as the smallest denominator (SPEC §6.1; the
-        paper's constant is not recoverable, 0.01 is our default).
+        Fraction of the domain width used as the smallest denominator
+        (docs/design.md#relative-error; the paper's constant is not recoverable, 0.01 is our
+        default).
     per_column : bool
         Return ``{column: value}`` instead of the mean over columns.
     taxonomies : mapping or Taxonomy, optional
@@ -215,7 +217,7 @@ def variance_variation(
     ddof: int = 0,
     per_column: bool = False,
 ) -> float | dict[Hashable, float]:
-    """Relative change of the variance, ``|S² - S'²| / S²`` (SPEC §6.2).
+    """Relative change of the variance, ``|S² - S'²| / S²`` (docs/design.md#variance-variation).
 
     The raw ratio, not a percentage, as in Table 1 of Sánchez et al. (2016). Variances are
     population variances (``ddof=0``, dividing by ``n``) by default, as sdcMicro's MDAV

@@ -1,4 +1,6 @@
-"""Information loss of masked numeric data: IL1-IL6 and the SSE/SST of a partition (SPEC §6.4).
+"""Information loss of masked numeric data: IL1-IL6 and the SSE/SST of a partition.
+
+See docs/design.md#information-loss.
 
 Zero denominators (a zero mean, variance or covariance, a constant column's undefined
 correlation) are guarded the same way everywhere: a term whose numerator is 0 too (the
@@ -98,7 +100,9 @@ def _correlation_change(v: np.ndarray, w: np.ndarray, i: int, j: int) -> float |
 
 
 def information_loss(original: Any, released: Any, *, ddof: int = 0) -> InformationLoss:
-    """IL1-IL5 and IL6 of a masked numeric table against the original (SPEC §6.4).
+    """IL1-IL5 and IL6 of a masked numeric table against the original.
+
+    See docs/design.md#information-loss.
 
     With ``p`` columns, standard deviations ``S_j``, means ``x̄_j``, covariances ``v_ij``
     and correlations ``r_ij`` of the original (primed: the released table)::
@@ -111,8 +115,8 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
         IL6 = 100 (IL1 + IL2 + IL3 + IL4 + IL5) / 5
 
     IL1 is sdcMicro's ``dUtility`` "IL1s" divided by ``n p``; the exact forms of IL2-IL5
-    are recalled, not confirmed in a source (SPEC §6.4 [U]). Only IL1 is record-linked:
-    IL2-IL5 compare statistics, which do not depend on the row order.
+    are recalled, not confirmed in a source (unconfirmed: docs/design.md#information-loss). Only IL1
+    is record-linked: IL2-IL5 compare statistics, which do not depend on the row order.
 
     Parameters
     ----------

@@ -1,4 +1,7 @@
-"""Reconstructing category frequencies after randomized response (SPEC §9.3)."""
+"""Reconstructing category frequencies after randomized response.
+
+See docs/design.md#randomized-response.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ def reconstruct_distribution(
 ) -> pd.DataFrame:
     """Estimate a column's original category frequencies after randomized response.
 
-    The unbiased estimator of SPEC §9.3: with ``n`` released rows, ``m`` public
-    categories, retention ``p`` and observed frequencies ``λ̂_y = f_y / n``,
+    The unbiased estimator of docs/design.md#randomized-response: with ``n`` released rows, ``m``
+    public categories, retention ``p`` and observed frequencies ``λ̂_y = f_y / n``,
     ``π̂_y = (λ̂_y - (1 - p) / m) / p`` is unbiased because ``E[λ̂_y] = p π_y + (1 - p) / m``;
     its standard error is ``sqrt(λ̂_y (1 - λ̂_y) / n) / p``.
     Estimates may fall outside ``[0, 1]``; they are not clipped (clipping would bias them).

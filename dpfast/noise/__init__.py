@@ -12,7 +12,8 @@ Element ``i`` of every per-element sampler reads only the ChaCha20 stream
 once. The dyadic-base discrete Laplace sampler (:func:`add_discrete_laplace_dyadic`, the
 noise of counts) reads one stream per segment of 4096 draws instead, so threads split
 on segment boundaries. The samplers are exact: all sampling decisions use integer
-arithmetic on random bits, with no floating point (SPEC A3, §8.4, §8.6).
+arithmetic on random bits, with no floating point (docs/design.md#secure-noise, #discrete-laplace,
+#sampler-choices).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from dpfast.noise._common import _check_key, _check_range
 EM_SAMPLER_NAME = (
     "exponential mechanism: float64 log-sum-exp weights, inverse CDF on a 2**63-scaled "
     "integer CDF, one 63-bit word of a ChaCha20 keyed stream per draw (the small float "
-    "approximation of SPEC §8.6 item 4)"
+    "approximation of docs/design.md#em-sampler)"
 )
 
 
@@ -79,7 +79,7 @@ def exponential_mechanism(
     turned into an integer CDF scaled to ``2**63``; the draw is the first column whose
     threshold exceeds a 63-bit uniform taken from the first word of the stream
     ``(key, nonce = start + g)``. This is the small, documented float approximation of
-    SPEC §8.6 item 4 (:data:`EM_SAMPLER_NAME`), not an exact sampler. Draw ``g`` reads
+    docs/design.md#em-sampler (:data:`EM_SAMPLER_NAME`), not an exact sampler. Draw ``g`` reads
     only its own stream, so chunked calls with matching ``start`` give the same draws.
 
     Parameters
@@ -181,7 +181,7 @@ def exponential_mechanism_sorted_groups(
     The sorted column holds ``counts[r]`` copies of value ``r`` for ``r = 0 .. m-1``, in
     that order, and is cut into ``n // k`` groups of ``k`` (the remainder joins the last
     group). Group ``g`` draws candidate ``c`` with quality ``-Σ_{x in g} distance[c, x]``
-    (SPEC §3.4, Algorithm 2 of Sánchez et al. 2016) exactly as
+    (docs/design.md#em-centroid, Algorithm 2 of Sánchez et al. 2016) exactly as
     :func:`exponential_mechanism` does for that quality row, from stream
     ``(key, start + g)``. Groups made of one value share their CDF, so the cost is about
     one ChaCha20 block per group.

@@ -4,7 +4,8 @@ A cluster of categorical values (codes of a taxonomy's leaves) is summarised by 
 domain value of least total semantic distance to its members (Eq. 5 of Sánchez et al.
 2016, after Martínez, Valls and Sánchez 2012). The same sums, negated, are the quality
 of every candidate in the exponential mechanism of the DP releases (Eq. 6). The
-candidates are every leaf of the taxonomy, a data-independent set (SPEC §3.3-§3.4).
+candidates are every leaf of the taxonomy, a data-independent set (docs/design.md#semantic-centroid,
+#em-centroid).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ def cluster_quality(
     -------
     ndarray of float64, shape (n_clusters, m)
         Row ``g``, column ``c``: the quality of candidate ``c`` (every domain value,
-        a data-independent candidate set) for cluster ``g`` (SPEC §3.3-§3.4, §4.6).
-        Feed it to :func:`dpfast.noise.exponential_mechanism` with sensitivity
-        ``max_distance`` (``n_clusters * max_distance`` for insensitive MDAV, §4.6).
+        a data-independent candidate set) for cluster ``g`` (docs/design.md#semantic-centroid,
+        #em-centroid, #imdav-categorical). Feed it to :func:`dpfast.noise.exponential_mechanism`
+        with sensitivity ``max_distance`` (``n_clusters * max_distance`` for insensitive MDAV,
+        docs/design.md#imdav-categorical).
 
     Examples
     --------
@@ -55,7 +57,9 @@ def cluster_quality(
 def cluster_centroids(
     taxonomy: Taxonomy, codes: np.ndarray, labels: np.ndarray, n_clusters: int
 ) -> np.ndarray:
-    """Marginality-based centroid of each cluster (SPEC §3.3, Eq. 5): NOT private.
+    """Marginality-based centroid of each cluster (Eq. 5): NOT private.
+
+    See docs/design.md#semantic-centroid.
 
     The domain value minimising ``Σ_{x in C} δ(c, x)``; ties go to the lowest code.
 

@@ -1,4 +1,4 @@
-"""The integer grid on which numeric columns are released (SPEC §2.4)."""
+"""The integer grid on which numeric columns are released (docs/design.md#exact-grid)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 # Grid resolution: the domain is cut into at most 2**40 steps, so rounding a centroid moves
-# it by at most 2**-41 of the domain (SPEC §2.4).
+# it by at most 2**-41 of the domain (docs/design.md#exact-grid).
 MAX_GRID_BITS = 40
 
 

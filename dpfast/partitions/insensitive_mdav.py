@@ -1,10 +1,11 @@
 """Insensitive MDAV: clusters from a data-independent order, fit for DP centroids.
 
 :func:`insensitive_mdav_labels` orders records by their distance to data-independent
-reference points on the domain's boundary (SPEC §4.2), so one changed record changes each
-cluster by at most one record (SPEC §4.4) and the clusters' centroids can take DP noise
-(:func:`dpfast.mdav_dp`). Categorical attributes are compared by semantic distance
-normalised by the taxonomy's boundary pair (SPEC §3.1, §4.2).
+reference points on the domain's boundary (docs/design.md#imdav-order), so one changed record
+changes each cluster by at most one record (docs/design.md#imdav-insensitivity) and the clusters'
+centroids can take DP noise (:func:`dpfast.mdav_dp`). Categorical attributes are compared by
+semantic distance normalised by the taxonomy's boundary pair (docs/design.md#semantic-distance,
+#imdav-order).
 """
 
 from __future__ import annotations
@@ -131,7 +132,9 @@ def insensitive_mdav_labels(
     codes: Any = None,
     taxonomies: Sequence[Taxonomy] | None = None,
 ) -> np.ndarray:
-    """Insensitive MDAV partition (SPEC §4.2): clusters whose centroids can take DP noise.
+    """Insensitive MDAV partition: clusters whose centroids can take DP noise.
+
+    See docs/design.md#imdav-order.
 
     Values are clamped to their public bounds. While at least ``2k`` rows remain, the next
     cluster is the ``k`` rows smallest under the strict order of the current reference
@@ -158,8 +161,8 @@ def insensitive_mdav_labels(
     path : {"auto", "general", "fast"}
         ``"general"`` rescans the remaining rows for every cluster, O(n^2 m / k);
         ``"fast"`` sorts the rows once per distinct reference point and takes the next
-        ``k`` unused rows (SPEC §4.3). Both give the same partition; ``"auto"`` takes the
-        fast path when there are at most 64 distinct points.
+        ``k`` unused rows (docs/design.md#imdav-fast-path). Both give the same partition; ``"auto"``
+        takes the fast path when there are at most 64 distinct points.
     codes, taxonomies : optional
         Categorical attributes, as for :func:`~dpfast.partitions.mdav.mdav_labels`.
 

@@ -1,9 +1,10 @@
 """Standard MDAV-generic microaggregation: k-anonymity, **never** followed by DP noise.
 
-:func:`mdav_labels` partitions records by MDAV-generic (SPEC §5.1): the clusters depend on
-every record, so one changed record may change all of them, and their centroids must never
+:func:`mdav_labels` partitions records by MDAV-generic (docs/design.md#mdav-generic): the clusters
+depend on every record, so one changed record may change all of them, and their centroids must never
 receive DP noise (the insensitive variant, :mod:`dpfast.partitions.insensitive_mdav`, is
-the one for that). Categorical attributes are compared by semantic distance (SPEC §3.1).
+the one for that). Categorical attributes are compared by semantic distance
+(docs/design.md#semantic-distance).
 """
 
 from __future__ import annotations
@@ -150,20 +151,20 @@ def mdav_labels(
     """Partition records by standard MDAV-generic (k-anonymity; not differentially private).
 
     Attributes are standardised with the population variance (:func:`standardise`), then
-    MDAV-generic (SPEC §5.1) forms clusters of ``k`` rows (the last holds ``k .. 2k-1``):
-    while ``3k`` rows remain, around the row ``x_r`` farthest from the centroid and the
-    remaining row ``x_s`` farthest from ``x_r``; with ``2k .. 3k-1`` left, one cluster
+    MDAV-generic (docs/design.md#mdav-generic) forms clusters of ``k`` rows (the last holds
+    ``k .. 2k-1``): while ``3k`` rows remain, around the row ``x_r`` farthest from the centroid and
+    the remaining row ``x_s`` farthest from ``x_r``; with ``2k .. 3k-1`` left, one cluster
     around ``x_r``; the rest forms the last cluster (all rows when ``n < 2k``). Ties go to
     the lowest row index. For numeric data a k-d tree prunes the searches without changing
     the result.
 
     With categorical attributes (``codes`` and ``taxonomies``), each adds the term
     ``(δ(a, b) / Δq) ** 2`` to the squared standardised distance: the semantic distance of
-    SPEC §3.1 divided by the taxonomy's largest distance ``Δq``, so it lies in ``[0, 1]``
-    like a difference of about one standard deviation. The centroid's category is the
-    domain value of least total distance to the remaining records' values (SPEC §3.3,
-    ties to the lowest code). This path scans the remaining records for every search,
-    O(n^2 (m + c) / k).
+    docs/design.md#semantic-distance divided by the taxonomy's largest distance ``Δq``, so it lies
+    in ``[0, 1]`` like a difference of about one standard deviation. The centroid's category is the
+    domain value of least total distance to the remaining records' values
+    (docs/design.md#semantic-centroid, ties to the lowest code). This path scans the remaining
+    records for every search, O(n^2 (m + c) / k).
 
     Parameters
     ----------

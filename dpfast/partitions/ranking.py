@@ -1,4 +1,4 @@
-"""Individual ranking: the rank groups of one column (SPEC §1.3).
+"""Individual ranking: the rank groups of one column (docs/design.md#ranking-partition).
 
 Rows are ordered by value (ties by row index) and cut into groups of ``k`` consecutive
 ranks, the remainder joining the last group. The grouping depends on the ranks alone, so

@@ -11,8 +11,8 @@ A schema is a JSON object (format reference: ``docs/schema.md``)::
       }
     }
 
-Bounds are *public* inputs (SPEC A1): they must come from a codebook or from knowledge
-that does not depend on the data, never from the data's own minimum and maximum.
+Bounds are *public* inputs (docs/design.md#public-bounds): they must come from a codebook or from
+knowledge that does not depend on the data, never from the data's own minimum and maximum.
 
 Every problem raises :class:`ValueError` with a one-line message that names the column,
 what was expected, what was found and how to fix it. The CLI shows that line as is.

@@ -1,7 +1,7 @@
 """Semantic distance, marginality, order and microaggregation helpers of a taxonomy.
 
-:class:`_TaxonomyDistances` adds to the tree everything computed from the distance of
-SPEC §3.1 Eq. 3 (SPEC §3.2-§3.4, §4.2, §4.6).
+:class:`_TaxonomyDistances` adds to the tree everything computed from the semantic distance
+(Eq. 3): docs/design.md#categorical, #imdav-order, #imdav-categorical.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ class _TaxonomyDistances(_TaxonomyTree):
     # -- distances ---------------------------------------------------------------------
 
     def distance(self, a: int | str, b: int | str) -> float:
-        """Semantic distance of SPEC §3.1 Eq. 3 between two nodes (labels or indices).
+        """Semantic distance between two nodes (labels or indices).
+
+        See docs/design.md#semantic-distance.
 
         ``δ(a, b) = log2(1 + (|union| - |intersection|) / |union|)`` of the sets ``φa``
         and ``φb``, where ``φ`` is the set
@@ -52,7 +54,10 @@ class _TaxonomyDistances(_TaxonomyTree):
 
     @property
     def max_distance(self) -> float:
-        """``Δq = max δ(a, b)`` over domain pairs: the quality sensitivity of SPEC §3.4."""
+        """``Δq = max δ(a, b)`` over domain pairs: the quality sensitivity.
+
+        See docs/design.md#em-centroid.
+        """
         matrix = self.distance_matrix()
         return float(matrix.max()) if matrix.size else 0.0
 
@@ -95,17 +100,19 @@ class _TaxonomyDistances(_TaxonomyTree):
 
     @property
     def boundary(self) -> tuple[str, str]:
-        """``(v*, t*)``: the most marginal value and the value farthest from it (SPEC §3.2).
+        """``(v*, t*)``: the most marginal value and the value farthest from it.
+
+        See docs/design.md#marginality.
 
         Ties go to the lowest code. ``δ(v*, t*)`` normalises distances in insensitive
-        MDAV (§4.2), and ``v*``, ``t*`` are its categorical domain corners.
+        MDAV (docs/design.md#imdav-order), and ``v*``, ``t*`` are its categorical domain corners.
         """
         v = int(np.argmax(self.marginality()))
         t = int(np.argmax(self.distance_matrix()[v]))
         return self.domain[v], self.domain[t]
 
     def order(self) -> tuple[str, ...]:
-        """Return the domain in the data-independent total order of SPEC §3.2.
+        """Return the domain in the data-independent total order of docs/design.md#marginality.
 
         Domain values sorted by ``δ(x, v*)``, ties by canonical label order; ``v*`` comes
         first. Records are ranked by this order in categorical individual ranking.
@@ -137,7 +144,9 @@ class _TaxonomyDistances(_TaxonomyTree):
     # -- microaggregation helpers ----------------------------------------------------------
 
     def normalised_distance(self, codes: np.ndarray, reference: int | str) -> np.ndarray:
-        """``δ(x, reference) / δ(v*, t*)`` per record: one term of SPEC §4.2's distance.
+        """``δ(x, reference) / δ(v*, t*)`` per record: one term of the distance.
+
+        See docs/design.md#imdav-order.
 
         Parameters
         ----------

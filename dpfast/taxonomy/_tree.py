@@ -201,7 +201,10 @@ class _TaxonomyTree:
         return not self._children[self._as_node(node)]
 
     def ancestors(self, node: int | str) -> tuple[int, ...]:
-        """Return the node itself and its ancestors, up to the root (``φ`` of SPEC §3.1)."""
+        """Return the node itself and its ancestors, up to the root (``φ``).
+
+        See docs/design.md#semantic-distance.
+        """
         i = self._as_node(node)
         out = [i]
         while self.parent[i] >= 0:

@@ -1,4 +1,4 @@
-"""Slow, obvious DiffGen (SPEC §7): Python loops over records, no partition tree.
+"""Slow, obvious DiffGen (docs/design.md#diffgen): Python loops over records, no partition tree.
 
 Every score is recomputed from scratch by scanning all records; the split-value EM lists
 its intervals explicitly. Random draws read the same keyed ChaCha20 streams as dpfast

@@ -1,4 +1,7 @@
-"""Slow, obvious references for individual ranking (SPEC §1.3, §2.1, §2.4)."""
+"""Slow, obvious references for individual ranking.
+
+See docs/design.md#ranking-partition, #ir-dp, #exact-grid.
+"""
 
 from __future__ import annotations
 

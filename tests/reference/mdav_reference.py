@@ -1,4 +1,6 @@
-"""Slow, obvious references for MDAV-generic (SPEC §5.1) and insensitive MDAV (SPEC §4.2).
+"""Slow, obvious references for MDAV-generic and insensitive MDAV.
+
+See docs/design.md#mdav-generic, #imdav-order.
 
 Python loops and full distance computations, O(n^2 / k). Distances are sums of squares
 over the attributes in order, in float64, the same operations as the kernels, so ties are
@@ -104,7 +106,10 @@ def mdav_labels(rows, k):
 
 
 def corner_sequence(lower, upper, n_steps, rule="corners"):
-    """Reference points of SPEC §4.2: alternate opposite corners, or cycle corner pairs."""
+    """Reference points: alternate opposite corners, or cycle corner pairs.
+
+    See docs/design.md#imdav-order.
+    """
     m = len(lower)
     if rule == "corners" or m <= 1:
         return [list(lower) if t % 2 == 0 else list(upper) for t in range(n_steps)]
@@ -243,7 +248,10 @@ def mixed_mdav_labels(rows, codes, matrices, k):
 
 
 def mixed_insensitive_labels(rows, codes, bounds, matrices, k, rule="corners"):
-    """Insensitive MDAV on mixed records (SPEC §4.2): categorical corners are (v*, t*)."""
+    """Insensitive MDAV on mixed records: categorical corners are (v*, t*).
+
+    See docs/design.md#imdav-order.
+    """
     n = len(rows)
     m = len(bounds)
     corners = [boundary(matrix) for matrix in matrices]

@@ -1,4 +1,4 @@
-"""Slow, obvious versions of the perturbation mechanisms' parts (SPEC §9)."""
+"""Slow, obvious versions of the perturbation mechanisms' parts (docs/design.md#mechanisms)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def minimal_delta_grid(values: np.ndarray, k: int, grid: np.ndarray) -> float:
 
 
 def minimal_delta_sorted(values: np.ndarray, k: int) -> float:
-    """SPEC §9.2's formula on a full sort, with exact rationals."""
+    """The formula of docs/design.md#k-noise on a full sort, with exact rationals."""
     s = np.sort(values)
     n = s.shape[0]
     d = max(Fraction(s[k - 1]) - Fraction(s[0]), Fraction(s[-1]) - Fraction(s[n - k]))

@@ -1,4 +1,4 @@
-"""Slow, obvious references for the utility metrics (SPEC §6)."""
+"""Slow, obvious references for the utility metrics (docs/design.md#metrics)."""
 
 import math
 
@@ -70,7 +70,10 @@ def _average(terms):
 
 
 def information_loss(columns_x, columns_y, ddof=0):
-    """IL1..IL6 from lists of columns, by the formulas of SPEC §6.4, one term at a time."""
+    """IL1..IL6 from lists of columns, by the formulas, one term at a time.
+
+    See docs/design.md#information-loss.
+    """
     p = len(columns_x)
     n = len(columns_x[0])
     cov_x = [[_cov(columns_x[i], columns_x[j], ddof) for j in range(p)] for i in range(p)]

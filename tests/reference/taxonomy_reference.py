@@ -24,7 +24,7 @@ def ancestors(parents, label):
 
 
 def distance(parents, a, b):
-    """SPEC §3.1 Eq. 3 on ancestor sets."""
+    """Eq. 3 (docs/design.md#semantic-distance) on ancestor sets."""
     pa, pb = ancestors(parents, a), ancestors(parents, b)
     union = len(pa | pb)
     return math.log2(1 + (union - len(pa & pb)) / union)

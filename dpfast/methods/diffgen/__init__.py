@@ -1,4 +1,4 @@
-"""DiffGen: differentially private generalisation for classification (SPEC A7, §7).
+"""DiffGen: differentially private generalisation for classification (docs/design.md#diffgen).
 
 :func:`diffgen` releases a noisy generalised contingency table (:class:`DiffGenRelease`)
 built by top-down specialisation over taxonomies (categorical predictors) and public root

@@ -2,7 +2,7 @@
 
 ``ε' = ε / (2 (n_numeric + 2 steps))`` is spent on each numeric root's split value, on each
 step's selection and on each step's new split values; the counts get what is left, ``ε / 2``
-when every step runs (Mohammed et al. 2011, Algorithm 1; SPEC §7.2).
+when every step runs (Mohammed et al. 2011, Algorithm 1; docs/design.md#diffgen-budget).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Spender:
             columns: tuple[str, ...] = (str(what), target)
             mechanism = (
                 "interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) over the split "
-                "points s of the root interval (SPEC §7.4)"
+                "points s of the root interval (docs/design.md#diffgen-split)"
             )
             details = {"line": "Algorithm 1 line 4"}
         elif kind == "selection":
@@ -65,7 +65,7 @@ class Spender:
             columns = (*(str(c.name) for c in self.prepared.columns), target)
             mechanism = (
                 "exponential mechanism over the candidates (the values of every Cut_i), "
-                f"utility {self.utility} (SPEC §7.3 Eq. 5)"
+                f"utility {self.utility} (docs/design.md#diffgen-scores)"
             )
             details = {"line": "Algorithm 1 line 7"}
         else:
@@ -107,7 +107,7 @@ def counts_entry(
         columns=(*(str(c.name) for c in prepared.columns), str(prepared.target)),
         epsilon=float(epsilon),
         mechanism="discrete Laplace (two-sided geometric) on every (leaf partition, class) "
-        "count, clamped at 0 (SPEC §7.5)",
+        "count, clamped at 0 (docs/design.md#diffgen-tree)",
         sensitivity=1.0,
         noise_scale=plan.scale,
         sampler=plan.sampler,

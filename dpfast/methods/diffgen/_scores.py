@@ -1,4 +1,6 @@
-"""DiffGen's utility functions (SPEC §7.3) and the split-value weights of §7.4.
+"""DiffGen's utility functions and the split-value weights.
+
+See docs/design.md#diffgen-scores, #diffgen-split.
 
 ``counts[c, cls]`` is the number of records of child ``c`` with class ``cls``:
 

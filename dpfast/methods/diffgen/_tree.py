@@ -1,4 +1,4 @@
-"""DiffGen's top-down specialisation (SPEC §7.2-§7.5): the partition tree, Link_v, scores.
+"""DiffGen's top-down specialisation (docs/design.md#diffgen): the partition tree, Link_v, scores.
 
 The leaf partitions of DiffGen are always the product of the per-attribute cuts, and
 every one is released, but only those holding records are stored: an empty partition's
@@ -259,7 +259,10 @@ class Builder:
         return value
 
     def _choose_split(self, value: Value, hist: np.ndarray) -> None:
-        """Draw the split value of a numeric value (SPEC §7.4) from its (code, class) counts."""
+        """Draw the split value of a numeric value from its (code, class) counts.
+
+        See docs/design.md#diffgen-split.
+        """
         col = self.columns[value.column]
         assert isinstance(col, NumericColumn)
         present, left = _kernels.split_points(hist)

@@ -61,7 +61,9 @@ class CutColumn:
 
 
 class Cut:
-    """The final cut (the union of the ``Cut_i``) of a DiffGen release (SPEC §7.5 c).
+    """The final cut (the union of the ``Cut_i``) of a DiffGen release.
+
+    See docs/design.md#diffgen-tree.
 
     Apply it to new data (a test set) to generalise it exactly as the released table.
 

@@ -1,4 +1,7 @@
-"""``diffgen``: differentially private generalisation for classification (SPEC A7, §7)."""
+"""``diffgen``: differentially private generalisation for classification.
+
+See docs/design.md#diffgen.
+"""
 
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ def diffgen(
     classes: Sequence[Any] | None = None,
     seed: int | None = None,
 ) -> DiffGenRelease:
-    """Differentially private generalisation for classification: DiffGen (SPEC A7, §7).
+    """Differentially private generalisation for classification: DiffGen (docs/design.md#diffgen).
 
     Starting from the top of every predictor's taxonomy (categorical) or public root
     interval (numeric), DiffGen specialises ``steps`` times a value chosen by the
@@ -139,7 +142,7 @@ def diffgen(
     (:func:`dpfast.noise.add_count_noise`: base ``p = m/2**16`` just above
     ``exp(-ε_counts)``, or for budgets below 1/32 a rate ``s/t`` just below ``ε_counts``)
     and are clamped at 0. Selections and split values use the exponential mechanism with
-    float64 weights (SPEC §8.6 item 4).
+    float64 weights (docs/design.md#em-sampler).
 
     References
     ----------
@@ -311,9 +314,10 @@ def _notes(prepared: Prepared, budget: Budget, steps: int, done: int) -> list[st
         notes.append(
             f"early stop after {done} of {steps} steps: no value of the cut could be "
             f"specialised further. The budget of the {steps - done} steps not taken "
-            f"({float(budget.unit * 2 * (steps - done)):.6g}) went to the counts (SPEC §7.6): "
-            "whether a step can run depends only on the cut, itself the output of earlier "
-            "private steps and public taxonomies and bounds, so the total stays epsilon."
+            f"({float(budget.unit * 2 * (steps - done)):.6g}) went to the counts "
+            "(docs/design.md#diffgen-edge-cases): whether a step can run depends only on the cut, "
+            "itself the output of earlier private steps and public taxonomies and bounds, so the "
+            "total stays epsilon."
         )
     if prepared.dropped:
         notes.append(f"column(s) {[str(c) for c in prepared.dropped]} are not released")

@@ -2,7 +2,7 @@
 
 Each column is ordered by its taxonomy's data-independent order, cut into rank groups,
 and every group's value is drawn from the taxonomy's leaves by the exponential mechanism
-with quality ``-Σ semantic distance`` to the group's values (SPEC §3.4).
+with quality ``-Σ semantic distance`` to the group's values (docs/design.md#em-centroid).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def categorical_entry(
     effective = delta if sensitivity == "paper" else n_groups * delta
     rule = (
         "paper: Δq = max semantic distance per group (heuristic: no proof covers the "
-        "groups shifting when one record changes, SPEC §3.4)"
+        "groups shifting when one record changes, docs/design.md#em-centroid)"
         if sensitivity == "paper"
         else "proven: n_groups * Δq (each group's quality moves by at most Δq)"
     )
@@ -99,7 +99,8 @@ def categorical_guarantee(
     return (
         guarantee + f" Categorical column(s) {columns} use the paper's "
         "exponential-mechanism sensitivity Δq per rank group (sensitivity='paper'); no proof "
-        "covers the groups shifting when one record changes (SPEC §3.4), so their share of "
-        "epsilon is heuristic. Use sensitivity='proven' (n_groups * Δq) for a proven bound.",
+        "covers the groups shifting when one record changes (docs/design.md#em-centroid), so their "
+        "share of epsilon is heuristic. Use sensitivity='proven' (n_groups * Δq) for a proven "
+        "bound.",
         "heuristic",
     )

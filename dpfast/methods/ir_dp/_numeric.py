@@ -1,7 +1,8 @@
 """Numeric columns of ``ir_dp`` (Algorithm 1 of Sánchez et al. 2016) and their guarantee.
 
 Each column is quantised to its public grid, sorted, cut into rank groups of ``k``, and
-every group's exact mean gets one discrete Laplace draw (SPEC §1.3, §2.4).
+every group's exact mean gets one discrete Laplace draw (docs/design.md#ranking-partition,
+#exact-grid).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ def centroid_sensitivity(grid: Grid, n_records: int, k: int) -> Fraction:
     """L1 sensitivity, in grid steps, of one column's rounded centroid list.
 
     Lemma 1 of Sánchez et al. (2016) bounds the exact centroids' change by ``d_int / k``
-    (SPEC §1.4). Rounding each centroid to the grid adds at most one step per group that
-    changes, hence ``d_int / k + n_groups`` (SPEC §2.4).
+    (docs/design.md#lemma-1). Rounding each centroid to the grid adds at most one step per group
+    that changes, hence ``d_int / k + n_groups`` (docs/design.md#exact-grid).
     """
     return Fraction(grid.d_int, k) + (n_records // k)
 

@@ -69,10 +69,10 @@ def mdav_dp(
 
     Categorical columns (given a taxonomy) enter the distance as
     ``(δ(x, R) / δ(v*, t*)) ** 2``, with the taxonomy's ``v*`` and ``t*`` as their lower
-    and upper domain corners (SPEC §4.2). Each cluster's released value is drawn from the
-    taxonomy's leaves by the exponential mechanism with quality ``-Σ δ(c, x)`` over the
-    cluster and sensitivity ``n_c · Δq`` (SPEC §4.6: up to ``n_c`` clusters change by one
-    record, each moving the quality by at most ``Δq``, the largest distance).
+    and upper domain corners (docs/design.md#imdav-order). Each cluster's released value is drawn
+    from the taxonomy's leaves by the exponential mechanism with quality ``-Σ δ(c, x)`` over the
+    cluster and sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical: up to ``n_c`` clusters
+    change by one record, each moving the quality by at most ``Δq``, the largest distance).
 
     Parameters
     ----------
@@ -96,8 +96,8 @@ def mdav_dp(
         :func:`~dpfast.partitions.insensitive_mdav.reference_sequence`).
     calibration : {"l1", "as_published"}
         ``"l1"``: scale ``m * n_c * Δ_j / (k ε)`` per numeric column, the L1 sensitivity
-        of all centroids (SPEC §4.5), and ``ε / m`` with sensitivity ``n_c · Δq`` per
-        categorical column. ``"as_published"``: the paper's ``(n / k) Δ_j / (k ε)`` per
+        of all centroids (docs/design.md#imdav-noise), and ``ε / m`` with sensitivity ``n_c · Δq``
+        per categorical column. ``"as_published"``: the paper's ``(n / k) Δ_j / (k ε)`` per
         numeric column and, per categorical column, the thesis code's
         ``Pr[c] ∝ exp(ε q / (2 (n / k) Δq))`` with the whole ``ε`` (no split), for
         comparison; it really spends about ``m`` times more (``ε n_c k / n`` per

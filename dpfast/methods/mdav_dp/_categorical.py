@@ -1,7 +1,8 @@
 """Categorical columns of ``mdav_dp``: each cluster's value by the exponential mechanism.
 
 Up to ``n_c`` clusters change by one record when one record changes, so each cluster's
-quality moves by at most ``Δq`` and the proven sensitivity is ``n_c · Δq`` (SPEC §4.6).
+quality moves by at most ``Δq`` and the proven sensitivity is ``n_c · Δq``
+(docs/design.md#imdav-categorical).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def categorical_plan(
 ) -> tuple[float, float, LedgerEntry]:
     """Plan one categorical column: the exponential mechanism's ε, sensitivity, and entry.
 
-    ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (SPEC §4.6).
+    ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical).
     ``"as_published"``: the thesis code's ``ε`` with ``(n / k) · Δq``; the same
     distribution is ``ε n_c k / n`` with ``n_c · Δq``, which is what it really spends.
     """
@@ -54,7 +55,7 @@ def categorical_plan(
             "n_clusters": n_clusters,
             "calibration": calibration,
             "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
-            "record, each moving its quality by at most Δq (SPEC §4.6)",
+            "record, each moving its quality by at most Δq (docs/design.md#imdav-categorical)",
             "mechanism_epsilon": em_epsilon,
             "mechanism_sensitivity": em_sensitivity,
         },
