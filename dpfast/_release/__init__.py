@@ -104,12 +104,13 @@ def keep_numerator(retention: float) -> int:
     return exact.numerator * noise.KEEP_DENOMINATOR // exact.denominator
 
 
-def unprotected_note(unprotected: Sequence[str]) -> str:
+def unprotected_note(unprotected: Sequence[str], *, emphasis: bool = False) -> str:
     """Return the sentence a guarantee ends with when columns are released unchanged."""
     if not unprotected:
         return ""
+    word = "NOT" if emphasis else "not"
     return (
-        f" Column(s) {list(unprotected)} are released unchanged and are not protected by "
+        f" Column(s) {list(unprotected)} are released unchanged and are {word} protected by "
         "any guarantee."
     )
 
@@ -218,15 +219,14 @@ class Run:
         n_rows: int | None = None,
         protected: Sequence[str] | None = None,
         unprotected: Sequence[str] | None = None,
-        note_unprotected: bool = True,
+        emphasis: bool = False,
     ) -> Report:
         """Build the report, filling the fields every release shares.
 
         ``guarantee`` is the text and level of what holds for the protected columns (by
         default the released ones); the unprotected columns (by default those copied
-        unchanged) are named after it, unless ``note_unprotected`` is false and the text
-        names them itself. A seeded run is noted as not for publication. The report's ε
-        is the ledger's total.
+        unchanged) are named after it (with ``emphasis``, in capitals: NOT protected). A
+        seeded run is noted as not for publication. The report's ε is the ledger's total.
         """
         text, level = guarantee
         copied = self.unprotected() if unprotected is None else list(unprotected)
@@ -235,7 +235,7 @@ class Run:
             parameters=parameters,
             epsilon=None if ledger is None else ledger.total,
             ledger=[] if ledger is None else list(ledger.entries),
-            guarantee=text + (unprotected_note(copied) if note_unprotected else ""),
+            guarantee=text + unprotected_note(copied, emphasis=emphasis),
             guarantee_level=level,
             protected_columns=names(list(self.released)) if protected is None else list(protected),
             unprotected_columns=copied,

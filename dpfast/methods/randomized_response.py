@@ -253,11 +253,10 @@ def randomized_response(
             f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
             f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
             f"draw from the public domain of {m} categories, independently of every other "
-            "record. Centrally this protects only that column's value of a record."
-            + _unprotected_note(run.unprotected()),
+            "record. Centrally this protects only that column's value of a record.",
             "local",
         ),
-        note_unprotected=False,
+        emphasis=True,
         ledger=ledger,
         seed=seed,
         sampler=noise.RETAIN_SAMPLER_NAME,
@@ -298,14 +297,6 @@ def _keep(epsilon: Any, retention: Any, m: int) -> tuple[int, float | None, floa
         return _keep_from_epsilon(epsilon, m), epsilon, None
     retention = check_retention(retention)
     return keep_numerator(retention), None, retention
-
-
-def _unprotected_note(unprotected: list[str]) -> str:
-    if not unprotected:
-        return ""
-    return (
-        f" Column(s) {unprotected} are released unchanged and are NOT protected by any guarantee."
-    )
 
 
 def _entry(name: Hashable, epsilon: float, p: float) -> LedgerEntry:
