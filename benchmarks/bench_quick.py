@@ -8,6 +8,7 @@ dpfast... The ratio and the memory multiple go to the benchmark's ``extra_info``
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -43,7 +44,10 @@ def test_quick(benchmark, note, case_id):
         case.teardown(state)
     dpfast_s = list(benchmark.stats.stats.data)
     ratio = quick.ratio_of_rounds(dpfast_s, baseline_s)
-    memory = quick.measure_memory(case_id)
+    if os.environ.get("DPFAST_BENCH_MEMORY") == "0":  # bench-compare after its first pair
+        memory = {"multiple": None, "peak_extra_bytes": None, "input_bytes": None}
+    else:
+        memory = quick.measure_memory(case_id)
     benchmark.extra_info.update(
         {
             "case": case_id,
@@ -59,7 +63,8 @@ def test_quick(benchmark, note, case_id):
             "dpfast_path": str(Path(dpfast.__file__).resolve().parent),
         }
     )
+    multiple = "-" if memory["multiple"] is None else f"{memory['multiple']:5.2f}x"
     note(
         f"quick {case_id:<22} ratio {ratio:7.2f} (baseline / dpfast; {case.baseline_name})   "
-        f"memory {memory['multiple']:5.2f}x the input"
+        f"memory {multiple} the input"
     )

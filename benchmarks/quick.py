@@ -616,9 +616,10 @@ def measure_memory(name: str) -> dict[str, float]:
     """One case's peak extra RSS over its input size, from a fresh process.
 
     ``MALLOC_MMAP_THRESHOLD_`` makes every large block its own mapping, so memory freed by
-    the warm-up call goes back to the system and the measured call's peak is its own.
+    the warm-up call goes back to the system and the measured call's peak is its own; Arrow
+    allocates through the same ``malloc`` (its default mimalloc pool keeps freed memory).
     """
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", ARROW_DEFAULT_MEMORY_POOL="system")
     out = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "memory", name],
         capture_output=True,
