@@ -214,6 +214,7 @@ def run_quick(
         cwd=cwd,
         env=env,
         check=False,
+        preexec_fn=_pin_to_one_cpu,  # safe: the gate starts no threads
         stdout=subprocess.PIPE if quiet else None,
         stderr=subprocess.STDOUT if quiet else None,
         text=True,
@@ -225,6 +226,19 @@ def run_quick(
     if not Path(json_path).exists():
         return {}
     return load_results(json_path)
+
+
+def _pin_to_one_cpu() -> None:
+    """Run the quick tier on one CPU (the last allowed; ``DPFAST_BENCH_CPU`` to choose).
+
+    Both sides of a ratio then get the same single core, so load from other processes on
+    the machine's other cores changes neither, and a ratio does not depend on how many
+    cores happen to be idle. ``DPFAST_BENCH_CPU=all`` leaves the affinity alone.
+    """
+    choice = os.environ.get("DPFAST_BENCH_CPU", "")
+    if choice == "all" or not hasattr(os, "sched_setaffinity"):
+        return
+    os.sched_setaffinity(0, {int(choice)} if choice else {max(os.sched_getaffinity(0))})
 
 
 def _pytest_measure(json_path: Path | None) -> Measure:
