@@ -461,8 +461,9 @@ def compare(base: str, head: str, pairs: int, cases: Sequence[str] | None) -> in
                 )
                 _check_imported(got, top / side)
                 results[side].append(got)
-        names = [c for c in results["A"][0] if all(c in r for r in results["A"] + results["B"])]
-        missing = sorted(set(results["A"][0]) | set(results["B"][0]) - set(names))
+        every = results["A"] + results["B"]
+        names = [c for c in results["A"][0] if all(c in r for r in every)]
+        missing = sorted(set().union(*every, cases or ()) - set(names))
         changes = {
             c: paired_change(
                 [r[c]["ratio"] for r in results["A"]], [r[c]["ratio"] for r in results["B"]]
@@ -593,7 +594,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench: wrote {args.baseline} from {len(runs)} run(s)")
         return 0
     if args.command == "compare":
-        return compare(args.base, args.head, args.pairs, args.cases)
+        try:
+            return compare(args.base, args.head, args.pairs, args.cases)
+        except KeyboardInterrupt:
+            print("bench-compare: interrupted; its worktrees are removed", file=sys.stderr)
+            return 130
     print(f"bench: wrote {plot_history(args.files, args.output)}")
     return 0
 
