@@ -530,13 +530,13 @@ def plot_history(files: Sequence[str | Path], out: str | Path) -> Path:
     cases = sorted({case for results in series for case in results})
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
     x = list(range(len(files)))
-    for case in cases:
+    colours = plt.get_cmap("tab20").colors
+    for i, case in enumerate(cases):
+        style = {"color": colours[i % 20], "marker": "os^vD"[i % 5], "label": case}
         ratios = [r[case]["ratio"] if case in r else math.nan for r in series]
-        memory = [
-            r[case].get("memory_multiple", math.nan) if case in r else math.nan for r in series
-        ]
-        top.plot(x, ratios, marker="o", label=case)
-        bottom.plot(x, memory, marker="o", label=case)
+        memory = [r[case].get("memory_multiple") if case in r else None for r in series]
+        top.plot(x, ratios, **style)
+        bottom.plot(x, [math.nan if m is None else m for m in memory], **style)
     top.set_yscale("log")
     top.set_ylabel("ratio (baseline time / dpfast time)")
     top.set_title("dpfast quick tier: higher ratio is faster")
