@@ -8,6 +8,7 @@ to fail against the committed baseline.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -232,7 +233,13 @@ def test_a_three_times_slower_ranking_kernel_fails_the_check(monkeypatch):
         return {case.id: {"ratio": got["ratio"], "memory_multiple": expected["memory"]}}
 
     lines: list[str] = []
-    got = gate.check({"cases": {case.id: expected}}, measure, log=lines.append)
+    # on one CPU, as scripts/bench --check measures (the baseline's ratios are one-core ones)
+    affinity = os.sched_getaffinity(0)
+    gate._pin_to_one_cpu()
+    try:
+        got = gate.check({"cases": {case.id: expected}}, measure, log=lines.append)
+    finally:
+        os.sched_setaffinity(0, affinity)
     assert calls, "the slowed kernels were not called"
     assert got == 1, "\n".join(lines)
     assert "REGRESSED (slower), re-measured" in "\n".join(lines)
