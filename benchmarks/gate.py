@@ -162,6 +162,8 @@ def check(baseline: dict[str, Any], measure: Measure, log: Callable[[str], None]
             f"bench check: not in the baseline yet: {', '.join(new)} "
             "(record them with scripts/bench --update-baseline)"
         )
+    if any(row.status == "missing" for row in rows):
+        log("bench check: a missing case failed or did not run: see pytest's output above")
     if failed:
         log(
             f"bench check: FAILED: {len(failed)} case(s) regressed beyond their tolerance "
@@ -241,8 +243,7 @@ def _pin_to_one_cpu() -> None:
     os.sched_setaffinity(0, {int(choice)} if choice else {max(os.sched_getaffinity(0))})
 
 
-def _pytest_measure(json_path: Path | None) -> Measure:
-    directory = Path(tempfile.mkdtemp(prefix="dpfast-bench-check-"))
+def _pytest_measure(directory: Path, json_path: Path | None) -> Measure:
     runs = iter(range(1, 100))
 
     def measure(cases: Sequence[str] | None) -> Results:
@@ -575,13 +576,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "check":
-        return check(read_baseline(args.baseline), _pytest_measure(args.json))
+        baseline = read_baseline(args.baseline)
+        with tempfile.TemporaryDirectory(prefix="dpfast-bench-check-") as directory:
+            return check(baseline, _pytest_measure(Path(directory), args.json))
     if args.command == "update-baseline":
         if args.files:
             runs = [load_results(path) for path in args.files]
         else:
-            directory = Path(tempfile.mkdtemp(prefix="dpfast-bench-baseline-"))
-            runs = [run_quick(directory / f"run{i}.json") for i in range(args.runs)]
+            with tempfile.TemporaryDirectory(prefix="dpfast-bench-baseline-") as directory:
+                runs = [run_quick(Path(directory) / f"run{i}.json") for i in range(args.runs)]
         baseline = write_baseline(runs, args.baseline)
         for case, figures in baseline["cases"].items():
             print(
