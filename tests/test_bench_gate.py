@@ -1,4 +1,4 @@
-"""The performance gate (benchmarks/gate.py): check, re-measure, compare statistics, plot.
+"""The performance gate (benchmarks/gate*.py): check, re-measure, compare statistics, plot.
 
 The check logic runs on synthetic pytest-benchmark result files; one test runs the quick
 tier's ir_dp case with its ranking kernels slowed down three times and expects the check
@@ -18,6 +18,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import gate  # noqa: E402
+import gate_compare  # noqa: E402
+import gate_history  # noqa: E402
 
 BASELINE = {
     "cases": {
@@ -148,7 +150,7 @@ def test_update_baseline_round_trip(tmp_path):
 
 
 def test_paired_change_of_identical_runs_is_zero():
-    got = gate.paired_change([2.0, 2.2, 1.9], [2.0, 2.2, 1.9])
+    got = gate_compare.paired_change([2.0, 2.2, 1.9], [2.0, 2.2, 1.9])
     assert got.estimate == pytest.approx(0.0, abs=1e-12)
     assert not got.significant_slowdown
 
@@ -156,7 +158,7 @@ def test_paired_change_of_identical_runs_is_zero():
 def test_paired_change_finds_a_steady_20_percent_slowdown():
     base = [2.0, 2.4, 1.8, 2.2]
     head = [r / 1.2 * f for r, f in zip(base, [1.01, 0.99, 1.0, 1.02], strict=True)]
-    got = gate.paired_change(base, head)
+    got = gate_compare.paired_change(base, head)
     assert got.estimate == pytest.approx(0.2, abs=0.02)
     assert got.low > 0.1 and got.significant_slowdown
 
@@ -166,7 +168,7 @@ def test_paired_change_matches_a_t_interval():
 
     from scipy import stats
 
-    got = gate.paired_change([1.0, 1.0, 1.0], [1 / 1.1, 1 / 1.3, 1 / 1.2])
+    got = gate_compare.paired_change([1.0, 1.0, 1.0], [1 / 1.1, 1 / 1.3, 1 / 1.2])
     logs = [math.log(1.1), math.log(1.3), math.log(1.2)]
     low, high = stats.t.interval(0.95, 2, loc=sum(logs) / 3, scale=stats.sem(logs))
     assert got.estimate == pytest.approx(math.expm1(sum(logs) / 3))
@@ -174,15 +176,15 @@ def test_paired_change_matches_a_t_interval():
 
 
 def test_noisy_or_small_changes_do_not_fail():
-    noisy = gate.paired_change([2.0, 2.0, 2.0], [2.0 / 1.5, 2.0 / 0.8, 2.0 / 1.2])
+    noisy = gate_compare.paired_change([2.0, 2.0, 2.0], [2.0 / 1.5, 2.0 / 0.8, 2.0 / 1.2])
     assert noisy.estimate > 0.1 and noisy.low < 0 and not noisy.significant_slowdown
-    small = gate.paired_change([2.0, 2.0, 2.0], [2.0 / 1.05, 2.0 / 1.06, 2.0 / 1.05])
+    small = gate_compare.paired_change([2.0, 2.0, 2.0], [2.0 / 1.05, 2.0 / 1.06, 2.0 / 1.05])
     assert small.low > 0 and not small.significant_slowdown
 
 
 def test_paired_change_needs_two_pairs():
     with pytest.raises(ValueError, match="two or more pairs"):
-        gate.paired_change([1.0], [1.0])
+        gate_compare.paired_change([1.0], [1.0])
 
 
 # -- history plot --------------------------------------------------------------------------
@@ -196,7 +198,7 @@ def test_history_plot_writes_a_png(tmp_path):
         )
         for i in range(3)
     ]
-    out = gate.plot_history(files, tmp_path / "history.png")
+    out = gate_history.plot_history(files, tmp_path / "history.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
