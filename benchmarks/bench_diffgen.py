@@ -23,8 +23,13 @@ import diffgen_common as common
 import dpfast
 from dpfast import noise
 from dpfast.io import as_table_data
-from dpfast.methods.diffgen._columns import CategoricalColumn, prepare
-from dpfast.methods.diffgen._tree import _preorder_rank
+
+if (Path(dpfast.__file__).parent / "methods").is_dir():
+    from dpfast.methods.diffgen._columns import CategoricalColumn, prepare
+    from dpfast.methods.diffgen._tree import _preorder_rank
+else:  # a revision before the methods/partitions layout (bench-compare BASE)
+    from dpfast.diffgen._columns import CategoricalColumn, prepare
+    from dpfast.diffgen._tree import _preorder_rank
 
 TAXONOMIES = common.taxonomies()
 

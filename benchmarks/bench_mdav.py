@@ -10,14 +10,17 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-try:
+import dpfast
+
+if (Path(dpfast.__file__).parent / "partitions").is_dir():
     from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
     from dpfast.partitions.mdav import mdav_labels, standardise
-except ImportError:  # a revision before the methods/partitions layout (bench-compare BASE)
+else:  # a revision before the methods/partitions layout (bench-compare BASE)
     from dpfast.mdav import insensitive_mdav_labels, mdav_labels, standardise
 
 
