@@ -61,6 +61,13 @@ def test_quick(benchmark, note, case_id):
             "memory_peak_extra_bytes": memory["peak_extra_bytes"],
             "memory_input_bytes": memory["input_bytes"],
             "dpfast_path": str(Path(dpfast.__file__).resolve().parent),
+            "dpfast_module_paths": sorted(
+                {
+                    str(Path(module.__file__).resolve().parent)
+                    for name, module in list(sys.modules.items())
+                    if name.split(".")[0] == "dpfast" and getattr(module, "__file__", None)
+                }
+            ),
         }
     )
     multiple = "-" if memory["multiple"] is None else f"{memory['multiple']:5.2f}x"

@@ -127,6 +127,7 @@ def compare(base: str, head: str, pairs: int, cases: Sequence[str] | None) -> in
                     [str(top / side)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
                 )
                 env["NUMBA_CACHE_DIR"] = str(top / f"numba-cache-{side}")
+                env["DPFAST_BENCH_REVISION"] = str(top / side)
                 if pair > 0:
                     env["DPFAST_BENCH_MEMORY"] = "0"  # measured once, in the first pair
                 got = run_quick(
@@ -179,7 +180,9 @@ def compare(base: str, head: str, pairs: int, cases: Sequence[str] | None) -> in
 
 
 def _check_imported(results: Results, tree: Path) -> None:
+    """Refuse results whose dpfast, or any of its modules, came from outside ``tree``."""
     for case, info in results.items():
-        path = info.get("dpfast_path")
-        if path and not Path(path).is_relative_to(tree.resolve()):
-            raise RuntimeError(f"{case} imported dpfast from {path}, not from {tree}")
+        paths = [info.get("dpfast_path"), *info.get("dpfast_module_paths", [])]
+        outside = [p for p in paths if p and not Path(p).is_relative_to(tree.resolve())]
+        if outside:
+            raise RuntimeError(f"{case} imported dpfast from {outside[0]}, not from {tree}")

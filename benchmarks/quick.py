@@ -35,6 +35,16 @@ for _path in (HERE, HERE.parent / "scripts"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+if os.environ.get("DPFAST_BENCH_REVISION"):
+    # bench-compare runs a revision through PYTHONPATH. The current checkout's editable
+    # install adds a finder that would supply any module the revision lacks from the
+    # checkout instead; without it, every dpfast module comes from the revision.
+    sys.meta_path[:] = [
+        finder
+        for finder in sys.meta_path
+        if not getattr(finder, "__module__", "").startswith("__editable__")
+    ]
+
 import dpfast  # noqa: E402
 from dpfast import noise  # noqa: E402
 

@@ -190,6 +190,16 @@ def test_paired_change_needs_two_pairs():
 # -- history plot --------------------------------------------------------------------------
 
 
+def test_compare_refuses_a_dpfast_module_from_outside_the_revision(tmp_path):
+    tree = tmp_path / "A"
+    inside = str(tree / "dpfast")
+    good = {"case": {"dpfast_path": inside, "dpfast_module_paths": [inside]}}
+    gate_compare._check_imported(good, tree)
+    leaked = {"case": {"dpfast_path": inside, "dpfast_module_paths": [inside, "/elsewhere/dpfast"]}}
+    with pytest.raises(RuntimeError, match="/elsewhere/dpfast"):
+        gate_compare._check_imported(leaked, tree)
+
+
 def test_history_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     files = [
