@@ -88,10 +88,11 @@ def laplace_dp(
         _plan(column, domains[column.name], epsilon / len(protected), run.table.n_rows)
         for column in protected
     ]
+    for _, _, entry in plans:  # every column's spend reserved before any draw
+        ledger.plan(entry)
     source = noise_source(seed)
     with run.phase("noise"):
         for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
-            ledger.plan(entry)
             key = source.key("laplace_dp", "cell-noise", str(column.name))
             draws = noise.discrete_laplace(key, steps, run.table.n_rows)
             out, clamped = laplace_column(column.values, grid, draws, column.integer)
