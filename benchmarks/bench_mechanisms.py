@@ -118,7 +118,7 @@ def test_k_noise(benchmark, record, column, implementation):
         result = benchmark.pedantic(
             lambda: dpfast.k_noise(table, k=K, seed=1).data, rounds=3, iterations=1
         )
-        delta = dpfast.k_noise(table[:200_000], k=K, seed=1).report.extra["deltas"]["0"]
+        delta = dpfast.k_noise(table[:200_000], k=K, seed=1).private.extra["deltas"]["0"]
         assert delta == numpy_k_noise(column[:200_000], K, np.zeros)[1]
     else:
         if implementation == "numpy (PCG64)":

@@ -103,7 +103,7 @@ def _categorical(state):
         k=10,
         epsilon=EPSILON,
         taxonomies={"country": state["taxonomy"]},
-        shuffle=False,
+        linkage="records", shuffle=False,
     ).data
 
 

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from dpfast.exceptions import BudgetExceededError
 
-#: What a report's guarantee is: ``"proven"`` ε-DP, the paper's claim (``"as_published"``),
-#: ``"heuristic"``, ``"local"`` DP of one column, or ``"none"``.
-GuaranteeLevel = Literal["proven", "as_published", "heuristic", "local", "none"]
+#: What a report's guarantee is: ``"proven"`` ε-DP of everything released, ε-DP of the
+#: protected columns only (``"protected_only"``), the paper's unproven claim
+#: (``"as_published"``), ``"heuristic"``, ``"local"`` DP of one column, or ``"none"``.
+GuaranteeLevel = Literal["proven", "protected_only", "as_published", "heuristic", "local", "none"]
 
 # Relative slack for float sums of budget shares (e.g. three shares of 1/3).
 _BUDGET_SLACK = 1e-9
@@ -129,12 +130,51 @@ class Ledger:
         self._entries.append(entry)
 
 
+#: What the release did with the input's unprotected columns (see :class:`Report`).
+UnprotectedPolicy = Literal["drop", "shuffle", "keep"]
+
+
 @dataclass
 class Report:
-    """What a release did, what it spent, and what it guarantees.
+    """The public report of a release: what it did, what it spent, what it guarantees.
 
-    The report is for the data holder. It may hold utility metrics computed on the
-    original data: do not publish it with the released data.
+    Every field is a public parameter, a function of public parameters, or a function of
+    the released data: it is safe to publish beside the release. What may not be published
+    (exact statistics of the input, timings, utility metrics) is in
+    :class:`PrivateReport`, never here.
+
+    Attributes
+    ----------
+    method : str
+    parameters : dict
+        The arguments, as the report shows them.
+    epsilon : float or None
+        The total ε spent (the ledger's total); ``None`` for methods with no budget.
+    ledger : list of LedgerEntry
+        Every step that spent ε, with its mechanism, sensitivity and noise scale.
+    guarantee : str
+        What holds, in plain words.
+    guarantee_level : {"proven", "protected_only", "as_published", "heuristic", "local", "none"}
+        ``"proven"``: ε-DP for everything released (every column, the row order).
+        ``"protected_only"``: ε-DP for the protected columns; the unprotected ones are
+        released unchanged (NOT protected) in a way that does not weaken the protected
+        columns' guarantee. The other levels are not differential privacy of the release.
+    protected_columns : list of str
+    unprotected_columns : list of str
+        The input's columns that no mechanism protects.
+    unprotected : {"drop", "shuffle", "keep"} or None
+        What the release did with them: left them out, released them in a row order
+        independent of the protected columns, or kept them in their rows.
+    seeded : bool
+        Noise came from a seeded generator: reproducible, not for publication.
+    sampler : str or None
+    released_rows : int
+        Rows of the released table (a function of the release).
+    notes : list of str
+    warnings : list of str
+        Warnings raised from public quantities (e.g. noise that swamps a column).
+    extra : dict
+        Method-specific public fields (merged into :meth:`to_dict`).
     """
 
     method: str
@@ -145,23 +185,72 @@ class Report:
     guarantee_level: GuaranteeLevel
     protected_columns: list[str]
     unprotected_columns: list[str]
-    clamped: dict[str, int]
+    unprotected: UnprotectedPolicy | None
     seeded: bool
     sampler: str | None
-    timings: dict[str, float]
-    n_rows: int
+    released_rows: int
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    #: The value of :meth:`to_dict`'s ``"report"`` field.
+    KIND = "public"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the report as plain JSON-serialisable Python objects."""
-        out = asdict(self)
+        out = {"report": self.KIND, **asdict(self)}
         out["ledger"] = [asdict(entry) for entry in self.ledger]
         out.update(out.pop("extra"))
         return _jsonable(out)  # type: ignore[no-any-return]
 
     def to_json(self, indent: int | None = 2) -> str:
         """Return the report as a JSON string."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+@dataclass
+class PrivateReport:
+    """What only the data holder may see: exact statistics of the input, timings, metrics.
+
+    Never publish it: its counts are exact functions of the private data (one record more
+    or less changes them) and no ε covers them.
+
+    Attributes
+    ----------
+    method : str
+    input_rows : int
+        Rows of the input table.
+    clamped : dict
+        Per protected column, the input values outside the public bounds (clamped).
+    clamped_output : dict
+        Per protected numeric column, the released values that lie on a bound (after the
+        noise, clamped back into the domain).
+    timings : dict
+        Seconds per phase.
+    metrics : dict or None
+        Utility metrics against the input, when asked for.
+    extra : dict
+        Method-specific private fields.
+    """
+
+    method: str
+    input_rows: int
+    clamped: dict[str, int]
+    clamped_output: dict[str, int]
+    timings: dict[str, float]
+    metrics: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    KIND = "PRIVATE: not for publication"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the private report as plain JSON-serialisable Python objects."""
+        out = {"report": self.KIND, **asdict(self)}
+        out.update(out.pop("extra"))
+        return _jsonable(out)  # type: ignore[no-any-return]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Return the private report as a JSON string."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
 

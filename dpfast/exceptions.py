@@ -17,3 +17,11 @@ class PrivacyLeakWarning(UserWarning):
 
 class UnsafeSamplerWarning(UserWarning):
     """A sampler that is not safe for publication (floating-point leakage) was selected."""
+
+
+class UnprovenReleaseWarning(PrivacyLeakWarning):
+    """A release mode that no proof covers was chosen; its report says it is not proven DP."""
+
+
+class NoiseDominatesWarning(UserWarning):
+    """A column's noise scale exceeds half its public domain: the release is mostly noise."""

@@ -115,6 +115,15 @@ class TableData:
             return array
         return array.cast(original)
 
+    def _subset(self, keep: Sequence[Hashable]) -> TableData:
+        """Return the table restricted to the columns ``keep`` (NumPy: renumbered 0..m-1)."""
+        kept = [n for n in self.names if n in set(keep)]
+        if self.kind == "pandas":
+            return TableData("pandas", kept, self.n_rows, self.source[kept])
+        if self.kind == "arrow":
+            return TableData("arrow", kept, self.n_rows, self.source.select(kept))
+        return _NumpySubset("numpy", list(range(len(kept))), self.n_rows, self.source, kept)
+
     def output_columns(
         self, columns: Sequence[Hashable]
     ) -> tuple[dict[Hashable, np.ndarray], np.ndarray | None]:
@@ -136,6 +145,7 @@ class TableData:
         base: np.ndarray | None = None,
         *,
         reindex: bool = False,
+        keep: Sequence[Hashable] | None = None,
     ) -> Any:
         """Return a table of the caller's kind with some columns replaced.
 
@@ -151,6 +161,8 @@ class TableData:
         reindex : bool
             The rows were reordered (even if no column is copied): give a pandas result a
             fresh RangeIndex.
+        keep : sequence, optional
+            Output only these columns (in the input's order); default all.
 
         Returns
         -------
@@ -159,6 +171,10 @@ class TableData:
             the original index would reveal the permutation), an Arrow table, or a 2-D
             NumPy array.
         """
+        if keep is not None and len(set(keep)) < len(self.names):
+            return self._subset(keep).rebuild(
+                replaced, row_order, reindex=reindex or row_order is not None
+            )
         if base is not None:
             for j in range(base.shape[1]):
                 if j not in replaced:
@@ -203,6 +219,35 @@ class TableData:
             else:
                 arrays.append(table.column(name).take(pa.array(row_order)))
         return pa.table(arrays, names=[str(n) for n in self.names])
+
+
+@dataclass(frozen=True)
+class _NumpySubset(TableData):
+    """Some columns of a 2-D array, renumbered: output column ``i`` is input ``kept[i]``."""
+
+    kept: list[Hashable]
+
+    def rebuild(
+        self,
+        replaced: Mapping[Hashable, np.ndarray],
+        row_order: np.ndarray | None,
+        base: np.ndarray | None = None,
+        *,
+        reindex: bool = False,
+        keep: Sequence[Hashable] | None = None,
+    ) -> Any:
+        columns = []
+        for name in self.kept:
+            if name in replaced:
+                columns.append(replaced[name])
+            else:
+                column = self.source[:, name]
+                columns.append(column if row_order is None else column[row_order])
+        dtype = np.result_type(*(c.dtype for c in columns))
+        out = np.empty((self.n_rows, len(columns)), dtype=dtype)
+        for j, column in enumerate(columns):
+            out[:, j] = column
+        return out
 
 
 def _categorical(codes: np.ndarray, labels: Sequence[Any]) -> pd.Categorical:
@@ -253,6 +298,24 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
     return pa.table(arrays, names=[str(name) for name in columns])
 
 
+def _check_names_as_text(names: Sequence[Hashable]) -> None:
+    """Refuse column names that are distinct but read the same as text (``0`` and ``"0"``).
+
+    Reports, noise keys and written files name columns by ``str(name)``, so two such
+    columns would share a noise stream and a key of the report.
+    """
+    seen: dict[str, Hashable] = {}
+    for name in names:
+        text = str(name)
+        if text in seen:
+            raise ValueError(
+                f"columns {seen[text]!r} and {name!r} have the same name as text ({text!r}); "
+                "rename one, e.g. frame.columns = frame.columns.map(str) after making the "
+                "names distinct"
+            )
+        seen[text] = name
+
+
 def as_table_data(data: Any) -> TableData:
     """Wrap a pandas DataFrame, Arrow table or 2-D NumPy array without copying it.
 
@@ -261,12 +324,13 @@ def as_table_data(data: Any) -> TableData:
     TypeError
         If ``data`` is none of the supported kinds, or a NumPy array is not 2-D.
     ValueError
-        If column names are duplicated or not strings.
+        If column names are duplicated, or equal once read as text (``0`` and ``"0"``).
     """
     if isinstance(data, pd.DataFrame):
         names = list(data.columns)
         if len(set(names)) != len(names):
             raise ValueError("the DataFrame has duplicate column names; rename them first")
+        _check_names_as_text(names)
         return TableData("pandas", names, len(data), data)
     if isinstance(data, pa.Table):
         names = list(data.column_names)

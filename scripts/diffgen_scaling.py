@@ -46,7 +46,7 @@ def run(frame: pd.DataFrame, seed: int) -> tuple[float, dict[str, float], int]:
         classes=common.CLASSES,
         seed=seed,
     )
-    return time.perf_counter() - start, release.report.timings, release.report.extra["n_cells"]
+    return time.perf_counter() - start, release.private.timings, release.report.extra["n_cells"]
 
 
 def main(argv: list[str] | None = None) -> int:

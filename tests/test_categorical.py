@@ -14,6 +14,9 @@ from dpfast.datasets import adult_taxonomy
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 from tests.reference import taxonomy_reference as ref
 
+# these tests exercise the record-linked release (linkage="records") on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::dpfast.exceptions.UnprovenReleaseWarning")
+
 JOBS = {
     "*": {
         "Technical": ["Tech-support", "Craft-repair", "Prof-specialty"],
@@ -150,7 +153,9 @@ def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
         taxonomies={"job": jobs},
         sensitivity=rule,
         columns=["job"],
+        linkage="records",
         shuffle=False,
+        unprotected="keep",
         seed=11,
     )
     n_groups = len(frame) // k
@@ -185,7 +190,9 @@ def test_release_frequencies_match_exact_probabilities(jobs, rule):
         epsilon=epsilon,
         taxonomies={"job": jobs},
         sensitivity=rule,
+        linkage="records",
         shuffle=False,
+        unprotected="keep",
         seed=5,
     )
     chosen = jobs.encode(release.data["job"].to_numpy()[::k])
@@ -200,15 +207,22 @@ def test_release_frequencies_match_exact_probabilities(jobs, rule):
 
 def test_mixed_release_splits_epsilon_and_labels_the_guarantee(jobs):
     frame = _jobs_frame(jobs)
-    release = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, bounds={"age": (17, 90)}, taxonomies={"job": jobs}, seed=1
-    )
+    with pytest.warns(dpfast.exceptions.UnprovenReleaseWarning, match="heuristic"):
+        release = dpfast.ir_dp(
+            frame,
+            k=5,
+            epsilon=1.0,
+            bounds={"age": (17, 90)},
+            taxonomies={"job": jobs},
+            sensitivity="paper",
+            seed=1,
+        )
     report = json.loads(release.report.to_json())
     assert [e["step"] for e in report["ledger"]] == ["centroid noise", "centroid selection"]
     assert [e["epsilon"] for e in report["ledger"]] == [0.5, 0.5]
     assert report["protected_columns"] == ["age", "job"]
     assert report["guarantee_level"] == "heuristic"
-    assert "heuristic" in report["guarantee"] and "sensitivity='proven'" in report["guarantee"]
+    assert "heuristic" in report["guarantee"] and 'sensitivity="proven"' in report["guarantee"]
     assert report["parameters"]["sensitivity"] == "paper"
     assert noise.EM_SAMPLER_NAME in report["sampler"] and noise.SAMPLER_NAME in report["sampler"]
     proven = dpfast.ir_dp(
@@ -217,10 +231,15 @@ def test_mixed_release_splits_epsilon_and_labels_the_guarantee(jobs):
         epsilon=1.0,
         bounds={"age": (17, 90)},
         taxonomies={"job": jobs},
-        sensitivity="proven",
+        linkage="records",
         seed=1,
     )
     assert proven.report.guarantee_level == "as_published"
+    default = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds={"age": (17, 90)}, taxonomies={"job": jobs}, seed=1
+    )
+    assert default.report.guarantee_level == "proven"
+    assert default.report.parameters["sensitivity"] == "proven"
     only = dpfast.ir_dp(
         frame[["job"]], k=5, epsilon=1.0, taxonomies={"job": jobs}, sensitivity="proven", seed=1
     )
@@ -230,10 +249,25 @@ def test_mixed_release_splits_epsilon_and_labels_the_guarantee(jobs):
 def test_shuffled_rows_stay_linked(jobs):
     frame = _jobs_frame(jobs).assign(name=[f"p{i}" for i in range(103)])
     kept = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], shuffle=False, seed=2
+        frame,
+        k=5,
+        epsilon=1.0,
+        taxonomies={"job": jobs},
+        columns=["job"],
+        linkage="records",
+        shuffle=False,
+        unprotected="keep",
+        seed=2,
     )
     shuffled = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], seed=2
+        frame,
+        k=5,
+        epsilon=1.0,
+        taxonomies={"job": jobs},
+        columns=["job"],
+        linkage="records",
+        unprotected="keep",
+        seed=2,
     )
     by_name = dict(zip(kept.data["name"], kept.data["job"], strict=True))
     assert all(
@@ -260,7 +294,9 @@ def test_output_kinds_are_kept(jobs):
         "taxonomies": {"job": jobs},
         "columns": ["job"],
         "seed": 3,
+        "linkage": "records",
         "shuffle": False,
+        "unprotected": "keep",
     }
     expected = dpfast.ir_dp(frame, **arguments).data["job"].tolist()
 
@@ -295,11 +331,13 @@ def test_metrics_use_the_semantic_distance(jobs):
         epsilon=1.0,
         taxonomies={"job": jobs},
         bounds={"age": (17, 90)},
+        linkage="records",
         shuffle=False,
+        unprotected="keep",
         seed=4,
         metrics=True,
     )
-    report = release.report.extra["metrics"]
+    report = release.private.metrics
     got = report["relative_error"]["job"]
     expected = metrics.relative_error(frame["job"], release.data["job"], taxonomies=jobs)
     assert got == pytest.approx(expected)
@@ -368,6 +406,7 @@ def test_one_leaf_domain_and_k_edge_cases(jobs):
             epsilon=1.0,
             taxonomies={"job": jobs},
             columns=["job"],
+            linkage="records",
             shuffle=False,
             seed=6,
         ).data["job"]
@@ -381,8 +420,14 @@ def test_adult_native_country_release():
     frame = adult("train", drop_missing=True)[["native-country"]]
     countries = adult_taxonomy("native-country")
     release = dpfast.ir_dp(
-        frame, k=50, epsilon=20.0, taxonomies={"native-country": countries}, seed=1, metrics=True
+        frame,
+        k=50,
+        epsilon=20.0,
+        taxonomies={"native-country": countries},
+        sensitivity="paper",
+        seed=1,
+        metrics=True,
     )
     share = (release.data["native-country"] == "United-States").mean()
     assert share > 0.5  # 91% of the rows; a large ε keeps most groups on their value
-    assert release.report.extra["metrics"]["relative_error"]["native-country"] < 0.3
+    assert release.private.metrics["relative_error"]["native-country"] < 0.3

@@ -85,7 +85,7 @@ def assert_no_output(directory: Path, before: set[str]) -> None:
 
 
 def check_report(output: Path, method: str, epsilon: float | None) -> dict[str, Any]:
-    report = json.loads(Path(f"{output}.report.json").read_text(encoding="utf-8"))
+    report = json.loads(Path(f"{output}.public-report.json").read_text(encoding="utf-8"))
     for key in ("method", "epsilon", "ledger", "guarantee"):
         assert key in report
     assert report["method"] == method
@@ -126,23 +126,52 @@ def test_ir_dp(workdir: Path, source: str, target: str) -> None:
     report = check_report(output, "ir_dp", 1.0)
     assert report["protected_columns"] == ["age", "income"]
     assert set(report["unprotected_columns"]) == {"job", "note"}
+    assert report["unprotected"] == "drop" and report["guarantee_level"] == "proven"
     assert report["seeded"] is True
     got = read_output(output)
-    assert list(got.columns) == ["age", "income", "job", "note"]
+    assert list(got.columns) == ["age", "income"]
     assert len(got) == N_ROWS
     assert got["age"].dtype == np.int64
     assert got["age"].between(17, 90).all()
     assert got["income"].between(0, 200_000).all()
-    assert sorted(got["note"]) == sorted(people()["note"])
-    assert "NOT protected: job, note" in result.stderr
-    assert "wrote" in result.stdout
+    assert "unprotected columns job, note: left out (--unprotected drop)" in result.stdout
+    assert f"wrote {target} ({N_ROWS} rows)" in result.stdout
+    assert "guarantee: proven" in result.stdout
     assert {p.name for p in workdir.iterdir()} == {
         "people.csv",
         "people.parquet",
         "schema.json",
         target,
-        f"{target}.report.json",
+        f"{target}.public-report.json",
+        f"{target}.private-report.json",
     }
+    private = json.loads((workdir / f"{target}.private-report.json").read_text())
+    assert private["report"].startswith("PRIVATE") and private["input_rows"] == N_ROWS
+    assert set(private["clamped"]) == {"age", "income"} and "clamped" not in report
+
+
+def test_ir_dp_unprotected_shuffle_and_keep(workdir: Path) -> None:
+    base = ["release", "ir-dp", "people.csv", "--k", "5", "--epsilon", "1"]
+    base += ["--schema", "schema.json", "--seed", "3"]
+    shuffled = dpfast(*base, "-o", "s.csv", "--unprotected", "shuffle", cwd=workdir)
+    assert shuffled.returncode == 0, shuffled.stderr
+    report = check_report(workdir / "s.csv", "ir_dp", 1.0)
+    assert report["guarantee_level"] == "protected_only" and report["unprotected"] == "shuffle"
+    got = read_output(workdir / "s.csv")
+    assert list(got.columns) == ["age", "income", "job", "note"]
+    assert sorted(got["note"]) == sorted(people()["note"])
+    assert "written unchanged in a random row order of their own" in shuffled.stdout
+    records = dpfast(
+        *base, "-o", "k.csv", "--linkage", "records", "--unprotected", "keep", cwd=workdir
+    )
+    assert records.returncode == 0, records.stderr
+    report = check_report(workdir / "k.csv", "ir_dp", 1.0)
+    assert report["guarantee_level"] == "none"
+    assert "guarantee: NOT differentially private" in records.stdout
+    # the texts a CLI user reads name the CLI's flags, never Python keywords
+    assert "--unprotected drop" in report["guarantee"] and "unprotected=" not in report["guarantee"]
+    assert "dpfast: warning: NOT proven differentially private" in records.stderr
+    assert "--linkage columns" in records.stderr and "linkage=" not in records.stderr
 
 
 def test_ir_dp_options_and_quiet(workdir: Path) -> None:
@@ -186,14 +215,20 @@ def test_ir_dp_no_shuffle_keeps_row_order(workdir: Path) -> None:
         "1",
         "--schema",
         "schema.json",
+        "--linkage",
+        "records",
         "--no-shuffle",
+        "--unprotected",
+        "keep",
         "--seed",
         "1",
         cwd=workdir,
     )
     assert result.returncode == 0, result.stderr
     assert list(read_output(workdir / "out.csv")["note"]) == list(people()["note"])
-    assert check_report(workdir / "out.csv", "ir_dp", 1.0)["parameters"]["shuffle"] is False
+    report = check_report(workdir / "out.csv", "ir_dp", 1.0)
+    assert report["parameters"]["shuffle"] is False and report["guarantee_level"] == "none"
+    assert "NOT proven differentially private" in result.stderr
 
 
 def test_seed_makes_runs_reproducible(workdir: Path) -> None:
@@ -217,12 +252,15 @@ def test_laplace(workdir: Path) -> None:
         "1",
         "--schema",
         "schema.json",
+        "--unprotected",
+        "keep",
         "--seed",
         "5",
         cwd=workdir,
     )
     assert result.returncode == 0, result.stderr
-    check_report(workdir / "noisy.parquet", "laplace_dp", 1.0)
+    report = check_report(workdir / "noisy.parquet", "laplace_dp", 1.0)
+    assert report["guarantee_level"] == "protected_only"  # per-row noise: keeping is safe
     got = read_output(workdir / "noisy.parquet")
     assert len(got) == N_ROWS
     assert list(got["note"]) == list(people()["note"])  # rows keep their order
@@ -256,11 +294,14 @@ def test_demo(tmp_path: Path) -> None:
     out = tmp_path / "demo-out"
     assert sorted(p.name for p in out.iterdir()) == [
         "adult_ir_dp.parquet",
-        "adult_ir_dp.parquet.report.json",
+        "adult_ir_dp.parquet.private-report.json",
+        "adult_ir_dp.parquet.public-report.json",
     ]
     report = check_report(out / "adult_ir_dp.parquet", "ir_dp", 1.0)
-    assert set(report["metrics"]["relative_error"]) == set(report["protected_columns"])
-    assert "do not publish" in report["metrics"]["warning"]
+    assert "metrics" not in report and report["guarantee_level"] == "proven"
+    private = json.loads((out / "adult_ir_dp.parquet.private-report.json").read_text())
+    assert set(private["metrics"]["relative_error"]) == set(report["protected_columns"])
+    assert "do not publish" in private["metrics"]["warning"]
     assert report["parameters"]["shuffle"] is True
     released = read_output(out / "adult_ir_dp.parquet")
     assert released.shape == (30_162, 6)
@@ -467,7 +508,7 @@ def test_unknown_column_for_individual_ranking(workdir: Path) -> None:
 
 
 def test_failure_while_writing_the_report_removes_the_output(workdir: Path) -> None:
-    (workdir / "out.parquet.report.json").mkdir()  # the report cannot replace a directory
+    (workdir / "out.parquet.public-report.json").mkdir()  # the report cannot replace a directory
     before = {p.name for p in workdir.iterdir()}
     result = dpfast(
         "release",
@@ -484,7 +525,7 @@ def test_failure_while_writing_the_report_removes_the_output(workdir: Path) -> N
         "--quiet",
         cwd=workdir,
     )
-    assert_one_line_error(result, "out.parquet.report.json")
+    assert_one_line_error(result, "out.parquet.public-report.json")
     assert_no_output(workdir, before)
 
 

@@ -53,11 +53,11 @@ def test_ir_dp_protects_categorical_columns_with_a_taxonomy(workdir: Path, rule:
     assert result.returncode == 0, result.stderr
     released = pq.read_table(workdir / "out.parquet").to_pandas()
     assert set(released["job"]) <= {"clerk", "nurse", "pilot"}
-    report = json.loads((workdir / "out.parquet.report.json").read_text(encoding="utf-8"))
+    report = json.loads((workdir / "out.parquet.public-report.json").read_text(encoding="utf-8"))
     assert report["protected_columns"] == ["age", "job"]
     assert report["parameters"]["sensitivity"] == rule
     assert [e["epsilon"] for e in report["ledger"]] == [1.0, 1.0]
-    assert report["guarantee_level"] == ("heuristic" if rule == "paper" else "as_published")
+    assert report["guarantee_level"] == ("heuristic" if rule == "paper" else "proven")
 
 
 def test_protected_categorical_without_taxonomy_is_refused(workdir: Path) -> None:
@@ -123,6 +123,8 @@ def test_demo_mixed(tmp_path: Path) -> None:
     result = dpfast(
         "demo",
         "--mixed",
+        "--sensitivity",
+        "paper",
         "--out",
         "demo",
         "--k",
@@ -134,7 +136,7 @@ def test_demo_mixed(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "demo" / "adult_ir_dp.parquet.report.json").read_text())
+    report = json.loads((tmp_path / "demo" / "adult_ir_dp.parquet.public-report.json").read_text())
     assert report["protected_columns"] == ["age", "hours-per-week", "occupation", "native-country"]
     assert [e["step"] for e in report["ledger"]] == ["centroid noise"] * 2 + [
         "centroid selection"
@@ -142,7 +144,11 @@ def test_demo_mixed(tmp_path: Path) -> None:
     released = pd.read_parquet(tmp_path / "demo" / "adult_ir_dp.parquet")
     assert released.shape == (30_162, 4)
     assert "centroid selection" in result.stdout and "native-country" in result.stdout
-    assert report["metrics"]["relative_error"]["occupation"] < 0.2
+    private = json.loads(
+        (tmp_path / "demo" / "adult_ir_dp.parquet.private-report.json").read_text()
+    )
+    assert private["metrics"]["relative_error"]["occupation"] < 0.2
+    assert "dpfast: warning: NOT proven differentially private" in result.stderr
 
 
 def test_bundled_hierarchy_is_a_package_file() -> None:

@@ -44,7 +44,7 @@ def test_release_diffgen_writes_counts_and_report(tmp_path, capsys):
     )
     assert code == 0
     counts = pq.read_table(out).to_pandas()
-    report = json.loads((tmp_path / "counts.parquet.report.json").read_text())
+    report = json.loads((tmp_path / "counts.parquet.public-report.json").read_text())
     assert report["method"] == "diffgen" and report["guarantee_level"] == "proven"
     assert abs(sum(e["epsilon"] for e in report["ledger"]) - 1.0) < 1e-12
     assert len(counts) == report["n_cells"] and "count" in counts.columns

@@ -520,4 +520,4 @@ def test_clamped_values_are_counted():
     table = _table(100, 9)
     release, _ = _run(table, epsilon=1.0, steps=1, classes=["maybe", "no", "yes"], seed=0)
     expected = int(((table["age"] < 15) | (table["age"] > 55)).sum())
-    assert release.report.clamped["age"] == expected > 0
+    assert release.private.clamped["age"] == expected > 0

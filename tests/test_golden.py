@@ -26,6 +26,9 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 
+# these tests exercise the record-linked release (linkage="records") on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::dpfast.exceptions.UnprovenReleaseWarning")
+
 GOLDEN = Path(__file__).resolve().parent / "golden" / "releases.json"
 BOUNDS = {
     "age": (17, 90),
@@ -117,6 +120,7 @@ def _ir_categorical_proven_unshuffled() -> Any:
         bounds=BOUNDS,
         taxonomies={"occupation": adult_taxonomy("occupation")},
         sensitivity="proven",
+        linkage="records",
         shuffle=False,
         seed=14,
     )

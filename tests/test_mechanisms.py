@@ -127,13 +127,15 @@ def test_k_noise_release_and_report():
         }
     )
     release = k_noise(frame, k=4, columns=["age", "income"], seed=3)
-    report = release.report.to_dict()
+    assert "deltas" not in release.report.to_dict()  # computed from the data: private
+    report = release.private.to_dict()
     assert set(report["deltas"]) == {"age", "income"}
     assert report["deltas"]["age"] == math.nextafter(1.5, 2.0)  # D_k = X_(4) - X_(1) = 3
     for column in ("age", "income"):
         noise_abs = np.abs(release.data[column].to_numpy() - frame[column].to_numpy())
         assert (noise_abs < report["deltas"][column] * (1 + 1e-12)).all()
     assert release.data["name"].equals(frame["name"])
+    report = release.report.to_dict()
     assert "NOT differential privacy" in report["guarantee"]
     assert report["guarantee_level"] == "none" and report["epsilon"] is None
     assert report["ledger"] == [] and report["unprotected_columns"] == ["name"]
@@ -164,11 +166,11 @@ def test_k_noise_and_k_pram_keep_the_input_kind(kind):
 def test_k_pram_intervals_each_hold_k_values(kind, k):
     values = _distribution(kind, 3000, np.random.default_rng(k))
     release = k_pram(values.reshape(-1, 1), k=k, retention=0.0, seed=2)
-    m = release.report.to_dict()["intervals"]["0"]
+    m = release.private.to_dict()["intervals"]["0"]
     assert ref.valid_split(values, k, m)
     if m < values.size // k:
         assert not ref.valid_split(values, k, m + 1)
-    assert release.report.to_dict()["smallest_interval_count"]["0"] >= k
+    assert release.private.to_dict()["smallest_interval_count"]["0"] >= k
     lo, hi = values.min(), values.max()
     out = release.data[:, 0]
     got = [ref.interval_of(v, lo, hi, m) for v in out]
@@ -193,7 +195,7 @@ def test_k_pram_retention_and_dtype():
 def test_k_pram_constant_column_and_k_equal_n():
     assert (k_pram(np.full((5, 1), 3.0), k=2, seed=1).data == 3.0).all()
     release = k_pram(np.arange(4.0).reshape(-1, 1), k=4, retention=0.0, seed=1)
-    assert release.report.to_dict()["intervals"] == {"0": 1}
+    assert release.private.to_dict()["intervals"] == {"0": 1}
 
 
 # --- the noise samplers --------------------------------------------------------------------
@@ -508,7 +510,7 @@ def test_cli_writes_data_and_report(tmp_path, capsys, arguments, method, level):
         ["release", arguments[0], str(source), "-o", str(output), "--seed", "1", *arguments[1:]]
     )
     assert code == 0
-    report = json.loads((tmp_path / "out.parquet.report.json").read_text())
+    report = json.loads((tmp_path / "out.parquet.public-report.json").read_text())
     assert report["method"] == method and report["guarantee_level"] == level
     assert pd.read_parquet(output).shape == (8, 2)
     assert "not for publication" in capsys.readouterr().out

@@ -16,6 +16,9 @@ from dpfast.methods.ir_dp._numeric import centroid_sensitivity
 from dpfast.partitions.grid import Grid
 from tests.reference import ir_reference
 
+# these tests exercise the record-linked release (linkage="records") on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::dpfast.exceptions.UnprovenReleaseWarning")
+
 
 def _frame(n=200, seed=0):
     rng = np.random.default_rng(seed)
@@ -51,18 +54,74 @@ def test_release_keeps_the_input_kind_and_shape(kind):
 def test_unprotected_columns_pass_through_and_are_listed():
     frame = _frame()
     release = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], shuffle=False, seed=3
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        linkage="records",
+        shuffle=False,
+        unprotected="keep",
+        seed=3,
     )
     pd.testing.assert_series_equal(release.data["name"], frame["name"])
     report = release.report.to_dict()
-    assert report["unprotected_columns"] == ["name"]
+    assert report["unprotected_columns"] == ["name"] and report["unprotected"] == "keep"
     assert report["protected_columns"] == ["age", "income"]
-    assert "['name']" in report["guarantee"] and "not protected" in report["guarantee"]
+    assert "['name']" in report["guarantee"] and report["guarantee_level"] == "none"
+    assert report["guarantee"].startswith("NOT differentially private as released")
+
+
+@pytest.mark.parametrize("linkage", ["columns", "records"])
+def test_unprotected_columns_are_dropped_by_default(linkage):
+    frame = _frame()
+    release = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age"], linkage=linkage, seed=3
+    )
+    assert list(release.data.columns) == ["age"]
+    report = release.report
+    assert report.unprotected_columns == ["income", "name"] and report.unprotected == "drop"
+    assert report.guarantee_level == "proven"  # one column, shuffled: proven either way
+    assert "are not released" in report.guarantee
+
+
+def test_unprotected_shuffle_is_independent_of_the_protected_rows():
+    frame = _frame()
+    release = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age"], unprotected="shuffle", seed=3
+    )
+    out = release.data
+    assert release.report.guarantee_level == "protected_only"
+    # the unprotected columns keep their rows among themselves, in an order of their own
+    original = dict(zip(frame["name"], frame["income"], strict=True))
+    assert all(original[n] == v for n, v in zip(out["name"], out["income"], strict=True))
+    keep = dpfast.ir_dp(
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        columns=["age"],
+        linkage="records",
+        unprotected="keep",
+        seed=3,
+    )
+    # the same seed: "keep" puts names beside their own rank group, "shuffle" elsewhere
+    assert keep.data["name"].tolist() != out["name"].tolist()
+    assert keep.report.guarantee_level == "none"
 
 
 def test_shuffle_moves_whole_rows_and_drops_the_index():
     frame = _frame().set_index(pd.Index(np.arange(200) * 7))
-    release = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["age"], seed=3)
+    release = dpfast.ir_dp(
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        columns=["age"],
+        linkage="records",
+        unprotected="keep",
+        seed=3,
+    )
     out = release.data
     assert isinstance(out.index, pd.RangeIndex)
     assert sorted(out["name"]) == sorted(frame["name"])
@@ -91,12 +150,16 @@ def test_report_ledger_sums_to_epsilon_and_is_json():
         "epsilon",
         "ledger",
         "guarantee",
-        "clamped",
         "seeded",
-        "timings",
         "sampler",
+        "released_rows",
     ]:
         assert key in report
+    # exact statistics of the input are in the private report only
+    assert not {"clamped", "timings", "n_rows", "input_rows"} & set(report)
+    private = json.loads(release.private.to_json())
+    assert {"clamped", "clamped_output", "timings", "input_rows"} <= set(private)
+    assert private["report"].startswith("PRIVATE")
     assert report["method"] == "ir_dp"
     assert math.isclose(sum(e["epsilon"] for e in report["ledger"]), 0.7, rel_tol=1e-12)
     for entry in report["ledger"]:
@@ -104,7 +167,7 @@ def test_report_ledger_sums_to_epsilon_and_is_json():
             assert key in entry
     assert report["seeded"] is True
     assert "not for publication" in " ".join(report["notes"])
-    assert set(report["timings"]) >= {
+    assert set(private["timings"]) >= {
         "validate",
         "plan",
         "columns",
@@ -128,13 +191,17 @@ def test_noise_scale_is_m_delta_over_k_epsilon_up_to_the_grid():
 def test_clamped_counts_are_reported():
     frame = pd.DataFrame({"x": [-5.0, 0.0, 1.0, 2.0, 50.0, 3.0]})
     release = dpfast.ir_dp(frame, k=2, epsilon=1.0, bounds={"x": (0, 10)}, seed=0)
-    assert release.report.clamped == {"x": 2}
+    assert release.private.clamped == {"x": 2}
 
 
 def test_secure_mode_is_labelled_and_not_reproducible():
     frame = _frame()
-    a = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["income"], shuffle=False)
-    b = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["income"], shuffle=False)
+    a = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["income"], linkage="records", shuffle=False
+    )
+    b = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, columns=["income"], linkage="records", shuffle=False
+    )
     assert a.report.seeded is False and a.report.notes == []
     assert not a.data["income"].equals(b.data["income"])
 
@@ -171,6 +238,7 @@ def test_release_equals_the_reference_pipeline_with_the_same_draws():
         epsilon=epsilon,
         bounds=BOUNDS,
         columns=["age", "income"],
+        linkage="records",
         shuffle=False,
         seed=seed,
     )
@@ -204,7 +272,9 @@ def test_one_noise_value_per_group_and_outputs_within_bounds(n, k, seed, m):
     data = rng.uniform(400, 600, (n, m))
     bounds = {j: (-1e6, 1e6) for j in range(m)}
     # a wide domain and a large epsilon: no clamping, so every group keeps a distinct value
-    release = dpfast.ir_dp(data, k=k, epsilon=1e4, bounds=bounds, shuffle=False, seed=seed)
+    release = dpfast.ir_dp(
+        data, k=k, epsilon=1e4, bounds=bounds, linkage="records", shuffle=False, seed=seed
+    )
     for j in range(m):
         column = release.data[:, j]
         assert np.unique(column).shape[0] == n // k
@@ -223,7 +293,13 @@ def test_group_noise_has_scale_m_delta_over_k_epsilon():
     n = k * n_groups
     data = np.full((n, m), 500.0)
     release = dpfast.ir_dp(
-        data, k=k, epsilon=epsilon, bounds={0: (0, 1000), 1: (0, 1000)}, shuffle=False, seed=123
+        data,
+        k=k,
+        epsilon=epsilon,
+        bounds={0: (0, 1000), 1: (0, 1000)},
+        linkage="records",
+        shuffle=False,
+        seed=123,
     )
     scale = m * 1000 / (k * epsilon)
     for j in range(m):
@@ -263,9 +339,13 @@ def test_records_linkage_reveals_the_grouping_pattern_counterexample():
     counts_neighbour = {_distinct_rows(X_NEIGHBOUR, "records", seed) for seed in range(30)}
     assert counts_x == {2}
     assert counts_neighbour == {4}
-    release = dpfast.ir_dp(X, k=2, epsilon=1.0, bounds=SMALL_BOUNDS, seed=0)
+    with pytest.warns(dpfast.exceptions.UnprovenReleaseWarning, match="NOT proven"):
+        release = dpfast.ir_dp(X, k=2, epsilon=1.0, bounds=SMALL_BOUNDS, linkage="records", seed=0)
     assert release.report.guarantee_level == "as_published"
     assert "no proof" in release.report.guarantee
+    assert dpfast.ir_dp(
+        X, k=2, epsilon=1.0, bounds=SMALL_BOUNDS, seed=0
+    ).report.guarantee_level == ("proven")
 
 
 def test_columns_linkage_breaks_the_row_pattern():
@@ -287,7 +367,9 @@ def test_columns_linkage_shuffles_each_column_independently():
 def test_single_column_with_shuffle_is_proven_dp():
     release = dpfast.ir_dp(X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, seed=0)
     assert release.report.guarantee_level == "proven"
-    unshuffled = dpfast.ir_dp(X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, shuffle=False, seed=0)
+    unshuffled = dpfast.ir_dp(
+        X[:, :1], k=2, epsilon=1.0, bounds={0: (0, 4)}, linkage="records", shuffle=False, seed=0
+    )
     assert unshuffled.report.guarantee_level == "as_published"
 
 
@@ -334,7 +416,8 @@ def test_metrics_are_added_on_request_and_match_the_aligned_original():
     release = dpfast.ir_dp(
         frame, k=10, epsilon=1.0, bounds=BOUNDS, columns=["age", "income"], seed=3, metrics=True
     )
-    report = release.report.to_dict()
+    report = release.private.to_dict()
+    assert "metrics" not in release.report.to_dict()
     assert "do not publish" in report["metrics"]["warning"]
     # without shuffling, the same metrics can be computed directly from the tables
     plain = dpfast.ir_dp(
@@ -344,10 +427,11 @@ def test_metrics_are_added_on_request_and_match_the_aligned_original():
         bounds=BOUNDS,
         columns=["age", "income"],
         seed=3,
+        linkage="records",
         shuffle=False,
         metrics=True,
     )
-    got = plain.report.to_dict()["metrics"]["relative_error"]["income"]
+    got = plain.private.metrics["relative_error"]["income"]
     expected = dpfast.metrics.relative_error(
         frame["income"], plain.data["income"], BOUNDS["income"]
     )
@@ -370,5 +454,7 @@ def test_shuffled_release_of_only_protected_columns_also_drops_the_index():
     frame = _frame()[["age", "income"]].set_index(pd.Index(np.arange(200) * 3))
     shuffled = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=3)
     assert isinstance(shuffled.data.index, pd.RangeIndex)
-    kept = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, shuffle=False, seed=3)
+    kept = dpfast.ir_dp(
+        frame, k=5, epsilon=1.0, bounds=BOUNDS, linkage="records", shuffle=False, seed=3
+    )
     pd.testing.assert_index_equal(kept.data.index, frame.index)

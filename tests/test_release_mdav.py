@@ -108,8 +108,15 @@ def test_mdav_dp_equals_the_reference_pipeline_with_the_same_draws():
     frame = _frame(n=97)
     k, epsilon = 10, 2.0
     release = dpfast.mdav_dp(
-        frame, k=k, epsilon=epsilon, bounds=BOUNDS, columns=["age", "income"], seed=11
+        frame,
+        k=k,
+        epsilon=epsilon,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        unprotected="keep",
+        seed=11,
     )
+    assert release.report.guarantee_level == "none"  # names beside their clusters
     source = noise.NoiseSource.from_seed(11)
     order = noise.permutation(source.key("mdav_dp", "row-order"), 97)
     labels = mdav_reference.insensitive_labels(
@@ -159,15 +166,16 @@ def test_mdav_dp_ledger_l1_calibration():
 
 def test_mdav_dp_as_published_reports_the_epsilon_it_really_spends():
     n, k, epsilon = 400, 20, 1.0
-    release = dpfast.mdav_dp(
-        _frame(n),
-        k=k,
-        epsilon=epsilon,
-        bounds=BOUNDS,
-        columns=["age", "income"],
-        calibration="as_published",
-        seed=1,
-    )
+    with pytest.warns(dpfast.PrivacyLeakWarning, match="really spends epsilon=2"):
+        release = dpfast.mdav_dp(
+            _frame(n),
+            k=k,
+            epsilon=epsilon,
+            bounds=BOUNDS,
+            columns=["age", "income"],
+            calibration="as_published",
+            seed=1,
+        )
     report = release.report
     real = 0.0
     for entry, name in zip(report.ledger, ["age", "income"], strict=False):
@@ -190,7 +198,19 @@ def test_mdav_dp_rows_share_cluster_values_and_stay_in_bounds():
     assert out["age"].between(17, 90).all() and out["income"].between(0, 1e5).all()
     assert out.groupby(["age", "income"]).size().min() >= 15
     assert isinstance(out.index, pd.RangeIndex)
-    assert sorted(out["name"]) == sorted(frame["name"])
+    assert list(out.columns) == ["age", "income"] and release.report.unprotected == "drop"
+    assert release.report.guarantee_level == "proven"
+    shuffled = dpfast.mdav_dp(
+        frame,
+        k=15,
+        epsilon=0.5,
+        bounds=BOUNDS,
+        columns=["age", "income"],
+        unprotected="shuffle",
+        seed=3,
+    )
+    assert sorted(shuffled.data["name"]) == sorted(frame["name"])
+    assert shuffled.report.guarantee_level == "protected_only"
 
 
 def test_mdav_dp_seeded_is_reproducible_and_secure_is_not():
@@ -217,7 +237,7 @@ def test_mdav_dp_clamped_counts_and_cycling_reference():
         reference="cycling",
         seed=2,
     )
-    assert release.report.clamped == {"age": 0, "income": 5}
+    assert release.private.clamped == {"age": 0, "income": 5}
     assert release.report.parameters["reference"] == "cycling"
 
 
@@ -293,9 +313,9 @@ def test_cli_mdav_dp_writes_data_and_report(files, capsys):
         ]
     )
     assert code == 0
-    report = json.loads((files / "out.csv.report.json").read_text())
+    report = json.loads((files / "out.csv.public-report.json").read_text())
     assert report["method"] == "mdav_dp" and report["epsilon"] > 1.5
-    assert pd.read_csv(out).shape == (120, 3)
+    assert pd.read_csv(out).shape == (120, 2)  # the unprotected "name" is left out
 
 
 def test_cli_mdav_writes_k_anonymous_columns(files):
@@ -317,7 +337,7 @@ def test_cli_mdav_writes_k_anonymous_columns(files):
     assert code == 0
     table = pd.read_parquet(out)
     assert table.groupby(["age", "income"]).size().min() >= 6
-    report = json.loads((files / "anon.parquet.report.json").read_text())
+    report = json.loads((files / "anon.parquet.public-report.json").read_text())
     assert "k-anonymity" in report["guarantee"]
 
 
@@ -340,7 +360,7 @@ def test_cli_mdav_dp_bad_input_leaves_no_output(files, capsys):
     )
     assert code == 2
     assert "k must be in" in capsys.readouterr().err
-    assert not out.exists() and not (files / "out.csv.report.json").exists()
+    assert not out.exists() and not (files / "out.csv.public-report.json").exists()
 
 
 # --- categorical columns ---------------------------------------------------------------------
@@ -401,7 +421,7 @@ def test_mdav_categorical_only_and_metrics():
     frame = _mixed_frame(60)[["job", "name"]]
     release = dpfast.mdav(frame, k=4, columns=["job"], taxonomies={"job": JOBS}, metrics=True)
     assert release.data.groupby("job").size().min() >= 4
-    metrics = release.report.extra["metrics"]
+    metrics = release.private.metrics
     assert 0 <= metrics["relative_error"]["job"] < 1
     assert "job" in metrics["jensen_shannon"]
     assert release.data["name"].tolist() == frame["name"].tolist()
@@ -424,6 +444,7 @@ def test_mdav_dp_mixed_equals_the_reference_pipeline_with_the_same_draws():
         bounds=BOUNDS,
         taxonomies={"job": JOBS},
         columns=["age", "income", "job"],
+        unprotected="keep",
         seed=11,
     )
     source = noise.NoiseSource.from_seed(11)
@@ -483,7 +504,8 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
     assert report.epsilon == pytest.approx(epsilon) and report.guarantee_level == "proven"
     assert "exponential mechanism with sensitivity n_clusters * Δq" in report.guarantee
     assert noise.EM_SAMPLER_NAME in report.sampler and noise.SAMPLER_NAME in report.sampler
-    published = dpfast.mdav_dp(frame, **kwargs, calibration="as_published").report
+    with pytest.warns(dpfast.PrivacyLeakWarning, match="really spends"):
+        published = dpfast.mdav_dp(frame, **kwargs, calibration="as_published").report
     entry = published.ledger[2]
     # the thesis code's exp(ε q / (2 (n/k) Δq)) with the whole ε: spends ε n_c k / n
     assert entry.details["mechanism_epsilon"] == epsilon
@@ -531,7 +553,7 @@ def test_mdav_dp_categorical_only_one_leaf_and_metrics():
     assert set(release.data["job"]) <= set(JOBS.domain)
     assert release.report.sampler == noise.EM_SAMPLER_NAME
     assert [e.epsilon for e in release.report.ledger] == [0.5, 0.5]
-    assert "job" in release.report.extra["metrics"]["relative_error"]
+    assert "job" in release.private.metrics["relative_error"]
 
 
 def test_cli_mdav_and_mdav_dp_protect_categorical_schema_columns(tmp_path):
@@ -572,7 +594,7 @@ def test_cli_mdav_and_mdav_dp_protect_categorical_schema_columns(tmp_path):
         )
         == 0
     )
-    report = json.loads((tmp_path / "dp.csv.report.json").read_text())
+    report = json.loads((tmp_path / "dp.csv.public-report.json").read_text())
     assert report["protected_columns"] == ["age", "job"]
     assert [e["epsilon"] for e in report["ledger"]] == [1.0, 1.0]
     assert set(pd.read_csv(out)["job"]) <= set(JOBS.domain)
@@ -596,6 +618,6 @@ def test_cli_mdav_and_mdav_dp_protect_categorical_schema_columns(tmp_path):
     )
     table = pd.read_csv(out)
     assert table.groupby(["age", "job"]).size().min() >= 6
-    report = json.loads((tmp_path / "anon.csv.report.json").read_text())
+    report = json.loads((tmp_path / "anon.csv.public-report.json").read_text())
     assert report["protected_columns"] == ["age", "job"]
     assert report["parameters"]["taxonomies"]["job"]["leaves"] == 6

@@ -10,6 +10,9 @@ import pytest
 import dpfast
 from dpfast import metrics
 
+# these tests exercise the record-linked release (linkage="records") on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::dpfast.exceptions.UnprovenReleaseWarning")
+
 BOUNDS = {"age": (17, 90), "income": (0.0, 200_000.0)}
 
 
@@ -46,26 +49,40 @@ def _check(report_metrics, original, released, bounds):
 def test_ir_dp_report_metrics_match_the_metrics_module_without_shuffle():
     frame = _frame()
     release = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False, metrics=True
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        seed=2,
+        linkage="records",
+        shuffle=False,
+        metrics=True,
     )
-    _check(release.report.extra["metrics"], frame, release.data, BOUNDS)
+    _check(release.private.metrics, frame, release.data, BOUNDS)
     json.loads(release.report.to_json())
 
 
 def test_shuffled_ir_dp_and_mdav_dp_report_record_linked_metrics():
     frame = _frame(seed=1)
     plain = dpfast.ir_dp(
-        frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, shuffle=False, metrics=True
-    ).report.extra["metrics"]
+        frame,
+        k=5,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        seed=2,
+        linkage="records",
+        shuffle=False,
+        metrics=True,
+    ).private.metrics
     shuffled = dpfast.ir_dp(
         frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=2, metrics=True
-    ).report.extra["metrics"]
+    ).private.metrics
     # the same noise (same seed) and the same rows, matched through the shuffle
     for key in ("relative_error", "variance_variation", "jensen_shannon"):
         for name in frame.columns:
             assert shuffled[key][name] == pytest.approx(plain[key][name], rel=1e-12)
     release = dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS, seed=3, metrics=True)
-    report = release.report.extra["metrics"]
+    report = release.private.metrics
     assert set(report["variance_variation"]) == {"age", "income"}
     # variance variation does not depend on the row order
     assert report["variance_variation"]["income"] == pytest.approx(
@@ -76,11 +93,11 @@ def test_shuffled_ir_dp_and_mdav_dp_report_record_linked_metrics():
 def test_laplace_and_individual_ranking_reports():
     frame = _frame(seed=4)
     release = dpfast.laplace_dp(frame, epsilon=1.0, bounds=BOUNDS, seed=5, metrics=True)
-    _check(release.report.extra["metrics"], frame, release.data, BOUNDS)
+    _check(release.private.metrics, frame, release.data, BOUNDS)
     release = dpfast.individual_ranking(frame, k=4, metrics=True)
-    _check(release.report.extra["metrics"], frame, release.data, None)
+    _check(release.private.metrics, frame, release.data, None)
     # microaggregation shrinks the variance, never grows it
-    assert all(0 <= v < 1 for v in release.report.extra["metrics"]["variance_variation"].values())
+    assert all(0 <= v < 1 for v in release.private.metrics["variance_variation"].values())
 
 
 def test_no_metrics_unless_asked():
@@ -100,6 +117,6 @@ def test_categorical_columns_have_no_variance_variation():
         seed=1,
         metrics=True,
     )
-    report = release.report.extra["metrics"]
+    report = release.private.metrics
     assert set(report["relative_error"]) == {"age", "occupation"}
     assert set(report["variance_variation"]) == {"age"}

@@ -11,11 +11,13 @@ fields once for every method.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,8 +33,18 @@ from dpfast._release.columns import (
     taxonomy_parameters,
     value_range,
 )
-from dpfast._validation import check_threads
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, PhaseTimer, Report, names
+from dpfast._validation import check_choice, check_threads
+from dpfast.accounting import (
+    GuaranteeLevel,
+    Ledger,
+    LedgerEntry,
+    PhaseTimer,
+    PrivateReport,
+    Report,
+    UnprotectedPolicy,
+    names,
+)
+from dpfast.exceptions import NoiseDominatesWarning, UnprovenReleaseWarning
 from dpfast.io import as_table_data
 from dpfast.partitions.grid import Grid
 
@@ -43,20 +55,25 @@ __all__ = [
     "Progress",
     "Release",
     "Run",
+    "check_unprotected",
     "choice_entry",
+    "cli_spelling",
     "column_names",
     "column_threads",
     "grid_noise_entry",
     "inverse_permutation",
     "keep_numerator",
+    "method_call",
     "noise_source",
     "not_dp_guarantee",
     "numeric_columns",
+    "option",
     "partition_inputs",
     "split_columns",
     "taxonomy_parameters",
     "unprotected_note",
     "value_range",
+    "warn_unproven",
 ]
 
 Progress = Callable[[str, int, int], None]
@@ -66,18 +83,75 @@ SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seed
 
 @dataclass(frozen=True)
 class Release:
-    """Released data and the report of how it was made.
+    """Released data, its public report, and the data holder's private report.
 
     Attributes
     ----------
     data : pandas.DataFrame, pyarrow.Table or numpy.ndarray
         The released table, of the same kind as the input.
     report : Report
-        Method, parameters, ε ledger, guarantee, clamped counts, timings.
+        Public: method, parameters, ε ledger, guarantee. Safe to publish with the data.
+    private : PrivateReport
+        NOT for publication: exact clamped counts, timings, utility metrics.
     """
 
     data: Any
     report: Report
+    private: PrivateReport
+
+
+# -- how texts name options: Python keywords, or the CLI's flags ---------------------------
+
+_SPELLING: ContextVar[str] = ContextVar("dpfast_spelling", default="python")
+
+
+@contextmanager
+def cli_spelling() -> Iterator[None]:
+    """Within the block, report texts and warnings name the CLI's flags and commands."""
+    token = _SPELLING.set("cli")
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def option(name: str, value: Any = None) -> str:
+    """Name an option as the caller knows it: ``linkage="columns"`` or ``--linkage columns``.
+
+    Examples
+    --------
+    >>> option("linkage", "columns")
+    'linkage="columns"'
+    >>> with cli_spelling():
+    ...     option("linkage", "columns")
+    '--linkage columns'
+    """
+    if _SPELLING.get() == "cli":
+        if value is False:
+            return "--no-" + name.replace("_", "-")
+        flag = "--" + name.replace("_", "-")
+        return flag if value is None else f"{flag} {value}"
+    if value is None:
+        return name
+    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+    return f"{name}={shown}"
+
+
+def method_call(name: str) -> str:
+    """Name a method as the caller knows it: ``mdav_dp()`` or ``dpfast release mdav-dp``."""
+    if _SPELLING.get() == "cli":
+        return "dpfast release " + name.replace("_", "-")
+    return f"dpfast.{name}()"
+
+
+def warn_unproven(message: str) -> None:
+    """Warn that the chosen mode is not proven differentially private (its own category)."""
+    warnings.warn(message, UnprovenReleaseWarning, stacklevel=3)
+
+
+def check_unprotected(value: Any) -> UnprotectedPolicy:
+    """Validate ``unprotected``: what to do with the columns a release does not protect."""
+    return cast(UnprotectedPolicy, check_choice(value, "unprotected", ("drop", "shuffle", "keep")))
 
 
 def noise_source(seed: int | None) -> noise.NoiseSource:
@@ -115,6 +189,54 @@ def unprotected_note(unprotected: Sequence[str], *, emphasis: bool = False) -> s
     )
 
 
+def unprotected_guarantee(
+    guarantee: tuple[str, GuaranteeLevel],
+    copied: Sequence[str],
+    policy: UnprotectedPolicy,
+    groups: str | None,
+) -> tuple[str, GuaranteeLevel]:
+    """State what holds once the unprotected columns ``copied`` are handled by ``policy``.
+
+    ``groups`` names what rows share in the method (``"rank group"``, ``"cluster"``), or is
+    ``None`` when every row is released on its own (noise drawn independently per row), so
+    that keeping a row's unprotected values beside its protected ones reveals nothing more
+    about the protected ones (docs/design.md#unprotected-columns).
+    """
+    text, level = guarantee
+    if not copied:
+        return text, level
+    shown = list(copied)
+    if policy == "drop":
+        return (
+            f"{text} Column(s) {shown} are not released ({option('unprotected', 'drop')}).",
+            level,
+        )
+    weaker = "protected_only" if level == "proven" else level
+    if policy == "shuffle" or groups is None:
+        how = (
+            "in a random row order drawn independently of the protected columns"
+            if policy == "shuffle"
+            else "in their rows; each row's protected values get noise independent of "
+            "every other row, so this shows nothing more about them"
+        )
+        return (
+            f"{text} Column(s) {shown} are released unchanged, {how}: they are NOT "
+            "protected (their exact values are published), and the guarantee above holds "
+            "for a change of one record's protected values only.",
+            weaker,
+        )
+    if level == "none":
+        return text + unprotected_note(shown, emphasis=True), level
+    return (
+        f"NOT differentially private as released: column(s) {shown} are kept in their "
+        f"rows ({option('unprotected', 'keep')}), so they show which rows share a {groups}, "
+        f"which no epsilon covers. Choose {option('unprotected', 'drop')} or "
+        f"{option('unprotected', 'shuffle')} for the guarantee the protected columns have "
+        f"on their own: {text}",
+        "none",
+    )
+
+
 @dataclass
 class Run:
     """One release in progress: its table, timer, progress callback and released columns.
@@ -138,6 +260,7 @@ class Run:
     clamped: dict[str, int] = field(default_factory=dict)
     destinations: dict[Hashable, np.ndarray] = field(default_factory=dict)
     timings_extra: dict[str, float] = field(default_factory=dict)
+    policy: UnprotectedPolicy = "keep"
 
     def __post_init__(self) -> None:
         with self.timer.phase("validate"):
@@ -170,11 +293,28 @@ class Run:
             self.clamped[str(column.name)] = 0
 
     def assemble(
-        self, row_order: np.ndarray | None = None, base: Any = None, reindex: bool = False
+        self,
+        row_order: np.ndarray | None = None,
+        base: Any = None,
+        reindex: bool = False,
+        source: noise.NoiseSource | None = None,
     ) -> Any:
-        """Build the output table of the input's kind: released columns, the others copied."""
+        """Build the output table of the input's kind: the released columns, and the others.
+
+        The columns not released follow :attr:`policy`: left out (``"drop"``), in a
+        random order of their own drawn from ``source`` (``"shuffle"``), or in
+        ``row_order`` (``"keep"``: output row ``i`` holds input row ``row_order[i]``).
+        """
         with self.phase("assemble"):
-            result = self.table.rebuild(self.released, row_order, base, reindex=reindex)
+            keep = None
+            if self.policy == "drop":
+                keep = [n for n in self.table.names if n in self.released]
+            elif self.policy == "shuffle" and self.unprotected():
+                if source is None:
+                    raise AssertionError("a shuffle of the unprotected columns needs a source")
+                key = source.key(self.method, "unprotected-order")
+                row_order, reindex = noise.permutation(key, self.table.n_rows), True
+            result = self.table.rebuild(self.released, row_order, base, reindex=reindex, keep=keep)
             self.tick("assemble", 1, 1)
         return result
 
@@ -199,14 +339,14 @@ class Run:
             )
 
     def unprotected(self) -> list[str]:
-        """Return the input's columns that the release copies unchanged."""
+        """Return the input's columns that no mechanism of the release protects."""
         return [str(n) for n in self.table.names if n not in self.released]
 
     def finish(self, result: Any, **fields: Any) -> Release:
-        """Return the :class:`Release` of ``result`` with the report of :meth:`report`."""
-        return Release(result, self.report(**fields))
+        """Return the :class:`Release` of ``result`` with the reports of :meth:`reports`."""
+        return Release(result, *self.reports(**fields))
 
-    def report(
+    def reports(
         self,
         *,
         parameters: dict[str, Any],
@@ -216,37 +356,101 @@ class Run:
         sampler: str | None = None,
         notes: Sequence[str] = (),
         extra: dict[str, Any] | None = None,
-        n_rows: int | None = None,
+        private: dict[str, Any] | None = None,
+        metrics: dict[str, Any] | None = None,
+        released_rows: int | None = None,
         protected: Sequence[str] | None = None,
         unprotected: Sequence[str] | None = None,
+        groups: str | None = None,
+        domains: Mapping[Hashable, tuple[float, float]] | None = None,
         emphasis: bool = False,
-    ) -> Report:
-        """Build the report, filling the fields every release shares.
+    ) -> tuple[Report, PrivateReport]:
+        """Build the public and the private report, filling the fields every release shares.
 
         ``guarantee`` is the text and level of what holds for the protected columns (by
-        default the released ones); the unprotected columns (by default those copied
-        unchanged) are named after it (with ``emphasis``, in capitals: NOT protected). A
-        seeded run is noted as not for publication. The report's ε is the ledger's total.
+        default the released ones). The unprotected columns (by default those not
+        released) are then stated by :attr:`policy` (:func:`unprotected_guarantee`, with
+        ``groups`` naming what rows share); a method that takes no ``unprotected``
+        argument keeps them in their rows and names them after the guarantee (with
+        ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
+        numeric columns) let the report warn when a column's noise swamps its domain and
+        count the released values on a bound. A seeded run is noted as not for
+        publication. The report's ε is the ledger's total.
         """
-        text, level = guarantee
         copied = self.unprotected() if unprotected is None else list(unprotected)
-        return Report(
+        if self.policy == "keep" and groups is None and guarantee[1] != "proven":
+            text, level = guarantee
+            stated = (text + unprotected_note(copied, emphasis=emphasis), level)
+        else:
+            stated = unprotected_guarantee(guarantee, copied, self.policy, groups)
+        alerts = noise_alerts(ledger, domains or {})
+        for alert in alerts:
+            warnings.warn(alert, NoiseDominatesWarning, stacklevel=4)
+        report = Report(
             method=self.method,
             parameters=parameters,
             epsilon=None if ledger is None else ledger.total,
             ledger=[] if ledger is None else list(ledger.entries),
-            guarantee=text + unprotected_note(copied, emphasis=emphasis),
-            guarantee_level=level,
+            guarantee=stated[0],
+            guarantee_level=stated[1],
             protected_columns=names(list(self.released)) if protected is None else list(protected),
             unprotected_columns=copied,
-            clamped=dict(self.clamped),
+            unprotected=self.policy if copied else None,
             seeded=seed is not None,
             sampler=sampler,
-            timings={**self.timer.timings, **self.timings_extra},
-            n_rows=self.table.n_rows if n_rows is None else n_rows,
+            released_rows=self.table.n_rows if released_rows is None else released_rows,
             notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
+            warnings=alerts,
             extra=dict(extra or {}),
         )
+        private_report = PrivateReport(
+            method=self.method,
+            input_rows=self.table.n_rows,
+            clamped=dict(self.clamped),
+            clamped_output=self.clamped_output(domains or {}),
+            timings={**self.timer.timings, **self.timings_extra},
+            metrics=metrics,
+            extra=dict(private or {}),
+        )
+        return report, private_report
+
+    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+        """Count, per released numeric column with public bounds, the values on a bound."""
+        counts = {}
+        for name, (lower, upper) in domains.items():
+            values = self.released.get(name)
+            if values is not None and isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+                on_bound = np.count_nonzero(values <= lower) + np.count_nonzero(values >= upper)
+                counts[str(name)] = int(on_bound)
+        return counts
+
+
+def noise_alerts(
+    ledger: Ledger | None, domains: Mapping[Hashable, tuple[float, float]]
+) -> list[str]:
+    """Say, from public quantities only, which columns' noise scale exceeds half their domain.
+
+    The noise scale of a ledger entry and the public bounds of its column are both
+    public, so the warning reveals nothing about the data (docs/design.md#noise-warning).
+    """
+    if ledger is None:
+        return []
+    by_name = {str(name): domain for name, domain in domains.items()}
+    alerts = []
+    for entry in ledger.entries:
+        if len(entry.columns) != 1 or entry.columns[0] not in by_name:
+            continue
+        lower, upper = by_name[entry.columns[0]]
+        width = upper - lower
+        if width > 0 and entry.noise_scale > 0.5 * width:
+            alerts.append(
+                f"column {entry.columns[0]!r}: the noise scale ({entry.noise_scale:.4g}) is "
+                f"more than half the width of its public domain ({width:.4g}), so the "
+                "released values are mostly noise and many will sit on a bound. Protect "
+                f"fewer columns (each gets a share of {option('epsilon')}), raise "
+                f"{option('k')} where the method has one, or raise {option('epsilon')}."
+            )
+    return alerts
 
 
 def grid_noise_entry(

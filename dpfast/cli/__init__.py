@@ -12,7 +12,9 @@ import dataclasses
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from dpfast._version import __version__
 from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric
@@ -95,6 +97,20 @@ def _error(message: str) -> int:
     return 2
 
 
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    print(f"dpfast: warning: {_one_line(str(message))}", file=sys.stderr)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    """Run a command: texts name the CLI's flags, and warnings print as one line each."""
+    from dpfast._release import cli_spelling
+
+    with warnings.catch_warnings(), cli_spelling():
+        warnings.simplefilter("always")
+        warnings.showwarning = _show_warning
+        return int(args.handler(args))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dpfast`` command line.
 
@@ -122,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
     try:
-        return int(args.handler(args))
+        return _handle(args)
     except KeyboardInterrupt:
         print("dpfast: interrupted", file=sys.stderr)
         return 130

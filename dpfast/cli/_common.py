@@ -100,7 +100,25 @@ def _io_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         metavar="OUTPUT",
         required=True,
-        help="output table (.parquet or .csv); OUTPUT.report.json is written beside it",
+        help="output table (.parquet or .csv); OUTPUT.public-report.json (may be published "
+        "with it) and OUTPUT.private-report.json (keep it private) are written beside it",
+    )
+
+
+def _unprotected_argument(parser: argparse.ArgumentParser, groups: str | None) -> None:
+    keep = (
+        f"keep: kept in their rows, where they show which rows share a {groups}: NOT "
+        "differentially private"
+        if groups
+        else "keep: kept in their rows, NOT protected"
+    )
+    parser.add_argument(
+        "--unprotected",
+        choices=("drop", "shuffle", "keep"),
+        default="drop",
+        help="what to do with the columns the schema does not protect. drop: leave them "
+        "out; shuffle: write them unchanged, NOT protected, in a random row order of their "
+        f"own; {keep}. Default: drop",
     )
 
 
@@ -165,8 +183,9 @@ def _note(args: argparse.Namespace, text: str) -> None:
 # -- release commands ------------------------------------------------------------------
 
 
-def _report_path(output: str) -> str:
-    return f"{output}.report.json"
+def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
+    """Return the paths of the public and the private report of an output file."""
+    return f"{output}.public-report.json", f"{output}.private-report.json"
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -225,33 +244,75 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     return table, schema
 
 
-def _write(args: argparse.Namespace, release: Any) -> None:
-    """Write the data and its report, both atomically; never leave one without the other."""
+def write_release(
+    data: Any, report: Any, private: Any, output: str | os.PathLike[str]
+) -> tuple[str, str]:
+    """Write the data and its two reports, each atomically; never leave one without the others.
+
+    Returns the paths of the public and the private report.
+    """
     from dpfast.io import write_json_atomic, write_table_atomic
 
-    report = release.report.to_dict()
-    write_table_atomic(release.data, args.output)
+    public_path, private_path = report_paths(output)
+    written: list[str | os.PathLike[str]] = []
     try:
-        write_json_atomic(report, _report_path(args.output))
+        write_table_atomic(data, output)
+        written.append(output)
+        write_json_atomic(report.to_dict(), public_path)
+        written.append(public_path)
+        write_json_atomic(private.to_dict(), private_path)
     except BaseException:
-        Path(args.output).unlink(missing_ok=True)
+        for path in written:
+            Path(path).unlink(missing_ok=True)
         raise
+    return public_path, private_path
+
+
+_LEVELS = {
+    "proven": "proven: {epsilon}-differential privacy of everything written",
+    "protected_only": "{epsilon}-differential privacy of the protected columns only; the "
+    "unprotected columns are NOT protected",
+    "as_published": "NOT proven differentially private (the paper's claim only)",
+    "heuristic": "NOT proven differentially private (heuristic)",
+    "local": "local differential privacy of one column only",
+    "none": "NOT differentially private",
+}
+
+_UNPROTECTED = {
+    "drop": "left out (--unprotected drop)",
+    "shuffle": "written unchanged in a random row order of their own, NOT protected "
+    "(--unprotected shuffle)",
+    "keep": "written unchanged in their rows, NOT protected",
+}
+
+
+def _n_rows(data: Any) -> int:
+    return int(data.num_rows if hasattr(data, "num_rows") else len(data))
 
 
 def _finish(args: argparse.Namespace, release: Any) -> int:
     report = release.report
+    public_path, private_path = write_release(release.data, report, release.private, args.output)
+    if args.quiet:
+        return 0
+    budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
+    level = _LEVELS[report.guarantee_level].format(epsilon=f"{report.epsilon or 0:g}")
+    lines = [
+        f"wrote {args.output} ({_n_rows(release.data):,} rows)",
+        f"  public report (may be published with the data): {public_path}",
+        f"  PRIVATE report (exact counts and timings; do not publish): {private_path}",
+        f"{report.method}: {budget}; guarantee: {level}"
+        + (" (seeded: not for publication)" if report.seeded else ""),
+    ]
     if report.unprotected_columns:
         shown = ", ".join(report.unprotected_columns[:10])
         more = ", ..." if len(report.unprotected_columns) > 10 else ""
-        _note(args, f"copied unchanged, NOT protected: {shown}{more}")
-    _write(args, release)
-    if not args.quiet:
-        budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
-        print(f"wrote {args.output} ({report.n_rows} rows) and {_report_path(args.output)}")
-        print(
-            f"{report.method}: {budget}; guarantee: {report.guarantee_level}"
-            + (" (seeded: not for publication)" if report.seeded else "")
+        lines.append(
+            f"unprotected columns {shown}{more}: {_UNPROTECTED[report.unprotected or 'keep']}"
         )
+    if report.guarantee_level not in ("proven", "protected_only"):
+        lines.append(f"why: {report.guarantee}")
+    print("\n".join(lines))
     return 0
 
 

@@ -14,6 +14,7 @@ from dpfast.cli._common import (
     _progress,
     _quiet_argument,
     _schema_taxonomies,
+    write_release,
 )
 
 _DEMO_EXAMPLES = """\
@@ -44,16 +45,16 @@ def _demo_arguments(demo: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--sensitivity",
-        choices=("paper", "proven"),
-        default="paper",
-        help="with --mixed: the categorical sensitivity (default: paper)",
+        choices=("proven", "paper"),
+        default="proven",
+        help="with --mixed: the categorical sensitivity; paper is NOT proven "
+        "(default: proven)",
     )
     _quiet_argument(demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from dpfast.datasets import adult, adult_mixed_schema_path, adult_schema_path
-    from dpfast.io import write_json_atomic, write_table_atomic
     from dpfast.methods.ir_dp import ir_dp
     from dpfast.schema import Schema
 
@@ -81,21 +82,15 @@ def _demo(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    report = release.report.to_dict()
-    errors = _by_column(report["metrics"]["relative_error"])
-    divergences = _by_column(report["metrics"]["jensen_shannon"])
-    error = report["metrics"]["mean_relative_error"]
-    divergence = report["metrics"]["mean_jensen_shannon"]
+    metrics = release.private.metrics or {}
+    errors = _by_column(metrics["relative_error"])
+    divergences = _by_column(metrics["jensen_shannon"])
+    error = metrics["mean_relative_error"]
+    divergence = metrics["mean_jensen_shannon"]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     data_path = out_dir / "adult_ir_dp.parquet"
-    report_path = out_dir / "adult_ir_dp.parquet.report.json"
-    write_table_atomic(release.data, data_path)
-    try:
-        write_json_atomic(report, report_path)
-    except BaseException:
-        data_path.unlink(missing_ok=True)
-        raise
+    written = write_release(release.data, release.report, release.private, data_path)
 
     r = release.report
     width = max(len(c) for c in columns) + 2
@@ -106,7 +101,7 @@ def _demo(args: argparse.Namespace) -> int:
             f"columns (sensitivity {args.sensitivity})"
         )
     lines = [
-        f"dpfast demo: ir-dp on UCI Adult (train, {r.n_rows:,} complete rows), "
+        f"dpfast demo: ir-dp on UCI Adult (train, {r.released_rows:,} complete rows), "
         f"{kinds}, k = {args.k}, epsilon = {r.epsilon:g}",
         "",
         "epsilon ledger",
@@ -127,7 +122,7 @@ def _demo(args: argparse.Namespace) -> int:
         lines.append("noise: seeded, reproducible, NOT for publication")
     lines += [
         "",
-        "utility against the original (0 is perfect; in the report, which must stay private)",
+        "utility against the original (0 is perfect; in the private report only)",
         f"  {'column':<{width}}{'relative error':>16}{'JSD':>10}",
     ]
     for column in columns:
@@ -135,8 +130,10 @@ def _demo(args: argparse.Namespace) -> int:
     lines += [
         f"  {'mean':<{width}}{error:>16.4f}{divergence:>10.4f}",
         "",
-        f"clamped values: {sum(r.clamped.values())}",
-        f"wrote {data_path} and {report_path}",
+        f"input values clamped to the bounds: {sum(release.private.clamped.values())} (private)",
+        f"wrote {data_path} ({r.released_rows:,} rows)",
+        f"  public report (may be published with the data): {written[0]}",
+        f"  PRIVATE report (exact counts, metrics, timings; keep it): {written[1]}",
     ]
     print("\n".join(lines))
     return 0

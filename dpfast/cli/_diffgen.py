@@ -29,7 +29,8 @@ The schema gives each numeric predictor its public "bounds" and each categorical
 a "taxonomy" (ARX hierarchy file); columns with "protect": false are not released. The
 class values must be public: a "taxonomy" for the target column, or --classes.
 Writes OUTPUT (one row per leaf partition and class, with a noisy count; --microdata:
-the counts expanded into records) and OUTPUT.report.json (ledger, guarantee, the cut).
+the counts expanded into records), OUTPUT.public-report.json (ledger, guarantee, the cut:
+may be published with the data) and OUTPUT.private-report.json (keep it private).
 An example schema: dpfast/datasets/adult_diffgen.schema.json (see docs/diffgen.md).
 """
 
@@ -116,7 +117,7 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     data = release.microdata() if args.microdata else release.counts
     for note in release.report.notes:
         _note(args, note)
-    return _finish(args, SimpleNamespace(data=data, report=release.report))
+    return _finish(args, SimpleNamespace(data=data, report=release.report, private=release.private))
 
 
 COMMANDS = (

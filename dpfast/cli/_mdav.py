@@ -16,6 +16,7 @@ from dpfast.cli._common import (
     _quiet_argument,
     _run_release,
     _schema_taxonomies,
+    _unprotected_argument,
 )
 
 _MDAV_EXAMPLES = """\
@@ -44,7 +45,9 @@ changes each cluster by at most one record; each centroid gets discrete Laplace 
 rows are released in random order. The noise grows with n/k: choose k above sqrt(n).
 Categorical schema columns with a "taxonomy" are protected too: each cluster's value is
 drawn from the taxonomy's leaves by the exponential mechanism (sensitivity n_c * Δq).
-Writes OUTPUT and OUTPUT.report.json.
+Columns the schema does not protect are left out unless --unprotected says otherwise.
+Writes OUTPUT, OUTPUT.public-report.json (may be published with the data) and
+OUTPUT.private-report.json (keep it private).
 """
 
 
@@ -78,6 +81,7 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "as_published: the paper's scale, reported with the epsilon it really spends. "
         "Default: l1",
     )
+    _unprotected_argument(parser, "cluster")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
 
@@ -115,6 +119,7 @@ def _release_mdav_dp(args: argparse.Namespace) -> int:
             columns=schema.protected_numeric() + schema.protected_categorical(),
             reference=args.reference,
             calibration=args.calibration,
+            unprotected=args.unprotected,
             seed=args.seed,
             progress=progress,
         )

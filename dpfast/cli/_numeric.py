@@ -15,6 +15,7 @@ from dpfast.cli._common import (
     _quiet_argument,
     _run_release,
     _schema_taxonomies,
+    _unprotected_argument,
 )
 
 _IR_DP_EXAMPLES = """\
@@ -23,22 +24,27 @@ examples:
   dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
       --schema people.schema.json
 
-  # provable epsilon-DP: shuffle each protected column independently (rows are unlinked)
+  # keep the columns the schema does not protect, unchanged, in an order of their own
+  # (they are NOT protected; the guarantee becomes "protected_only")
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 \\
-      --schema people.schema.json --linkage columns
+      --schema people.schema.json --unprotected shuffle
 
   # reproducible noise for tests (the report says: not for publication)
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 \\
       --schema people.schema.json --seed 42
 
   # categorical columns with a "taxonomy" in the schema are protected too (exponential
-  # mechanism); --sensitivity proven gives a provable but much flatter choice
+  # mechanism with a proven sensitivity)
   dpfast release ir-dp adult.parquet -o released.parquet --k 25 --epsilon 1 \\
-      --schema dpfast/datasets/adult_mixed.schema.json --sensitivity proven
+      --schema dpfast/datasets/adult_mixed.schema.json
 
-Writes OUTPUT and OUTPUT.report.json (method, epsilon ledger, guarantee, clamped counts).
-Columns the schema does not protect are copied unchanged, and the report lists them.
-Schema format: docs/schema.md. An example: dpfast/datasets/adult.schema.json.
+By default each protected column is shuffled on its own (proven epsilon-DP; rows are not
+linked across columns). --linkage records keeps rows linked as the paper does: NOT proven
+differentially private (use mdav-dp for linked rows with a proof).
+Writes OUTPUT, OUTPUT.public-report.json (method, epsilon ledger, guarantee: may be
+published with the data) and OUTPUT.private-report.json (exact clamped counts, timings:
+keep it private). Columns the schema does not protect are left out unless --unprotected
+says otherwise. Schema format: docs/schema.md. Example: dpfast/datasets/adult.schema.json.
 """
 
 _LAPLACE_EXAMPLES = """\
@@ -47,6 +53,7 @@ examples:
   dpfast release laplace people.csv -o noisy.csv --epsilon 1 --schema people.schema.json --seed 7
 
 Every protected cell gets independent noise of scale m * (upper - lower) / epsilon.
+Columns the schema does not protect are left out unless --unprotected says otherwise.
 """
 
 _IR_EXAMPLES = """\
@@ -67,10 +74,11 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
     parser.add_argument(
         "--linkage",
-        choices=("records", "columns"),
-        default="records",
-        help="records: rows stay linked (the paper's release, guarantee as published); "
-        "columns: each column shuffled on its own (proven epsilon-DP). Default: records",
+        choices=("columns", "records"),
+        default="columns",
+        help="columns: each protected column shuffled on its own (proven epsilon-DP); "
+        "records: rows stay linked as in the paper, NOT proven differentially private. "
+        "Default: columns",
     )
     parser.add_argument(
         "--no-shuffle",
@@ -80,11 +88,13 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sensitivity",
-        choices=("paper", "proven"),
-        default="paper",
-        help="categorical columns' exponential mechanism: paper (the taxonomy's largest "
-        "distance per group; heuristic) or proven (n_groups times it). Default: paper",
+        choices=("proven", "paper"),
+        default="proven",
+        help="categorical columns' exponential mechanism: proven (n_groups times the "
+        "taxonomy's largest distance) or paper (the largest distance per group, as the "
+        "paper does: NOT proven). Default: proven",
     )
+    _unprotected_argument(parser, "rank group")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
     _quiet_argument(parser)
@@ -94,6 +104,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     _io_arguments(parser)
     parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    _unprotected_argument(parser, None)
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
 
@@ -118,6 +129,7 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
             taxonomies=_schema_taxonomies(schema),
             sensitivity=args.sensitivity,
             columns=schema.protected_numeric() + schema.protected_categorical(),
+            unprotected=args.unprotected,
             linkage=args.linkage,
             shuffle=args.shuffle,
             seed=args.seed,
@@ -137,6 +149,7 @@ def _release_laplace(args: argparse.Namespace) -> int:
             epsilon=args.epsilon,
             bounds=schema.bounds(),
             columns=schema.protected_numeric(),
+            unprotected=args.unprotected,
             seed=args.seed,
             progress=progress,
         )

@@ -35,7 +35,7 @@ def individual_ranking(
     columns : sequence, optional
         Numeric columns to aggregate (default all); the others are copied unchanged.
     metrics : bool
-        Compare each aggregated column with the original in ``report.extra["metrics"]``
+        Compare each aggregated column with the original in ``release.private.metrics``
         (relative error, Jensen-Shannon divergence over the observed range, variance
         variation).
     progress : callable, optional
@@ -62,7 +62,6 @@ def individual_ranking(
             run.keep(column, np.rint(means) if column.integer else means)
             run.tick("microaggregation", i + 1, len(protected))
     result = run.assemble()
-    extra = {"metrics": run.metrics(protected)} if metrics else {}
     return run.finish(
         result,
         parameters={"k": k, "remainder": "last group"},
@@ -71,5 +70,5 @@ def individual_ranking(
             f"original data (groups of at least {k} per column), with no noise.",
             "none",
         ),
-        extra=extra,
+        metrics=run.metrics(protected) if metrics else None,
     )

@@ -187,5 +187,5 @@ def k_noise(
         seed=seed,
         sampler=noise.UNIFORM_SAMPLER_NAME,
         notes=[f"integer column(s) {integer} are released as floats"] if integer else [],
-        extra={"deltas": deltas, "d_k": spans},
+        private={"deltas": deltas, "d_k": spans},
     )

@@ -163,7 +163,7 @@ def k_pram(
         ),
         seed=seed,
         sampler=noise.RETAIN_SAMPLER_NAME,
-        extra={
+        private={
             "intervals": intervals,
             "interval_width": widths,
             "smallest_interval_count": smallest,

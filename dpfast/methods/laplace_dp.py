@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -15,12 +14,20 @@ from dpfast._release import (
     Progress,
     Release,
     Run,
+    check_unprotected,
     grid_noise_entry,
     noise_source,
     numeric_columns,
 )
 from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names
+from dpfast.accounting import (
+    GuaranteeLevel,
+    Ledger,
+    LedgerEntry,
+    UnprotectedPolicy,
+    names,
+    scale_steps,
+)
 from dpfast.partitions.grid import Grid
 
 
@@ -30,6 +37,7 @@ def laplace_dp(
     epsilon: float,
     bounds: Mapping[Hashable, tuple[float, float]] | str,
     columns: Sequence[Hashable] | None = None,
+    unprotected: UnprotectedPolicy = "drop",
     seed: int | None = None,
     metrics: bool = False,
     progress: Progress | None = None,
@@ -48,12 +56,18 @@ def laplace_dp(
         Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
     columns : sequence, optional
         Columns to protect (default all).
+    unprotected : {"drop", "shuffle", "keep"}
+        What to do with the columns not protected: ``"drop"`` (default) leaves them out;
+        ``"shuffle"`` releases them unchanged in a random row order of their own and
+        ``"keep"`` keeps them in their rows. Both publish them unprotected, and the
+        guarantee becomes ``"protected_only"``: ε-DP for a change of one record's protected
+        values (each row's noise is independent of the other rows, so keeping them in
+        place shows nothing more).
     seed : int, optional
         Reproducible, not for publication.
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
-        the data holder and must then not be published with the data.
+        to the private report (``release.private.metrics``), which must not be published.
     progress : callable, optional
         Called as ``progress("noise", done, total)`` after each column.
 
@@ -79,6 +93,7 @@ def laplace_dp(
         check_nonempty(run.table.n_rows)
         epsilon = check_epsilon(epsilon)
         seed = check_seed(seed)
+        run.policy = check_unprotected(unprotected)
         protected = numeric_columns(run.table, columns)
         domains, derived = check_bounds(
             bounds, [c.name for c in protected], {c.name: c.values for c in protected}
@@ -99,8 +114,7 @@ def laplace_dp(
             ledger.spend(entry)
             run.keep(column, out, clamped)
             run.tick("noise", i + 1, len(protected))
-    result = run.assemble()
-    extra = {"metrics": run.metrics(protected, domains=domains)} if metrics else {}
+    result = run.assemble(source=source)
     return run.finish(
         result,
         parameters={
@@ -113,7 +127,8 @@ def laplace_dp(
         ledger=ledger,
         seed=seed,
         sampler=noise.SAMPLER_NAME,
-        extra=extra,
+        metrics=run.metrics(protected, domains=domains) if metrics else None,
+        domains=domains,
     )
 
 
@@ -122,7 +137,7 @@ def _plan(
 ) -> tuple[Grid, int, LedgerEntry]:
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
-    steps = math.ceil(grid.d_int / share) if grid.d_int else 0
+    steps = scale_steps(grid.d_int, share) if grid.d_int else 0
     entry = grid_noise_entry(
         column,
         step="cell noise",

@@ -59,7 +59,8 @@ def mdav(
         :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
         column keeps its kind.
     metrics : bool
-        Add relative error and Jensen-Shannon divergence per column to the report.
+        Add relative error and Jensen-Shannon divergence per column to the private
+        report (``release.private.metrics``).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
 
@@ -103,7 +104,7 @@ def mdav(
     with run.phase("aggregate"):
         _aggregate(run, numeric, categorical, labels)
     result = run.assemble()
-    extra = {"metrics": run.metrics(numeric, categorical)} if metrics else {}
+
     n_clusters = int(labels.max()) + 1
     return run.finish(
         result,
@@ -115,7 +116,7 @@ def mdav(
             "must never feed a DP noise step (use mdav_dp).",
             "none",
         ),
-        extra=extra,
+        metrics=run.metrics(numeric, categorical) if metrics else None,
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._release import Run, noise_source
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed
-from dpfast.accounting import GuaranteeLevel, Ledger, Report
+from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.io import as_table_data, build_table
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
@@ -40,12 +40,16 @@ class DiffGenRelease:
     cut : Cut
         The final cut; ``cut.apply(data)`` generalises new data the same way.
     report : Report
-        Method, parameters, ε ledger (split values, selections, counts), guarantee.
+        Public: method, parameters, ε ledger (split values, selections, counts),
+        guarantee. Safe to publish with the counts.
+    private : PrivateReport
+        NOT for publication: the input's row count and clamped values, timings.
     """
 
     counts: Any
     cut: Cut
     report: Report
+    private: PrivateReport
 
     def microdata(self) -> Any:
         """Expand :attr:`counts` into records: each row repeated ``count`` times.
@@ -200,7 +204,7 @@ def diffgen(
         cut = _make_cut(builder, cuts)
         counts = _counts_table(prepared, builder, cuts, cell_counts)
     run.clamped.update({str(c.name): c.clamped for c in budget.numeric})
-    report = run.report(
+    report, private = run.reports(
         parameters=_parameters(prepared, builder, budget, epsilon, steps, utility),
         guarantee=_guarantee(epsilon, prepared),
         ledger=ledger,
@@ -216,11 +220,11 @@ def diffgen(
             "n_leaf_partitions": int(cell_counts.shape[0]),
             "dropped_columns": [str(c) for c in prepared.dropped],
         },
-        n_rows=prepared.n_rows,
+        released_rows=int(cell_counts.size),
         protected=[*(str(c.name) for c in prepared.columns), str(prepared.target)],
         unprotected=[],
     )
-    return DiffGenRelease(counts=counts, cut=cut, report=report)
+    return DiffGenRelease(counts=counts, cut=cut, report=report, private=private)
 
 
 def _prepare(

@@ -22,13 +22,16 @@ from dpfast._release import (
     Progress,
     Release,
     Run,
+    check_unprotected,
     column_names,
     column_threads,
     grid_noise_entry,
     inverse_permutation,
     noise_source,
+    option,
     split_columns,
     taxonomy_parameters,
+    warn_unproven,
 )
 from dpfast._validation import (
     check_bool,
@@ -38,7 +41,14 @@ from dpfast._validation import (
     check_k,
     check_seed,
 )
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names, scale_steps
+from dpfast.accounting import (
+    GuaranteeLevel,
+    Ledger,
+    LedgerEntry,
+    UnprotectedPolicy,
+    names,
+    scale_steps,
+)
 from dpfast.methods.ir_dp._categorical import (
     categorical_entry,
     categorical_guarantee,
@@ -59,9 +69,10 @@ def ir_dp(
     epsilon: float,
     bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
-    sensitivity: Sensitivity = "paper",
+    sensitivity: Sensitivity = "proven",
     columns: Sequence[Hashable] | None = None,
-    linkage: Linkage = "records",
+    unprotected: UnprotectedPolicy = "drop",
+    linkage: Linkage = "columns",
     shuffle: bool = True,
     seed: int | None = None,
     n_threads: int | None = None,
@@ -100,18 +111,27 @@ def ir_dp(
         (:class:`~dpfast.taxonomy.Taxonomy`). Every value must be a leaf of its taxonomy.
         The released column keeps its kind (strings, or categories for pandas
         categoricals and Arrow dictionaries).
-    sensitivity : {"paper", "proven"}
-        Sensitivity of the categorical exponential mechanism. ``"paper"`` (default) uses
-        ``Δq``, the taxonomy's largest distance, per group as Sánchez et al. (2016) do; no
-        proof covers it, so the report labels the guarantee *heuristic*. ``"proven"`` uses
-        ``n_groups * Δq``: provable, but far flatter.
+    sensitivity : {"proven", "paper"}
+        Sensitivity of the categorical exponential mechanism. ``"proven"`` (default) uses
+        ``n_groups * Δq``: provable, but flat. ``"paper"`` uses ``Δq``, the taxonomy's
+        largest distance, per group as Sánchez et al. (2016) do: an explicit opt-in that no
+        proof covers; it warns with :class:`~dpfast.exceptions.UnprovenReleaseWarning` and
+        the report labels the guarantee *heuristic*.
     columns : sequence, optional
-        Columns to protect; ``None`` protects every column. Others pass through unchanged.
-    linkage : {"records", "columns"}
-        ``"records"`` (the paper's release) keeps each row's values together; its guarantee
-        is the paper's claim, which no proof covers for two or more columns.
-        ``"columns"`` shuffles each protected column independently: provably ε-DP, but rows
-        are no longer linked across columns.
+        Columns to protect; ``None`` protects every column.
+    unprotected : {"drop", "shuffle", "keep"}
+        What to do with the columns not protected. ``"drop"`` (default) leaves them out.
+        ``"shuffle"`` releases them unchanged in a random row order of their own: they are
+        not protected, and the guarantee becomes ``"protected_only"``. ``"keep"`` keeps
+        them in their rows, where they show which rows share a rank group: the release is
+        then NOT differentially private (level ``"none"``).
+    linkage : {"columns", "records"}
+        ``"columns"`` (default) shuffles each protected column independently: provably
+        ε-DP, but rows are not linked across columns. ``"records"`` (the paper's release)
+        keeps each row's values together: an explicit opt-in that no proof covers for two
+        or more columns (or with ``shuffle=False``); it warns with
+        :class:`~dpfast.exceptions.UnprovenReleaseWarning` and the report labels it
+        ``"as_published"``. For linked records with a proof, use :func:`dpfast.mdav_dp`.
     shuffle : bool
         Release rows in a random order (default). Must stay on for ``linkage="columns"``.
     seed : int, optional
@@ -120,8 +140,7 @@ def ir_dp(
         Threads over columns (default: one per core). Results do not depend on it.
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the report (``report.extra["metrics"]``). Costs no budget: the report is for
-        the data holder and must then not be published with the data.
+        to the private report (``release.private.metrics``), which must not be published.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
 
@@ -162,7 +181,7 @@ def ir_dp(
     >>> release = ir_dp(table, k=3, epsilon=2.0, bounds={"age": (17, 90)},
     ...                 taxonomies={"job": jobs}, seed=7)
     >>> [entry.epsilon for entry in release.report.ledger], release.report.guarantee_level
-    ([1.0, 1.0], 'heuristic')
+    ([1.0, 1.0], 'proven')
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     """
@@ -171,7 +190,11 @@ def ir_dp(
         args = _validate(
             run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
         )
+        run.policy = _policy(check_unprotected(unprotected), args.linkage)
         threads = column_threads(n_threads, len(args.numeric) + len(args.categorical))
+        guarantee = _guarantee(args)
+        if guarantee[1] in ("as_published", "heuristic"):
+            warn_unproven(guarantee[0])
     source = noise_source(args.seed)
     with run.phase("plan"):
         plan = _plan(args, run.table.n_rows)
@@ -179,19 +202,23 @@ def ir_dp(
         row_order = _draw_orders(run, args, source)
     with run.phase("columns"):
         base = _draw_columns(run, args, plan, source, threads)
-    result = run.assemble(row_order, base, reindex=args.shuffle)
-    extra = (
-        {"metrics": run.metrics(args.numeric, args.categorical, args.domains)} if metrics else {}
-    )
+    result = run.assemble(row_order, base, reindex=args.shuffle, source=source)
     return run.finish(
         result,
         parameters=_parameters(args),
-        guarantee=_guarantee(args),
+        guarantee=guarantee,
         ledger=plan.ledger,
         seed=args.seed,
         sampler=_sampler(args),
-        extra=extra,
+        metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+        groups=None if args.linkage == "columns" else "rank group",
+        domains=args.domains,
     )
+
+
+def _policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
+    """Under ``linkage="columns"`` no row is kept whole: ``"keep"`` means ``"shuffle"``."""
+    return "shuffle" if policy == "keep" and linkage == "columns" else policy
 
 
 @dataclass(frozen=True)
@@ -231,7 +258,10 @@ def _validate(
     linkage = check_choice(linkage, "linkage", ("records", "columns"))
     shuffle = check_bool(shuffle, "shuffle")
     if linkage == "columns" and not shuffle:
-        raise ValueError("linkage='columns' shuffles every protected column; drop shuffle=False")
+        raise ValueError(
+            f"{option('linkage', 'columns')} shuffles every protected column; "
+            f"drop {option('shuffle', False)} or choose {option('linkage', 'records')}"
+        )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
     numeric, categorical = split_columns(table, columns, taxonomies)
@@ -304,7 +334,7 @@ def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.nd
         # row is drawn directly; the row order is only needed for the copied columns.
         shared = noise.permutation(source.key("ir_dp", "row-order"), n_records)
         run.destinations.update({name: shared for name in protected})
-        if len(protected) < len(run.table.names):
+        if run.policy == "keep" and len(protected) < len(run.table.names):
             row_order = inverse_permutation(shared)
     if args.linkage == "columns":
         for name in protected:

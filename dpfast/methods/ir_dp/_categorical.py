@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import CategoricalColumn, choice_entry
+from dpfast._release import CategoricalColumn, choice_entry, option
 from dpfast.accounting import GuaranteeLevel, LedgerEntry
 
 
@@ -92,15 +92,14 @@ def categorical_guarantee(
             "by the exponential mechanism with sensitivity n_groups * Δq (proven).",
             level,
         )
-    if guarantee.startswith("as published: "):
-        guarantee = "heuristic and as published: " + guarantee.removeprefix("as published: ")
-    else:
-        guarantee = "heuristic: " + guarantee
+    if level == "proven":
+        guarantee = "NOT proven differentially private (heuristic): " + guarantee
     return (
         guarantee + f" Categorical column(s) {columns} use the paper's "
-        "exponential-mechanism sensitivity Δq per rank group (sensitivity='paper'); no proof "
-        "covers the groups shifting when one record changes (docs/design.md#em-centroid), so their "
-        "share of epsilon is heuristic. Use sensitivity='proven' (n_groups * Δq) for a proven "
+        f"exponential-mechanism sensitivity Δq per rank group "
+        f"({option('sensitivity', 'paper')}); no proof covers the groups shifting when one "
+        "record changes (docs/design.md#em-centroid), so their share of epsilon is "
+        f"heuristic. Choose {option('sensitivity', 'proven')} (n_groups * Δq) for a proven "
         "bound.",
-        "heuristic",
+        "as_published" if level == "as_published" else "heuristic",
     )

@@ -14,7 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import ranking
-from dpfast._release import NumericColumn
+from dpfast._release import NumericColumn, method_call, option
 from dpfast.accounting import GuaranteeLevel
 from dpfast.partitions.grid import Grid
 
@@ -142,10 +142,11 @@ def numeric_guarantee(
         else "which rows share a rank group (rows are not shuffled)"
     )
     return (
-        f"as published: {epsilon:g}-differential privacy as claimed by Sánchez et al. (2016) "
-        f"({bounded}). Each column's list of noisy centroids is {epsilon_column:g}-DP, but the "
-        f"record-linked release also shows {why}, and no proof covers that pattern "
-        "(see 'Privacy model and caveats' in the dpfast README). Use linkage='columns' for a "
-        "proven guarantee.",
+        f"NOT proven differentially private: the record-linked release of Sánchez et al. "
+        f"(2016), who claim {epsilon:g}-differential privacy ({bounded}). Each column's list "
+        f"of noisy centroids is {epsilon_column:g}-DP, but the record-linked release also "
+        f"shows {why}, and no proof covers that pattern (docs/design.md#record-linkage). "
+        f"For a proven release choose {option('linkage', 'columns')} (rows not linked "
+        f"across columns), or {method_call('mdav_dp')} for linked records.",
         "as_published",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -18,9 +19,11 @@ from dpfast._release import (
     Progress,
     Release,
     Run,
+    check_unprotected,
     grid_noise_entry,
     inverse_permutation,
     noise_source,
+    option,
     partition_inputs,
     split_columns,
     taxonomy_parameters,
@@ -30,10 +33,12 @@ from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
     LedgerEntry,
+    UnprotectedPolicy,
     epsilon_of_scale,
     names,
     scale_steps,
 )
+from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.mdav_dp._categorical import categorical_plan, draw_categorical
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import Reference, insensitive_mdav_labels
@@ -51,6 +56,7 @@ def mdav_dp(
     bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     columns: Sequence[Hashable] | None = None,
+    unprotected: UnprotectedPolicy = "drop",
     reference: Reference = "corners",
     calibration: Calibration = "l1",
     seed: int | None = None,
@@ -90,7 +96,13 @@ def mdav_dp(
         :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
         column keeps its kind.
     columns : sequence, optional
-        Columns to protect (default all). Others are shuffled with their rows, unprotected.
+        Columns to protect (default all).
+    unprotected : {"drop", "shuffle", "keep"}
+        What to do with the columns not protected: ``"drop"`` (default) leaves them out;
+        ``"shuffle"`` releases them unchanged in a random row order of their own (not
+        protected; the guarantee becomes ``"protected_only"``); ``"keep"`` keeps them in
+        their rows, where they show which rows share a cluster: NOT differentially
+        private (level ``"none"``).
     reference : {"corners", "cycling"} or array_like
         Data-independent reference points (see
         :func:`~dpfast.partitions.insensitive_mdav.reference_sequence`).
@@ -102,10 +114,12 @@ def mdav_dp(
         ``Pr[c] ∝ exp(ε q / (2 (n / k) Δq))`` with the whole ``ε`` (no split), for
         comparison; it really spends about ``m`` times more (``ε n_c k / n`` per
         categorical column), and the ledger and guarantee state the ε it really spends.
+        An explicit opt-in: it warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`
+        whenever it spends more than ``epsilon``.
     seed : int, optional
         Reproducible noise and shuffle: not for publication.
     metrics : bool
-        Add utility metrics (computed on the original data) to the report.
+        Add utility metrics (computed on the original data) to the private report.
     progress : callable, optional
 
     Returns
@@ -137,6 +151,7 @@ def mdav_dp(
     run = Run("mdav_dp", data, progress)
     with run.phase("validate"):
         args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
+        run.policy = check_unprotected(unprotected)
     with run.phase("partition"):
         labels = _partition(run, args, reference)
     n_clusters = int(labels.max()) + 1
@@ -149,10 +164,10 @@ def mdav_dp(
         run.destinations.update({c: destination for c in run.table.names})
     with run.phase("columns"):
         base = _draw_columns(run, args, plan, source, labels, destination)
-    result = run.assemble(row_order, base)
-    extra = {}
-    if metrics:
-        extra["metrics"] = run.metrics(args.numeric, args.categorical, args.domains)
+    result = run.assemble(row_order, base, source=source)
+    notes = _notes(args, plan.ledger.total)
+    if notes and plan.ledger.total > args.epsilon * (1 + 1e-9):
+        warnings.warn(notes[0], PrivacyLeakWarning, stacklevel=2)
     return run.finish(
         result,
         parameters=_parameters(args, plan.ledger.total, reference, n_clusters),
@@ -170,8 +185,10 @@ def mdav_dp(
             ([noise.SAMPLER_NAME] if args.numeric else [])
             + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
         ),
-        notes=_notes(args, plan.ledger.total),
-        extra=extra,
+        notes=notes,
+        metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+        groups="cluster",
+        domains=args.domains,
     )
 
 
@@ -365,8 +382,8 @@ def _notes(args: _Arguments, total: float) -> list[str]:
     if args.calibration != "as_published":
         return []
     return [
-        f"calibration='as_published' uses the paper's noise scale; it was asked for "
-        f"epsilon={args.epsilon:g} and really spends epsilon={total:.6g}"
+        f"{option('calibration', 'as_published')} uses the paper's noise scale; it was asked "
+        f"for epsilon={args.epsilon:g} and really spends epsilon={total:.6g}"
     ]
 
 
@@ -404,7 +421,8 @@ def _guarantee(
     )
     if calibration == "as_published":
         text += (
-            f" calibration='as_published' asked for epsilon={requested:g} with the paper's "
+            f" {option('calibration', 'as_published')} asked for epsilon={requested:g} with "
+            "the paper's "
             f"noise scale, which really spends epsilon={total:g}; the figure above is the "
             "real one."
         )
