@@ -80,7 +80,15 @@ def test_categorical_dpfast(benchmark, record, frame, taxonomy):
     taxonomies = {"country": taxonomy}
     dpfast.ir_dp(frame[:1000], k=K, epsilon=EPSILON, taxonomies=taxonomies)  # warm-up
     result = benchmark.pedantic(
-        lambda: dpfast.ir_dp(frame, k=K, epsilon=EPSILON, taxonomies=taxonomies, linkage="records", shuffle=False),
+        lambda: dpfast.ir_dp(
+            frame,
+            k=K,
+            epsilon=EPSILON,
+            taxonomies=taxonomies,
+            sensitivity="paper",
+            linkage="records",
+            shuffle=False,
+        ),
         rounds=5,
         iterations=1,
     )
@@ -105,7 +113,9 @@ def test_categorical_dpfast_shuffled(benchmark, record, frame, taxonomy):
     taxonomies = {"country": taxonomy}
     dpfast.ir_dp(frame[:1000], k=K, epsilon=EPSILON, taxonomies=taxonomies)
     result = benchmark.pedantic(
-        lambda: dpfast.ir_dp(frame, k=K, epsilon=EPSILON, taxonomies=taxonomies),
+        lambda: dpfast.ir_dp(
+            frame, k=K, epsilon=EPSILON, taxonomies=taxonomies, sensitivity="paper"
+        ),
         rounds=3,
         iterations=1,
     )
@@ -117,7 +127,14 @@ def test_release_agrees_with_the_numpy_pipeline_in_distribution(frame, taxonomy)
     # fast-and-wrong guard: at a large epsilon both keep almost every pure group's value
     small = frame[:200_000]
     ours = dpfast.ir_dp(
-        small, k=K, epsilon=200.0, taxonomies={"country": taxonomy}, linkage="records", shuffle=False, seed=0
+        small,
+        k=K,
+        epsilon=200.0,
+        taxonomies={"country": taxonomy},
+        sensitivity="paper",
+        linkage="records",
+        shuffle=False,
+        seed=0,
     ).data["country"]
     theirs = numpy_categorical(small["country"], taxonomy, K, 200.0, np.random.default_rng(0))
     assert (np.asarray(ours) == np.asarray(small["country"])).mean() > 0.97

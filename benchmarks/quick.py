@@ -103,7 +103,9 @@ def _categorical(state):
         k=10,
         epsilon=EPSILON,
         taxonomies={"country": state["taxonomy"]},
-        linkage="records", shuffle=False,
+        sensitivity="paper",
+        linkage="records",
+        shuffle=False,
     ).data
 
 
