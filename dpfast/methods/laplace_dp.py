@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ from dpfast._release import (
     numeric_columns,
 )
 from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
-from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names
+from dpfast.accounting import GuaranteeLevel, Ledger, LedgerEntry, names, scale_steps
 from dpfast.partitions.grid import Grid
 
 
@@ -85,7 +84,7 @@ def laplace_dp(
         )
     ledger = Ledger(epsilon)
     plans = [
-        _plan(column, domains[column.name], epsilon / len(protected), run.table.n_rows)
+        _plan(column, domains[column.name], epsilon, len(protected), run.table.n_rows)
         for column in protected
     ]
     for _, _, entry in plans:  # every column's spend reserved before any draw
@@ -118,11 +117,12 @@ def laplace_dp(
 
 
 def _plan(
-    column: NumericColumn, domain: tuple[float, float], share: float, n_records: int
+    column: NumericColumn, domain: tuple[float, float], epsilon: float, m: int, n_records: int
 ) -> tuple[Grid, int, LedgerEntry]:
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
-    steps = math.ceil(grid.d_int / share) if grid.d_int else 0
+    share = epsilon / m
+    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
     entry = grid_noise_entry(
         column,
         step="cell noise",
