@@ -137,6 +137,7 @@ def mdav_dp(
     run = Run("mdav_dp", data, progress)
     with run.phase("validate"):
         args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
+        _plan(args, run.table.n_rows, run.table.n_rows // args.k)  # unusable ε: fail before work
     with run.phase("partition"):
         labels = _partition(run, args, reference)
     n_clusters = int(labels.max()) + 1
