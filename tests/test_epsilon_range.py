@@ -266,7 +266,7 @@ def test_randomized_response_tiny_epsilon_is_served_by_keeping_nothing() -> None
 
 
 def test_randomized_response_huge_epsilon_keeps_the_most_the_grid_holds() -> None:
-    saturated = _randomized_response(30.0)
+    saturated = _randomized_response(23.5)  # above ln(1 + 3 (2**32 - 1)) = 23.28: saturated
     huge = _randomized_response(1.7976931348623157e308)
     assert huge.report.epsilon == saturated.report.epsilon
     assert huge.report.epsilon == pytest.approx(math.log(1 + 3 * (2**32 - 1)))
