@@ -371,9 +371,11 @@ def test_cli_refuses_with_one_line_naming_the_flag(
 ) -> None:
     before = {p.name for p in workdir.iterdir()}
     if epsilon == "1e-300" and method == "randomized-response":
-        pytest.skip(
-            "served: see test_randomized_response_tiny_epsilon_is_served_by_keeping_nothing"
-        )
+        # served, spending 0: see test_randomized_response_tiny_epsilon_is_served_...
+        assert _run(workdir, method, epsilon, monkeypatch) == 0
+        report = json.loads((workdir / "out.csv.report.json").read_text(encoding="utf-8"))
+        assert report["epsilon"] == 0.0
+        return
     assert _run(workdir, method, epsilon, monkeypatch) == 2
     err = capsys.readouterr().err
     lines = err.splitlines()
