@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import checks
-from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.exceptions import EpsilonRangeError, PrivacyLeakWarning
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
@@ -65,8 +67,96 @@ def check_k(k: Any, n_records: int) -> int:
 
 
 def check_epsilon(epsilon: Any) -> float:
-    """Check a privacy budget: a finite number greater than 0."""
-    return check_positive(epsilon, "epsilon")
+    """Check a privacy budget: a finite number greater than 0.
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` is not a real number.
+    EpsilonRangeError
+        If it is NaN, infinite, zero or negative.
+    """
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})")
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise EpsilonRangeError(
+            f"{{parameter}} must be a finite number > 0, got {value!r}; privacy budgets are "
+            "positive, e.g. {parameter}=1"
+        )
+    return value
+
+
+#: The largest ``|ε q / (2 Δq)|`` the exponential mechanism is asked to exponentiate: below
+#: the sampler's own float64 limit (1e300), leaving room for DiffGen's log interval sizes.
+EM_MAX_WEIGHT = 1e299
+
+
+def _rounded(value: float, up: bool) -> str:
+    """``value`` with 3 significant digits, rounded away from the forbidden side."""
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:.3g}"
+    exponent = math.floor(math.log10(value)) - 2
+    mantissa = value / 10.0**exponent
+    digits = math.ceil(mantissa * (1 + 1e-9)) if up else math.floor(mantissa * (1 - 1e-9))
+    return f"{digits * 10.0**exponent:.3g}"
+
+
+def epsilon_too_small(epsilon: float, reason: str, minimum: float) -> EpsilonRangeError:
+    """Return the error for a budget below what a sampler serves: ``use epsilon >= minimum``.
+
+    ``minimum`` is rounded up, so the budget the message suggests is always served.
+
+    Examples
+    --------
+    >>> str(epsilon_too_small(1e-300, "it would need a scale of 1e300", 1.234e-12))
+    'epsilon=1e-300 is too small: it would need a scale of 1e300; use epsilon >= 1.24e-12'
+    """
+    return EpsilonRangeError(
+        f"{{parameter}}={epsilon:g} is too small: {reason}; use {{parameter}} >= "
+        f"{_rounded(minimum, up=True)}"
+    )
+
+
+def epsilon_too_large(epsilon: float, reason: str, maximum: float) -> EpsilonRangeError:
+    """Return the error for a budget above what a sampler serves: ``use epsilon <= maximum``."""
+    return EpsilonRangeError(
+        f"{{parameter}}={epsilon:g} is too large: {reason}; use {{parameter}} <= "
+        f"{_rounded(maximum, up=False)}"
+    )
+
+
+def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float = 1) -> float:
+    """Check the ε of an exponential mechanism whose qualities are at most ``n_records Δq``.
+
+    Every exponential mechanism of dpfast scores a candidate by a sum over at most
+    ``n_records`` records of terms bounded by its sensitivity ``Δq``, so its largest weight
+    exponent is ``ε n_records / 2``. Refuses ``epsilon`` (one step's share of a total
+    budget split in ``shares`` equal parts) when that exponent passes
+    :data:`EM_MAX_WEIGHT`, or when the share is 0 (an underflowed split).
+
+    Raises
+    ------
+    EpsilonRangeError
+        Naming ``what`` and the usable range of the total budget.
+    """
+    total = epsilon * shares
+    if not epsilon > 0:
+        raise epsilon_too_small(
+            total,
+            f"{what}'s share of it is 0 in float64",
+            shares * sys.float_info.min,
+        )
+    limit = 2.0 * EM_MAX_WEIGHT / max(1, n_records)
+    if epsilon > limit:
+        raise epsilon_too_large(
+            total,
+            f"{what} would exponentiate weights up to "
+            f"{Decimal(epsilon) * max(1, n_records) / 2:.3g}, "
+            f"more than the exponential mechanism's float64 limit of {EM_MAX_WEIGHT:g}",
+            limit * shares,
+        )
+    return epsilon
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:

@@ -14,9 +14,11 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
+from dpfast._validation import epsilon_too_small
 from dpfast.exceptions import BudgetExceededError
 
 #: What a report's guarantee is: ``"proven"`` ε-DP of everything released, ε-DP of the
@@ -282,18 +284,58 @@ class PhaseTimer:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
 
-def scale_steps(sensitivity: Fraction | int, epsilon: float) -> int:
+#: The largest integer noise scale the discrete Laplace samplers draw (``scale < 2**62``).
+MAX_SCALE_STEPS = 2**62 - 1
+
+
+def scale_steps(
+    sensitivity: Fraction | int, epsilon: float, *, what: str = "the noise", shares: int = 1
+) -> int:
     """Return the privacy map's smallest integer scale ``t >= sensitivity / epsilon``.
 
     Both are exact (``epsilon`` is read as the exact binary fraction it holds), so the scale
     is never rounded below what the budget needs.
 
+    Parameters
+    ----------
+    sensitivity : Fraction or int
+        L1 sensitivity in grid steps, ``>= 0``.
+    epsilon : float
+        The step's budget: one of ``shares`` equal parts of the release's total.
+    what : str
+        What the noise protects, for the error message (e.g. ``"column 'age'"``).
+    shares : int
+        How many equal parts the total budget is split in.
+
+    Raises
+    ------
+    EpsilonRangeError
+        If the scale would pass :data:`MAX_SCALE_STEPS`, the samplers' limit; the message
+        gives the smallest total budget that fits.
+
     Examples
     --------
     >>> scale_steps(Fraction(7, 2), 0.5)
     7
+    >>> try:
+    ...     scale_steps(1000, 1e-300, what="column 'age'")
+    ... except ValueError as error:
+    ...     print(str(error).split("; ")[-1])
+    use epsilon >= 2.17e-16
     """
-    return math.ceil(Fraction(sensitivity) / Fraction(epsilon))
+    exact = Fraction(sensitivity)
+    if exact == 0:
+        return 0
+    steps = math.ceil(exact / Fraction(epsilon)) if epsilon > 0 else None
+    if steps is None or steps > MAX_SCALE_STEPS:
+        need = "an infinite" if steps is None else f"a {Decimal(steps):.3g}-step"
+        raise epsilon_too_small(
+            epsilon * shares,
+            f"{what} would need {need} noise scale on its grid, more than the sampler's "
+            "limit of 2**62 - 1 steps",
+            float(exact * shares / MAX_SCALE_STEPS),
+        )
+    return steps
 
 
 def epsilon_of_scale(sensitivity: Fraction | int, steps: int) -> float:

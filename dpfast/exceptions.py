@@ -11,6 +11,23 @@ class BudgetExceededError(DPFastError, ValueError):
     """A step would spend more privacy budget than the ledger has left."""
 
 
+class EpsilonRangeError(DPFastError, ValueError):
+    """A privacy budget that no exact sampler can serve for this input.
+
+    The message names the parameter, the column or step concerned, and the usable range.
+    ``template`` holds ``{parameter}`` where the parameter's name goes; the command line
+    shows the message with its flag instead (:meth:`for_parameter`).
+    """
+
+    def __init__(self, template: str, parameter: str = "epsilon") -> None:
+        self.template = template
+        super().__init__(self.for_parameter(parameter))
+
+    def for_parameter(self, parameter: str) -> str:
+        """Return the message with ``parameter`` (e.g. ``"--epsilon"``) as the name."""
+        return self.template.replace("{parameter}", parameter)
+
+
 class PrivacyLeakWarning(UserWarning):
     """A parameter was derived from the data, so the release is not differentially private."""
 

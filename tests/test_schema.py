@@ -378,9 +378,11 @@ def test_check_table_casts_whole_floats_declared_integer() -> None:
     assert data.schema.field("age").type == pa.float64()  # the input is untouched
 
 
-def test_check_table_integer_data_in_float_column_is_fine() -> None:
+def test_check_table_casts_integers_declared_float() -> None:
     data = table(age=[30], score=[1], job=["a"])
-    assert SMALL.check_table(data) is data
+    got = SMALL.check_table(data)
+    assert got.schema.field("score").type == pa.float64()
+    assert got.column("score").to_pylist() == [1.0]
 
 
 def test_check_table_nulls_in_protected_column() -> None:

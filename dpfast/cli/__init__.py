@@ -21,6 +21,7 @@ from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric
 from dpfast.cli._common import ProgressLine as ProgressLine
 from dpfast.cli._common import _Parser, _UsageError
 from dpfast.cli._demo_command import DEMO, _demo
+from dpfast.exceptions import EpsilonRangeError
 
 __all__ = ["main"]
 
@@ -142,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpfast: interrupted", file=sys.stderr)
         return 130
+    except EpsilonRangeError as exc:  # every command takes its budget as --epsilon
+        if os.environ.get("DPFAST_DEBUG"):
+            raise
+        return _error(exc.for_parameter("--epsilon"))
     except (ValueError, TypeError, OSError) as exc:
         if os.environ.get("DPFAST_DEBUG"):
             raise

@@ -47,8 +47,7 @@ def _demo_arguments(demo: argparse.ArgumentParser) -> None:
         "--sensitivity",
         choices=("proven", "paper"),
         default="proven",
-        help="with --mixed: the categorical sensitivity; paper is NOT proven "
-        "(default: proven)",
+        help="with --mixed: the categorical sensitivity; paper is NOT proven (default: proven)",
     )
     _quiet_argument(demo)
 

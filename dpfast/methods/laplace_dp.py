@@ -100,7 +100,7 @@ def laplace_dp(
         )
     ledger = Ledger(epsilon)
     plans = [
-        _plan(column, domains[column.name], epsilon / len(protected), run.table.n_rows)
+        _plan(column, domains[column.name], epsilon, len(protected), run.table.n_rows)
         for column in protected
     ]
     for _, _, entry in plans:  # every column's spend reserved before any draw
@@ -133,11 +133,12 @@ def laplace_dp(
 
 
 def _plan(
-    column: NumericColumn, domain: tuple[float, float], share: float, n_records: int
+    column: NumericColumn, domain: tuple[float, float], epsilon: float, m: int, n_records: int
 ) -> tuple[Grid, int, LedgerEntry]:
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
-    steps = scale_steps(grid.d_int, share) if grid.d_int else 0
+    share = epsilon / m
+    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
     entry = grid_noise_entry(
         column,
         step="cell noise",

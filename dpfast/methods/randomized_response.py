@@ -118,6 +118,9 @@ def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.n
 
 def _keep_from_epsilon(epsilon: float, m: int) -> int:
     """Largest ``a`` with ``1 + (a/2**32) m / (1 - a/2**32) <= e^ε`` (never overstated)."""
+    # e^ε >= m 2**33 already keeps 2**32 - 1 of 2**32, the most the grid holds: a larger ε
+    # gives the same keep (and Decimal cannot exponentiate ε near the float64 maximum)
+    epsilon = min(epsilon, math.log(m) + 33 * math.log(2))
     with localcontext() as context:
         context.prec = 80
         growth = Decimal(epsilon).exp()

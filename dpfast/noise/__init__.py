@@ -19,6 +19,8 @@ arithmetic on random bits, with no floating point (docs/design.md#secure-noise, 
 from __future__ import annotations
 
 from dpfast.noise._dyadic import (
+    COUNT_MAX_EPSILON,
+    COUNT_MIN_EPSILON,
     DYADIC_SAMPLER_NAME,
     CountNoise,
     add_count_noise,
@@ -54,6 +56,8 @@ from dpfast.noise._wordstream import (
 )
 
 __all__ = [
+    "COUNT_MAX_EPSILON",
+    "COUNT_MIN_EPSILON",
     "DYADIC_SAMPLER_NAME",
     "EM_SAMPLER_NAME",
     "KEEP_DENOMINATOR",

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._kernels import geometric as _geo
-from dpfast._validation import check_int
+from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small
 from dpfast.noise._common import _check_key, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
 
@@ -35,6 +35,11 @@ DYADIC_16_BITS_MAX_EPSILON = 4
 #: would have few significant bits. On ``[1/32, 16]`` rounding ``m`` up gives away less
 #: than ``2**-10`` of the budget (``tests/test_noise_dyadic.py`` checks it).
 DYADIC_MAX_EPSILON = 16
+#: The budgets :func:`count_noise_plan` serves: ``[COUNT_MIN_EPSILON, COUNT_MAX_EPSILON)``.
+#: Outside ``[1/32, 16]`` the rate sampler draws, whose rate ``s/t`` needs ``t <= 2**32``
+#: and ``s < 2**62``.
+COUNT_MIN_EPSILON = Fraction(1, 2**32)
+COUNT_MAX_EPSILON = 2**62
 
 _FIXED_BITS = 160  # fractional bits of the exact lower bound of exp(epsilon)
 _INT64_MIN = -(2**63)
@@ -290,6 +295,14 @@ def count_noise_plan(epsilon: float | Fraction) -> CountNoise:
     exact = Fraction(epsilon)
     if exact <= 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    if exact < COUNT_MIN_EPSILON:
+        raise epsilon_too_small(
+            float(exact), "the exact count samplers have no rate below 1/2**32", 2.0**-32
+        )
+    if exact >= COUNT_MAX_EPSILON:
+        raise epsilon_too_large(
+            float(exact), "the exact count samplers have no rate of 2**62 or more", 2.0**62
+        )
     if DYADIC_MIN_EPSILON <= exact <= DYADIC_MAX_EPSILON:
         bits = 16 if exact <= DYADIC_16_BITS_MAX_EPSILON else 32
         base = dyadic_base_at_most(exact, bits)

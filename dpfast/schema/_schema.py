@@ -176,10 +176,15 @@ class Schema:
     def check_table(self, table: Any) -> Any:
         """Check that a table matches the schema, and return it ready for release.
 
-        Checks that every declared column exists, that numeric columns hold numbers,
-        that integer columns hold whole numbers, and that protected numeric columns
-        have no missing values. Float columns declared ``integer`` whose values are all
-        whole numbers are returned cast to int64, so that releases round them.
+        Checks that every declared column exists, that numeric columns hold numbers and
+        that protected numeric columns have no missing values, then casts every numeric
+        column to its declared type: ``"float"`` to float64 and ``"integer"`` to int64.
+        The declared type alone decides what a release does with a column (integer
+        columns are rounded, float columns are not), never the values: a ``"float"``
+        column whose values are all whole numbers is still float64. A cast is always
+        exact: integers that float64 cannot hold exactly, and values of an
+        ``"integer"`` column that are fractional, infinite, NaN or outside int64, are
+        refused.
 
         Parameters
         ----------
@@ -189,7 +194,8 @@ class Schema:
         Returns
         -------
         pyarrow.Table
-            ``table``, or a copy with some float columns cast to int64.
+            ``table`` when every numeric column already has its declared type, else a
+            copy with those columns cast.
 
         Raises
         ------
@@ -233,19 +239,93 @@ def check_table(schema: Schema, table: Any) -> Any:
                 f"value(s) (first at row {first}); drop or impute those rows, or set "
                 '"protect": false for the column'
             )
-        if spec.type == "integer" and kind == "f":
-            values = column.to_numpy()
-            fractional = np.isfinite(values) & (values != np.floor(values))
-            if fractional.any():
-                row = int(np.argmax(fractional))
-                raise ValueError(
-                    f"column {spec.name!r} is declared integer in {where} but holds "
-                    f'{float(values[row])!r} at row {row}; declare it "float" or fix the data'
-                )
-            if not np.isnan(values).any():
-                index = present.index(spec.name)
-                table = table.set_column(index, spec.name, column.cast("int64"))
+        cast = _cast_declared(column, spec.name, spec.type, where)
+        if cast is not column:
+            table = table.set_column(present.index(spec.name), spec.name, cast)
     return table
+
+
+# float64 holds every integer of magnitude up to 2**53 exactly, and larger ones only when
+# they are multiples of a power of two.
+_FLOAT64_EXACT = 2**53
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _cast_declared(column: Any, name: str, declared: str, where: str) -> Any:
+    """Return ``column`` cast exactly to its declared type (``column`` itself if it has it).
+
+    Missing values stay missing. Raises ``ValueError`` naming the first value that the
+    declared type cannot hold exactly.
+    """
+    target = np.dtype(np.float64) if declared == "float" else np.dtype(np.int64)
+    dtype = np.dtype(column.type.to_pandas_dtype())
+    if dtype == target:
+        return column
+    if declared == "float":
+        if dtype.kind in "iu":
+            _check_exact_floats(column, name, where)
+    elif dtype.kind == "f":
+        _check_whole(column, name, where)
+    elif dtype == np.uint64:
+        _check_int64_range(column, name, where)
+    return column.cast(target.name, safe=False)
+
+
+def _present_values(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return the non-missing values of a chunked column as NumPy, and their row numbers."""
+    values = []
+    rows = []
+    offset = 0
+    for chunk in column.chunks:
+        valid = np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        present = chunk.drop_null().to_numpy(zero_copy_only=False)
+        values.append(np.asarray(present))
+        rows.append(offset + np.flatnonzero(valid))
+        offset += len(chunk)
+    if not values:
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    return np.concatenate(values), np.concatenate(rows)
+
+
+def _check_exact_floats(column: Any, name: str, where: str) -> None:
+    values, rows = _present_values(column)
+    large = np.flatnonzero((values > _FLOAT64_EXACT) | (values < -_FLOAT64_EXACT))
+    for i in large:  # rare: check each one in exact Python integers
+        value = int(values[i])
+        if int(float(value)) != value:
+            raise ValueError(
+                f"column {name!r} is declared float in {where} but holds the integer "
+                f"{value} at row {int(rows[i])}, which float64 cannot hold exactly; "
+                'declare it "integer", or round the data to a value float64 holds'
+            )
+
+
+def _check_whole(column: Any, name: str, where: str) -> None:
+    values, rows = _present_values(column)
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    fractional = finite & (values != np.floor(values))
+    outside = finite & ((values < _INT64_MIN) | (values >= 2.0**63))
+    bad = ~finite | fractional | outside
+    if bad.any():
+        i = int(np.argmax(bad))
+        reason = ", outside the int64 range" if outside[i] else ""
+        raise ValueError(
+            f"column {name!r} is declared integer in {where} but holds {float(values[i])!r} "
+            f'at row {int(rows[i])}{reason}; declare it "float" or fix the data'
+        )
+
+
+def _check_int64_range(column: Any, name: str, where: str) -> None:
+    values, rows = _present_values(column)
+    over = values > np.uint64(_INT64_MAX)
+    if over.any():
+        i = int(np.argmax(over))
+        raise ValueError(
+            f"column {name!r} is declared integer in {where} but holds {int(values[i])} at "
+            f"row {int(rows[i])}, outside the int64 range; rescale the column or declare "
+            'it "float"'
+        )
 
 
 def _arrow_kind(arrow_type: Any) -> str:

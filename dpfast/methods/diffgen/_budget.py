@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from dpfast import noise
+from dpfast._validation import check_em_epsilon, epsilon_too_large, epsilon_too_small
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import sensitivity
@@ -35,6 +36,31 @@ class Budget:
         total = Fraction(epsilon)
         unit = total / (2 * n_units) if n_units else Fraction(0)
         return cls(total, unit, sensitivity(utility, len(prepared.class_labels)), numeric)
+
+    def check_range(self, steps: int, n_records: int) -> None:
+        """Refuse, before any work, a total ε that a step's sampler cannot serve.
+
+        The counts get between ``counts(steps)`` and ``counts(0)``, both proportional to
+        the total, and must lie in the count samplers' range; each ``ε'`` must pass
+        :func:`~dpfast._validation.check_em_epsilon`.
+        """
+        epsilon = float(self.total)
+        low, high = self.counts(steps), self.counts(0)
+        if low < noise.COUNT_MIN_EPSILON:
+            reason = f"the noisy counts would get {float(low):.3g}, below the samplers' 2**-32"
+            raise epsilon_too_small(
+                epsilon, reason, float(self.total * noise.COUNT_MIN_EPSILON / low)
+            )
+        if high >= noise.COUNT_MAX_EPSILON:
+            reason = f"the noisy counts would get {float(high):.3g}, above the samplers' 2**62"
+            raise epsilon_too_large(
+                epsilon, reason, float(self.total * noise.COUNT_MAX_EPSILON / high)
+            )
+        n_units = len(self.numeric) + 2 * steps
+        if n_units:
+            shares = 2 * n_units
+            what = "each selection and split value (epsilon / (2 (n_numeric + 2 steps)))"
+            check_em_epsilon(float(self.unit), n_records, what=what, shares=shares)
 
     def counts(self, done: int) -> Fraction:
         """Return the counts' budget after ``done`` steps (the steps not taken included)."""

@@ -187,6 +187,7 @@ def diffgen(
     with run.phase("encode"):
         prepared = _prepare(run, target, taxonomies, bounds, classes, utility)
     budget = Budget.split(epsilon, prepared, steps, utility)
+    budget.check_range(steps, prepared.n_rows)
     ledger = Ledger(epsilon)
     source = noise_source(seed)
     builder = Builder(

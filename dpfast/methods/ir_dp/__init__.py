@@ -37,6 +37,7 @@ from dpfast._validation import (
     check_bool,
     check_bounds,
     check_choice,
+    check_em_epsilon,
     check_epsilon,
     check_k,
     check_seed,
@@ -295,12 +296,13 @@ class _Plan:
 def _plan(args: _Arguments, n_records: int) -> _Plan:
     plan = _Plan(Ledger(args.epsilon), {}, {})
     n_groups = n_records // args.k
-    share = args.epsilon_column
+    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
     for column in args.numeric:
         lower, upper = args.domains[column.name]
         grid = Grid.for_column(lower, upper, n_records, args.k)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        steps = scale_steps(list_sensitivity, share) if grid.d_int else 0
+        what = f"column {column.name!r}"
+        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
             grid_noise_entry(
@@ -319,6 +321,7 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
             )
         )
     for cat in args.categorical:
+        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan

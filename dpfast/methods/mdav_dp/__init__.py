@@ -152,6 +152,7 @@ def mdav_dp(
     with run.phase("validate"):
         args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
         run.policy = check_unprotected(unprotected)
+        _plan(args, run.table.n_rows, run.table.n_rows // args.k)  # unusable ε: fail before work
     with run.phase("partition"):
         labels = _partition(run, args, reference)
     n_clusters = int(labels.max()) + 1
@@ -260,10 +261,13 @@ def _numeric_entry(
     # n_c centroids each move by at most d_int / k, plus one step of rounding.
     sensitivity = Fraction(n_clusters * grid.d_int, args.k) + n_clusters
     if args.calibration == "l1":
-        spent = args.epsilon / (len(args.numeric) + len(args.categorical))
-        steps = scale_steps(sensitivity, spent) if grid.d_int else 0
+        m = len(args.numeric) + len(args.categorical)
+        spent = args.epsilon / m
+        what = f"column {column.name!r}"
+        steps = scale_steps(sensitivity, spent, what=what, shares=m) if grid.d_int else 0
     else:
-        steps = math.ceil(Fraction(n_records * grid.d_int, args.k**2) / Fraction(args.epsilon))
+        paper = Fraction(n_records * grid.d_int, args.k**2)
+        steps = scale_steps(paper, args.epsilon, what=f"column {column.name!r}")
         spent = (
             epsilon_of_scale(sensitivity, steps)
             if steps

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry
+from dpfast._validation import check_em_epsilon
 from dpfast.accounting import LedgerEntry
 from dpfast.partitions.categorical import cluster_quality
 
@@ -59,6 +60,9 @@ def categorical_plan(
             "mechanism_epsilon": em_epsilon,
             "mechanism_sensitivity": em_sensitivity,
         },
+    )
+    check_em_epsilon(
+        em_epsilon, n_records, what=f"column {column.name!r}", shares=epsilon / em_epsilon
     )
     return em_epsilon, em_sensitivity, entry
 
