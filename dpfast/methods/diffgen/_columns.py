@@ -69,16 +69,22 @@ class NumericColumn:
 
         With ``strict``, ``k`` is the first split that sends ``x`` left. ``values`` are
         float64 within the public bounds (or a node's ends); returns int64. Exact: ``x /
-        step`` is exact but for an underflow, which the two corrections repair.
+        step`` is a multiplication by a power of two, exact unless it underflows, which
+        needs ``step > 1``; then one correction each way repairs it (``k * step`` is exact,
+        ``|k| <= 2**52``).
         """
         x = np.asarray(values, dtype=np.float64)
-        k = (np.floor(x / self.step) + 1.0) if strict else np.ceil(x / self.step)
+        scaled = x / self.step
+        k = np.floor(scaled, out=scaled) if strict else np.ceil(scaled, out=scaled)
         if strict:
-            k += k * self.step <= x
-            k -= (k - 1.0) * self.step > x
-        else:
-            k += k * self.step < x
-            k -= (k - 1.0) * self.step >= x
+            k += 1.0
+        if self.step > 1.0:
+            if strict:
+                k += k * self.step <= x
+                k -= (k - 1.0) * self.step > x
+            else:
+                k += k * self.step < x
+                k -= (k - 1.0) * self.step >= x
         return k.astype(np.int64)
 
     def split_range(self, lo: float, hi: float) -> tuple[int, int]:
