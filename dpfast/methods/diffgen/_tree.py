@@ -469,12 +469,13 @@ class Builder:
 def split_runs(first: int, stop: int, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cut the split candidates ``[first, stop)`` (grid indices) into runs by the data values.
 
-    ``cuts[j]`` (ascending, int64) is the first grid index that sends the ``j``-th distinct
-    data value left (:meth:`NumericColumn.grid_index`). Run ``i`` holds the splits that send
-    exactly the first ``i`` values left: ``[cuts[i - 1], cuts[i])`` clipped to the
-    candidates, with ``cuts[-1] = first`` and ``cuts[q] = stop``. Returns the runs' first
-    indices and their sizes (int64, shape ``(q + 1,)``; a size may be 0). The sizes sum
-    to ``stop - first``.
+    ``cuts[j]`` (int64, ascending, shape ``(q,)``) is the first grid index that sends the
+    ``j``-th distinct data value left (:meth:`NumericColumn.grid_index`). Run ``i`` holds
+    the splits that send exactly the first ``i`` values left: run 0 is ``[first,
+    cuts[0])``, run ``i`` is ``[cuts[i - 1], cuts[i])`` and run ``q`` is ``[cuts[q - 1],
+    stop)``, each clipped to ``[first, stop)``. Returns the runs' first indices and their
+    sizes (int64, shape ``(q + 1,)``; a size may be 0, and the sizes sum to ``stop -
+    first``). O(q).
     """
     inner = np.clip(cuts, first, stop)
     ends = np.concatenate((np.array([first], dtype=np.int64), inner, [stop]))
