@@ -1,9 +1,10 @@
 """Slow, obvious DiffGen (docs/design.md#diffgen): Python loops over records, no partition tree.
 
 Every score is recomputed from scratch by scanning all records; the split-value EM lists
-its intervals explicitly. Random draws read the same keyed ChaCha20 streams as dpfast
-(through the pure-Python bit reader of ``noise_reference``), so with the same seed the
-reference must build the same tree and release the same counts.
+its runs of split points explicitly (float columns' grid in rational arithmetic). Random
+draws read the same keyed ChaCha20 streams as dpfast (through the pure-Python bit reader
+of ``noise_reference``), so with the same seed the reference must build the same tree and
+release the same counts.
 """
 
 from __future__ import annotations
@@ -78,6 +79,33 @@ def choose(key, nonce: int, log_weights) -> int:
     return len(weights) - 1
 
 
+# ---------------------------------------------------------------- float split grid
+
+
+def grid_step(lower: float, upper: float) -> Fraction:
+    """The smallest power of two g with width/g < 2**40 and max|bound|/g < 2**52.
+
+    The width is ``upper - lower`` rounded to float64, as the exact grid of ``ir_dp``
+    (docs/design.md#exact-grid) computes it.
+    """
+    width = Fraction(upper - lower)
+    largest = max(abs(Fraction(lower)), abs(Fraction(upper)))
+    g = Fraction(1, 2**1074)
+    while width / g >= 2**40 or largest / g >= 2**52:
+        g *= 2
+    return g
+
+
+def first_index_left(x, g: Fraction) -> int:
+    """The least k with x < k*g: the first grid split that sends x left."""
+    return math.floor(Fraction(x) / g) + 1
+
+
+def last_index_below(hi, g: Fraction) -> int:
+    """The largest k with k*g < hi."""
+    return math.ceil(Fraction(hi) / g) - 1
+
+
 # ---------------------------------------------------------------- utilities
 
 
@@ -103,8 +131,9 @@ def utility(children, kind: str) -> float:
 class Reference:
     """DiffGen on a list of records (dicts), columns given as specs.
 
-    ``specs``: list of ``(name, "numeric", (lower, upper))`` (integer columns) or
-    ``(name, "categorical", taxonomy)``.
+    ``specs``: list of ``(name, "numeric", (lower, upper))`` (integer columns),
+    ``(name, "float", (lower, upper))`` (float columns: root ``[lower, upper]``, split
+    values on the grid of :func:`grid_step`) or ``(name, "categorical", taxonomy)``.
     """
 
     def __init__(self, records, specs, target, classes, *, epsilon, steps, utility_kind, seed):
@@ -114,7 +143,7 @@ class Reference:
         self.classes = list(classes)
         self.kind = utility_kind
         self.delta = 1.0 if utility_kind == "max" else math.log2(len(classes))
-        n_numeric = sum(1 for s in specs if s[1] == "numeric")
+        n_numeric = sum(1 for s in specs if s[1] in ("numeric", "float"))
         self.units = n_numeric + 2 * steps
         self.unit = Fraction(epsilon) / (2 * self.units)
         self.total = Fraction(epsilon)
@@ -143,7 +172,7 @@ class Reference:
                     return vid
             else:
                 x = min(max(record[name], info[0]), info[1])
-                if v["lo"] <= x < v["hi"]:
+                if v["lo"] <= x < v["hi"] or (v.get("top") and x == v["hi"]):
                     return vid
         raise AssertionError("no cut value holds the record")
 
@@ -156,6 +185,11 @@ class Reference:
         if kind == "categorical":
             v["label"] = info.labels[v["node"]]
             v["splittable"] = not info.is_leaf(v["node"])
+        elif kind == "float":
+            close = "]" if v["top"] else ")"
+            v["label"] = f"[{float(v['lo'])!r}, {float(v['hi'])!r}{close}"
+            g = grid_step(*info)
+            v["splittable"] = last_index_below(v["hi"], g) >= first_index_left(v["lo"], g)
         else:
             v["label"] = f"[{int(v['lo'])}, {int(v['hi'])})"
             v["splittable"] = v["hi"] - v["lo"] >= 2
@@ -184,13 +218,23 @@ class Reference:
 
     def choose_split(self, vid):
         v = self.values[vid]
-        name, _, info = self.specs[v["col"]]
+        name, kind, info = self.specs[v["col"]]
         points = sorted({min(max(r[name], info[0]), info[1]) for r in self.records_in(vid)})
-        lows = [v["lo"] + 1] + [p + 1 for p in points]
-        highs = [*points, v["hi"] - 1]
-        intervals = [
-            (lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True) if hi - lo + 1 > 0
-        ]
+        if kind == "float":
+            g = grid_step(*info)
+            first, last = first_index_left(v["lo"], g), last_index_below(v["hi"], g)
+            # run i: the grid indices that send exactly the first i values left
+            cuts = [min(max(first_index_left(p, g), first), last + 1) for p in points]
+            ends = [first, *cuts, last + 1]
+            intervals = [(ends[i] * g, ends[i + 1] - ends[i]) for i in range(len(ends) - 1)]
+            intervals = [(lo, size) for lo, size in intervals if size > 0]
+        else:
+            g = Fraction(1)
+            lows = [v["lo"] + 1] + [p + 1 for p in points]
+            highs = [*points, v["hi"] - 1]
+            intervals = [
+                (lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True) if hi - lo + 1 > 0
+            ]
         scores = [utility(self.child_counts(vid, lo), self.kind) for lo, _ in intervals]
         log_w = [
             self.eps * s / (2 * self.delta) + math.log(size)
@@ -198,7 +242,10 @@ class Reference:
         ]
         i = choose(self.keys["split-interval"], vid, log_w)
         offset = nref.uniform_integer(self.keys["split-point"], intervals[i][1], vid)
-        v["split"] = intervals[i][0] + offset
+        v["split"] = intervals[i][0] + offset * g
+        if kind == "float":
+            v["split"] = float(v["split"])  # a float64 exactly: the grid index has < 53 bits
+            assert Fraction(v["split"]) == intervals[i][0] + offset * g
         v["score"] = scores[i]
         self.splits.append(
             {
@@ -223,13 +270,15 @@ class Reference:
         for j, (_name, kind, info) in enumerate(self.specs):
             if kind == "categorical":
                 self.new_value(j, node=0)
+            elif kind == "float":
+                self.new_value(j, lo=info[0], hi=info[1], top=True)
             else:
                 self.new_value(j, lo=info[0], hi=info[1] + 1)
         for vid in list(self.order):
             self.score(vid)
         for vid in list(self.order):
             v = self.values[vid]
-            if self.specs[v["col"]][1] == "numeric" and v["splittable"]:
+            if self.specs[v["col"]][1] in ("numeric", "float") and v["splittable"]:
                 self.choose_split(vid)
         done = 0
         for i in range(self.steps):
@@ -268,8 +317,12 @@ class Reference:
             for kid in kids:
                 self.score(kid["id"])
         else:
-            left = self.new_value(j, lo=v["lo"], hi=v["split"])
-            right = self.new_value(j, lo=v["split"], hi=v["hi"])
+            if kind == "float":
+                left = self.new_value(j, lo=v["lo"], hi=v["split"], top=False)
+                right = self.new_value(j, lo=v["split"], hi=v["hi"], top=v["top"])
+            else:
+                left = self.new_value(j, lo=v["lo"], hi=v["split"])
+                right = self.new_value(j, lo=v["split"], hi=v["hi"])
             # v's records are generalised by the parent's cut until here: reassign
             for kid in (left, right):
                 if kid["splittable"]:
@@ -278,7 +331,7 @@ class Reference:
     def display_cut(self, j):
         _name, kind, info = self.specs[j]
         values = [self.values[v] for v in self.cut[j]]
-        if kind == "numeric":
+        if kind in ("numeric", "float"):
             return sorted(values, key=lambda v: v["lo"])
         preorder = []
 

@@ -5,6 +5,10 @@ pandas categoricals and Arrow dictionaries keep their own codes). Numeric predic
 clamped to their public bounds and coded once: integer columns of modest range by
 ``value - lower`` (no sort), other columns by their rank among the sorted distinct values
 (one ``np.unique``). The class column becomes codes into its domain.
+
+Whether a numeric predictor is an integer column comes from its dtype alone, never from
+its values: a float64 column whose values are all whole is a float column, with a float
+root interval and split values on its float grid (docs/design.md#diffgen-split).
 """
 
 from __future__ import annotations
@@ -22,18 +26,26 @@ import numpy as np
 from dpfast._validation import as_numeric_column, check_bounds, is_integer_column
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.io import TableData
+from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
 # Integer columns whose public range has at most this many values are coded by offset.
 _OFFSET_CODES_MAX = 2**22
+
+# Grid indices of split values stay below 2**52 in magnitude, so that ``k * step`` and
+# ``k ± 1`` are exact in float64 (docs/design.md#diffgen-split).
+_INDEX_BITS = 52
 
 
 @dataclass(frozen=True)
 class NumericColumn:
     """A numeric predictor: codes into ``code_values`` (sorted), public root interval.
 
-    The root interval is ``[lower, upper + 1)`` for integer columns (split points are
-    integers) and ``[lower, upper]`` for float columns.
+    The root interval is ``[lower, upper + 1)`` for integer columns and ``[lower, upper]``
+    for float columns. Split values lie on the column's grid, the multiples ``k * step``
+    of a power of two: ``step`` is 1 for integer columns, and for float columns it is
+    chosen from the public bounds alone (:func:`split_grid_step`). A split at ``s`` sends
+    the values ``x < s`` left (docs/design.md#diffgen-split).
     """
 
     name: Hashable
@@ -43,6 +55,7 @@ class NumericColumn:
     codes: np.ndarray
     code_values: np.ndarray
     clamped: int
+    step: float = 1.0
 
     @property
     def root(self) -> tuple[float, float]:
@@ -50,6 +63,38 @@ class NumericColumn:
         if self.integer:
             return float(math.ceil(self.lower)), float(math.floor(self.upper) + 1)
         return self.lower, self.upper
+
+    def grid_index(self, values: np.ndarray, *, strict: bool) -> np.ndarray:
+        """Return, for each ``x``, the least ``k`` with ``k * step > x`` (strict) or ``>= x``.
+
+        With ``strict``, ``k`` is the first split that sends ``x`` left. ``values`` are
+        float64 within the public bounds (or a node's ends); returns int64. Exact: ``x /
+        step`` is a multiplication by a power of two, exact unless it underflows, which
+        needs ``step > 1``; then one correction each way repairs it (``k * step`` is exact,
+        ``|k| <= 2**52``).
+        """
+        x = np.asarray(values, dtype=np.float64)
+        scaled = x / self.step
+        k = np.floor(scaled, out=scaled) if strict else np.ceil(scaled, out=scaled)
+        if strict:
+            k += 1.0
+        if self.step > 1.0:
+            if strict:
+                k += k * self.step <= x
+                k -= (k - 1.0) * self.step > x
+            else:
+                k += k * self.step < x
+                k -= (k - 1.0) * self.step >= x
+        return k.astype(np.int64)
+
+    def split_range(self, lo: float, hi: float) -> tuple[int, int]:
+        """Grid indices ``[first, stop)`` of the split values strictly between ``lo`` and ``hi``.
+
+        ``stop == first`` when there is none: the interval cannot be split.
+        """
+        first = int(self.grid_index(np.array([lo]), strict=True)[0])
+        stop = int(self.grid_index(np.array([hi]), strict=False)[0])
+        return first, max(first, stop)
 
 
 @dataclass(frozen=True)
@@ -316,4 +361,20 @@ def _numeric_column(
     else:
         code_values, inverse = np.unique(clipped, return_inverse=True)
         codes = inverse.astype(np.int64).reshape(-1)
-    return NumericColumn(name, integer, lower, upper, codes, code_values, clamped)
+    step = 1.0 if integer else split_grid_step(lower, upper)
+    return NumericColumn(name, integer, lower, upper, codes, code_values, clamped, step)
+
+
+def split_grid_step(lower: float, upper: float) -> float:
+    """Return the grid step of a float column's split values: a power of two, from the bounds.
+
+    The step of the exact grid (:class:`dpfast.partitions.grid.Grid`: at most 2**40 steps
+    over the public domain; DiffGen's row count is not public, so the grid is chosen as
+    for a single record and does not depend on it), made coarser when the bounds are far
+    from 0 compared with their width, so that every grid index in the domain is below
+    2**52 in magnitude and every grid point ``k * step`` is a float64
+    (docs/design.md#diffgen-split).
+    """
+    gamma = Grid.for_column(lower, upper, 1).gamma
+    _, exponent = math.frexp(max(abs(lower), abs(upper)))  # |bound| < 2**exponent
+    return max(gamma, math.ldexp(1.0, exponent - _INDEX_BITS), math.ldexp(1.0, -1074))

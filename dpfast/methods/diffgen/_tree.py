@@ -14,8 +14,8 @@ Randomness (one keyed stream per use, so runs with a seed are reproducible):
 
 * candidate selection in iteration ``i``: ``key("diffgen", "select")``, nonce ``i``;
 * the split value of numeric value number ``j`` (values are numbered in creation order,
-  the roots first, in column order): ``key("diffgen", "split-interval")`` and
-  ``key("diffgen", "split-point")``, nonce ``j``.
+  the roots first, in column order): ``key("diffgen", "split-interval")`` (the run of
+  grid points) and ``key("diffgen", "split-point")`` (the point in it), nonce ``j``.
 """
 
 from __future__ import annotations
@@ -255,43 +255,35 @@ class Builder:
             a=a,
             b=b,
         )
-        value.splittable = (hi - lo >= 2) if col.integer else (hi > lo)
+        first, stop = col.split_range(lo, hi)
+        value.splittable = stop > first  # a grid point strictly inside
         return value
 
     def _choose_split(self, value: Value, hist: np.ndarray) -> None:
         """Draw the split value of a numeric value from its (code, class) counts.
 
-        See docs/design.md#diffgen-split.
+        The candidates are the grid points ``k * step`` strictly inside the interval; a
+        data value ``x`` goes left when ``x < k * step``. The data values cut the
+        candidates into runs (:func:`split_runs`) on which the score is constant: one
+        exponential-mechanism draw picks a run with weight ``exp(scale * score) * size``,
+        then one exact uniform integer picks the grid point within it. See
+        docs/design.md#diffgen-split.
         """
         col = self.columns[value.column]
         assert isinstance(col, NumericColumn)
         present, left = _kernels.split_points(hist)
         points = col.code_values[value.a + present]
-        if col.integer:
-            lows = np.concatenate(([value.lo + 1], points + 1))
-            highs = np.concatenate((points, [value.hi - 1]))
-            sizes = highs - lows + 1
-        else:
-            lows = np.concatenate(([value.lo], points))
-            highs = np.concatenate((points, [value.hi]))
-            sizes = highs - lows
+        first, stop = col.split_range(value.lo, value.hi)
+        starts, sizes = split_runs(first, stop, col.grid_index(points, strict=True))
         scores = split_scores(left, left[-1], self.utility)
         kept = np.flatnonzero(sizes > 0)
-        log_weights = self.scale * scores[kept] + np.log(sizes[kept])
+        log_weights = self.scale * scores[kept] + np.log(sizes[kept].astype(np.float64))
         pick = noise.exponential_mechanism_log_weights(
             self.interval_key, log_weights, start=value.id
         )
         i = int(kept[pick])
-        if col.integer:
-            offset = noise.uniform_integers(self.point_key, int(sizes[i]), 1, start=value.id)
-            split = float(lows[i] + int(offset[0]))
-        else:
-            low, high = float(lows[i]), float(highs[i])
-            middle = 0.5 * (low + high)
-            drawn = noise.add_uniform(
-                self.point_key, np.array([middle]), 0.5 * (high - low), start=value.id
-            )
-            split = min(max(float(drawn[0]), float(np.nextafter(low, np.inf))), high)
+        offset = noise.uniform_integers(self.point_key, int(sizes[i]), 1, start=value.id)
+        split = float(int(starts[i]) + int(offset[0])) * col.step  # exact: |index| < 2**52
         value.split = split
         value.split_code = value.a + int(
             np.searchsorted(col.code_values[value.a : value.b], split, side="left")
@@ -302,7 +294,7 @@ class Builder:
             self.trace.splits.append(
                 {
                     "value": (self.prepared.columns[value.column].name, value.label),
-                    "lows": lows[kept],
+                    "lows": starts[kept].astype(np.float64) * col.step,
                     "sizes": sizes[kept],
                     "scores": scores[kept],
                     "probabilities": weights / weights.sum(),
@@ -472,6 +464,22 @@ class Builder:
         table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
         table[cell] = counts
         return cuts, table
+
+
+def split_runs(first: int, stop: int, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cut the split candidates ``[first, stop)`` (grid indices) into runs by the data values.
+
+    ``cuts[j]`` (int64, ascending, shape ``(q,)``) is the first grid index that sends the
+    ``j``-th distinct data value left (:meth:`NumericColumn.grid_index`). Run ``i`` holds
+    the splits that send exactly the first ``i`` values left: run 0 is ``[first,
+    cuts[0])``, run ``i`` is ``[cuts[i - 1], cuts[i])`` and run ``q`` is ``[cuts[q - 1],
+    stop)``, each clipped to ``[first, stop)``. Returns the runs' first indices and their
+    sizes (int64, shape ``(q + 1,)``; a size may be 0, and the sizes sum to ``stop -
+    first``). O(q).
+    """
+    inner = np.clip(cuts, first, stop)
+    ends = np.concatenate((np.array([first], dtype=np.int64), inner, [stop]))
+    return ends[:-1], np.diff(ends)
 
 
 def _preorder_rank(taxonomy: Any) -> np.ndarray:
