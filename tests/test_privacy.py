@@ -2,10 +2,11 @@
 
 Each test first asserts the label its release states, then runs the harness
 (``tests/privacy/harness.py``) on a tiny pair of bounded neighbours (one row's values
-changed; DiffGen, whose guarantee is unbounded DP, gets one row removed). Large ε keeps
-the noise small, so that a leak shows as an event that is impossible under one table and
-frequent under the other, which ε-DP forbids for every ε; the number of runs is chosen
-so that such an event is found (``runs > e^ε ln(4 m / alpha)`` divided by its probability).
+changed; DiffGen, whose guarantee is unbounded DP, gets one row removed). A large ε (1
+to 4) keeps the noise small, so that a leak shows as an event that is impossible under
+one table and frequent under the other, which ε-DP forbids for every ε; the number of
+runs is chosen so that such an event is found (``runs > e^ε ln(4 m / alpha)`` divided by
+its probability).
 
 The harness's own tests come first: it flags mechanisms that leak (a randomized response
 that keeps its input too often, Laplace noise of half the stated scale, a row order that
@@ -513,8 +514,8 @@ def test_unprotected_columns_do_not_show_the_groups(method: str) -> None:
     assert not audit.violations, audit.summary()
 
 
-@pytest.mark.parametrize("method", ["ir_dp", "mdav_dp"])
-def test_unprotected_keep_is_not_proven_and_shows_the_groups(method: str) -> None:
+def _unprotected_call(method: str, mode: str) -> Callable[[Any, int], Any]:
+    """``method`` on the id table with ``unprotected=mode``; skips while it has no such option."""
     function = _grouping_method(method)
     if "unprotected" not in inspect.signature(function).parameters:
         pytest.skip(f"{method} has no unprotected= parameter yet")
@@ -526,10 +527,16 @@ def test_unprotected_keep_is_not_proven_and_shows_the_groups(method: str) -> Non
             epsilon=2.0,
             bounds={"v": (0, 4)},
             columns=["v"],
-            unprotected="keep",
+            unprotected=mode,
             seed=seed,
         )
 
+    return call
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "mdav_dp"])
+def test_unprotected_keep_is_not_proven_and_shows_the_groups(method: str) -> None:
+    call = _unprotected_call(method, "keep")
     assert call(ID_TABLE, 0).report.guarantee_level != "proven"
     audit = harness.audit(
         lambda data, seed: call(data, seed).data,
@@ -540,6 +547,25 @@ def test_unprotected_keep_is_not_proven_and_shows_the_groups(method: str) -> Non
         n_runs=300,
     )
     assert audit.violations, audit.summary()
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "mdav_dp"])
+def test_unprotected_shuffle_releases_ids_apart_from_the_groups(method: str) -> None:
+    # the neighbour changes a protected value only, so ids in an independent order are
+    # the same under both tables: no event may separate them
+    call = _unprotected_call(method, "shuffle")
+    release = call(ID_TABLE, 0)
+    assert release.report.guarantee_level == "protected_only"
+    assert sorted(harness.canonical(release.data).get("id") or ()) == [0, 1, 2, 3]
+    audit = harness.audit(
+        lambda data, seed: call(data, seed).data,
+        ID_TABLE,
+        ID_NEIGHBOUR,
+        epsilon=2.0,
+        features=harness.standard_features(["id", "v"], values={"id": [0, 3]}),
+        n_runs=300,
+    )
+    assert not audit.violations, audit.summary()
 
 
 # -- issue 13, case 3: the CLI takes integer-ness from the schema --------------------------
