@@ -519,6 +519,9 @@ def _unprotected_call(method: str, mode: str) -> Callable[[Any, int], Any]:
     function = _grouping_method(method)
     if "unprotected" not in inspect.signature(function).parameters:
         pytest.skip(f"{method} has no unprotected= parameter yet")
+    # ir_dp keeps rows whole only under the record linkage (one column: still "proven");
+    # under linkage="columns" no row is kept, and "keep" means "shuffle"
+    extra = {"linkage": "records"} if method == "ir_dp" else {}
 
     def call(data: Any, seed: int) -> Any:
         return function(
@@ -529,6 +532,7 @@ def _unprotected_call(method: str, mode: str) -> Callable[[Any, int], Any]:
             columns=["v"],
             unprotected=mode,
             seed=seed,
+            **extra,
         )
 
     return call
@@ -581,7 +585,7 @@ def _cli_release(
     schema = folder / "schema.json"
     schema.write_text(json.dumps({"columns": {"v": {"type": "float", "bounds": [0, 5]}}}))
     output = folder / "out.csv"
-    report = folder / "out.csv.report.json"
+    report = folder / "out.csv.public-report.json"
 
     def run(_: Any, seed: int) -> Any:
         argv = ["release", method, str(source), "-o", str(output), "--schema", str(schema)]

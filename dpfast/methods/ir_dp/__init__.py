@@ -202,7 +202,7 @@ def ir_dp(
     with run.phase("shuffle"):
         row_order = _draw_orders(run, args, source)
     with run.phase("columns"):
-        base = _draw_columns(run, args, plan, source, threads)
+        base = _draw_columns(run, args, plan, source, threads, metrics)
     result = run.assemble(row_order, base, reindex=args.shuffle, source=source)
     return run.finish(
         result,
@@ -328,27 +328,42 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
 
 
 def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.ndarray | None:
-    """Each protected column's output positions, and the row order of the copied columns."""
-    n_records = run.table.n_rows
+    """Draw the shared output positions of record-linked rows, and the copied columns' order.
+
+    Under ``linkage="columns"`` each column draws its own order while it is released
+    (:func:`_column_order`), so only one order per thread is in memory at a time.
+    """
+    if not args.shuffle or args.linkage == "columns":
+        return None
     protected = column_names(args.numeric, args.categorical)
-    row_order = None
-    if args.shuffle:
-        # The inverse of a uniform permutation is uniform, so the output position of every
-        # row is drawn directly; the row order is only needed for the copied columns.
-        shared = noise.permutation(source.key("ir_dp", "row-order"), n_records)
-        run.destinations.update({name: shared for name in protected})
-        if run.policy == "keep" and len(protected) < len(run.table.names):
-            row_order = inverse_permutation(shared)
-    if args.linkage == "columns":
-        for name in protected:
-            run.destinations[name] = noise.permutation(
-                source.key("ir_dp", "column-order", str(name)), n_records
-            )
-    return row_order
+    # The inverse of a uniform permutation is uniform, so the output position of every
+    # row is drawn directly; the row order is only needed for the copied columns.
+    shared = noise.permutation(source.key("ir_dp", "row-order"), run.table.n_rows)
+    run.destinations.update({name: shared for name in protected})
+    if run.policy == "keep" and len(protected) < len(run.table.names):
+        return inverse_permutation(shared)
+    return None
+
+
+def _column_order(
+    run: Run, args: _Arguments, source: noise.NoiseSource, name: Hashable, keep: bool
+) -> np.ndarray | None:
+    """Return a column's output positions: its own under ``linkage="columns"``, else the rows'."""
+    if args.linkage != "columns":
+        return run.destinations.get(name)
+    order = noise.permutation(source.key("ir_dp", "column-order", str(name)), run.table.n_rows)
+    if keep:  # the metrics match each released value to its original row
+        run.destinations[name] = order
+    return order
 
 
 def _draw_columns(
-    run: Run, args: _Arguments, plan: _Plan, source: noise.NoiseSource, threads: int
+    run: Run,
+    args: _Arguments,
+    plan: _Plan,
+    source: noise.NoiseSource,
+    threads: int,
+    metrics: bool,
 ) -> Any:
     """Draw and keep every protected column, in parallel over columns; spend as they end."""
     outputs, base = run.table.output_columns([c.name for c in args.numeric])
@@ -359,13 +374,14 @@ def _draw_columns(
     total = len(args.numeric) + len(args.categorical)
 
     def numeric(column: NumericColumn) -> tuple[int, float, float]:
-        destination = run.destinations.get(column.name, empty)
+        order = _column_order(run, args, source, column.name, metrics)
+        destination = empty if order is None else order
         grid, steps = plan.grids[column.name]
         out = outputs[column.name]
         return draw_numeric(column, args.k, grid, steps, source, destination, out, threads)
 
     def categorical(cat: CategoricalColumn) -> tuple[np.ndarray, float, float]:
-        destination = run.destinations.get(cat.name)
+        destination = _column_order(run, args, source, cat.name, metrics)
         return draw_categorical(cat, args.k, plan.entries[cat.name], source, destination)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
