@@ -3,7 +3,7 @@
 The golden file ``tests/golden/releases.json`` was recorded before the package layout was
 redesigned; a move of code must leave every seeded release and report bit for bit as it
 was. Each case stores a SHA-256 of the released data (values, dtypes, column names, row
-order) and the report without its timings.
+order), the public report and the private report without its timings.
 
 Record again (only for a change that is meant to alter releases, and say so in the commit):
 ``.venv/bin/python tests/test_golden.py --record``.
@@ -64,8 +64,8 @@ def digest(data: Any) -> str:
     raise TypeError(type(data))
 
 
-def public_report(report: Any) -> dict[str, Any]:
-    """The report without its wall-clock timings (which vary from run to run)."""
+def without_timings(report: Any) -> dict[str, Any]:
+    """A report as a dict, without wall-clock timings (which vary from run to run)."""
     out = report.to_dict()
     out.pop("timings", None)
     return out  # type: ignore[no-any-return]
@@ -218,7 +218,8 @@ def _diffgen_case(utility: str, seed: int) -> dict[str, Any]:
         "counts": digest(release.counts),
         "microdata": digest(release.microdata()),
         "cut_on_test": digest(release.cut.apply(test[columns])),
-        "report": public_report(release.report),
+        "report": without_timings(release.report),
+        "private": without_timings(release.private),
     }
 
 
@@ -253,9 +254,10 @@ def _cli_case(method: str, *options: str) -> Callable[[], dict[str, Any]]:
             argv = ["release", method, str(source), "-o", str(out), "--quiet"]
             argv += ["--schema", str(adult_mixed_schema_path()), *options]
             assert main(argv) == 0
-            report = json.loads(Path(f"{out}.report.json").read_text(encoding="utf-8"))
-            report.pop("timings", None)
-            return {"data": digest(pd.read_parquet(out)), "report": report}
+            report = json.loads(Path(f"{out}.public-report.json").read_text(encoding="utf-8"))
+            private = json.loads(Path(f"{out}.private-report.json").read_text(encoding="utf-8"))
+            private.pop("timings")
+            return {"data": digest(pd.read_parquet(out)), "report": report, "private": private}
 
     return run
 
@@ -263,7 +265,11 @@ def _cli_case(method: str, *options: str) -> Callable[[], dict[str, Any]]:
 def _release_case(make: Callable[[], Any]) -> Callable[[], dict[str, Any]]:
     def run() -> dict[str, Any]:
         release = make()
-        return {"data": digest(release.data), "report": public_report(release.report)}
+        return {
+            "data": digest(release.data),
+            "report": without_timings(release.report),
+            "private": without_timings(release.private),
+        }
 
     return run
 
