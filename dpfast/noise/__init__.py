@@ -13,7 +13,8 @@ once. The dyadic-base discrete Laplace sampler (:func:`add_discrete_laplace_dyad
 noise of counts) reads one stream per segment of 4096 draws instead, so threads split
 on segment boundaries. The samplers are exact: all sampling decisions use integer
 arithmetic on random bits, with no floating point (docs/design.md#secure-noise, #discrete-laplace,
-#sampler-choices).
+#sampler-choices), except the exponential mechanism's, whose float bounds are certified and
+fall back to integer arithmetic when they do not decide (#em-sampler).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from dpfast.noise._dyadic import (
 )
 from dpfast.noise._exponential import (
     EM_SAMPLER_NAME,
+    SCORE_BITS,
+    ExponentialBase,
+    exponential_base,
     exponential_mechanism,
-    exponential_mechanism_log_weights,
     exponential_mechanism_sorted_groups,
     exponential_probabilities,
+    quality_units,
 )
 from dpfast.noise._laplace import (
     RATE_SAMPLER_NAME,
@@ -64,8 +68,10 @@ __all__ = [
     "RATE_SAMPLER_NAME",
     "RETAIN_SAMPLER_NAME",
     "SAMPLER_NAME",
+    "SCORE_BITS",
     "UNIFORM_SAMPLER_NAME",
     "CountNoise",
+    "ExponentialBase",
     "NoiseSource",
     "add_count_noise",
     "add_discrete_laplace_dyadic",
@@ -77,11 +83,12 @@ __all__ = [
     "discrete_laplace_rate",
     "dyadic_base_at_most",
     "dyadic_epsilon",
+    "exponential_base",
     "exponential_mechanism",
-    "exponential_mechanism_log_weights",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
     "permutation",
+    "quality_units",
     "rate_at_most",
     "retain_or_replace",
     "uniform_integers",

@@ -1,98 +1,408 @@
-"""The exponential mechanism: per-row draws, log-weight draws and sorted rank groups."""
+"""The exact exponential mechanism: a dyadic base, integer qualities, certified draws.
+
+``Pr[c] = mult_c · b**(q_max - q_c) / Σ_j mult_j · b**(q_max - q_j)`` for integer qualities
+``q`` (in *units*), positive multipliers and a base ``b = x / 2**y`` with
+``b >= exp(-ε / (2 Δ))``, ``Δ`` the sensitivity in units (the base-2 exponential
+mechanism of Ilvento 2020, with any dyadic base). It is ``ε'``-DP with
+``ε' = 2 Δ ln(1/b) <= ε``, and the draws have exactly these probabilities
+(docs/design.md#em-sampler): each draw is decided from the first word of its ChaCha20
+stream with certified float bounds (:mod:`dpfast._kernels.exponential`), and the rare
+undecided draws are finished in exact integer arithmetic on further words of the same
+stream (:func:`_exact_choice`), so a draw depends only on ``(key, nonce)``.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
 import numpy as np
 
+from dpfast._kernels import chacha as _chacha
 from dpfast._kernels import exponential as _em
 from dpfast._validation import check_int, check_positive
 from dpfast.noise._common import _check_key, _check_range
 
 EM_SAMPLER_NAME = (
-    "exponential mechanism: float64 log-sum-exp weights, inverse CDF on a 2**63-scaled "
-    "integer CDF, one 63-bit word of a ChaCha20 keyed stream per draw (the small float "
-    "approximation of docs/design.md#em-sampler)"
+    "exact exponential mechanism: integer qualities, dyadic base b = x/2**y, inverse CDF "
+    "on a uniform read from a ChaCha20 keyed stream, decided by certified float bounds on "
+    "the first 64-bit word or else in exact integer arithmetic on further words "
+    "(docs/design.md#em-sampler)"
 )
+#: Float scores are rounded to multiples of ``2**-SCORE_BITS`` by :func:`quality_units`.
+SCORE_BITS = 12
+#: Significant bits of the base's numerator, and of ``ln(1/b)`` against the budget.
+BASE_BITS = 48
+#: Above this rate ``ε / (2 Δ)`` the base is the one of this rate (less privacy is spent).
+MAX_RATE = 512
+_MAX_QUALITY = 2**62
+_MAX_MULTIPLIER_RANGE = 2**500
+_TABLE_BITS = 192  # mantissa bits of the power table's directed-rounding squarings
 
 
-def _em_scale(epsilon: object, sensitivity: object) -> float:
-    return check_positive(epsilon, "epsilon") / (2.0 * check_positive(sensitivity, "sensitivity"))
+@dataclass(frozen=True)
+class ExponentialBase:
+    """The base ``b = numerator / 2**bits`` of an exponential mechanism and its guarantee.
+
+    Attributes
+    ----------
+    numerator, bits : int
+        ``b = numerator / 2**bits`` with ``exp(-rate) <= b < 1``.
+    rate : fractions.Fraction
+        ``ε / (2 Δ)`` (capped at :data:`MAX_RATE`), exactly.
+    epsilon : float
+        The budget ``ε`` asked for.
+    sensitivity : fractions.Fraction
+        ``Δ``, in quality units.
+    effective_epsilon : float
+        ``ε' = 2 Δ ln(1/b)``: what the mechanism spends, never above ``epsilon``
+        (rounded to float, then capped at ``epsilon``).
+    """
+
+    numerator: int
+    bits: int
+    rate: Fraction
+    epsilon: float
+    sensitivity: Fraction
+    effective_epsilon: float
+
+    @property
+    def parameter(self) -> str:
+        """``"b = x/2**y"``, for the ledger."""
+        return f"b = {self.numerator}/2**{self.bits}"
+
+    def table(self) -> np.ndarray:
+        """``float64[64]``: ``b**(2**i)`` within ``2**-52`` relative; ``0.0`` below ``2**-1000``."""
+        return _power_table(self.numerator, self.bits)
 
 
-def _check_quality(quality: object, scale: float) -> np.ndarray:
-    array = np.asarray(quality, dtype=np.float64)
+def _exp_lower(rate: Fraction, bits: int) -> int:
+    # L <= exp(rate) * 2**bits: Taylor partial sum at floor(rate * 2**bits) / 2**bits with
+    # every term rounded down, so each step only lowers the value.
+    num = math.floor(rate * (1 << bits))
+    term = 1 << bits
+    total = 0
+    n = 0
+    while term > 0:
+        total += term
+        n += 1
+        term = term * num // (n << bits)
+    return total
+
+
+def exponential_base(
+    *, epsilon: float | Fraction, sensitivity: float | Fraction
+) -> ExponentialBase:
+    """Return the smallest dyadic base whose exponential mechanism is at most ``ε``-DP.
+
+    The privacy map: with qualities of sensitivity ``Δ`` (in units), weights ``b**(-q)``
+    give ``2 Δ ln(1/b)``-DP, so this returns ``b = x / 2**y >= exp(-ε / (2 Δ))``,
+    checked against an exact lower bound of ``exp(ε / (2 Δ))`` (never in floating point).
+    ``y`` gives ``x`` at least :data:`BASE_BITS` significant bits and ``ln(1/b)`` a
+    relative resolution of ``2**-BASE_BITS``, so ``ε'`` is within about ``2**-47`` of ``ε``.
+
+    Parameters
+    ----------
+    epsilon : float or fractions.Fraction
+        ``ε > 0`` (read exactly).
+    sensitivity : float or fractions.Fraction
+        ``Δ > 0``: the most one record changes a quality, in quality units.
+
+    Returns
+    -------
+    ExponentialBase
+
+    Examples
+    --------
+    >>> base = exponential_base(epsilon=1.0, sensitivity=2)
+    >>> base.effective_epsilon <= 1.0, round(base.effective_epsilon, 9)
+    (True, 1.0)
+    """
+    eps = Fraction(check_positive(epsilon, "epsilon")) if isinstance(epsilon, float) else None
+    eps = Fraction(epsilon) if eps is None else eps
+    delta = Fraction(sensitivity) if isinstance(sensitivity, Fraction) else None
+    if delta is None:
+        delta = Fraction(check_positive(sensitivity, "sensitivity"))
+    if eps <= 0 or delta <= 0:
+        raise ValueError(
+            f"epsilon and sensitivity must be > 0, got {epsilon!r} and {sensitivity!r}"
+        )
+    rate = min(eps / (2 * delta), Fraction(MAX_RATE))
+    numerator, bits = _base_of_rate(rate)
+    gap = Fraction((1 << bits) - numerator, 1 << bits)  # 1 - b
+    log_inverse = -math.log1p(-float(gap))  # ln(1/b), to float precision
+    effective = min(float(2 * delta) * log_inverse, float(eps))
+    return ExponentialBase(numerator, bits, rate, float(eps), delta, effective)
+
+
+@lru_cache(maxsize=256)
+def _base_of_rate(rate: Fraction) -> tuple[int, int]:
+    # y: 48 significant bits in x (b >= exp(-rate)) and a 2**-48 resolution of ln(1/b)
+    small = max(0, -math.floor(math.log2(rate)))
+    bits = BASE_BITS + small + math.ceil(float(rate) * 1.4426950408889634) + 1
+    extra = bits + 64
+    lower = _exp_lower(rate, extra)  # <= exp(rate) * 2**extra
+    numerator = -(-(1 << (bits + extra)) // lower)  # x / 2**y >= 2**extra / lower >= e**-rate
+    if not 0 < numerator < (1 << bits):
+        raise AssertionError("no dyadic base below 1")  # pragma: no cover - y is ample
+    return numerator, bits
+
+
+@lru_cache(maxsize=256)
+def _power_table(numerator: int, bits: int) -> np.ndarray:
+    # b**(2**i) by squaring a 192-bit mantissa with truncation (relative error after i
+    # squarings below 2**(i - 190)), then rounded to the nearest float: within
+    # u + 2**-127 <= 2 u of the exact power. Entries below 2**-1000 become 0.0.
+    table = np.zeros(64, dtype=np.float64)
+    mantissa, exponent = numerator, bits  # value = mantissa * 2**-exponent
+    for i in range(64):
+        if mantissa.bit_length() - exponent < -1000:
+            break
+        table[i] = float(Fraction(mantissa, 1 << exponent))
+        if table[i] < 2.0**-1000:
+            table[i] = 0.0
+            break
+        mantissa *= mantissa
+        exponent *= 2
+        shift = mantissa.bit_length() - _TABLE_BITS
+        if shift > 0:
+            mantissa >>= shift
+            exponent -= shift
+    table.setflags(write=False)
+    return table
+
+
+def fast_path_slack(m: int) -> float:
+    """Absolute bound of the float error of ``C_c / S`` for ``m`` candidates.
+
+    Each weight is a product of at most 63 table entries (``2u`` each) and 63 products,
+    times a multiplier rounded to float (two more roundings); each running sum adds one
+    rounding and the division one: ``|t~ - t| <= g(2N+1)`` with ``N = 200 + m``,
+    ``g(n) = n u / (1 - n u)``, ``u = 2**-53``. The slack doubles that, which also covers
+    the rounding of ``t~ ± slack``.
+    """
+    n = 200 + m
+    return (4 * n + 16) * 2.0**-53
+
+
+def quality_units(
+    scores: Any, *, sensitivity: float, bits: int = SCORE_BITS
+) -> tuple[np.ndarray, int]:
+    """Round data-dependent float scores to integer units of ``2**-bits``; return ``Δ`` in units.
+
+    ``round(s · 2**bits)`` moves each score by at most half a unit, so two neighbouring
+    tables' rounded scores differ by less than ``Δ · 2**bits + 1 + η`` units, where ``η``
+    is the float error of computing the scores (in units); being integers, they differ by
+    at most ``ceil(Δ · 2**bits) + 1`` as long as ``η < 1``, i.e. the scores are computed to
+    much better than ``2**-bits`` (docs/design.md#em-sampler).
+
+    Examples
+    --------
+    >>> quality_units([0.5, 0.25000001], sensitivity=1.0, bits=4)
+    (array([8, 4]), 17)
+    """
+    delta = check_positive(sensitivity, "sensitivity")
+    bits = check_int(bits, "bits", low=0, high=60)
+    array = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(array).all():
+        raise ValueError("scores must be finite")
+    scaled = np.ldexp(array, bits)
+    if array.size and not float(np.abs(scaled).max()) < _MAX_QUALITY:
+        raise ValueError(f"scores * 2**{bits} must lie in (-2**62, 2**62); use fewer bits")
+    return np.rint(scaled).astype(np.int64), math.ceil(math.ldexp(delta, bits)) + 1
+
+
+def _check_quality(quality: object) -> np.ndarray:
+    array = np.asarray(quality)
     if array.ndim != 2 or array.shape[1] == 0:
         raise ValueError(
             "quality must be a 2-D array (draws x candidates) with at least one candidate, "
             f"got shape {array.shape}"
         )
-    if not np.isfinite(array).all():
-        raise ValueError("quality must be finite")
-    if array.size and not float(np.abs(array).max()) * scale < 1e300:
-        raise ValueError(
-            "epsilon * quality / (2 * sensitivity) overflows float64; rescale the qualities"
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(
+            f"quality must hold integer units, got dtype {array.dtype}; round float scores "
+            "with quality_units (or a public table with its own rounding) first"
         )
-    return np.ascontiguousarray(array)
+    if array.size and int(np.abs(array).max()) >= _MAX_QUALITY:
+        raise ValueError("qualities must lie in (-2**62, 2**62)")
+    return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def exponential_probabilities(
-    quality: np.ndarray, *, epsilon: float, sensitivity: float
-) -> np.ndarray:
-    """Return the target probabilities of :func:`exponential_mechanism` (float64, per row).
+def _check_multipliers(multipliers: object, shape: tuple[int, int]) -> tuple[np.ndarray, list]:
+    # Returns float64 multipliers scaled by a power of two so that the largest is in
+    # [2**61, 2**62) (the kernels' tiny-weight bound needs it), and the exact values as
+    # Fractions (rows, or one shared row), for the exact path.
+    if multipliers is None:
+        return np.ones((1, shape[1])), [[Fraction(1)] * shape[1]]
+    array = np.asarray(multipliers)
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.shape not in ((1, shape[1]), shape):
+        raise ValueError(f"multipliers must have shape (m,) or {shape}, got {array.shape}")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"multipliers must be numbers, got dtype {array.dtype}")
+    floats = array.astype(np.float64)
+    if not (np.isfinite(floats).all() and (array > 0).all()):
+        raise ValueError("multipliers must be finite and > 0")
+    if float(floats.max()) > 2.0**500 * float(floats.min()):
+        raise ValueError("multipliers must lie within a factor 2**500 of each other")
+    exact = [
+        [Fraction(int(v) if isinstance(v, (int, np.integer)) else v) for v in row]
+        for row in array.tolist()
+    ]
+    shift = 62 - math.frexp(float(floats.max()))[1]
+    return np.ascontiguousarray(np.ldexp(floats, shift)), exact
 
-    ``Pr[c] = exp(ε q_c / (2 Δq)) / Σ_j exp(ε q_j / (2 Δq))``, computed with the
-    log-sum-exp shift. For tests and for reporting; it draws nothing.
 
-    Parameters
-    ----------
-    quality : array-like of float, shape (n, m)
-    epsilon, sensitivity : float
-        ``ε`` and ``Δq``, both ``> 0``.
+def _stream_words(key: np.ndarray, nonce: int) -> Callable[[int], int]:
+    """Word ``j`` of the stream ``(key, nonce)`` (little-endian ``uint64``), blocks on demand."""
+    words: list[int] = []
 
-    Returns
-    -------
-    ndarray of float64, shape (n, m)
+    def word(j: int) -> int:
+        if j >= len(words):
+            n_blocks = max(2 * (len(words) // 8), j // 8 + 1)
+            out = np.empty(n_blocks * 8, dtype=np.uint64)
+            _chacha.chacha20_words(key, np.uint64(nonce), n_blocks, out)
+            words[:] = [int(w) for w in out]
+        return words[j]
 
-    Examples
-    --------
-    >>> exponential_probabilities([[0.0, -1.0]], epsilon=2.0, sensitivity=1.0).round(4)
-    array([[0.7311, 0.2689]])
+    return word
+
+
+def _power_bounds(numerator: int, bits: int, precision: int, n: int) -> tuple[list, list]:
+    # floor and ceil of b**(2**i) * 2**precision for i < n, squaring with directed rounding
+    low = [(numerator << precision) >> bits]
+    high = [-(-(numerator << precision) >> bits)]
+    for _ in range(1, n):
+        low.append((low[-1] * low[-1]) >> precision)
+        high.append(-(-(high[-1] * high[-1]) >> precision))
+    return low, high
+
+
+def _weight_bounds(
+    distance: list[int], mult: list[int], numerator: int, bits: int, precision: int
+) -> tuple[list[int], list[int]]:
+    # integer bounds of mult_c * b**d_c * 2**precision, by floor / ceil at every product
+    n = max(1, max(d.bit_length() for d in distance))
+    pow_low, pow_high = _power_bounds(numerator, bits, precision, n)
+    one = 1 << precision
+    lows, highs = [], []
+    for d, factor in zip(distance, mult, strict=True):
+        low = high = one
+        for i in range(d.bit_length()):
+            if (d >> i) & 1:
+                low = (low * pow_low[i]) >> precision
+                high = -(-(high * pow_high[i]) >> precision)
+        lows.append(factor * low)
+        highs.append(factor * high)
+    return lows, highs
+
+
+def _exact_choice(
+    distance: list[int], mult: list[int], numerator: int, bits: int, word: Callable[[int], int]
+) -> int:
+    """Return the first ``c`` with ``U < C_c / S``, decided exactly (the slow path).
+
+    ``distance`` are the ``d_c >= 0``, ``mult`` positive integers, ``word(j)`` word ``j``
+    of the draw's stream: ``U``'s bits are those of ``word(0), word(1), ...``, most
+    significant first. Each round bounds every threshold with ``precision``-bit directed
+    rounding and compares with the interval ``[u, u + 1) / 2**k`` of ``U``'s first ``k``
+    bits; undecided rounds double both. Since ``U`` is uniform the chance of another round
+    halves each time, and once the precision reaches ``bits * max d`` the bounds are exact.
     """
-    scale = _em_scale(epsilon, sensitivity)
-    weights = scale * _check_quality(quality, scale)
-    weights = np.exp(weights - weights.max(axis=1, keepdims=True))
-    return weights / weights.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
+    m = len(distance)
+    if m == 1:
+        return 0
+    u, k, precision = word(0), 64, 128
+    while True:
+        lows, highs = _weight_bounds(distance, mult, numerator, bits, precision)
+        cum_low, cum_high = [], []
+        total_low = total_high = 0
+        for low, high in zip(lows, highs, strict=True):
+            total_low += low
+            total_high += high
+            cum_low.append(total_low)
+            cum_high.append(total_high)
+        # U < (u + 1) / 2**k <= C_c^low / S^high <= C_c / S
+        c = next((i for i in range(m - 1) if (u + 1) * total_high <= cum_low[i] << k), m - 1)
+        # U >= u / 2**k >= C_{c-1}^high / S^low >= C_{c-1} / S
+        if c == 0 or u * total_low >= cum_high[c - 1] << k:
+            return c
+        for j in range(k // 64, k // 32):
+            u = (u << 64) | word(j)
+        k *= 2
+        precision *= 2
+
+
+def _exact_row(
+    key: np.ndarray, nonce: int, quality: list[int], mult: list[Fraction], base: ExponentialBase
+) -> int:
+    top = max(quality)
+    scale = math.lcm(*(f.denominator for f in mult))
+    ints = [int(f * scale) for f in mult]
+    return _exact_choice(
+        [top - q for q in quality], ints, base.numerator, base.bits, _stream_words(key, nonce)
+    )
+
+
+def _draw_rows(
+    key: np.ndarray,
+    quality: np.ndarray,
+    multipliers: tuple[np.ndarray, list],
+    base: ExponentialBase,
+    start: int,
+    slack: float,
+) -> np.ndarray:
+    # The fast kernel, then the exact path for its undecided rows. ``slack`` is a test
+    # hook: any value >= fast_path_slack(m) gives the same draws (only more exact paths).
+    floats, exact = multipliers
+    out = np.empty(quality.shape[0], dtype=np.int64)
+    if out.shape[0]:
+        _em.em_rows(key, quality, floats, base.table(), slack, np.uint64(start), out)
+    for g in np.flatnonzero(out == _em.UNDECIDED).tolist():
+        row = exact[0] if len(exact) == 1 else exact[g]
+        out[g] = _exact_row(key, start + g, quality[g].tolist(), row, base)
+    return out
 
 
 def exponential_mechanism(
     key: np.ndarray,
     quality: np.ndarray,
     *,
-    epsilon: float,
-    sensitivity: float,
+    epsilon: float | Fraction,
+    sensitivity: float | Fraction,
+    multipliers: np.ndarray | None = None,
     start: int = 0,
 ) -> np.ndarray:
-    """Exponential mechanism: one draw per row of ``quality``.
+    """Exact exponential mechanism: one draw per row of integer qualities.
 
-    Row ``g`` picks column ``c`` with probability ``∝ exp(ε q[g, c] / (2 Δq))`` (McSherry
-    and Talwar 2007). Weights are computed in float64 with the log-sum-exp shift, then
-    turned into an integer CDF scaled to ``2**63``; the draw is the first column whose
-    threshold exceeds a 63-bit uniform taken from the first word of the stream
-    ``(key, nonce = start + g)``. This is the small, documented float approximation of
-    docs/design.md#em-sampler (:data:`EM_SAMPLER_NAME`), not an exact sampler. Draw ``g`` reads
-    only its own stream, so chunked calls with matching ``start`` give the same draws.
+    Row ``g`` picks column ``c`` with probability exactly
+    ``mult_c b**(-q[g, c]) / Σ_j mult_j b**(-q[g, j])`` where ``b`` is the base of
+    :func:`exponential_base` for ``epsilon`` and ``sensitivity`` (McSherry and Talwar 2007
+    with ``exp(-ε / (2 Δ))`` replaced by the dyadic ``b`` just above it, Ilvento 2020); the
+    mechanism is ``ε'``-DP, ``ε' = 2 Δ ln(1/b) <= ε``. Draw ``g`` reads only the stream
+    ``(key, nonce = start + g)`` (docs/design.md#em-sampler), so chunked calls with matching
+    ``start`` give the same draws.
 
     Parameters
     ----------
     key : numpy.ndarray
         ``uint64[8]`` key from :meth:`NoiseSource.key`.
-    quality : array-like of float, shape (n, m)
-        Quality of each candidate in each draw (e.g. from
-        :func:`dpfast.partitions.categorical.cluster_quality`).
-    epsilon : float
+    quality : array-like of int, shape (n, m)
+        Qualities in integer units, ``|q| < 2**62`` (round float scores with
+        :func:`quality_units`).
+    epsilon : float or fractions.Fraction
         Budget of each draw's mechanism.
-    sensitivity : float
-        ``Δq``, the most one record can change a quality.
+    sensitivity : float or fractions.Fraction
+        ``Δ`` in quality units: the most one record can change a quality.
+    multipliers : array-like of int or float, shape (m,) or (n, m), optional
+        Positive weights multiplying each candidate's (e.g. interval sizes), read exactly,
+        within a factor ``2**500`` of each other.
     start : int, optional
         Nonce of the first draw.
 
@@ -104,66 +414,60 @@ def exponential_mechanism(
     Raises
     ------
     TypeError, ValueError
-        On a malformed key, a non-finite quality, or ``epsilon`` or ``sensitivity``
-        not ``> 0``.
+        On a malformed key, float qualities, qualities out of range, bad multipliers, or
+        ``epsilon`` or ``sensitivity`` not ``> 0``.
 
     References
     ----------
     F. McSherry and K. Talwar, "Mechanism Design via Differential Privacy", FOCS 2007.
+    C. Ilvento, "Implementing the Exponential Mechanism with Base-2 Differential
+    Privacy", CCS 2020.
 
     Examples
     --------
     >>> from dpfast.noise import NoiseSource
     >>> key = NoiseSource.from_seed(42).key("doc")
-    >>> exponential_mechanism(key, [[0.0, -1.0, -5.0]] * 6, epsilon=2.0, sensitivity=1.0)
+    >>> exponential_mechanism(key, [[0, -1, -5]] * 6, epsilon=2.0, sensitivity=1)
     array([0, 0, 0, 0, 0, 1])
     """
     key = _check_key(key)
-    scale = _em_scale(epsilon, sensitivity)
-    array = _check_quality(quality, scale)
-    size, start = _check_range(array.shape[0], start)
-    out = np.empty(size, dtype=np.int64)
-    if size > 0:
-        _em.em_rows(key, array, scale, np.uint64(start), out)
-    return out
+    base = exponential_base(epsilon=epsilon, sensitivity=sensitivity)
+    array = _check_quality(quality)
+    multiplier_arrays = _check_multipliers(multipliers, array.shape)
+    _, start = _check_range(array.shape[0], start)
+    return _draw_rows(key, array, multiplier_arrays, base, start, fast_path_slack(array.shape[1]))
 
 
-def exponential_mechanism_log_weights(
-    key: np.ndarray, log_weights: np.ndarray, *, start: int = 0
-) -> int:
-    """Draw one index ``i`` with probability ``exp(log_weights[i]) / Σ_j exp(log_weights[j])``.
+def exponential_probabilities(
+    quality: Any,
+    *,
+    epsilon: float | Fraction,
+    sensitivity: float | Fraction,
+    multipliers: Any = None,
+) -> list[Fraction]:
+    """Return the exact probabilities of one :func:`exponential_mechanism` row, as Fractions.
 
-    The same sampler as :func:`exponential_mechanism` (log-sum-exp shift, integer CDF,
-    the first 63-bit word of the stream ``(key, nonce = start)``), for mechanisms whose
-    weights are not ``exp(scale * quality)`` alone, such as the interval exponential
-    mechanism of DiffGen's split values (weights ``exp(ε u / (2 Δu)) * |interval|``).
-
-    Parameters
-    ----------
-    key : numpy.ndarray
-        ``uint64[8]`` key from :meth:`NoiseSource.key`.
-    log_weights : array-like of float, shape (m,)
-        Finite natural logarithms of the (unnormalised) weights, ``m >= 1``.
-    start : int, optional
-        Nonce of the draw.
-
-    Returns
-    -------
-    int
+    For tests and audit: it draws nothing. The cost grows with ``y · max_c d_c`` bits
+    (``b = x / 2**y``), so it refuses rows beyond ``2**26`` such bits.
 
     Examples
     --------
-    >>> from dpfast.noise import NoiseSource
-    >>> key = NoiseSource.from_seed(42).key("doc")
-    >>> exponential_mechanism_log_weights(key, np.log([1.0, 0.0 + 1e-300, 1e-300]))
-    0
+    >>> [str(p) for p in exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1)]
+    ... # doctest: +ELLIPSIS
+    ['16777216/.../...', '...']
+    >>> float(sum(exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1)))
+    1.0
     """
-    key = _check_key(key)
-    row = _check_quality(np.asarray(log_weights, dtype=np.float64).reshape(1, -1), 1.0)
-    _, start = _check_range(1, start)
-    out = np.empty(1, dtype=np.int64)
-    _em.em_rows(key, row, 1.0, np.uint64(start), out)
-    return int(out[0])
+    base = exponential_base(epsilon=epsilon, sensitivity=sensitivity)
+    row = _check_quality(np.asarray(quality).reshape(1, -1))[0].tolist()
+    _, exact = _check_multipliers(multipliers, (1, len(row)))
+    top = max(row)
+    if base.bits * (top - min(row)) > 2**26:
+        raise ValueError("the exact probabilities of this row are too large to compute")
+    b = Fraction(base.numerator, 1 << base.bits)
+    weights = [f * b ** (top - q) for f, q in zip(exact[0], row, strict=True)]
+    total = sum(weights)
+    return [w / total for w in weights]
 
 
 def exponential_mechanism_sorted_groups(
@@ -172,19 +476,19 @@ def exponential_mechanism_sorted_groups(
     k: int,
     distance: np.ndarray,
     *,
-    epsilon: float,
-    sensitivity: float,
+    epsilon: float | Fraction,
+    sensitivity: float | Fraction,
     start: int = 0,
 ) -> np.ndarray:
     """Exponential-mechanism centroid of each rank group of a sorted categorical column.
 
     The sorted column holds ``counts[r]`` copies of value ``r`` for ``r = 0 .. m-1``, in
     that order, and is cut into ``n // k`` groups of ``k`` (the remainder joins the last
-    group). Group ``g`` draws candidate ``c`` with quality ``-Σ_{x in g} distance[c, x]``
-    (docs/design.md#em-centroid, Algorithm 2 of Sánchez et al. 2016) exactly as
-    :func:`exponential_mechanism` does for that quality row, from stream
-    ``(key, start + g)``. Groups made of one value share their CDF, so the cost is about
-    one ChaCha20 block per group.
+    group). Group ``g`` draws candidate ``c`` with the integer quality
+    ``-Σ_{x in g} distance[c, x]`` (docs/design.md#em-centroid, Algorithm 2 of Sánchez et
+    al. 2016) exactly as :func:`exponential_mechanism` does for that quality row, from
+    stream ``(key, start + g)``. Groups made of one value share their thresholds, so the
+    cost is about one ChaCha20 block per group.
 
     Parameters
     ----------
@@ -194,10 +498,11 @@ def exponential_mechanism_sorted_groups(
         Copies of each value, in sorted order; their sum ``n`` must be ``>= k``.
     k : int
         Group size, ``>= 1``.
-    distance : array-like of float, shape (m, m)
-        ``distance[c, r]``: distance between candidate ``c`` and value ``r``.
-    epsilon, sensitivity : float
-        As for :func:`exponential_mechanism`.
+    distance : array-like of int, shape (m, m)
+        ``distance[c, r] >= 0``: distance between candidate ``c`` and value ``r`` in
+        quality units (e.g. :func:`dpfast.partitions.categorical.distance_units`).
+    epsilon, sensitivity : float or fractions.Fraction
+        As for :func:`exponential_mechanism` (``sensitivity`` in the distance's units).
     start : int, optional
         Nonce of group 0.
 
@@ -210,28 +515,45 @@ def exponential_mechanism_sorted_groups(
     --------
     >>> from dpfast.noise import NoiseSource
     >>> key = NoiseSource.from_seed(1).key("doc")
-    >>> distance = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> distance = np.array([[0, 4096], [4096, 0]])
     >>> exponential_mechanism_sorted_groups(key, [6, 4], 5, distance, epsilon=50.0,
-    ...                                     sensitivity=1.0)
+    ...                                     sensitivity=4096)
     array([0, 1])
     """
     key = _check_key(key)
-    scale = _em_scale(epsilon, sensitivity)
+    base = exponential_base(epsilon=epsilon, sensitivity=sensitivity)
     counts = np.ascontiguousarray(counts, dtype=np.int64)
-    distance = np.ascontiguousarray(distance, dtype=np.float64)
+    distance = _check_quality(distance)
     m = counts.shape[0]
     if counts.ndim != 1 or m == 0 or distance.shape != (m, m):
         raise ValueError(
             f"counts must be 1-D and non-empty and distance of shape (m, m); got "
             f"{counts.shape} and {distance.shape}"
         )
-    if (counts < 0).any():
-        raise ValueError("counts must be >= 0")
+    if (counts < 0).any() or (distance < 0).any():
+        raise ValueError("counts and distances must be >= 0")
     k = check_int(k, "k", low=1, high=2**62)
     n = int(counts.sum())
     if n < k:
         raise ValueError(f"the column has {n} values, fewer than k = {k}")
+    if n * int(distance.max()) >= _MAX_QUALITY:
+        raise ValueError("n * max(distance) must be below 2**62; use coarser units")
     size, start = _check_range(n // k, start)
     out = np.empty(size, dtype=np.int64)
-    _em.em_sorted_groups(key, counts, k, distance, scale, np.uint64(start), out)
+    slack = fast_path_slack(m)
+    _em.em_sorted_groups(key, counts, k, distance, base.table(), slack, np.uint64(start), out)
+    undecided = np.flatnonzero(out == _em.UNDECIDED).tolist()
+    if undecided:
+        ends = np.cumsum(counts)
+        ones = [Fraction(1)] * m
+        for g in undecided:
+            quality = -(distance @ _group_histogram(ends, g * k, n if g == size - 1 else g * k + k))
+            out[g] = _exact_row(key, start + g, quality.tolist(), ones, base)
     return out
+
+
+def _group_histogram(ends: np.ndarray, first: int, stop: int) -> np.ndarray:
+    # copies of each value among sorted positions [first, stop); ends = cumsum(counts)
+    before = np.minimum(ends, first)
+    upto = np.minimum(ends, stop)
+    return np.diff(np.concatenate(([0], upto))) - np.diff(np.concatenate(([0], before)))
