@@ -11,7 +11,9 @@ from scipy import stats
 import dpfast
 from dpfast import metrics, noise
 from dpfast.datasets import adult_taxonomy
+from dpfast.partitions.categorical import distance_units
 from dpfast.taxonomy import Taxonomy, TaxonomyError
+from tests.reference import exponential_reference as eref
 from tests.reference import taxonomy_reference as ref
 
 # these tests exercise the record-linked release (linkage="records") on purpose
@@ -40,91 +42,99 @@ def _parents(tax):
 # --- the sampler ------------------------------------------------------------------------
 
 
+def _units(matrix):
+    return distance_units(np.asarray(matrix))
+
+
 def test_draws_match_the_reference_one_by_one():
     rng = np.random.default_rng(3)
-    quality = -rng.uniform(0, 5, size=(40, 7))
-    got = noise.exponential_mechanism(KEY, quality, epsilon=1.5, sensitivity=0.8)
-    scale = 1.5 / (2 * 0.8)
-    expected = [ref.draw(list(row), scale, KEY_LIST, g) for g, row in enumerate(quality)]
+    quality = -rng.integers(0, 12, size=(40, 7))
+    got = noise.exponential_mechanism(KEY, quality, epsilon=1.5, sensitivity=3)
+    base = noise.exponential_base(epsilon=1.5, sensitivity=3)
+    expected = [
+        eref.draw(row.tolist(), base.numerator, base.bits, KEY_LIST, g)
+        for g, row in enumerate(quality)
+    ]
     assert got.tolist() == expected
 
 
 def test_chunked_draws_equal_one_call():
-    quality = -np.random.default_rng(4).uniform(0, 3, size=(50, 5))
-    whole = noise.exponential_mechanism(KEY, quality, epsilon=2.0, sensitivity=1.0)
+    quality = -np.random.default_rng(4).integers(0, 9, size=(50, 5))
+    whole = noise.exponential_mechanism(KEY, quality, epsilon=2.0, sensitivity=2)
     parts = [
-        noise.exponential_mechanism(KEY, quality[i : i + 7], epsilon=2.0, sensitivity=1.0, start=i)
+        noise.exponential_mechanism(KEY, quality[i : i + 7], epsilon=2.0, sensitivity=2, start=i)
         for i in range(0, 50, 7)
     ]
     assert np.concatenate(parts).tolist() == whole.tolist()
 
 
 def test_extreme_qualities_are_stable():
-    quality = np.array([[-1e6, 0.0, -1e6], [-3e5, -3e5, -3e5], [1e6, 1e6 - 1e-3, 0.0]])
-    got = noise.exponential_mechanism(KEY, quality, epsilon=1.0, sensitivity=1e-3)
+    big = 2**61
+    quality = np.array([[-big, 0, -big], [-3, -3, -3], [big, big - 1, 0]])
+    got = noise.exponential_mechanism(KEY, quality, epsilon=1.0, sensitivity=1)
     assert got[0] == 1
     assert 0 <= got[1] <= 2
     assert got[2] in (0, 1)
-    probabilities = noise.exponential_probabilities(quality, epsilon=1.0, sensitivity=1e-3)
-    assert np.isfinite(probabilities).all()
-    with pytest.raises(ValueError, match="overflows"):
-        noise.exponential_mechanism(KEY, [[-5e307, 0.0]], epsilon=1.0, sensitivity=1e-3)
+    with pytest.raises(ValueError, match="2\\*\\*62"):
+        noise.exponential_mechanism(KEY, [[-(2**62), 0]], epsilon=1.0, sensitivity=1)
+    with pytest.raises(TypeError, match="quality_units"):
+        noise.exponential_mechanism(KEY, [[-0.5, 0.0]], epsilon=1.0, sensitivity=1)
 
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("rule", ["paper", "proven"])
 def test_em_frequencies_match_exact_probabilities(jobs, rule):
     # one group composition drawn many times: quality of a group of 3 Sales + 2 Tech-support
-    matrix = jobs.distance_matrix()
+    matrix = _units(jobs.distance_matrix())
     group = np.array([jobs.code("Sales")] * 3 + [jobs.code("Tech-support")] * 2)
     quality = -matrix[:, group].sum(axis=1)
     n_groups = 100
-    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
+    sensitivity = int(matrix.max()) * (1 if rule == "paper" else n_groups)
     epsilon = 2.0 if rule == "paper" else 200.0
     draws = 60_000
     got = noise.exponential_mechanism(
         KEY, np.tile(quality, (draws, 1)), epsilon=epsilon, sensitivity=sensitivity
     )
-    expected = noise.exponential_probabilities(
-        quality[None, :], epsilon=epsilon, sensitivity=sensitivity
-    )[0]
+    expected = noise.exponential_probabilities(quality, epsilon=epsilon, sensitivity=sensitivity)
     observed = np.bincount(got, minlength=len(quality))
     assert stats.chisquare(observed, expected * draws).pvalue > 1e-3
     assert expected.max() > 1.5 * expected.min()  # not uniform: the test can see a bias
 
 
 def test_sorted_groups_match_per_group_quality_rows(jobs):
-    matrix = jobs.rank_distance_matrix()
+    matrix = _units(jobs.rank_distance_matrix())
     counts = np.array([7, 0, 11, 1, 1, 23])
     k = 4
     got = noise.exponential_mechanism_sorted_groups(
-        KEY, counts, k, matrix, epsilon=3.0, sensitivity=0.5
+        KEY, counts, k, matrix, epsilon=3.0, sensitivity=2000
     )
     values = np.repeat(np.arange(6), counts)
     n_groups = values.shape[0] // k
     rows = []
     for g in range(n_groups):
         members = values[g * k : (g + 1) * k] if g < n_groups - 1 else values[g * k :]
-        q = np.zeros(6)
+        q = np.zeros(6, dtype=np.int64)
         for r in np.unique(members):
             q -= (members == r).sum() * matrix[:, r]
         rows.append(q)
-    expected = noise.exponential_mechanism(KEY, np.array(rows), epsilon=3.0, sensitivity=0.5)
+    expected = noise.exponential_mechanism(KEY, np.array(rows), epsilon=3.0, sensitivity=2000)
     assert got.tolist() == expected.tolist()
 
 
 def test_sampler_rejects_bad_arguments(jobs):
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
-        noise.exponential_mechanism(KEY, [[0.0]], epsilon=0, sensitivity=1.0)
+        noise.exponential_mechanism(KEY, [[0]], epsilon=0.0, sensitivity=1)
     with pytest.raises(ValueError, match="sensitivity must be a finite number > 0"):
-        noise.exponential_mechanism(KEY, [[0.0]], epsilon=1, sensitivity=0.0)
+        noise.exponential_mechanism(KEY, [[0]], epsilon=1.0, sensitivity=0.0)
     with pytest.raises(ValueError, match="2-D array"):
-        noise.exponential_mechanism(KEY, [0.0, 1.0], epsilon=1, sensitivity=1.0)
-    with pytest.raises(ValueError, match="finite"):
-        noise.exponential_mechanism(KEY, [[np.nan, 0.0]], epsilon=1, sensitivity=1.0)
+        noise.exponential_mechanism(KEY, [0, 1], epsilon=1.0, sensitivity=1)
     with pytest.raises(ValueError, match="fewer than k"):
         noise.exponential_mechanism_sorted_groups(
-            KEY, [1, 1], 3, np.zeros((2, 2)), epsilon=1.0, sensitivity=1.0
+            KEY, [1, 1], 3, np.zeros((2, 2), dtype=np.int64), epsilon=1.0, sensitivity=1
+        )
+    with pytest.raises(ValueError, match=">= 0"):
+        noise.exponential_mechanism_sorted_groups(
+            KEY, [1, 1], 1, -np.ones((2, 2), dtype=np.int64), epsilon=1.0, sensitivity=1
         )
 
 
@@ -159,21 +169,24 @@ def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
         seed=11,
     )
     n_groups = len(frame) // k
-    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
+    units = int(_units(jobs.distance_matrix()).max())
+    sensitivity = units * (1 if rule == "paper" else n_groups)
+    base = noise.exponential_base(epsilon=3.0, sensitivity=sensitivity)
     key = noise.NoiseSource.from_seed(11).key("ir_dp", "centroid-choice", "job")
     expected = ref.ir_categorical(
         list(frame["job"]),
         list(jobs.domain),
         _parents(jobs),
         k,
-        3.0,
-        sensitivity,
+        (base.numerator, base.bits),
         [int(w) for w in key],
     )
     assert release.data["job"].tolist() == expected
     pd.testing.assert_series_equal(release.data["age"], frame["age"])
     entry = release.report.ledger[0]
-    assert entry.sensitivity == pytest.approx(sensitivity)
+    assert entry.sensitivity == sensitivity * 2.0**-12
+    assert entry.details["base"] == base.parameter
+    assert entry.details["effective_epsilon"] <= entry.epsilon == 3.0
     assert entry.sampler == noise.EM_SAMPLER_NAME
     assert release.report.sampler == noise.EM_SAMPLER_NAME
 
@@ -196,11 +209,10 @@ def test_release_frequencies_match_exact_probabilities(jobs, rule):
         seed=5,
     )
     chosen = jobs.encode(release.data["job"].to_numpy()[::k])
-    quality = -k * jobs.distance_matrix()[:, jobs.code("Sales")]
-    sensitivity = jobs.max_distance * (1 if rule == "paper" else n_groups)
-    expected = noise.exponential_probabilities(
-        quality[None, :], epsilon=epsilon, sensitivity=sensitivity
-    )[0]
+    units = _units(jobs.distance_matrix())
+    quality = -k * units[:, jobs.code("Sales")]
+    sensitivity = int(units.max()) * (1 if rule == "paper" else n_groups)
+    expected = noise.exponential_probabilities(quality, epsilon=epsilon, sensitivity=sensitivity)
     observed = np.bincount(chosen, minlength=len(jobs))
     assert stats.chisquare(observed, expected * n_groups).pvalue > 1e-3
 

@@ -75,6 +75,23 @@ class ExponentialBase:
         """``"b = x/2**y"``, for the ledger."""
         return f"b = {self.numerator}/2**{self.bits}"
 
+    def scale(self, unit: float = 1.0) -> float:
+        """Return ``unit / ln(1/b)``: ``Pr[c] ∝ exp(q_c / scale)``, ``q`` in the data's units."""
+        gap = Fraction((1 << self.bits) - self.numerator, 1 << self.bits)
+        return unit / -math.log1p(-float(gap))
+
+    def details(self, unit: float = 1.0) -> dict[str, Any]:
+        """Return what a ledger entry states about the mechanism (quality units of ``unit``)."""
+        return {
+            "base": self.parameter,
+            "quality_unit": unit,
+            "sensitivity_units": float(self.sensitivity),
+            "mechanism_epsilon": self.epsilon,
+            "effective_epsilon": self.effective_epsilon,
+            "effective_epsilon_meaning": "2 * sensitivity_units * ln(1/b) <= mechanism_epsilon: "
+            "what the draws spend; the ledger charges mechanism_epsilon",
+        }
+
     def table(self) -> np.ndarray:
         """``float64[64]``: ``b**(2**i)`` within ``2**-52`` relative; ``0.0`` below ``2**-1000``."""
         return _power_table(self.numerator, self.bits)
@@ -233,7 +250,9 @@ def _check_quality(quality: object) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def _check_multipliers(multipliers: object, shape: tuple[int, int]) -> tuple[np.ndarray, list]:
+def _check_multipliers(
+    multipliers: object, shape: tuple[int, int]
+) -> tuple[np.ndarray, list[list[Fraction]]]:
     # Returns float64 multipliers scaled by a power of two so that the largest is in
     # [2**61, 2**62) (the kernels' tiny-weight bound needs it), and the exact values as
     # Fractions (rows, or one shared row), for the exact path.
@@ -274,7 +293,7 @@ def _stream_words(key: np.ndarray, nonce: int) -> Callable[[int], int]:
     return word
 
 
-def _power_bounds(numerator: int, bits: int, precision: int, n: int) -> tuple[list, list]:
+def _power_bounds(numerator: int, bits: int, precision: int, n: int) -> tuple[list[int], list[int]]:
     # floor and ceil of b**(2**i) * 2**precision for i < n, squaring with directed rounding
     low = [(numerator << precision) >> bits]
     high = [-(-(numerator << precision) >> bits)]
@@ -353,7 +372,7 @@ def _exact_row(
 def _draw_rows(
     key: np.ndarray,
     quality: np.ndarray,
-    multipliers: tuple[np.ndarray, list],
+    multipliers: tuple[np.ndarray, list[list[Fraction]]],
     base: ExponentialBase,
     start: int,
     slack: float,
@@ -444,30 +463,55 @@ def exponential_probabilities(
     epsilon: float | Fraction,
     sensitivity: float | Fraction,
     multipliers: Any = None,
-) -> list[Fraction]:
-    """Return the exact probabilities of one :func:`exponential_mechanism` row, as Fractions.
+    exact: bool = False,
+) -> Any:
+    """Return the probabilities of one :func:`exponential_mechanism` row.
 
-    For tests and audit: it draws nothing. The cost grows with ``y · max_c d_c`` bits
-    (``b = x / 2**y``), so it refuses rows beyond ``2**26`` such bits.
+    For tests, traces and audit: it draws nothing. The weights are computed as exact
+    integers ``mult_c x**d_c 2**(y (D - d_c))`` (``b = x / 2**y``, ``D = max d``), whose size
+    grows with ``y D`` bits, so rows beyond ``2**26`` such bits are refused.
+
+    Parameters
+    ----------
+    quality : array-like of int, shape (m,)
+    epsilon, sensitivity, multipliers
+        As for :func:`exponential_mechanism`.
+    exact : bool, optional
+        Return ``fractions.Fraction`` values (slow for large rows: each needs a gcd)
+        instead of float64 (each within ``2**-52`` relative of the exact value, 0 below
+        the float range).
+
+    Returns
+    -------
+    numpy.ndarray of float64, or list of fractions.Fraction
 
     Examples
     --------
-    >>> [str(p) for p in exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1)]
-    ... # doctest: +ELLIPSIS
-    ['16777216/.../...', '...']
-    >>> float(sum(exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1)))
-    1.0
+    >>> exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1).round(4)
+    array([0.7311, 0.2689])
+    >>> sum(exponential_probabilities([0, -1], epsilon=2.0, sensitivity=1, exact=True))
+    Fraction(1, 1)
     """
     base = exponential_base(epsilon=epsilon, sensitivity=sensitivity)
     row = _check_quality(np.asarray(quality).reshape(1, -1))[0].tolist()
-    _, exact = _check_multipliers(multipliers, (1, len(row)))
-    top = max(row)
-    if base.bits * (top - min(row)) > 2**26:
+    _, exact_mult = _check_multipliers(multipliers, (1, len(row)))
+    top, bottom = max(row), min(row)
+    if base.bits * (top - bottom) > 2**26:
         raise ValueError("the exact probabilities of this row are too large to compute")
-    b = Fraction(base.numerator, 1 << base.bits)
-    weights = [f * b ** (top - q) for f, q in zip(exact[0], row, strict=True)]
+    scale = math.lcm(*(f.denominator for f in exact_mult[0]))
+    spread = top - bottom
+    weights = [
+        int(f * scale) * base.numerator ** (top - q) << (base.bits * (spread - top + q))
+        for f, q in zip(exact_mult[0], row, strict=True)
+    ]
     total = sum(weights)
-    return [w / total for w in weights]
+    if exact:
+        return [Fraction(w, total) for w in weights]
+    out = np.empty(len(weights), dtype=np.float64)
+    for c, w in enumerate(weights):
+        shift = total.bit_length() - w.bit_length() + 64
+        out[c] = math.ldexp(float((w << shift) // total), -shift)
+    return out
 
 
 def exponential_mechanism_sorted_groups(

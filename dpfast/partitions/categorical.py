@@ -14,7 +14,37 @@ import numpy as np
 
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["cluster_centroids", "cluster_quality"]
+__all__ = [
+    "DISTANCE_BITS",
+    "cluster_centroids",
+    "cluster_quality",
+    "cluster_quality_units",
+    "distance_units",
+]
+
+#: The exponential mechanism's distance unit is ``2**-DISTANCE_BITS`` (docs/design.md#em-centroid).
+DISTANCE_BITS = 12
+
+
+def distance_units(distance: np.ndarray, bits: int = DISTANCE_BITS) -> np.ndarray:
+    """Round a public distance table to integer units of ``2**-bits`` (``int64``).
+
+    The exact exponential mechanism needs integer qualities (docs/design.md#em-centroid):
+    the rounded table is a fixed function of the public taxonomy, so the quality
+    ``-Σ units[c, x]`` is exactly what the mechanism scores, and its sensitivity is the
+    table's largest entry (no rounding term). Semantic distances lie in ``[0, 1]``, so
+    rounding moves each by at most ``2**-(bits + 1)``.
+
+    Examples
+    --------
+    >>> distance_units(np.array([[0.0, 0.847997], [0.847997, 0.0]]))
+    array([[   0, 3473],
+           [3473,    0]])
+    """
+    table = np.asarray(distance, dtype=np.float64)
+    if not (np.isfinite(table).all() and (table >= 0).all()):
+        raise ValueError("distances must be finite and >= 0")
+    return np.rint(np.ldexp(table, bits)).astype(np.int64)
 
 
 def cluster_quality(
@@ -52,6 +82,28 @@ def cluster_quality(
     histogram = np.bincount(flat, minlength=n_clusters * m).reshape(n_clusters, m)
     quality: np.ndarray = -(histogram.astype(np.float64) @ taxonomy.distance_matrix())
     return quality  # the matrix is symmetric: row c of (H @ D) sums δ(x, c)
+
+
+def cluster_quality_units(
+    taxonomy: Taxonomy, codes: np.ndarray, labels: np.ndarray, n_clusters: int
+) -> np.ndarray:
+    """:func:`cluster_quality` in integer units: ``-Σ_{x in C} units(c, x)`` (``int64``).
+
+    ``units`` is :func:`distance_units` of the taxonomy's distance matrix; the
+    sensitivity of a cluster's row is its largest entry (docs/design.md#em-centroid).
+
+    Examples
+    --------
+    >>> jobs = Taxonomy.from_mapping({"*": {"Care": ["nurse", "doctor"], "Air": ["pilot"]}})
+    >>> codes = jobs.encode(["nurse", "pilot"])
+    >>> cluster_quality_units(jobs, codes, np.zeros(2, np.int64), 1).dtype
+    dtype('int64')
+    """
+    m = len(taxonomy.domain)
+    flat = np.asarray(labels, np.int64) * m + np.asarray(codes, np.int64)
+    histogram = np.bincount(flat, minlength=n_clusters * m).reshape(n_clusters, m)
+    units = distance_units(taxonomy.distance_matrix())
+    return -(histogram @ units)  # type: ignore[no-any-return]
 
 
 def cluster_centroids(

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+import numpy as np
+
 from dpfast import noise
 from dpfast._validation import check_em_epsilon, epsilon_too_large, epsilon_too_small
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import sensitivity
+from dpfast.methods.diffgen._tree import score_units
 
 Utility = Literal["max", "info_gain"]
 
@@ -104,16 +107,19 @@ class Spender:
             )
             details = {"line": "Algorithm 1 line 9", "specialised": str(what[1])}
         epsilon_prime = float(self.budget.unit)
+        units = score_units(np.zeros(0), self.utility, self.budget.delta_u)[1]
+        unit = 1.0 if self.utility == "max" else 2.0**-noise.SCORE_BITS
+        base = noise.exponential_base(epsilon=epsilon_prime, sensitivity=units)
         self.ledger.spend(
             LedgerEntry(
                 step=step,
                 columns=columns,
                 epsilon=epsilon_prime,
                 mechanism=mechanism,
-                sensitivity=self.budget.delta_u,
-                noise_scale=2 * self.budget.delta_u / epsilon_prime,
+                sensitivity=units * unit,
+                noise_scale=base.scale(unit),
                 sampler=noise.EM_SAMPLER_NAME,
-                details=details,
+                details={**details, **base.details(unit)},
             )
         )
 

@@ -277,10 +277,7 @@ class Builder:
         starts, sizes = split_runs(first, stop, col.grid_index(points, strict=True))
         scores = split_scores(left, left[-1], self.utility)
         kept = np.flatnonzero(sizes > 0)
-        log_weights = self.scale * scores[kept] + np.log(sizes[kept].astype(np.float64))
-        pick = noise.exponential_mechanism_log_weights(
-            self.interval_key, log_weights, start=value.id
-        )
+        pick = self._draw(self.interval_key, scores[kept], value.id, sizes[kept])
         i = int(kept[pick])
         offset = noise.uniform_integers(self.point_key, int(sizes[i]), 1, start=value.id)
         split = float(int(starts[i]) + int(offset[0])) * col.step  # exact: |index| < 2**52
@@ -290,14 +287,13 @@ class Builder:
         )
         value.score = float(scores[i])
         if self.trace is not None:
-            weights = np.exp(log_weights - log_weights.max())
             self.trace.splits.append(
                 {
                     "value": (self.prepared.columns[value.column].name, value.label),
                     "lows": starts[kept].astype(np.float64) * col.step,
                     "sizes": sizes[kept],
                     "scores": scores[kept],
-                    "probabilities": weights / weights.sum(),
+                    "probabilities": self._probabilities(scores[kept], sizes[kept]),
                     "chosen": pick,
                     "split": split,
                 }
@@ -339,24 +335,14 @@ class Builder:
             return False
         scores = np.array([self.values[v].score for v in candidates], dtype=np.float64)
         spend("selection", i, None)
-        pick = int(
-            noise.exponential_mechanism(
-                self.select_key,
-                scores[None, :],
-                epsilon=self.epsilon_prime,
-                sensitivity=self.delta_u,
-                start=i,
-            )[0]
-        )
+        pick = self._draw(self.select_key, scores, i)
         chosen = candidates[pick]
         if self.trace is not None:
             self.trace.selections.append(
                 {
                     "candidates": [self._key(v) for v in candidates],
                     "scores": scores,
-                    "probabilities": noise.exponential_probabilities(
-                        scores[None, :], epsilon=self.epsilon_prime, sensitivity=self.delta_u
-                    )[0],
+                    "probabilities": self._probabilities(scores),
                     "chosen": self._key(chosen),
                 }
             )
@@ -364,6 +350,32 @@ class Builder:
         self._specialise(chosen)
         self.steps_done = i + 1
         return True
+
+    def _draw(
+        self, key: np.ndarray, scores: np.ndarray, nonce: int, sizes: np.ndarray | None = None
+    ) -> int:
+        """One exact exponential-mechanism draw over ``scores`` (times ``sizes``).
+
+        See docs/design.md#em-sampler.
+        """
+        units, delta = score_units(scores, self.utility, self.delta_u)
+        chosen = noise.exponential_mechanism(
+            key,
+            units[None, :],
+            epsilon=self.epsilon_prime,
+            sensitivity=delta,
+            multipliers=sizes,
+            start=nonce,
+        )
+        return int(chosen[0])
+
+    def _probabilities(self, scores: np.ndarray, sizes: np.ndarray | None = None) -> np.ndarray:
+        """Return the exact probabilities of :meth:`_draw`, rounded to float (for the trace)."""
+        units, delta = score_units(scores, self.utility, self.delta_u)
+        exact = noise.exponential_probabilities(
+            units, epsilon=self.epsilon_prime, sensitivity=delta, multipliers=sizes
+        )
+        return np.array([float(p) for p in exact])
 
     def _key(self, value_id: int) -> tuple[Any, str]:
         value = self.values[value_id]
@@ -480,6 +492,19 @@ def split_runs(first: int, stop: int, cuts: np.ndarray) -> tuple[np.ndarray, np.
     inner = np.clip(cuts, first, stop)
     ends = np.concatenate((np.array([first], dtype=np.int64), inner, [stop]))
     return ends[:-1], np.diff(ends)
+
+
+def score_units(scores: np.ndarray, utility: str, delta_u: float) -> tuple[np.ndarray, int]:
+    """Scores as the exact exponential mechanism's integer qualities, and their sensitivity.
+
+    ``Max`` scores are counts, already integers of sensitivity ``Δu = 1``; ``InfoGain``
+    scores are rounded to units of ``2**-SCORE_BITS``, sensitivity
+    ``ceil(Δu 2**SCORE_BITS) + 1`` units (:func:`dpfast.noise.quality_units`,
+    docs/design.md#em-sampler).
+    """
+    if utility == "max":
+        return np.rint(scores).astype(np.int64), math.ceil(delta_u)
+    return noise.quality_units(scores, sensitivity=delta_u)
 
 
 def _preorder_rank(taxonomy: Any) -> np.ndarray:

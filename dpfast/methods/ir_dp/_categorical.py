@@ -3,6 +3,8 @@
 Each column is ordered by its taxonomy's data-independent order, cut into rank groups,
 and every group's value is drawn from the taxonomy's leaves by the exponential mechanism
 with quality ``-Σ semantic distance`` to the group's values (docs/design.md#em-centroid).
+The distances are rounded to units of ``2**-DISTANCE_BITS`` (a public table), so the
+mechanism is exact (docs/design.md#em-sampler).
 """
 
 from __future__ import annotations
@@ -14,32 +16,40 @@ import numpy as np
 from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry, option
 from dpfast.accounting import GuaranteeLevel, LedgerEntry
+from dpfast.partitions.categorical import DISTANCE_BITS, distance_units
+
+_UNIT = 2.0**-DISTANCE_BITS
 
 
 def categorical_entry(
     column: CategoricalColumn, epsilon: float, n_groups: int, sensitivity: str
 ) -> LedgerEntry:
     """Plan one categorical column's exponential mechanism (Algorithm 2)."""
-    taxonomy = column.taxonomy
-    delta = taxonomy.max_distance
-    effective = delta if sensitivity == "paper" else n_groups * delta
+    units = int(distance_units(column.taxonomy.distance_matrix()).max(initial=0))
+    effective = units if sensitivity == "paper" else n_groups * units
     rule = (
         "paper: Δq = max semantic distance per group (heuristic: no proof covers the "
         "groups shifting when one record changes, docs/design.md#em-centroid)"
         if sensitivity == "paper"
         else "proven: n_groups * Δq (each group's quality moves by at most Δq)"
     )
+    details: dict[str, object] = {
+        "n_groups": n_groups,
+        "sensitivity_rule": rule,
+        "order": "semantic distance to the most marginal value, ties by label",
+    }
+    scale = 0.0  # a one-value domain: nothing is drawn
+    if effective > 0:
+        base = noise.exponential_base(epsilon=epsilon, sensitivity=effective)
+        details.update(base.details(_UNIT))
+        scale = base.scale(_UNIT)
     return choice_entry(
         column,
         epsilon=epsilon,
         unit="rank group",
-        sensitivity=effective,
-        noise_scale=2.0 * effective / epsilon,
-        details={
-            "n_groups": n_groups,
-            "sensitivity_rule": rule,
-            "order": "semantic distance to the most marginal value, ties by label",
-        },
+        sensitivity=effective * _UNIT,
+        noise_scale=scale,
+        details=details,
     )
 
 
@@ -54,9 +64,9 @@ def _group_codes(
         key,
         taxonomy.rank_counts(column.codes),
         k,
-        taxonomy.rank_distance_matrix(),
+        distance_units(taxonomy.rank_distance_matrix()),
         epsilon=entry.epsilon,
-        sensitivity=entry.sensitivity,
+        sensitivity=int(entry.details["sensitivity_units"]),
     )
     return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
 

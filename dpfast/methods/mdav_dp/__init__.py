@@ -250,7 +250,7 @@ class _Plan:
     ledger: Ledger
     grids: dict[Hashable, tuple[Grid, int]]
     entries: dict[Hashable, LedgerEntry]
-    choices: dict[Hashable, tuple[float, float]]
+    choices: dict[Hashable, tuple[float, Fraction]]
 
 
 def _numeric_entry(

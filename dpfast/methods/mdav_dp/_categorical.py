@@ -2,7 +2,8 @@
 
 Up to ``n_c`` clusters change by one record when one record changes, so each cluster's
 quality moves by at most ``Δq`` and the proven sensitivity is ``n_c · Δq``
-(docs/design.md#imdav-categorical).
+(docs/design.md#imdav-categorical). Distances are rounded to a public table of integer
+units, so the mechanism is exact (docs/design.md#em-sampler).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry
 from dpfast._validation import check_em_epsilon
 from dpfast.accounting import LedgerEntry
-from dpfast.partitions.categorical import cluster_quality
+from dpfast.partitions.categorical import DISTANCE_BITS, cluster_quality_units, distance_units
+
+_UNIT = 2.0**-DISTANCE_BITS
 
 
 def categorical_plan(
@@ -27,39 +30,50 @@ def categorical_plan(
     k: int,
     n_clusters: int,
     calibration: str,
-) -> tuple[float, float, LedgerEntry]:
+) -> tuple[float, Fraction, LedgerEntry]:
     """Plan one categorical column: the exponential mechanism's ε, sensitivity, and entry.
 
+    Distances are in units of ``2**-DISTANCE_BITS`` (:func:`distance_units`), so the
+    sensitivity is the largest distance in units, ``Δq``.
     ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical).
     ``"as_published"``: the thesis code's ``ε`` with ``(n / k) · Δq``; the same
     distribution is ``ε n_c k / n`` with ``n_c · Δq``, which is what it really spends.
     """
-    taxonomy = column.taxonomy
-    delta = taxonomy.max_distance
-    proven = n_clusters * delta
+    units = int(distance_units(column.taxonomy.distance_matrix()).max(initial=0))
+    proven = n_clusters * units
     if calibration == "l1":
-        em_epsilon, em_sensitivity = epsilon / m, proven
+        em_epsilon, em_sensitivity = epsilon / m, Fraction(proven)
         spent = em_epsilon
     else:
-        em_epsilon, em_sensitivity = epsilon, n_records / k * delta
+        em_epsilon, em_sensitivity = epsilon, Fraction(n_records, k) * units
         exact = Fraction(epsilon) * n_clusters * k / n_records
         spent = float(exact)
         if Fraction(spent) < exact:
             spent = math.nextafter(spent, math.inf)
+    details: dict[str, object] = {
+        "n_clusters": n_clusters,
+        "calibration": calibration,
+        "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
+        "record, each moving its quality by at most Δq (docs/design.md#imdav-categorical)",
+    }
+    scale = 0.0  # a one-value domain: nothing is drawn
+    if proven > 0:
+        base = noise.exponential_base(epsilon=em_epsilon, sensitivity=em_sensitivity)
+        details.update(base.details(_UNIT))
+        details["mechanism_sensitivity_units"] = float(em_sensitivity)
+        details["sensitivity_units"] = proven
+        # what the draws spend against the proven sensitivity: 2 n_c Δq ln(1/b) <= spent
+        details["effective_epsilon"] = min(
+            base.effective_epsilon * proven / float(em_sensitivity), spent
+        )
+        scale = base.scale(_UNIT)
     entry = choice_entry(
         column,
         epsilon=spent,
         unit="insensitive-MDAV cluster",
-        sensitivity=proven,
-        noise_scale=2.0 * em_sensitivity / em_epsilon,
-        details={
-            "n_clusters": n_clusters,
-            "calibration": calibration,
-            "sensitivity_rule": "n_clusters * Δq: up to n_clusters clusters change by one "
-            "record, each moving its quality by at most Δq (docs/design.md#imdav-categorical)",
-            "mechanism_epsilon": em_epsilon,
-            "mechanism_sensitivity": em_sensitivity,
-        },
+        sensitivity=proven * _UNIT,
+        noise_scale=scale,
+        details=details,
     )
     check_em_epsilon(
         em_epsilon, n_records, what=f"column {column.name!r}", shares=epsilon / em_epsilon
@@ -70,7 +84,7 @@ def categorical_plan(
 def draw_categorical(
     cat: CategoricalColumn,
     em_epsilon: float,
-    em_sensitivity: float,
+    em_sensitivity: Fraction,
     source: noise.NoiseSource,
     labels: np.ndarray,
     destination: np.ndarray,
@@ -80,7 +94,7 @@ def draw_categorical(
     if em_sensitivity > 0:
         chosen = noise.exponential_mechanism(
             source.key("mdav_dp", "centroid-choice", str(cat.name)),
-            cluster_quality(cat.taxonomy, cat.codes, labels, n_clusters),
+            cluster_quality_units(cat.taxonomy, cat.codes, labels, n_clusters),
             epsilon=em_epsilon,
             sensitivity=em_sensitivity,
         )
