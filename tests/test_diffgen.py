@@ -417,7 +417,14 @@ def test_info_gain_sensitivity_is_log2_classes():
     release, _ = _run(
         table, epsilon=1.0, steps=2, utility="info_gain", classes=["maybe", "no", "yes"], seed=1
     )
-    assert math.isclose(release.report.ledger[0].sensitivity, math.log2(3))
+    # log2 |classes| in units of 2**-12, plus one unit for rounding the scores
+    units = math.ceil(math.log2(3) * 2**12) + 1
+    for entry in release.report.ledger[:-1]:
+        assert entry.details["sensitivity_units"] == units
+        assert entry.sensitivity == units * 2.0**-12 > math.log2(3)
+        assert entry.details["effective_epsilon"] <= entry.epsilon
+        base = noise.exponential_base(epsilon=entry.epsilon, sensitivity=units)
+        assert entry.details["base"] == base.parameter
 
 
 def test_read_only_input_is_not_written():

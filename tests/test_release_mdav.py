@@ -13,7 +13,11 @@ from scipy import stats
 import dpfast
 from dpfast import Taxonomy, noise
 from dpfast.cli import main
-from dpfast.partitions.categorical import cluster_centroids, cluster_quality
+from dpfast.partitions.categorical import (
+    cluster_centroids,
+    cluster_quality_units,
+    distance_units,
+)
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
 from dpfast.partitions.mdav import mdav_labels
@@ -462,9 +466,9 @@ def test_mdav_dp_mixed_equals_the_reference_pipeline_with_the_same_draws():
     n_clusters = 97 // k
     chosen = noise.exponential_mechanism(
         source.key("mdav_dp", "centroid-choice", "job"),
-        cluster_quality(JOBS, codes, labels, n_clusters),
+        cluster_quality_units(JOBS, codes, labels, n_clusters),
         epsilon=epsilon / 3,
-        sensitivity=n_clusters * JOBS.max_distance,
+        sensitivity=n_clusters * int(distance_units(JOBS.distance_matrix()).max()),
     )
     expected = np.asarray(JOBS.domain)[chosen[labels]][order]
     assert release.data["job"].tolist() == expected.tolist()
@@ -486,7 +490,7 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
     n, k, epsilon = 200, 20, 2.0
     frame = _mixed_frame(n)
     n_clusters = n // k
-    delta = JOBS.max_distance
+    delta = int(distance_units(JOBS.distance_matrix()).max()) * 2.0**-12  # Δq, rounded
     kwargs = {
         "k": k,
         "epsilon": epsilon,
@@ -501,6 +505,8 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
     assert entry.epsilon == epsilon / 3
     assert entry.sensitivity == n_clusters * delta
     assert entry.noise_scale == pytest.approx(2 * n_clusters * delta / (epsilon / 3))
+    assert entry.details["effective_epsilon"] <= entry.epsilon
+    assert entry.details["sensitivity_units"] == n_clusters * delta * 2**12
     assert report.epsilon == pytest.approx(epsilon) and report.guarantee_level == "proven"
     assert "exponential mechanism with sensitivity n_clusters * Δq" in report.guarantee
     assert noise.EM_SAMPLER_NAME in report.sampler and noise.SAMPLER_NAME in report.sampler
@@ -511,6 +517,7 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
     assert entry.details["mechanism_epsilon"] == epsilon
     assert entry.details["mechanism_sensitivity"] == pytest.approx(n / k * delta)
     assert entry.epsilon == pytest.approx(epsilon * n_clusters * k / n)
+    assert entry.details["effective_epsilon"] <= entry.epsilon
     assert entry.noise_scale == pytest.approx(2 * entry.sensitivity / entry.epsilon)
     assert published.epsilon == pytest.approx(sum(e.epsilon for e in published.ledger))
     assert published.epsilon > 2.5 * epsilon  # about m = 3 times the request
@@ -520,26 +527,28 @@ def test_mdav_dp_categorical_ledger_l1_and_as_published():
 @pytest.mark.statistical
 def test_mdav_dp_categorical_draws_use_sensitivity_n_clusters_times_delta_q():
     # Every cluster holds k copies of one value, so every draw has the same distribution:
-    # Pr[c] ∝ exp(ε (-k δ(c, a)) / (2 n_c Δq)) with the proven sensitivity n_c Δq.
+    # Pr[c] ∝ b**(k δ(c, a)) with b = exp(-ε / (2 n_c Δq)) rounded up to a dyadic base,
+    # δ and Δq in units of 2**-12, the proven sensitivity n_c Δq.
     n, k, epsilon = 2000, 10, 40.0
+    units = distance_units(JOBS.distance_matrix())
+    delta = int(units.max())
     value = JOBS.code("nurse")
     frame = pd.DataFrame({"job": ["nurse"] * n})
     n_clusters = n // k
     observed = np.zeros(len(JOBS.domain))
     for seed in range(10):
         release = dpfast.mdav_dp(frame, k=k, epsilon=epsilon, taxonomies={"job": JOBS}, seed=seed)
-        assert release.report.ledger[0].sensitivity == n_clusters * JOBS.max_distance
+        assert release.report.ledger[0].sensitivity == n_clusters * delta * 2.0**-12
         observed += np.bincount(JOBS.encode(release.data["job"]), minlength=len(JOBS.domain)) / k
-    distance = JOBS.distance_matrix()[:, value]
+    quality = -k * units[:, value]
 
     def probabilities(sensitivity):
-        weights = np.exp(epsilon * -k * distance / (2 * sensitivity))
-        return weights / weights.sum()
+        return noise.exponential_probabilities(quality, epsilon=epsilon, sensitivity=sensitivity)
 
     draws = observed.sum()
-    proven = probabilities(n_clusters * JOBS.max_distance)
+    proven = probabilities(n_clusters * delta)
     assert stats.chisquare(observed, proven * draws).pvalue > 1e-3
-    paper = probabilities(JOBS.max_distance)  # far sharper: almost always "nurse"
+    paper = probabilities(delta)  # far sharper: almost always "nurse"
     assert observed[value] < 0.5 * paper[value] * draws
 
 

@@ -3,8 +3,8 @@
 Every score is recomputed from scratch by scanning all records; the split-value EM lists
 its runs of split points explicitly (float columns' grid in rational arithmetic). Random
 draws read the same keyed ChaCha20 streams as dpfast (through the pure-Python bit reader
-of ``noise_reference``), so with the same seed the reference must build the same tree and
-release the same counts.
+of ``noise_reference`` and the exact exponential mechanism of ``exponential_reference``),
+so with the same seed the reference must build the same tree and release the same counts.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import math
 from fractions import Fraction
 from itertools import product
 
-from dpfast.noise import NoiseSource
+from dpfast.noise import NoiseSource, exponential_base
+from tests.reference import exponential_reference as eref
 from tests.reference import noise_reference as nref
 
 # ---------------------------------------------------------------- samplers
@@ -58,25 +59,11 @@ def pmf_rate(y: int, s: int, t: int) -> float:
     return math.tanh(s / (2 * t)) * math.exp(-abs(y) * s / t)
 
 
-def probabilities(log_weights):
-    top = max(log_weights)
-    weights = [math.exp(w - top) for w in log_weights]
-    total = sum(weights)
-    return [w / total for w in weights]
-
-
-def choose(key, nonce: int, log_weights) -> int:
-    """Inverse CDF on the first 63-bit word of stream (key, nonce)."""
-    u = nref.BitStream(key, nonce).bits(64) >> 1
-    top = max(log_weights)
-    weights = [math.exp(w - top) for w in log_weights]
-    total = sum(weights)
-    running = 0.0
-    for i, w in enumerate(weights[:-1]):
-        running += w
-        if u < int(min(running / total * 2.0**63, 2.0**63)):
-            return i
-    return len(weights) - 1
+def em_units(scores, kind: str, delta: float) -> tuple[list[int], int]:
+    """Scores as integer qualities: Max as they are (Δ = 1), InfoGain in units of 2**-12."""
+    if kind == "max":
+        return [int(s) for s in scores], 1
+    return [round(s * 2**12) for s in scores], math.ceil(delta * 2**12) + 1
 
 
 # ---------------------------------------------------------------- float split grid
@@ -236,11 +223,9 @@ class Reference:
                 (lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True) if hi - lo + 1 > 0
             ]
         scores = [utility(self.child_counts(vid, lo), self.kind) for lo, _ in intervals]
-        log_w = [
-            self.eps * s / (2 * self.delta) + math.log(size)
-            for s, (_, size) in zip(scores, intervals, strict=True)
-        ]
-        i = choose(self.keys["split-interval"], vid, log_w)
+        quality, x, y = self.em(scores)
+        sizes = [size for _, size in intervals]
+        i = eref.draw(quality, x, y, self.keys["split-interval"], vid, sizes)
         offset = nref.uniform_integer(self.keys["split-point"], intervals[i][1], vid)
         v["split"] = intervals[i][0] + offset * g
         if kind == "float":
@@ -253,11 +238,17 @@ class Reference:
                 "lows": [lo for lo, _ in intervals],
                 "sizes": [size for _, size in intervals],
                 "scores": scores,
-                "probabilities": probabilities(log_w),
+                "probabilities": eref.float_probabilities(quality, x, y, sizes),
                 "chosen": i,
                 "split": v["split"],
             }
         )
+
+    def em(self, scores):
+        """Integer qualities and the base ``(x, y)`` of the exact exponential mechanism."""
+        quality, units = em_units(scores, self.kind, self.delta)
+        base = exponential_base(epsilon=self.eps, sensitivity=units)
+        return quality, base.numerator, base.bits
 
     def score(self, vid):
         v = self.values[vid]
@@ -286,8 +277,8 @@ class Reference:
             if not candidates:
                 break
             scores = [self.values[vid]["score"] for vid in candidates]
-            log_w = [self.eps * s / (2 * self.delta) for s in scores]
-            pick = choose(self.keys["select"], i, log_w)
+            quality, x, y = self.em(scores)
+            pick = eref.draw(quality, x, y, self.keys["select"], i)
             chosen = candidates[pick]
             v = self.values[chosen]
             self.selections.append(
@@ -297,7 +288,7 @@ class Reference:
                         for c in candidates
                     ],
                     "scores": scores,
-                    "probabilities": probabilities(log_w),
+                    "probabilities": eref.float_probabilities(quality, x, y),
                     "chosen": (self.specs[v["col"]][0], v["label"]),
                 }
             )

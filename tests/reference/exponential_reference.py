@@ -8,6 +8,7 @@ Words are read until the interval of ``U`` they leave open lies below one thresh
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from tests.reference.noise_reference import chacha20_block
@@ -57,3 +58,14 @@ def draw(quality, numerator: int, bits: int, key, nonce: int, mult=None) -> int:
         running += w
         cumulative.append(running)
     return choose(cumulative, lambda j: stream_word(key, nonce, j))
+
+
+def float_probabilities(quality, numerator: int, bits: int, mult=None) -> list[float]:
+    """``Pr[c]`` rounded to float: floor of the exact ratio to 64 bits, then to float."""
+    w = weights(quality, numerator, bits, mult)
+    total = sum(w)
+    out = []
+    for v in w:
+        shift = total.bit_length() - v.bit_length() + 64
+        out.append(math.ldexp(float((v << shift) // total), -shift))
+    return out

@@ -60,7 +60,7 @@ def categorical_plan(
     if proven > 0:
         base = noise.exponential_base(epsilon=em_epsilon, sensitivity=em_sensitivity)
         details.update(base.details(_UNIT))
-        details["mechanism_sensitivity_units"] = float(em_sensitivity)
+        details["mechanism_sensitivity"] = float(em_sensitivity) * _UNIT
         details["sensitivity_units"] = proven
         # what the draws spend against the proven sensitivity: 2 n_c Δq ln(1/b) <= spent
         details["effective_epsilon"] = min(
