@@ -91,9 +91,14 @@ def numpy_rescan(frame, steps, seed=1):
         keep = np.flatnonzero(sizes > 0)
         i = int(
             keep[
-                noise.exponential_mechanism_log_weights(
-                    keys["split-interval"], eps / 2 * scores[keep] + np.log(sizes[keep]), start=v
-                )
+                noise.exponential_mechanism(
+                    keys["split-interval"],
+                    scores[keep].astype(np.int64)[None, :],
+                    epsilon=eps,
+                    sensitivity=1,
+                    multipliers=sizes[keep],
+                    start=v,
+                )[0]
             ]
         )
         offset = noise.uniform_integers(keys["split-point"], int(sizes[i]), 1, start=v)[0]
@@ -132,7 +137,11 @@ def numpy_rescan(frame, steps, seed=1):
         v = candidates[
             int(
                 noise.exponential_mechanism(
-                    keys["select"], scores[None, :], epsilon=eps, sensitivity=1.0, start=step
+                    keys["select"],
+                    scores.astype(np.int64)[None, :],
+                    epsilon=eps,
+                    sensitivity=1,
+                    start=step,
                 )[0]
             )
         ]

@@ -77,8 +77,7 @@ class ExponentialBase:
 
     def scale(self, unit: float = 1.0) -> float:
         """Return ``unit / ln(1/b)``: ``Pr[c] ∝ exp(q_c / scale)``, ``q`` in the data's units."""
-        gap = Fraction((1 << self.bits) - self.numerator, 1 << self.bits)
-        return unit / -math.log1p(-float(gap))
+        return unit / _log_inverse(self.numerator, self.bits)
 
     def details(self, unit: float = 1.0) -> dict[str, Any]:
         """Return what a ledger entry states about the mechanism (quality units of ``unit``)."""
@@ -150,10 +149,15 @@ def exponential_base(
         )
     rate = min(eps / (2 * delta), Fraction(MAX_RATE))
     numerator, bits = _base_of_rate(rate)
-    gap = Fraction((1 << bits) - numerator, 1 << bits)  # 1 - b
-    log_inverse = -math.log1p(-float(gap))  # ln(1/b), to float precision
-    effective = min(float(2 * delta) * log_inverse, float(eps))
+    effective = min(float(2 * delta) * _log_inverse(numerator, bits), float(eps))
     return ExponentialBase(numerator, bits, rate, float(eps), delta, effective)
+
+
+def _log_inverse(numerator: int, bits: int) -> float:
+    # ln(1/b) for b = numerator / 2**bits, to float precision (log1p when b is near 1)
+    if 2 * numerator < (1 << bits):
+        return bits * math.log(2.0) - math.log(numerator)
+    return -math.log1p(-float(Fraction((1 << bits) - numerator, 1 << bits)))
 
 
 @lru_cache(maxsize=256)
