@@ -238,7 +238,6 @@ def test_refusal_comes_before_any_noise(monkeypatch: pytest.MonkeyPatch) -> None
         "discrete_laplace",
         "permutation",
         "exponential_mechanism",
-        "exponential_mechanism_log_weights",
         "exponential_mechanism_sorted_groups",
         "apply_count_noise",
         "retain_or_replace",

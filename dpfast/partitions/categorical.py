@@ -66,9 +66,8 @@ def cluster_quality(
     ndarray of float64, shape (n_clusters, m)
         Row ``g``, column ``c``: the quality of candidate ``c`` (every domain value,
         a data-independent candidate set) for cluster ``g`` (docs/design.md#semantic-centroid,
-        #em-centroid, #imdav-categorical). Feed it to :func:`dpfast.noise.exponential_mechanism`
-        with sensitivity ``max_distance`` (``n_clusters * max_distance`` for insensitive MDAV,
-        docs/design.md#imdav-categorical).
+        #em-centroid, #imdav-categorical). The DP releases draw from its integer version,
+        :func:`cluster_quality_units`.
 
     Examples
     --------
