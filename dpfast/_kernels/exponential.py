@@ -9,8 +9,9 @@ dyadic base ``b = x / 2**y`` and positive multipliers (docs/design.md#em-sampler
   word first; the answer is the first ``c`` with ``U < t_c = C_c / S`` (``C_c`` the
   running sum of the weights, ``S`` their total), which has probability ``W_c / S``
   exactly.
-* The kernels compute ``t_c`` in float64 from a table of ``b**(2**i)`` (``table[i]``,
-  within ``2 u`` relative, ``u = 2**-53``; ``0.0`` when below ``2**-1000``) and widen it
+* The kernels compute ``t_c`` in float64 from a table of ``b**(v 256**j)`` (``table[j, v]``
+  for the bytes ``v`` of ``d``, within ``2 u`` relative, ``u = 2**-53``; ``0.0`` when
+  below ``2**-1000``) and widen it
   by ``slack``, a bound of the accumulated rounding error, into integer bounds
   ``TL_c <= 2**63 t_c <= TH_c``. With ``u63 = word0 >> 1`` (the first 63 bits of ``U``),
   ``c`` is certain when ``u63 < TL_c`` and ``u63 >= TH_{c-1}``. Otherwise the draw is
@@ -47,21 +48,22 @@ UNDECIDED = -1
 
 @jit_inline
 def _power(table, d):
-    # b**d (d >= 0) as a product of table entries; 0.0 when certified below 2**-999.
-    # Partial products only decrease (every factor is <= 1), so once one is below
-    # 2**-1000 the exact power is below 2**-1000 * (1 + 200 u).
+    # b**d (d >= 0) as a product of one table entry per non-zero byte of d; 0.0 when
+    # certified below 2**-999. Partial products only decrease (every factor is <= 1), so
+    # once one is below 2**-1000 the exact power is below 2**-1000 * (1 + 40 u).
     p = 1.0
-    i = 0
+    j = 0
     while d != 0:
-        if d & 1:
-            t = table[i]
+        v = d & 255
+        if v != 0:
+            t = table[j, v]
             if t == 0.0:
                 return 0.0
             p *= t
             if p < TINY:
                 return 0.0
-        d >>= 1
-        i += 1
+        d >>= 8
+        j += 1
     return p
 
 
@@ -129,8 +131,8 @@ def _decide(lo, hi, u):
 def thresholds(quality, mult, table, slack):
     """Certified bounds ``(lo, hi)`` (``uint64[m]`` each) of ``2**63 C_c / S`` for one row.
 
-    ``quality`` ``int64[m]``, ``mult`` ``float64[m]``, ``table`` ``float64[64]``, ``slack``
-    float. O(m log d_max).
+    ``quality`` ``int64[m]``, ``mult`` ``float64[m]``, ``table`` ``float64[8, 256]``,
+    ``slack`` float. O(m log d_max).
     """
     m = quality.shape[0]
     lo = np.empty(m, dtype=np.uint64)
@@ -151,7 +153,7 @@ def em_rows(key, quality, mult, table, slack, start, out):
     """One exponential-mechanism draw per row of ``quality`` (``int64[n, m]``).
 
     ``key`` ``uint64[8]``; ``mult`` ``float64[r, m]`` with ``r`` 1 (shared by every row) or
-    ``n``; ``table`` ``float64[64]``; ``slack`` float; ``start`` uint64 nonce of row 0;
+    ``n``; ``table`` ``float64[8, 256]``; ``slack`` float; ``start`` uint64 nonce of row 0;
     ``out`` ``int64[n]`` (written) gets the chosen column of each row, or ``-1`` when the
     first word does not decide it. O(n m log d_max).
     """

@@ -92,7 +92,7 @@ class ExponentialBase:
         }
 
     def table(self) -> np.ndarray:
-        """``float64[64]``: ``b**(2**i)`` within ``2**-52`` relative; ``0.0`` below ``2**-1000``."""
+        """``float64[8, 256]``: ``b**(v 256**j)`` within ``2**-52`` relative, 0 if tiny."""
         return _power_table(self.numerator, self.bits)
 
 
@@ -175,38 +175,49 @@ def _base_of_rate(rate: Fraction) -> tuple[int, int]:
 
 @lru_cache(maxsize=256)
 def _power_table(numerator: int, bits: int) -> np.ndarray:
-    # b**(2**i) by squaring a 192-bit mantissa with truncation (relative error after i
-    # squarings below 2**(i - 190)), then rounded to the nearest float: within
-    # u + 2**-127 <= 2 u of the exact power. Entries below 2**-1000 become 0.0.
-    table = np.zeros(64, dtype=np.float64)
-    mantissa, exponent = numerator, bits  # value = mantissa * 2**-exponent
-    for i in range(64):
+    # table[j, v] = b**(v * 256**j): b**(256**j) by squaring a 192-bit mantissa with
+    # truncation, its powers by products with truncation (relative error below
+    # 2**(8 j + 9 - 190) <= 2**-125), then rounded to the nearest float: within
+    # u + 2**-125 <= 2 u of the exact power. Entries below 2**-1000 become 0.0 (and the
+    # kernel treats the weight as tiny).
+    table = np.zeros((8, 256), dtype=np.float64)
+    mantissa, exponent = numerator, bits  # b**(256**j) = mantissa * 2**-exponent
+    for j in range(8):
         if mantissa.bit_length() - exponent < -1000:
             break
-        table[i] = float(Fraction(mantissa, 1 << exponent))
-        if table[i] < 2.0**-1000:
-            table[i] = 0.0
-            break
-        mantissa *= mantissa
-        exponent *= 2
-        shift = mantissa.bit_length() - _TABLE_BITS
-        if shift > 0:
-            mantissa >>= shift
-            exponent -= shift
+        power, shift_total = 1, 0  # b**(v 256**j) = power * 2**-shift_total
+        for v in range(256):
+            if power.bit_length() - shift_total < -1000:
+                break
+            table[j, v] = float(Fraction(power, 1 << shift_total))
+            power, shift_total = _truncate(power * mantissa, shift_total + exponent)
+        mantissa, exponent = _truncate(mantissa, exponent)
+        for _ in range(8):
+            mantissa, exponent = _truncate(mantissa * mantissa, 2 * exponent)
+    table[table < 2.0**-1000] = 0.0
     table.setflags(write=False)
     return table
+
+
+def _truncate(mantissa: int, exponent: int) -> tuple[int, int]:
+    # mantissa * 2**-exponent rounded down to _TABLE_BITS significant bits
+    shift = mantissa.bit_length() - _TABLE_BITS
+    if shift > 0:
+        return mantissa >> shift, exponent - shift
+    return mantissa, exponent
 
 
 def fast_path_slack(m: int) -> float:
     """Absolute bound of the float error of ``C_c / S`` for ``m`` candidates.
 
-    Each weight is a product of at most 63 table entries (``2u`` each) and 63 products,
-    times a multiplier rounded to float (two more roundings); each running sum adds one
-    rounding and the division one: ``|t~ - t| <= g(2N+1)`` with ``N = 200 + m``,
+    Each weight is a product of at most 8 table entries (``2u`` each, one per byte of
+    ``d``) and 8 products, times a multiplier rounded to float (two more roundings); each
+    running sum adds one rounding and the division one: ``|t~ - t| <= g(2N+1)`` with
+    ``N = 32 + m``,
     ``g(n) = n u / (1 - n u)``, ``u = 2**-53``. The slack doubles that, which also covers
     the rounding of ``t~ ± slack``.
     """
-    n = 200 + m
+    n = 32 + m
     return (4 * n + 16) * 2.0**-53
 
 
