@@ -17,7 +17,7 @@ dyadic base ``b = x / 2**y`` and positive multipliers (docs/design.md#em-sampler
   ``c`` is certain when ``u63 < TL_c`` and ``u63 >= TH_{c-1}``. Otherwise the draw is
   marked ``-1`` and the caller decides it in exact integer arithmetic, reading more words
   of the same stream (:func:`dpfast.noise._exponential._exact_choice`); that happens with
-  probability about ``4 m slack`` per draw (below ``1e-10`` for a thousand candidates).
+  probability about ``4 m slack`` per draw (``6e-12`` for 41 candidates).
 * A weight whose float value falls below ``2**-1000`` is replaced by 0 and its true value
   (at most :data:`TINY_WEIGHT`) is added to a per-row absolute slack.
 
