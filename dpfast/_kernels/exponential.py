@@ -16,14 +16,14 @@ dyadic base ``b = x / 2**y`` and positive multipliers (docs/design.md#em-sampler
   ``TL_c <= 2**63 t_c <= TH_c``. With ``u63 = word0 >> 1`` (the first 63 bits of ``U``),
   ``c`` is certain when ``u63 < TL_c`` and ``u63 >= TH_{c-1}``. Otherwise the draw is
   marked ``-1`` and the caller decides it in exact integer arithmetic, reading more words
-  of the same stream (:func:`dpfast.noise._exponential._exact_choice`); that happens with
+  of the same stream (:func:`dpfast.noise._em_exact._exact_choice`); that happens with
   probability about ``4 m slack`` per draw (``6e-12`` for 41 candidates).
 * A weight whose float value falls below ``2**-1000`` is replaced by 0 and its true value
   (at most :data:`TINY_WEIGHT`) is added to a per-row absolute slack.
 
 Only IEEE-754 round-to-nearest ``+``, ``*`` and ``/`` on positive normal numbers are used,
 so every float result is within relative ``u`` of its exact value; the slack counts those
-operations (:func:`dpfast.noise._exponential.fast_path_slack`).
+operations (:func:`dpfast.noise._em_exact.fast_path_slack`).
 
 :func:`em_sorted_groups` is the categorical individual-ranking step: groups of ``k``
 consecutive values of a sorted sequence given by counts per rank. Groups holding a single

@@ -31,11 +31,10 @@ from dpfast.noise._dyadic import (
     dyadic_base_at_most,
     dyadic_epsilon,
 )
+from dpfast.noise._em_exact import ExponentialBase, exponential_base
 from dpfast.noise._exponential import (
     EM_SAMPLER_NAME,
     SCORE_BITS,
-    ExponentialBase,
-    exponential_base,
     exponential_mechanism,
     exponential_mechanism_sorted_groups,
     exponential_probabilities,
