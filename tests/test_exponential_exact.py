@@ -20,7 +20,7 @@ from scipy import stats
 
 from dpfast import noise
 from dpfast._kernels import exponential as kernels
-from dpfast.noise import _em_exact as exact
+from dpfast.noise import _em_exact as em_exact
 from dpfast.noise import _exponential as em
 from tests.reference import exponential_reference as eref
 
@@ -64,7 +64,9 @@ def _pipeline(row, base, word, mult=None, slack=None):
     top = max(row)
     scale = math.lcm(*(f.denominator for f in exact[0]))
     ints = [int(f * scale) for f in exact[0]]
-    return exact._exact_choice([top - q for q in row], ints, base.numerator, base.bits, word), False
+    return em_exact._exact_choice(
+        [top - q for q in row], ints, base.numerator, base.bits, word
+    ), False
 
 
 # --- probabilities ---------------------------------------------------------------------
@@ -200,7 +202,7 @@ def test_the_tiny_candidate_of_the_issue_is_reachable_in_both_orders():
             word = _words(_expansion(point, 4), 0)
             assert _pipeline(row, base, word)[0] == tiny
             assert (
-                exact._exact_choice(
+                em_exact._exact_choice(
                     [max(row) - q for q in row], [1, 1], base.numerator, base.bits, word
                 )
                 == tiny
@@ -251,8 +253,10 @@ def test_exact_path_terminates_when_u_equals_a_dyadic_threshold():
     # b = 1/2 (rate ln 2 would need an irrational; take the base by hand): weights 1, 1/2,
     # thresholds 2/3 and 1; with two equal weights t_0 = 1/2 is dyadic and U = 1/2 exactly
     word = _words([2**63, 0, 0, 0], 0)
-    assert exact._exact_choice([0, 0], [1, 1], 1, 1, lambda j: word(j) if j < 4 else 0) == 1
-    assert exact._exact_choice([0, 0], [1, 1], 1, 1, lambda j: 2**63 - 1 if j == 0 else MASK64) == 0
+    assert em_exact._exact_choice([0, 0], [1, 1], 1, 1, lambda j: word(j) if j < 4 else 0) == 1
+    assert (
+        em_exact._exact_choice([0, 0], [1, 1], 1, 1, lambda j: 2**63 - 1 if j == 0 else MASK64) == 0
+    )
 
 
 # --- draws: invariance and goodness of fit ----------------------------------------------
@@ -322,7 +326,7 @@ def _exp_negative(rate: Fraction) -> decimal.Decimal:
 )
 def test_the_base_never_spends_more_than_epsilon(epsilon, sensitivity):
     base = noise.exponential_base(epsilon=epsilon, sensitivity=sensitivity)
-    rate = min(Fraction(epsilon) / (2 * Fraction(sensitivity)), Fraction(exact.MAX_RATE))
+    rate = min(Fraction(epsilon) / (2 * Fraction(sensitivity)), Fraction(em_exact.MAX_RATE))
     assert base.rate == rate
     with decimal.localcontext() as context:
         context.prec = 400
@@ -332,7 +336,7 @@ def test_the_base_never_spends_more_than_epsilon(epsilon, sensitivity):
         assert b >= target  # b >= exp(-rate): 2 Δ ln(1/b) <= ε
         assert b - step < target  # and the smallest such base
     assert 0 < base.numerator < 2**base.bits
-    assert base.numerator.bit_length() >= exact.BASE_BITS
+    assert base.numerator.bit_length() >= em_exact.BASE_BITS
     assert base.effective_epsilon <= float(epsilon)
     with decimal.localcontext() as context:
         context.prec = 400
@@ -345,7 +349,7 @@ def test_the_base_never_spends_more_than_epsilon(epsilon, sensitivity):
         )
     assert spent <= float(epsilon) * (1 + 2**-52)
     assert spent == pytest.approx(
-        min(float(epsilon), 2 * float(sensitivity) * exact.MAX_RATE), rel=2**-46
+        min(float(epsilon), 2 * float(sensitivity) * em_exact.MAX_RATE), rel=2**-46
     )
     assert base.effective_epsilon == pytest.approx(spent, rel=1e-12)
 
