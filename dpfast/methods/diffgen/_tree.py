@@ -191,7 +191,6 @@ class Builder:
         self.epsilon_prime = epsilon_prime
         self.utility = utility
         self.delta_u = delta_u
-        self.scale = epsilon_prime / (2.0 * delta_u) if epsilon_prime > 0 else 0.0
         self.trace = trace
         self.select_key = source.key("diffgen", "select")
         self.interval_key = source.key("diffgen", "split-interval")
