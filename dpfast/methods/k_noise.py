@@ -146,7 +146,7 @@ def k_noise(
     >>> import pandas as pd
     >>> table = pd.DataFrame({"age": [23, 35, 41, 52, 67, 30]})
     >>> release = k_noise(table, k=2, seed=1)
-    >>> release.report.to_dict()["deltas"]
+    >>> release.private.to_dict()["deltas"]
     {'age': 7.500000000000001}
     >>> release.report.guarantee_level
     'none'

@@ -117,7 +117,7 @@ def k_pram(
     >>> import numpy as np
     >>> table = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
     >>> release = k_pram(table, k=3, seed=1)
-    >>> release.report.to_dict()["intervals"]
+    >>> release.private.to_dict()["intervals"]
     {'0': 2}
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
