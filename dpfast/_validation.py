@@ -12,7 +12,6 @@ import numbers
 import sys
 import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -87,11 +86,6 @@ def check_epsilon(epsilon: Any) -> float:
     return value
 
 
-#: The largest ``|ε q / (2 Δq)|`` the exponential mechanism is asked to exponentiate: below
-#: the sampler's own float64 limit (1e300), leaving room for DiffGen's log interval sizes.
-EM_MAX_WEIGHT = 1e299
-
-
 def _rounded(value: float, up: bool) -> str:
     """``value`` with 3 significant digits, rounded away from the forbidden side."""
     if value <= 0 or not math.isfinite(value):
@@ -127,13 +121,13 @@ def epsilon_too_large(epsilon: float, reason: str, maximum: float) -> EpsilonRan
 
 
 def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float = 1) -> float:
-    """Check the ε of an exponential mechanism whose qualities are at most ``n_records Δq``.
+    """Check the ε share of one exponential mechanism: refuse a share that is 0 in float64.
 
-    Every exponential mechanism of dpfast scores a candidate by a sum over at most
-    ``n_records`` records of terms bounded by its sensitivity ``Δq``, so its largest weight
-    exponent is ``ε n_records / 2``. Refuses ``epsilon`` (one step's share of a total
-    budget split in ``shares`` equal parts) when that exponent passes
-    :data:`EM_MAX_WEIGHT`, or when the share is 0 (an underflowed split).
+    The exact exponential mechanism serves every positive ε: its base is a dyadic
+    rational, and a rate above its cap spends less than asked, which the ledger states
+    (docs/design.md#em-sampler). Only a total budget split in ``shares`` equal parts so
+    small that the share underflows to 0 cannot be served. ``n_records`` is kept for the
+    callers' symmetry with the other checks.
 
     Raises
     ------
@@ -146,15 +140,6 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
             total,
             f"{what}'s share of it is 0 in float64",
             shares * sys.float_info.min,
-        )
-    limit = 2.0 * EM_MAX_WEIGHT / max(1, n_records)
-    if epsilon > limit:
-        raise epsilon_too_large(
-            total,
-            f"{what} would exponentiate weights up to "
-            f"{Decimal(epsilon) * max(1, n_records) / 2:.3g}, "
-            f"more than the exponential mechanism's float64 limit of {EM_MAX_WEIGHT:g}",
-            limit * shares,
         )
     return epsilon
 
