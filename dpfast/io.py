@@ -118,8 +118,8 @@ class TableData:
     def _subset(self, keep: Sequence[Hashable]) -> TableData:
         """Return the table restricted to the columns ``keep`` (NumPy: renumbered 0..m-1)."""
         kept = [n for n in self.names if n in set(keep)]
-        if self.kind == "pandas":
-            return TableData("pandas", kept, self.n_rows, self.source[kept])
+        if self.kind == "pandas":  # no copy: rebuild reads only the kept columns
+            return TableData("pandas", kept, self.n_rows, self.source)
         if self.kind == "arrow":
             return TableData("arrow", kept, self.n_rows, self.source.select(kept))
         return _NumpySubset("numpy", list(range(len(kept))), self.n_rows, self.source, kept)
@@ -206,7 +206,11 @@ class TableData:
                     data[name] = column.array
             reordered = reindex or row_order is not None
             index = pd.RangeIndex(self.n_rows) if reordered else frame.index.copy()
-            return pd.DataFrame(data, index=index, columns=frame.columns, copy=False)
+            columns = frame.columns
+            if len(self.names) < len(columns):  # a subset (the others left out)
+                kept = set(self.names)
+                columns = columns[[n in kept for n in columns]]
+            return pd.DataFrame(data, index=index, columns=columns, copy=False)
         table = self.source
         arrays = []
         for name in self.names:
