@@ -9,8 +9,15 @@ from __future__ import annotations
 from dpfast import datasets, metrics
 from dpfast._release import Release
 from dpfast._version import __version__
-from dpfast.accounting import Ledger, LedgerEntry, Report
-from dpfast.exceptions import BudgetExceededError, PrivacyLeakWarning, UnsafeSamplerWarning
+from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
+from dpfast.exceptions import (
+    BudgetExceededError,
+    EpsilonRangeError,
+    NoiseDominatesWarning,
+    PrivacyLeakWarning,
+    UnprovenReleaseWarning,
+    UnsafeSamplerWarning,
+)
 from dpfast.methods.diffgen import Cut, CutColumn, DiffGenRelease, diffgen
 from dpfast.methods.individual_ranking import individual_ranking
 from dpfast.methods.ir_dp import ir_dp
@@ -27,13 +34,17 @@ __all__ = [
     "Cut",
     "CutColumn",
     "DiffGenRelease",
+    "EpsilonRangeError",
     "Ledger",
     "LedgerEntry",
+    "NoiseDominatesWarning",
     "PrivacyLeakWarning",
+    "PrivateReport",
     "Release",
     "Report",
     "Taxonomy",
     "TaxonomyError",
+    "UnprovenReleaseWarning",
     "UnsafeSamplerWarning",
     "__version__",
     "datasets",
