@@ -516,6 +516,31 @@ def test_cli_writes_data_and_report(tmp_path, capsys, arguments, method, level):
     assert "not for publication" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_cli_randomized_response_reads_a_numeric_domain_in_the_columns_type(tmp_path, suffix):
+    from dpfast.cli import main
+
+    source = tmp_path / f"in{suffix}"
+    frame = pd.DataFrame({"answer": [1, 2, 2, 1, 3, 1] * 3, "score": [0.5, 1.5, 2.5] * 6})
+    if suffix == ".csv":
+        frame.to_csv(source, index=False)
+    else:
+        frame.to_parquet(source)
+    for column, domain in (("answer", "1,2,3"), ("score", "0.5,1.5,2.5")):
+        output = tmp_path / f"{column}.parquet"
+        arguments = ["release", "randomized-response", str(source), "-o", str(output)]
+        arguments += ["--column", column, "--domain", domain, "--epsilon", "2", "--seed", "1"]
+        assert main([*arguments, "--quiet"]) == 0
+        released = pd.read_parquet(output)[column]
+        assert released.dtype == frame[column].dtype  # the column keeps its type
+        assert set(released) <= set(frame[column])
+    # the API matches text labels the same way, and still refuses values outside them
+    got = randomized_response(frame, column="answer", domain=["1", "2", "3"], epsilon=2.0, seed=1)
+    assert got.data["answer"].dtype == np.int64
+    with pytest.raises(ValueError, match="outside the domain"):
+        randomized_response(frame, column="answer", domain=["1", "2"], epsilon=2.0, seed=1)
+
+
 def test_cli_randomized_response_errors_leave_no_output(tmp_path, capsys):
     from dpfast.cli import main
 

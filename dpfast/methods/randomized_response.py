@@ -70,6 +70,26 @@ def _code_dtype(m: int) -> type[np.signedinteger[Any]]:
     return np.int64
 
 
+def _in_column_type(domain: list[Any], values: np.ndarray) -> list[Any]:
+    """Read a domain given as text (``--domain 1,2``) in a numeric column's own type.
+
+    A label matches a value when it equals it, or when it is the value's text, as DiffGen
+    matches class labels; the release keeps the column's dtype. Labels that are not all
+    exact numbers of that type are left as they are (and then do not match).
+    """
+    kind = values.dtype.kind
+    if kind not in "iuf" or not all(isinstance(label, str) for label in domain):
+        return domain
+    parse = int if kind in "iu" else float
+    try:
+        parsed = [parse(label) for label in domain]
+    except ValueError:
+        return domain
+    if len(set(parsed)) < len(parsed):
+        raise ValueError(f"domain lists the same number twice: {domain}")
+    return parsed
+
+
 def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
     """Codes of ``column`` in ``domain`` and a function turning codes back into a column."""
     index = pd.Index(domain)
@@ -90,6 +110,8 @@ def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.n
 
     else:
         values = table.column(column)
+        domain = _in_column_type(domain, values)
+        index = pd.Index(domain)
         codes = index.get_indexer(values)
         bad = codes < 0
         missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
