@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -85,12 +86,70 @@ def _number(text: str) -> float:
 
 
 def _column_list(text: str) -> list[str]:
+    """Column names: ``age,income``, or a JSON list for names with commas."""
+    if text.lstrip().startswith("["):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError:
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise argparse.ArgumentTypeError(
+                f'expected a JSON list of column names such as \'["a,b", "c"]\', got {text!r}'
+            )
+        return names
     names = [part.strip() for part in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated column names such as 'age,income', got {text!r}"
+            f"expected comma-separated column names such as 'age,income' (or a JSON list "
+            f'such as \'["a,b", "c"]\' for names with commas), got {text!r}'
         )
     return names
+
+
+def _columns_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--columns",
+        type=_column_list,
+        help="protect only these schema columns (comma-separated, or a JSON list for names "
+        "with commas); default: every column the schema protects",
+    )
+
+
+def _selection(
+    args: argparse.Namespace, schema: Any, *, categorical: bool
+) -> tuple[list[str], dict[Hashable, tuple[float, float]], dict[Hashable, Any]]:
+    """Return the protected columns (:func:`_selected`), their public bounds and taxonomies."""
+    columns = _selected(args, schema, categorical=categorical)
+    bounds: dict[Hashable, tuple[float, float]] = {
+        name: bound for name, bound in schema.bounds().items() if name in columns
+    }
+    taxonomies: dict[Hashable, Any] = {}
+    if categorical:
+        from dpfast.taxonomy import Taxonomy
+
+        for name in schema.protected_categorical():
+            if name in columns:
+                taxonomies[name] = Taxonomy.from_arx(schema[name].taxonomy)
+    return columns, bounds, taxonomies
+
+
+def _selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> list[str]:
+    """Return the columns to protect: ``--columns`` (declared, protected), else the schema's."""
+    declared: list[str] = schema.protected_numeric()
+    if categorical:
+        declared = declared + schema.protected_categorical()
+    chosen = getattr(args, "columns", None)
+    if chosen is None:
+        return declared
+    kinds = "numeric" + (' or categorical (with a "taxonomy")' if categorical else "")
+    wrong = [c for c in chosen if c not in declared]
+    if wrong:
+        raise ValueError(
+            f"--columns names {', '.join(repr(c) for c in wrong)}, which {args.schema} does not "
+            f"declare as a protected {kinds} column; declare it there (with its bounds or "
+            "taxonomy), or leave it out of --columns"
+        )
+    return list(chosen)
 
 
 def _io_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,6 +277,8 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
         schema = Schema.from_json(args.schema)
         table = schema.check_table(table)
         categorical = schema.protected_categorical()
+        if getattr(args, "columns", None) is not None:
+            categorical = [c for c in categorical if c in args.columns]
         with_taxonomies = method in ("ir-dp", "mdav", "mdav-dp")
         if with_taxonomies:
             categorical = [c for c in categorical if schema[c].taxonomy is None]

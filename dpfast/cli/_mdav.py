@@ -9,6 +9,7 @@ from typing import Any
 from dpfast.cli._common import (
     Command,
     _column_list,
+    _columns_argument,
     _integer,
     _io_arguments,
     _note,
@@ -16,6 +17,7 @@ from dpfast.cli._common import (
     _quiet_argument,
     _run_release,
     _schema_taxonomies,
+    _selection,
     _unprotected_argument,
 )
 
@@ -81,6 +83,7 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "as_published: the paper's scale, reported with the epsilon it really spends. "
         "Default: l1",
     )
+    _columns_argument(parser)
     _unprotected_argument(parser, "cluster")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
@@ -110,13 +113,14 @@ def _release_mdav_dp(args: argparse.Namespace) -> int:
     from dpfast.methods.mdav_dp import mdav_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
+        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
         return mdav_dp(
             table,
             k=args.k,
             epsilon=args.epsilon,
-            bounds=schema.bounds(),
-            taxonomies=_schema_taxonomies(schema),
-            columns=schema.protected_numeric() + schema.protected_categorical(),
+            bounds=bounds,
+            taxonomies=taxonomies,
+            columns=columns,
             reference=args.reference,
             calibration=args.calibration,
             unprotected=args.unprotected,

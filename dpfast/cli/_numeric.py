@@ -8,13 +8,14 @@ from typing import Any
 from dpfast.cli._common import (
     Command,
     _column_list,
+    _columns_argument,
     _integer,
     _io_arguments,
     _note,
     _number,
     _quiet_argument,
     _run_release,
-    _schema_taxonomies,
+    _selection,
     _unprotected_argument,
 )
 
@@ -94,6 +95,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "taxonomy's largest distance) or paper (the largest distance per group, as the "
         "paper does: NOT proven). Default: proven",
     )
+    _columns_argument(parser)
     _unprotected_argument(parser, "rank group")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
@@ -104,6 +106,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     _io_arguments(parser)
     parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    _columns_argument(parser)
     _unprotected_argument(parser, None)
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _quiet_argument(parser)
@@ -121,14 +124,15 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
     from dpfast.methods.ir_dp import ir_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
+        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
         return ir_dp(
             table,
             k=args.k,
             epsilon=args.epsilon,
-            bounds=schema.bounds(),
-            taxonomies=_schema_taxonomies(schema),
+            bounds=bounds,
+            taxonomies=taxonomies,
             sensitivity=args.sensitivity,
-            columns=schema.protected_numeric() + schema.protected_categorical(),
+            columns=columns,
             unprotected=args.unprotected,
             linkage=args.linkage,
             shuffle=args.shuffle,
@@ -144,11 +148,12 @@ def _release_laplace(args: argparse.Namespace) -> int:
     from dpfast.methods.laplace_dp import laplace_dp
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
+        columns, bounds, _ = _selection(args, schema, categorical=False)
         return laplace_dp(
             table,
             epsilon=args.epsilon,
-            bounds=schema.bounds(),
-            columns=schema.protected_numeric(),
+            bounds=bounds,
+            columns=columns,
             unprotected=args.unprotected,
             seed=args.seed,
             progress=progress,
