@@ -393,7 +393,12 @@ def test_unknown_categories_and_bad_arguments(jobs):
             columns=["age"],
         )
     with pytest.raises(TypeError, match=r"must be a dpfast\.Taxonomy"):
-        dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": JOBS}, columns=["job"])
+        dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": 42}, columns=["job"])
+    # every function takes the same taxonomy forms: a Taxonomy, a mapping, or a file path
+    only = {"columns": ["job"], "seed": 3}
+    as_tree = dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, **only)
+    as_mapping = dpfast.ir_dp(frame, k=5, epsilon=1.0, taxonomies={"job": JOBS}, **only)
+    pd.testing.assert_frame_equal(as_tree.data, as_mapping.data)
     with pytest.raises(ValueError, match=r"sensitivity must be one of"):
         dpfast.ir_dp(
             frame, k=5, epsilon=1.0, taxonomies={"job": jobs}, columns=["job"], sensitivity="tight"

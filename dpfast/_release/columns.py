@@ -12,7 +12,7 @@ import numpy as np
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import all_finite, as_numeric_column, check_columns, is_integer_column
 from dpfast.io import TableData
-from dpfast.taxonomy import Taxonomy
+from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,7 @@ def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
         raise TypeError(
             f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
         )
-    for name, taxonomy in taxonomies.items():
-        if not isinstance(taxonomy, Taxonomy):
-            raise TypeError(
-                f"taxonomies[{name!r}] must be a dpfast.Taxonomy (Taxonomy.from_arx(path) or "
-                f"Taxonomy.from_mapping(...)), got {type(taxonomy).__name__}"
-            )
-    return taxonomies
+    return {name: as_taxonomy(taxonomy, name) for name, taxonomy in taxonomies.items()}
 
 
 def _check_numeric_dtype(table: TableData, name: Hashable) -> None:

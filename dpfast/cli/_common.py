@@ -125,11 +125,11 @@ def _selection(
     }
     taxonomies: dict[Hashable, Any] = {}
     if categorical:
-        from dpfast.taxonomy import Taxonomy
+        from dpfast.taxonomy import as_taxonomy
 
         for name in schema.protected_categorical():
             if name in columns:
-                taxonomies[name] = Taxonomy.from_arx(schema[name].taxonomy)
+                taxonomies[name] = as_taxonomy(schema[name].taxonomy, name)
     return columns, bounds, taxonomies
 
 
@@ -392,8 +392,8 @@ def _run_release(
 
 
 def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:
-    from dpfast.taxonomy import Taxonomy
+    from dpfast.taxonomy import as_taxonomy
 
     return {
-        name: Taxonomy.from_arx(schema[name].taxonomy) for name in schema.protected_categorical()
+        name: as_taxonomy(schema[name].taxonomy, name) for name in schema.protected_categorical()
     }

@@ -69,7 +69,7 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     from dpfast.io import read_table
     from dpfast.methods.diffgen import diffgen
     from dpfast.schema import Schema
-    from dpfast.taxonomy import Taxonomy
+    from dpfast.taxonomy import as_taxonomy
 
     _check_paths(args)
     table = read_table(args.input)
@@ -94,7 +94,7 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     for column in schema.protected_categorical():
         hierarchy = schema[column].taxonomy
         if hierarchy is not None:
-            taxonomies[column] = Taxonomy.from_arx(hierarchy)
+            taxonomies[column] = as_taxonomy(hierarchy, column)
     if args.target not in taxonomies and args.classes is None:
         raise ValueError(
             'the class values must be public: give the target a "taxonomy" in the schema '

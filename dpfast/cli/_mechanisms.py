@@ -145,9 +145,9 @@ def _release_randomized_response(args: argparse.Namespace) -> int:
                     f"{args.schema}: column {args.column!r} has no taxonomy to take the "
                     "domain from; add one, or pass --domain"
                 )
-            from dpfast.taxonomy import Taxonomy
+            from dpfast.taxonomy import as_taxonomy
 
-            domain = Taxonomy.from_arx(taxonomy)
+            domain = as_taxonomy(taxonomy, args.column)
     if domain is None:
         raise ValueError(
             "the domain is required: pass --domain with the public categories, or --schema "

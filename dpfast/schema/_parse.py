@@ -31,8 +31,10 @@ class ColumnSpec:
     protect : bool
         Whether releases must protect the column. Columns that are not protected are
         copied to the output unchanged.
-    taxonomy : pathlib.Path or None
-        A categorical column's hierarchy file, resolved against the schema's directory.
+    taxonomy : pathlib.Path, list, dict or None
+        A categorical column's taxonomy: its hierarchy file (resolved against the schema's
+        directory), a list of its public values (a flat taxonomy), or a nested mapping
+        with one root (see :func:`dpfast.taxonomy.as_taxonomy`).
     description : str or None
         Free text, e.g. where the bounds come from.
     """
@@ -41,7 +43,7 @@ class ColumnSpec:
     type: str
     bounds: tuple[float, float] | None = None
     protect: bool = True
-    taxonomy: Path | None = None
+    taxonomy: Path | list[str] | dict[str, Any] | None = None
     description: str | None = None
 
     @property
@@ -234,19 +236,44 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
                 f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
                 "remove it or declare the column categorical"
             )
-        if not isinstance(raw, str) or not raw:
-            raise ValueError(
-                f'{col}: "taxonomy" must be the path of a hierarchy file, got {_json_type(raw)}'
-            )
-        taxonomy = Path(raw) if Path(raw).is_absolute() else base / raw
-        if not taxonomy.is_file():
-            raise ValueError(
-                f"{col}: taxonomy file {str(taxonomy)!r} does not exist; relative paths are "
-                "read from the schema file's directory"
-            )
+        taxonomy = _parse_taxonomy(raw, col, base)
 
     description = _optional_text(entry.get("description"), col, '"description"')
     return ColumnSpec(name, kind, bounds, protect, taxonomy, description)
+
+
+def _parse_taxonomy(raw: Any, col: str, base: Path) -> Path | list[str] | dict[str, Any]:
+    """Return a hierarchy file's path (checked), a list of leaves, or a nested mapping.
+
+    The tree of an inline taxonomy is checked when it is built (``dpfast.taxonomy``).
+    """
+    if isinstance(raw, list):
+        if not raw or not all(isinstance(leaf, str) and leaf for leaf in raw):
+            raise ValueError(
+                f'{col}: a "taxonomy" list must hold the column\'s public values as non-empty '
+                f"strings, got {raw!r}"
+            )
+        return list(raw)
+    if isinstance(raw, dict):
+        if len(raw) != 1:
+            raise ValueError(
+                f'{col}: a "taxonomy" mapping must have one root, e.g. '
+                '{"*": {"A": ["a1", "a2"], "B": ["b1"]}}, '
+                f"got {len(raw)} top-level keys"
+            )
+        return dict(raw)
+    if not isinstance(raw, str) or not raw:
+        raise ValueError(
+            f'{col}: "taxonomy" must be the path of a hierarchy file (ARX format), a list of '
+            f"the public values, or a nested mapping with one root; got {_json_type(raw)}"
+        )
+    taxonomy = Path(raw) if Path(raw).is_absolute() else base / raw
+    if not taxonomy.is_file():
+        raise ValueError(
+            f"{col}: taxonomy file {str(taxonomy)!r} does not exist; relative paths are "
+            "read from the schema file's directory"
+        )
+    return taxonomy
 
 
 def _parse_bounds(raw: Any, kind: str, col: str) -> tuple[float, float]:

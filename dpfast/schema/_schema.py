@@ -160,8 +160,10 @@ class Schema:
             if spec.bounds is not None:
                 entry["bounds"] = list(spec.bounds)
             entry["protect"] = spec.protect
-            if spec.taxonomy is not None:
+            if isinstance(spec.taxonomy, Path):
                 entry["taxonomy"] = str(spec.taxonomy)
+            elif spec.taxonomy is not None:
+                entry["taxonomy"] = spec.taxonomy
             if spec.description is not None:
                 entry["description"] = spec.description
             columns[spec.name] = entry

@@ -2,7 +2,8 @@
 
 A :class:`Taxonomy` is a rooted tree of labels whose leaves are the attribute's *domain*:
 the values a record may hold. It is read from an ARX hierarchy file
-(:meth:`Taxonomy.from_arx`) or built from a nested mapping (:meth:`Taxonomy.from_mapping`),
+(:meth:`Taxonomy.from_arx`), built from a nested mapping (:meth:`Taxonomy.from_mapping`),
+or taken from any accepted form, a flat list of leaves included, by :func:`as_taxonomy`,
 and gives what the categorical methods of Sánchez et al. (2016) need (docs/design.md#categorical):
 
 * the semantic distance of Eq. 3, computed on ancestor bitsets (:meth:`Taxonomy.distance`,
@@ -33,7 +34,7 @@ Conventions
 
 from __future__ import annotations
 
-from dpfast.taxonomy._taxonomy import Taxonomy
+from dpfast.taxonomy._taxonomy import Taxonomy, as_taxonomy
 from dpfast.taxonomy._tree import TaxonomyError
 
-__all__ = ["Taxonomy", "TaxonomyError"]
+__all__ = ["Taxonomy", "TaxonomyError", "as_taxonomy"]

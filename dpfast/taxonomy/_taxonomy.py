@@ -250,3 +250,51 @@ class Taxonomy(_TaxonomyDistances):
         ((root, children),) = mapping.items()
         visit(label_of(root, ""), children, "")
         return cls.from_edges(edges, leaves, name=name)
+
+
+def as_taxonomy(value: Any, name: Any = None) -> Taxonomy:
+    """Return a :class:`Taxonomy` given in any of the forms dpfast accepts.
+
+    Parameters
+    ----------
+    value : Taxonomy, str, os.PathLike, mapping or list
+        A Taxonomy; the path of an ARX hierarchy file; a nested mapping with one root
+        (:meth:`Taxonomy.from_mapping`); or a flat list of leaves, which become the
+        children of one root ``"*"`` (every two leaves then share only the root).
+    name : hashable, optional
+        The column, for messages and as the taxonomy's name.
+
+    Raises
+    ------
+    TypeError
+        A value of another kind.
+    TaxonomyError
+        A malformed tree or file.
+
+    Examples
+    --------
+    >>> as_taxonomy(["yes", "no"]).domain
+    ('no', 'yes')
+    >>> as_taxonomy({"*": {"A": ["a1", "a2"], "b": None}}).domain
+    ('a1', 'a2', 'b')
+    """
+    if isinstance(value, Taxonomy):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return Taxonomy.from_arx(Path(value))
+    label = None if name is None else str(name)
+    if isinstance(value, Mapping):
+        return Taxonomy.from_mapping(value, name=label)
+    if isinstance(value, (list, tuple)):
+        if "*" in value:
+            raise TaxonomyError(
+                f"{label or 'taxonomy'}: a flat list of leaves may not hold '*', the label "
+                "of its root"
+            )
+        return Taxonomy.from_mapping({"*": list(value)}, name=label)
+    where = "a taxonomy" if name is None else f"the taxonomy of {name!r}"
+    raise TypeError(
+        f"{where} must be a dpfast.Taxonomy, the path of an ARX hierarchy file, a nested "
+        "mapping such as {'*': {'A': ['a1', 'a2']}} or a list of leaves, got "
+        f"{type(value).__name__}"
+    )

@@ -14,11 +14,9 @@ root interval and split values on its float grid (docs/design.md#diffgen-split).
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +25,7 @@ from dpfast._validation import as_numeric_column, check_bounds, is_integer_colum
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.io import TableData
 from dpfast.partitions.grid import Grid
-from dpfast.taxonomy import Taxonomy
+from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 # Integer columns whose public range has at most this many values are coded by offset.
 _OFFSET_CODES_MAX = 2**22
@@ -122,20 +120,6 @@ class Prepared:
     class_domain: str  # "taxonomy", "classes" or "data"
     bounds_from_data: bool
     dropped: list[Hashable] = field(default_factory=list)
-
-
-def as_taxonomy(value: Any, name: Hashable) -> Taxonomy:
-    """Return a Taxonomy given as itself, an ARX hierarchy file path or a nested mapping."""
-    if isinstance(value, Taxonomy):
-        return value
-    if isinstance(value, (str, os.PathLike)):
-        return Taxonomy.from_arx(Path(value))
-    if isinstance(value, Mapping):
-        return Taxonomy.from_mapping(value, name=str(name))
-    raise TypeError(
-        f"taxonomies[{name!r}] must be a dpfast.Taxonomy, the path of an ARX hierarchy file "
-        f"or a nested mapping such as {{'*': {{'A': ['a1', 'a2']}}}}, got {type(value).__name__}"
-    )
 
 
 def _class_codes(
