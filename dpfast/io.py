@@ -438,3 +438,26 @@ def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
         Path(tmp).write_text(text, encoding="utf-8")
 
     _atomic_write(path, write)
+
+
+def column_kinds(table: pa.Table) -> list[tuple[str, str, int]]:
+    """Each column's name, the schema type its Arrow type suggests, and its missing values.
+
+    The type is ``"integer"`` (integers and booleans), ``"float"``, ``"categorical"``
+    (strings and dictionaries) or ``"string"`` (anything else, copied unprotected).
+    """
+    out = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+            suggested = "integer"
+        elif pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+            suggested = "float"
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            suggested = "categorical"
+        else:
+            suggested = "string"
+        out.append((field.name, suggested, int(column.null_count)))
+    return out

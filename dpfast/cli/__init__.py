@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dpfast._version import __version__
-from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric
+from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
 from dpfast.cli._common import _Parser, _UsageError
 from dpfast.cli._demo_command import DEMO, _demo
@@ -32,6 +32,7 @@ examples:
   dpfast release ir-dp people.parquet -o released.parquet --k 25 --epsilon 1 \\
       --schema people.schema.json
   dpfast release --help            list the release methods
+  dpfast schema init people.csv -o people.schema.json    a schema to fill in
 
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
@@ -81,6 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for command in RELEASE_COMMANDS:
         command.add_to(methods, formatter)
+    schema = commands.add_parser(
+        "schema",
+        help="write a schema skeleton from a data file (dpfast schema init)",
+        description="Schema files: dpfast schema init DATA writes a skeleton to fill in.",
+        formatter_class=formatter,
+    )
+    schema_commands = schema.add_subparsers(dest="schema_command", metavar="COMMAND", required=True)
+    for command in _schema_command.COMMANDS:
+        command.add_to(schema_commands, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
     dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     return parser

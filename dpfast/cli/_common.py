@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -388,7 +390,27 @@ def _run_release(
     finally:
         if progress is not None:
             progress.close()
+    if schema is not None:
+        release = dataclasses.replace(release, report=_mark_from_data(release.report, schema, args))
     return _finish(args, release)
+
+
+def _mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:
+    """Label a release that used schema values marked ``"from_data"`` as not private."""
+    marked = schema.from_data(report.protected_columns)
+    if not marked:
+        return report
+    fields = "; ".join(f"{column}: {', '.join(keys)}" for column, keys in marked.items())
+    text = (
+        f"NOT differentially private: {args.schema} marks values taken from the data "
+        f'("from_data": {fields}), so the release depends on every record through them and '
+        "no epsilon covers that. Replace them with public values and remove "
+        f'"from_data". Without them: {report.guarantee}'
+    )
+    from dpfast.exceptions import PrivacyLeakWarning
+
+    warnings.warn(text, PrivacyLeakWarning, stacklevel=2)
+    return dataclasses.replace(report, guarantee=text, guarantee_level="none")
 
 
 def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:

@@ -13,6 +13,7 @@ from dpfast.cli._common import (
     _finish,
     _integer,
     _io_arguments,
+    _mark_from_data,
     _note,
     _number,
     _quiet_argument,
@@ -117,7 +118,8 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     data = release.microdata() if args.microdata else release.counts
     for note in release.report.notes:
         _note(args, note)
-    return _finish(args, SimpleNamespace(data=data, report=release.report, private=release.private))
+    report = _mark_from_data(release.report, schema, args)
+    return _finish(args, SimpleNamespace(data=data, report=report, private=release.private))
 
 
 COMMANDS = (

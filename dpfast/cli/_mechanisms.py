@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from dpfast.cli._common import (
@@ -12,6 +13,7 @@ from dpfast.cli._common import (
     _finish,
     _integer,
     _io_arguments,
+    _mark_from_data,
     _note,
     _number,
     _quiet_argument,
@@ -162,6 +164,8 @@ def _release_randomized_response(args: argparse.Namespace) -> int:
         seed=args.seed,
         n_threads=args.threads,
     )
+    if args.schema is not None:
+        release = dataclasses.replace(release, report=_mark_from_data(release.report, schema, args))
     return _finish(args, release)
 
 

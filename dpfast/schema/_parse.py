@@ -37,6 +37,10 @@ class ColumnSpec:
         with one root (see :func:`dpfast.taxonomy.as_taxonomy`).
     description : str or None
         Free text, e.g. where the bounds come from.
+    from_data : tuple of str
+        The fields (``"bounds"``, ``"taxonomy"``) that were read from the data (by
+        ``dpfast schema init --bounds-from-data`` or ``--domains-from-data``): a release
+        that uses them is not differentially private, and says so.
     """
 
     name: str
@@ -45,6 +49,7 @@ class ColumnSpec:
     protect: bool = True
     taxonomy: Path | list[str] | dict[str, Any] | None = None
     description: str | None = None
+    from_data: tuple[str, ...] = ()
 
     @property
     def is_numeric(self) -> bool:
@@ -53,7 +58,11 @@ class ColumnSpec:
 
 
 _TOP_KEYS = ("version", "description", "columns")
-_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description")
+_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description", "from_data")
+
+#: What ``dpfast schema init`` writes where a public value must be filled in by hand.
+PLACEHOLDER = "FILL IN"
+_FROM_DATA_KEYS = ("bounds", "taxonomy")
 _VERSION = 1
 
 
@@ -213,6 +222,16 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
             "or drop it from the input"
         )
 
+    for key in ("bounds", "taxonomy"):
+        value = entry.get(key)
+        if isinstance(value, str) and value.startswith(PLACEHOLDER):
+            what = "[lower, upper]" if key == "bounds" else "the column's public values (a list)"
+            raise ValueError(
+                f'{col}: "{key}" is still the placeholder {value!r}; replace it with {what} '
+                'taken from public knowledge (never from the data), or set "protect": false'
+            )
+    from_data = _parse_from_data(entry.get("from_data", []), col)
+
     bounds = None
     if "bounds" in entry:
         if not numeric:
@@ -239,7 +258,20 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
         taxonomy = _parse_taxonomy(raw, col, base)
 
     description = _optional_text(entry.get("description"), col, '"description"')
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description)
+    missing = [key for key in from_data if key not in entry]
+    if missing:
+        raise ValueError(f'{col}: "from_data" names {missing}, which the column does not have')
+    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+
+
+def _parse_from_data(raw: Any, col: str) -> tuple[str, ...]:
+    """Return the fields a column marks as taken from the data (``"from_data"``)."""
+    if not isinstance(raw, list) or not all(key in _FROM_DATA_KEYS for key in raw):
+        raise ValueError(
+            f'{col}: "from_data" must list the fields taken from the data, among '
+            f"{list(_FROM_DATA_KEYS)}; got {raw!r}"
+        )
+    return tuple(raw)
 
 
 def _parse_taxonomy(raw: Any, col: str, base: Path) -> Path | list[str] | dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,11 @@ class Schema:
         """Names of the declared columns marked ``"protect": false``."""
         return [c.name for c in self if not c.protect]
 
+    def from_data(self, columns: Iterable[str]) -> dict[str, list[str]]:
+        """Return, for those of ``columns`` that have any, the fields taken from the data."""
+        wanted = set(columns)
+        return {c.name: list(c.from_data) for c in self if c.name in wanted and c.from_data}
+
     def bounds(self) -> dict[str, tuple[float, float]]:
         """Public bounds of the protected numeric columns, ``{name: (lower, upper)}``."""
         out: dict[str, tuple[float, float]] = {}
@@ -164,6 +169,8 @@ class Schema:
                 entry["taxonomy"] = str(spec.taxonomy)
             elif spec.taxonomy is not None:
                 entry["taxonomy"] = spec.taxonomy
+            if spec.from_data:
+                entry["from_data"] = list(spec.from_data)
             if spec.description is not None:
                 entry["description"] = spec.description
             columns[spec.name] = entry
