@@ -597,6 +597,24 @@ def test_progress_on_a_pipe_prints_one_line_per_phase() -> None:
     assert stream.getvalue() == "dpfast: noise...\ndpfast: microaggregation...\n"
 
 
+def test_progress_on_a_pipe_repeats_a_long_phase_every_few_seconds(monkeypatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    stream = FakeStream(tty=False)
+    progress = cli.ProgressLine(stream, every=5.0)
+    progress("noise", 0, 10)
+    for done in range(1, 11):
+        clock[0] += 2.0  # a tick every 2 s: a line at most every 5 s
+        progress("noise", done, 10)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "dpfast: noise...",
+        "dpfast: noise 30%",
+        "dpfast: noise 60%",
+        "dpfast: noise 90%",
+    ]
+
+
 def test_progress_on_a_terminal_redraws_only_on_change() -> None:
     stream = FakeStream(tty=True)
     progress = cli.ProgressLine(stream)

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -194,10 +195,11 @@ class ProgressLine:
     """Render ``progress(phase, done, total)`` calls on one line of a stream.
 
     On a terminal the line is redrawn in place, only when the phase or the whole percent
-    changes. Elsewhere (a pipe, a log file) one line is printed per phase.
+    changes. Elsewhere (a pipe, a log file) a line is printed when a phase starts, and then
+    at most one every ``every`` seconds while it runs, with its percent done.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, every: float = 5.0) -> None:
         self._stream = stream
         try:
             self._tty = stream.isatty()
@@ -205,6 +207,8 @@ class ProgressLine:
             self._tty = False
         self._shown: tuple[str, int] | None = None
         self._width = 0
+        self._every = every
+        self._last = 0.0
         self._lock = threading.Lock()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
@@ -217,9 +221,14 @@ class ProgressLine:
                 self._stream.write("\r" + text.ljust(self._width))
                 self._width = len(text)
             else:
-                if self._shown is not None and self._shown[0] == phase:
+                now = time.monotonic()
+                if self._shown is None or self._shown[0] != phase:
+                    self._stream.write(f"dpfast: {phase}...\n")
+                elif percent != self._shown[1] and now - self._last >= self._every:
+                    self._stream.write(f"dpfast: {phase} {percent}%\n")
+                else:
                     return
-                self._stream.write(f"dpfast: {phase}...\n")
+                self._last = now
             self._shown = (phase, percent)
             self._stream.flush()
 
