@@ -1,4 +1,4 @@
-"""Tables in and out: pandas, Arrow, NumPy, Parquet and CSV.
+"""Tables in and out: pandas, Arrow, NumPy, Parquet, CSV and TSV (plain or gzip).
 
 This is the only module that imports pyarrow. Release functions see every input through
 :class:`TableData`: a list of column names and one 1-D NumPy array per column (zero-copy
