@@ -78,6 +78,17 @@ def test_schemas_are_read_from_the_package_files() -> None:
         assert report_schema(kind) == expected  # type: ignore[arg-type]
 
 
+def test_schemas_are_package_data() -> None:
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    pyproject = tomllib.loads((SCHEMAS.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["dpfast"]
+    for path in SCHEMAS.glob("*.json"):
+        relative = path.relative_to(SCHEMAS.parent).as_posix()
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), relative
+
+
 def test_unknown_schema_kind_is_refused() -> None:
     with pytest.raises(ValueError, match='"public" or "private"'):
         report_schema("secret")  # type: ignore[arg-type]
