@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from importlib import resources
 from typing import Any, Literal
 
 from dpfast._validation import epsilon_too_small
@@ -25,6 +26,11 @@ from dpfast.exceptions import BudgetExceededError
 #: protected columns only (``"protected_only"``), the paper's unproven claim
 #: (``"as_published"``), ``"heuristic"``, ``"local"`` DP of one column, or ``"none"``.
 GuaranteeLevel = Literal["proven", "protected_only", "as_published", "heuristic", "local", "none"]
+
+#: The version of the reports' JSON Schemas (``dpfast/schemas/``), in every report's
+#: ``"schema_version"`` field. It changes when a field is removed or changes meaning
+#: (docs/report-schema.md#versioning), never when one is added.
+REPORT_SCHEMA_VERSION = "1"
 
 # Relative slack for float sums of budget shares (e.g. three shares of 1/3).
 _BUDGET_SLACK = 1e-9
@@ -199,8 +205,11 @@ class Report:
     KIND = "public"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the report as plain JSON-serialisable Python objects."""
-        out = {"report": self.KIND, **asdict(self)}
+        """Return the report as plain JSON-serialisable Python objects.
+
+        It validates against :func:`report_schema` ``("public")``.
+        """
+        out = {"report": self.KIND, "schema_version": REPORT_SCHEMA_VERSION, **asdict(self)}
         out["ledger"] = [asdict(entry) for entry in self.ledger]
         out.update(out.pop("extra"))
         return _jsonable(out)  # type: ignore[no-any-return]
@@ -246,14 +255,49 @@ class PrivateReport:
     KIND = "PRIVATE: not for publication"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the private report as plain JSON-serialisable Python objects."""
-        out = {"report": self.KIND, **asdict(self)}
+        """Return the private report as plain JSON-serialisable Python objects.
+
+        It validates against :func:`report_schema` ``("private")``.
+        """
+        out = {"report": self.KIND, "schema_version": REPORT_SCHEMA_VERSION, **asdict(self)}
         out.update(out.pop("extra"))
         return _jsonable(out)  # type: ignore[no-any-return]
 
     def to_json(self, indent: int | None = 2) -> str:
         """Return the private report as a JSON string."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+_SCHEMA_FILES = {"public": "report.schema.json", "private": "private-report.schema.json"}
+
+
+def report_schema(kind: Literal["public", "private"] = "public") -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of :meth:`Report.to_dict` or of the private one.
+
+    The schemas ship with the package (``dpfast/schemas/``); docs/report-schema.md
+    describes every field and the versioning rule.
+
+    Parameters
+    ----------
+    kind : {"public", "private"}
+        The schema of :class:`Report` or of :class:`PrivateReport`.
+
+    Returns
+    -------
+    dict
+        The schema, as parsed JSON.
+
+    Examples
+    --------
+    >>> schema = report_schema()
+    >>> schema["properties"]["schema_version"]["const"] == REPORT_SCHEMA_VERSION
+    True
+    """
+    if kind not in _SCHEMA_FILES:
+        raise ValueError(f'kind must be "public" or "private", got {kind!r}')
+    schemas = resources.files("dpfast") / "schemas"
+    text = (schemas / _SCHEMA_FILES[kind]).read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Tables in and out: pandas, Arrow, NumPy, Parquet and CSV.
+"""Tables in and out: pandas, Arrow, NumPy, Parquet, CSV and TSV (plain or gzip).
 
 This is the only module that imports pyarrow. Release functions see every input through
 :class:`TableData`: a list of column names and one 1-D NumPy array per column (zero-copy
@@ -8,6 +8,7 @@ the caller's kind of table.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import tempfile
@@ -24,7 +25,14 @@ import pyarrow.parquet as pq
 
 Kind = Literal["pandas", "arrow", "numpy"]
 
-_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".csv.gz": "csv.gz",
+    ".tsv": "tsv",
+    ".tsv.gz": "tsv.gz",
+}
 
 
 @dataclass(frozen=True)
@@ -357,37 +365,157 @@ def as_table_data(data: Any) -> TableData:
 
 
 def output_format(path: str | os.PathLike[str]) -> str:
-    """Return ``"parquet"`` or ``"csv"`` from a file name's extension."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in _FORMATS:
+    """Return a file's format from its name's extension.
+
+    Returns
+    -------
+    {"parquet", "csv", "csv.gz", "tsv", "tsv.gz"}
+        ``.parquet`` and ``.pq`` are Parquet; ``.tsv`` is tab-delimited text; ``.gz`` is
+        gzip-compressed text.
+
+    Examples
+    --------
+    >>> output_format("people.CSV.gz"), output_format("people.tsv")
+    ('csv.gz', 'tsv')
+    """
+    name = Path(path).name.lower()
+    for suffix in sorted(_FORMATS, key=len, reverse=True):
+        if name.endswith(suffix):
+            return _FORMATS[suffix]
+    extension = "".join(Path(path).suffixes[-2:])
+    raise ValueError(
+        f"cannot tell the file format of {os.fspath(path)!r} from its extension "
+        f"{extension or '(none)'!r}; use .parquet or .csv (also .csv.gz, .tsv, .tsv.gz)"
+    )
+
+
+def _separator(fmt: str, delimiter: str | None) -> str:
+    """Return the field separator of a text format: ``delimiter``, or the format's own."""
+    if delimiter is None:
+        return "\t" if fmt.startswith("tsv") else ","
+    if not (isinstance(delimiter, str) and len(delimiter) == 1 and delimiter.isascii()):
         raise ValueError(
-            f"cannot tell the file format of {os.fspath(path)!r} from its extension "
-            f"{suffix or '(none)'!r}; use .parquet or .csv"
+            f"a delimiter must be one ASCII character, got {delimiter!r}; e.g. --delimiter ';'"
         )
-    return _FORMATS[suffix]
+    if delimiter in '"\r\n':
+        raise ValueError(
+            f"a delimiter cannot be a quote or a line break, got {delimiter!r}; "
+            "e.g. --delimiter ';'"
+        )
+    return delimiter
 
 
-def read_table(path: str | os.PathLike[str]) -> pa.Table:
-    """Read a Parquet or CSV file (chosen by extension) into an Arrow table.
+def _check_text_options(path: str | os.PathLike[str], delimiter: str | None, encoding: str) -> None:
+    """Refuse text-file options for a Parquet file, and an encoding Python does not know."""
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise ValueError(
+            f"unknown text encoding {encoding!r}; give a name Python knows, e.g. "
+            "--encoding utf-8, latin-1 or cp1252"
+        ) from None
+    if output_format(path) == "parquet" and (delimiter is not None or not _is_utf8(encoding)):
+        raise ValueError(
+            f"{os.fspath(path)!r} is Parquet: a delimiter and an encoding apply to CSV and TSV "
+            "files only; leave them out"
+        )
+
+
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def read_table(
+    path: str | os.PathLike[str], *, delimiter: str | None = None, encoding: str = "utf-8"
+) -> pa.Table:
+    """Read a Parquet, CSV or TSV file (chosen by extension) into an Arrow table.
+
+    ``.csv.gz`` and ``.tsv.gz`` are read through gzip. Error messages name the command
+    line's options (``--delimiter``, ``--encoding``), which take the same values as the
+    keyword arguments.
+
+    Parameters
+    ----------
+    path : str or path-like
+    delimiter : str, optional
+        CSV and TSV only: the one-character field separator (default ``","`` for CSV, a
+        tab for TSV).
+    encoding : str
+        CSV and TSV only: the file's text encoding, e.g. ``"latin-1"`` (default UTF-8).
 
     Raises
     ------
     ValueError
-        If the extension is unknown, the file does not exist, or it cannot be parsed.
+        If the extension is unknown, the file does not exist or cannot be parsed, a text
+        option is given for Parquet, the text is not valid UTF-8 (when no other encoding
+        is given), or the header is one column that another delimiter would split.
     """
+    where = os.fspath(path)
     fmt = output_format(path)
+    _check_text_options(path, delimiter, encoding)
+    separator = None if fmt == "parquet" else _separator(fmt, delimiter)
     if not Path(path).is_file():
-        raise ValueError(f"input file {os.fspath(path)!r} does not exist; check the path")
+        raise ValueError(f"input file {where!r} does not exist; check the path")
     try:
-        if fmt == "parquet":
+        if separator is None:
             return pq.read_table(path)
-        return pa_csv.read_csv(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+        compression = "gzip" if fmt.endswith(".gz") else None
+        with pa.input_stream(path, compression=compression) as stream:
+            table = pa_csv.read_csv(
+                stream,
+                read_options=pa_csv.ReadOptions(encoding=encoding),
+                parse_options=pa_csv.ParseOptions(delimiter=separator),
+            )
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
-            f"cannot read {os.fspath(path)!r} as {fmt}: {first_line}; check that the file "
-            f"is valid {fmt}"
+            f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
+            f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
         ) from exc
+    if _is_utf8(encoding):
+        _check_utf8(where, table)
+    _check_delimiter(where, table, separator)
+    return table
+
+
+def _check_utf8(where: str, table: pa.Table) -> None:
+    """Refuse text that is not UTF-8: Arrow reads it as binary columns or undecodable names."""
+    fix = "give the file's encoding, e.g. --encoding latin-1 (or cp1252), or save it as UTF-8"
+    try:
+        names = table.column_names
+    except UnicodeDecodeError:
+        raise ValueError(f"{where!r} is not UTF-8 text (its header is not); {fix}") from None
+    for name, column in zip(names, table.columns, strict=True):
+        if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+            raise ValueError(f"{where!r} is not UTF-8 text (column {name!r} is not); {fix}")
+
+
+# The separators a one-column header is checked for (docs: README "Command line").
+_LIKELY_DELIMITERS = (";", "\t", "|", ",")
+
+
+def _check_delimiter(where: str, table: pa.Table, separator: str) -> None:
+    """Refuse a table read as one column when another common delimiter splits its header.
+
+    A single column that merely has such a character in its name is accepted when its
+    first value does not contain it.
+    """
+    if table.num_columns != 1:
+        return
+    header = table.column_names[0]
+    values = table.column(0).drop_null()
+    first = str(values[0].as_py()) if len(values) else None
+    for candidate in _LIKELY_DELIMITERS:
+        if candidate == separator or candidate not in header:
+            continue
+        if first is not None and candidate not in first:
+            continue
+        flag = "--delimiter tab" if candidate == "\t" else f"--delimiter '{candidate}'"
+        shown = "tab" if candidate == "\t" else repr(candidate)
+        raise ValueError(
+            f"{where!r} looks {shown}-delimited: its header {header!r} is read as one "
+            f"column; pass {flag}"
+        )
 
 
 def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
@@ -409,23 +537,35 @@ def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
         raise
 
 
-def write_table_atomic(table: Any, path: str | os.PathLike[str]) -> None:
-    """Write a table (Arrow, pandas or 2-D NumPy) to Parquet or CSV, atomically.
+def write_table_atomic(
+    table: Any, path: str | os.PathLike[str], *, delimiter: str | None = None
+) -> None:
+    """Write a table (Arrow, pandas or 2-D NumPy) to Parquet, CSV or TSV, atomically.
 
-    The data goes to a temporary file in the target directory, which is renamed over
-    ``path`` only once complete; on any failure the temporary file is removed.
+    The format comes from the extension (:func:`output_format`; ``.gz``: gzip-compressed
+    text); ``delimiter`` replaces a text format's separator. The data goes to a temporary
+    file in the target directory, which is renamed over ``path`` only once complete; on
+    any failure the temporary file is removed.
     """
     fmt = output_format(path)
+    if fmt == "parquet" and delimiter is not None:
+        raise ValueError(
+            f"{os.fspath(path)!r} is Parquet: a delimiter applies to CSV and TSV files only; "
+            "leave it out"
+        )
+    separator = None if fmt == "parquet" else _separator(fmt, delimiter)
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
     elif isinstance(table, np.ndarray):
         table = pa.table({str(j): table[:, j] for j in range(table.shape[1])})
 
     def write(tmp: str) -> None:
-        if fmt == "parquet":
+        if separator is None:
             pq.write_table(table, tmp, compression="zstd")
-        else:
-            pa_csv.write_csv(table, tmp)
+            return
+        compression = "gzip" if fmt.endswith(".gz") else None
+        with pa.output_stream(tmp, compression=compression) as sink:
+            pa_csv.write_csv(table, sink, pa_csv.WriteOptions(delimiter=separator))
 
     _atomic_write(path, write)
 

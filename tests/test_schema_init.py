@@ -119,3 +119,13 @@ def test_the_schema_parser_checks_from_data(tmp_path):
     schema = Schema.from_json(path)
     assert schema.from_data(["c", "d"]) == {"c": ["bounds"]}
     assert schema.to_dict()["columns"]["c"]["from_data"] == ["bounds"]
+
+
+def test_init_reads_text_files_with_their_delimiter(tmp_path, capsys):
+    path = tmp_path / "people.csv"
+    path.write_text("age;job\n31;clerk\n45;nurse\n", encoding="utf-8")
+    assert main(["schema", "init", str(path)]) == 2
+    assert "--delimiter" in capsys.readouterr().err
+    assert main(["schema", "init", str(path), "--delimiter", ";"]) == 0
+    columns = json.loads(capsys.readouterr().out)["columns"]
+    assert columns["age"]["type"] == "integer" and columns["job"]["type"] == "categorical"

@@ -155,15 +155,40 @@ def _selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> li
     return list(chosen)
 
 
+def _delimiter(text: str) -> str:
+    if text in ("tab", "\\t"):
+        return "\t"
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(
+            f"expected one character such as ';' (or 'tab'), got {text!r}"
+        )
+    return text
+
+
+_FORMATS_HELP = ".parquet, .csv, .csv.gz, .tsv or .tsv.gz"
+
+
 def _io_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="INPUT", help="input table (.parquet or .csv)")
+    parser.add_argument("input", metavar="INPUT", help=f"input table ({_FORMATS_HELP})")
     parser.add_argument(
         "-o",
         "--output",
         metavar="OUTPUT",
         required=True,
-        help="output table (.parquet or .csv); OUTPUT.public-report.json (may be published "
+        help=f"output table ({_FORMATS_HELP}); OUTPUT.public-report.json (may be published "
         "with it) and OUTPUT.private-report.json (keep it private) are written beside it",
+    )
+    parser.add_argument(
+        "--delimiter",
+        metavar="CHAR",
+        type=_delimiter,
+        help="field separator of a CSV or TSV input and output ('tab' for a tab). Default: "
+        "',' for .csv and .csv.gz, tab for .tsv and .tsv.gz",
+    )
+    parser.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="text encoding of a CSV or TSV input, e.g. latin-1 or cp1252. Default: utf-8",
     )
 
 
@@ -262,8 +287,17 @@ def _check_paths(args: argparse.Namespace) -> None:
     """Fail fast, before any work, on output paths that cannot be written."""
     from dpfast.io import output_format
 
-    output_format(args.input)
-    output_format(args.output)
+    text_input = output_format(args.input) != "parquet"
+    text_output = output_format(args.output) != "parquet"
+    if getattr(args, "delimiter", None) is not None and not (text_input or text_output):
+        raise ValueError(
+            "--delimiter applies to CSV and TSV files, but the input and the output are "
+            "Parquet; leave it out"
+        )
+    if getattr(args, "encoding", None) is not None and not text_input:
+        raise ValueError(
+            f"--encoding applies to a CSV or TSV input, but {args.input!r} is Parquet; leave it out"
+        )
     out = Path(args.output)
     if out.is_dir():
         raise ValueError(
@@ -277,12 +311,35 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ValueError("the output would overwrite the input; choose another -o path")
 
 
+def _read_input(args: argparse.Namespace) -> Any:
+    """Read the input with the command's --delimiter and --encoding; refuse an empty table."""
+    from dpfast.io import output_format, read_table
+
+    text = output_format(args.input) != "parquet"
+    table = read_table(
+        args.input,
+        delimiter=getattr(args, "delimiter", None) if text else None,
+        encoding=getattr(args, "encoding", None) or "utf-8",
+    )
+    if table.num_rows == 0:  # one message for a header-only CSV and an empty Parquet file
+        raise ValueError(f"{args.input}: the table is empty (0 rows); nothing to release")
+    return table
+
+
+def _output_delimiter(args: argparse.Namespace) -> str | None:
+    """Return --delimiter for a CSV or TSV output, else None."""
+    from dpfast.io import output_format
+
+    if output_format(args.output) == "parquet":
+        return None
+    return getattr(args, "delimiter", None)
+
+
 def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Read the input and the schema (if any) and check them against each other."""
-    from dpfast.io import read_table
     from dpfast.schema import Schema
 
-    table = read_table(args.input)
+    table = _read_input(args)
     schema = None
     if getattr(args, "schema", None) is not None:
         schema = Schema.from_json(args.schema)
@@ -317,18 +374,24 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
 
 
 def write_release(
-    data: Any, report: Any, private: Any, output: str | os.PathLike[str]
+    data: Any,
+    report: Any,
+    private: Any,
+    output: str | os.PathLike[str],
+    *,
+    delimiter: str | None = None,
 ) -> tuple[str, str]:
     """Write the data and its two reports, each atomically; never leave one without the others.
 
-    Returns the paths of the public and the private report.
+    ``delimiter`` replaces the separator of a CSV or TSV output. Returns the paths of the
+    public and the private report.
     """
     from dpfast.io import write_json_atomic, write_table_atomic
 
     public_path, private_path = report_paths(output)
     written: list[str | os.PathLike[str]] = []
     try:
-        write_table_atomic(data, output)
+        write_table_atomic(data, output, delimiter=delimiter)
         written.append(output)
         write_json_atomic(report.to_dict(), public_path)
         written.append(public_path)
@@ -364,7 +427,9 @@ def _n_rows(data: Any) -> int:
 
 def _finish(args: argparse.Namespace, release: Any) -> int:
     report = release.report
-    public_path, private_path = write_release(release.data, report, release.private, args.output)
+    public_path, private_path = write_release(
+        release.data, report, release.private, args.output, delimiter=_output_delimiter(args)
+    )
     if args.quiet:
         return 0
     budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"

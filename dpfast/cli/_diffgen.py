@@ -17,6 +17,7 @@ from dpfast.cli._common import (
     _note,
     _number,
     _quiet_argument,
+    _read_input,
 )
 
 _DIFFGEN_EXAMPLES = """\
@@ -67,13 +68,12 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
 def _release_diffgen(args: argparse.Namespace) -> int:
     from types import SimpleNamespace
 
-    from dpfast.io import read_table
     from dpfast.methods.diffgen import diffgen
     from dpfast.schema import Schema
     from dpfast.taxonomy import as_taxonomy
 
     _check_paths(args)
-    table = read_table(args.input)
+    table = _read_input(args)
     schema = Schema.from_json(args.schema)
     table = schema.check_table(table)
     if args.target not in schema:

@@ -17,6 +17,7 @@ from dpfast.cli._common import (
     _note,
     _number,
     _quiet_argument,
+    _read_input,
     _run_release,
 )
 
@@ -130,12 +131,11 @@ def _release_k_pram(args: argparse.Namespace) -> int:
 
 
 def _release_randomized_response(args: argparse.Namespace) -> int:
-    from dpfast.io import read_table
     from dpfast.methods.randomized_response import randomized_response
     from dpfast.schema import Schema
 
     _check_paths(args)
-    table = read_table(args.input)
+    table = _read_input(args)
     domain: Any = args.domain
     if args.schema is not None:
         schema = Schema.from_json(args.schema)

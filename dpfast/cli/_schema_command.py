@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import Command, _column_list
+from dpfast.cli._common import Command, _column_list, _delimiter, _read_input
 
 _INIT_EXAMPLES = """\
 examples:
@@ -46,6 +46,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="columns to write as not protected (e.g. identifiers), comma-separated",
     )
+    parser.add_argument(
+        "--delimiter", metavar="CHAR", type=_delimiter, help="field separator of a CSV input"
+    )
+    parser.add_argument("--encoding", metavar="NAME", help="text encoding of a CSV input")
     parser.add_argument("--force", action="store_true", help="overwrite an existing SCHEMA")
 
 
@@ -99,11 +103,12 @@ def _min_max(values: Any, kind: str) -> tuple[Any, Any]:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from dpfast.io import read_table, write_json_atomic
+    from dpfast.io import write_json_atomic
 
     if args.output is not None and Path(args.output).exists() and not args.force:
         raise ValueError(f"{args.output} exists; pass --force to overwrite it")
-    table = read_table(args.data)
+    args.input = args.data
+    table = _read_input(args)
     result = skeleton(table, args)
     if args.output is None:
         json.dump(result, sys.stdout, indent=2)
