@@ -175,6 +175,13 @@ def test_polars_columns_are_read_without_a_copy():
         assert not got.flags.writeable
 
 
+def test_polars_columns_kept_in_order_are_not_copied():
+    frame = _polars(_adult())
+    got = RELEASES["laplace_dp"](frame).data
+    assert np.shares_memory(got["hours-per-week"].to_numpy(), frame["hours-per-week"].to_numpy())
+    assert not np.shares_memory(got["age"].to_numpy(), frame["age"].to_numpy())
+
+
 def test_polars_diffgen_gives_polars_tables_equal_to_the_arrow_ones():
     frame = _polars(_adult())
     got = _diffgen(frame)
@@ -261,6 +268,17 @@ def test_arrow_stream_columns_are_read_without_a_copy():
 
 def _is_text(arrow_type: pa.DataType) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
+def test_arrow_stream_columns_kept_in_order_are_not_copied():
+    table = pa.Table.from_pandas(_adult(), preserve_index=False)
+    got = RELEASES["laplace_dp"](_Stream(table)).data
+
+    def address(t: pa.Table, name: str) -> int:
+        return t[name].chunk(0).buffers()[1].address
+
+    assert address(got, "hours-per-week") == address(table, "hours-per-week")
+    assert address(got, "age") != address(table, "age")
 
 
 def test_arrow_stream_of_string_views_keeps_its_types():

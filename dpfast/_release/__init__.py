@@ -93,8 +93,9 @@ class Release:
 
     Attributes
     ----------
-    data : pandas.DataFrame, pyarrow.Table or numpy.ndarray
-        The released table, of the same kind as the input.
+    data : pandas.DataFrame, pyarrow.Table, polars.DataFrame or numpy.ndarray
+        The released table, of the same kind as the input (a pyarrow Table for another
+        object read through the Arrow C stream interface).
     report : Report
         Public: method, parameters, ε ledger, guarantee. Safe to publish with the data.
     private : PrivateReport
