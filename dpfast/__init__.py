@@ -13,6 +13,7 @@ from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
 from dpfast.exceptions import (
     BudgetExceededError,
     EpsilonRangeError,
+    IndexDroppedWarning,
     NoiseDominatesWarning,
     PrivacyLeakWarning,
     UnprovenReleaseWarning,
@@ -35,6 +36,7 @@ __all__ = [
     "CutColumn",
     "DiffGenRelease",
     "EpsilonRangeError",
+    "IndexDroppedWarning",
     "Ledger",
     "LedgerEntry",
     "NoiseDominatesWarning",

@@ -42,3 +42,11 @@ class UnprovenReleaseWarning(PrivacyLeakWarning):
 
 class NoiseDominatesWarning(UserWarning):
     """A column's noise scale exceeds half its public domain: the release is mostly noise."""
+
+
+class IndexDroppedWarning(UserWarning):
+    """A release in a new row order dropped the input's pandas index (it would show the order).
+
+    Keep the labels as a column with ``frame.reset_index()`` before the release; that
+    column is then unprotected, released as the method's ``unprotected`` argument says.
+    """

@@ -1,9 +1,10 @@
-"""Tables in and out: pandas, Arrow, NumPy, Parquet, CSV and TSV (plain or gzip).
+"""Tables in and out: pandas, Arrow, polars, NumPy; Parquet, CSV and TSV (plain or gzip).
 
-This is the only module that imports pyarrow. Release functions see every input through
-:class:`TableData`: a list of column names and one 1-D NumPy array per column (zero-copy
-where the input allows it). :meth:`TableData.rebuild` turns new column arrays back into
-the caller's kind of table.
+This is the only module that imports pyarrow (and polars, lazily: only when the input is a
+polars object, so polars stays an optional extra). Release functions see every input
+through :class:`TableData`: a list of column names and one 1-D NumPy array per column
+(zero-copy where the input allows it). :meth:`TableData.rebuild` turns new column arrays
+back into the caller's kind of table.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -23,7 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-Kind = Literal["pandas", "arrow", "numpy"]
+Kind = Literal["pandas", "arrow", "numpy", "polars"]
 
 _FORMATS = {
     ".parquet": "parquet",
@@ -41,14 +43,16 @@ class TableData:
 
     Attributes
     ----------
-    kind : {"pandas", "arrow", "numpy"}
-        What the caller passed in.
+    kind : {"pandas", "arrow", "numpy", "polars"}
+        The kind of table a release gives back: the caller's (``"arrow"`` also for any
+        other object read through the Arrow C stream interface).
     names : list
-        Column names: strings for pandas and Arrow, integer positions for NumPy.
+        Column names: strings for pandas, Arrow and polars, integer positions for NumPy.
     n_rows : int
         Number of rows.
     source : object
-        The caller's table, never modified.
+        The table the columns are read from, never modified: the caller's table, or the
+        ``pyarrow.Table`` that shares its buffers (polars, Arrow C streams).
     """
 
     kind: Kind
@@ -100,19 +104,27 @@ class TableData:
             return np.empty(0, dtype=np.int64), []
         dictionary = chunked.chunk(0).dictionary.to_pylist()
         indices = pa.chunked_array([c.indices for c in chunked.chunks]).combine_chunks()
-        codes = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        # int64 first: polars gives unsigned indices, which cannot hold the -1 of a null
+        indices = indices.cast(pa.int64()).fill_null(-1)
+        codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         return codes, dictionary
 
     def categorical_output(self, name: Hashable, codes: np.ndarray, labels: Sequence[str]) -> Any:
         """Build a released categorical column of the same kind as the input column.
 
-        pandas categoricals and Arrow dictionary columns give categoricals (categories:
-        ``labels``); other pandas and Arrow columns give strings; NumPy gives objects.
+        pandas categoricals and Arrow (and polars) dictionary columns give categoricals
+        (categories: ``labels``); other pandas columns give strings of their own dtype
+        (``object``, ``str``, ``string[pyarrow]``, ...), other Arrow columns strings of
+        their own Arrow type; NumPy gives objects.
         """
         if self.kind == "pandas":
-            if isinstance(self.source[name].dtype, pd.CategoricalDtype):
+            dtype = self.source[name].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
                 return pd.Categorical.from_codes(codes, categories=list(labels))
-            return np.asarray(labels, dtype=object)[codes]
+            values = np.asarray(labels, dtype=object)[codes]
+            if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+                return pd.array(values, dtype=dtype)
+            return values
         if self.kind == "numpy":
             return np.asarray(labels, dtype=object)[codes]
         original = self.source.column(name).type
@@ -121,16 +133,31 @@ class TableData:
         )
         if pa.types.is_dictionary(original):
             return array
-        return array.cast(original)
+        try:
+            return array.cast(original)
+        except pa.ArrowNotImplementedError:  # e.g. string_view: no cast from a dictionary
+            return array.dictionary_decode().cast(original)
 
     def _subset(self, keep: Sequence[Hashable]) -> TableData:
         """Return the table restricted to the columns ``keep`` (NumPy: renumbered 0..m-1)."""
         kept = [n for n in self.names if n in set(keep)]
         if self.kind == "pandas":  # no copy: rebuild reads only the kept columns
             return TableData("pandas", kept, self.n_rows, self.source)
-        if self.kind == "arrow":
-            return TableData("arrow", kept, self.n_rows, self.source.select(kept))
+        if self.kind in ("arrow", "polars"):  # (a _PolarsTable keeps its polars schema)
+            return replace(self, names=kept, source=self.source.select(kept))
         return _NumpySubset("numpy", list(range(len(kept))), self.n_rows, self.source, kept)
+
+    def has_row_labels(self) -> bool:
+        """Whether the rows carry labels of their own: a pandas index other than the default.
+
+        The default is an unnamed ``RangeIndex`` from 0 in steps of 1. A release that
+        reorders the rows cannot keep such labels (they would show the new order).
+        """
+        if self.kind != "pandas":
+            return False
+        index = self.source.index
+        default = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+        return not (default and index.name is None)
 
     def output_columns(
         self, columns: Sequence[Hashable]
@@ -176,8 +203,10 @@ class TableData:
         -------
         object
             A pandas DataFrame (with a fresh RangeIndex when rows were reordered, since
-            the original index would reveal the permutation), an Arrow table, or a 2-D
-            NumPy array.
+            the original index would reveal the permutation; released columns keep the
+            input's extension dtype, :func:`_with_pandas_dtype`), an Arrow table (the
+            fields of the columns not released as they were), a polars DataFrame, or a
+            2-D NumPy array.
         """
         if keep is not None and len(set(keep)) < len(self.names):
             return self._subset(keep).rebuild(
@@ -207,7 +236,7 @@ class TableData:
             data: dict[Hashable, Any] = {}
             for name in self.names:
                 if name in replaced:
-                    data[name] = replaced[name]
+                    data[name] = _with_pandas_dtype(replaced[name], frame[name].dtype)
                 else:
                     column = frame[name]
                     column = column.copy() if row_order is None else column.take(row_order)
@@ -220,17 +249,25 @@ class TableData:
                 columns = columns[[n in kept for n in columns]]
             return pd.DataFrame(data, index=index, columns=columns, copy=False)
         table = self.source
-        arrays = []
+        arrays: list[Any] = []
+        fields = []
         for name in self.names:
             if name in replaced:
-                column = replaced[name]
-                is_arrow = isinstance(column, (pa.Array, pa.ChunkedArray))
-                arrays.append(column if is_arrow else pa.array(column))
-            elif row_order is None:
-                arrays.append(table.column(name))
+                released: Any = replaced[name]
+                if not isinstance(released, (pa.Array, pa.ChunkedArray)):
+                    released = pa.array(released)
+                arrays.append(released)
+                fields.append(pa.field(str(name), released.type))
             else:
-                arrays.append(table.column(name).take(pa.array(row_order)))
-        return pa.table(arrays, names=[str(n) for n in self.names])
+                column = table.column(name)
+                arrays.append(column if row_order is None else _take(column, row_order))
+                # the input's field, with its metadata (polars marks its Enum columns there)
+                fields.append(table.schema.field(name))
+        return self._from_arrow(pa.Table.from_arrays(arrays, schema=pa.schema(fields)))
+
+    def _from_arrow(self, table: pa.Table) -> Any:
+        """Return a released Arrow table as the caller's kind (Arrow: as it is)."""
+        return table
 
 
 @dataclass(frozen=True)
@@ -262,6 +299,93 @@ class _NumpySubset(TableData):
         return out
 
 
+@dataclass(frozen=True)
+class _PolarsTable(TableData):
+    """A polars DataFrame, read through the Arrow table that shares its buffers.
+
+    ``schema`` is the frame's polars schema, for the dtypes that Arrow does not carry back
+    on its own (a released ``Enum`` or ``Categorical`` column).
+    """
+
+    schema: Mapping[str, Any]
+
+    def _from_arrow(self, table: pa.Table) -> Any:
+        polars = _polars_module()
+        frame = polars.from_arrow(table)
+        for name in frame.columns:
+            wanted, got = self.schema.get(name), frame.schema[name]
+            if isinstance(wanted, polars.Enum) and not isinstance(got, polars.Enum):
+                column = table.column(name)
+                if pa.types.is_dictionary(column.type):
+                    # released as the taxonomy's leaves: an Enum of those (as pandas gets
+                    # a Categorical whose categories are the leaves)
+                    leaves = column.unify_dictionaries().chunk(0).dictionary.to_pylist()
+                    wanted = polars.Enum(leaves)
+                frame = _try_cast(polars, frame, name, wanted)
+            elif isinstance(wanted, polars.Categorical) and got == polars.String:
+                frame = _try_cast(polars, frame, name, wanted)
+        return frame
+
+
+def _try_cast(polars: Any, frame: Any, name: str, dtype: Any) -> Any:
+    """Cast a polars column to ``dtype``, or leave it as it is where a value does not fit."""
+    try:
+        return frame.with_columns(polars.col(name).cast(dtype))
+    except polars.exceptions.InvalidOperationError:  # a released value outside the Enum
+        return frame
+
+
+# view types that Arrow's take has no kernel for, and the types it takes them through
+# (by name: pyarrow < 16 has no view types)
+_TAKEN_AS = {"string_view": pa.large_string(), "binary_view": pa.large_binary()}
+
+
+def _take(column: pa.ChunkedArray, row_order: np.ndarray) -> pa.ChunkedArray:
+    """Return ``column`` in ``row_order`` (string and binary views, through their copies)."""
+    indices = pa.array(row_order)
+    try:
+        return column.take(indices)
+    except pa.ArrowNotImplementedError:
+        if str(column.type) not in _TAKEN_AS:
+            raise
+        return column.cast(_TAKEN_AS[str(column.type)]).take(indices).cast(column.type)
+
+
+def _polars_module() -> Any:
+    import polars  # only reached for polars input, so polars is imported already
+
+    return polars
+
+
+def _is_polars(data: Any, name: str) -> bool:
+    """Whether ``data`` is a ``polars.<name>``, without importing polars.
+
+    An object of polars can only exist once polars is imported, so a program that does not
+    use polars never pays for its import here.
+    """
+    module = sys.modules.get("polars")
+    return module is not None and isinstance(data, getattr(module, name, ()))
+
+
+def _with_pandas_dtype(values: Any, dtype: Any) -> Any:
+    """Give a released NumPy column the input column's pandas extension dtype back.
+
+    ``Int64``, ``Float64``, ``int64[pyarrow]``, ... when the values have that dtype's NumPy
+    dtype (a protected column holds no missing value, so nothing is lost); other columns
+    are returned as they are.
+    """
+    if not isinstance(values, np.ndarray) or not isinstance(
+        dtype, pd.api.extensions.ExtensionDtype
+    ):
+        return values
+    if isinstance(dtype, pd.CategoricalDtype):
+        return values
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
+    if numpy_dtype is not None and values.dtype == numpy_dtype:
+        return pd.array(values, dtype=dtype, copy=False)
+    return values
+
+
 def _categorical(codes: np.ndarray, labels: Sequence[Any]) -> pd.Categorical:
     try:  # codes built by dpfast are in range: skip pandas' scan (pandas >= 2.1)
         return pd.Categorical.from_codes(codes, categories=list(labels), validate=False)
@@ -274,7 +398,7 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
 
     Parameters
     ----------
-    kind : {"pandas", "arrow"}
+    kind : {"pandas", "arrow", "polars"}
     columns : mapping
         Column name to a 1-D NumPy array, or to a pair ``(codes, labels)`` giving a
         categorical column (pandas ``Categorical``, Arrow dictionary) with integer codes
@@ -284,7 +408,7 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
 
     Returns
     -------
-    pandas.DataFrame or pyarrow.Table
+    pandas.DataFrame, pyarrow.Table or polars.DataFrame
     """
     if kind == "pandas":
         data: dict[str, Any] = {}
@@ -307,7 +431,8 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
             arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(labels))))
         else:
             arrays.append(pa.array(column))
-    return pa.table(arrays, names=[str(name) for name in columns])
+    table = pa.table(arrays, names=[str(name) for name in columns])
+    return _polars_module().from_arrow(table) if kind == "polars" else table
 
 
 def _check_names_as_text(names: Sequence[Hashable]) -> None:
@@ -329,7 +454,12 @@ def _check_names_as_text(names: Sequence[Hashable]) -> None:
 
 
 def as_table_data(data: Any) -> TableData:
-    """Wrap a pandas DataFrame, Arrow table or 2-D NumPy array without copying it.
+    """Wrap a table of any accepted kind without copying it.
+
+    Accepted: a pandas DataFrame, a pyarrow Table or RecordBatch, a polars DataFrame, any
+    other object with the Arrow C stream interface (``__arrow_c_stream__``: read with
+    pyarrow, and given back as a pyarrow Table), or a 2-D NumPy array. polars and Arrow
+    columns are read through Arrow, sharing the input's buffers where Arrow allows it.
 
     Raises
     ------
@@ -358,10 +488,40 @@ def as_table_data(data: Any) -> TableData:
                 "use array.reshape(-1, 1) for a single column"
             )
         return TableData("numpy", list(range(data.shape[1])), data.shape[0], data)
+    if _is_polars(data, "DataFrame"):
+        table = data.to_arrow()  # zero-copy for numeric columns without missing values
+        return _PolarsTable("polars", list(table.column_names), data.height, table, data.schema)
+    if _is_polars(data, "LazyFrame"):
+        raise TypeError(
+            "a polars LazyFrame is a query, not a table; pass frame.collect() (the released "
+            "rows must all be known before any noise is drawn)"
+        )
+    if hasattr(data, "__arrow_c_stream__"):
+        return as_table_data(_read_arrow_stream(data))
     raise TypeError(
-        "data must be a pandas DataFrame, a pyarrow Table or a 2-D NumPy array, "
+        "data must be a pandas DataFrame, a pyarrow Table, a polars DataFrame, an object "
+        "with the Arrow C stream interface (__arrow_c_stream__) or a 2-D NumPy array, "
         f"got {type(data).__name__}"
     )
+
+
+def _read_arrow_stream(data: Any) -> pa.Table:
+    """Read an object with ``__arrow_c_stream__`` into a pyarrow Table (no copy)."""
+    from_stream = getattr(pa.RecordBatchReader, "from_stream", None)
+    if from_stream is None:  # pragma: no cover - pyarrow < 15
+        raise TypeError(
+            f"reading a {type(data).__name__} through the Arrow C stream interface needs "
+            f"pyarrow >= 15 (installed: {pa.__version__}); upgrade pyarrow, or pass a "
+            "pyarrow Table"
+        )
+    try:
+        return from_stream(data).read_all()
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TypeError(
+            f"{type(data).__name__} has an Arrow C stream, but not of a table ({first_line}); "
+            "pass a table: an object whose stream holds record batches of named columns"
+        ) from exc
 
 
 def output_format(path: str | os.PathLike[str]) -> str:

@@ -102,7 +102,7 @@ def test_empty_table(method):
 
 
 def test_wrong_data_type():
-    with pytest.raises(TypeError, match="pandas DataFrame, a pyarrow Table or a 2-D NumPy"):
+    with pytest.raises(TypeError, match="pandas DataFrame, a pyarrow Table, a polars DataFrame"):
         dpfast.ir_dp([[1.0]], k=1, epsilon=1.0, bounds={0: (0, 1)})
     with pytest.raises(TypeError, match="must be 2-D"):
         dpfast.ir_dp(np.arange(3.0), k=1, epsilon=1.0, bounds={0: (0, 3)})

@@ -112,16 +112,17 @@ def test_unprotected_shuffle_is_independent_of_the_protected_rows():
 
 def test_shuffle_moves_whole_rows_and_drops_the_index():
     frame = _frame().set_index(pd.Index(np.arange(200) * 7))
-    release = dpfast.ir_dp(
-        frame,
-        k=5,
-        epsilon=1.0,
-        bounds=BOUNDS,
-        columns=["age"],
-        linkage="records",
-        unprotected="keep",
-        seed=3,
-    )
+    with pytest.warns(dpfast.IndexDroppedWarning):
+        release = dpfast.ir_dp(
+            frame,
+            k=5,
+            epsilon=1.0,
+            bounds=BOUNDS,
+            columns=["age"],
+            linkage="records",
+            unprotected="keep",
+            seed=3,
+        )
     out = release.data
     assert isinstance(out.index, pd.RangeIndex)
     assert sorted(out["name"]) == sorted(frame["name"])
@@ -452,7 +453,8 @@ def test_data_derived_bounds_warn_and_are_labelled_not_private():
 
 def test_shuffled_release_of_only_protected_columns_also_drops_the_index():
     frame = _frame()[["age", "income"]].set_index(pd.Index(np.arange(200) * 3))
-    shuffled = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=3)
+    with pytest.warns(dpfast.IndexDroppedWarning):
+        shuffled = dpfast.ir_dp(frame, k=5, epsilon=1.0, bounds=BOUNDS, seed=3)
     assert isinstance(shuffled.data.index, pd.RangeIndex)
     kept = dpfast.ir_dp(
         frame, k=5, epsilon=1.0, bounds=BOUNDS, linkage="records", shuffle=False, seed=3

@@ -11,6 +11,7 @@ fields once for every method.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,7 +45,11 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
-from dpfast.exceptions import NoiseDominatesWarning, UnprovenReleaseWarning
+from dpfast.exceptions import (
+    IndexDroppedWarning,
+    NoiseDominatesWarning,
+    UnprovenReleaseWarning,
+)
 from dpfast.io import as_table_data
 from dpfast.partitions.grid import Grid
 
@@ -73,6 +78,7 @@ __all__ = [
     "taxonomy_parameters",
     "unprotected_note",
     "value_range",
+    "warn_index_dropped",
     "warn_unproven",
 ]
 
@@ -87,8 +93,9 @@ class Release:
 
     Attributes
     ----------
-    data : pandas.DataFrame, pyarrow.Table or numpy.ndarray
-        The released table, of the same kind as the input.
+    data : pandas.DataFrame, pyarrow.Table, polars.DataFrame or numpy.ndarray
+        The released table, of the same kind as the input (a pyarrow Table for another
+        object read through the Arrow C stream interface).
     report : Report
         Public: method, parameters, ε ledger, guarantee. Safe to publish with the data.
     private : PrivateReport
@@ -147,6 +154,38 @@ def method_call(name: str) -> str:
 def warn_unproven(message: str) -> None:
     """Warn that the chosen mode is not proven differentially private (its own category)."""
     warnings.warn(message, UnprovenReleaseWarning, stacklevel=3)
+
+
+def warn_index_dropped(index: Any) -> None:
+    """Warn that a release in a new row order gives its rows a fresh index, and why.
+
+    The caller's index cannot follow its rows there: output row ``i`` would then show
+    which input row it came from, the permutation the release hides.
+    """
+    shown = type(index).__name__ + ("" if index.name is None else f" {index.name!r}")
+    message = (
+        f"the input's index ({shown}) is dropped: this release puts the rows (or its "
+        "unprotected columns) in a new random order, which the index would undo by showing "
+        "where each output row came from; the output gets a fresh RangeIndex. To release the "
+        "labels, make them a column first (frame.reset_index()): like every unprotected "
+        f"column it is then released as {option('unprotected')} says "
+        f"({option('unprotected', 'shuffle')}: in an order of its own)."
+    )
+    warnings.warn(message, IndexDroppedWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """Return the ``stacklevel`` of the first frame outside dpfast, for a warning here."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame.f_back is not None and _in_dpfast(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _in_dpfast(module: str) -> bool:
+    return module == "dpfast" or module.startswith("dpfast.")
 
 
 def check_unprotected(value: Any) -> UnprotectedPolicy:
@@ -314,6 +353,8 @@ class Run:
                     raise AssertionError("a shuffle of the unprotected columns needs a source")
                 key = source.key(self.method, "unprotected-order")
                 row_order, reindex = noise.permutation(key, self.table.n_rows), True
+            if (reindex or row_order is not None) and self.table.has_row_labels():
+                warn_index_dropped(self.table.source.index)
             result = self.table.rebuild(self.released, row_order, base, reindex=reindex, keep=keep)
             self.tick("assemble", 1, 1)
         return result

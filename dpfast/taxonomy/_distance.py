@@ -131,8 +131,9 @@ class _TaxonomyDistances(_TaxonomyTree):
             rank[order] = np.arange(m, dtype=np.int64)
             order.setflags(write=False)
             rank.setflags(write=False)
-            object.__setattr__(self, "_order", order)
+            # _rank first: another thread that sees _order set reads _rank next (rank)
             object.__setattr__(self, "_rank", rank)
+            object.__setattr__(self, "_order", order)
         return self._order  # type: ignore[return-value]
 
     @property
