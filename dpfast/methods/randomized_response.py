@@ -221,7 +221,7 @@ def randomized_response(
     run = Run("randomized_response", data)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)
-        (name,) = check_columns([column], run.table.names)
+        (name,) = check_columns([column], run.table.names, name="column")
         categories = _domain_values(domain)
         m = len(categories)
         keep, epsilon, retention = _keep(epsilon, retention, m)
