@@ -384,9 +384,11 @@ def test_the_largest_step_count_is_served(workdir: Path) -> None:
 
 # Python keywords of the release functions that the CLI spells differently or as a flag.
 _PYTHON_KEYWORDS = re.compile(
-    r"\bn_threads\b|(?<![-\w])(k|epsilon|seed|steps|retention|columns|column|unprotected|"
-    r"linkage|shuffle|target|classes|domain|utility|calibration|reference|sensitivity)="
-    r"|(?<![-\w])(k|seed|steps|retention|n_threads) (must|is|=)\b"
+    r"\bn_threads\b|\btaxonomies\b"
+    r"|(?<![-\w])(k|epsilon|seed|steps|retention|columns|column|unprotected|linkage|shuffle|"
+    r"target|classes|domain|utility|calibration|reference|sensitivity|bounds)="
+    r"|(?<![-\w])(k|seed|steps|retention|n_threads|columns|domain|classes) (must|lists)\b"
+    r"|(?<![-\w])(k|steps|columns) is\b"
     r"|\bor None\b|\bpass None\b"
 )
 
@@ -424,6 +426,9 @@ USAGE_ERRORS = [
     ("k-pram", "--retention", "-0.5"),
     ("randomized-response", "--column", "nope"),
     ("randomized-response", "--threads", "0"),
+    ("randomized-response", "--domain", "clerk"),
+    ("randomized-response", "--domain", "clerk,nurse,clerk"),
+    ("diffgen", "--classes", "<=50K,>50K"),
     ("diffgen", "--steps", "-1"),
     ("diffgen", "--steps", str(10**400)),
     ("diffgen", "--seed", "-1"),
@@ -441,6 +446,24 @@ def test_cli_usage_errors_name_flags_not_python_keywords(
     assert flag in line, line  # the message names the flag that was wrong
     assert not _PYTHON_KEYWORDS.search(line), line
     assert not Path("out.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "python_text",
+    [
+        "n_threads must be >= 1 or None, got 0",
+        "k must be in [1, 40] (the number of rows), got 41",
+        "k=1 can release the input unchanged",
+        "domain must hold at least 2 categories, got 1",
+        "the class domain is given twice (classes= and taxonomies['income']); keep one",
+        "use utility='max'",
+        "columns lists a column twice: ['age', 'age']",
+    ],
+)
+def test_the_keyword_pattern_catches_python_spellings(python_text: str) -> None:
+    assert _PYTHON_KEYWORDS.search(python_text)
+    with cli_spelling():
+        assert not _PYTHON_KEYWORDS.search(f"{option('k', 1)} and {option('n_threads')} must")
 
 
 def test_the_same_checks_name_python_keywords_in_python() -> None:

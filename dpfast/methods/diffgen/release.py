@@ -243,7 +243,9 @@ def _prepare(
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:
-        raise ValueError("InfoGain is identically 0 with a single class value; use utility='max'")
+        raise ValueError(
+            f"InfoGain is identically 0 with a single class value; use {option('utility', 'max')}"
+        )
     return prepared
 
 
