@@ -11,13 +11,72 @@ import math
 import numbers
 import sys
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import checks
 from dpfast.exceptions import EpsilonRangeError, PrivacyLeakWarning
+
+# -- how texts name options: Python keywords, or the CLI's flags ---------------------------
+
+_SPELLING: ContextVar[str] = ContextVar("dpfast_spelling", default="python")
+
+#: Keywords whose CLI flag is not the keyword with dashes.
+_CLI_FLAGS = {"n_threads": "threads"}
+
+
+@contextmanager
+def cli_spelling() -> Iterator[None]:
+    """Within the block, messages, report texts and warnings name the CLI's flags and commands.
+
+    The command line's ``main`` opens it; a context variable, so concurrent library calls in
+    other threads keep the Python spelling.
+    """
+    token = _SPELLING.set("cli")
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def in_cli() -> bool:
+    """Whether texts are being spelled for the command line (inside :func:`cli_spelling`)."""
+    return _SPELLING.get() == "cli"
+
+
+def option(name: str, value: Any = None) -> str:
+    """Name an option as the caller knows it: ``linkage="columns"`` or ``--linkage columns``.
+
+    Examples
+    --------
+    >>> option("linkage", "columns")
+    'linkage="columns"'
+    >>> option("n_threads")
+    'n_threads'
+    >>> with cli_spelling():
+    ...     option("linkage", "columns"), option("n_threads")
+    ('--linkage columns', '--threads')
+    """
+    if in_cli():
+        flag = _CLI_FLAGS.get(name, name).replace("_", "-")
+        if value is False:
+            return "--no-" + flag
+        return "--" + flag if value is None else f"--{flag} {value}"
+    if value is None:
+        return name
+    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+    return f"{name}={shown}"
+
+
+def method_call(name: str) -> str:
+    """Name a method as the caller knows it: ``mdav_dp()`` or ``dpfast release mdav-dp``."""
+    if in_cli():
+        return "dpfast release " + name.replace("_", "-")
+    return f"dpfast.{name}()"
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
@@ -54,13 +113,42 @@ def check_positive(value: Any, name: str) -> float:
 
 def check_k(k: Any, n_records: int) -> int:
     """Check the group size ``k``: an integer in ``[1, n_records]``."""
-    value = check_int(k, "k")
+    name = option("k")
+    value = check_int(k, name)
     if n_records == 0:
-        raise ValueError("the table is empty (0 rows); a release needs at least k rows")
+        raise ValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
     if not 1 <= value <= n_records:
         raise ValueError(
-            f"k must be in [1, {n_records}] (the number of rows), got {value}; "
-            "choose a smaller k or release more rows"
+            f"{name} must be in [1, {n_records}] (the number of rows), got {value}; "
+            f"choose a smaller {name} or release more rows"
+        )
+    return value
+
+
+def check_k_anonymity(k: Any, n_records: int, method: str) -> int:
+    """Check ``k`` of a method that mixes each record with its group: an integer in ``[2, n]``.
+
+    Such a method (``mdav``, ``individual_ranking``, ``k_pram``) has no noise of its own:
+    with ``k = 1`` a group may be one record, so it can release the input unchanged while
+    its report names a k. Refused, naming the fix.
+    """
+    name = option("k")
+    value = check_int(k, name)
+    if value == 1:
+        raise ValueError(
+            f"{option('k', 1)} can release the input unchanged: {method} replaces each value "
+            "from its group, and a group of one record is the record itself; use "
+            f"{name} >= 2, or {method_call('ir_dp')} or {method_call('mdav_dp')} for "
+            "differential privacy"
+        )
+    if n_records == 0:
+        raise ValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
+    if not 2 <= value <= n_records:
+        raise ValueError(
+            f"{name} must be in [2, {n_records}] (the number of rows), got {value}; "
+            f"choose a smaller {name} or release more rows"
+            if n_records >= 2
+            else f"{method} needs at least 2 rows (groups of {name} >= 2), got {n_records}"
         )
     return value
 
@@ -134,10 +222,9 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
     EpsilonRangeError
         Naming ``what`` and the usable range of the total budget.
     """
-    total = epsilon * shares
     if not epsilon > 0:
         raise epsilon_too_small(
-            total,
+            epsilon * shares,
             f"{what}'s share of it is 0 in float64",
             shares * sys.float_info.min,
         )
@@ -147,7 +234,7 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+        raise ValueError(f"{option(name)} must be one of {list(choices)}, got {value!r}")
     return str(value)
 
 
@@ -163,11 +250,12 @@ def check_retention(retention: Any) -> float:
     if isinstance(retention, (bool, np.bool_)) or not isinstance(
         retention, (int, float, np.number)
     ):
-        raise TypeError(f"retention must be a number, got {retention!r}")
+        raise TypeError(f"{option('retention')} must be a number, got {retention!r}")
     value = float(retention)
     if not 0.0 <= value < 1.0:
         raise ValueError(
-            f"retention must be in [0, 1), got {retention!r}; 1 would release the data unchanged"
+            f"{option('retention')} must be in [0, 1), got {retention!r}; 1 would release the "
+            "data unchanged"
         )
     return value
 
@@ -175,7 +263,7 @@ def check_retention(retention: Any) -> float:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        raise TypeError(f"{option(name)} must be True or False, got {value!r}")
     return bool(value)
 
 
@@ -183,9 +271,11 @@ def check_threads(n_threads: Any, default: int) -> int:
     """Check a thread count: ``None`` (use ``default``, at least 1) or an integer >= 1."""
     if n_threads is None:
         return max(1, default)
-    value = check_int(n_threads, "n_threads")
+    name = option("n_threads")
+    value = check_int(n_threads, name)
     if value < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {value}")
+        or_none = "" if in_cli() else " or None"
+        raise ValueError(f"{name} must be >= 1{or_none}, got {value}")
     return value
 
 
@@ -193,29 +283,39 @@ def check_seed(seed: Any) -> int | None:
     """Check a seed: ``None`` (secure noise) or a non-negative integer."""
     if seed is None:
         return None
-    value = check_int(seed, "seed")
+    name = option("seed")
+    value = check_int(seed, name)
     if value < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {value}")
+        secure = "; leave it out for secure noise" if in_cli() else " or None"
+        raise ValueError(f"{name} must be a non-negative integer{secure}, got {value}")
     return value
 
 
-def check_columns(columns: Any, names: Sequence[Hashable]) -> list[Hashable]:
-    """Resolve ``columns`` (``None`` means all) against the table's column names."""
+def check_columns(
+    columns: Any, names: Sequence[Hashable], *, name: str = "columns"
+) -> list[Hashable]:
+    """Resolve ``columns`` (``None`` means all) against the table's column names.
+
+    ``name`` is the keyword the caller gave them as (``columns``, or ``column``).
+    """
     if columns is None:
         return list(names)
     if isinstance(columns, (str, int)) and not isinstance(columns, bool):
         columns = [columns]
     if not isinstance(columns, Iterable):
-        raise TypeError(f"columns must be a list of column names or None, got {columns!r}")
+        raise TypeError(f"{option(name)} must be a list of column names or None, got {columns!r}")
     selected = list(columns)
     known = set(names)
     unknown = [c for c in selected if c not in known]
     if unknown:
-        raise ValueError(f"unknown column(s) {unknown}; the table has columns {list(names)}")
+        raise ValueError(
+            f"unknown column(s) {unknown} in {option(name)}; the table has columns {list(names)}"
+        )
     if len(set(selected)) != len(selected):
-        raise ValueError(f"columns lists a column twice: {selected}")
+        raise ValueError(f"{option(name)} lists a column twice: {selected}")
     if not selected:
-        raise ValueError("columns is empty; name at least one column to protect, or pass None")
+        every = "" if in_cli() else ", or pass None for every column"
+        raise ValueError(f"{option(name)} is empty; name at least one column to protect{every}")
     return selected
 
 
@@ -250,7 +350,7 @@ def as_numeric_column(
     ):
         raise TypeError(
             f"column {name!r} must be numeric to be protected, got dtype {values.dtype}; "
-            "convert it, or leave it out of columns"
+            f"convert it, or leave it out of {option('columns')}"
         )
     if np.issubdtype(values.dtype, np.complexfloating):
         raise TypeError(f"column {name!r} is complex; only real numbers can be protected")

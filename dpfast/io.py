@@ -679,13 +679,20 @@ def _check_delimiter(where: str, table: pa.Table, separator: str) -> None:
 
 
 def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
+    """Write through ``write(tmp)`` to a temporary file, then rename it over ``path``.
+
+    On any exception, ``KeyboardInterrupt`` and the command line's SIGTERM included (both
+    ``BaseException``), the temporary file is removed and ``path`` is left as it was. No
+    signal handler is installed here: that is the host program's choice.
+    """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise ValueError(f"output directory {str(directory)!r} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        os.close(fd)
         write(tmp)
         # mkstemp makes the file owner-only; give it the permissions a plain open() would
         umask = os.umask(0)
@@ -693,7 +700,8 @@ def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

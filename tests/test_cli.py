@@ -523,6 +523,7 @@ def test_failure_while_writing_the_report_removes_the_output(workdir: Path) -> N
         "--schema",
         "schema.json",
         "--quiet",
+        "--force",  # past the check for existing files, to the failing write
         cwd=workdir,
     )
     assert_one_line_error(result, "out.parquet.public-report.json")

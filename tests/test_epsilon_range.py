@@ -366,7 +366,7 @@ def _run(workdir: Path, method: str, epsilon: str, monkeypatch: pytest.MonkeyPat
     return cli.main(
         [
             *("release", method, "people.csv", "-o", "out.csv"),
-            *("--epsilon", epsilon, "--seed", "1", "--quiet", *COMMANDS[method]),
+            *("--epsilon", epsilon, "--seed", "1", "--quiet", "--force", *COMMANDS[method]),
         ]
     )
 

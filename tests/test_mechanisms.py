@@ -450,7 +450,7 @@ def test_bad_input_errors():
     with pytest.raises(TypeError, match="must be numeric"):
         k_noise(frame, k=2, columns=["c"])
     with pytest.raises(ValueError, match=r"in \[0, 1\)"):
-        k_pram(frame, k=1, columns=["w"], retention=-0.1)
+        k_pram(frame, k=2, columns=["w"], retention=-0.1)
     with pytest.raises(ValueError, match="empty"):
         k_noise(pd.DataFrame({"a": []}), k=1)
 

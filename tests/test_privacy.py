@@ -589,7 +589,8 @@ def _cli_release(
 
     def run(_: Any, seed: int) -> Any:
         argv = ["release", method, str(source), "-o", str(output), "--schema", str(schema)]
-        code = cli.main([*argv, *extra, "--epsilon", "1", "--seed", str(seed), "--quiet"])
+        seeded = ["--epsilon", "1", "--seed", str(seed), "--quiet", "--force"]  # one run per seed
+        code = cli.main([*argv, *extra, *seeded])
         assert code == 0
         level = json.loads(report.read_text())["guarantee_level"]
         assert level == "proven", f"{method} on {values}: {level}"

@@ -15,7 +15,6 @@ import sys
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, cast
@@ -34,7 +33,7 @@ from dpfast._release.columns import (
     taxonomy_parameters,
     value_range,
 )
-from dpfast._validation import check_choice, check_threads
+from dpfast._validation import check_choice, check_threads, cli_spelling, method_call, option
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -105,50 +104,6 @@ class Release:
     data: Any
     report: Report
     private: PrivateReport
-
-
-# -- how texts name options: Python keywords, or the CLI's flags ---------------------------
-
-_SPELLING: ContextVar[str] = ContextVar("dpfast_spelling", default="python")
-
-
-@contextmanager
-def cli_spelling() -> Iterator[None]:
-    """Within the block, report texts and warnings name the CLI's flags and commands."""
-    token = _SPELLING.set("cli")
-    try:
-        yield
-    finally:
-        _SPELLING.reset(token)
-
-
-def option(name: str, value: Any = None) -> str:
-    """Name an option as the caller knows it: ``linkage="columns"`` or ``--linkage columns``.
-
-    Examples
-    --------
-    >>> option("linkage", "columns")
-    'linkage="columns"'
-    >>> with cli_spelling():
-    ...     option("linkage", "columns")
-    '--linkage columns'
-    """
-    if _SPELLING.get() == "cli":
-        if value is False:
-            return "--no-" + name.replace("_", "-")
-        flag = "--" + name.replace("_", "-")
-        return flag if value is None else f"{flag} {value}"
-    if value is None:
-        return name
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
-    return f"{name}={shown}"
-
-
-def method_call(name: str) -> str:
-    """Name a method as the caller knows it: ``mdav_dp()`` or ``dpfast release mdav-dp``."""
-    if _SPELLING.get() == "cli":
-        return "dpfast release " + name.replace("_", "-")
-    return f"dpfast.{name}()"
 
 
 def warn_unproven(message: str) -> None:

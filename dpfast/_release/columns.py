@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import mechanisms as _mechanism_kernels
-from dpfast._validation import all_finite, as_numeric_column, check_columns, is_integer_column
+from dpfast._validation import (
+    all_finite,
+    as_numeric_column,
+    check_columns,
+    in_cli,
+    is_integer_column,
+    option,
+)
 from dpfast.io import TableData
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -63,10 +70,13 @@ def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
 def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
     raw = table.column(name)
     if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
+        where = (
+            'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
+        )
         raise TypeError(
             f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
-            "pass its taxonomy in taxonomies= to protect it as a categorical column, "
-            "or leave it out of columns"
+            f"{where} to protect it as a categorical column, or leave it out of "
+            f"{option('columns')}"
         )
 
 

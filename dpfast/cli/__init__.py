@@ -1,7 +1,8 @@
 """The ``dpfast`` command line: read a table, call a release function, write the result.
 
 No algorithm logic lives here. Exit codes: 0 on success, 2 on a usage or input error
-(one line on stderr starting ``dpfast: error:``), 1 on an unexpected error, 130 on Ctrl-C.
+(one line on stderr starting ``dpfast: error:``), 1 on an unexpected error, 130 on Ctrl-C
+and 143 on SIGTERM (either way no temporary or partial output is left).
 Set ``DPFAST_DEBUG=1`` to see the traceback of an input error.
 """
 
@@ -10,16 +11,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from dpfast._version import __version__
 from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
-from dpfast.cli._common import _Parser, _UsageError
+from dpfast.cli._common import _Parser, _UsageError, writing
 from dpfast.cli._demo_command import DEMO, _demo
 from dpfast.exceptions import EpsilonRangeError
 
@@ -81,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="method", metavar="METHOD", required=True, title="methods"
     )
     for command in RELEASE_COMMANDS:
-        command.add_to(methods, formatter)
+        writing(command).add_to(methods, formatter)
     schema = commands.add_parser(
         "schema",
         help="write a schema skeleton from a data file (dpfast schema init)",
@@ -92,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in _schema_command.COMMANDS:
         command.add_to(schema_commands, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
-    dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
+    writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
     return parser
 
 
@@ -110,6 +114,37 @@ def _error(message: str) -> int:
 
 def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
     print(f"dpfast: warning: {_one_line(str(message))}", file=sys.stderr)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that writers clean up as on Ctrl-C.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: no ``except Exception`` swallows it.
+    """
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`_Terminated`; the previous handler after.
+
+    Only the command line installs it (a library must not change its host's handlers), and
+    only from the main thread, the one where Python runs signal handlers. A second SIGTERM
+    during the cleanup gets the previous handler (by default: the process ends at once).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminate(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, previous)
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -133,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 success, 2 usage or input error, 1 unexpected error.
+        The exit code: 0 success, 2 usage or input error, 1 unexpected error, 130 Ctrl-C,
+        143 SIGTERM.
 
     Examples
     --------
@@ -149,10 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
     try:
-        return _handle(args)
+        with _sigterm_raises():
+            return _handle(args)
     except KeyboardInterrupt:
         print("dpfast: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("dpfast: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except EpsilonRangeError as exc:  # every command takes its budget as --epsilon
         if os.environ.get("DPFAST_DEBUG"):
             raise

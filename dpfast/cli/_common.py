@@ -213,6 +213,26 @@ def _quiet_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display or notes")
 
 
+def _force_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite the output and its reports if they exist (default: refuse, so that a "
+        "rerun does not spend the privacy budget on the same data again by mistake)",
+    )
+
+
+def writing(command: Command) -> Command:
+    """Return ``command`` with a ``--force`` option: it writes files that may exist."""
+    arguments = command.arguments
+
+    def with_force(parser: argparse.ArgumentParser) -> None:
+        arguments(parser)
+        _force_argument(parser)
+
+    return dataclasses.replace(command, arguments=with_force)
+
+
 # -- progress --------------------------------------------------------------------------
 
 
@@ -309,6 +329,23 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
     if Path(args.input).exists() and out.exists() and out.resolve() == Path(args.input).resolve():
         raise ValueError("the output would overwrite the input; choose another -o path")
+    check_overwrite(args.output, force=args.force, flag="-o")
+
+
+def check_overwrite(output: str | os.PathLike[str], *, force: bool, flag: str) -> None:
+    """Refuse, before any work, to replace ``output`` or its reports unless ``force``.
+
+    A release that overwrote an earlier one would publish a second draw on the same data
+    and spend the privacy budget again.
+    """
+    if force:
+        return
+    for path in (os.fspath(output), *report_paths(output)):
+        if os.path.lexists(path):
+            raise ValueError(
+                f"{path!r} already exists; pass --force to overwrite it (a new release spends "
+                f"the privacy budget again), or choose another {flag} path"
+            )
 
 
 def _read_input(args: argparse.Namespace) -> Any:

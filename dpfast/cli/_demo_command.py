@@ -14,6 +14,7 @@ from dpfast.cli._common import (
     _progress,
     _quiet_argument,
     _schema_taxonomies,
+    check_overwrite,
     write_release,
 )
 
@@ -60,6 +61,8 @@ def _demo(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"--out {args.out!r} is a file; give a folder")
+    data_path = out_dir / "adult_ir_dp.parquet"
+    check_overwrite(data_path, force=args.force, flag="--out")
     schema = Schema.from_json(adult_mixed_schema_path() if args.mixed else adult_schema_path())
     taxonomies = _schema_taxonomies(schema)
     columns = schema.protected_numeric() + schema.protected_categorical()
@@ -88,7 +91,6 @@ def _demo(args: argparse.Namespace) -> int:
     divergence = metrics["mean_jensen_shannon"]
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    data_path = out_dir / "adult_ir_dp.parquet"
     written = write_release(release.data, release.report, release.private, data_path)
 
     r = release.report

@@ -55,7 +55,7 @@ OUTPUT.private-report.json (keep it private).
 
 def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
     _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 1)")
+    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric and taxonomy columns)")
     parser.add_argument(
         "--columns", type=_column_list, help="comma-separated quasi-identifier columns"

@@ -54,9 +54,9 @@ and are NOT protected.
 """
 
 
-def _k_noise_arguments(parser: argparse.ArgumentParser) -> None:
+def _k_noise_arguments(parser: argparse.ArgumentParser, smallest_k: int = 1) -> None:
     _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="k (>= 1)")
+    parser.add_argument("--k", type=_integer, required=True, help=f"k (>= {smallest_k})")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
@@ -65,7 +65,7 @@ def _k_noise_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _k_pram_arguments(parser: argparse.ArgumentParser) -> None:
-    _k_noise_arguments(parser)
+    _k_noise_arguments(parser, smallest_k=2)
     parser.add_argument(
         "--retention",
         type=_number,

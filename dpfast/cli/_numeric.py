@@ -114,7 +114,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
+    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
     _quiet_argument(parser)

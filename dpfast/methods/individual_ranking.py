@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._release import Progress, Release, Run, numeric_columns
-from dpfast._validation import check_k
+from dpfast._validation import check_k_anonymity
 from dpfast.partitions.ranking import group_means
 
 
@@ -31,7 +31,8 @@ def individual_ranking(
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
         Never modified.
     k : int
-        Group size, ``1 <= k <= n_rows``.
+        Group size, ``2 <= k <= n_rows``. ``k = 1`` is refused: it would release
+        the input unchanged.
     columns : sequence, optional
         Numeric columns to aggregate (default all); the others are copied unchanged.
     metrics : bool
@@ -46,6 +47,11 @@ def individual_ranking(
     Release
         Its report says the release is not differentially private.
 
+    Raises
+    ------
+    TypeError, ValueError
+        On NaN or non-numeric columns, or ``k`` outside ``[2, n_rows]``.
+
     Examples
     --------
     >>> import numpy as np
@@ -54,7 +60,7 @@ def individual_ranking(
     """
     run = Run("individual_ranking", data, progress)
     with run.phase("validate"):
-        k = check_k(k, run.table.n_rows)
+        k = check_k_anonymity(k, run.table.n_rows, "individual ranking")
         protected = numeric_columns(run.table, columns)
     with run.phase("microaggregation"):
         for i, column in enumerate(protected):

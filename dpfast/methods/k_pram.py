@@ -22,7 +22,7 @@ from dpfast._release import (
     numeric_columns,
     value_range,
 )
-from dpfast._validation import check_k, check_retention, check_seed
+from dpfast._validation import check_k_anonymity, check_retention, check_seed
 
 
 def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
@@ -83,7 +83,8 @@ def k_pram(
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
         The table; it is not modified.
     k : int
-        The least number of values per interval, ``1 <= k <= n_rows``.
+        The least number of values per interval, ``2 <= k <= n_rows`` (with ``k = 1``
+        every interval may hold one value, and the release be the input unchanged).
     columns : sequence, optional
         Numeric columns to perturb (default all); integer columns keep their dtype.
     retention : float
@@ -124,7 +125,7 @@ def k_pram(
     """
     run = Run("k_pram", data)
     with run.phase("validate"):
-        k = check_k(k, run.table.n_rows)
+        k = check_k_anonymity(k, run.table.n_rows, "k-PRAM")
         retention = check_retention(retention)
         seed = check_seed(seed)
         protected = numeric_columns(run.table, columns)

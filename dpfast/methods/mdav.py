@@ -17,7 +17,7 @@ from dpfast._release import (
     split_columns,
     taxonomy_parameters,
 )
-from dpfast._validation import check_k
+from dpfast._validation import check_k_anonymity
 from dpfast.accounting import names
 from dpfast.partitions.categorical import cluster_centroids
 from dpfast.partitions.mdav import mdav_labels
@@ -51,7 +51,8 @@ def mdav(
     ----------
     data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
     k : int
-        Minimum cluster size, ``1 <= k <= n_rows``.
+        Minimum cluster size, ``2 <= k <= n_rows``. ``k = 1`` is refused: it would release
+        the input unchanged.
     columns : sequence, optional
         The quasi-identifiers to aggregate together (default all). Others pass through.
     taxonomies : mapping, optional
@@ -72,7 +73,7 @@ def mdav(
     Raises
     ------
     TypeError, ValueError
-        As :func:`dpfast.ir_dp` (NaN, non-numeric columns, ``k`` outside ``[1, n]``, ...).
+        As :func:`dpfast.ir_dp` (NaN, non-numeric columns, ...); ``k`` outside ``[2, n]``.
 
     Notes
     -----
@@ -95,7 +96,7 @@ def mdav(
     """
     run = Run("mdav", data, progress)
     with run.phase("validate"):
-        k = check_k(k, run.table.n_rows)
+        k = check_k_anonymity(k, run.table.n_rows, "mdav")
         numeric, categorical = split_columns(run.table, columns, taxonomies)
     with run.phase("partition"):
         matrix, codes, found = partition_inputs(numeric, categorical, run.table.n_rows)

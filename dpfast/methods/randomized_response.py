@@ -23,6 +23,7 @@ from dpfast._validation import (
     check_nonempty,
     check_retention,
     check_seed,
+    option,
 )
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.io import TableData
@@ -51,15 +52,16 @@ def _domain_values(domain: Any) -> list[Any]:
     values = list(domain)
     if len(values) < 2:
         raise ValueError(
-            f"domain must hold at least 2 categories, got {len(values)}; with one there is "
+            f"{option('domain')} must hold at least 2 categories, got {len(values)}; with one "
+            "there is "
             "nothing to perturb"
         )
     if len(set(values)) != len(values):
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
-        raise ValueError(f"domain lists categories more than once: {twice[:5]}")
+        raise ValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
     if len(values) > noise.KEEP_DENOMINATOR:
-        raise ValueError(f"domain may hold at most 2**32 categories, got {len(values)}")
+        raise ValueError(f"{option('domain')} may hold at most 2**32 categories, got {len(values)}")
     return values
 
 
@@ -243,7 +245,7 @@ def randomized_response(
     run = Run("randomized_response", data)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)
-        (name,) = check_columns([column], run.table.names)
+        (name,) = check_columns([column], run.table.names, name="column")
         categories = _domain_values(domain)
         m = len(categories)
         keep, epsilon, retention = _keep(epsilon, retention, m)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dpfast._validation import option
+
 # Grid resolution: the domain is cut into at most 2**40 steps, so rounding a centroid moves
 # it by at most 2**-41 of the domain (docs/design.md#exact-grid).
 MAX_GRID_BITS = 40
@@ -43,8 +45,8 @@ class Grid:
         grid_bits = min(MAX_GRID_BITS, 63 - index_bits, 62 - (2 * k - 1).bit_length())
         if grid_bits < 8:
             raise ValueError(
-                f"{n_records} rows with k={k} leave too few bits for the value grid; "
-                "release the table in parts or use a smaller k"
+                f"{n_records} rows with {option('k', k)} leave too few bits for the value "
+                f"grid; release the table in parts or use a smaller {option('k')}"
             )
         if width == 0:
             return cls(lower, upper, 1.0, 0, index_bits)

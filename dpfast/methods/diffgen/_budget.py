@@ -7,6 +7,7 @@ when every step runs (Mohammed et al. 2011, Algorithm 1; docs/design.md#diffgen-
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -14,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpfast import noise
-from dpfast._validation import check_em_epsilon, epsilon_too_large, epsilon_too_small
+from dpfast._validation import epsilon_too_large, epsilon_too_small, option
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import sensitivity
@@ -31,21 +32,22 @@ class Budget:
     unit: Fraction
     delta_u: float
     numeric: list[NumericColumn]
+    utility: Utility
 
     @classmethod
     def split(cls, epsilon: float, prepared: Prepared, steps: int, utility: Utility) -> Budget:
         numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
-        n_units = len(numeric) + 2 * steps
         total = Fraction(epsilon)
-        unit = total / (2 * n_units) if n_units else Fraction(0)
-        return cls(total, unit, sensitivity(utility, len(prepared.class_labels)), numeric)
+        delta_u = sensitivity(utility, len(prepared.class_labels))
+        return cls(total, _unit(total, len(numeric), steps), delta_u, numeric, utility)
 
     def check_range(self, steps: int, n_records: int) -> None:
-        """Refuse, before any work, a total ε that a step's sampler cannot serve.
+        """Refuse, before any work, a total ε or a step count that a sampler cannot serve.
 
         The counts get between ``counts(steps)`` and ``counts(0)``, both proportional to
-        the total, and must lie in the count samplers' range; each ``ε'`` must pass
-        :func:`~dpfast._validation.check_em_epsilon`.
+        the total, and must lie in the count samplers' range; each ``ε'`` must be served by
+        the exponential mechanism (:meth:`served`), else the message gives the largest
+        step count that is (:meth:`max_steps`). ``n_records`` is kept for the callers.
         """
         epsilon = float(self.total)
         low, high = self.counts(steps), self.counts(0)
@@ -59,11 +61,59 @@ class Budget:
             raise epsilon_too_large(
                 epsilon, reason, float(self.total * noise.COUNT_MAX_EPSILON / high)
             )
-        n_units = len(self.numeric) + 2 * steps
-        if n_units:
-            shares = 2 * n_units
-            what = "each selection and split value (epsilon / (2 (n_numeric + 2 steps)))"
-            check_em_epsilon(float(self.unit), n_records, what=what, shares=shares)
+        if not self.served(steps):
+            largest = self.max_steps()
+            fix = (
+                f"use {option('steps')} <= {largest} (or raise {option('epsilon')})"
+                if largest >= 0
+                else f"raise {option('epsilon')}"
+            )
+            raise ValueError(
+                f"{option('steps', steps)} is too large: each selection and split value would "
+                f"get {option('epsilon')} / (2 (n_numeric + 2 steps)) = "
+                f"{float(_unit(self.total, len(self.numeric), steps)):.3g}, too small for the "
+                f"exponential mechanism's float64 parameters; {fix}"
+            )
+
+    def served(self, steps: int) -> bool:
+        """Whether the exponential mechanism serves the ``ε'`` of ``steps`` steps.
+
+        ``ε'`` reaches the draws as a float64 (:class:`~dpfast.methods.diffgen._tree.Builder`)
+        and must be > 0 there; so must its rate ``ε' / (2 Δ)`` (Δ in quality units), from
+        which the exact base is built; and the ledger's noise scale ``unit / ln(1/b)``
+        must be finite. Each condition only fails more as ``steps`` grows.
+        """
+        if len(self.numeric) + 2 * steps == 0:
+            return True  # no draw at all
+        epsilon = float(_unit(self.total, len(self.numeric), steps))
+        units, unit = self.quality_units()
+        if not (epsilon > 0 and float(Fraction(epsilon) / (2 * units)) > 0):
+            return False
+        base = noise.exponential_base(epsilon=epsilon, sensitivity=units)
+        return math.isfinite(base.scale(unit))
+
+    def max_steps(self) -> int:
+        """Return the largest step count that :meth:`served` accepts (-1 if not even 0).
+
+        Doubling, then bisection: about ``2 log2(max_steps)`` checks, on the error path only.
+        """
+        if not self.served(0):
+            return -1
+        low, high = 0, 1
+        while self.served(high):
+            low, high = high, 2 * high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.served(middle):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def quality_units(self) -> tuple[int, float]:
+        """Return the draws' sensitivity in quality units, and the value of one unit."""
+        units = score_units(np.zeros(0), self.utility, self.delta_u)[1]
+        return units, 1.0 if self.utility == "max" else 2.0**-noise.SCORE_BITS
 
     def counts(self, done: int) -> Fraction:
         """Return the counts' budget after ``done`` steps (the steps not taken included)."""
@@ -107,8 +157,7 @@ class Spender:
             )
             details = {"line": "Algorithm 1 line 9", "specialised": str(what[1])}
         epsilon_prime = float(self.budget.unit)
-        units = score_units(np.zeros(0), self.utility, self.budget.delta_u)[1]
-        unit = 1.0 if self.utility == "max" else 2.0**-noise.SCORE_BITS
+        units, unit = self.budget.quality_units()
         base = noise.exponential_base(epsilon=epsilon_prime, sensitivity=units)
         self.ledger.spend(
             LedgerEntry(
@@ -122,6 +171,11 @@ class Spender:
                 details={**details, **base.details(unit)},
             )
         )
+
+
+def _unit(total: Fraction, n_numeric: int, steps: int) -> Fraction:
+    n_units = n_numeric + 2 * steps
+    return total / (2 * n_units) if n_units else Fraction(0)
 
 
 def counts_entry(

@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import as_numeric_column, check_bounds, is_integer_column
+from dpfast._validation import (
+    as_numeric_column,
+    check_bounds,
+    in_cli,
+    is_integer_column,
+    option,
+)
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.io import TableData
 from dpfast.partitions.grid import Grid
@@ -154,7 +160,7 @@ def _class_codes(
         shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
         raise ValueError(
             f"the target column {target!r} holds value(s) {shown} outside the class domain "
-            f"{labels[:10]!r}; add them to classes (or to the target's taxonomy)"
+            f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
         )
     return lookup[codes], list(labels)
 
@@ -181,8 +187,12 @@ def prepare(
     predictors = [c for c in table.names if c in trees or c in numeric_names]
     if not predictors:
         raise ValueError(
-            "diffgen needs at least one predictor: give numeric columns public bounds= and "
-            "categorical columns taxonomies="
+            "diffgen needs at least one predictor: give numeric columns public "
+            + (
+                'schema "bounds" and categorical columns a "taxonomy"'
+                if in_cli()
+                else "bounds= and categorical columns taxonomies="
+            )
         )
     columns, derived = _encode_predictors(table, predictors, trees, numeric_names, bounds)
     labels, source = _class_domain(target, classes, class_taxonomy)
@@ -306,16 +316,19 @@ def _class_domain(
     """Return the public class values and their source (None: read from the data)."""
     if classes is not None and class_taxonomy is not None:
         raise ValueError(
-            f"the class domain is given twice (classes= and taxonomies[{target!r}]); keep one"
+            f"the class domain is given twice ({option('classes')} and the taxonomy of "
+            f"{target!r}); keep one"
         )
     if class_taxonomy is not None:
         return list(class_taxonomy.domain), "taxonomy"
     if classes is not None:
         if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
-            raise TypeError(f"classes must be a list of class labels, got {classes!r}")
+            raise TypeError(f"{option('classes')} must be a list of class labels, got {classes!r}")
         labels = list(classes)
         if not labels or len(set(map(str, labels))) != len(labels):
-            raise ValueError(f"classes must be non-empty and without repeats, got {labels!r}")
+            raise ValueError(
+                f"{option('classes')} must be non-empty and without repeats, got {labels!r}"
+            )
         return labels, "classes"
     warnings.warn(
         f"the class domain of {target!r} is read from the data (which class values "

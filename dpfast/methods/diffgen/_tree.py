@@ -29,6 +29,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import diffgen as _kernels
+from dpfast._validation import option
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import score, split_scores
 
@@ -400,7 +401,7 @@ class Builder:
         if cells > MAX_PARTITIONS:
             raise ValueError(
                 f"specialising {value.label!r} would give {cells:,} leaf partitions, above "
-                f"the limit of {MAX_PARTITIONS:,}; use fewer steps"
+                f"the limit of {MAX_PARTITIONS:,}; use a smaller {option('steps')}"
             )
         kids_per_leaf, child, new_start, new_end, hist = _kernels.split_partitions(
             self.order,

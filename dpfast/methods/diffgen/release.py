@@ -14,7 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import Run, noise_source
-from dpfast._validation import check_choice, check_epsilon, check_int, check_seed
+from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.io import as_table_data, build_table
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
@@ -179,9 +179,9 @@ def diffgen(
     run = Run("diffgen", data)
     with run.phase("validate"):
         epsilon = check_epsilon(epsilon)
-        steps = check_int(steps, "steps")
+        steps = check_int(steps, option("steps"))
         if steps < 0:
-            raise ValueError(f"steps must be >= 0, got {steps}")
+            raise ValueError(f"{option('steps')} must be >= 0, got {steps}")
         utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
         seed = check_seed(seed)
     with run.phase("encode"):
@@ -243,7 +243,9 @@ def _prepare(
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:
-        raise ValueError("InfoGain is identically 0 with a single class value; use utility='max'")
+        raise ValueError(
+            f"InfoGain is identically 0 with a single class value; use {option('utility', 'max')}"
+        )
     return prepared
 
 
