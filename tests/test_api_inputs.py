@@ -622,4 +622,4 @@ def test_cli_spelling_in_one_thread_does_not_reach_another():
     seen.append(option("n_threads"))
     checked.set()
     thread.join(timeout=30)
-    assert seen == ["--n-threads", "n_threads"]
+    assert seen == ["--threads", "n_threads"]  # the CLI spells n_threads --threads
