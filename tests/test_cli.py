@@ -289,7 +289,7 @@ def test_individual_ranking(workdir: Path, selection: list[str]) -> None:
 
 
 def test_demo(tmp_path: Path) -> None:
-    result = dpfast("demo", "--out", "demo-out", "--k", "50", "--seed", "1", cwd=tmp_path)
+    result = dpfast("demo", "--out", "demo-out", "--seed", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "demo-out"
     assert sorted(p.name for p in out.iterdir()) == [
@@ -304,10 +304,17 @@ def test_demo(tmp_path: Path) -> None:
     assert "do not publish" in private["metrics"]["warning"]
     assert report["parameters"]["shuffle"] is True
     released = read_output(out / "adult_ir_dp.parquet")
-    assert released.shape == (30_162, 6)
+    assert list(released.columns) == ["age", "education-num", "hours-per-week"]
+    assert released.shape == (30_162, 3)
     for text in ("epsilon ledger", "guarantee", "relative error", "JSD", "centroid noise"):
         assert text in result.stdout
-    assert len(report["ledger"]) == 6
+    assert "a larger k shares each noise draw" in result.stdout  # the numbers are explained
+    assert len(report["ledger"]) == 3 and report["parameters"]["k"] == 100
+    # the default shows a good release: every column within 15% on average
+    assert max(private["metrics"]["relative_error"].values()) < 0.15
+    everything = dpfast("demo", "--out", "all", "--all-columns", "--seed", "1", cwd=tmp_path)
+    assert everything.returncode == 0, everything.stderr
+    assert read_output(tmp_path / "all" / "adult_ir_dp.parquet").shape == (30_162, 6)
 
 
 # -- usage and input errors --------------------------------------------------------------
