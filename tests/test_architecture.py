@@ -24,6 +24,7 @@ LAYERS = {
     "schema": 3,
     "taxonomy": 3,
     "accounting": 4,
+    "budget": 4,
     "noise": 4,
     "partitions": 4,
     "metrics": 4,
@@ -38,6 +39,7 @@ LAYERS = {
 # The subpackages and modules a user may import by name.
 PUBLIC_MODULES = [
     "dpfast.accounting",
+    "dpfast.budget",
     "dpfast.cli",
     "dpfast.datasets",
     "dpfast.exceptions",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dpfast._version import __version__
-from dpfast.cli import _diffgen, _mdav, _mechanisms, _numeric, _schema_command
+from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
 from dpfast.cli._common import _Parser, _UsageError, writing
 from dpfast.cli._demo_command import DEMO, _demo
@@ -95,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
     schema_commands = schema.add_subparsers(dest="schema_command", metavar="COMMAND", required=True)
     for command in _schema_command.COMMANDS:
         command.add_to(schema_commands, formatter)
+    budget = commands.add_parser(
+        "budget",
+        help="a dataset's persistent privacy budget (dpfast budget init / show)",
+        description="Budget files: the total epsilon allowed for a dataset, and every spend.",
+        formatter_class=formatter,
+    )
+    budget_commands = budget.add_subparsers(dest="budget_command", metavar="COMMAND", required=True)
+    for command in _budget_command.COMMANDS:
+        command.add_to(budget_commands, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
     writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
     return parser

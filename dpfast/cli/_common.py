@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -464,9 +465,14 @@ def _n_rows(data: Any) -> int:
 
 def _finish(args: argparse.Namespace, release: Any) -> int:
     report = release.report
+    spend = getattr(args, "spend", None)
+    if spend is not None:
+        spend.settle(report.epsilon)  # recorded before the output is published
     public_path, private_path = write_release(
         release.data, report, release.private, args.output, delimiter=_output_delimiter(args)
     )
+    if spend is not None:
+        spend.published = True
     if args.quiet:
         return 0
     budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
@@ -486,14 +492,79 @@ def _finish(args: argparse.Namespace, release: Any) -> int:
         )
     if report.guarantee_level not in ("proven", "protected_only"):
         lines.append(f"why: {report.guarantee}")
+    if spend is not None and spend.file is not None:
+        left = spend.file.remaining()
+        lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
     print("\n".join(lines))
     return 0
+
+
+def _budget_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        metavar="FILE",
+        help="spend from this dataset's budget file (dpfast budget init): refused before any "
+        "work if --epsilon does not fit in what is left",
+    )
+
+
+class _Spend:
+    """A release's spend from ``--budget FILE`` (see :mod:`dpfast.budget`).
+
+    Reserved before any work, settled before the output is published, cancelled if the
+    output never is.
+    """
+
+    def __init__(self, args: argparse.Namespace, method: str) -> None:
+        self.file: Any = None
+        self.entry = -1
+        self.published = False
+        path = getattr(args, "budget", None)
+        if path is None:
+            return
+        epsilon = getattr(args, "epsilon", None)
+        if epsilon is None:
+            raise ValueError(
+                "--budget needs --epsilon, the budget this release may spend (with --retention "
+                "alone the epsilon is not known before the release)"
+            )
+        from dpfast.budget import BudgetFile
+
+        self.file = BudgetFile(path)
+        self.entry = self.file.reserve(epsilon, method=method, output=str(args.output))
+
+    def settle(self, epsilon: float | None) -> None:
+        if self.file is not None:
+            self.file.settle(self.entry, 0.0 if epsilon is None else epsilon)
+
+    def cancel(self) -> None:
+        if self.file is not None and not self.published:
+            self.file.cancel(self.entry)
+
+
+@contextlib.contextmanager
+def _spending(args: argparse.Namespace, method: str) -> Iterator[None]:
+    """Run a release command under its ``--budget`` reservation (if any)."""
+    spend = _Spend(args, method)
+    args.spend = spend
+    try:
+        yield
+    except BaseException:
+        spend.cancel()
+        raise
 
 
 def _run_release(
     args: argparse.Namespace, method: str, call: Callable[[Any, Any, Any], Any]
 ) -> int:
     _check_paths(args)
+    with _spending(args, method):
+        return _release_and_finish(args, method, call)
+
+
+def _release_and_finish(
+    args: argparse.Namespace, method: str, call: Callable[[Any, Any, Any], Any]
+) -> int:
     table, schema = _load(args, method)
     progress = _progress(args)
     try:

@@ -8,6 +8,7 @@ from typing import Any
 
 from dpfast.cli._common import (
     Command,
+    _budget_argument,
     _check_paths,
     _column_list,
     _finish,
@@ -18,6 +19,7 @@ from dpfast.cli._common import (
     _number,
     _quiet_argument,
     _read_input,
+    _spending,
 )
 
 _DIFFGEN_EXAMPLES = """\
@@ -62,6 +64,7 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the counts expanded into records instead of the table",
     )
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _budget_argument(parser)
     _quiet_argument(parser)
 
 
@@ -73,53 +76,56 @@ def _release_diffgen(args: argparse.Namespace) -> int:
     from dpfast.taxonomy import as_taxonomy
 
     _check_paths(args)
-    table = _read_input(args)
-    schema = Schema.from_json(args.schema)
-    table = schema.check_table(table)
-    if args.target not in schema:
-        raise ValueError(
-            f"{args.schema}: the target {args.target!r} is not declared; add it as a "
-            '"categorical" column (with a "taxonomy" listing its public values, or pass '
-            "--classes)"
+    with _spending(args, "diffgen"):
+        table = _read_input(args)
+        schema = Schema.from_json(args.schema)
+        table = schema.check_table(table)
+        if args.target not in schema:
+            raise ValueError(
+                f"{args.schema}: the target {args.target!r} is not declared; add it as a "
+                '"categorical" column (with a "taxonomy" listing its public values, or pass '
+                "--classes)"
+            )
+        no_taxonomy = [
+            c
+            for c in schema.protected_categorical()
+            if schema[c].taxonomy is None and c != args.target
+        ]
+        if no_taxonomy:
+            raise ValueError(
+                f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
+                f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
+                '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
+            )
+        taxonomies: dict[Hashable, Any] = {}
+        for column in schema.protected_categorical():
+            hierarchy = schema[column].taxonomy
+            if hierarchy is not None:
+                taxonomies[column] = as_taxonomy(hierarchy, column)
+        if args.target not in taxonomies and args.classes is None:
+            raise ValueError(
+                'the class values must be public: give the target a "taxonomy" in the schema '
+                "or pass --classes with its values"
+            )
+        bounds: dict[Hashable, tuple[float, float]] = {
+            c: b for c, b in schema.bounds().items() if c != args.target
+        }
+        release = diffgen(
+            table,
+            target=args.target,
+            epsilon=args.epsilon,
+            steps=args.steps,
+            taxonomies=taxonomies,
+            bounds=bounds,
+            utility=args.utility,
+            classes=args.classes,
+            seed=args.seed,
         )
-    no_taxonomy = [
-        c for c in schema.protected_categorical() if schema[c].taxonomy is None and c != args.target
-    ]
-    if no_taxonomy:
-        raise ValueError(
-            f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
-            f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
-            '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
-        )
-    taxonomies: dict[Hashable, Any] = {}
-    for column in schema.protected_categorical():
-        hierarchy = schema[column].taxonomy
-        if hierarchy is not None:
-            taxonomies[column] = as_taxonomy(hierarchy, column)
-    if args.target not in taxonomies and args.classes is None:
-        raise ValueError(
-            'the class values must be public: give the target a "taxonomy" in the schema '
-            "or pass --classes with its values"
-        )
-    bounds: dict[Hashable, tuple[float, float]] = {
-        c: b for c, b in schema.bounds().items() if c != args.target
-    }
-    release = diffgen(
-        table,
-        target=args.target,
-        epsilon=args.epsilon,
-        steps=args.steps,
-        taxonomies=taxonomies,
-        bounds=bounds,
-        utility=args.utility,
-        classes=args.classes,
-        seed=args.seed,
-    )
-    data = release.microdata() if args.microdata else release.counts
-    for note in release.report.notes:
-        _note(args, note)
-    report = _mark_from_data(release.report, schema, args)
-    return _finish(args, SimpleNamespace(data=data, report=report, private=release.private))
+        data = release.microdata() if args.microdata else release.counts
+        for note in release.report.notes:
+            _note(args, note)
+        report = _mark_from_data(release.report, schema, args)
+        return _finish(args, SimpleNamespace(data=data, report=report, private=release.private))
 
 
 COMMANDS = (

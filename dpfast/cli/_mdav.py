@@ -8,6 +8,7 @@ from typing import Any
 
 from dpfast.cli._common import (
     Command,
+    _budget_argument,
     _column_list,
     _columns_argument,
     _integer,
@@ -86,6 +87,7 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
     _columns_argument(parser)
     _unprotected_argument(parser, "cluster")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _budget_argument(parser)
     _quiet_argument(parser)
 
 

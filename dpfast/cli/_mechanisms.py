@@ -8,6 +8,7 @@ from typing import Any
 
 from dpfast.cli._common import (
     Command,
+    _budget_argument,
     _check_paths,
     _column_list,
     _finish,
@@ -19,6 +20,7 @@ from dpfast.cli._common import (
     _quiet_argument,
     _read_input,
     _run_release,
+    _spending,
 )
 
 _K_NOISE_EXAMPLES = """\
@@ -88,6 +90,7 @@ def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--retention", type=_number, help="probability of keeping a value")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _budget_argument(parser)
     _quiet_argument(parser)
 
 
@@ -135,38 +138,41 @@ def _release_randomized_response(args: argparse.Namespace) -> int:
     from dpfast.schema import Schema
 
     _check_paths(args)
-    table = _read_input(args)
-    domain: Any = args.domain
-    if args.schema is not None:
-        schema = Schema.from_json(args.schema)
-        table = schema.check_table(table)
-        taxonomy = schema[args.column].taxonomy if args.column in schema else None
-        if domain is None:
-            if taxonomy is None:
-                raise ValueError(
-                    f"{args.schema}: column {args.column!r} has no taxonomy to take the "
-                    "domain from; add one, or pass --domain"
-                )
-            from dpfast.taxonomy import as_taxonomy
+    with _spending(args, "randomized-response"):
+        table = _read_input(args)
+        domain: Any = args.domain
+        if args.schema is not None:
+            schema = Schema.from_json(args.schema)
+            table = schema.check_table(table)
+            taxonomy = schema[args.column].taxonomy if args.column in schema else None
+            if domain is None:
+                if taxonomy is None:
+                    raise ValueError(
+                        f"{args.schema}: column {args.column!r} has no taxonomy to take the "
+                        "domain from; add one, or pass --domain"
+                    )
+                from dpfast.taxonomy import as_taxonomy
 
-            domain = as_taxonomy(taxonomy, args.column)
-    if domain is None:
-        raise ValueError(
-            "the domain is required: pass --domain with the public categories, or --schema "
-            "with a taxonomy for the column"
+                domain = as_taxonomy(taxonomy, args.column)
+        if domain is None:
+            raise ValueError(
+                "the domain is required: pass --domain with the public categories, or --schema "
+                "with a taxonomy for the column"
+            )
+        release = randomized_response(
+            table,
+            column=args.column,
+            domain=domain,
+            epsilon=args.epsilon,
+            retention=args.retention,
+            seed=args.seed,
+            n_threads=args.threads,
         )
-    release = randomized_response(
-        table,
-        column=args.column,
-        domain=domain,
-        epsilon=args.epsilon,
-        retention=args.retention,
-        seed=args.seed,
-        n_threads=args.threads,
-    )
-    if args.schema is not None:
-        release = dataclasses.replace(release, report=_mark_from_data(release.report, schema, args))
-    return _finish(args, release)
+        if args.schema is not None:
+            release = dataclasses.replace(
+                release, report=_mark_from_data(release.report, schema, args)
+            )
+        return _finish(args, release)
 
 
 COMMANDS = (

@@ -7,6 +7,7 @@ from typing import Any
 
 from dpfast.cli._common import (
     Command,
+    _budget_argument,
     _column_list,
     _columns_argument,
     _integer,
@@ -99,6 +100,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     _unprotected_argument(parser, "rank group")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _budget_argument(parser)
     _quiet_argument(parser)
 
 
@@ -109,6 +111,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     _columns_argument(parser)
     _unprotected_argument(parser, None)
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _budget_argument(parser)
     _quiet_argument(parser)
 
 
