@@ -49,6 +49,22 @@ RELEASE_COMMANDS = (
     *_diffgen.COMMANDS,
 )
 
+# Command groups besides `release`: (name, help, description, commands).
+_GROUPS = (
+    (
+        "schema",
+        "write a schema skeleton from a data file (dpfast schema init)",
+        "Schema files: dpfast schema init DATA writes a skeleton to fill in.",
+        _schema_command.COMMANDS,
+    ),
+    (
+        "budget",
+        "a dataset's persistent privacy budget (dpfast budget init / show)",
+        "Budget files: the total epsilon allowed for a dataset, and every spend.",
+        _budget_command.COMMANDS,
+    ),
+)
+
 _RELEASE_EXAMPLES = """\
 examples:
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
@@ -86,24 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for command in RELEASE_COMMANDS:
         writing(command).add_to(methods, formatter)
-    schema = commands.add_parser(
-        "schema",
-        help="write a schema skeleton from a data file (dpfast schema init)",
-        description="Schema files: dpfast schema init DATA writes a skeleton to fill in.",
-        formatter_class=formatter,
-    )
-    schema_commands = schema.add_subparsers(dest="schema_command", metavar="COMMAND", required=True)
-    for command in _schema_command.COMMANDS:
-        command.add_to(schema_commands, formatter)
-    budget = commands.add_parser(
-        "budget",
-        help="a dataset's persistent privacy budget (dpfast budget init / show)",
-        description="Budget files: the total epsilon allowed for a dataset, and every spend.",
-        formatter_class=formatter,
-    )
-    budget_commands = budget.add_subparsers(dest="budget_command", metavar="COMMAND", required=True)
-    for command in _budget_command.COMMANDS:
-        command.add_to(budget_commands, formatter)
+    for name, help_text, description, group in _GROUPS:
+        parser_of_group = commands.add_parser(
+            name, help=help_text, description=description, formatter_class=formatter
+        )
+        members = parser_of_group.add_subparsers(
+            dest=f"{name}_command", metavar="COMMAND", required=True
+        )
+        for command in group:
+            command.add_to(members, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
     writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
     return parser
