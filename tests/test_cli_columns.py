@@ -100,3 +100,11 @@ def test_column_list_reads_commas_or_json(text, names):
 def test_column_list_refuses_malformed_lists(text):
     with pytest.raises(argparse.ArgumentTypeError):
         _column_list(text)
+
+
+def test_mdav_columns_need_no_taxonomy_for_the_columns_left_out(files):
+    out = files / "mdav.parquet"
+    argv = ["release", "mdav", str(files / "in.parquet"), "-o", str(out), "--quiet", "--k", "5"]
+    assert main([*argv, "--schema", str(files / "s.json"), "--columns", "age"]) == 0
+    report = json.loads(Path(f"{out}.public-report.json").read_text(encoding="utf-8"))
+    assert report["protected_columns"] == ["age"]

@@ -127,14 +127,7 @@ def _selection(
     bounds: dict[Hashable, tuple[float, float]] = {
         name: bound for name, bound in schema.bounds().items() if name in columns
     }
-    taxonomies: dict[Hashable, Any] = {}
-    if categorical:
-        from dpfast.taxonomy import as_taxonomy
-
-        for name in schema.protected_categorical():
-            if name in columns:
-                taxonomies[name] = as_taxonomy(schema[name].taxonomy, name)
-    return columns, bounds, taxonomies
+    return columns, bounds, _schema_taxonomies(schema, columns) if categorical else {}
 
 
 def _selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> list[str]:
@@ -595,9 +588,12 @@ def _mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:
     return dataclasses.replace(report, guarantee=text, guarantee_level="none")
 
 
-def _schema_taxonomies(schema: Any) -> dict[Hashable, Any]:
+def _schema_taxonomies(schema: Any, columns: Sequence[str] | None = None) -> dict[Hashable, Any]:
+    """Return the taxonomies of the protected categorical columns (of ``columns`` if given)."""
     from dpfast.taxonomy import as_taxonomy
 
     return {
-        name: as_taxonomy(schema[name].taxonomy, name) for name in schema.protected_categorical()
+        name: as_taxonomy(schema[name].taxonomy, name)
+        for name in schema.protected_categorical()
+        if columns is None or name in columns
     }

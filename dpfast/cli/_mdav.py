@@ -100,11 +100,7 @@ def _release_mdav(args: argparse.Namespace) -> int:
         if schema is not None:
             if columns is None:
                 columns = schema.protected_numeric() + schema.protected_categorical()
-            taxonomies = {
-                name: taxonomy
-                for name, taxonomy in _schema_taxonomies(schema).items()
-                if name in columns
-            }
+            taxonomies = _schema_taxonomies(schema, columns)
         return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies, progress=progress)
 
     _note(args, "mdav gives k-anonymity only: the output is NOT differentially private")
