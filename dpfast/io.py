@@ -139,13 +139,34 @@ class TableData:
             return array.dictionary_decode().cast(original)
 
     def _subset(self, keep: Sequence[Hashable]) -> TableData:
-        """Return the table restricted to the columns ``keep`` (NumPy: renumbered 0..m-1)."""
+        """Return the table (pandas, Arrow or polars) restricted to the columns ``keep``."""
         kept = [n for n in self.names if n in set(keep)]
         if self.kind == "pandas":  # no copy: rebuild reads only the kept columns
             return TableData("pandas", kept, self.n_rows, self.source)
-        if self.kind in ("arrow", "polars"):  # (a _PolarsTable keeps its polars schema)
-            return replace(self, names=kept, source=self.source.select(kept))
-        return _NumpySubset("numpy", list(range(len(kept))), self.n_rows, self.source, kept)
+        # (a _PolarsTable keeps its polars schema)
+        return replace(self, names=kept, source=self.source.select(kept))
+
+    def _array(
+        self,
+        columns: Sequence[Hashable],
+        replaced: Mapping[Hashable, np.ndarray],
+        row_order: np.ndarray | None,
+    ) -> np.ndarray:
+        """Return a new 2-D array of the NumPy input's ``columns``, in that order.
+
+        Released columns come from ``replaced``; the others are copied, in ``row_order``.
+        """
+        source = self.source
+        dtype = np.result_type(source.dtype, *(replaced[j].dtype for j in columns if j in replaced))
+        out = np.empty((self.n_rows, len(columns)), dtype=dtype, order="C")
+        for i, j in enumerate(columns):
+            if j in replaced:
+                out[:, i] = replaced[j]
+            elif row_order is None:
+                out[:, i] = source[:, j]
+            else:
+                out[:, i] = source[row_order, j]
+        return out
 
     def has_row_labels(self) -> bool:
         """Whether the rows carry labels of their own: a pandas index other than the default.
@@ -209,6 +230,9 @@ class TableData:
             2-D NumPy array.
         """
         if keep is not None and len(set(keep)) < len(self.names):
+            if self.kind == "numpy":
+                kept = set(keep)
+                return self._array([n for n in self.names if n in kept], replaced, row_order)
             return self._subset(keep).rebuild(
                 replaced, row_order, reindex=reindex or row_order is not None
             )
@@ -220,17 +244,7 @@ class TableData:
                     )
             return base
         if self.kind == "numpy":
-            source = self.source
-            dtype = np.result_type(source.dtype, *(a.dtype for a in replaced.values()))
-            out = np.empty(source.shape, dtype=dtype, order="C")
-            for j in range(source.shape[1]):
-                if j in replaced:
-                    out[:, j] = replaced[j]
-                elif row_order is None:
-                    out[:, j] = source[:, j]
-                else:
-                    out[:, j] = source[row_order, j]
-            return out
+            return self._array(self.names, replaced, row_order)
         if self.kind == "pandas":
             frame = self.source
             data: dict[Hashable, Any] = {}
@@ -268,35 +282,6 @@ class TableData:
     def _from_arrow(self, table: pa.Table) -> Any:
         """Return a released Arrow table as the caller's kind (Arrow: as it is)."""
         return table
-
-
-@dataclass(frozen=True)
-class _NumpySubset(TableData):
-    """Some columns of a 2-D array, renumbered: output column ``i`` is input ``kept[i]``."""
-
-    kept: list[Hashable]
-
-    def rebuild(
-        self,
-        replaced: Mapping[Hashable, np.ndarray],
-        row_order: np.ndarray | None,
-        base: np.ndarray | None = None,
-        *,
-        reindex: bool = False,
-        keep: Sequence[Hashable] | None = None,
-    ) -> Any:
-        columns = []
-        for name in self.kept:
-            if name in replaced:
-                columns.append(replaced[name])
-            else:
-                column = self.source[:, name]
-                columns.append(column if row_order is None else column[row_order])
-        dtype = np.result_type(*(c.dtype for c in columns))
-        out = np.empty((self.n_rows, len(columns)), dtype=dtype)
-        for j, column in enumerate(columns):
-            out[:, j] = column
-        return out
 
 
 @dataclass(frozen=True)
