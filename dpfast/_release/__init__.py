@@ -254,7 +254,9 @@ class Run:
     clamped: dict[str, int] = field(default_factory=dict)
     destinations: dict[Hashable, np.ndarray] = field(default_factory=dict)
     timings_extra: dict[str, float] = field(default_factory=dict)
-    policy: UnprotectedPolicy = "keep"
+    #: What the method's ``unprotected`` argument asks for; ``None`` for a method that takes
+    #: none (it keeps the other columns in their rows and names them as not protected).
+    policy: UnprotectedPolicy | None = None
 
     def __post_init__(self) -> None:
         with self.timer.phase("validate"):
@@ -297,7 +299,8 @@ class Run:
 
         The columns not released follow :attr:`policy`: left out (``"drop"``), in a
         random order of their own drawn from ``source`` (``"shuffle"``), or in
-        ``row_order`` (``"keep"``: output row ``i`` holds input row ``row_order[i]``).
+        ``row_order`` (``"keep"``, or no policy: output row ``i`` holds input row
+        ``row_order[i]``).
         """
         with self.phase("assemble"):
             keep = None
@@ -374,7 +377,7 @@ class Run:
         publication. The report's ε is the ledger's total.
         """
         copied = self.unprotected() if unprotected is None else list(unprotected)
-        if self.policy == "keep" and groups is None and guarantee[1] != "proven":
+        if self.policy is None:
             text, level = guarantee
             stated = (text + unprotected_note(copied, emphasis=emphasis), level)
         else:
@@ -391,7 +394,7 @@ class Run:
             guarantee_level=stated[1],
             protected_columns=names(list(self.released)) if protected is None else list(protected),
             unprotected_columns=copied,
-            unprotected=self.policy if copied else None,
+            unprotected=(self.policy or "keep") if copied else None,
             seeded=seed is not None,
             sampler=sampler,
             released_rows=self.table.n_rows if released_rows is None else released_rows,
