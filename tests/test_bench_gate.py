@@ -236,7 +236,7 @@ def test_a_three_times_slower_ranking_kernel_fails_the_check(monkeypatch):
         return slow
 
     # microaggregation calls these from Python, so the patch reaches ir_dp
-    for name in ("pack_quantised", "radix_sort_packed", "release_groups"):
+    for name in ("quantise_column", "radix_sort_packed", "take_groups"):
         monkeypatch.setattr(ranking, name, three_times(getattr(ranking, name)))
     state = case.setup()
 

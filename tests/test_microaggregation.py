@@ -1,4 +1,5 @@
 from fractions import Fraction
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -7,8 +8,8 @@ from hypothesis import strategies as st
 
 from dpfast._kernels import ranking
 from dpfast.accounting import scale_steps as noise_scale_steps
-from dpfast.methods.ir_dp._numeric import centroid_sensitivity
-from dpfast.methods.ir_dp._numeric import release_column as ir_column
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity, release_shuffled
+from dpfast.methods.ir_dp._numeric import release_linked as ir_column
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import group_means, ranking_labels
 from tests.reference import ir_reference
@@ -142,6 +143,50 @@ def test_ir_column_writes_through_the_destination_permutation(seed):
     ir_column(values, grid, k, noise, EMPTY, False, plain)
     ir_column(values, grid, k, noise, destination, False, shuffled)
     np.testing.assert_array_equal(shuffled[destination], plain)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_shuffled_column_gives_each_row_the_value_of_a_rank(seed):
+    # without linkage only the sorted values matter: row r gets rank order[r]'s group value
+    values, grid, k, noise, round_values = _random_ir_case(seed)
+    n = values.shape[0]
+    order = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    linked = np.array(
+        ir_reference.ir_release(
+            values.tolist(),
+            grid.lower,
+            grid.upper,
+            grid.gamma,
+            grid.d_int,
+            k,
+            noise.tolist(),
+            round_values,
+        )
+    )
+    clipped = np.clip(values, grid.lower, grid.upper)
+    quantised = np.minimum(np.rint((clipped - grid.lower) / grid.gamma), grid.d_int)
+    by_rank = linked[np.argsort(quantised, kind="stable")]
+    out = np.empty(n)
+    clamped = release_shuffled(values, grid, k, noise, order, round_values, out)
+    np.testing.assert_array_equal(out, by_rank[order])
+    assert clamped == int(np.sum((values < grid.lower) | (values > grid.upper)))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_group_sums_of_a_column_in_parts_equal_the_whole(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5000))
+    k = int(rng.integers(1, n + 1))
+    words = np.sort(rng.integers(0, 2**30, n).astype(np.uint64))
+    whole = np.zeros(n // k, dtype=np.int64)
+    ranking.add_group_sums(words, 0, 0, k, whole)
+    cuts = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 6)]))
+    parts = np.zeros(n // k, dtype=np.int64)
+    for first, last in reversed(list(pairwise(cuts))):
+        ranking.add_group_sums(words[first:last], 0, int(first), k, parts)
+    np.testing.assert_array_equal(parts, whole)
+    groups = np.minimum(np.arange(n) // k, n // k - 1)
+    np.testing.assert_array_equal(whole, np.bincount(groups, words.astype(np.int64)))
 
 
 def test_ir_column_never_writes_its_input():

@@ -174,12 +174,48 @@ def test_permutation_equals_reference(n):
     assert noise.permutation(KEY, n).tolist() == ref.permutation(KEY_LIST, n)
 
 
+@pytest.mark.parametrize(("n", "bits"), [(1, 1), (2, 1), (17, 2), (300, 3), (2000, 5), (129, 7)])
+def test_bucketed_permutation_equals_reference(n, bits):
+    got = np.empty(n, dtype=np.int64)
+    uniform.permutation_kernel(KEY, bits, got)
+    assert got.tolist() == ref.permutation(KEY_LIST, n, bucket_bits=bits)
+
+
+def test_permutation_uses_buckets_beyond_two_to_the_sixteen():
+    n = 2**16 + 1
+    assert noise.permutation_bucket_bits(n) == 1
+    assert noise.permutation_bucket_bits(n - 1) == 0
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    assert sizes.shape == (2,) and sizes.sum() == n and min(sizes) > 0.45 * n
+    whole = noise.permutation(KEY, n)
+    first = np.sort(whole[: sizes[0]])
+    words = np.empty(((n + 7) // 8 + 15) // 16 * 128, dtype=np.uint64)
+    chacha.chacha20_words(KEY, 0, words.shape[0] // 8, words)
+    np.testing.assert_array_equal(first, np.flatnonzero((words[:n] >> np.uint64(63)) == 0))
+
+
+@pytest.mark.parametrize("n", [5, 2**16, 300_001])
+def test_permutation_parts_are_slices_of_the_whole(n):
+    whole = noise.permutation(KEY, n)
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    n_buckets = sizes.shape[0]
+    cuts = sorted({0, n_buckets, n_buckets // 3, n_buckets // 2, n_buckets - 1})
+    for lo in cuts:
+        for hi in cuts:
+            if hi < lo:
+                continue
+            part = noise.permutation_part(KEY, n, lo, hi, sizes)
+            np.testing.assert_array_equal(part, whole[starts[lo] : starts[hi]])
+    np.testing.assert_array_equal(noise.permutation_part(KEY, n, 0, n_buckets), whole)
+
+
 @pytest.mark.parametrize(("top", "m"), [(2**32, 4), (2**32 + 3, 6), (2**40, 30), (2**62 + 1, 20)])
 def test_bounded_draws_above_32_bits_equal_reference(top, m):
     got = np.empty(m, dtype=np.int64)
     state = np.array([0, 256], dtype=np.int64)
-    uniform.bounded_batch(KEY, top, got, lanes.new_lanes(), state)
-    assert got.tolist() == ref.bounded_sequence(KEY_LIST, top, m)
+    uniform.bounded_batch(KEY, np.uint64(5), top, got, lanes.new_lanes(), state)
+    assert got.tolist() == ref.bounded_sequence(KEY_LIST, top, m, nonce=5)
 
 
 # ------------------------------------------------------------ distributions
@@ -248,6 +284,20 @@ def test_permutation_is_uniform():
         for i in range(7000)
     ]
     assert stats.chisquare(np.bincount(positions, minlength=7)).pvalue > 1e-3
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("bits", [1, 2, 3])
+def test_bucketed_permutation_is_uniform(bits):
+    # Rao-Sandelius: random buckets, then a uniform order within each, is uniform overall
+    counts: dict[tuple[int, ...], int] = {}
+    got = np.empty(4, dtype=np.int64)
+    for i in range(12_000):
+        uniform.permutation_kernel(SEEDED.key("perm4", bits, i), bits, got)
+        p = tuple(got.tolist())
+        counts[p] = counts.get(p, 0) + 1
+    assert len(counts) == 24
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-3
 
 
 # ----------------------------------------------------------------- properties

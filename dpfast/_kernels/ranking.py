@@ -1,10 +1,19 @@
 """Kernels for individual ranking: quantise, stable radix argsort, group, broadcast.
 
-Each protected column is quantised to an integer grid ``q = rint((x - lower) / gamma)``
-and packed with its row index into one ``uint64`` word, ``q << index_bits | row``. An LSD
-radix sort on the key bits then orders rows by ``(value, row index)``: the stable order of
-docs/design.md#ranking-partition, with ties going to the lower row index. Rank ``r`` belongs to
-group ``min(r // k, n_groups - 1)``: groups of ``k`` with the remainder in the last group.
+Each protected column is quantised to an integer grid ``q = rint((x - lower) / gamma)``.
+Rank ``r`` of the sorted values belongs to group ``min(r // k, n_groups - 1)``: groups of
+``k`` with the remainder in the last group. A group's released value depends only on the
+exact integer sum of its grid values (:func:`add_group_sums`, which also adds up the
+sums of a sorted column cut into parts, in any order) and its noise draw
+(:func:`noisy_group_values`).
+
+* Rows not linked across columns: the sorted values are enough, and output row ``r`` gets
+  the value of the group of rank ``order[r]`` (:func:`take_groups`).
+* Record-linked rows: each value is packed with its row's output position into one
+  ``uint64`` word, ``q << index_bits | position``; the radix sort on the key bits orders
+  rows by ``(value, row index)``, the stable order of docs/design.md#ranking-partition
+  with ties going to the lower row index, and :func:`scatter_groups` writes each group's
+  value to its rows' positions.
 
 The radix sort replaces ``np.argsort``: on 40-bit keys it is several times faster than
 NumPy's comparison sort per column (``benchmarks/bench_ir_dp.py``).
@@ -19,6 +28,22 @@ from dpfast._kernels.grid import grid_value, noisy_mean, quantise
 
 RADIX_BITS = 11
 _RADIX = 1 << RADIX_BITS
+
+
+@jit
+def quantise_column(values, lower, upper, gamma, d_int):
+    """Clamp and quantise a column: ``(q as uint64[n], number of values clamped)``.
+
+    ``values`` may have any stride and is never written. Complexity O(n).
+    """
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    n_clamped = 0
+    for i in range(n):
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        n_clamped += clamped
+        out[i] = np.uint64(q)
+    return out, n_clamped
 
 
 @jit
@@ -174,47 +199,95 @@ def _insertion_sort(words, first, last, low_bit, n_bits):
 
 
 @jit
-def release_groups(
-    sorted_packed, index_bits, k, noise, d_int, lower, upper, gamma, round_values, out
-):
-    """Give every rank group its noisy centroid and write it to the group's rows.
-
-    Per group (consecutive ranks, ``k`` each, the remainder in the last group): the exact
-    integer sum of its grid values, the mean rounded to the grid (half to even), plus the
-    group's noise draw, clamped to ``[0, d_int]``, mapped to ``lower + gamma * value``
-    (rounded to an integer for integer columns, then clamped to ``[lower, upper]``).
+def add_group_sums(sorted_words, shift, first_rank, k, sums):
+    """Add the grid values of ranks ``first_rank ..`` to their groups' sums.
 
     Parameters
     ----------
-    sorted_packed : uint64[n]
-        Output of :func:`radix_sort_packed`: ``q << index_bits | position``.
-    index_bits, k : int
-    noise : int64[n // k]
+    sorted_words : uint64[m]
+        Consecutive ranks of a sorted column, from rank ``first_rank``; the grid value
+        of a word is ``word >> shift``.
+    shift, first_rank, k : int
+    sums : int64[n_groups]
+        Rank ``r``'s value is added to ``sums[min(r // k, n_groups - 1)]``. Integer sums
+        are exact, so the parts of a column may be added in any order.
+
+    Complexity O(m).
+    """
+    n_groups = sums.shape[0]
+    shift = np.uint64(shift)
+    m = sorted_words.shape[0]
+    i = 0
+    rank = first_rank
+    while i < m:
+        g = min(rank // k, n_groups - 1)
+        stop = m if g == n_groups - 1 else min(m, i + (g + 1) * k - rank)
+        total = np.int64(0)
+        for t in range(i, stop):
+            total += np.int64(sorted_words[t] >> shift)
+        sums[g] += total
+        rank += stop - i
+        i = stop
+
+
+@jit
+def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_values):
+    """Every group's released value from its exact sum and its noise draw.
+
+    The mean rounded to the grid (half to even), plus the group's draw, clamped to
+    ``[0, d_int]``, mapped to ``lower + gamma * value`` (rounded to an integer for integer
+    columns, then clamped to ``[lower, upper]``).
+
+    Parameters
+    ----------
+    sums : int64[n_groups]
+        From :func:`add_group_sums` over all ``n`` ranks.
+    n, k : int
+    noise : int64[n_groups]
         One discrete Laplace draw per group, in grid steps (zeros for no noise).
     d_int : int
     lower, upper, gamma : float
     round_values : bool
-    out : float64[n]
-        ``out[position]`` receives the row's released value; never read.
 
-    Complexity O(n), one pass; each group's words are read twice while in cache.
+    Returns
+    -------
+    float64[n_groups]
+    """
+    n_groups = sums.shape[0]
+    out = np.empty(n_groups, dtype=np.float64)
+    for g in range(n_groups):
+        size = n - g * k if g == n_groups - 1 else k
+        out[g] = grid_value(
+            noisy_mean(sums[g], size, noise[g], d_int), lower, upper, gamma, round_values
+        )
+    return out
+
+
+@jit
+def take_groups(group_values, order, k, out):
+    """``out[r] = group_values[min(order[r] // k, n_groups - 1)]``: rank ``order[r]``'s value.
+
+    ``order`` is a permutation of the ranks ``0 .. n-1`` (``int64[n]``). Complexity O(n).
+    """
+    last = group_values.shape[0] - 1
+    for r in range(order.shape[0]):
+        g = order[r] // k
+        out[r] = group_values[g if g < last else last]
+
+
+@jit
+def scatter_groups(sorted_packed, index_bits, k, group_values, out):
+    """Write each rank's group value to ``out[position]`` of its packed word.
+
+    ``sorted_packed`` is the output of :func:`radix_sort_packed`:
+    ``q << index_bits | position``, in rank order. Complexity O(n).
     """
     n = sorted_packed.shape[0]
-    n_groups = noise.shape[0]
-    shift = np.uint64(index_bits)
-    position_mask = (np.uint64(1) << shift) - np.uint64(1)
-    for g in range(n_groups):
-        first = g * k
-        last = n if g == n_groups - 1 else first + k
-        size = last - first
-        total = np.int64(0)
-        for r in range(first, last):
-            total += np.int64(sorted_packed[r] >> shift)
-        value = grid_value(
-            noisy_mean(total, size, noise[g], d_int), lower, upper, gamma, round_values
-        )
-        for r in range(first, last):
-            out[np.int64(sorted_packed[r] & position_mask)] = value
+    last = group_values.shape[0] - 1
+    position_mask = (np.uint64(1) << np.uint64(index_bits)) - np.uint64(1)
+    for r in range(n):
+        g = r // k
+        out[np.int64(sorted_packed[r] & position_mask)] = group_values[g if g < last else last]
 
 
 @jit

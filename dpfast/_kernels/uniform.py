@@ -18,8 +18,13 @@ Randomness is spent economically and all decisions use integer arithmetic only:
   bits): a ``c``-bit draw against the next ``c`` digits of ``a/b`` (long division)
   decides unless they are equal (probability ``2**-c``). No bits when ``a = 0`` or
   ``a >= b``. One division instead of a loop of unpredictable branches per digit.
-* Permutations: Fisher-Yates on bounded integers drawn by Lemire's method from the 32-bit
-  words of the single stream ``(key, 0)`` (:func:`bounded_batch`).
+* Permutations: bucketed (Rao-Sandelius) so that any part can be computed on its own. Item
+  ``i`` of ``range(n)`` goes to bucket ``W[i] >> (64 - bits)``, the top ``bits`` bits of
+  64-bit word ``i`` of stream ``(key, 0)``; the items of bucket ``b``, in increasing
+  order, are shuffled by Fisher-Yates on bounded integers drawn by Lemire's method from
+  the 32-bit words of stream ``(key, 1 + b)`` (:func:`bounded_batch`); the permutation
+  is the buckets' contents one after the other. With ``bits = 0`` it is plain
+  Fisher-Yates on stream ``(key, 1)``.
 
 References
 ----------
@@ -179,8 +184,8 @@ def bernoulli_kernel(key, numerator, denominator, start, out):
 
 
 @jit
-def bounded_batch(key, top, js, lanes, state):
-    """Fill ``js`` with ``js[b] ~ Unif{0..top-b-1}`` from consecutive words of stream (key, 0).
+def bounded_batch(key, nonce, top, js, lanes, state):
+    """Fill ``js`` with ``js[b] ~ Unif{0..top-b-1}`` from consecutive words of stream (key, nonce).
 
     ``key`` ``uint64[8]``; ``top`` int64 with ``top - len(js) >= 1``; ``lanes`` (a
     :class:`~dpfast._kernels.lanes.Lanes`, whose ``words`` hold 16 blocks) and ``state``
@@ -203,7 +208,7 @@ def bounded_batch(key, top, js, lanes, state):
                 # The word reader is written out here, twice: an inlined helper taking
                 # the Lanes made permutations 3.5x slower (reference counting per word).
                 if widx >= 256:
-                    counter_blocks(key, 0, next_block, lanes)
+                    counter_blocks(key, nonce, next_block, lanes)
                     next_block += 16
                     widx = 0
                 w = words[widx >> 1]
@@ -225,7 +230,7 @@ def bounded_batch(key, top, js, lanes, state):
                 v = np.uint64(0)
                 for half in range(2):
                     if widx >= 256:
-                        counter_blocks(key, 0, next_block, lanes)
+                        counter_blocks(key, nonce, next_block, lanes)
                         next_block += 16
                         widx = 0
                     w = words[widx >> 1]
@@ -241,26 +246,22 @@ def bounded_batch(key, top, js, lanes, state):
 
 
 @jit
-def permutation_kernel(key, out):
-    """Fill ``out`` (``int64[n]``) with a uniform random permutation of ``range(n)``.
+def shuffle_in_place(key, nonce, out):
+    """Fisher-Yates (Durstenfeld) on ``out`` in place, drawing from stream ``(key, nonce)``.
 
-    Fisher-Yates (Durstenfeld): for ``i = n-1, ..., 1`` swap ``out[i]`` and ``out[j]``
-    with ``j ~ Unif{0..i}`` drawn by :func:`bounded_batch` from stream ``(key, 0)``. The
-    indices are drawn in batches before the swaps so that the cache misses of the swaps
-    overlap. O(n); about 15 ns per element at n = 1e7 (``benchmarks/bench_noise.py``).
+    For ``i = m-1, ..., 1`` swap ``out[i]`` and ``out[j]`` with ``j ~ Unif{0..i}`` drawn
+    by :func:`bounded_batch`. The indices are drawn in batches before the swaps so that the
+    cache misses of the swaps overlap.
     """
-    n = out.shape[0]
-    for i in range(n):
-        out[i] = i
     lanes = new_lanes()
     state = np.zeros(2, dtype=np.int64)
     state[1] = 256
     js = np.empty(4096, dtype=np.int64)
-    i = n - 1
+    i = out.shape[0] - 1
     while i >= 1:
         m = min(js.shape[0], i)
         batch = js[:m]
-        bounded_batch(key, i + 1, batch, lanes, state)
+        bounded_batch(key, np.uint64(nonce), i + 1, batch, lanes, state)
         for b in range(m):
             k = i - b
             j = batch[b]
@@ -268,3 +269,68 @@ def permutation_kernel(key, out):
             out[k] = out[j]
             out[j] = tmp
         i -= m
+
+
+@jit
+def bucket_counts(key, bits, n, counts):
+    """Add to ``counts[b]`` the number of items of ``range(n)`` in bucket ``b`` (bits >= 1)."""
+    lanes = new_lanes()
+    words = lanes.words
+    shift = np.uint64(64 - bits)
+    for block0 in range(0, (n + 7) // 8, 16):
+        counter_blocks(key, 0, block0, lanes)
+        base = block0 * 8
+        for t in range(min(128, n - base)):
+            counts[np.int64(words[t] >> shift)] += 1
+
+
+@jit
+def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
+    """Write every item of buckets ``lo <= b < hi``, in increasing order, to ``out``.
+
+    ``next_slot[b - lo]`` is where bucket ``b``'s next item goes; it is advanced (bits >= 1).
+    """
+    lanes = new_lanes()
+    words = lanes.words
+    shift = np.uint64(64 - bits)
+    for block0 in range(0, (n + 7) // 8, 16):
+        counter_blocks(key, 0, block0, lanes)
+        base = block0 * 8
+        for t in range(min(128, n - base)):
+            b = np.int64(words[t] >> shift)
+            if lo <= b < hi:
+                out[next_slot[b - lo]] = base + t
+                next_slot[b - lo] += 1
+
+
+@jit
+def shuffle_buckets(key, lo, starts, out):
+    """Shuffle ``out[starts[j]:starts[j+1]]`` with stream ``(key, 1 + lo + j)``, every ``j``."""
+    for j in range(starts.shape[0] - 1):
+        shuffle_in_place(key, np.uint64(1 + lo + j), out[starts[j] : starts[j + 1]])
+
+
+@jit
+def permutation_kernel(key, bits, out):
+    """Fill ``out`` (``int64[n]``) with the bucketed permutation of ``range(n)``.
+
+    See the module docstring: items to buckets by the top ``bits`` bits of their word of
+    stream ``(key, 0)``, then each bucket shuffled by Fisher-Yates on its own stream. Two
+    passes over the words (count, then place) keep the memory to ``out`` and the counts.
+    O(n).
+    """
+    n = out.shape[0]
+    if bits == 0:
+        for i in range(n):
+            out[i] = i
+        shuffle_in_place(key, np.uint64(1), out)
+        return
+    n_buckets = np.int64(1) << np.int64(bits)
+    counts = np.zeros(n_buckets, dtype=np.int64)
+    bucket_counts(key, bits, n, counts)
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for b in range(n_buckets):
+        starts[b + 1] = starts[b] + counts[b]
+    next_slot = starts[:-1].copy()
+    bucket_scatter(key, bits, n, 0, n_buckets, next_slot, out)
+    shuffle_buckets(key, 0, starts, out)

@@ -49,7 +49,14 @@ from dpfast.noise._laplace import (
     unsafe_float_laplace,
 )
 from dpfast.noise._source import NoiseSource
-from dpfast.noise._uniform import bernoulli_rational, permutation, uniform_integers
+from dpfast.noise._uniform import (
+    bernoulli_rational,
+    permutation,
+    permutation_bucket_bits,
+    permutation_bucket_sizes,
+    permutation_part,
+    uniform_integers,
+)
 from dpfast.noise._wordstream import (
     KEEP_DENOMINATOR,
     RETAIN_SAMPLER_NAME,
@@ -87,6 +94,9 @@ __all__ = [
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
     "permutation",
+    "permutation_bucket_bits",
+    "permutation_bucket_sizes",
+    "permutation_part",
     "quality_units",
     "rate_at_most",
     "retain_or_replace",

@@ -101,11 +101,38 @@ def bernoulli_rational(
     return out
 
 
-def permutation(key: np.ndarray, n: int) -> np.ndarray:
-    """Return a uniform random permutation of ``range(n)``.
+# Buckets of the permutation hold 2**15 to 2**16 items on average: a part of the
+# permutation then costs one pass over the bucket words plus Fisher-Yates in cache.
+_BUCKET_ITEMS_BITS = 16
 
-    Fisher-Yates (Durstenfeld) with exact unbiased bounded integers (Lemire's method)
-    from the 32-bit words of the stream ``(key, nonce = 0)``.
+
+def permutation_bucket_bits(n: int) -> int:
+    """Return the number of bucket bits of :func:`permutation` for ``n`` items.
+
+    ``max(0, bit_length(n - 1) - 16)``: a function of ``n`` only, so every engine cuts the
+    permutation into the same ``2**bits`` buckets.
+
+    Examples
+    --------
+    >>> permutation_bucket_bits(1000), permutation_bucket_bits(200_000_000)
+    (0, 12)
+    """
+    n = check_int(n, "n", low=0, high=2**62)
+    return max(0, (n - 1).bit_length() - _BUCKET_ITEMS_BITS) if n > 1 else 0
+
+
+def permutation(key: np.ndarray, n: int) -> np.ndarray:
+    """Return a uniform random permutation of ``range(n)``, as the sequence of items.
+
+    Bucketed so that every part can be computed on its own (:func:`permutation_part`), with
+    the same result on every engine: item ``i`` goes to the bucket given by the top
+    :func:`permutation_bucket_bits` bits of 64-bit word ``i`` of the stream
+    ``(key, nonce = 0)``; the items of bucket ``b``, in increasing order, are shuffled by
+    Fisher-Yates (Durstenfeld) with exact unbiased bounded integers (Lemire's method) from
+    the stream ``(key, 1 + b)``; the permutation lists bucket 0's shuffled items, then
+    bucket 1's, and so on. Every permutation has the same probability: the bucket sizes
+    and memberships are drawn independently of the item order, and within each bucket the
+    order is uniform (Rao 1961, Sandelius 1962; docs/engines.md#permutations).
 
     Parameters
     ----------
@@ -127,6 +154,9 @@ def permutation(key: np.ndarray, n: int) -> np.ndarray:
     References
     ----------
     D. Lemire, "Fast Random Integer Generation in an Interval", ACM TOMACS 29(1), 2019.
+    C. R. Rao, "Generation of random permutations of given number of elements using random
+    sampling numbers", Sankhya A 23, 1961. M. Sandelius, "A simple randomization
+    procedure", JRSS B 24, 1962.
 
     Examples
     --------
@@ -139,5 +169,74 @@ def permutation(key: np.ndarray, n: int) -> np.ndarray:
     n = check_int(n, "n", low=0, high=2**62)
     out = np.empty(n, dtype=np.int64)
     if n > 0:
-        _kernels.permutation_kernel(key, out)
+        _kernels.permutation_kernel(key, permutation_bucket_bits(n), out)
+    return out
+
+
+def permutation_bucket_sizes(key: np.ndarray, n: int) -> np.ndarray:
+    """Return the size of every bucket of :func:`permutation` ``(key, n)``.
+
+    One pass over the bucket words, without the permutation: the offsets of the parts that
+    :func:`permutation_part` computes.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> int(permutation_bucket_sizes(key, 100_000).sum())
+    100000
+    """
+    key = _check_key(key)
+    n = check_int(n, "n", low=0, high=2**62)
+    bits = permutation_bucket_bits(n)
+    if bits == 0:
+        return np.array([n], dtype=np.int64)
+    counts = np.zeros(1 << bits, dtype=np.int64)
+    _kernels.bucket_counts(key, bits, n, counts)
+    return counts
+
+
+def permutation_part(
+    key: np.ndarray, n: int, lo: int, hi: int, sizes: np.ndarray | None = None
+) -> np.ndarray:
+    """Return buckets ``lo .. hi - 1`` of :func:`permutation` ``(key, n)``.
+
+    Equal to ``permutation(key, n)[start:stop]`` with ``start = sizes[:lo].sum()`` and
+    ``stop = sizes[:hi].sum()``, computed in one pass over the bucket words and memory for
+    the part only: engines that cannot hold ``n`` items build the permutation part by part.
+
+    Parameters
+    ----------
+    key, n
+        As for :func:`permutation`.
+    lo, hi : int
+        Buckets ``0 <= lo <= hi <= len(sizes)``.
+    sizes : numpy.ndarray, optional
+        :func:`permutation_bucket_sizes` ``(key, n)``, when already known.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> whole = permutation(key, 300_000)
+    >>> sizes = permutation_bucket_sizes(key, 300_000)
+    >>> start = int(sizes[:3].sum())
+    >>> bool((permutation_part(key, 300_000, 3, 5) == whole[start:start + sizes[3:5].sum()]).all())
+    True
+    """
+    key = _check_key(key)
+    n = check_int(n, "n", low=0, high=2**62)
+    bits = permutation_bucket_bits(n)
+    n_buckets = 1 << bits
+    lo = check_int(lo, "lo", low=0, high=n_buckets)
+    hi = check_int(hi, "hi", low=lo, high=n_buckets)
+    if sizes is None:
+        sizes = permutation_bucket_sizes(key, n)
+    if bits == 0:
+        return permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
+    starts = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(sizes[lo:hi], out=starts[1:])
+    out = np.empty(int(starts[-1]), dtype=np.int64)
+    _kernels.bucket_scatter(key, bits, n, lo, hi, starts[:-1].copy(), out)
+    _kernels.shuffle_buckets(key, lo, starts, out)
     return out

@@ -211,6 +211,14 @@ class _TaxonomyDistances(_TaxonomyTree):
         )
         return out
 
+    def rank_order(self, codes: np.ndarray) -> np.ndarray:
+        """Return the records in :meth:`broadcast_rank_groups` order: by rank, ties by row.
+
+        ``rank_order(codes)[p]`` is the row at sorted position ``p`` (``int64[n]``).
+        """
+        ranks = np.asarray(self.rank)[np.asarray(codes, np.int64)]
+        return np.argsort(ranks, kind="stable").astype(np.int64, copy=False)
+
     def rank_counts(self, codes: np.ndarray) -> np.ndarray:
         """Count the records at each position of :meth:`order` (``int64[m]``)."""
         counts = np.bincount(np.asarray(codes, dtype=np.int64), minlength=len(self.domain))

@@ -171,19 +171,39 @@ def bounded(bound: int, bits: BitStream) -> int:
             return v
 
 
-def bounded_sequence(key: Sequence[int], top: int, m: int) -> list[int]:
-    """Draws j_b ~ Unif{0..top-b-1}, b = 0..m-1, from stream (key, 0)."""
-    bits = BitStream(key, 0)
+def bounded_sequence(key: Sequence[int], top: int, m: int, nonce: int = 0) -> list[int]:
+    """Draws j_b ~ Unif{0..top-b-1}, b = 0..m-1, from stream (key, nonce)."""
+    bits = BitStream(key, nonce)
     return [bounded(top - b, bits) for b in range(m)]
 
 
-def permutation(key: Sequence[int], n: int) -> list[int]:
-    """Fisher-Yates on range(n): for i = n-1..1 swap out[i] and out[j], j ~ Unif{0..i}."""
-    bits = BitStream(key, 0)
-    out = list(range(n))
-    for i in range(n - 1, 0, -1):
+def fisher_yates(items: list[int], bits: BitStream) -> list[int]:
+    """Fisher-Yates: for i = m-1..1 swap out[i] and out[j], j ~ Unif{0..i}."""
+    out = list(items)
+    for i in range(len(out) - 1, 0, -1):
         j = bounded(i + 1, bits)
         out[i], out[j] = out[j], out[i]
+    return out
+
+
+def permutation(key: Sequence[int], n: int, bucket_bits: int | None = None) -> list[int]:
+    """The bucketed permutation: item i to bucket (word i of stream 0) >> (64 - bits).
+
+    Each bucket's items, in increasing order, are shuffled by Fisher-Yates on stream
+    (key, 1 + bucket); the permutation is bucket 0's items, then bucket 1's, ...
+    ``bucket_bits`` defaults to max(0, bit_length(n - 1) - 16).
+    """
+    if bucket_bits is None:
+        bucket_bits = max(0, (n - 1).bit_length() - 16) if n > 1 else 0
+    if bucket_bits == 0:
+        return fisher_yates(list(range(n)), BitStream(key, 1))
+    words = BitStream(key, 0)
+    buckets: dict[int, list[int]] = {}
+    for i in range(n):
+        buckets.setdefault(words.bits(64) >> (64 - bucket_bits), []).append(i)
+    out: list[int] = []
+    for bucket in sorted(buckets):
+        out += fisher_yates(buckets[bucket], BitStream(key, 1 + bucket))
     return out
 
 

@@ -55,7 +55,12 @@ from dpfast.methods.ir_dp._categorical import (
     categorical_guarantee,
     draw_categorical,
 )
-from dpfast.methods.ir_dp._numeric import centroid_sensitivity, draw_numeric, numeric_guarantee
+from dpfast.methods.ir_dp._numeric import (
+    centroid_sensitivity,
+    draw_numeric,
+    grid_ranks,
+    numeric_guarantee,
+)
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
@@ -328,33 +333,45 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
 
 
 def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.ndarray | None:
-    """Draw the shared output positions of record-linked rows, and the copied columns' order.
+    """Draw the shared row order of record-linked rows; return it for the copied columns.
 
-    Under ``linkage="columns"`` each column draws its own order while it is released
-    (:func:`_column_order`), so only one order per thread is in memory at a time.
+    Output row ``r`` holds input row ``order[r]``. Under ``linkage="columns"`` each column
+    draws its own order of ranks while it is released (:func:`_column_order`), so only one
+    order per thread is in memory at a time.
     """
     if not args.shuffle or args.linkage == "columns":
         return None
     protected = column_names(args.numeric, args.categorical)
-    # The inverse of a uniform permutation is uniform, so the output position of every
-    # row is drawn directly; the row order is only needed for the copied columns.
-    shared = noise.permutation(source.key("ir_dp", "row-order"), run.table.n_rows)
-    run.destinations.update({name: shared for name in protected})
+    order = noise.permutation(source.key("ir_dp", "row-order"), run.table.n_rows)
+    destination = inverse_permutation(order)
+    run.destinations.update({name: destination for name in protected})
     if run.policy == "keep" and len(protected) < len(run.table.names):
-        return inverse_permutation(shared)
+        return order
     return None
 
 
 def _column_order(
-    run: Run, args: _Arguments, source: noise.NoiseSource, name: Hashable, keep: bool
+    run: Run, args: _Arguments, source: noise.NoiseSource, name: Hashable
 ) -> np.ndarray | None:
-    """Return a column's output positions: its own under ``linkage="columns"``, else the rows'."""
+    """Return a column's own order of ranks under ``linkage="columns"``, else ``None``.
+
+    Output row ``r`` gets the group value of rank ``order[r]``. Record-linked columns are
+    placed by the rows' shared destinations instead.
+    """
     if args.linkage != "columns":
-        return run.destinations.get(name)
-    order = noise.permutation(source.key("ir_dp", "column-order", str(name)), run.table.n_rows)
-    if keep:  # the metrics match each released value to its original row
-        run.destinations[name] = order
-    return order
+        return None
+    return noise.permutation(source.key("ir_dp", "column-order", str(name)), run.table.n_rows)
+
+
+def _match_ranks(run: Run, name: Hashable, ranks: np.ndarray, order: np.ndarray) -> None:
+    """For the metrics: match each released value to an original row of the same rank.
+
+    ``ranks`` is the stable order of the column's rows; row ``ranks[p]`` has rank ``p``,
+    whose value output row ``inverse(order)[p]`` holds.
+    """
+    destination = np.empty_like(order)
+    destination[ranks] = inverse_permutation(order)
+    run.destinations[name] = destination
 
 
 def _draw_columns(
@@ -374,15 +391,20 @@ def _draw_columns(
     total = len(args.numeric) + len(args.categorical)
 
     def numeric(column: NumericColumn) -> tuple[int, float, float]:
-        order = _column_order(run, args, source, column.name, metrics)
-        destination = empty if order is None else order
+        order = _column_order(run, args, source, column.name)
         grid, steps = plan.grids[column.name]
+        if metrics and order is not None:
+            _match_ranks(run, column.name, grid_ranks(column.values, grid), order)
+        destination = run.destinations.get(column.name, empty)
         out = outputs[column.name]
-        return draw_numeric(column, args.k, grid, steps, source, destination, out, threads)
+        return draw_numeric(column, args.k, grid, steps, source, order, destination, out, threads)
 
     def categorical(cat: CategoricalColumn) -> tuple[np.ndarray, float, float]:
-        destination = _column_order(run, args, source, cat.name, metrics)
-        return draw_categorical(cat, args.k, plan.entries[cat.name], source, destination)
+        order = _column_order(run, args, source, cat.name)
+        if metrics and order is not None:
+            _match_ranks(run, cat.name, cat.taxonomy.rank_order(cat.codes), order)
+        destination = run.destinations.get(cat.name)
+        return draw_categorical(cat, args.k, plan.entries[cat.name], source, order, destination)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         categorical_runs = pool.map(categorical, args.categorical)

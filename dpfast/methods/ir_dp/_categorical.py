@@ -76,17 +76,25 @@ def draw_categorical(
     k: int,
     entry: LedgerEntry,
     source: noise.NoiseSource,
+    order: np.ndarray | None,
     destination: np.ndarray | None,
 ) -> tuple[np.ndarray, float, float]:
     """Choose each rank group's value and release the column's codes.
 
-    Returns the codes and the seconds spent choosing and grouping.
+    ``order`` (rows not linked: output row ``r`` gets the value of rank ``order[r]``'s
+    group) or else ``destination`` (record-linked: each row's output position, ``None``
+    for the input order) places the values. Returns the codes and the seconds spent
+    choosing and grouping.
     """
     start = time.perf_counter()
     key = source.key("ir_dp", "centroid-choice", str(cat.name))
     group_codes = _group_codes(cat, k, key, entry)
     middle = time.perf_counter()
-    out = cat.taxonomy.broadcast_rank_groups(cat.codes, k, group_codes, destination)
+    if order is not None:
+        last = group_codes.shape[0] - 1
+        out = group_codes[np.minimum(order // k, last)]
+    else:
+        out = cat.taxonomy.broadcast_rank_groups(cat.codes, k, group_codes, destination)
     return out, middle - start, time.perf_counter() - middle
 
 

@@ -29,16 +29,19 @@ def centroid_sensitivity(grid: Grid, n_records: int, k: int) -> Fraction:
     return Fraction(grid.d_int, k) + (n_records // k)
 
 
-def release_column(
+def release_shuffled(
     values: np.ndarray,
     grid: Grid,
     k: int,
     draws: np.ndarray,
-    destination: np.ndarray,
+    order: np.ndarray,
     round_values: bool,
     out: np.ndarray,
 ) -> int:
-    """Individual-ranking release of one column on ``grid``; returns the clamped count.
+    """Individual-ranking release of one column in its own row order; returns the clamped count.
+
+    Only the sorted values matter: output row ``r`` gets the value of the rank group of
+    rank ``order[r]`` (docs/engines.md#ir-dp: the same on every engine).
 
     Parameters
     ----------
@@ -48,22 +51,38 @@ def release_column(
     k : int
     draws : ndarray of int64, shape (n // k,)
         One noise draw per rank group, in grid steps.
-    destination : ndarray of int64, shape (n,) or (0,)
-        Output position of each input row (empty: input order). Ranking ties still go to
-        the lower input row.
+    order : ndarray of int64, shape (n,)
+        A permutation of the ranks: ``noise.permutation`` of the column's order key.
     round_values : bool
         Round released values to integers (post-processing).
     out : ndarray of float64, shape (n,)
         Receives the released column.
     """
-    packed, n_clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, destination
+    quantised, n_clamped = ranking.quantise_column(
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int
     )
-    key_bits = max(1, grid.d_int.bit_length())
-    packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-    ranking.release_groups(
-        packed,
-        grid.index_bits,
+    ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
+    del quantised
+    groups = group_values(ordered, 0, grid, k, draws, round_values)
+    ranking.take_groups(groups, order, k, out)
+    return int(n_clamped)
+
+
+def grid_ranks(values: np.ndarray, grid: Grid) -> np.ndarray:
+    """Return the rows in rank order on ``grid``: by grid value, ties by row (for metrics)."""
+    quantised, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+    return np.argsort(quantised, kind="stable").astype(np.int64, copy=False)
+
+
+def group_values(
+    sorted_words: np.ndarray, shift: int, grid: Grid, k: int, draws: np.ndarray, round_values: bool
+) -> np.ndarray:
+    """Every rank group's released value, from the column's sorted grid values."""
+    sums = np.zeros(draws.shape[0], dtype=np.int64)
+    ranking.add_group_sums(sorted_words, shift, 0, k, sums)
+    return ranking.noisy_group_values(  # type: ignore[no-any-return]
+        sums,
+        sorted_words.shape[0],
         k,
         draws,
         grid.d_int,
@@ -71,8 +90,35 @@ def release_column(
         grid.upper,
         grid.gamma,
         round_values,
-        out,
     )
+
+
+def release_linked(
+    values: np.ndarray,
+    grid: Grid,
+    k: int,
+    draws: np.ndarray,
+    destination: np.ndarray,
+    round_values: bool,
+    out: np.ndarray,
+) -> int:
+    """Individual-ranking release of one column, record-linked; returns the clamped count.
+
+    Parameters
+    ----------
+    values, grid, k, draws, round_values, out
+        As for :func:`release_shuffled`.
+    destination : ndarray of int64, shape (n,) or (0,)
+        Output position of each input row (empty: input order). Ranking ties go to the
+        lower input row.
+    """
+    packed, n_clamped = ranking.pack_quantised(
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, destination
+    )
+    key_bits = max(1, grid.d_int.bit_length())
+    packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
+    groups = group_values(packed, grid.index_bits, grid, k, draws, round_values)
+    ranking.scatter_groups(packed, grid.index_bits, k, groups, out)
     return int(n_clamped)
 
 
@@ -82,13 +128,17 @@ def draw_numeric(
     grid: Grid,
     steps: int,
     source: noise.NoiseSource,
+    order: np.ndarray | None,
     destination: np.ndarray,
     out: np.ndarray,
     threads: int,
 ) -> tuple[int, float, float]:
     """Draw one noise value per rank group and release the column into ``out``.
 
-    Returns the clamped count and the seconds spent drawing and grouping.
+    ``order`` (rows not linked: the column's own permutation of ranks, see
+    :func:`release_shuffled`) or else ``destination`` (record-linked, see
+    :func:`release_linked`) places the values. Returns the clamped count and the seconds
+    spent drawing and grouping.
     """
     start = time.perf_counter()
     # columns already run in parallel: one thread per draw request then
@@ -99,7 +149,10 @@ def draw_numeric(
         n_threads=1 if threads > 1 else None,
     )
     middle = time.perf_counter()
-    count = release_column(column.values, grid, k, draws, destination, column.integer, out)
+    if order is not None:
+        count = release_shuffled(column.values, grid, k, draws, order, column.integer, out)
+    else:
+        count = release_linked(column.values, grid, k, draws, destination, column.integer, out)
     return count, middle - start, time.perf_counter() - middle
 
 
