@@ -111,6 +111,7 @@ def compare(base: str, head: str, pairs: int, cases: Sequence[str] | None) -> in
         (harness / "scripts").mkdir()
         shutil.copy(ROOT / "scripts" / "diffgen_common.py", harness / "scripts")
         shutil.copy(ROOT / "pyproject.toml", harness)
+        shutil.copy(ROOT / "conftest.py", harness)  # its warning filters go with the ini file
         for side, commit in revisions.items():
             tree = top / side
             _git("worktree", "add", "--detach", "--quiet", str(tree), commit)

@@ -10,11 +10,12 @@ back into the caller's kind of table.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -570,8 +571,49 @@ def _is_utf8(encoding: str) -> bool:
     return codecs.lookup(encoding).name == "utf-8"
 
 
+Progress = Callable[[str, int, int], None]
+
+
+class _CountingFile(io.RawIOBase):
+    """A binary file that reports ``progress(phase, bytes read, file size)`` as it is read."""
+
+    def __init__(self, path: str | os.PathLike[str], progress: Progress, phase: str) -> None:
+        super().__init__()
+        self._file = open(path, "rb")  # closed with this object
+        self._size = os.fstat(self._file.fileno()).st_size
+        self._read = 0
+        self._progress = progress
+        self._phase = phase
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._file.readinto(buffer)
+        self._read += count
+        self._progress(self._phase, min(self._read, self._size), self._size)
+        return count
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
 def read_table(
-    path: str | os.PathLike[str], *, delimiter: str | None = None, encoding: str = "utf-8"
+    path: str | os.PathLike[str],
+    *,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    progress: Progress | None = None,
 ) -> pa.Table:
     """Read a Parquet, CSV or TSV file (chosen by extension) into an Arrow table.
 
@@ -587,6 +629,8 @@ def read_table(
         tab for TSV).
     encoding : str
         CSV and TSV only: the file's text encoding, e.g. ``"latin-1"`` (default UTF-8).
+    progress : callable, optional
+        Called as ``progress("reading NAME", bytes read, file size)`` while reading.
 
     Raises
     ------
@@ -601,11 +645,14 @@ def read_table(
     separator = None if fmt == "parquet" else _separator(fmt, delimiter)
     if not Path(path).is_file():
         raise ValueError(f"input file {where!r} does not exist; check the path")
+    source: Any = path
+    if progress is not None:
+        source = _CountingFile(path, progress, f"reading {Path(path).name}")
     try:
         if separator is None:
-            return pq.read_table(path)
+            return pq.read_table(source)
         compression = "gzip" if fmt.endswith(".gz") else None
-        with pa.input_stream(path, compression=compression) as stream:
+        with pa.input_stream(source, compression=compression) as stream:
             table = pa_csv.read_csv(
                 stream,
                 read_options=pa_csv.ReadOptions(encoding=encoding),
@@ -617,6 +664,9 @@ def read_table(
             f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
             f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
         ) from exc
+    finally:
+        if isinstance(source, _CountingFile):
+            source.close()
     if _is_utf8(encoding):
         _check_utf8(where, table)
     _check_delimiter(where, table, separator)
@@ -690,15 +740,25 @@ def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
         raise
 
 
+# Rows per Parquet row group, and per piece of a written table between progress calls
+# (pyarrow's default row group size).
+WRITE_ROWS = 1024 * 1024
+
+
 def write_table_atomic(
-    table: Any, path: str | os.PathLike[str], *, delimiter: str | None = None
+    table: Any,
+    path: str | os.PathLike[str],
+    *,
+    delimiter: str | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Write a table (Arrow, pandas or 2-D NumPy) to Parquet, CSV or TSV, atomically.
 
     The format comes from the extension (:func:`output_format`; ``.gz``: gzip-compressed
     text); ``delimiter`` replaces a text format's separator. The data goes to a temporary
     file in the target directory, which is renamed over ``path`` only once complete; on
-    any failure the temporary file is removed.
+    any failure the temporary file is removed. ``progress`` is called as
+    ``progress("writing NAME", rows written, rows)`` every :data:`WRITE_ROWS` rows.
     """
     fmt = output_format(path)
     if fmt == "parquet" and delimiter is not None:
@@ -712,13 +772,28 @@ def write_table_atomic(
     elif isinstance(table, np.ndarray):
         table = pa.table({str(j): table[:, j] for j in range(table.shape[1])})
 
+    phase = f"writing {Path(path).name}"
+
+    def pieces() -> Any:
+        for start in range(0, table.num_rows, WRITE_ROWS):
+            yield table.slice(start, WRITE_ROWS)
+            if progress is not None:
+                progress(phase, min(start + WRITE_ROWS, table.num_rows), table.num_rows)
+
     def write(tmp: str) -> None:
         if separator is None:
-            pq.write_table(table, tmp, compression="zstd")
+            with pq.ParquetWriter(tmp, table.schema, compression="zstd") as writer:
+                for piece in pieces():
+                    writer.write_table(piece, row_group_size=WRITE_ROWS)
             return
         compression = "gzip" if fmt.endswith(".gz") else None
-        with pa.output_stream(tmp, compression=compression) as sink:
-            pa_csv.write_csv(table, sink, pa_csv.WriteOptions(delimiter=separator))
+        options = pa_csv.WriteOptions(delimiter=separator)
+        with (
+            pa.output_stream(tmp, compression=compression) as sink,
+            pa_csv.CSVWriter(sink, table.schema, write_options=options) as writer,
+        ):
+            for piece in pieces():
+                writer.write_table(piece)
 
     _atomic_write(path, write)
 

@@ -235,10 +235,12 @@ class ProgressLine:
 
     On a terminal the line is redrawn in place, only when the phase or the whole percent
     changes. Elsewhere (a pipe, a log file) a line is printed when a phase starts, and then
-    at most one every ``every`` seconds while it runs, with its percent done.
+    at most one every ``every`` seconds while it runs, with its percent done. With
+    ``delay``, a phase shows only once it has run that many seconds: reading and writing
+    files say nothing when they are quick.
     """
 
-    def __init__(self, stream: TextIO, every: float = 5.0) -> None:
+    def __init__(self, stream: TextIO, every: float = 5.0, delay: float = 0.0) -> None:
         self._stream = stream
         try:
             self._tty = stream.isatty()
@@ -247,12 +249,20 @@ class ProgressLine:
         self._shown: tuple[str, int] | None = None
         self._width = 0
         self._every = every
+        self._delay = delay
+        self._started: tuple[str, float] | None = None
         self._last = 0.0
         self._lock = threading.Lock()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         percent = 100 if total <= 0 else max(0, min(100, (100 * done) // total))
         with self._lock:
+            if self._delay > 0:
+                now = time.monotonic()
+                if self._started is None or self._started[0] != phase:
+                    self._started = (phase, now)
+                if now - self._started[1] < self._delay:
+                    return
             if self._tty:
                 if self._shown == (phase, percent):
                     return
@@ -282,6 +292,23 @@ class ProgressLine:
 
 def _progress(args: argparse.Namespace) -> ProgressLine | None:
     return None if args.quiet else ProgressLine(sys.stderr)
+
+
+# Reading and writing files show progress only once they have taken this long.
+IO_PROGRESS_DELAY = 1.0
+
+
+@contextlib.contextmanager
+def _file_progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
+    """Yield a progress line for reading or writing a file: silent unless it is slow."""
+    if getattr(args, "quiet", False):
+        yield None
+        return
+    line = ProgressLine(sys.stderr, delay=IO_PROGRESS_DELAY)
+    try:
+        yield line
+    finally:
+        line.close()
 
 
 def _note(args: argparse.Namespace, text: str) -> None:
@@ -347,11 +374,13 @@ def _read_input(args: argparse.Namespace) -> Any:
     from dpfast.io import output_format, read_table
 
     text = output_format(args.input) != "parquet"
-    table = read_table(
-        args.input,
-        delimiter=getattr(args, "delimiter", None) if text else None,
-        encoding=getattr(args, "encoding", None) or "utf-8",
-    )
+    with _file_progress(args) as progress:
+        table = read_table(
+            args.input,
+            delimiter=getattr(args, "delimiter", None) if text else None,
+            encoding=getattr(args, "encoding", None) or "utf-8",
+            progress=progress,
+        )
     if table.num_rows == 0:  # one message for a header-only CSV and an empty Parquet file
         raise ValueError(f"{args.input}: the table is empty (0 rows); nothing to release")
     return table
@@ -411,18 +440,19 @@ def write_release(
     output: str | os.PathLike[str],
     *,
     delimiter: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[str, str]:
     """Write the data and its two reports, each atomically; never leave one without the others.
 
-    ``delimiter`` replaces the separator of a CSV or TSV output. Returns the paths of the
-    public and the private report.
+    ``delimiter`` replaces the separator of a CSV or TSV output; ``progress`` is called as
+    the data is written. Returns the paths of the public and the private report.
     """
     from dpfast.io import write_json_atomic, write_table_atomic
 
     public_path, private_path = report_paths(output)
     written: list[str | os.PathLike[str]] = []
     try:
-        write_table_atomic(data, output, delimiter=delimiter)
+        write_table_atomic(data, output, delimiter=delimiter, progress=progress)
         written.append(output)
         write_json_atomic(report.to_dict(), public_path)
         written.append(public_path)
@@ -461,9 +491,15 @@ def _finish(args: argparse.Namespace, release: Any) -> int:
     spend = getattr(args, "spend", None)
     if spend is not None:
         spend.settle(report.epsilon)  # recorded before the output is published
-    public_path, private_path = write_release(
-        release.data, report, release.private, args.output, delimiter=_output_delimiter(args)
-    )
+    with _file_progress(args) as progress:
+        public_path, private_path = write_release(
+            release.data,
+            report,
+            release.private,
+            args.output,
+            delimiter=_output_delimiter(args),
+            progress=progress,
+        )
     if spend is not None:
         spend.published = True
     if args.quiet:
