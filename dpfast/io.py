@@ -798,14 +798,18 @@ def write_table_atomic(
     _atomic_write(path, write)
 
 
-def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``obj`` as indented JSON, atomically."""
-    text = json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a complete file or none at all."""
 
     def write(tmp: str) -> None:
         Path(tmp).write_text(text, encoding="utf-8")
 
     _atomic_write(path, write)
+
+
+def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    write_text_atomic(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n", path)
 
 
 def column_kinds(table: pa.Table) -> list[tuple[str, str, int]]:

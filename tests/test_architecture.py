@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 
 # A module may import dpfast modules of a strictly lower layer only (STYLE.md, "Layout"):
-# cli -> methods -> _release -> noise/accounting/partitions/metrics -> taxonomy/schema/io
+# cli -> methods -> _release/compare -> noise/accounting/partitions/metrics -> taxonomy/schema/io
 # -> _validation -> _kernels -> _jit.
 LAYERS = {
     "_jit": 0,
@@ -30,6 +30,7 @@ LAYERS = {
     "metrics": 4,
     "datasets": 4,
     "_release": 5,
+    "compare": 5,
     "methods": 6,
     "cli": 7,
     "__init__": 8,
@@ -41,6 +42,7 @@ PUBLIC_MODULES = [
     "dpfast.accounting",
     "dpfast.budget",
     "dpfast.cli",
+    "dpfast.compare",
     "dpfast.datasets",
     "dpfast.exceptions",
     "dpfast.io",

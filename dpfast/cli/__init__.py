@@ -24,6 +24,7 @@ from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
 from dpfast.cli._common import _Parser, _UsageError, writing
+from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
 from dpfast.exceptions import EpsilonRangeError
 
@@ -37,6 +38,8 @@ examples:
       --schema people.schema.json
   dpfast release --help            list the release methods
   dpfast schema init people.csv -o people.schema.json    a schema to fill in
+  dpfast compare people.csv released.csv --schema people.schema.json -o report.html
+                                   a PRIVATE page: original against release
 
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
@@ -113,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_to(members, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
     writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
+    COMPARE.add_to(commands, formatter)
     return parser
 
 

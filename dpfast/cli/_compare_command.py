@@ -1,0 +1,187 @@
+"""``dpfast compare``: a private HTML page comparing an original table with its release."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from dpfast.cli._common import (
+    _FORMATS_HELP,
+    Command,
+    _column_list,
+    _delimiter,
+    _note,
+    _quiet_argument,
+    report_paths,
+)
+
+_COMPARE_EXAMPLES = """\
+examples:
+  dpfast compare people.csv released.csv --schema people.schema.json -o report.html
+  dpfast compare people.parquet released.parquet --schema s.json -o report.html \\
+      --columns age,income --force
+  dpfast compare people.csv noisy.csv --schema s.json -o report.html --linked
+      (laplace --unprotected keep: row i of the release is row i of the original)
+
+The page is PRIVATE: it is computed from the original data. It holds per-column plots
+(histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
+divergence, variance variation, summaries), the noise scale of each column against its
+public domain, and the clamping counts. It reads RELEASED.public-report.json and
+RELEASED.private-report.json when they exist (--public-report, --private-report to point
+elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
+"""
+
+
+def _compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "original", metavar="ORIGINAL", help=f"the original table ({_FORMATS_HELP})"
+    )
+    parser.add_argument(
+        "released", metavar="RELEASED", help="the released table, as a dpfast release wrote it"
+    )
+    parser.add_argument(
+        "--schema", required=True, metavar="SCHEMA", help="the schema JSON the release used"
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="HTML", help="the page to write (.html)"
+    )
+    parser.add_argument(
+        "--public-report",
+        metavar="JSON",
+        help="the release's public report (default: RELEASED.public-report.json if it exists)",
+    )
+    parser.add_argument(
+        "--private-report",
+        metavar="JSON",
+        help="the release's private report (default: RELEASED.private-report.json if it exists)",
+    )
+    parser.add_argument(
+        "--columns",
+        type=_column_list,
+        help="compare only these schema columns (comma-separated, or a JSON list); default: "
+        "every column the schema protects that RELEASED has",
+    )
+    parser.add_argument(
+        "--linked",
+        action="store_true",
+        help="row i of RELEASED is the release of row i of ORIGINAL (e.g. laplace with "
+        "--unprotected keep): add the record-linked relative error. Default: only "
+        "order-free metrics, since releases shuffle their rows",
+    )
+    parser.add_argument(
+        "--delimiter",
+        metavar="CHAR",
+        type=_delimiter,
+        help="field separator of CSV or TSV inputs ('tab' for a tab)",
+    )
+    parser.add_argument(
+        "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
+    )
+    _quiet_argument(parser)
+    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    out = Path(args.output)
+    if out.is_dir():
+        raise ValueError(f"-o {args.output!r} is a directory; give a file name such as report.html")
+    for given in (args.original, args.released, args.schema):
+        if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
+            raise ValueError(f"-o {args.output!r} would overwrite an input; choose another path")
+    if out.exists() and not args.force:
+        raise ValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+
+
+def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
+    """Return a report (None if the default path does not exist) and the path looked at."""
+    path = default if given is None else given
+    if given is None and not os.path.exists(path):
+        return None, path
+    try:
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except FileNotFoundError:
+        raise ValueError(f"report {path!r} does not exist; check the path") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"report {path!r} is not valid JSON ({exc.msg}, line {exc.lineno})"
+        ) from None
+    if not isinstance(report, dict):
+        raise ValueError(f"report {path!r} is not a dpfast report (a JSON object)")
+    return report, path
+
+
+def _read(path: str, args: argparse.Namespace) -> Any:
+    from dpfast.io import output_format, read_table
+
+    text = output_format(path) != "parquet"
+    return read_table(
+        path,
+        delimiter=args.delimiter if text else None,
+        encoding=(args.encoding or "utf-8") if text else "utf-8",
+    )
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from dpfast import compare
+    from dpfast.io import write_text_atomic
+    from dpfast.schema import Schema
+
+    _check_output(args)
+    public_default, private_default = report_paths(args.released)
+    public, public_path = _read_report(args.public_report, public_default)
+    private, private_path = _read_report(args.private_report, private_default)
+    if public is not None and public.get("method") == "diffgen":
+        raise ValueError(
+            f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
+            "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
+        )
+    try:
+        compare.require_matplotlib()
+    except ImportError:
+        raise ValueError(
+            f"dpfast compare draws its plots with matplotlib, which is not installed; "
+            f"install it with: {compare.INSTALL_HINT}"
+        ) from None
+    schema = Schema.from_json(args.schema)
+    page = compare.compare_html(
+        _read(args.original, args),
+        _read(args.released, args),
+        schema=schema,
+        columns=args.columns,
+        public_report=public,
+        private_report=private,
+        linked=args.linked,
+        sources={
+            "original": args.original,
+            "released": args.released,
+            "public report": public_path,
+            "private report": private_path,
+        },
+    )
+    write_text_atomic(page, args.output)
+    missing = [
+        name for name, report in (("public", public), ("private", private)) if report is None
+    ]
+    _note(
+        args,
+        f"wrote {args.output} (PRIVATE: computed from the original data; do not publish)"
+        + (f"; {' and '.join(missing)} report not found, its sections say so" if missing else ""),
+    )
+    return 0
+
+
+#: ``dpfast compare``.
+COMPARE = Command(
+    "compare",
+    help="a private HTML page comparing an original table with its release",
+    description="Write one self-contained HTML page, for the data holder only, comparing "
+    "ORIGINAL with its release RELEASED: per-column plots, utility metrics, noise scale "
+    "against the domain, clamped values.",
+    epilog=_COMPARE_EXAMPLES,
+    arguments=_compare_arguments,
+    handler=_compare,
+)
