@@ -649,3 +649,66 @@ def test_schema_column_pyarrow_types_round_trip(workdir: Path) -> None:
 
     table = read_table(workdir / "people.csv")
     assert table.schema.field("age").type == pa.int64()
+
+
+def test_progress_with_a_delay_stays_silent_for_a_quick_phase(monkeypatch) -> None:
+    clock = [10.0]
+    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    stream = FakeStream(tty=False)
+    progress = cli.ProgressLine(stream, delay=1.0)
+    for done in range(4):
+        clock[0] += 0.2
+        progress("reading a.csv", done, 4)
+    assert stream.getvalue() == ""  # 0.6 s after its first call: never shown
+    progress("writing b.csv", 0, 10)
+    clock[0] += 1.5
+    progress("writing b.csv", 5, 10)
+    assert stream.getvalue() == "dpfast: writing b.csv...\n"
+
+
+@pytest.mark.parametrize("name", ["people.csv", "people.parquet"])
+def test_reading_reports_bytes_read(workdir: Path, name: str) -> None:
+    from dpfast.io import read_table
+
+    calls: list[tuple[str, int, int]] = []
+    table = read_table(workdir / name, progress=lambda *call: calls.append(call))
+    size = (workdir / name).stat().st_size
+    assert calls and {phase for phase, _, _ in calls} == {f"reading {name}"}
+    assert all(total == size for _, _, total in calls)
+    done = [d for _, d, _ in calls]
+    assert done == sorted(done) and done[-1] == size
+    assert table.equals(read_table(workdir / name))
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.parquet", "out.tsv.gz"])
+def test_writing_reports_rows_and_writes_the_same_table(
+    workdir: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpfast import io as dpfast_io
+
+    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 7)
+    table = dpfast_io.read_table(workdir / "people.parquet")
+    calls: list[tuple[str, int, int]] = []
+    dpfast_io.write_table_atomic(table, workdir / name, progress=lambda *call: calls.append(call))
+    n = table.num_rows
+    assert calls == [(f"writing {name}", min(s + 7, n), n) for s in range(0, n, 7)]
+    assert dpfast_io.read_table(workdir / name).to_pandas().equals(table.to_pandas())
+    if name.endswith(".parquet"):
+        assert pq.ParquetFile(workdir / name).num_row_groups == -(-n // 7)
+
+
+def test_cli_shows_reading_and_writing_on_a_pipe_when_slow(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dpfast import io as dpfast_io
+    from dpfast.cli import _common
+
+    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
+    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 10)  # several calls: the second one shows
+    paths = [str(workdir / "people.csv"), "-o", str(workdir / "out.csv")]
+    options = ["--epsilon", "1", "--schema", str(workdir / "schema.json"), "--seed", "1"]
+    code = cli.main(["release", "laplace", *paths, *options])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "dpfast: reading people.csv..." in err
+    assert "dpfast: writing out.csv..." in err
