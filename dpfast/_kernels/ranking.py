@@ -319,3 +319,21 @@ def float_group_means(values, order, k, n_groups):
         sizes[g] += 1
         row_group[row] = g
     return sums / sizes, row_group
+
+
+@jit
+def add_group_run(value, count, first_rank, k, sums):
+    """Add ``count`` copies of grid value ``value``, from rank ``first_rank``, to the sums.
+
+    The same as :func:`add_group_sums` on ``count`` equal words: a long run of ties costs
+    one step per group. Complexity O(count / k + 1).
+    """
+    n_groups = sums.shape[0]
+    rank = first_rank
+    left = count
+    while left > 0:
+        g = min(rank // k, n_groups - 1)
+        m = left if g == n_groups - 1 else min(left, (g + 1) * k - rank)
+        sums[g] += np.int64(value) * np.int64(m)
+        rank += m
+        left -= m

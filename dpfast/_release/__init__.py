@@ -337,6 +337,10 @@ class Run:
                 domains,
             )
 
+    def input_rows(self) -> int:
+        """Return the number of rows of the input."""
+        return int(self.table.n_rows)
+
     def unprotected(self) -> list[str]:
         """Return the input's columns that no mechanism of the release protects."""
         return [str(n) for n in self.table.names if n not in self.released]
@@ -397,14 +401,14 @@ class Run:
             unprotected=(self.policy or "keep") if copied else None,
             seeded=seed is not None,
             sampler=sampler,
-            released_rows=self.table.n_rows if released_rows is None else released_rows,
+            released_rows=self.input_rows() if released_rows is None else released_rows,
             notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
             warnings=alerts,
             extra=dict(extra or {}),
         )
         private_report = PrivateReport(
             method=self.method,
-            input_rows=self.table.n_rows,
+            input_rows=self.input_rows(),
             clamped=dict(self.clamped),
             clamped_output=self.clamped_output(domains or {}),
             timings={**self.timer.timings, **self.timings_extra},

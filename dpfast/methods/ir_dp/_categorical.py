@@ -17,6 +17,7 @@ from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry, option
 from dpfast.accounting import GuaranteeLevel, LedgerEntry
 from dpfast.partitions.categorical import DISTANCE_BITS, distance_units
+from dpfast.taxonomy import Taxonomy
 
 _UNIT = 2.0**-DISTANCE_BITS
 
@@ -53,16 +54,16 @@ def categorical_entry(
     )
 
 
-def _group_codes(
-    column: CategoricalColumn, k: int, key: np.ndarray, entry: LedgerEntry
+def group_codes(
+    taxonomy: Taxonomy, rank_counts: np.ndarray, k: int, key: np.ndarray, entry: LedgerEntry
 ) -> np.ndarray:
-    taxonomy = column.taxonomy
-    n_groups = column.codes.shape[0] // k
+    """Draw every rank group's released code from the records per taxonomy rank."""
+    n_groups = int(rank_counts.sum()) // k
     if entry.sensitivity == 0:  # a one-value domain: nothing to choose
         return np.zeros(n_groups, dtype=np.int64)
     chosen = noise.exponential_mechanism_sorted_groups(
         key,
-        taxonomy.rank_counts(column.codes),
+        rank_counts,
         k,
         distance_units(taxonomy.rank_distance_matrix()),
         epsilon=entry.epsilon,
@@ -88,13 +89,12 @@ def draw_categorical(
     """
     start = time.perf_counter()
     key = source.key("ir_dp", "centroid-choice", str(cat.name))
-    group_codes = _group_codes(cat, k, key, entry)
+    codes = group_codes(cat.taxonomy, cat.taxonomy.rank_counts(cat.codes), k, key, entry)
     middle = time.perf_counter()
     if order is not None:
-        last = group_codes.shape[0] - 1
-        out = group_codes[np.minimum(order // k, last)]
+        out = codes[np.minimum(order // k, codes.shape[0] - 1)]
     else:
-        out = cat.taxonomy.broadcast_rank_groups(cat.codes, k, group_codes, destination)
+        out = cat.taxonomy.broadcast_rank_groups(cat.codes, k, codes, destination)
     return out, middle - start, time.perf_counter() - middle
 
 

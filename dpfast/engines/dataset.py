@@ -1,0 +1,147 @@
+"""Column sources of the out-of-core engine: Parquet datasets and in-memory Arrow tables.
+
+A source gives its column names, Arrow schema and row count, and runs one primitive,
+:meth:`map_column`: a function applied to every batch of one column, whose results the
+caller combines with an operation that does not depend on their order (a sum, or a
+concatenation that is sorted next). An engine that runs batches elsewhere (a cluster)
+implements the same primitive.
+
+Rows of a Parquet dataset are numbered by file (in sorted path order) and by row within
+the file, so a row's number never depends on how the dataset is read.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+T = TypeVar("T")
+
+
+class ColumnSource(Protocol):
+    """What the out-of-core engine reads a table through."""
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, in order."""
+        ...
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types."""
+        ...
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        ...
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order."""
+        ...
+
+
+@dataclass(frozen=True)
+class ParquetDataset:
+    """The files of a Parquet dataset, their row counts and their common schema."""
+
+    files: tuple[str, ...]
+    rows: tuple[int, ...]
+    schema: pa.Schema
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> ParquetDataset:
+        """Open a ``.parquet`` file, a directory (its ``*.parquet`` files, recursively) or a glob.
+
+        Only the files' footers are read. Raises ``ValueError`` when nothing matches or
+        the files' schemas differ.
+        """
+        where = os.fspath(path)
+        if Path(where).is_dir():
+            files = sorted(str(p) for p in Path(where).rglob("*.parquet") if p.is_file())
+            what = f"directory {where!r} holds no .parquet file"
+        elif glob.has_magic(where):
+            files = sorted(p for p in glob.glob(where, recursive=True) if Path(p).is_file())
+            what = f"no file matches {where!r}"
+        else:
+            files = [where] if Path(where).is_file() else []
+            what = f"input {where!r} does not exist; check the path"
+        if not files:
+            raise ValueError(what)
+        rows, schema = [], None
+        for name in files:
+            try:
+                metadata = pq.read_metadata(name)
+                file_schema = pq.read_schema(name)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise ValueError(f"cannot read {name!r} as parquet: {exc}") from exc
+            rows.append(metadata.num_rows)
+            if schema is None:
+                schema = file_schema.remove_metadata()
+            elif not schema.equals(file_schema.remove_metadata()):
+                raise ValueError(
+                    f"{name!r} has another schema than {files[0]!r}; every file of a dataset "
+                    "must have the same columns and types"
+                )
+        assert schema is not None
+        return cls(tuple(files), tuple(rows), schema)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows in all the files."""
+        return sum(self.rows)
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self.schema.names)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
+        first = 0
+        for path in self.files:
+            with pq.ParquetFile(path) as file:
+                for batch in file.iter_batches(batch_size=batch_rows, columns=[name]):
+                    yield fn(batch.column(0), first)
+                    first += batch.num_rows
+
+
+@dataclass(frozen=True)
+class ArrowSource:
+    """An Arrow table in memory as a column source: each column is read a batch at a time."""
+
+    table: pa.Table
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self.table.column_names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types."""
+        return self.table.schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self.table.num_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+    ) -> Iterator[Any]:
+        """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
+        column = self.table.column(name)
+        for first in range(0, self.n_rows, batch_rows):
+            yield fn(column.slice(first, batch_rows).combine_chunks(), first)

@@ -1,0 +1,539 @@
+"""Out-of-core ``ir_dp`` over a Parquet dataset, within a memory limit (docs/engines.md).
+
+The release is the one :func:`dpfast.ir_dp` gives for the same table, seed and arguments
+(``linkage="columns"``, ``unprotected="drop"``): the same plan and ledger, the same keys,
+and the same kernels, applied part by part.
+
+Per protected column:
+
+1. **Group sums.** A numeric column is quantised to its public grid batch by batch. When
+   it holds more values than fit in the memory limit, a histogram pass over the top bits
+   of the grid values cuts the grid into ranges that fit; each range is collected in one
+   more pass, sorted and added to the groups' exact integer sums from its first global
+   rank (a range holding a single grid value is added without sorting). Integer sums do
+   not depend on how the column was cut. A categorical column needs only its count per
+   taxonomy rank.
+2. **Group values.** The noisy centroid (or the exponential-mechanism choice) of every
+   rank group, drawn from the same keys as in memory: ``n // k`` values.
+3. **Output order.** Output row ``r`` gets the value of the group of rank ``order[r]``,
+   where ``order`` is the column's bucketed permutation, computed bucket range by bucket
+   range (:func:`dpfast.noise.permutation_part`). The column is written to a scratch
+   file in output order.
+
+The scratch columns are then stitched row range by row range into Parquet, written to a
+temporary name and renamed into place: a failed or interrupted run leaves no output.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dpfast import noise
+from dpfast._kernels import ranking
+from dpfast._release import CategoricalColumn, NumericColumn, Run, noise_source
+from dpfast._validation import check_columns, check_epsilon, check_k, check_seed
+from dpfast.accounting import PrivateReport, Report
+from dpfast.engines.dataset import ColumnSource
+from dpfast.io import WRITE_ROWS
+from dpfast.methods.ir_dp import _Arguments, _guarantee, _parameters, _plan, _sampler
+from dpfast.methods.ir_dp._categorical import group_codes
+from dpfast.partitions.grid import Grid
+from dpfast.taxonomy import Taxonomy, as_taxonomy
+
+Progress = Callable[[str, int, int], None]
+
+#: Rows per batch read from Parquet.
+BATCH_ROWS = 1 << 20
+#: Rows per file of a Parquet dataset output.
+FILE_ROWS = 8 * WRITE_ROWS
+#: Bytes of working memory per value collected for sorting (the values, the sort's
+#: scratch, the pieces before they are joined, and slack).
+_BYTES_PER_SORTED_VALUE = 32
+#: Bytes per row of a part of the output order (the order and the released values).
+_BYTES_PER_ORDERED_ROW = 24
+#: Bits of a histogram pass.
+_HISTOGRAM_BITS = 16
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What fits in the memory limit: values per sorted range, rows per order part."""
+
+    memory: int
+    batch_rows: int
+
+    @property
+    def sorted_values(self) -> int:
+        return max(1024, self.memory // _BYTES_PER_SORTED_VALUE)
+
+    @property
+    def ordered_rows(self) -> int:
+        return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
+
+
+@dataclass
+class DatasetRun(Run):
+    """A :class:`Run` over a Parquet dataset: the report's counts come from the passes."""
+
+    dataset: ColumnSource | None = None
+    on_bound: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        pass  # no in-memory table
+
+    def input_rows(self) -> int:
+        """Return the number of rows of the dataset."""
+        assert self.dataset is not None
+        return self.dataset.n_rows
+
+    def unprotected(self) -> list[str]:
+        """Return the dataset's columns that the release does not protect."""
+        assert self.dataset is not None
+        return [n for n in self.dataset.names if n not in self.released]
+
+    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+        """Return the released values on a bound, counted while the columns were written."""
+        return {str(n): self.on_bound[str(n)] for n in domains if str(n) in self.on_bound}
+
+
+def ir_dp_dataset(
+    dataset: ColumnSource,
+    output: str | os.PathLike[str],
+    *,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None = None,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    memory_limit: int,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+    before_publish: Callable[[Report], None] | None = None,
+) -> tuple[Report, PrivateReport]:
+    """Release ``dataset`` with ``ir_dp`` into Parquet at ``output``, within ``memory_limit``.
+
+    ``output`` ending in ``.parquet`` is one file; any other path is a dataset directory of
+    ``part-NNNNN.parquet`` files. ``integer`` names the columns declared integer (their
+    released values are rounded; default: the Parquet type). ``before_publish(report)``
+    runs once the data is complete and before it is renamed into place. Returns the
+    public and the private report; the columns not protected are left out.
+    """
+    start = time.perf_counter()
+    run = DatasetRun("ir_dp", None, progress, dataset=dataset)
+    run.policy = "drop"
+    limits = _Limits(int(memory_limit), int(batch_rows))
+    with run.phase("validate"):
+        args = _arguments(dataset, k, epsilon, bounds, integer, taxonomies, columns, seed)
+        guarantee = _guarantee(args)
+    source = noise_source(args.seed)
+    with run.phase("plan"):
+        plan = _plan(args, dataset.n_rows)
+        _check_groups_fit(dataset.n_rows, args, limits)
+    target = Path(output)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
+    try:
+        total = len(args.numeric) + len(args.categorical)
+        for done, column in enumerate(args.numeric):
+            with run.phase("columns"):
+                grid, steps = plan.grids[column.name]
+                values, clamped = _numeric_group_values(
+                    dataset, column, grid, args.k, steps, source, limits, run
+                )
+                _write_in_order(
+                    scratch, column.name, values, args.k, source, dataset.n_rows, limits, run
+                )
+                lower, upper = args.domains[column.name]
+                run.on_bound[str(column.name)] = _on_bound(
+                    scratch, column.name, lower, upper, limits
+                )
+            plan.ledger.spend(plan.entries[column.name])
+            run.released[column.name] = np.empty(0)
+            run.clamped[str(column.name)] = clamped
+            run.tick("columns", done + 1, total)
+        for done, cat in enumerate(args.categorical, start=len(args.numeric)):
+            with run.phase("columns"):
+                counts = _rank_counts(dataset, cat, limits)
+                key = source.key("ir_dp", "centroid-choice", str(cat.name))
+                codes = group_codes(cat.taxonomy, counts, args.k, key, plan.entries[cat.name])
+                _write_in_order(
+                    scratch, cat.name, codes, args.k, source, dataset.n_rows, limits, run
+                )
+            plan.ledger.spend(plan.entries[cat.name])
+            run.released[cat.name] = np.empty(0)
+            run.clamped[str(cat.name)] = 0
+            run.tick("columns", done + 1, total)
+        report, private = run.reports(
+            parameters=_parameters(args),
+            guarantee=guarantee,
+            ledger=plan.ledger,
+            seed=args.seed,
+            sampler=_sampler(args),
+            domains=args.domains,
+        )
+        with run.phase("write"):
+            written = _stitch(scratch, target, args, dataset.n_rows, run)
+        if before_publish is not None:
+            before_publish(report)
+        _publish(written, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _arguments(
+    dataset: ColumnSource,
+    k: Any,
+    epsilon: Any,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None,
+    taxonomies: Mapping[Hashable, Any] | None,
+    columns: Sequence[Hashable] | None,
+    seed: Any,
+) -> _Arguments:
+    from dpfast._validation import check_bounds
+
+    k = check_k(k, dataset.n_rows)
+    epsilon = check_epsilon(epsilon)
+    seed = check_seed(seed)
+    selected = check_columns(columns, dataset.names)
+    checked = {name: as_taxonomy(t, name) for name, t in (taxonomies or {}).items()}
+    numeric_names = [name for name in selected if name not in checked]
+    domains, derived = check_bounds(bounds, numeric_names, {})
+    numeric = []
+    for name in numeric_names:
+        arrow_type = dataset.schema.field(str(name)).type
+        if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            raise TypeError(
+                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                '"taxonomy" in the schema to protect it as a categorical column'
+            )
+        declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
+        dtype = np.dtype(np.int64 if declared else np.float64)
+        numeric.append(NumericColumn(name, np.empty(0), bool(declared), dtype))
+    categorical = [
+        CategoricalColumn(name, np.empty(0, dtype=np.int64), checked[name])
+        for name in selected
+        if name in checked
+    ]
+    return _Arguments(
+        k, epsilon, "columns", True, seed, "proven", numeric, categorical, domains, derived
+    )
+
+
+def _check_groups_fit(n: int, args: _Arguments, limits: _Limits) -> None:
+    needed = (n // args.k) * 8 * 3
+    if needed > limits.memory:
+        raise ValueError(
+            f"{n:,} rows with k={args.k} make {n // args.k:,} rank groups per column, whose "
+            f"values need {needed:,} bytes, more than the memory limit; raise the "
+            "memory limit or k"
+        )
+
+
+def _numeric_values(array: pa.Array, column: NumericColumn, first_row: int) -> np.ndarray:
+    """One batch of a numeric column as float64, refusing what ``ir_dp`` refuses."""
+    if array.null_count:
+        row = first_row + int(pc.index(array.is_null(), True).as_py())
+        raise ValueError(
+            f"column {column.name!r} has a missing value at row {row}; ir_dp needs a value in "
+            "every row of a protected column"
+        )
+    values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        row = first_row + int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"column {column.name!r} has NaN or infinity at row {row}; protected columns must "
+            "be finite"
+        )
+    if column.integer and not np.array_equal(values, np.rint(values)):
+        row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
+        raise ValueError(
+            f"column {column.name!r} is declared integer but row {row} holds "
+            f"{values[row - first_row]!r}; declare it float in the schema"
+        )
+    return np.asarray(values, dtype=np.float64)
+
+
+def _quantised(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    limits: _Limits,
+    select: Callable[[np.ndarray], Any],
+) -> Iterator[tuple[Any, int]]:
+    """Yield ``select(grid values)`` of every batch of the column, with its clamped count."""
+
+    def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
+        values = _numeric_values(array, column, first_row)
+        q, clamped = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        return select(q), int(clamped)
+
+    return dataset.map_column(str(column.name), limits.batch_rows, batch)
+
+
+def _numeric_group_values(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    steps: int,
+    source: noise.NoiseSource,
+    limits: _Limits,
+    run: DatasetRun,
+) -> tuple[np.ndarray, int]:
+    """Every rank group's released value of a numeric column, and its clamped count."""
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length())
+    sums = np.zeros(n // k, dtype=np.int64)
+    passes = [0]
+
+    def tick() -> None:
+        passes[0] += 1
+        run.tick(f"column {column.name}: pass {passes[0]}", passes[0], passes[0] + 1)
+
+    def collect(lo: int, hi: int) -> np.ndarray:
+        tick()
+        select = _in_range(lo, hi)
+        parts = [part for part, _ in _quantised(dataset, column, grid, limits, select)]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+
+    def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
+        tick()
+        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
+        select = _bucket_counts(lo, hi, shift, counts.shape[0])
+        for part, _ in _quantised(dataset, column, grid, limits, select):
+            counts += part
+        return counts
+
+    def add_sorted(words: np.ndarray, first_rank: int) -> None:
+        ordered = ranking.radix_sort_packed(words, 0, key_bits)
+        ranking.add_group_sums(ordered, 0, first_rank, k, sums)
+
+    def process(lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if hi - lo == 1:
+            ranking.add_group_run(lo, count, first_rank, k, sums)
+        elif count <= limits.sorted_values:
+            add_sorted(collect(lo, hi), first_rank)
+        else:
+            shift = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
+            counts = histogram(lo, hi, shift)
+            _chunks(counts, lo, hi, shift, first_rank, limits.sorted_values, process)
+
+    # the first pass also counts the clamped values
+    clamped = 0
+    top = grid.d_int + 1
+    if n <= limits.sorted_values:
+        tick()
+        parts = []
+        for part, count in _quantised(dataset, column, grid, limits, _in_range(0, top)):
+            parts.append(part)
+            clamped += count
+        add_sorted(np.concatenate(parts), 0)
+    else:
+        shift = max(0, key_bits - _HISTOGRAM_BITS)
+        tick()
+        counts = np.zeros((grid.d_int >> shift) + 1, dtype=np.int64)
+        select = _bucket_counts(0, top, shift, counts.shape[0])
+        for part, count in _quantised(dataset, column, grid, limits, select):
+            counts += part
+            clamped += count
+        _chunks(counts, 0, top, shift, 0, limits.sorted_values, process)
+    draws = noise.discrete_laplace(
+        source.key("ir_dp", "centroid-noise", str(column.name)), steps, n // k
+    )
+    values = ranking.noisy_group_values(
+        sums, n, k, draws, grid.d_int, grid.lower, grid.upper, grid.gamma, column.integer
+    )
+    return values, clamped
+
+
+def _in_range(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Select the grid values in ``[lo, hi)``."""
+
+    def select(q: np.ndarray) -> np.ndarray:
+        return q[(q >= np.uint64(lo)) & (q < np.uint64(hi))]
+
+    return select
+
+
+def _bucket_counts(lo: int, hi: int, shift: int, size: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Count the grid values in ``[lo, hi)`` per bucket of ``2**shift`` values from ``lo``."""
+
+    def count(q: np.ndarray) -> np.ndarray:
+        inside = q[(q >= np.uint64(lo)) & (q < np.uint64(hi))].astype(np.int64)
+        return np.bincount((inside - lo) >> shift, minlength=size)
+
+    return count
+
+
+def _chunks(
+    counts: np.ndarray,
+    lo: int,
+    hi: int,
+    shift: int,
+    first_rank: int,
+    capacity: int,
+    process: Callable[[int, int, int, int], None],
+) -> None:
+    """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` values.
+
+    A bucket above ``capacity`` is a run of its own, which ``process`` refines further.
+    """
+    start, held, rank = 0, 0, first_rank
+    for b in range(counts.shape[0] + 1):
+        count = int(counts[b]) if b < counts.shape[0] else 0
+        if b == counts.shape[0] or (held and held + count > capacity):
+            range_lo = lo + (start << shift)
+            range_hi = min(hi, lo + (b << shift))
+            process(range_lo, range_hi, rank, held)
+            rank += held
+            start, held = b, 0
+        held += count
+
+
+def _rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: _Limits) -> np.ndarray:
+    """Count a categorical column's records per taxonomy rank, batch by batch."""
+    taxonomy: Taxonomy = cat.taxonomy
+
+    def count(array: pa.Array, first_row: int) -> np.ndarray:
+        encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        if encoded.indices.null_count:
+            missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
+            indices = np.where(missing, -1, indices)
+        codes = taxonomy.encode_categories(
+            indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
+        )
+        return np.asarray(taxonomy.rank_counts(codes), dtype=np.int64)
+
+    counts = np.zeros(len(taxonomy.domain), dtype=np.int64)
+    for part in dataset.map_column(str(cat.name), limits.batch_rows, count):
+        counts += part
+    return counts
+
+
+def _write_in_order(
+    scratch: Path,
+    name: Hashable,
+    group_values: np.ndarray,
+    k: int,
+    source: noise.NoiseSource,
+    n: int,
+    limits: _Limits,
+    run: DatasetRun,
+) -> None:
+    """Write ``group_values[order[r] // k]`` for every output row ``r`` to a scratch file."""
+    key = source.key("ir_dp", "column-order", str(name))
+    sizes = noise.permutation_bucket_sizes(key, n)
+    last = group_values.shape[0] - 1
+    with open(scratch / _scratch_name(name), "wb") as file:
+        lo = 0
+        while lo < sizes.shape[0]:
+            hi, held = lo, 0
+            while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= limits.ordered_rows):
+                held += int(sizes[hi])
+                hi += 1
+            order = noise.permutation_part(key, n, lo, hi, sizes)
+            group_values[np.minimum(order // k, last)].tofile(file)
+            lo = hi
+
+
+def _scratch_name(name: Hashable) -> str:
+    return f"column-{abs(hash(str(name)))}-{len(str(name))}.bin"
+
+
+def _on_bound(scratch: Path, name: Hashable, lower: float, upper: float, limits: _Limits) -> int:
+    """Count the released values on a bound (the private report's ``clamped_output``)."""
+    path = scratch / _scratch_name(name)
+    n = path.stat().st_size // 8
+    total = 0
+    step = limits.ordered_rows
+    for first in range(0, n, step):
+        values = np.fromfile(path, dtype=np.float64, count=min(step, n - first), offset=first * 8)
+        total += int(np.count_nonzero(values <= lower) + np.count_nonzero(values >= upper))
+    return total
+
+
+def _stitch(
+    scratch: Path,
+    target: Path,
+    args: _Arguments,
+    n: int,
+    run: DatasetRun,
+) -> Path:
+    """Write the scratch columns row range by row range as Parquet; return the temporary path."""
+    # the input's column order, as in memory
+    kinds_of: dict[str, NumericColumn | CategoricalColumn] = {}
+    kinds_of.update({str(c.name): c for c in args.numeric})
+    kinds_of.update({str(c.name): c for c in args.categorical})
+    order = [name for name in run.dataset.names if name in kinds_of] if run.dataset else []
+    labels = {str(c.name): pa.array(list(c.taxonomy.domain), pa.string()) for c in args.categorical}
+
+    def arrow_type(name: str) -> pa.DataType:
+        column = kinds_of[name]
+        if isinstance(column, CategoricalColumn):
+            return pa.string()
+        return pa.int64() if column.integer else pa.float64()
+
+    schema = pa.schema([pa.field(name, arrow_type(name)) for name in order])
+    single = target.suffix == ".parquet"
+    out = scratch / ("release.parquet" if single else "release")
+    if not single:
+        out.mkdir()
+    rows_per_file = n if single else FILE_ROWS
+    writer = None
+    try:
+        for first in range(0, n, WRITE_ROWS):
+            count = min(WRITE_ROWS, n - first)
+            arrays = []
+            for name in order:
+                column = kinds_of[name]
+                path = scratch / _scratch_name(name)
+                if isinstance(column, CategoricalColumn):
+                    codes = np.fromfile(path, np.int64, count, offset=first * 8)
+                    arrays.append(labels[name].take(pa.array(codes)))
+                    continue
+                values = np.fromfile(path, np.float64, count, offset=first * 8)
+                arrays.append(pa.array(values.astype(np.int64) if column.integer else values))
+            if first % rows_per_file == 0:
+                if writer is not None:
+                    writer.close()
+                part = out if single else out / f"part-{first // rows_per_file:05d}.parquet"
+                writer = pq.ParquetWriter(part, schema, compression="zstd")
+            table = pa.Table.from_arrays(arrays, schema=schema)
+            assert writer is not None
+            writer.write_table(table, row_group_size=WRITE_ROWS)
+            run.tick(f"writing {target.name}", first + count, n)
+    finally:
+        if writer is not None:
+            writer.close()
+    return out
+
+
+def _publish(written: Path, target: Path) -> None:
+    """Move the complete output into place, replacing a file or directory there."""
+    if target.exists() and target.is_dir() and not target.is_symlink():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(written, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(written, target)
