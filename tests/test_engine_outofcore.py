@@ -1,0 +1,250 @@
+"""The out-of-core engine gives the in-memory release bit for bit, whatever the split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.datasets import adult, adult_taxonomy
+from dpfast.engines import parse_memory
+from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore import ir_dp_dataset
+
+BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "capital-gain": (0, 100_000)}
+FLOAT_BOUNDS = {"share": (0.0, 100.0), "tiny": (0.0, 1e6)}
+
+
+def _table(n: int) -> pd.DataFrame:
+    frame = adult("train", drop_missing=True)
+    frame = frame[["age", "hours-per-week", "capital-gain", "occupation"]].iloc[:n]
+    frame = frame.reset_index(drop=True)
+    rng = np.random.default_rng(n)
+    # beyond the bounds on both sides (clamped), and many ties on a coarse grid
+    frame["share"] = np.round(rng.uniform(-5, 105, len(frame)), 1)
+    # every value in the lowest sliver of a wide domain: refined histograms, one big tie
+    frame["tiny"] = np.where(rng.random(len(frame)) < 0.5, 0.0, rng.uniform(0, 1e-3, len(frame)))
+    return frame
+
+
+def _write_parts(frame: pd.DataFrame, directory: Path, cuts: list[int]) -> None:
+    directory.mkdir()
+    edges = [0, *cuts, len(frame)]
+    for i, (first, last) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        part = pa.Table.from_pandas(frame.iloc[first:last], preserve_index=False)
+        pq.write_table(part, directory / f"part-{i:03d}.parquet")
+
+
+def _in_memory(frame: pd.DataFrame, k: int, seed: int = 3) -> dpfast.Release:
+    return dpfast.ir_dp(
+        frame,
+        k=k,
+        epsilon=2.0,
+        bounds={**BOUNDS, **FLOAT_BOUNDS},
+        taxonomies={"occupation": adult_taxonomy("occupation")},
+        seed=seed,
+    )
+
+
+def _out_of_core(source, output: Path, k: int, memory: int, batch_rows: int, seed: int = 3):
+    return ir_dp_dataset(
+        source,
+        output,
+        k=k,
+        epsilon=2.0,
+        bounds={**BOUNDS, **FLOAT_BOUNDS},
+        taxonomies={"occupation": adult_taxonomy("occupation")},
+        seed=seed,
+        memory_limit=memory,
+        batch_rows=batch_rows,
+    )
+
+
+def _assert_same(output: Path, expected: dpfast.Release, report, private) -> None:
+    got = pq.read_table(output).to_pandas()
+    assert list(got.columns) == list(expected.data.columns)
+    for name in got.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+        assert got[name].dtype == expected.data[name].dtype
+    assert report.to_dict() == expected.report.to_dict()
+    assert private.clamped == expected.private.clamped
+    assert private.clamped_output == expected.private.clamped_output
+    assert private.input_rows == expected.private.input_rows
+
+
+@pytest.mark.parametrize(
+    ("cuts", "memory", "batch_rows"),
+    [
+        ([], 2**30, 1 << 20),  # one file, everything in memory
+        ([4000], 200_000, 1000),  # two files, ranges of about 6,000 values
+        ([1, 2, 999, 5000, 5001, 9000], 110_000, 777),  # seven files, 1-row ones too
+    ],
+)
+def test_parquet_dataset_release_equals_in_memory(tmp_path, cuts, memory, batch_rows):
+    frame = _table(12_007)  # n % k != 0: a remainder group
+    _write_parts(frame, tmp_path / "in", cuts)
+    expected = _in_memory(frame, k=7)
+    output = tmp_path / "out.parquet"
+    report, private = _out_of_core(
+        ParquetDataset.open(tmp_path / "in"), output, 7, memory, batch_rows
+    )
+    _assert_same(output, expected, report, private)
+
+
+def test_arrow_source_and_64_batches_give_the_same_release(tmp_path):
+    frame = _table(6400)
+    expected = _in_memory(frame, k=25, seed=11)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    output = tmp_path / "out.parquet"
+    report, private = _out_of_core(ArrowSource(table), output, 25, 60_000, 100, seed=11)
+    _assert_same(output, expected, report, private)
+
+
+def test_dataset_directory_output(tmp_path, monkeypatch):
+    from dpfast.engines import outofcore
+
+    monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
+    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    frame = _table(5003)
+    expected = _in_memory(frame, k=10)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    output = tmp_path / "released"
+    _out_of_core(ArrowSource(table), output, 10, 2**30, 1 << 20)
+    files = sorted(p.name for p in output.iterdir())
+    assert files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    got = pq.read_table(output).to_pandas()
+    for name in got.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, r"column 'share' has a missing value at row 2500"),
+        (np.nan, r"column 'share' has NaN or infinity at row 2500"),
+        (np.inf, r"column 'share' has NaN or infinity at row 2500"),
+    ],
+)
+def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
+    table = pa.Table.from_pandas(_table(3000), preserve_index=False)
+    share = table.column("share").to_pylist()
+    share[2500] = value
+    table = table.set_column(table.schema.get_field_index("share"), "share", pa.array(share))
+    (tmp_path / "in").mkdir()
+    pq.write_table(table.slice(0, 1000), tmp_path / "in" / "a.parquet")
+    pq.write_table(table.slice(1000), tmp_path / "in" / "b.parquet")
+    before = {p.name for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match=message):
+        _out_of_core(ParquetDataset.open(tmp_path / "in"), tmp_path / "out.parquet", 5, 2**30, 700)
+    assert {p.name for p in tmp_path.iterdir()} == before
+
+
+def test_interrupt_while_writing_leaves_no_output(tmp_path, monkeypatch):
+    from dpfast.engines import outofcore
+
+    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    table = pa.Table.from_pandas(_table(3000), preserve_index=False)
+    before = {p.name for p in tmp_path.iterdir()}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase.startswith("writing") and done >= 1000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ir_dp_dataset(
+            ArrowSource(table),
+            tmp_path / "out.parquet",
+            k=5,
+            epsilon=1.0,
+            bounds={**BOUNDS, **FLOAT_BOUNDS},
+            taxonomies={"occupation": adult_taxonomy("occupation")},
+            seed=1,
+            memory_limit=2**30,
+            progress=progress,
+        )
+    assert {p.name for p in tmp_path.iterdir()} == before
+
+
+def test_group_values_must_fit_in_the_memory_limit(tmp_path):
+    table = pa.table({"x": np.arange(100_000, dtype=np.float64)})
+    with pytest.raises(ValueError, match=r"33,333 rank groups per column.*raise the memory limit or k"):
+        ir_dp_dataset(
+            ArrowSource(table),
+            tmp_path / "out.parquet",
+            k=3,
+            epsilon=1.0,
+            bounds={"x": (0.0, 1e5)},
+            memory_limit=200_000,
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dataset_open_errors(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        ParquetDataset.open(tmp_path / "missing.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"holds no \.parquet file"):
+        ParquetDataset.open(tmp_path / "empty")
+    with pytest.raises(ValueError, match="no file matches"):
+        ParquetDataset.open(tmp_path / "*.parquet")
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"a": [1.5]}), tmp_path / "b.parquet")
+    with pytest.raises(ValueError, match="another schema"):
+        ParquetDataset.open(tmp_path / "*.parquet")
+    one = ParquetDataset.open(tmp_path / "a.parquet")
+    assert (one.n_rows, one.names) == (2, ["a"])
+
+
+def test_dataset_rows_are_numbered_by_file_then_row(tmp_path):
+    _write_parts(pd.DataFrame({"v": np.arange(10.0)}), tmp_path / "in", [3, 4])
+    dataset = ParquetDataset.open(tmp_path / "in")
+    got = list(dataset.map_column("v", 2, lambda array, first: (first, array.to_pylist())))
+    assert [first for first, _ in got] == [0, 2, 3, 4, 6, 8]
+    assert sum((values for _, values in got), []) == list(np.arange(10.0))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("4GiB", 4 * 2**30), ("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1.5 GB", 1_500_000_000)],
+)
+def test_parse_memory(text, expected):
+    assert parse_memory(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "4 GiBs", "-1GB", "0", "lots"])
+def test_parse_memory_refuses_nonsense(text):
+    with pytest.raises(ValueError, match="memory size"):
+        parse_memory(text)
+
+
+def test_small_memory_takes_refined_histograms_and_runs_of_ties(tmp_path, monkeypatch):
+    # guards the test above: its tiny limit must take every path of the range splitting
+    from dpfast._kernels import ranking
+
+    runs: list[int] = []
+    original = ranking.add_group_run
+    monkeypatch.setattr(
+        ranking, "add_group_run", lambda *a: (runs.append(int(a[1])), original(*a))[1]
+    )
+    phases: set[str] = set()
+    table = pa.Table.from_pandas(_table(12_007), preserve_index=False)
+    ir_dp_dataset(
+        ArrowSource(table),
+        tmp_path / "out.parquet",
+        k=7,
+        epsilon=2.0,
+        bounds={**BOUNDS, **FLOAT_BOUNDS},
+        taxonomies={"occupation": adult_taxonomy("occupation")},
+        seed=3,
+        memory_limit=110_000,
+        batch_rows=777,
+        progress=lambda phase, done, total: phases.add(phase),
+    )
+    tiny_passes = {p for p in phases if p.startswith("column tiny: pass")}
+    assert len(tiny_passes) >= 4  # a histogram, a refined one, then ranges
+    assert max(runs) > 110_000 // 32  # a tie larger than a sorted range: added as a run
