@@ -502,12 +502,24 @@ def _finish(args: argparse.Namespace, release: Any) -> int:
         )
     if spend is not None:
         spend.published = True
+    return _summary(args, report, public_path, private_path, _n_rows(release.data), spend)
+
+
+def _summary(
+    args: argparse.Namespace,
+    report: Any,
+    public_path: str,
+    private_path: str,
+    n_rows: int,
+    spend: Any,
+) -> int:
+    """Print what was written and what holds (unless --quiet); return exit code 0."""
     if args.quiet:
         return 0
     budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
     level = _LEVELS[report.guarantee_level].format(epsilon=f"{report.epsilon or 0:g}")
     lines = [
-        f"wrote {args.output} ({_n_rows(release.data):,} rows)",
+        f"wrote {args.output} ({n_rows:,} rows)",
         f"  public report (may be published with the data): {public_path}",
         f"  PRIVATE report (exact counts and timings; do not publish): {private_path}",
         f"{report.method}: {budget}; guarantee: {level}"

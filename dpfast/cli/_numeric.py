@@ -100,6 +100,14 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     _unprotected_argument(parser, "rank group")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
+        "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
+        ".parquet file or a dataset directory. An INPUT directory or glob implies it "
+        "(default 4GiB). See docs/engines.md",
+    )
     _budget_argument(parser)
     _quiet_argument(parser)
 
@@ -124,7 +132,11 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _release_ir_dp(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.ir_dp import ir_dp
+
+    if _engine.runs_on_engine(args):
+        return _engine.run_ir_dp(args)
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns, bounds, taxonomies = _selection(args, schema, categorical=True)

@@ -146,8 +146,7 @@ def ir_dp_dataset(
     target = Path(output)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
     try:
-        total = len(args.numeric) + len(args.categorical)
-        for done, column in enumerate(args.numeric):
+        for column in args.numeric:
             with run.phase("columns"):
                 grid, steps = plan.grids[column.name]
                 values, clamped = _numeric_group_values(
@@ -163,9 +162,9 @@ def ir_dp_dataset(
             plan.ledger.spend(plan.entries[column.name])
             run.released[column.name] = np.empty(0)
             run.clamped[str(column.name)] = clamped
-            run.tick("columns", done + 1, total)
-        for done, cat in enumerate(args.categorical, start=len(args.numeric)):
+        for cat in args.categorical:
             with run.phase("columns"):
+                run.tick(f"column {cat.name}", 0, 1)
                 counts = _rank_counts(dataset, cat, limits)
                 key = source.key("ir_dp", "centroid-choice", str(cat.name))
                 codes = group_codes(cat.taxonomy, counts, args.k, key, plan.entries[cat.name])
@@ -175,7 +174,6 @@ def ir_dp_dataset(
             plan.ledger.spend(plan.entries[cat.name])
             run.released[cat.name] = np.empty(0)
             run.clamped[str(cat.name)] = 0
-            run.tick("columns", done + 1, total)
         report, private = run.reports(
             parameters=_parameters(args),
             guarantee=guarantee,
@@ -305,7 +303,7 @@ def _numeric_group_values(
 
     def tick() -> None:
         passes[0] += 1
-        run.tick(f"column {column.name}: pass {passes[0]}", passes[0], passes[0] + 1)
+        run.tick(f"column {column.name}", passes[0], passes[0] + 1)
 
     def collect(lo: int, hi: int) -> np.ndarray:
         tick()

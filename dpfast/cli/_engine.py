@@ -1,0 +1,238 @@
+"""``ir-dp`` through the column engine: Parquet datasets, ``--memory-limit``, one column at a time.
+
+The command line sends ``dpfast release ir-dp`` here whenever the release is one the
+engine runs (``--linkage columns``, rows shuffled, ``--unprotected drop``, Parquet output):
+
+* an input directory or glob, or ``--memory-limit``: the input is read as a Parquet
+  dataset, column by column and part by part, never whole (out of core);
+* otherwise the input is read into memory once, and the release still works on one
+  column at a time and writes through scratch files, so the peak stays near the input's
+  size instead of several times it.
+
+Either way the release is the one ``dpfast.ir_dp`` gives (docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from dpfast.cli._common import (
+    _check_paths,
+    _load,
+    _mark_from_data,
+    _progress,
+    _selection,
+    _spending,
+    _summary,
+    check_overwrite,
+    report_paths,
+)
+
+T = TypeVar("T")
+
+#: The memory limit of the in-memory path: the release's own working memory, beside the
+#: input table it has read (only how the work is cut depends on it, never the release).
+DEFAULT_MEMORY = 4 * 2**30
+
+
+def is_dataset_path(path: str) -> bool:
+    """Return whether ``path`` names a directory or a glob rather than one file."""
+    return Path(path).is_dir() or glob.has_magic(path)
+
+
+def _unsupported(args: argparse.Namespace) -> list[str]:
+    """Return the options the engine does not run, as the CLI spells them."""
+    found = []
+    if args.linkage != "columns":
+        found.append(f"--linkage {args.linkage}")
+    if not args.shuffle:
+        found.append("--no-shuffle")
+    if args.unprotected != "drop":
+        found.append(f"--unprotected {args.unprotected}")
+    if _is_text(args.output):
+        found.append(f"a {Path(args.output).suffix} output")
+    return found
+
+
+def _is_text(path: str) -> bool:
+    name = Path(path).name.lower()
+    return any(name.endswith(s) for s in (".csv", ".tsv", ".csv.gz", ".tsv.gz"))
+
+
+def wants_engine(args: argparse.Namespace) -> bool:
+    """Return whether ``ir-dp`` must run through the engine (a dataset or a memory limit)."""
+    return args.memory_limit is not None or is_dataset_path(args.input)
+
+
+def runs_on_engine(args: argparse.Namespace) -> bool:
+    """Return whether the engine runs this ``ir-dp`` release; refuse what it cannot run."""
+    unsupported = _unsupported(args)
+    if wants_engine(args):
+        if unsupported:
+            what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
+            raise ValueError(
+                f"{what} runs ir-dp out of core, which does not support "
+                f"{', '.join(unsupported)}; drop them, or give one input file without "
+                "--memory-limit to release in memory"
+            )
+        return True
+    return not unsupported
+
+
+class _CheckedSource:
+    """A Parquet dataset whose batches are checked and cast against the schema."""
+
+    def __init__(self, dataset: Any, schema: Any) -> None:
+        from dpfast.schema._schema import check_table
+
+        self._dataset = dataset
+        self._schema = schema
+        # the declared columns exist and numeric ones hold numbers (no rows read)
+        check_table(schema, dataset.schema.empty_table())
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._dataset.names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def n_rows(self) -> int:
+        return int(self._dataset.n_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        from dpfast.schema._schema import _cast_declared
+
+        spec = self._schema[name] if name in self._schema.names else None
+        where = self._schema.source or "the schema"
+
+        def checked(array: pa.Array, first_row: int) -> T:
+            if spec is not None and spec.is_numeric:
+                if spec.protect and array.null_count:
+                    nulls = array.is_null().to_numpy(zero_copy_only=False)
+                    raise ValueError(
+                        f"protected column {name!r} has a missing value at row "
+                        f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
+                        'set "protect": false for the column'
+                    )
+                array = _cast_declared(array, name, spec.type, where)
+            return fn(array, first_row)
+
+        return self._dataset.map_column(name, batch_rows, checked)
+
+
+def _source(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Return the column source and the schema: a Parquet dataset, or the input in memory."""
+    from dpfast.engines.dataset import ArrowSource, ParquetDataset
+    from dpfast.schema import Schema
+
+    if wants_engine(args):
+        schema = Schema.from_json(args.schema)
+        return _CheckedSource(ParquetDataset.open(args.input), schema), schema
+    table, schema = _load(args, "ir-dp")
+    return ArrowSource(table), schema
+
+
+def run_ir_dp(args: argparse.Namespace) -> int:
+    """Release ``args.input`` with ir_dp through the engine; write the data and the reports."""
+    from dpfast.engines import parse_memory
+    from dpfast.engines.outofcore import ir_dp_dataset
+
+    _check_engine_paths(args)
+    memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
+    with _spending(args, "ir-dp"):
+        source, schema = _source(args)
+        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
+        integer = {name: schema[name].type == "integer" for name in columns}
+        spend = args.spend
+        progress = _progress(args)
+        try:
+            report, private = ir_dp_dataset(
+                source,
+                args.output,
+                k=args.k,
+                epsilon=args.epsilon,
+                bounds=bounds,
+                integer=integer,
+                taxonomies=taxonomies,
+                columns=columns,
+                seed=args.seed,
+                memory_limit=memory,
+                progress=progress,
+                before_publish=lambda report: spend.settle(report.epsilon),
+            )
+        finally:
+            if progress is not None:
+                progress.close()
+        spend.published = True
+        report = _mark_from_data(report, schema, args)
+        public_path, private_path = _write_reports(args.output, report, private)
+    return _summary(args, report, public_path, private_path, source.n_rows, spend)
+
+
+def _check_engine_paths(args: argparse.Namespace) -> None:
+    """Fail fast on paths the engine cannot read or write, with the in-memory messages."""
+    from dpfast.io import output_format
+
+    dataset_output = not Path(args.output).suffix
+    if not is_dataset_path(args.input) and not dataset_output:
+        _check_paths(args)  # one input file, one output file: the usual checks
+        if args.memory_limit is not None and output_format(args.input) != "parquet":
+            raise ValueError(
+                f"--memory-limit reads Parquet, but {args.input!r} is "
+                f"{output_format(args.input)}; convert it to Parquet first, or drop "
+                "--memory-limit to release it in memory"
+            )
+        return
+    if args.delimiter is not None or args.encoding is not None:
+        raise ValueError(
+            "--delimiter and --encoding apply to CSV and TSV files; a Parquet dataset takes neither"
+        )
+    if not is_dataset_path(args.input) and output_format(args.input) != "parquet":
+        raise ValueError(
+            f"a dataset directory output is written from Parquet input, but {args.input!r} "
+            f"is {output_format(args.input)}; write OUTPUT as a .parquet file instead"
+        )
+    parent = Path(args.output).parent
+    if not parent.is_dir():
+        raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
+    if Path(args.output).exists() and not Path(args.output).is_dir():
+        raise ValueError(
+            f"output {args.output!r} exists and is not a directory; choose another OUTPUT"
+        )
+    check_overwrite(args.output, force=args.force, flag="-o")
+    for path in report_paths(args.output):
+        check_overwrite(path, force=args.force, flag="-o")
+
+
+def _write_reports(output: str, report: Any, private: Any) -> tuple[str, str]:
+    """Write both reports beside the published data; remove the data if that fails."""
+    import shutil
+
+    from dpfast.io import write_json_atomic
+
+    public_path, private_path = report_paths(output)
+    written: list[str] = []
+    try:
+        write_json_atomic(report.to_dict(), public_path)
+        written.append(public_path)
+        write_json_atomic(private.to_dict(), private_path)
+    except BaseException:
+        for path in written:
+            Path(path).unlink(missing_ok=True)
+        if Path(output).is_dir():
+            shutil.rmtree(output, ignore_errors=True)
+        else:
+            Path(output).unlink(missing_ok=True)
+        raise
+    return public_path, private_path
