@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import glob
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -125,10 +125,10 @@ class _CheckedSource:
                         f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
                         'set "protect": false for the column'
                     )
-                array = _cast_declared(array, name, spec.type, where)
+                array = _cast_declared(array, name, spec.type, where, first_row)
             return fn(array, first_row)
 
-        return self._dataset.map_column(name, batch_rows, checked)
+        yield from self._dataset.map_column(name, batch_rows, checked)
 
 
 def _source(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -153,7 +153,7 @@ def run_ir_dp(args: argparse.Namespace) -> int:
     with _spending(args, "ir-dp"):
         source, schema = _source(args)
         columns, bounds, taxonomies = _selection(args, schema, categorical=True)
-        integer = {name: schema[name].type == "integer" for name in columns}
+        integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
         progress = _progress(args)
         try:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
@@ -260,31 +261,35 @@ _FLOAT64_EXACT = 2**53
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _cast_declared(column: Any, name: str, declared: str, where: str) -> Any:
+def _cast_declared(column: Any, name: str, declared: str, where: str, first_row: int = 0) -> Any:
     """Return ``column`` cast exactly to its declared type (``column`` itself if it has it).
 
     Missing values stay missing. Raises ``ValueError`` naming the first value that the
-    declared type cannot hold exactly.
+    declared type cannot hold exactly, and its row (``column`` starting at ``first_row``).
+    ``column`` is a chunked or a plain Arrow array.
     """
+    if isinstance(column, pa.Array):
+        cast = _cast_declared(pa.chunked_array([column]), name, declared, where, first_row)
+        return column if cast.num_chunks == 1 and cast.chunk(0) is column else cast.combine_chunks()
     target = np.dtype(np.float64) if declared == "float" else np.dtype(np.int64)
     dtype = np.dtype(column.type.to_pandas_dtype())
     if dtype == target:
         return column
     if declared == "float":
         if dtype.kind in "iu":
-            _check_exact_floats(column, name, where)
+            _check_exact_floats(column, name, where, first_row)
     elif dtype.kind == "f":
-        _check_whole(column, name, where)
+        _check_whole(column, name, where, first_row)
     elif dtype == np.uint64:
-        _check_int64_range(column, name, where)
+        _check_int64_range(column, name, where, first_row)
     return column.cast(target.name, safe=False)
 
 
-def _present_values(column: Any) -> tuple[np.ndarray, np.ndarray]:
+def _present_values(column: Any, first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Return the non-missing values of a chunked column as NumPy, and their row numbers."""
     values = []
     rows = []
-    offset = 0
+    offset = first_row
     for chunk in column.chunks:
         valid = np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         present = chunk.drop_null().to_numpy(zero_copy_only=False)
@@ -296,8 +301,8 @@ def _present_values(column: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(values), np.concatenate(rows)
 
 
-def _check_exact_floats(column: Any, name: str, where: str) -> None:
-    values, rows = _present_values(column)
+def _check_exact_floats(column: Any, name: str, where: str, first_row: int = 0) -> None:
+    values, rows = _present_values(column, first_row)
     large = np.flatnonzero((values > _FLOAT64_EXACT) | (values < -_FLOAT64_EXACT))
     for i in large:  # rare: check each one in exact Python integers
         value = int(values[i])
@@ -309,8 +314,8 @@ def _check_exact_floats(column: Any, name: str, where: str) -> None:
             )
 
 
-def _check_whole(column: Any, name: str, where: str) -> None:
-    values, rows = _present_values(column)
+def _check_whole(column: Any, name: str, where: str, first_row: int = 0) -> None:
+    values, rows = _present_values(column, first_row)
     values = values.astype(np.float64)
     finite = np.isfinite(values)
     fractional = finite & (values != np.floor(values))
@@ -325,8 +330,8 @@ def _check_whole(column: Any, name: str, where: str) -> None:
         )
 
 
-def _check_int64_range(column: Any, name: str, where: str) -> None:
-    values, rows = _present_values(column)
+def _check_int64_range(column: Any, name: str, where: str, first_row: int = 0) -> None:
+    values, rows = _present_values(column, first_row)
     over = values > np.uint64(_INT64_MAX)
     if over.any():
         i = int(np.argmax(over))

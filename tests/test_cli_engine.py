@@ -1,0 +1,151 @@
+"""``dpfast release ir-dp`` through the column engine: datasets, --memory-limit, same release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast import cli
+from dpfast._release import cli_spelling
+from dpfast.datasets import adult, adult_taxonomy
+
+SCHEMA = {
+    "columns": {
+        "age": {"type": "integer", "bounds": [17, 90]},
+        "hours-per-week": {"type": "float", "bounds": [1, 99]},
+        "occupation": {
+            "type": "categorical",
+            "taxonomy": str(
+                Path(dpfast.__file__).parent / "datasets/hierarchies/adult_hierarchy_occupation.csv"
+            ),
+        },
+        "sex": {"type": "categorical", "protect": False},
+    }
+}
+N = 5003
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    frame = adult("train", drop_missing=True)[["age", "hours-per-week", "occupation", "sex"]]
+    frame = frame.iloc[:N].reset_index(drop=True)
+    (tmp_path / "parts").mkdir()
+    for i, (first, last) in enumerate([(0, 1000), (1000, 1001), (1001, N)]):
+        table = pa.Table.from_pandas(frame.iloc[first:last], preserve_index=False)
+        pq.write_table(table, tmp_path / "parts" / f"p{i}.parquet")
+    frame.to_parquet(tmp_path / "people.parquet", index=False)
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
+    return tmp_path
+
+
+def _expected(workdir: Path) -> dpfast.Release:
+    frame = pd.read_parquet(workdir / "people.parquet")
+    frame["hours-per-week"] = frame["hours-per-week"].astype(np.float64)  # declared float
+    with cli_spelling():  # the report's texts name the CLI's flags, as the CLI's do
+        return _ir_dp(frame)
+
+
+def _ir_dp(frame: pd.DataFrame) -> dpfast.Release:
+    return dpfast.ir_dp(
+        frame,
+        k=9,
+        epsilon=1.5,
+        bounds={"age": (17, 90), "hours-per-week": (1, 99)},
+        taxonomies={"occupation": adult_taxonomy("occupation")},
+        columns=["age", "hours-per-week", "occupation"],
+        seed=5,
+    )
+
+
+def _release(workdir: Path, source: str, output: str, *extra: str) -> int:
+    paths = [str(workdir / source), "-o", str(workdir / output)]
+    options = ["--k", "9", "--epsilon", "1.5", "--schema", str(workdir / "schema.json")]
+    return cli.main(["release", "ir-dp", *paths, *options, "--seed", "5", "--quiet", *extra])
+
+
+def _check(workdir: Path, output: str, expected: dpfast.Release) -> None:
+    got = pq.read_table(workdir / output).to_pandas()
+    assert list(got.columns) == list(expected.data.columns)
+    for name in got.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    report = json.loads((workdir / f"{output}.public-report.json").read_text(encoding="utf-8"))
+    assert report == json.loads(json.dumps(expected.report.to_dict()))
+    private = json.loads((workdir / f"{output}.private-report.json").read_text(encoding="utf-8"))
+    assert private["clamped"] == expected.private.clamped
+    assert private["input_rows"] == N
+
+
+@pytest.mark.parametrize(
+    ("source", "output", "extra"),
+    [
+        ("parts", "released", ["--memory-limit", "300KB"]),  # a dataset in, a dataset out
+        ("parts/*.parquet", "released.parquet", []),  # a glob: out of core at 4GiB
+        ("people.parquet", "released.parquet", ["--memory-limit", "200KB"]),
+        ("people.parquet", "released.parquet", []),  # in memory, one column at a time
+        ("people.csv", "released.parquet", []),
+    ],
+)
+def test_every_path_gives_the_in_memory_release(workdir, source, output, extra):
+    assert _release(workdir, source, output, *extra) == 0
+    _check(workdir, output, _expected(workdir))
+    assert not [p for p in workdir.iterdir() if p.name.startswith(".released")]
+
+
+def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsys):
+    (workdir / "released").mkdir()
+    (workdir / "released" / "old.parquet").write_bytes(b"x")
+    assert _release(workdir, "parts", "released") == 2
+    assert "already exists; pass --force" in capsys.readouterr().err
+    assert _release(workdir, "parts", "released", "--force") == 0
+    assert sorted(p.name for p in (workdir / "released").iterdir()) == ["part-00000.parquet"]
+    _check(workdir, "released", _expected(workdir))
+
+
+@pytest.mark.parametrize(
+    ("source", "output", "extra", "message"),
+    [
+        ("parts", "r.parquet", ["--linkage", "records"], "does not support --linkage records"),
+        ("parts", "r.parquet", ["--unprotected", "shuffle"], "--unprotected shuffle"),
+        ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "a .csv output"),
+        ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
+        ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),
+        ("nothing/*.parquet", "r.parquet", [], "no file matches"),
+    ],
+)
+def test_engine_refusals_are_one_line(workdir, capsys, source, output, extra, message):
+    before = {p.name for p in workdir.iterdir()}
+    assert _release(workdir, source, output, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dpfast: error: ") and message in err[0], err
+    assert {p.name for p in workdir.iterdir()} == before
+
+
+def test_a_missing_value_in_a_dataset_is_refused_without_output(workdir, capsys):
+    table = pq.read_table(workdir / "parts" / "p2.parquet")
+    ages = table.column("age").to_pylist()
+    ages[17] = None
+    table = table.set_column(0, "age", pa.array(ages, pa.int64()))
+    pq.write_table(table, workdir / "parts" / "p2.parquet")
+    before = {p.name for p in workdir.iterdir()}
+    assert _release(workdir, "parts", "released") == 2
+    err = capsys.readouterr().err
+    assert "protected column 'age' has a missing value at row 1018" in err
+    assert {p.name for p in workdir.iterdir()} == before
+
+
+def test_the_budget_is_spent_once_on_the_engine(workdir):
+    budget = workdir / "b.json"
+    assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
+    assert _release(workdir, "parts", "released", "--budget", str(budget)) == 0
+    assert _release(workdir, "parts", "again", "--budget", str(budget)) == 2
+    from dpfast.budget import BudgetFile
+
+    assert BudgetFile(budget).remaining() == pytest.approx(0.5)
