@@ -16,25 +16,23 @@ from __future__ import annotations
 
 import argparse
 import glob
-from collections.abc import Callable, Hashable, Iterator
+import sys
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pyarrow as pa
+from typing import Any
 
 from dpfast.cli._common import (
+    IO_PROGRESS_DELAY,
+    ProgressLine,
     _check_paths,
     _load,
     _mark_from_data,
-    _progress,
     _selection,
     _spending,
     _summary,
     check_overwrite,
     report_paths,
 )
-
-T = TypeVar("T")
 
 #: The memory limit of the in-memory path: the release's own working memory, beside the
 #: input table it has read (only how the work is cut depends on it, never the release).
@@ -85,60 +83,14 @@ def runs_on_engine(args: argparse.Namespace) -> bool:
     return not unsupported
 
 
-class _CheckedSource:
-    """A Parquet dataset whose batches are checked and cast against the schema."""
-
-    def __init__(self, dataset: Any, schema: Any) -> None:
-        from dpfast.schema._schema import check_table
-
-        self._dataset = dataset
-        self._schema = schema
-        # the declared columns exist and numeric ones hold numbers (no rows read)
-        check_table(schema, dataset.schema.empty_table())
-
-    @property
-    def names(self) -> list[str]:
-        return list(self._dataset.names)
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._dataset.schema
-
-    @property
-    def n_rows(self) -> int:
-        return int(self._dataset.n_rows)
-
-    def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
-    ) -> Iterator[T]:
-        from dpfast.schema._schema import _cast_declared
-
-        spec = self._schema[name] if name in self._schema.names else None
-        where = self._schema.source or "the schema"
-
-        def checked(array: pa.Array, first_row: int) -> T:
-            if spec is not None and spec.is_numeric:
-                if spec.protect and array.null_count:
-                    nulls = array.is_null().to_numpy(zero_copy_only=False)
-                    raise ValueError(
-                        f"protected column {name!r} has a missing value at row "
-                        f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
-                        'set "protect": false for the column'
-                    )
-                array = _cast_declared(array, name, spec.type, where, first_row)
-            return fn(array, first_row)
-
-        yield from self._dataset.map_column(name, batch_rows, checked)
-
-
 def _source(args: argparse.Namespace) -> tuple[Any, Any]:
     """Return the column source and the schema: a Parquet dataset, or the input in memory."""
-    from dpfast.engines.dataset import ArrowSource, ParquetDataset
+    from dpfast.engines.dataset import ArrowSource, ParquetDataset, SchemaCheckedSource
     from dpfast.schema import Schema
 
     if wants_engine(args):
         schema = Schema.from_json(args.schema)
-        return _CheckedSource(ParquetDataset.open(args.input), schema), schema
+        return SchemaCheckedSource(ParquetDataset.open(args.input), schema), schema
     table, schema = _load(args, "ir-dp")
     return ArrowSource(table), schema
 
@@ -155,7 +107,8 @@ def run_ir_dp(args: argparse.Namespace) -> int:
         columns, bounds, taxonomies = _selection(args, schema, categorical=True)
         integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
-        progress = _progress(args)
+        # shown after a second: a quick refusal stays one line
+        progress = None if args.quiet else ProgressLine(sys.stderr, delay=IO_PROGRESS_DELAY)
         try:
             report, private = ir_dp_dataset(
                 source,
@@ -166,6 +119,7 @@ def run_ir_dp(args: argparse.Namespace) -> int:
                 integer=integer,
                 taxonomies=taxonomies,
                 columns=columns,
+                sensitivity=args.sensitivity,
                 seed=args.seed,
                 memory_limit=memory,
                 progress=progress,

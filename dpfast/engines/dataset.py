@@ -145,3 +145,59 @@ class ArrowSource:
         column = self.table.column(name)
         for first in range(0, self.n_rows, batch_rows):
             yield fn(column.slice(first, batch_rows).combine_chunks(), first)
+
+
+class SchemaCheckedSource:
+    """A column source whose batches are checked and cast against a schema, as it is read.
+
+    The declared columns and their kinds are checked against the source's Arrow schema
+    when it is built, before any row is read; each batch of a numeric column is then
+    checked (no missing value in a protected column) and cast exactly to its declared
+    type, with errors naming rows across the whole source.
+    """
+
+    def __init__(self, dataset: Any, schema: Any) -> None:
+        from dpfast.schema._schema import check_table
+
+        self._dataset = dataset
+        self._schema = schema
+        # the declared columns exist and numeric ones hold numbers (no rows read)
+        check_table(schema, dataset.schema.empty_table())
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self._dataset.names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types (before the casts)."""
+        return self._dataset.schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self._dataset.n_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(checked batch, first_row)`` for the batches of column ``name``."""
+        from dpfast.schema._schema import _cast_declared
+
+        spec = self._schema[name] if name in self._schema.names else None
+        where = self._schema.source or "the schema"
+
+        def checked(array: pa.Array, first_row: int) -> T:
+            if spec is not None and spec.is_numeric:
+                if spec.protect and array.null_count:
+                    nulls = array.is_null().to_numpy(zero_copy_only=False)
+                    raise ValueError(
+                        f"protected column {name!r} has a missing value at row "
+                        f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
+                        'set "protect": false for the column'
+                    )
+                array = _cast_declared(array, name, spec.type, where, first_row)
+            return fn(array, first_row)
+
+        yield from self._dataset.map_column(name, batch_rows, checked)

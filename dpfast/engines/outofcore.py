@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -42,12 +42,19 @@ import pyarrow.parquet as pq
 
 from dpfast import noise
 from dpfast._kernels import ranking
-from dpfast._release import CategoricalColumn, NumericColumn, Run, noise_source
-from dpfast._validation import check_columns, check_epsilon, check_k, check_seed
+from dpfast._release import CategoricalColumn, NumericColumn, Run, noise_source, warn_unproven
+from dpfast._validation import check_choice, check_columns, check_epsilon, check_k, check_seed
 from dpfast.accounting import PrivateReport, Report
 from dpfast.engines.dataset import ColumnSource
 from dpfast.io import WRITE_ROWS
-from dpfast.methods.ir_dp import _Arguments, _guarantee, _parameters, _plan, _sampler
+from dpfast.methods.ir_dp import (
+    Sensitivity,
+    _Arguments,
+    _guarantee,
+    _parameters,
+    _plan,
+    _sampler,
+)
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
@@ -118,6 +125,7 @@ def ir_dp_dataset(
     integer: Mapping[Hashable, bool] | None = None,
     taxonomies: Mapping[Hashable, Any] | None = None,
     columns: Sequence[Hashable] | None = None,
+    sensitivity: str = "proven",
     seed: int | None = None,
     memory_limit: int,
     batch_rows: int = BATCH_ROWS,
@@ -137,8 +145,12 @@ def ir_dp_dataset(
     run.policy = "drop"
     limits = _Limits(int(memory_limit), int(batch_rows))
     with run.phase("validate"):
-        args = _arguments(dataset, k, epsilon, bounds, integer, taxonomies, columns, seed)
+        args = _arguments(
+            dataset, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
+        )
         guarantee = _guarantee(args)
+        if guarantee[1] in ("as_published", "heuristic"):
+            warn_unproven(guarantee[0])
     source = noise_source(args.seed)
     with run.phase("plan"):
         plan = _plan(args, dataset.n_rows)
@@ -146,6 +158,13 @@ def ir_dp_dataset(
     target = Path(output)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
     try:
+        # the categorical columns' counts first: one cheap pass each, which checks their
+        # values against the taxonomies before the long numeric passes
+        counts = {}
+        for cat in args.categorical:
+            with run.phase("columns"):
+                run.tick(f"column {cat.name}", 0, 1)
+                counts[cat.name] = _rank_counts(dataset, cat, limits)
         for column in args.numeric:
             with run.phase("columns"):
                 grid, steps = plan.grids[column.name]
@@ -164,10 +183,9 @@ def ir_dp_dataset(
             run.clamped[str(column.name)] = clamped
         for cat in args.categorical:
             with run.phase("columns"):
-                run.tick(f"column {cat.name}", 0, 1)
-                counts = _rank_counts(dataset, cat, limits)
                 key = source.key("ir_dp", "centroid-choice", str(cat.name))
-                codes = group_codes(cat.taxonomy, counts, args.k, key, plan.entries[cat.name])
+                entry = plan.entries[cat.name]
+                codes = group_codes(cat.taxonomy, counts[cat.name], args.k, key, entry)
                 _write_in_order(
                     scratch, cat.name, codes, args.k, source, dataset.n_rows, limits, run
                 )
@@ -201,6 +219,7 @@ def _arguments(
     integer: Mapping[Hashable, bool] | None,
     taxonomies: Mapping[Hashable, Any] | None,
     columns: Sequence[Hashable] | None,
+    sensitivity: Any,
     seed: Any,
 ) -> _Arguments:
     from dpfast._validation import check_bounds
@@ -208,6 +227,7 @@ def _arguments(
     k = check_k(k, dataset.n_rows)
     epsilon = check_epsilon(epsilon)
     seed = check_seed(seed)
+    sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
     selected = check_columns(columns, dataset.names)
     checked = {name: as_taxonomy(t, name) for name, t in (taxonomies or {}).items()}
     numeric_names = [name for name in selected if name not in checked]
@@ -229,7 +249,16 @@ def _arguments(
         if name in checked
     ]
     return _Arguments(
-        k, epsilon, "columns", True, seed, "proven", numeric, categorical, domains, derived
+        k,
+        epsilon,
+        "columns",
+        True,
+        seed,
+        cast(Sensitivity, sensitivity),
+        numeric,
+        categorical,
+        domains,
+        derived,
     )
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
@@ -268,9 +267,6 @@ def _cast_declared(column: Any, name: str, declared: str, where: str, first_row:
     declared type cannot hold exactly, and its row (``column`` starting at ``first_row``).
     ``column`` is a chunked or a plain Arrow array.
     """
-    if isinstance(column, pa.Array):
-        cast = _cast_declared(pa.chunked_array([column]), name, declared, where, first_row)
-        return column if cast.num_chunks == 1 and cast.chunk(0) is column else cast.combine_chunks()
     target = np.dtype(np.float64) if declared == "float" else np.dtype(np.int64)
     dtype = np.dtype(column.type.to_pandas_dtype())
     if dtype == target:
@@ -286,11 +282,11 @@ def _cast_declared(column: Any, name: str, declared: str, where: str, first_row:
 
 
 def _present_values(column: Any, first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Return the non-missing values of a chunked column as NumPy, and their row numbers."""
+    """Return the non-missing values of a (chunked) column as NumPy, and their row numbers."""
     values = []
     rows = []
     offset = first_row
-    for chunk in column.chunks:
+    for chunk in column.chunks if hasattr(column, "chunks") else [column]:
         valid = np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         present = chunk.drop_null().to_numpy(zero_copy_only=False)
         values.append(np.asarray(present))
