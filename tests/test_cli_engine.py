@@ -99,6 +99,14 @@ def test_every_path_gives_the_in_memory_release(workdir, source, output, extra):
     assert not [p for p in workdir.iterdir() if p.name.startswith(".released")]
 
 
+def test_a_file_output_of_a_dataset_is_replaced_when_forced(workdir, capsys):
+    (workdir / "released.parquet").write_bytes(b"old")
+    assert _release(workdir, "parts", "released.parquet") == 2
+    assert "already exists; pass --force" in capsys.readouterr().err
+    assert _release(workdir, "parts", "released.parquet", "--force") == 0
+    _check(workdir, "released.parquet", _expected(workdir))
+
+
 def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsys):
     (workdir / "released").mkdir()
     (workdir / "released" / "old.parquet").write_bytes(b"x")

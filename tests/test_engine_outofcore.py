@@ -52,7 +52,9 @@ def _in_memory(frame: pd.DataFrame, k: int, seed: int = 3) -> dpfast.Release:
     )
 
 
-def _out_of_core(source, output: Path, k: int, memory: int, batch_rows: int, seed: int = 3):
+def _out_of_core(
+    source, output: Path, k: int, memory: int, batch_rows: int, seed: int = 3, threads=None
+):
     return ir_dp_dataset(
         source,
         output,
@@ -63,6 +65,7 @@ def _out_of_core(source, output: Path, k: int, memory: int, batch_rows: int, see
         seed=seed,
         memory_limit=memory,
         batch_rows=batch_rows,
+        n_threads=threads,
     )
 
 
@@ -97,12 +100,15 @@ def test_parquet_dataset_release_equals_in_memory(tmp_path, cuts, memory, batch_
     _assert_same(output, expected, report, private)
 
 
-def test_arrow_source_and_64_batches_give_the_same_release(tmp_path):
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_arrow_source_and_64_batches_give_the_same_release(tmp_path, threads):
     frame = _table(6400)
     expected = _in_memory(frame, k=25, seed=11)
     table = pa.Table.from_pandas(frame, preserve_index=False)
     output = tmp_path / "out.parquet"
-    report, private = _out_of_core(ArrowSource(table), output, 25, 60_000, 100, seed=11)
+    report, private = _out_of_core(
+        ArrowSource(table), output, 25, 60_000, 100, seed=11, threads=threads
+    )
     _assert_same(output, expected, report, private)
 
 

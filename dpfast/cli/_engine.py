@@ -122,6 +122,7 @@ def run_ir_dp(args: argparse.Namespace) -> int:
                 sensitivity=args.sensitivity,
                 seed=args.seed,
                 memory_limit=memory,
+                n_threads=args.threads,
                 progress=progress,
                 before_publish=lambda report: spend.settle(report.epsilon),
             )
@@ -160,7 +161,18 @@ def _check_engine_paths(args: argparse.Namespace) -> None:
     parent = Path(args.output).parent
     if not parent.is_dir():
         raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
-    if Path(args.output).exists() and not Path(args.output).is_dir():
+    if not dataset_output:
+        if output_format(args.output) != "parquet":
+            raise ValueError(
+                f"out of core writes Parquet, but {args.output!r} is "
+                f"{output_format(args.output)}; name OUTPUT .parquet, or a directory"
+            )
+        if Path(args.output).is_dir():
+            raise ValueError(
+                f"output {args.output!r} is a directory; name OUTPUT without an extension "
+                "to write a dataset directory"
+            )
+    elif Path(args.output).exists() and not Path(args.output).is_dir():
         raise ValueError(
             f"output {args.output!r} exists and is not a directory; choose another OUTPUT"
         )

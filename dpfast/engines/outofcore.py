@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -42,7 +43,14 @@ import pyarrow.parquet as pq
 
 from dpfast import noise
 from dpfast._kernels import ranking
-from dpfast._release import CategoricalColumn, NumericColumn, Run, noise_source, warn_unproven
+from dpfast._release import (
+    CategoricalColumn,
+    NumericColumn,
+    Run,
+    column_threads,
+    noise_source,
+    warn_unproven,
+)
 from dpfast._validation import check_choice, check_columns, check_epsilon, check_k, check_seed
 from dpfast.accounting import PrivateReport, Report
 from dpfast.engines.dataset import ColumnSource
@@ -128,6 +136,7 @@ def ir_dp_dataset(
     sensitivity: str = "proven",
     seed: int | None = None,
     memory_limit: int,
+    n_threads: int | None = None,
     batch_rows: int = BATCH_ROWS,
     progress: Progress | None = None,
     before_publish: Callable[[Report], None] | None = None,
@@ -136,7 +145,9 @@ def ir_dp_dataset(
 
     ``output`` ending in ``.parquet`` is one file; any other path is a dataset directory of
     ``part-NNNNN.parquet`` files. ``integer`` names the columns declared integer (their
-    released values are rounded; default: the Parquet type). ``before_publish(report)``
+    released values are rounded; default: the Parquet type). Numeric columns run in
+    ``n_threads`` threads (default: one per core), each within its share of
+    ``memory_limit``; the release does not depend on it. ``before_publish(report)``
     runs once the data is complete and before it is renamed into place. Returns the
     public and the private report; the columns not protected are left out.
     """
@@ -154,7 +165,9 @@ def ir_dp_dataset(
     source = noise_source(args.seed)
     with run.phase("plan"):
         plan = _plan(args, dataset.n_rows)
-        _check_groups_fit(dataset.n_rows, args, limits)
+        workers = column_threads(n_threads, len(args.numeric) or 1)
+        share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
+        _check_groups_fit(dataset.n_rows, args, share)
     target = Path(output)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
     try:
@@ -165,30 +178,32 @@ def ir_dp_dataset(
             with run.phase("columns"):
                 run.tick(f"column {cat.name}", 0, 1)
                 counts[cat.name] = _rank_counts(dataset, cat, limits)
-        for column in args.numeric:
-            with run.phase("columns"):
-                grid, steps = plan.grids[column.name]
-                values, clamped = _numeric_group_values(
-                    dataset, column, grid, args.k, steps, source, limits, run
-                )
-                _write_in_order(
-                    scratch, column.name, values, args.k, source, dataset.n_rows, limits, run
-                )
-                lower, upper = args.domains[column.name]
-                run.on_bound[str(column.name)] = _on_bound(
-                    scratch, column.name, lower, upper, limits
-                )
-            plan.ledger.spend(plan.entries[column.name])
-            run.released[column.name] = np.empty(0)
-            run.clamped[str(column.name)] = clamped
+        # numeric columns in parallel, each worker within its share of the memory limit;
+        # the ledger spends in column order whatever order they finish in
+
+        def numeric(column: NumericColumn) -> tuple[int, int]:
+            grid, steps = plan.grids[column.name]
+            values, clamped = _numeric_group_values(
+                dataset, column, grid, args.k, steps, source, share, run
+            )
+            _write_in_order(scratch, column.name, values, args.k, source, dataset.n_rows, share)
+            lower, upper = args.domains[column.name]
+            return clamped, _on_bound(scratch, column.name, lower, upper, share)
+
+        with run.phase("columns"), ThreadPoolExecutor(max_workers=workers) as pool:
+            for column, (clamped, on_bound) in zip(
+                args.numeric, pool.map(numeric, args.numeric), strict=True
+            ):
+                plan.ledger.spend(plan.entries[column.name])
+                run.released[column.name] = np.empty(0)
+                run.clamped[str(column.name)] = clamped
+                run.on_bound[str(column.name)] = on_bound
         for cat in args.categorical:
             with run.phase("columns"):
                 key = source.key("ir_dp", "centroid-choice", str(cat.name))
                 entry = plan.entries[cat.name]
                 codes = group_codes(cat.taxonomy, counts[cat.name], args.k, key, entry)
-                _write_in_order(
-                    scratch, cat.name, codes, args.k, source, dataset.n_rows, limits, run
-                )
+                _write_in_order(scratch, cat.name, codes, args.k, source, dataset.n_rows, limits)
             plan.ledger.spend(plan.entries[cat.name])
             run.released[cat.name] = np.empty(0)
             run.clamped[str(cat.name)] = 0
@@ -465,12 +480,10 @@ def _write_in_order(
     source: noise.NoiseSource,
     n: int,
     limits: _Limits,
-    run: DatasetRun,
 ) -> None:
     """Write ``group_values[order[r] // k]`` for every output row ``r`` to a scratch file."""
     key = source.key("ir_dp", "column-order", str(name))
     sizes = noise.permutation_bucket_sizes(key, n)
-    last = group_values.shape[0] - 1
     with open(scratch / _scratch_name(name), "wb") as file:
         lo = 0
         while lo < sizes.shape[0]:
@@ -479,7 +492,10 @@ def _write_in_order(
                 held += int(sizes[hi])
                 hi += 1
             order = noise.permutation_part(key, n, lo, hi, sizes)
-            group_values[np.minimum(order // k, last)].tofile(file)
+            out = np.empty(order.shape[0], dtype=group_values.dtype)
+            ranking.take_groups(group_values, order, k, out)
+            del order
+            out.tofile(file)
             lo = hi
 
 
@@ -544,7 +560,10 @@ def _stitch(
                 if writer is not None:
                     writer.close()
                 part = out if single else out / f"part-{first // rows_per_file:05d}.parquet"
-                writer = pq.ParquetWriter(part, schema, compression="zstd")
+                # released numbers are near-random: a dictionary only costs time
+                writer = pq.ParquetWriter(
+                    part, schema, compression="zstd", use_dictionary=list(labels)
+                )
             table = pa.Table.from_arrays(arrays, schema=schema)
             assert writer is not None
             writer.write_table(table, row_group_size=WRITE_ROWS)
