@@ -157,3 +157,35 @@ def test_the_budget_is_spent_once_on_the_engine(workdir):
     from dpfast.budget import BudgetFile
 
     assert BudgetFile(budget).remaining() == pytest.approx(0.5)
+
+
+def test_laplace_out_of_core_gives_the_in_memory_release(workdir):
+    schema = {"columns": {k: v for k, v in SCHEMA["columns"].items() if k != "occupation"}}
+    (workdir / "numeric.json").write_text(json.dumps(schema), encoding="utf-8")
+    frame = pd.read_parquet(workdir / "people.parquet")
+    frame["hours-per-week"] = frame["hours-per-week"].astype(np.float64)
+    with cli_spelling():
+        expected = dpfast.laplace_dp(
+            frame,
+            epsilon=2.0,
+            bounds={"age": (17, 90), "hours-per-week": (1, 99)},
+            columns=["age", "hours-per-week"],
+            seed=4,
+        )
+    for source, output, extra in [
+        ("parts", "lap", []),
+        ("people.parquet", "lap.parquet", ["--memory-limit", "1MiB"]),
+    ]:
+        paths = [str(workdir / source), "-o", str(workdir / output)]
+        options = ["--epsilon", "2", "--schema", str(workdir / "numeric.json"), "--seed", "4"]
+        assert cli.main(["release", "laplace", *paths, *options, "--quiet", *extra]) == 0
+        _check(workdir, output, expected)
+
+
+def test_laplace_out_of_core_refuses_a_categorical_schema_like_in_memory(workdir, capsys):
+    paths = [str(workdir / "parts"), "-o", str(workdir / "lap")]
+    options = ["--epsilon", "2", "--schema", str(workdir / "schema.json")]
+    assert cli.main(["release", "laplace", *paths, *options]) == 2
+    err = capsys.readouterr().err
+    assert "laplace protects numeric columns only" in err and "'occupation'" in err
+    assert not (workdir / "lap").exists()

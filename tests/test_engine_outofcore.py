@@ -255,3 +255,26 @@ def test_small_memory_takes_refined_histograms_and_runs_of_ties(tmp_path, monkey
     )
     assert phases.count("column tiny") >= 4  # a histogram, a refined one, then ranges
     assert max(runs) > 110_000 // 32  # a tie larger than a sorted range: added as a run
+
+
+@pytest.mark.parametrize(
+    ("cuts", "batch_rows"), [([], 1 << 20), ([1, 2, 999, 5000, 9000], 777), ([6000], 64)]
+)
+def test_laplace_dataset_release_equals_in_memory(tmp_path, cuts, batch_rows):
+    from dpfast.engines.outofcore import laplace_dp_dataset
+
+    frame = _table(12_007).drop(columns=["occupation"])
+    bounds = {**BOUNDS, **FLOAT_BOUNDS}
+    expected = dpfast.laplace_dp(frame, epsilon=3.0, bounds=bounds, seed=8)
+    _write_parts(frame, tmp_path / "in", cuts)
+    output = tmp_path / "out.parquet"
+    report, private = laplace_dp_dataset(
+        ParquetDataset.open(tmp_path / "in"),
+        output,
+        epsilon=3.0,
+        bounds=bounds,
+        seed=8,
+        memory_limit=2**30,
+        batch_rows=batch_rows,
+    )
+    _assert_same(output, expected, report, private)

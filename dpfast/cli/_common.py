@@ -395,6 +395,36 @@ def _output_delimiter(args: argparse.Namespace) -> str | None:
     return getattr(args, "delimiter", None)
 
 
+def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None:
+    """Refuse a schema whose protected columns ``method`` cannot release."""
+    categorical = schema.protected_categorical()
+    if getattr(args, "columns", None) is not None:
+        categorical = [c for c in categorical if c in args.columns]
+    with_taxonomies = method in ("ir-dp", "mdav", "mdav-dp")
+    if with_taxonomies:
+        categorical = [c for c in categorical if schema[c].taxonomy is None]
+    if categorical:
+        also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
+        raise ValueError(
+            f"{args.schema}: {method} protects numeric columns only{also}, but the "
+            f"schema protects categorical column(s) "
+            f"{', '.join(repr(c) for c in categorical)}"
+            f"{' without a taxonomy' if also else ''}; "
+            + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
+            + 'set "protect": false for them to copy them unchanged, or drop them'
+        )
+    has_categorical = with_taxonomies and schema.protected_categorical()
+    if (
+        not schema.protected_numeric()
+        and not has_categorical
+        and not getattr(args, "columns", None)
+    ):
+        raise ValueError(
+            f"{args.schema}: no protected numeric column, so there is nothing to release; "
+            'declare at least one "integer" or "float" column with "bounds"'
+        )
+
+
 def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Read the input and the schema (if any) and check them against each other."""
     from dpfast.schema import Schema
@@ -404,32 +434,7 @@ def _load(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     if getattr(args, "schema", None) is not None:
         schema = Schema.from_json(args.schema)
         table = schema.check_table(table)
-        categorical = schema.protected_categorical()
-        if getattr(args, "columns", None) is not None:
-            categorical = [c for c in categorical if c in args.columns]
-        with_taxonomies = method in ("ir-dp", "mdav", "mdav-dp")
-        if with_taxonomies:
-            categorical = [c for c in categorical if schema[c].taxonomy is None]
-        if categorical:
-            also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
-            raise ValueError(
-                f"{args.schema}: {method} protects numeric columns only{also}, but the "
-                f"schema protects categorical column(s) "
-                f"{', '.join(repr(c) for c in categorical)}"
-                f"{' without a taxonomy' if also else ''}; "
-                + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
-                + 'set "protect": false for them to copy them unchanged, or drop them'
-            )
-        has_categorical = with_taxonomies and schema.protected_categorical()
-        if (
-            not schema.protected_numeric()
-            and not has_categorical
-            and not getattr(args, "columns", None)
-        ):
-            raise ValueError(
-                f"{args.schema}: no protected numeric column, so there is nothing to release; "
-                'declare at least one "integer" or "float" column with "bounds"'
-            )
+        check_schema_for(args, method, schema)
     return table, schema
 
 

@@ -31,6 +31,7 @@ from dpfast.cli._common import (
     _spending,
     _summary,
     check_overwrite,
+    check_schema_for,
     report_paths,
 )
 
@@ -47,9 +48,9 @@ def is_dataset_path(path: str) -> bool:
 def _unsupported(args: argparse.Namespace) -> list[str]:
     """Return the options the engine does not run, as the CLI spells them."""
     found = []
-    if args.linkage != "columns":
+    if getattr(args, "linkage", "columns") != "columns":
         found.append(f"--linkage {args.linkage}")
-    if not args.shuffle:
+    if not getattr(args, "shuffle", True):
         found.append("--no-shuffle")
     if args.unprotected != "drop":
         found.append(f"--unprotected {args.unprotected}")
@@ -64,68 +65,83 @@ def _is_text(path: str) -> bool:
 
 
 def wants_engine(args: argparse.Namespace) -> bool:
-    """Return whether ``ir-dp`` must run through the engine (a dataset or a memory limit)."""
+    """Return whether a release must run through the engine (a dataset or a memory limit)."""
     return args.memory_limit is not None or is_dataset_path(args.input)
 
 
-def runs_on_engine(args: argparse.Namespace) -> bool:
-    """Return whether the engine runs this ``ir-dp`` release; refuse what it cannot run."""
+def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
+    """Return whether the engine runs this release; refuse what it cannot run.
+
+    ``ir-dp`` runs on the engine whenever it can (one column at a time saves memory);
+    ``laplace`` only when a dataset or ``--memory-limit`` asks for it.
+    """
     unsupported = _unsupported(args)
     if wants_engine(args):
         if unsupported:
             what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
             raise ValueError(
-                f"{what} runs ir-dp out of core, which does not support "
+                f"{what} runs {method} out of core, which does not support "
                 f"{', '.join(unsupported)}; drop them, or give one input file without "
                 "--memory-limit to release in memory"
             )
         return True
-    return not unsupported
+    return method == "ir-dp" and not unsupported
 
 
-def _source(args: argparse.Namespace) -> tuple[Any, Any]:
+def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the column source and the schema: a Parquet dataset, or the input in memory."""
     from dpfast.engines.dataset import ArrowSource, ParquetDataset, SchemaCheckedSource
     from dpfast.schema import Schema
 
     if wants_engine(args):
         schema = Schema.from_json(args.schema)
-        return SchemaCheckedSource(ParquetDataset.open(args.input), schema), schema
-    table, schema = _load(args, "ir-dp")
+        source = SchemaCheckedSource(ParquetDataset.open(args.input), schema)
+        check_schema_for(args, method, schema)
+        return source, schema
+    table, schema = _load(args, method)
     return ArrowSource(table), schema
 
 
-def run_ir_dp(args: argparse.Namespace) -> int:
-    """Release ``args.input`` with ir_dp through the engine; write the data and the reports."""
+def run_release(args: argparse.Namespace, method: str) -> int:
+    """Release ``args.input`` through the engine; write the data and the reports."""
     from dpfast.engines import parse_memory
-    from dpfast.engines.outofcore import ir_dp_dataset
+    from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
 
     _check_engine_paths(args)
     memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
-    with _spending(args, "ir-dp"):
-        source, schema = _source(args)
-        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
+    with _spending(args, method):
+        source, schema = _source(args, method)
+        categorical = method == "ir-dp"
+        columns, bounds, taxonomies = _selection(args, schema, categorical=categorical)
         integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
+        common: dict[str, Any] = {
+            "epsilon": args.epsilon,
+            "bounds": bounds,
+            "integer": integer,
+            "columns": columns,
+            "seed": args.seed,
+            "memory_limit": memory,
+            "before_publish": lambda report: spend.settle(report.epsilon),
+        }
         # shown after a second: a quick refusal stays one line
         progress = None if args.quiet else ProgressLine(sys.stderr, delay=IO_PROGRESS_DELAY)
         try:
-            report, private = ir_dp_dataset(
-                source,
-                args.output,
-                k=args.k,
-                epsilon=args.epsilon,
-                bounds=bounds,
-                integer=integer,
-                taxonomies=taxonomies,
-                columns=columns,
-                sensitivity=args.sensitivity,
-                seed=args.seed,
-                memory_limit=memory,
-                n_threads=args.threads,
-                progress=progress,
-                before_publish=lambda report: spend.settle(report.epsilon),
-            )
+            if method == "ir-dp":
+                report, private = ir_dp_dataset(
+                    source,
+                    args.output,
+                    k=args.k,
+                    taxonomies=taxonomies,
+                    sensitivity=args.sensitivity,
+                    n_threads=args.threads,
+                    progress=progress,
+                    **common,
+                )
+            else:
+                report, private = laplace_dp_dataset(
+                    source, args.output, progress=progress, **common
+                )
         finally:
             if progress is not None:
                 progress.close()

@@ -100,6 +100,12 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     _unprotected_argument(parser, "rank group")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _memory_argument(parser)
+    _budget_argument(parser)
+    _quiet_argument(parser)
+
+
+def _memory_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
@@ -108,8 +114,6 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
         ".parquet file or a dataset directory. An INPUT directory or glob implies it "
         "(default 4GiB). See docs/engines.md",
     )
-    _budget_argument(parser)
-    _quiet_argument(parser)
 
 
 def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,6 +123,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     _columns_argument(parser)
     _unprotected_argument(parser, None)
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    _memory_argument(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 
@@ -135,8 +140,8 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
     from dpfast.cli import _engine
     from dpfast.methods.ir_dp import ir_dp
 
-    if _engine.runs_on_engine(args):
-        return _engine.run_ir_dp(args)
+    if _engine.runs_on_engine(args, "ir-dp"):
+        return _engine.run_release(args, "ir-dp")
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns, bounds, taxonomies = _selection(args, schema, categorical=True)
@@ -160,7 +165,11 @@ def _release_ir_dp(args: argparse.Namespace) -> int:
 
 
 def _release_laplace(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.laplace_dp import laplace_dp
+
+    if _engine.runs_on_engine(args, "laplace"):
+        return _engine.run_release(args, "laplace")
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns, bounds, _ = _selection(args, schema, categorical=False)

@@ -51,8 +51,16 @@ from dpfast._release import (
     noise_source,
     warn_unproven,
 )
-from dpfast._validation import check_choice, check_columns, check_epsilon, check_k, check_seed
-from dpfast.accounting import PrivateReport, Report
+from dpfast._validation import (
+    check_bounds,
+    check_choice,
+    check_columns,
+    check_epsilon,
+    check_k,
+    check_nonempty,
+    check_seed,
+)
+from dpfast.accounting import Ledger, PrivateReport, Report
 from dpfast.engines.dataset import ColumnSource
 from dpfast.io import WRITE_ROWS
 from dpfast.methods.ir_dp import (
@@ -216,7 +224,7 @@ def ir_dp_dataset(
             domains=args.domains,
         )
         with run.phase("write"):
-            written = _stitch(scratch, target, args, dataset.n_rows, run)
+            written = _stitch(scratch, target, args.numeric, args.categorical, dataset.n_rows, run)
         if before_publish is not None:
             before_publish(report)
         _publish(written, target)
@@ -224,6 +232,135 @@ def ir_dp_dataset(
         shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
     return report, private
+
+
+def laplace_dp_dataset(
+    dataset: ColumnSource,
+    output: str | os.PathLike[str],
+    *,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    memory_limit: int,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+    before_publish: Callable[[Report], None] | None = None,
+) -> tuple[Report, PrivateReport]:
+    """Release ``dataset`` with ``laplace_dp`` into Parquet at ``output``, batch by batch.
+
+    The release of :func:`dpfast.laplace_dp` with ``unprotected="drop"``: row ``i``'s
+    cell of a column gets the draw of nonce ``i`` of the column's key, whatever batch it
+    is read in, and rows keep their order. Arguments as for :func:`ir_dp_dataset`.
+    """
+    from dpfast.methods import laplace_dp as method
+
+    start = time.perf_counter()
+    run = DatasetRun("laplace_dp", None, progress, dataset=dataset)
+    run.policy = "drop"
+    limits = _Limits(int(memory_limit), int(batch_rows))
+    with run.phase("validate"):
+        check_nonempty(dataset.n_rows)
+        epsilon = check_epsilon(epsilon)
+        seed = check_seed(seed)
+        protected = _numeric_columns(dataset, check_columns(columns, dataset.names), integer)
+        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+    ledger = Ledger(epsilon)
+    plans = [
+        method._plan(column, domains[column.name], epsilon, len(protected), dataset.n_rows)
+        for column in protected
+    ]
+    for _, _, entry in plans:
+        ledger.plan(entry)
+    source = noise_source(seed)
+    target = Path(output)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
+    try:
+        with run.phase("noise"):
+            for column, (grid, steps, entry) in zip(protected, plans, strict=True):
+                key = source.key("laplace_dp", "cell-noise", str(column.name))
+                run.tick(f"column {column.name}", 0, 1)
+                clamped, on_bound = _laplace_column(
+                    dataset, column, grid, key, steps, domains[column.name], scratch, limits
+                )
+                ledger.spend(entry)
+                run.released[column.name] = np.empty(0)
+                run.clamped[str(column.name)] = clamped
+                run.on_bound[str(column.name)] = on_bound
+        report, private = run.reports(
+            parameters=method._parameters(epsilon, domains, derived),
+            guarantee=method._guarantee(epsilon, protected, derived),
+            ledger=ledger,
+            seed=seed,
+            sampler=noise.SAMPLER_NAME,
+            domains=domains,
+        )
+        with run.phase("write"):
+            written = _stitch(scratch, target, protected, [], dataset.n_rows, run)
+        if before_publish is not None:
+            before_publish(report)
+        _publish(written, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _laplace_column(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    key: np.ndarray,
+    steps: int,
+    domain: tuple[float, float],
+    scratch: Path,
+    limits: _Limits,
+) -> tuple[int, int]:
+    """Noise every cell of a column into its scratch file, at its row's place.
+
+    Returns the clamped count and the released values on a bound.
+    """
+    from dpfast.methods.laplace_dp import laplace_column
+
+    lower, upper = domain
+    path = scratch / _scratch_name(column.name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+
+        def batch(array: pa.Array, first_row: int) -> tuple[int, int]:
+            values = _numeric_values(array, column, first_row)
+            draws = noise.discrete_laplace(key, steps, values.shape[0], start=first_row)
+            out, clamped = laplace_column(values, grid, draws, column.integer)
+            os.pwrite(fd, out.tobytes(), first_row * 8)
+            on_bound = int(np.count_nonzero(out <= lower) + np.count_nonzero(out >= upper))
+            return clamped, on_bound
+
+        totals = [0, 0]
+        for clamped, on_bound in dataset.map_column(str(column.name), limits.batch_rows, batch):
+            totals[0] += clamped
+            totals[1] += on_bound
+    finally:
+        os.close(fd)
+    return totals[0], totals[1]
+
+
+def _numeric_columns(
+    dataset: ColumnSource, names: Sequence[Hashable], integer: Mapping[Hashable, bool] | None
+) -> list[NumericColumn]:
+    """Return the protected numeric columns, declared integer or float (default: Arrow type)."""
+    numeric = []
+    for name in names:
+        arrow_type = dataset.schema.field(str(name)).type
+        if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            raise TypeError(
+                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                '"taxonomy" in the schema to protect it as a categorical column'
+            )
+        declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
+        dtype = np.dtype(np.int64 if declared else np.float64)
+        numeric.append(NumericColumn(name, np.empty(0), bool(declared), dtype))
+    return numeric
 
 
 def _arguments(
@@ -237,8 +374,6 @@ def _arguments(
     sensitivity: Any,
     seed: Any,
 ) -> _Arguments:
-    from dpfast._validation import check_bounds
-
     k = check_k(k, dataset.n_rows)
     epsilon = check_epsilon(epsilon)
     seed = check_seed(seed)
@@ -247,17 +382,7 @@ def _arguments(
     checked = {name: as_taxonomy(t, name) for name, t in (taxonomies or {}).items()}
     numeric_names = [name for name in selected if name not in checked]
     domains, derived = check_bounds(bounds, numeric_names, {})
-    numeric = []
-    for name in numeric_names:
-        arrow_type = dataset.schema.field(str(name)).type
-        if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
-            raise TypeError(
-                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
-                '"taxonomy" in the schema to protect it as a categorical column'
-            )
-        declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
-        dtype = np.dtype(np.int64 if declared else np.float64)
-        numeric.append(NumericColumn(name, np.empty(0), bool(declared), dtype))
+    numeric = _numeric_columns(dataset, numeric_names, integer)
     categorical = [
         CategoricalColumn(name, np.empty(0, dtype=np.int64), checked[name])
         for name in selected
@@ -518,17 +643,18 @@ def _on_bound(scratch: Path, name: Hashable, lower: float, upper: float, limits:
 def _stitch(
     scratch: Path,
     target: Path,
-    args: _Arguments,
+    numeric: Sequence[NumericColumn],
+    categorical: Sequence[CategoricalColumn],
     n: int,
     run: DatasetRun,
 ) -> Path:
     """Write the scratch columns row range by row range as Parquet; return the temporary path."""
     # the input's column order, as in memory
     kinds_of: dict[str, NumericColumn | CategoricalColumn] = {}
-    kinds_of.update({str(c.name): c for c in args.numeric})
-    kinds_of.update({str(c.name): c for c in args.categorical})
+    kinds_of.update({str(c.name): c for c in numeric})
+    kinds_of.update({str(c.name): c for c in categorical})
     order = [name for name in run.dataset.names if name in kinds_of] if run.dataset else []
-    labels = {str(c.name): pa.array(list(c.taxonomy.domain), pa.string()) for c in args.categorical}
+    labels = {str(c.name): pa.array(list(c.taxonomy.domain), pa.string()) for c in categorical}
 
     def arrow_type(name: str) -> pa.DataType:
         column = kinds_of[name]

@@ -117,12 +117,7 @@ def laplace_dp(
     result = run.assemble(source=source)
     return run.finish(
         result,
-        parameters={
-            "epsilon": epsilon,
-            "bounds": {str(c): list(b) for c, b in domains.items()},
-            "bounds_from_data": derived,
-            "budget_split": "equal over protected columns",
-        },
+        parameters=_parameters(epsilon, domains, derived),
         guarantee=_guarantee(epsilon, protected, derived),
         ledger=ledger,
         seed=seed,
@@ -130,6 +125,17 @@ def laplace_dp(
         metrics=run.metrics(protected, domains=domains) if metrics else None,
         domains=domains,
     )
+
+
+def _parameters(
+    epsilon: float, domains: Mapping[Hashable, tuple[float, float]], derived: bool
+) -> dict[str, Any]:
+    return {
+        "epsilon": epsilon,
+        "bounds": {str(c): list(b) for c, b in domains.items()},
+        "bounds_from_data": derived,
+        "budget_split": "equal over protected columns",
+    }
 
 
 def _plan(
