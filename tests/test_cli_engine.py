@@ -189,3 +189,25 @@ def test_laplace_out_of_core_refuses_a_categorical_schema_like_in_memory(workdir
     err = capsys.readouterr().err
     assert "laplace protects numeric columns only" in err and "'occupation'" in err
     assert not (workdir / "lap").exists()
+
+
+def test_mdav_refuses_data_beyond_its_memory_naming_the_alternatives(workdir, capsys):
+    paths = [str(workdir / "people.parquet"), "-o", str(workdir / "k.parquet")]
+    paths += ["--columns", "age,hours-per-week", "--quiet"]
+    # 5,003 rows x 2 columns x 48 bytes = 480 kB
+    assert cli.main(["release", "mdav", *paths, "--k", "5", "--memory-limit", "400kB"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "mdav would need about" in err[0] and "runs in memory only" in err[0]
+    assert "use ir-dp" in err[0] and "--memory-limit" in err[0]
+    assert cli.main(["release", "mdav", *paths, "--k", "5", "--memory-limit", "600kB"]) == 0
+
+
+@pytest.mark.parametrize(("method", "extra"), [("mdav", []), ("k-noise", [])])
+def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
+    workdir, capsys, method, extra
+):
+    paths = [str(workdir / "parts"), "-o", str(workdir / "k.parquet")]
+    assert cli.main(["release", method, *paths, "--k", "5", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory or a glob" in err and "ir-dp and laplace run out of core" in err

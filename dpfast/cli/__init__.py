@@ -170,10 +170,13 @@ def _sigterm_raises() -> Iterator[None]:
 def _handle(args: argparse.Namespace) -> int:
     """Run a command: texts name the CLI's flags, and warnings print as one line each."""
     from dpfast._release import cli_spelling
+    from dpfast.cli._common import refuse_dataset_input
 
     with warnings.catch_warnings(), cli_spelling():
         warnings.simplefilter("always")
         warnings.showwarning = _show_warning
+        if args.command == "release":
+            refuse_dataset_input(args)
         return int(args.handler(args))
 
 

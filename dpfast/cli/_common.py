@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import glob
 import json
 import os
 import sys
@@ -322,6 +323,28 @@ def _note(args: argparse.Namespace, text: str) -> None:
 def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
     """Return the paths of the public and the private report of an output file."""
     return f"{output}.public-report.json", f"{output}.private-report.json"
+
+
+# What the methods that run in memory only say about datasets beyond memory.
+_OUT_OF_CORE = "ir-dp and laplace run out of core (--memory-limit, see docs/engines.md)"
+_IN_MEMORY_ONLY = {
+    "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "
+    f"data beyond memory use ir-dp (individual ranking, proven DP); {_OUT_OF_CORE}",
+}
+
+
+def refuse_dataset_input(args: argparse.Namespace) -> None:
+    """Refuse a directory or glob INPUT for a release method that reads one file."""
+    method = getattr(args, "method", None)
+    if method is None or method in ("ir-dp", "laplace"):
+        return
+    if Path(args.input).is_dir() or glob.has_magic(str(args.input)):
+        raise ValueError(
+            f"{args.input!r} is a directory or a glob: "
+            + _IN_MEMORY_ONLY.get(
+                str(method), f"{method} reads one file, in memory; {_OUT_OF_CORE}"
+            )
+        )
 
 
 def _check_paths(args: argparse.Namespace) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Hashable
 from typing import Any
 
@@ -61,7 +62,44 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--columns", type=_column_list, help="comma-separated quasi-identifier columns"
     )
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="refuse before reading when MDAV would need more than SIZE (e.g. 8GiB; default: "
+        "the memory available now). MDAV runs in memory only",
+    )
     _quiet_argument(parser)
+
+
+# MDAV's working memory per value of the table it aggregates (the standardised matrix,
+# distances, the centroids and the output), as a multiple of 8 bytes.
+_MDAV_BYTES_PER_VALUE = 6 * 8
+
+
+def _check_mdav_fits(args: argparse.Namespace) -> None:
+    """Refuse, before reading, a Parquet input that MDAV could not hold in memory."""
+    from dpfast.engines import parse_memory
+    from dpfast.io import output_format
+
+    if output_format(args.input) != "parquet":
+        return  # text is read to know its size; the limit applies to Parquet inputs
+    import pyarrow.parquet as pq
+
+    metadata = pq.read_metadata(args.input)
+    columns = len(args.columns) if args.columns else metadata.num_columns
+    needed = metadata.num_rows * columns * _MDAV_BYTES_PER_VALUE
+    if args.memory_limit is not None:
+        limit, what = parse_memory(args.memory_limit), f"--memory-limit {args.memory_limit}"
+    else:
+        limit = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        what = "the memory available now"
+    if needed > limit:
+        raise ValueError(
+            f"mdav would need about {needed / 2**30:.1f} GiB for {metadata.num_rows:,} rows of "
+            f"{columns} columns, more than {what}; MDAV is sequential (O(n^2/k)) and runs in "
+            "memory only. For data this size use ir-dp (proven DP, out of core with "
+            "--memory-limit), or mdav on a sample"
+        )
 
 
 def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +141,7 @@ def _release_mdav(args: argparse.Namespace) -> int:
             taxonomies = _schema_taxonomies(schema, columns)
         return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies, progress=progress)
 
+    _check_mdav_fits(args)
     _note(args, "mdav gives k-anonymity only: the output is NOT differentially private")
     return _run_release(args, "mdav", call)
 
