@@ -650,7 +650,9 @@ def read_table(
         source = _CountingFile(path, progress, f"reading {Path(path).name}")
     try:
         if separator is None:
-            return pq.read_table(source)
+            # pre-buffering keeps the file's column chunks alive with the table: about
+            # twice the table's memory for incompressible data
+            return pq.read_table(source, pre_buffer=False)
         compression = "gzip" if fmt.endswith(".gz") else None
         with pa.input_stream(source, compression=compression) as stream:
             table = pa_csv.read_csv(

@@ -478,7 +478,7 @@ def _numeric_group_values(
         tick()
         select = _in_range(lo, hi)
         parts = [part for part, _ in _quantised(dataset, column, grid, limits, select)]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)  # parts freed
 
     def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
         tick()
@@ -513,7 +513,9 @@ def _numeric_group_values(
         for part, count in _quantised(dataset, column, grid, limits, _in_range(0, top)):
             parts.append(part)
             clamped += count
-        add_sorted(np.concatenate(parts), 0)
+        whole = np.concatenate(parts)
+        parts.clear()  # the pieces go before the sort's scratch comes
+        add_sorted(whole, 0)
     else:
         shift = max(0, key_bits - _HISTOGRAM_BITS)
         tick()
