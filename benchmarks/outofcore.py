@@ -21,7 +21,7 @@ of that comparison except dpfast's engine itself, and does not import it:
     each in its own measured process, and write the medians to a JSON file.
 
 Every memory figure is also quoted as a multiple of the in-memory table,
-``n_rows * n_columns * 8`` bytes. See ``docs/benchmarks-outofcore.md``.
+``n_rows * n_columns * 8`` bytes. See ``docs/engines.md``.
 
 Examples
 --------
@@ -443,8 +443,22 @@ def tree_rss(root: int) -> int:
     return total
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (first line of /proc/stat)."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:9]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User and system CPU seconds of the children this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure(command: Sequence[str], **popen: Any) -> dict:
-    """Run ``command``; return its exit code, wall seconds and peak memory.
+    """Run ``command``; return its exit code, wall seconds, CPU seconds and peak memory.
 
     ``peak_rss_tree_bytes`` is the largest sum of the resident memory of the child and its
     descendants, polled every 50 ms (a peak shorter than that can be missed);
@@ -452,7 +466,12 @@ def measure(command: Sequence[str], **popen: Any) -> dict:
     single process among the children this process has waited for (run ``measure`` in a
     fresh process, as the ``measure`` command does, so that no earlier child counts).
     ``peak_rss_bytes`` is the larger of the two.
+
+    ``cpu_s`` is the CPU time of the command (its waited-for descendants included) and
+    ``other_cpu_s`` the CPU time the rest of the machine used meanwhile: well above zero,
+    something else competed for the cores and the wall time is not clean.
     """
+    cpu_before, busy_before = children_cpu_seconds(), busy_cpu_seconds()
     started = time.perf_counter()
     process = subprocess.Popen(list(command), **popen)
     peak = 0
@@ -460,14 +479,18 @@ def measure(command: Sequence[str], **popen: Any) -> dict:
         peak = max(peak, tree_rss(process.pid))
         time.sleep(POLL_SECONDS)
     wall = time.perf_counter() - started
+    cpu = children_cpu_seconds() - cpu_before
     maxrss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     return {
         "command": list(command),
         "returncode": process.returncode,
         "wall_s": wall,
+        "cpu_s": cpu,
+        "other_cpu_s": max(busy_cpu_seconds() - busy_before - cpu, 0.0),
         "peak_rss_bytes": max(peak, maxrss),
         "peak_rss_tree_bytes": peak,
         "maxrss_children_bytes": maxrss,
+        "cpus": os.cpu_count(),
     }
 
 
@@ -540,19 +563,27 @@ def measured_run(command: list[str], log: Path) -> dict:
 
 
 def summarise(name: str, runs: list[dict], table_bytes: int) -> dict:
-    """Medians of the successful runs of one job, or its error when one failed."""
+    """Medians of the successful runs of one job, or its error when one failed.
+
+    ``ns_per_value`` (wall nanoseconds per released value, ``table_bytes / 8`` values) is
+    what should stay flat as the table grows.
+    """
     failed = [run for run in runs if run["returncode"] != 0]
     if failed:
         return {"job": name, "ok": False, "error": failed[0].get("error", ""), "runs": runs}
     wall = statistics.median(run["wall_s"] for run in runs)
+    cpu = statistics.median(run["cpu_s"] for run in runs)
     peak = statistics.median(run["peak_rss_bytes"] for run in runs)
     return {
         "job": name,
         "ok": True,
         "repeat": len(runs),
         "wall_s_median": wall,
+        "cpu_s_median": cpu,
+        "other_cpu_s_max": max(run["other_cpu_s"] for run in runs),
         "peak_rss_bytes_median": peak,
         "peak_over_table": peak / table_bytes,
+        "ns_per_value": wall * 1e9 / (table_bytes // 8),
         "runs": runs,
     }
 
@@ -607,7 +638,8 @@ def describe(name: str, run: dict, table_bytes: int) -> str:
         return f"{name}: FAILED (exit {run['returncode']}):\n{run.get('error', '')}"
     peak = run["peak_rss_bytes"]
     return (
-        f"{name}: {run['wall_s']:.1f} s, peak RSS {peak / 2**30:.2f} GiB "
+        f"{name}: {run['wall_s']:.1f} s ({run['cpu_s']:.1f} CPU s; others used "
+        f"{run['other_cpu_s']:.1f} CPU s meanwhile), peak RSS {peak / 2**30:.2f} GiB "
         f"= {peak / table_bytes:.2f} x the table"
     )
 

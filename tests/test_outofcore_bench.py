@@ -135,6 +135,15 @@ def test_measure_reports_the_peak_of_a_child():
     assert got["wall_s"] >= 0.3
 
 
+def test_measure_counts_cpu_time_not_sleep():
+    spin = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    busy = outofcore.measure([sys.executable, "-c", spin])
+    idle = outofcore.measure([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    assert busy["cpu_s"] >= 0.5
+    assert idle["cpu_s"] < 0.3 < 0.5 <= idle["wall_s"]
+    assert busy["other_cpu_s"] >= 0.0
+
+
 def test_measure_sums_the_whole_process_tree(tmp_path):
     # Two grandchildren of 150 MB at once: the tree peaks above 300 MB, no process does.
     script = tmp_path / "tree.py"
@@ -170,6 +179,7 @@ def test_run_measures_the_duckdb_job(tmp_path):
     assert entry["wall_s_median"] == np.median([run["wall_s"] for run in entry["runs"]])
     assert entry["peak_rss_bytes_median"] > 20 * MB  # a Python process with duckdb loaded
     assert entry["peak_over_table"] == entry["peak_rss_bytes_median"] / 32_000
+    assert entry["ns_per_value"] == pytest.approx(entry["wall_s_median"] * 1e9 / 4000)
     assert not (tmp_path / "data.runs" / "duckdb-released.parquet").exists()
 
 
