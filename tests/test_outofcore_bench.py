@@ -144,6 +144,11 @@ def test_measure_counts_cpu_time_not_sleep():
     assert busy["other_cpu_s"] >= 0.0
 
 
+def test_wait_for_quiet_compares_the_machine_load_with_its_threshold():
+    assert outofcore.wait_for_quiet(1.0, window=0.1, max_busy=1e9)
+    assert not outofcore.wait_for_quiet(0.3, window=0.1, max_busy=0.0)
+
+
 def test_measure_sums_the_whole_process_tree(tmp_path):
     # Two grandchildren of 150 MB at once: the tree peaks above 300 MB, no process does.
     script = tmp_path / "tree.py"
