@@ -69,7 +69,9 @@ POLL_SECONDS = 0.05
 # --------------------------------------------------------------------------- gen
 
 
-def dataset_manifest(rows: int, columns: int, seed: int, file_rows: int, group_rows: int) -> dict:
+def dataset_manifest(
+    rows: int, columns: int, seed: int, file_rows: int, group_rows: int
+) -> dict[str, Any]:
     """The manifest that identifies a generated dataset (compared before regenerating)."""
     return {
         "generator": "benchmarks/outofcore.py gen, format 1",
@@ -109,7 +111,7 @@ def row_group_table(seed: int, first_row: int, n: int, columns: int) -> pa.Table
     return pa.table(arrays)
 
 
-def schema_document(columns: int) -> dict:
+def schema_document(columns: int) -> dict[str, Any]:
     """dpfast's schema (docs/schema.md) for the generated columns: float, bounds [0, 1000]."""
     description = "synthetic; bounds [0, 1000] are public by construction (the generator's)"
     return {
@@ -127,7 +129,9 @@ def schema_path(data: Path) -> Path:
     return data.with_name(data.name + ".schema.json")
 
 
-def write_file(path: Path, seed: int, first_row: int, n: int, columns: int, group_rows: int):
+def write_file(
+    path: Path, seed: int, first_row: int, n: int, columns: int, group_rows: int
+) -> None:
     """Write rows ``first_row ..`` of the dataset into one Parquet file, a row group at a time."""
     writer = None
     try:
@@ -182,7 +186,7 @@ def generate(
     return True
 
 
-def read_manifest(data: Path) -> dict | None:
+def read_manifest(data: Path) -> dict[str, Any] | None:
     """The manifest of a generated dataset, or None when there is none."""
     path = data / MANIFEST
     return json.loads(path.read_text()) if path.is_file() else None
@@ -340,7 +344,7 @@ def duckdb_ir_dp(
     memory_limit: str = "4GiB",
     threads: int = 2,
     seed: float | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Run the naive out-of-core ir_dp job in DuckDB SQL; return a summary.
 
     Per column: clamp to the public bounds, ``row_number() OVER (ORDER BY value, row id)``,
@@ -472,7 +476,7 @@ def wait_for_quiet(timeout: float, *, window: float = 5.0, max_busy: float = 0.2
     return False
 
 
-def measure(command: Sequence[str], **popen: Any) -> dict:
+def measure(command: Sequence[str], **popen: Any) -> dict[str, Any]:
     """Run ``command``; return its exit code, wall seconds, CPU seconds and peak memory.
 
     ``peak_rss_tree_bytes`` is the largest sum of the resident memory of the child and its
@@ -561,7 +565,7 @@ def dpfast_command(settings: RunSettings, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def measured_run(command: list[str], log: Path) -> dict:
+def measured_run(command: list[str], log: Path) -> dict[str, Any]:
     """Measure ``command`` in a fresh ``measure`` process; keep the tail of its stderr."""
     record = log.with_suffix(".jsonl")
     record.unlink(missing_ok=True)
@@ -571,13 +575,13 @@ def measured_run(command: list[str], log: Path) -> dict:
     output = log.read_text(errors="replace")
     if not record.is_file():
         return {"command": command, "returncode": -1, "error": output[-4000:]}
-    result = json.loads(record.read_text().splitlines()[-1])
+    result: dict[str, Any] = json.loads(record.read_text().splitlines()[-1])
     if result["returncode"] != 0:
         result["error"] = output[-4000:]
     return result
 
 
-def summarise(name: str, runs: list[dict], table_bytes: int) -> dict:
+def summarise(name: str, runs: list[dict[str, Any]], table_bytes: int) -> dict[str, Any]:
     """Medians of the successful runs of one job, or its error when one failed.
 
     ``ns_per_value`` (median wall nanoseconds per released value, ``table_bytes / 8``
@@ -607,7 +611,7 @@ def summarise(name: str, runs: list[dict], table_bytes: int) -> dict:
 
 def run_jobs(
     settings: RunSettings, names: Sequence[str], repeat: int, work: Path, quiet_wait: float = 0.0
-) -> dict:
+) -> dict[str, Any]:
     """Run each job ``repeat`` times one after the other; return the results document.
 
     With ``quiet_wait`` > 0, each run first waits up to that many seconds for the machine
@@ -657,7 +661,7 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def describe(name: str, run: dict, table_bytes: int) -> str:
+def describe(name: str, run: dict[str, Any], table_bytes: int) -> str:
     """One line for the terminal about a measured run."""
     if run["returncode"] != 0:
         return f"{name}: FAILED (exit {run['returncode']}):\n{run.get('error', '')}"
