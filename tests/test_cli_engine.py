@@ -211,3 +211,33 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     assert cli.main(["release", method, *paths, "--k", "5", *extra]) == 2
     err = capsys.readouterr().err
     assert "is a directory or a glob" in err and "ir-dp and laplace run out of core" in err
+
+
+def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):
+    from dpfast.budget import BudgetFile
+    from dpfast.cli import _engine
+    from dpfast.engines import outofcore
+
+    budget = workdir / "b.json"
+    assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(outofcore, "_stitch", interrupted)
+        assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
+    assert BudgetFile(budget).remaining() == pytest.approx(2.0)
+    assert not (workdir / "released").exists()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_engine, "write_json_atomic", disk_full, raising=False)
+        patch.setattr("dpfast.io.write_json_atomic", disk_full)
+        assert _release(workdir, "parts", "released", "--budget", str(budget)) == 2
+    # the data was published before the reports failed: its spend stays recorded
+    assert BudgetFile(budget).remaining() == pytest.approx(0.5)
+    assert not (workdir / "released").exists()
+    assert not [p for p in workdir.iterdir() if p.name.startswith(".released")]

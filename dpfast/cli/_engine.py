@@ -123,6 +123,7 @@ def run_release(args: argparse.Namespace, method: str) -> int:
             "seed": args.seed,
             "memory_limit": memory,
             "before_publish": lambda report: spend.settle(report.epsilon),
+            "after_publish": lambda: setattr(spend, "published", True),
         }
         # shown after a second: a quick refusal stays one line
         progress = None if args.quiet else ProgressLine(sys.stderr, delay=IO_PROGRESS_DELAY)

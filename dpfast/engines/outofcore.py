@@ -148,6 +148,7 @@ def ir_dp_dataset(
     batch_rows: int = BATCH_ROWS,
     progress: Progress | None = None,
     before_publish: Callable[[Report], None] | None = None,
+    after_publish: Callable[[], None] | None = None,
 ) -> tuple[Report, PrivateReport]:
     """Release ``dataset`` with ``ir_dp`` into Parquet at ``output``, within ``memory_limit``.
 
@@ -156,7 +157,8 @@ def ir_dp_dataset(
     released values are rounded; default: the Parquet type). Numeric columns run in
     ``n_threads`` threads (default: one per core), each within its share of
     ``memory_limit``; the release does not depend on it. ``before_publish(report)``
-    runs once the data is complete and before it is renamed into place. Returns the
+    runs once the data is complete and before it is renamed into place, and
+    ``after_publish()`` right after, before the scratch files are removed. Returns the
     public and the private report; the columns not protected are left out.
     """
     start = time.perf_counter()
@@ -228,6 +230,8 @@ def ir_dp_dataset(
         if before_publish is not None:
             before_publish(report)
         _publish(written, target)
+        if after_publish is not None:
+            after_publish()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
@@ -247,6 +251,7 @@ def laplace_dp_dataset(
     batch_rows: int = BATCH_ROWS,
     progress: Progress | None = None,
     before_publish: Callable[[Report], None] | None = None,
+    after_publish: Callable[[], None] | None = None,
 ) -> tuple[Report, PrivateReport]:
     """Release ``dataset`` with ``laplace_dp`` into Parquet at ``output``, batch by batch.
 
@@ -301,6 +306,8 @@ def laplace_dp_dataset(
         if before_publish is not None:
             before_publish(report)
         _publish(written, target)
+        if after_publish is not None:
+            after_publish()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
