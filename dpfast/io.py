@@ -814,6 +814,12 @@ def write_json_atomic(obj: Any, path: str | os.PathLike[str]) -> None:
     write_text_atomic(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n", path)
 
 
+def parquet_shape(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """Return ``(rows, columns)`` of a Parquet file from its footer, without reading data."""
+    metadata = pq.read_metadata(path)
+    return int(metadata.num_rows), int(metadata.num_columns)
+
+
 def column_kinds(table: pa.Table) -> list[tuple[str, str, int]]:
     """Each column's name, the schema type its Arrow type suggests, and its missing values.
 

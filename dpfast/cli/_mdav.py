@@ -79,23 +79,22 @@ _MDAV_BYTES_PER_VALUE = 6 * 8
 def _check_mdav_fits(args: argparse.Namespace) -> None:
     """Refuse, before reading, a Parquet input that MDAV could not hold in memory."""
     from dpfast.engines import parse_memory
-    from dpfast.io import output_format
+    from dpfast.io import output_format, parquet_shape
 
-    if output_format(args.input) != "parquet":
+    if output_format(args.input) != "parquet" or not os.path.isfile(args.input):
         return  # text is read to know its size; the limit applies to Parquet inputs
-    import pyarrow.parquet as pq
-
-    metadata = pq.read_metadata(args.input)
-    columns = len(args.columns) if args.columns else metadata.num_columns
-    needed = metadata.num_rows * columns * _MDAV_BYTES_PER_VALUE
+    rows, all_columns = parquet_shape(args.input)
+    columns = len(args.columns) if args.columns else all_columns
+    needed = rows * columns * _MDAV_BYTES_PER_VALUE
     if args.memory_limit is not None:
         limit, what = parse_memory(args.memory_limit), f"--memory-limit {args.memory_limit}"
     else:
         limit = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         what = "the memory available now"
     if needed > limit:
+        size = f"{needed / 2**30:.1f} GiB" if needed >= 2**30 else f"{needed / 2**20:.1f} MiB"
         raise ValueError(
-            f"mdav would need about {needed / 2**30:.1f} GiB for {metadata.num_rows:,} rows of "
+            f"mdav would need about {size} for {rows:,} rows of "
             f"{columns} columns, more than {what}; MDAV is sequential (O(n^2/k)) and runs in "
             "memory only. For data this size use ir-dp (proven DP, out of core with "
             "--memory-limit), or mdav on a sample"
