@@ -173,3 +173,20 @@ def test_an_executor_error_reaches_the_caller(spark, table, tmp_path):
     with pytest.raises(ValueError, match="'frac' has NaN or infinity at row"):
         ir_dp_spark(frame.repartition(3), tmp_path / "c.parquet", **args)
     assert not (tmp_path / "b.parquet").exists()
+
+
+class _FailingAlways(SparkSource):
+    """A source whose every batch fails with an error Spark retries."""
+
+    def map_column(self, name, batch_rows, fn):
+        def failing(array, first_row):
+            raise OSError("no space left on the executor's disk")
+
+        return super().map_column(name, batch_rows, failing)
+
+
+def test_a_task_failing_every_attempt_raises_its_error(spark, parquet, tmp_path):
+    source = _FailingAlways(spark.read.parquet(parquet).coalesce(1))
+    with pytest.raises(OSError, match=r"^no space left on the executor's disk$") as failed:
+        ir_dp_dataset(source, tmp_path / "release.parquet", **_release_args(2**30))
+    assert "PythonException" in type(failed.value.__cause__).__name__

@@ -23,10 +23,12 @@ function here needs it.
 
 from __future__ import annotations
 
+import builtins
 import copyreg
 import functools
 import os
 import pickle
+import re
 import sys
 import tempfile
 import warnings
@@ -135,17 +137,44 @@ class SparkSource:
         ValueError, TypeError
             What ``fn`` raised on an executor, with its type and message (of the first
             failing batch, in partition order).
+        Exception
+            A built-in exception that failed a task more times than Spark retries it, with
+            its type and the last line of its message; any other failure as Spark raised it.
         """
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows))
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
-            rows = self.frame.select(name).mapInArrow(apply, _RESULTS).collect()
+            try:
+                rows = self.frame.select(name).mapInArrow(apply, _RESULTS).collect()
+            except Exception as exc:
+                raise _unwrapped(exc) from exc
         failed = sorted((r.partition, r.first_row, r.payload) for r in rows if r.failed)
         if failed:
             raise pickle.loads(failed[0][2])
         return (pickle.loads(r.payload) for r in rows)
+
+
+def _unwrapped(exc: Exception) -> Exception:
+    """Return the built-in exception that failed a Python task, else ``exc`` itself.
+
+    Spark raises a task's Python exception as a ``PythonException`` holding the worker's
+    traceback, whose last line is ``Type: message``.
+    """
+    from pyspark.errors import PythonException
+
+    if not isinstance(exc, PythonException):
+        return exc
+    for line in reversed(str(exc).splitlines()):
+        match = re.fullmatch(r"([A-Za-z_]\w*): (.*)", line.strip())
+        kind = getattr(builtins, match.group(1), None) if match else None
+        if match and isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                return kind(match.group(2))
+            except Exception:
+                return exc
+    return exc
 
 
 def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
