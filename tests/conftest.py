@@ -39,8 +39,12 @@ def spark():
     if major is None or major < 17:
         found = "no java found" if major is None else f"found Java {major}"
         pytest.skip(f"Spark needs Java 17 or later ({found}; set JAVA_HOME)")
+    import os
+
     from dpfast.engines.spark import local_session
 
+    # local_session sets these for the workers; later tests see the environment as it was
+    saved = {name: os.environ.get(name) for name in ("NUMBA_CACHE_DIR", "PYSPARK_PYTHON")}
     # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster
     session = local_session(
         "local[2,4]",
@@ -51,3 +55,8 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

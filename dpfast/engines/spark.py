@@ -147,13 +147,21 @@ class SparkSource:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
             try:
-                rows = self.frame.select(name).mapInArrow(apply, _RESULTS).collect()
+                rows = _collect(self.frame.select(name).mapInArrow(apply, _RESULTS))
             except Exception as exc:
                 raise _unwrapped(exc) from exc
-        failed = sorted((r.partition, r.first_row, r.payload) for r in rows if r.failed)
+        failed = sorted((p, first, payload) for p, first, bad, payload in rows if bad)
         if failed:
             raise pickle.loads(failed[0][2])
-        return (pickle.loads(r.payload) for r in rows)
+        return (pickle.loads(payload) for _, _, _, payload in rows)
+
+
+def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
+    """Collect the results' rows, through Arrow where pyspark can (``toArrow``, 4.0+)."""
+    if not hasattr(results, "toArrow"):
+        return [tuple(row) for row in results.collect()]
+    table = results.toArrow()
+    return list(zip(*(table.column(i).to_pylist() for i in range(4)), strict=True))
 
 
 def _unwrapped(exc: Exception) -> Exception:
