@@ -17,7 +17,7 @@ from dpfast.engines.outofcore import ir_dp_dataset
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, _regroup, ir_dp_spark
+from dpfast.engines.spark import SparkSource, _collect, _regroup, ir_dp_spark
 
 BOUNDS = {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)}
 K, EPSILON, SEED = 7, 2.0, 3
@@ -91,6 +91,21 @@ def test_regroup_gives_batches_of_at_most_batch_rows():
     got = list(_regroup(batches, 4))
     assert [len(a) for a in got] == [4, 4, 4, 4, 4, 3]
     assert pa.concat_arrays(got).equals(values)
+
+
+def test_results_are_collected_without_arrow_too(spark):
+    results = spark.createDataFrame(
+        [(1, 0, False, b"a"), (0, 5, True, b"b")],
+        "partition int, first_row long, failed boolean, payload binary",
+    )
+
+    class RowsOnly:  # a DataFrame of pyspark < 4, which has no toArrow
+        def collect(self):
+            return results.collect()
+
+    expected = [(1, 0, False, b"a"), (0, 5, True, b"b")]
+    assert _collect(results) == expected
+    assert [(p, f, b, bytes(x)) for p, f, b, x in _collect(RowsOnly())] == expected
 
 
 @pytest.mark.parametrize(

@@ -149,7 +149,10 @@ class SparkSource:
             try:
                 rows = _collect(self.frame.select(name).mapInArrow(apply, _RESULTS))
             except Exception as exc:
-                raise _unwrapped(exc) from exc
+                error = _unwrapped(exc)
+                if error is exc:
+                    raise
+                raise error from exc
         failed = sorted((p, first, payload) for p, first, bad, payload in rows if bad)
         if failed:
             raise pickle.loads(failed[0][2])
