@@ -1,5 +1,62 @@
 """Test configuration shared by the suite."""
 
+from __future__ import annotations
+
+import pytest
+
 # tests/reference holds slow reference implementations imported by the tests; they are not
 # test files, and collecting them for doctests would import them outside their package.
 collect_ignore = ["reference"]
+
+
+def _java_major() -> int | None:
+    """The major version of the java that Spark would run (JAVA_HOME's, else PATH's)."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', shown.stderr + shown.stdout)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the suite: 2 cores, 4 attempts per task, 4 shuffle parts."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
+    major = _java_major()
+    if major is None or major < 17:
+        found = "no java found" if major is None else f"found Java {major}"
+        pytest.skip(f"Spark needs Java 17 or later ({found}; set JAVA_HOME)")
+    import os
+
+    from dpfast.engines.spark import local_session
+
+    # local_session sets these for the workers; later tests see the environment as it was
+    saved = {name: os.environ.get(name) for name in ("NUMBA_CACHE_DIR", "PYSPARK_PYTHON")}
+    # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster
+    session = local_session(
+        "local[2,4]",
+        app_name="dpfast-tests",
+        shuffle_partitions=4,
+        config={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -1,0 +1,207 @@
+"""The Spark column source: a seeded release over Spark is the in-memory release, exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.datasets import adult, adult_taxonomy
+from dpfast.engines.dataset import ArrowSource
+from dpfast.engines.outofcore import ir_dp_dataset
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
+
+from dpfast.engines.spark import SparkSource, _collect, _regroup, ir_dp_spark
+
+BOUNDS = {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)}
+K, EPSILON, SEED = 7, 2.0, 3
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    """Adult's integer columns (many ties), a float column and a categorical one.
+
+    30,162 rows: with k=7 the last rank group holds 13 rows (a remainder group).
+    """
+    data = adult("train", drop_missing=True)[["age", "capital-gain", "occupation"]]
+    data = data.reset_index(drop=True)
+    data["frac"] = np.random.default_rng(0).uniform(-5, 105, len(data))  # some clamped
+    assert len(data) % K != 0
+    return data
+
+
+@pytest.fixture(scope="module")
+def parquet(table: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("spark-input") / "adult.parquet"
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def expected(table: pd.DataFrame) -> dpfast.Release:
+    taxonomies = {"occupation": adult_taxonomy("occupation")}
+    return dpfast.ir_dp(
+        table, k=K, epsilon=EPSILON, bounds=BOUNDS, taxonomies=taxonomies, seed=SEED
+    )
+
+
+def _release_args(memory_limit: int) -> dict:
+    return {
+        "k": K,
+        "epsilon": EPSILON,
+        "bounds": BOUNDS,
+        "taxonomies": {"occupation": adult_taxonomy("occupation")},
+        "seed": SEED,
+        "memory_limit": memory_limit,
+        "batch_rows": 1000,
+    }
+
+
+def _assert_same_release(output: Path, report, expected) -> None:
+    got = pq.read_table(output).to_pandas()
+    assert list(got.columns) == list(expected.data.columns)
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    assert report.to_dict() == expected.report.to_dict()
+
+
+def test_source_describes_the_frame(spark, parquet, table):
+    source = SparkSource(spark.read.parquet(parquet))
+    assert source.names == ["age", "capital-gain", "occupation", "frac"]
+    got = {f.name: f.type for f in source.schema}
+    assert got["age"] == pa.int64()
+    assert got["frac"] == pa.float64()
+    assert got["occupation"] == pa.string()
+    assert source.n_rows == len(table)
+    narrow = SparkSource(spark.range(3).selectExpr("cast(id as int) as i", "cast(id as float) f"))
+    assert [f.type for f in narrow.schema] == [pa.int32(), pa.float32()]
+
+
+def test_regroup_gives_batches_of_at_most_batch_rows():
+    values = pa.array(np.arange(23, dtype=np.int64))
+    batches = [
+        pa.record_batch([values.slice(a, b - a)], ["x"]) for a, b in [(0, 5), (5, 5), (5, 23)]
+    ]
+    got = list(_regroup(batches, 4))
+    assert [len(a) for a in got] == [4, 4, 4, 4, 4, 3]
+    assert pa.concat_arrays(got).equals(values)
+
+
+def test_results_are_collected_without_arrow_too(spark):
+    results = spark.createDataFrame(
+        [(1, 0, False, b"a"), (0, 5, True, b"b")],
+        "partition int, first_row long, failed boolean, payload binary",
+    )
+
+    class RowsOnly:  # a DataFrame of pyspark < 4, which has no toArrow
+        def collect(self):
+            return results.collect()
+
+    expected = [(1, 0, False, b"a"), (0, 5, True, b"b")]
+    assert _collect(results) == expected
+    assert [(p, f, b, bytes(x)) for p, f, b, x in _collect(RowsOnly())] == expected
+
+
+@pytest.mark.parametrize(
+    ("partitions", "memory_limit"),
+    # 200_000 bytes hold 6,250 values to sort: several passes per column
+    [(1, 2**30), (2, 200_000), (7, 200_000), (64, 2**30)],
+)
+def test_release_is_the_in_memory_release(
+    spark, parquet, expected, tmp_path, partitions, memory_limit
+):
+    frame = spark.read.parquet(parquet).repartition(partitions).cache()
+    assert frame.rdd.getNumPartitions() == partitions
+    output = tmp_path / "release"
+    data, report, _ = ir_dp_spark(frame, output, **_release_args(memory_limit))
+    _assert_same_release(output, report, expected)
+    assert data.count() == len(expected.data)
+    frame.unpersist()
+
+
+def test_release_frame_holds_the_released_rows(spark, parquet, expected, tmp_path):
+    frame = spark.read.parquet(parquet).repartition(3)
+    data, _, _ = ir_dp_spark(frame, tmp_path / "release.parquet", **_release_args(2**30))
+    columns = list(expected.data.columns)
+    got = pd.DataFrame([tuple(row) for row in data.collect()], columns=data.columns)
+    assert list(got.columns) == columns
+    got = got.sort_values(columns, ignore_index=True)
+    want = expected.data.sort_values(columns, ignore_index=True)
+    for name in columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), want[name].to_numpy())
+
+
+class _FailingOnce(SparkSource):
+    """A source whose first batch of partition 0 fails in the task's first attempt."""
+
+    def __init__(self, frame, marker: Path) -> None:
+        super().__init__(frame)
+        self.marker = str(marker)
+
+    def map_column(self, name, batch_rows, fn):
+        marker = self.marker
+
+        def flaky(array, first_row):
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            if context.partitionId() == 0 and context.attemptNumber() == 0 and first_row == 0:
+                Path(marker).touch()
+                raise RuntimeError("a lost executor, simulated")
+            return fn(array, first_row)
+
+        return super().map_column(name, batch_rows, flaky)
+
+
+def test_a_retried_task_gives_the_same_release(spark, parquet, expected, tmp_path):
+    frame = spark.read.parquet(parquet).repartition(2)
+    output = tmp_path / "release.parquet"
+    marker = tmp_path / "failed-once"
+    source = _FailingOnce(frame, marker)
+    report, _ = ir_dp_dataset(source, output, **_release_args(2**30))
+    assert marker.exists()  # a task did fail, and was retried
+    _assert_same_release(output, report, expected)
+
+
+def test_an_executor_error_reaches_the_caller(spark, table, tmp_path):
+    frac = table["frac"].to_numpy().copy()
+    frac[1234] = np.nan
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    arrow = arrow.set_column(arrow.schema.get_field_index("frac"), "frac", pa.array(frac))
+    assert arrow.column("frac").null_count == 0  # a NaN, not a missing value
+    path = tmp_path / "broken.parquet"
+    pq.write_table(arrow, path)
+    args = _release_args(2**30)
+    with pytest.raises(ValueError) as in_memory:
+        ir_dp_dataset(ArrowSource(arrow), tmp_path / "a.parquet", **args)
+    frame = spark.read.parquet(str(path)).coalesce(1)
+    with pytest.raises(ValueError) as on_spark:
+        ir_dp_spark(frame, tmp_path / "b.parquet", **args)
+    assert str(on_spark.value) == str(in_memory.value)
+    assert "'frac' has NaN or infinity at row 1234" in str(on_spark.value)
+    with pytest.raises(ValueError, match="'frac' has NaN or infinity at row"):
+        ir_dp_spark(frame.repartition(3), tmp_path / "c.parquet", **args)
+    assert not (tmp_path / "b.parquet").exists()
+
+
+class _FailingAlways(SparkSource):
+    """A source whose every batch fails with an error Spark retries."""
+
+    def map_column(self, name, batch_rows, fn):
+        def failing(array, first_row):
+            raise OSError("no space left on the executor's disk")
+
+        return super().map_column(name, batch_rows, failing)
+
+
+def test_a_task_failing_every_attempt_raises_its_error(spark, parquet, tmp_path):
+    source = _FailingAlways(spark.read.parquet(parquet).coalesce(1))
+    with pytest.raises(OSError, match=r"^no space left on the executor's disk$") as failed:
+        ir_dp_dataset(source, tmp_path / "release.parquet", **_release_args(2**30))
+    assert "PythonException" in type(failed.value.__cause__).__name__
