@@ -110,8 +110,8 @@ def test_results_are_collected_without_arrow_too(spark):
 
 @pytest.mark.parametrize(
     ("partitions", "memory_limit"),
-    # 200_000 bytes hold 6,250 values to sort: several passes per column
-    [(1, 2**30), (2, 200_000), (7, 200_000), (64, 2**30)],
+    # 300_000 bytes: 4,687 values to sort per worker (2 workers), several passes a column
+    [(1, 2**30), (2, 300_000), (7, 300_000), (64, 2**30)],
 )
 def test_release_is_the_in_memory_release(
     spark, parquet, expected, tmp_path, partitions, memory_limit

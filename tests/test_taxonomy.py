@@ -301,3 +301,17 @@ def test_broadcast_rank_groups(small):
     destination = np.array([6, 5, 4, 3, 2, 1, 0])
     shuffled = small.broadcast_rank_groups(codes, 3, np.array([10, 20]), destination)
     assert shuffled.tolist() == got[::-1].tolist()
+
+
+def test_taxonomy_pickles_by_its_tree_and_is_checked_again_on_load():
+    import pickle
+
+    from dpfast.datasets import adult_taxonomy
+
+    taxonomy = adult_taxonomy("occupation")
+    copy = pickle.loads(pickle.dumps(taxonomy))
+    assert copy is not taxonomy
+    assert (copy.name, copy.domain, copy.labels) == (taxonomy.name, taxonomy.domain, taxonomy.labels)
+    np.testing.assert_array_equal(copy.distance_matrix(), taxonomy.distance_matrix())
+    with pytest.raises(AttributeError, match="immutable"):
+        copy.name = "changed"

@@ -24,7 +24,6 @@ function here needs it.
 from __future__ import annotations
 
 import builtins
-import copyreg
 import functools
 import os
 import pickle
@@ -35,12 +34,10 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
 import pyarrow as pa
 
 from dpfast.accounting import PrivateReport, Report
 from dpfast.engines.outofcore import BATCH_ROWS, Progress, ir_dp_dataset
-from dpfast.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -268,27 +265,6 @@ def _dumps_error(exc: BaseException) -> bytes:
     except Exception:
         payload = _dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
     return payload
-
-
-def _reduce_taxonomy(taxonomy: Taxonomy) -> tuple[Any, tuple[Any, ...]]:
-    """Pickle a taxonomy by its slots (its ``__setattr__`` refuses the default unpickling)."""
-    slots = [name for cls in type(taxonomy).__mro__ for name in getattr(cls, "__slots__", ())]
-    state = {name: getattr(taxonomy, name) for name in slots if hasattr(taxonomy, name)}
-    return _restore_taxonomy, (type(taxonomy), state)
-
-
-def _restore_taxonomy(cls: type[Taxonomy], state: dict[str, Any]) -> Taxonomy:
-    """Rebuild a pickled taxonomy, its arrays read-only again."""
-    taxonomy = object.__new__(cls)
-    for name, value in state.items():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)
-        object.__setattr__(taxonomy, name, value)
-    return taxonomy
-
-
-# the engine's functions carry the taxonomies of categorical columns to the executors
-copyreg.pickle(Taxonomy, _reduce_taxonomy)
 
 
 def local_session(

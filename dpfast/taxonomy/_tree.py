@@ -139,6 +139,17 @@ class _TaxonomyTree:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Taxonomy is immutable")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle as ``{label: parent label}`` and the name: rebuilt, hence checked, on load.
+
+        Engines send taxonomies to worker processes (docs/engines.md).
+        """
+        parents = {
+            label: (None if self.parent[i] < 0 else self.labels[int(self.parent[i])])
+            for i, label in enumerate(self.labels)
+        }
+        return _rebuild, (type(self), parents, self.name)
+
     def __repr__(self) -> str:
         where = f"{self.name!r}, " if self.name else ""
         return (
@@ -315,3 +326,8 @@ class _TaxonomyTree:
                 "to the taxonomy or recode the data"
             )
         return lookup[np.asarray(codes, dtype=np.int64)]
+
+
+def _rebuild(cls: Any, parents: Mapping[str, str | None], name: str | None) -> Any:
+    """Unpickle a taxonomy (see ``_TaxonomyTree.__reduce__``)."""
+    return cls(parents, name=name)
