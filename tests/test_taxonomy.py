@@ -311,7 +311,11 @@ def test_taxonomy_pickles_by_its_tree_and_is_checked_again_on_load():
     taxonomy = adult_taxonomy("occupation")
     copy = pickle.loads(pickle.dumps(taxonomy))
     assert copy is not taxonomy
-    assert (copy.name, copy.domain, copy.labels) == (taxonomy.name, taxonomy.domain, taxonomy.labels)
+    assert (copy.name, copy.domain, copy.labels) == (
+        taxonomy.name,
+        taxonomy.domain,
+        taxonomy.labels,
+    )
     np.testing.assert_array_equal(copy.distance_matrix(), taxonomy.distance_matrix())
     with pytest.raises(AttributeError, match="immutable"):
         copy.name = "changed"

@@ -8,6 +8,7 @@ import dataclasses
 import glob
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -475,19 +476,32 @@ def write_release(
     ``delimiter`` replaces the separator of a CSV or TSV output; ``progress`` is called as
     the data is written. Returns the paths of the public and the private report.
     """
-    from dpfast.io import write_json_atomic, write_table_atomic
+    from dpfast.io import write_table_atomic
+
+    write_table_atomic(data, output, delimiter=delimiter, progress=progress)
+    return write_reports(report, private, output)
+
+
+def write_reports(report: Any, private: Any, output: str | os.PathLike[str]) -> tuple[str, str]:
+    """Write both reports of the published ``output``; remove all three if one fails.
+
+    Returns the paths of the public and the private report.
+    """
+    from dpfast.io import write_json_atomic
 
     public_path, private_path = report_paths(output)
-    written: list[str | os.PathLike[str]] = []
+    written: list[str] = []
     try:
-        write_table_atomic(data, output, delimiter=delimiter, progress=progress)
-        written.append(output)
         write_json_atomic(report.to_dict(), public_path)
         written.append(public_path)
         write_json_atomic(private.to_dict(), private_path)
     except BaseException:
         for path in written:
             Path(path).unlink(missing_ok=True)
+        if Path(output).is_dir():
+            shutil.rmtree(output, ignore_errors=True)
+        else:
+            Path(output).unlink(missing_ok=True)
         raise
     return public_path, private_path
 

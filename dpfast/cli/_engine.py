@@ -33,6 +33,7 @@ from dpfast.cli._common import (
     check_overwrite,
     check_schema_for,
     report_paths,
+    write_reports,
 )
 
 #: The memory limit of the in-memory path: the release's own working memory, beside the
@@ -148,7 +149,7 @@ def run_release(args: argparse.Namespace, method: str) -> int:
                 progress.close()
         spend.published = True
         report = _mark_from_data(report, schema, args)
-        public_path, private_path = _write_reports(args.output, report, private)
+        public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, spend)
 
 
@@ -196,26 +197,3 @@ def _check_engine_paths(args: argparse.Namespace) -> None:
     check_overwrite(args.output, force=args.force, flag="-o")
     for path in report_paths(args.output):
         check_overwrite(path, force=args.force, flag="-o")
-
-
-def _write_reports(output: str, report: Any, private: Any) -> tuple[str, str]:
-    """Write both reports beside the published data; remove the data if that fails."""
-    import shutil
-
-    from dpfast.io import write_json_atomic
-
-    public_path, private_path = report_paths(output)
-    written: list[str] = []
-    try:
-        write_json_atomic(report.to_dict(), public_path)
-        written.append(public_path)
-        write_json_atomic(private.to_dict(), private_path)
-    except BaseException:
-        for path in written:
-            Path(path).unlink(missing_ok=True)
-        if Path(output).is_dir():
-            shutil.rmtree(output, ignore_errors=True)
-        else:
-            Path(output).unlink(missing_ok=True)
-        raise
-    return public_path, private_path

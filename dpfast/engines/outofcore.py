@@ -225,13 +225,10 @@ def ir_dp_dataset(
             sampler=_sampler(args),
             domains=args.domains,
         )
-        with run.phase("write"):
-            written = _stitch(scratch, target, args.numeric, args.categorical, dataset.n_rows, run)
-        if before_publish is not None:
-            before_publish(report)
-        _publish(written, target)
-        if after_publish is not None:
-            after_publish()
+        _write_and_publish(
+            scratch, target, (args.numeric, args.categorical), run, report, before_publish,
+            after_publish,
+        )  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
@@ -301,13 +298,9 @@ def laplace_dp_dataset(
             sampler=noise.SAMPLER_NAME,
             domains=domains,
         )
-        with run.phase("write"):
-            written = _stitch(scratch, target, protected, [], dataset.n_rows, run)
-        if before_publish is not None:
-            before_publish(report)
-        _publish(written, target)
-        if after_publish is not None:
-            after_publish()
+        _write_and_publish(
+            scratch, target, (protected, []), run, report, before_publish, after_publish
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
@@ -707,6 +700,26 @@ def _stitch(
         if writer is not None:
             writer.close()
     return out
+
+
+def _write_and_publish(
+    scratch: Path,
+    target: Path,
+    columns: tuple[Sequence[NumericColumn], Sequence[CategoricalColumn]],
+    run: DatasetRun,
+    report: Report,
+    before_publish: Callable[[Report], None] | None,
+    after_publish: Callable[[], None] | None,
+) -> None:
+    """Stitch the scratch columns into the output, then rename it into place between hooks."""
+    assert run.dataset is not None
+    with run.phase("write"):
+        written = _stitch(scratch, target, *columns, run.dataset.n_rows, run)
+    if before_publish is not None:
+        before_publish(report)
+    _publish(written, target)
+    if after_publish is not None:
+        after_publish()
 
 
 def _publish(written: Path, target: Path) -> None:
