@@ -205,3 +205,46 @@ def test_a_task_failing_every_attempt_raises_its_error(spark, parquet, tmp_path)
     with pytest.raises(OSError, match=r"^no space left on the executor's disk$") as failed:
         ir_dp_dataset(source, tmp_path / "release.parquet", **_release_args(2**30))
     assert "PythonException" in type(failed.value.__cause__).__name__
+
+
+def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, capsys):
+    import json
+
+    from dpfast import cli
+    from dpfast._release import cli_spelling
+
+    (tmp_path / "parts").mkdir()
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    for i, (first, last) in enumerate([(0, 10_000), (10_000, 10_001), (10_001, len(table))]):
+        pq.write_table(arrow.slice(first, last - first), tmp_path / "parts" / f"p{i}.parquet")
+    taxonomy = Path(dpfast.__file__).parent / "datasets/hierarchies/adult_hierarchy_occupation.csv"
+    schema = {
+        "columns": {
+            "age": {"type": "integer", "bounds": [17, 90]},
+            "frac": {"type": "float", "bounds": [0, 100]},
+            "occupation": {"type": "categorical", "taxonomy": str(taxonomy)},
+        }
+    }
+    (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
+    args = ["release", "ir-dp", str(tmp_path / "parts"), "-o", str(tmp_path / "out.parquet")]
+    args += ["--k", "7", "--epsilon", "2", "--schema", str(tmp_path / "s.json"), "--seed", "3"]
+    assert cli.main([*args, "--engine", "spark", "--master", "local[2]", "--quiet"]) == 0
+    with cli_spelling():
+        expected = dpfast.ir_dp(
+            table,
+            k=7,
+            epsilon=2.0,
+            bounds={"age": (17, 90), "frac": (0.0, 100.0)},
+            taxonomies={"occupation": adult_taxonomy("occupation")},
+            columns=["age", "frac", "occupation"],
+            seed=3,
+        )
+    got = pq.read_table(tmp_path / "out.parquet").to_pandas()
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    report = json.loads((tmp_path / "out.parquet.public-report.json").read_text("utf-8"))
+    assert report == json.loads(json.dumps(expected.report.to_dict()))
+    assert not spark.sparkContext._jsc.sc().isStopped()  # a running session is left running
+    # --master without --engine spark is refused in one line
+    assert cli.main([*args, "--master", "local[2]", "--force"]) == 2
+    assert "--master applies to --engine spark" in capsys.readouterr().err

@@ -67,7 +67,11 @@ def _is_text(path: str) -> bool:
 
 def wants_engine(args: argparse.Namespace) -> bool:
     """Return whether a release must run through the engine (a dataset or a memory limit)."""
-    return args.memory_limit is not None or is_dataset_path(args.input)
+    return (
+        args.memory_limit is not None
+        or is_dataset_path(args.input)
+        or getattr(args, "engine", "local") == "spark"
+    )
 
 
 def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
@@ -77,6 +81,8 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
     ``laplace`` only when a dataset or ``--memory-limit`` asks for it.
     """
     unsupported = _unsupported(args)
+    if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
+        raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
     if wants_engine(args):
         if unsupported:
             what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
@@ -94,6 +100,11 @@ def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     from dpfast.engines.dataset import ArrowSource, ParquetDataset, SchemaCheckedSource
     from dpfast.schema import Schema
 
+    if getattr(args, "engine", "local") == "spark":
+        schema = Schema.from_json(args.schema)
+        source = SchemaCheckedSource(_spark_source(args), schema)
+        check_schema_for(args, method, schema)
+        return source, schema
     if wants_engine(args):
         schema = Schema.from_json(args.schema)
         source = SchemaCheckedSource(ParquetDataset.open(args.input), schema)
@@ -103,13 +114,43 @@ def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     return ArrowSource(table), schema
 
 
+def _spark_source(args: argparse.Namespace) -> Any:
+    """Read INPUT with Spark (``--master``, default ``local[*]``) as the engine's source."""
+    from dpfast.engines.dataset import ParquetDataset
+
+    try:
+        from dpfast.engines.spark import SparkSource, local_session
+    except ImportError as exc:  # pragma: no cover - pyspark is in the test extras
+        raise ValueError(
+            "--engine spark needs pyspark: pip install 'dpfast[spark]' (and Java 17 or later)"
+        ) from exc
+    from pyspark.sql import SparkSession
+
+    files = ParquetDataset.open(args.input).files  # the same files, in the same order
+    running = SparkSession.getActiveSession()
+    session = local_session(args.master or "local[*]")
+    if running is None:  # this command started Spark: it stops it when done
+        args.stop_spark = session.stop
+    return SparkSource(session.read.parquet(*files))
+
+
 def run_release(args: argparse.Namespace, method: str) -> int:
     """Release ``args.input`` through the engine; write the data and the reports."""
     from dpfast.engines import parse_memory
-    from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
 
     _check_engine_paths(args)
     memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
+    try:
+        return _release_on_engine(args, method, memory)
+    finally:
+        stop = getattr(args, "stop_spark", None)
+        if stop is not None:
+            stop()
+
+
+def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> int:
+    from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+
     with _spending(args, method):
         source, schema = _source(args, method)
         categorical = method == "ir-dp"
@@ -160,9 +201,10 @@ def _check_engine_paths(args: argparse.Namespace) -> None:
     dataset_output = not Path(args.output).suffix
     if not is_dataset_path(args.input) and not dataset_output:
         _check_paths(args)  # one input file, one output file: the usual checks
-        if args.memory_limit is not None and output_format(args.input) != "parquet":
+        engine = "--engine spark" if getattr(args, "engine", "local") == "spark" else None
+        if (engine or args.memory_limit is not None) and output_format(args.input) != "parquet":
             raise ValueError(
-                f"--memory-limit reads Parquet, but {args.input!r} is "
+                f"{engine or '--memory-limit'} reads Parquet, but {args.input!r} is "
                 f"{output_format(args.input)}; convert it to Parquet first, or drop "
                 "--memory-limit to release it in memory"
             )
