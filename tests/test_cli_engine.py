@@ -32,6 +32,14 @@ SCHEMA = {
 N = 5003
 
 
+@pytest.fixture(autouse=True)
+def engine_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the engine runs one-file inputs from 64 MiB on; these tests run it on small ones
+    from dpfast.cli import _engine
+
+    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 0)
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     frame = adult("train", drop_missing=True)[["age", "hours-per-week", "occupation", "sex"]]
@@ -239,3 +247,19 @@ def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monk
     assert BudgetFile(budget).remaining() == pytest.approx(0.5)
     assert not (workdir / "released").exists()
     assert not [p for p in workdir.iterdir() if p.name.startswith(".released")]
+
+
+def test_small_inputs_take_the_in_memory_function(workdir, monkeypatch):
+    from dpfast.cli import _engine
+
+    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 64 * 2**20)
+    calls: list[str] = []
+    original = _engine.run_release
+    monkeypatch.setattr(_engine, "run_release", lambda *a: calls.append("engine") or original(*a))
+    assert _release(workdir, "people.parquet", "small.parquet") == 0
+    assert calls == []
+    _check(workdir, "small.parquet", _expected(workdir))
+    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", N * 4 * 8)  # exactly this table's size
+    assert _release(workdir, "people.parquet", "large.parquet") == 0
+    assert calls == ["engine"]
+    _check(workdir, "large.parquet", _expected(workdir))

@@ -174,7 +174,10 @@ def test_permutation_equals_reference(n):
     assert noise.permutation(KEY, n).tolist() == ref.permutation(KEY_LIST, n)
 
 
-@pytest.mark.parametrize(("n", "bits"), [(1, 1), (2, 1), (17, 2), (300, 3), (2000, 5), (129, 7)])
+@pytest.mark.parametrize(
+    ("n", "bits"),
+    [(1, 1), (2, 1), (17, 2), (300, 3), (2000, 5), (129, 7), (600, 16), (70, 17)],
+)
 def test_bucketed_permutation_equals_reference(n, bits):
     got = np.empty(n, dtype=np.int64)
     uniform.permutation_kernel(KEY, bits, got)
@@ -189,9 +192,10 @@ def test_permutation_uses_buckets_beyond_two_to_the_sixteen():
     assert sizes.shape == (2,) and sizes.sum() == n and min(sizes) > 0.45 * n
     whole = noise.permutation(KEY, n)
     first = np.sort(whole[: sizes[0]])
-    words = np.empty(((n + 7) // 8 + 15) // 16 * 128, dtype=np.uint64)
+    words = np.empty(((n + 31) // 32 + 15) // 16 * 128, dtype=np.uint64)
     chacha.chacha20_words(KEY, 0, words.shape[0] // 8, words)
-    np.testing.assert_array_equal(first, np.flatnonzero((words[:n] >> np.uint64(63)) == 0))
+    lanes = words.view(np.uint16)[:n]  # little-endian: lane i % 4 of word i // 4
+    np.testing.assert_array_equal(first, np.flatnonzero((lanes >> np.uint16(15)) == 0))
 
 
 @pytest.mark.parametrize("n", [5, 2**16, 300_001])

@@ -18,13 +18,14 @@ Randomness is spent economically and all decisions use integer arithmetic only:
   bits): a ``c``-bit draw against the next ``c`` digits of ``a/b`` (long division)
   decides unless they are equal (probability ``2**-c``). No bits when ``a = 0`` or
   ``a >= b``. One division instead of a loop of unpredictable branches per digit.
-* Permutations: bucketed (Rao-Sandelius) so that any part can be computed on its own. Item
-  ``i`` of ``range(n)`` goes to bucket ``W[i] >> (64 - bits)``, the top ``bits`` bits of
-  64-bit word ``i`` of stream ``(key, 0)``; the items of bucket ``b``, in increasing
-  order, are shuffled by Fisher-Yates on bounded integers drawn by Lemire's method from
-  the 32-bit words of stream ``(key, 1 + b)`` (:func:`bounded_batch`); the permutation
-  is the buckets' contents one after the other. With ``bits = 0`` it is plain
-  Fisher-Yates on stream ``(key, 1)``.
+* Permutations: bucketed (Rao-Sandelius) so that any part can be computed on its own.
+  Item ``i`` of ``range(n)`` goes to the bucket given by the top ``bits`` bits of its
+  lane of stream ``(key, 0)`` (:func:`lane_layout`: four 16-bit lanes per 64-bit word
+  when ``bits <= 16``, two 32-bit ones up to 32 bits, else the whole word); the items of
+  bucket ``b``, in increasing order, are shuffled by Fisher-Yates on bounded integers
+  drawn by Lemire's method from the 32-bit words of stream ``(key, 1 + b)``
+  (:func:`bounded_batch`); the permutation is the buckets' contents one after the other.
+  With ``bits = 0`` it is plain Fisher-Yates on stream ``(key, 1)``.
 
 References
 ----------
@@ -271,17 +272,40 @@ def shuffle_in_place(key, nonce, out):
         i -= m
 
 
+@jit_inline
+def lane_layout(bits):
+    """Bits per bucket lane of a stream word, and lanes per word: 16 and 4 for ``bits <= 16``.
+
+    Item ``i``'s bucket is the top ``bits`` bits of lane ``i % lanes`` (lowest lane first)
+    of 64-bit word ``i // lanes`` of stream ``(key, 0)``.
+    """
+    if bits <= 16:
+        return 16, 4
+    if bits <= 32:
+        return 32, 2
+    return 64, 1
+
+
+@jit_inline
+def _lane_bucket(words, j, lane_bits, lanes, bits):
+    value = words[j // lanes] >> np.uint64(lane_bits * (j % lanes))
+    if lane_bits < 64:
+        value &= np.uint64((1 << lane_bits) - 1)
+    return np.int64(value >> np.uint64(lane_bits - bits))
+
+
 @jit
 def bucket_counts(key, bits, n, counts):
     """Add to ``counts[b]`` the number of items of ``range(n)`` in bucket ``b`` (bits >= 1)."""
     lanes = new_lanes()
     words = lanes.words
-    shift = np.uint64(64 - bits)
-    for block0 in range(0, (n + 7) // 8, 16):
-        counter_blocks(key, 0, block0, lanes)
-        base = block0 * 8
-        for t in range(min(128, n - base)):
-            counts[np.int64(words[t] >> shift)] += 1
+    lane_bits, per_word = lane_layout(bits)
+    per_window = 128 * per_word  # items per call of counter_blocks (16 blocks)
+    for window in range((n + per_window - 1) // per_window):
+        counter_blocks(key, 0, window * 16, lanes)
+        base = window * per_window
+        for j in range(min(per_window, n - base)):
+            counts[_lane_bucket(words, j, lane_bits, per_word, bits)] += 1
 
 
 @jit
@@ -292,14 +316,15 @@ def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
     """
     lanes = new_lanes()
     words = lanes.words
-    shift = np.uint64(64 - bits)
-    for block0 in range(0, (n + 7) // 8, 16):
-        counter_blocks(key, 0, block0, lanes)
-        base = block0 * 8
-        for t in range(min(128, n - base)):
-            b = np.int64(words[t] >> shift)
+    lane_bits, per_word = lane_layout(bits)
+    per_window = 128 * per_word
+    for window in range((n + per_window - 1) // per_window):
+        counter_blocks(key, 0, window * 16, lanes)
+        base = window * per_window
+        for j in range(min(per_window, n - base)):
+            b = _lane_bucket(words, j, lane_bits, per_word, bits)
             if lo <= b < hi:
-                out[next_slot[b - lo]] = base + t
+                out[next_slot[b - lo]] = base + j
                 next_slot[b - lo] += 1
 
 

@@ -26,6 +26,7 @@ temporary name and renamed into place: a failed or interrupted run leaves no out
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -200,14 +201,18 @@ def ir_dp_dataset(
             lower, upper = args.domains[column.name]
             return clamped, _on_bound(scratch, column.name, lower, upper, share)
 
-        with run.phase("columns"), ThreadPoolExecutor(max_workers=workers) as pool:
-            for column, (clamped, on_bound) in zip(
-                args.numeric, pool.map(numeric, args.numeric), strict=True
-            ):
-                plan.ledger.spend(plan.entries[column.name])
-                run.released[column.name] = np.empty(0)
-                run.clamped[str(column.name)] = clamped
-                run.on_bound[str(column.name)] = on_bound
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            with run.phase("columns"):
+                for column, (clamped, on_bound) in zip(
+                    args.numeric, pool.map(numeric, args.numeric), strict=True
+                ):
+                    plan.ledger.spend(plan.entries[column.name])
+                    run.released[column.name] = np.empty(0)
+                    run.clamped[str(column.name)] = clamped
+                    run.on_bound[str(column.name)] = on_bound
+        finally:  # on an error or an interrupt, columns not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
         for cat in args.categorical:
             with run.phase("columns"):
                 key = source.key("ir_dp", "centroid-choice", str(cat.name))
@@ -627,7 +632,8 @@ def _write_in_order(
 
 
 def _scratch_name(name: Hashable) -> str:
-    return f"column-{abs(hash(str(name)))}-{len(str(name))}.bin"
+    """Return a column's scratch file name: a digest, safe whatever the column's name."""
+    return f"column-{hashlib.sha256(str(name).encode('utf-8')).hexdigest()[:32]}.bin"
 
 
 def _on_bound(scratch: Path, name: Hashable, lower: float, upper: float, limits: _Limits) -> int:

@@ -124,15 +124,17 @@ def permutation_bucket_bits(n: int) -> int:
 def permutation(key: np.ndarray, n: int) -> np.ndarray:
     """Return a uniform random permutation of ``range(n)``, as the sequence of items.
 
-    Bucketed so that every part can be computed on its own (:func:`permutation_part`), with
-    the same result on every engine: item ``i`` goes to the bucket given by the top
-    :func:`permutation_bucket_bits` bits of 64-bit word ``i`` of the stream
-    ``(key, nonce = 0)``; the items of bucket ``b``, in increasing order, are shuffled by
-    Fisher-Yates (Durstenfeld) with exact unbiased bounded integers (Lemire's method) from
-    the stream ``(key, 1 + b)``; the permutation lists bucket 0's shuffled items, then
-    bucket 1's, and so on. Every permutation has the same probability: the bucket sizes
-    and memberships are drawn independently of the item order, and within each bucket the
-    order is uniform (Rao 1961, Sandelius 1962; docs/engines.md#permutations).
+    Bucketed so that every part can be computed on its own (:func:`permutation_part`),
+    with the same result on every engine: item ``i`` goes to the bucket given by the top
+    :func:`permutation_bucket_bits` bits ``b`` of its lane of the stream ``(key, nonce =
+    0)`` (lane ``i % 4`` of 64-bit word ``i // 4``, lanes of 16 bits, lowest first,
+    while ``b <= 16``; 32-bit lanes up to ``b = 32``); the items of bucket ``b``, in
+    increasing order, are shuffled by Fisher-Yates (Durstenfeld) with exact unbiased
+    bounded integers (Lemire's method) from the stream ``(key, 1 + b)``; the permutation
+    lists bucket 0's shuffled items, then bucket 1's, and so on. Every permutation has
+    the same probability: the bucket sizes and memberships are drawn independently of
+    the item order, and within each bucket the order is uniform (Rao 1961, Sandelius
+    1962; docs/engines.md#permutations).
 
     Parameters
     ----------

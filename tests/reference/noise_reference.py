@@ -187,7 +187,7 @@ def fisher_yates(items: list[int], bits: BitStream) -> list[int]:
 
 
 def permutation(key: Sequence[int], n: int, bucket_bits: int | None = None) -> list[int]:
-    """The bucketed permutation: item i to bucket (word i of stream 0) >> (64 - bits).
+    """The bucketed permutation: item i to the top bits of lane i of stream (key, 0).
 
     Each bucket's items, in increasing order, are shuffled by Fisher-Yates on stream
     (key, 1 + bucket); the permutation is bucket 0's items, then bucket 1's, ...
@@ -197,10 +197,11 @@ def permutation(key: Sequence[int], n: int, bucket_bits: int | None = None) -> l
         bucket_bits = max(0, (n - 1).bit_length() - 16) if n > 1 else 0
     if bucket_bits == 0:
         return fisher_yates(list(range(n)), BitStream(key, 1))
-    words = BitStream(key, 0)
+    lane = 16 if bucket_bits <= 16 else 32 if bucket_bits <= 32 else 64
+    words = BitStream(key, 0)  # lanes are consecutive runs of bits, lowest first
     buckets: dict[int, list[int]] = {}
     for i in range(n):
-        buckets.setdefault(words.bits(64) >> (64 - bucket_bits), []).append(i)
+        buckets.setdefault(words.bits(lane) >> (lane - bucket_bits), []).append(i)
     out: list[int] = []
     for bucket in sorted(buckets):
         out += fisher_yates(buckets[bucket], BitStream(key, 1 + bucket))
