@@ -111,16 +111,21 @@ def check_positive(value: Any, name: str) -> float:
     return result
 
 
-def check_k(k: Any, n_records: int) -> int:
-    """Check the group size ``k``: an integer in ``[1, n_records]``."""
+def check_k(k: Any, n_records: int, *, low: int = 1, method: str | None = None) -> int:
+    """Check the group size ``k``: an integer in ``[low, n_records]``.
+
+    ``method`` names what needs groups of at least ``low`` when the table has fewer rows.
+    """
     name = option("k")
     value = check_int(k, name)
     if n_records == 0:
         raise ValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
-    if not 1 <= value <= n_records:
+    if not low <= value <= n_records:
         raise ValueError(
-            f"{name} must be in [1, {n_records}] (the number of rows), got {value}; "
+            f"{name} must be in [{low}, {n_records}] (the number of rows), got {value}; "
             f"choose a smaller {name} or release more rows"
+            if n_records >= low
+            else f"{method} needs at least {low} rows (groups of {name} >= {low}), got {n_records}"
         )
     return value
 
@@ -132,25 +137,14 @@ def check_k_anonymity(k: Any, n_records: int, method: str) -> int:
     with ``k = 1`` a group may be one record, so it can release the input unchanged while
     its report names a k. Refused, naming the fix.
     """
-    name = option("k")
-    value = check_int(k, name)
-    if value == 1:
+    if check_int(k, option("k")) == 1:
         raise ValueError(
             f"{option('k', 1)} can release the input unchanged: {method} replaces each value "
             "from its group, and a group of one record is the record itself; use "
-            f"{name} >= 2, or {method_call('ir_dp')} or {method_call('mdav_dp')} for "
+            f"{option('k')} >= 2, or {method_call('ir_dp')} or {method_call('mdav_dp')} for "
             "differential privacy"
         )
-    if n_records == 0:
-        raise ValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
-    if not 2 <= value <= n_records:
-        raise ValueError(
-            f"{name} must be in [2, {n_records}] (the number of rows), got {value}; "
-            f"choose a smaller {name} or release more rows"
-            if n_records >= 2
-            else f"{method} needs at least 2 rows (groups of {name} >= 2), got {n_records}"
-        )
-    return value
+    return check_k(k, n_records, low=2, method=method)
 
 
 def check_epsilon(epsilon: Any) -> float:

@@ -296,13 +296,17 @@ def _progress(args: argparse.Namespace) -> ProgressLine | None:
     return None if args.quiet else ProgressLine(sys.stderr)
 
 
-# Reading and writing files show progress only once they have taken this long.
+# Reading and writing files, and the column engine, show a phase once it has taken this long.
 IO_PROGRESS_DELAY = 1.0
 
 
 @contextlib.contextmanager
-def _file_progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
-    """Yield a progress line for reading or writing a file: silent unless it is slow."""
+def _delayed_progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
+    """Yield a progress line that shows a phase only once it has run a second (or None).
+
+    Reading and writing files, and the column engine, say nothing when they are quick, so
+    a refusal stays one line.
+    """
     if getattr(args, "quiet", False):
         yield None
         return
@@ -334,12 +338,17 @@ _IN_MEMORY_ONLY = {
 }
 
 
+def is_dataset_path(path: str) -> bool:
+    """Return whether ``path`` names a directory or a glob rather than one file."""
+    return Path(path).is_dir() or glob.has_magic(str(path))
+
+
 def refuse_dataset_input(args: argparse.Namespace) -> None:
     """Refuse a directory or glob INPUT for a release method that reads one file."""
     method = getattr(args, "method", None)
     if method is None or method in ("ir-dp", "laplace"):
         return
-    if Path(args.input).is_dir() or glob.has_magic(str(args.input)):
+    if is_dataset_path(args.input):
         raise ValueError(
             f"{args.input!r} is a directory or a glob: "
             + _IN_MEMORY_ONLY.get(
@@ -398,7 +407,7 @@ def _read_input(args: argparse.Namespace) -> Any:
     from dpfast.io import output_format, read_table
 
     text = output_format(args.input) != "parquet"
-    with _file_progress(args) as progress:
+    with _delayed_progress(args) as progress:
         table = read_table(
             args.input,
             delimiter=getattr(args, "delimiter", None) if text else None,
@@ -533,7 +542,7 @@ def _finish(args: argparse.Namespace, release: Any) -> int:
     spend = getattr(args, "spend", None)
     if spend is not None:
         spend.settle(report.epsilon)  # recorded before the output is published
-    with _file_progress(args) as progress:
+    with _delayed_progress(args) as progress:
         public_path, private_path = write_release(
             release.data,
             report,

@@ -16,16 +16,13 @@ Either way the release is the one ``dpfast.ir_dp`` gives (docs/engines.md).
 from __future__ import annotations
 
 import argparse
-import glob
-import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from dpfast.cli._common import (
-    IO_PROGRESS_DELAY,
-    ProgressLine,
     _check_paths,
+    _delayed_progress,
     _load,
     _mark_from_data,
     _selection,
@@ -33,6 +30,7 @@ from dpfast.cli._common import (
     _summary,
     check_overwrite,
     check_schema_for,
+    is_dataset_path,
     report_paths,
     write_reports,
 )
@@ -44,11 +42,6 @@ DEFAULT_MEMORY = 4 * 2**30
 #: by the in-memory function, whose fixed costs are lower; larger ones column by column.
 #: Both give the same release.
 ENGINE_FROM_BYTES = 64 * 2**20
-
-
-def is_dataset_path(path: str) -> bool:
-    """Return whether ``path`` names a directory or a glob rather than one file."""
-    return Path(path).is_dir() or glob.has_magic(path)
 
 
 def _unsupported(args: argparse.Namespace) -> list[str]:
@@ -121,14 +114,11 @@ def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     from dpfast.engines.dataset import ArrowSource, ParquetDataset, SchemaCheckedSource
     from dpfast.schema import Schema
 
-    if getattr(args, "engine", "local") == "spark":
-        schema = Schema.from_json(args.schema)
-        source = SchemaCheckedSource(_spark_source(args), schema)
-        check_schema_for(args, method, schema)
-        return source, schema
     if wants_engine(args):
         schema = Schema.from_json(args.schema)
-        source = SchemaCheckedSource(ParquetDataset.open(args.input), schema)
+        spark = getattr(args, "engine", "local") == "spark"
+        files = _spark_source(args) if spark else ParquetDataset.open(args.input)
+        source = SchemaCheckedSource(files, schema)
         check_schema_for(args, method, schema)
         return source, schema
     table, schema = _load(args, method)
@@ -189,8 +179,7 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
             "after_publish": lambda: setattr(spend, "published", True),
         }
         # shown after a second: a quick refusal stays one line
-        progress = None if args.quiet else ProgressLine(sys.stderr, delay=IO_PROGRESS_DELAY)
-        try:
+        with _delayed_progress(args) as progress:
             if method == "ir-dp":
                 report, private = ir_dp_dataset(
                     source,
@@ -206,10 +195,6 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
                 report, private = laplace_dp_dataset(
                     source, args.output, progress=progress, **common
                 )
-        finally:
-            if progress is not None:
-                progress.close()
-        spend.published = True
         report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, spend)

@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -180,8 +181,7 @@ def ir_dp_dataset(
         share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
         _check_groups_fit(dataset.n_rows, args, share)
     target = Path(output)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
-    try:
+    with _scratch_beside(target) as scratch:
         # the categorical columns' counts first: one cheap pass each, which checks their
         # values against the taxonomies before the long numeric passes
         counts = {}
@@ -199,7 +199,7 @@ def ir_dp_dataset(
             )
             _write_in_order(scratch, column.name, values, args.k, source, dataset.n_rows, share)
             lower, upper = args.domains[column.name]
-            return clamped, _on_bound(scratch, column.name, lower, upper, share)
+            return clamped, _on_bound(values, dataset.n_rows, args.k, lower, upper)
 
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
@@ -234,8 +234,6 @@ def ir_dp_dataset(
             scratch, target, (args.numeric, args.categorical), run, report, before_publish,
             after_publish,
         )  # fmt: skip
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
     return report, private
 
@@ -282,8 +280,7 @@ def laplace_dp_dataset(
         ledger.plan(entry)
     source = noise_source(seed)
     target = Path(output)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
-    try:
+    with _scratch_beside(target) as scratch:
         with run.phase("noise"):
             for column, (grid, steps, entry) in zip(protected, plans, strict=True):
                 key = source.key("laplace_dp", "cell-noise", str(column.name))
@@ -306,8 +303,6 @@ def laplace_dp_dataset(
         _write_and_publish(
             scratch, target, (protected, []), run, report, before_publish, after_publish
         )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     private.timings["total"] = time.perf_counter() - start
     return report, private
 
@@ -636,16 +631,16 @@ def _scratch_name(name: Hashable) -> str:
     return f"column-{hashlib.sha256(str(name).encode('utf-8')).hexdigest()[:32]}.bin"
 
 
-def _on_bound(scratch: Path, name: Hashable, lower: float, upper: float, limits: _Limits) -> int:
-    """Count the released values on a bound (the private report's ``clamped_output``)."""
-    path = scratch / _scratch_name(name)
-    n = path.stat().st_size // 8
-    total = 0
-    step = limits.ordered_rows
-    for first in range(0, n, step):
-        values = np.fromfile(path, dtype=np.float64, count=min(step, n - first), offset=first * 8)
-        total += int(np.count_nonzero(values <= lower) + np.count_nonzero(values >= upper))
-    return total
+def _on_bound(group_values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
+    """Count the released values on a bound (the private report's ``clamped_output``).
+
+    Every row holds its rank group's value, so the count is the sizes of the groups whose
+    value is on a bound: ``k`` rows each, the remainder in the last group.
+    """
+    on = (group_values <= lower) | (group_values >= upper)
+    sizes = np.full(group_values.shape[0], k, dtype=np.int64)
+    sizes[-1] = n - k * (group_values.shape[0] - 1)
+    return int(sizes[on].sum())
 
 
 def _stitch(
@@ -706,6 +701,16 @@ def _stitch(
         if writer is not None:
             writer.close()
     return out
+
+
+@contextmanager
+def _scratch_beside(target: Path) -> Iterator[Path]:
+    """Yield a hidden scratch directory beside ``target``, removed however the block ends."""
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent or "."))
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _write_and_publish(
