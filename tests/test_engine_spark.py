@@ -248,3 +248,36 @@ def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, c
     # --master without --engine spark is refused in one line
     assert cli.main([*args, "--master", "local[2]", "--force"]) == 2
     assert "--master applies to --engine spark" in capsys.readouterr().err
+
+
+def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
+    # pyspark warns of pandas >= 3 whenever it plans mapInArrow; the source silences it
+    # inside catch_warnings, whose process-wide state two threads must not enter at once:
+    # one thread's exit would drop the other's filter. A stand-in frame plans slowly and
+    # warns late, as pyspark can, so that the engine's threads overlap.
+    import random
+    import time
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dpfast.engines import spark as spark_module
+
+    class SlowPlan:
+        def select(self, name):
+            return self
+
+        def mapInArrow(self, fn, schema):
+            time.sleep(random.uniform(0, 0.002))
+            warnings.warn(
+                "PySpark does not yet fully support pandas >= 3.0.0.", FutureWarning, stacklevel=2
+            )
+            return self
+
+    monkeypatch.setattr(spark_module, "_collect", lambda results: [])
+    source = SparkSource(SlowPlan())
+
+    def plan(_: int) -> list:
+        return list(source.map_column("x", 50, lambda array, first: None))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(plan, range(400))) == [[]] * 400

@@ -30,6 +30,7 @@ import pickle
 import re
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -56,6 +57,9 @@ _RESULTS = "partition int, first_row long, failed boolean, payload binary"
 #: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
 #: not use pandas.
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
+#: Held while a filter for it is in place: ``warnings.catch_warnings`` swaps process-wide
+#: state, so two threads inside it at once could drop each other's filter.
+_PLANNING = threading.Lock()
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "ByteType": pa.int8(),
@@ -141,15 +145,18 @@ class SparkSource:
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows))
-        with warnings.catch_warnings():
+        # catch_warnings changes process-wide state: the engine's column threads plan
+        # their jobs one at a time, so that one thread's exit cannot drop another's filter
+        with _PLANNING, warnings.catch_warnings():
             warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
-            try:
-                rows = _collect(self.frame.select(name).mapInArrow(apply, _RESULTS))
-            except Exception as exc:
-                error = _unwrapped(exc)
-                if error is exc:
-                    raise
-                raise error from exc
+            planned = self.frame.select(name).mapInArrow(apply, _RESULTS)
+        try:
+            rows = _collect(planned)
+        except Exception as exc:
+            error = _unwrapped(exc)
+            if error is exc:
+                raise
+            raise error from exc
         failed = sorted((p, first, payload) for p, first, bad, payload in rows if bad)
         if failed:
             raise pickle.loads(failed[0][2])
@@ -325,7 +332,7 @@ def local_session(
     builder = SparkSession.builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with warnings.catch_warnings():
+    with _PLANNING, warnings.catch_warnings():
         warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
         return builder.getOrCreate()
 
