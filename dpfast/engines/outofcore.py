@@ -230,10 +230,8 @@ def ir_dp_dataset(
             sampler=_sampler(args),
             domains=args.domains,
         )
-        _write_and_publish(
-            scratch, target, (args.numeric, args.categorical), run, report, before_publish,
-            after_publish,
-        )  # fmt: skip
+        written = scratch_columns(scratch, args.numeric, args.categorical, dataset.names)
+        _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
     return report, private
 
@@ -300,9 +298,8 @@ def laplace_dp_dataset(
             sampler=noise.SAMPLER_NAME,
             domains=domains,
         )
-        _write_and_publish(
-            scratch, target, (protected, []), run, report, before_publish, after_publish
-        )
+        written = scratch_columns(scratch, protected, [], dataset.names)
+        _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
     return report, private
 
@@ -643,55 +640,83 @@ def _on_bound(group_values: np.ndarray, n: int, k: int, lower: float, upper: flo
     return int(sizes[on].sum())
 
 
-def _stitch(
+@dataclass(frozen=True)
+class ScratchColumn:
+    """One released column held in a scratch file, in output row order.
+
+    ``read(first, count)`` returns output rows ``[first, first + count)`` as an Arrow
+    array of ``arrow_type``. Methods add kinds of their own by giving another ``read``.
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    read: Callable[[int, int], pa.Array]
+    dictionary: bool = False
+
+
+def numeric_scratch(scratch: Path, column: NumericColumn) -> ScratchColumn:
+    """Return a numeric column written as float64 to its scratch file (int64 if integer)."""
+    path = scratch / _scratch_name(column.name)
+
+    def read(first: int, count: int) -> pa.Array:
+        values = np.fromfile(path, np.float64, count, offset=first * 8)
+        return pa.array(values.astype(np.int64) if column.integer else values)
+
+    return ScratchColumn(str(column.name), pa.int64() if column.integer else pa.float64(), read)
+
+
+def coded_scratch(scratch: Path, name: Hashable, labels: pa.Array) -> ScratchColumn:
+    """Return a column written as int64 codes into ``labels`` (e.g. a taxonomy's domain)."""
+    path = scratch / _scratch_name(name)
+
+    def read(first: int, count: int) -> pa.Array:
+        codes = np.fromfile(path, np.int64, count, offset=first * 8)
+        return labels.take(pa.array(codes))
+
+    return ScratchColumn(str(name), labels.type, read, dictionary=True)
+
+
+def categorical_scratch(scratch: Path, column: CategoricalColumn) -> ScratchColumn:
+    """Return a categorical column written as codes into its taxonomy's domain (strings)."""
+    labels = pa.array(list(column.taxonomy.domain), pa.string())
+    return coded_scratch(scratch, column.name, labels)
+
+
+def scratch_columns(
     scratch: Path,
-    target: Path,
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
-    n: int,
-    run: DatasetRun,
+    names: Sequence[str],
+) -> list[ScratchColumn]:
+    """Return the scratch columns of ``numeric`` and ``categorical``, in ``names`` order."""
+    made = {str(c.name): numeric_scratch(scratch, c) for c in numeric}
+    made.update({str(c.name): categorical_scratch(scratch, c) for c in categorical})
+    return [made[name] for name in names if name in made]
+
+
+def _stitch(
+    scratch: Path, target: Path, columns: Sequence[ScratchColumn], n: int, run: DatasetRun
 ) -> Path:
     """Write the scratch columns row range by row range as Parquet; return the temporary path."""
-    # the input's column order, as in memory
-    kinds_of: dict[str, NumericColumn | CategoricalColumn] = {}
-    kinds_of.update({str(c.name): c for c in numeric})
-    kinds_of.update({str(c.name): c for c in categorical})
-    order = [name for name in run.dataset.names if name in kinds_of] if run.dataset else []
-    labels = {str(c.name): pa.array(list(c.taxonomy.domain), pa.string()) for c in categorical}
-
-    def arrow_type(name: str) -> pa.DataType:
-        column = kinds_of[name]
-        if isinstance(column, CategoricalColumn):
-            return pa.string()
-        return pa.int64() if column.integer else pa.float64()
-
-    schema = pa.schema([pa.field(name, arrow_type(name)) for name in order])
+    schema = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
     single = target.suffix == ".parquet"
     out = scratch / ("release.parquet" if single else "release")
     if not single:
         out.mkdir()
     rows_per_file = n if single else FILE_ROWS
+    # released numbers are near-random: a dictionary only costs time
+    dictionary = [c.name for c in columns if c.dictionary]
     writer = None
     try:
         for first in range(0, n, WRITE_ROWS):
             count = min(WRITE_ROWS, n - first)
-            arrays = []
-            for name in order:
-                column = kinds_of[name]
-                path = scratch / _scratch_name(name)
-                if isinstance(column, CategoricalColumn):
-                    codes = np.fromfile(path, np.int64, count, offset=first * 8)
-                    arrays.append(labels[name].take(pa.array(codes)))
-                    continue
-                values = np.fromfile(path, np.float64, count, offset=first * 8)
-                arrays.append(pa.array(values.astype(np.int64) if column.integer else values))
+            arrays = [c.read(first, count) for c in columns]
             if first % rows_per_file == 0:
                 if writer is not None:
                     writer.close()
                 part = out if single else out / f"part-{first // rows_per_file:05d}.parquet"
-                # released numbers are near-random: a dictionary only costs time
                 writer = pq.ParquetWriter(
-                    part, schema, compression="zstd", use_dictionary=list(labels)
+                    part, schema, compression="zstd", use_dictionary=dictionary
                 )
             table = pa.Table.from_arrays(arrays, schema=schema)
             assert writer is not None
@@ -716,7 +741,7 @@ def _scratch_beside(target: Path) -> Iterator[Path]:
 def _write_and_publish(
     scratch: Path,
     target: Path,
-    columns: tuple[Sequence[NumericColumn], Sequence[CategoricalColumn]],
+    columns: Sequence[ScratchColumn],
     run: DatasetRun,
     report: Report,
     before_publish: Callable[[Report], None] | None,
@@ -725,7 +750,7 @@ def _write_and_publish(
     """Stitch the scratch columns into the output, then rename it into place between hooks."""
     assert run.dataset is not None
     with run.phase("write"):
-        written = _stitch(scratch, target, *columns, run.dataset.n_rows, run)
+        written = _stitch(scratch, target, columns, run.dataset.n_rows, run)
     if before_publish is not None:
         before_publish(report)
     _publish(written, target)
