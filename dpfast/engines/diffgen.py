@@ -50,6 +50,7 @@ from dpfast._validation import (
     check_int,
     check_seed,
     is_integer_column,
+    non_finite_error,
     option,
 )
 from dpfast.accounting import PrivateReport, Report
@@ -433,12 +434,29 @@ class _NumericSpec:
 
 
 def _check_numeric(passes: _Passes, name: Hashable, bound: Any) -> _NumericSpec:
-    """Refuse bad values (a pass); return the column's domain and kind (from its dtype)."""
+    """Refuse bad values (a pass); return the column's domain and kind (from its dtype).
 
-    def check(array: pa.Array, first_row: int) -> bool:
-        return _numeric_batch(name, array)[1]
+    The non-finite values are counted over every batch, the first one by its global row,
+    so the error is the in-memory one.
+    """
 
-    integer = all(list(passes.map(name, check)))
+    def check(array: pa.Array, first_row: int) -> tuple[bool, int, int, bool]:
+        raw = _batch_table(name, array).column(str(name))
+        floats = as_numeric_column(raw, name, known_finite=True)
+        bad = np.flatnonzero(~np.isfinite(floats))
+        if not bad.size:
+            return is_integer_column(raw), 0, -1, False
+        first = int(bad[0])
+        return False, int(bad.size), first_row + first, bool(np.isnan(floats[first]))
+
+    integer, count, first, nan = True, 0, -1, False
+    for batch_integer, batch_count, batch_first, batch_nan in passes.map(name, check):
+        integer = integer and batch_integer
+        count += batch_count
+        if batch_count and (first < 0 or batch_first < first):
+            first, nan = batch_first, batch_nan
+    if count:
+        raise non_finite_error(name, count, first, nan)
     lower, upper = _check_bound(name, bound)
     lower, upper = numeric_domain(name, integer, lower, upper)
     return _NumericSpec(name, integer, lower, upper)
