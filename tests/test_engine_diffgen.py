@@ -235,3 +235,29 @@ def test_the_passes_read_each_batch_of_every_predictor(tmp_path, frame, monkeypa
     names = [*BOUNDS, *CATEGORICAL]
     assert sorted(name for name, _ in calls) == sorted(names)
     assert all(total == N for _, total in calls)
+
+
+class _Unread(ArrowSource):
+    """A source that fails the test if any batch is read."""
+
+    def map_column(self, name, batch_rows, fn):
+        raise AssertionError(f"column {name!r} was read before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"bounds": {**BOUNDS, "age": (90, 17)}},
+        {"classes": ["<=50K", "<=50K"]},
+        {"target": "salary"},
+        {"taxonomies": {"nope": adult_taxonomy("sex")}},
+        {"steps": -1},
+    ],
+)
+def test_argument_errors_come_before_any_pass_as_in_memory(tmp_path, frame, changes):
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pytest.raises((ValueError, TypeError)) as in_memory:
+        diffgen(table, **_options(**changes))
+    with pytest.raises(type(in_memory.value)) as out_of_core:
+        diffgen_source(_Unread(table), tmp_path, memory_limit=2**20, **_options(**changes))
+    assert str(out_of_core.value) == str(in_memory.value)

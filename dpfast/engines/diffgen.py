@@ -34,7 +34,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from dpfast._kernels import diffgen as _kernels
 from dpfast._validation import (
     as_numeric_column,
+    check_bounds,
     check_choice,
     check_epsilon,
     check_int,
@@ -376,8 +377,10 @@ def _prepare(
             "diffgen needs at least one predictor: give numeric columns public bounds= and "
             "categorical columns taxonomies="
         )
-    numeric = {name: _check_numeric(passes, name, bounds[name]) for name in numeric_names}
+    # the arguments first (bounds, class domain), then the passes
+    domains, _ = check_bounds(bounds, numeric_names, {})
     labels, domain_source = _class_domain(target, classes, class_taxonomy)
+    numeric = {name: _check_numeric(passes, name, domains[name]) for name in numeric_names}
     class_labels = _write_classes(passes, target, labels)
     n_classes = len(class_labels)
     columns: list[Column] = []
@@ -389,16 +392,7 @@ def _prepare(
             column = _numeric_codes(passes, numeric[name], n_classes)
         hist, clamped = _histogram(passes, column, n_classes)
         if isinstance(column, NumericColumn):
-            column = NumericColumn(
-                column.name,
-                column.integer,
-                column.lower,
-                column.upper,
-                column.codes,
-                column.code_values,
-                clamped,
-                column.step,
-            )
+            column = replace(column, clamped=clamped)
         columns.append(column)
         hists.append(hist)
     prepared = Prepared(
@@ -433,7 +427,7 @@ class _NumericSpec:
     upper: float
 
 
-def _check_numeric(passes: _Passes, name: Hashable, bound: Any) -> _NumericSpec:
+def _check_numeric(passes: _Passes, name: Hashable, bound: tuple[float, float]) -> _NumericSpec:
     """Refuse bad values (a pass); return the column's domain and kind (from its dtype).
 
     The non-finite values are counted over every batch, the first one by its global row,
@@ -457,16 +451,8 @@ def _check_numeric(passes: _Passes, name: Hashable, bound: Any) -> _NumericSpec:
             first, nan = batch_first, batch_nan
     if count:
         raise non_finite_error(name, count, first, nan)
-    lower, upper = _check_bound(name, bound)
-    lower, upper = numeric_domain(name, integer, lower, upper)
+    lower, upper = numeric_domain(name, integer, *bound)
     return _NumericSpec(name, integer, lower, upper)
-
-
-def _check_bound(name: Hashable, bound: Any) -> tuple[float, float]:
-    from dpfast._validation import check_bounds
-
-    domains, _ = check_bounds({name: bound}, [name], {})
-    return domains[name]
 
 
 def _numeric_codes(passes: _Passes, spec: _NumericSpec, n_classes: int) -> NumericColumn:
