@@ -32,6 +32,8 @@ examples:
       --epsilon 1 --schema adult.diffgen.schema.json
   dpfast release diffgen adult.csv -o records.csv --target income --steps 10 --epsilon 1 \\
       --schema adult.diffgen.schema.json --classes "<=50K,>50K" --microdata --seed 7
+  dpfast release diffgen adult-parts/ -o counts.parquet --target income --steps 10 \\
+      --epsilon 1 --schema adult.diffgen.schema.json --memory-limit 2GiB
 
 The schema gives each numeric predictor its public "bounds" and each categorical predictor
 a "taxonomy" (ARX hierarchy file); columns with "protect": false are not released. The
@@ -40,6 +42,8 @@ Writes OUTPUT (one row per leaf partition and class, with a noisy count; --micro
 the counts expanded into records), OUTPUT.public-report.json (ledger, guarantee, the cut:
 may be published with the data) and OUTPUT.private-report.json (keep it private).
 An example schema: dpfast/datasets/adult_diffgen.schema.json (see docs/diffgen.md).
+A directory or glob INPUT, or --memory-limit, runs out of core (Parquet in and out; the
+same release; docs/engines.md).
 """
 
 
