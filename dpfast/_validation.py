@@ -353,12 +353,17 @@ def as_numeric_column(
         return floats
     count, first = checks.non_finite(floats)
     if count:
-        kind = "NaN or missing" if np.isnan(floats[first]) else "infinite"
-        raise ValueError(
-            f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
-            f"{kind}); drop or impute them with a public rule before the release"
-        )
+        raise non_finite_error(name, count, first, bool(np.isnan(floats[first])))
     return floats
+
+
+def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> ValueError:
+    """Return the error of a column with ``count`` non-finite values, the first at row ``first``."""
+    kind = "NaN or missing" if nan else "infinite"
+    return ValueError(
+        f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
+        f"{kind}); drop or impute them with a public rule before the release"
+    )
 
 
 def is_integer_column(values: np.ndarray) -> bool:

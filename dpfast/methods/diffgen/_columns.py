@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,35 +134,60 @@ def _class_codes(
     codes, categories = table.category_codes(target)
     missing = int((codes < 0).sum())
     if missing:
-        raise ValueError(
-            f"the target column {target!r} has {missing} missing value(s); drop those rows "
-            "or impute them with a public rule"
-        )
+        raise missing_classes(target, missing)
     present = np.zeros(len(categories), dtype=bool)
     if codes.size:
         present[np.unique(codes)] = True
     if labels is None:
-        used = [c for c, p in zip(categories, present, strict=True) if p]
-        labels = sorted(used, key=lambda v: (str(type(v)), str(v)))
+        labels = labels_from_data(c for c, p in zip(categories, present, strict=True) if p)
+    lookup, outside = class_lookup(categories, labels)
+    unknown = [categories[i] for i in outside if present[i]]
+    if unknown:
+        raise unknown_classes(target, unknown, labels)
+    return lookup[codes], list(labels)
+
+
+def missing_classes(target: Hashable, missing: int) -> ValueError:
+    """Return the error of a target column with ``missing`` missing values."""
+    return ValueError(
+        f"the target column {target!r} has {missing} missing value(s); drop those rows "
+        "or impute them with a public rule"
+    )
+
+
+def unknown_classes(target: Hashable, unknown: Sequence[Any], labels: list[Any]) -> ValueError:
+    """Return the error of target values outside the class domain ``labels``."""
+    shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
+    return ValueError(
+        f"the target column {target!r} holds value(s) {shown} outside the class domain "
+        f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
+    )
+
+
+def labels_from_data(used: Iterable[Any]) -> list[Any]:
+    """Return the class domain read from the data: the values that occur, in a fixed order."""
+    return sorted(used, key=lambda v: (str(type(v)), str(v)))
+
+
+def class_lookup(categories: Sequence[Any], labels: list[Any]) -> tuple[np.ndarray, list[int]]:
+    """Map each category to its class code (by value, else by text); ``-1`` when outside.
+
+    Returns the lookup (int64, at least one entry) and the indices of the categories
+    outside ``labels``.
+    """
     exact = {label: i for i, label in enumerate(labels)}
     text = {str(label): i for i, label in enumerate(labels)}
     lookup = np.full(max(len(categories), 1), -1, dtype=np.int64)
-    unknown = []
+    outside = []
     for i, category in enumerate(categories):
         j = exact.get(category) if isinstance(category, Hashable) else None
         if j is None:
             j = text.get(str(category))
         if j is not None:
             lookup[i] = j
-        elif present[i]:
-            unknown.append(category)
-    if unknown:
-        shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
-        raise ValueError(
-            f"the target column {target!r} holds value(s) {shown} outside the class domain "
-            f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
-        )
-    return lookup[codes], list(labels)
+        else:
+            outside.append(i)
+    return lookup, outside
 
 
 def prepare(
@@ -343,16 +368,10 @@ def _class_domain(
 def _numeric_column(
     name: Hashable, values: np.ndarray, integer: bool, lower: float, upper: float
 ) -> NumericColumn:
-    if integer:
-        lower_int, upper_int = math.ceil(lower), math.floor(upper)
-        if lower_int > upper_int:
-            raise ValueError(
-                f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
-            )
-        lower, upper = float(lower_int), float(upper_int)
+    lower, upper = numeric_domain(name, integer, lower, upper)
     clipped = np.clip(values, lower, upper)
     clamped = int(np.count_nonzero((values < lower) | (values > upper)))
-    if integer and upper - lower + 1 <= _OFFSET_CODES_MAX:
+    if offset_coded(integer, lower, upper):
         codes = (clipped - lower).astype(np.int64)
         code_values = np.arange(lower, upper + 1, dtype=np.float64)
     else:
@@ -360,6 +379,25 @@ def _numeric_column(
         codes = inverse.astype(np.int64).reshape(-1)
     step = 1.0 if integer else split_grid_step(lower, upper)
     return NumericColumn(name, integer, lower, upper, codes, code_values, clamped, step)
+
+
+def numeric_domain(
+    name: Hashable, integer: bool, lower: float, upper: float
+) -> tuple[float, float]:
+    """Return a numeric predictor's public domain: an integer column's is rounded inwards."""
+    if not integer:
+        return lower, upper
+    lower_int, upper_int = math.ceil(lower), math.floor(upper)
+    if lower_int > upper_int:
+        raise ValueError(
+            f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
+        )
+    return float(lower_int), float(upper_int)
+
+
+def offset_coded(integer: bool, lower: float, upper: float) -> bool:
+    """Whether a numeric predictor is coded ``value - lower`` (else by rank among its values)."""
+    return integer and upper - lower + 1 <= _OFFSET_CODES_MAX
 
 
 def split_grid_step(lower: float, upper: float) -> float:

@@ -200,7 +200,7 @@ class Builder:
         self.cuts: list[list[int]] = [[] for _ in self.columns]
         self.candidates: list[int] = []  # the union of the cuts, in creation order
         self.link: dict[int, np.ndarray] = {}
-        self.order = np.arange(prepared.n_rows, dtype=np.int64)
+        self.order = np.empty(0, dtype=np.int64)  # the rows by partition, from roots()
         self._child_index: dict[tuple[int, int], np.ndarray] = {}
         self.steps_done = 0
         self.partitions: _Partitions | None = None
@@ -310,7 +310,7 @@ class Builder:
                 n_codes = len(col.taxonomy.domain)
             else:
                 n_codes = col.code_values.shape[0]
-            hist = _kernels.class_histogram(col.codes, self.classes, n_codes, self.n_classes)
+            hist = self._root_histogram(j, n_codes)
             hists.append(hist)
             if isinstance(col, CategoricalColumn):
                 value = self._categorical_value(j, 0, hist)
@@ -318,15 +318,27 @@ class Builder:
                 lo, hi = col.root
                 value = self._numeric_value(j, lo, hi, not col.integer, 0, n_codes)
             root_ids.append(value.id)
-        self.partitions = _Partitions(self.prepared.n_rows, np.array(root_ids, dtype=np.int64))
-        for value_id in root_ids:
-            self.link[value_id] = np.zeros(1, dtype=np.int64)
+        self._start_partitions(root_ids)
         for j, col in enumerate(self.columns):
             if isinstance(col, NumericColumn):
                 value = self.values[root_ids[j]]
                 spend("root split", j, col.name)
                 if value.splittable:
                     self._choose_split(value, hists[j])
+
+    def _root_histogram(self, column: int, n_codes: int) -> np.ndarray:
+        """Return the (code, class) counts of every record of ``column``: ``int64[n_codes, C]``."""
+        col = self.columns[column]
+        return _kernels.class_histogram(  # type: ignore[no-any-return]
+            col.codes, self.classes, n_codes, self.n_classes
+        )
+
+    def _start_partitions(self, root_ids: list[int]) -> None:
+        """Start the partition tree: one leaf holding every record, linked to every root."""
+        self.order = np.arange(self.prepared.n_rows, dtype=np.int64)
+        self.partitions = _Partitions(self.prepared.n_rows, np.array(root_ids, dtype=np.int64))
+        for value_id in root_ids:
+            self.link[value_id] = np.zeros(1, dtype=np.int64)
 
     def step(self, i: int, spend: Callable[[str, int, Any], None]) -> bool:
         """One iteration (lines 7-10); False when no candidate is left (early stop)."""
@@ -384,9 +396,6 @@ class Builder:
     def _specialise(self, value_id: int) -> None:
         value = self.values[value_id]
         col = self.columns[value.column]
-        parts = self.partitions
-        assert parts is not None
-        leaves = parts.leaves(self.link.pop(value_id))
         if isinstance(col, CategoricalColumn):
             kids = col.taxonomy.children(value.node)
             k = len(kids)
@@ -403,24 +412,9 @@ class Builder:
                 f"specialising {value.label!r} would give {cells:,} leaf partitions, above "
                 f"the limit of {MAX_PARTITIONS:,}; use a smaller {option('steps')}"
             )
-        kids_per_leaf, child, new_start, new_end, hist = _kernels.split_partitions(
-            self.order,
-            leaves,
-            parts.start,
-            parts.end,
-            col.codes,
-            self.classes,
-            child_of,
-            offset,
-            k,
-            n_codes,
-            self.n_classes,
-        )
         first_id = len(self.values)
         child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
-        base = parts.split(
-            leaves, kids_per_leaf, child, new_start, new_end, value.column, child_ids
-        )
+        hist = self._split_records(value_id, child_of, offset, n_codes, child_ids)
         self.candidates.remove(value_id)
         self.cuts[value.column].remove(value_id)
         if isinstance(col, CategoricalColumn):
@@ -436,8 +430,48 @@ class Builder:
                 if new.splittable:
                     self._choose_split(new, sub)
         value.children = tuple(int(c) for c in child_ids)
+
+    def _split_records(
+        self,
+        value_id: int,
+        child_of: np.ndarray,
+        offset: int,
+        n_codes: int,
+        child_ids: np.ndarray,
+    ) -> np.ndarray:
+        """Split the records of ``value_id`` by child; return their (code, class) counts.
+
+        The records holding the value (its ``Link_v``'s leaf partitions) go to the child
+        ``child_of[code - offset]`` of their code; the counts cover codes ``[offset,
+        offset + n_codes)``, shape ``(n_codes, C)``, and are the same as those of every
+        record of the column with a code in the value's range (the value's records are
+        exactly those).
+        """
+        value = self.values[value_id]
+        col = self.columns[value.column]
+        parts = self.partitions
+        assert parts is not None
+        leaves = parts.leaves(self.link.pop(value_id))
+        k = child_ids.shape[0]
+        kids_per_leaf, child, new_start, new_end, hist = _kernels.split_partitions(
+            self.order,
+            leaves,
+            parts.start,
+            parts.end,
+            col.codes,
+            self.classes,
+            child_of,
+            offset,
+            k,
+            n_codes,
+            self.n_classes,
+        )
+        base = parts.split(
+            leaves, kids_per_leaf, child, new_start, new_end, value.column, child_ids
+        )
         for c in range(k):
             self.link[int(child_ids[c])] = base + np.flatnonzero(child == c)
+        return hist  # type: ignore[no-any-return]
 
     # -- output --------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ See docs/design.md#diffgen.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -186,11 +186,31 @@ def diffgen(
         seed = check_seed(seed)
     with run.phase("encode"):
         prepared = _prepare(run, target, taxonomies, bounds, classes, utility)
+    return release_prepared(run, prepared, epsilon, steps, utility, seed, Builder)
+
+
+def release_prepared(
+    run: Run,
+    prepared: Prepared,
+    epsilon: float,
+    steps: int,
+    utility: Utility,
+    seed: int | None,
+    make_builder: Callable[..., Builder],
+) -> DiffGenRelease:
+    """Specialise, count and report: the steps after the encoding, on every engine.
+
+    ``make_builder`` is :class:`Builder` (the records in memory) or a builder that takes
+    its class counts from passes over a dataset (:mod:`dpfast.engines.diffgen`); both
+    make the same draws from the same keys. ``epsilon``, ``steps``, ``utility`` and
+    ``seed`` are checked already.
+    """
+    check_prepared(prepared, utility)
     budget = Budget.split(epsilon, prepared, steps, utility)
     budget.check_range(steps, prepared.n_rows)
     ledger = Ledger(epsilon)
     source = noise_source(seed)
-    builder = Builder(
+    builder = make_builder(
         prepared,
         epsilon_prime=float(budget.unit),
         utility=utility,
@@ -236,7 +256,11 @@ def _prepare(
     classes: Any,
     utility: Utility,
 ) -> Prepared:
-    prepared = prepare(run.table, target, taxonomies, bounds, classes)
+    return prepare(run.table, target, taxonomies, bounds, classes)
+
+
+def check_prepared(prepared: Prepared, utility: Utility) -> None:
+    """Refuse a released column named like the counts, and InfoGain with one class."""
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
         raise ValueError(
             f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
@@ -246,7 +270,6 @@ def _prepare(
         raise ValueError(
             f"InfoGain is identically 0 with a single class value; use {option('utility', 'max')}"
         )
-    return prepared
 
 
 def _specialise(builder: Builder, steps: int, spend: Spender) -> int:

@@ -1,0 +1,263 @@
+"""DiffGen out of core (dpfast.engines.diffgen): the release of dpfast.diffgen, bit for bit."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpfast.datasets import adult, adult_taxonomy
+from dpfast.engines import diffgen as engine
+from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.diffgen import diffgen_dataset, diffgen_source
+from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.methods.diffgen import diffgen
+from dpfast.taxonomy import TaxonomyError
+
+N = 3001
+CLASSES = ["<=50K", ">50K"]
+# fnlwgt's range is above 2**22 values: coded by rank (a pass for its distinct values),
+# like the float column; age and capital-gain are coded by offset
+BOUNDS = {
+    "age": (17, 90),
+    "fnlwgt": (0, 10_000_000),
+    "capital-gain": (0, 99_999),
+    "hours": (0.0, 100.0),
+}
+CATEGORICAL = ("occupation", "education", "sex")
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    table = adult("train", drop_missing=True).iloc[:N].reset_index(drop=True)
+    table = table[["age", "fnlwgt", "capital-gain", *CATEGORICAL, "hours-per-week", "income"]]
+    rng = np.random.default_rng(5)
+    # a float predictor with ties and values beyond both bounds (clamped)
+    hours = table.pop("hours-per-week").to_numpy(np.float64) + rng.choice([0.0, 0.25], N)
+    table.insert(6, "hours", np.where(rng.random(N) < 0.01, hours * 2 - 120, hours))
+    return table
+
+
+def _options(**changes):
+    options = {
+        "target": "income",
+        "epsilon": 1.0,
+        "steps": 12,
+        "taxonomies": {name: adult_taxonomy(name) for name in CATEGORICAL},
+        "bounds": BOUNDS,
+        "classes": CLASSES,
+        "seed": 7,
+    }
+    return {**options, **changes}
+
+
+def _write_parts(frame: pd.DataFrame, directory: Path, cuts: list[int]) -> ParquetDataset:
+    directory.mkdir()
+    for i, (first, last) in enumerate(pairwise([0, *cuts, len(frame)])):
+        part = pa.Table.from_pandas(frame.iloc[first:last], preserve_index=False)
+        pq.write_table(part, directory / f"part-{i:03d}.parquet")
+    return ParquetDataset.open(directory)
+
+
+def _assert_same(output: Path, expected, report, private, microdata=False) -> None:
+    data = expected.microdata() if microdata else expected.counts
+    got = pq.read_table(output)
+    assert got.schema == data.schema
+    assert got.equals(data)
+    assert report.to_dict() == expected.report.to_dict()
+    assert private.clamped == expected.private.clamped
+    assert private.clamped_output == expected.private.clamped_output
+    assert private.input_rows == expected.private.input_rows
+
+
+@pytest.mark.parametrize(
+    "cuts", [[], [1500], [1, 2, 700, 1400, 2000, N - 1]], ids=["1 file", "2 files", "7 files"]
+)
+@pytest.mark.parametrize("batch_rows", [64, 1000, 1 << 20])
+@pytest.mark.parametrize("memory", [200 * 2**10, 2**30], ids=["200KiB", "1GiB"])
+def test_dataset_release_equals_in_memory(tmp_path, frame, cuts, batch_rows, memory):
+    expected = diffgen(pa.Table.from_pandas(frame, preserve_index=False), **_options())
+    dataset = _write_parts(frame, tmp_path / "in", cuts)
+    rows = [pq.read_metadata(f).num_rows for f in dataset.files]
+    assert len(rows) == len(cuts) + 1 and (len(rows) < 7 or rows.count(1) == 3)
+    output = tmp_path / "counts.parquet"
+    report, private = diffgen_dataset(
+        dataset, output, memory_limit=memory, batch_rows=batch_rows, **_options()
+    )
+    _assert_same(output, expected, report, private)
+    assert sum(private.clamped.values()) > 0  # the clamped counts are compared, not zeros
+    assert report.extra["steps_done"] == 12
+
+
+@pytest.mark.parametrize("utility", ["max", "info_gain"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_microdata_and_utilities_equal_in_memory(tmp_path, frame, utility, seed):
+    options = _options(utility=utility, seed=seed, steps=20)
+    expected = diffgen(pa.Table.from_pandas(frame, preserve_index=False), **options)
+    output = tmp_path / "records"
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    report, private = diffgen_dataset(
+        source, output, memory_limit=2**30, batch_rows=999, microdata=True, **options
+    )
+    assert [p.name for p in output.iterdir()] == ["part-00000.parquet"]
+    _assert_same(output, expected, report, private, microdata=True)
+
+
+def test_pandas_input_gives_the_same_table(tmp_path, frame):
+    expected = diffgen(frame, **_options())  # counts as a DataFrame of categoricals
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    release = diffgen_source(source, tmp_path, memory_limit=2**20, batch_rows=500, **_options())
+    pd.testing.assert_frame_equal(release.counts.to_pandas(), expected.counts)
+    assert release.cut.to_dict() == expected.cut.to_dict()
+
+
+def test_early_stop_and_classes_from_the_data_warn_as_in_memory(tmp_path, frame):
+    small = frame[["sex", "income"]]
+    options = _options(taxonomies={"sex": adult_taxonomy("sex")}, bounds={}, classes=None, steps=5)
+    with pytest.warns(PrivacyLeakWarning, match="read from the data"):
+        expected = diffgen(pa.Table.from_pandas(small, preserve_index=False), **options)
+    dataset = _write_parts(small, tmp_path / "in", [10, 11])
+    with pytest.warns(PrivacyLeakWarning, match="read from the data"):
+        report, private = diffgen_dataset(
+            dataset, tmp_path / "c.parquet", memory_limit=2**20, batch_rows=64, **options
+        )
+    assert report.extra["early_stop"]
+    _assert_same(tmp_path / "c.parquet", expected, report, private)
+
+
+def test_one_predictor_one_row(tmp_path):
+    table = pa.table({"age": [40], "income": [">50K"]})
+    options = _options(taxonomies={}, bounds={"age": (17, 90)}, steps=3)
+    expected = diffgen(table, **options)
+    report, private = diffgen_dataset(
+        ArrowSource(table), tmp_path / "c.parquet", memory_limit=2**20, **options
+    )
+    _assert_same(tmp_path / "c.parquet", expected, report, private)
+
+
+def _with_value(frame: pd.DataFrame, column: str, row: int, value) -> pa.Table:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    values = table.column(column).to_pylist()
+    values[row] = value
+    index = table.schema.get_field_index(column)
+    return table.set_column(index, column, pa.array(values, table.schema.field(column).type))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "error"),
+    [
+        ("income", None, ValueError),
+        ("income", "maybe", ValueError),
+        ("occupation", "Astronaut", TaxonomyError),
+        ("hours", float("nan"), ValueError),
+    ],
+)
+def test_bad_values_give_the_in_memory_error_and_leave_nothing(
+    tmp_path, frame, column, value, error
+):
+    table = _with_value(frame, column, 2500, value)
+    with pytest.raises(error) as in_memory:
+        diffgen(table, **_options())
+    (tmp_path / "in").mkdir()
+    pq.write_table(table.slice(0, 1000), tmp_path / "in" / "a.parquet")
+    pq.write_table(table.slice(1000), tmp_path / "in" / "b.parquet")
+    before = {p.name for p in tmp_path.iterdir()}
+    with pytest.raises(error) as out_of_core:
+        diffgen_dataset(
+            ParquetDataset.open(tmp_path / "in"),
+            tmp_path / "out.parquet",
+            memory_limit=2**20,
+            batch_rows=300,
+            **_options(),
+        )
+    assert str(out_of_core.value) == str(in_memory.value)
+    assert {p.name for p in tmp_path.iterdir()} == before
+
+
+def test_bounds_from_the_data_are_refused(tmp_path, frame):
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    with pytest.raises(ValueError, match="runs in memory only; give public bounds"):
+        diffgen_source(source, tmp_path, memory_limit=2**20, **_options(bounds="data"))
+
+
+def test_distinct_values_must_fit_in_the_memory_limit(tmp_path, frame):
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    # fnlwgt: about 2,800 distinct values of 32 bytes each
+    with pytest.raises(ValueError, match=r"column 'fnlwgt' holds more than .* distinct values"):
+        diffgen_source(source, tmp_path, memory_limit=64 * 2**10, batch_rows=256, **_options())
+    release = diffgen_source(source, tmp_path, memory_limit=2**17, batch_rows=256, **_options())
+    assert release.report.extra["steps_done"] == 12
+
+
+def test_interrupt_while_writing_leaves_no_output(tmp_path, frame, monkeypatch):
+    from dpfast.engines import outofcore
+
+    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    before = {p.name for p in tmp_path.iterdir()}
+    published = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase.startswith("writing") and done >= 1000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        diffgen_dataset(
+            source,
+            tmp_path / "out",
+            memory_limit=2**30,
+            microdata=True,
+            progress=progress,
+            before_publish=published.append,
+            **_options(),
+        )
+    assert {p.name for p in tmp_path.iterdir()} == before and not published
+
+
+def test_the_passes_read_each_batch_of_every_predictor(tmp_path, frame, monkeypatch):
+    # the counts come from the batches: a builder given other counts draws another cut
+    calls = []
+    original = engine._histogram
+
+    def spy(passes, column, n_classes):
+        hist, clamped = original(passes, column, n_classes)
+        calls.append((column.name, int(hist.sum())))
+        return hist, clamped
+
+    monkeypatch.setattr(engine, "_histogram", spy)
+    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
+    diffgen_source(source, tmp_path, memory_limit=2**20, batch_rows=128, **_options())
+    names = [*BOUNDS, *CATEGORICAL]
+    assert sorted(name for name, _ in calls) == sorted(names)
+    assert all(total == N for _, total in calls)
+
+
+class _Unread(ArrowSource):
+    """A source that fails the test if any batch is read."""
+
+    def map_column(self, name, batch_rows, fn):
+        raise AssertionError(f"column {name!r} was read before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"bounds": {**BOUNDS, "age": (90, 17)}},
+        {"classes": ["<=50K", "<=50K"]},
+        {"target": "salary"},
+        {"taxonomies": {"nope": adult_taxonomy("sex")}},
+        {"steps": -1},
+    ],
+)
+def test_argument_errors_come_before_any_pass_as_in_memory(tmp_path, frame, changes):
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pytest.raises((ValueError, TypeError)) as in_memory:
+        diffgen(table, **_options(**changes))
+    with pytest.raises(type(in_memory.value)) as out_of_core:
+        diffgen_source(_Unread(table), tmp_path, memory_limit=2**20, **_options(**changes))
+    assert str(out_of_core.value) == str(in_memory.value)
