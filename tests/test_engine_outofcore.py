@@ -278,3 +278,25 @@ def test_laplace_dataset_release_equals_in_memory(tmp_path, cuts, batch_rows):
         batch_rows=batch_rows,
     )
     _assert_same(output, expected, report, private)
+
+
+@pytest.mark.parametrize("top", [100.0, 99.5])
+def test_a_tie_beyond_a_sorted_range_above_empty_buckets_ends(tmp_path, top):
+    # every value on (or near) the upper bound: the histogram's buckets below the tie are
+    # empty, and a range must start at the tie, or refining it gives the same range again
+    frame = pd.DataFrame({"share": np.full(5000, top), "age": np.arange(5000) % 70 + 17})
+    expected = dpfast.ir_dp(
+        frame, k=7, epsilon=2.0, bounds={"share": (0.0, 100.0), "age": (17, 90)}, seed=3
+    )
+    output = tmp_path / "out.parquet"
+    report, private = ir_dp_dataset(
+        ArrowSource(pa.Table.from_pandas(frame, preserve_index=False)),
+        output,
+        k=7,
+        epsilon=2.0,
+        bounds={"share": (0.0, 100.0), "age": (17, 90)},
+        seed=3,
+        memory_limit=40_000,  # ranges of 1,250 values: the tie of 5,000 is larger
+        batch_rows=512,
+    )
+    _assert_same(output, expected, report, private)

@@ -562,17 +562,22 @@ def _chunks(
     """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` values.
 
     A bucket above ``capacity`` is a run of its own, which ``process`` refines further.
+    A run spans its first to its last non-empty bucket, so a refined run is always
+    narrower than the range it was cut from (a heavy tie with empty buckets beside it
+    would otherwise give the same range again).
     """
-    start, held, rank = 0, 0, first_rank
+    start, end, held, rank = 0, 0, 0, first_rank
     for b in range(counts.shape[0] + 1):
         count = int(counts[b]) if b < counts.shape[0] else 0
-        if b == counts.shape[0] or (held and held + count > capacity):
-            range_lo = lo + (start << shift)
-            range_hi = min(hi, lo + (b << shift))
-            process(range_lo, range_hi, rank, held)
+        if held and (b == counts.shape[0] or held + count > capacity):
+            process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
             rank += held
-            start, held = b, 0
-        held += count
+            held = 0
+        if count:
+            if held == 0:
+                start = b
+            held += count
+            end = b + 1
 
 
 def _rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: _Limits) -> np.ndarray:
