@@ -213,18 +213,45 @@ def test_more_than_64_reference_points_are_refused_before_any_pass(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_more_equal_distances_than_fit_are_refused_without_output(tmp_path):
-    table = pa.table({"x": np.full(5000, 3.0)})
-    with pytest.raises(ValueError, match=r"5,000 rows lie at the same distance.*raise the memory"):
-        mdav_dp_dataset(
-            ArrowSource(table),
-            tmp_path / "o.parquet",
-            k=10,
-            epsilon=1.0,
-            bounds={"x": (0.0, 10.0)},
-            memory_limit=300_000,
-        )
-    assert list(tmp_path.iterdir()) == []
+@pytest.mark.parametrize("memory", [140_000, 2**26])
+def test_more_equal_distances_than_fit_are_cut_by_values_codes_then_rows(
+    tmp_path, monkeypatch, memory
+):
+    rng = np.random.default_rng(4)
+    n = 6000
+    frame = pd.DataFrame(
+        {
+            "x": rng.integers(0, 3, n).astype(np.float64),
+            "y": rng.integers(0, 3, n).astype(np.float64),
+            "occupation": np.where(rng.random(n) < 0.5, "Sales", "Tech-support"),
+        }
+    )
+    # 2,200 rows at (2, 2), half of them per occupation: more than a sort holds (1,024
+    # rows at 140 kB), the same key, values and then code
+    block = rng.permutation(n)[:2200]
+    frame.loc[block, ["x", "y"]] = 2.0
+    frame.loc[block, "occupation"] = np.where(np.arange(2200) % 2 == 0, "Sales", "Tech-support")
+    arguments = {
+        "k": 50,
+        "epsilon": 5.0,
+        "bounds": {"x": (0.0, 4.0), "y": (0.0, 4.0)},
+        "taxonomies": {"occupation": adult_taxonomy("occupation")},
+        "seed": 9,
+    }
+    expected = _in_memory(frame, **arguments)
+    depth = [0]
+    select = engine._Components.select
+
+    def deepest(self, prefix, *rest):
+        depth[0] = max(depth[0], len(prefix))
+        return select(self, prefix, *rest)
+
+    monkeypatch.setattr(engine._Components, "select", deepest)
+    output = tmp_path / "o.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    report, private = _out_of_core(ArrowSource(table), output, memory, 1000, **arguments)
+    _assert_same(output, expected, report, private)
+    assert depth[0] == (3 if memory < 2**20 else 0)  # key, x, y, then the codes
 
 
 def test_cluster_arrays_must_fit_in_the_memory_limit(tmp_path):

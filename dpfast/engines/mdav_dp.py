@@ -493,49 +493,101 @@ def _orders(
 
 
 def _select(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Return the positions of the words in ``[lo, hi)``."""
+    """Return a mask of the words in ``[lo, hi)``."""
     inside = bits >= np.uint64(lo)
     if hi < _KEY_SPACE:
         inside &= bits < np.uint64(hi)
-    return np.flatnonzero(inside)
+    return inside
+
+
+@dataclass(frozen=True)
+class _Components:
+    """The sort's components as uint64 words in order: the key, the values, the codes."""
+
+    scratch: Path
+    args: _Arguments
+    keys_path: Path
+
+    @property
+    def count(self) -> int:
+        return 1 + len(self.args.numeric) + len(self.args.categorical)
+
+    def words(self, level: int, first: int, count: int) -> np.ndarray:
+        """Return component ``level`` of rows ``[first, first + count)`` as ordered words."""
+        if level == 0:
+            return _read_rows(self.keys_path, np.uint64, first, count)
+        m = len(self.args.numeric)
+        if level <= m:
+            path = _values_path(self.scratch, self.args.numeric[level - 1].name)
+            words: np.ndarray = mdav_stream.orderable_bits(
+                _read_rows(path, np.float64, first, count)
+            )
+            return words
+        path = _values_path(self.scratch, self.args.categorical[level - 1 - m].name)
+        codes = _read_rows(path, np.int64, first, count)
+        return codes.view(np.uint64) ^ np.uint64(1 << 63)
+
+    def select(
+        self, prefix: Sequence[int], lo: int, hi: int, first: int, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the positions of the chunk's rows equal to ``prefix``, next word in ``[lo, hi)``.
+
+        Also returns those rows' next words.
+        """
+        level = len(prefix)
+        bits = self.words(level, first, count)
+        inside = _select(bits, lo, hi)
+        for j, word in enumerate(prefix):
+            inside &= self.words(j, first, count) == np.uint64(word)
+        where = np.flatnonzero(inside)
+        return where, bits[where]
 
 
 def _sort_point(
     scratch: Path, args: _Arguments, point: int, n: int, budget: _Budget, run: DatasetRun
 ) -> None:
-    """Append the rows sorted by (key, values, codes, row) to the point's order file."""
-    keys_path = _keys_path(scratch, point)
+    """Append the rows sorted by (key, values, codes, row) to the point's order file.
+
+    Ranges of keys that fit are sorted in memory; a single key held by more rows than fit
+    is cut by the next component (the values, then the codes) in the same way, and rows
+    equal in every component are written in row order.
+    """
+    components = _Components(scratch, args, _keys_path(scratch, point))
     capacity = budget.sorted_rows
     done = [0]
 
-    def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
+    def histogram(prefix: Sequence[int], lo: int, hi: int, shift: int) -> np.ndarray:
         counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
         for first, count in _chunks(n, budget.chunk_rows):
-            bits = _read_rows(keys_path, np.uint64, first, count)
-            inside = bits[_select(bits, lo, hi)]
+            _, inside = components.select(prefix, lo, hi, first, count)
             buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
             counts += np.bincount(buckets, minlength=counts.shape[0])
         return counts
 
-    def process(lo: int, hi: int, held: int) -> None:
-        if held == 0:
-            return
-        if held <= capacity:
-            _sort_range(scratch, args, keys_path, order, lo, hi, n, budget)
-            done[0] += held
-            run.tick(f"order {point + 1}", done[0], n)
-        elif hi - lo == 1:
-            raise ValueError(
-                f"{held:,} rows lie at the same distance to a reference point, more than "
-                f"the {capacity:,} rows that the memory limit lets sort at once; raise the "
-                "memory limit"
-            )
-        else:
-            shift = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
-            _runs(histogram(lo, hi, shift), lo, hi, shift, capacity, process)
+    def tick(held: int) -> None:
+        done[0] += held
+        run.tick(f"order {point + 1}", done[0], n)
+
+    def level(prefix: list[int]) -> Callable[[int, int, int], None]:
+        def process(lo: int, hi: int, held: int) -> None:
+            if held <= capacity:
+                _sort_range(components, prefix, order, lo, hi, n, budget)
+                tick(held)
+            elif hi - lo > 1:
+                shift = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
+                _runs(histogram(prefix, lo, hi, shift), lo, hi, shift, capacity, process)
+            elif len(prefix) + 1 < components.count:  # one word: cut by the next component
+                level([*prefix, lo])(0, _KEY_SPACE, held)
+            else:  # equal in every component: row order
+                for first, count in _chunks(n, budget.chunk_rows):
+                    where, _ = components.select(prefix, lo, hi, first, count)
+                    (where + first).tofile(order)
+                tick(held)
+
+        return process
 
     with open(_order_path(scratch, point), "wb") as order:
-        process(0, _KEY_SPACE, n)
+        level([])(0, _KEY_SPACE, n)
 
 
 def _runs(
@@ -567,31 +619,32 @@ def _runs(
 
 
 def _sort_range(
-    scratch: Path,
-    args: _Arguments,
-    keys_path: Path,
+    components: _Components,
+    prefix: Sequence[int],
     order: Any,
     lo: int,
     hi: int,
     n: int,
     budget: _Budget,
 ) -> None:
-    """Collect the rows whose key lies in ``[lo, hi)``, sort them, append them to ``order``."""
-    keys_parts, row_parts = [], []
+    """Collect the rows of ``prefix`` whose next word lies in ``[lo, hi)``; sort; append them."""
+    words_parts, row_parts = [], []
     for first, count in _chunks(n, budget.chunk_rows):
-        bits = _read_rows(keys_path, np.uint64, first, count)
-        where = _select(bits, lo, hi)
-        keys_parts.append(bits[where])
+        where, words = components.select(prefix, lo, hi, first, count)
+        words_parts.append(words)
         row_parts.append(where + first)
-    keys = np.concatenate(keys_parts)
     rows = np.concatenate(row_parts)  # ascending
-    del keys_parts, row_parts
+    keys = (
+        np.concatenate(words_parts) if not prefix else np.full(rows.shape[0], np.uint64(prefix[0]))
+    )
+    del words_parts, row_parts
     by_key = np.argsort(keys, kind="stable")
     ordered = keys[by_key]
     if rows.shape[0] > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         # ties: values, then codes, lexicographically, then the row (lexsort is stable)
         del ordered, by_key
-        values, codes = _gather_attributes(scratch, args, rows, n, budget)
+        args = components.args
+        values, codes = _gather_attributes(components.scratch, args, rows, n, budget)
         lexicographic = [codes[:, j] for j in range(codes.shape[1] - 1, -1, -1)]
         lexicographic += [values[:, j] for j in range(values.shape[1] - 1, -1, -1)]
         by_key = np.lexsort([*lexicographic, keys])
