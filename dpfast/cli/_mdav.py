@@ -40,6 +40,10 @@ examples:
   dpfast release mdav-dp people.parquet -o released.parquet --k 100 --epsilon 1 \\
       --schema people.schema.json
 
+  # out of core: a directory of Parquet files, within about 2 GiB of working memory
+  dpfast release mdav-dp people/ -o released/ --k 1000 --epsilon 1 \\
+      --schema people.schema.json --memory-limit 2GiB
+
   # the paper's noise scale, for comparison (the report states the epsilon it really spends)
   dpfast release mdav-dp people.csv -o released.csv --k 100 --epsilon 1 \\
       --schema people.schema.json --calibration as_published --seed 7

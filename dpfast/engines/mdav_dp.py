@@ -14,7 +14,7 @@ clusters, plan, ledger, keys and kernels. The passes:
 3. **Orders.** Each point's keys are cut into ranges that fit the memory limit by
    histograms of their top bits (refined while a bucket is too large); each range is
    collected, sorted by (key, values, codes, row) as in memory, and appended to the
-   point's order file.
+   point's order file. A key held by more rows than fit is cut by the next attribute.
 4. **Merge.** The orders are read back in buffers; each cluster takes the first ``k`` rows
    of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory fast path
    does. The rows taken go, with their cluster, to files by row range, which then give
@@ -177,8 +177,7 @@ def mdav_dp_dataset(
     ------
     TypeError, ValueError
         Bad arguments, as :func:`dpfast.mdav_dp`; a reference sequence with more than 64
-        distinct points; per-cluster arrays that do not fit in ``memory_limit``; more rows
-        at one distance to a reference point than fit in ``memory_limit``.
+        distinct points; per-cluster arrays that take more than half of ``memory_limit``.
     """
     start = time.perf_counter()
     run = DatasetRun("mdav_dp", None, progress, dataset=dataset)
@@ -381,18 +380,23 @@ def _positional(
     budget: _Budget,
     convert: Callable[[pa.Array, int], tuple[np.ndarray, int]],
 ) -> int:
-    """Write ``convert(batch)`` of every batch at its rows' places; return the counts' sum."""
+    """Write ``convert(batch)`` of every batch at its rows' places; return the counts' sum.
+
+    The batches come back to this process to be written (a source may run them elsewhere).
+    """
+
+    def batch(array: pa.Array, first_row: int) -> tuple[int, np.ndarray, int]:
+        return (first_row, *convert(array, first_row))
+
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    total = 0
     try:
-
-        def batch(array: pa.Array, first_row: int) -> int:
-            values, count = convert(array, first_row)
+        for first_row, values, count in dataset.map_column(str(name), budget.batch_rows, batch):
             os.pwrite(fd, values.tobytes(), first_row * 8)
-            return count
-
-        return sum(dataset.map_column(str(name), budget.batch_rows, batch))
+            total += count
     finally:
         os.close(fd)
+    return total
 
 
 def _write_numeric(
