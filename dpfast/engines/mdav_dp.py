@@ -642,7 +642,7 @@ def _sort_range(
         np.concatenate(words_parts) if not prefix else np.full(rows.shape[0], np.uint64(prefix[0]))
     )
     del words_parts, row_parts
-    by_key = np.argsort(keys, kind="stable")
+    by_key = np.argsort(keys)  # distinct keys have one order; ties are sorted again below
     ordered = keys[by_key]
     if rows.shape[0] > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         # ties: values, then codes, lexicographically, then the row (lexsort is stable)
@@ -932,7 +932,7 @@ def _write_in_order(
 
 def _gather_labels(path: Path, rows: np.ndarray, n: int, budget: _Budget) -> np.ndarray:
     """Return the clusters of ``rows`` (any order), read from the labels file by chunks."""
-    by_row = np.argsort(rows, kind="stable")
+    by_row = np.argsort(rows)  # distinct rows
     ordered = rows[by_row]
     out = np.empty(rows.shape[0], dtype=np.int64)
     for first, count in _chunks(n, budget.chunk_rows):
