@@ -206,33 +206,41 @@ def mdav_dp_dataset(
             cluster_values = _centroids(scratch, args, plan, source, rank, n, budget, run)
         with run.phase("shuffle"):
             _write_in_order(scratch, args, cluster_values, source, n, budget, run)
-        total = plan.ledger.total
-        report, private = run.reports(
-            parameters=_parameters(args, total, reference, n_clusters),
-            guarantee=_guarantee(
-                args.epsilon,
-                total,
-                names(list(run.released)),
-                args.calibration,
-                args.derived,
-                names([c.name for c in args.categorical]),
-            ),
-            ledger=plan.ledger,
-            seed=args.seed,
-            sampler="; ".join(
-                ([noise.SAMPLER_NAME] if args.numeric else [])
-                + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
-            ),
-            notes=_notes(args, total),
-            groups="cluster",
-            domains=args.domains,
-        )
-        notes = _notes(args, total)
-        if notes and total > args.epsilon * (1 + 1e-9):
-            warnings.warn(notes[0], PrivacyLeakWarning, stacklevel=2)
+        report, private = _reports(run, args, plan, reference, n_clusters)
         written = scratch_columns(scratch, args.numeric, args.categorical, dataset.names)
         _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _reports(
+    run: DatasetRun, args: _Arguments, plan: _Plan, reference: Reference, n_clusters: int
+) -> tuple[Report, PrivateReport]:
+    """Build the reports of :func:`dpfast.mdav_dp`; warn as it does when ε is overspent."""
+    total = plan.ledger.total
+    notes = _notes(args, total)
+    report, private = run.reports(
+        parameters=_parameters(args, total, reference, n_clusters),
+        guarantee=_guarantee(
+            args.epsilon,
+            total,
+            names(list(run.released)),
+            args.calibration,
+            args.derived,
+            names([c.name for c in args.categorical]),
+        ),
+        ledger=plan.ledger,
+        seed=args.seed,
+        sampler="; ".join(
+            ([noise.SAMPLER_NAME] if args.numeric else [])
+            + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
+        ),
+        notes=notes,
+        groups="cluster",
+        domains=args.domains,
+    )
+    if notes and total > args.epsilon * (1 + 1e-9):
+        warnings.warn(notes[0], PrivacyLeakWarning, stacklevel=3)
     return report, private
 
 
