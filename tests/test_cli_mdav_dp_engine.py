@@ -112,3 +112,23 @@ def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
     err = capsys.readouterr().err
     assert "ir-dp (individual ranking, proven DP) or mdav-dp" in err
     assert "ir-dp, laplace and mdav-dp run out of core" in err
+
+
+def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workdir, monkeypatch):
+    from dpfast.budget import BudgetFile
+    from dpfast.engines import outofcore
+
+    budget = workdir / "b.json"
+    assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(outofcore, "_stitch", interrupted)
+        assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
+    assert BudgetFile(budget).remaining() == pytest.approx(2.0)
+    assert not (workdir / "released").exists()
+    assert [p.name for p in workdir.iterdir() if p.name.startswith(".")] == []  # no scratch
+    assert _release(workdir, "parts", "released", "--budget", str(budget)) == 0
+    assert BudgetFile(budget).remaining() == pytest.approx(0.5)
