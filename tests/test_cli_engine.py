@@ -219,6 +219,7 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     assert cli.main(["release", method, *paths, "--k", "5", *extra]) == 2
     err = capsys.readouterr().err
     assert "is a directory or a glob" in err and "run out of core" in err and "ir-dp" in err
+    assert "mdav-dp" in err and "diffgen" in err
 
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):

@@ -330,11 +330,17 @@ def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
     return f"{output}.public-report.json", f"{output}.private-report.json"
 
 
-# What the methods that run in memory only say about datasets beyond memory.
-_OUT_OF_CORE = "ir-dp, laplace and diffgen run out of core (--memory-limit, see docs/engines.md)"
+#: The release methods that run on the column engine (out of core, datasets); what the
+#: methods that run in memory only say about datasets beyond memory.
+OUT_OF_CORE_METHODS = ("ir-dp", "laplace", "mdav-dp", "diffgen")
+_OUT_OF_CORE = (
+    f"{', '.join(OUT_OF_CORE_METHODS[:-1])} and {OUT_OF_CORE_METHODS[-1]} run out of core "
+    "(--memory-limit, see docs/engines.md)"
+)
 _IN_MEMORY_ONLY = {
     "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "
-    f"data beyond memory use ir-dp (individual ranking, proven DP); {_OUT_OF_CORE}",
+    "data beyond memory use ir-dp (individual ranking, proven DP) or mdav-dp (insensitive "
+    f"MDAV, proven DP); {_OUT_OF_CORE}",
 }
 
 
@@ -346,7 +352,7 @@ def is_dataset_path(path: str) -> bool:
 def refuse_dataset_input(args: argparse.Namespace) -> None:
     """Refuse a directory or glob INPUT for a release method that reads one file."""
     method = getattr(args, "method", None)
-    if method is None or method in ("ir-dp", "laplace", "diffgen"):
+    if method is None or method in OUT_OF_CORE_METHODS:
         return
     if is_dataset_path(args.input):
         raise ValueError(

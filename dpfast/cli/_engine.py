@@ -164,7 +164,7 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
 
     with _spending(args, method):
         source, schema = _source(args, method)
-        categorical = method == "ir-dp"
+        categorical = method in ("ir-dp", "mdav-dp")
         columns, bounds, taxonomies = _selection(args, schema, categorical=categorical)
         integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
@@ -191,6 +191,8 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
                     progress=progress,
                     **common,
                 )
+            elif method == "mdav-dp":
+                report, private = _mdav_dp_on_engine(args, source, taxonomies, progress, common)
             else:
                 report, private = laplace_dp_dataset(
                     source, args.output, progress=progress, **common
@@ -198,6 +200,28 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, spend)
+
+
+def _mdav_dp_on_engine(
+    args: argparse.Namespace,
+    source: Any,
+    taxonomies: dict[Hashable, Any],
+    progress: Any,
+    common: dict[str, Any],
+) -> Any:
+    """Run ``mdav-dp`` out of core (:func:`dpfast.engines.mdav_dp.mdav_dp_dataset`)."""
+    from dpfast.engines.mdav_dp import mdav_dp_dataset
+
+    return mdav_dp_dataset(
+        source,
+        args.output,
+        k=args.k,
+        taxonomies=taxonomies,
+        reference=args.reference,
+        calibration=args.calibration,
+        progress=progress,
+        **common,
+    )
 
 
 def _check_engine_paths(args: argparse.Namespace) -> None:

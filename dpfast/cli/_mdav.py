@@ -40,6 +40,10 @@ examples:
   dpfast release mdav-dp people.parquet -o released.parquet --k 100 --epsilon 1 \\
       --schema people.schema.json
 
+  # out of core: a directory of Parquet files, within about 2 GiB of working memory
+  dpfast release mdav-dp people/ -o released/ --k 1000 --epsilon 1 \\
+      --schema people.schema.json --memory-limit 2GiB
+
   # the paper's noise scale, for comparison (the report states the epsilon it really spends)
   dpfast release mdav-dp people.csv -o released.csv --k 100 --epsilon 1 \\
       --schema people.schema.json --calibration as_published --seed 7
@@ -96,8 +100,9 @@ def _check_mdav_fits(args: argparse.Namespace) -> None:
         raise ValueError(
             f"mdav would need about {size} for {rows:,} rows of "
             f"{columns} columns, more than {what}; MDAV is sequential (O(n^2/k)) and runs in "
-            "memory only. For data this size use ir-dp (proven DP, out of core with "
-            "--memory-limit), or mdav on a sample"
+            "memory only. For data this size use ir-dp (individual ranking) or mdav-dp "
+            "(insensitive MDAV), both proven DP and out of core with --memory-limit, or mdav "
+            "on a sample"
         )
 
 
@@ -124,6 +129,13 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
     _columns_argument(parser)
     _unprotected_argument(parser, "cluster")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="release out of core within about SIZE of working memory (e.g. 4GiB): Parquet "
+        "input (a file, a directory or a glob) and output, --unprotected drop; the same "
+        "release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
+    )
     _budget_argument(parser)
     _quiet_argument(parser)
 
@@ -146,7 +158,11 @@ def _release_mdav(args: argparse.Namespace) -> int:
 
 
 def _release_mdav_dp(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.mdav_dp import mdav_dp
+
+    if _engine.runs_on_engine(args, "mdav-dp"):
+        return _engine.run_release(args, "mdav-dp")
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns, bounds, taxonomies = _selection(args, schema, categorical=True)

@@ -409,13 +409,15 @@ def _check_groups_fit(n: int, args: _Arguments, limits: _Limits) -> None:
         )
 
 
-def _numeric_values(array: pa.Array, column: NumericColumn, first_row: int) -> np.ndarray:
-    """One batch of a numeric column as float64, refusing what ``ir_dp`` refuses."""
+def _numeric_values(
+    array: pa.Array, column: NumericColumn, first_row: int, method: str = "ir_dp"
+) -> np.ndarray:
+    """One batch of a numeric column as float64, refusing what ``method`` refuses."""
     if array.null_count:
         row = first_row + int(pc.index(array.is_null(), True).as_py())
         raise ValueError(
-            f"column {column.name!r} has a missing value at row {row}; ir_dp needs a value in "
-            "every row of a protected column"
+            f"column {column.name!r} has a missing value at row {row}; {method} needs a value "
+            "in every row of a protected column"
         )
     values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     finite = np.isfinite(values)

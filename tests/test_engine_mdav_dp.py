@@ -1,0 +1,348 @@
+"""``mdav_dp`` out of core gives the in-memory release bit for bit, whatever the split."""
+
+from __future__ import annotations
+
+import warnings
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.datasets import adult, adult_taxonomy
+from dpfast.engines import mdav_dp as engine
+from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.mdav_dp import mdav_dp_dataset
+from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
+
+BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "share": (0.0, 100.0)}
+
+
+def _table(n: int) -> pd.DataFrame:
+    frame = adult("train", drop_missing=True)[["age", "hours-per-week", "occupation"]]
+    frame = frame.iloc[:n].reset_index(drop=True)
+    rng = np.random.default_rng(n)
+    # beyond the bounds on both sides (clamped); a coarse grid: many ties in the distances
+    frame["share"] = np.round(rng.uniform(-5, 105, len(frame)), 0)
+    return frame
+
+
+def _write_parts(frame: pd.DataFrame, directory: Path, cuts: list[int]) -> None:
+    directory.mkdir()
+    for i, (first, last) in enumerate(pairwise([0, *cuts, len(frame)])):
+        part = pa.Table.from_pandas(frame.iloc[first:last], preserve_index=False)
+        pq.write_table(part, directory / f"part-{i:03d}.parquet")
+
+
+def _arguments(**changes):
+    arguments = {
+        "k": 7,
+        "epsilon": 200.0,  # noise small beside the domains: the centroids show
+        "bounds": BOUNDS,
+        "taxonomies": {"occupation": adult_taxonomy("occupation")},
+        "seed": 3,
+    }
+    arguments.update(changes)
+    return arguments
+
+
+def _in_memory(frame: pd.DataFrame, **arguments) -> dpfast.Release:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        return dpfast.mdav_dp(frame, **arguments)
+
+
+def _out_of_core(source, output: Path, memory: int, batch_rows: int, **arguments):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        return mdav_dp_dataset(
+            source, output, memory_limit=memory, batch_rows=batch_rows, **arguments
+        )
+
+
+def _assert_same(output: Path, expected: dpfast.Release, report, private) -> None:
+    got = pq.read_table(output).to_pandas()
+    assert list(got.columns) == list(expected.data.columns)
+    for name in got.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+        assert got[name].dtype == expected.data[name].dtype
+    assert report.to_dict() == expected.report.to_dict()
+    assert private.clamped == expected.private.clamped
+    assert private.clamped_output == expected.private.clamped_output
+    assert private.input_rows == expected.private.input_rows
+
+
+class _Spy:
+    """Count the sorted ranges, the ranges with ties, and the histogram refinements."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ranges = self.ties = self.runs = 0
+        sort_range, gather, runs = engine._sort_range, engine._gather_attributes, engine._runs
+
+        def counted_sort(*args, **kwargs):
+            self.ranges += 1
+            return sort_range(*args, **kwargs)
+
+        def counted_gather(*args, **kwargs):
+            self.ties += 1
+            return gather(*args, **kwargs)
+
+        def counted_runs(*args, **kwargs):
+            self.runs += 1
+            return runs(*args, **kwargs)
+
+        monkeypatch.setattr(engine, "_sort_range", counted_sort)
+        monkeypatch.setattr(engine, "_gather_attributes", counted_gather)
+        monkeypatch.setattr(engine, "_runs", counted_runs)
+
+
+@pytest.mark.parametrize("reference", ["corners", "cycling"])
+@pytest.mark.parametrize(
+    ("cuts", "memory", "batch_rows", "k"),
+    [
+        ([], 2**30, 1 << 20, 7),  # one file, everything in one sorted range
+        ([4000], 500_000, 1000, 50),  # two files, several ranges per order
+        ([1, 2, 999, 5000, 5001, 9000], 600_000, 64, 40),  # seven files, 1-row ones too
+    ],
+)
+def test_parquet_dataset_release_equals_in_memory(
+    tmp_path, monkeypatch, reference, cuts, memory, batch_rows, k
+):
+    frame = _table(12_007)  # n % k != 0: a remainder cluster
+    _write_parts(frame, tmp_path / "in", cuts)
+    arguments = _arguments(reference=reference, k=k)
+    expected = _in_memory(frame, **arguments)
+    spy = _Spy(monkeypatch)
+    output = tmp_path / "out.parquet"
+    report, private = _out_of_core(
+        ParquetDataset.open(tmp_path / "in"), output, memory, batch_rows, **arguments
+    )
+    _assert_same(output, expected, report, private)
+    points = 2 if reference == "corners" else 16  # 2 ** 4 corners of 4 attributes
+    assert spy.ties >= points  # ties in the distances, broken by values, codes, rows
+    if memory < 2**30:
+        assert spy.ranges > 2 * points  # several sorted ranges per order
+    else:
+        assert spy.ranges == points
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out.parquet"]
+
+
+@pytest.mark.parametrize("batch_rows", [64, 1000, 1 << 20])
+def test_arrow_source_batches_give_the_same_release(tmp_path, batch_rows):
+    frame = _table(3001)
+    arguments = _arguments(k=25, seed=11)
+    expected = _in_memory(frame, **arguments)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    output = tmp_path / "out.parquet"
+    report, private = _out_of_core(ArrowSource(table), output, 500_000, batch_rows, **arguments)
+    _assert_same(output, expected, report, private)
+
+
+@pytest.mark.parametrize("n", [7, 13, 14])
+def test_one_or_two_clusters_and_the_remainder(tmp_path, n):
+    # n < 2k: one cluster of every row, no sort; n = 2k: two clusters of k
+    frame = _table(n)
+    arguments = _arguments(k=7)
+    expected = _in_memory(frame, **arguments)
+    output = tmp_path / "out.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    report, private = _out_of_core(ArrowSource(table), output, 2**26, 3, **arguments)
+    _assert_same(output, expected, report, private)
+    assert report.parameters["n_clusters"] == n // 7
+
+
+def test_float_columns_explicit_points_and_a_dataset_directory_output(tmp_path, monkeypatch):
+    from dpfast.engines import outofcore
+
+    monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
+    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    rng = np.random.default_rng(5)
+    # distances in a sliver of the key space: one top-bits bucket, refined histograms
+    frame = pd.DataFrame({"x": rng.uniform(5.0, 5.001, 5003), "y": rng.uniform(0, 1e-3, 5003)})
+    frame.loc[::50, "y"] = 0.0  # exact ties on one attribute
+    bounds = {"x": (0.0, 10.0), "y": (0.0, 1.0)}
+    points = [[0.0, 0.0], [10.0, 0.0], [0.0, 1.0]]
+    arguments = {"k": 10, "epsilon": 50.0, "bounds": bounds, "reference": points, "seed": 2}
+    expected = _in_memory(frame, **arguments)
+    spy = _Spy(monkeypatch)
+    report, private = _out_of_core(
+        ArrowSource(pa.Table.from_pandas(frame)), tmp_path / "out", 200_000, 333, **arguments
+    )
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
+    _assert_same(tmp_path / "out", expected, report, private)
+    assert spy.runs > 3 and spy.ranges > 3 * 2  # refined, in several ranges per order
+
+
+def test_as_published_warns_as_in_memory(tmp_path):
+    frame = _table(2000)
+    arguments = _arguments(k=50, calibration="as_published", epsilon=1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        expected = _in_memory(frame, **arguments)
+    with pytest.warns(PrivacyLeakWarning, match="really spends"):
+        report, private = _out_of_core(
+            ArrowSource(pa.Table.from_pandas(frame)),
+            tmp_path / "o.parquet",
+            2**26,
+            500,
+            **arguments,
+        )
+    _assert_same(tmp_path / "o.parquet", expected, report, private)
+
+
+def test_more_than_64_reference_points_are_refused_before_any_pass(tmp_path):
+    table = pa.table({f"x{j}": np.zeros(300) for j in range(7)})
+    bounds = {f"x{j}": (0.0, 1.0) for j in range(7)}
+    with pytest.raises(ValueError, match=r"128 distinct points.*at most 64.*'corners'"):
+        mdav_dp_dataset(
+            ArrowSource(table),
+            tmp_path / "o.parquet",
+            k=2,
+            epsilon=1.0,
+            bounds=bounds,
+            reference="cycling",
+            memory_limit=2**26,
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("memory", [140_000, 2**26])
+def test_more_equal_distances_than_fit_are_cut_by_values_codes_then_rows(
+    tmp_path, monkeypatch, memory
+):
+    rng = np.random.default_rng(4)
+    n = 6000
+    frame = pd.DataFrame(
+        {
+            "x": rng.integers(0, 3, n).astype(np.float64),
+            "y": rng.integers(0, 3, n).astype(np.float64),
+            "occupation": np.where(rng.random(n) < 0.5, "Sales", "Tech-support"),
+        }
+    )
+    # 2,200 rows at (2, 2), half of them per occupation: more than a sort holds (1,024
+    # rows at 140 kB), the same key, values and then code
+    block = rng.permutation(n)[:2200]
+    frame.loc[block, ["x", "y"]] = 2.0
+    frame.loc[block, "occupation"] = np.where(np.arange(2200) % 2 == 0, "Sales", "Tech-support")
+    arguments = {
+        "k": 50,
+        "epsilon": 5.0,
+        "bounds": {"x": (0.0, 4.0), "y": (0.0, 4.0)},
+        "taxonomies": {"occupation": adult_taxonomy("occupation")},
+        "seed": 9,
+    }
+    expected = _in_memory(frame, **arguments)
+    depth = [0]
+    select = engine._Components.select
+
+    def deepest(self, prefix, *rest):
+        depth[0] = max(depth[0], len(prefix))
+        return select(self, prefix, *rest)
+
+    monkeypatch.setattr(engine._Components, "select", deepest)
+    output = tmp_path / "o.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    report, private = _out_of_core(ArrowSource(table), output, memory, 1000, **arguments)
+    _assert_same(output, expected, report, private)
+    assert depth[0] == (3 if memory < 2**20 else 0)  # key, x, y, then the codes
+
+
+def test_cluster_arrays_must_fit_in_the_memory_limit(tmp_path):
+    table = pa.table({"x": np.arange(100_000, dtype=np.float64)})
+    with pytest.raises(ValueError, match=r"50,000 clusters.*raise the memory limit or k"):
+        mdav_dp_dataset(
+            ArrowSource(table),
+            tmp_path / "o.parquet",
+            k=2,
+            epsilon=1.0,
+            bounds={"x": (0.0, 1e5)},
+            memory_limit=1_000_000,
+        )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(np.nan, r"'x' has NaN or infinity at row 1234"), (None, r"missing value at row 1234.*mdav")],
+)
+def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
+    values = [float(i % 97) for i in range(3000)]
+    values[1234] = value
+    table = pa.table({"x": pa.array(values, pa.float64())})
+    with pytest.raises(ValueError, match=message):
+        mdav_dp_dataset(
+            ArrowSource(table),
+            tmp_path / "o.parquet",
+            k=5,
+            epsilon=1.0,
+            bounds={"x": (0.0, 100.0)},
+            memory_limit=2**26,
+            batch_rows=100,
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("phase", ["order", "clusters", "writing"])
+def test_interrupt_leaves_no_output(tmp_path, monkeypatch, phase):
+    from dpfast.engines import outofcore
+
+    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    table = pa.Table.from_pandas(_table(3000), preserve_index=False)
+
+    def progress(name: str, done: int, total: int) -> None:
+        if name.startswith(phase) and done > 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _out_of_core(
+            ArrowSource(table),
+            tmp_path / "o.parquet",
+            400_000,
+            500,
+            progress=progress,
+            **_arguments(),
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_merge_kernel_takes_the_first_untaken_rows_of_each_order():
+    from dpfast._kernels import insensitive_mdav, mdav_stream
+
+    rng = np.random.default_rng(0)
+    orders = np.stack([rng.permutation(40) for _ in range(3)]).astype(np.int64)
+    sequence = rng.integers(0, 3, size=40 // 4 - 1).astype(np.int64)
+    expected = insensitive_mdav.take_in_order(orders, sequence, 4)
+    # buffers of 3 rows and an output of 5: every refill and flush happens
+    buffers = np.zeros((3, 3), dtype=np.int64)
+    starts, stops, cursors = np.zeros(3, np.int64), np.zeros(3, np.int64), [0, 0, 0]
+    taken, out, state = np.zeros(5, np.uint8), np.empty(5, np.int64), np.zeros(3, np.int64)
+    labels, emitted = np.full(40, sequence.shape[0], dtype=np.int64), 0
+    while True:
+        status = mdav_stream.merge_orders(buffers, starts, stops, sequence, state, 4, taken, out)
+        if status < 0:
+            rows = out[: state[2]]
+            labels[rows] = (emitted + np.arange(rows.shape[0])) // 4
+            emitted += rows.shape[0]
+            state[2] = 0
+            if status == mdav_stream.MERGE_DONE:
+                break
+            continue
+        part = orders[status, cursors[status] : cursors[status] + 3]
+        buffers[status, : part.shape[0]] = part
+        starts[status], stops[status] = 0, part.shape[0]
+        cursors[status] += part.shape[0]
+    np.testing.assert_array_equal(labels, expected)
+
+
+def test_orderable_bits_keep_the_order_of_floats():
+    from dpfast._kernels import mdav_stream
+
+    keys = np.array([-np.inf, -2.5, -1e-300, 0.0, 1e-300, 0.5, 3.0, np.inf])
+    bits = mdav_stream.orderable_bits(keys)
+    assert (np.diff(bits.astype(object)) > 0).all()
