@@ -111,7 +111,9 @@ def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
     assert cli.main(["release", "mdav", str(workdir / "parts"), "-o", "x.parquet", "--k", "5"]) == 2
     err = capsys.readouterr().err
     assert "ir-dp (individual ranking, proven DP) or mdav-dp" in err
-    assert "ir-dp, laplace and mdav-dp run out of core" in err
+    from dpfast.cli._common import _OUT_OF_CORE
+
+    assert _OUT_OF_CORE in err and "mdav-dp" in _OUT_OF_CORE
 
 
 def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workdir, monkeypatch):
