@@ -1,0 +1,495 @@
+"""Out-of-core row-wise mechanisms over a Parquet dataset (docs/engines.md#row-wise-mechanisms).
+
+``randomized_response``, ``k_noise`` and ``k_pram`` release every row on its own: row
+``i``'s draws read word ``i`` of its column's keyed stream (and, rarely, the stream of
+nonce ``i + 1``), whatever batch row ``i`` is read in. So each released column is written
+batch by batch at its rows' places in a scratch file, and the columns that are not
+protected are copied unchanged, in their rows, as the in-memory functions do. What the
+mechanisms take from the whole column is small and computed first, in passes whose
+results are combined in any order:
+
+* randomized response: nothing (the domain is public); values outside it are counted;
+* k-noise: ``δ``, from the order statistics of the column (:mod:`dpfast.engines._order`);
+* k-PRAM: the intervals' counts, then the values of the records drawn as replacements
+  (:mod:`dpfast.engines._intervals`).
+
+Each release is the one the in-memory function gives for the same table and seed: the
+same data, dtypes and reports.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+import os
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dpfast import noise
+from dpfast._release import column_threads, noise_source
+from dpfast._release.columns import check_width
+from dpfast._validation import (
+    as_numeric_column,
+    check_columns,
+    check_k,
+    check_nonempty,
+    check_seed,
+)
+from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines.dataset import ColumnSource
+from dpfast.engines.outofcore import (
+    BATCH_ROWS,
+    DatasetRun,
+    Progress,
+    ScratchColumn,
+    _Limits,
+    _scratch_beside,
+    _scratch_name,
+    _write_and_publish,
+    coded_scratch,
+)
+
+Hook = Callable[[Report], None]
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where and how a release is written: the path, the limits, progress and the hooks."""
+
+    path: Path
+    limits: _Limits
+    progress: Progress | None
+    before_publish: Hook | None
+    after_publish: Callable[[], None] | None
+
+
+def _output(
+    output: str | os.PathLike[str],
+    memory_limit: int,
+    batch_rows: int,
+    progress: Progress | None,
+    before_publish: Hook | None,
+    after_publish: Callable[[], None] | None,
+) -> Output:
+    limits = _Limits(int(memory_limit), int(batch_rows))
+    return Output(Path(output), limits, progress, before_publish, after_publish)
+
+
+# ---------------------------------------------------------------------------------------
+# Writing columns at their rows' places, and copying the others
+
+
+def write_rows(
+    dataset: ColumnSource,
+    name: str,
+    path: Path,
+    batch_rows: int,
+    fn: Callable[[pa.Array, int], tuple[np.ndarray | None, Any]],
+) -> list[Any]:
+    """Write ``fn(batch, first_row)[0]`` at row ``first_row``'s place (8 bytes a row) of ``path``.
+
+    Returns the second items, in the order the batches came; a ``None`` array (an input
+    error found in the batch) is not written.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+
+        def batch(array: pa.Array, first_row: int) -> Any:
+            values, result = fn(array, first_row)
+            if values is not None:
+                data = np.ascontiguousarray(values).data.cast("B")
+                assert data.nbytes == 8 * len(array)
+                written = 0
+                while written < data.nbytes:
+                    written += os.pwrite(fd, data[written:], 8 * first_row + written)
+            return result
+
+        return list(dataset.map_column(name, batch_rows, batch))
+    finally:
+        os.close(fd)
+
+
+def float_scratch(scratch: Path, name: Hashable) -> ScratchColumn:
+    """Return a column written as float64 at its rows' places."""
+    path = scratch / _scratch_name(name)
+
+    def read(first: int, count: int) -> pa.Array:
+        return pa.array(np.fromfile(path, np.float64, count, offset=first * 8))
+
+    return ScratchColumn(str(name), pa.float64(), read)
+
+
+def copied_scratch(
+    dataset: ColumnSource, name: str, scratch: Path, batch_rows: int
+) -> ScratchColumn:
+    """Copy a column unchanged, batch by batch, into Arrow files; return it by row range.
+
+    Each batch goes to a file named after its first row, so the batches may come in any
+    order; rows ``[first, first + count)`` are then read from the files that hold them.
+    """
+    folder = scratch / f"copy-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:32]}"
+    folder.mkdir()
+
+    def batch(array: pa.Array, first_row: int) -> tuple[int, int, pa.DataType]:
+        if len(array):
+            schema = pa.schema([pa.field("v", array.type)])
+            with pa.OSFile(str(folder / f"{first_row:020d}.arrow"), "wb") as sink:
+                with pa.ipc.new_file(sink, schema) as writer:
+                    writer.write_batch(pa.record_batch([array], schema=schema))
+        return first_row, len(array), array.type
+
+    parts = sorted(p for p in dataset.map_column(name, batch_rows, batch) if p[1])
+    starts = [first for first, _, _ in parts]
+    arrow_type = parts[0][2] if parts else dataset.schema.field(name).type
+
+    def read(first: int, count: int) -> pa.Array:
+        pieces = []
+        i = bisect.bisect_right(starts, first) - 1
+        while count > 0:
+            start, rows, _ = parts[i]
+            with pa.memory_map(str(folder / f"{start:020d}.arrow")) as source:
+                column = pa.ipc.open_file(source).get_batch(0).column(0)
+                take = min(rows - (first - start), count)
+                piece = column.slice(first - start, take)
+                # a copy: the memory map is closed when the block ends
+                pieces.append(pa.concat_arrays([piece]))
+            first, count, i = first + take, count - take, i + 1
+        return cast(pa.Array, pa.chunked_array(pieces, arrow_type))
+
+    return ScratchColumn(name, arrow_type, read)
+
+
+def _columns_in_order(
+    dataset: ColumnSource, released: dict[str, ScratchColumn], scratch: Path, limits: _Limits
+) -> list[ScratchColumn]:
+    """Return the released columns and the others copied unchanged, in the dataset's order."""
+    return [
+        released[name]
+        if name in released
+        else copied_scratch(dataset, name, scratch, limits.batch_rows)
+        for name in dataset.names
+    ]
+
+
+def _publish(
+    dataset: ColumnSource,
+    run: DatasetRun,
+    released: dict[str, ScratchColumn],
+    scratch: Path,
+    out: Output,
+    report: Report,
+) -> None:
+    with run.phase("copy"):
+        columns = _columns_in_order(dataset, released, scratch, out.limits)
+    _write_and_publish(
+        scratch, out.path, columns, run, report, out.before_publish, out.after_publish
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Randomized response
+
+
+@dataclass
+class _Outside:
+    """What a pass found outside a domain: missing values, and values with their first row."""
+
+    missing: int = 0
+    first_rows: dict[Any, int] | None = None
+
+    def add(self, other: _Outside) -> None:
+        self.missing += other.missing
+        for value, row in (other.first_rows or {}).items():
+            if self.first_rows is None:
+                self.first_rows = {}
+            self.first_rows[value] = min(row, self.first_rows.get(value, row))
+
+
+def _outside(values: np.ndarray, bad: np.ndarray, first_row: int) -> _Outside:
+    """Count the missing values among ``bad`` and find the others' first rows."""
+    missing = pd.isna(values[bad])
+    rows = np.flatnonzero(bad)[~missing]
+    frame = pd.DataFrame({"value": values[rows], "row": rows + first_row})
+    frame = frame.drop_duplicates("value")
+    return _Outside(int(missing.sum()), dict(zip(frame["value"], frame["row"], strict=True)))
+
+
+def _check_outside(name: Hashable, found: _Outside) -> None:
+    """Refuse missing values or values outside the domain, as the in-memory function does."""
+    if found.missing:
+        raise ValueError(
+            f"column {name!r} has {found.missing} missing value(s); impute them with a public "
+            "rule, or add an explicit category for them to the domain"
+        )
+    if found.first_rows:
+        outside = sorted(found.first_rows, key=lambda value: found.first_rows[value])  # type: ignore[index]
+        shown = ", ".join(repr(v) for v in outside[:5])
+        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+        raise ValueError(
+            f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
+            "to the public domain or recode them (the domain is never taken from the data)"
+        )
+
+
+def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype[Any]:
+    """Return the NumPy dtype that a batch of ``arrow_type`` without missing values gives."""
+    return pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype  # type: ignore[no-any-return]
+
+
+def randomized_response_dataset(
+    dataset: ColumnSource,
+    output: str | os.PathLike[str],
+    *,
+    column: Hashable,
+    domain: Any,
+    epsilon: float | None = None,
+    retention: float | None = None,
+    seed: int | None = None,
+    memory_limit: int,
+    n_threads: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+    before_publish: Hook | None = None,
+    after_publish: Callable[[], None] | None = None,
+) -> tuple[Report, PrivateReport]:
+    """Release ``dataset`` with ``randomized_response`` into Parquet at ``output``.
+
+    The release of :func:`dpfast.randomized_response` for the same table: row ``i`` keeps
+    or replaces its value from word ``i`` of the column's key (:func:`dpfast.noise.
+    retain_or_replace` with ``start``), whatever batch it is read in; rows keep their
+    order and the other columns are copied unchanged. One pass over the column (codes,
+    checks and draws) and one over each other column; the memory is a few batches.
+    ``output``, the hooks and the return value are as for
+    :func:`dpfast.engines.outofcore.laplace_dp_dataset`.
+    """
+    from dpfast.methods import randomized_response as method
+
+    start = time.perf_counter()
+    run = DatasetRun("randomized_response", None, progress, dataset=dataset)
+    out = _output(output, memory_limit, batch_rows, progress, before_publish, after_publish)
+    with run.phase("validate"):
+        check_nonempty(dataset.n_rows)
+        (name,) = check_columns([column], dataset.names, name="column")
+        categories = method._domain_values(domain)
+        m = len(categories)
+        keep, epsilon, retention = method._keep(epsilon, retention, m)
+        seed = check_seed(seed)
+        threads = column_threads(n_threads)
+        dtype = _numpy_dtype(dataset.schema.field(str(name)).type)
+        typed = method._in_column_type(categories, np.empty(0, dtype=dtype))
+    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    ledger = Ledger(math.log(gamma))
+    entry = ledger.plan(method._entry(name, ledger.total, keep / noise.KEEP_DENOMINATOR))
+    key = noise_source(seed).key("randomized_response", str(name))
+    index = pd.Index(typed)
+    code_dtype = method._code_dtype(m)
+    pool = np.arange(m, dtype=code_dtype)
+
+    def batch(array: pa.Array, first_row: int) -> tuple[np.ndarray | None, _Outside]:
+        values = array.to_numpy(zero_copy_only=False)
+        codes = index.get_indexer(values)
+        bad = codes < 0
+        if bad.any():
+            return None, _outside(values, bad, first_row)
+        drawn = noise.retain_or_replace(
+            key, keep, codes.astype(code_dtype), pool, start=first_row, n_threads=threads
+        )
+        return drawn.astype(np.int64), _Outside()
+
+    with _scratch_beside(out.path) as scratch:
+        with run.phase("perturb"):
+            run.tick(f"column {name}", 0, 1)
+            found = _Outside()
+            for part in write_rows(
+                dataset, str(name), scratch / _scratch_name(name), out.limits.batch_rows, batch
+            ):
+                found.add(part)
+            _check_outside(name, found)
+            ledger.spend(entry)
+            run.released[name] = np.empty(0)
+        labels = pa.array(_decoded(typed))
+        report, private = run.reports(
+            **method._report_fields(name, categories, keep, epsilon, retention, ledger, seed)
+        )
+        released = {str(name): coded_scratch(scratch, name, labels)}
+        _publish(dataset, run, released, scratch, out, report)
+    private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _decoded(domain: list[Any]) -> np.ndarray:
+    """Return the labels the in-memory release decodes codes into, in the domain's order."""
+    array = np.asarray(domain)
+    if array.dtype.kind in "USO":
+        array = np.asarray(domain, dtype=object)
+    return array
+
+
+# ---------------------------------------------------------------------------------------
+# Numeric columns of k-noise and k-PRAM
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """What one pass finds in a numeric column: its range and its non-finite values."""
+
+    lo: float
+    hi: float
+    non_finite: int
+    first_bad: int
+    first_kind: str
+
+
+def float_values(array: pa.Array) -> np.ndarray:
+    """One batch of a numeric column as float64 (missing values as NaN)."""
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def column_stats(dataset: ColumnSource, name: str, batch_rows: int) -> ColumnStats:
+    """One pass: a numeric column's min and max, and its non-finite values."""
+
+    def batch(array: pa.Array, first_row: int) -> ColumnStats:
+        values = float_values(array)
+        bad = ~np.isfinite(values)
+        count = int(bad.sum())
+        if count:
+            first = int(np.argmax(bad))
+            kind = "NaN or missing" if np.isnan(values[first]) else "infinite"
+            return ColumnStats(math.inf, -math.inf, count, first_row + first, kind)
+        if not values.shape[0]:
+            return ColumnStats(math.inf, -math.inf, 0, -1, "")
+        return ColumnStats(float(values.min()), float(values.max()), 0, -1, "")
+
+    lo, hi, count, first, kind = math.inf, -math.inf, 0, -1, ""
+    for part in dataset.map_column(name, batch_rows, batch):
+        lo, hi, count = min(lo, part.lo), max(hi, part.hi), count + part.non_finite
+        if part.non_finite and (first < 0 or part.first_bad < first):
+            first, kind = part.first_bad, part.first_kind
+    return ColumnStats(lo, hi, count, first, kind)
+
+
+def numeric_names(dataset: ColumnSource, columns: Sequence[Hashable] | None) -> list[Hashable]:
+    """Return the selected columns, refusing the types the in-memory functions refuse."""
+    selected = check_columns(columns, dataset.names)
+    for name in selected:
+        as_numeric_column(
+            np.empty(0, dtype=_numpy_dtype(dataset.schema.field(str(name)).type)), name
+        )
+    return selected
+
+
+def checked_stats(
+    dataset: ColumnSource, names: Sequence[Hashable], limits: _Limits, run: DatasetRun
+) -> dict[Hashable, ColumnStats]:
+    """One pass per column: ranges, refusing non-finite values as the in-memory functions do."""
+    stats = {}
+    for name in names:
+        run.tick(f"checking {name}", 0, 1)
+        found = column_stats(dataset, str(name), limits.batch_rows)
+        if found.non_finite:
+            raise ValueError(
+                f"column {name!r} has {found.non_finite} non-finite value(s) (first at row "
+                f"{found.first_bad}: {found.first_kind}); drop or impute them with a public "
+                "rule before the release"
+            )
+        stats[name] = found
+    return stats
+
+
+def is_integer_type(arrow_type: pa.DataType) -> bool:
+    """Whether a column of ``arrow_type`` is an integer column (as NumPy sees it)."""
+    return bool(pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type))
+
+
+# ---------------------------------------------------------------------------------------
+# k-noise
+
+
+def k_noise_dataset(
+    dataset: ColumnSource,
+    output: str | os.PathLike[str],
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    memory_limit: int,
+    n_threads: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+    before_publish: Hook | None = None,
+    after_publish: Callable[[], None] | None = None,
+) -> tuple[Report, PrivateReport]:
+    """Release ``dataset`` with ``k_noise`` into Parquet at ``output``, within ``memory_limit``.
+
+    The release of :func:`dpfast.k_noise` for the same table. Per protected column: one
+    pass checks the values and finds the range; ``δ`` comes from the order statistics
+    (:func:`dpfast.engines._order.knoise_extremes`: one more pass when the column fits in
+    ``memory_limit``, else a histogram pass and one pass per range of sorted keys); a last
+    pass adds row ``i`` the uniform draw of word ``i`` of the column's key. Rows keep their
+    order; the other columns are copied unchanged.
+    """
+    from dpfast.engines._order import knoise_extremes
+    from dpfast.methods import k_noise as method
+
+    start = time.perf_counter()
+    run = DatasetRun("k_noise", None, progress, dataset=dataset)
+    out = _output(output, memory_limit, batch_rows, progress, before_publish, after_publish)
+    with run.phase("validate"):
+        k = check_k(k, dataset.n_rows)
+        seed = check_seed(seed)
+        names = numeric_names(dataset, columns)
+        threads = column_threads(n_threads)
+        stats = checked_stats(dataset, names, out.limits, run)
+    source = noise_source(seed)
+    deltas: dict[str, float] = {}
+    spans: dict[str, float] = {}
+    released: dict[str, ScratchColumn] = {}
+    with _scratch_beside(out.path) as scratch:
+        for name in names:
+            with run.phase("delta"):
+                lo, hi = check_width(stats[name].lo, stats[name].hi, dataset.n_rows, name)
+                if hi == lo:
+                    delta, span = math.nextafter(0.0, math.inf), 0.0
+                else:
+                    extremes = knoise_extremes(dataset, str(name), k, lo, hi, out.limits, run)
+                    delta, span = method.delta_from_extremes(*extremes)
+            with run.phase("noise"):
+                run.tick(f"column {name}", 0, 1)
+                key = source.key("k_noise", "uniform-noise", str(name))
+                _add_noise(dataset, str(name), key, delta, threads, scratch, out.limits)
+            run.released[name] = np.empty(0)
+            released[str(name)] = float_scratch(scratch, name)
+            deltas[str(name)] = delta
+            spans[str(name)] = span
+        integer = [str(n) for n in names if is_integer_type(dataset.schema.field(str(n)).type)]
+        report, private = run.reports(**method._report_fields(k, seed, integer, deltas, spans))
+        _publish(dataset, run, released, scratch, out, report)
+    private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _add_noise(
+    dataset: ColumnSource,
+    name: str,
+    key: np.ndarray,
+    delta: float,
+    threads: int,
+    scratch: Path,
+    limits: _Limits,
+) -> None:
+    """Write ``value + δ T`` of every row at its place, ``T`` from word ``row`` of ``key``."""
+
+    def batch(array: pa.Array, first_row: int) -> tuple[np.ndarray, None]:
+        values = float_values(array)
+        return noise.add_uniform(key, values, delta, start=first_row, n_threads=threads), None
+
+    write_rows(dataset, name, scratch / _scratch_name(name), limits.batch_rows, batch)
