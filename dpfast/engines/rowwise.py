@@ -35,13 +35,15 @@ import pandas as pd
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast._release import column_threads, noise_source
+from dpfast._release import column_threads, keep_numerator, noise_source
 from dpfast._release.columns import check_width
 from dpfast._validation import (
     as_numeric_column,
     check_columns,
     check_k,
+    check_k_anonymity,
     check_nonempty,
+    check_retention,
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
@@ -94,28 +96,35 @@ def write_rows(
     path: Path,
     batch_rows: int,
     fn: Callable[[pa.Array, int], tuple[np.ndarray | None, Any]],
+    adjust: Callable[[np.ndarray, int], np.ndarray] | None = None,
 ) -> list[Any]:
     """Write ``fn(batch, first_row)[0]`` at row ``first_row``'s place (8 bytes a row) of ``path``.
 
-    Returns the second items, in the order the batches came; a ``None`` array (an input
-    error found in the batch) is not written.
+    ``adjust(values, first_row)``, if given, runs where the file is written, on the
+    values of each batch before they are written. Returns the second items, in the order
+    the batches came; a ``None`` array (an input error found in the batch) is not written.
     """
+
+    def batch(array: pa.Array, first_row: int) -> tuple[int, np.ndarray | None, Any]:
+        values, result = fn(array, first_row)
+        return first_row, values, result
+
+    results = []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-
-        def batch(array: pa.Array, first_row: int) -> Any:
-            values, result = fn(array, first_row)
-            if values is not None:
-                data = np.ascontiguousarray(values).data.cast("B")
-                assert data.nbytes == 8 * len(array)
-                written = 0
-                while written < data.nbytes:
-                    written += os.pwrite(fd, data[written:], 8 * first_row + written)
-            return result
-
-        return list(dataset.map_column(name, batch_rows, batch))
+        for first_row, values, result in dataset.map_column(name, batch_rows, batch):
+            results.append(result)
+            if values is None:
+                continue
+            if adjust is not None:
+                values = adjust(values, first_row)
+            data = np.ascontiguousarray(values).data.cast("B")
+            written = 0
+            while written < data.nbytes:
+                written += os.pwrite(fd, data[written:], 8 * first_row + written)
     finally:
         os.close(fd)
+    return results
 
 
 def float_scratch(scratch: Path, name: Hashable) -> ScratchColumn:
@@ -493,3 +502,94 @@ def _add_noise(
         return noise.add_uniform(key, values, delta, start=first_row, n_threads=threads), None
 
     write_rows(dataset, name, scratch / _scratch_name(name), limits.batch_rows, batch)
+
+
+# ---------------------------------------------------------------------------------------
+# k-PRAM
+
+
+def typed_scratch(scratch: Path, name: Hashable, dtype: np.dtype[Any]) -> ScratchColumn:
+    """Return a column written as float64 at its rows' places, released as ``dtype``."""
+    path = scratch / _scratch_name(name)
+    arrow_type = pa.from_numpy_dtype(dtype)
+
+    def read(first: int, count: int) -> pa.Array:
+        return pa.array(np.fromfile(path, np.float64, count, offset=first * 8).astype(dtype))
+
+    return ScratchColumn(str(name), arrow_type, read)
+
+
+def k_pram_dataset(
+    dataset: ColumnSource,
+    output: str | os.PathLike[str],
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    retention: float = 0.5,
+    seed: int | None = None,
+    memory_limit: int,
+    n_threads: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+    before_publish: Hook | None = None,
+    after_publish: Callable[[], None] | None = None,
+) -> tuple[Report, PrivateReport]:
+    """Release ``dataset`` with ``k_pram`` into Parquet at ``output``, within ``memory_limit``.
+
+    The release of :func:`dpfast.k_pram` for the same table. Per protected column: one pass
+    checks the values and finds the range; the intervals come from a histogram pass (and
+    exact counts where it cannot decide, as in memory); the replacements from two passes
+    per window of pool positions (:mod:`dpfast.engines._intervals`); a last pass writes
+    the column. Rows keep their order; the other columns are copied unchanged.
+    """
+    from dpfast.engines._intervals import find_intervals, find_replacements
+    from dpfast.methods import k_pram as method
+
+    start = time.perf_counter()
+    run = DatasetRun("k_pram", None, progress, dataset=dataset)
+    out = _output(output, memory_limit, batch_rows, progress, before_publish, after_publish)
+    with run.phase("validate"):
+        k = check_k_anonymity(k, dataset.n_rows, "k-PRAM")
+        retention = check_retention(retention)
+        seed = check_seed(seed)
+        names = numeric_names(dataset, columns)
+        column_threads(n_threads)
+        stats = checked_stats(dataset, names, out.limits, run)
+    keep = keep_numerator(retention)
+    source = noise_source(seed)
+    intervals: dict[str, int] = {}
+    widths: dict[str, float] = {}
+    smallest: dict[str, int] = {}
+    released: dict[str, ScratchColumn] = {}
+    with _scratch_beside(out.path) as scratch:
+        for name in names:
+            with run.phase("intervals"):
+                lo, hi = check_width(stats[name].lo, stats[name].hi, dataset.n_rows, name)
+                found = find_intervals(dataset, str(name), k, lo, hi, out.limits)
+            with run.phase("pram"):
+                key = source.key("k_pram", "retain-or-replace", str(name))
+                replacements = find_replacements(
+                    dataset, str(name), found, key, keep, scratch, out.limits, run
+                )
+                path = scratch / _scratch_name(name)
+                write_rows(
+                    dataset, str(name), path, out.limits.batch_rows, _as_floats, replacements.apply
+                )
+            arrow_type = dataset.schema.field(str(name)).type
+            dtype = (
+                _numpy_dtype(arrow_type) if is_integer_type(arrow_type) else np.dtype(np.float64)
+            )
+            run.released[name] = np.empty(0)
+            released[str(name)] = typed_scratch(scratch, name, dtype)
+            intervals[str(name)] = found.m
+            widths[str(name)] = (hi - lo) / found.m
+            smallest[str(name)] = int(found.counts.min())
+        fields = method._report_fields(k, retention, keep, seed, intervals, widths, smallest)
+        report, private = run.reports(**fields)
+        _publish(dataset, run, released, scratch, out, report)
+    private.timings["total"] = time.perf_counter() - start
+    return report, private
+
+
+def _as_floats(array: pa.Array, first_row: int) -> tuple[np.ndarray, None]:
+    return float_values(array), None
