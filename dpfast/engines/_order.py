@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from dpfast._kernels import mechanisms as _kernels
 from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import DatasetRun, _chunks, _Limits
+from dpfast.engines.outofcore import DatasetRun, _Limits
 
 #: Bytes of working memory per value of a sorted range (the values, the sort, the
 #: differences and their errors, and slack).
@@ -153,11 +153,40 @@ def knoise_extremes(
         else:
             shift = max(0, (range_hi - range_lo - 1).bit_length() - _HISTOGRAM_BITS)
             counts = histogram(range_lo, range_hi, shift)
-            _chunks(counts, range_lo, range_hi, shift, first_rank, room, process)
+            _cut(counts, range_lo, range_hi, shift, first_rank, room, process)
 
     process(0, span + 1, 0, n)
     assert sweep.rank == n
     return sweep.extremes(lo, hi)
+
+
+def _cut(
+    counts: np.ndarray,
+    lo: int,
+    hi: int,
+    shift: int,
+    first_rank: int,
+    capacity: int,
+    process: Callable[[int, int, int, int], None],
+) -> None:
+    """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` values.
+
+    Each run starts at a non-empty bucket and ends with one, so a bucket above
+    ``capacity`` is a run of its own, one bucket wide: refining it always narrows it.
+    """
+    rank = first_rank
+    run: list[int] = []  # first and last bucket of the run
+    held = 0
+    for b in np.flatnonzero(counts).tolist():
+        count = int(counts[b])
+        if run and held + count > capacity:
+            process(lo + (run[0] << shift), min(hi, lo + ((run[1] + 1) << shift)), rank, held)
+            rank += held
+            run, held = [], 0
+        run = [run[0] if run else b, b]
+        held += count
+    if run:
+        process(lo + (run[0] << shift), min(hi, lo + ((run[1] + 1) << shift)), rank, held)
 
 
 def _pieces(count: int, size: int) -> Iterator[int]:
