@@ -211,14 +211,14 @@ def test_mdav_refuses_data_beyond_its_memory_naming_the_alternatives(workdir, ca
     assert cli.main(["release", "mdav", *paths, "--k", "5", "--memory-limit", "600kB"]) == 0
 
 
-@pytest.mark.parametrize(("method", "extra"), [("mdav", []), ("k-noise", [])])
+@pytest.mark.parametrize(("method", "extra"), [("mdav", []), ("individual-ranking", [])])
 def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     workdir, capsys, method, extra
 ):
     paths = [str(workdir / "parts"), "-o", str(workdir / "k.parquet")]
     assert cli.main(["release", method, *paths, "--k", "5", *extra]) == 2
     err = capsys.readouterr().err
-    assert "is a directory or a glob" in err and "ir-dp and laplace run out of core" in err
+    assert "is a directory or a glob" in err and "k-pram and randomized-response run out" in err
 
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):
