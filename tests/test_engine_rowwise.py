@@ -246,6 +246,12 @@ def _with_column(table: pa.Table, name: str, values) -> pa.Table:
             {"column": "occupation", "domain": OCCUPATIONS, "epsilon": 1.0},
             ("occupation", [None] * 3),
         ),
+        (  # a dictionary column's missing values are missing, not a category
+            dpfast.randomized_response,
+            randomized_response_dataset,
+            {"column": "shade", "domain": ["red", "green", "blue"], "epsilon": 1.0},
+            ("shade", [None] * 2),
+        ),
         (
             dpfast.randomized_response,
             randomized_response_dataset,
