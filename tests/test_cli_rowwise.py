@@ -163,3 +163,22 @@ def test_engine_refusals_name_the_fix(workdir, capsys, method, options):
     assert "--force" in capsys.readouterr().err
     assert _run(workdir, method, "parts", "taken", *options, "--force") == 0
     assert pq.read_table(workdir / "taken").num_rows == N
+
+
+def test_an_interrupt_while_writing_refunds_the_budget_and_leaves_no_output(workdir, monkeypatch):
+    from dpfast.budget import BudgetFile
+    from dpfast.engines import outofcore
+
+    budget = workdir / "b.json"
+    assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outofcore, "_stitch", interrupted)
+    args = ["--column", "sex", "--domain", "Male,Female", "--epsilon", "0.5"]
+    assert (
+        _run(workdir, "randomized-response", "parts", "rr", *args, "--budget", str(budget)) == 130
+    )
+    assert BudgetFile(budget).remaining() == pytest.approx(2.0)
+    assert not [p.name for p in workdir.iterdir() if p.name.lstrip(".").startswith("rr")]
