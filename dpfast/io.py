@@ -75,6 +75,9 @@ class TableData:
                 return series.to_numpy(dtype=object)  # type: ignore[no-any-return]
         chunked = self.source.column(name)
         if chunked.null_count:
+            if pa.types.is_dictionary(chunked.type):
+                # ChunkedArray.to_numpy decodes a null's index as if it were a category
+                chunked = chunked.cast(chunked.type.value_type)
             return chunked.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
         if chunked.num_chunks == 1:
             return chunked.chunk(0).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]

@@ -211,7 +211,7 @@ def test_mdav_refuses_data_beyond_its_memory_naming_the_alternatives(workdir, ca
     assert cli.main(["release", "mdav", *paths, "--k", "5", "--memory-limit", "600kB"]) == 0
 
 
-@pytest.mark.parametrize(("method", "extra"), [("mdav", []), ("k-noise", [])])
+@pytest.mark.parametrize(("method", "extra"), [("mdav", []), ("individual-ranking", [])])
 def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     workdir, capsys, method, extra
 ):
@@ -220,6 +220,7 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     err = capsys.readouterr().err
     assert "is a directory or a glob" in err and "run out of core" in err and "ir-dp" in err
     assert "mdav-dp" in err and "diffgen" in err
+    assert "k-pram" in err and "randomized-response" in err
 
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):

@@ -129,3 +129,40 @@ def retain_or_replace_kernel(
             out[rows[t]] = pool[sources[t]]
         n_replaced = 0
         base += 128
+
+
+@jit
+def retain_draws_kernel(key, start, first, last, keep, groups, group_size, out):
+    """Draw as :func:`retain_or_replace_kernel` does, without a pool: ``-1`` or ``U``.
+
+    ``out[i]`` is ``-1`` when row ``i`` keeps its value, else the index ``U`` of its
+    replacement within its group's slice (``first <= i < last``), from the same words
+    and rule as :func:`retain_or_replace_kernel`. ``groups``: int64[n] (empty: group 0
+    for every row); ``group_size``: int64; ``out``: int64[n]. O(last - first).
+    """
+    lanes = new_lanes()
+    buf = lanes.words
+    kt = key_tuple(key)
+    single = groups.shape[0] == 0
+    q0 = start + first
+    base = (q0 // 128) * 128
+    q_end = start + last
+    while base < q_end:
+        counter_blocks(key, 0, base // 8, lanes)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
+        for q in range(lo, hi):
+            w = buf[q - base]
+            i = q - start
+            if (w & _MASK32) < keep:
+                out[i] = -1
+                continue
+            size = group_size[0 if single else groups[i]]
+            hu = np.uint64(size)
+            prod = (w >> np.uint64(32)) * hu
+            low = prod & _MASK32
+            if low < hu and low < (_TWO32 - hu) % hu:
+                out[i] = _spill_uniform(kt, q, size)
+            else:
+                out[i] = np.int64(prod >> np.uint64(32))
+        base += 128

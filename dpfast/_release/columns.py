@@ -135,13 +135,18 @@ def taxonomy_parameters(categorical: Sequence[CategoricalColumn]) -> dict[str, A
 def value_range(values: np.ndarray, name: Hashable) -> tuple[float, float]:
     """Return a column's ``(min, max)``; refuse a width that float64 cannot divide by."""
     lo, hi = _mechanism_kernels.min_max(values)
+    return check_width(float(lo), float(hi), values.shape[0], name)
+
+
+def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, float]:
+    """Return ``(lo, hi)``, the range of ``n`` values; refuse a width float64 cannot divide by."""
     width = float(hi) - float(lo)
     if not math.isfinite(width):
         raise ValueError(
             f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
             "column first"
         )
-    if width > 0 and not math.isfinite(values.shape[0] / width):
+    if width > 0 and not math.isfinite(n / width):
         raise ValueError(
             f"column {name!r}: its values differ by less than float64 can divide "
             f"(range {width!r}); rescale the column first"

@@ -332,7 +332,15 @@ def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
 
 #: The release methods that run on the column engine (out of core, datasets); what the
 #: methods that run in memory only say about datasets beyond memory.
-OUT_OF_CORE_METHODS = ("ir-dp", "laplace", "mdav-dp", "diffgen")
+OUT_OF_CORE_METHODS = (
+    "ir-dp",
+    "laplace",
+    "mdav-dp",
+    "diffgen",
+    "k-noise",
+    "k-pram",
+    "randomized-response",
+)
 _OUT_OF_CORE = (
     f"{', '.join(OUT_OF_CORE_METHODS[:-1])} and {OUT_OF_CORE_METHODS[-1]} run out of core "
     "(--memory-limit, see docs/engines.md)"

@@ -51,7 +51,7 @@ def _unsupported(args: argparse.Namespace) -> list[str]:
         found.append(f"--linkage {args.linkage}")
     if not getattr(args, "shuffle", True):
         found.append("--no-shuffle")
-    if args.unprotected != "drop":
+    if getattr(args, "unprotected", "drop") != "drop":
         found.append(f"--unprotected {args.unprotected}")
     if _is_text(args.output):
         found.append(f"a {Path(args.output).suffix} output")
@@ -76,7 +76,8 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
     """Return whether the engine runs this release; refuse what it cannot run.
 
     ``ir-dp`` runs on the engine whenever it can (one column at a time saves memory);
-    ``laplace`` only when a dataset or ``--memory-limit`` asks for it.
+    ``laplace``, ``k-noise``, ``k-pram`` and ``randomized-response`` only when a dataset
+    or ``--memory-limit`` asks for it.
     """
     unsupported = _unsupported(args)
     if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
@@ -160,7 +161,11 @@ def run_release(args: argparse.Namespace, method: str) -> int:
 
 
 def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> int:
+    from dpfast.cli._rowwise import ROWWISE, release_rowwise
     from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+
+    if method in ROWWISE:
+        return release_rowwise(args, method, memory)
 
     with _spending(args, method):
         source, schema = _source(args, method)

@@ -22,6 +22,7 @@ from dpfast.cli._common import (
     _run_release,
     _spending,
 )
+from dpfast.cli._numeric import _memory_argument
 
 _K_NOISE_EXAMPLES = """\
 examples:
@@ -63,6 +64,7 @@ def _k_noise_arguments(parser: argparse.ArgumentParser, smallest_k: int = 1) -> 
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _memory_argument(parser)
     _quiet_argument(parser)
 
 
@@ -90,6 +92,7 @@ def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--retention", type=_number, help="probability of keeping a value")
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
+    _memory_argument(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 
@@ -101,6 +104,7 @@ def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
 
 
 def _release_k_noise(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.k_noise import k_noise
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
@@ -113,10 +117,13 @@ def _release_k_noise(args: argparse.Namespace) -> int:
         )
 
     _note(args, "k-noise's noise width depends on the data: NOT differentially private")
+    if _engine.runs_on_engine(args, "k-noise"):
+        return _engine.run_release(args, "k-noise")
     return _run_release(args, "k-noise", call)
 
 
 def _release_k_pram(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.k_pram import k_pram
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
@@ -130,49 +137,60 @@ def _release_k_pram(args: argparse.Namespace) -> int:
         )
 
     _note(args, "k-PRAM's intervals depend on the data: NOT differentially private")
+    if _engine.runs_on_engine(args, "k-pram"):
+        return _engine.run_release(args, "k-pram")
     return _run_release(args, "k-pram", call)
 
 
 def _release_randomized_response(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.randomized_response import randomized_response
     from dpfast.schema import Schema
 
+    if _engine.runs_on_engine(args, "randomized-response"):
+        return _engine.run_release(args, "randomized-response")
     _check_paths(args)
     with _spending(args, "randomized-response"):
         table = _read_input(args)
-        domain: Any = args.domain
+        schema = None
         if args.schema is not None:
             schema = Schema.from_json(args.schema)
             table = schema.check_table(table)
-            taxonomy = schema[args.column].taxonomy if args.column in schema else None
-            if domain is None:
-                if taxonomy is None:
-                    raise ValueError(
-                        f"{args.schema}: column {args.column!r} has no taxonomy to take the "
-                        "domain from; add one, or pass --domain"
-                    )
-                from dpfast.taxonomy import as_taxonomy
-
-                domain = as_taxonomy(taxonomy, args.column)
-        if domain is None:
-            raise ValueError(
-                "the domain is required: pass --domain with the public categories, or --schema "
-                "with a taxonomy for the column"
-            )
         release = randomized_response(
             table,
             column=args.column,
-            domain=domain,
+            domain=rr_domain(args, schema),
             epsilon=args.epsilon,
             retention=args.retention,
             seed=args.seed,
             n_threads=args.threads,
         )
-        if args.schema is not None:
+        if schema is not None:
             release = dataclasses.replace(
                 release, report=_mark_from_data(release.report, schema, args)
             )
         return _finish(args, release)
+
+
+def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
+    """Return randomized response's domain: ``--domain``, or the column's taxonomy."""
+    domain: Any = args.domain
+    if schema is not None and domain is None:
+        taxonomy = schema[args.column].taxonomy if args.column in schema else None
+        if taxonomy is None:
+            raise ValueError(
+                f"{args.schema}: column {args.column!r} has no taxonomy to take the "
+                "domain from; add one, or pass --domain"
+            )
+        from dpfast.taxonomy import as_taxonomy
+
+        domain = as_taxonomy(taxonomy, args.column)
+    if domain is None:
+        raise ValueError(
+            "the domain is required: pass --domain with the public categories, or --schema "
+            "with a taxonomy for the column"
+        )
+    return domain
 
 
 COMMANDS = (

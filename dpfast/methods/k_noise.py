@@ -87,9 +87,19 @@ def _minimal_delta(values: np.ndarray, k: int, name: Hashable) -> tuple[float, f
         return math.nextafter(0.0, math.inf), 0.0
     n = values.shape[0]
     n_buckets = max(1, min(n, max(1024, n // 16)))
-    x1, xk, xnk, xn, inner_lo, inner_hi, has_inner = _kernels.knoise_extremes(values, k, n_buckets)
+    return delta_from_extremes(*_kernels.knoise_extremes(values, k, n_buckets))
+
+
+def delta_from_extremes(
+    x1: float, xk: float, xnk: float, xn: float, inner_lo: float, inner_hi: float, inner: bool
+) -> tuple[float, float]:
+    """Return ``(δ, D_k)`` from the order statistics of :func:`minimal_delta` (exactly).
+
+    ``x1, xk, xnk, xn`` are ``X_(1), X_(k), X_(n-k+1), X_(n)``; ``(inner_lo, inner_hi)``
+    the pair ``(X_(i), X_(i+k))`` of largest difference, when ``inner`` (``n > k``).
+    """
     d = max(Fraction(xk) - Fraction(x1), Fraction(xn) - Fraction(xnk))
-    if has_inner:
+    if inner:
         d = max(d, (Fraction(inner_hi) - Fraction(inner_lo)) / 2)
     return _smallest_double_above(d / 2), float(d)
 
@@ -171,21 +181,26 @@ def k_noise(
             )
         deltas[str(column.name)] = delta
         spans[str(column.name)] = span
-    result = run.assemble()
     integer = [str(c.name) for c in protected if c.integer]
-    return run.finish(
-        result,
-        parameters={
+    return run.finish(run.assemble(), **_report_fields(k, seed, integer, deltas, spans))
+
+
+def _report_fields(
+    k: int, seed: int | None, integer: list[str], deltas: dict[str, float], spans: dict[str, float]
+) -> dict[str, Any]:
+    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    return {
+        "parameters": {
             "k": k,
             "noise": "uniform on (-delta, delta)",
             "delta_rule": "smallest double above D_k / 2 (docs/design.md#k-noise)",
         },
-        guarantee=not_dp_guarantee(
+        "guarantee": not_dp_guarantee(
             "delta is computed from the data (the spread of the k nearest values), so the "
             "noise scale itself reveals information about the records."
         ),
-        seed=seed,
-        sampler=noise.UNIFORM_SAMPLER_NAME,
-        notes=[f"integer column(s) {integer} are released as floats"] if integer else [],
-        private={"deltas": deltas, "d_k": spans},
-    )
+        "seed": seed,
+        "sampler": noise.UNIFORM_SAMPLER_NAME,
+        "notes": [f"integer column(s) {integer} are released as floats"] if integer else [],
+        "private": {"deltas": deltas, "d_k": spans},
+    }

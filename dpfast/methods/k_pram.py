@@ -5,7 +5,7 @@ See docs/design.md#k-pram.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,18 +27,40 @@ from dpfast._validation import check_k_anonymity, check_retention, check_seed
 
 def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
     """k-PRAM's number of intervals ``m`` and the exact count of each (docs/design.md#k-pram)."""
-    n = values.shape[0]
     width = hi - lo
-    if width == 0:
+    return search_intervals(
+        values.shape[0],
+        k,
+        width == 0,
+        lambda b: _kernels.bucket_counts(values, lo, b / width, b),
+        lambda m: _kernels.interval_counts(values, lo, m / width, m),
+    )
+
+
+def search_intervals(
+    n: int,
+    k: int,
+    constant: bool,
+    bucket_starts: Callable[[int], np.ndarray],
+    interval_counts: Callable[[int], np.ndarray],
+) -> tuple[int, np.ndarray]:
+    """Return k-PRAM's ``m`` and the count of each interval, from counts of the column.
+
+    ``bucket_starts(b)`` is :func:`dpfast._kernels.mechanisms.bucket_counts` of the column
+    with ``b`` fine buckets over its range, ``interval_counts(m)`` the exact counts of ``m``
+    intervals (:func:`dpfast._kernels.mechanisms.interval_counts`); ``constant`` when every
+    value is the same. The bisection over ``[1, n // k]`` asks for exact counts only where
+    the fine histogram cannot decide.
+    """
+    if constant:
         return 1, np.array([n], dtype=np.int64)
     n_buckets = max(1, min(n, max(1024, n // 16)))
-    starts = _kernels.bucket_counts(values, lo, n_buckets / width, n_buckets)
+    starts = bucket_starts(n_buckets)
 
     def valid(m: int) -> bool:
         status = _kernels.interval_check(starts, m, k)
         if status == -1:
-            counts = _kernels.interval_counts(values, lo, m / width, m)
-            return bool(counts.min() >= k)
+            return bool(interval_counts(m).min() >= k)
         return bool(status == 1)
 
     low, high = 1, n // k
@@ -50,7 +72,7 @@ def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[i
             else:
                 high = middle
         high = low
-    counts = _kernels.interval_counts(values, lo, high / width, high)
+    counts = interval_counts(high)
     if counts.min() < k:  # pragma: no cover - the checks above are exact
         raise AssertionError("k-PRAM interval search returned an invalid split")
     return high, counts
@@ -156,20 +178,34 @@ def k_pram(
         widths[str(column.name)] = (hi - lo) / m
         smallest[str(column.name)] = int(counts.min())
     return run.finish(
-        run.assemble(),
-        parameters=_parameters(k, retention, keep),
-        guarantee=not_dp_guarantee(
+        run.assemble(), **_report_fields(k, retention, keep, seed, intervals, widths, smallest)
+    )
+
+
+def _report_fields(
+    k: int,
+    retention: float,
+    keep: int,
+    seed: int | None,
+    intervals: dict[str, int],
+    widths: dict[str, float],
+    smallest: dict[str, int],
+) -> dict[str, Any]:
+    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    return {
+        "parameters": _parameters(k, retention, keep),
+        "guarantee": not_dp_guarantee(
             "the intervals are computed from the data, and each replacement is another "
             "record's exact value."
         ),
-        seed=seed,
-        sampler=noise.RETAIN_SAMPLER_NAME,
-        private={
+        "seed": seed,
+        "sampler": noise.RETAIN_SAMPLER_NAME,
+        "private": {
             "intervals": intervals,
             "interval_width": widths,
             "smallest_interval_count": smallest,
         },
-    )
+    }
 
 
 def _parameters(k: int, retention: float, keep: int) -> dict[str, Any]:

@@ -267,32 +267,49 @@ def randomized_response(
         )
         ledger.spend(entry)
         run.released[name] = decode(new_codes)
+    return run.finish(
+        run.assemble(), **_report_fields(name, categories, keep, epsilon, retention, ledger, seed)
+    )
+
+
+def _report_fields(
+    name: Hashable,
+    categories: list[Any],
+    keep: int,
+    epsilon: float | None,
+    retention: float | None,
+    ledger: Ledger,
+    seed: int | None,
+) -> dict[str, Any]:
+    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    m = len(categories)
+    p = keep / noise.KEEP_DENOMINATOR
+    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
     notes = []
     if epsilon is not None:
         notes.append(
             f"retention rounded down to {keep}/2**32 for exact sampling: the epsilon spent, "
             f"{ledger.total:.10g}, is at most the {epsilon:g} asked for"
         )
-    return run.finish(
-        run.assemble(),
-        parameters=_parameters(name, m, keep, epsilon, retention),
-        guarantee=(
+    return {
+        "parameters": _parameters(name, m, keep, epsilon, retention),
+        "guarantee": (
             f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
             f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
             f"draw from the public domain of {m} categories, independently of every other "
             "record. Centrally this protects only that column's value of a record.",
             "local",
         ),
-        emphasis=True,
-        ledger=ledger,
-        seed=seed,
-        sampler=noise.RETAIN_SAMPLER_NAME,
-        notes=notes,
-        extra={
+        "emphasis": True,
+        "ledger": ledger,
+        "seed": seed,
+        "sampler": noise.RETAIN_SAMPLER_NAME,
+        "notes": notes,
+        "extra": {
             "domain": [c if isinstance(c, (str, int, float)) else str(c) for c in categories],
             "rho_bound": _rho_bound(gamma),
         },
-    )
+    }
 
 
 def _parameters(

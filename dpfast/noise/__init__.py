@@ -62,6 +62,7 @@ from dpfast.noise._wordstream import (
     RETAIN_SAMPLER_NAME,
     UNIFORM_SAMPLER_NAME,
     add_uniform,
+    retain_draws,
     retain_or_replace,
 )
 
@@ -99,6 +100,7 @@ __all__ = [
     "permutation_part",
     "quality_units",
     "rate_at_most",
+    "retain_draws",
     "retain_or_replace",
     "uniform_integers",
     "unsafe_float_laplace",

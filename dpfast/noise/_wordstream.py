@@ -187,3 +187,72 @@ def retain_or_replace(
 
     _run_chunks(work, size, n_threads)
     return out
+
+
+def retain_draws(
+    key: np.ndarray,
+    keep_numerator: int,
+    groups: np.ndarray,
+    group_size: np.ndarray,
+    *,
+    start: int = 0,
+    n_threads: int = 1,
+) -> np.ndarray:
+    """Return the draws of :func:`retain_or_replace` alone: ``-1`` (kept) or ``U`` per row.
+
+    Row ``i`` gets ``-1`` where :func:`retain_or_replace` keeps ``values[i]``, else the
+    index ``U`` of its replacement within its group's slice of the pool, from the same
+    words of the same stream: ``retain_or_replace(key, a, values, pool, groups=groups,
+    group_start=s, group_size=group_size, start=start)`` takes ``pool[s[g] + U]``. Engines
+    that cannot hold the pool find the replacements from these indices.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        ``uint64[8]`` key from :meth:`NoiseSource.key`.
+    keep_numerator : int
+        In ``[0, 2**32]``.
+    groups : numpy.ndarray of int
+        1-D, each row's group: an index into ``group_size``.
+    group_size : numpy.ndarray of int64
+        Each group's size, in ``[1, 2**32]``.
+    start : int, optional
+        Global index of row 0.
+    n_threads : int, optional
+        Threads over row chunks; the draws do not depend on it.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of ``groups``' shape.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(3).key("doc")
+    >>> groups = np.zeros(6, dtype=np.int64)
+    >>> draws = retain_draws(key, 2**31, groups, np.array([4]), start=10)
+    >>> pool = np.arange(4)
+    >>> values = np.full(6, -1)
+    >>> bool((retain_or_replace(key, 2**31, values, pool, start=10) == draws).all())
+    True
+    """
+    key = _check_key(key)
+    keep = check_int(keep_numerator, "keep_numerator", low=0, high=KEEP_DENOMINATOR)
+    groups_array = np.ascontiguousarray(groups)
+    sizes = np.ascontiguousarray(group_size, dtype=np.int64)
+    if groups_array.ndim != 1 or groups_array.dtype.kind not in "iu":
+        raise ValueError("groups must be a 1-D integer array")
+    if sizes.ndim != 1 or (
+        sizes.shape[0] and (int(sizes.min()) < 1 or int(sizes.max()) > KEEP_DENOMINATOR)
+    ):
+        raise ValueError("group_size must hold sizes in [1, 2**32]")
+    size, start = _check_range(groups_array.shape[0], start)
+    out = np.empty(size, dtype=np.int64)
+    keep_word = np.uint64(keep)
+
+    def work(lo: int, hi: int) -> None:
+        _ws.retain_draws_kernel(key, start, lo, hi, keep_word, groups_array, sizes, out)
+
+    _run_chunks(work, size, n_threads)
+    return out

@@ -1,0 +1,96 @@
+"""``k-noise``, ``k-pram`` and ``randomized-response`` through the engine (docs/engines.md).
+
+Reached from :func:`dpfast.cli._engine.run_release` when INPUT is a directory or a glob
+or ``--memory-limit`` is given: the input is read as a Parquet dataset, batch by batch,
+and the release is the one the in-memory function gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dpfast.cli._common import (
+    _delayed_progress,
+    _mark_from_data,
+    _spending,
+    _summary,
+    check_schema_for,
+    write_reports,
+)
+
+#: The CLI's row-wise methods that run out of core.
+ROWWISE = ("k-noise", "k-pram", "randomized-response")
+
+
+def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
+    """Return the Parquet dataset of INPUT (checked against ``--schema``, if any) and the schema."""
+    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
+    from dpfast.schema import Schema
+
+    files = ParquetDataset.open(args.input)
+    if args.schema is None:
+        return files, None
+    schema = Schema.from_json(args.schema)
+    source = SchemaCheckedSource(files, schema)
+    if method != "randomized-response":
+        check_schema_for(args, method, schema)
+    return source, schema
+
+
+def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
+    if args.columns is None and schema is not None:
+        return schema.protected_numeric()
+    return args.columns
+
+
+def release_rowwise(args: argparse.Namespace, method: str, memory: int) -> int:
+    """Release INPUT with a row-wise method out of core; write the data and the reports."""
+    from dpfast.cli._mechanisms import rr_domain
+    from dpfast.engines.rowwise import (
+        k_noise_dataset,
+        k_pram_dataset,
+        randomized_response_dataset,
+    )
+
+    with _spending(args, method):
+        source, schema = _source(args, method)
+        spend = args.spend
+        common: dict[str, Any] = {
+            "seed": args.seed,
+            "memory_limit": memory,
+            "n_threads": args.threads,
+            "before_publish": lambda report: spend.settle(report.epsilon),
+            "after_publish": lambda: setattr(spend, "published", True),
+        }
+        with _delayed_progress(args) as progress:
+            if method == "k-noise":
+                columns = _numeric_columns(args, schema)
+                report, private = k_noise_dataset(
+                    source, args.output, k=args.k, columns=columns, progress=progress, **common
+                )
+            elif method == "k-pram":
+                report, private = k_pram_dataset(
+                    source,
+                    args.output,
+                    k=args.k,
+                    columns=_numeric_columns(args, schema),
+                    retention=args.retention,
+                    progress=progress,
+                    **common,
+                )
+            else:
+                report, private = randomized_response_dataset(
+                    source,
+                    args.output,
+                    column=args.column,
+                    domain=rr_domain(args, schema),
+                    epsilon=args.epsilon,
+                    retention=args.retention,
+                    progress=progress,
+                    **common,
+                )
+        if schema is not None:
+            report = _mark_from_data(report, schema, args)
+        public_path, private_path = write_reports(report, private, args.output)
+    return _summary(args, report, public_path, private_path, source.n_rows, spend)

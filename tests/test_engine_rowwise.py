@@ -1,0 +1,396 @@
+"""Row-wise mechanisms out of core give the in-memory release bit for bit, whatever the split."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast import noise
+from dpfast.datasets import adult
+from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.rowwise import (
+    k_noise_dataset,
+    k_pram_dataset,
+    randomized_response_dataset,
+)
+from tests.reference import mechanisms_reference as ref
+
+# (file cuts, memory limit, batch rows): one file with everything in memory, two files
+# with small batches, seven files (1-row ones too) with a limit that forces the
+# range-by-range and window-by-window passes
+OCCUPATIONS = [
+    "Adm-clerical", "Armed-Forces", "Craft-repair", "Exec-managerial", "Farming-fishing",
+    "Handlers-cleaners", "Machine-op-inspct", "Other-service", "Priv-house-serv",
+    "Prof-specialty", "Protective-serv", "Sales", "Tech-support", "Transport-moving",
+]  # fmt: skip
+SPLITS = [
+    ([], 2**30, 1 << 20),
+    ([4000], 300_000, 1000),
+    ([1, 2, 999, 5000, 5001, 9000], 70_000, 64),
+]
+
+
+def _table(n: int = 12_007) -> pa.Table:
+    frame = adult("train", drop_missing=True)
+    frame = frame[["age", "hours-per-week", "capital-gain", "occupation"]].iloc[:n]
+    frame = frame.reset_index(drop=True)
+    rng = np.random.default_rng(n)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # half of it one value (0.0 and -0.0), the rest spread over many orders of magnitude
+    spread = np.where(rng.random(n) < 0.5, 0.0, rng.lognormal(0, 3, n) - 1)
+    spread[rng.random(n) < 0.1] = -0.0
+    table = table.append_column("spread", pa.array(spread))
+    table = table.append_column("small", pa.array(rng.integers(-3, 4, n), pa.int32()))
+    shade = pa.array(rng.choice(["red", "green", "blue"], n)).dictionary_encode()
+    return table.append_column("shade", shade)
+
+
+def _write_parts(table: pa.Table, directory: Path, cuts: list[int]) -> None:
+    directory.mkdir()
+    for i, (first, last) in enumerate(pairwise([0, *cuts, table.num_rows])):
+        pq.write_table(table.slice(first, last - first), directory / f"part-{i:03d}.parquet")
+
+
+class CountingSource:
+    """A column source that counts the passes made over it."""
+
+    def __init__(self, source):
+        self.source = source
+        self.passes = 0
+
+    @property
+    def names(self):
+        return self.source.names
+
+    @property
+    def schema(self):
+        return self.source.schema
+
+    @property
+    def n_rows(self):
+        return self.source.n_rows
+
+    def map_column(self, name, batch_rows, fn):
+        self.passes += 1
+        return self.source.map_column(name, batch_rows, fn)
+
+
+def _assert_same(output: Path, expected: dpfast.Release, report, private, *extras: str) -> None:
+    got = pq.read_table(output)
+    assert got.schema == expected.data.schema
+    for name in got.column_names:
+        assert got.column(name).equals(expected.data.column(name)), name
+    assert report.to_dict() == expected.report.to_dict()
+    want = expected.private.to_dict()
+    have = private.to_dict()
+    for key in ("input_rows", "clamped", "clamped_output", *extras):
+        assert have[key] == want[key], key
+
+
+def _dataset(tmp_path: Path, table: pa.Table, cuts: list[int]) -> CountingSource:
+    _write_parts(table, tmp_path / "in", cuts)
+    return CountingSource(ParquetDataset.open(tmp_path / "in"))
+
+
+@pytest.mark.parametrize(("cuts", "memory", "batch_rows"), SPLITS)
+def test_randomized_response_equals_in_memory(tmp_path, cuts, memory, batch_rows):
+    table = _table()
+    domain = [*OCCUPATIONS, "never seen"]
+    expected = dpfast.randomized_response(
+        table, column="occupation", domain=domain, epsilon=0.7, seed=5
+    )
+    output = tmp_path / "out.parquet"
+    source = _dataset(tmp_path, table, cuts)
+    report, private = randomized_response_dataset(
+        source,
+        output,
+        column="occupation",
+        domain=domain,
+        epsilon=0.7,
+        seed=5,
+        memory_limit=memory,
+        batch_rows=batch_rows,
+    )
+    _assert_same(output, expected, report, private)
+    # one pass over the protected column, one copy of each other column
+    assert source.passes == len(table.column_names)
+
+
+@pytest.mark.parametrize("batch_rows", [64, 1000, 1 << 20])
+def test_randomized_response_of_a_numeric_column_keeps_its_type(tmp_path, batch_rows):
+    table = _table(3001)
+    domain = [str(v) for v in range(-3, 4)]  # as --domain gives it: text
+    expected = dpfast.randomized_response(
+        table, column="small", domain=domain, retention=0.4, seed=9
+    )
+    output = tmp_path / "out.parquet"
+    report, private = randomized_response_dataset(
+        ArrowSource(table),
+        output,
+        column="small",
+        domain=domain,
+        retention=0.4,
+        seed=9,
+        memory_limit=2**20,
+        batch_rows=batch_rows,
+    )
+    _assert_same(output, expected, report, private)
+    assert pq.read_table(output).column("small").type == expected.data.column("small").type
+
+
+@pytest.mark.parametrize(("cuts", "memory", "batch_rows"), SPLITS)
+def test_k_noise_equals_in_memory(tmp_path, cuts, memory, batch_rows):
+    table = _table()
+    columns = ["age", "capital-gain", "spread", "small"]
+    expected = dpfast.k_noise(table, k=6, columns=columns, seed=4)
+    output = tmp_path / "out.parquet"
+    source = _dataset(tmp_path, table, cuts)
+    report, private = k_noise_dataset(
+        source,
+        output,
+        k=6,
+        columns=columns,
+        seed=4,
+        memory_limit=memory,
+        batch_rows=batch_rows,
+    )
+    _assert_same(output, expected, report, private, "deltas", "d_k")
+    # a check pass, a noise pass and one copy per other column; the order statistics
+    # take one more pass when the column fits, several when it does not
+    plain = 2 * len(columns) + len(table.column_names) - len(columns)
+    if memory == 2**30:
+        assert source.passes == plain + len(columns)
+    else:
+        assert source.passes > plain + 2 * len(columns)
+
+
+@pytest.mark.parametrize(
+    ("k", "memory"), [(1, 70_000), (2, 70_000), (500, 70_000), (12_007, 2**30)]
+)
+def test_k_noise_order_statistics_for_any_k(tmp_path, k, memory):
+    table = _table().select(["spread", "capital-gain"])
+    expected = dpfast.k_noise(table, k=k, seed=1)
+    output = tmp_path / "out.parquet"
+    source = CountingSource(ArrowSource(table))
+    report, private = k_noise_dataset(
+        source, output, k=k, seed=1, memory_limit=memory, batch_rows=1000
+    )
+    _assert_same(output, expected, report, private, "deltas", "d_k")
+    # check, order statistics and noise: more passes when the sorted ranges do not fit
+    assert (source.passes > 8) == (memory < 2**30)
+
+
+@pytest.mark.parametrize(("cuts", "memory", "batch_rows"), SPLITS)
+def test_k_pram_equals_in_memory(tmp_path, cuts, memory, batch_rows):
+    table = _table()
+    columns = ["age", "hours-per-week", "capital-gain", "spread", "small"]
+    expected = dpfast.k_pram(table, k=9, columns=columns, retention=0.3, seed=2)
+    output = tmp_path / "out.parquet"
+    source = _dataset(tmp_path, table, cuts)
+    report, private = k_pram_dataset(
+        source,
+        output,
+        k=9,
+        columns=columns,
+        retention=0.3,
+        seed=2,
+        memory_limit=memory,
+        batch_rows=batch_rows,
+    )
+    _assert_same(
+        output, expected, report, private, "intervals", "interval_width", "smallest_interval_count"
+    )
+    # the tiny limit cuts the pool into many windows of two passes each
+    if memory == 70_000:
+        assert source.passes > 12 * len(columns)
+
+
+def test_dataset_directory_output_and_no_scratch_left(tmp_path):
+    table = _table(2500)
+    expected = dpfast.k_noise(table, k=3, columns=["age"], seed=7)
+    report, private = k_noise_dataset(
+        ArrowSource(table), tmp_path / "out", k=3, columns=["age"], seed=7, memory_limit=2**24
+    )
+    _assert_same(tmp_path / "out", expected, report, private, "deltas")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def _error(fn, *args, **kwargs) -> tuple[type, str]:
+    with pytest.raises((ValueError, TypeError)) as info:
+        fn(*args, **kwargs)
+    return info.type, str(info.value)
+
+
+def _with_column(table: pa.Table, name: str, values) -> pa.Table:
+    return table.set_column(table.column_names.index(name), name, values)
+
+
+@pytest.mark.parametrize(
+    ("method", "engine", "arguments", "damage"),
+    [
+        (
+            dpfast.randomized_response,
+            randomized_response_dataset,
+            {"column": "shade", "domain": ["red", "green"], "epsilon": 1.0},
+            None,
+        ),
+        (
+            dpfast.randomized_response,
+            randomized_response_dataset,
+            {"column": "occupation", "domain": OCCUPATIONS, "epsilon": 1.0},
+            ("occupation", [None] * 3),
+        ),
+        (  # a dictionary column's missing values are missing, not a category
+            dpfast.randomized_response,
+            randomized_response_dataset,
+            {"column": "shade", "domain": ["red", "green", "blue"], "epsilon": 1.0},
+            ("shade", [None] * 2),
+        ),
+        (
+            dpfast.randomized_response,
+            randomized_response_dataset,
+            {"column": "small", "domain": ["1", "2", "1"], "epsilon": 1.0},
+            None,
+        ),
+        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["age", "spread"]}, "nan"),
+        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["occupation"]}, None),
+        (dpfast.k_noise, k_noise_dataset, {"k": 0}, None),
+        (dpfast.k_pram, k_pram_dataset, {"k": 1, "columns": ["age"]}, None),
+        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age"], "retention": 1.0}, None),
+        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age", "spread"]}, "inf"),
+        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["nope"]}, None),
+    ],
+)
+def test_bad_input_gets_the_in_memory_error_and_no_output(
+    tmp_path, method, engine, arguments, damage
+):
+    table = _table(3000)
+    if damage in ("nan", "inf"):
+        spread = table.column("spread").to_numpy().copy()
+        spread[[5, 2100, 2999]] = np.nan if damage == "nan" else -np.inf
+        table = _with_column(table, "spread", pa.array(spread))
+    elif damage is not None:
+        name, values = damage
+        column = table.column(name).to_pylist()
+        column[1000 : 1000 + len(values)] = values
+        table = _with_column(table, name, pa.array(column, table.column(name).type))
+    expected = _error(method, table, seed=1, **arguments)
+    _write_parts(table, tmp_path / "in", [1000, 2500])
+    dataset = ParquetDataset.open(tmp_path / "in")
+    got = _error(
+        engine,
+        dataset,
+        tmp_path / "out.parquet",
+        seed=1,
+        memory_limit=10**5,
+        batch_rows=700,
+        **arguments,
+    )
+    assert got == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_k_noise_refuses_a_k_beyond_the_memory_limit(tmp_path):
+    table = _table()
+    with pytest.raises(ValueError, match="raise the memory limit or lower k"):
+        k_noise_dataset(
+            ArrowSource(table),
+            tmp_path / "o.parquet",
+            k=600,
+            columns=["spread"],
+            memory_limit=70_000,
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+class Interrupting(CountingSource):
+    """A source interrupted (Ctrl-C) in the middle of its ``stop``-th pass."""
+
+    def __init__(self, source, stop):
+        super().__init__(source)
+        self.stop = stop
+
+    def map_column(self, name, batch_rows, fn):
+        self.passes += 1
+        for i, result in enumerate(self.source.map_column(name, batch_rows, fn)):
+            if self.passes == self.stop and i == 1:
+                raise KeyboardInterrupt
+            yield result
+
+
+@pytest.mark.parametrize("stop", [1, 3, 6])
+@pytest.mark.parametrize("engine", ["randomized_response", "k_noise", "k_pram"])
+def test_an_interrupt_leaves_no_output(tmp_path, engine, stop):
+    table = _table(5000)
+    source = Interrupting(ArrowSource(table), stop)
+    output = tmp_path / "out.parquet"
+    common = {"seed": 1, "memory_limit": 70_000, "batch_rows": 500}
+    with pytest.raises(KeyboardInterrupt):
+        if engine == "randomized_response":
+            domain = sorted(set(table.column("occupation").to_pylist()))
+            randomized_response_dataset(
+                source, output, column="occupation", domain=domain, epsilon=1.0, **common
+            )
+        elif engine == "k_noise":
+            k_noise_dataset(source, output, k=4, columns=["age", "spread"], **common)
+        else:
+            k_pram_dataset(source, output, k=4, columns=["age", "spread"], **common)
+    assert list(tmp_path.iterdir()) == []
+
+
+class _Positions:
+    """A pool of ``size`` positions, each its own index, without holding them."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, i):
+        return i
+
+
+@pytest.mark.parametrize("start", [0, 1, 127, 1000])
+def test_retain_draws_are_the_draws_of_retain_or_replace(start):
+    key = noise.NoiseSource.from_seed(11).key("test", "draws")
+    rng = np.random.default_rng(start)
+    sizes = rng.integers(1, 5000, 40)
+    sizes[3] = 2**31 + 1  # about half the first words are rejected: the row's own stream
+    sizes[4] = 2**32
+    groups = rng.integers(0, 40, 20_000)
+    groups[:30] = 3
+    draws = noise.retain_draws(key, 2**31, groups, sizes, start=start, n_threads=3)
+    # as retain_or_replace draws them, where the pool would be positions: the reference
+    for i in [*range(40), 5000, 19_999]:
+        pool = _Positions(int(sizes[groups[i]]))
+        expected = ref.retain_or_replace_row(key, start + i, 2**31, -1, pool)
+        assert draws[i] == expected
+    # and retain_or_replace itself, on the groups small enough to hold their pool
+    small = np.where(sizes < 10_000, sizes, 1)
+    pool_starts = np.zeros(40, dtype=np.int64)
+    np.cumsum(small[:-1], out=pool_starts[1:])
+    values = np.full(groups.shape[0], -1, dtype=np.int64)
+    replaced = noise.retain_or_replace(
+        key,
+        2**31,
+        values,
+        np.arange(int(small.sum()), dtype=np.int64),
+        groups=groups,
+        group_start=pool_starts,
+        group_size=small,
+        start=start,
+    )
+    rows = np.flatnonzero(sizes[groups] < 10_000)
+    expected = np.where(replaced[rows] < 0, -1, replaced[rows] - pool_starts[groups[rows]])
+    np.testing.assert_array_equal(draws[rows], expected)
+    # slices with their start give the whole
+    for lo, hi in [(0, 1), (1, 129), (129, 5000), (5000, 20_000)]:
+        part = noise.retain_draws(key, 2**31, groups[lo:hi], sizes, start=start + lo)
+        np.testing.assert_array_equal(part, draws[lo:hi])
