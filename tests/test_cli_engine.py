@@ -128,8 +128,6 @@ def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsy
 @pytest.mark.parametrize(
     ("source", "output", "extra", "message"),
     [
-        ("parts", "r.parquet", ["--linkage", "records"], "does not support --linkage records"),
-        ("parts", "r.parquet", ["--unprotected", "shuffle"], "--unprotected shuffle"),
         ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "a .csv output"),
         ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
         ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),

@@ -1,8 +1,8 @@
 """``ir-dp`` through the column engine: Parquet datasets, ``--memory-limit``, one column at a time.
 
 The command line sends ``dpfast release ir-dp`` here whenever the release is one the
-engine runs (``--linkage columns``, rows shuffled, ``--unprotected drop``, Parquet output)
-and the input is large (:data:`ENGINE_FROM_BYTES`) or asks for it:
+engine runs (either linkage, shuffled or not, every ``--unprotected`` policy; Parquet
+output) and the input is large (:data:`ENGINE_FROM_BYTES`) or asks for it:
 
 * an input directory or glob, or ``--memory-limit``: the input is read as a Parquet
   dataset, column by column and part by part, never whole (out of core);
@@ -47,12 +47,6 @@ ENGINE_FROM_BYTES = 64 * 2**20
 def _unsupported(args: argparse.Namespace) -> list[str]:
     """Return the options the engine does not run, as the CLI spells them."""
     found = []
-    if getattr(args, "linkage", "columns") != "columns":
-        found.append(f"--linkage {args.linkage}")
-    if not getattr(args, "shuffle", True):
-        found.append("--no-shuffle")
-    if args.unprotected != "drop":
-        found.append(f"--unprotected {args.unprotected}")
     if _is_text(args.output):
         found.append(f"a {Path(args.output).suffix} output")
     return found
@@ -187,13 +181,16 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
                     k=args.k,
                     taxonomies=taxonomies,
                     sensitivity=args.sensitivity,
+                    linkage=args.linkage,
+                    shuffle=args.shuffle,
+                    unprotected=args.unprotected,
                     n_threads=args.threads,
                     progress=progress,
                     **common,
                 )
             else:
                 report, private = laplace_dp_dataset(
-                    source, args.output, progress=progress, **common
+                    source, args.output, unprotected=args.unprotected, progress=progress, **common
                 )
         report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)

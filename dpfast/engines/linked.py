@@ -526,12 +526,15 @@ def unprotected_scratch(
 def _copied_column(
     dataset: ColumnSource, scratch: Path, name: str, key: np.ndarray | None, limits: _Limits
 ) -> ScratchColumn:
-    """Place one column unchanged, of any Arrow type, into an Arrow file in output order."""
-    arrow_type = dataset.schema.field(name).type
-    dictionary = pa.types.is_dictionary(arrow_type)
-    value_type = arrow_type.value_type if dictionary else arrow_type
+    """Place one column unchanged, of any Arrow type, into an Arrow file in output order.
+
+    The column keeps the type of its batches (a source that casts a declared type, as
+    the CLI's schema does, gives the cast type); a dictionary column stays one.
+    """
+    declared = dataset.schema.field(name).type
+    dictionary = pa.types.is_dictionary(declared)
     try:
-        row_bytes = float(max(1, value_type.bit_width // 8))
+        row_bytes = float(max(1, declared.bit_width // 8))
     except ValueError:  # variable width: the column's average, from one pass
         sizes = dataset.map_column(name, limits.batch_rows, lambda a, _f: a.nbytes)
         row_bytes = sum(sizes) / max(1, dataset.n_rows)
@@ -539,18 +542,34 @@ def _copied_column(
     def plain(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
-        return first_row, array.cast(value_type) if array.type != value_type else array
+        return first_row, array
 
-    out = ArrowFile(scratch / (_tag(name, "copied") + ".arrow"), value_type)
-    placer = Placer(
-        scratch, _tag(name, "copy"), dataset.n_rows, key, value_type, row_bytes, limits.memory
-    )
+    out: ArrowFile | None = None
+    placer: Placer | None = None
     try:
         for first_row, array in dataset.map_column(name, limits.batch_rows, plain):
-            placer.add(array, first=first_row)
+            if out is None or placer is None:  # the batches' type (a source may cast it)
+                out = ArrowFile(scratch / (_tag(name, "copied") + ".arrow"), array.type)
+                placer = Placer(
+                    scratch,
+                    _tag(name, "copy"),
+                    dataset.n_rows,
+                    key,
+                    array.type,
+                    row_bytes,
+                    limits.memory,
+                )
+            placer.add(
+                array.cast(out.arrow_type) if array.type != out.arrow_type else array,
+                first=first_row,
+            )
+        assert placer is not None and out is not None  # a dataset has rows
         placer.finish(out.write)
     finally:
-        out.close()
+        if out is not None:
+            out.close()
+    value_type = out.arrow_type
+    arrow_type = pa.dictionary(declared.index_type, value_type) if dictionary else value_type
 
     def read(first: int, count: int) -> pa.Array:
         values = out.read(first, count)
