@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -56,15 +56,12 @@ from dpfast._validation import check_bool, check_choice
 from dpfast.accounting import LedgerEntry, PrivateReport, Report
 from dpfast.engines.dataset import ColumnSource
 from dpfast.engines.outofcore import (
-    _HISTOGRAM_BITS,
     BATCH_ROWS,
     DatasetRun,
     Progress,
     ScratchColumn,
     _arguments,
-    _bucket_counts,
     _check_groups_fit,
-    _chunks,
     _Limits,
     _numeric_group_values,
     _numeric_values,
@@ -78,13 +75,10 @@ from dpfast.engines.outofcore import (
     numeric_scratch,
 )
 from dpfast.engines.placement import ArrowFile, Placer, raw_sink
+from dpfast.engines.ranks import BYTES_PER_RANKED_ROW, RankPasses
 from dpfast.methods.ir_dp import Linkage, _guarantee, _parameters, _plan, _policy, _sampler
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid
-
-#: Bytes of working memory per value ranked in memory: the packed words, the sort's
-#: scratch, the rows written out, and slack.
-_BYTES_PER_RANKED_VALUE = 40
 
 
 def ir_dp_dataset(
@@ -304,7 +298,7 @@ def _linked_numeric(
         sums, n, k, draws, grid.d_int, grid.lower, grid.upper, grid.gamma, column.integer
     )
     placer, finish = _place_numeric(scratch, column.name, row_key, n, limits)
-    step = max(1024, limits.memory // _BYTES_PER_RANKED_VALUE)
+    step = max(1024, limits.memory // BYTES_PER_RANKED_ROW)
     last = values.shape[0] - 1
     for first in range(0, n, step):
         count = min(step, n - first)
@@ -330,97 +324,26 @@ def _rank_numeric(
 
     Returns the exact integer sum of every rank group's grid values, and the clamped count.
     """
-    n = dataset.n_rows
-    shift = grid.index_bits
-    key_bits = max(1, grid.d_int.bit_length())
-    row_mask = np.uint64((1 << shift) - 1)
-    capacity = max(1024, limits.memory // _BYTES_PER_RANKED_VALUE)
-    sums = np.zeros(n // k, dtype=np.int64)
+    sums = np.zeros(dataset.n_rows // k, dtype=np.int64)
     passes = [0]
 
-    def batches(select: Callable[[np.ndarray, int], Any]) -> Iterator[tuple[Any, int]]:
+    def tick() -> None:
         passes[0] += 1
         run.tick(f"column {column.name}", passes[0], passes[0] + 1)
 
-        def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
-            values = _numeric_values(array, column, first_row)
-            q, clamped = ranking.quantise_column(
-                values, grid.lower, grid.upper, grid.gamma, grid.d_int
-            )
-            return select(q, first_row), int(clamped)
+    def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
+        values = _numeric_values(array, column, first_row)
+        q, clamped = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        return q, int(clamped)
 
-        return dataset.map_column(str(column.name), limits.batch_rows, batch)
+    def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
+        ranking.add_group_sums(sorted_keys, 0, first_rank, k, sums)
 
-    def packed(lo: int, hi: int) -> Callable[[np.ndarray, int], np.ndarray]:
-        def select(q: np.ndarray, first_row: int) -> np.ndarray:
-            inside = np.flatnonzero((q >= np.uint64(lo)) & (q < np.uint64(hi)))
-            rows = (inside + first_row).astype(np.uint64)
-            return (q[inside] << np.uint64(shift)) | rows
+    def on_run(key: int, count: int, first_rank: int) -> None:
+        ranking.add_group_run(key, count, first_rank, k, sums)
 
-        return select
-
-    def write_rows(rows: np.ndarray, first_rank: int) -> None:
-        os.pwrite(fd, np.ascontiguousarray(rows, dtype=np.int64).tobytes(), first_rank * 8)
-
-    def add_sorted(words: np.ndarray, first_rank: int) -> None:
-        ordered = ranking.radix_sort_packed(words, 0, shift + key_bits)
-        ranking.add_group_sums(ordered, shift, first_rank, k, sums)
-        write_rows((ordered & row_mask).astype(np.int64), first_rank)
-
-    def collect(lo: int, hi: int) -> np.ndarray:
-        parts = [part for part, _ in batches(packed(lo, hi))]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-
-    def tie(value: int, first_rank: int, count: int) -> None:
-        ranking.add_group_run(value, count, first_rank, k, sums)
-        equal = np.uint64(value)
-        sizes = sorted(
-            part for part, _ in batches(lambda q, f: (f, int(np.count_nonzero(q == equal))))
-        )
-        offsets, rank = {}, first_rank
-        for first_row, size in sizes:
-            offsets[first_row] = rank
-            rank += size
-        for (first_row, rows), _ in batches(lambda q, f: (f, np.flatnonzero(q == equal) + f)):
-            write_rows(rows, offsets[first_row])
-
-    def histogram(lo: int, hi: int, bits: int) -> np.ndarray:
-        counts = np.zeros(((hi - 1 - lo) >> bits) + 1, dtype=np.int64)
-        count = _bucket_counts(lo, hi, bits, counts.shape[0])
-        for part, _ in batches(lambda q, _first: count(q)):
-            counts += part
-        return counts
-
-    def process(lo: int, hi: int, first_rank: int, count: int) -> None:
-        if count == 0:
-            return
-        if count <= capacity:
-            add_sorted(collect(lo, hi), first_rank)
-        elif hi - lo == 1:
-            tie(lo, first_rank, count)
-        else:
-            bits = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
-            _chunks(histogram(lo, hi, bits), lo, hi, bits, first_rank, capacity, process)
-
-    # the first pass also counts the clamped values
-    clamped = 0
-    top = grid.d_int + 1
-    if n <= capacity:
-        parts = []
-        for part, count in batches(packed(0, top)):
-            parts.append(part)
-            clamped += count
-        whole = np.concatenate(parts)
-        parts.clear()
-        add_sorted(whole, 0)
-    else:
-        bits = max(0, key_bits - _HISTOGRAM_BITS)
-        counts = np.zeros((grid.d_int >> bits) + 1, dtype=np.int64)
-        select = _bucket_counts(0, top, bits, counts.shape[0])
-        for part, count in batches(lambda q, _first: select(q)):
-            counts += part
-            clamped += count
-        _chunks(counts, 0, top, bits, 0, capacity, process)
+    passes_ = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, tick)
+    clamped = passes_.rank(grid.d_int + 1, fd, on_sorted, on_run)
     return sums, clamped
 
 

@@ -26,9 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast._jit import jit
-from dpfast._kernels.lanes import counter_blocks, new_lanes
-from dpfast._kernels.uniform import lane_layout
+from dpfast._kernels import outofcore
 
 Sink = Callable[[pa.Array, int], None]
 
@@ -41,39 +39,12 @@ _MAX_RANGES = 256
 _OUTPUT_BATCH_ROWS = 1 << 16
 
 
-@jit
-def _bucket_ids(key, bits, first, out):  # type: ignore[no-untyped-def]
-    """Write the permutation bucket of items ``first .. first + len(out) - 1`` to ``out``.
-
-    The same lanes of the stream ``(key, 0)`` as :func:`dpfast.noise.permutation` reads
-    (``bits >= 1``).
-    """
-    lanes = new_lanes()
-    words = lanes.words
-    lane_bits, per_word = lane_layout(bits)
-    per_window = 128 * per_word
-    count = out.shape[0]
-    done = 0
-    while done < count:
-        item = first + done
-        window = item // per_window
-        counter_blocks(key, 0, window * 16, lanes)
-        j = item - window * per_window
-        while j < per_window and done < count:
-            value = words[j // per_word] >> np.uint64(lane_bits * (j % per_word))
-            if lane_bits < 64:
-                value &= np.uint64((1 << lane_bits) - 1)
-            out[done] = np.int64(value >> np.uint64(lane_bits - bits))
-            j += 1
-            done += 1
-
-
 def bucket_ids(key: np.ndarray, n: int, first: int, count: int) -> np.ndarray:
     """Return the bucket of :func:`dpfast.noise.permutation` ``(key, n)`` of rows ``first ..``."""
     bits = noise.permutation_bucket_bits(n)
     out = np.zeros(count, dtype=np.int64)
     if bits and count:
-        _bucket_ids(key, bits, first, out)
+        outofcore.bucket_ids(key, bits, first, out)
     return out
 
 
