@@ -216,7 +216,10 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
     paths = [str(workdir / "parts"), "-o", str(workdir / "k.parquet")]
     assert cli.main(["release", method, *paths, "--k", "5", *extra]) == 2
     err = capsys.readouterr().err
-    assert "is a directory or a glob" in err and "ir-dp and laplace run out of core" in err
+    assert (
+        "is a directory or a glob" in err
+        and "laplace and individual-ranking run out of core" in err
+    )
 
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):

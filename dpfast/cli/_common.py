@@ -331,7 +331,9 @@ def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 # What the methods that run in memory only say about datasets beyond memory.
-_OUT_OF_CORE = "ir-dp and laplace run out of core (--memory-limit, see docs/engines.md)"
+_OUT_OF_CORE = (
+    "ir-dp, laplace and individual-ranking run out of core (--memory-limit, see docs/engines.md)"
+)
 _IN_MEMORY_ONLY = {
     "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "
     f"data beyond memory use ir-dp (individual ranking, proven DP); {_OUT_OF_CORE}",
@@ -346,7 +348,7 @@ def is_dataset_path(path: str) -> bool:
 def refuse_dataset_input(args: argparse.Namespace) -> None:
     """Refuse a directory or glob INPUT for a release method that reads one file."""
     method = getattr(args, "method", None)
-    if method is None or method in ("ir-dp", "laplace"):
+    if method is None or method in ("ir-dp", "laplace", "individual-ranking"):
         return
     if is_dataset_path(args.input):
         raise ValueError(

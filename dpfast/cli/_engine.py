@@ -156,6 +156,9 @@ def run_release(args: argparse.Namespace, method: str) -> int:
 def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> int:
     from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
 
+    if method == "individual-ranking":
+        return _individual_ranking_on_engine(args, memory)
+
     with _spending(args, method):
         source, schema = _source(args, method)
         categorical = method == "ir-dp"
@@ -195,6 +198,37 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, spend)
+
+
+def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
+    """``individual-ranking`` out of core: the schema is optional, and nothing is spent."""
+    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
+    from dpfast.engines.individual import individual_ranking_dataset
+    from dpfast.schema import Schema
+
+    with _spending(args, "individual-ranking"):
+        source: Any = ParquetDataset.open(args.input)
+        columns, integer = args.columns, None
+        if args.schema is not None:
+            schema = Schema.from_json(args.schema)
+            source = SchemaCheckedSource(source, schema)
+            check_schema_for(args, "individual-ranking", schema)
+            if columns is None:
+                columns = schema.protected_numeric()
+            declared = [c for c in columns if c in schema.names]
+            integer = {c: schema[c].type == "integer" for c in declared}
+        with _delayed_progress(args) as progress:
+            report, private = individual_ranking_dataset(
+                source,
+                args.output,
+                k=args.k,
+                columns=columns,
+                integer=integer,
+                memory_limit=memory,
+                progress=progress,
+            )
+        public_path, private_path = write_reports(report, private, args.output)
+    return _summary(args, report, public_path, private_path, source.n_rows, args.spend)
 
 
 def _check_engine_paths(args: argparse.Namespace) -> None:

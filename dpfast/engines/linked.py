@@ -297,18 +297,36 @@ def _linked_numeric(
     values = ranking.noisy_group_values(
         sums, n, k, draws, grid.d_int, grid.lower, grid.upper, grid.gamma, column.integer
     )
-    placer, finish = _place_numeric(scratch, column.name, row_key, n, limits)
+    place_ranked(scratch, column.name, ranked, values, k, row_key, n, limits)
+    return values, clamped
+
+
+def place_ranked(
+    scratch: Path,
+    name: Hashable,
+    ranked: Path,
+    group_values: np.ndarray,
+    k: int,
+    key: np.ndarray | None,
+    n: int,
+    limits: _Limits,
+) -> None:
+    """Give every row its rank group's value, in output order, in the column's scratch file.
+
+    ``ranked`` holds the rows in rank order (:class:`~.ranks.RankPasses`); it is read
+    back in parts and removed. ``key`` as for :func:`_place_numeric`.
+    """
+    placer, finish = _place_numeric(scratch, name, key, n, limits)
     step = max(1024, limits.memory // BYTES_PER_RANKED_ROW)
-    last = values.shape[0] - 1
+    last = group_values.shape[0] - 1
     for first in range(0, n, step):
         count = min(step, n - first)
         rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
         groups = np.minimum(np.arange(first, first + count, dtype=np.int64) // k, last)
-        placer.add(pa.array(values[groups]), rows=rows)
+        placer.add(pa.array(group_values[groups]), rows=rows)
         del rows, groups
     ranked.unlink()
     finish()
-    return values, clamped
 
 
 def _rank_numeric(
@@ -420,7 +438,7 @@ def unprotected_scratch(
     dataset: ColumnSource,
     scratch: Path,
     run: DatasetRun,
-    source: noise.NoiseSource,
+    source: noise.NoiseSource | None,
     keep_key: np.ndarray | None,
     limits: _Limits,
 ) -> dict[str, ScratchColumn]:
@@ -435,6 +453,8 @@ def unprotected_scratch(
     if run.policy == "drop" or not names:
         return {}
     if run.policy == "shuffle":
+        if source is None:
+            raise AssertionError("a shuffle of the unprotected columns needs a source")
         key: np.ndarray | None = source.key(run.method, "unprotected-order")
     else:
         key = keep_key
