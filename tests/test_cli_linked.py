@@ -131,3 +131,15 @@ def test_csv_output_is_still_refused_out_of_core(workdir, capsys):
     err = capsys.readouterr().err
     assert "does not support a .csv output" in err
     assert not (workdir / "r.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "extra", [["--linkage", "records"], ["--unprotected", "keep"], ["--unprotected", "shuffle"]]
+)
+def test_spark_refuses_what_needs_global_row_numbers(workdir, capsys, extra):
+    before = {p.name for p in workdir.iterdir()}
+    assert _release(workdir, "ir-dp", "parts", "r.parquet", "--engine", "spark", *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--engine spark does not support" in err[0], err
+    assert extra[-1] in err[0]
+    assert {p.name for p in workdir.iterdir()} == before

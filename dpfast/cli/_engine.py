@@ -75,6 +75,8 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
     unsupported = _unsupported(args)
     if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
         raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
+    if getattr(args, "engine", "local") == "spark":
+        _check_spark_options(args)
     if wants_engine(args):
         if unsupported:
             what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
@@ -85,6 +87,23 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
             )
         return True
     return method == "ir-dp" and not unsupported and _input_bytes(args) >= ENGINE_FROM_BYTES
+
+
+def _check_spark_options(args: argparse.Namespace) -> None:
+    """Refuse on Spark what places rows by their global row numbers (not yet given there)."""
+    found = []
+    if getattr(args, "linkage", "columns") != "columns":
+        found.append(f"--linkage {args.linkage}")
+    if not getattr(args, "shuffle", True):
+        found.append("--no-shuffle")
+    if getattr(args, "unprotected", "drop") != "drop":
+        found.append(f"--unprotected {args.unprotected}")
+    if found:
+        raise ValueError(
+            f"--engine spark does not support {', '.join(found)} yet (Spark numbers rows per "
+            "partition); drop them, or run without --engine spark: --memory-limit releases "
+            "them out of core on this machine"
+        )
 
 
 def _input_bytes(args: argparse.Namespace) -> int:

@@ -7,13 +7,13 @@ columns of ``laplace_dp`` come through :func:`unprotected_scratch`.
 
 Record-linked numeric column:
 
-1. **Ranks.** Rows are ranked by (grid value, input row), as :func:`release_linked`
-   does in memory. The grid is cut into ranges that fit the memory limit by histograms
-   of the grid values' top bits (as for the group sums without linkage); each range's
-   ``(grid value, row)`` words are collected, sorted, added to the group sums, and its
-   rows are written to a scratch file in rank order. A range of one grid value too long
-   to sort (a long tie) is ranked by row: one pass counts its rows per batch, a second
-   writes them at their ranks.
+1. **Ranks.** Rows are ranked by (grid value, input row), as
+   :func:`dpfast.methods.ir_dp._numeric.release_linked` does in memory
+   (:class:`~.ranks.RankPasses`): the grid is cut into ranges that fit the memory limit
+   by histograms of the grid values' top bits; each range's ``(grid value, row)`` words
+   are collected, sorted, added to the group sums, and its rows are written to a scratch
+   file in rank order. A range of one grid value too long to sort (a long tie) is ranked
+   by row: one pass counts its rows per batch, a second writes them at their ranks.
 2. **Group values.** The noisy value of each rank group, from the same key as in memory.
 3. **Placement.** The rank-ordered file is read back in parts; each row's released value
    (its rank group's) goes, with its row id, through a :class:`~.placement.Placer` into
@@ -75,10 +75,14 @@ from dpfast.engines.outofcore import (
     numeric_scratch,
 )
 from dpfast.engines.placement import ArrowFile, Placer, raw_sink
-from dpfast.engines.ranks import BYTES_PER_RANKED_ROW, RankPasses
+from dpfast.engines.ranks import RankPasses
 from dpfast.methods.ir_dp import Linkage, _guarantee, _parameters, _plan, _policy, _sampler
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid
+
+#: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
+#: their values and groups, the ranges, their order, and the pieces cut from them.
+_BYTES_PER_SCATTERED_ROW = 96
 
 
 def ir_dp_dataset(
@@ -240,32 +244,33 @@ def _tag(name: Hashable, kind: str) -> str:
 
 def _place_numeric(
     scratch: Path, name: Hashable, key: np.ndarray | None, n: int, limits: _Limits
-) -> tuple[Placer, Callable[[], None]]:
-    """Return a placer of by-row float64 values into the column's scratch file, and its end.
+) -> tuple[Placer, Callable[[], None], Callable[[], None]]:
+    """Return a placer of by-row float64 values into the column's scratch file.
 
-    With ``key`` the values go through input order into the permutation's order.
+    With ``key`` the values go through input order into the permutation's order. Returns
+    the placer, what writes the placed values once every piece is added, and what closes
+    the files however the work ends.
     """
-    write, close = raw_sink(scratch / _scratch_name(name), np.dtype(np.float64))
+    write, close_sink = raw_sink(scratch / _scratch_name(name), np.dtype(np.float64))
     by_row = Placer(scratch, _tag(name, "by-row"), n, None, pa.float64(), 8, limits.memory)
-    if key is None:
+    shuffled = None
+    if key is not None:
+        shuffled = Placer(scratch, _tag(name, "shuffled"), n, key, pa.float64(), 8, limits.memory)
 
-        def finish() -> None:
-            try:
-                by_row.finish(write)
-            finally:
-                close()
-
-        return by_row, finish
-    shuffled = Placer(scratch, _tag(name, "shuffled"), n, key, pa.float64(), 8, limits.memory)
-
-    def finish_shuffled() -> None:
-        try:
+    def finish() -> None:
+        if shuffled is None:
+            by_row.finish(write)
+        else:
             by_row.finish(lambda values, first: shuffled.add(values, first=first))
             shuffled.finish(write)
-        finally:
-            close()
 
-    return by_row, finish_shuffled
+    def close() -> None:
+        by_row.close()
+        if shuffled is not None:
+            shuffled.close()
+        close_sink()
+
+    return by_row, finish, close
 
 
 def _linked_numeric(
@@ -316,17 +321,20 @@ def place_ranked(
     ``ranked`` holds the rows in rank order (:class:`~.ranks.RankPasses`); it is read
     back in parts and removed. ``key`` as for :func:`_place_numeric`.
     """
-    placer, finish = _place_numeric(scratch, name, key, n, limits)
-    step = max(1024, limits.memory // BYTES_PER_RANKED_ROW)
+    placer, finish, close = _place_numeric(scratch, name, key, n, limits)
+    step = max(1024, limits.memory // _BYTES_PER_SCATTERED_ROW)
     last = group_values.shape[0] - 1
-    for first in range(0, n, step):
-        count = min(step, n - first)
-        rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
-        groups = np.minimum(np.arange(first, first + count, dtype=np.int64) // k, last)
-        placer.add(pa.array(group_values[groups]), rows=rows)
-        del rows, groups
-    ranked.unlink()
-    finish()
+    try:
+        for first in range(0, n, step):
+            count = min(step, n - first)
+            rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
+            groups = np.minimum(np.arange(first, first + count, dtype=np.int64) // k, last)
+            placer.add(pa.array(group_values[groups]), rows=rows)
+            del rows, groups
+        ranked.unlink()
+        finish()
+    finally:
+        close()
 
 
 def _rank_numeric(
@@ -425,12 +433,13 @@ def _linked_categorical(
 
     run.tick(f"column {name}", 1, 2)
     write, close = raw_sink(scratch / _scratch_name(cat.name), np.dtype(np.int64))
+    placer = Placer(scratch, _tag(name, "placed"), n, row_key, pa.int64(), 8, limits.memory)
     try:
-        placer = Placer(scratch, _tag(name, "placed"), n, row_key, pa.int64(), 8, limits.memory)
         for first_row, out in dataset.map_column(name, limits.batch_rows, released):
             placer.add(pa.array(out), first=first_row)
         placer.finish(write)
     finally:
+        placer.close()
         close()
 
 
@@ -477,7 +486,7 @@ def _copied_column(
     declared = dataset.schema.field(name).type
     dictionary = pa.types.is_dictionary(declared)
     try:
-        row_bytes = float(max(1, declared.bit_width // 8))
+        row_bytes = float(max(1, (declared.value_type if dictionary else declared).bit_width // 8))
     except ValueError:  # variable width: the column's average, from one pass
         sizes = dataset.map_column(name, limits.batch_rows, lambda a, _f: a.nbytes)
         row_bytes = sum(sizes) / max(1, dataset.n_rows)
@@ -509,6 +518,8 @@ def _copied_column(
         assert placer is not None and out is not None  # a dataset has rows
         placer.finish(out.write)
     finally:
+        if placer is not None:
+            placer.close()
         if out is not None:
             out.close()
     value_type = out.arrow_type

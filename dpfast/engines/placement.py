@@ -33,8 +33,9 @@ Sink = Callable[[pa.Array, int], None]
 #: Bytes of working memory per row of a range besides its values: the row ids read
 #: back, their sort order, the sorted ids, the permutation part, the positions found.
 _BYTES_PER_PLACED_ROW = 64
-#: At most this many ranges (spill files open at once) per column.
-_MAX_RANGES = 256
+#: At most this many ranges (spill files open at once) per placer: two placers per column
+#: in work and a column per thread stay well within the usual limit of 1,024 open files.
+_MAX_RANGES = 128
 #: Rows per record batch of an output file read back by row ranges.
 _OUTPUT_BATCH_ROWS = 1 << 16
 
@@ -150,8 +151,7 @@ class Placer:
 
     def finish(self, sink: Sink) -> None:
         """Hand on every range's values in output order: ``sink(values, first_output_row)``."""
-        for writer in self._writers.values():
-            writer.close()
+        self.close()
         first = 0
         for index in range(len(self.bounds) - 1):
             path = self.directory / f"range-{index:05d}.arrow"
@@ -174,6 +174,12 @@ class Placer:
             if path.exists():
                 path.unlink()
         self.directory.rmdir()
+
+    def close(self) -> None:
+        """Close the spill files still open (the files stay until :meth:`finish` reads them)."""
+        while self._writers:
+            _, writer = self._writers.popitem()
+            writer.close()
 
     def _read(self, path: Path) -> tuple[np.ndarray, pa.ChunkedArray]:
         if not path.exists():
