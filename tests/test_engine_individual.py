@@ -156,3 +156,22 @@ def test_cli_dataset_gives_the_in_memory_release(tmp_path, schema):
         json.loads((tmp_path / f"{o}.public-report.json").read_text()) for o in ("d", "m.parquet")
     ]
     assert reports[0] == reports[1]
+
+
+def test_bad_value_leaves_no_output_and_no_scratch(tmp_path):
+    table = _table(3000)
+    values = table.column("small").to_numpy().copy()
+    values[2500] = np.inf
+    table = table.set_column(0, "small", pa.array(values))
+    _write_parts(table, tmp_path / "in", [1000])
+    before = {p.name for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match=r"column 'small' has NaN or infinity at row 2500"):
+        individual_ranking_dataset(
+            ParquetDataset.open(tmp_path / "in"),
+            tmp_path / "out.parquet",
+            k=3,
+            columns=COLUMNS,
+            memory_limit=100_000,
+            batch_rows=64,
+        )
+    assert {p.name for p in tmp_path.iterdir()} == before

@@ -303,3 +303,25 @@ def test_bad_linkage_arguments_are_refused_as_in_memory(tmp_path):
             )
         assert str(out_of_core.value) == str(in_memory.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("n", [70_000, 300_001, (1 << 33) + 5])
+def test_bucket_ids_are_the_buckets_of_the_permutation(n):
+    from dpfast import noise
+    from dpfast.engines.placement import bucket_ids
+
+    key = noise.NoiseSource.from_seed(12).key("test", "buckets")
+    if n < 1 << 20:  # every item's bucket, from the permutation's own parts
+        sizes = noise.permutation_bucket_sizes(key, n)
+        expected = np.empty(n, dtype=np.int64)
+        for b in range(sizes.shape[0]):
+            expected[noise.permutation_part(key, n, b, b + 1, sizes)] = b
+        for first, count in [(0, n), (1, 999), (n - 5, 5), (12_345, 40_000)]:
+            np.testing.assert_array_equal(
+                bucket_ids(key, n, first, count), expected[first : first + count]
+            )
+    else:  # 32-bit lanes: any window equals the same items read from another start
+        whole = bucket_ids(key, n, 1_000_000, 1024)
+        np.testing.assert_array_equal(bucket_ids(key, n, 1_000_100, 10), whole[100:110])
+        assert whole.max() < 1 << noise.permutation_bucket_bits(n)
+        assert len(np.unique(whole)) > 1000
