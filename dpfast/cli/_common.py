@@ -340,6 +340,7 @@ OUT_OF_CORE_METHODS = (
     "k-noise",
     "k-pram",
     "randomized-response",
+    "individual-ranking",
 )
 _OUT_OF_CORE = (
     f"{', '.join(OUT_OF_CORE_METHODS[:-1])} and {OUT_OF_CORE_METHODS[-1]} run out of core "

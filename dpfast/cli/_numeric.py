@@ -145,6 +145,7 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=_integer, required=True, help="group size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
+    _memory_argument(parser)
     _quiet_argument(parser)
 
 
@@ -199,7 +200,12 @@ def _release_laplace(args: argparse.Namespace) -> int:
 
 
 def _release_individual_ranking(args: argparse.Namespace) -> int:
+    from dpfast.cli import _engine
     from dpfast.methods.individual_ranking import individual_ranking
+
+    if _engine.runs_on_engine(args, "individual-ranking"):
+        _note(args, "individual-ranking adds no noise: the output is NOT differentially private")
+        return _engine.run_release(args, "individual-ranking")
 
     def call(table: Any, schema: Any, progress: Any) -> Any:
         columns = args.columns

@@ -144,6 +144,9 @@ def ir_dp_dataset(
     taxonomies: Mapping[Hashable, Any] | None = None,
     columns: Sequence[Hashable] | None = None,
     sensitivity: str = "proven",
+    linkage: str = "columns",
+    shuffle: bool = True,
+    unprotected: str = "drop",
     seed: int | None = None,
     memory_limit: int,
     n_threads: int | None = None,
@@ -161,8 +164,34 @@ def ir_dp_dataset(
     ``memory_limit``; the release does not depend on it. ``before_publish(report)``
     runs once the data is complete and before it is renamed into place, and
     ``after_publish()`` right after, before the scratch files are removed. Returns the
-    public and the private report; the columns not protected are left out.
+    public and the private report. ``linkage``, ``shuffle`` and ``unprotected`` (what to
+    do with the columns not protected) as for :func:`dpfast.ir_dp`; other than the
+    defaults they run in :mod:`dpfast.engines.linked`.
     """
+    if linkage != "columns" or shuffle is not True or unprotected != "drop":
+        from dpfast.engines import linked
+
+        return linked.ir_dp_dataset(
+            dataset,
+            output,
+            k=k,
+            epsilon=epsilon,
+            bounds=bounds,
+            integer=integer,
+            taxonomies=taxonomies,
+            columns=columns,
+            sensitivity=sensitivity,
+            linkage=linkage,
+            shuffle=shuffle,
+            unprotected=unprotected,
+            seed=seed,
+            memory_limit=memory_limit,
+            n_threads=n_threads,
+            batch_rows=batch_rows,
+            progress=progress,
+            before_publish=before_publish,
+            after_publish=after_publish,
+        )
     start = time.perf_counter()
     run = DatasetRun("ir_dp", None, progress, dataset=dataset)
     run.policy = "drop"
@@ -244,6 +273,7 @@ def laplace_dp_dataset(
     bounds: Mapping[Hashable, tuple[float, float]],
     integer: Mapping[Hashable, bool] | None = None,
     columns: Sequence[Hashable] | None = None,
+    unprotected: str = "drop",
     seed: int | None = None,
     memory_limit: int,
     batch_rows: int = BATCH_ROWS,
@@ -255,13 +285,16 @@ def laplace_dp_dataset(
 
     The release of :func:`dpfast.laplace_dp` with ``unprotected="drop"``: row ``i``'s
     cell of a column gets the draw of nonce ``i`` of the column's key, whatever batch it
-    is read in, and rows keep their order. Arguments as for :func:`ir_dp_dataset`.
+    is read in, and rows keep their order. Arguments as for :func:`ir_dp_dataset`; the
+    columns not protected follow ``unprotected`` (:mod:`dpfast.engines.linked`).
     """
+    from dpfast._release import check_unprotected
+    from dpfast.engines.linked import unprotected_scratch
     from dpfast.methods import laplace_dp as method
 
     start = time.perf_counter()
     run = DatasetRun("laplace_dp", None, progress, dataset=dataset)
-    run.policy = "drop"
+    run.policy = check_unprotected(unprotected)
     limits = _Limits(int(memory_limit), int(batch_rows))
     with run.phase("validate"):
         check_nonempty(dataset.n_rows)
@@ -298,7 +331,11 @@ def laplace_dp_dataset(
             sampler=noise.SAMPLER_NAME,
             domains=domains,
         )
+        copied = unprotected_scratch(dataset, scratch, run, source, None, limits)
         written = scratch_columns(scratch, protected, [], dataset.names)
+        if copied:
+            made = {c.name: c for c in written} | copied
+            written = [made[name] for name in dataset.names if name in made]
         _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
     return report, private
