@@ -11,6 +11,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -325,3 +326,28 @@ def test_bucket_ids_are_the_buckets_of_the_permutation(n):
         np.testing.assert_array_equal(bucket_ids(key, n, 1_000_100, 10), whole[100:110])
         assert whole.max() < 1 << noise.permutation_bucket_bits(n)
         assert len(np.unique(whole)) > 1000
+
+
+def test_record_linked_tie_beyond_a_range_above_empty_buckets_ends(tmp_path):
+    # every value on the upper bound: a tie larger than a sorted range, with only empty
+    # histogram buckets below it (each refinement must narrow the range)
+    frame = pd.DataFrame({"share": np.full(5000, 100.0), "age": np.arange(5000) % 70 + 17})
+    bounds = {"share": (0.0, 100.0), "age": (17, 90)}
+    expected = _release(
+        dpfast.ir_dp, frame, k=7, epsilon=2.0, bounds=bounds, linkage="records", seed=3
+    )
+    output = tmp_path / "out.parquet"
+    _release(
+        ir_dp_dataset,
+        ArrowSource(pa.Table.from_pandas(frame, preserve_index=False)),
+        output,
+        k=7,
+        epsilon=2.0,
+        bounds=bounds,
+        linkage="records",
+        seed=3,
+        memory_limit=40_000,
+        batch_rows=512,
+    )
+    got = pq.read_table(output).to_pandas()
+    pd.testing.assert_frame_equal(got, expected.data)

@@ -81,7 +81,7 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.ranges = self.ties = self.runs = 0
-        sort_range, gather, runs = engine._sort_range, engine._gather_attributes, engine._runs
+        sort_range, gather, runs = engine._sort_range, engine._gather_attributes, engine.cut_ranges
 
         def counted_sort(*args, **kwargs):
             self.ranges += 1
@@ -97,7 +97,7 @@ class _Spy:
 
         monkeypatch.setattr(engine, "_sort_range", counted_sort)
         monkeypatch.setattr(engine, "_gather_attributes", counted_gather)
-        monkeypatch.setattr(engine, "_runs", counted_runs)
+        monkeypatch.setattr(engine, "cut_ranges", counted_runs)
 
 
 @pytest.mark.parametrize("reference", ["corners", "cycling"])

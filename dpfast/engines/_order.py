@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as _kernels
+from dpfast.engines._ranges import cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 from dpfast.engines.outofcore import DatasetRun, _Limits
 
 #: Bytes of working memory per value of a sorted range (the values, the sort, the
 #: differences and their errors, and slack).
 _BYTES_PER_SWEPT_VALUE = 64
-_HISTOGRAM_BITS = 16
 _SIGN = np.uint64(1 << 63)
 
 Extremes = tuple[float, float, float, float, float, float, bool]
@@ -151,42 +151,13 @@ def knoise_extremes(
         elif count <= room:
             sweep.feed(np.sort(collect(range_lo, range_hi)))
         else:
-            shift = max(0, (range_hi - range_lo - 1).bit_length() - _HISTOGRAM_BITS)
+            shift = refined_shift(range_lo, range_hi)
             counts = histogram(range_lo, range_hi, shift)
-            _cut(counts, range_lo, range_hi, shift, first_rank, room, process)
+            cut_ranges(counts, range_lo, range_hi, shift, first_rank, room, process)
 
     process(0, span + 1, 0, n)
     assert sweep.rank == n
     return sweep.extremes(lo, hi)
-
-
-def _cut(
-    counts: np.ndarray,
-    lo: int,
-    hi: int,
-    shift: int,
-    first_rank: int,
-    capacity: int,
-    process: Callable[[int, int, int, int], None],
-) -> None:
-    """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` values.
-
-    Each run starts at a non-empty bucket and ends with one, so a bucket above
-    ``capacity`` is a run of its own, one bucket wide: refining it always narrows it.
-    """
-    rank = first_rank
-    run: list[int] = []  # first and last bucket of the run
-    held = 0
-    for b in np.flatnonzero(counts).tolist():
-        count = int(counts[b])
-        if run and held + count > capacity:
-            process(lo + (run[0] << shift), min(hi, lo + ((run[1] + 1) << shift)), rank, held)
-            rank += held
-            run, held = [], 0
-        run = [run[0] if run else b, b]
-        held += count
-    if run:
-        process(lo + (run[0] << shift), min(hi, lo + ((run[1] + 1) << shift)), rank, held)
 
 
 def _pieces(count: int, size: int) -> Iterator[int]:

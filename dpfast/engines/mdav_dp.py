@@ -54,6 +54,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import PrivateReport, Report, names
+from dpfast.engines._ranges import cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 from dpfast.engines.outofcore import (
     BATCH_ROWS,
@@ -90,7 +91,6 @@ __all__ = ["mdav_dp_dataset"]
 Progress = Callable[[str, int, int], None]
 
 #: Bits of a histogram pass over distance keys.
-_HISTOGRAM_BITS = 16
 #: Distance keys are uint64 words: the whole key space.
 _KEY_SPACE = 1 << 64
 #: Bytes of working memory per collected row of a sorted range, beside 16 per attribute
@@ -581,13 +581,16 @@ def _sort_point(
         run.tick(f"order {point + 1}", done[0], n)
 
     def level(prefix: list[int]) -> Callable[[int, int, int], None]:
+        def ranked(lo: int, hi: int, first_rank: int, held: int) -> None:
+            process(lo, hi, held)
+
         def process(lo: int, hi: int, held: int) -> None:
             if held <= capacity:
                 _sort_range(components, prefix, order, lo, hi, n, budget)
                 tick(held)
             elif hi - lo > 1:
-                shift = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
-                _runs(histogram(prefix, lo, hi, shift), lo, hi, shift, capacity, process)
+                shift = refined_shift(lo, hi)
+                cut_ranges(histogram(prefix, lo, hi, shift), lo, hi, shift, 0, capacity, ranked)
             elif len(prefix) + 1 < components.count:  # one word: cut by the next component
                 level([*prefix, lo])(0, _KEY_SPACE, held)
             else:  # equal in every component: row order
@@ -600,34 +603,6 @@ def _sort_point(
 
     with open(_order_path(scratch, point), "wb") as order:
         level([])(0, _KEY_SPACE, n)
-
-
-def _runs(
-    counts: np.ndarray,
-    lo: int,
-    hi: int,
-    shift: int,
-    capacity: int,
-    process: Callable[[int, int, int], None],
-) -> None:
-    """Cut ``[lo, hi)`` into runs of buckets holding at most ``capacity`` rows, in order.
-
-    A run spans its first to its last non-empty bucket, so a bucket above ``capacity`` is
-    a run of exactly its own values, which ``process`` refines (or refuses, when it holds
-    a single key).
-    """
-    start = end = held = 0
-    for b in np.flatnonzero(counts).tolist():
-        count = int(counts[b])
-        if held and held + count > capacity:
-            process(lo + (start << shift), min(hi, lo + (end << shift)), held)
-            held = 0
-        if held == 0:
-            start = b
-        held += count
-        end = b + 1
-    if held:
-        process(lo + (start << shift), min(hi, lo + (end << shift)), held)
 
 
 def _sort_range(

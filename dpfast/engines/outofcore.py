@@ -63,6 +63,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 from dpfast.io import WRITE_ROWS
 from dpfast.methods.ir_dp import (
@@ -88,8 +89,6 @@ FILE_ROWS = 8 * WRITE_ROWS
 _BYTES_PER_SORTED_VALUE = 32
 #: Bytes per row of a part of the output order (the order and the released values).
 _BYTES_PER_ORDERED_ROW = 24
-#: Bits of a histogram pass.
-_HISTOGRAM_BITS = 16
 
 
 @dataclass(frozen=True)
@@ -536,9 +535,9 @@ def _numeric_group_values(
         elif count <= limits.sorted_values:
             add_sorted(collect(lo, hi), first_rank)
         else:
-            shift = max(0, (hi - lo - 1).bit_length() - _HISTOGRAM_BITS)
+            shift = refined_shift(lo, hi)
             counts = histogram(lo, hi, shift)
-            _chunks(counts, lo, hi, shift, first_rank, limits.sorted_values, process)
+            cut_ranges(counts, lo, hi, shift, first_rank, limits.sorted_values, process)
 
     # the first pass also counts the clamped values
     clamped = 0
@@ -553,14 +552,14 @@ def _numeric_group_values(
         parts.clear()  # the pieces go before the sort's scratch comes
         add_sorted(whole, 0)
     else:
-        shift = max(0, key_bits - _HISTOGRAM_BITS)
+        shift = max(0, key_bits - HISTOGRAM_BITS)
         tick()
         counts = np.zeros((grid.d_int >> shift) + 1, dtype=np.int64)
         select = _bucket_counts(0, top, shift, counts.shape[0])
         for part, count in _quantised(dataset, column, grid, limits, select):
             counts += part
             clamped += count
-        _chunks(counts, 0, top, shift, 0, limits.sorted_values, process)
+        cut_ranges(counts, 0, top, shift, 0, limits.sorted_values, process)
     draws = noise.discrete_laplace(
         source.key("ir_dp", "centroid-noise", str(column.name)), steps, n // k
     )
@@ -587,36 +586,6 @@ def _bucket_counts(lo: int, hi: int, shift: int, size: int) -> Callable[[np.ndar
         return np.bincount((inside - lo) >> shift, minlength=size)
 
     return count
-
-
-def _chunks(
-    counts: np.ndarray,
-    lo: int,
-    hi: int,
-    shift: int,
-    first_rank: int,
-    capacity: int,
-    process: Callable[[int, int, int, int], None],
-) -> None:
-    """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` values.
-
-    A bucket above ``capacity`` is a run of its own, which ``process`` refines further.
-    A run spans its first to its last non-empty bucket, so a refined run is always
-    narrower than the range it was cut from (a heavy tie with empty buckets beside it
-    would otherwise give the same range again).
-    """
-    start, end, held, rank = 0, 0, 0, first_rank
-    for b in range(counts.shape[0] + 1):
-        count = int(counts[b]) if b < counts.shape[0] else 0
-        if held and (b == counts.shape[0] or held + count > capacity):
-            process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
-            rank += held
-            held = 0
-        if count:
-            if held == 0:
-                start = b
-            held += count
-            end = b + 1
 
 
 def _rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: _Limits) -> np.ndarray:

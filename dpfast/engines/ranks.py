@@ -22,10 +22,9 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import ranking
+from dpfast.engines._ranges import cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 
-#: Bits of a histogram pass.
-HISTOGRAM_BITS = 16
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.
 BYTES_PER_RANKED_ROW = 40
@@ -74,7 +73,7 @@ class RankPasses:
         if n <= self.capacity:
             self._sorted(0, top, 0, count=True)
         else:
-            shift = max(0, (top - 1).bit_length() - HISTOGRAM_BITS)
+            shift = refined_shift(0, top)
             counts = self._histogram(0, top, shift, count=True)
             self._chunks(counts, 0, top, shift, 0)
         return self.counted
@@ -154,19 +153,12 @@ class RankPasses:
         elif hi - lo == 1:
             self._run(lo, first_rank, count)
         else:
-            shift = max(0, (hi - lo - 1).bit_length() - HISTOGRAM_BITS)
+            shift = refined_shift(lo, hi)
             self._chunks(self._histogram(lo, hi, shift), lo, hi, shift, first_rank)
 
     def _chunks(self, counts: np.ndarray, lo: int, hi: int, shift: int, first_rank: int) -> None:
         """Cut ``[lo, hi)`` into runs of buckets of at most ``capacity`` rows, in order."""
-        start, held, rank = 0, 0, first_rank
-        for b in range(counts.shape[0] + 1):
-            size = int(counts[b]) if b < counts.shape[0] else 0
-            if b == counts.shape[0] or (held and held + size > self.capacity):
-                self._process(lo + (start << shift), min(hi, lo + (b << shift)), rank, held)
-                rank += held
-                start, held = b, 0
-            held += size
+        cut_ranges(counts, lo, hi, shift, first_rank, self.capacity, self._process)
 
 
 def _within(keys: np.ndarray, lo: int, hi: int) -> np.ndarray:
