@@ -331,7 +331,10 @@ def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 # What the methods that run in memory only say about datasets beyond memory.
-_OUT_OF_CORE = "ir-dp and laplace run out of core (--memory-limit, see docs/engines.md)"
+_OUT_OF_CORE = (
+    "ir-dp and laplace run out of core (--memory-limit) or on Spark (--engine spark), see "
+    "docs/engines.md"
+)
 _IN_MEMORY_ONLY = {
     "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "
     f"data beyond memory use ir-dp (individual ranking, proven DP); {_OUT_OF_CORE}",
