@@ -18,7 +18,8 @@ from dpfast.engines.outofcore import ir_dp_dataset
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
 from dpfast.engines.spark import SparkSource, ir_dp_spark
-from dpfast.engines.spark._source import _collect, _regroup
+from dpfast.engines.spark._rows import regroup as _regroup
+from dpfast.engines.spark._source import _collect
 
 BOUNDS = {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)}
 K, EPSILON, SEED = 7, 2.0, 3
@@ -278,6 +279,7 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     from dpfast.engines.spark import _source as spark_module
+    from dpfast.engines.spark._rows import PartitionRows
 
     class SlowPlan:
         def select(self, name):
@@ -292,7 +294,7 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
 
     monkeypatch.setattr(spark_module, "_collect", lambda results: [])
     source = SparkSource(SlowPlan())
-    source._numbering = spark_module._PartitionRows((0,))
+    source._numbering = PartitionRows((0,))
 
     def plan(_: int) -> list:
         return list(source.map_column("x", 50, lambda array, first: None))

@@ -54,7 +54,8 @@ from dpfast.engines.outofcore import (
     _on_bound,
     _rank_counts,
 )
-from dpfast.engines.spark._source import SparkSource, quietly
+from dpfast.engines.spark._rows import quietly
+from dpfast.engines.spark._source import SparkSource
 from dpfast.methods.ir_dp import _guarantee, _parameters, _plan, _sampler
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dpfast.engines.spark._source import quietly
+from dpfast.engines.spark._rows import quietly
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

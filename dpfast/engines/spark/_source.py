@@ -17,25 +17,30 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
 import os
 import pickle
 import re
-import threading
-import urllib.parse
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from dpfast.engines.spark._rows import (
+    ROW_COLUMN,
+    FileRows,
+    Numbering,
+    count_partitions,
+    file_key,
+    partition_index,
+    quietly,
+    regroup,
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkSource", "quietly"]
+__all__ = ["SparkSource"]
 
 T = TypeVar("T")
 
@@ -46,22 +51,6 @@ _SENT_BACK = (ValueError, TypeError)
 #: The schema of ``map_column``'s results: where a batch starts, and its pickled result
 #: or exception.
 _RESULTS = "partition int, first_row long, failed boolean, payload binary"
-#: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
-#: not use pandas.
-_PANDAS_WARNING = "PySpark does not yet fully support pandas"
-#: Held while a filter for it is in place: ``warnings.catch_warnings`` swaps process-wide
-#: state, so two threads inside it at once could drop each other's filter.
-_PLANNING = threading.Lock()
-
-
-@contextmanager
-def quietly() -> Iterator[None]:
-    """Plan Spark work without pyspark's pandas warning, one thread at a time."""
-    with _PLANNING, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
-        yield
-
-
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "ByteType": pa.int8(),
     "ShortType": pa.int16(),
@@ -110,7 +99,7 @@ class SparkSource:
         self.frame = frame
         self._n_rows: int | None = None
         self._schema: pa.Schema | None = None
-        self._numbering: _Numbering | None = None
+        self._numbering: Numbering | None = None
 
     @classmethod
     def from_parquet(cls, session: SparkSession, path: str | os.PathLike[str]) -> SparkSource:
@@ -127,9 +116,9 @@ class SparkSource:
         source = cls(session.read.parquet(*dataset.files))
         offsets, first = {}, 0
         for name, rows in zip(dataset.files, dataset.rows, strict=True):
-            offsets[_file_key(name)] = first
+            offsets[file_key(name)] = first
             first += rows
-        source._numbering = _FileRows(offsets)
+        source._numbering = FileRows(offsets)
         source._n_rows = first
         return source
 
@@ -155,10 +144,10 @@ class SparkSource:
             self._n_rows = int(sum(self.numbering().counts))
         return self._n_rows
 
-    def numbering(self) -> _Numbering:
+    def numbering(self) -> Numbering:
         """Return how rows are numbered: the partitions' first rows, or the files' ones."""
         if self._numbering is None:
-            self._numbering = _count_partitions(self.frame)
+            self._numbering = count_partitions(self.frame)
         return self._numbering
 
     def map_column(
@@ -209,12 +198,12 @@ class SparkSource:
         transform = functools.partial(
             _transform, fn=fn, batch_rows=int(batch_rows), numbering=numbering
         )
-        ordered = isinstance(numbering, _FileRows)
-        out_schema = f"{schema}, {_ROW} long" if ordered else schema
+        ordered = isinstance(numbering, FileRows)
+        out_schema = f"{schema}, {ROW_COLUMN} long" if ordered else schema
         with quietly():
             frame = self.frame.select(*names, *numbering.columns)
             data = frame.mapInArrow(transform, out_schema)
-        return data.orderBy(_ROW).drop(_ROW) if ordered else data
+        return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
 
     @staticmethod
     def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
@@ -230,122 +219,6 @@ class SparkSource:
             if error is exc:
                 raise
             raise error from exc
-
-
-@dataclass(frozen=True)
-class _PartitionRows:
-    """Rows numbered by partition, then position: each partition's row count."""
-
-    counts: tuple[int, ...]
-    columns: tuple[str, ...] = ()
-
-    def pieces(
-        self, batches: Iterable[pa.RecordBatch], partition: int
-    ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Yield the partition's batches with their first row numbers, checking the count."""
-        if partition >= len(self.counts):
-            raise ValueError(_CHANGED)
-        first = sum(self.counts[:partition])
-        end = first + self.counts[partition]
-        for batch in batches:
-            if first + batch.num_rows > end:
-                raise ValueError(_CHANGED)
-            yield batch, first
-            first += batch.num_rows
-        if first != end:
-            raise ValueError(_CHANGED)
-
-
-@dataclass(frozen=True)
-class _FileRows:
-    """Rows numbered as :class:`ParquetDataset` does: each file's first row number."""
-
-    offsets: Mapping[str, int]
-    columns: tuple[str, ...] = ("_metadata.file_path", "_metadata.row_index")
-
-    @property
-    def counts(self) -> tuple[int, ...]:  # pragma: no cover - n_rows is known for files
-        raise AssertionError("a Parquet source knows its row count")
-
-    def pieces(
-        self, batches: Iterable[pa.RecordBatch], partition: int
-    ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Yield the runs of consecutive rows of the batches, with their first row numbers.
-
-        The last two columns (file path, row within the file) are dropped.
-        """
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            paths = batch.column(batch.num_columns - 2).dictionary_encode()
-            starts = np.array([self._offset(p) for p in paths.dictionary.to_pylist()])
-            index = batch.column(batch.num_columns - 1).to_numpy(zero_copy_only=False)
-            rows = starts[paths.indices.to_numpy(zero_copy_only=False)] + index
-            cuts = [0, *(np.flatnonzero(np.diff(rows) != 1) + 1).tolist(), batch.num_rows]
-            values = batch.select(range(batch.num_columns - 2))
-            for lo, hi in itertools.pairwise(cuts):
-                yield values.slice(lo, hi - lo), int(rows[lo])
-
-    def _offset(self, path: str) -> int:
-        found = self.offsets.get(_file_key(path))
-        if found is None:
-            raise ValueError(
-                f"Spark read rows of {path!r}, which is not one of the source's files; "
-                "build the source with SparkSource.from_parquet from the same files"
-            )
-        return found
-
-
-_Numbering = _PartitionRows | _FileRows
-#: Why a partition's rows no longer match their count.
-_CHANGED = (
-    "the Spark frame gave other rows than when its partitions were counted; a release "
-    "reads it several times, so make it deterministic: cache it (frame.cache()) and avoid "
-    "unseeded sampling"
-)
-#: The hidden column of row numbers that orders a frame numbered from Parquet files.
-_ROW = "__dpfast_row"
-
-
-def _file_key(path: str) -> str:
-    """Return a path or URI as Spark's ``_metadata.file_path`` and the driver both reduce it."""
-    parts = urllib.parse.urlsplit(path)
-    if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a Windows drive
-        local = urllib.parse.unquote(parts.path) if parts.scheme == "file" else path
-        return os.path.normpath(os.path.abspath(local))
-    return f"{parts.scheme}://{parts.netloc}{os.path.normpath(urllib.parse.unquote(parts.path))}"
-
-
-def _count_partitions(frame: DataFrame) -> _PartitionRows:
-    """Count the rows of every partition of ``frame`` (one job)."""
-    with quietly():
-        counted = frame.select(frame.columns[0]).mapInArrow(_count, "partition int, n long")
-    found = dict(_collect_pairs(counted))
-    n_partitions = frame.rdd.getNumPartitions()
-    return _PartitionRows(tuple(int(found.get(p, 0)) for p in range(n_partitions)))
-
-
-def _count(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Yield one row: this task's partition and its number of rows."""
-    rows = sum(batch.num_rows for batch in batches)
-    yield pa.RecordBatch.from_arrays(
-        [pa.array([_partition()], pa.int32()), pa.array([rows], pa.int64())],
-        names=["partition", "n"],
-    )
-
-
-def _collect_pairs(results: DataFrame) -> list[tuple[int, int]]:
-    if not hasattr(results, "toArrow"):
-        return [(int(a), int(b)) for a, b in results.collect()]
-    table = results.toArrow()
-    return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
-
-
-def _partition() -> int:
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    return context.partitionId() if context is not None else 0
 
 
 def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
@@ -399,17 +272,17 @@ def _apply(
     batches: Iterable[pa.RecordBatch],
     fn: Callable[[pa.Array, int], Any],
     batch_rows: int,
-    numbering: _Numbering,
+    numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
     """Run ``fn`` on one partition's batches of a column, on an executor.
 
     Yields one record batch of :data:`_RESULTS` per batch; the first exception of
     :data:`_SENT_BACK` is yielded as a failed result and ends the partition.
     """
-    partition = _partition()
+    partition = partition_index()
     first = 0
     try:
-        for batch, first in _regroup(numbering.pieces(batches, partition), batch_rows):
+        for batch, first in regroup(numbering.pieces(batches, partition), batch_rows):
             yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
     except _SENT_BACK as exc:
         yield _result(partition, first, True, _dumps_error(exc))
@@ -431,51 +304,16 @@ def _transform(
     batches: Iterable[pa.RecordBatch],
     fn: Callable[[pa.RecordBatch, int], pa.RecordBatch],
     batch_rows: int,
-    numbering: _Numbering,
+    numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
     """Yield ``fn(batch, first_row)`` for one partition's rows (and their numbers if files)."""
-    ordered = isinstance(numbering, _FileRows)
-    for batch, first in _regroup(numbering.pieces(batches, _partition()), batch_rows):
+    ordered = isinstance(numbering, FileRows)
+    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
         out = fn(batch, first)
         if ordered:
             rows = pa.array(np.arange(first, first + out.num_rows, dtype=np.int64))
-            out = pa.RecordBatch.from_arrays([*out.columns, rows], [*out.schema.names, _ROW])
+            out = pa.RecordBatch.from_arrays([*out.columns, rows], [*out.schema.names, ROW_COLUMN])
         yield out
-
-
-def _regroup(
-    pieces: Iterable[tuple[pa.RecordBatch, int]], rows: int
-) -> Iterator[tuple[pa.RecordBatch, int]]:
-    """Join consecutive pieces into batches of ``rows`` rows (fewer where rows jump or end).
-
-    ``pieces`` are record batches with their first row numbers; a batch yielded holds
-    consecutive rows only, with its first row number.
-    """
-    held: list[pa.RecordBatch] = []
-    start = count = 0
-    for batch, first in pieces:
-        if batch.num_rows == 0:
-            continue
-        if held and first != start + count:  # the rows jump: what is held ends here
-            yield _joined(held), start
-            held, count = [], 0
-        if not held:
-            start = first
-        held.append(batch)
-        count += batch.num_rows
-        while count >= rows:
-            whole = _joined(held)
-            yield whole.slice(0, rows), start
-            rest = whole.slice(rows)
-            held, count, start = ([rest] if rest.num_rows else []), rest.num_rows, start + rows
-    if count:
-        yield _joined(held), start
-
-
-def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def _dumps(value: Any) -> bytes:
