@@ -24,7 +24,8 @@ function here needs it.
 from __future__ import annotations
 
 from dpfast.engines.spark._dispatch import ir_dp_frame, laplace_dp_frame
-from dpfast.engines.spark._release import ir_dp_spark, laplace_dp_spark
+from dpfast.engines.spark._laplace import laplace_dp_spark
+from dpfast.engines.spark._release import ir_dp_spark
 from dpfast.engines.spark._session import local_session
 from dpfast.engines.spark._source import SparkSource
 from dpfast.engines.spark._write import check_spark_output, write_release

@@ -11,7 +11,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from dpfast._release import Progress, Release
-from dpfast.engines.spark._release import ir_dp_spark, laplace_dp_spark
+from dpfast.engines.spark._laplace import laplace_dp_spark
+from dpfast.engines.spark._release import ir_dp_spark
 
 __all__ = ["ir_dp_frame", "laplace_dp_frame"]
 
