@@ -47,7 +47,7 @@ from dpfast.engines.outofcore import (
 )
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._source import SparkSource
-from dpfast.methods.ir_dp import _guarantee, _parameters, _plan, _sampler
+from dpfast.methods.ir_dp import _Arguments, _guarantee, _parameters, _plan, _sampler
 from dpfast.methods.ir_dp._categorical import group_codes
 
 if TYPE_CHECKING:
@@ -144,31 +144,12 @@ def ir_dp_spark(
         workers = column_threads(n_threads, len(args.numeric) or 1)
         share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
         _check_groups_fit(n, args, share)
-    generated: dict[str, _Generated] = {}
     counts = {}
     for cat in args.categorical:  # cheap passes that check the values first
         with run.phase("columns"):
             run.tick(f"column {cat.name}", 0, 1)
             counts[cat.name] = _rank_counts(source, cat, limits)
-
-    def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
-        grid, steps = plan.grids[column.name]
-        return _numeric_group_values(source, column, grid, args.k, steps, keys, share, run)
-
-    pool = ThreadPoolExecutor(max_workers=workers)
-    try:
-        with run.phase("columns"):
-            done = zip(args.numeric, pool.map(numeric, args.numeric), strict=True)
-            for column, (values, clamped) in done:
-                plan.ledger.spend(plan.entries[column.name])
-                lower, upper = args.domains[column.name]
-                run.released[column.name] = np.empty(0)
-                run.clamped[str(column.name)] = clamped
-                run.on_bound[str(column.name)] = _on_bound(values, n, args.k, lower, upper)
-                kind = "int" if column.integer else "float"
-                generated[str(column.name)] = _Generated.of(keys, column.name, n, values, kind)
-    finally:  # on an error or an interrupt, columns not started are not started
-        pool.shutdown(wait=True, cancel_futures=True)
+    generated = _numeric_outputs(source, args, plan, keys, share, workers, run)
     for cat in args.categorical:
         with run.phase("columns"):
             key = keys.key("ir_dp", "centroid-choice", str(cat.name))
@@ -190,6 +171,40 @@ def ir_dp_spark(
     frame = _ir_dp_frame(spark_of(source), ordered, n, args.k, int(part_rows), int(batch_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private
+
+
+def _numeric_outputs(
+    source: Any,
+    args: _Arguments,
+    plan: Any,
+    keys: noise.NoiseSource,
+    share: _Limits,
+    workers: int,
+    run: DatasetRun,
+) -> dict[str, _Generated]:
+    """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order."""
+    n = source.n_rows
+    generated = {}
+
+    def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
+        grid, steps = plan.grids[column.name]
+        return _numeric_group_values(source, column, grid, args.k, steps, keys, share, run)
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        with run.phase("columns"):
+            done = zip(args.numeric, pool.map(numeric, args.numeric), strict=True)
+            for column, (values, clamped) in done:
+                plan.ledger.spend(plan.entries[column.name])
+                lower, upper = args.domains[column.name]
+                run.released[column.name] = np.empty(0)
+                run.clamped[str(column.name)] = clamped
+                run.on_bound[str(column.name)] = _on_bound(values, n, args.k, lower, upper)
+                kind = "int" if column.integer else "float"
+                generated[str(column.name)] = _Generated.of(keys, column.name, n, values, kind)
+    finally:  # on an error or an interrupt, columns not started are not started
+        pool.shutdown(wait=True, cancel_futures=True)
+    return generated
 
 
 @dataclass(frozen=True)
