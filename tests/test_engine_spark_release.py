@@ -138,6 +138,7 @@ def test_laplace_dp_of_a_spark_frame_is_the_in_memory_release(spark, partitions,
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": columns, "seed": SEED}
     expected = dpfast.laplace_dp(_rows(frame), **args)  # the frame's order
     _assert_same_release(dpfast.laplace_dp(frame, **args), expected)
+    assert frame.rdd.getNumPartitions() == partitions
     frame.unpersist()
 
 

@@ -63,11 +63,12 @@ class PartitionRows:
     def pieces(
         self, batches: Iterable[pa.RecordBatch], partition: int
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Yield the partition's batches with their first row numbers, checking the count."""
-        if partition >= len(self.counts):
-            raise ValueError(CHANGED)
+        """Yield the partition's batches with their first row numbers, checking the count.
+
+        A partition past the counted ones held no row when they were counted.
+        """
         first = sum(self.counts[:partition])
-        end = first + self.counts[partition]
+        end = first + (self.counts[partition] if partition < len(self.counts) else 0)
         for batch in batches:
             if first + batch.num_rows > end:
                 raise ValueError(CHANGED)
@@ -142,8 +143,8 @@ def count_partitions(frame: DataFrame) -> PartitionRows:
     with quietly():
         counted = frame.select(frame.columns[0]).mapInArrow(_count, "partition int, n long")
     found = dict(_collect_pairs(counted))
-    n_partitions = frame.rdd.getNumPartitions()
-    return PartitionRows(tuple(int(found.get(p, 0)) for p in range(n_partitions)))
+    last = max(found, default=-1)  # no RDD needed: Spark Connect frames have none
+    return PartitionRows(tuple(int(found.get(p, 0)) for p in range(last + 1)))
 
 
 def _count(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
