@@ -227,16 +227,19 @@ def test_a_failed_write_leaves_no_output(spark, tmp_path):
         write_release(data, tmp_path / "out", None, before_publish=published.append)
     assert published == []
     assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
+    # the write ran in a job group of its own, and the thread's is as it was
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
 
 
-def test_a_refused_publication_leaves_no_output(spark, tmp_path):
+@pytest.mark.parametrize("stop", [RuntimeError("the budget is spent"), KeyboardInterrupt()])
+def test_a_refused_or_interrupted_publication_leaves_no_output(spark, tmp_path, stop):
     data = _frame(spark, _table(50))
 
-    def over_budget(report) -> None:
-        raise RuntimeError("the budget is spent")
+    def refuse(report) -> None:
+        raise stop
 
-    with pytest.raises(RuntimeError, match="the budget is spent"):
-        write_release(data, tmp_path / "out", None, before_publish=over_budget)
+    with pytest.raises(type(stop)):
+        write_release(data, tmp_path / "out", None, before_publish=refuse)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
         write_release(data, tmp_path / "out.parquet", None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["check_spark_output", "write_release"]
 
+#: The thread's local properties that ``setJobGroup`` sets.
+_JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 #: Seconds between two looks at the running job's tasks.
 _POLL_SECONDS = 0.5
 
@@ -49,7 +52,7 @@ def write_release(
     check_spark_output(target)
     with _scratch_beside(target) as scratch:
         written = scratch / "release"
-        with _task_progress(data, f"writing {target.name}", progress):
+        with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
             data.write.option("compression", "zstd").parquet(str(written.absolute()))
         for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS")]:
             extra.unlink()
@@ -69,6 +72,27 @@ def check_spark_output(output: str | os.PathLike[str]) -> None:
             f"file {str(target)!r}; name OUTPUT without the .parquet extension, e.g. "
             f"{str(target.with_suffix(''))!r}"
         )
+
+
+@contextmanager
+def _cancelled_if_left(frame: DataFrame) -> Iterator[None]:
+    """Run the block's Spark jobs in a job group of their own, cancelled if it is left early.
+
+    An interrupt (or any exception in this thread) would otherwise leave the write running
+    on the executors, into a scratch directory that is being removed.
+    """
+    context = frame.sparkSession.sparkContext
+    saved = {key: context.getLocalProperty(key) for key in _JOB_GROUP}
+    group = f"dpfast-write-{uuid.uuid4().hex}"
+    context.setJobGroup(group, "dpfast: writing a release", interruptOnCancel=True)
+    try:
+        yield
+    except BaseException:
+        context.cancelJobGroup(group)
+        raise
+    finally:  # the caller's job group, if any, is this thread's again
+        for key, value in saved.items():
+            context.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 
 @contextmanager
