@@ -17,7 +17,9 @@ from dpfast.engines.outofcore import ir_dp_dataset
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, _collect, _regroup, ir_dp_spark
+from dpfast.engines.spark import SparkSource, ir_dp_spark
+from dpfast.engines.spark._rows import regroup as _regroup
+from dpfast.engines.spark._source import _collect
 
 BOUNDS = {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)}
 K, EPSILON, SEED = 7, 2.0, 3
@@ -63,6 +65,17 @@ def _release_args(memory_limit: int) -> dict:
     }
 
 
+def _rows(frame) -> pd.DataFrame:
+    """A Spark frame's rows in order, through Arrow (toPandas warns of pandas >= 3)."""
+    return frame.toArrow().to_pandas()
+
+
+def _assert_same_data(got: pd.DataFrame, expected) -> None:
+    assert list(got.columns) == list(expected.data.columns)
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+
+
 def _assert_same_release(output: Path, report, expected) -> None:
     got = pq.read_table(output).to_pandas()
     assert list(got.columns) == list(expected.data.columns)
@@ -83,14 +96,27 @@ def test_source_describes_the_frame(spark, parquet, table):
     assert [f.type for f in narrow.schema] == [pa.int32(), pa.float32()]
 
 
-def test_regroup_gives_batches_of_at_most_batch_rows():
+def test_regroup_gives_batches_of_consecutive_rows_of_at_most_batch_rows():
     values = pa.array(np.arange(23, dtype=np.int64))
-    batches = [
-        pa.record_batch([values.slice(a, b - a)], ["x"]) for a, b in [(0, 5), (5, 5), (5, 23)]
+    pieces = [
+        (pa.record_batch([values.slice(a, b - a)], ["x"]), a) for a, b in [(0, 5), (5, 5), (5, 23)]
     ]
-    got = list(_regroup(batches, 4))
-    assert [len(a) for a in got] == [4, 4, 4, 4, 4, 3]
-    assert pa.concat_arrays(got).equals(values)
+    got = list(_regroup(pieces, 4))
+    assert [(len(b), first) for b, first in got] == [
+        (4, 0),
+        (4, 4),
+        (4, 8),
+        (4, 12),
+        (4, 16),
+        (3, 20),
+    ]
+    assert pa.concat_arrays([b.column(0) for b, _ in got]).equals(values)
+    # rows that jump (10 follows 2) are never joined in one batch
+    jumping = [
+        (pa.record_batch([values.slice(0, 3)], ["x"]), 0),
+        (pa.record_batch([values.slice(10, 3)], ["x"]), 10),
+    ]
+    assert [(len(b), first) for b, first in _regroup(jumping, 4)] == [(3, 0), (3, 10)]
 
 
 def test_results_are_collected_without_arrow_too(spark):
@@ -113,28 +139,17 @@ def test_results_are_collected_without_arrow_too(spark):
     # 300_000 bytes: 4,687 values to sort per worker (2 workers), several passes a column
     [(1, 2**30), (2, 300_000), (7, 300_000), (64, 2**30)],
 )
-def test_release_is_the_in_memory_release(
-    spark, parquet, expected, tmp_path, partitions, memory_limit
-):
+def test_release_is_the_in_memory_release(spark, parquet, expected, partitions, memory_limit):
     frame = spark.read.parquet(parquet).repartition(partitions).cache()
     assert frame.rdd.getNumPartitions() == partitions
-    output = tmp_path / "release"
-    data, report, _ = ir_dp_spark(frame, output, **_release_args(memory_limit))
-    _assert_same_release(output, report, expected)
-    assert data.count() == len(expected.data)
+    # 4,096 output rows per task: 8 tasks compute the release, in the in-memory order
+    data, report, private = ir_dp_spark(frame, part_rows=4096, **_release_args(memory_limit))
+    assert data.rdd.getNumPartitions() == 8
+    _assert_same_data(_rows(data), expected)
+    assert report.to_dict() == expected.report.to_dict()
+    assert private.clamped == expected.private.clamped
+    assert private.clamped_output == expected.private.clamped_output
     frame.unpersist()
-
-
-def test_release_frame_holds_the_released_rows(spark, parquet, expected, tmp_path):
-    frame = spark.read.parquet(parquet).repartition(3)
-    data, _, _ = ir_dp_spark(frame, tmp_path / "release.parquet", **_release_args(2**30))
-    columns = list(expected.data.columns)
-    got = pd.DataFrame([tuple(row) for row in data.collect()], columns=data.columns)
-    assert list(got.columns) == columns
-    got = got.sort_values(columns, ignore_index=True)
-    want = expected.data.sort_values(columns, ignore_index=True)
-    for name in columns:
-        np.testing.assert_array_equal(got[name].to_numpy(), want[name].to_numpy())
 
 
 class _FailingOnce(SparkSource):
@@ -161,12 +176,12 @@ class _FailingOnce(SparkSource):
 
 def test_a_retried_task_gives_the_same_release(spark, parquet, expected, tmp_path):
     frame = spark.read.parquet(parquet).repartition(2)
-    output = tmp_path / "release.parquet"
     marker = tmp_path / "failed-once"
     source = _FailingOnce(frame, marker)
-    report, _ = ir_dp_dataset(source, output, **_release_args(2**30))
+    data, report, _ = ir_dp_spark(source, **_release_args(2**30))
     assert marker.exists()  # a task did fail, and was retried
-    _assert_same_release(output, report, expected)
+    _assert_same_data(_rows(data), expected)
+    assert report.to_dict() == expected.report.to_dict()
 
 
 def test_an_executor_error_reaches_the_caller(spark, table, tmp_path):
@@ -182,12 +197,13 @@ def test_an_executor_error_reaches_the_caller(spark, table, tmp_path):
         ir_dp_dataset(ArrowSource(arrow), tmp_path / "a.parquet", **args)
     frame = spark.read.parquet(str(path)).coalesce(1)
     with pytest.raises(ValueError) as on_spark:
-        ir_dp_spark(frame, tmp_path / "b.parquet", **args)
+        ir_dp_spark(frame, **args)
     assert str(on_spark.value) == str(in_memory.value)
     assert "'frac' has NaN or infinity at row 1234" in str(on_spark.value)
-    with pytest.raises(ValueError, match="'frac' has NaN or infinity at row"):
-        ir_dp_spark(frame.repartition(3), tmp_path / "c.parquet", **args)
-    assert not (tmp_path / "b.parquet").exists()
+    # rows are numbered across partitions: the same row, found by another task
+    with pytest.raises(ValueError) as split:
+        ir_dp_spark(frame.repartition(3).sortWithinPartitions("age").cache(), **args)
+    assert "'frac' has NaN or infinity at row" in str(split.value)
 
 
 class _FailingAlways(SparkSource):
@@ -226,7 +242,7 @@ def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, c
         }
     }
     (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
-    args = ["release", "ir-dp", str(tmp_path / "parts"), "-o", str(tmp_path / "out.parquet")]
+    args = ["release", "ir-dp", str(tmp_path / "parts"), "-o", str(tmp_path / "out")]
     args += ["--k", "7", "--epsilon", "2", "--schema", str(tmp_path / "s.json"), "--seed", "3"]
     assert cli.main([*args, "--engine", "spark", "--master", "local[2]", "--quiet"]) == 0
     with cli_spelling():
@@ -239,10 +255,12 @@ def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, c
             columns=["age", "frac", "occupation"],
             seed=3,
         )
-    got = pq.read_table(tmp_path / "out.parquet").to_pandas()
+    # written by the executors, one file per task, in the in-memory row order
+    got = pq.read_table(tmp_path / "out").to_pandas()
     for name in expected.data.columns:
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
-    report = json.loads((tmp_path / "out.parquet.public-report.json").read_text("utf-8"))
+    assert [p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".")] == []
+    report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
     assert report == json.loads(json.dumps(expected.report.to_dict()))
     assert not spark.sparkContext._jsc.sc().isStopped()  # a running session is left running
     # --master without --engine spark is refused in one line
@@ -260,7 +278,8 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from dpfast.engines import spark as spark_module
+    from dpfast.engines.spark import _source as spark_module
+    from dpfast.engines.spark._rows import PartitionRows
 
     class SlowPlan:
         def select(self, name):
@@ -275,6 +294,7 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
 
     monkeypatch.setattr(spark_module, "_collect", lambda results: [])
     source = SparkSource(SlowPlan())
+    source._numbering = PartitionRows((0,))
 
     def plan(_: int) -> list:
         return list(source.map_column("x", 50, lambda array, first: None))

@@ -93,7 +93,7 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
 
 
 def _check_spark_options(args: argparse.Namespace) -> None:
-    """Refuse on Spark what places rows by their global row numbers (not yet given there)."""
+    """Refuse on Spark what only the local engine runs (record linkage, kept columns)."""
     found = []
     if getattr(args, "linkage", "columns") != "columns":
         found.append(f"--linkage {args.linkage}")
@@ -103,9 +103,8 @@ def _check_spark_options(args: argparse.Namespace) -> None:
         found.append(f"--unprotected {args.unprotected}")
     if found:
         raise ValueError(
-            f"--engine spark does not support {', '.join(found)} yet (Spark numbers rows per "
-            "partition); drop them, or run without --engine spark: --memory-limit releases "
-            "them out of core on this machine"
+            f"--engine spark does not support {', '.join(found)} yet; drop them, or run "
+            "without --engine spark: --memory-limit releases them out of core on this machine"
         )
 
 
@@ -153,12 +152,13 @@ def _spark_source(args: argparse.Namespace) -> Any:
         ) from exc
     from pyspark.sql import SparkSession
 
-    files = ParquetDataset.open(args.input).files  # the same files, in the same order
+    ParquetDataset.open(args.input)  # a missing or unreadable input fails before Spark starts
     running = SparkSession.getActiveSession()
     session = local_session(args.master or "local[*]")
     if running is None:  # this command started Spark: it stops it when done
         args.stop_spark = session.stop
-    return SparkSource(session.read.parquet(*files))
+    # rows numbered as ParquetDataset does, so that laplace keys them as in memory
+    return SparkSource.from_parquet(session, args.input)
 
 
 def run_release(args: argparse.Namespace, method: str) -> int:
@@ -202,7 +202,11 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         }
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
-            if method == "ir-dp":
+            if getattr(args, "engine", "local") == "spark":
+                report, private = _release_on_spark(
+                    args, method, source, progress, common, taxonomies
+                )
+            elif method == "ir-dp":
                 report, private = ir_dp_dataset(
                     source,
                     args.output,
@@ -280,10 +284,43 @@ def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     return _summary(args, report, public_path, private_path, source.n_rows, args.spend)
 
 
+def _release_on_spark(
+    args: argparse.Namespace,
+    method: str,
+    source: Any,
+    progress: Any,
+    common: dict[str, Any],
+    taxonomies: Any,
+) -> tuple[Any, Any]:
+    """Release on Spark; the executors write the output, published after the hooks."""
+    from dpfast.engines.spark import ir_dp_spark, laplace_dp_spark, write_release
+
+    hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
+    if method == "ir-dp":
+        data, report, private = ir_dp_spark(
+            source,
+            k=args.k,
+            taxonomies=taxonomies,
+            sensitivity=args.sensitivity,
+            n_threads=args.threads,
+            progress=progress,
+            **common,
+        )
+    else:
+        del common["memory_limit"]
+        data, report, private = laplace_dp_spark(source, progress=progress, **common)
+    write_release(data, args.output, report, progress=progress, **hooks)
+    return report, private
+
+
 def _check_engine_paths(args: argparse.Namespace) -> None:
     """Fail fast on paths the engine cannot read or write, with the in-memory messages."""
     from dpfast.io import output_format
 
+    if getattr(args, "engine", "local") == "spark" and not _is_text(args.output):
+        from dpfast.engines.spark import check_spark_output
+
+        check_spark_output(args.output)  # before Spark starts
     dataset_output = not Path(args.output).suffix
     if not is_dataset_path(args.input) and not dataset_output:
         _check_paths(args)  # one input file, one output file: the usual checks

@@ -101,20 +101,25 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
     _memory_argument(parser)
+    _engine_arguments(parser)
+    _budget_argument(parser)
+    _quiet_argument(parser)
+
+
+def _engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         choices=("local", "spark"),
         default="local",
         help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
-        "Spark executors, same release. Needs pip install 'dpfast[spark]'",
+        "Spark executors, which also write OUTPUT; same release. Needs pip install "
+        "'dpfast[spark]'",
     )
     parser.add_argument(
         "--master",
         metavar="URL",
         help="with --engine spark: the Spark master (default local[*], every core here)",
     )
-    _budget_argument(parser)
-    _quiet_argument(parser)
 
 
 def _memory_argument(parser: argparse.ArgumentParser) -> None:
@@ -136,6 +141,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     _unprotected_argument(parser, None)
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 

@@ -5,14 +5,18 @@ The out-of-core engine (:mod:`dpfast.engines.outofcore`) runs a release over a P
 dataset larger than memory, column by column and part by part, with the same kernels,
 keys and ledger, so that a seeded release is the same on both: every random draw is keyed
 by what it is for (a column, a rank group, a bucket of a permutation), never by how the
-data was split.
+data was split. The Spark engine (:mod:`dpfast.engines.spark`) runs a release's passes
+and writes its output on Spark executors; the public functions send a pyspark DataFrame
+there (:data:`SPARK_RELEASES`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["parse_memory"]
+__all__ = ["SPARK_RELEASES", "parse_memory", "spark_release"]
 
 _UNITS = {
     "": 1,
@@ -47,3 +51,27 @@ def parse_memory(text: str) -> int:
     if value <= 0:
         raise ValueError(f"the memory size must be positive, got {text!r}")
     return value
+
+
+#: The Spark release of each public function that runs on Spark, by the function's name:
+#: a function of :mod:`dpfast.engines.spark` taking the public function's arguments. A
+#: method joins with one line here, and two at the top of its public function
+#: (``if is_spark_frame(data): return on_spark("name", locals())``, from dpfast._release).
+SPARK_RELEASES = {
+    "ir_dp": "ir_dp_frame",
+    "laplace_dp": "laplace_dp_frame",
+}
+
+
+def spark_release(method: str) -> Callable[..., Any]:
+    """Return the Spark release of public function ``method``, refusing one that has none."""
+    if method not in SPARK_RELEASES:
+        runs = ", ".join(sorted(SPARK_RELEASES))
+        raise TypeError(
+            f"{method} does not run on Spark (these do: {runs}); release frame.toPandas() in "
+            "memory, or use one of them"
+        )
+    from dpfast.engines import spark
+
+    function: Callable[..., Any] = getattr(spark, SPARK_RELEASES[method])
+    return function

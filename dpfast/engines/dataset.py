@@ -165,6 +165,11 @@ class SchemaCheckedSource:
         check_table(schema, dataset.schema.empty_table())
 
     @property
+    def dataset(self) -> Any:
+        """The source whose batches are checked."""
+        return self._dataset
+
+    @property
     def names(self) -> list[str]:
         """The columns' names."""
         return list(self._dataset.names)

@@ -33,6 +33,7 @@ from dpfast._release import (
     taxonomy_parameters,
     warn_unproven,
 )
+from dpfast._release.dispatch import is_spark_frame, on_spark
 from dpfast._validation import (
     check_bool,
     check_bounds,
@@ -101,8 +102,11 @@ def ir_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        The table. It is never modified. NumPy columns are named by integer position.
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray or pyspark.sql.DataFrame
+        The table. It is never modified. NumPy columns are named by integer position. A
+        Spark DataFrame runs on Spark (``linkage="columns"``, ``unprotected="drop"``, no
+        metrics) and the release's data is a Spark DataFrame computed on the executors,
+        the same rows for a seed (docs/engines.md, "Spark").
     k : int
         Group size, ``1 <= k <= n_rows``.
     epsilon : float
@@ -191,6 +195,8 @@ def ir_dp(
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     """
+    if is_spark_frame(data):  # runs on Spark, docs/engines.md
+        return on_spark("ir_dp", locals())  # type: ignore[no-any-return]
     run = Run("ir_dp", data, progress)
     with run.phase("validate"):
         args = _validate(

@@ -1,0 +1,42 @@
+"""Apache Spark as an engine of dpfast (docs/engines.md, "Spark").
+
+* :class:`SparkSource`: a Spark DataFrame as a column source of the out-of-core engine,
+  its passes run on the executors, rows numbered globally;
+* :func:`ir_dp_spark` and :func:`laplace_dp_spark`: a release whose data is a lazy Spark
+  DataFrame computed on the executors, the same as the in-memory release for a seed;
+* :func:`write_release`: the executors write it as Parquet, published atomically;
+* :func:`local_session`: a local session configured for dpfast's workers.
+
+``dpfast.ir_dp`` and ``dpfast.laplace_dp`` given a pyspark DataFrame run here
+(:func:`dpfast.engines.on_engines`).
+
+Executors must run the same dpfast (and Python) as the driver, and Numba in the worker
+processes needs a writable cache directory, or every worker compiles dpfast's kernels
+again. :func:`local_session` sets both for a local session: ``PYSPARK_PYTHON`` (and
+``spark.pyspark.python``) to this interpreter, and ``NUMBA_CACHE_DIR`` in the environment
+the workers inherit and in ``spark.executorEnv.NUMBA_CACHE_DIR``. On a cluster, set
+``spark.executorEnv.NUMBA_CACHE_DIR`` to a writable directory of the executors' hosts.
+
+pyspark is an optional dependency (``pip install dpfast[spark]``), imported only when a
+function here needs it.
+"""
+
+from __future__ import annotations
+
+from dpfast.engines.spark._dispatch import ir_dp_frame, laplace_dp_frame
+from dpfast.engines.spark._laplace import laplace_dp_spark
+from dpfast.engines.spark._release import ir_dp_spark
+from dpfast.engines.spark._session import local_session
+from dpfast.engines.spark._source import SparkSource
+from dpfast.engines.spark._write import check_spark_output, write_release
+
+__all__ = [
+    "SparkSource",
+    "check_spark_output",
+    "ir_dp_frame",
+    "ir_dp_spark",
+    "laplace_dp_frame",
+    "laplace_dp_spark",
+    "local_session",
+    "write_release",
+]

@@ -1,0 +1,291 @@
+"""``ir_dp`` and ``laplace_dp`` on Spark, with the release computed on the executors.
+
+The driver runs the engine's passes through :class:`SparkSource` (the executors read the
+data), draws the small global state (an ``ir_dp`` column's ``n // k`` noisy group values;
+a ``laplace_dp`` column's key), spends the ledger and builds the reports. The released
+data is then a lazy Spark DataFrame computed on the executors from that state alone:
+
+* ``ir_dp`` (columns linkage): ``session.range(parts)`` with one output part per task.
+  Output row ``r`` of column ``c`` is ``G_c[order_c[r] // k]``, where ``order_c`` is the
+  column's bucketed permutation (docs/engines.md#permutations); task ``p`` computes the
+  buckets covering rows ``[p * part_rows, (p + 1) * part_rows)`` of every column
+  (:func:`dpfast.noise.permutation_part`), so the frame's rows are those of
+  :func:`dpfast.ir_dp`, in its order.
+* ``laplace_dp`` (:mod:`._laplace`): ``mapInArrow`` over the input, each cell noised by
+  the draw of nonce ``row`` of its column's key, in row order.
+
+Everything is keyed, so the frame is the same however often Spark computes it, whatever
+its partitioning and after any retry.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast import noise
+from dpfast._kernels import ranking
+from dpfast._release import NumericColumn, column_threads, noise_source, warn_unproven
+from dpfast.accounting import PrivateReport, Report
+from dpfast.engines.outofcore import (
+    BATCH_ROWS,
+    DatasetRun,
+    Progress,
+    _arguments,
+    _check_groups_fit,
+    _Limits,
+    _numeric_group_values,
+    _on_bound,
+    _rank_counts,
+)
+from dpfast.engines.spark._rows import quietly
+from dpfast.engines.spark._source import SparkSource
+from dpfast.methods.ir_dp import _Arguments, _guarantee, _parameters, _plan, _sampler
+from dpfast.methods.ir_dp._categorical import group_codes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["PART_ROWS", "ir_dp_spark", "spark_of", "spark_source"]
+
+#: Output rows per task of an ``ir_dp`` release frame.
+PART_ROWS = 1 << 20
+
+
+def spark_source(data: Any) -> Any:
+    """Return ``data`` as a column source: a DataFrame becomes a :class:`SparkSource`."""
+    return data if hasattr(data, "map_column") else SparkSource(data)
+
+
+def spark_of(source: Any) -> SparkSource:
+    """Return the :class:`SparkSource` under ``source`` (itself, or a checked wrapper's)."""
+    inner = source
+    while not isinstance(inner, SparkSource):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise TypeError(
+                f"a Spark release reads a pyspark DataFrame or a SparkSource, got "
+                f"{type(source).__name__}"
+            )
+    return inner
+
+
+def ir_dp_spark(
+    data: Any,
+    *,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None = None,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    sensitivity: str = "proven",
+    seed: int | None = None,
+    memory_limit: int = 2**30,
+    n_threads: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    part_rows: int = PART_ROWS,
+    progress: Progress | None = None,
+) -> tuple[DataFrame, Report, PrivateReport]:
+    """Release a Spark DataFrame with ``ir_dp``; the data is a lazy frame of the executors.
+
+    A seeded release is the one :func:`dpfast.ir_dp` gives for the same table
+    (``linkage="columns"``, unprotected columns dropped), rows in the same order, whatever
+    the frame's partitioning.
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame or SparkSource
+        The table to release (a source, e.g. :meth:`SparkSource.from_parquet`, possibly
+        wrapped in a schema check).
+    k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
+        As for :func:`dpfast.engines.outofcore.ir_dp_dataset`.
+    memory_limit : int
+        Bytes of the driver's working memory for the passes.
+    n_threads : int, optional
+        Columns whose passes run at once (default: one per core of the driver).
+    batch_rows : int
+        Rows per batch given to an executor's function.
+    part_rows : int
+        Output rows computed by one task.
+    progress : callable, optional
+        ``progress(phase, done, total)``, called as the passes progress.
+
+    Returns
+    -------
+    data : pyspark.sql.DataFrame
+        The release, computed on the executors whenever it is used.
+    report, private : Report, PrivateReport
+        As the in-memory release's.
+    """
+    start = time.perf_counter()
+    source = spark_source(data)
+    run = DatasetRun("ir_dp", None, progress, dataset=source)
+    run.policy = "drop"
+    limits = _Limits(int(memory_limit), int(batch_rows))
+    with run.phase("validate"):
+        args = _arguments(
+            source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
+        )
+        guarantee = _guarantee(args)
+        if guarantee[1] in ("as_published", "heuristic"):
+            warn_unproven(guarantee[0])
+    keys = noise_source(args.seed)
+    n = source.n_rows
+    with run.phase("plan"):
+        plan = _plan(args, n)
+        workers = column_threads(n_threads, len(args.numeric) or 1)
+        share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
+        _check_groups_fit(n, args, share)
+    counts = {}
+    for cat in args.categorical:  # cheap passes that check the values first
+        with run.phase("columns"):
+            run.tick(f"column {cat.name}", 0, 1)
+            counts[cat.name] = _rank_counts(source, cat, limits)
+    generated = _numeric_outputs(source, args, plan, keys, share, workers, run)
+    for cat in args.categorical:
+        with run.phase("columns"):
+            key = keys.key("ir_dp", "centroid-choice", str(cat.name))
+            codes = group_codes(cat.taxonomy, counts[cat.name], args.k, key, plan.entries[cat.name])
+        plan.ledger.spend(plan.entries[cat.name])
+        run.released[cat.name] = np.empty(0)
+        run.clamped[str(cat.name)] = 0
+        labels = tuple(str(label) for label in cat.taxonomy.domain)
+        generated[str(cat.name)] = _Generated.of(keys, cat.name, n, codes, "labels", labels)
+    report, private = run.reports(
+        parameters=_parameters(args),
+        guarantee=guarantee,
+        ledger=plan.ledger,
+        seed=args.seed,
+        sampler=_sampler(args),
+        domains=args.domains,
+    )
+    ordered = [generated[name] for name in source.names if name in generated]
+    frame = _ir_dp_frame(spark_of(source), ordered, n, args.k, int(part_rows), int(batch_rows))
+    private.timings["total"] = time.perf_counter() - start
+    return frame, report, private
+
+
+def _numeric_outputs(
+    source: Any,
+    args: _Arguments,
+    plan: Any,
+    keys: noise.NoiseSource,
+    share: _Limits,
+    workers: int,
+    run: DatasetRun,
+) -> dict[str, _Generated]:
+    """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order."""
+    n = source.n_rows
+    generated = {}
+
+    def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
+        grid, steps = plan.grids[column.name]
+        return _numeric_group_values(source, column, grid, args.k, steps, keys, share, run)
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        with run.phase("columns"):
+            done = zip(args.numeric, pool.map(numeric, args.numeric), strict=True)
+            for column, (values, clamped) in done:
+                plan.ledger.spend(plan.entries[column.name])
+                lower, upper = args.domains[column.name]
+                run.released[column.name] = np.empty(0)
+                run.clamped[str(column.name)] = clamped
+                run.on_bound[str(column.name)] = _on_bound(values, n, args.k, lower, upper)
+                kind = "int" if column.integer else "float"
+                generated[str(column.name)] = _Generated.of(keys, column.name, n, values, kind)
+    finally:  # on an error or an interrupt, columns not started are not started
+        pool.shutdown(wait=True, cancel_futures=True)
+    return generated
+
+
+@dataclass(frozen=True)
+class _Generated:
+    """What a task needs to compute rows of one released ``ir_dp`` column."""
+
+    name: str
+    key: np.ndarray
+    starts: np.ndarray  # the permutation's bucket starts, and n
+    values: np.ndarray  # every rank group's value (float64) or code (int64)
+    kind: str  # "float", "int" or "labels"
+    labels: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        keys: noise.NoiseSource,
+        name: Hashable,
+        n: int,
+        values: np.ndarray,
+        kind: str,
+        labels: tuple[str, ...] = (),
+    ) -> _Generated:
+        key = keys.key("ir_dp", "column-order", str(name))
+        sizes = noise.permutation_bucket_sizes(key, n)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return cls(str(name), key, starts, values, kind, labels)
+
+    @property
+    def spark_type(self) -> str:
+        return {"float": "double", "int": "long", "labels": "string"}[self.kind]
+
+    def rows(self, n: int, k: int, lo: int, hi: int) -> pa.Array:
+        """Return output rows ``[lo, hi)`` of the column."""
+        first = int(np.searchsorted(self.starts, lo, side="right")) - 1
+        last = int(np.searchsorted(self.starts, hi, side="left"))
+        sizes = np.diff(self.starts)
+        part = noise.permutation_part(self.key, n, first, last, sizes)
+        order = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
+        out = np.empty(order.shape[0], dtype=self.values.dtype)
+        ranking.take_groups(self.values, np.ascontiguousarray(order), k, out)
+        if self.kind == "labels":
+            return pa.array(self.labels, pa.string()).take(pa.array(out))
+        return pa.array(out.astype(np.int64) if self.kind == "int" else out)
+
+
+def _ir_dp_frame(
+    source: SparkSource,
+    columns: Sequence[_Generated],
+    n: int,
+    k: int,
+    part_rows: int,
+    batch_rows: int,
+) -> DataFrame:
+    """Return the lazy frame of the released columns: task ``p`` computes part ``p``."""
+    import functools
+
+    session = source.frame.sparkSession
+    parts = max(1, math.ceil(n / part_rows))
+    schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in columns)
+    generate = functools.partial(
+        _generate, columns=tuple(columns), n=n, k=k, part_rows=part_rows, batch_rows=batch_rows
+    )
+    with quietly():
+        return session.range(parts, numPartitions=parts).mapInArrow(generate, schema)
+
+
+def _generate(
+    batches: Iterable[pa.RecordBatch],
+    columns: Sequence[_Generated],
+    n: int,
+    k: int,
+    part_rows: int,
+    batch_rows: int,
+) -> Iterator[pa.RecordBatch]:
+    """Yield the output rows of this task's parts, in order, a batch at a time."""
+    names = [c.name for c in columns]
+    for batch in batches:
+        for part in batch.column(0).to_pylist():
+            lo, hi = part * part_rows, min(n, (part + 1) * part_rows)
+            arrays = [c.rows(n, k, lo, hi) for c in columns]
+            for first in range(0, hi - lo, batch_rows):
+                sliced = [a.slice(first, batch_rows) for a in arrays]
+                yield pa.RecordBatch.from_arrays(sliced, names=names)

@@ -1,0 +1,205 @@
+"""Row numbers of a Spark frame's batches: in the frame's own order, or from Parquet files.
+
+Executors number the rows they read so that a batch's ``first_row`` is its row number in
+the whole table (docs/engines.md, "Spark"): :class:`PartitionRows` from each partition's
+row count (counted once, and checked again by every task), :class:`FileRows` from
+Spark's ``_metadata.file_path`` and ``_metadata.row_index`` and each file's first row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import urllib.parse
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "CHANGED",
+    "ROW_COLUMN",
+    "FileRows",
+    "Numbering",
+    "PartitionRows",
+    "count_partitions",
+    "file_key",
+    "partition_index",
+    "quietly",
+    "regroup",
+]
+
+#: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
+#: not use pandas.
+_PANDAS_WARNING = "PySpark does not yet fully support pandas"
+#: Held while a filter for it is in place: ``warnings.catch_warnings`` swaps process-wide
+#: state, so two threads inside it at once could drop each other's filter.
+_PLANNING = threading.Lock()
+
+
+@contextmanager
+def quietly() -> Iterator[None]:
+    """Plan Spark work without pyspark's pandas warning, one thread at a time."""
+    with _PLANNING, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
+        yield
+
+
+@dataclass(frozen=True)
+class PartitionRows:
+    """Rows numbered by partition, then position: each partition's row count."""
+
+    counts: tuple[int, ...]
+    columns: tuple[str, ...] = ()
+
+    def pieces(
+        self, batches: Iterable[pa.RecordBatch], partition: int
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """Yield the partition's batches with their first row numbers, checking the count.
+
+        A partition past the counted ones held no row when they were counted.
+        """
+        first = sum(self.counts[:partition])
+        end = first + (self.counts[partition] if partition < len(self.counts) else 0)
+        for batch in batches:
+            if first + batch.num_rows > end:
+                raise ValueError(CHANGED)
+            yield batch, first
+            first += batch.num_rows
+        if first != end:
+            raise ValueError(CHANGED)
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """Rows numbered as :class:`ParquetDataset` does: each file's first row number."""
+
+    offsets: Mapping[str, int]
+    columns: tuple[str, ...] = ("_metadata.file_path", "_metadata.row_index")
+
+    @property
+    def counts(self) -> tuple[int, ...]:  # pragma: no cover - n_rows is known for files
+        raise AssertionError("a Parquet source knows its row count")
+
+    def pieces(
+        self, batches: Iterable[pa.RecordBatch], partition: int
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """Yield the runs of consecutive rows of the batches, with their first row numbers.
+
+        The last two columns (file path, row within the file) are dropped.
+        """
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            paths = batch.column(batch.num_columns - 2).dictionary_encode()
+            starts = np.array([self._offset(p) for p in paths.dictionary.to_pylist()])
+            index = batch.column(batch.num_columns - 1).to_numpy(zero_copy_only=False)
+            rows = starts[paths.indices.to_numpy(zero_copy_only=False)] + index
+            cuts = [0, *(np.flatnonzero(np.diff(rows) != 1) + 1).tolist(), batch.num_rows]
+            values = batch.select(range(batch.num_columns - 2))
+            for lo, hi in itertools.pairwise(cuts):
+                yield values.slice(lo, hi - lo), int(rows[lo])
+
+    def _offset(self, path: str) -> int:
+        found = self.offsets.get(file_key(path))
+        if found is None:
+            raise ValueError(
+                f"Spark read rows of {path!r}, which is not one of the source's files; "
+                "build the source with SparkSource.from_parquet from the same files"
+            )
+        return found
+
+
+Numbering = PartitionRows | FileRows
+#: Why a partition's rows no longer match their count.
+CHANGED = (
+    "the Spark frame gave other rows than when its partitions were counted; a release "
+    "reads it several times, so make it deterministic: cache it (frame.cache()) and avoid "
+    "unseeded sampling"
+)
+#: The hidden column of row numbers that orders a frame numbered from Parquet files.
+ROW_COLUMN = "__dpfast_row"
+
+
+def file_key(path: str) -> str:
+    """Return a path or URI as Spark's ``_metadata.file_path`` and the driver both reduce it."""
+    parts = urllib.parse.urlsplit(path)
+    if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a Windows drive
+        local = urllib.parse.unquote(parts.path) if parts.scheme == "file" else path
+        return os.path.normpath(os.path.abspath(local))
+    return f"{parts.scheme}://{parts.netloc}{os.path.normpath(urllib.parse.unquote(parts.path))}"
+
+
+def count_partitions(frame: DataFrame) -> PartitionRows:
+    """Count the rows of every partition of ``frame`` (one job)."""
+    with quietly():
+        counted = frame.select(frame.columns[0]).mapInArrow(_count, "partition int, n long")
+    found = dict(_collect_pairs(counted))
+    last = max(found, default=-1)  # no RDD needed: Spark Connect frames have none
+    return PartitionRows(tuple(int(found.get(p, 0)) for p in range(last + 1)))
+
+
+def _count(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield one row: this task's partition and its number of rows."""
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([partition_index()], pa.int32()), pa.array([rows], pa.int64())],
+        names=["partition", "n"],
+    )
+
+
+def _collect_pairs(results: DataFrame) -> list[tuple[int, int]]:
+    if not hasattr(results, "toArrow"):
+        return [(int(a), int(b)) for a, b in results.collect()]
+    table = results.toArrow()
+    return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+
+
+def partition_index() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def regroup(
+    pieces: Iterable[tuple[pa.RecordBatch, int]], rows: int
+) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """Join consecutive pieces into batches of ``rows`` rows (fewer where rows jump or end).
+
+    ``pieces`` are record batches with their first row numbers; a batch yielded holds
+    consecutive rows only, with its first row number.
+    """
+    held: list[pa.RecordBatch] = []
+    start = count = 0
+    for batch, first in pieces:
+        if batch.num_rows == 0:
+            continue
+        if held and first != start + count:  # the rows jump: what is held ends here
+            yield _joined(held), start
+            held, count = [], 0
+        if not held:
+            start = first
+        held.append(batch)
+        count += batch.num_rows
+        while count >= rows:
+            whole = _joined(held)
+            yield whole.slice(0, rows), start
+            rest = whole.slice(rows)
+            held, count, start = ([rest] if rest.num_rows else []), rest.num_rows, start + rows
+    if count:
+        yield _joined(held), start
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]

@@ -1,0 +1,330 @@
+"""A Spark DataFrame as a column source of the out-of-core engine (docs/engines.md).
+
+:class:`SparkSource` runs the engine's one primitive, ``map_column``, on the executors:
+``frame.select(name).mapInArrow(...)`` hands each task Arrow record batches of the column
+(the Arrow path, never Python rows), which are cut where row numbers stop being
+consecutive and regrouped into batches of at most ``batch_rows`` rows, each given to the
+engine's function with the global number of its first row; each result is pickled into
+one binary cell, collected and unpickled on the driver. The engine combines the results
+with sums, or concatenations that it sorts next, so the release does not depend on how
+the frame is partitioned or on the number of executors; a task that fails and is retried
+is recomputed from its partition, and only one attempt's results are collected.
+:meth:`SparkSource.map_batches` is the lazy counterpart: a frame of record batches
+computed on the executors, in row order.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import os
+import pickle
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast.engines.spark._rows import (
+    ROW_COLUMN,
+    FileRows,
+    Numbering,
+    count_partitions,
+    file_key,
+    partition_index,
+    quietly,
+    regroup,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkSource"]
+
+T = TypeVar("T")
+
+#: Exceptions of the engine's function that are sent back to the driver as they are: the
+#: refusals of bad data (a NaN in a protected column, a category outside the taxonomy).
+#: They are not worth a retry; other exceptions fail the task, which Spark retries.
+_SENT_BACK = (ValueError, TypeError)
+#: The schema of ``map_column``'s results: where a batch starts, and its pickled result
+#: or exception.
+_RESULTS = "partition int, first_row long, failed boolean, payload binary"
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "ByteType": pa.int8(),
+    "ShortType": pa.int16(),
+    "IntegerType": pa.int32(),
+    "LongType": pa.int64(),
+    "FloatType": pa.float32(),
+    "DoubleType": pa.float64(),
+    "BooleanType": pa.bool_(),
+    "StringType": pa.string(),
+    "CharType": pa.string(),
+    "VarcharType": pa.string(),
+    "BinaryType": pa.binary(),
+    "DateType": pa.date32(),
+    "TimestampType": pa.timestamp("us", tz="UTC"),
+    "TimestampNTZType": pa.timestamp("us"),
+    "NullType": pa.null(),
+}
+
+
+class SparkSource:
+    """A Spark DataFrame read column by column on the executors, for the out-of-core engine.
+
+    Parameters
+    ----------
+    frame : pyspark.sql.DataFrame
+        The table. It is read once per pass of the engine (several per column), so it
+        must give the same rows, in the same partitions and order, every time: cache it
+        (``frame.cache()``) when it is costly to compute, and avoid unseeded sampling.
+
+    Notes
+    -----
+    Rows are numbered in the frame's own order: by partition, then by position within the
+    partition (the order of ``frame.toPandas()``). The first pass counts the rows of every
+    partition (one job, kept), which gives each partition's first row number; a task
+    whose partition then holds another number of rows fails with an error saying the
+    frame is not deterministic, instead of numbering rows twice.
+    :meth:`from_parquet` numbers the rows of Parquet files as
+    :class:`~dpfast.engines.dataset.ParquetDataset` does instead (files in sorted path
+    order, then row within the file), from Spark's ``_metadata`` columns.
+
+    Results are collected on the driver per pass: their size is about the number of
+    batches times the size of one result, so keep ``batch_rows`` large on large data.
+    """
+
+    def __init__(self, frame: DataFrame) -> None:
+        self.frame = frame
+        self._n_rows: int | None = None
+        self._schema: pa.Schema | None = None
+        self._numbering: Numbering | None = None
+
+    @classmethod
+    def from_parquet(cls, session: SparkSession, path: str | os.PathLike[str]) -> SparkSource:
+        """Read Parquet with Spark, numbering rows as :class:`ParquetDataset` does.
+
+        ``path`` is a ``.parquet`` file, a directory or a glob (as for
+        :meth:`ParquetDataset.open`, whose footers give the files' row counts). Row
+        ``offset(file) + _metadata.row_index`` is the ``ParquetDataset`` row number, so
+        row-keyed methods (``laplace_dp``) give the release of the files read in memory.
+        """
+        from dpfast.engines.dataset import ParquetDataset
+
+        dataset = ParquetDataset.open(path)
+        source = cls(session.read.parquet(*dataset.files))
+        offsets, first = {}, 0
+        for name, rows in zip(dataset.files, dataset.rows, strict=True):
+            offsets[file_key(name)] = first
+            first += rows
+        source._numbering = FileRows(offsets)
+        source._n_rows = first
+        return source
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, in order."""
+        return list(self.frame.columns)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types, converted from the frame's Spark types."""
+        if self._schema is None:
+            fields = self.frame.schema.fields
+            self._schema = pa.schema(
+                [pa.field(f.name, _arrow_type(f.name, f.dataType), f.nullable) for f in fields]
+            )
+        return self._schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows (counted once, per partition; from the footers for Parquet)."""
+        if self._n_rows is None:
+            self._n_rows = int(sum(self.numbering().counts))
+        return self._n_rows
+
+    def numbering(self) -> Numbering:
+        """Return how rows are numbered: the partitions' first rows, or the files' ones."""
+        if self._numbering is None:
+            self._numbering = count_partitions(self.frame)
+        return self._numbering
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
+
+        ``fn`` runs on the executors, on batches of at most ``batch_rows`` consecutive
+        rows; ``first_row`` is the global number of the batch's first row (see the class
+        notes), so messages citing rows and noise keyed by row are those of the whole table.
+
+        Raises
+        ------
+        ValueError, TypeError
+            What ``fn`` raised on an executor, with its type and message (of the first
+            failing batch, in row order).
+        Exception
+            A built-in exception that failed a task more times than Spark retries it, with
+            its type and the last line of its message; any other failure as Spark raised it.
+        """
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        numbering = self.numbering()
+        apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows), numbering=numbering)
+        rows = self._run(self.frame.select(name, *numbering.columns), apply, _RESULTS)
+        failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
+        if failed:
+            raise pickle.loads(failed[0][1])
+        return (pickle.loads(payload) for _, _, _, payload in rows)
+
+    def map_batches(
+        self,
+        names: Sequence[str],
+        batch_rows: int,
+        fn: Callable[[pa.RecordBatch, int], pa.RecordBatch],
+        schema: str,
+    ) -> DataFrame:
+        """Return the lazy frame of ``fn(batch, first_row)`` over the rows, in row order.
+
+        ``fn`` gets record batches of the columns ``names`` of at most ``batch_rows``
+        consecutive rows, with the global number of their first row, and returns a record
+        batch of the same rows in Spark's DDL ``schema``. Nothing runs until the frame is
+        used; it is computed again, with the same rows, whenever it is. A frame numbered
+        from Parquet files is sorted by row number (one shuffle), since Spark reads the
+        files in an order of its own.
+        """
+        numbering = self.numbering()
+        transform = functools.partial(
+            _transform, fn=fn, batch_rows=int(batch_rows), numbering=numbering
+        )
+        ordered = isinstance(numbering, FileRows)
+        out_schema = f"{schema}, {ROW_COLUMN} long" if ordered else schema
+        with quietly():
+            frame = self.frame.select(*names, *numbering.columns)
+            data = frame.mapInArrow(transform, out_schema)
+        return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
+
+    @staticmethod
+    def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
+        """Plan ``frame.mapInArrow(fn, schema)`` quietly and collect it, unwrapping errors."""
+        # catch_warnings changes process-wide state: the engine's column threads plan
+        # their jobs one at a time, so that one thread's exit cannot drop another's filter
+        with quietly():
+            planned = frame.mapInArrow(fn, schema)
+        try:
+            return _collect(planned)
+        except Exception as exc:
+            error = _unwrapped(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+
+def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
+    """Collect the results' rows, through Arrow where pyspark can (``toArrow``, 4.0+)."""
+    if not hasattr(results, "toArrow"):
+        return [tuple(row) for row in results.collect()]
+    table = results.toArrow()
+    return list(zip(*(table.column(i).to_pylist() for i in range(4)), strict=True))
+
+
+def _unwrapped(exc: Exception) -> Exception:
+    """Return the built-in exception that failed a Python task, else ``exc`` itself.
+
+    Spark raises a task's Python exception as a ``PythonException`` holding the worker's
+    traceback, whose last line is ``Type: message``.
+    """
+    from pyspark.errors import PythonException
+
+    if not isinstance(exc, PythonException):
+        return exc
+    for line in reversed(str(exc).splitlines()):
+        match = re.fullmatch(r"([A-Za-z_]\w*): (.*)", line.strip())
+        kind = getattr(builtins, match.group(1), None) if match else None
+        if match and isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                return kind(match.group(2))
+            except Exception:
+                return exc
+    return exc
+
+
+def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
+    """Return the Arrow type of a Spark type: atomic types here, nested ones by pyspark."""
+    kind = type(spark_type).__name__
+    if kind in _ARROW_TYPES:
+        return _ARROW_TYPES[kind]
+    if kind == "DecimalType":
+        return pa.decimal128(spark_type.precision, spark_type.scale)
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        return to_arrow_type(spark_type)
+    except Exception as exc:
+        raise TypeError(
+            f"column {name!r} has Spark type {spark_type.simpleString()}, which has no Arrow "
+            "type; select the columns to release (frame.select(...)) before releasing"
+        ) from exc
+
+
+def _apply(
+    batches: Iterable[pa.RecordBatch],
+    fn: Callable[[pa.Array, int], Any],
+    batch_rows: int,
+    numbering: Numbering,
+) -> Iterator[pa.RecordBatch]:
+    """Run ``fn`` on one partition's batches of a column, on an executor.
+
+    Yields one record batch of :data:`_RESULTS` per batch; the first exception of
+    :data:`_SENT_BACK` is yielded as a failed result and ends the partition.
+    """
+    partition = partition_index()
+    first = 0
+    try:
+        for batch, first in regroup(numbering.pieces(batches, partition), batch_rows):
+            yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
+    except _SENT_BACK as exc:
+        yield _result(partition, first, True, _dumps_error(exc))
+
+
+def _result(partition: int, first: int, failed: bool, payload: bytes) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([partition], pa.int32()),
+            pa.array([first], pa.int64()),
+            pa.array([failed], pa.bool_()),
+            pa.array([payload], pa.binary()),
+        ],
+        names=["partition", "first_row", "failed", "payload"],
+    )
+
+
+def _transform(
+    batches: Iterable[pa.RecordBatch],
+    fn: Callable[[pa.RecordBatch, int], pa.RecordBatch],
+    batch_rows: int,
+    numbering: Numbering,
+) -> Iterator[pa.RecordBatch]:
+    """Yield ``fn(batch, first_row)`` for one partition's rows (and their numbers if files)."""
+    ordered = isinstance(numbering, FileRows)
+    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
+        out = fn(batch, first)
+        if ordered:
+            rows = pa.array(np.arange(first, first + out.num_rows, dtype=np.int64))
+            out = pa.RecordBatch.from_arrays([*out.columns, rows], [*out.schema.names, ROW_COLUMN])
+        yield out
+
+
+def _dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _dumps_error(exc: BaseException) -> bytes:
+    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
+    try:
+        payload = _dumps(exc)
+        pickle.loads(payload)
+    except Exception:
+        payload = _dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+    return payload

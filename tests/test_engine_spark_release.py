@@ -1,0 +1,272 @@
+"""Spark: global row numbers, laplace_dp, the public functions and the executors' output."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.engines.dataset import ParquetDataset
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
+
+from dpfast.engines.spark import SparkSource, laplace_dp_spark, write_release
+
+BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
+EPSILON, SEED = 8.0, 11
+
+
+def _table(n: int = 3001) -> pd.DataFrame:
+    """A float column (some values clamped), an integer one and a text one not protected."""
+    rng = np.random.default_rng(5)
+    return pd.DataFrame(
+        {
+            "a": rng.uniform(-5, 55, n),
+            "b": rng.integers(-12, 13, n),
+            "note": [f"n{i % 7}" for i in range(n)],
+        }
+    )
+
+
+def _write_files(table: pd.DataFrame, where: Path, cuts: list[int], group_rows: int = 200) -> Path:
+    """Write ``table`` cut at ``cuts`` into files whose names sort in row order."""
+    where.mkdir()
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    bounds = [0, *cuts, len(table)]
+    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        pq.write_table(
+            arrow.slice(lo, hi - lo), where / f"part-{i:03d}.parquet", row_group_size=group_rows
+        )
+    return where
+
+
+def _frame(spark, table: pd.DataFrame):
+    """A Spark frame of ``table``, made through Arrow."""
+    return spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
+
+
+def _rows(frame) -> pd.DataFrame:
+    """A Spark frame's rows in order, through Arrow (toPandas warns of pandas >= 3)."""
+    return frame.toArrow().to_pandas()
+
+
+def _numbered(source, batch_rows: int) -> list[tuple[int, np.ndarray]]:
+    """Every batch of column "a" with its first row number, in row order."""
+    got = source.map_column("a", batch_rows, lambda a, first: (first, a.to_numpy().copy()))
+    return sorted(got, key=lambda pair: pair[0])
+
+
+def _assert_numbered_as(got: list[tuple[int, np.ndarray]], expected: np.ndarray, rows: int):
+    assert all(len(values) <= rows for _, values in got)
+    for first, values in got:  # each batch is the rows its number names
+        np.testing.assert_array_equal(values, expected[first : first + len(values)])
+    assert sum(len(values) for _, values in got) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("cuts", "split_bytes"),
+    [
+        ([1, 2, 1000, 1001, 2000, 2999], None),  # seven files, three of one row
+        ([1000, 2000], 1024),  # about 64 partitions: files cut between row groups
+    ],
+)
+def test_parquet_rows_are_numbered_as_parquet_dataset_numbers_them(
+    spark, tmp_path, cuts, split_bytes
+):
+    table = _table()
+    files = _write_files(table, tmp_path / "in", cuts, 40 if split_bytes else 200)
+    # Spark reads the files in an order of its own (largest first): the numbers do not
+    # depend on it
+    expected = np.concatenate(
+        list(ParquetDataset.open(files).map_column("a", 1 << 20, lambda a, f: a.to_numpy()))
+    )
+    key = "spark.sql.files.maxPartitionBytes"
+    saved = spark.conf.get(key)
+    if split_bytes is not None:
+        spark.conf.set(key, str(split_bytes))
+    try:
+        source = SparkSource.from_parquet(spark, files)
+        partitions = source.frame.rdd.getNumPartitions()
+        got = _numbered(source, 64)
+    finally:
+        spark.conf.set(key, saved)
+    assert source.n_rows == len(table)
+    if split_bytes is not None:
+        assert partitions >= 48
+    _assert_numbered_as(got, expected, 64)
+
+
+def test_a_frame_that_changes_between_passes_is_refused(spark):
+    frame = _frame(spark, _table()).repartition(3)
+    source = SparkSource(frame)
+    assert source.n_rows == 3001  # partitions counted
+    source.frame = frame.filter("b > 0")  # as an unseeded sample would read other rows
+    with pytest.raises(ValueError, match=r"gave other rows.*cache it"):
+        list(source.map_column("a", 1000, lambda a, first: len(a)))
+
+
+def _in_memory(table: pd.DataFrame) -> dpfast.Release:
+    return dpfast.laplace_dp(table, epsilon=EPSILON, bounds=BOUNDS, columns=["a", "b"], seed=SEED)
+
+
+def _assert_same_release(got: dpfast.Release, expected: dpfast.Release) -> None:
+    data = _rows(got.data)
+    assert list(data.columns) == list(expected.data.columns)
+    for name in expected.data.columns:  # in order: laplace keeps rows in place
+        assert data[name].dtype == expected.data[name].dtype
+        np.testing.assert_array_equal(data[name].to_numpy(), expected.data[name].to_numpy())
+    assert got.report.to_dict() == expected.report.to_dict()
+    assert got.private.clamped == expected.private.clamped
+    assert got.private.clamped_output == expected.private.clamped_output
+    assert got.private.input_rows == expected.private.input_rows
+
+
+@pytest.mark.parametrize(
+    ("partitions", "columns"), [(1, ["a", "b"]), (2, ["a", "b"]), (7, ["a", "b"]), (64, ["b"])]
+)
+def test_laplace_dp_of_a_spark_frame_is_the_in_memory_release(spark, partitions, columns):
+    # cells are keyed by row number: a numbering other than the frame's order (rows
+    # counted within each partition, say) gives other noise
+    frame = _frame(spark, _table()).repartition(partitions).cache()
+    args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": columns, "seed": SEED}
+    expected = dpfast.laplace_dp(_rows(frame), **args)  # the frame's order
+    _assert_same_release(dpfast.laplace_dp(frame, **args), expected)
+    assert frame.rdd.getNumPartitions() == partitions
+    frame.unpersist()
+
+
+def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path):
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+    source = SparkSource.from_parquet(spark, files)
+    data, report, private = laplace_dp_spark(
+        source, epsilon=EPSILON, bounds=BOUNDS, columns=["a", "b"], seed=SEED, batch_rows=64
+    )
+    _assert_same_release(dpfast.Release(data, report, private), _in_memory(table))
+
+
+def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
+    table = _table()
+    frame = _frame(spark, table).repartition(3).cache()
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    got = dpfast.ir_dp(frame, **args)
+    expected = dpfast.ir_dp(table, **args)
+    _assert_same_release(got, expected)  # rows shuffled, in the same order
+    frame.unpersist()
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs", "named"),
+    [
+        (dpfast.ir_dp, {"k": 5, "linkage": "records"}, "linkage='records'"),
+        (dpfast.ir_dp, {"k": 5, "shuffle": False}, "shuffle=False"),
+        (dpfast.ir_dp, {"k": 5, "unprotected": "shuffle"}, "unprotected='shuffle'"),
+        (dpfast.laplace_dp, {"unprotected": "keep"}, "unprotected='keep'"),
+        (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
+        (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
+    ],
+)
+def test_what_spark_cannot_run_is_refused_by_name(spark, method, kwargs, named):
+    frame = _frame(spark, _table(20))
+    arguments = {"epsilon": 1.0, "bounds": BOUNDS, "columns": ["a", "b"], **kwargs}
+    with pytest.raises(ValueError, match="on a Spark DataFrame does not support") as refused:
+        method(frame, **arguments)
+    assert named in str(refused.value)
+    assert "frame.toPandas()" in str(refused.value)
+
+
+def test_an_executor_error_of_laplace_reaches_the_caller(spark):
+    table = _table()
+    table.loc[2345, "a"] = np.inf
+    frame = _frame(spark, table).repartition(3).cache()
+    with pytest.raises(ValueError, match=r"column 'a' has NaN or infinity at row \d+"):
+        dpfast.laplace_dp(frame, epsilon=EPSILON, bounds=BOUNDS, columns=["a"], seed=SEED)
+    frame.unpersist()
+
+
+def _flaky_frame(spark, marker: Path | None):
+    """A frame of column "a" whose first task fails once (always, without a marker)."""
+    source = SparkSource(_frame(spark, _table()).repartition(2).cache())
+    where = None if marker is None else str(marker)
+
+    def copy(batch, first_row):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context.partitionId() == 0 and (where is None or context.attemptNumber() == 0):
+            if where is not None:
+                Path(where).touch()
+            raise RuntimeError("a lost executor, simulated")
+        return batch
+
+    return source, source.map_batches(["a"], 500, copy, "a double")
+
+
+def test_a_task_of_the_output_failing_once_writes_the_same_rows(spark, tmp_path):
+    marker = tmp_path / "failed-once"
+    source, data = _flaky_frame(spark, marker)
+    calls = []
+    write_release(data, tmp_path / "out", None, progress=lambda *call: calls.append(call))
+    assert marker.exists()  # a task did fail, and was retried
+    got = pq.read_table(tmp_path / "out").column("a").to_numpy()
+    np.testing.assert_array_equal(got, _rows(source.frame)["a"].to_numpy())
+    assert calls[-1] == ("writing out", 1, 1)
+
+
+def test_a_failed_write_leaves_no_output(spark, tmp_path):
+    _, data = _flaky_frame(spark, None)
+    published = []
+    with pytest.raises(Exception, match="a lost executor, simulated"):
+        write_release(data, tmp_path / "out", None, before_publish=published.append)
+    assert published == []
+    assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
+    # the write ran in a job group of its own, and the thread's is as it was
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+
+
+@pytest.mark.parametrize("stop", [RuntimeError("the budget is spent"), KeyboardInterrupt()])
+def test_a_refused_or_interrupted_publication_leaves_no_output(spark, tmp_path, stop):
+    data = _frame(spark, _table(50))
+
+    def refuse(report) -> None:
+        raise stop
+
+    with pytest.raises(type(stop)):
+        write_release(data, tmp_path / "out", None, before_publish=refuse)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
+        write_release(data, tmp_path / "out.parquet", None)
+
+
+def test_cli_laplace_on_spark_writes_the_in_memory_release(spark, tmp_path, capsys):
+    from dpfast import cli
+    from dpfast._release import cli_spelling
+
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 1700])
+    schema = {
+        "columns": {
+            "a": {"type": "float", "bounds": [0, 50]},
+            "b": {"type": "integer", "bounds": [-10, 10]},
+        }
+    }
+    (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
+    args = ["release", "laplace", str(files), "--epsilon", str(EPSILON), "--seed", str(SEED)]
+    args += ["--schema", str(tmp_path / "s.json"), "--engine", "spark", "--master", "local[2]"]
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
+    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    with cli_spelling():
+        expected = _in_memory(table)
+    got = pq.read_table(tmp_path / "out").to_pandas()
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
+    assert report == json.loads(json.dumps(expected.report.to_dict()))
