@@ -47,8 +47,11 @@ import argparse
 import json
 import os
 import pickle
+import resource
+import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,6 +254,8 @@ class Profile:
 
     def __init__(self) -> None:
         self.passes: list[dict[str, Any]] = []
+        self.floor: dict[str, float] = {}
+        self.timings: dict[str, float] = {}
 
     def source(self, frame: Any) -> Any:
         """A ``SparkSource`` of ``frame`` whose passes are recorded in this profile."""
@@ -286,8 +291,34 @@ class Profile:
             "executor_fn_s": sum(p["executor_fn_s"] for p in self.passes),
             "result_bytes": sum(p["result_bytes"] for p in self.passes),
             "driver_s": total_s - jobs,
+            "engine_timings_s": self.timings,
+            "floor_pass_s": self.floor,
             "per_pass": self.passes,
         }
+
+
+def spark_floor(frame: Any) -> dict[str, float]:
+    """Seconds of one plain ``mapInArrow`` pass per column that only counts the rows.
+
+    Run before dpfast's release, in fresh Python workers that never import dpfast: what
+    Spark itself costs for one pass (scheduling, the Parquet scan, the Arrow transfer to
+    the Python workers, the results' way back), to compare with dpfast's passes.
+    """
+    import pyarrow as pa
+
+    def count(batches: Any) -> Any:
+        rows = sum(batch.num_rows for batch in batches)
+        yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
+
+    seconds = {}
+    for name in frame.columns:
+        started = time.perf_counter()
+        with warnings.catch_warnings():  # pyspark's warning of pandas >= 3 (Arrow path)
+            warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
+            planned = frame.select(name).mapInArrow(count, "rows long")
+        planned.collect()
+        seconds[name] = time.perf_counter() - started
+    return seconds
 
 
 def _timed(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
@@ -325,10 +356,13 @@ def dpfast_release(
     else:
         from dpfast.engines.outofcore import ir_dp_dataset
 
-        report, _ = ir_dp_dataset(
+        floor = spark_floor(frame)
+        started = time.perf_counter()
+        report, private = ir_dp_dataset(
             profile.source(frame), out, k=job.k, epsilon=job.epsilon, bounds=job.bounds,
             seed=1, memory_limit=parse_memory(memory_limit),
         )  # fmt: skip
+        profile.floor, profile.timings = floor, dict(private.timings)
     seconds = time.perf_counter() - started
     summary = {
         "job": "dpfast ir_dp on Spark",
@@ -341,6 +375,81 @@ def dpfast_release(
     if profile is not None:
         summary["profile"] = profile.summary(seconds)
     return summary
+
+
+# --------------------------------------------------------------------------- measure
+
+
+def tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """Record in ``seen`` the CPU seconds of ``root`` and each of its descendants so far.
+
+    A Spark job's JVM and Python workers are not waited for by the process that measures
+    them, so ``getrusage`` misses their CPU time: it is read from ``/proc/PID/stat``
+    (user and system time, fields 14 and 15) at every poll, and the last value seen per
+    process is kept (a process's last 50 ms can be missed).
+    """
+    children = outofcore.children_map()
+    ticks = os.sysconf("SC_CLK_TCK")
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        pending.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
+
+
+def measure(command: Sequence[str]) -> dict[str, Any]:
+    """``outofcore.measure`` with the CPU time of the whole process tree.
+
+    As :func:`outofcore.measure` (wall time, peak RSS of the tree, the machine's busy CPU),
+    plus ``tree_cpu_s``, the CPU seconds of the command and all its descendants (the JVM
+    and the Python workers included), and ``other_cpu_s`` computed from it: the CPU time
+    the rest of the machine used meanwhile.
+    """
+    cpu_before = outofcore.children_cpu_seconds()
+    busy_before = outofcore.busy_cpu_seconds()
+    started = time.perf_counter()
+    process = subprocess.Popen(list(command))
+    peak, seen = 0, dict[int, float]()
+    while process.poll() is None:
+        peak = max(peak, outofcore.tree_rss(process.pid))
+        tree_cpu(process.pid, seen)
+        time.sleep(outofcore.POLL_SECONDS)
+    wall = time.perf_counter() - started
+    cpu = max(outofcore.children_cpu_seconds() - cpu_before, sum(seen.values()))
+    maxrss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return {
+        "command": list(command),
+        "returncode": process.returncode,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "tree_cpu_s": sum(seen.values()),
+        "other_cpu_s": max(outofcore.busy_cpu_seconds() - busy_before - cpu, 0.0),
+        "peak_rss_bytes": max(peak, maxrss),
+        "peak_rss_tree_bytes": peak,
+        "maxrss_children_bytes": maxrss,
+        "cpus": os.cpu_count(),
+    }
+
+
+def measured_run(command: list[str], log: Path) -> dict[str, Any]:
+    """Measure ``command`` in a fresh ``measure`` process; keep the tail of its output."""
+    record = log.with_suffix(".jsonl")
+    record.unlink(missing_ok=True)
+    wrapper = [sys.executable, __file__, "measure", "--json", str(record), "--", *command]
+    with open(log, "w") as handle:
+        subprocess.run(wrapper, stdout=handle, stderr=subprocess.STDOUT, check=False)
+    output = log.read_text(errors="replace")
+    if not record.is_file():
+        return {"command": command, "returncode": -1, "error": output[-4000:]}
+    result: dict[str, Any] = json.loads(record.read_text().splitlines()[-1])
+    if result["returncode"] != 0:
+        result["error"] = output[-4000:]
+    return result
 
 
 # --------------------------------------------------------------------------- run
@@ -419,7 +528,7 @@ def run_jobs(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
             if args.quiet_wait > 0 and not outofcore.wait_for_quiet(args.quiet_wait):
                 print(f"{name}: the machine stayed busy, measuring anyway", file=sys.stderr)
             command = job_command(specs[name], data, schema, out, args)
-            run = outofcore.measured_run(command, work / f"{name}-{attempt}.log")
+            run = measured_run(command, work / f"{name}-{attempt}.log")
             outofcore.remove(out)
             runs.append(run)
             print(outofcore.describe(name, run, table_bytes), file=sys.stderr, flush=True)
@@ -478,6 +587,10 @@ def parser() -> argparse.ArgumentParser:
     dp.add_argument("--master", default="local[2]")
     dp.add_argument("--profile", type=Path, help="write the passes' timings to this JSON file")
 
+    meas = commands.add_parser("measure", help="wall time, CPU and peak RSS of a command tree")
+    meas.add_argument("--json", type=Path, help="append the JSON line to this file, not stdout")
+    meas.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+
     run = commands.add_parser("run", help="measure the jobs on a dataset, write the medians")
     _common(run)
     run.add_argument("--jobs", default=",".join(job_specs()), help="comma-separated")
@@ -491,6 +604,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; return the exit code."""
     args = parser().parse_args(argv)
+    if args.command == "measure":
+        command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        if not command:
+            raise SystemExit("measure: give the command after --: measure -- CMD ...")
+        line = json.dumps(measure(command))
+        if args.json:
+            with open(args.json, "a") as handle:
+                handle.write(line + "\n")
+        else:
+            print(line, flush=True)
+        return 0
     if args.command == "run":
         results = run_jobs(args, args.jobs.split(","))
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -92,6 +92,8 @@ def test_profile_times_every_pass_of_dpfast_on_spark(spark, tmp_path):
     assert got["result_bytes"] > 3 * 2003 * 8  # the grid values travel to the driver
     assert 0 < got["spark_jobs_s"] < got["total_s"]
     assert got["driver_s"] == pytest.approx(got["total_s"] - got["spark_jobs_s"])
+    assert sorted(got["floor_pass_s"]) == ["x0", "x1", "x2"]
+    assert "columns" in got["engine_timings_s"]
     assert _read(out).num_rows == 2003
 
 
@@ -151,3 +153,19 @@ def test_run_writes_medians_and_ratios(tmp_path, monkeypatch):
     assert got["ratios"]["local1_over_local2"] > 1.0
     assert "naive-partitioned_over_dpfast" not in got["ratios"]
     assert "NOT a cryptographically secure source" in got["naive_noise"]
+
+
+def test_measure_counts_the_cpu_of_descendants_nobody_waits_for():
+    # a grandchild spins 0.5 CPU seconds; its parent never waits for it, as a Spark
+    # driver does not wait for its JVM, so getrusage alone would miss that time
+    spin = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    child = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {spin!r}])\n"
+        "time.sleep(4)\n"
+    )
+    got = spark_bench.measure([sys.executable, "-c", child])
+    assert got["returncode"] == 0
+    assert got["tree_cpu_s"] >= 0.4  # /proc counts whole clock ticks
+    assert got["cpu_s"] >= got["tree_cpu_s"]
+    assert got["other_cpu_s"] >= 0.0
