@@ -11,7 +11,8 @@ The engines:
 - out of core over Parquet datasets of 1, 2 and 7 files (1-row files among them), in
   batches of about 1,000 and of 64 rows, under a memory limit so small that the engine
   refines histograms and adds long ties as runs;
-- Spark (``SparkSource``) over 1, 2, 7 and 64 partitions, with the session-scoped fixture.
+- Spark (``SparkSource``) over 1, 2, 7 and 64 partitions, with the session-scoped fixture;
+  the executors compute and write the release (``write_release``).
 
 The table has ties, values beyond the bounds, a remainder group (``n % k != 0``) and a
 column whose values all sit in a sliver of a wide domain. A new method is one entry of
@@ -88,11 +89,20 @@ def _ir_dp_arguments() -> dict[str, Any]:
 
 
 def _ir_dp_on_spark(frame: Any, output: Path, memory: int, batch_rows: int) -> Any:
-    from dpfast.engines.spark import ir_dp_spark
+    from dpfast.engines.spark import ir_dp_spark, write_release
 
-    _, report, private = ir_dp_spark(
-        frame, output, memory_limit=memory, batch_rows=batch_rows, **_ir_dp_arguments()
+    data, report, private = ir_dp_spark(
+        frame, memory_limit=memory, batch_rows=batch_rows, **_ir_dp_arguments()
     )
+    write_release(data, output, report)  # the executors write the release
+    return report, private
+
+
+def _laplace_on_spark(frame: Any, output: Path, memory: int, batch_rows: int) -> Any:
+    from dpfast.engines.spark import laplace_dp_spark, write_release
+
+    data, report, private = laplace_dp_spark(frame, batch_rows=batch_rows, **_LAPLACE)
+    write_release(data, output, report)
     return report, private
 
 
@@ -117,6 +127,7 @@ CASES = [
         on_source=lambda source, output, memory, batch_rows: laplace_dp_dataset(
             source, output, memory_limit=memory, batch_rows=batch_rows, **_LAPLACE
         ),
+        on_spark=_laplace_on_spark,
     ),
 ]
 
@@ -142,9 +153,16 @@ class Engine:
     cuts: tuple[int, ...] = ()  # parquet: the first row of every file but the first
     partitions: int = 1  # spark
 
-    def run(self, case: MethodCase, frame: pd.DataFrame, where: Path, spark: Any) -> Released:
-        """Release ``frame`` with ``case`` on this engine; read the output back."""
-        output = where / "out.parquet"
+    def run(
+        self, case: MethodCase, frame: pd.DataFrame, where: Path, spark: Any
+    ) -> tuple[Released, pd.DataFrame]:
+        """Release ``frame`` with ``case`` on this engine; read the output back.
+
+        Returns the release and the table in the engine's row order: on Spark, the rows
+        are numbered in the frame's order (a repartitioned frame's, here).
+        """
+        output = where / ("out" if self.kind == "spark" else "out.parquet")
+        ordered = frame
         arrow = pa.Table.from_pandas(frame, preserve_index=False)
         if self.kind == "arrow":
             report, private = case.on_source(
@@ -161,10 +179,11 @@ class Engine:
             data = spark.read.parquet(str(path)).repartition(self.partitions).cache()
             assert data.rdd.getNumPartitions() == self.partitions
             try:
+                ordered = data.toArrow().to_pandas()
                 report, private = case.on_spark(data, output, self.memory, self.batch_rows)
             finally:
                 data.unpersist()
-        return pq.read_table(output).to_pandas(), report, private
+        return (pq.read_table(output).to_pandas(), report, private), ordered
 
 
 def _parquet_parts(table: pa.Table, directory: Path, cuts: tuple[int, ...]) -> ParquetDataset:
@@ -228,8 +247,10 @@ def test_engine_gives_the_in_memory_release(case, engine, tmp_path, request, mon
     spark = request.getfixturevalue("spark") if engine.kind == "spark" else None
     runs = _record_tie_runs(monkeypatch)
     frame = table()[list(case.columns)]
-    got = engine.run(case, frame, tmp_path, spark)
-    _assert_same_release(got, expected(case.name), case.keeps_order)
+    got, ordered = engine.run(case, frame, tmp_path, spark)
+    # a method that keeps rows in order releases the rows in the engine's order
+    want = case.in_memory(ordered) if ordered is not frame else expected(case.name)
+    _assert_same_release(got, want, case.keeps_order)
     if engine.memory == TINY_MEMORY and case.name == "ir_dp":
         # the tiny limit took the paths it is there for: a tie longer than a sorted range
         assert max(runs, default=0) > 1024
