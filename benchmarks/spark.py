@@ -18,7 +18,7 @@ the whole process tree: the Python driver, the JVM and the Python workers).
     which is NOT a cryptographically secure source: a baseline for speed only, never
     publish its output.
 ``dpfast``
-    ``dpfast.engines.spark.ir_dp_spark(frame, output, ...)`` on the same data, with
+    ``dpfast.engines.spark.ir_dp_spark(source, ...)`` and ``write_release`` on the same data, with
     ``--profile FILE`` timing its passes: the Spark jobs (executor work, pickling and the
     transfer of the results to the driver), the time of the engine's functions on the
     executors, the bytes they send back, and the driver's own work.
@@ -361,15 +361,16 @@ def dpfast_release(
 ) -> dict[str, Any]:
     """Run ``ir_dp_spark`` on ``data`` (seed 1) into ``out``; return a summary."""
     from dpfast.engines import parse_memory
-    from dpfast.engines.spark import ir_dp_spark
+    from dpfast.engines.spark import SparkSource, ir_dp_spark, write_release
 
     started = time.perf_counter()
     frame = spark.read.parquet(str(data))
-    if profile is None:
-        _, report, _ = ir_dp_spark(
-            frame, out, k=job.k, epsilon=job.epsilon, bounds=job.bounds, seed=1,
-            memory_limit=parse_memory(memory_limit),
+    if profile is None:  # as the CLI runs it: the executors compute and write the release
+        released, report, _ = ir_dp_spark(
+            SparkSource.from_parquet(spark, data), k=job.k, epsilon=job.epsilon,
+            bounds=job.bounds, seed=1, memory_limit=parse_memory(memory_limit),
         )  # fmt: skip
+        write_release(released, out.with_suffix("") if out.suffix == ".parquet" else out, report)
     else:
         from dpfast.engines.outofcore import ir_dp_dataset
 

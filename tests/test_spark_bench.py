@@ -97,6 +97,16 @@ def test_profile_times_every_pass_of_dpfast_on_spark(spark, tmp_path):
     assert _read(out).num_rows == 2003
 
 
+def test_the_timed_release_is_the_executors_release_of_the_files(spark, tmp_path):
+    # the path the benchmark times: the executors compute and write the release
+    data = _data(tmp_path)
+    job = _job(data, 10, noise=True)
+    summary = spark_bench.dpfast_release(spark, data, tmp_path / "released.parquet", job)
+    assert summary["seconds"] > 0
+    written = tmp_path / "released"  # Spark writes a dataset directory
+    assert written.is_dir() and _read(written).num_rows == 2003
+
+
 def test_union_length_counts_overlapping_passes_once():
     assert spark_bench.union_length([]) == 0.0
     assert spark_bench.union_length([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (5.5, 5.7)]) == 4.0
