@@ -194,10 +194,8 @@ class _IrDpPart:
         data = {}
         for column in self.columns:
             array = column.rows(self.n, self.k, lo, hi)
-            data[column.name] = pd.Series(
-                array.to_pylist() if column.kind == "labels" else array.to_numpy(),
-                dtype=_DTYPES[column.kind],
-            )
+            values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+            data[column.name] = np.asarray(values, dtype=_DTYPES[column.kind])
         return pd.DataFrame(data, index=pd.RangeIndex(lo, hi))
 
 
