@@ -42,7 +42,7 @@ def client():
 
     # the workers cannot import this module (pytest imports it by path): send its functions
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=None) as cluster:
+    with local_cluster(2, dashboard_address=":0") as cluster:
         with Client(cluster) as running:
             yield running
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
@@ -273,3 +273,83 @@ def test_the_written_release_reads_back_in_row_order(client, tmp_path):
     values = np.concatenate(list(got.map_column("b", 1 << 20, lambda a, f: a.to_numpy())))
     np.testing.assert_array_equal(values, dpfast.laplace_dp(table, **args).data["b"].to_numpy())
     assert calls[-1] == ("writing out", 12, 12)
+
+
+def _cli_args(tmp_path: Path, files: Path) -> list[str]:
+    import json
+
+    schema = {
+        "columns": {
+            "a": {"type": "float", "bounds": [0, 50]},
+            "b": {"type": "integer", "bounds": [-10, 10]},
+        }
+    }
+    (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
+    args = ["release", "laplace", str(files), "--epsilon", str(EPSILON), "--seed", str(SEED)]
+    return [*args, "--schema", str(tmp_path / "s.json"), "--engine", "dask"]
+
+
+def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tmp_path, capsys):
+    import json
+
+    from dpfast import cli
+    from dpfast._release import cli_spelling
+
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 1700])
+    args = [*_cli_args(tmp_path, files), "--scheduler", client.scheduler.address]
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
+    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    with cli_spelling():
+        expected = dpfast.laplace_dp(
+            table, epsilon=EPSILON, bounds=BOUNDS, columns=COLUMNS, seed=SEED
+        )
+    got = pq.read_table(tmp_path / "out").to_pandas()
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
+    assert report == json.loads(json.dumps(expected.report.to_dict()))
+    assert len(client.scheduler_info()["workers"]) == 2  # the module's cluster is untouched
+
+
+def test_cli_refuses_dask_options_it_cannot_run(tmp_path, capsys):
+    from dpfast import cli
+
+    files = _write_files(_table(50), tmp_path / "in", [20])
+    args = _cli_args(tmp_path, files)
+    no_dask = [a for a in args if a not in ("--engine", "dask")]
+    assert cli.main([*no_dask, "--scheduler", "tcp://x:1", "-o", str(tmp_path / "o")]) == 2
+    assert "--scheduler applies to --engine dask" in capsys.readouterr().err
+    ir = ["release", "ir-dp", *args[2:], "--k", "5", "--linkage", "records"]
+    assert cli.main([*ir, "-o", str(tmp_path / "o")]) == 2
+    assert "--engine dask does not support --linkage records" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_ir_dp_starts_and_closes_a_local_cluster(tmp_path, capsys, monkeypatch):
+    from dpfast import cli
+    from dpfast._release import cli_spelling
+    from dpfast.engines import dask as engine
+
+    started = []
+
+    def spied(*args, **kwargs):
+        started.append(engine_cluster(*args, **kwargs))
+        return started[-1]
+
+    engine_cluster = engine.local_cluster
+    monkeypatch.setattr(engine, "local_cluster", spied)
+    table = _table(400)
+    files = _write_files(table, tmp_path / "in", [100])
+    args = ["release", "ir-dp", *_cli_args(tmp_path, files)[2:], "--k", "5"]
+    assert cli.main([*args, "-o", str(tmp_path / "out")]) == 0
+    with cli_spelling():
+        expected = dpfast.ir_dp(
+            table, k=5, epsilon=EPSILON, bounds=BOUNDS, columns=COLUMNS, seed=SEED
+        )
+    got = pq.read_table(tmp_path / "out").to_pandas()
+    for name in expected.data.columns:
+        np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+    assert len(started) == 1
+    assert started[0].status.name == "closed"  # the command closed the cluster it started
