@@ -104,6 +104,17 @@ def test_parquet_rows_are_numbered_as_parquet_dataset_numbers_them(client, tmp_p
     _assert_numbered_as(source, expected, 1000)
 
 
+def test_from_parquet_numbers_files_in_sorted_path_order(client, tmp_path):
+    # dd.read_parquet orders files naturally (p1, p2, p10), even given a list in another
+    # order; ParquetDataset and the in-memory reader sort paths as strings (p1, p10, p2)
+    for i in (1, 2, 10):
+        pq.write_table(pa.table({"a": np.full(3, float(i))}), tmp_path / f"p{i}.parquet")
+    expected = np.repeat([1.0, 10.0, 2.0], 3)
+    source = DaskSource.from_parquet(tmp_path)
+    _assert_numbered_as(source, expected, 2)
+    np.testing.assert_array_equal(source.frame["a"].compute().to_numpy(), expected)
+
+
 def test_a_frame_that_changes_between_passes_is_refused(client):
     frame = dd.from_pandas(_table(), npartitions=3)
     source = DaskSource(frame)
