@@ -138,7 +138,7 @@ class DaskSource:
         return self._counts
 
     def parts(self, names: Sequence[str]) -> list[tuple[Any, int, int]]:
-        """Return a delayed pandas frame of columns ``names`` per partition.
+        """Return a delayed partition (pandas or Arrow) of columns ``names`` per partition.
 
         Each comes with the partition's first row number and its row count.
         """
@@ -147,7 +147,7 @@ class DaskSource:
         counts = self.counts()
         firsts = [sum(counts[:i]) for i in range(len(counts))]
         if self._pieces is not None:
-            read = delayed(Piece.pandas, pure=True)
+            read = delayed(Piece.read, pure=True)  # Arrow as stored: no pandas round trip
             return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
         delayed = self.frame[list(names)].to_delayed()
         if len(delayed) != len(counts):
@@ -194,10 +194,13 @@ CHANGED = (
 
 
 def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array:
-    """Return column ``name`` of a partition (pandas) as an Arrow array of type ``kind``."""
+    """Return column ``name`` of a partition (pandas or Arrow) as an array of type ``kind``."""
     if len(part) != rows:
         raise ValueError(CHANGED)
-    array = pa.Array.from_pandas(part[name])
+    if isinstance(part, pa.Table):
+        array = part.column(name)
+    else:
+        array = pa.Array.from_pandas(part[name])
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     return array if array.type == kind or kind == pa.null() else array.cast(kind)
