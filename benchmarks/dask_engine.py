@@ -88,8 +88,15 @@ def _naive(data: Path, out: Path, k: int, epsilon: float) -> None:
         means = ranked.groupby("g")[c].mean().compute()
         noisy = means + np.random.default_rng(1).laplace(0.0, scale, len(means))
         noisy = noisy.clip(LOWER, UPPER)
-        released = ranked["g"].map(noisy, meta=(c, "float64")).to_frame()
+        released = ranked[["g"]].map_partitions(_mapped_back, c, noisy, meta={c: "float64"})
         released.to_parquet(str(out / c), write_index=False)
+
+
+def _mapped_back(part: Any, name: str, noisy: Any) -> Any:
+    """Return the rows of a partition of the sorted column, each its group's noisy mean."""
+    import pandas as pd
+
+    return pd.DataFrame({name: noisy.reindex(part["g"]).to_numpy()})
 
 
 def main(argv: list[str] | None = None) -> int:
