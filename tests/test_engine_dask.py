@@ -364,3 +364,48 @@ def test_cli_ir_dp_starts_and_closes_a_local_cluster(tmp_path, capsys, monkeypat
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
     assert len(started) == 1
     assert started[0].status.name == "closed"  # the command closed the cluster it started
+
+
+@pytest.fixture(scope="module")
+def adult_table() -> pd.DataFrame:
+    """Adult's integer columns (many ties), a float column and a categorical one.
+
+    30,162 rows: with k=7 the last rank group holds 13 rows (a remainder group).
+    """
+    from dpfast.datasets import adult
+
+    data = adult("train", drop_missing=True)[["age", "capital-gain", "occupation"]]
+    data = data.reset_index(drop=True)
+    data["frac"] = np.random.default_rng(0).uniform(-5, 105, len(data))  # some clamped
+    return data
+
+
+@pytest.mark.parametrize(
+    ("partitions", "memory_limit", "batch_rows"),
+    # 300,000 bytes: 4,687 values to sort per column thread (2), several passes a column
+    [(1, 2**30, 1 << 20), (2, 300_000, 1000), (7, 300_000, 64)],
+)
+def test_adult_with_a_categorical_column_is_the_in_memory_release(
+    client, adult_table, partitions, memory_limit, batch_rows
+):
+    from dpfast.datasets import adult_taxonomy
+
+    args = {
+        "k": 7,
+        "epsilon": 2.0,
+        "bounds": {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)},
+        "taxonomies": {"occupation": adult_taxonomy("occupation")},
+        "seed": 3,
+    }
+    expected = dpfast.ir_dp(adult_table, **args)
+    frame = dd.from_pandas(adult_table, npartitions=partitions)
+    got = ir_dp_dask(
+        frame,
+        memory_limit=memory_limit,
+        n_threads=2,
+        batch_rows=batch_rows,
+        part_rows=4096,
+        **args,
+    )
+    assert got[0].npartitions == 8  # 4,096 output rows per task, in the in-memory order
+    _assert_same_release(dpfast.Release(*got), expected)

@@ -59,7 +59,13 @@ __all__ = ["PART_ROWS", "dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask
 
 #: Output rows per task of an ``ir_dp`` release frame.
 PART_ROWS = 1 << 20
-_DTYPES = {"float": "float64", "int": "int64", "labels": "object"}
+
+
+def _dtype(kind: str) -> Any:
+    """Return a released column's pandas dtype, the in-memory release's (labels: text)."""
+    if kind == "labels":
+        return pd.Series(["label"]).dtype
+    return np.dtype("int64" if kind == "int" else "float64")
 
 
 def dask_source(data: Any) -> Any:
@@ -195,23 +201,28 @@ class _IrDpPart:
         for column in self.columns:
             array = column.rows(self.n, self.k, lo, hi)
             values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
-            data[column.name] = np.asarray(values, dtype=_DTYPES[column.kind])
-        return pd.DataFrame(data, index=pd.RangeIndex(lo, hi))
+            data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
+        frame = pd.DataFrame(data)
+        frame.index = pd.RangeIndex(lo, hi)
+        return frame
 
 
 def _ir_dp_frame(columns: Sequence[_Generated], n: int, k: int, part_rows: int) -> Any:
     """Return the lazy frame of the released columns: task ``p`` computes part ``p``."""
+    import dask
     import dask.dataframe as dd
 
     parts = max(1, math.ceil(n / part_rows))
-    meta = pd.DataFrame({c.name: pd.Series([], dtype=_DTYPES[c.kind]) for c in columns})
-    return dd.from_map(
-        _IrDpPart(columns, n, k, part_rows),
-        range(parts),
-        meta=meta,
-        enforce_metadata=False,
-        label="dpfast-ir-dp",
-    )
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c.kind)) for c in columns})
+    # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(
+            _IrDpPart(columns, n, k, part_rows),
+            range(parts),
+            meta=meta,
+            enforce_metadata=False,
+            label="dpfast-ir-dp",
+        )
 
 
 def laplace_dp_dask(
