@@ -314,9 +314,9 @@ def _laplace_frame(source: DaskSource, cells: tuple[_Cells, ...], batch_rows: in
 
     names = [c.name for c in cells]
     kinds = [source.schema.field(name).type for name in names]
-    noised = delayed(_noised_part, pure=False)
+    noised, fn = delayed(_noised_part, pure=False), _NoisedBatch(cells)
     parts = [
-        noised(part, first, rows, names, kinds, _NoisedBatch(cells), batch_rows)
+        noised(part, first, rows, names, kinds, fn, batch_rows)
         for part, first, rows in source.parts(names)
     ]
     meta = pd.DataFrame(

@@ -11,6 +11,7 @@ result is kept. :meth:`DaskSource.parts` is the lazy counterpart used by the rel
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -145,14 +146,14 @@ class DaskSource:
         from dask.delayed import delayed
 
         counts = self.counts()
-        firsts = [sum(counts[:i]) for i in range(len(counts))]
         if self._pieces is not None:
             read = delayed(Piece.read, pure=True)  # Arrow as stored: no pandas round trip
             return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
-        delayed = self.frame[list(names)].to_delayed()
-        if len(delayed) != len(counts):
+        partitions = self.frame[list(names)].to_delayed()
+        if len(partitions) != len(counts):
             raise ValueError(CHANGED)
-        return list(zip(delayed, firsts, counts, strict=True))
+        firsts = itertools.accumulate(counts[:-1], initial=0)
+        return list(zip(partitions, firsts, counts, strict=True))
 
     def map_column(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
