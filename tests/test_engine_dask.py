@@ -157,6 +157,9 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
     else:  # output parts cutting the permutation's buckets
         got = dpfast.Release(*ir_dp_dask(frame, part_rows=part_rows, batch_rows=64, **args))
         assert got.data.npartitions == -(-len(table) // part_rows)
+        # the group values are one node of the graph, not a copy in every task
+        keys = [str(key) for key in dict(got.data.__dask_graph__())]
+        assert sum(key.startswith("dpfast-ir-dp-state") for key in keys) == 1
     _assert_same_release(got, expected)
 
 

@@ -6,7 +6,7 @@ and permutation key; a ``laplace_dp`` column's key), spends the ledger and build
 reports, exactly as the Spark engine does (it shares the Spark engine's state objects).
 The released data is then a lazy Dask DataFrame computed on the workers from that state:
 
-* ``ir_dp``: ``dd.from_map`` over output parts; part ``p`` holds output rows
+* ``ir_dp``: ``dd.from_delayed`` over output parts; part ``p`` holds output rows
   ``[p * part_rows, (p + 1) * part_rows)`` of every released column, computed from the
   permutation buckets covering them (:func:`dpfast.noise.permutation_part`) and the
   group values, so the frame's rows are those of :func:`dpfast.ir_dp`, in its order.
@@ -24,6 +24,7 @@ import math
 import time
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -184,44 +185,48 @@ def ir_dp_dask(
     return frame, report, private
 
 
-class _IrDpPart:
-    """The workers' function of an ``ir_dp`` frame: output part ``p``, every column."""
+@dataclass(frozen=True)
+class _IrDpState:
+    """What every task of an ``ir_dp`` frame needs: the released columns' state."""
 
-    def __init__(self, columns: Sequence[_Generated], n: int, k: int, part_rows: int) -> None:
-        self.columns, self.n, self.k, self.part_rows = tuple(columns), n, k, part_rows
-        self._token = uuid.uuid4().hex
+    columns: tuple[_Generated, ...]
+    n: int
+    k: int
+    part_rows: int
 
-    def __dask_tokenize__(self) -> str:
-        """Name the frame's tasks without hashing the state (a fresh name per release)."""
-        return self._token
 
-    def __call__(self, part: int) -> pd.DataFrame:
-        lo, hi = part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
-        data = {}
-        for column in self.columns:
-            array = column.rows(self.n, self.k, lo, hi)
-            values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
-            data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
-        frame = pd.DataFrame(data)
-        frame.index = pd.RangeIndex(lo, hi)
-        return frame
+def _ir_dp_part(state: _IrDpState, part: int) -> pd.DataFrame:
+    """Return output part ``part`` of every released column, on a worker."""
+    lo, hi = part * state.part_rows, min(state.n, (part + 1) * state.part_rows)
+    data = {}
+    for column in state.columns:
+        array = column.rows(state.n, state.k, lo, hi)
+        values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+        data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
+    frame = pd.DataFrame(data)
+    frame.index = pd.RangeIndex(lo, hi)
+    return frame
 
 
 def _ir_dp_frame(columns: Sequence[_Generated], n: int, k: int, part_rows: int) -> Any:
-    """Return the lazy frame of the released columns: task ``p`` computes part ``p``."""
+    """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
+
+    The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
+    graph, sent once to each worker that computes a part, not once per task.
+    """
     import dask
     import dask.dataframe as dd
+    from dask.delayed import delayed
 
     parts = max(1, math.ceil(n / part_rows))
+    name = f"dpfast-ir-dp-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
+    state = delayed(_IrDpState(tuple(columns), n, k, part_rows), name=name)
+    compute = delayed(_ir_dp_part, pure=False)
     meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c.kind)) for c in columns})
     # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(
-            _IrDpPart(columns, n, k, part_rows),
-            range(parts),
-            meta=meta,
-            enforce_metadata=False,
-            label="dpfast-ir-dp",
+        return dd.from_delayed(
+            [compute(state, p) for p in range(parts)], meta=meta, verify_meta=False
         )
 
 
