@@ -47,6 +47,7 @@ PUBLIC_MODULES = [
     "dpfast.compare",
     "dpfast.datasets",
     "dpfast.engines",
+    "dpfast.engines.dask",
     "dpfast.engines.spark",
     "dpfast.exceptions",
     "dpfast.io",

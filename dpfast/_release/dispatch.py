@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["is_spark_frame", "on_spark"]
+__all__ = ["is_dask_frame", "is_spark_frame", "on_dask", "on_spark"]
 
 
 def is_spark_frame(data: object) -> bool:
@@ -30,3 +30,21 @@ def on_spark(method: str, arguments: dict[str, Any]) -> Any:
     named = dict(arguments)
     data = named.pop("data")
     return engines.spark_release(method)(data, **named)
+
+
+def is_dask_frame(data: object) -> bool:
+    """Return whether ``data`` is a Dask DataFrame, without importing dask."""
+    kind = type(data)
+    return kind.__name__ == "DataFrame" and kind.__module__.startswith("dask.dataframe")
+
+
+def on_dask(method: str, arguments: dict[str, Any]) -> Any:
+    """Run public function ``method`` on Dask with its ``arguments`` (its ``locals()``).
+
+    Returns the :class:`~dpfast.Release` of the Dask engine, whose ``data`` is a Dask
+    DataFrame (:data:`dpfast.engines.DASK_RELEASES`).
+    """
+    engines = importlib.import_module("dpfast.engines")
+    named = dict(arguments)
+    data = named.pop("data")
+    return engines.dask_release(method)(data, **named)

@@ -65,6 +65,7 @@ def wants_engine(args: argparse.Namespace) -> bool:
         args.memory_limit is not None
         or is_dataset_path(args.input)
         or getattr(args, "engine", "local") == "spark"
+        or getattr(args, "engine", "local") == "dask"
     )
 
 
@@ -80,6 +81,7 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
         raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
     if getattr(args, "engine", "local") == "spark":
         _check_spark_options(args)
+    _check_dask_options(args)
     if wants_engine(args):
         if unsupported:
             what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
@@ -108,6 +110,27 @@ def _check_spark_options(args: argparse.Namespace) -> None:
         )
 
 
+def _check_dask_options(args: argparse.Namespace) -> None:
+    """Refuse ``--scheduler`` without Dask, and on Dask what only the local engine runs."""
+    dask = getattr(args, "engine", "local") == "dask"
+    if getattr(args, "scheduler", None) is not None and not dask:
+        raise ValueError("--scheduler applies to --engine dask; add --engine dask or drop it")
+    if not dask:
+        return
+    found = []
+    if getattr(args, "linkage", "columns") != "columns":
+        found.append(f"--linkage {args.linkage}")
+    if not getattr(args, "shuffle", True):
+        found.append("--no-shuffle")
+    if getattr(args, "unprotected", "drop") != "drop":
+        found.append(f"--unprotected {args.unprotected}")
+    if found:
+        raise ValueError(
+            f"--engine dask does not support {', '.join(found)} yet; drop them, or run "
+            "without --engine dask: --memory-limit releases them out of core on this machine"
+        )
+
+
 def _input_bytes(args: argparse.Namespace) -> int:
     """Return the input's size in memory (Parquet: from its footer), or its file size."""
     from dpfast.io import output_format, parquet_shape
@@ -133,6 +156,8 @@ def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
         schema = Schema.from_json(args.schema)
         spark = getattr(args, "engine", "local") == "spark"
         files = _spark_source(args) if spark else ParquetDataset.open(args.input)
+        if getattr(args, "engine", "local") == "dask":
+            files = _dask_source(args)
         source = SchemaCheckedSource(files, schema)
         check_schema_for(args, method, schema)
         return source, schema
@@ -161,6 +186,31 @@ def _spark_source(args: argparse.Namespace) -> Any:
     return SparkSource.from_parquet(session, args.input)
 
 
+def _dask_source(args: argparse.Namespace) -> Any:
+    """Read INPUT on Dask (``--scheduler``, default a local cluster) as the engine's source."""
+    from dpfast.engines.dataset import ParquetDataset
+
+    try:
+        from distributed import Client
+
+        from dpfast.engines import dask as engine
+    except ImportError as exc:  # pragma: no cover - dask is in the test extras
+        raise ValueError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
+
+    ParquetDataset.open(args.input)  # a missing or unreadable input fails before Dask starts
+    cluster = None if args.scheduler else engine.local_cluster(dashboard_address=":0")
+    try:
+        client = Client(args.scheduler or cluster)
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
+    stops = [client.close] + ([cluster.close] if cluster is not None else [])
+    args.stop_dask = lambda: [stop() for stop in stops]  # this command's client and cluster
+    # rows numbered as ParquetDataset does, so that laplace keys them as in memory
+    return engine.DaskSource.from_parquet(args.input)
+
+
 def run_release(args: argparse.Namespace, method: str) -> int:
     """Release ``args.input`` through the engine; write the data and the reports."""
     from dpfast.engines import parse_memory
@@ -171,6 +221,9 @@ def run_release(args: argparse.Namespace, method: str) -> int:
         return _release_on_engine(args, method, memory)
     finally:
         stop = getattr(args, "stop_spark", None)
+        if stop is not None:
+            stop()
+        stop = getattr(args, "stop_dask", None)
         if stop is not None:
             stop()
 
@@ -204,6 +257,10 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         with _delayed_progress(args) as progress:
             if getattr(args, "engine", "local") == "spark":
                 report, private = _release_on_spark(
+                    args, method, source, progress, common, taxonomies
+                )
+            elif getattr(args, "engine", "local") == "dask":
+                report, private = _release_on_dask(
                     args, method, source, progress, common, taxonomies
                 )
             elif method == "ir-dp":
@@ -313,6 +370,35 @@ def _release_on_spark(
     return report, private
 
 
+def _release_on_dask(
+    args: argparse.Namespace,
+    method: str,
+    source: Any,
+    progress: Any,
+    common: dict[str, Any],
+    taxonomies: Any,
+) -> tuple[Any, Any]:
+    """Release on Dask; the workers write the output, published after the hooks."""
+    from dpfast.engines.dask import ir_dp_dask, laplace_dp_dask, write_release
+
+    hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
+    if method == "ir-dp":
+        data, report, private = ir_dp_dask(
+            source,
+            k=args.k,
+            taxonomies=taxonomies,
+            sensitivity=args.sensitivity,
+            n_threads=args.threads,
+            progress=progress,
+            **common,
+        )
+    else:
+        del common["memory_limit"]
+        data, report, private = laplace_dp_dask(source, progress=progress, **common)
+    write_release(data, args.output, report, progress=progress, **hooks)
+    return report, private
+
+
 def _check_engine_paths(args: argparse.Namespace) -> None:
     """Fail fast on paths the engine cannot read or write, with the in-memory messages."""
     from dpfast.io import output_format
@@ -321,10 +407,16 @@ def _check_engine_paths(args: argparse.Namespace) -> None:
         from dpfast.engines.spark import check_spark_output
 
         check_spark_output(args.output)  # before Spark starts
+    if getattr(args, "engine", "local") == "dask" and not _is_text(args.output):
+        from dpfast.engines.dask import check_dask_output
+
+        check_dask_output(args.output)  # before Dask starts
     dataset_output = not Path(args.output).suffix
     if not is_dataset_path(args.input) and not dataset_output:
         _check_paths(args)  # one input file, one output file: the usual checks
         engine = "--engine spark" if getattr(args, "engine", "local") == "spark" else None
+        if getattr(args, "engine", "local") == "dask":
+            engine = "--engine dask"
         if (engine or args.memory_limit is not None) and output_format(args.input) != "parquet":
             raise ValueError(
                 f"{engine or '--memory-limit'} reads Parquet, but {args.input!r} is "

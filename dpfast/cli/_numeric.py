@@ -109,11 +109,17 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
 def _engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
-        choices=("local", "spark"),
+        choices=("local", "spark", "dask"),
         default="local",
         help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
         "Spark executors, which also write OUTPUT; same release. Needs pip install "
-        "'dpfast[spark]'",
+        "'dpfast[spark]'. dask: the same on Dask workers (pip install 'dpfast[dask]')",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --engine dask: the Dask scheduler's address (default: a local cluster "
+        "of worker processes, one per core, started and closed by this command)",
     )
     parser.add_argument(
         "--master",

@@ -7,7 +7,8 @@ keys and ledger, so that a seeded release is the same on both: every random draw
 by what it is for (a column, a rank group, a bucket of a permutation), never by how the
 data was split. The Spark engine (:mod:`dpfast.engines.spark`) runs a release's passes
 and writes its output on Spark executors; the public functions send a pyspark DataFrame
-there (:data:`SPARK_RELEASES`).
+there (:data:`SPARK_RELEASES`); the Dask engine (:mod:`dpfast.engines.dask`) does the same
+for a Dask DataFrame on Dask's workers (:data:`DASK_RELEASES`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SPARK_RELEASES", "parse_memory", "spark_release"]
+__all__ = ["DASK_RELEASES", "SPARK_RELEASES", "dask_release", "parse_memory", "spark_release"]
 
 _UNITS = {
     "": 1,
@@ -74,4 +75,26 @@ def spark_release(method: str) -> Callable[..., Any]:
     from dpfast.engines import spark
 
     function: Callable[..., Any] = getattr(spark, SPARK_RELEASES[method])
+    return function
+
+
+#: The Dask release of each public function that runs on Dask, by the function's name, as
+#: :data:`SPARK_RELEASES` (``if is_dask_frame(data): return on_dask("name", locals())``).
+DASK_RELEASES = {
+    "ir_dp": "ir_dp_frame",
+    "laplace_dp": "laplace_dp_frame",
+}
+
+
+def dask_release(method: str) -> Callable[..., Any]:
+    """Return the Dask release of public function ``method``, refusing one that has none."""
+    if method not in DASK_RELEASES:
+        runs = ", ".join(sorted(DASK_RELEASES))
+        raise TypeError(
+            f"{method} does not run on Dask (these do: {runs}); release frame.compute() in "
+            "memory, or use one of them"
+        )
+    from dpfast.engines import dask
+
+    function: Callable[..., Any] = getattr(dask, DASK_RELEASES[method])
     return function

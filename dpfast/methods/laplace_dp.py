@@ -19,7 +19,7 @@ from dpfast._release import (
     noise_source,
     numeric_columns,
 )
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
 from dpfast.accounting import (
     GuaranteeLevel,
@@ -51,7 +51,7 @@ def laplace_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray or pyspark.sql.DataFrame
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
         A Spark DataFrame runs on Spark (``unprotected="drop"``, no metrics): the release's
         data is a Spark DataFrame computed on the executors, rows in the frame's order
         (cache the frame; docs/engines.md, "Spark").
@@ -94,6 +94,8 @@ def laplace_dp(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("laplace_dp", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("laplace_dp", locals())  # type: ignore[no-any-return]
     run = Run("laplace_dp", data, progress)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)

@@ -33,7 +33,7 @@ from dpfast._release import (
     taxonomy_parameters,
     warn_unproven,
 )
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import (
     check_bool,
     check_bounds,
@@ -102,7 +102,7 @@ def ir_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray or pyspark.sql.DataFrame
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
         The table. It is never modified. NumPy columns are named by integer position. A
         Spark DataFrame runs on Spark (``linkage="columns"``, ``unprotected="drop"``, no
         metrics) and the release's data is a Spark DataFrame computed on the executors,
@@ -197,6 +197,8 @@ def ir_dp(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("ir_dp", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("ir_dp", locals())  # type: ignore[no-any-return]
     run = Run("ir_dp", data, progress)
     with run.phase("validate"):
         args = _validate(

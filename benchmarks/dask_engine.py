@@ -1,0 +1,145 @@
+"""Dask benchmark of issue 16: dpfast's ir_dp on Dask against the naive Dask job.
+
+``python benchmarks/dask_engine.py --data DIR --workers 2 --job dpfast --json OUT.json``
+starts a ``LocalCluster`` of ``--workers`` worker processes (one thread each) and runs one
+job on the Parquet dataset ``DIR`` (``benchmarks/outofcore.py gen``; columns in [0, 1000]):
+
+``dpfast``
+    ``ir_dp_dask`` over ``DaskSource.from_parquet(DIR)``, every column, written by the
+    workers with ``write_release``.
+``naive``
+    Plain Dask doing the job without dpfast: per column Dask's general sort
+    (``sort_values``), ranks, group means with Laplace noise from numpy (NOT a secure
+    source: a speed baseline only, never to be published), mapped back to the rows and
+    written with ``to_parquet``.
+
+The JSON holds the wall seconds, the client's peak RSS and every worker's peak RSS
+(sampled every half second with ``client.run``), in bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LOWER, UPPER = 0.0, 1000.0
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+class _Peaks:
+    """Every worker's peak RSS, sampled every half second while the block runs."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.peaks = client, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                found = self.client.run(_rss)
+            except Exception:  # a worker going away between two looks
+                continue
+            for worker, rss in found.items():
+                self.peaks[worker] = max(self.peaks.get(worker, 0), rss)
+
+    def __enter__(self) -> _Peaks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _dpfast(data: Path, out: Path, k: int, epsilon: float) -> None:
+    from dpfast.engines.dask import DaskSource, ir_dp_dask, write_release
+
+    source = DaskSource.from_parquet(data)
+    bounds = {name: (LOWER, UPPER) for name in source.names}
+    frame, report, _ = ir_dp_dask(source, k=k, epsilon=epsilon, bounds=bounds, seed=1)
+    write_release(frame, out, report)
+
+
+def _naive(data: Path, out: Path, k: int, epsilon: float) -> None:
+    import dask.dataframe as dd
+
+    frame = dd.read_parquet(str(data))
+    columns = list(frame.columns)
+    scale = (UPPER - LOWER) / k / (epsilon / len(columns))
+    for c in columns:
+        ranked = frame[[c]].sort_values(c)
+        ranked = ranked.assign(g=(ranked[c].notnull().astype("int64").cumsum() - 1) // k)
+        means = ranked.groupby("g")[c].mean().compute()
+        noisy = means + np.random.default_rng(1).laplace(0.0, scale, len(means))
+        noisy = noisy.clip(LOWER, UPPER)
+        released = ranked[["g"]].map_partitions(_mapped_back, c, noisy, meta={c: "float64"})
+        released.to_parquet(str(out / c), write_index=False)
+
+
+def _mapped_back(part: Any, name: str, noisy: Any) -> Any:
+    """Return the rows of a partition of the sorted column, each its group's noisy mean."""
+    import pandas as pd
+
+    return pd.DataFrame({name: noisy.reindex(part["g"]).to_numpy()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--job", choices=("dpfast", "naive"), required=True)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    from distributed import Client
+
+    from dpfast.engines.dask import local_cluster
+
+    out = Path(tempfile.mkdtemp(prefix="dask-bench-", dir=args.data.parent))
+    try:
+        with (
+            local_cluster(args.workers, dashboard_address=":0") as cluster,
+            Client(cluster) as client,
+        ):
+            with _Peaks(client) as peaks:
+                start = time.perf_counter()
+                job = _dpfast if args.job == "dpfast" else _naive
+                job(args.data, out / "release", args.k, args.epsilon)
+                seconds = time.perf_counter() - start
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    result = {
+        "job": args.job,
+        "data": str(args.data),
+        "workers": args.workers,
+        "k": args.k,
+        "epsilon": args.epsilon,
+        "seconds": round(seconds, 2),
+        "client_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "worker_peak_rss": sorted(peaks.peaks.values()),
+    }
+    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

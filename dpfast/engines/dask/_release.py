@@ -1,0 +1,353 @@
+"""``ir_dp`` and ``laplace_dp`` on Dask, with the release computed on the workers.
+
+The client runs the engine's passes through :class:`DaskSource` (the workers read the
+data), draws the small global state (an ``ir_dp`` column's ``n // k`` noisy group values
+and permutation key; a ``laplace_dp`` column's key), spends the ledger and builds the
+reports, exactly as the Spark engine does (it shares the Spark engine's state objects).
+The released data is then a lazy Dask DataFrame computed on the workers from that state:
+
+* ``ir_dp``: ``dd.from_delayed`` over output parts; part ``p`` holds output rows
+  ``[p * part_rows, (p + 1) * part_rows)`` of every released column, computed from the
+  permutation buckets covering them (:func:`dpfast.noise.permutation_part`) and the
+  group values, so the frame's rows are those of :func:`dpfast.ir_dp`, in its order.
+  Nothing is sorted: the rows' order comes from the keyed permutation.
+* ``laplace_dp``: one task per input partition noises its cells, cell ``(i, c)`` with
+  the draw of nonce ``i`` (the global row number) of column ``c``'s key, in row order.
+
+Everything is keyed, so the frame is the same however often Dask computes it, whatever
+its partitioning and the number of workers, and after any retry.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpfast import noise
+from dpfast._release import noise_source, warn_unproven
+from dpfast._validation import (
+    check_bounds,
+    check_columns,
+    check_epsilon,
+    check_nonempty,
+    check_seed,
+)
+from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines.dask._source import DaskSource, arrow_column
+from dpfast.engines.outofcore import (
+    BATCH_ROWS,
+    DatasetRun,
+    Progress,
+    _arguments,
+    _check_groups_fit,
+    _Limits,
+    _numeric_columns,
+    _rank_counts,
+)
+from dpfast.engines.spark._laplace import _Cells, _count_cells, _NoisedBatch
+from dpfast.engines.spark._release import _Generated, _numeric_outputs
+from dpfast.methods.ir_dp import _guarantee, _parameters, _plan, _sampler
+from dpfast.methods.ir_dp._categorical import group_codes
+
+__all__ = ["PART_ROWS", "dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
+
+#: Output rows per task of an ``ir_dp`` release frame.
+PART_ROWS = 1 << 20
+
+
+def _dtype(kind: str) -> Any:
+    """Return a released column's pandas dtype, the in-memory release's (labels: text)."""
+    if kind == "labels":
+        return pd.Series(["label"]).dtype
+    return np.dtype("int64" if kind == "int" else "float64")
+
+
+def dask_source(data: Any) -> Any:
+    """Return ``data`` as a column source: a Dask DataFrame becomes a :class:`DaskSource`."""
+    return data if hasattr(data, "map_column") else DaskSource(data)
+
+
+def dask_of(source: Any) -> DaskSource:
+    """Return the :class:`DaskSource` under ``source`` (itself, or a checked wrapper's)."""
+    inner = source
+    while not isinstance(inner, DaskSource):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise TypeError(
+                f"a Dask release reads a Dask DataFrame or a DaskSource, got "
+                f"{type(source).__name__}"
+            )
+    return inner
+
+
+def ir_dp_dask(
+    data: Any,
+    *,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None = None,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    sensitivity: str = "proven",
+    seed: int | None = None,
+    memory_limit: int = 2**30,
+    n_threads: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    part_rows: int = PART_ROWS,
+    progress: Progress | None = None,
+) -> tuple[Any, Report, PrivateReport]:
+    """Release a Dask DataFrame with ``ir_dp``; the data is a lazy frame of the workers.
+
+    A seeded release is the one :func:`dpfast.ir_dp` gives for the same table
+    (``linkage="columns"``, unprotected columns dropped), rows in the same order, whatever
+    the frame's partitioning and the number of workers.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or DaskSource
+        The table to release (a source, e.g. :meth:`DaskSource.from_parquet`, possibly
+        wrapped in a schema check).
+    k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
+        As for :func:`dpfast.engines.outofcore.ir_dp_dataset`.
+    memory_limit : int
+        Bytes of the client's working memory for the passes.
+    n_threads : int, optional
+        Columns whose passes run at once (default: one per core of the client).
+    batch_rows : int
+        Rows per batch given to a worker's function.
+    part_rows : int
+        Output rows computed by one task.
+    progress : callable, optional
+        ``progress(phase, done, total)``, called as the passes progress.
+
+    Returns
+    -------
+    data : dask.dataframe.DataFrame
+        The release, computed on the workers whenever it is used.
+    report, private : Report, PrivateReport
+        As the in-memory release's.
+    """
+    from dpfast._release import column_threads
+
+    start = time.perf_counter()
+    source = dask_source(data)
+    run = DatasetRun("ir_dp", None, progress, dataset=source)
+    run.policy = "drop"
+    limits = _Limits(int(memory_limit), int(batch_rows))
+    with run.phase("validate"):
+        args = _arguments(
+            source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
+        )
+        guarantee = _guarantee(args)
+        if guarantee[1] in ("as_published", "heuristic"):
+            warn_unproven(guarantee[0])
+    keys = noise_source(args.seed)
+    n = source.n_rows
+    with run.phase("plan"):
+        plan = _plan(args, n)
+        workers = column_threads(n_threads, len(args.numeric) or 1)
+        share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
+        _check_groups_fit(n, args, share)
+    counts = {}
+    for cat in args.categorical:  # cheap passes that check the values first
+        with run.phase("columns"):
+            run.tick(f"column {cat.name}", 0, 1)
+            counts[cat.name] = _rank_counts(source, cat, limits)
+    generated = _numeric_outputs(source, args, plan, keys, share, workers, run)
+    for cat in args.categorical:
+        with run.phase("columns"):
+            key = keys.key("ir_dp", "centroid-choice", str(cat.name))
+            codes = group_codes(cat.taxonomy, counts[cat.name], args.k, key, plan.entries[cat.name])
+        plan.ledger.spend(plan.entries[cat.name])
+        run.released[cat.name] = np.empty(0)
+        run.clamped[str(cat.name)] = 0
+        labels = tuple(str(label) for label in cat.taxonomy.domain)
+        generated[str(cat.name)] = _Generated.of(keys, cat.name, n, codes, "labels", labels)
+    report, private = run.reports(
+        parameters=_parameters(args),
+        guarantee=guarantee,
+        ledger=plan.ledger,
+        seed=args.seed,
+        sampler=_sampler(args),
+        domains=args.domains,
+    )
+    ordered = [generated[name] for name in source.names if name in generated]
+    frame = _ir_dp_frame(ordered, n, args.k, int(part_rows))
+    private.timings["total"] = time.perf_counter() - start
+    return frame, report, private
+
+
+@dataclass(frozen=True)
+class _IrDpState:
+    """What every task of an ``ir_dp`` frame needs: the released columns' state."""
+
+    columns: tuple[_Generated, ...]
+    n: int
+    k: int
+    part_rows: int
+
+
+def _ir_dp_part(state: _IrDpState, part: int) -> pd.DataFrame:
+    """Return output part ``part`` of every released column, on a worker."""
+    lo, hi = part * state.part_rows, min(state.n, (part + 1) * state.part_rows)
+    data = {}
+    for column in state.columns:
+        array = column.rows(state.n, state.k, lo, hi)
+        values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+        data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
+    frame = pd.DataFrame(data)
+    frame.index = pd.RangeIndex(lo, hi)
+    return frame
+
+
+def _ir_dp_frame(columns: Sequence[_Generated], n: int, k: int, part_rows: int) -> Any:
+    """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
+
+    The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
+    graph, sent once to each worker that computes a part, not once per task.
+    """
+    import dask
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    parts = max(1, math.ceil(n / part_rows))
+    name = f"dpfast-ir-dp-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
+    state = delayed(_IrDpState(tuple(columns), n, k, part_rows), name=name)
+    compute = delayed(_ir_dp_part, pure=False)
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c.kind)) for c in columns})
+    # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed(
+            [compute(state, p) for p in range(parts)], meta=meta, verify_meta=False
+        )
+
+
+def laplace_dp_dask(
+    data: Any,
+    *,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+) -> tuple[Any, Report, PrivateReport]:
+    """Release a Dask DataFrame with ``laplace_dp``; the data is a lazy frame of the workers.
+
+    The release of :func:`dpfast.laplace_dp` with ``unprotected="drop"`` for the table in
+    the source's row order (:class:`DaskSource`: the frame's own order, or the files' for
+    :meth:`DaskSource.from_parquet`): row ``i``'s cell of a column gets the draw of nonce
+    ``i`` of the column's key. One pass per column checks the values and counts what the
+    private report counts; the frame recomputes the same cells when it is used.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or DaskSource
+        The table to release.
+    epsilon, bounds, integer, columns, seed
+        As for :func:`dpfast.engines.outofcore.laplace_dp_dataset`.
+    batch_rows : int
+        Rows per batch given to a worker's function.
+    progress : callable, optional
+        ``progress(phase, done, total)``, called after each column's pass.
+
+    Returns
+    -------
+    data : dask.dataframe.DataFrame
+        The release, in row order, one partition per input partition.
+    report, private : Report, PrivateReport
+        As the in-memory release's.
+    """
+    from dpfast.methods import laplace_dp as method
+
+    start = time.perf_counter()
+    source = dask_source(data)
+    run = DatasetRun("laplace_dp", None, progress, dataset=source)
+    run.policy = "drop"
+    with run.phase("validate"):
+        check_nonempty(source.n_rows)
+        epsilon = check_epsilon(epsilon)
+        seed = check_seed(seed)
+        protected = _numeric_columns(source, check_columns(columns, source.names), integer)
+        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+    ledger = Ledger(epsilon)
+    cells, entries = [], []
+    for column in protected:
+        grid, steps, entry = method._plan(
+            column, domains[column.name], epsilon, len(protected), source.n_rows
+        )
+        ledger.plan(entry)
+        entries.append(entry)
+        key = noise_source(seed).key("laplace_dp", "cell-noise", str(column.name))
+        cells.append(_Cells(column, grid, key, steps, domains[column.name]))
+    with run.phase("noise"):
+        for i, (cell, entry) in enumerate(zip(cells, entries, strict=True)):
+            clamped, on_bound = _count_cells(source, cell, int(batch_rows))
+            ledger.spend(entry)
+            run.released[cell.column.name] = np.empty(0)
+            run.clamped[str(cell.column.name)] = clamped
+            run.on_bound[str(cell.column.name)] = on_bound
+            run.tick("noise", i + 1, len(cells))
+    report, private = run.reports(
+        parameters=method._parameters(epsilon, domains, derived),
+        guarantee=method._guarantee(epsilon, protected, derived),
+        ledger=ledger,
+        seed=seed,
+        sampler=noise.SAMPLER_NAME,
+        domains=domains,
+    )
+    ordered = {str(c.column.name): c for c in cells}
+    released = [ordered[name] for name in source.names if name in ordered]
+    frame = _laplace_frame(dask_of(source), tuple(released), int(batch_rows))
+    private.timings["total"] = time.perf_counter() - start
+    return frame, report, private
+
+
+def _laplace_frame(source: DaskSource, cells: tuple[_Cells, ...], batch_rows: int) -> Any:
+    """Return the lazy frame of the noised cells, one task per input partition."""
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    names = [c.name for c in cells]
+    kinds = [source.schema.field(name).type for name in names]
+    noised, fn = delayed(_noised_part, pure=False), _NoisedBatch(cells)
+    parts = [
+        noised(part, first, rows, names, kinds, fn, batch_rows)
+        for part, first, rows in source.parts(names)
+    ]
+    meta = pd.DataFrame(
+        {c.name: pd.Series([], dtype="int64" if c.column.integer else "float64") for c in cells}
+    )
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _noised_part(
+    part: Any,
+    first: int,
+    rows: int,
+    names: list[str],
+    kinds: list[Any],
+    fn: _NoisedBatch,
+    batch_rows: int,
+) -> pd.DataFrame:
+    """Noise one partition's cells, a batch at a time, on a worker."""
+    import pyarrow as pa
+
+    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, names=names)
+    out = [fn(batch.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows)]
+    if not out:
+        out = [fn(batch, first)]
+    table = pa.Table.from_batches(out)
+    frame = table.to_pandas()
+    frame.index = pd.RangeIndex(first, first + rows)
+    return frame

@@ -1,0 +1,232 @@
+"""A Dask DataFrame as a column source of the out-of-core engine (docs/engines.md, "Dask").
+
+:class:`DaskSource` runs the engine's one primitive, ``map_column``, on Dask's workers:
+one task per partition (``frame[[name]].to_delayed()``), which turns the partition's
+column into Arrow, cuts it into batches of at most ``batch_rows`` rows and applies the
+engine's function to each with the global number of its first row. The results return
+to the client, which the engine combines with order-free operations; a task lost with
+its worker is recomputed from its partition by the scheduler, and only one attempt's
+result is kept. :meth:`DaskSource.parts` is the lazy counterpart used by the releases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = ["DaskSource", "Piece"]
+
+T = TypeVar("T")
+
+#: Exceptions of the engine's function returned to the client as results: the refusals
+#: of bad data, raised there for the first failing batch in row order.
+_SENT_BACK = (ValueError, TypeError)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One row group of one Parquet file: a partition of :meth:`DaskSource.from_parquet`."""
+
+    path: str
+    row_group: int
+    first_row: int
+    rows: int
+
+    def read(self, names: Sequence[str] | None = None) -> pa.Table:
+        """Read the row group's columns ``names`` (all when None)."""
+        with pq.ParquetFile(self.path) as file:
+            table = file.read_row_group(self.row_group, columns=list(names) if names else None)
+        return table.replace_schema_metadata(None)
+
+    def pandas(self, names: Sequence[str] | None = None) -> Any:
+        """Read the row group as a pandas DataFrame (a partition of the source's frame)."""
+        return self.read(names).to_pandas()
+
+
+class DaskSource:
+    """A Dask DataFrame read column by column on Dask's workers, for the out-of-core engine.
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame
+        The table. A release reads it once per pass (several per column), so it must give
+        the same rows, in the same partitions, every time: persist it when it is costly to
+        compute, and avoid unseeded sampling.
+
+    Notes
+    -----
+    Rows are numbered in the frame's order: by partition, then by position in the
+    partition (the order of ``frame.compute()``). The first pass counts every partition's
+    rows (one task each, kept), which gives each partition's first row number; a task
+    whose partition then holds another number of rows fails, saying the frame is not
+    deterministic. :meth:`from_parquet` numbers the rows of Parquet files as
+    :class:`~dpfast.engines.dataset.ParquetDataset` does (files in sorted path order, then
+    row within the file): one partition per row group, numbered from the footers.
+
+    The tasks run on the scheduler in use: the ``distributed.Client`` made current last
+    (or the one given to the release functions' callers), else Dask's local threads.
+    """
+
+    def __init__(self, frame: Any, pieces: Sequence[Piece] | None = None) -> None:
+        self.frame = frame
+        self._pieces = tuple(pieces) if pieces is not None else None
+        self._counts: tuple[int, ...] | None = None
+        self._schema: pa.Schema | None = None
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike[str]) -> DaskSource:
+        """Read a Parquet file, directory or glob as :class:`ParquetDataset` numbers it.
+
+        One partition per row group of the files in sorted path order; only the footers
+        are read here, and each task reads the columns it needs.
+        """
+        import dask.dataframe as dd
+
+        from dpfast.engines.dataset import ParquetDataset
+
+        dataset = ParquetDataset.open(path)
+        pieces, first = [], 0
+        for name in dataset.files:
+            metadata = pq.read_metadata(name)
+            for group in range(metadata.num_row_groups):
+                rows = metadata.row_group(group).num_rows
+                pieces.append(Piece(name, group, first, rows))
+                first += rows
+        meta = dataset.schema.empty_table().to_pandas()
+        frame = dd.from_map(
+            Piece.pandas, pieces, meta=meta, enforce_metadata=False, label="read-parquet-pieces"
+        )
+        source = cls(frame, pieces)
+        source._schema = dataset.schema
+        source._counts = tuple(p.rows for p in pieces)
+        return source
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, in order."""
+        return [str(name) for name in self.frame.columns]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types, from the frame's metadata."""
+        if self._schema is None:
+            found = pa.Schema.from_pandas(self.frame._meta, preserve_index=False)
+            # pandas' text columns are large strings in Arrow: read them as Parquet's strings
+            self._schema = pa.schema(
+                [
+                    f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f
+                    for f in found.remove_metadata()
+                ]
+            )
+        return self._schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows (counted once, per partition)."""
+        return int(sum(self.counts()))
+
+    def counts(self) -> tuple[int, ...]:
+        """Return the rows of every partition (counted on the workers once, then kept)."""
+        if self._counts is None:
+            lengths = self.frame.map_partitions(len, meta=(None, "int64")).compute()
+            self._counts = tuple(int(n) for n in lengths)
+        return self._counts
+
+    def parts(self, names: Sequence[str]) -> list[tuple[Any, int, int]]:
+        """Return a delayed partition (pandas or Arrow) of columns ``names`` per partition.
+
+        Each comes with the partition's first row number and its row count.
+        """
+        from dask.delayed import delayed
+
+        counts = self.counts()
+        if self._pieces is not None:
+            read = delayed(Piece.read, pure=True)  # Arrow as stored: no pandas round trip
+            return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
+        partitions = self.frame[list(names)].to_delayed()
+        if len(partitions) != len(counts):
+            raise ValueError(CHANGED)
+        firsts = itertools.accumulate(counts[:-1], initial=0)
+        return list(zip(partitions, firsts, counts, strict=True))
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
+
+        ``fn`` runs on the workers, on batches of at most ``batch_rows`` consecutive rows;
+        ``first_row`` is the global number of the batch's first row (see the class notes).
+
+        Raises
+        ------
+        ValueError, TypeError
+            What ``fn`` raised on a worker (of the first failing batch, in row order).
+        """
+        from dask.base import compute
+        from dask.delayed import delayed
+
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        kind = self.schema.field(name).type
+        apply = delayed(_apply, pure=False)
+        tasks = [
+            apply(part, first, rows, name, kind, fn, int(batch_rows))
+            for part, first, rows in self.parts([name])
+        ]
+        results = compute(*tasks)
+        failed = sorted((r[0], r[2]) for part in results for r in part if r[1])
+        if failed:
+            raise failed[0][1]
+        return (r[2] for part in results for r in part)
+
+
+#: Why a partition's rows no longer match their count.
+CHANGED = (
+    "the Dask frame gave other rows than when its partitions were counted; a release reads "
+    "it several times, so make it deterministic: persist it (frame.persist()) and avoid "
+    "unseeded sampling"
+)
+
+
+def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array:
+    """Return column ``name`` of a partition (pandas or Arrow) as an array of type ``kind``."""
+    if len(part) != rows:
+        raise ValueError(CHANGED)
+    if isinstance(part, pa.Table):
+        array = part.column(name)
+    else:
+        array = pa.Array.from_pandas(part[name])
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array if array.type == kind or kind == pa.null() else array.cast(kind)
+
+
+def _apply(
+    part: Any,
+    first: int,
+    rows: int,
+    name: str,
+    kind: pa.DataType,
+    fn: Callable[[pa.Array, int], Any],
+    batch_rows: int,
+) -> list[tuple[int, bool, Any]]:
+    """Run ``fn`` on one partition's batches of a column, on a worker.
+
+    Returns ``(first_row, failed, result)`` per batch; the first exception of
+    :data:`_SENT_BACK` is returned as a failed result and ends the partition.
+    """
+    array = arrow_column(part, name, kind, rows)
+    out: list[tuple[int, bool, Any]] = []
+    lo = 0
+    try:
+        for lo in range(0, len(array), batch_rows):
+            out.append((first + lo, False, fn(array.slice(lo, batch_rows), first + lo)))
+    except _SENT_BACK as exc:
+        out.append((first + lo, True, exc))
+    return out
