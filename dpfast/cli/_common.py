@@ -344,7 +344,7 @@ OUT_OF_CORE_METHODS = (
 )
 _OUT_OF_CORE = (
     f"{', '.join(OUT_OF_CORE_METHODS[:-1])} and {OUT_OF_CORE_METHODS[-1]} run out of core "
-    "(--memory-limit); ir-dp and laplace also on Spark (--engine spark); see docs/engines.md"
+    "(--memory-limit), and on Spark (--engine spark); see docs/engines.md"
 )
 _IN_MEMORY_ONLY = {
     "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "

@@ -112,8 +112,8 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("local", "spark"),
         default="local",
         help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
-        "Spark executors, which also write OUTPUT; same release. Needs pip install "
-        "'dpfast[spark]'",
+        "Spark executors (which also write OUTPUT for ir-dp and laplace with --unprotected "
+        "drop); same release. OUTPUT is a directory. Needs pip install 'dpfast[spark]'",
     )
     parser.add_argument(
         "--master",
@@ -152,6 +152,7 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _quiet_argument(parser)
 
 
