@@ -129,8 +129,8 @@ def test_a_spark_frame_gives_the_in_memory_release(spark, case, partitions):
 
 
 @pytest.mark.parametrize("partitions", [1, 64])
-def test_individual_ranking_at_one_and_many_partitions(spark, partitions):
-    test_a_spark_frame_gives_the_in_memory_release(spark, "individual_ranking", partitions)
+def test_laplace_keep_at_one_and_many_partitions(spark, partitions):
+    test_a_spark_frame_gives_the_in_memory_release(spark, "laplace keep", partitions)
 
 
 def test_diffgen_of_a_spark_frame_gives_the_in_memory_counts(spark):
@@ -201,7 +201,7 @@ def _cli(tmp_path: Path, method: str, extra: list[str]) -> tuple[list[str], Path
         "columns": {
             "a": {"type": "float", "bounds": [0, 50]},
             "b": {"type": "integer", "bounds": [-10, 10]},
-            "note": {"type": "text", "protect": False},
+            "note": {"type": "string", "protect": False},
         }
     }
     (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
