@@ -104,3 +104,16 @@ def test_in_memory_methods_name_diffgen_among_the_out_of_core_ones(workdir, caps
     assert cli.main(["release", "mdav", *paths, "--k", "5"]) == 2
     err = capsys.readouterr().err
     assert "run out of core" in err and "diffgen" in err.split("run out of core")[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--master", "local[1]"], "--master applies to --engine spark"),
+        (["--engine", "dask"], "--engine dask runs ir-dp and laplace only"),
+    ],
+)
+def test_engine_options_diffgen_cannot_take_are_refused(workdir, capsys, extra, message):
+    assert _release(workdir, "parts", "d", *extra) == 2
+    assert message in capsys.readouterr().err
+    assert not (workdir / "d").exists()

@@ -165,10 +165,9 @@ def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
 @pytest.mark.parametrize(
     ("method", "kwargs", "named"),
     [
-        (dpfast.ir_dp, {"k": 5, "linkage": "records"}, "linkage='records'"),
-        (dpfast.ir_dp, {"k": 5, "shuffle": False}, "shuffle=False"),
-        (dpfast.ir_dp, {"k": 5, "unprotected": "shuffle"}, "unprotected='shuffle'"),
-        (dpfast.laplace_dp, {"unprotected": "keep"}, "unprotected='keep'"),
+        # linkage, shuffle and unprotected run (tests/test_engine_spark_methods.py)
+        (dpfast.ir_dp, {"k": 5, "linkage": "records", "metrics": True}, "metrics=True"),
+        (dpfast.ir_dp, {"k": 5, "bounds": "data"}, "bounds='data'"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
         (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],

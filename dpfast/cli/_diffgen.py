@@ -24,7 +24,7 @@ from dpfast.cli._common import (
     _summary,
     write_reports,
 )
-from dpfast.cli._numeric import _memory_argument
+from dpfast.cli._numeric import _engine_arguments, _memory_argument
 
 _DIFFGEN_EXAMPLES = """\
 examples:
@@ -73,6 +73,7 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 
@@ -80,10 +81,11 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
 def _release_diffgen(args: argparse.Namespace) -> int:
     from types import SimpleNamespace
 
-    from dpfast.cli._engine import wants_engine
+    from dpfast.cli._engine import check_engine_options, wants_engine
     from dpfast.methods.diffgen import diffgen
     from dpfast.schema import Schema
 
+    check_engine_options(args, "diffgen")
     if wants_engine(args):
         return _release_diffgen_out_of_core(args)
     _check_paths(args)
@@ -147,9 +149,6 @@ def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
     """Release a Parquet file or dataset out of core (``--memory-limit``, a directory, a glob)."""
     from dpfast.cli._engine import DEFAULT_MEMORY, _check_engine_paths, _is_text
     from dpfast.engines import parse_memory
-    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
-    from dpfast.engines.diffgen import diffgen_dataset
-    from dpfast.schema import Schema
 
     _check_engine_paths(args)
     if _is_text(args.output):
@@ -158,9 +157,23 @@ def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
             "or a directory, or drop --memory-limit to release in memory"
         )
     memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
+    try:
+        return _diffgen_on_engine(args, memory)
+    finally:
+        stop = getattr(args, "stop_spark", None)
+        if stop is not None:
+            stop()
+
+
+def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
+    from dpfast.cli._engine import dataset_source
+    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
+    from dpfast.engines.diffgen import diffgen_dataset
+    from dpfast.schema import Schema
+
     with _spending(args, "diffgen"):
         schema = Schema.from_json(args.schema)
-        source = SchemaCheckedSource(ParquetDataset.open(args.input), schema)
+        source = SchemaCheckedSource(dataset_source(args), schema)
         options = _diffgen_options(args, schema)
         spend = args.spend
         with _delayed_progress(args) as progress:

@@ -77,11 +77,7 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
     or ``--memory-limit`` asks for it.
     """
     unsupported = _unsupported(args, method)
-    if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
-        raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
-    if getattr(args, "engine", "local") == "spark":
-        _check_spark_options(args)
-    _check_dask_options(args)
+    check_engine_options(args, method)
     if wants_engine(args):
         if unsupported:
             what = "an input directory or glob" if is_dataset_path(args.input) else "--memory-limit"
@@ -94,29 +90,49 @@ def runs_on_engine(args: argparse.Namespace, method: str = "ir-dp") -> bool:
     return method == "ir-dp" and not unsupported and _input_bytes(args) >= ENGINE_FROM_BYTES
 
 
-def _check_spark_options(args: argparse.Namespace) -> None:
-    """Refuse on Spark what only the local engine runs (record linkage, kept columns)."""
-    found = []
-    if getattr(args, "linkage", "columns") != "columns":
-        found.append(f"--linkage {args.linkage}")
-    if not getattr(args, "shuffle", True):
-        found.append("--no-shuffle")
+def executors_write(args: argparse.Namespace, method: str) -> bool:
+    """Return whether the executors compute and write the release (else the driver writes).
+
+    ``ir-dp`` with column linkage, shuffled, unprotected columns dropped, and ``laplace``
+    dropping them: their output is a function of small global state and keyed draws.
+    """
     if getattr(args, "unprotected", "drop") != "drop":
-        found.append(f"--unprotected {args.unprotected}")
-    if found:
-        raise ValueError(
-            f"--engine spark does not support {', '.join(found)} yet; drop them, or run "
-            "without --engine spark: --memory-limit releases them out of core on this machine"
-        )
+        return False
+    if method == "ir-dp":
+        return bool(args.linkage == "columns" and args.shuffle)
+    return method == "laplace"
 
 
-def _check_dask_options(args: argparse.Namespace) -> None:
-    """Refuse ``--scheduler`` without Dask, and on Dask what only the local engine runs."""
+def dataset_source(args: argparse.Namespace) -> Any:
+    """Return INPUT as the engine's source: read by Spark (``--engine spark``) or by files."""
+    from dpfast.engines.dataset import ParquetDataset
+
+    if getattr(args, "engine", "local") == "spark":
+        return _spark_source(args)
+    if getattr(args, "engine", "local") == "dask":
+        return _dask_source(args)
+    return ParquetDataset.open(args.input)
+
+
+def check_engine_options(args: argparse.Namespace, method: str) -> None:
+    """Refuse ``--master`` or ``--scheduler`` without their engine, and what Dask cannot run."""
+    if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
+        raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
+    _check_dask_options(args, method)
+
+
+def _check_dask_options(args: argparse.Namespace, method: str) -> None:
+    """Refuse ``--scheduler`` without Dask, and on Dask what only the other engines run."""
     dask = getattr(args, "engine", "local") == "dask"
     if getattr(args, "scheduler", None) is not None and not dask:
         raise ValueError("--scheduler applies to --engine dask; add --engine dask or drop it")
     if not dask:
         return
+    if method not in ("ir-dp", "laplace"):
+        raise ValueError(
+            f"--engine dask runs ir-dp and laplace only so far; run {method} with --engine "
+            "spark, or without --engine: --memory-limit releases it out of core on this machine"
+        )
     found = []
     if getattr(args, "linkage", "columns") != "columns":
         found.append(f"--linkage {args.linkage}")
@@ -149,16 +165,12 @@ def _input_bytes(args: argparse.Namespace) -> int:
 
 def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the column source and the schema: a Parquet dataset, or the input in memory."""
-    from dpfast.engines.dataset import ArrowSource, ParquetDataset, SchemaCheckedSource
+    from dpfast.engines.dataset import ArrowSource, SchemaCheckedSource
     from dpfast.schema import Schema
 
     if wants_engine(args):
         schema = Schema.from_json(args.schema)
-        spark = getattr(args, "engine", "local") == "spark"
-        files = _spark_source(args) if spark else ParquetDataset.open(args.input)
-        if getattr(args, "engine", "local") == "dask":
-            files = _dask_source(args)
-        source = SchemaCheckedSource(files, schema)
+        source = SchemaCheckedSource(dataset_source(args), schema)
         check_schema_for(args, method, schema)
         return source, schema
     table, schema = _load(args, method)
@@ -255,7 +267,7 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         }
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
-            if getattr(args, "engine", "local") == "spark":
+            if getattr(args, "engine", "local") == "spark" and executors_write(args, method):
                 report, private = _release_on_spark(
                     args, method, source, progress, common, taxonomies
                 )
@@ -312,12 +324,12 @@ def _mdav_dp_on_engine(
 
 def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     """``individual-ranking`` out of core: the schema is optional, and nothing is spent."""
-    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
+    from dpfast.engines.dataset import SchemaCheckedSource
     from dpfast.engines.individual import individual_ranking_dataset
     from dpfast.schema import Schema
 
     with _spending(args, "individual-ranking"):
-        source: Any = ParquetDataset.open(args.input)
+        source: Any = dataset_source(args)
         columns, integer = args.columns, None
         if args.schema is not None:
             schema = Schema.from_json(args.schema)

@@ -22,6 +22,7 @@ from dpfast.cli._common import (
     _selection,
     _unprotected_argument,
 )
+from dpfast.cli._numeric import _engine_arguments
 
 _MDAV_EXAMPLES = """\
 examples:
@@ -136,6 +137,7 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "input (a file, a directory or a glob) and output, --unprotected drop; the same "
         "release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
     )
+    _engine_arguments(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 

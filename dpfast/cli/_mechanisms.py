@@ -22,7 +22,7 @@ from dpfast.cli._common import (
     _run_release,
     _spending,
 )
-from dpfast.cli._numeric import _memory_argument
+from dpfast.cli._numeric import _engine_arguments, _memory_argument
 
 _K_NOISE_EXAMPLES = """\
 examples:
@@ -65,6 +65,7 @@ def _k_noise_arguments(parser: argparse.ArgumentParser, smallest_k: int = 1) -> 
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _quiet_argument(parser)
 
 
@@ -93,6 +94,7 @@ def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _budget_argument(parser)
     _quiet_argument(parser)
 

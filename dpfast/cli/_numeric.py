@@ -112,8 +112,9 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("local", "spark", "dask"),
         default="local",
         help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
-        "Spark executors, which also write OUTPUT; same release. Needs pip install "
-        "'dpfast[spark]'. dask: the same on Dask workers (pip install 'dpfast[dask]')",
+        "Spark executors (which also write OUTPUT for ir-dp and laplace with --unprotected "
+        "drop); same release. OUTPUT is a directory. Needs pip install 'dpfast[spark]'. "
+        "dask (ir-dp and laplace): the same on Dask workers (pip install 'dpfast[dask]')",
     )
     parser.add_argument(
         "--scheduler",
@@ -158,6 +159,7 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
     _memory_argument(parser)
+    _engine_arguments(parser)
     _quiet_argument(parser)
 
 

@@ -25,10 +25,11 @@ ROWWISE = ("k-noise", "k-pram", "randomized-response")
 
 def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the Parquet dataset of INPUT (checked against ``--schema``, if any) and the schema."""
-    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
+    from dpfast.cli._engine import dataset_source
+    from dpfast.engines.dataset import SchemaCheckedSource
     from dpfast.schema import Schema
 
-    files = ParquetDataset.open(args.input)
+    files = dataset_source(args)
     if args.schema is None:
         return files, None
     schema = Schema.from_json(args.schema)

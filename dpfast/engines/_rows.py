@@ -114,19 +114,24 @@ def copied_scratch(
 
     Each batch goes to a file named after its first row, so the batches may come in any
     order; rows ``[first, first + count)`` are then read from the files that hold them.
+    The batches are written where the passes are driven (never by a source's workers,
+    which may run on other machines, as Spark's executors do).
     """
     folder = scratch / f"copy-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:32]}"
     folder.mkdir()
 
-    def batch(array: pa.Array, first_row: int) -> tuple[int, int, pa.DataType]:
+    def batch(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
+        return first_row, array
+
+    parts = []
+    for first_row, array in dataset.map_column(name, batch_rows, batch):
         if len(array):
             schema = pa.schema([pa.field("v", array.type)])
             with pa.OSFile(str(folder / f"{first_row:020d}.arrow"), "wb") as sink:
                 with pa.ipc.new_file(sink, schema) as writer:
                     writer.write_batch(pa.record_batch([array], schema=schema))
-        return first_row, len(array), array.type
-
-    parts = sorted(p for p in dataset.map_column(name, batch_rows, batch) if p[1])
+            parts.append((first_row, len(array), array.type))
+    parts.sort()
     starts = [first for first, _, _ in parts]
     arrow_type = parts[0][2] if parts else dataset.schema.field(name).type
 

@@ -360,17 +360,19 @@ def _laplace_column(
     path = scratch / _scratch_name(column.name)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-
-        def batch(array: pa.Array, first_row: int) -> tuple[int, int]:
+        # the batch's cells come back to be written here: a source's workers (Spark's
+        # executors) may run on other machines
+        def batch(array: pa.Array, first_row: int) -> tuple[int, np.ndarray, int, int]:
             values = _numeric_values(array, column, first_row)
             draws = noise.discrete_laplace(key, steps, values.shape[0], start=first_row)
             out, clamped = laplace_column(values, grid, draws, column.integer)
-            os.pwrite(fd, out.tobytes(), first_row * 8)
             on_bound = int(np.count_nonzero(out <= lower) + np.count_nonzero(out >= upper))
-            return clamped, on_bound
+            return first_row, out, clamped, on_bound
 
         totals = [0, 0]
-        for clamped, on_bound in dataset.map_column(str(column.name), limits.batch_rows, batch):
+        parts = dataset.map_column(str(column.name), limits.batch_rows, batch)
+        for first_row, out, clamped, on_bound in parts:
+            os.pwrite(fd, out.tobytes(), first_row * 8)
             totals[0] += clamped
             totals[1] += on_bound
     finally:

@@ -80,9 +80,10 @@ class RankPasses:
 
     def _batches(self, select: Callable[[np.ndarray, int], Any], count: bool) -> Iterator[Any]:
         self.tick()
+        keys_of = self.keys  # not self: the function may be shipped to Spark's executors
 
         def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
-            keys, counted = self.keys(array, first_row)
+            keys, counted = keys_of(array, first_row)
             return select(keys, first_row), counted
 
         for result, counted in self.dataset.map_column(self.name, self.batch_rows, batch):

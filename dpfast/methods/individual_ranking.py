@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._release import Progress, Release, Run, numeric_columns
+from dpfast._release.dispatch import is_spark_frame, on_spark
 from dpfast._validation import check_k_anonymity
 from dpfast.partitions.ranking import group_means
 
@@ -58,6 +59,8 @@ def individual_ranking(
     >>> individual_ranking(np.array([[1.0], [9.0], [2.0], [8.0]]), k=2).data.ravel().tolist()
     [1.5, 8.5, 1.5, 8.5]
     """
+    if is_spark_frame(data):  # runs on Spark, docs/engines.md
+        return on_spark("individual_ranking", locals())  # type: ignore[no-any-return]
     run = Run("individual_ranking", data, progress)
     with run.phase("validate"):
         k = check_k_anonymity(k, run.table.n_rows, "individual ranking")

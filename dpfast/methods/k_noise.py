@@ -23,6 +23,7 @@ from dpfast._release import (
     numeric_columns,
     value_range,
 )
+from dpfast._release.dispatch import is_spark_frame, on_spark
 from dpfast._validation import check_k, check_seed
 
 
@@ -161,6 +162,8 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
+    if is_spark_frame(data):  # runs on Spark, docs/engines.md
+        return on_spark("k_noise", locals())  # type: ignore[no-any-return]
     run = Run("k_noise", data)
     with run.phase("validate"):
         k = check_k(k, run.table.n_rows)

@@ -17,6 +17,7 @@ import pandas as pd
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import Release, Run, column_threads, keep_numerator, noise_source
+from dpfast._release.dispatch import is_spark_frame, on_spark
 from dpfast._validation import (
     check_columns,
     check_epsilon,
@@ -242,6 +243,8 @@ def randomized_response(
     >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
     (True, ['zip'])
     """
+    if is_spark_frame(data):  # runs on Spark, docs/engines.md
+        return on_spark("randomized_response", locals())  # type: ignore[no-any-return]
     run = Run("randomized_response", data)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)

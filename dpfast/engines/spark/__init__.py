@@ -7,8 +7,10 @@
 * :func:`write_release`: the executors write it as Parquet, published atomically;
 * :func:`local_session`: a local session configured for dpfast's workers.
 
-``dpfast.ir_dp`` and ``dpfast.laplace_dp`` given a pyspark DataFrame run here
-(:func:`dpfast.engines.on_engines`).
+* the ``*_frame`` functions: each public function given a pyspark DataFrame
+  (:data:`dpfast.engines.SPARK_RELEASES`); the releases not computed on the executors run
+  their method's out-of-core function over a :class:`SparkSource` and return the file
+  the driver wrote, read by Spark (:mod:`._methods`: ``spark.dpfast.scratchDir``).
 
 Executors must run the same dpfast (and Python) as the driver, and Numba in the worker
 processes needs a writable cache directory, or every worker compiles dpfast's kernels
@@ -23,7 +25,16 @@ function here needs it.
 
 from __future__ import annotations
 
-from dpfast.engines.spark._dispatch import ir_dp_frame, laplace_dp_frame
+from dpfast.engines.spark._dispatch import (
+    diffgen_frame,
+    individual_ranking_frame,
+    ir_dp_frame,
+    k_noise_frame,
+    k_pram_frame,
+    laplace_dp_frame,
+    mdav_dp_frame,
+    randomized_response_frame,
+)
 from dpfast.engines.spark._laplace import laplace_dp_spark
 from dpfast.engines.spark._release import ir_dp_spark
 from dpfast.engines.spark._session import local_session
@@ -33,10 +44,16 @@ from dpfast.engines.spark._write import check_spark_output, write_release
 __all__ = [
     "SparkSource",
     "check_spark_output",
+    "diffgen_frame",
+    "individual_ranking_frame",
     "ir_dp_frame",
     "ir_dp_spark",
+    "k_noise_frame",
+    "k_pram_frame",
     "laplace_dp_frame",
     "laplace_dp_spark",
     "local_session",
+    "mdav_dp_frame",
+    "randomized_response_frame",
     "write_release",
 ]

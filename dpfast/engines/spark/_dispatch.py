@@ -7,31 +7,41 @@ engine cannot run (saying what to change), and returns a :class:`~dpfast.Release
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from dpfast._release import Progress, Release
 from dpfast.engines.spark._laplace import laplace_dp_spark
+from dpfast.engines.spark._methods import run_on_driver
 from dpfast.engines.spark._release import ir_dp_spark
 
-__all__ = ["ir_dp_frame", "laplace_dp_frame"]
+__all__ = [
+    "diffgen_frame",
+    "individual_ranking_frame",
+    "ir_dp_frame",
+    "k_noise_frame",
+    "k_pram_frame",
+    "laplace_dp_frame",
+    "mdav_dp_frame",
+    "randomized_response_frame",
+]
 
 
 def _refuse(method: str, found: Sequence[str]) -> None:
     if found:
         raise ValueError(
             f"{method} on a Spark DataFrame does not support {', '.join(found)}; drop "
-            f"{'it' if len(found) == 1 else 'them'} (the Spark engine releases the protected "
-            "columns only, rows shuffled, without metrics), or release frame.toPandas() in "
-            "memory"
+            f"{'it' if len(found) == 1 else 'them'} (the Spark engine computes no metrics and "
+            "takes public bounds only), or release frame.toPandas() in memory"
         )
 
 
-def _common(bounds: Any, unprotected: Any, metrics: Any, found: list[str]) -> None:
+def _common(bounds: Any, metrics: Any, found: list[str]) -> None:
     if isinstance(bounds, str):
         found.append(f"bounds={bounds!r} (give public bounds per column)")
-    if unprotected != "drop":
-        found.append(f"unprotected={unprotected!r}")
     if metrics:
         found.append("metrics=True")
 
@@ -55,12 +65,29 @@ def ir_dp_frame(
 ) -> Release:
     """:func:`dpfast.ir_dp` of a Spark DataFrame (:func:`ir_dp_spark`), as a Release."""
     found: list[str] = []
-    _common(bounds, unprotected, metrics, found)
-    if linkage != "columns":
-        found.append(f"linkage={linkage!r}")
-    if not shuffle:
-        found.append("shuffle=False")
+    _common(bounds, metrics, found)
     _refuse("ir_dp", found)
+    if linkage != "columns" or not shuffle or unprotected != "drop":
+        from dpfast.engines.outofcore import ir_dp_dataset
+
+        return Release(
+            *run_on_driver(
+                ir_dp_dataset,
+                data,
+                k=k,
+                epsilon=epsilon,
+                bounds=bounds or {},
+                taxonomies=taxonomies,
+                columns=columns,
+                sensitivity=sensitivity,
+                linkage=linkage,
+                shuffle=shuffle,
+                unprotected=unprotected,
+                seed=seed,
+                n_threads=n_threads,
+                progress=progress,
+            )
+        )
     frame, report, private = ir_dp_spark(
         data,
         k=k,
@@ -93,8 +120,23 @@ def laplace_dp_frame(
     deterministic: cache it.
     """
     found: list[str] = []
-    _common(bounds, unprotected, metrics, found)
+    _common(bounds, metrics, found)
     _refuse("laplace_dp", found)
+    if unprotected != "drop":
+        from dpfast.engines.outofcore import laplace_dp_dataset
+
+        return Release(
+            *run_on_driver(
+                laplace_dp_dataset,
+                data,
+                epsilon=epsilon,
+                bounds=bounds,
+                columns=columns,
+                unprotected=unprotected,
+                seed=seed,
+                progress=progress,
+            )
+        )
     frame, report, private = laplace_dp_spark(
         data,
         epsilon=epsilon,
@@ -104,3 +146,180 @@ def laplace_dp_frame(
         progress=progress,
     )
     return Release(frame, report, private)
+
+
+def individual_ranking_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    metrics: bool = False,
+    progress: Progress | None = None,
+) -> Release:
+    """:func:`dpfast.individual_ranking` of a Spark DataFrame (passes on the executors)."""
+    from dpfast.engines.individual import individual_ranking_dataset
+
+    _refuse("individual_ranking", ["metrics=True"] if metrics else [])
+    release = individual_ranking_dataset
+    return Release(*run_on_driver(release, data, k=k, columns=columns, progress=progress))
+
+
+def randomized_response_frame(
+    data: Any,
+    *,
+    column: Hashable,
+    domain: Any,
+    epsilon: float | None = None,
+    retention: float | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.randomized_response` of a Spark DataFrame (passes on the executors)."""
+    from dpfast.engines.rowwise import randomized_response_dataset
+
+    return Release(
+        *run_on_driver(
+            randomized_response_dataset,
+            data,
+            column=column,
+            domain=domain,
+            epsilon=epsilon,
+            retention=retention,
+            seed=seed,
+            n_threads=n_threads,
+        )
+    )
+
+
+def k_noise_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.k_noise` of a Spark DataFrame (passes on the executors)."""
+    from dpfast.engines.rowwise import k_noise_dataset
+
+    return Release(
+        *run_on_driver(k_noise_dataset, data, k=k, columns=columns, seed=seed, n_threads=n_threads)
+    )
+
+
+def k_pram_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    retention: float = 0.5,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.k_pram` of a Spark DataFrame (passes on the executors)."""
+    from dpfast.engines.rowwise import k_pram_dataset
+
+    return Release(
+        *run_on_driver(
+            k_pram_dataset,
+            data,
+            k=k,
+            columns=columns,
+            retention=retention,
+            seed=seed,
+            n_threads=n_threads,
+        )
+    )
+
+
+def mdav_dp_frame(
+    data: Any,
+    *,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    unprotected: str = "drop",
+    reference: Any = "corners",
+    calibration: str = "l1",
+    seed: int | None = None,
+    metrics: bool = False,
+    progress: Progress | None = None,
+) -> Release:
+    """:func:`dpfast.mdav_dp` of a Spark DataFrame (passes on the executors)."""
+    from dpfast.engines.mdav_dp import mdav_dp_dataset
+
+    found: list[str] = []
+    _common(bounds, metrics, found)
+    if unprotected != "drop":
+        found.append(f"unprotected={unprotected!r} (mdav_dp out of core drops them)")
+    _refuse("mdav_dp", found)
+    return Release(
+        *run_on_driver(
+            mdav_dp_dataset,
+            data,
+            k=k,
+            epsilon=epsilon,
+            bounds=bounds,
+            taxonomies=taxonomies,
+            columns=columns,
+            reference=reference,
+            calibration=calibration,
+            seed=seed,
+            progress=progress,
+        )
+    )
+
+
+def diffgen_frame(
+    data: Any,
+    *,
+    target: Hashable,
+    epsilon: float,
+    steps: int,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    utility: Any = "max",
+    classes: Sequence[Any] | None = None,
+    seed: int | None = None,
+) -> Any:
+    """:func:`dpfast.diffgen` of a Spark DataFrame: its counts as a Spark DataFrame.
+
+    The passes run on the executors; the counts table (one row per cell and class, small)
+    is the in-memory release's, as a Spark DataFrame of the same session (categorical
+    columns as strings). ``microdata()`` needs the counts in memory: expand
+    ``counts.toArrow()`` instead.
+    """
+    import tempfile
+
+    from dpfast.engines.diffgen import diffgen_source
+    from dpfast.engines.spark._methods import memory_limit
+    from dpfast.engines.spark._release import spark_of, spark_source
+
+    found: list[str] = []
+    _common(bounds, False, found)
+    _refuse("diffgen", found)
+    source = spark_source(data)
+    session = spark_of(source).frame.sparkSession
+    with tempfile.TemporaryDirectory(prefix="dpfast-diffgen-") as scratch:
+        release = diffgen_source(
+            source,
+            scratch,
+            target=target,
+            epsilon=epsilon,
+            steps=steps,
+            taxonomies=taxonomies,
+            bounds=bounds,  # type: ignore[arg-type]
+            utility=utility,
+            classes=classes,
+            seed=seed,
+            memory_limit=memory_limit(session),
+        )
+    counts = release.counts
+    plain = [
+        column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+        for column in counts.columns
+    ]
+    table = pa.Table.from_arrays(plain, names=counts.column_names)
+    return dataclasses.replace(release, counts=session.createDataFrame(table))

@@ -100,6 +100,7 @@ class SparkSource:
         self._n_rows: int | None = None
         self._schema: pa.Schema | None = None
         self._numbering: Numbering | None = None
+        self._file_schema: pa.Schema | None = None
 
     @classmethod
     def from_parquet(cls, session: SparkSession, path: str | os.PathLike[str]) -> SparkSource:
@@ -120,6 +121,9 @@ class SparkSource:
             first += rows
         source._numbering = FileRows(offsets)
         source._n_rows = first
+        # the files' own Arrow types (large strings, dictionaries), which Spark's batches
+        # are cast back to, so that a release copies columns with the types it would read
+        source._file_schema = source._schema = dataset.schema
         return source
 
     @property
@@ -171,6 +175,9 @@ class SparkSource:
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         numbering = self.numbering()
+        if self._file_schema is not None:
+            target = self._file_schema.field(name).type
+            fn = functools.partial(_cast_first, fn=fn, target=target)
         apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows), numbering=numbering)
         rows = self._run(self.frame.select(name, *numbering.columns), apply, _RESULTS)
         failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
@@ -286,6 +293,13 @@ def _apply(
             yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
     except _SENT_BACK as exc:
         yield _result(partition, first, True, _dumps_error(exc))
+
+
+def _cast_first(
+    array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any], target: pa.DataType
+) -> Any:
+    """Return ``fn`` of a batch cast to the files' type of its column (as read by Spark)."""
+    return fn(array if array.type == target else array.cast(target), first_row)
 
 
 def _result(partition: int, first: int, failed: bool, payload: bytes) -> pa.RecordBatch:
