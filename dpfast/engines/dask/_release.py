@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dpfast import noise
-from dpfast._release import noise_source, warn_unproven
+from dpfast._release import noise_source
 from dpfast._validation import (
     check_bounds,
     check_columns,
@@ -45,16 +45,10 @@ from dpfast.engines.outofcore import (
     BATCH_ROWS,
     DatasetRun,
     Progress,
-    _arguments,
-    _check_groups_fit,
-    _Limits,
     _numeric_columns,
-    _rank_counts,
 )
 from dpfast.engines.spark._laplace import _Cells, _count_cells, _NoisedBatch
-from dpfast.engines.spark._release import _Generated, _numeric_outputs
-from dpfast.methods.ir_dp import _guarantee, _parameters, _plan, _sampler
-from dpfast.methods.ir_dp._categorical import group_codes
+from dpfast.engines.spark._release import _Generated, released_columns
 
 __all__ = ["PART_ROWS", "dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
 
@@ -135,52 +129,13 @@ def ir_dp_dask(
     report, private : Report, PrivateReport
         As the in-memory release's.
     """
-    from dpfast._release import column_threads
-
     start = time.perf_counter()
     source = dask_source(data)
-    run = DatasetRun("ir_dp", None, progress, dataset=source)
-    run.policy = "drop"
-    limits = _Limits(int(memory_limit), int(batch_rows))
-    with run.phase("validate"):
-        args = _arguments(
-            source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
-        )
-        guarantee = _guarantee(args)
-        if guarantee[1] in ("as_published", "heuristic"):
-            warn_unproven(guarantee[0])
-    keys = noise_source(args.seed)
-    n = source.n_rows
-    with run.phase("plan"):
-        plan = _plan(args, n)
-        workers = column_threads(n_threads, len(args.numeric) or 1)
-        share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
-        _check_groups_fit(n, args, share)
-    counts = {}
-    for cat in args.categorical:  # cheap passes that check the values first
-        with run.phase("columns"):
-            run.tick(f"column {cat.name}", 0, 1)
-            counts[cat.name] = _rank_counts(source, cat, limits)
-    generated = _numeric_outputs(source, args, plan, keys, share, workers, run)
-    for cat in args.categorical:
-        with run.phase("columns"):
-            key = keys.key("ir_dp", "centroid-choice", str(cat.name))
-            codes = group_codes(cat.taxonomy, counts[cat.name], args.k, key, plan.entries[cat.name])
-        plan.ledger.spend(plan.entries[cat.name])
-        run.released[cat.name] = np.empty(0)
-        run.clamped[str(cat.name)] = 0
-        labels = tuple(str(label) for label in cat.taxonomy.domain)
-        generated[str(cat.name)] = _Generated.of(keys, cat.name, n, codes, "labels", labels)
-    report, private = run.reports(
-        parameters=_parameters(args),
-        guarantee=guarantee,
-        ledger=plan.ledger,
-        seed=args.seed,
-        sampler=_sampler(args),
-        domains=args.domains,
-    )
-    ordered = [generated[name] for name in source.names if name in generated]
-    frame = _ir_dp_frame(ordered, n, args.k, int(part_rows))
+    ordered, report, private = released_columns(
+        source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed,
+        memory_limit, n_threads, batch_rows, progress,
+    )  # fmt: skip
+    frame = _ir_dp_frame(ordered, source.n_rows, int(k), int(part_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private
 

@@ -127,6 +127,38 @@ def ir_dp_spark(
     """
     start = time.perf_counter()
     source = spark_source(data)
+    ordered, report, private = released_columns(
+        source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed,
+        memory_limit, n_threads, batch_rows, progress,
+    )  # fmt: skip
+    frame = _ir_dp_frame(
+        spark_of(source), ordered, source.n_rows, int(k), int(part_rows), int(batch_rows)
+    )
+    private.timings["total"] = time.perf_counter() - start
+    return frame, report, private
+
+
+def released_columns(
+    source: Any,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None,
+    taxonomies: Mapping[Hashable, Any] | None,
+    columns: Sequence[Hashable] | None,
+    sensitivity: str,
+    seed: int | None,
+    memory_limit: int,
+    n_threads: int | None,
+    batch_rows: int,
+    progress: Progress | None,
+) -> tuple[list[_Generated], Report, PrivateReport]:
+    """Run ``ir_dp``'s passes over a cluster's source; return what its output tasks need.
+
+    The released columns' small state (group values or codes, and their order keys), in
+    the source's column order, and the public and private reports. Shared by the Spark
+    and Dask releases, which differ only in how they run the output tasks.
+    """
     run = DatasetRun("ir_dp", None, progress, dataset=source)
     run.policy = "drop"
     limits = _Limits(int(memory_limit), int(batch_rows))
@@ -167,10 +199,7 @@ def ir_dp_spark(
         sampler=_sampler(args),
         domains=args.domains,
     )
-    ordered = [generated[name] for name in source.names if name in generated]
-    frame = _ir_dp_frame(spark_of(source), ordered, n, args.k, int(part_rows), int(batch_rows))
-    private.timings["total"] = time.perf_counter() - start
-    return frame, report, private
+    return [generated[name] for name in source.names if name in generated], report, private
 
 
 def _numeric_outputs(
