@@ -267,12 +267,10 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         }
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
-            if getattr(args, "engine", "local") == "spark" and executors_write(args, method):
-                report, private = _release_on_spark(
-                    args, method, source, progress, common, taxonomies
-                )
-            elif getattr(args, "engine", "local") == "dask":
-                report, private = _release_on_dask(
+            engine = getattr(args, "engine", "local")
+            # Dask runs only what its workers write (the rest is refused before)
+            if engine == "dask" or (engine == "spark" and executors_write(args, method)):
+                report, private = _release_on_cluster(
                     args, method, source, progress, common, taxonomies
                 )
             elif method == "ir-dp":
@@ -353,7 +351,7 @@ def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     return _summary(args, report, public_path, private_path, source.n_rows, args.spend)
 
 
-def _release_on_spark(
+def _release_on_cluster(
     args: argparse.Namespace,
     method: str,
     source: Any,
@@ -361,12 +359,13 @@ def _release_on_spark(
     common: dict[str, Any],
     taxonomies: Any,
 ) -> tuple[Any, Any]:
-    """Release on Spark; the executors write the output, published after the hooks."""
-    from dpfast.engines.spark import ir_dp_spark, laplace_dp_spark, write_release
+    """Release on Spark or Dask; the executors write the output, published after the hooks."""
+    import importlib
 
+    engine = importlib.import_module(f"dpfast.engines.{args.engine}")
     hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
     if method == "ir-dp":
-        data, report, private = ir_dp_spark(
+        data, report, private = getattr(engine, f"ir_dp_{args.engine}")(
             source,
             k=args.k,
             taxonomies=taxonomies,
@@ -377,37 +376,9 @@ def _release_on_spark(
         )
     else:
         del common["memory_limit"]
-        data, report, private = laplace_dp_spark(source, progress=progress, **common)
-    write_release(data, args.output, report, progress=progress, **hooks)
-    return report, private
-
-
-def _release_on_dask(
-    args: argparse.Namespace,
-    method: str,
-    source: Any,
-    progress: Any,
-    common: dict[str, Any],
-    taxonomies: Any,
-) -> tuple[Any, Any]:
-    """Release on Dask; the workers write the output, published after the hooks."""
-    from dpfast.engines.dask import ir_dp_dask, laplace_dp_dask, write_release
-
-    hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
-    if method == "ir-dp":
-        data, report, private = ir_dp_dask(
-            source,
-            k=args.k,
-            taxonomies=taxonomies,
-            sensitivity=args.sensitivity,
-            n_threads=args.threads,
-            progress=progress,
-            **common,
-        )
-    else:
-        del common["memory_limit"]
-        data, report, private = laplace_dp_dask(source, progress=progress, **common)
-    write_release(data, args.output, report, progress=progress, **hooks)
+        laplace = getattr(engine, f"laplace_dp_{args.engine}")
+        data, report, private = laplace(source, progress=progress, **common)
+    engine.write_release(data, args.output, report, progress=progress, **hooks)
     return report, private
 
 

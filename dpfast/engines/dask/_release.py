@@ -30,24 +30,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfast import noise
-from dpfast._release import noise_source
-from dpfast._validation import (
-    check_bounds,
-    check_columns,
-    check_epsilon,
-    check_nonempty,
-    check_seed,
-)
-from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.accounting import PrivateReport, Report
 from dpfast.engines.dask._source import DaskSource, arrow_column
 from dpfast.engines.outofcore import (
     BATCH_ROWS,
-    DatasetRun,
     Progress,
-    _numeric_columns,
 )
-from dpfast.engines.spark._laplace import _Cells, _count_cells, _NoisedBatch
+from dpfast.engines.spark._laplace import _Cells, _NoisedBatch, noised_columns
 from dpfast.engines.spark._release import _Generated, released_columns
 
 __all__ = ["PART_ROWS", "dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
@@ -222,46 +211,11 @@ def laplace_dp_dask(
     report, private : Report, PrivateReport
         As the in-memory release's.
     """
-    from dpfast.methods import laplace_dp as method
-
     start = time.perf_counter()
     source = dask_source(data)
-    run = DatasetRun("laplace_dp", None, progress, dataset=source)
-    run.policy = "drop"
-    with run.phase("validate"):
-        check_nonempty(source.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        protected = _numeric_columns(source, check_columns(columns, source.names), integer)
-        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
-    ledger = Ledger(epsilon)
-    cells, entries = [], []
-    for column in protected:
-        grid, steps, entry = method._plan(
-            column, domains[column.name], epsilon, len(protected), source.n_rows
-        )
-        ledger.plan(entry)
-        entries.append(entry)
-        key = noise_source(seed).key("laplace_dp", "cell-noise", str(column.name))
-        cells.append(_Cells(column, grid, key, steps, domains[column.name]))
-    with run.phase("noise"):
-        for i, (cell, entry) in enumerate(zip(cells, entries, strict=True)):
-            clamped, on_bound = _count_cells(source, cell, int(batch_rows))
-            ledger.spend(entry)
-            run.released[cell.column.name] = np.empty(0)
-            run.clamped[str(cell.column.name)] = clamped
-            run.on_bound[str(cell.column.name)] = on_bound
-            run.tick("noise", i + 1, len(cells))
-    report, private = run.reports(
-        parameters=method._parameters(epsilon, domains, derived),
-        guarantee=method._guarantee(epsilon, protected, derived),
-        ledger=ledger,
-        seed=seed,
-        sampler=noise.SAMPLER_NAME,
-        domains=domains,
+    released, report, private = noised_columns(
+        source, epsilon, bounds, integer, columns, seed, batch_rows, progress
     )
-    ordered = {str(c.column.name): c for c in cells}
-    released = [ordered[name] for name in source.names if name in ordered]
     frame = _laplace_frame(dask_of(source), tuple(released), int(batch_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private

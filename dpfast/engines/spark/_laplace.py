@@ -79,46 +79,11 @@ def laplace_dp_spark(
     report, private : Report, PrivateReport
         As the in-memory release's.
     """
-    from dpfast.methods import laplace_dp as method
-
     start = time.perf_counter()
     source = spark_source(data)
-    run = DatasetRun("laplace_dp", None, progress, dataset=source)
-    run.policy = "drop"
-    with run.phase("validate"):
-        check_nonempty(source.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        protected = _numeric_columns(source, check_columns(columns, source.names), integer)
-        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
-    ledger = Ledger(epsilon)
-    cells, entries = [], []
-    for column in protected:
-        grid, steps, entry = method._plan(
-            column, domains[column.name], epsilon, len(protected), source.n_rows
-        )
-        ledger.plan(entry)
-        entries.append(entry)
-        key = noise_source(seed).key("laplace_dp", "cell-noise", str(column.name))
-        cells.append(_Cells(column, grid, key, steps, domains[column.name]))
-    with run.phase("noise"):
-        for i, (cell, entry) in enumerate(zip(cells, entries, strict=True)):
-            clamped, on_bound = _count_cells(source, cell, int(batch_rows))
-            ledger.spend(entry)
-            run.released[cell.column.name] = np.empty(0)
-            run.clamped[str(cell.column.name)] = clamped
-            run.on_bound[str(cell.column.name)] = on_bound
-            run.tick("noise", i + 1, len(cells))
-    report, private = run.reports(
-        parameters=method._parameters(epsilon, domains, derived),
-        guarantee=method._guarantee(epsilon, protected, derived),
-        ledger=ledger,
-        seed=seed,
-        sampler=noise.SAMPLER_NAME,
-        domains=domains,
+    released, report, private = noised_columns(
+        source, epsilon, bounds, integer, columns, seed, batch_rows, progress
     )
-    ordered = {str(c.column.name): c for c in cells}
-    released = [ordered[name] for name in source.names if name in ordered]
     schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in released)
     frame = spark_of(source).map_batches(
         [c.name for c in released], int(batch_rows), _NoisedBatch(tuple(released)), schema
@@ -181,3 +146,58 @@ class _NoisedBatch:
             out, _ = cells.noised(batch.column(i), first_row)
             arrays.append(pa.array(out.astype(np.int64) if cells.column.integer else out))
         return pa.RecordBatch.from_arrays(arrays, names=[c.name for c in self.columns])
+
+
+def noised_columns(
+    source: Any,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    integer: Mapping[Hashable, bool] | None,
+    columns: Sequence[Hashable] | None,
+    seed: int | None,
+    batch_rows: int,
+    progress: Progress | None,
+) -> tuple[list[_Cells], Report, PrivateReport]:
+    """Run ``laplace_dp``'s passes over a cluster's source; return what its tasks need.
+
+    The noised columns' state in the source's column order, and the public and private
+    reports. Shared by the Spark and Dask releases, which differ only in their tasks.
+    """
+    from dpfast.methods import laplace_dp as method
+
+    run = DatasetRun("laplace_dp", None, progress, dataset=source)
+    run.policy = "drop"
+    with run.phase("validate"):
+        check_nonempty(source.n_rows)
+        epsilon = check_epsilon(epsilon)
+        seed = check_seed(seed)
+        protected = _numeric_columns(source, check_columns(columns, source.names), integer)
+        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+    ledger = Ledger(epsilon)
+    cells, entries = [], []
+    for column in protected:
+        grid, steps, entry = method._plan(
+            column, domains[column.name], epsilon, len(protected), source.n_rows
+        )
+        ledger.plan(entry)
+        entries.append(entry)
+        key = noise_source(seed).key("laplace_dp", "cell-noise", str(column.name))
+        cells.append(_Cells(column, grid, key, steps, domains[column.name]))
+    with run.phase("noise"):
+        for i, (cell, entry) in enumerate(zip(cells, entries, strict=True)):
+            clamped, on_bound = _count_cells(source, cell, int(batch_rows))
+            ledger.spend(entry)
+            run.released[cell.column.name] = np.empty(0)
+            run.clamped[str(cell.column.name)] = clamped
+            run.on_bound[str(cell.column.name)] = on_bound
+            run.tick("noise", i + 1, len(cells))
+    report, private = run.reports(
+        parameters=method._parameters(epsilon, domains, derived),
+        guarantee=method._guarantee(epsilon, protected, derived),
+        ledger=ledger,
+        seed=seed,
+        sampler=noise.SAMPLER_NAME,
+        domains=domains,
+    )
+    ordered = {str(c.column.name): c for c in cells}
+    return [ordered[name] for name in source.names if name in ordered], report, private
