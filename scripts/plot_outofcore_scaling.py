@@ -16,6 +16,9 @@ import csv
 import json
 from pathlib import Path
 
+#: The memory limit of the plotted runs; a point run at another one is annotated.
+LIMIT = "4GiB"
+
 
 def load(paths: list[str]) -> list[dict[str, object]]:
     """Return one row per (dataset, job) that ran successfully, by rows then job."""
@@ -37,6 +40,7 @@ def load(paths: list[str]) -> list[dict[str, object]]:
                     "peak_gib": job["peak_rss_bytes_median"] / 2**30,
                     "peak_over_table": job["peak_over_table"],
                     "other_cpu_s": job.get("other_cpu_s_max"),
+                    "memory_limit": result.get("memory_limit", ""),
                 }
             )
     return sorted(rows, key=lambda r: (r["rows"], r["job"]))  # type: ignore[return-value]
@@ -58,11 +62,16 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
         label = "dpfast (secure noise)" if job == "dpfast" else "DuckDB SQL (random(), not secure)"
         left.plot(xs, [r["ns_per_value"] for r in mine], marker=marker, label=label)
         right.plot(xs, [r["peak_over_table"] for r in mine], marker=marker, label=label)
+        for x, r in zip(xs, mine, strict=True):  # a point run at another limit says so
+            if r["memory_limit"] not in ("", LIMIT):
+                note = f"--memory-limit {r['memory_limit']}"
+                left.annotate(note, (x, r["ns_per_value"]), textcoords="offset points",
+                              xytext=(-4, 8), ha="right", fontsize=8)  # fmt: skip
     left.set(xlabel="rows (millions), 10 float64 columns", ylabel="wall ns per released value")
     left.set_ylim(bottom=0)
     right.set(xlabel="rows (millions), 10 float64 columns", ylabel="peak RSS / table in memory")
     right.set_ylim(bottom=0)
-    left.set_title("ir-dp out of core, --memory-limit 4GiB, 2 cores")
+    left.set_title(f"ir-dp out of core, --memory-limit {LIMIT}, 2 cores")
     right.set_title("peak memory")
     left.legend()
     figure.tight_layout()

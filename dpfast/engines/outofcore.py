@@ -64,6 +64,7 @@ from dpfast._validation import (
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
 from dpfast.engines._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
+from dpfast.engines._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.dataset import ColumnSource
 from dpfast.io import WRITE_ROWS
 from dpfast.methods.ir_dp import (
@@ -544,7 +545,9 @@ def _numeric_group_values(
     # the first pass also counts the clamped values
     clamped = 0
     top = grid.d_int + 1
-    if n <= limits.sorted_values:
+    if hasattr(dataset, "sort_ranges"):  # a cluster: the workers sort and add the groups
+        clamped = _cluster_group_sums(dataset, column, grid, k, limits, tick, sums)
+    elif n <= limits.sorted_values:
         tick()
         parts = []
         for part, count in _quantised(dataset, column, grid, limits, _in_range(0, top)):
@@ -569,6 +572,80 @@ def _numeric_group_values(
         sums, n, k, draws, grid.d_int, grid.lower, grid.upper, grid.gamma, column.integer
     )
     return values, clamped
+
+
+def _cluster_group_sums(
+    dataset: Any,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: _Limits,
+    tick: Callable[[], None],
+    sums: np.ndarray,
+) -> int:
+    """Add a column's rank group sums on a cluster's workers; return its clamped count.
+
+    A histogram pass cuts the grid into ranges of balanced counts (about ``n / (2 *
+    tasks)`` values, and never more than the memory limit's sorted values, narrowed by
+    more histogram passes where a bucket holds more); one ``sort_ranges`` job sorts each
+    range on a worker and returns its groups' sums. A range of one grid value (a tie) is
+    added here. See docs/engines.md, "Ranks on a cluster".
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length())
+    top = grid.d_int + 1
+    tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
+    balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
+    planned: list[tuple[int, int, int, int]] = []
+
+    def histogram(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
+        tick()
+        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
+        clamped = 0
+        for part, count in _quantised(
+            dataset, column, grid, limits, _bucket_counts(lo, hi, shift, counts.shape[0])
+        ):
+            counts += part
+            clamped += count
+        return counts, clamped
+
+    def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if hi - lo == 1:
+            ranking.add_group_run(lo, count, first_rank, k, sums)
+        elif count <= limits.sorted_values:  # above the balanced size: one bucket alone
+            planned.append((lo, hi, first_rank, count))
+        else:
+            shift = refined_shift(lo, hi)
+            cut_ranges(histogram(lo, hi, shift)[0], lo, hi, shift, first_rank, balanced, plan)
+
+    shift = max(0, key_bits - HISTOGRAM_BITS)
+    counts, clamped = histogram(0, top, shift)
+    cut_ranges(counts, 0, top, shift, 0, balanced, plan)
+    if not planned:
+        return clamped
+    table = np.array(planned, dtype=np.int64)
+    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64))
+    reduce = GroupSums(table[:, 2].copy(), int(k), int(sums.shape[0]))
+
+    def keys(array: pa.Array, first_row: int) -> np.ndarray:
+        values = _numeric_values(array, column, first_row)
+        q, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        return cast(np.ndarray, q)
+
+    tick()
+    name, rows = str(column.name), limits.batch_rows
+    results = dataset.sort_ranges(name, rows, keys, ranges, key_bits, reduce)
+    add_parts(results, sums, table[:, 3], lambda: ValueError(_CHANGED_BETWEEN_PASSES))
+    return clamped
+
+
+#: Why a range's count differs between the histogram and the sort.
+_CHANGED_BETWEEN_PASSES = (
+    "the data gave other values than in the previous pass; a release reads it several "
+    "times, so make it deterministic (cache or persist the frame, avoid unseeded sampling)"
+)
 
 
 def _in_range(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:

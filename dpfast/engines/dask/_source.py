@@ -17,8 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from dpfast._kernels import ranking
+from dpfast.engines._sorted import Ranges, split_by_range
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -185,6 +189,53 @@ class DaskSource:
             raise failed[0][1]
         return (r[2] for part in results for r in part)
 
+    @property
+    def sort_tasks(self) -> int:
+        """How many tasks run at once: the current client's worker threads (else 1)."""
+        try:
+            from distributed import get_client
+
+            threads = get_client().nthreads()
+        except (ImportError, ValueError):
+            return 1
+        return max(1, int(sum(threads.values())))
+
+    def sort_ranges(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Ranges,
+        key_bits: int,
+        reduce: Callable[[int, np.ndarray], T],
+    ) -> list[T]:
+        """Sort the keys of column ``name`` by range on the workers; return the reductions.
+
+        One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
+        and splits them by range; a task per range gathers its pieces from every
+        partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
+        back. Dask's own sort is not used. See :mod:`dpfast.engines._sorted`.
+        """
+        from dask.base import compute
+        from dask.delayed import delayed
+
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        count = len(ranges)
+        if count == 0:
+            return []
+        kind = self.schema.field(name).type
+        split = delayed(_split, pure=False, nout=count)
+        pieces = [
+            split(part, first, rows, name, kind, keys, ranges, int(batch_rows))
+            for part, first, rows in self.parts([name])
+        ]
+        sort = delayed(_sort, pure=False)
+        tasks = [
+            sort([piece[i] for piece in pieces], i, int(key_bits), reduce) for i in range(count)
+        ]
+        return list(compute(*tasks))
+
 
 #: Why a partition's rows no longer match their count.
 CHANGED = (
@@ -230,3 +281,44 @@ def _apply(
     except _SENT_BACK as exc:
         out.append((first + lo, True, exc))
     return out
+
+
+#: Up to this many ranges, a partition's keys are split by one mask per range.
+_MASKED_SPLIT = 32
+
+
+def _split(
+    part: Any,
+    first: int,
+    rows: int,
+    name: str,
+    kind: pa.DataType,
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    batch_rows: int,
+) -> tuple[np.ndarray, ...]:
+    """Return one partition's keys inside each range (a sorted task's piece per range)."""
+    array = arrow_column(part, name, kind, rows)
+    found, index = [], []
+    for lo in range(0, len(array), batch_rows):
+        kept, where = split_by_range(keys(array.slice(lo, batch_rows), first + lo), ranges)
+        found.append(kept)
+        index.append(where)
+    if not found:
+        return tuple(np.empty(0, dtype=np.uint64) for _ in range(len(ranges)))
+    kept, where = np.concatenate(found), np.concatenate(index)
+    if len(ranges) <= _MASKED_SPLIT:  # a mask per range beats a sort of the indices
+        return tuple(kept[where == i] for i in range(len(ranges)))
+    order = np.argsort(where, kind="stable")
+    bounds = np.searchsorted(where[order], np.arange(len(ranges) + 1))
+    grouped = kept[order]
+    return tuple(grouped[bounds[i] : bounds[i + 1]] for i in range(len(ranges)))
+
+
+def _sort(
+    pieces: Sequence[np.ndarray], index: int, key_bits: int, reduce: Callable[[int, np.ndarray], T]
+) -> T:
+    """Sort range ``index``'s keys from every partition; return ``reduce`` of them."""
+    keys = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+    ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits))
+    return reduce(index, ordered)

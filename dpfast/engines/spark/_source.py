@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast.engines._sorted import Ranges, sorted_runs, split_by_range
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -212,6 +213,60 @@ class SparkSource:
             data = frame.mapInArrow(transform, out_schema)
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
 
+    @property
+    def sort_tasks(self) -> int:
+        """How many tasks run at once (the context's default parallelism)."""
+        return int(self.frame.sparkSession.sparkContext.defaultParallelism)
+
+    def sort_ranges(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Ranges,
+        key_bits: int,
+        reduce: Callable[[int, np.ndarray], T],
+    ) -> list[T]:
+        """Sort the keys of column ``name`` by range on the executors; return the reductions.
+
+        One job: ``keys(batch, first_row)`` on every batch (as :meth:`map_column`), each key
+        tagged with its range, ``repartition`` by the tag into one partition per range (the
+        tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
+        ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
+        i)``, which alone is collected. See :mod:`dpfast.engines._sorted`.
+        """
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        if len(ranges) == 0:
+            return []
+        numbering = self.numbering()
+        if self._file_schema is not None:
+            target = self._file_schema.field(name).type
+            keys = functools.partial(_cast_first, fn=keys, target=target)
+        tags = partition_tags(len(ranges))
+        split = functools.partial(
+            _split, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
+            numbering=numbering,
+        )  # fmt: skip
+        sort = functools.partial(_sort, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
+        with quietly():
+            tagged = self.frame.select(name, *numbering.columns).mapInArrow(split, _TAGGED)
+            shuffled = tagged.repartition(len(ranges), "range")
+            planned = shuffled.mapInArrow(sort, _SORTED)
+        try:
+            table = planned.toArrow() if hasattr(planned, "toArrow") else None
+            payloads = (
+                table.column("payload").to_pylist()
+                if table is not None
+                else [row.payload for row in planned.collect()]
+            )
+        except Exception as exc:
+            error = _unwrapped(exc)
+            if error is exc:
+                raise
+            raise error from exc
+        return [pickle.loads(payload) for payload in payloads]
+
     @staticmethod
     def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
         """Plan ``frame.mapInArrow(fn, schema)`` quietly and collect it, unwrapping errors."""
@@ -293,6 +348,87 @@ def _apply(
             yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
     except _SENT_BACK as exc:
         yield _result(partition, first, True, _dumps_error(exc))
+
+
+#: The schema of :meth:`SparkSource.sort_ranges`'s tagged keys, and of its results.
+_TAGGED = "range int, key long"
+_SORTED = "range int, payload binary"
+#: Murmur3 (x86, 32 bits) as Spark's ``hash()`` and hash partitioning compute it.
+_SPARK_SEED = 42
+_MASK = 0xFFFFFFFF
+
+
+def spark_hash_int(value: int) -> int:
+    """Return Spark's ``hash(CAST(value AS INT))`` (Murmur3 x86-32, seed 42), signed."""
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _MASK
+
+    k1 = (value & _MASK) * 0xCC9E2D51 & _MASK
+    k1 = rotl(k1, 15) * 0x1B873593 & _MASK
+    h1 = _SPARK_SEED ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & _MASK
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & _MASK
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+@functools.cache
+def partition_tags(parts: int) -> np.ndarray:
+    """Return ``tags[i]``: the smallest int that ``repartition(parts, col)`` sends to ``i``.
+
+    Spark's hash partitioning puts a row in partition ``pmod(hash(col), parts)``. Only
+    the balance of the sort depends on this: a range's keys all carry its tag, so they
+    meet in one task whichever partition that is.
+    """
+    tags = np.full(parts, -1, dtype=np.int32)
+    left, value = parts, 0
+    while left:
+        target = spark_hash_int(value) % parts
+        if tags[target] < 0:
+            tags[target] = value
+            left -= 1
+        value += 1
+    return tags
+
+
+def _split(
+    batches: Iterable[pa.RecordBatch],
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    tags: np.ndarray,
+    batch_rows: int,
+    numbering: Numbering,
+) -> Iterator[pa.RecordBatch]:
+    """Yield one partition's keys inside the ranges, each with its range's tag."""
+    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
+        kept, index = split_by_range(keys(batch.column(0), first), ranges)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(tags[index]), pa.array(kept.view(np.int64))], names=["range", "key"]
+        )
+
+
+def _sort(
+    batches: Iterable[pa.RecordBatch],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: Callable[[int, np.ndarray], Any],
+) -> Iterator[pa.RecordBatch]:
+    """Sort one shuffled partition's keys; yield ``reduce`` of each of its ranges."""
+    parts = [batch.column(1).to_numpy(zero_copy_only=False) for batch in batches]
+    if not parts:
+        return
+    keys = np.concatenate(parts).view(np.uint64)
+    parts.clear()
+    for index, ordered in sorted_runs(keys, key_bits, ranges):
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([index], pa.int32()), pa.array([_dumps(reduce(index, ordered))])],
+            names=["range", "payload"],
+        )
 
 
 def _cast_first(

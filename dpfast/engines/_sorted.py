@@ -1,0 +1,126 @@
+"""Ranges of a column sorted on a cluster's workers: the pieces the engines share.
+
+A cluster source (:class:`~dpfast.engines.spark.SparkSource`,
+:class:`~dpfast.engines.dask.DaskSource`) may offer ``sort_ranges(name, batch_rows,
+keys, ranges, key_bits, reduce)`` and ``sort_tasks`` (how many tasks run at once): every
+value of column ``name`` is mapped to a ``uint64`` key of ``key_bits`` bits by
+``keys(batch, first_row)`` on the workers; the keys inside range ``i`` (``ranges.lo[i]
+<= key < ranges.hi[i]``) are brought to one task, sorted there and given to ``reduce(i,
+sorted_keys)``, whose small result alone returns to the driver, in a list. ``ir_dp`` uses it to add
+its rank groups' sums on the workers (:func:`group_sums`), so the driver receives
+``n / k`` sums, not the ``n`` values (docs/engines.md, "Ranks on a cluster").
+
+The ranges are cut from a public histogram and a count of every range is known before
+the sort, so a task's result does not depend on which task sorts which range, on how the
+data is partitioned, or on retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfast._kernels import ranking
+
+__all__ = ["GroupSums", "Ranges", "add_parts", "sorted_runs", "split_by_range"]
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Disjoint key ranges ``[lo[i], hi[i])`` in increasing order (``uint64`` bounds)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.lo.shape != self.hi.shape or np.any(self.lo >= self.hi):
+            raise ValueError("every range needs lo < hi")
+        if self.lo.shape[0] > 1 and np.any(self.lo[1:] < self.hi[:-1]):
+            raise ValueError("the ranges must be disjoint and in increasing order")
+
+    def __len__(self) -> int:
+        return int(self.lo.shape[0])
+
+    def index(self, keys: np.ndarray) -> np.ndarray:
+        """Return each key's range (``-1`` for a key in none), as ``int64``."""
+        found = np.searchsorted(self.lo, keys, side="right").astype(np.int64) - 1
+        inside = found >= 0
+        inside[inside] = keys[inside] < self.hi[found[inside]]
+        found[~inside] = -1
+        return found
+
+
+def split_by_range(keys: np.ndarray, ranges: Ranges) -> tuple[np.ndarray, np.ndarray]:
+    """Return the keys inside a range and their range numbers (``int32``), others dropped."""
+    index = ranges.index(keys)
+    kept = index >= 0
+    return keys[kept], index[kept].astype(np.int32)
+
+
+def sorted_runs(
+    keys: np.ndarray, key_bits: int, ranges: Ranges
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Sort one task's keys and yield ``(range, its sorted keys)`` for each range present.
+
+    The ranges are disjoint intervals of keys, so sorting the keys sorts them by range
+    too. ``keys`` is used as scratch.
+    """
+    if keys.shape[0] == 0:
+        return
+    ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits))
+    index = ranges.index(ordered[[0, -1]])
+    first, last = int(index[0]), int(index[-1])
+    bounds = np.searchsorted(ordered, ranges.lo[first : last + 1], side="left")
+    bounds = np.append(bounds, ordered.shape[0])
+    for i in range(first, last + 1):
+        lo, hi = int(bounds[i - first]), int(bounds[i - first + 1])
+        if hi > lo:
+            yield i, ordered[lo:hi]
+
+
+@dataclass(frozen=True)
+class GroupSums:
+    """The ``reduce`` of ``ir_dp``: a sorted range's part of its rank groups' sums.
+
+    Range ``i`` holds ranks ``first_ranks[i] ..`` of the column; its result is
+    ``(i, g0, sums, count)``: the sums of groups ``g0, g0 + 1, ..`` over its keys (the
+    grid values), exact integers, so the driver adds the parts in any order.
+    """
+
+    first_ranks: np.ndarray
+    k: int
+    n_groups: int
+
+    def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, int, np.ndarray, int]:
+        first = int(self.first_ranks[index])
+        count = int(ordered.shape[0])
+        if count == 0:  # no keys (the data changed since the histogram: add_parts says so)
+            return index, 0, np.zeros(0, dtype=np.int64), 0
+        g0 = min(first // self.k, self.n_groups - 1)
+        g1 = min((first + count - 1) // self.k, self.n_groups - 1)
+        local = np.zeros(g1 - g0 + 1, dtype=np.int64)
+        # ranks from g0's first: the clamp to the last local group is the global one
+        # exactly when g1 is the last group, and never reached otherwise
+        ranking.add_group_sums(ordered, 0, first - g0 * self.k, self.k, local)
+        return index, g0, local, count
+
+
+def add_parts(
+    results: Any, sums: np.ndarray, expected: np.ndarray, changed: Callable[[], Exception]
+) -> None:
+    """Add :class:`GroupSums` results into ``sums``; check each range's count.
+
+    A range whose count differs from the histogram's means the data changed between
+    passes: ``changed()`` is raised.
+    """
+    seen = np.full(expected.shape[0], -1, dtype=np.int64)
+    for index, g0, local, count in results:
+        if seen[index] >= 0:  # one task sorts a whole range, and one attempt is kept
+            raise RuntimeError(f"range {index} of a column was sorted by two tasks")
+        seen[index] = count
+        sums[g0 : g0 + local.shape[0]] += local
+    if not np.array_equal(np.maximum(seen, 0), expected):
+        raise changed()

@@ -1,0 +1,230 @@
+"""Ranks on a cluster: ranges sorted on the workers, rank group sums added there.
+
+The pieces (:mod:`dpfast.engines._sorted`) against slow references, Spark's hash
+partitioning against Spark itself, and ``ir_dp`` on Spark and Dask, where the workers sort
+and the driver only plans, against the in-memory release under limits that force every
+path: balanced ranges, refined buckets, ties added on the driver, the remainder group.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import dpfast
+from dpfast._kernels import ranking
+from dpfast.engines._sorted import GroupSums, Ranges, add_parts, sorted_runs, split_by_range
+
+K, EPSILON, SEED = 7, 4.0, 23
+BOUNDS = {"u": (0.0, 100.0), "tie": (0.0, 100.0), "top": (0.0, 10.0), "i": (-50, 50)}
+
+
+def _ranges(cuts: list[tuple[int, int]]) -> Ranges:
+    table = np.array(cuts, dtype=np.uint64)
+    return Ranges(table[:, 0].copy(), table[:, 1].copy())
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_ranges_refuse_overlapping_or_empty_ranges():
+    with pytest.raises(ValueError, match="lo < hi"):
+        _ranges([(3, 3)])
+    with pytest.raises(ValueError, match="disjoint"):
+        _ranges([(0, 5), (4, 9)])
+
+
+def test_range_index_and_split_match_a_slow_reference():
+    rng = np.random.default_rng(1)
+    ranges = _ranges([(3, 10), (10, 11), (40, 90), (100, 1 << 40)])
+    keys = rng.integers(0, 200, 5000).astype(np.uint64)
+    keys[:3] = [1 << 41, 10, 99]
+    expected = [
+        next(
+            (
+                i
+                for i, (lo, hi) in enumerate(zip(ranges.lo, ranges.hi, strict=True))
+                if lo <= x < hi
+            ),
+            -1,
+        )
+        for x in keys.tolist()
+    ]
+    np.testing.assert_array_equal(ranges.index(keys), expected)
+    kept, index = split_by_range(keys, ranges)
+    inside = np.array(expected) >= 0
+    np.testing.assert_array_equal(kept, keys[inside])
+    np.testing.assert_array_equal(index, np.array(expected)[inside])
+    assert index.dtype == np.int32
+
+
+def test_sorted_runs_give_each_present_range_its_sorted_keys():
+    rng = np.random.default_rng(2)
+    ranges = _ranges([(0, 50), (50, 60), (70, 200), (300, 400)])
+    keys = rng.choice(np.r_[0:60, 70:200], 3000).astype(np.uint64)  # range 3 absent
+    runs = [(i, part.copy()) for i, part in sorted_runs(keys.copy(), 9, ranges)]
+    assert [i for i, _ in runs] == [0, 1, 2]
+    for i, part in runs:
+        inside = keys[(keys >= ranges.lo[i]) & (keys < ranges.hi[i])]
+        np.testing.assert_array_equal(part, np.sort(inside))
+    assert list(sorted_runs(np.empty(0, dtype=np.uint64), 9, ranges)) == []
+
+
+@pytest.mark.parametrize(("n", "k"), [(1000, 7), (1001, 10), (64, 64), (130, 64)])
+def test_group_sums_of_ranges_add_up_to_the_whole_columns(n, k):
+    rng = np.random.default_rng(n + k)
+    values = np.sort(rng.integers(0, 1 << 20, n).astype(np.uint64))
+    expected = np.zeros(n // k, dtype=np.int64)
+    ranking.add_group_sums(values.copy(), 0, 0, k, expected)
+    for parts in (1, 2, 5, 17):
+        cuts = np.unique(np.r_[0, np.sort(rng.integers(1, n, parts - 1)), n])
+        reduce = GroupSums(cuts[:-1].astype(np.int64), k, n // k)
+        results = [
+            reduce(i, values[lo:hi].copy()) for i, (lo, hi) in enumerate(itertools.pairwise(cuts))
+        ]
+        got = np.zeros(n // k, dtype=np.int64)
+        add_parts(results[::-1], got, np.diff(cuts), lambda: AssertionError("counts"))
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
+    reduce = GroupSums(np.array([0, 10]), 5, 4)
+    values = np.arange(20, dtype=np.uint64)
+    parts = [reduce(0, values[:10]), reduce(1, values[10:])]
+    changed = RuntimeError("changed")
+    with pytest.raises(RuntimeError, match="changed"):
+        add_parts(parts, np.zeros(4, dtype=np.int64), np.array([10, 9]), lambda: changed)
+    with pytest.raises(RuntimeError, match="changed"):  # a range whose keys vanished
+        add_parts(parts[:1], np.zeros(4, dtype=np.int64), np.array([10, 10]), lambda: changed)
+    with pytest.raises(RuntimeError, match="two tasks"):
+        add_parts([*parts, parts[0]], np.zeros(4, dtype=np.int64), np.array([10, 10]), None)
+
+
+# --------------------------------------------------------------------------- releases
+
+
+def _table(n: int = 6001) -> pd.DataFrame:
+    """Columns forcing each path at a 1024-value sort limit, n % K == 2 (a remainder)."""
+    rng = np.random.default_rng(9)
+    tie = rng.uniform(0, 100, n)
+    tie[rng.permutation(n)[:2600]] = 37.25  # one grid value above the limit: a driver run
+    top = rng.uniform(-1, 12, n)
+    top[: n // 2] = 10.0  # half of the rows on the upper bound
+    return pd.DataFrame(
+        {
+            "u": rng.uniform(-3, 103, n),  # dense: many ranges, groups straddling them
+            "tie": tie,
+            "top": top,
+            "i": rng.integers(-60, 61, n),
+        }
+    )
+
+
+def _expected(table: pd.DataFrame) -> dpfast.Release:
+    return dpfast.ir_dp(table, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED)
+
+
+def _assert_same(data: pd.DataFrame, report, private, expected: dpfast.Release) -> None:
+    assert list(data.columns) == list(expected.data.columns)
+    for name in expected.data.columns:  # in order: the rows are in ir_dp's shuffled order
+        assert data[name].dtype == expected.data[name].dtype
+        np.testing.assert_array_equal(data[name].to_numpy(), expected.data[name].to_numpy())
+    assert report.to_dict() == expected.report.to_dict()
+    assert private.clamped == expected.private.clamped
+
+
+class _Recorder:
+    """Wrap a source class's ``sort_ranges`` and record how many ranges each call had."""
+
+    def __init__(self, monkeypatch, cls):
+        self.calls: list[int] = []
+        original = cls.sort_ranges
+
+        def recorded(source, name, batch_rows, keys, ranges, key_bits, reduce):
+            self.calls.append(len(ranges))
+            return original(source, name, batch_rows, keys, ranges, key_bits, reduce)
+
+        monkeypatch.setattr(cls, "sort_ranges", recorded)
+
+
+@pytest.mark.parametrize("memory_limit", [1 << 16, 1 << 30])
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
+    spark, monkeypatch, memory_limit, partitions
+):
+    from dpfast.engines.spark import SparkSource, ir_dp_spark
+
+    table = _table()
+    recorder = _Recorder(monkeypatch, SparkSource)
+    frame = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
+    # ir_dp's output order comes from its keys alone, not from the input's row order
+    frame = frame.repartition(partitions) if partitions > 1 else frame.coalesce(1)
+    data, report, private = ir_dp_spark(
+        frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
+        batch_rows=500,
+    )  # fmt: skip
+    got = data.toArrow().to_pandas()
+    _assert_same(got, report, private, _expected(table))
+    assert len(recorder.calls) == 4  # one sort job per column, the tie's too
+    if memory_limit == 1 << 16:  # at most 1024 values a range: 6001 values in >= 6 ranges
+        assert max(recorder.calls) >= 6 and min(recorder.calls) >= 3
+
+
+def test_spark_hash_and_partition_tags_agree_with_spark(spark):
+    from pyspark.sql import functions as F
+
+    from dpfast.engines.spark._source import partition_tags, spark_hash_int
+
+    values = [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123456789]
+    frame = spark.createDataFrame([(v,) for v in values], "v int")
+    hashed = frame.select(F.hash("v").alias("h")).toArrow().column("h").to_pylist()
+    assert hashed == [spark_hash_int(v) for v in values]
+    for parts in (1, 3, 8):
+        tags = partition_tags(parts)
+        tagged = spark.createDataFrame([(int(t),) for t in tags], "range int")
+        placed = tagged.repartition(parts, "range").select("range", F.spark_partition_id())
+        where = dict(placed.toArrow().to_pandas().itertuples(index=False, name=None))
+        assert [where[int(t)] for t in tags] == list(range(parts))
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes of one thread (this module's own cluster)."""
+    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
+    import cloudpickle
+    from distributed import Client
+
+    from dpfast.engines.dask import local_cluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    with local_cluster(2, dashboard_address=":0") as cluster:
+        with Client(cluster) as running:
+            yield running
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.mark.parametrize("memory_limit", [1 << 16, 1 << 30])
+@pytest.mark.parametrize("partitions", [1, 7])
+def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
+    client, monkeypatch, memory_limit, partitions
+):
+    import dask.dataframe as dd
+
+    from dpfast.engines.dask import DaskSource, ir_dp_dask
+
+    table = _table()
+    recorder = _Recorder(monkeypatch, DaskSource)
+    frame = dd.from_pandas(table, npartitions=partitions, sort=False)
+    data, report, private = ir_dp_dask(
+        frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
+        batch_rows=500,
+    )  # fmt: skip
+    _assert_same(data.compute(), report, private, _expected(table))
+    assert len(recorder.calls) == 4
+    if memory_limit == 1 << 16:
+        assert max(recorder.calls) >= 6 and min(recorder.calls) >= 3
