@@ -18,7 +18,14 @@ import pytest
 
 import dpfast
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import GroupSums, Ranges, add_parts, sorted_runs, split_by_range
+from dpfast.engines._sorted import (
+    GroupSums,
+    Ranges,
+    add_parts,
+    group_by_range,
+    sorted_runs,
+    split_by_range,
+)
 
 K, EPSILON, SEED = 7, 4.0, 23
 BOUNDS = {"u": (0.0, 100.0), "tie": (0.0, 100.0), "top": (0.0, 10.0), "i": (-50, 50)}
@@ -61,6 +68,17 @@ def test_range_index_and_split_match_a_slow_reference():
     np.testing.assert_array_equal(kept, keys[inside])
     np.testing.assert_array_equal(index, np.array(expected)[inside])
     assert index.dtype == np.int32
+
+
+@pytest.mark.parametrize("count", [1, 5, 40])  # masks up to 32 ranges, a sort beyond
+def test_group_by_range_keeps_each_ranges_keys_in_order(count):
+    rng = np.random.default_rng(count)
+    index = rng.integers(0, count, 2000)
+    keys = rng.integers(0, 1 << 50, 2000).astype(np.uint64)
+    groups = group_by_range(keys, index, count)
+    assert len(groups) == count
+    for i, group in enumerate(groups):
+        np.testing.assert_array_equal(group, keys[index == i])
 
 
 def test_sorted_runs_give_each_present_range_its_sorted_keys():
@@ -138,6 +156,15 @@ def _assert_same(data: pd.DataFrame, report, private, expected: dpfast.Release) 
     assert private.clamped == expected.private.clamped
 
 
+def _assert_sorted_where_needed(calls: list[int], memory_limit: int) -> None:
+    """A column within the driver's limit is sorted there (one pass); else on the workers."""
+    if memory_limit == 1 << 16:  # at most 1024 values a range: one sort job a column,
+        assert len(calls) == 4  # the tie's too, and 6001 values in at least 6 ranges
+        assert max(calls) >= 6 and min(calls) >= 3
+    else:
+        assert calls == []
+
+
 class _Recorder:
     """Wrap a source class's ``sort_ranges`` and record how many ranges each call had."""
 
@@ -170,9 +197,7 @@ def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
     )  # fmt: skip
     got = data.toArrow().to_pandas()
     _assert_same(got, report, private, _expected(table))
-    assert len(recorder.calls) == 4  # one sort job per column, the tie's too
-    if memory_limit == 1 << 16:  # at most 1024 values a range: 6001 values in >= 6 ranges
-        assert max(recorder.calls) >= 6 and min(recorder.calls) >= 3
+    _assert_sorted_where_needed(recorder.calls, memory_limit)
 
 
 def test_spark_hash_and_partition_tags_agree_with_spark(spark):
@@ -225,6 +250,4 @@ def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
         batch_rows=500,
     )  # fmt: skip
     _assert_same(data.compute(), report, private, _expected(table))
-    assert len(recorder.calls) == 4
-    if memory_limit == 1 << 16:
-        assert max(recorder.calls) >= 6 and min(recorder.calls) >= 3
+    _assert_sorted_where_needed(recorder.calls, memory_limit)

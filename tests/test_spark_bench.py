@@ -85,16 +85,11 @@ def test_profile_times_every_pass_of_dpfast_on_spark(spark, tmp_path):
         spark, data, out, _job(data, 10, noise=True), profile=profile
     )
     got = summary["profile"]
-    # per column a histogram pass, then one sort job on the executors; every row read twice
-    assert got["passes"] == 6
-    kinds = sorted((p["column"], p["kind"]) for p in got["per_pass"])
-    assert kinds == [(c, kind) for c in ("x0", "x1", "x2") for kind in ("pass", "sort")]
-    assert sum(p["rows"] for p in got["per_pass"]) == 2 * 3 * 2003
-    sorts = [p for p in got["per_pass"] if p["kind"] == "sort"]
-    # only the rank groups' sums come back from a sort: 8 bytes a group, not a value
-    # (a group cut by a range's end comes back once per range it touches)
-    sent = sum(p["result_bytes"] for p in sorts)
-    assert 0 < sent <= 8 * (3 * (2003 // 10) + sum(p["batches"] for p in sorts))
+    # the columns fit in the limit: one pass each, every row read once
+    assert got["passes"] == 3
+    assert sorted(p["column"] for p in got["per_pass"]) == ["x0", "x1", "x2"]
+    assert sum(p["rows"] for p in got["per_pass"]) == 3 * 2003
+    assert got["result_bytes"] > 3 * 2003 * 8  # the grid values travel to the driver
     assert 0 < got["spark_wall_s"] <= min(got["total_s"], got["spark_jobs_s"])
     assert got["driver_s"] == pytest.approx(got["total_s"] - got["spark_wall_s"])
     assert sorted(got["floor_pass_s"]) == ["x0", "x1", "x2"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from dpfast._kernels import ranking
 
-__all__ = ["GroupSums", "Ranges", "add_parts", "sorted_runs", "split_by_range"]
+__all__ = ["GroupSums", "Ranges", "add_parts", "group_by_range", "sorted_runs", "split_by_range"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,20 @@ def split_by_range(keys: np.ndarray, ranges: Ranges) -> tuple[np.ndarray, np.nda
     index = ranges.index(keys)
     kept = index >= 0
     return keys[kept], index[kept].astype(np.int32)
+
+
+#: Up to this many ranges, keys are grouped by one mask per range, else by a sort.
+_MASKED_GROUPS = 32
+
+
+def group_by_range(keys: np.ndarray, index: np.ndarray, count: int) -> list[np.ndarray]:
+    """Return the keys of each range ``0 .. count - 1`` (``index``: each key's range)."""
+    if count <= _MASKED_GROUPS:  # a mask per range beats a sort of the indices
+        return [keys[index == i] for i in range(count)]
+    order = np.argsort(index, kind="stable")
+    bounds = np.searchsorted(index[order], np.arange(count + 1))
+    grouped = keys[order]
+    return [grouped[bounds[i] : bounds[i + 1]] for i in range(count)]
 
 
 def sorted_runs(

@@ -545,7 +545,9 @@ def _numeric_group_values(
     # the first pass also counts the clamped values
     clamped = 0
     top = grid.d_int + 1
-    if hasattr(dataset, "sort_ranges"):  # a cluster: the workers sort and add the groups
+    if n > limits.sorted_values and hasattr(dataset, "sort_ranges"):
+        # a cluster, and a column beyond the driver's memory: the workers sort and add
+        # the groups in one job, instead of one pass over the data per range
         clamped = _cluster_group_sums(dataset, column, grid, k, limits, tick, sums)
     elif n <= limits.sorted_values:
         tick()

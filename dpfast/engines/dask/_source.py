@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import Ranges, split_by_range
+from dpfast.engines._sorted import Ranges, group_by_range, split_by_range
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -283,10 +283,6 @@ def _apply(
     return out
 
 
-#: Up to this many ranges, a partition's keys are split by one mask per range.
-_MASKED_SPLIT = 32
-
-
 def _split(
     part: Any,
     first: int,
@@ -306,13 +302,7 @@ def _split(
         index.append(where)
     if not found:
         return tuple(np.empty(0, dtype=np.uint64) for _ in range(len(ranges)))
-    kept, where = np.concatenate(found), np.concatenate(index)
-    if len(ranges) <= _MASKED_SPLIT:  # a mask per range beats a sort of the indices
-        return tuple(kept[where == i] for i in range(len(ranges)))
-    order = np.argsort(where, kind="stable")
-    bounds = np.searchsorted(where[order], np.arange(len(ranges) + 1))
-    grouped = kept[order]
-    return tuple(grouped[bounds[i] : bounds[i + 1]] for i in range(len(ranges)))
+    return tuple(group_by_range(np.concatenate(found), np.concatenate(index), len(ranges)))
 
 
 def _sort(
