@@ -402,3 +402,41 @@ def test_cli_on_dask_refuses_what_the_engine_cannot_run(tmp_path, capsys):
     assert cli.main([*args, "--engine", "dask", "-o", str(tmp_path / "out")]) == 2
     assert "does not support --unprotected keep" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_on_dask_shows_the_passes_progress(client, tmp_path, capsys, monkeypatch):
+    from dpfast import cli
+    from dpfast.cli import _common
+
+    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 0.0)  # every phase, however quick
+    args = [a for a in _cli(tmp_path, "k-pram", ["--k", "6", "--seed", "3"]) if a != "--quiet"]
+    on_dask = [*args, "--engine", "dask", "--scheduler", client.scheduler.address]
+    assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 0
+    shown = capsys.readouterr().err
+    assert "dpfast: checking a..." in shown  # a pass on the workers
+    assert "dpfast: writing out..." in shown  # the client writing OUTPUT
+
+
+def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
+    client, tmp_path, capsys, monkeypatch
+):
+    from dpfast import cli
+    from dpfast.engines import outofcore
+
+    table = _table()
+    table.loc[2222, "a"] = np.nan
+    bad = _write_files(table, tmp_path / "bad", [1000], 128)
+    args = _cli(tmp_path, "k-noise", ["--k", "4", "--seed", "3"])
+    on_dask = [*args, "--engine", "dask", "--scheduler", client.scheduler.address]
+    at = on_dask.index(str(tmp_path / "in"))
+    failing = [*on_dask[:at], str(bad), *on_dask[at + 1 :]]
+    assert cli.main([*failing, "-o", str(tmp_path / "out")]) == 2  # refused on a worker
+    assert "'a' has a missing value at row 2222" in capsys.readouterr().err
+
+    def interrupted(written: Path, target: Path) -> None:  # the output is complete
+        assert written.exists()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outofcore, "_publish", interrupted)
+    assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "in", "s.json"]
