@@ -33,14 +33,14 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from dpfast.engines.dask._release import dask_of, dask_source
-from dpfast.engines.dask._source import Piece
+from dpfast.engines.dask._source import DaskSource, Piece
 
 __all__ = ["MEMORY_KEY", "SCRATCH_KEY", "memory_limit", "read_in_order", "run_on_client"]
 
@@ -93,15 +93,35 @@ def run_on_client(release: Callable[..., Any], data: Any, **arguments: Any) -> t
     arguments.setdefault("memory_limit", memory_limit())
     output = scratch_directory() / f"release-{uuid.uuid4().hex}.parquet"
     report, private = release(source, output, **arguments)
-    return read_in_order(output), report, private
+    return read_in_order(output, _categories(dask_of(source))), report, private
 
 
-def read_in_order(path: str | Path) -> Any:
+def _categories(source: DaskSource) -> dict[str, Any]:
+    """Return the frame's categorical dtypes of known categories, by column name.
+
+    A copied column keeps its values, and these dtypes give it back its categories in
+    the frame's order (the file's dictionaries hold them in an order of their own).
+    """
+    import pandas as pd
+    from dask.dataframe.utils import has_known_categories
+
+    meta = source.frame._meta
+    return {
+        str(name): meta[name].dtype
+        for name in meta.columns
+        if isinstance(meta[name].dtype, pd.CategoricalDtype)
+        and has_known_categories(meta[name])
+        and len(meta[name].dtype.categories)  # none: unknown (DaskSource.from_parquet's)
+    }
+
+
+def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> Any:
     """Return a Parquet file as a lazy Dask DataFrame, its rows in the file's order.
 
     One partition per row group, read by the workers; the index is the row number in the
     file (divisions known), and the columns have the types of ``pyarrow``'s
-    ``to_pandas`` (those of the in-memory release).
+    ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
+    named there (a categorical column's own categories).
     """
     import dask
     import dask.dataframe as dd
@@ -114,12 +134,15 @@ def read_in_order(path: str | Path) -> Any:
         pieces.append(Piece(where, group, first, rows))
         first += rows
     meta = metadata.schema.to_arrow_schema().remove_metadata().empty_table().to_pandas()
+    cast = {name: dtype for name, dtype in (dtypes or {}).items() if name in meta.columns}
+    meta = _with_dtypes(meta, cast)
     divisions = (*(p.first_row for p in pieces), max(0, first - 1))
     # text keeps the in-memory release's dtype (Dask would make it string[pyarrow])
     with dask.config.set({"dataframe.convert-string": False}):
         return dd.from_map(
             _numbered_part,
             pieces,
+            args=[cast],
             meta=meta,
             divisions=divisions,
             enforce_metadata=False,
@@ -127,10 +150,27 @@ def read_in_order(path: str | Path) -> Any:
         )
 
 
-def _numbered_part(piece: Piece) -> Any:
+def _numbered_part(piece: Piece, dtypes: dict[str, Any]) -> Any:
     """Read one row group as pandas, indexed by its rows' numbers in the file."""
     import pandas as pd
 
-    frame = piece.pandas()
+    frame = _with_dtypes(piece.pandas(), dtypes)
     frame.index = pd.RangeIndex(piece.first_row, piece.first_row + piece.rows)
+    return frame
+
+
+def _with_dtypes(frame: Any, dtypes: Mapping[str, Any]) -> Any:
+    """Return ``frame`` with its columns ``dtypes`` names of those dtypes.
+
+    A categorical column gets the categories in the dtype's order (``astype`` keeps its
+    own order: unordered categorical dtypes of the same categories compare equal).
+    """
+    import pandas as pd
+
+    for name, dtype in dtypes.items():
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            frame[name] = column.cat.set_categories(dtype.categories, ordered=dtype.ordered)
+        else:
+            frame[name] = column.astype(dtype)
     return frame
