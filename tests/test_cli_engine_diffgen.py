@@ -110,7 +110,7 @@ def test_in_memory_methods_name_diffgen_among_the_out_of_core_ones(workdir, caps
     ("extra", "message"),
     [
         (["--master", "local[1]"], "--master applies to --engine spark"),
-        (["--engine", "dask"], "--engine dask runs ir-dp and laplace only"),
+        (["--scheduler", "tcp://localhost:1"], "--scheduler applies to --engine dask"),
     ],
 )
 def test_engine_options_diffgen_cannot_take_are_refused(workdir, capsys, extra, message):

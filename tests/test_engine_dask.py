@@ -178,10 +178,7 @@ def test_parquet_files_release_as_in_memory(client, tmp_path, batch_rows):
 @pytest.mark.parametrize(
     ("method", "kwargs", "named"),
     [
-        (dpfast.ir_dp, {"k": 5, "linkage": "records"}, "linkage='records'"),
-        (dpfast.ir_dp, {"k": 5, "shuffle": False}, "shuffle=False"),
-        (dpfast.ir_dp, {"k": 5, "unprotected": "shuffle"}, "unprotected='shuffle'"),
-        (dpfast.laplace_dp, {"unprotected": "keep"}, "unprotected='keep'"),
+        (dpfast.ir_dp, {"k": 5, "metrics": True}, "metrics=True"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
         (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],
@@ -335,9 +332,6 @@ def test_cli_refuses_dask_options_it_cannot_run(tmp_path, capsys):
     no_dask = [a for a in args if a not in ("--engine", "dask")]
     assert cli.main([*no_dask, "--scheduler", "tcp://x:1", "-o", str(tmp_path / "o")]) == 2
     assert "--scheduler applies to --engine dask" in capsys.readouterr().err
-    ir = ["release", "ir-dp", *args[2:], "--k", "5", "--linkage", "records"]
-    assert cli.main([*ir, "-o", str(tmp_path / "o")]) == 2
-    assert "--engine dask does not support --linkage records" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

@@ -344,8 +344,8 @@ OUT_OF_CORE_METHODS = (
 )
 _OUT_OF_CORE = (
     f"{', '.join(OUT_OF_CORE_METHODS[:-1])} and {OUT_OF_CORE_METHODS[-1]} run out of core "
-    "(--memory-limit), and on Spark (--engine spark); ir-dp and laplace also on Dask "
-    "(--engine dask); see docs/engines.md"
+    "(--memory-limit), on Spark (--engine spark) and on Dask (--engine dask); see "
+    "docs/engines.md"
 )
 _IN_MEMORY_ONLY = {
     "mdav": "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for "

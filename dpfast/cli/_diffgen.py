@@ -160,9 +160,10 @@ def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
     try:
         return _diffgen_on_engine(args, memory)
     finally:
-        stop = getattr(args, "stop_spark", None)
-        if stop is not None:
-            stop()
+        for name in ("stop_spark", "stop_dask"):  # what this command started
+            stop = getattr(args, name, None)
+            if stop is not None:
+                stop()
 
 
 def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:

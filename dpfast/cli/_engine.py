@@ -104,7 +104,7 @@ def executors_write(args: argparse.Namespace, method: str) -> bool:
 
 
 def dataset_source(args: argparse.Namespace) -> Any:
-    """Return INPUT as the engine's source: read by Spark (``--engine spark``) or by files."""
+    """Return INPUT as the engine's source: read by Spark or Dask (``--engine``) or by files."""
     from dpfast.engines.dataset import ParquetDataset
 
     if getattr(args, "engine", "local") == "spark":
@@ -115,36 +115,16 @@ def dataset_source(args: argparse.Namespace) -> Any:
 
 
 def check_engine_options(args: argparse.Namespace, method: str) -> None:
-    """Refuse ``--master`` or ``--scheduler`` without their engine, and what Dask cannot run."""
-    if getattr(args, "master", None) is not None and getattr(args, "engine", "local") != "spark":
+    """Refuse ``--master`` or ``--scheduler`` without their engine.
+
+    Spark and Dask run every out-of-core ``method``, with the options the column engine
+    runs (refused before, by :func:`runs_on_engine`).
+    """
+    engine = getattr(args, "engine", "local")
+    if getattr(args, "master", None) is not None and engine != "spark":
         raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
-    _check_dask_options(args, method)
-
-
-def _check_dask_options(args: argparse.Namespace, method: str) -> None:
-    """Refuse ``--scheduler`` without Dask, and on Dask what only the other engines run."""
-    dask = getattr(args, "engine", "local") == "dask"
-    if getattr(args, "scheduler", None) is not None and not dask:
+    if getattr(args, "scheduler", None) is not None and engine != "dask":
         raise ValueError("--scheduler applies to --engine dask; add --engine dask or drop it")
-    if not dask:
-        return
-    if method not in ("ir-dp", "laplace"):
-        raise ValueError(
-            f"--engine dask runs ir-dp and laplace only so far; run {method} with --engine "
-            "spark, or without --engine: --memory-limit releases it out of core on this machine"
-        )
-    found = []
-    if getattr(args, "linkage", "columns") != "columns":
-        found.append(f"--linkage {args.linkage}")
-    if not getattr(args, "shuffle", True):
-        found.append("--no-shuffle")
-    if getattr(args, "unprotected", "drop") != "drop":
-        found.append(f"--unprotected {args.unprotected}")
-    if found:
-        raise ValueError(
-            f"--engine dask does not support {', '.join(found)} yet; drop them, or run "
-            "without --engine dask: --memory-limit releases them out of core on this machine"
-        )
 
 
 def _input_bytes(args: argparse.Namespace) -> int:
@@ -268,8 +248,9 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
             engine = getattr(args, "engine", "local")
-            # Dask runs only what its workers write (the rest is refused before)
-            if engine == "dask" or (engine == "spark" and executors_write(args, method)):
+            # the workers or executors write it; otherwise this process does, from passes
+            # run on them (the source reads INPUT there)
+            if engine in ("spark", "dask") and executors_write(args, method):
                 report, private = _release_on_cluster(
                     args, method, source, progress, common, taxonomies
                 )

@@ -114,7 +114,7 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
         "Spark executors (which also write OUTPUT for ir-dp and laplace with --unprotected "
         "drop); same release. OUTPUT is a directory. Needs pip install 'dpfast[spark]'. "
-        "dask (ir-dp and laplace): the same on Dask workers (pip install 'dpfast[dask]')",
+        "dask: the same on Dask workers (pip install 'dpfast[dask]')",
     )
     parser.add_argument(
         "--scheduler",

@@ -89,6 +89,12 @@ def spark_release(method: str) -> Callable[..., Any]:
 DASK_RELEASES = {
     "ir_dp": "ir_dp_frame",
     "laplace_dp": "laplace_dp_frame",
+    "individual_ranking": "individual_ranking_frame",
+    "randomized_response": "randomized_response_frame",
+    "k_noise": "k_noise_frame",
+    "k_pram": "k_pram_frame",
+    "mdav_dp": "mdav_dp_frame",
+    "diffgen": "diffgen_frame",
 }
 
 

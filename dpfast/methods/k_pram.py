@@ -22,7 +22,7 @@ from dpfast._release import (
     numeric_columns,
     value_range,
 )
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_k_anonymity, check_retention, check_seed
 
 
@@ -148,6 +148,8 @@ def k_pram(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("k_pram", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("k_pram", locals())  # type: ignore[no-any-return]
     run = Run("k_pram", data)
     with run.phase("validate"):
         k = check_k_anonymity(k, run.table.n_rows, "k-PRAM")

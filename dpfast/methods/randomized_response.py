@@ -17,7 +17,7 @@ import pandas as pd
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import Release, Run, column_threads, keep_numerator, noise_source
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import (
     check_columns,
     check_epsilon,
@@ -245,6 +245,8 @@ def randomized_response(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("randomized_response", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("randomized_response", locals())  # type: ignore[no-any-return]
     run = Run("randomized_response", data)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)

@@ -2,7 +2,11 @@
 
 Each function here takes the public function's own arguments, refuses those the Dask
 engine cannot run (saying what to change), and returns a :class:`~dpfast.Release` whose
-``data`` is the lazy Dask DataFrame of :mod:`dpfast.engines.dask._release`.
+``data`` is a lazy Dask DataFrame: computed by the workers from small global state for
+``ir_dp`` (column linkage, shuffled, unprotected columns dropped) and ``laplace_dp``
+(unprotected columns dropped), :mod:`dpfast.engines.dask._release`; otherwise the file
+that the client wrote from passes run on the workers, read back in row order
+(:mod:`dpfast.engines.dask._methods`).
 """
 
 from __future__ import annotations
@@ -11,26 +15,33 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from dpfast._release import Progress, Release
+from dpfast.engines.dask._methods import run_on_client
 from dpfast.engines.dask._release import ir_dp_dask, laplace_dp_dask
 
-__all__ = ["ir_dp_frame", "laplace_dp_frame"]
+__all__ = [
+    "diffgen_frame",
+    "individual_ranking_frame",
+    "ir_dp_frame",
+    "k_noise_frame",
+    "k_pram_frame",
+    "laplace_dp_frame",
+    "mdav_dp_frame",
+    "randomized_response_frame",
+]
 
 
 def _refuse(method: str, found: Sequence[str]) -> None:
     if found:
         raise ValueError(
             f"{method} on a Dask DataFrame does not support {', '.join(found)}; drop "
-            f"{'it' if len(found) == 1 else 'them'} (the Dask engine releases the protected "
-            "columns only, rows shuffled, without metrics), or release frame.compute() in "
-            "memory"
+            f"{'it' if len(found) == 1 else 'them'} (the Dask engine computes no metrics and "
+            "takes public bounds only), or release frame.compute() in memory"
         )
 
 
-def _common(bounds: Any, unprotected: Any, metrics: Any, found: list[str]) -> None:
+def _common(bounds: Any, metrics: Any, found: list[str]) -> None:
     if isinstance(bounds, str):
         found.append(f"bounds={bounds!r} (give public bounds per column)")
-    if unprotected != "drop":
-        found.append(f"unprotected={unprotected!r}")
     if metrics:
         found.append("metrics=True")
 
@@ -52,14 +63,36 @@ def ir_dp_frame(
     metrics: bool = False,
     progress: Progress | None = None,
 ) -> Release:
-    """:func:`dpfast.ir_dp` of a Dask DataFrame (:func:`ir_dp_dask`), as a Release."""
+    """:func:`dpfast.ir_dp` of a Dask DataFrame, as a Release.
+
+    Column linkage, shuffled, unprotected columns dropped: :func:`ir_dp_dask` (the
+    workers compute the release); otherwise the out-of-core release written by the client
+    from passes on the workers (:func:`~dpfast.engines.dask._methods.run_on_client`).
+    """
     found: list[str] = []
-    _common(bounds, unprotected, metrics, found)
-    if linkage != "columns":
-        found.append(f"linkage={linkage!r}")
-    if not shuffle:
-        found.append("shuffle=False")
+    _common(bounds, metrics, found)
     _refuse("ir_dp", found)
+    if linkage != "columns" or not shuffle or unprotected != "drop":
+        from dpfast.engines.outofcore import ir_dp_dataset
+
+        return Release(
+            *run_on_client(
+                ir_dp_dataset,
+                data,
+                k=k,
+                epsilon=epsilon,
+                bounds=bounds or {},
+                taxonomies=taxonomies,
+                columns=columns,
+                sensitivity=sensitivity,
+                linkage=linkage,
+                shuffle=shuffle,
+                unprotected=unprotected,
+                seed=seed,
+                n_threads=n_threads,
+                progress=progress,
+            )
+        )
     frame, report, private = ir_dp_dask(
         data,
         k=k,
@@ -89,11 +122,27 @@ def laplace_dp_frame(
     """:func:`dpfast.laplace_dp` of a Dask DataFrame (:func:`laplace_dp_dask`), as a Release.
 
     Rows keep the frame's order (by partition, then position), so the frame must be
-    deterministic: persist it.
+    deterministic: persist it. Unprotected columns kept or shuffled: the out-of-core
+    release written by the client from passes on the workers.
     """
     found: list[str] = []
-    _common(bounds, unprotected, metrics, found)
+    _common(bounds, metrics, found)
     _refuse("laplace_dp", found)
+    if unprotected != "drop":
+        from dpfast.engines.outofcore import laplace_dp_dataset
+
+        return Release(
+            *run_on_client(
+                laplace_dp_dataset,
+                data,
+                epsilon=epsilon,
+                bounds=bounds,
+                columns=columns,
+                unprotected=unprotected,
+                seed=seed,
+                progress=progress,
+            )
+        )
     frame, report, private = laplace_dp_dask(
         data,
         epsilon=epsilon,
@@ -103,3 +152,182 @@ def laplace_dp_frame(
         progress=progress,
     )
     return Release(frame, report, private)
+
+
+def individual_ranking_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    metrics: bool = False,
+    progress: Progress | None = None,
+) -> Release:
+    """:func:`dpfast.individual_ranking` of a Dask DataFrame (passes on the workers)."""
+    from dpfast.engines.individual import individual_ranking_dataset
+
+    _refuse("individual_ranking", ["metrics=True"] if metrics else [])
+    release = individual_ranking_dataset
+    return Release(*run_on_client(release, data, k=k, columns=columns, progress=progress))
+
+
+def randomized_response_frame(
+    data: Any,
+    *,
+    column: Hashable,
+    domain: Any,
+    epsilon: float | None = None,
+    retention: float | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.randomized_response` of a Dask DataFrame (passes on the workers)."""
+    from dpfast.engines.rowwise import randomized_response_dataset
+
+    return Release(
+        *run_on_client(
+            randomized_response_dataset,
+            data,
+            column=column,
+            domain=domain,
+            epsilon=epsilon,
+            retention=retention,
+            seed=seed,
+            n_threads=n_threads,
+        )
+    )
+
+
+def k_noise_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.k_noise` of a Dask DataFrame (passes on the workers)."""
+    from dpfast.engines.rowwise import k_noise_dataset
+
+    return Release(
+        *run_on_client(k_noise_dataset, data, k=k, columns=columns, seed=seed, n_threads=n_threads)
+    )
+
+
+def k_pram_frame(
+    data: Any,
+    *,
+    k: int,
+    columns: Sequence[Hashable] | None = None,
+    retention: float = 0.5,
+    seed: int | None = None,
+    n_threads: int | None = None,
+) -> Release:
+    """:func:`dpfast.k_pram` of a Dask DataFrame (passes on the workers)."""
+    from dpfast.engines.rowwise import k_pram_dataset
+
+    return Release(
+        *run_on_client(
+            k_pram_dataset,
+            data,
+            k=k,
+            columns=columns,
+            retention=retention,
+            seed=seed,
+            n_threads=n_threads,
+        )
+    )
+
+
+def mdav_dp_frame(
+    data: Any,
+    *,
+    k: int,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    unprotected: str = "drop",
+    reference: Any = "corners",
+    calibration: str = "l1",
+    seed: int | None = None,
+    metrics: bool = False,
+    progress: Progress | None = None,
+) -> Release:
+    """:func:`dpfast.mdav_dp` of a Dask DataFrame (passes on the workers)."""
+    from dpfast.engines.mdav_dp import mdav_dp_dataset
+
+    found: list[str] = []
+    _common(bounds, metrics, found)
+    if unprotected != "drop":
+        found.append(f"unprotected={unprotected!r} (mdav_dp out of core drops them)")
+    _refuse("mdav_dp", found)
+    return Release(
+        *run_on_client(
+            mdav_dp_dataset,
+            data,
+            k=k,
+            epsilon=epsilon,
+            bounds=bounds,
+            taxonomies=taxonomies,
+            columns=columns,
+            reference=reference,
+            calibration=calibration,
+            seed=seed,
+            progress=progress,
+        )
+    )
+
+
+def diffgen_frame(
+    data: Any,
+    *,
+    target: Hashable,
+    epsilon: float,
+    steps: int,
+    taxonomies: Mapping[Hashable, Any] | None = None,
+    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    utility: Any = "max",
+    classes: Sequence[Any] | None = None,
+    seed: int | None = None,
+) -> Any:
+    """:func:`dpfast.diffgen` of a Dask DataFrame: its counts as a Dask DataFrame.
+
+    The passes run on the workers; the counts table (one row per cell and class, small)
+    is the in-memory release's of ``frame.compute()`` (categorical columns whose
+    categories are the cut's values), as a Dask DataFrame of one partition.
+    ``microdata()`` needs the counts in memory: expand ``counts.compute()`` instead.
+    """
+    import dataclasses
+    import tempfile
+
+    import dask
+    import dask.dataframe as dd
+
+    from dpfast.engines.dask._methods import memory_limit, scratch_directory
+    from dpfast.engines.dask._release import dask_of, dask_source
+    from dpfast.engines.diffgen import diffgen_source
+
+    found: list[str] = []
+    _common(bounds, False, found)
+    _refuse("diffgen", found)
+    source = dask_source(data)
+    dask_of(source)  # anything else is refused before a pass runs
+    with tempfile.TemporaryDirectory(prefix="diffgen-", dir=scratch_directory()) as scratch:
+        release = diffgen_source(
+            source,
+            scratch,
+            target=target,
+            epsilon=epsilon,
+            steps=steps,
+            taxonomies=taxonomies,
+            bounds=bounds,  # type: ignore[arg-type]
+            utility=utility,
+            classes=classes,
+            seed=seed,
+            memory_limit=memory_limit(),
+        )
+    counts = release.counts.to_pandas()
+    # the categories and text keep the in-memory release's dtypes
+    with dask.config.set({"dataframe.convert-string": False}):
+        frame = dd.from_pandas(counts, npartitions=1, sort=False)
+    return dataclasses.replace(release, counts=frame)

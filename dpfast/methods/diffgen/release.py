@@ -14,7 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import Run, noise_source
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.io import as_table_data, build_table
@@ -179,6 +179,8 @@ def diffgen(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("diffgen", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("diffgen", locals())  # type: ignore[no-any-return]
     run = Run("diffgen", data)
     with run.phase("validate"):
         epsilon = check_epsilon(epsilon)

@@ -28,7 +28,7 @@ from dpfast._release import (
     split_columns,
     taxonomy_parameters,
 )
-from dpfast._release.dispatch import is_spark_frame, on_spark
+from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_bounds, check_choice, check_epsilon, check_k, check_seed
 from dpfast.accounting import (
     GuaranteeLevel,
@@ -151,6 +151,8 @@ def mdav_dp(
     """
     if is_spark_frame(data):  # runs on Spark, docs/engines.md
         return on_spark("mdav_dp", locals())  # type: ignore[no-any-return]
+    if is_dask_frame(data):  # runs on Dask, docs/engines.md
+        return on_dask("mdav_dp", locals())  # type: ignore[no-any-return]
     run = Run("mdav_dp", data, progress)
     with run.phase("validate"):
         args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
