@@ -63,6 +63,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines._files import append_array, write_at
 from dpfast.engines._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 from dpfast.io import WRITE_ROWS
@@ -372,7 +373,7 @@ def _laplace_column(
         totals = [0, 0]
         parts = dataset.map_column(str(column.name), limits.batch_rows, batch)
         for first_row, out, clamped, on_bound in parts:
-            os.pwrite(fd, out.tobytes(), first_row * 8)
+            write_at(fd, out, first_row * 8)
             totals[0] += clamped
             totals[1] += on_bound
     finally:
@@ -634,7 +635,7 @@ def _write_in_order(
             out = np.empty(order.shape[0], dtype=group_values.dtype)
             ranking.take_groups(group_values, order, k, out)
             del order
-            out.tofile(file)
+            append_array(file, out)
             lo = hi
 
 
