@@ -412,31 +412,50 @@ def test_a_really_full_disk_ends_cleanly(tmp_path, engine):
 # Spark: a lost executor (its Python worker), a full disk, an interrupt
 
 
-def _spark_frame(spark: Any, table: pd.DataFrame) -> Any:
-    return spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
+class _Faults:
+    """Faults for the tasks of partition 0 to meet, set from the test through files.
 
-
-def _with_fault(frame: Any, arm: Path, done: Path, fault: str, every: bool = False) -> Any:
-    """``frame`` through a step that, once ``arm`` exists, makes partition 0's task meet
-    ``fault``: ``"kill"`` (its Python worker dies by SIGKILL) or ``"interrupt"`` (the
-    driver gets SIGINT, as from Ctrl-C); once (``done`` is made then), or at every attempt.
+    ``arm(n, fault)`` lets the next ``n`` batches of partition 0 meet ``fault``:
+    ``"kill"`` (the Python worker running the task dies by SIGKILL) or ``"interrupt"``
+    (this process gets SIGINT, as from Ctrl-C); ``hits`` counts the faults met.
     """
-    arm_at, done_at, driver = str(arm), str(done), os.getpid()
 
-    def step(batches: Any) -> Any:
-        from pyspark import TaskContext
+    def __init__(self, where: Path) -> None:
+        where.mkdir()
+        (where / "hits").mkdir()
+        self.where = where
+        self.arm(0, "kill")
 
-        for batch in batches:
-            first = TaskContext.get().partitionId() == 0
-            if first and os.path.exists(arm_at) and (every or not os.path.exists(done_at)):
-                Path(done_at).touch()
-                if fault == "kill":
-                    os.kill(os.getpid(), signal.SIGKILL)
-                os.kill(driver, signal.SIGINT)
-                time.sleep(2)  # still running when the driver cancels the job
-            yield batch
+    @property
+    def hits(self) -> int:
+        return len(os.listdir(self.where / "hits"))
 
-    return frame.mapInArrow(step, frame.schema)
+    def arm(self, n: int, fault: str) -> None:
+        (self.where / "fault").write_text(fault, encoding="utf-8")
+        (self.where / "allowed").write_text(str(self.hits + n), encoding="utf-8")
+
+    def frame(self, frame: Any) -> Any:
+        """``frame`` through a step that meets the armed faults."""
+        from dpfast.engines.spark._rows import quietly
+
+        where, driver = str(self.where), os.getpid()
+
+        def step(batches: Any) -> Any:
+            from pyspark import TaskContext
+
+            for batch in batches:
+                if TaskContext.get().partitionId() == 0:
+                    hits = len(os.listdir(os.path.join(where, "hits")))
+                    if hits < int(Path(where, "allowed").read_text(encoding="utf-8")):
+                        Path(where, "hits", str(hits)).touch()
+                        if Path(where, "fault").read_text(encoding="utf-8") == "kill":
+                            os.kill(os.getpid(), signal.SIGKILL)
+                        os.kill(driver, signal.SIGINT)
+                        time.sleep(2)  # still running when the driver cancels the job
+                yield batch
+
+        with quietly():  # pyspark warns of pandas >= 3 as it plans mapInArrow
+            return frame.mapInArrow(step, frame.schema)
 
 
 def _laplace_args(columns: list[str] = COLUMNS) -> dict[str, Any]:
@@ -452,65 +471,91 @@ def _wait_for_idle(spark: Any, seconds: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("phase", ["pass", "write"])
-def test_a_python_worker_killed_on_spark_gives_the_same_release(spark, tmp_path, phase):
-    from dpfast.engines.spark import laplace_dp_spark, write_release
+@pytest.fixture(scope="module")
+def on_spark(spark, tmp_path_factory):
+    """One laplace_dp release on Spark whose second pass lost its Python worker once.
 
-    table = _table()
-    arm, killed = tmp_path / "arm", tmp_path / "killed"
-    frame = _with_fault(_spark_frame(spark, table), arm, killed, "kill")
+    Returns the table, the faults (disarmed) and the release: its lazy frame of the
+    executors, computed again (with its faults) by every write.
+    """
+    from dpfast.engines.spark import laplace_dp_spark
+
+    table = _table(20_000)
+    faults = _Faults(tmp_path_factory.mktemp("spark") / "faults")
 
     def progress(*call: Any) -> None:  # after the first pass: the next one loses its worker
-        if phase == "pass":
-            arm.touch()
+        if faults.hits == 0:
+            faults.arm(1, "kill")
 
+    frame = faults.frame(_spark_frame(spark, table))
     data, report, private = laplace_dp_spark(frame, progress=progress, **_laplace_args())
-    assert killed.exists() == (phase == "pass")
-    arm.touch()
-    write_release(data, tmp_path / "released", report)
-    assert killed.exists()  # a task's worker did die, and the task was run again
+    hits = faults.hits
+    faults.arm(0, "kill")
+    return table, faults, (data, report, private), hits
+
+
+def test_a_python_worker_killed_mid_pass_and_mid_write_gives_the_same_release(on_spark, out):
+    from dpfast.engines.spark import write_release
+
+    table, faults, (data, report, private), killed_in_passes = on_spark
+    assert killed_in_passes == 1  # a pass's task lost its worker, and ran again
+    faults.arm(1, "kill")
+    write_release(data, out / "released", report)
+    assert faults.hits == 2  # and a task of the write
     expected = _expected("laplace_dp", table)
-    _assert_released(pq.read_table(tmp_path / "released").to_pandas(), expected)
+    _assert_released(pq.read_table(out / "released").to_pandas(), expected)
     assert report.to_dict() == expected.report.to_dict()
     assert private.clamped == expected.private.clamped
     assert private.clamped_output == expected.private.clamped_output
 
 
-def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, tmp_path, out):
-    from dpfast.engines.spark import laplace_dp_spark, write_release
+def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, on_spark, out):
+    from dpfast.engines.spark import write_release
 
-    arm, killed = tmp_path / "arm", tmp_path / "killed"
-    frame = _with_fault(_spark_frame(spark, _table()), arm, killed, "kill", every=True)
-    data, report, _ = laplace_dp_spark(frame, **_laplace_args())
-    arm.touch()
+    _, faults, (data, report, _), _ = on_spark
+    faults.arm(100, "kill")
     published = []
-    with pytest.raises(Exception, match="Python worker exited unexpectedly"):
-        write_release(data, out / "released", report, before_publish=published.append)
+    try:
+        with pytest.raises(Exception, match="Python worker exited unexpectedly"):
+            write_release(data, out / "released", report, before_publish=published.append)
+    finally:
+        faults.arm(0, "kill")
     assert published == []
     _wait_for_idle(spark)
     assert list(out.iterdir()) == []
     assert spark.range(5).count() == 5  # the session runs on
 
 
-@pytest.mark.parametrize("phase", ["pass", "write"])
-def test_an_interrupt_on_spark_leaves_nothing(spark, tmp_path, out, phase):
-    from dpfast.engines.spark import laplace_dp_spark, write_release
+def test_an_interrupt_while_spark_writes_leaves_nothing(spark, on_spark, out):
+    from dpfast.engines.spark import write_release
 
-    arm, sent = tmp_path / "arm", tmp_path / "sent"
-    frame = _with_fault(_spark_frame(spark, _table()), arm, sent, "interrupt")
-    if phase == "pass":
-        arm.touch()
-        with pytest.raises(KeyboardInterrupt):
-            laplace_dp_spark(frame, **_laplace_args())
-    else:
-        data, report, _ = laplace_dp_spark(frame, **_laplace_args())
-        arm.touch()
+    _, faults, (data, report, _), _ = on_spark
+    hits = faults.hits
+    faults.arm(1, "interrupt")
+    try:
         with pytest.raises(KeyboardInterrupt):
             write_release(data, out / "released", report)
-    assert sent.exists()
+    finally:
+        faults.arm(0, "kill")
+    assert faults.hits == hits + 1
     _wait_for_idle(spark)
     assert list(out.iterdir()) == []
     assert spark.range(5).count() == 5  # the session runs on
+
+
+def test_an_interrupt_during_a_pass_on_spark_is_an_interrupt(spark, tmp_path):
+    faults = _Faults(tmp_path / "faults")
+    faults.arm(1, "interrupt")
+    frame = faults.frame(_spark_frame(spark, _table()))
+    with pytest.raises(KeyboardInterrupt):  # not the job's cancellation that follows it
+        dpfast.laplace_dp(frame, **_laplace_args())
+    assert faults.hits == 1
+    _wait_for_idle(spark)
+    assert spark.range(5).count() == 5
+
+
+def _spark_frame(spark: Any, table: pd.DataFrame) -> Any:
+    return spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
 
 
 def _jvm_pid(spark: Any) -> int:
@@ -522,12 +567,12 @@ def _jvm_pid(spark: Any) -> int:
     return int(proc.pid)
 
 
-def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, out):
+def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_spark, out):
     import resource
 
-    from dpfast.engines.spark import laplace_dp_spark, write_release
+    from dpfast.engines.spark import write_release
 
-    data, report, _ = laplace_dp_spark(_spark_frame(spark, _table(20_000)), **_laplace_args())
+    _, _, (data, report, _), _ = on_spark
     pid = _jvm_pid(spark)
     soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (32 * 1024, hard))  # parts are ~160 KB

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from dpfast._release.dispatch import interrupt_in
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
@@ -245,7 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.strerror:
             message = _os_error_message(exc)
         return _error(message or type(exc).__name__)
-    except Exception:
+    except Exception as exc:
+        if interrupt_in(exc) is not None:  # Ctrl-C, turned by pyspark into a cancelled job
+            print("dpfast: interrupted", file=sys.stderr)
+            return 130
         traceback.print_exc()
         print(
             "dpfast: internal error: this is a bug in dpfast; please report it with the "

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpfast._release.dispatch import interrupt_in
 from dpfast.accounting import Report
 from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
 
@@ -57,10 +58,10 @@ def write_release(
             try:
                 data.write.option("compression", "zstd").parquet(str(written.absolute()))
             except Exception as exc:
-                disk = _disk_error(exc, target)
-                if disk is None:
+                stop = interrupt_in(exc) or _disk_error(exc, target)
+                if stop is None:
                     raise
-                raise disk from exc
+                raise stop from exc
         for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS")]:
             extra.unlink()
         if before_publish is not None:
