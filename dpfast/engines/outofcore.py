@@ -751,7 +751,21 @@ def _scratch_beside(target: Path) -> Iterator[Path]:
     try:
         yield scratch
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove_tree(scratch)
+
+
+def _remove_tree(path: Path, tries: int = 100) -> None:
+    """Remove a directory tree; again while a writer still running adds files to it.
+
+    A cluster's task cancelled while it writes runs on (Dask does not stop a running task)
+    and may make a file as the tree is being removed; once the directory is gone, it cannot
+    (Arrow does not make parent directories). Gives up after ``tries`` (5 s).
+    """
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.05)
 
 
 def _write_and_publish(
