@@ -33,6 +33,7 @@ How each fault is made, and why that way:
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import json
 import os
@@ -362,10 +363,32 @@ def test_cli_says_the_disk_is_full_and_how_to_fix_it(
     assert BudgetFile(budget).remaining() == pytest.approx(20 - spent)
 
 
+def test_cli_exits_as_interrupted_when_pyspark_reports_the_cancelled_job(
+    monkeypatch, capsys, tmp_path, files, out
+):
+    # Ctrl-C while pyspark collects: its SIGINT handler cancels the jobs and raises
+    # KeyboardInterrupt, then pyspark raises the job's cancellation while handling it
+    from dpfast import cli
+    from dpfast.cli import _engine
+
+    def cancelled(*args: Any, **kwargs: Any) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            # as pyspark raises it: the interrupt is the context, not the cause
+            raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs")  # noqa: B904
+
+    monkeypatch.setattr(_engine, "_release_on_engine", cancelled)
+    args = _cli_args("laplace", files, out / "released", _schema(tmp_path))
+    assert cli.main([*args, "--memory-limit", "1MiB"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "dpfast: interrupted"
+
+
 # ---------------------------------------------------------------------------------------
 # A really full disk: a tmpfs of 64 KiB in a user and mount namespace
 
 
+@functools.cache
 def _namespaces_work() -> bool:
     unshare = shutil.which("unshare")
     if unshare is None or sys.platform != "linux":
@@ -400,11 +423,11 @@ print(json.dumps({"code": done.returncode, "err": done.stderr, "left": left}))
         pytest.param(["--engine", "spark", "--master", "local[1]"], id="spark"),
     ],
 )
-def test_a_really_full_disk_ends_cleanly(tmp_path, engine):
+def test_a_really_full_disk_ends_cleanly(request, tmp_path, engine):
     if not _namespaces_work():
         pytest.skip("unprivileged user namespaces (unshare -rm) are not available here")
     if engine[1] == "spark":
-        pytest.importorskip("pyspark", reason="pyspark is not installed")
+        request.getfixturevalue("spark")  # skips without pyspark or Java 17
     files = _write_files(_table(20_000), tmp_path / "in", [7000])  # 320 KB of scratch
     before = _contents(files)
     out = tmp_path / "out"
