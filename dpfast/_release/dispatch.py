@@ -29,7 +29,34 @@ def on_spark(method: str, arguments: dict[str, Any]) -> Any:
     engines = importlib.import_module("dpfast.engines")
     named = dict(arguments)
     data = named.pop("data")
-    return engines.spark_release(method)(data, **named)
+    try:
+        return engines.spark_release(method)(data, **named)
+    except Exception as exc:
+        interrupt = interrupt_in(exc)
+        if interrupt is None:
+            raise
+        raise interrupt from exc
+
+
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """Return the ``KeyboardInterrupt`` that ``exc`` was raised in handling, if any.
+
+    Ctrl-C while pyspark collects a job's results raises ``KeyboardInterrupt`` (pyspark's
+    SIGINT handler cancels the jobs first), but pyspark then asks the JVM for the job's
+    result, which raises the job's cancellation in its place, with the interrupt as its
+    context: the caller must still see an interrupt.
+    """
+    found: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while found:
+        error = found.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        found += [e for e in (error.__cause__, error.__context__) if e is not None]
+    return None
 
 
 def is_dask_frame(data: object) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import os
 import signal
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from dpfast._release.dispatch import interrupt_in
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
@@ -180,6 +182,23 @@ def _handle(args: argparse.Namespace) -> int:
         return int(args.handler(args))
 
 
+def _os_error_message(exc: OSError) -> str:
+    """Say what a failed read or write needs: room on the disk, or a path and permissions."""
+    target = f" {exc.filename!r}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"{exc.strerror}{target}: the disk is full; free space on it, or write OUTPUT to "
+            "a disk with room (out of core, the scratch files, about 8 bytes per row and "
+            "released column, are written beside OUTPUT too)"
+        )
+    if exc.errno == errno.EFBIG:
+        return (
+            f"{exc.strerror}{target}: a file outgrew the file size limit (ulimit -f) or the "
+            "file system's; raise the limit, or write OUTPUT to another file system"
+        )
+    return f"{exc.strerror}{target}; check the path and its permissions"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dpfast`` command line.
 
@@ -225,10 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = str(exc)
         if isinstance(exc, OSError) and exc.strerror:
-            target = f" {exc.filename!r}" if exc.filename else ""
-            message = f"{exc.strerror}{target}; check the path and its permissions"
+            message = _os_error_message(exc)
         return _error(message or type(exc).__name__)
-    except Exception:
+    except Exception as exc:
+        if interrupt_in(exc) is not None:  # Ctrl-C, turned by pyspark into a cancelled job
+            print("dpfast: interrupted", file=sys.stderr)
+            return 130
         traceback.print_exc()
         print(
             "dpfast: internal error: this is a bug in dpfast; please report it with the "

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
+from dpfast.engines._files import append_array
 from dpfast.engines.dataset import ColumnSource
 from dpfast.engines.outofcore import DatasetRun, _Limits
 from dpfast.methods.k_pram import search_intervals
@@ -137,8 +138,9 @@ def find_replacements(
         window = _Window(intervals, key, keep, first, min(n, first + size))
         rows, found = window.resolve(dataset, name, limits.batch_rows)
         paths = (scratch / f"pram-{w}-rows.bin", scratch / f"pram-{w}-values.bin")
-        rows.tofile(paths[0])
-        found.tofile(paths[1])
+        for path, values in zip(paths, (rows, found), strict=True):
+            with open(path, "wb") as file:
+                append_array(file, values)
         files.append(paths)
     return Replacements(tuple(files))
 

@@ -54,6 +54,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import PrivateReport, Report, names
+from dpfast.engines._files import append_array, write_at
 from dpfast.engines._ranges import cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 from dpfast.engines.outofcore import (
@@ -400,7 +401,7 @@ def _positional(
     total = 0
     try:
         for first_row, values, count in dataset.map_column(str(name), budget.batch_rows, batch):
-            os.pwrite(fd, values.tobytes(), first_row * 8)
+            write_at(fd, values, first_row * 8)
             total += count
     finally:
         os.close(fd)
@@ -491,7 +492,7 @@ def _orders(
                 keys = mdav_kernels.reference_keys(
                     values, geometry.points[p], geometry.widths, codes, geometry.terms[p]
                 )
-                mdav_stream.orderable_bits(keys).tofile(files[p])
+                append_array(files[p], mdav_stream.orderable_bits(keys))
             run.tick("distance keys", first + count, n)
     finally:
         for file in files:
@@ -596,7 +597,7 @@ def _sort_point(
             else:  # equal in every component: row order
                 for first, count in _chunks(n, budget.chunk_rows):
                     where, _ = components.select(prefix, lo, hi, first, count)
-                    (where + first).tofile(order)
+                    append_array(order, where + first)
                 tick(held)
 
         return process
@@ -635,7 +636,7 @@ def _sort_range(
         lexicographic = [codes[:, j] for j in range(codes.shape[1] - 1, -1, -1)]
         lexicographic += [values[:, j] for j in range(values.shape[1] - 1, -1, -1)]
         by_key = np.lexsort([*lexicographic, keys])
-    rows[by_key].tofile(order)
+    append_array(order, rows[by_key])
 
 
 def _gather_attributes(
@@ -695,7 +696,7 @@ def _merge(
                 rest = np.flatnonzero(labels == n_steps)
                 if rest.shape[0]:
                     first_rows[n_steps] = first + int(rest[0])
-            labels.tofile(labels_file)
+            append_array(labels_file, labels)
     return first_rows
 
 
@@ -758,7 +759,7 @@ def _file_taken(
     edges = np.searchsorted(which[by_bucket], np.arange(len(buckets) + 1))
     for b in np.flatnonzero(edges[1:] > edges[:-1]).tolist():
         with open(buckets[b], "ab") as file:
-            pairs[edges[b] : edges[b + 1]].tofile(file)
+            append_array(file, pairs[edges[b] : edges[b + 1]])
 
 
 # -- pass 5: centroids -----------------------------------------------------------------
@@ -904,7 +905,7 @@ def _write_in_order(
             )
             del rows
             for name, values in cluster_values.items():
-                values[labels].tofile(files[name])
+                append_array(files[name], values[labels])
             done += labels.shape[0]
             run.tick("output order", done, n)
             lo = hi

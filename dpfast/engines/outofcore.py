@@ -63,6 +63,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines._files import append_array, write_at
 from dpfast.engines._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.dataset import ColumnSource
@@ -373,7 +374,7 @@ def _laplace_column(
         totals = [0, 0]
         parts = dataset.map_column(str(column.name), limits.batch_rows, batch)
         for first_row, out, clamped, on_bound in parts:
-            os.pwrite(fd, out.tobytes(), first_row * 8)
+            write_at(fd, out, first_row * 8)
             totals[0] += clamped
             totals[1] += on_bound
     finally:
@@ -713,7 +714,7 @@ def _write_in_order(
             out = np.empty(order.shape[0], dtype=group_values.dtype)
             ranking.take_groups(group_values, order, k, out)
             del order
-            out.tofile(file)
+            append_array(file, out)
             lo = hi
 
 
@@ -829,7 +830,21 @@ def _scratch_beside(target: Path) -> Iterator[Path]:
     try:
         yield scratch
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove_tree(scratch)
+
+
+def _remove_tree(path: Path, tries: int = 100) -> None:
+    """Remove a directory tree; again while a writer still running adds files to it.
+
+    A cluster's task cancelled while it writes runs on (Dask does not stop a running task)
+    and may make a file as the tree is being removed; once the directory is gone, it cannot
+    (Arrow does not make parent directories). Gives up after ``tries`` (5 s).
+    """
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.05)
 
 
 def _write_and_publish(

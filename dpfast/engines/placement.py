@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore
+from dpfast.engines._files import write_at
 
 Sink = Callable[[pa.Array, int], None]
 
@@ -196,7 +197,7 @@ def raw_sink(path: Path, dtype: np.dtype) -> tuple[Sink, Callable[[], None]]:
 
     def write(values: pa.Array, first: int) -> None:
         data = np.ascontiguousarray(np.asarray(values), dtype=dtype).tobytes()
-        os.pwrite(fd, data, first * dtype.itemsize)
+        write_at(fd, data, first * dtype.itemsize)
 
     return write, lambda: os.close(fd)
 

@@ -13,7 +13,6 @@ after those of the batches before it. Ranges are handed on in increasing rank or
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import ranking
+from dpfast.engines._files import write_at
 from dpfast.engines._ranges import cut_ranges, refined_shift
 from dpfast.engines.dataset import ColumnSource
 
@@ -117,7 +117,7 @@ class RankPasses:
             keys, rows = keys[order], rows[order]
             del order
         self._on_sorted(keys, first_rank)
-        os.pwrite(self._fd, rows.tobytes(), first_rank * 8)
+        write_at(self._fd, rows, first_rank * 8)
 
     def _run(self, key: int, first_rank: int, count: int) -> None:
         """Rank a long tie of ``key`` by row, in two passes."""
@@ -131,7 +131,7 @@ class RankPasses:
         for first_row, rows in self._batches(
             lambda k, f: (f, np.flatnonzero(k == equal) + f), False
         ):
-            os.pwrite(self._fd, rows.astype(np.int64).tobytes(), offsets[first_row] * 8)
+            write_at(self._fd, rows.astype(np.int64), offsets[first_row] * 8)
 
     def _histogram(self, lo: int, hi: int, shift: int, count: bool = False) -> np.ndarray:
         size = ((hi - 1 - lo) >> shift) + 1

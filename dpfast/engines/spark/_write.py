@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import uuid
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpfast._release.dispatch import interrupt_in
 from dpfast.accounting import Report
 from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
 
@@ -53,7 +55,13 @@ def write_release(
     with _scratch_beside(target) as scratch:
         written = scratch / "release"
         with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
-            data.write.option("compression", "zstd").parquet(str(written.absolute()))
+            try:
+                data.write.option("compression", "zstd").parquet(str(written.absolute()))
+            except Exception as exc:
+                stop = interrupt_in(exc) or _disk_error(exc, target)
+                if stop is None:
+                    raise
+                raise stop from exc
         for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS")]:
             extra.unlink()
         if before_publish is not None:
@@ -61,6 +69,20 @@ def write_release(
         _publish(written, target)
         if after_publish is not None:
             after_publish()
+
+
+def _disk_error(exc: Exception, target: Path) -> OSError | None:
+    """Return the full disk that failed a write on the executors as an ``OSError``, else None.
+
+    The executors' Java writer fails with ``java.io.IOException: No space left on device``
+    (or the quota's, or the file size limit's), which reaches Python as Spark's error text:
+    the errno is found by its message, so that the caller sees an ``OSError`` it can explain.
+    """
+    text = str(exc)
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if os.strerror(code) in text:
+            return OSError(code, f"{os.strerror(code)} on an executor writing {str(target)!r}")
+    return None
 
 
 def check_spark_output(output: str | os.PathLike[str]) -> None:
