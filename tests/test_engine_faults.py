@@ -596,6 +596,19 @@ def test_an_interrupt_during_a_pass_on_spark_is_an_interrupt(spark, tmp_path):
     assert spark.range(5).count() == 5
 
 
+def test_an_interrupt_during_a_pass_of_an_engine_function_is_an_interrupt(spark, tmp_path):
+    from dpfast.engines.spark import laplace_dp_spark
+
+    faults = _Faults(tmp_path / "faults")
+    faults.arm(1, "interrupt")
+    frame = faults.frame(_spark_frame(spark, _table()))
+    with pytest.raises(KeyboardInterrupt):  # SparkSource itself, below the public function
+        laplace_dp_spark(frame, **_laplace_args())
+    assert faults.hits == 1
+    _wait_for_idle(spark)
+    assert spark.range(5).count() == 5
+
+
 def _spark_frame(spark: Any, table: pd.DataFrame) -> Any:
     return spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast._release.dispatch import interrupt_in
 from dpfast.engines._sorted import Ranges, group_by_range, sorted_runs, split_by_range
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
@@ -262,7 +263,7 @@ class SparkSource:
                 else [row.payload for row in planned.collect()]
             )
         except Exception as exc:
-            error = _unwrapped(exc)
+            error = _raised(exc)
             if error is exc:
                 raise
             raise error from exc
@@ -278,7 +279,7 @@ class SparkSource:
         try:
             return _collect(planned)
         except Exception as exc:
-            error = _unwrapped(exc)
+            error = _raised(exc)
             if error is exc:
                 raise
             raise error from exc
@@ -290,6 +291,17 @@ def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
         return [tuple(row) for row in results.collect()]
     table = results.toArrow()
     return list(zip(*(table.column(i).to_pylist() for i in range(4)), strict=True))
+
+
+def _raised(exc: Exception) -> BaseException:
+    """Return what a failed job raises: Ctrl-C's interrupt, else the task's own exception.
+
+    pyspark turns Ctrl-C during a job into the cancelled job's error, with the interrupt
+    as its context (:func:`dpfast._release.dispatch.interrupt_in`).
+    """
+    if interrupt_in(exc) is not None:
+        return KeyboardInterrupt()
+    return _unwrapped(exc)
 
 
 def _unwrapped(exc: Exception) -> Exception:
