@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from dpfast._release.dispatch import interrupt_in
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -142,7 +144,12 @@ def count_partitions(frame: DataFrame) -> PartitionRows:
     """Count the rows of every partition of ``frame`` (one job)."""
     with quietly():
         counted = frame.select(frame.columns[0]).mapInArrow(_count, "partition int, n long")
-    found = dict(_collect_pairs(counted))
+    try:
+        found = dict(_collect_pairs(counted))
+    except Exception as exc:  # Ctrl-C, which pyspark turns into the cancelled job's error
+        if interrupt_in(exc) is not None:
+            raise KeyboardInterrupt from exc
+        raise
     last = max(found, default=-1)  # no RDD needed: Spark Connect frames have none
     return PartitionRows(tuple(int(found.get(p, 0)) for p in range(last + 1)))
 
