@@ -351,7 +351,7 @@ def _side(data: Any, report: Any, private: Any, types: Callable[[Any], list[Any]
     rows = rows.reset_index(drop=True)
     for name in rows.columns:  # a dictionary's order is not part of the release
         if isinstance(rows[name].dtype, pd.CategoricalDtype):
-            rows[name] = rows[name].astype(object)
+            rows[name] = rows[name].astype(rows[name].cat.categories.dtype)
     counts = {key: value for key, value in private.to_dict().items() if key != "timings"}
     return Side(rows, types(data), report.to_dict(), counts)
 
