@@ -70,14 +70,17 @@ def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
 def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
     raw = table.column(name)
     if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
-        where = (
-            'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
-        )
-        raise TypeError(
-            f"column {name!r} must be numeric to be protected, got dtype {raw.dtype}; "
-            f"{where} to protect it as a categorical column, or leave it out of "
-            f"{option('columns')}"
-        )
+        raise not_numeric_error(name, raw.dtype)
+
+
+def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
+    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
+    where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
+    return TypeError(
+        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
+        f"{where} to protect it as a categorical column, or leave it out of "
+        f"{option('columns')}"
+    )
 
 
 def split_columns(

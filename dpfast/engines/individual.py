@@ -31,6 +31,7 @@ from dpfast.engines.outofcore import (
     ScratchColumn,
     _Limits,
     _numeric_values,
+    _refuse_as_in_memory,
     _scratch_beside,
     _scratch_name,
     _write_and_publish,
@@ -107,6 +108,7 @@ def _columns(
     for name in names:
         arrow_type = dataset.schema.field(str(name)).type
         if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            _refuse_as_in_memory(name, arrow_type, categorical=False)
             raise TypeError(
                 f"column {name!r} must be numeric to be aggregated, got {arrow_type}; leave "
                 "it out of the columns"

@@ -54,6 +54,7 @@ from dpfast._release import (
     warn_unproven,
 )
 from dpfast._validation import (
+    as_numeric_column,
     check_bounds,
     check_choice,
     check_columns,
@@ -301,7 +302,8 @@ def laplace_dp_dataset(
         check_nonempty(dataset.n_rows)
         epsilon = check_epsilon(epsilon)
         seed = check_seed(seed)
-        protected = _numeric_columns(dataset, check_columns(columns, dataset.names), integer)
+        selected = check_columns(columns, dataset.names)
+        protected = _numeric_columns(dataset, selected, integer, categorical=False)
         domains, derived = check_bounds(bounds, [c.name for c in protected], {})
     ledger = Ledger(epsilon)
     plans = [
@@ -383,13 +385,22 @@ def _laplace_column(
 
 
 def _numeric_columns(
-    dataset: ColumnSource, names: Sequence[Hashable], integer: Mapping[Hashable, bool] | None
+    dataset: ColumnSource,
+    names: Sequence[Hashable],
+    integer: Mapping[Hashable, bool] | None,
+    categorical: bool = True,
 ) -> list[NumericColumn]:
-    """Return the protected numeric columns, declared integer or float (default: Arrow type)."""
+    """Return the protected numeric columns, declared integer or float (default: Arrow type).
+
+    A column of another type gets the in-memory method's error: with a taxonomy hint
+    where the method protects ``categorical`` columns, else that of
+    :func:`~dpfast._validation.as_numeric_column`.
+    """
     numeric = []
     for name in names:
         arrow_type = dataset.schema.field(str(name)).type
         if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            _refuse_as_in_memory(name, arrow_type, categorical)
             raise TypeError(
                 f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
                 '"taxonomy" in the schema to protect it as a categorical column'
@@ -398,6 +409,17 @@ def _numeric_columns(
         dtype = np.dtype(np.int64 if declared else np.float64)
         numeric.append(NumericColumn(name, np.empty(0), bool(declared), dtype))
     return numeric
+
+
+def _refuse_as_in_memory(name: Hashable, arrow_type: pa.DataType, categorical: bool) -> None:
+    """Raise the in-memory error of a column of ``arrow_type`` if NumPy refuses it too."""
+    from dpfast._release.columns import not_numeric_error
+
+    dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
+    if dtype.kind == "O" or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
+        if categorical:
+            raise not_numeric_error(name, dtype)
+        as_numeric_column(np.empty(0, dtype=dtype), name)
 
 
 def _arguments(

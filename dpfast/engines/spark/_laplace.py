@@ -171,7 +171,8 @@ def noised_columns(
         check_nonempty(source.n_rows)
         epsilon = check_epsilon(epsilon)
         seed = check_seed(seed)
-        protected = _numeric_columns(source, check_columns(columns, source.names), integer)
+        selected = check_columns(columns, source.names)
+        protected = _numeric_columns(source, selected, integer, categorical=False)
         domains, derived = check_bounds(bounds, [c.name for c in protected], {})
     ledger = Ledger(epsilon)
     cells, entries = [], []
