@@ -639,7 +639,6 @@ class BadInput:
     changes: Mapping[str, Any] = field(default_factory=dict)
     damage: Callable[[pd.DataFrame], pd.DataFrame] | None = None
     extra: tuple[str, ...] = ()  # columns of the table added to the case's
-    known: str = ""  # why the engines' error differs still (a strict xfail)
 
     def input(self) -> pd.DataFrame:
         columns = [*_BY_NAME[self.case].columns, *self.extra]
@@ -690,13 +689,6 @@ _NUMERIC_METHODS = ("ir_dp", "laplace_dp", "individual_ranking", "k_noise", "k_p
 _BOUNDED = ("ir_dp", "laplace_dp", "mdav_dp", "diffgen")
 _WITH_K = ("ir_dp", "individual_ranking", "k_noise", "k_pram", "mdav_dp")
 
-#: Known: these engines stop at the first batch holding a NaN ("column 'share' has NaN or
-#: infinity at row 451; protected columns must be finite", or "has a missing value" where
-#: pandas' conversion made the NaN a null, as on Dask) where the in-memory error counts
-#: them all ("has 1 non-finite value(s) (first at row 451: NaN or missing)"); counting
-#: needs a pass of its own, as the row-wise engines make (``checked_stats``).
-_FIRST_BAD_BATCH = "the engine names the first bad row but not the count of non-finite values"
-
 BAD_INPUTS = [
     *(BadInput("missing column", case, _missing(case)) for case in _NUMERIC_METHODS),
     BadInput("missing column", "randomized_response", {"column": "nope"}),
@@ -707,11 +699,9 @@ BAD_INPUTS = [
     *(BadInput("outside the taxonomy", case, damage=_astronaut) for case in ("ir_dp", "diffgen")),
     BadInput("outside the taxonomy", "mdav_dp", damage=_astronaut),
     BadInput("outside the domain", "randomized_response", {"domain": OCCUPATIONS[:-1]}, _astronaut),
-    *(BadInput("NaN", case, damage=_nan_share) for case in ("k_noise", "k_pram", "diffgen")),
-    *(
-        BadInput("NaN", case, damage=_nan_share, known=_FIRST_BAD_BATCH)
-        for case in ("ir_dp", "laplace_dp", "individual_ranking", "mdav_dp")
-    ),
+    # the column engine stops at the first batch with a NaN, then counts them all
+    # (counts_non_finite), so its error is the in-memory one
+    *(BadInput("NaN", case, damage=_nan_share) for case in (*_NUMERIC_METHODS, "diffgen")),
 ]
 
 
@@ -727,12 +717,7 @@ def _error(call: Callable[[], Any]) -> tuple[type[BaseException], str]:
 def _bad_runs() -> list[Any]:
     engines = ["arrow", "parquet", "spark", "dask"]
     return [
-        pytest.param(
-            bad,
-            engine,
-            id=f"{bad.case}-{bad.name}-{engine}",
-            marks=[pytest.mark.xfail(strict=True, reason=bad.known)] if bad.known else [],
-        )
+        pytest.param(bad, engine, id=f"{bad.case}-{bad.name}-{engine}")
         for bad in BAD_INPUTS
         for engine in engines
         if Engine(engine, engine).runs(_BY_NAME[bad.case])
@@ -794,24 +779,23 @@ def _spark_error(
     return got, expected
 
 
-# --------------------------------------------------------------------------- known gaps
+# --------------------------------------------------------------------------- types
 
 
-@pytest.mark.xfail(strict=True, reason="the column engine writes integers as int64, text as string")
 @pytest.mark.parametrize(
     ("method", "columns", "arguments"),
     [
-        # an int32 column comes back int64 (numeric_scratch), int32 in memory
+        # an int32 column stays int32 (numeric_scratch restores the input's integer type)
         (dpfast.ir_dp, ["age", "small"], {"k": K, "epsilon": 4.0}),
         (dpfast.laplace_dp, ["age", "small"], {"epsilon": 30.0}),
         (dpfast.mdav_dp, ["age", "small"], {"k": 25, "epsilon": 200.0}),
-        # a large_string column's labels come back string (categorical_scratch)
+        # a large_string column's labels stay large strings (categorical_scratch)
         (dpfast.ir_dp, ["age", "occupation"], {"k": K, "epsilon": 4.0, "taxonomies": _TAXONOMIES}),
     ],
     ids=["ir_dp-int32", "laplace_dp-int32", "mdav_dp-int32", "ir_dp-large_string-labels"],
 )
-def test_known_type_differences_of_the_column_engine(method, columns, arguments, tmp_path):
-    # the in-memory release keeps the input's Arrow types; the suite's table avoids these
+def test_the_column_engine_keeps_the_input_types(method, columns, arguments, tmp_path):
+    # the in-memory release keeps the input's Arrow types, and so does the column engine
     data = pa.Table.from_pandas(table()[columns], preserve_index=False)  # large_string text
     arguments = {**arguments, "bounds": {"age": (17, 90), "small": (-3, 3)}, "seed": SEED}
     dataset = {dpfast.ir_dp: ir_dp_dataset, dpfast.laplace_dp: laplace_dp_dataset}.get(

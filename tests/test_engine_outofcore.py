@@ -132,9 +132,12 @@ def test_dataset_directory_output(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (None, r"column 'share' has a missing value at row 2500"),
-        (np.nan, r"column 'share' has NaN or infinity at row 2500"),
-        (np.inf, r"column 'share' has NaN or infinity at row 2500"),
+        (None, r"column 'share' has 1 non-finite value\(s\) \(first at row 2500: NaN or missing\)"),
+        (
+            np.nan,
+            r"column 'share' has 1 non-finite value\(s\) \(first at row 2500: NaN or missing\)",
+        ),
+        (np.inf, r"column 'share' has 1 non-finite value\(s\) \(first at row 2500: infinite\)"),
     ],
 )
 def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):

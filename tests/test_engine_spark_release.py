@@ -185,7 +185,9 @@ def test_an_executor_error_of_laplace_reaches_the_caller(spark):
     table = _table()
     table.loc[2345, "a"] = np.inf
     frame = _frame(spark, table).repartition(3).cache()
-    with pytest.raises(ValueError, match=r"column 'a' has NaN or infinity at row \d+"):
+    with pytest.raises(
+        ValueError, match=r"column 'a' has \d+ non-finite value\(s\) \(first at row \d+: "
+    ):
         dpfast.laplace_dp(frame, epsilon=EPSILON, bounds=BOUNDS, columns=["a"], seed=SEED)
     frame.unpersist()
 

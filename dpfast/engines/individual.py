@@ -35,10 +35,12 @@ from dpfast.engines.outofcore import (
     _scratch_beside,
     _scratch_name,
     _write_and_publish,
+    counts_non_finite,
 )
 from dpfast.engines.ranks import RankPasses, float_keys, float_values
 
 
+@counts_non_finite
 def individual_ranking_dataset(
     dataset: ColumnSource,
     output: str | os.PathLike[str],

@@ -65,6 +65,7 @@ from dpfast.engines.outofcore import (
     _scratch_beside,
     _scratch_name,
     _write_and_publish,
+    counts_non_finite,
     scratch_columns,
 )
 from dpfast.exceptions import PrivacyLeakWarning
@@ -142,6 +143,7 @@ class _Geometry:
     upper: np.ndarray
 
 
+@counts_non_finite
 def mdav_dp_dataset(
     dataset: ColumnSource,
     output: str | os.PathLike[str],
@@ -208,7 +210,9 @@ def mdav_dp_dataset(
         with run.phase("shuffle"):
             _write_in_order(scratch, args, cluster_values, source, n, budget, run)
         report, private = _reports(run, args, plan, reference, n_clusters)
-        written = scratch_columns(scratch, args.numeric, args.categorical, dataset.names)
+        written = scratch_columns(
+            scratch, args.numeric, args.categorical, dataset.names, dataset.schema
+        )
         _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
     return report, private

@@ -26,7 +26,9 @@ temporary name and renamed into place: a failed or interrupted run leaves no out
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import shutil
 import tempfile
@@ -36,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +64,7 @@ from dpfast._validation import (
     check_k,
     check_nonempty,
     check_seed,
+    non_finite_error,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
 from dpfast.engines._files import append_array, write_at
@@ -80,6 +83,9 @@ from dpfast.methods.ir_dp import (
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 Progress = Callable[[str, int, int], None]
 
@@ -135,6 +141,52 @@ class DatasetRun(Run):
         return {str(n): self.on_bound[str(n)] for n in domains if str(n) in self.on_bound}
 
 
+class NonFiniteValue(ValueError):
+    """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
+
+    Raised by the first batch found; :func:`counts_non_finite` turns it into the in-memory
+    error, which counts them all.
+    """
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by Spark and Dask tasks
+        return (NonFiniteValue, (str(self), self.column))
+
+
+def counts_non_finite(function: Callable[P, R]) -> Callable[P, R]:
+    """Give a release's :class:`NonFiniteValue` the in-memory error: count, first row, kind.
+
+    Only a failing release pays the counting pass (over the column named by the error,
+    after the release has removed its scratch files). The wrapped function takes its
+    source as ``dataset`` or ``source``, and optionally ``batch_rows``.
+    """
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def counted(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except NonFiniteValue as exc:
+            from dpfast.engines._rows import column_stats
+
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            found = bound.arguments.get("dataset", bound.arguments.get("source"))
+            rows = int(bound.arguments.get("batch_rows", BATCH_ROWS))
+            stats = column_stats(cast(ColumnSource, found), exc.column, rows)
+            if not stats.non_finite:
+                raise
+            nan = stats.first_kind == "NaN or missing"
+            error = non_finite_error(exc.column, stats.non_finite, stats.first_bad, nan)
+            raise error from None
+
+    return counted
+
+
+@counts_non_finite
 def ir_dp_dataset(
     dataset: ColumnSource,
     output: str | os.PathLike[str],
@@ -261,12 +313,15 @@ def ir_dp_dataset(
             sampler=_sampler(args),
             domains=args.domains,
         )
-        written = scratch_columns(scratch, args.numeric, args.categorical, dataset.names)
+        written = scratch_columns(
+            scratch, args.numeric, args.categorical, dataset.names, dataset.schema
+        )
         _write_and_publish(scratch, target, written, run, report, before_publish, after_publish)
     private.timings["total"] = time.perf_counter() - start
     return report, private
 
 
+@counts_non_finite
 def laplace_dp_dataset(
     dataset: ColumnSource,
     output: str | os.PathLike[str],
@@ -406,7 +461,11 @@ def _numeric_columns(
                 '"taxonomy" in the schema to protect it as a categorical column'
             )
         declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
-        dtype = np.dtype(np.int64 if declared else np.float64)
+        # an integer column keeps its own type, as in memory (values rounded, in bounds)
+        kept = pa.types.is_integer(arrow_type) and declared
+        dtype = np.dtype(
+            arrow_type.to_pandas_dtype() if kept else np.int64 if declared else np.float64
+        )
         numeric.append(NumericColumn(name, np.empty(0), bool(declared), dtype))
     return numeric
 
@@ -477,17 +536,19 @@ def _numeric_values(
     """One batch of a numeric column as float64, refusing what ``method`` refuses."""
     if array.null_count:
         row = first_row + int(pc.index(array.is_null(), True).as_py())
-        raise ValueError(
+        raise NonFiniteValue(
             f"column {column.name!r} has a missing value at row {row}; {method} needs a value "
-            "in every row of a protected column"
+            "in every row of a protected column",
+            str(column.name),
         )
     values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     finite = np.isfinite(values)
     if not finite.all():
         row = first_row + int(np.flatnonzero(~finite)[0])
-        raise ValueError(
+        raise NonFiniteValue(
             f"column {column.name!r} has NaN or infinity at row {row}; protected columns must "
-            "be finite"
+            "be finite",
+            str(column.name),
         )
     if column.integer and not np.array_equal(values, np.rint(values)):
         row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
@@ -772,14 +833,19 @@ class ScratchColumn:
 
 
 def numeric_scratch(scratch: Path, column: NumericColumn) -> ScratchColumn:
-    """Return a numeric column written as float64 to its scratch file (int64 if integer)."""
+    """Return a numeric column written as float64 to its scratch file.
+
+    An integer column is read back in its dtype (the input's integer type), as the
+    in-memory release restores it.
+    """
     path = scratch / _scratch_name(column.name)
+    kind = pa.from_numpy_dtype(column.dtype) if column.integer else pa.float64()
 
     def read(first: int, count: int) -> pa.Array:
         values = np.fromfile(path, np.float64, count, offset=first * 8)
-        return pa.array(values.astype(np.int64) if column.integer else values)
+        return pa.array(column.restore_dtype(values), kind)
 
-    return ScratchColumn(str(column.name), pa.int64() if column.integer else pa.float64(), read)
+    return ScratchColumn(str(column.name), kind, read)
 
 
 def coded_scratch(scratch: Path, name: Hashable, labels: pa.Array) -> ScratchColumn:
@@ -793,9 +859,15 @@ def coded_scratch(scratch: Path, name: Hashable, labels: pa.Array) -> ScratchCol
     return ScratchColumn(str(name), labels.type, read, dictionary=True)
 
 
-def categorical_scratch(scratch: Path, column: CategoricalColumn) -> ScratchColumn:
-    """Return a categorical column written as codes into its taxonomy's domain (strings)."""
-    labels = pa.array(list(column.taxonomy.domain), pa.string())
+def categorical_scratch(
+    scratch: Path, column: CategoricalColumn, text: pa.DataType | None = None
+) -> ScratchColumn:
+    """Return a categorical column written as codes into its taxonomy's domain.
+
+    The labels are ``text`` (the input's string type: a large-string column's labels stay
+    large strings, as in memory).
+    """
+    labels = pa.array(list(column.taxonomy.domain), text or pa.string())
     return coded_scratch(scratch, column.name, labels)
 
 
@@ -804,10 +876,17 @@ def scratch_columns(
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
     names: Sequence[str],
+    schema: pa.Schema | None = None,
 ) -> list[ScratchColumn]:
-    """Return the scratch columns of ``numeric`` and ``categorical``, in ``names`` order."""
+    """Return the scratch columns of ``numeric`` and ``categorical``, in ``names`` order.
+
+    With the input's ``schema``, a large-string column's labels are large strings.
+    """
     made = {str(c.name): numeric_scratch(scratch, c) for c in numeric}
-    made.update({str(c.name): categorical_scratch(scratch, c) for c in categorical})
+    for c in categorical:
+        kind = schema.field(str(c.name)).type if schema is not None else pa.string()
+        text = pa.large_string() if pa.types.is_large_string(kind) else pa.string()
+        made[str(c.name)] = categorical_scratch(scratch, c, text)
     return [made[name] for name in names if name in made]
 
 

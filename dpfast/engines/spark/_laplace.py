@@ -32,6 +32,7 @@ from dpfast.engines.outofcore import (
     Progress,
     _numeric_columns,
     _numeric_values,
+    counts_non_finite,
 )
 from dpfast.engines.spark._release import spark_of, spark_source
 from dpfast.partitions.grid import Grid
@@ -148,6 +149,7 @@ class _NoisedBatch:
         return pa.RecordBatch.from_arrays(arrays, names=[c.name for c in self.columns])
 
 
+@counts_non_finite
 def noised_columns(
     source: Any,
     epsilon: float,

@@ -44,6 +44,7 @@ from dpfast.engines.outofcore import (
     _numeric_group_values,
     _on_bound,
     _rank_counts,
+    counts_non_finite,
 )
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._source import SparkSource
@@ -138,6 +139,7 @@ def ir_dp_spark(
     return frame, report, private
 
 
+@counts_non_finite
 def released_columns(
     source: Any,
     k: int,
