@@ -321,6 +321,28 @@ def ir_dp_dataset(
     return report, private
 
 
+def laplace_arguments(
+    dataset: ColumnSource,
+    epsilon: float,
+    bounds: Mapping[Hashable, tuple[float, float]] | str,
+    integer: Mapping[Hashable, bool] | None,
+    columns: Sequence[Hashable] | None,
+    seed: int | None,
+) -> tuple[float, int | None, list[NumericColumn], dict[Hashable, tuple[float, float]], bool]:
+    """Check ``laplace_dp``'s arguments against a source, as the in-memory function does.
+
+    Returns epsilon, the seed, the protected columns, their domains and whether the
+    bounds came from the data.
+    """
+    check_nonempty(dataset.n_rows)
+    epsilon = check_epsilon(epsilon)
+    seed = check_seed(seed)
+    selected = check_columns(columns, dataset.names)
+    protected = _numeric_columns(dataset, selected, integer, categorical=False)
+    domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+    return epsilon, seed, protected, domains, derived
+
+
 @counts_non_finite
 def laplace_dp_dataset(
     dataset: ColumnSource,
@@ -354,12 +376,9 @@ def laplace_dp_dataset(
     run.policy = check_unprotected(unprotected)
     limits = _Limits(int(memory_limit), int(batch_rows))
     with run.phase("validate"):
-        check_nonempty(dataset.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        selected = check_columns(columns, dataset.names)
-        protected = _numeric_columns(dataset, selected, integer, categorical=False)
-        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+        epsilon, seed, protected, domains, derived = laplace_arguments(
+            dataset, epsilon, bounds, integer, columns, seed
+        )
     ledger = Ledger(epsilon)
     plans = [
         method._plan(column, domains[column.name], epsilon, len(protected), dataset.n_rows)

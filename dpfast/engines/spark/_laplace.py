@@ -18,21 +18,14 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._release import NumericColumn, noise_source
-from dpfast._validation import (
-    check_bounds,
-    check_columns,
-    check_epsilon,
-    check_nonempty,
-    check_seed,
-)
 from dpfast.accounting import Ledger, PrivateReport, Report
 from dpfast.engines.outofcore import (
     BATCH_ROWS,
     DatasetRun,
     Progress,
-    _numeric_columns,
     _numeric_values,
     counts_non_finite,
+    laplace_arguments,
 )
 from dpfast.engines.spark._release import spark_of, spark_source
 from dpfast.partitions.grid import Grid
@@ -170,12 +163,9 @@ def noised_columns(
     run = DatasetRun("laplace_dp", None, progress, dataset=source)
     run.policy = "drop"
     with run.phase("validate"):
-        check_nonempty(source.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        selected = check_columns(columns, source.names)
-        protected = _numeric_columns(source, selected, integer, categorical=False)
-        domains, derived = check_bounds(bounds, [c.name for c in protected], {})
+        epsilon, seed, protected, domains, derived = laplace_arguments(
+            source, epsilon, bounds, integer, columns, seed
+        )
     ledger = Ledger(epsilon)
     cells, entries = [], []
     for column in protected:
