@@ -13,8 +13,9 @@ job on the Parquet dataset ``DIR`` (``benchmarks/outofcore.py gen``; columns in 
     source: a speed baseline only, never to be published), mapped back to the rows and
     written with ``to_parquet``.
 
-The JSON holds the wall seconds, the client's peak RSS and every worker's peak RSS
-(sampled every half second with ``client.run``), in bytes.
+The JSON holds the wall seconds, the CPU seconds of the client and of each worker
+during the job, the client's peak RSS and every worker's peak RSS (sampled every half
+second with ``client.run``), in bytes.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def _rss() -> int:
     import psutil
 
     return int(psutil.Process().memory_info().rss)
+
+
+def _cpu() -> float:
+    """Seconds of CPU this process (a worker) has used, its own threads' and children's."""
+    import psutil
+
+    times = psutil.Process().cpu_times()
+    return float(times.user + times.system + times.children_user + times.children_system)
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class _Peaks:
@@ -120,10 +134,16 @@ def main(argv: list[str] | None = None) -> int:
             Client(cluster) as client,
         ):
             with _Peaks(client) as peaks:
+                workers_before, client_before = client.run(_cpu), _own_cpu()
                 start = time.perf_counter()
                 job = _dpfast if args.job == "dpfast" else _naive
                 job(args.data, out / "release", args.k, args.epsilon)
                 seconds = time.perf_counter() - start
+                client_cpu = _own_cpu() - client_before
+                workers_after = client.run(_cpu)
+            worker_cpu = sorted(
+                workers_after[w] - workers_before.get(w, 0.0) for w in workers_after
+            )
     finally:
         shutil.rmtree(out, ignore_errors=True)
     result = {
@@ -133,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         "k": args.k,
         "epsilon": args.epsilon,
         "seconds": round(seconds, 2),
+        "client_cpu_seconds": round(client_cpu, 2),
+        "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
         "client_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "worker_peak_rss": sorted(peaks.peaks.values()),
     }

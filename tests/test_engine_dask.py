@@ -146,6 +146,18 @@ def test_laplace_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions)
     _assert_same_release(got, dpfast.laplace_dp(table, **args))
 
 
+def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
+    from dpfast.engines.spark._release import PART_BYTES, PART_ROWS, output_part_rows
+
+    assert output_part_rows(1000, 3, 2) == PART_ROWS  # small: one part
+    assert output_part_rows(10_000_000, 10, 2) == 1_250_000  # four parts per task slot
+    assert output_part_rows(10_000_001, 10, 2) == 1_250_001
+    big = output_part_rows(100_000_000, 10, 2)  # capped: 512 MiB of values a task
+    assert big == PART_BYTES // 80
+    assert output_part_rows(100_000_000, 10, 1000) == PART_ROWS  # never below the floor
+    assert output_part_rows(100_000_000, 1000, 2) == PART_ROWS
+
+
 @pytest.mark.parametrize(("partitions", "part_rows"), [(1, 1 << 20), (2, 1000), (7, 64)])
 def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part_rows):
     table = _table()

@@ -70,6 +70,20 @@ def test_range_index_and_split_match_a_slow_reference():
     assert index.dtype == np.int32
 
 
+def test_split_by_one_range_keeps_all_keys_or_drops_those_outside():
+    ranges = _ranges([(10, 20)])
+    inside = np.array([10, 19, 15, 10], dtype=np.uint64)
+    kept, index = split_by_range(inside, ranges)  # every key inside: kept as they are
+    np.testing.assert_array_equal(kept, inside)
+    np.testing.assert_array_equal(index, np.zeros(4, dtype=np.int32))
+    assert index.dtype == np.int32
+    for outside in ([9, 10, 15], [10, 20, 15]):
+        keys = np.array(outside, dtype=np.uint64)
+        kept, index = split_by_range(keys, ranges)
+        np.testing.assert_array_equal(kept, keys[(keys >= 10) & (keys < 20)])
+        assert index.tolist() == [0, 0]
+
+
 @pytest.mark.parametrize("count", [1, 5, 40])  # masks up to 32 ranges, a sort beyond
 def test_group_by_range_keeps_each_ranges_keys_in_order(count):
     rng = np.random.default_rng(count)
@@ -108,6 +122,35 @@ def test_group_sums_of_ranges_add_up_to_the_whole_columns(n, k):
         got = np.zeros(n // k, dtype=np.int64)
         add_parts(results[::-1], got, np.diff(cuts), lambda: AssertionError("counts"))
         np.testing.assert_array_equal(got, expected)
+
+
+def test_quantise_flagged_is_quantise_column_with_the_clamped_flag_in_the_low_bit():
+    rng = np.random.default_rng(3)
+    values = np.r_[rng.uniform(-20, 120, 5000), 0.0, 100.0, -0.0, 1e300, -1e300]
+    lower, upper, gamma = 0.0, 100.0, 2.0**-10
+    d_int = round((upper - lower) / gamma)
+    flagged = ranking.quantise_flagged(values, lower, upper, gamma, d_int)
+    q, clamped = ranking.quantise_column(values, lower, upper, gamma, d_int)
+    np.testing.assert_array_equal(flagged >> np.uint64(1), q)
+    outside = (values < lower) | (values > upper)  # the reference: clamped into the domain
+    np.testing.assert_array_equal((flagged & np.uint64(1)).astype(bool), outside)
+    assert int(outside.sum()) == clamped > 0
+
+
+@pytest.mark.parametrize(("n", "k"), [(1000, 7), (130, 64)])
+def test_flagged_group_sums_count_the_flags_and_sum_the_grid_values(n, k):
+    rng = np.random.default_rng(n)
+    q = rng.integers(0, 1 << 20, n).astype(np.uint64)
+    flags = rng.integers(0, 2, n).astype(np.uint64)
+    keys = np.sort((q << np.uint64(1)) | flags)
+    expected = np.zeros(n // k, dtype=np.int64)
+    ranking.add_group_sums(np.sort(q), 0, 0, k, expected)
+    reduce = GroupSums(np.zeros(1, dtype=np.int64), k, n // k, flagged=True)
+    got = np.zeros(n // k, dtype=np.int64)
+    assert add_parts([reduce(0, keys.copy())], got, np.array([n]), None) == int(flags.sum())
+    np.testing.assert_array_equal(got, expected)
+    unflagged = GroupSums(np.zeros(1, dtype=np.int64), k, n // k)
+    assert unflagged(0, np.sort(q))[4] == 0
 
 
 def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
@@ -157,12 +200,12 @@ def _assert_same(data: pd.DataFrame, report, private, expected: dpfast.Release) 
 
 
 def _assert_sorted_where_needed(calls: list[int], memory_limit: int) -> None:
-    """A column within the driver's limit is sorted there (one pass); else on the workers."""
+    """Every column is sorted on the workers: whole within the limit, else by ranges."""
     if memory_limit == 1 << 16:  # at most 1024 values a range: one sort job a column,
         assert len(calls) == 4  # the tie's too, and 6001 values in at least 6 ranges
         assert max(calls) >= 6 and min(calls) >= 3
-    else:
-        assert calls == []
+    else:  # one job a column, its one range the whole column
+        assert calls == [1, 1, 1, 1]
 
 
 class _Recorder:

@@ -47,6 +47,22 @@ def quantise_column(values, lower, upper, gamma, d_int):
 
 
 @jit
+def quantise_flagged(values, lower, upper, gamma, d_int):
+    """Clamp and quantise a column into ``q << 1 | clamped`` words (``uint64[n]``).
+
+    The low bit says whether the value was clamped into the domain, so that a sort of the
+    words orders them by ``q`` (ties in any order) and a count of the odd words gives
+    :func:`quantise_column`'s clamped count. Needs ``d_int < 2**63``. O(n).
+    """
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        out[i] = (np.uint64(q) << np.uint64(1)) | np.uint64(clamped)
+    return out
+
+
+@jit
 def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
     """Clamp, quantise and pack a column with its rows' output positions.
 

@@ -55,6 +55,9 @@ class Ranges:
 
 def split_by_range(keys: np.ndarray, ranges: Ranges) -> tuple[np.ndarray, np.ndarray]:
     """Return the keys inside a range and their range numbers (``int32``), others dropped."""
+    if len(ranges) == 1 and keys.shape[0]:  # one range, often holding every key
+        if keys.min() >= ranges.lo[0] and keys.max() < ranges.hi[0]:
+            return keys, np.zeros(keys.shape[0], dtype=np.int32)
     index = ranges.index(keys)
     kept = index >= 0
     return keys[kept], index[kept].astype(np.int32)
@@ -66,6 +69,8 @@ _MASKED_GROUPS = 32
 
 def group_by_range(keys: np.ndarray, index: np.ndarray, count: int) -> list[np.ndarray]:
     """Return the keys of each range ``0 .. count - 1`` (``index``: each key's range)."""
+    if count == 1:  # every key is in range 0
+        return [keys]
     if count <= _MASKED_GROUPS:  # a mask per range beats a sort of the indices
         return [keys[index == i] for i in range(count)]
     order = np.argsort(index, kind="stable")
@@ -100,41 +105,53 @@ class GroupSums:
     """The ``reduce`` of ``ir_dp``: a sorted range's part of its rank groups' sums.
 
     Range ``i`` holds ranks ``first_ranks[i] ..`` of the column; its result is
-    ``(i, g0, sums, count)``: the sums of groups ``g0, g0 + 1, ..`` over its keys (the
-    grid values), exact integers, so the driver adds the parts in any order.
+    ``(i, g0, sums, count, flagged)``: the sums of groups ``g0, g0 + 1, ..`` over its keys
+    (the grid values), exact integers, so the driver adds the parts in any order.
+
+    With ``flagged``, a key is ``grid value << 1 | flag`` (as
+    :func:`dpfast._kernels.ranking.quantise_flagged` makes them); the flags are counted
+    into ``flagged`` and dropped before the sums. Without, ``flagged`` is 0.
     """
 
     first_ranks: np.ndarray
     k: int
     n_groups: int
+    flagged: bool = False
 
-    def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, int, np.ndarray, int]:
+    def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, int, np.ndarray, int, int]:
         first = int(self.first_ranks[index])
         count = int(ordered.shape[0])
         if count == 0:  # no keys (the data changed since the histogram: add_parts says so)
-            return index, 0, np.zeros(0, dtype=np.int64), 0
+            return index, 0, np.zeros(0, dtype=np.int64), 0, 0
+        flags = 0
+        if self.flagged:  # ordered is the sort's own array: shifted in place
+            flags = int(np.count_nonzero(ordered & np.uint64(1)))
+            ordered >>= np.uint64(1)
         g0 = min(first // self.k, self.n_groups - 1)
         g1 = min((first + count - 1) // self.k, self.n_groups - 1)
         local = np.zeros(g1 - g0 + 1, dtype=np.int64)
         # ranks from g0's first: the clamp to the last local group is the global one
         # exactly when g1 is the last group, and never reached otherwise
         ranking.add_group_sums(ordered, 0, first - g0 * self.k, self.k, local)
-        return index, g0, local, count
+        return index, g0, local, count, flags
 
 
 def add_parts(
     results: Any, sums: np.ndarray, expected: np.ndarray, changed: Callable[[], Exception]
-) -> None:
+) -> int:
     """Add :class:`GroupSums` results into ``sums``; check each range's count.
 
     A range whose count differs from the histogram's means the data changed between
-    passes: ``changed()`` is raised.
+    passes: ``changed()`` is raised. Returns the flags counted over every range.
     """
     seen = np.full(expected.shape[0], -1, dtype=np.int64)
-    for index, g0, local, count in results:
+    flagged = 0
+    for index, g0, local, count, flags in results:
         if seen[index] >= 0:  # one task sorts a whole range, and one attempt is kept
             raise RuntimeError(f"range {index} of a column was sorted by two tasks")
         seen[index] = count
+        flagged += flags
         sums[g0 : g0 + local.shape[0]] += local
     if not np.array_equal(np.maximum(seen, 0), expected):
         raise changed()
+    return flagged

@@ -648,9 +648,9 @@ def _numeric_group_values(
     # the first pass also counts the clamped values
     clamped = 0
     top = grid.d_int + 1
-    if n > limits.sorted_values and hasattr(dataset, "sort_ranges"):
-        # a cluster, and a column beyond the driver's memory: the workers sort and add
-        # the groups in one job, instead of one pass over the data per range
+    if hasattr(dataset, "sort_ranges") and (n > limits.sorted_values or key_bits < 63):
+        # a cluster: the workers sort and add the groups in one job, instead of the
+        # driver sorting the collected column or one pass over the data per range
         clamped = _cluster_group_sums(dataset, column, grid, k, limits, tick, sums)
     elif n <= limits.sorted_values:
         tick()
@@ -690,15 +690,21 @@ def _cluster_group_sums(
 ) -> int:
     """Add a column's rank group sums on a cluster's workers; return its clamped count.
 
-    A histogram pass cuts the grid into ranges of balanced counts (about ``n / (2 *
-    tasks)`` values, and never more than the memory limit's sorted values, narrowed by
-    more histogram passes where a bucket holds more); one ``sort_ranges`` job sorts each
-    range on a worker and returns its groups' sums. A range of one grid value (a tie) is
-    added here. See docs/engines.md, "Ranks on a cluster".
+    A column of at most the memory limit's sorted values is sorted whole by one task of
+    one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
+    before it). A larger one is cut first: a histogram pass cuts the grid into ranges of
+    balanced counts (about ``n / (2 * tasks)`` values, and never more than the memory
+    limit's sorted values, narrowed by more histogram passes where a bucket holds more);
+    one ``sort_ranges`` job sorts each range on a worker and returns its groups' sums. A
+    range of one grid value (a tie) is added here. See docs/engines.md, "Ranks on a
+    cluster".
     """
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
     top = grid.d_int + 1
+    name, rows = str(column.name), limits.batch_rows
+    if n <= limits.sorted_values and key_bits < 63:
+        return _whole_column_sums(dataset, column, grid, k, limits, tick, sums)
     tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
     balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
     planned: list[tuple[int, int, int, int]] = []
@@ -740,10 +746,44 @@ def _cluster_group_sums(
         return cast(np.ndarray, q)
 
     tick()
-    name, rows = str(column.name), limits.batch_rows
     results = dataset.sort_ranges(name, rows, keys, ranges, key_bits, reduce)
     add_parts(results, sums, table[:, 3], lambda: ValueError(_CHANGED_BETWEEN_PASSES))
     return clamped
+
+
+def _whole_column_sums(
+    dataset: Any,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: _Limits,
+    tick: Callable[[], None],
+    sums: np.ndarray,
+) -> int:
+    """Sort a whole column in one task of a cluster, add its group sums, return its clamped count.
+
+    Each key carries its clamped flag in its low bit, so no pass is needed before the sort.
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length()) + 1
+    ranges = Ranges(
+        np.array([0], dtype=np.uint64), np.array([(grid.d_int + 1) << 1], dtype=np.uint64)
+    )
+    reduce = GroupSums(np.zeros(1, dtype=np.int64), int(k), int(sums.shape[0]), flagged=True)
+
+    def keys(array: pa.Array, first_row: int) -> np.ndarray:
+        values = _numeric_values(array, column, first_row)
+        return cast(
+            np.ndarray,
+            ranking.quantise_flagged(values, grid.lower, grid.upper, grid.gamma, grid.d_int),
+        )
+
+    tick()
+    results = dataset.sort_ranges(
+        str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
+    )
+    expected = np.array([n], dtype=np.int64)
+    return add_parts(results, sums, expected, lambda: ValueError(_CHANGED_BETWEEN_PASSES))
 
 
 #: Why a range's count differs between the histogram and the sort.

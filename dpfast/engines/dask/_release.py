@@ -37,12 +37,9 @@ from dpfast.engines.outofcore import (
     Progress,
 )
 from dpfast.engines.spark._laplace import _Cells, _NoisedBatch, noised_columns
-from dpfast.engines.spark._release import _Generated, released_columns
+from dpfast.engines.spark._release import _Generated, output_part_rows, released_columns
 
-__all__ = ["PART_ROWS", "dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
-
-#: Output rows per task of an ``ir_dp`` release frame.
-PART_ROWS = 1 << 20
+__all__ = ["dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
 
 
 def _dtype(kind: str) -> Any:
@@ -84,7 +81,7 @@ def ir_dp_dask(
     memory_limit: int = 2**30,
     n_threads: int | None = None,
     batch_rows: int = BATCH_ROWS,
-    part_rows: int = PART_ROWS,
+    part_rows: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Any, Report, PrivateReport]:
     """Release a Dask DataFrame with ``ir_dp``; the data is a lazy frame of the workers.
@@ -106,8 +103,9 @@ def ir_dp_dask(
         Columns whose passes run at once (default: one per core of the client).
     batch_rows : int
         Rows per batch given to a worker's function.
-    part_rows : int
-        Output rows computed by one task.
+    part_rows : int, optional
+        Output rows computed by one task (default:
+        :func:`dpfast.engines.spark._release.output_part_rows`).
     progress : callable, optional
         ``progress(phase, done, total)``, called as the passes progress.
 
@@ -124,6 +122,8 @@ def ir_dp_dask(
         source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed,
         memory_limit, n_threads, batch_rows, progress,
     )  # fmt: skip
+    if part_rows is None:
+        part_rows = output_part_rows(source.n_rows, len(ordered), dask_of(source).sort_tasks)
     frame = _ir_dp_frame(ordered, source.n_rows, int(k), int(part_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private

@@ -54,10 +54,25 @@ from dpfast.methods.ir_dp._categorical import group_codes
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PART_ROWS", "ir_dp_spark", "spark_of", "spark_source"]
+__all__ = ["PART_ROWS", "ir_dp_spark", "output_part_rows", "spark_of", "spark_source"]
 
-#: Output rows per task of an ``ir_dp`` release frame.
+#: The fewest output rows per task of an ``ir_dp`` release frame.
 PART_ROWS = 1 << 20
+#: The most bytes of released values (8 per cell) one task of the frame computes.
+PART_BYTES = 1 << 29
+
+
+def output_part_rows(n: int, columns: int, tasks: int) -> int:
+    """Return the output rows per task of an ``ir_dp`` release frame of ``n`` rows.
+
+    Each task reads the whole bucket stream of every column's permutation to find its
+    part's rows (:func:`dpfast.noise.permutation_part`, O(n)), so the frame has as few
+    parts as keep every task slot busy (four parts each, so that slots finish together),
+    at least :data:`PART_ROWS` rows and at most :data:`PART_BYTES` of released values
+    each.
+    """
+    most = max(PART_ROWS, PART_BYTES // (8 * max(1, columns)))
+    return max(PART_ROWS, min(most, -(-n // (4 * max(1, tasks)))))
 
 
 def spark_source(data: Any) -> Any:
@@ -92,7 +107,7 @@ def ir_dp_spark(
     memory_limit: int = 2**30,
     n_threads: int | None = None,
     batch_rows: int = BATCH_ROWS,
-    part_rows: int = PART_ROWS,
+    part_rows: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DataFrame, Report, PrivateReport]:
     """Release a Spark DataFrame with ``ir_dp``; the data is a lazy frame of the executors.
@@ -114,8 +129,8 @@ def ir_dp_spark(
         Columns whose passes run at once (default: one per core of the driver).
     batch_rows : int
         Rows per batch given to an executor's function.
-    part_rows : int
-        Output rows computed by one task.
+    part_rows : int, optional
+        Output rows computed by one task (default: :func:`output_part_rows`).
     progress : callable, optional
         ``progress(phase, done, total)``, called as the passes progress.
 
@@ -132,9 +147,10 @@ def ir_dp_spark(
         source, k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed,
         memory_limit, n_threads, batch_rows, progress,
     )  # fmt: skip
-    frame = _ir_dp_frame(
-        spark_of(source), ordered, source.n_rows, int(k), int(part_rows), int(batch_rows)
-    )
+    cluster = spark_of(source)
+    if part_rows is None:
+        part_rows = output_part_rows(source.n_rows, len(ordered), cluster.sort_tasks)
+    frame = _ir_dp_frame(cluster, ordered, source.n_rows, int(k), int(part_rows), int(batch_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private
 
