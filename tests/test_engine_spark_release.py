@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +161,96 @@ def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
     expected = dpfast.ir_dp(table, **args)
     _assert_same_release(got, expected)  # rows shuffled, in the same order
     frame.unpersist()
+
+
+def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path):
+    from dpfast.engines.spark import ir_dp_spark
+
+    table = _table()
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    data, report, _ = ir_dp_spark(_frame(spark, table), part_rows=700, **args)
+    write_release(data, tmp_path / "parts", report)
+    expected = dpfast.ir_dp(table, **args).data
+    names = sorted(p.name for p in (tmp_path / "parts").iterdir())
+    assert names == [f"part-{i:06d}.parquet" for i in range(5)]  # pyarrow, a file a part
+    written = pq.read_table(tmp_path / "parts")
+    assert written.schema.field("b").type == pa.int64()
+    pd.testing.assert_frame_equal(written.to_pandas(), expected)  # rows in the same order
+    # a transformed frame goes through Spark's own writer, and gives the same rows
+    write_release(data.select("a", "b"), tmp_path / "spark", report)
+    assert not any(p.name.startswith("part-0000000") for p in (tmp_path / "spark").iterdir())
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "spark").to_pandas(), expected)
+
+
+def test_a_part_written_again_or_failing_midway_leaves_one_whole_file(spark, tmp_path, monkeypatch):
+    from dpfast.engines.spark import _write, ir_dp_spark
+    from dpfast.engines.spark._release import generated_parts
+
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    data, _, _ = ir_dp_spark(_frame(spark, _table()), part_rows=700, **args)
+    parts = generated_parts(data)
+    assert parts is not None and parts.count == 5
+    assert generated_parts(data.select("a")) is None
+    task = [pa.RecordBatch.from_arrays([pa.array([3], pa.int64())], names=["id"])]
+    done = list(_write._write_part(task, parts, str(tmp_path)))  # as a task, in process
+    first = (tmp_path / "part-000003.parquet").read_bytes()
+    assert done[0].to_pydict() == {"part": [3], "rows": [700]}
+    list(_write._write_part(task, parts, str(tmp_path)))  # a retried or speculative attempt
+    assert (tmp_path / "part-000003.parquet").read_bytes() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-000003.parquet"]
+
+    def full(table, where, **kwargs):
+        Path(where).write_bytes(b"PAR1 cut short")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_write.pq, "write_table", full)
+    (tmp_path / "none").mkdir()
+    with pytest.raises(OSError, match="No space left"):
+        list(_write._write_part(task, parts, str(tmp_path / "none")))
+    assert list((tmp_path / "none").iterdir()) == []  # neither the part nor its temporary
+
+
+def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark, tmp_path):
+    import os
+    import signal
+
+    from dpfast.engines.spark import ir_dp_spark
+
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    data, report, _ = ir_dp_spark(_frame(spark, _table(40_000)), part_rows=100, **args)
+    sent = []
+
+    def progress(phase, done, total):  # the poller's thread, while the tasks run
+        if not sent and done < total:
+            sent.append(phase)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        write_release(data, tmp_path / "out", report, progress=progress)
+    assert sent == ["writing out"]
+    tracker = spark.sparkContext.statusTracker()
+    for _ in range(300):  # cancelled tasks end after their job does
+        if not tracker.getActiveStageIds():
+            break
+        time.sleep(0.1)
+    assert list(tmp_path.iterdir()) == []
+    assert spark.range(5).count() == 5
+
+
+@pytest.mark.parametrize(("bad", "value"), [(2500, np.nan), (1500, -np.inf)])
+def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(spark, tmp_path, bad, value):
+    from dpfast.engines.spark import ir_dp_spark
+
+    table = _table()
+    table.loc[bad, "a"] = value
+    source = SparkSource.from_parquet(spark, _write_files(table, tmp_path / "in", [1000, 2000]))
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    with pytest.raises(ValueError) as expected:
+        dpfast.ir_dp(table, **args)
+    with pytest.raises(ValueError) as got:  # the sort does not number rows; the error does
+        ir_dp_spark(source, **args)
+    assert str(got.value) == str(expected.value)
+    assert str(bad) in str(got.value)
 
 
 @pytest.mark.parametrize(

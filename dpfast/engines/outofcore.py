@@ -746,9 +746,41 @@ def _cluster_group_sums(
         return cast(np.ndarray, q)
 
     tick()
-    results = dataset.sort_ranges(name, rows, keys, ranges, key_bits, reduce)
+    results = _sorted_on_workers(dataset, name, rows, keys, ranges, key_bits, reduce)
     add_parts(results, sums, table[:, 3], lambda: ValueError(_CHANGED_BETWEEN_PASSES))
     return clamped
+
+
+def _sorted_on_workers(
+    dataset: Any,
+    name: str,
+    batch_rows: int,
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: GroupSums,
+) -> list[Any]:
+    """Return ``dataset.sort_ranges(...)``; a bad value's error names its row, as in memory.
+
+    The sort's tasks run at once and may not number rows (Spark over files), and an
+    engine may not give back a task's own exception (Spark raises its traceback), so on a
+    failed sort one checking pass in row order (:meth:`map_column`, which sends refused
+    values back, nothing else collected) raises the error of the table's first bad value
+    instead. An interrupt is not a failure: it goes through.
+    """
+    try:
+        return cast(
+            list[Any], dataset.sort_ranges(name, batch_rows, keys, ranges, key_bits, reduce)
+        )
+    except Exception:
+        for _ in dataset.map_column(name, batch_rows, functools.partial(_checked, fn=keys)):
+            pass
+        raise  # the checking pass found nothing: the sort's own error
+
+
+def _checked(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> None:
+    """Run ``fn`` on a batch for its errors only."""
+    fn(array, first_row)
 
 
 def _whole_column_sums(
@@ -779,8 +811,8 @@ def _whole_column_sums(
         )
 
     tick()
-    results = dataset.sort_ranges(
-        str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
+    results = _sorted_on_workers(
+        dataset, str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
     )
     expected = np.array([n], dtype=np.int64)
     return add_parts(results, sums, expected, lambda: ValueError(_CHANGED_BETWEEN_PASSES))

@@ -298,6 +298,43 @@ class _Generated:
         return pa.array(out.astype(np.int64) if self.kind == "int" else out)
 
 
+@dataclass(frozen=True)
+class GeneratedParts:
+    """An ``ir_dp`` release frame's parts: what its tasks compute, and a writer can too.
+
+    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column.
+    :func:`dpfast.engines.spark.write_release` finds this on a frame that
+    :func:`ir_dp_spark` returned (untransformed) and has the executors write each part
+    with pyarrow, instead of converting it into Spark rows for Spark's writer.
+    """
+
+    columns: tuple[_Generated, ...]
+    n: int
+    k: int
+    part_rows: int
+
+    @property
+    def count(self) -> int:
+        """The number of parts."""
+        return max(1, math.ceil(self.n / self.part_rows))
+
+    def table(self, part: int) -> pa.Table:
+        """Return part ``part`` of every column."""
+        lo, hi = part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
+        arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
+        return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
+
+
+#: The attribute of an ``ir_dp`` release frame holding its :class:`GeneratedParts`.
+PARTS_ATTRIBUTE = "_dpfast_generated_parts"
+
+
+def generated_parts(frame: Any) -> GeneratedParts | None:
+    """Return the parts of a frame :func:`ir_dp_spark` returned, else None."""
+    found = vars(frame).get(PARTS_ATTRIBUTE) if hasattr(frame, "__dict__") else None
+    return found if isinstance(found, GeneratedParts) else None
+
+
 def _ir_dp_frame(
     source: SparkSource,
     columns: Sequence[_Generated],
@@ -310,29 +347,19 @@ def _ir_dp_frame(
     import functools
 
     session = source.frame.sparkSession
-    parts = max(1, math.ceil(n / part_rows))
+    parts = GeneratedParts(tuple(columns), n, k, part_rows)
     schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in columns)
-    generate = functools.partial(
-        _generate, columns=tuple(columns), n=n, k=k, part_rows=part_rows, batch_rows=batch_rows
-    )
+    generate = functools.partial(_generate, parts=parts, batch_rows=batch_rows)
     with quietly():
-        return session.range(parts, numPartitions=parts).mapInArrow(generate, schema)
+        frame = session.range(parts.count, numPartitions=parts.count).mapInArrow(generate, schema)
+    setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
+    return frame
 
 
 def _generate(
-    batches: Iterable[pa.RecordBatch],
-    columns: Sequence[_Generated],
-    n: int,
-    k: int,
-    part_rows: int,
-    batch_rows: int,
+    batches: Iterable[pa.RecordBatch], parts: GeneratedParts, batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
     """Yield the output rows of this task's parts, in order, a batch at a time."""
-    names = [c.name for c in columns]
     for batch in batches:
         for part in batch.column(0).to_pylist():
-            lo, hi = part * part_rows, min(n, (part + 1) * part_rows)
-            arrays = [c.rows(n, k, lo, hi) for c in columns]
-            for first in range(0, hi - lo, batch_rows):
-                sliced = [a.slice(first, batch_rows) for a in arrays]
-                yield pa.RecordBatch.from_arrays(sliced, names=names)
+            yield from parts.table(part).to_batches(max_chunksize=batch_rows)

@@ -32,6 +32,7 @@ __all__ = [
     "FileRows",
     "Numbering",
     "PartitionRows",
+    "TaskRows",
     "count_partitions",
     "file_key",
     "partition_index",
@@ -118,6 +119,28 @@ class FileRows:
                 "build the source with SparkSource.from_parquet from the same files"
             )
         return found
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """Rows not numbered: each batch's first row is its position within its task.
+
+    For a job whose result does not depend on row numbers (a sort): a frame numbered from
+    Parquet files would otherwise read every row's file path, a string a row, which about
+    doubles the cost of a pass over one column. A message citing such a row number is not
+    the table's; the caller re-runs a numbered pass to name the row.
+    """
+
+    columns: tuple[str, ...] = ()
+
+    def pieces(
+        self, batches: Iterable[pa.RecordBatch], partition: int
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """Yield the task's batches with their positions within the task."""
+        first = 0
+        for batch in batches:
+            yield batch, first
+            first += batch.num_rows
 
 
 Numbering = PartitionRows | FileRows

@@ -32,6 +32,7 @@ from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
     Numbering,
+    TaskRows,
     count_partitions,
     file_key,
     partition_index,
@@ -236,12 +237,20 @@ class SparkSource:
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
         i)``, which alone is collected. See :mod:`dpfast.engines._sorted`.
+
+        ``first_row`` is the batch's row number in a frame numbered by its own partitions;
+        a frame numbered from Parquet files gives the batch's position within its task
+        instead (:class:`~dpfast.engines.spark._rows.TaskRows`: the files' row numbers
+        cost a string a row to read), so a caller that cites a row in an error re-runs
+        a numbered pass (:meth:`map_column`) to name it.
         """
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         if len(ranges) == 0:
             return []
-        numbering = self.numbering()
+        numbering: Numbering | TaskRows = self.numbering()
+        if isinstance(numbering, FileRows):
+            numbering = TaskRows()
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
             keys = functools.partial(_cast_first, fn=keys, target=target)
@@ -415,7 +424,7 @@ def _split(
     ranges: Ranges,
     tags: np.ndarray,
     batch_rows: int,
-    numbering: Numbering,
+    numbering: Numbering | TaskRows,
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's keys inside the ranges: a row per batch and range present.
 

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from dpfast._release.dispatch import interrupt_in
 from dpfast.accounting import Report
 from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
+from dpfast.engines.spark._release import GeneratedParts, generated_parts
+from dpfast.engines.spark._rows import quietly
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -22,6 +29,8 @@ __all__ = ["check_spark_output", "write_release"]
 
 #: The thread's local properties that ``setJobGroup`` sets.
 _JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+#: The names of the executors' temporary files of an ``ir_dp`` frame's parts.
+_TEMPORARY = ".dpfast-part-*"
 #: Seconds between two looks at the running job's tasks.
 _POLL_SECONDS = 0.5
 
@@ -38,8 +47,10 @@ def write_release(
     """Write a release frame as Parquet at ``output``, atomically.
 
     The executors write a dataset directory (``part-*.parquet``, one per partition, in
-    row order) into a hidden scratch directory beside ``output``; ``before_publish(report)``
-    runs once it is complete, then it is renamed into place and ``after_publish()`` runs.
+    row order; an ``ir_dp`` frame of :func:`ir_dp_spark` as it came, part by part with
+    pyarrow: :func:`_write_parts`) into a hidden scratch directory beside ``output``;
+    ``before_publish(report)`` runs once it is complete, then it is renamed into place and
+    ``after_publish()`` runs.
     A failed or interrupted write leaves nothing at ``output``. On a cluster,
     ``output``'s directory must be one that the executors share with the driver.
 
@@ -52,23 +63,81 @@ def write_release(
     """
     target = Path(output)
     check_spark_output(target)
+    parts = generated_parts(data)
     with _scratch_beside(target) as scratch:
         written = scratch / "release"
         with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
             try:
-                data.write.option("compression", "zstd").parquet(str(written.absolute()))
+                if parts is None:
+                    data.write.option("compression", "zstd").parquet(str(written.absolute()))
+                else:
+                    _write_parts(data.sparkSession, parts, written)
             except Exception as exc:
                 stop = interrupt_in(exc) or _disk_error(exc, target)
                 if stop is None:
                     raise
                 raise stop from exc
-        for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS")]:
-            extra.unlink()
+        for extra in [
+            *written.glob(".*.crc"),
+            *written.glob("_SUCCESS"),
+            *written.glob(_TEMPORARY),
+        ]:
+            extra.unlink()  # Spark's checksums and marker; a killed attempt's temporary
         if before_publish is not None:
             before_publish(report)
         _publish(written, target)
         if after_publish is not None:
             after_publish()
+
+
+def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
+    """Have the executors write each part of an ``ir_dp`` frame with pyarrow, one file each.
+
+    Task ``p`` computes part ``p`` (:meth:`GeneratedParts.table`) and writes it as
+    ``part-{p:06d}.parquet`` as the column engine writes (zstd, a dictionary for labels
+    only), through a temporary file renamed into place: a retried or speculative attempt
+    writes the same bytes, and a killed one leaves only its temporary, removed before
+    publishing. The driver checks that every part arrived with its rows.
+    """
+    directory.mkdir()
+    write = functools.partial(_write_part, parts=parts, directory=str(directory.absolute()))
+    with quietly():
+        tasks = session.range(parts.count, numPartitions=parts.count)
+        planned = tasks.mapInArrow(write, "part long, rows long")
+    table = planned.toArrow() if hasattr(planned, "toArrow") else None
+    rows = (
+        dict(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+        if table is not None
+        else {int(row.part): int(row.rows) for row in planned.collect()}
+    )
+    if sorted(rows) != list(range(parts.count)) or sum(rows.values()) != parts.n:
+        raise RuntimeError(
+            f"the executors wrote {len(rows)} of {parts.count} parts ({sum(rows.values())} of "
+            f"{parts.n} rows); nothing was published"
+        )
+
+
+def _write_part(
+    batches: Iterable[pa.RecordBatch], parts: GeneratedParts, directory: str
+) -> Iterator[pa.RecordBatch]:
+    """Write this task's parts (on an executor); yield each part's number and rows."""
+    for batch in batches:
+        for part in batch.column(0).to_pylist():
+            table = parts.table(part)
+            final = os.path.join(directory, f"part-{part:06d}.parquet")
+            temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
+            labels = [c.name for c in parts.columns if c.kind == "labels"]
+            try:
+                pq.write_table(table, temporary, compression="zstd", use_dictionary=labels)
+                os.replace(temporary, final)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.remove(temporary)
+                raise
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([part], pa.int64()), pa.array([table.num_rows], pa.int64())],
+                names=["part", "rows"],
+            )
 
 
 def _disk_error(exc: Exception, target: Path) -> OSError | None:
