@@ -81,16 +81,20 @@ class _Peaks:
         self._thread.join()
 
 
-def _dpfast(data: Path, out: Path, k: int, epsilon: float) -> None:
+def _dpfast(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
     from dpfast.engines.dask import DaskSource, ir_dp_dask, write_release
 
     source = DaskSource.from_parquet(data)
     bounds = {name: (LOWER, UPPER) for name in source.names}
-    frame, report, _ = ir_dp_dask(source, k=k, epsilon=epsilon, bounds=bounds, seed=1)
+    from dpfast.engines import parse_memory
+
+    frame, report, _ = ir_dp_dask(
+        source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=parse_memory(memory_limit)
+    )
     write_release(frame, out, report)
 
 
-def _naive(data: Path, out: Path, k: int, epsilon: float) -> None:
+def _naive(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
     import dask.dataframe as dd
 
     frame = dd.read_parquet(str(data))
@@ -120,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", choices=("dpfast", "naive"), required=True)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument(
+        "--memory-limit",
+        default="1GiB",
+        help="dpfast's memory limit (the client's, and a sort task's): a column of at most "
+        "LIMIT / 32 values is sorted whole by one task (default 1GiB, the engine's)",
+    )
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
 
@@ -137,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 workers_before, client_before = client.run(_cpu), _own_cpu()
                 start = time.perf_counter()
                 job = _dpfast if args.job == "dpfast" else _naive
-                job(args.data, out / "release", args.k, args.epsilon)
+                job(args.data, out / "release", args.k, args.epsilon, args.memory_limit)
                 seconds = time.perf_counter() - start
                 client_cpu = _own_cpu() - client_before
                 workers_after = client.run(_cpu)
@@ -152,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "k": args.k,
         "epsilon": args.epsilon,
+        "memory_limit": args.memory_limit if args.job == "dpfast" else None,
         "seconds": round(seconds, 2),
         "client_cpu_seconds": round(client_cpu, 2),
         "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
