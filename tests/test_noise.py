@@ -214,6 +214,45 @@ def test_permutation_parts_are_slices_of_the_whole(n):
     np.testing.assert_array_equal(noise.permutation_part(KEY, n, 0, n_buckets), whole)
 
 
+@pytest.mark.parametrize("n", [5, 2**16, 300_001])
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_permutation_part_groups_are_the_groups_of_the_parts(n, k, dtype):
+    # the slow, obvious reading: each item of the part is a rank, looked up in its group
+    groups = max(1, n // k)
+    values = np.random.default_rng(n + k).permutation(groups * 7)[:groups].astype(dtype)
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    n_buckets = sizes.shape[0]
+    cuts = sorted({0, n_buckets, n_buckets // 3, n_buckets // 2, n_buckets - 1})
+    for lo in cuts:
+        for hi in cuts:
+            if hi < lo:
+                continue
+            items = noise.permutation_part(KEY, n, lo, hi, sizes)
+            expected = np.array([values[min(i // k, groups - 1)] for i in items], dtype=dtype)
+            got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, expected)
+    # the sizes are optional; a non-contiguous array of values is read as its values
+    strided = np.repeat(values, 2)[::2]
+    np.testing.assert_array_equal(
+        noise.permutation_part_groups(KEY, n, 0, n_buckets, strided, k),
+        values[np.minimum(noise.permutation(KEY, n) // k, groups - 1)],
+    )
+
+
+def test_permutation_part_groups_refuses_bad_arguments():
+    values = np.zeros(10)
+    with pytest.raises(ValueError, match="1-D and hold at least one value"):
+        noise.permutation_part_groups(KEY, 100, 0, 1, np.zeros((2, 5)), 10)
+    with pytest.raises(ValueError, match="1-D and hold at least one value"):
+        noise.permutation_part_groups(KEY, 100, 0, 1, np.zeros(0), 10)
+    with pytest.raises(ValueError, match="k"):
+        noise.permutation_part_groups(KEY, 100, 0, 1, values, 0)
+    with pytest.raises(ValueError, match="hi"):
+        noise.permutation_part_groups(KEY, 300_000, 3, 2, values, 10)
+
+
 @pytest.mark.parametrize(("top", "m"), [(2**32, 4), (2**32 + 3, 6), (2**40, 30), (2**62 + 1, 20)])
 def test_bounded_draws_above_32_bits_equal_reference(top, m):
     got = np.empty(m, dtype=np.int64)

@@ -329,6 +329,30 @@ def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
 
 
 @jit
+def bucket_scatter_groups(key, bits, n, lo, hi, next_slot, group_values, k, out):
+    """As :func:`bucket_scatter`, writing item ``i``'s group value instead of ``i``.
+
+    ``out[slot] = group_values[min(i // k, len(group_values) - 1)]``. The items come in
+    increasing order, so the reads of ``group_values`` run forwards through it instead of
+    jumping across it as a lookup after the shuffle does (bits >= 1).
+    """
+    lanes = new_lanes()
+    words = lanes.words
+    lane_bits, per_word = lane_layout(bits)
+    per_window = 128 * per_word
+    last = group_values.shape[0] - 1
+    for window in range((n + per_window - 1) // per_window):
+        counter_blocks(key, 0, window * 16, lanes)
+        base = window * per_window
+        for j in range(min(per_window, n - base)):
+            b = _lane_bucket(words, j, lane_bits, per_word, bits)
+            if lo <= b < hi:
+                g = (base + j) // k
+                out[next_slot[b - lo]] = group_values[g if g < last else last]
+                next_slot[b - lo] += 1
+
+
+@jit
 def shuffle_buckets(key, lo, starts, out):
     """Shuffle ``out[starts[j]:starts[j+1]]`` with stream ``(key, 1 + lo + j)``, every ``j``."""
     for j in range(starts.shape[0] - 1):

@@ -17,7 +17,7 @@ Per protected column:
    rank group, drawn from the same keys as in memory: ``n // k`` values.
 3. **Output order.** Output row ``r`` gets the value of the group of rank ``order[r]``,
    where ``order`` is the column's bucketed permutation, computed bucket range by bucket
-   range (:func:`dpfast.noise.permutation_part`). The column is written to a scratch
+   range (:func:`dpfast.noise.permutation_part_groups`). The column is written to a scratch
    file in output order.
 
 The scratch columns are then stitched row range by row range into Parquet, written to a
@@ -884,11 +884,9 @@ def _write_in_order(
             while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= limits.ordered_rows):
                 held += int(sizes[hi])
                 hi += 1
-            order = noise.permutation_part(key, n, lo, hi, sizes)
-            out = np.empty(order.shape[0], dtype=group_values.dtype)
-            ranking.take_groups(group_values, order, k, out)
-            del order
-            append_array(file, out)
+            append_array(
+                file, noise.permutation_part_groups(key, n, lo, hi, group_values, k, sizes)
+            )
             lo = hi
 
 

@@ -55,6 +55,7 @@ from dpfast.noise._uniform import (
     permutation_bucket_bits,
     permutation_bucket_sizes,
     permutation_part,
+    permutation_part_groups,
     uniform_integers,
 )
 from dpfast.noise._wordstream import (
@@ -98,6 +99,7 @@ __all__ = [
     "permutation_bucket_bits",
     "permutation_bucket_sizes",
     "permutation_part",
+    "permutation_part_groups",
     "quality_units",
     "rate_at_most",
     "retain_draws",

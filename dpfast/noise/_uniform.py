@@ -242,3 +242,67 @@ def permutation_part(
     _kernels.bucket_scatter(key, bits, n, lo, hi, starts[:-1].copy(), out)
     _kernels.shuffle_buckets(key, lo, starts, out)
     return out
+
+
+def permutation_part_groups(
+    key: np.ndarray,
+    n: int,
+    lo: int,
+    hi: int,
+    group_values: np.ndarray,
+    k: int,
+    sizes: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return the group value of every item of buckets ``lo .. hi - 1`` of the permutation.
+
+    Equal to ``group_values[np.minimum(part // k, len(group_values) - 1)]`` with ``part =``
+    :func:`permutation_part` ``(key, n, lo, hi, sizes)``: item ``i`` of ``range(n)`` is a
+    rank, and ranks come in groups of ``k`` (the last group takes the remainder). The
+    values are placed in bucket order as the items are found, which reads
+    ``group_values`` forwards, and shuffled within their buckets by the same swaps: no
+    lookup jumps across ``group_values``.
+
+    Parameters
+    ----------
+    key, n, lo, hi, sizes
+        As for :func:`permutation_part`.
+    group_values : numpy.ndarray
+        One value per group (1-D, any dtype): ``n // k`` groups when the last one takes
+        the remainder.
+    k : int
+        Items per group, ``>= 1``.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> values = np.arange(30_000, dtype=np.float64)
+    >>> part = permutation_part(key, 300_000, 3, 5)
+    >>> got = permutation_part_groups(key, 300_000, 3, 5, values, 10)
+    >>> bool((got == values[np.minimum(part // 10, 29_999)]).all())
+    True
+    """
+    key = _check_key(key)
+    n = check_int(n, "n", low=0, high=2**62)
+    k = check_int(k, "k", low=1, high=2**62)
+    group_values = np.asarray(group_values)
+    if group_values.ndim != 1 or (n > 0 and group_values.shape[0] == 0):
+        raise ValueError(
+            f"group_values must be 1-D and hold at least one value, got shape {group_values.shape}"
+        )
+    bits = permutation_bucket_bits(n)
+    if bits == 0:
+        items = permutation_part(key, n, lo, hi, sizes)
+        return group_values[np.minimum(items // k, group_values.shape[0] - 1)]
+    n_buckets = 1 << bits
+    lo = check_int(lo, "lo", low=0, high=n_buckets)
+    hi = check_int(hi, "hi", low=lo, high=n_buckets)
+    if sizes is None:
+        sizes = permutation_bucket_sizes(key, n)
+    starts = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(sizes[lo:hi], out=starts[1:])
+    out = np.empty(int(starts[-1]), dtype=group_values.dtype)
+    values = np.ascontiguousarray(group_values)
+    _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, out)
+    _kernels.shuffle_buckets(key, lo, starts, out)
+    return out

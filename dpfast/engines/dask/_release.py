@@ -8,8 +8,9 @@ The released data is then a lazy Dask DataFrame computed on the workers from tha
 
 * ``ir_dp``: ``dd.from_delayed`` over output parts; part ``p`` holds output rows
   ``[p * part_rows, (p + 1) * part_rows)`` of every released column, computed from the
-  permutation buckets covering them (:func:`dpfast.noise.permutation_part`) and the
-  group values, so the frame's rows are those of :func:`dpfast.ir_dp`, in its order.
+  permutation buckets covering them and the group values
+  (:func:`dpfast.noise.permutation_part_groups`), so the frame's rows are those of
+  :func:`dpfast.ir_dp`, in its order.
   Nothing is sorted: the rows' order comes from the keyed permutation.
 * ``laplace_dp``: one task per input partition noises its cells, cell ``(i, c)`` with
   the draw of nonce ``i`` (the global row number) of column ``c``'s key, in row order.

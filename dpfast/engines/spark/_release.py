@@ -9,7 +9,7 @@ data is then a lazy Spark DataFrame computed on the executors from that state al
   Output row ``r`` of column ``c`` is ``G_c[order_c[r] // k]``, where ``order_c`` is the
   column's bucketed permutation (docs/engines.md#permutations); task ``p`` computes the
   buckets covering rows ``[p * part_rows, (p + 1) * part_rows)`` of every column
-  (:func:`dpfast.noise.permutation_part`), so the frame's rows are those of
+  (:func:`dpfast.noise.permutation_part_groups`), so the frame's rows are those of
   :func:`dpfast.ir_dp`, in its order.
 * ``laplace_dp`` (:mod:`._laplace`): ``mapInArrow`` over the input, each cell noised by
   the draw of nonce ``row`` of its column's key, in row order.
@@ -31,7 +31,6 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast._kernels import ranking
 from dpfast._release import NumericColumn, column_threads, noise_source, warn_unproven
 from dpfast.accounting import PrivateReport, Report
 from dpfast.engines.outofcore import (
@@ -66,7 +65,7 @@ def output_part_rows(n: int, columns: int, tasks: int) -> int:
     """Return the output rows per task of an ``ir_dp`` release frame of ``n`` rows.
 
     Each task reads the whole bucket stream of every column's permutation to find its
-    part's rows (:func:`dpfast.noise.permutation_part`, O(n)), so the frame has as few
+    part's rows (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few
     parts as keep every task slot busy (four parts each, so that slots finish together),
     at least :data:`PART_ROWS` rows and at most :data:`PART_BYTES` of released values
     each.
@@ -289,10 +288,8 @@ class _Generated:
         first = int(np.searchsorted(self.starts, lo, side="right")) - 1
         last = int(np.searchsorted(self.starts, hi, side="left"))
         sizes = np.diff(self.starts)
-        part = noise.permutation_part(self.key, n, first, last, sizes)
-        order = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
-        out = np.empty(order.shape[0], dtype=self.values.dtype)
-        ranking.take_groups(self.values, np.ascontiguousarray(order), k, out)
+        part = noise.permutation_part_groups(self.key, n, first, last, self.values, k, sizes)
+        out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
         if self.kind == "labels":
             return pa.array(self.labels, pa.string()).take(pa.array(out))
         return pa.array(out.astype(np.int64) if self.kind == "int" else out)
