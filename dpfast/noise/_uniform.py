@@ -293,7 +293,7 @@ def permutation_part_groups(
     bits = permutation_bucket_bits(n)
     if bits == 0:
         items = permutation_part(key, n, lo, hi, sizes)
-        return group_values[np.minimum(items // k, group_values.shape[0] - 1)]
+        return np.asarray(group_values[np.minimum(items // k, group_values.shape[0] - 1)])
     n_buckets = 1 << bits
     lo = check_int(lo, "lo", low=0, high=n_buckets)
     hi = check_int(hi, "hi", low=lo, high=n_buckets)
