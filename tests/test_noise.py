@@ -198,19 +198,21 @@ def test_permutation_uses_buckets_beyond_two_to_the_sixteen():
     np.testing.assert_array_equal(first, np.flatnonzero((lanes >> np.uint16(15)) == 0))
 
 
+def _bucket_ranges(n_buckets):
+    """Bucket ranges ``(lo, hi)`` of a permutation: empty, single, first, last and whole."""
+    cuts = sorted({0, n_buckets, n_buckets // 3, n_buckets // 2, n_buckets - 1})
+    return [(lo, hi) for lo in cuts for hi in cuts if lo <= hi]
+
+
 @pytest.mark.parametrize("n", [5, 2**16, 300_001])
 def test_permutation_parts_are_slices_of_the_whole(n):
     whole = noise.permutation(KEY, n)
     sizes = noise.permutation_bucket_sizes(KEY, n)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     n_buckets = sizes.shape[0]
-    cuts = sorted({0, n_buckets, n_buckets // 3, n_buckets // 2, n_buckets - 1})
-    for lo in cuts:
-        for hi in cuts:
-            if hi < lo:
-                continue
-            part = noise.permutation_part(KEY, n, lo, hi, sizes)
-            np.testing.assert_array_equal(part, whole[starts[lo] : starts[hi]])
+    for lo, hi in _bucket_ranges(n_buckets):
+        part = noise.permutation_part(KEY, n, lo, hi, sizes)
+        np.testing.assert_array_equal(part, whole[starts[lo] : starts[hi]])
     np.testing.assert_array_equal(noise.permutation_part(KEY, n, 0, n_buckets), whole)
 
 
@@ -223,16 +225,12 @@ def test_permutation_part_groups_are_the_groups_of_the_parts(n, k, dtype):
     values = np.random.default_rng(n + k).permutation(groups * 7)[:groups].astype(dtype)
     sizes = noise.permutation_bucket_sizes(KEY, n)
     n_buckets = sizes.shape[0]
-    cuts = sorted({0, n_buckets, n_buckets // 3, n_buckets // 2, n_buckets - 1})
-    for lo in cuts:
-        for hi in cuts:
-            if hi < lo:
-                continue
-            items = noise.permutation_part(KEY, n, lo, hi, sizes)
-            expected = np.array([values[min(i // k, groups - 1)] for i in items], dtype=dtype)
-            got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes)
-            assert got.dtype == dtype
-            np.testing.assert_array_equal(got, expected)
+    for lo, hi in _bucket_ranges(n_buckets):
+        items = noise.permutation_part(KEY, n, lo, hi, sizes)
+        expected = np.array([values[min(i // k, groups - 1)] for i in items], dtype=dtype)
+        got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, expected)
     # the sizes are optional; a non-contiguous array of values is read as its values
     strided = np.repeat(values, 2)[::2]
     np.testing.assert_array_equal(
