@@ -245,6 +245,8 @@ def test_permutation_part_groups_refuses_bad_arguments():
         noise.permutation_part_groups(KEY, 100, 0, 1, np.zeros((2, 5)), 10)
     with pytest.raises(ValueError, match="1-D and hold at least one value"):
         noise.permutation_part_groups(KEY, 100, 0, 1, np.zeros(0), 10)
+    with pytest.raises(ValueError, match="1-D and hold at least one value"):
+        noise.permutation_part_groups(KEY, 100, 0, 1, np.float64(1.0), 10)
     with pytest.raises(ValueError, match="k"):
         noise.permutation_part_groups(KEY, 100, 0, 1, values, 0)
     with pytest.raises(ValueError, match="hi"):

@@ -226,6 +226,23 @@ def permutation_part(
     >>> bool((permutation_part(key, 300_000, 3, 5) == whole[start:start + sizes[3:5].sum()]).all())
     True
     """
+    key, n, bits, lo, hi, starts = _part_layout(key, n, lo, hi, sizes)
+    if bits == 0:
+        return permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
+    out = np.empty(int(starts[-1]), dtype=np.int64)
+    _kernels.bucket_scatter(key, bits, n, lo, hi, starts[:-1].copy(), out)
+    _kernels.shuffle_buckets(key, lo, starts, out)
+    return out
+
+
+def _part_layout(
+    key: np.ndarray, n: int, lo: int, hi: int, sizes: np.ndarray | None
+) -> tuple[np.ndarray, int, int, int, int, np.ndarray]:
+    """Check the arguments of a permutation part; add its buckets' starts in the part.
+
+    Returns ``(key, n, bits, lo, hi, starts)``: ``starts[j]`` is where bucket ``lo + j``
+    begins in the part, ``starts[-1]`` the part's length.
+    """
     key = _check_key(key)
     n = check_int(n, "n", low=0, high=2**62)
     bits = permutation_bucket_bits(n)
@@ -234,14 +251,9 @@ def permutation_part(
     hi = check_int(hi, "hi", low=lo, high=n_buckets)
     if sizes is None:
         sizes = permutation_bucket_sizes(key, n)
-    if bits == 0:
-        return permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
     starts = np.zeros(hi - lo + 1, dtype=np.int64)
     np.cumsum(sizes[lo:hi], out=starts[1:])
-    out = np.empty(int(starts[-1]), dtype=np.int64)
-    _kernels.bucket_scatter(key, bits, n, lo, hi, starts[:-1].copy(), out)
-    _kernels.shuffle_buckets(key, lo, starts, out)
-    return out
+    return key, n, bits, lo, hi, starts
 
 
 def permutation_part_groups(
@@ -282,25 +294,16 @@ def permutation_part_groups(
     >>> bool((got == values[np.minimum(part // 10, 29_999)]).all())
     True
     """
-    key = _check_key(key)
-    n = check_int(n, "n", low=0, high=2**62)
+    key, n, bits, lo, hi, starts = _part_layout(key, n, lo, hi, sizes)
     k = check_int(k, "k", low=1, high=2**62)
-    group_values = np.asarray(group_values)
+    group_values = np.asarray(group_values)  # not ascontiguousarray: it makes a scalar 1-D
     if group_values.ndim != 1 or (n > 0 and group_values.shape[0] == 0):
         raise ValueError(
             f"group_values must be 1-D and hold at least one value, got shape {group_values.shape}"
         )
-    bits = permutation_bucket_bits(n)
     if bits == 0:
-        items = permutation_part(key, n, lo, hi, sizes)
+        items = permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
         return np.asarray(group_values[np.minimum(items // k, group_values.shape[0] - 1)])
-    n_buckets = 1 << bits
-    lo = check_int(lo, "lo", low=0, high=n_buckets)
-    hi = check_int(hi, "hi", low=lo, high=n_buckets)
-    if sizes is None:
-        sizes = permutation_bucket_sizes(key, n)
-    starts = np.zeros(hi - lo + 1, dtype=np.int64)
-    np.cumsum(sizes[lo:hi], out=starts[1:])
     out = np.empty(int(starts[-1]), dtype=group_values.dtype)
     values = np.ascontiguousarray(group_values)
     _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, out)
