@@ -22,9 +22,8 @@ from dpfast.engines._sorted import (
     GroupSums,
     Ranges,
     add_parts,
-    group_by_range,
+    keys_by_range,
     sorted_runs,
-    split_by_range,
 )
 
 K, EPSILON, SEED = 7, 4.0, 23
@@ -46,53 +45,70 @@ def test_ranges_refuse_overlapping_or_empty_ranges():
         _ranges([(0, 5), (4, 9)])
 
 
-def test_range_index_and_split_match_a_slow_reference():
+def _slow_range(x: int, ranges: Ranges) -> int:
+    """The range holding ``x`` (-1 for none), found by looking at every range."""
+    return next(
+        (i for i, (lo, hi) in enumerate(zip(ranges.lo, ranges.hi, strict=True)) if lo <= x < hi),
+        -1,
+    )
+
+
+def test_range_index_and_keys_by_range_match_a_slow_reference():
     rng = np.random.default_rng(1)
     ranges = _ranges([(3, 10), (10, 11), (40, 90), (100, 1 << 40)])
     keys = rng.integers(0, 200, 5000).astype(np.uint64)
-    keys[:3] = [1 << 41, 10, 99]
-    expected = [
-        next(
-            (
-                i
-                for i, (lo, hi) in enumerate(zip(ranges.lo, ranges.hi, strict=True))
-                if lo <= x < hi
-            ),
-            -1,
-        )
-        for x in keys.tolist()
-    ]
+    keys[:5] = [1 << 41, 10, 99, 0, (1 << 64) - 1]
+    expected = np.array([_slow_range(x, ranges) for x in keys.tolist()])
     np.testing.assert_array_equal(ranges.index(keys), expected)
-    kept, index = split_by_range(keys, ranges)
-    inside = np.array(expected) >= 0
-    np.testing.assert_array_equal(kept, keys[inside])
-    np.testing.assert_array_equal(index, np.array(expected)[inside])
-    assert index.dtype == np.int32
+    groups = keys_by_range(keys, ranges)
+    assert len(groups) == len(ranges)
+    for i, group in enumerate(groups):  # each range's keys, in their input order
+        np.testing.assert_array_equal(group, keys[expected == i])
+        assert group.dtype == np.uint64
+    assert sum(g.shape[0] for g in groups) == int((expected >= 0).sum())
 
 
-def test_split_by_one_range_keeps_all_keys_or_drops_those_outside():
+@pytest.mark.parametrize("count", [1, 2, 5, 40, 333])
+def test_keys_by_range_matches_a_slow_reference_for_many_ranges(count):
+    rng = np.random.default_rng(count)
+    cuts = np.unique(rng.integers(0, 1 << 50, 2 * count + 2).astype(np.uint64))
+    ranges = Ranges(cuts[0:-1:2].copy(), cuts[1::2].copy())  # gaps between the ranges
+    keys = rng.integers(0, 1 << 50, 3000).astype(np.uint64)
+    keys[:count] = ranges.lo[:count]  # on every lower bound (inside)
+    keys[count : 2 * count] = ranges.hi[:count]  # on every upper bound (outside: gaps between)
+    expected = np.array([_slow_range(x, ranges) for x in keys.tolist()])
+    groups = keys_by_range(keys, ranges)
+    assert len(groups) == len(ranges)
+    for i, group in enumerate(groups):
+        np.testing.assert_array_equal(group, keys[expected == i])
+
+
+def test_keys_by_one_range_keeps_all_keys_or_drops_those_outside():
     ranges = _ranges([(10, 20)])
     inside = np.array([10, 19, 15, 10], dtype=np.uint64)
-    kept, index = split_by_range(inside, ranges)  # every key inside: kept as they are
-    np.testing.assert_array_equal(kept, inside)
-    np.testing.assert_array_equal(index, np.zeros(4, dtype=np.int32))
-    assert index.dtype == np.int32
+    (kept,) = keys_by_range(inside, ranges)  # every key inside: kept as they are
+    assert kept is inside
     for outside in ([9, 10, 15], [10, 20, 15]):
         keys = np.array(outside, dtype=np.uint64)
-        kept, index = split_by_range(keys, ranges)
+        (kept,) = keys_by_range(keys, ranges)
         np.testing.assert_array_equal(kept, keys[(keys >= 10) & (keys < 20)])
-        assert index.tolist() == [0, 0]
+    empty = keys_by_range(np.empty(0, dtype=np.uint64), _ranges([(0, 5), (5, 9)]))
+    assert [g.shape[0] for g in empty] == [0, 0]
 
 
-@pytest.mark.parametrize("count", [1, 5, 40])  # masks up to 32 ranges, a sort beyond
-def test_group_by_range_keeps_each_ranges_keys_in_order(count):
-    rng = np.random.default_rng(count)
-    index = rng.integers(0, count, 2000)
-    keys = rng.integers(0, 1 << 50, 2000).astype(np.uint64)
-    groups = group_by_range(keys, index, count)
-    assert len(groups) == count
-    for i, group in enumerate(groups):
-        np.testing.assert_array_equal(group, keys[index == i])
+@pytest.mark.parametrize(("lo", "hi", "shift"), [(0, 1 << 40, 24), (5, 5000, 0), (1000, 1001, 3)])
+def test_bucket_counts_match_a_slow_reference(lo, hi, shift):
+    from dpfast.engines.outofcore import _BucketCounts
+
+    rng = np.random.default_rng(hi)
+    keys = rng.integers(0, 2 * hi, 20_000).astype(np.uint64)
+    keys[:4] = [lo, hi - 1, hi, max(0, lo - 1)]  # both ends inside, one past each end
+    size = ((hi - 1 - lo) >> shift) + 1
+    expected = np.zeros(size, dtype=np.int64)
+    for x in keys.tolist():
+        if lo <= x < hi:
+            expected[(x - lo) >> shift] += 1
+    np.testing.assert_array_equal(_BucketCounts(lo, hi, shift, size)(keys), expected)
 
 
 def test_sorted_runs_give_each_present_range_its_sorted_keys():

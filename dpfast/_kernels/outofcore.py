@@ -1,4 +1,8 @@
-"""Kernels of the out-of-core engine: permutation buckets of a row range, float group sums."""
+"""Kernels of the out-of-core and cluster engines: buckets, group sums, histograms, ranges.
+
+Permutation buckets of a row range, float group sums, histograms of grid values, and
+keys grouped by range for the workers' sorts.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import numpy as np
 
 from dpfast._jit import jit
 from dpfast._kernels.lanes import counter_blocks, new_lanes
-from dpfast._kernels.uniform import lane_layout
+from dpfast._kernels.uniform import WINDOW_ITEMS, lane_layout, window_buckets
 
 
 @jit
@@ -18,8 +22,8 @@ def bucket_ids(key, bits, first, out):
     """
     lanes = new_lanes()
     words = lanes.words
-    lane_bits, per_word = lane_layout(bits)
-    per_window = 128 * per_word
+    buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
+    per_window = 128 * lane_layout(bits)[1]
     count = out.shape[0]
     done = 0
     while done < count:
@@ -27,11 +31,10 @@ def bucket_ids(key, bits, first, out):
         window = item // per_window
         counter_blocks(key, 0, window * 16, lanes)
         j = item - window * per_window
-        while j < per_window and done < count:
-            value = words[j // per_word] >> np.uint64(lane_bits * (j % per_word))
-            if lane_bits < 64:
-                value &= np.uint64((1 << lane_bits) - 1)
-            out[done] = np.int64(value >> np.uint64(lane_bits - bits))
+        used = min(per_window, j + count - done)  # the window's items this call needs
+        window_buckets(words, used, bits, buckets)
+        while j < used:
+            out[done] = buckets[j]
             j += 1
             done += 1
 
@@ -57,3 +60,51 @@ def add_float_run(value, count, first_rank, k, sums):
     for t in range(count):
         g = min((first_rank + t) // k, n_groups - 1)
         sums[g] += value
+
+
+@jit
+def count_in_buckets(q, lo, hi, shift, counts):
+    """Add one to ``counts[(v - lo) >> shift]`` for every ``v`` of ``q`` in ``[lo, hi)``.
+
+    ``q`` is ``uint64``; ``lo``, ``hi`` and ``shift`` are ``uint64`` scalars and
+    ``counts`` (``int64``) has a slot for every bucket. One pass, no temporaries. O(n).
+    """
+    for i in range(q.shape[0]):
+        v = q[i]
+        if v >= lo and v < hi:
+            counts[np.int64((v - lo) >> shift)] += 1
+
+
+@jit
+def group_by_ranges(keys, lo, hi):
+    """Group the keys by the disjoint ranges ``[lo[j], hi[j])`` (``lo`` increasing).
+
+    Returns ``(grouped, starts)``: range ``j``'s keys are ``grouped[starts[j]:starts[j +
+    1]]``, in their input order; keys in no range are dropped. A key's range is found by
+    a branch-free binary search over ``lo``. Two passes over the keys. O(n log m).
+    """
+    n, m = keys.shape[0], lo.shape[0]
+    index = np.empty(n, dtype=np.int32)
+    starts = np.zeros(m + 1, dtype=np.int64)
+    for i in range(n):
+        key = keys[i]
+        j, length = 0, m  # the last range whose lo is at most key is j or after
+        while length > 1:
+            half = length >> 1
+            j = j + half if lo[j + half] <= key else j  # no branch to mispredict
+            length -= half
+        if m > 0 and lo[j] <= key and key < hi[j]:
+            index[i] = j
+            starts[j + 1] += 1
+        else:
+            index[i] = -1
+    for j in range(m):
+        starts[j + 1] += starts[j]
+    grouped = np.empty(starts[m], dtype=keys.dtype)
+    fill = starts[:m].copy()
+    for i in range(n):
+        j = index[i]
+        if j >= 0:
+            grouped[fill[j]] = keys[i]
+            fill[j] += 1
+    return grouped, starts

@@ -286,12 +286,56 @@ def lane_layout(bits):
     return 64, 1
 
 
+#: Items of one window of the bucket stream: 16 ChaCha blocks of 8 words, 4 lanes each at
+#: most (a window of wider lanes holds fewer).
+WINDOW_ITEMS = 16 * 8 * 4
+
+
 @jit_inline
-def _lane_bucket(words, j, lane_bits, lanes, bits):
-    value = words[j // lanes] >> np.uint64(lane_bits * (j % lanes))
-    if lane_bits < 64:
-        value &= np.uint64((1 << lane_bits) - 1)
-    return np.int64(value >> np.uint64(lane_bits - bits))
+def window_buckets(words, count, bits, out):
+    """Write the bucket of items ``0 .. count - 1`` of a window of ``words`` to ``out``.
+
+    ``words`` are the window's 128 stream words (:func:`counter_blocks`); item ``j`` is
+    lane ``j % lanes`` of word ``j // lanes`` (:func:`lane_layout`). The lanes are taken
+    word by word with constant shifts, not by a division per item; ``out``
+    (``int64[WINDOW_ITEMS]``) may be written past ``count``, up to the end of the last word.
+    """
+    lane_bits, per_word = lane_layout(bits)
+    down = np.uint64(lane_bits - bits)
+    used = (count + per_word - 1) // per_word
+    if lane_bits == 16:
+        m16 = np.uint64(0xFFFF)
+        for w in range(used):
+            word = words[w]
+            o = 4 * w
+            out[o] = np.int64((word & m16) >> down)
+            out[o + 1] = np.int64(((word >> np.uint64(16)) & m16) >> down)
+            out[o + 2] = np.int64(((word >> np.uint64(32)) & m16) >> down)
+            out[o + 3] = np.int64((word >> np.uint64(48)) >> down)
+    elif lane_bits == 32:
+        m32 = np.uint64(0xFFFFFFFF)
+        for w in range(used):
+            word = words[w]
+            out[2 * w] = np.int64((word & m32) >> down)
+            out[2 * w + 1] = np.int64((word >> np.uint64(32)) >> down)
+    else:
+        for w in range(used):
+            out[w] = np.int64(words[w] >> down)
+
+
+@jit_inline
+def floor_div(i, k, inv_k):
+    """Return ``i // k`` for ``0 <= i`` and ``k >= 1``, with ``inv_k = 1.0 / k``.
+
+    A float product, corrected to the exact quotient: a few cycles instead of a 64-bit
+    division (the corrections are exact integer comparisons, so any rounding is undone).
+    """
+    g = np.int64(np.float64(i) * inv_k)
+    while g * k > i:
+        g -= 1
+    while (g + 1) * k <= i:
+        g += 1
+    return g
 
 
 @jit
@@ -299,13 +343,14 @@ def bucket_counts(key, bits, n, counts):
     """Add to ``counts[b]`` the number of items of ``range(n)`` in bucket ``b`` (bits >= 1)."""
     lanes = new_lanes()
     words = lanes.words
-    lane_bits, per_word = lane_layout(bits)
-    per_window = 128 * per_word  # items per call of counter_blocks (16 blocks)
+    buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
+    per_window = 128 * lane_layout(bits)[1]  # items per call of counter_blocks (16 blocks)
     for window in range((n + per_window - 1) // per_window):
         counter_blocks(key, 0, window * 16, lanes)
-        base = window * per_window
-        for j in range(min(per_window, n - base)):
-            counts[_lane_bucket(words, j, lane_bits, per_word, bits)] += 1
+        count = min(per_window, n - window * per_window)
+        window_buckets(words, count, bits, buckets)
+        for j in range(count):
+            counts[buckets[j]] += 1
 
 
 @jit
@@ -316,13 +361,15 @@ def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
     """
     lanes = new_lanes()
     words = lanes.words
-    lane_bits, per_word = lane_layout(bits)
-    per_window = 128 * per_word
+    buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
+    per_window = 128 * lane_layout(bits)[1]
     for window in range((n + per_window - 1) // per_window):
         counter_blocks(key, 0, window * 16, lanes)
         base = window * per_window
-        for j in range(min(per_window, n - base)):
-            b = _lane_bucket(words, j, lane_bits, per_word, bits)
+        count = min(per_window, n - base)
+        window_buckets(words, count, bits, buckets)
+        for j in range(count):
+            b = buckets[j]
             if lo <= b < hi:
                 out[next_slot[b - lo]] = base + j
                 next_slot[b - lo] += 1
@@ -338,16 +385,19 @@ def bucket_scatter_groups(key, bits, n, lo, hi, next_slot, group_values, k, out)
     """
     lanes = new_lanes()
     words = lanes.words
-    lane_bits, per_word = lane_layout(bits)
-    per_window = 128 * per_word
+    buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
+    per_window = 128 * lane_layout(bits)[1]
     last = group_values.shape[0] - 1
+    inv_k = 1.0 / k
     for window in range((n + per_window - 1) // per_window):
         counter_blocks(key, 0, window * 16, lanes)
         base = window * per_window
-        for j in range(min(per_window, n - base)):
-            b = _lane_bucket(words, j, lane_bits, per_word, bits)
+        count = min(per_window, n - base)
+        window_buckets(words, count, bits, buckets)
+        for j in range(count):
+            b = buckets[j]
             if lo <= b < hi:
-                g = (base + j) // k
+                g = floor_div(base + j, k, inv_k)
                 out[next_slot[b - lo]] = group_values[g if g < last else last]
                 next_slot[b - lo] += 1
 

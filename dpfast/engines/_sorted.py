@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._kernels import ranking
+from dpfast._kernels import outofcore, ranking
 
-__all__ = ["GroupSums", "Ranges", "add_parts", "group_by_range", "sorted_runs", "split_by_range"]
+__all__ = ["GroupSums", "Ranges", "add_parts", "keys_by_range", "sorted_runs"]
 
 
 @dataclass(frozen=True)
@@ -53,30 +53,18 @@ class Ranges:
         return found
 
 
-def split_by_range(keys: np.ndarray, ranges: Ranges) -> tuple[np.ndarray, np.ndarray]:
-    """Return the keys inside a range and their range numbers (``int32``), others dropped."""
-    if len(ranges) == 1 and keys.shape[0]:  # one range, often holding every key
+def keys_by_range(keys: np.ndarray, ranges: Ranges) -> list[np.ndarray]:
+    """Return the keys inside each range, in their input order; keys in none are dropped.
+
+    One kernel (:func:`dpfast._kernels.outofcore.group_by_ranges`): the ranges' pieces
+    are consecutive slices of one array.
+    """
+    count = len(ranges)
+    if count == 1 and keys.shape[0]:  # one range, often holding every key
         if keys.min() >= ranges.lo[0] and keys.max() < ranges.hi[0]:
-            return keys, np.zeros(keys.shape[0], dtype=np.int32)
-    index = ranges.index(keys)
-    kept = index >= 0
-    return keys[kept], index[kept].astype(np.int32)
-
-
-#: Up to this many ranges, keys are grouped by one mask per range, else by a sort.
-_MASKED_GROUPS = 32
-
-
-def group_by_range(keys: np.ndarray, index: np.ndarray, count: int) -> list[np.ndarray]:
-    """Return the keys of each range ``0 .. count - 1`` (``index``: each key's range)."""
-    if count == 1:  # every key is in range 0
-        return [keys]
-    if count <= _MASKED_GROUPS:  # a mask per range beats a sort of the indices
-        return [keys[index == i] for i in range(count)]
-    order = np.argsort(index, kind="stable")
-    bounds = np.searchsorted(index[order], np.arange(count + 1))
-    grouped = keys[order]
-    return [grouped[bounds[i] : bounds[i + 1]] for i in range(count)]
+            return [keys]
+    grouped, starts = outofcore.group_by_ranges(keys, ranges.lo, ranges.hi)
+    return [grouped[starts[i] : starts[i + 1]] for i in range(count)]
 
 
 def sorted_runs(

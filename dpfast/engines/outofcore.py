@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dpfast import noise
+from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast._release import (
     CategoricalColumn,
@@ -586,13 +587,47 @@ def _quantised(
     select: Callable[[np.ndarray], Any],
 ) -> Iterator[tuple[Any, int]]:
     """Yield ``select(grid values)`` of every batch of the column, with its clamped count."""
-
-    def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
-        values = _numeric_values(array, column, first_row)
-        q, clamped = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
-        return select(q), int(clamped)
-
+    batch = _QuantisedBatch(column, grid, select)
     return dataset.map_column(str(column.name), limits.batch_rows, batch)
+
+
+# The functions that a cluster's tasks run are module-level classes, not closures: a
+# closure is pickled by value, with a scan of every loaded module, once per task (about
+# a millisecond each, thousands of tasks per release); these pickle by reference.
+
+
+@dataclass(frozen=True)
+class _QuantisedKeys:
+    """A batch of a numeric column as grid values (``flagged``: ``q << 1 | clamped``)."""
+
+    column: NumericColumn
+    grid: Grid
+    flagged: bool = False
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        values = _numeric_values(array, self.column, first_row)
+        g = self.grid
+        if self.flagged:
+            return cast(
+                np.ndarray, ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int)
+            )
+        q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        return cast(np.ndarray, q)
+
+
+@dataclass(frozen=True)
+class _QuantisedBatch:
+    """``(select(grid values), clamped count)`` of a batch of a numeric column."""
+
+    column: NumericColumn
+    grid: Grid
+    select: Callable[[np.ndarray], Any]
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[Any, int]:
+        values = _numeric_values(array, self.column, first_row)
+        g = self.grid
+        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        return self.select(q), int(clamped)
 
 
 def _numeric_group_values(
@@ -617,14 +652,14 @@ def _numeric_group_values(
 
     def collect(lo: int, hi: int) -> np.ndarray:
         tick()
-        select = _in_range(lo, hi)
+        select = _InRange(lo, hi)
         parts = [part for part, _ in _quantised(dataset, column, grid, limits, select)]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)  # parts freed
 
     def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
         tick()
         counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
-        select = _bucket_counts(lo, hi, shift, counts.shape[0])
+        select = _BucketCounts(lo, hi, shift, counts.shape[0])
         for part, _ in _quantised(dataset, column, grid, limits, select):
             counts += part
         return counts
@@ -655,7 +690,7 @@ def _numeric_group_values(
     elif n <= limits.sorted_values:
         tick()
         parts = []
-        for part, count in _quantised(dataset, column, grid, limits, _in_range(0, top)):
+        for part, count in _quantised(dataset, column, grid, limits, _InRange(0, top)):
             parts.append(part)
             clamped += count
         whole = np.concatenate(parts)
@@ -665,7 +700,7 @@ def _numeric_group_values(
         shift = max(0, key_bits - HISTOGRAM_BITS)
         tick()
         counts = np.zeros((grid.d_int >> shift) + 1, dtype=np.int64)
-        select = _bucket_counts(0, top, shift, counts.shape[0])
+        select = _BucketCounts(0, top, shift, counts.shape[0])
         for part, count in _quantised(dataset, column, grid, limits, select):
             counts += part
             clamped += count
@@ -714,7 +749,7 @@ def _cluster_group_sums(
         counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
         clamped = 0
         for part, count in _quantised(
-            dataset, column, grid, limits, _bucket_counts(lo, hi, shift, counts.shape[0])
+            dataset, column, grid, limits, _BucketCounts(lo, hi, shift, counts.shape[0])
         ):
             counts += part
             clamped += count
@@ -740,12 +775,8 @@ def _cluster_group_sums(
     ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64))
     reduce = GroupSums(table[:, 2].copy(), int(k), int(sums.shape[0]))
 
-    def keys(array: pa.Array, first_row: int) -> np.ndarray:
-        values = _numeric_values(array, column, first_row)
-        q, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
-        return cast(np.ndarray, q)
-
     tick()
+    keys = _QuantisedKeys(column, grid)
     results = _sorted_on_workers(dataset, name, rows, keys, ranges, key_bits, reduce)
     add_parts(results, sums, table[:, 3], lambda: ValueError(_CHANGED_BETWEEN_PASSES))
     return clamped
@@ -803,14 +834,8 @@ def _whole_column_sums(
     )
     reduce = GroupSums(np.zeros(1, dtype=np.int64), int(k), int(sums.shape[0]), flagged=True)
 
-    def keys(array: pa.Array, first_row: int) -> np.ndarray:
-        values = _numeric_values(array, column, first_row)
-        return cast(
-            np.ndarray,
-            ranking.quantise_flagged(values, grid.lower, grid.upper, grid.gamma, grid.d_int),
-        )
-
     tick()
+    keys = _QuantisedKeys(column, grid, flagged=True)
     results = _sorted_on_workers(
         dataset, str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
     )
@@ -825,44 +850,60 @@ _CHANGED_BETWEEN_PASSES = (
 )
 
 
-def _in_range(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
+@dataclass(frozen=True)
+class _InRange:
     """Select the grid values in ``[lo, hi)``."""
 
-    def select(q: np.ndarray) -> np.ndarray:
-        return q[(q >= np.uint64(lo)) & (q < np.uint64(hi))]
+    lo: int
+    hi: int
 
-    return select
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        return q[(q >= np.uint64(self.lo)) & (q < np.uint64(self.hi))]
 
 
-def _bucket_counts(lo: int, hi: int, shift: int, size: int) -> Callable[[np.ndarray], np.ndarray]:
+@dataclass(frozen=True)
+class _BucketCounts:
     """Count the grid values in ``[lo, hi)`` per bucket of ``2**shift`` values from ``lo``."""
 
-    def count(q: np.ndarray) -> np.ndarray:
-        inside = q[(q >= np.uint64(lo)) & (q < np.uint64(hi))].astype(np.int64)
-        return np.bincount((inside - lo) >> shift, minlength=size)
+    lo: int
+    hi: int
+    shift: int
+    size: int
 
-    return count
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        counts = np.zeros(self.size, dtype=np.int64)
+        outofcore_kernels.count_in_buckets(
+            q, np.uint64(self.lo), np.uint64(self.hi), np.uint64(self.shift), counts
+        )
+        return counts
 
 
 def _rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: _Limits) -> np.ndarray:
     """Count a categorical column's records per taxonomy rank, batch by batch."""
     taxonomy: Taxonomy = cat.taxonomy
+    counts = np.zeros(len(taxonomy.domain), dtype=np.int64)
+    for part in dataset.map_column(str(cat.name), limits.batch_rows, _RankCounts(cat)):
+        counts += part
+    return counts
 
-    def count(array: pa.Array, first_row: int) -> np.ndarray:
+
+@dataclass(frozen=True)
+class _RankCounts:
+    """A batch of a categorical column's records counted per taxonomy rank."""
+
+    cat: CategoricalColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        taxonomy: Taxonomy = self.cat.taxonomy
         encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
         indices = encoded.indices.to_numpy(zero_copy_only=False)
         if encoded.indices.null_count:
             missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
             indices = np.where(missing, -1, indices)
         codes = taxonomy.encode_categories(
-            indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
+            indices.astype(np.int64), encoded.dictionary.to_pylist(), column=self.cat.name
         )
         return np.asarray(taxonomy.rank_counts(codes), dtype=np.int64)
-
-    counts = np.zeros(len(taxonomy.domain), dtype=np.int64)
-    for part in dataset.map_column(str(cat.name), limits.batch_rows, count):
-        counts += part
-    return counts
 
 
 def _write_in_order(

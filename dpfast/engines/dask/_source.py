@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import Ranges, group_by_range, split_by_range
+from dpfast.engines._sorted import Ranges, keys_by_range
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -295,14 +295,16 @@ def _split(
 ) -> tuple[np.ndarray, ...]:
     """Return one partition's keys inside each range (a sorted task's piece per range)."""
     array = arrow_column(part, name, kind, rows)
-    found, index = [], []
-    for lo in range(0, len(array), batch_rows):
-        kept, where = split_by_range(keys(array.slice(lo, batch_rows), first + lo), ranges)
-        found.append(kept)
-        index.append(where)
+    found = [
+        keys_by_range(keys(array.slice(lo, batch_rows), first + lo), ranges)
+        for lo in range(0, len(array), batch_rows)
+    ]
     if not found:
         return tuple(np.empty(0, dtype=np.uint64) for _ in range(len(ranges)))
-    return tuple(group_by_range(np.concatenate(found), np.concatenate(index), len(ranges)))
+    if len(found) == 1 and len(ranges) > 1:
+        # the pieces are slices of one array: copied, each is freed when its sort has it
+        return tuple(piece.copy() for piece in found[0])
+    return tuple(np.concatenate(pieces) for pieces in zip(*found, strict=True))
 
 
 def _sort(

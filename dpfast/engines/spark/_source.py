@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._release.dispatch import interrupt_in
-from dpfast.engines._sorted import Ranges, group_by_range, sorted_runs, split_by_range
+from dpfast.engines._sorted import Ranges, keys_by_range, sorted_runs
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -433,8 +433,7 @@ def _split(
     conversions and shuffle).
     """
     for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        kept, index = split_by_range(keys(batch.column(0), first), ranges)
-        grouped = group_by_range(kept, index, len(ranges))
+        grouped = keys_by_range(keys(batch.column(0), first), ranges)
         present = [(i, part) for i, part in enumerate(grouped) if part.shape[0]]
         if present:
             yield pa.RecordBatch.from_arrays(
