@@ -15,7 +15,9 @@ job on the Parquet dataset ``DIR`` (``benchmarks/outofcore.py gen``; columns in 
 
 The JSON holds the wall seconds, the CPU seconds of the client and of each worker
 during the job, the client's peak RSS and every worker's peak RSS (sampled every half
-second with ``client.run``), in bytes.
+second with ``client.run``), in bytes, and the workers' task seconds by kind of task
+(Dask's task stream: the compute time of every task, summed by the task's name prefix,
+and the time spent fetching its inputs from other workers, as ``transfer PREFIX``).
 """
 
 from __future__ import annotations
@@ -117,6 +119,20 @@ def _mapped_back(part: Any, name: str, noisy: Any) -> Any:
     return pd.DataFrame({name: noisy.reindex(part["g"]).to_numpy()})
 
 
+def _task_seconds(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Return the compute and transfer seconds of the task stream's tasks, by name prefix."""
+    from dask.utils import key_split
+
+    seconds: dict[str, float] = {}
+    for record in records:
+        name = key_split(record["key"])
+        for part in record.get("startstops", ()):
+            if part["action"] in ("compute", "transfer"):
+                label = name if part["action"] == "compute" else f"transfer {name}"
+                seconds[label] = seconds.get(label, 0.0) + part["stop"] - part["start"]
+    return {name: round(s, 2) for name, s in sorted(seconds.items(), key=lambda i: -i[1])}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -133,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    from distributed import Client
+    from distributed import Client, get_task_stream
 
     from dpfast.engines.dask import local_cluster
 
@@ -143,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             local_cluster(args.workers, dashboard_address=":0") as cluster,
             Client(cluster) as client,
         ):
-            with _Peaks(client) as peaks:
+            with _Peaks(client) as peaks, get_task_stream(client) as stream:
                 workers_before, client_before = client.run(_cpu), _own_cpu()
                 start = time.perf_counter()
                 job = _dpfast if args.job == "dpfast" else _naive
@@ -168,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
         "client_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "worker_peak_rss": sorted(peaks.peaks.values()),
+        "task_seconds": _task_seconds(stream.data),
     }
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result), file=sys.stderr)
