@@ -153,7 +153,10 @@ def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
     assert output_part_rows(10_000_000, 10, 2) == 1_250_000  # four parts per task slot
     assert output_part_rows(10_000_001, 10, 2) == 1_250_001
     big = output_part_rows(100_000_000, 10, 2)  # capped: 512 MiB of values a task
-    assert big == PART_BYTES // 80
+    assert big <= PART_BYTES // 80
+    assert -(-100_000_000 // big) == 16  # 15 parts under the cap: one more for the 2nd slot
+    assert output_part_rows(100_000_000, 10, 3) == PART_BYTES // 80  # 15 parts: 5 rounds
+    assert output_part_rows(100_000_000, 10, 1) == PART_BYTES // 80
     assert output_part_rows(100_000_000, 10, 1000) == PART_ROWS  # never below the floor
     assert output_part_rows(100_000_000, 1000, 2) == PART_ROWS
 
@@ -173,6 +176,39 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
         keys = [str(key) for key in dict(got.data.__dask_graph__())]
         assert sum(key.startswith("dpfast-ir-dp-state") for key in keys) == 1
     _assert_same_release(got, expected)
+
+
+def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
+    from dpfast.engines.dask import _write
+    from dpfast.engines.spark._release import generated_parts
+
+    table = _table()
+    table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type
+    taxonomy = {"c": [f"c{i}" for i in range(5)]}  # a flat list of leaves
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "seed": SEED, "taxonomies": taxonomy}
+    frame = dd.from_pandas(table[["a", "b", "c"]], npartitions=3)
+    data, report, _ = ir_dp_dask(frame, part_rows=700, **args)
+    parts = generated_parts(data)
+    assert parts is not None and parts.count == 5
+    assert generated_parts(data[["a", "c"]]) is None  # a transformed frame: its partitions
+    calls = []
+    write_release(data, tmp_path / "parts", report, progress=lambda *call: calls.append(call))
+    write_release(data[["a", "b", "c"]], tmp_path / "frame", report)
+    names = sorted(p.name for p in (tmp_path / "parts").iterdir())
+    assert names == [f"part-{i:06d}.parquet" for i in range(5)]
+    assert names == sorted(p.name for p in (tmp_path / "frame").iterdir())
+    for name in names:  # the same rows and values, whichever way they were written
+        direct = pq.read_table(tmp_path / "parts" / name)
+        assert direct.schema.field("c").type == pa.string()  # as Spark's and the column engine's
+        assert direct.equals(pq.read_table(tmp_path / "frame" / name).cast(direct.schema))
+    assert calls[-1] == ("writing parts", 5, 5)
+    got = pq.read_table(tmp_path / "parts").to_pandas()
+    expected = dpfast.ir_dp(table[["a", "b", "c"]], **args).data
+    pd.testing.assert_frame_equal(got, expected.reset_index(drop=True), check_dtype=False)
+    assert got["c"].map(type).eq(str).all()
+    # a task as the workers run it, here: the same bytes as the file they wrote
+    assert _write._write_generated(parts, 3, str(tmp_path / "again.parquet")) == 700
+    assert (tmp_path / "again.parquet").read_bytes() == (tmp_path / "parts" / names[3]).read_bytes()
 
 
 @pytest.mark.parametrize("batch_rows", [64, 1000])

@@ -21,11 +21,9 @@ its partitioning and the number of workers, and after any retry.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +36,13 @@ from dpfast.engines.outofcore import (
     Progress,
 )
 from dpfast.engines.spark._laplace import _Cells, _NoisedBatch, noised_columns
-from dpfast.engines.spark._release import _Generated, output_part_rows, released_columns
+from dpfast.engines.spark._release import (
+    PARTS_ATTRIBUTE,
+    GeneratedParts,
+    _Generated,
+    output_part_rows,
+    released_columns,
+)
 
 __all__ = ["dask_of", "dask_source", "ir_dp_dask", "laplace_dp_dask"]
 
@@ -99,7 +103,9 @@ def ir_dp_dask(
     k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
         As for :func:`dpfast.engines.outofcore.ir_dp_dataset`.
     memory_limit : int
-        Bytes of the client's working memory for the passes.
+        Bytes of the client's working memory for the passes (shared by its column threads),
+        and of each sort task's on the workers: a column of at most ``memory_limit / 32``
+        values is sorted whole by one task, a larger one in ranges of at most that.
     n_threads : int, optional
         Columns whose passes run at once (default: one per core of the client).
     batch_rows : int
@@ -130,22 +136,12 @@ def ir_dp_dask(
     return frame, report, private
 
 
-@dataclass(frozen=True)
-class _IrDpState:
-    """What every task of an ``ir_dp`` frame needs: the released columns' state."""
-
-    columns: tuple[_Generated, ...]
-    n: int
-    k: int
-    part_rows: int
-
-
-def _ir_dp_part(state: _IrDpState, part: int) -> pd.DataFrame:
+def _ir_dp_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
     """Return output part ``part`` of every released column, on a worker."""
-    lo, hi = part * state.part_rows, min(state.n, (part + 1) * state.part_rows)
+    lo, hi = part * parts.part_rows, min(parts.n, (part + 1) * parts.part_rows)
     data = {}
-    for column in state.columns:
-        array = column.rows(state.n, state.k, lo, hi)
+    for column in parts.columns:
+        array = column.rows(parts.n, parts.k, lo, hi)
         values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
         data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
     frame = pd.DataFrame(data)
@@ -157,22 +153,26 @@ def _ir_dp_frame(columns: Sequence[_Generated], n: int, k: int, part_rows: int) 
     """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
 
     The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
-    graph, sent once to each worker that computes a part, not once per task.
+    graph, sent once to each worker that computes a part, not once per task. The frame
+    carries its :class:`GeneratedParts`, so that :func:`write_release` has each part
+    written by the task that computes it, in Arrow, instead of through pandas.
     """
     import dask
     import dask.dataframe as dd
     from dask.delayed import delayed
 
-    parts = max(1, math.ceil(n / part_rows))
+    parts = GeneratedParts(tuple(columns), n, k, part_rows)
     name = f"dpfast-ir-dp-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
-    state = delayed(_IrDpState(tuple(columns), n, k, part_rows), name=name)
+    state = delayed(parts, name=name, traverse=False)
     compute = delayed(_ir_dp_part, pure=False)
     meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c.kind)) for c in columns})
     # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_delayed(
-            [compute(state, p) for p in range(parts)], meta=meta, verify_meta=False
+        frame = dd.from_delayed(
+            [compute(state, p) for p in range(parts.count)], meta=meta, verify_meta=False
         )
+    setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
+    return frame
 
 
 def laplace_dp_dask(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 
 from dpfast.accounting import Report
 from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
+from dpfast.engines.spark._release import GeneratedParts, generated_parts
 
 __all__ = ["check_dask_output", "local_cluster", "write_release"]
 
@@ -33,11 +35,13 @@ def write_release(
     """Write a release frame as Parquet at ``output``, atomically.
 
     The workers write a dataset directory (``part-000000.parquet``, ..., one per
-    partition, names sorting in row order) into a hidden scratch directory beside
-    ``output``; ``before_publish(report)`` runs once it is complete, then it is renamed
-    into place and ``after_publish()`` runs. A failed or interrupted write cancels its
-    tasks and leaves nothing at ``output``. With a cluster, ``output``'s directory must be
-    one the workers share with the client.
+    partition, names sorting in row order; a frame that
+    :func:`dpfast.engines.dask.ir_dp_dask` returned, untransformed, is written by the
+    tasks that compute its parts: the same rows, without a pandas frame between two
+    tasks) into a hidden scratch directory beside ``output``; ``before_publish(report)``
+    runs once it is complete, then it is renamed into place and ``after_publish()`` runs.
+    A failed or interrupted write cancels its tasks and leaves nothing at ``output``.
+    With a cluster, ``output``'s directory must be one the workers share with the client.
 
     Raises
     ------
@@ -48,14 +52,22 @@ def write_release(
 
     target = Path(output)
     check_dask_output(target)
+    parts = generated_parts(data)
     with _scratch_beside(target) as scratch:
         written = scratch / "release"
         written.mkdir()
-        write = delayed(_write_part, pure=False)
-        tasks = [
-            write(part, str((written / f"part-{i:06d}.parquet").absolute()))
-            for i, part in enumerate(data.to_delayed())
-        ]
+
+        def path(i: int) -> str:
+            return str((written / f"part-{i:06d}.parquet").absolute())
+
+        if parts is not None:  # an ir_dp frame: each task computes its part and writes it
+            name = f"dpfast-ir-dp-parts-{uuid.uuid4().hex}"
+            state = delayed(parts, name=name, traverse=False)
+            write_generated = delayed(_write_generated, pure=False)
+            tasks = [write_generated(state, i, path(i)) for i in range(parts.count)]
+        else:
+            write = delayed(_write_part, pure=False)
+            tasks = [write(part, path(i)) for i, part in enumerate(data.to_delayed())]
         _run(tasks, f"writing {target.name}", progress)
         if before_publish is not None:
             before_publish(report)
@@ -76,12 +88,27 @@ def check_dask_output(output: str | os.PathLike[str]) -> None:
 
 
 def _write_part(part: Any, path: str) -> int:
-    """Write one partition (pandas) as a Parquet file, on a worker; return its rows.
+    """Write one partition (pandas) as a Parquet file, on a worker; return its rows."""
+    return _write_table(pa.Table.from_pandas(part, preserve_index=False), path)
+
+
+def _write_generated(parts: GeneratedParts, part: int, path: str) -> int:
+    """Compute part ``part`` of an ``ir_dp`` frame and write it, on a worker; return its rows.
+
+    The rows of :func:`_write_part` of the frame's partition ``part`` (labels as Arrow
+    ``string``, as the other engines write them, not pandas' ``large_string``), without
+    the pandas frame between two tasks (and its move when they run on different workers).
+    """
+    return _write_table(parts.table(part), path)
+
+
+def _write_table(table: pa.Table, path: str) -> int:
+    """Write ``table`` as a Parquet file at ``path``; return its rows.
 
     As the column engine writes: zstd, with a dictionary for text columns only (released
     numbers are near-random, so a dictionary costs time and saves nothing).
     """
-    table = pa.Table.from_pandas(part, preserve_index=False).replace_schema_metadata(None)
+    table = table.replace_schema_metadata(None)
     text = [f.name for f in table.schema if not _is_number(f.type)]
     pq.write_table(table, path, compression="zstd", use_dictionary=text)
     return int(table.num_rows)

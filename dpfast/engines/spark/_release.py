@@ -68,10 +68,16 @@ def output_part_rows(n: int, columns: int, tasks: int) -> int:
     part's rows (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few
     parts as keep every task slot busy (four parts each, so that slots finish together),
     at least :data:`PART_ROWS` rows and at most :data:`PART_BYTES` of released values
-    each.
+    each. Where the byte cap decides, the number of parts is rounded up to a multiple of
+    ``tasks``, so that no slot waits alone for the last part.
     """
+    tasks = max(1, tasks)
     most = max(PART_ROWS, PART_BYTES // (8 * max(1, columns)))
-    return max(PART_ROWS, min(most, -(-n // (4 * max(1, tasks)))))
+    rows = max(PART_ROWS, min(most, -(-n // (4 * tasks))))
+    parts = -(-n // rows)
+    if parts > tasks and parts % tasks:
+        rows = max(PART_ROWS, -(-n // (parts + tasks - parts % tasks)))
+    return rows
 
 
 def spark_source(data: Any) -> Any:
@@ -123,7 +129,9 @@ def ir_dp_spark(
     k, epsilon, bounds, integer, taxonomies, columns, sensitivity, seed
         As for :func:`dpfast.engines.outofcore.ir_dp_dataset`.
     memory_limit : int
-        Bytes of the driver's working memory for the passes.
+        Bytes of the driver's working memory for the passes (shared by its column threads),
+        and of each sort task's on the workers: a column of at most ``memory_limit / 32``
+        values is sorted whole by one task, a larger one in ranges of at most that.
     n_threads : int, optional
         Columns whose passes run at once (default: one per core of the driver).
     batch_rows : int
@@ -198,7 +206,9 @@ def released_columns(
         with run.phase("columns"):
             run.tick(f"column {cat.name}", 0, 1)
             counts[cat.name] = _rank_counts(source, cat, limits)
-    generated = _numeric_outputs(source, args, plan, keys, share, workers, run)
+    # the sorts run on the workers, one range a task, each within the whole limit (the
+    # client's column threads hold only group sums, checked above within their share)
+    generated = _numeric_outputs(source, args, plan, keys, limits, workers, run)
     for cat in args.categorical:
         with run.phase("columns"):
             key = keys.key("ir_dp", "centroid-choice", str(cat.name))
@@ -224,7 +234,7 @@ def _numeric_outputs(
     args: _Arguments,
     plan: Any,
     keys: noise.NoiseSource,
-    share: _Limits,
+    limits: _Limits,
     workers: int,
     run: DatasetRun,
 ) -> dict[str, _Generated]:
@@ -234,7 +244,7 @@ def _numeric_outputs(
 
     def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
         grid, steps = plan.grids[column.name]
-        return _numeric_group_values(source, column, grid, args.k, steps, keys, share, run)
+        return _numeric_group_values(source, column, grid, args.k, steps, keys, limits, run)
 
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
