@@ -206,9 +206,7 @@ def released_columns(
         with run.phase("columns"):
             run.tick(f"column {cat.name}", 0, 1)
             counts[cat.name] = _rank_counts(source, cat, limits)
-    # the sorts run on the workers, one range a task, each within the whole limit (the
-    # client's column threads hold only group sums, checked above within their share)
-    generated = _numeric_outputs(source, args, plan, keys, limits, workers, run)
+    generated = _numeric_outputs(source, args, plan, keys, (limits, share), workers, run)
     for cat in args.categorical:
         with run.phase("columns"):
             key = keys.key("ir_dp", "centroid-choice", str(cat.name))
@@ -234,17 +232,26 @@ def _numeric_outputs(
     args: _Arguments,
     plan: Any,
     keys: noise.NoiseSource,
-    limits: _Limits,
+    limits: tuple[_Limits, _Limits],
     workers: int,
     run: DatasetRun,
 ) -> dict[str, _Generated]:
-    """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order."""
+    """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order.
+
+    ``limits`` is ``(whole, share)``: the whole memory limit and a column thread's share.
+    A column's sorts run on the workers, one range a task, each within the whole limit
+    (the client's threads hold only group sums); a grid too fine for a sort key's flag
+    bit (63 bits or more) may be collected by the client, within the share.
+    """
     n = source.n_rows
     generated = {}
+    whole, share = limits
 
     def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
         grid, steps = plan.grids[column.name]
-        return _numeric_group_values(source, column, grid, args.k, steps, keys, limits, run)
+        on_workers = max(1, grid.d_int.bit_length()) < 63
+        chosen = whole if on_workers else share
+        return _numeric_group_values(source, column, grid, args.k, steps, keys, chosen, run)
 
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
