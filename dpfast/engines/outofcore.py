@@ -639,8 +639,13 @@ def _numeric_group_values(
     source: noise.NoiseSource,
     limits: _Limits,
     run: DatasetRun,
+    sort_limits: _Limits | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Every rank group's released value of a numeric column, and its clamped count."""
+    """Every rank group's released value of a numeric column, and its clamped count.
+
+    ``limits`` bound this process's memory; ``sort_limits`` (default ``limits``) bound
+    each sort task of a cluster (a source with ``sort_ranges``), which runs on a worker.
+    """
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
     sums = np.zeros(n // k, dtype=np.int64)
@@ -686,7 +691,8 @@ def _numeric_group_values(
     if hasattr(dataset, "sort_ranges") and (n > limits.sorted_values or key_bits < 63):
         # a cluster: the workers sort and add the groups in one job, instead of the
         # driver sorting the collected column or one pass over the data per range
-        clamped = _cluster_group_sums(dataset, column, grid, k, limits, tick, sums)
+        sorts = sort_limits or limits
+        clamped = _cluster_group_sums(dataset, column, grid, k, sorts, tick, sums)
     elif n <= limits.sorted_values:
         tick()
         parts = []

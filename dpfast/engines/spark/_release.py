@@ -206,7 +206,9 @@ def released_columns(
         with run.phase("columns"):
             run.tick(f"column {cat.name}", 0, 1)
             counts[cat.name] = _rank_counts(source, cat, limits)
-    generated = _numeric_outputs(source, args, plan, keys, (limits, share), workers, run)
+    # the sorts run on the workers, one range a task, each within the whole limit: the
+    # client's column threads hold only group sums (checked above within their share)
+    generated = _numeric_outputs(source, args, plan, keys, (share, limits), workers, run)
     for cat in args.categorical:
         with run.phase("columns"):
             key = keys.key("ir_dp", "centroid-choice", str(cat.name))
@@ -238,20 +240,18 @@ def _numeric_outputs(
 ) -> dict[str, _Generated]:
     """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order.
 
-    ``limits`` is ``(whole, share)``: the whole memory limit and a column thread's share.
-    A column's sorts run on the workers, one range a task, each within the whole limit
-    (the client's threads hold only group sums); a grid too fine for a sort key's flag
-    bit (63 bits or more) may be collected by the client, within the share.
+    ``limits`` is ``(share, whole)``: a client column thread's share of the memory limit,
+    and the whole limit, which bounds each sort task on the workers.
     """
     n = source.n_rows
     generated = {}
-    whole, share = limits
+    share, whole = limits
 
     def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
         grid, steps = plan.grids[column.name]
-        on_workers = max(1, grid.d_int.bit_length()) < 63
-        chosen = whole if on_workers else share
-        return _numeric_group_values(source, column, grid, args.k, steps, keys, chosen, run)
+        return _numeric_group_values(
+            source, column, grid, args.k, steps, keys, share, run, sort_limits=whole
+        )
 
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
