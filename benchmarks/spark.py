@@ -23,9 +23,10 @@ the whole process tree: the Python driver, the JVM and the Python workers).
     transfer of the results to the driver), the time of the engine's functions on the
     executors, the bytes they send back, and the driver's own work.
 ``run``
-    Run the jobs (``dpfast-local1``, ``dpfast-local2``, ``naive-window``,
-    ``naive-partitioned``) ``--repeat`` times each, one after the other, and write the
-    medians and the ratios the issue targets to a JSON file.
+    Run the jobs (``dpfast-local1``, ``dpfast-1cpu``: ``local[1]`` pinned to one CPU,
+    ``dpfast-local2``, ``naive-window``, ``naive-partitioned``) ``--repeat`` times each,
+    one after the other, and write the medians and the ratios the issue targets to a
+    JSON file.
 
 Every memory figure is quoted as a multiple of the in-memory table,
 ``n_rows * n_columns * 8`` bytes. The data comes from ``outofcore.py gen``. See
@@ -385,7 +386,6 @@ def dpfast_release(
     from dpfast.engines.spark import SparkSource, ir_dp_spark, write_release
 
     started = time.perf_counter()
-    frame = spark.read.parquet(str(data))
     if profile is None:  # as the CLI runs it: the executors compute and write the release
         released, report, _ = ir_dp_spark(
             SparkSource.from_parquet(spark, data), k=job.k, epsilon=job.epsilon,
@@ -395,6 +395,7 @@ def dpfast_release(
     else:
         from dpfast.engines.outofcore import ir_dp_dataset
 
+        frame = spark.read.parquet(str(data))  # the profile times Spark's own reader
         floor = spark_floor(frame)
         started = time.perf_counter()
         report, private = ir_dp_dataset(
@@ -441,18 +442,28 @@ def tree_cpu(root: int, seen: dict[int, float]) -> None:
         seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
 
 
-def measure(command: Sequence[str]) -> dict[str, Any]:
+def measure(command: Sequence[str], cpus: int | None = None) -> dict[str, Any]:
     """``outofcore.measure`` with the CPU time of the whole process tree.
 
     As :func:`outofcore.measure` (wall time, peak RSS of the tree, the machine's busy CPU),
     plus ``tree_cpu_s``, the CPU seconds of the command and all its descendants (the JVM
     and the Python workers included), and ``other_cpu_s`` computed from it: the CPU time
-    the rest of the machine used meanwhile.
+    the rest of the machine used meanwhile. ``cpus`` pins the command (and so every
+    process it starts) to the machine's first ``cpus`` CPUs (Linux).
     """
+    pinned = None
+    if cpus is not None:
+        allowed = sorted(os.sched_getaffinity(0))
+        if not 1 <= cpus <= len(allowed):
+            raise SystemExit(f"measure: --cpus must be 1 to {len(allowed)}, got {cpus}")
+        pinned = set(allowed[:cpus])
     cpu_before = outofcore.children_cpu_seconds()
     busy_before = outofcore.busy_cpu_seconds()
     started = time.perf_counter()
-    process = subprocess.Popen(list(command))
+    process = subprocess.Popen(
+        list(command),
+        preexec_fn=None if pinned is None else lambda: os.sched_setaffinity(0, pinned),
+    )
     peak, seen = 0, dict[int, float]()
     while process.poll() is None:
         peak = max(peak, outofcore.tree_rss(process.pid))
@@ -472,14 +483,16 @@ def measure(command: Sequence[str]) -> dict[str, Any]:
         "peak_rss_tree_bytes": peak,
         "maxrss_children_bytes": maxrss,
         "cpus": os.cpu_count(),
+        "pinned_cpus": cpus,
     }
 
 
-def measured_run(command: list[str], log: Path) -> dict[str, Any]:
+def measured_run(command: list[str], log: Path, cpus: int | None = None) -> dict[str, Any]:
     """Measure ``command`` in a fresh ``measure`` process; keep the tail of its output."""
     record = log.with_suffix(".jsonl")
     record.unlink(missing_ok=True)
-    wrapper = [sys.executable, __file__, "measure", "--json", str(record), "--", *command]
+    pin = [] if cpus is None else ["--cpus", str(cpus)]
+    wrapper = [sys.executable, __file__, "measure", "--json", str(record), *pin, "--", *command]
     with open(log, "w") as handle:
         subprocess.run(wrapper, stdout=handle, stderr=subprocess.STDOUT, check=False)
     output = log.read_text(errors="replace")
@@ -496,17 +509,24 @@ def measured_run(command: list[str], log: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One measured job: the subcommand and its own options."""
+    """One measured job: the subcommand, its own options, and the CPUs it may use."""
 
     name: str
     arguments: tuple[str, ...]
+    cpus: int | None = None  # None: every CPU of the machine
 
 
 def job_specs(master_cores: int = 2) -> dict[str, JobSpec]:
-    """The jobs of ``run``: dpfast on local[1] and local[2], the two naive variants."""
+    """The jobs of ``run``: dpfast on local[1] and local[2], the two naive variants.
+
+    ``dpfast-1cpu`` is ``local[1]`` pinned to one CPU: unpinned, ``local[1]``'s one task
+    slot keeps more than one core busy (the JVM's task thread and the thread feeding its
+    Python worker, the worker, the JIT compiler and the garbage collector run at once).
+    """
     cores = f"local[{master_cores}]"
     return {
         "dpfast-local1": JobSpec("dpfast", ("--master", "local[1]")),
+        "dpfast-1cpu": JobSpec("dpfast", ("--master", "local[1]"), cpus=1),
         "dpfast-local2": JobSpec("dpfast", ("--master", "local[2]")),
         "naive-window": JobSpec("naive", ("--variant", "window", "--master", cores)),
         "naive-partitioned": JobSpec("naive", ("--variant", "partitioned", "--master", cores)),
@@ -544,6 +564,8 @@ def ratios(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             scaling = wall["dpfast-local1"] / wall["dpfast-local2"]
             found["local1_over_local2"] = scaling
             found["scaling_target_met"] = scaling >= TARGET_SCALING
+        if "dpfast-1cpu" in wall:
+            found["one_cpu_over_local2"] = wall["dpfast-1cpu"] / wall["dpfast-local2"]
     return found
 
 
@@ -567,7 +589,7 @@ def run_jobs(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
             if args.quiet_wait > 0 and not outofcore.wait_for_quiet(args.quiet_wait):
                 print(f"{name}: the machine stayed busy, measuring anyway", file=sys.stderr)
             command = job_command(specs[name], data, schema, out, args)
-            run = measured_run(command, work / f"{name}-{attempt}.log")
+            run = measured_run(command, work / f"{name}-{attempt}.log", specs[name].cpus)
             outofcore.remove(out)
             runs.append(run)
             print(outofcore.describe(name, run, table_bytes), file=sys.stderr, flush=True)
@@ -628,6 +650,9 @@ def parser() -> argparse.ArgumentParser:
 
     meas = commands.add_parser("measure", help="wall time, CPU and peak RSS of a command tree")
     meas.add_argument("--json", type=Path, help="append the JSON line to this file, not stdout")
+    meas.add_argument(
+        "--cpus", type=outofcore.positive_int, help="pin the command to this many CPUs (Linux)"
+    )
     meas.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
 
     run = commands.add_parser("run", help="measure the jobs on a dataset, write the medians")
@@ -647,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not command:
             raise SystemExit("measure: give the command after --: measure -- CMD ...")
-        line = json.dumps(measure(command))
+        line = json.dumps(measure(command, args.cpus))
         if args.json:
             with open(args.json, "a") as handle:
                 handle.write(line + "\n")

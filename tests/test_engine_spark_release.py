@@ -19,6 +19,7 @@ from dpfast.engines.dataset import ParquetDataset
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
 from dpfast.engines.spark import SparkSource, laplace_dp_spark, write_release
+from dpfast.engines.spark._rows import FileTasks
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 EPSILON, SEED = 8.0, 11
@@ -93,7 +94,7 @@ def test_parquet_rows_are_numbered_as_parquet_dataset_numbers_them(
     if split_bytes is not None:
         spark.conf.set(key, str(split_bytes))
     try:
-        source = SparkSource.from_parquet(spark, files)
+        source = SparkSource.from_parquet(spark, files, reader="spark")
         partitions = source.frame.rdd.getNumPartitions()
         got = _numbered(source, 64)
     finally:
@@ -102,6 +103,75 @@ def test_parquet_rows_are_numbered_as_parquet_dataset_numbers_them(
     if split_bytes is not None:
         assert partitions >= 48
     _assert_numbered_as(got, expected, 64)
+
+
+@pytest.mark.parametrize("tasks", [None, 1, 2, 7, 64])
+def test_files_read_by_pyarrow_tasks_are_numbered_as_parquet_dataset_numbers_them(
+    spark, tmp_path, tasks
+):
+    table = _table()
+    # seven files, four of one or two rows; row groups of 200 rows (19 in all)
+    files = _write_files(table, tmp_path / "in", [1, 2, 1000, 1001, 2000, 2999])
+    dataset = ParquetDataset.open(files)
+    expected = np.concatenate(list(dataset.map_column("a", 1 << 20, lambda a, f: a.to_numpy())))
+    source = SparkSource.from_parquet(spark, files, tasks=tasks)
+    plan = source.numbering()
+    assert isinstance(plan, FileTasks)
+    assert plan.tasks == (2 if tasks is None else min(tasks, 19))  # 3001 rows: one per slot
+    for batch_rows in (64, 1000):  # batches joined across row groups and files
+        _assert_numbered_as(_numbered(source, batch_rows), expected, batch_rows)
+    assert source.n_rows == len(table)
+    assert source.schema == dataset.schema
+    assert source._frame is None  # Spark read no file
+    # the values keep the files' types: the text column as pyarrow wrote it
+    texts = list(source.map_column("note", 500, lambda a, first: (first, a.type)))
+    assert {kind for _, kind in texts} == {dataset.schema.field("note").type}
+
+
+def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 2, 1000, 1001, 2000, 2999])
+    dataset = ParquetDataset.open(files)
+    for tasks, parallelism in [(1, 2), (2, 2), (5, 3), (19, 2), (64, 2), (None, 3)]:
+        plan = FileTasks.plan(dataset.files, parallelism, tasks)
+        first = 0  # every row group once, in row order, and each task gets some
+        for task in range(plan.tasks):
+            run = plan.groups[plan.bounds[task] : plan.bounds[task + 1]]
+            assert run
+            for index, group, start in run:
+                assert start == first
+                first += pq.read_metadata(plan.files[index]).row_group(group).num_rows
+        assert first == dataset.n_rows
+        assert plan.tasks == (parallelism if tasks is None else min(tasks, 19))
+    # a task's rows: read back with pyarrow, without Spark, against the dataset's rows
+    expected = np.concatenate(list(dataset.map_column("b", 1 << 20, lambda a, f: a.to_numpy())))
+    plan = FileTasks.plan(dataset.files, 2, 7).reading(["b", "a"], 150)
+    for task in range(plan.tasks):
+        ids = pa.RecordBatch.from_arrays([pa.array([task], pa.int64())], names=["id"])
+        for batch, start in plan.pieces([ids], task):
+            assert batch.schema.names == ["b", "a"] and batch.num_rows <= 150
+            np.testing.assert_array_equal(
+                batch.column(0).to_numpy(), expected[start : start + batch.num_rows]
+            )
+    with pytest.raises(ValueError, match="tasks must be at least 1"):
+        FileTasks.plan(dataset.files, 2, 0)
+
+
+def test_file_tasks_of_empty_files_read_nothing(tmp_path):
+    where = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"a": pa.array([], pa.float64())}), where)
+    plan = FileTasks.plan([str(where)], 2)
+    assert plan.tasks == 1 and plan.groups == ()
+    ids = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
+    assert list(plan.reading(["a"], 10).pieces([ids], 0)) == []
+
+
+def test_from_parquet_refuses_an_unknown_reader_or_tasks_for_spark(spark, tmp_path):
+    files = _write_files(_table(), tmp_path / "in", [1000])
+    with pytest.raises(ValueError, match="reader must be 'pyarrow' or 'spark'"):
+        SparkSource.from_parquet(spark, files, reader="arrow")
+    with pytest.raises(ValueError, match="tasks applies to reader='pyarrow' only"):
+        SparkSource.from_parquet(spark, files, reader="spark", tasks=2)
 
 
 def test_a_frame_that_changes_between_passes_is_refused(spark):
@@ -143,14 +213,41 @@ def test_laplace_dp_of_a_spark_frame_is_the_in_memory_release(spark, partitions,
     frame.unpersist()
 
 
-def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path):
+@pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", None), ("pyarrow", 7)])
+def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path, reader, tasks):
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
-    source = SparkSource.from_parquet(spark, files)
+    source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
     data, report, private = laplace_dp_spark(
         source, epsilon=EPSILON, bounds=BOUNDS, columns=["a", "b"], seed=SEED, batch_rows=64
     )
     _assert_same_release(dpfast.Release(data, report, private), _in_memory(table))
+
+
+@pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", 1), ("pyarrow", 7)])
+def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader, tasks):
+    from dpfast.engines.spark import ir_dp_spark
+
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+    source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    # batches of 64 rows: groups straddle batches, row groups and files
+    data, report, private = ir_dp_spark(source, batch_rows=64, **args)
+    _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
+
+
+def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):
+    from dpfast.engines.spark import ir_dp_spark
+
+    files = _write_files(_table(), tmp_path / "in", [1000, 2000])
+    source = SparkSource.from_parquet(spark, files)
+    (files / "part-001.parquet").unlink()  # after the footers were read
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    with pytest.raises(Exception, match=r"part-001\.parquet"):
+        data, report, _ = ir_dp_spark(source, **args)
+        write_release(data, tmp_path / "out", report)
+    assert not (tmp_path / "out").exists()
 
 
 def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
@@ -237,13 +334,17 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
     assert spark.range(5).count() == 5
 
 
+@pytest.mark.parametrize("reader", ["spark", "pyarrow"])
 @pytest.mark.parametrize(("bad", "value"), [(2500, np.nan), (1500, -np.inf)])
-def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(spark, tmp_path, bad, value):
+def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
+    spark, tmp_path, bad, value, reader
+):
     from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     table.loc[bad, "a"] = value
-    source = SparkSource.from_parquet(spark, _write_files(table, tmp_path / "in", [1000, 2000]))
+    files = _write_files(table, tmp_path / "in", [1000, 2000])
+    source = SparkSource.from_parquet(spark, files, reader=reader)
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     with pytest.raises(ValueError) as expected:
         dpfast.ir_dp(table, **args)

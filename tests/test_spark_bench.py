@@ -135,8 +135,9 @@ def test_job_commands_share_the_session_settings(tmp_path):
     )
     specs = spark_bench.job_specs()
     assert sorted(specs) == sorted(
-        ["dpfast-local1", "dpfast-local2", "naive-window", "naive-partitioned"]
+        ["dpfast-local1", "dpfast-1cpu", "dpfast-local2", "naive-window", "naive-partitioned"]
     )
+    assert [name for name, spec in specs.items() if spec.cpus is not None] == ["dpfast-1cpu"]
     for name, spec in specs.items():
         command = spark_bench.job_command(spec, Path("d"), Path("s.json"), Path("o"), args)
         assert command[2] == spec.name
@@ -144,8 +145,25 @@ def test_job_commands_share_the_session_settings(tmp_path):
         assert command[command.index("--k") + 1] == "50"
         assert ("--memory-limit" in command) == (spec.name == "dpfast")
         assert command[len(command) - command[::-1].index("--master")] == (
-            "local[1]" if name == "dpfast-local1" else "local[2]"
+            "local[1]" if name in ("dpfast-local1", "dpfast-1cpu") else "local[2]"
         )
+
+
+def test_measure_pins_the_command_to_the_cpus_asked(tmp_path):
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("pinning is seen only with two CPUs or more")
+    out = tmp_path / "affinity.txt"
+    probe = f"import os; open({str(out)!r}, 'w').write(str(len(os.sched_getaffinity(0))))"
+    command = [sys.executable, "-c", probe]
+    one = spark_bench.measure(command, cpus=1)
+    assert one["returncode"] == 0 and one["pinned_cpus"] == 1
+    assert out.read_text() == "1"
+    spark_bench.measure(command)
+    assert out.read_text() == str(len(os.sched_getaffinity(0)))
+    with pytest.raises(SystemExit, match="--cpus must be 1 to"):
+        spark_bench.measure(command, cpus=10_000)
 
 
 def test_run_writes_medians_and_ratios(tmp_path, monkeypatch):

@@ -301,7 +301,7 @@ def diffgen_frame(
     _common(bounds, False, found)
     _refuse("diffgen", found)
     source = spark_source(data)
-    session = spark_of(source).frame.sparkSession
+    session = spark_of(source).session
     with tempfile.TemporaryDirectory(prefix="dpfast-diffgen-") as scratch:
         release = diffgen_source(
             source,

@@ -80,7 +80,7 @@ def run_on_driver(
     (the file, read in row order) and the two reports.
     """
     source = spark_source(data)
-    session = spark_of(source).frame.sparkSession
+    session = spark_of(source).session
     arguments.setdefault("memory_limit", memory_limit(session))
     output = scratch_directory(session) / f"release-{uuid.uuid4().hex}.parquet"
     report, private = release(source, output, **arguments)

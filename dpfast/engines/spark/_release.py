@@ -360,7 +360,7 @@ def _ir_dp_frame(
     """Return the lazy frame of the released columns: task ``p`` computes part ``p``."""
     import functools
 
-    session = source.frame.sparkSession
+    session = source.session
     parts = GeneratedParts(tuple(columns), n, k, part_rows)
     schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in columns)
     generate = functools.partial(_generate, parts=parts, batch_rows=batch_rows)

@@ -21,7 +21,7 @@ import os
 import pickle
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ from dpfast.engines._sorted import Ranges, keys_by_range, sorted_runs
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
+    FileTasks,
     Numbering,
     TaskRows,
     count_partitions,
@@ -92,47 +93,99 @@ class SparkSource:
     frame is not deterministic, instead of numbering rows twice.
     :meth:`from_parquet` numbers the rows of Parquet files as
     :class:`~dpfast.engines.dataset.ParquetDataset` does instead (files in sorted path
-    order, then row within the file), from Spark's ``_metadata`` columns.
+    order, then row within the file): its executors read the files' row groups with
+    pyarrow by default, or through Spark's reader and its ``_metadata`` columns.
 
     Results are collected on the driver per pass: their size is about the number of
     batches times the size of one result, so keep ``batch_rows`` large on large data.
     """
 
     def __init__(self, frame: DataFrame) -> None:
-        self.frame = frame
+        self._setup(frame, frame.sparkSession)
+
+    def _setup(self, frame: DataFrame | None, session: SparkSession) -> None:
+        self._frame = frame
+        self._session = session
         self._n_rows: int | None = None
         self._schema: pa.Schema | None = None
         self._numbering: Numbering | None = None
         self._file_schema: pa.Schema | None = None
 
+    @property
+    def frame(self) -> DataFrame:
+        """The table as a Spark DataFrame (for files read by pyarrow, made when first used)."""
+        if self._frame is None:
+            assert isinstance(self._numbering, FileTasks)
+            self._frame = self._session.read.parquet(*self._numbering.files)
+        return self._frame
+
+    @frame.setter
+    def frame(self, frame: DataFrame) -> None:
+        self._frame = frame
+
+    @property
+    def session(self) -> SparkSession:
+        """The Spark session that runs the passes."""
+        return self._session
+
     @classmethod
-    def from_parquet(cls, session: SparkSession, path: str | os.PathLike[str]) -> SparkSource:
-        """Read Parquet with Spark, numbering rows as :class:`ParquetDataset` does.
+    def from_parquet(
+        cls,
+        session: SparkSession,
+        path: str | os.PathLike[str],
+        reader: Literal["pyarrow", "spark"] = "pyarrow",
+        tasks: int | None = None,
+    ) -> SparkSource:
+        """Read Parquet files on the executors, numbering rows as :class:`ParquetDataset` does.
 
         ``path`` is a ``.parquet`` file, a directory or a glob (as for
-        :meth:`ParquetDataset.open`, whose footers give the files' row counts). Row
-        ``offset(file) + _metadata.row_index`` is the ``ParquetDataset`` row number, so
-        row-keyed methods (``laplace_dp``) give the release of the files read in memory.
+        :meth:`ParquetDataset.open`, whose footers give the files' row counts); row
+        numbers are those of ``ParquetDataset``, so row-keyed methods (``laplace_dp``) give
+        the release of the files read in memory, with the files' own Arrow types.
+
+        ``reader="pyarrow"`` (the default): each task of a pass reads consecutive row
+        groups of the columns it needs with pyarrow
+        (:class:`~dpfast.engines.spark._rows.FileTasks`); ``tasks`` sets how many tasks a
+        pass has (at most one per row group; by default about 4M rows each, a multiple
+        of the task slots). Spark's own reader would turn every value into a Spark row
+        first, most of the cost of a pass. The executors then need the files at the same
+        paths as the driver, as Spark's reader does. ``reader="spark"`` reads them through
+        ``session.read.parquet``, numbering rows from its ``_metadata`` columns
+        (``offset(file) + _metadata.row_index``); ``tasks`` is then Spark's affair
+        (``spark.sql.files.maxPartitionBytes``).
         """
         from dpfast.engines.dataset import ParquetDataset
 
+        if reader not in ("pyarrow", "spark"):
+            raise ValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
+        if reader == "spark" and tasks is not None:
+            raise ValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
         dataset = ParquetDataset.open(path)
-        source = cls(session.read.parquet(*dataset.files))
+        if reader == "pyarrow":  # Spark reads no file: no frame until one is asked for
+            source = cls.__new__(cls)
+            source._setup(None, session)
+            parallelism = int(session.sparkContext.defaultParallelism)
+            source._numbering = FileTasks.plan(dataset.files, parallelism, tasks)
+        else:
+            source = cls(session.read.parquet(*dataset.files))
+        source._n_rows = dataset.n_rows
+        # the files' own Arrow types (large strings, dictionaries), which a batch read by
+        # Spark is cast back to, so that a release copies columns with the types it would read
+        source._schema = dataset.schema
+        if reader == "pyarrow":
+            return source
         offsets, first = {}, 0
         for name, rows in zip(dataset.files, dataset.rows, strict=True):
             offsets[file_key(name)] = first
             first += rows
         source._numbering = FileRows(offsets)
-        source._n_rows = first
-        # the files' own Arrow types (large strings, dictionaries), which Spark's batches
-        # are cast back to, so that a release copies columns with the types it would read
-        source._file_schema = source._schema = dataset.schema
+        source._file_schema = dataset.schema
         return source
 
     @property
     def names(self) -> list[str]:
         """The columns' names, in order."""
-        return list(self.frame.columns)
+        return list(self._schema.names) if self._schema is not None else list(self.frame.columns)
 
     @property
     def schema(self) -> pa.Schema:
@@ -177,12 +230,12 @@ class SparkSource:
         """
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
-        numbering = self.numbering()
+        frame, numbering = self._input([name], batch_rows)
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
             fn = functools.partial(_cast_first, fn=fn, target=target)
         apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows), numbering=numbering)
-        rows = self._run(self.frame.select(name, *numbering.columns), apply, _RESULTS)
+        rows = self._run(frame, apply, _RESULTS)
         failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
         if failed:
             raise pickle.loads(failed[0][1])
@@ -200,25 +253,24 @@ class SparkSource:
         ``fn`` gets record batches of the columns ``names`` of at most ``batch_rows``
         consecutive rows, with the global number of their first row, and returns a record
         batch of the same rows in Spark's DDL ``schema``. Nothing runs until the frame is
-        used; it is computed again, with the same rows, whenever it is. A frame numbered
-        from Parquet files is sorted by row number (one shuffle), since Spark reads the
-        files in an order of its own.
+        used; it is computed again, with the same rows, whenever it is. A frame of
+        Parquet files read by Spark is sorted by row number (one shuffle), since Spark
+        reads the files in an order of its own; pyarrow's tasks read them in row order.
         """
-        numbering = self.numbering()
+        frame, numbering = self._input(names, batch_rows)
         transform = functools.partial(
             _transform, fn=fn, batch_rows=int(batch_rows), numbering=numbering
         )
         ordered = isinstance(numbering, FileRows)
         out_schema = f"{schema}, {ROW_COLUMN} long" if ordered else schema
         with quietly():
-            frame = self.frame.select(*names, *numbering.columns)
             data = frame.mapInArrow(transform, out_schema)
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
 
     @property
     def sort_tasks(self) -> int:
         """How many tasks run at once (the context's default parallelism)."""
-        return int(self.frame.sparkSession.sparkContext.defaultParallelism)
+        return int(self._session.sparkContext.defaultParallelism)
 
     def sort_ranges(
         self,
@@ -238,19 +290,21 @@ class SparkSource:
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
         i)``, which alone is collected. See :mod:`dpfast.engines._sorted`.
 
-        ``first_row`` is the batch's row number in a frame numbered by its own partitions;
-        a frame numbered from Parquet files gives the batch's position within its task
-        instead (:class:`~dpfast.engines.spark._rows.TaskRows`: the files' row numbers
-        cost a string a row to read), so a caller that cites a row in an error re-runs
-        a numbered pass (:meth:`map_column`) to name it.
+        ``first_row`` is the batch's row number, except for Parquet files read by Spark:
+        there it is the batch's position within its task
+        (:class:`~dpfast.engines.spark._rows.TaskRows`: Spark's file row numbers cost a
+        string a row to read), so a caller that cites a row in an error re-runs a
+        numbered pass (:meth:`map_column`) to name it.
         """
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         if len(ranges) == 0:
             return []
-        numbering: Numbering | TaskRows = self.numbering()
-        if isinstance(numbering, FileRows):
+        frame, numbered = self._input([name], batch_rows)
+        numbering: Numbering | TaskRows = numbered
+        if isinstance(numbered, FileRows):
             numbering = TaskRows()
+            frame = self.frame.select(name)
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
             keys = functools.partial(_cast_first, fn=keys, target=target)
@@ -261,7 +315,7 @@ class SparkSource:
         )  # fmt: skip
         sort = functools.partial(_sort, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
         with quietly():
-            tagged = self.frame.select(name, *numbering.columns).mapInArrow(split, _TAGGED)
+            tagged = frame.mapInArrow(split, _TAGGED)
             shuffled = tagged.repartition(len(ranges), "range")
             planned = shuffled.mapInArrow(sort, _SORTED)
         try:
@@ -277,6 +331,13 @@ class SparkSource:
                 raise
             raise error from exc
         return [pickle.loads(payload) for payload in payloads]
+
+    def _input(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
+        """Return the frame a pass over columns ``names`` maps, and how it numbers rows."""
+        numbering = self.numbering()
+        if isinstance(numbering, FileTasks):
+            return numbering.frame(self._session), numbering.reading(names, batch_rows)
+        return self.frame.select(*names, *numbering.columns), numbering
 
     @staticmethod
     def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
