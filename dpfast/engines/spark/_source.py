@@ -101,9 +101,9 @@ class SparkSource:
     """
 
     def __init__(self, frame: DataFrame) -> None:
-        self._setup(frame, frame.sparkSession)
+        self._setup(frame, None)
 
-    def _setup(self, frame: DataFrame | None, session: SparkSession) -> None:
+    def _setup(self, frame: DataFrame | None, session: SparkSession | None) -> None:
         self._frame = frame
         self._session = session
         self._n_rows: int | None = None
@@ -116,7 +116,7 @@ class SparkSource:
         """The table as a Spark DataFrame (for files read by pyarrow, made when first used)."""
         if self._frame is None:
             assert isinstance(self._numbering, FileTasks)
-            self._frame = self._session.read.parquet(*self._numbering.files)
+            self._frame = self.session.read.parquet(*self._numbering.files)
         return self._frame
 
     @frame.setter
@@ -126,6 +126,8 @@ class SparkSource:
     @property
     def session(self) -> SparkSession:
         """The Spark session that runs the passes."""
+        if self._session is None:
+            self._session = self.frame.sparkSession
         return self._session
 
     @classmethod
@@ -270,7 +272,7 @@ class SparkSource:
     @property
     def sort_tasks(self) -> int:
         """How many tasks run at once (the context's default parallelism)."""
-        return int(self._session.sparkContext.defaultParallelism)
+        return int(self.session.sparkContext.defaultParallelism)
 
     def sort_ranges(
         self,
@@ -336,7 +338,7 @@ class SparkSource:
         """Return the frame a pass over columns ``names`` maps, and how it numbers rows."""
         numbering = self.numbering()
         if isinstance(numbering, FileTasks):
-            return numbering.frame(self._session), numbering.reading(names, batch_rows)
+            return numbering.frame(self.session), numbering.reading(names, batch_rows)
         return self.frame.select(*names, *numbering.columns), numbering
 
     @staticmethod
