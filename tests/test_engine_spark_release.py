@@ -133,7 +133,7 @@ def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
     files = _write_files(table, tmp_path / "in", [1, 2, 1000, 1001, 2000, 2999])
     dataset = ParquetDataset.open(files)
     for tasks, parallelism in [(1, 2), (2, 2), (5, 3), (19, 2), (64, 2), (None, 3)]:
-        plan = FileTasks.plan(dataset.files, parallelism, tasks)
+        plan = FileTasks.plan(dataset, parallelism, tasks)
         first = 0  # every row group once, in row order, and each task gets some
         for task in range(plan.tasks):
             run = plan.groups[plan.bounds[task] : plan.bounds[task + 1]]
@@ -145,7 +145,7 @@ def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
         assert plan.tasks == (parallelism if tasks is None else min(tasks, 19))
     # a task's rows: read back with pyarrow, without Spark, against the dataset's rows
     expected = np.concatenate(list(dataset.map_column("b", 1 << 20, lambda a, f: a.to_numpy())))
-    plan = FileTasks.plan(dataset.files, 2, 7).reading(["b", "a"], 150)
+    plan = FileTasks.plan(dataset, 2, 7).reading(["b", "a"], 150)
     for task in range(plan.tasks):
         ids = pa.RecordBatch.from_arrays([pa.array([task], pa.int64())], names=["id"])
         for batch, start in plan.pieces([ids], task):
@@ -154,13 +154,13 @@ def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
                 batch.column(0).to_numpy(), expected[start : start + batch.num_rows]
             )
     with pytest.raises(ValueError, match="tasks must be at least 1"):
-        FileTasks.plan(dataset.files, 2, 0)
+        FileTasks.plan(dataset, 2, 0)
 
 
 def test_file_tasks_of_empty_files_read_nothing(tmp_path):
     where = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"a": pa.array([], pa.float64())}), where)
-    plan = FileTasks.plan([str(where)], 2)
+    plan = FileTasks.plan(ParquetDataset.open(where), 2)
     assert plan.tasks == 1 and plan.groups == ()
     ids = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
     assert list(plan.reading(["a"], 10).pieces([ids], 0)) == []

@@ -52,11 +52,15 @@ class ColumnSource(Protocol):
 
 @dataclass(frozen=True)
 class ParquetDataset:
-    """The files of a Parquet dataset, their row counts and their common schema."""
+    """The files of a Parquet dataset, their row counts and their common schema.
+
+    ``groups`` holds each file's row groups' row counts, from the same footers.
+    """
 
     files: tuple[str, ...]
     rows: tuple[int, ...]
     schema: pa.Schema
+    groups: tuple[tuple[int, ...], ...]
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> ParquetDataset:
@@ -77,7 +81,7 @@ class ParquetDataset:
             what = f"input {where!r} does not exist; check the path"
         if not files:
             raise ValueError(what)
-        rows, schema = [], None
+        rows, groups, schema = [], [], None
         for name in files:
             try:
                 metadata = pq.read_metadata(name)
@@ -85,6 +89,8 @@ class ParquetDataset:
             except (pa.ArrowInvalid, OSError) as exc:
                 raise ValueError(f"cannot read {name!r} as parquet: {exc}") from exc
             rows.append(metadata.num_rows)
+            count = metadata.num_row_groups
+            groups.append(tuple(metadata.row_group(i).num_rows for i in range(count)))
             if schema is None:
                 schema = file_schema.remove_metadata()
             elif not schema.equals(file_schema.remove_metadata()):
@@ -93,7 +99,7 @@ class ParquetDataset:
                     "must have the same columns and types"
                 )
         assert schema is not None
-        return cls(tuple(files), tuple(rows), schema)
+        return cls(tuple(files), tuple(rows), schema, tuple(groups))
 
     @property
     def n_rows(self) -> int:

@@ -138,10 +138,9 @@ def ir_dp_dask(
 
 def _ir_dp_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
     """Return output part ``part`` of every released column, on a worker."""
-    lo, hi = part * parts.part_rows, min(parts.n, (part + 1) * parts.part_rows)
+    lo, hi = parts.span(part)
     data = {}
-    for column in parts.columns:
-        array = column.rows(parts.n, parts.k, lo, hi)
+    for column, array in zip(parts.columns, parts.table(part).columns, strict=True):
         values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
         data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
     frame = pd.DataFrame(data)

@@ -96,10 +96,8 @@ class DaskSource:
 
         dataset = ParquetDataset.open(path)
         pieces, first = [], 0
-        for name in dataset.files:
-            metadata = pq.read_metadata(name)
-            for group in range(metadata.num_row_groups):
-                rows = metadata.row_group(group).num_rows
+        for name, groups in zip(dataset.files, dataset.groups, strict=True):
+            for group, rows in enumerate(groups):
                 pieces.append(Piece(name, group, first, rows))
                 first += rows
         meta = dataset.schema.empty_table().to_pandas()

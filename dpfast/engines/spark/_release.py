@@ -208,7 +208,7 @@ def released_columns(
             counts[cat.name] = _rank_counts(source, cat, limits)
     # the sorts run on the workers, one range a task, each within the whole limit: the
     # client's column threads hold only group sums (checked above within their share)
-    generated = _numeric_outputs(source, args, plan, keys, (share, limits), workers, run)
+    generated = _numeric_outputs(source, args, plan, keys, share, limits, workers, run)
     for cat in args.categorical:
         with run.phase("columns"):
             key = keys.key("ir_dp", "centroid-choice", str(cat.name))
@@ -234,18 +234,18 @@ def _numeric_outputs(
     args: _Arguments,
     plan: Any,
     keys: noise.NoiseSource,
-    limits: tuple[_Limits, _Limits],
+    share: _Limits,
+    whole: _Limits,
     workers: int,
     run: DatasetRun,
 ) -> dict[str, _Generated]:
     """Draw the numeric columns' group values, ``workers`` columns at a time; spend in order.
 
-    ``limits`` is ``(share, whole)``: a client column thread's share of the memory limit,
-    and the whole limit, which bounds each sort task on the workers.
+    ``share`` is a client column thread's share of the memory limit; ``whole``, the whole
+    limit, bounds each sort task on the workers.
     """
     n = source.n_rows
     generated = {}
-    share, whole = limits
 
     def numeric(column: NumericColumn) -> tuple[np.ndarray, int]:
         grid, steps = plan.grids[column.name]
@@ -332,9 +332,13 @@ class GeneratedParts:
         """The number of parts."""
         return max(1, math.ceil(self.n / self.part_rows))
 
+    def span(self, part: int) -> tuple[int, int]:
+        """Return the output rows ``[lo, hi)`` of part ``part``."""
+        return part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
+
     def table(self, part: int) -> pa.Table:
         """Return part ``part`` of every column."""
-        lo, hi = part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
+        lo, hi = self.span(part)
         arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 

@@ -28,6 +28,8 @@ from dpfast._release.dispatch import interrupt_in
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from dpfast.engines.dataset import ParquetDataset
+
 __all__ = [
     "CHANGED",
     "ROW_COLUMN",
@@ -169,26 +171,21 @@ class FileTasks:
     bounds: tuple[int, ...]
     names: tuple[str, ...] = ()
     batch_rows: int = 1 << 16
-    columns: tuple[str, ...] = ()  # none: Spark reads no column of the files
 
     @classmethod
-    def plan(cls, files: Iterable[str], parallelism: int, tasks: int | None = None) -> FileTasks:
-        """Cut the files' row groups into tasks of consecutive row groups and similar rows.
+    def plan(cls, dataset: ParquetDataset, parallelism: int, tasks: int | None = None) -> FileTasks:
+        """Cut the dataset's row groups into tasks of consecutive row groups and similar rows.
 
         ``tasks`` (at most one per row group) defaults to enough tasks of about
         :data:`TASK_ROWS` rows, rounded up to a multiple of ``parallelism`` so that every
-        task slot gets work.
+        task slot gets work. The row groups' sizes come from the footers that
+        :meth:`ParquetDataset.open` read.
         """
-        import pyarrow.parquet as pq
-
-        names = tuple(files)
         groups: list[tuple[int, int, int]] = []
         sizes: list[int] = []
         first = 0
-        for index, path in enumerate(names):
-            metadata = pq.read_metadata(path)
-            for group in range(metadata.num_row_groups):
-                rows = metadata.row_group(group).num_rows
+        for index, file_groups in enumerate(dataset.groups):
+            for group, rows in enumerate(file_groups):
                 if rows:
                     groups.append((index, group, first))
                     sizes.append(rows)
@@ -208,7 +205,7 @@ class FileTasks:
         for i, cut in enumerate(np.searchsorted(ends, shares, side="left") + 1, start=1):
             bounds.append(min(max(int(cut), bounds[-1] + 1), len(groups) - (tasks - i)))
         bounds.append(len(groups))  # (0, 0): one task reading nothing
-        return cls(names, tuple(groups), tuple(bounds))
+        return cls(dataset.files, tuple(groups), tuple(bounds))
 
     @property
     def counts(self) -> tuple[int, ...]:  # pragma: no cover - n_rows is known for files
@@ -233,25 +230,18 @@ class FileTasks:
         """Yield the batches of the row groups of the tasks in ``batches``, with first rows."""
         import pyarrow.parquet as pq
 
+        columns = list(self.names)
         for batch in batches:
             for task in batch.column(0).to_pylist():
-                opened: tuple[int, pq.ParquetFile] | None = None
-                try:
-                    for index, group, first in self.groups[
-                        self.bounds[task] : self.bounds[task + 1]
-                    ]:
-                        if opened is None or opened[0] != index:
-                            if opened is not None:
-                                opened[1].close()
-                            opened = index, pq.ParquetFile(self.files[index])
-                        for piece in opened[1].iter_batches(
-                            batch_size=self.batch_rows, row_groups=[group], columns=self.names
-                        ):
-                            yield piece.select(list(self.names)), first
-                            first += piece.num_rows
-                finally:
-                    if opened is not None:
-                        opened[1].close()
+                run = self.groups[self.bounds[task] : self.bounds[task + 1]]
+                for index, in_file in itertools.groupby(run, key=lambda group: group[0]):
+                    with pq.ParquetFile(self.files[index]) as file:
+                        for _, group, first in in_file:
+                            for piece in file.iter_batches(
+                                batch_size=self.batch_rows, row_groups=[group], columns=columns
+                            ):
+                                yield piece.select(columns), first
+                                first += piece.num_rows
 
 
 Numbering = PartitionRows | FileRows | FileTasks

@@ -167,21 +167,18 @@ class SparkSource:
             source = cls.__new__(cls)
             source._setup(None, session)
             parallelism = int(session.sparkContext.defaultParallelism)
-            source._numbering = FileTasks.plan(dataset.files, parallelism, tasks)
+            source._numbering = FileTasks.plan(dataset, parallelism, tasks)
         else:
             source = cls(session.read.parquet(*dataset.files))
+            starts = np.cumsum([0, *dataset.rows[:-1]]).tolist()
+            source._numbering = FileRows(
+                {file_key(name): int(s) for name, s in zip(dataset.files, starts, strict=True)}
+            )
+            # batches read by Spark are cast back to the files' own Arrow types (large
+            # strings, dictionaries), so that a release copies columns as it would read them
+            source._file_schema = dataset.schema
         source._n_rows = dataset.n_rows
-        # the files' own Arrow types (large strings, dictionaries), which a batch read by
-        # Spark is cast back to, so that a release copies columns with the types it would read
         source._schema = dataset.schema
-        if reader == "pyarrow":
-            return source
-        offsets, first = {}, 0
-        for name, rows in zip(dataset.files, dataset.rows, strict=True):
-            offsets[file_key(name)] = first
-            first += rows
-        source._numbering = FileRows(offsets)
-        source._file_schema = dataset.schema
         return source
 
     @property
