@@ -155,6 +155,17 @@ def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
             )
     with pytest.raises(ValueError, match="tasks must be at least 1"):
         FileTasks.plan(dataset, 2, 0)
+    # one task reading every row group: the whole column, in row order
+    whole = FileTasks.plan(dataset, 2, 7).whole().reading(["b"], 150)
+    assert whole.tasks == 1
+    ids = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
+    pieces = list(whole.pieces([ids], 0))
+    assert [start for _, start in pieces] == list(
+        np.cumsum([0] + [b.num_rows for b, _ in pieces[:-1]])
+    )
+    np.testing.assert_array_equal(
+        np.concatenate([b.column(0).to_numpy() for b, _ in pieces]), expected
+    )
 
 
 def test_file_tasks_of_empty_files_read_nothing(tmp_path):
@@ -235,6 +246,33 @@ def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader
     # batches of 64 rows: groups straddle batches, row groups and files
     data, report, private = ir_dp_spark(source, batch_rows=64, **args)
     _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
+
+
+@pytest.mark.parametrize(("memory_limit", "shuffled"), [(None, False), (1 << 15, True)])
+def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
+    spark, tmp_path, monkeypatch, memory_limit, shuffled
+):
+    from dpfast.engines.spark import ir_dp_spark
+
+    plans: list[str] = []
+    collect = SparkSource._reductions
+
+    def recorded(planned):
+        plans.append(planned._jdf.queryExecution().executedPlan().toString())
+        return collect(planned)
+
+    monkeypatch.setattr(SparkSource, "_reductions", staticmethod(recorded))
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+    source = SparkSource.from_parquet(spark, files, tasks=7)
+    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+    limit = {} if memory_limit is None else {"memory_limit": memory_limit, "n_threads": 1}
+    data, report, private = ir_dp_spark(source, batch_rows=64, **args, **limit)
+    _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
+    # a column within a task's limit is one range: one task reads and sorts it, while
+    # 3001 values over a 32 KiB limit are cut into ranges, brought to their tasks by Spark
+    assert len(plans) == 2
+    assert all(("Exchange" in plan) == shuffled for plan in plans)
 
 
 def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):

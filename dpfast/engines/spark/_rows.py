@@ -220,6 +220,10 @@ class FileTasks:
         """Return the frame whose task ``t`` (partition ``t``) holds the one row ``t``."""
         return session.range(self.tasks, numPartitions=self.tasks)
 
+    def whole(self) -> FileTasks:
+        """Return the plan of one task reading every row group, in row order."""
+        return replace(self, bounds=(0, len(self.groups)))
+
     def reading(self, names: Iterable[str], batch_rows: int) -> FileTasks:
         """Return the plan reading columns ``names`` in batches of at most ``batch_rows`` rows."""
         return replace(self, names=tuple(names), batch_rows=int(batch_rows))

@@ -287,7 +287,10 @@ class SparkSource:
         into one partition per range (the
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.engines._sorted`.
+        i)``, which alone is collected. See :mod:`dpfast.engines._sorted`. Over Parquet
+        files that the executors read (:class:`FileTasks`), one range is one task that
+        reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
+        copies cost several times the sort (docs/engines.md, "Ranks on a cluster").
 
         ``first_row`` is the batch's row number, except for Parquet files read by Spark:
         there it is the batch's position within its task
@@ -299,6 +302,17 @@ class SparkSource:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         if len(ranges) == 0:
             return []
+        files = self.numbering()
+        if isinstance(files, FileTasks) and len(ranges) == 1:
+            # one range: its one task reads the column itself, no shuffle (docs/engines.md)
+            whole = files.whole().reading([name], batch_rows)
+            read = functools.partial(
+                _read_sorted, keys=keys, ranges=ranges, key_bits=int(key_bits),
+                reduce=reduce, batch_rows=int(batch_rows), numbering=whole,
+            )  # fmt: skip
+            with quietly():
+                planned = whole.frame(self.session).mapInArrow(read, _SORTED)
+            return self._reductions(planned)
         frame, numbered = self._input([name], batch_rows)
         numbering: Numbering | TaskRows = numbered
         if isinstance(numbered, FileRows):
@@ -317,6 +331,11 @@ class SparkSource:
             tagged = frame.mapInArrow(split, _TAGGED)
             shuffled = tagged.repartition(len(ranges), "range")
             planned = shuffled.mapInArrow(sort, _SORTED)
+        return self._reductions(planned)
+
+    @staticmethod
+    def _reductions(planned: DataFrame) -> list[Any]:
+        """Collect a sort job's pickled reductions, in range order, unwrapping errors."""
         try:
             table = planned.toArrow() if hasattr(planned, "toArrow") else None
             payloads = (
@@ -517,6 +536,37 @@ def _sort(
         for batch in batches
         for cell in batch.column(1).to_pylist()
     ]
+    yield from _reduced(parts, ranges, key_bits, reduce)
+
+
+def _read_sorted(
+    batches: Iterable[pa.RecordBatch],
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: Callable[[int, np.ndarray], Any],
+    batch_rows: int,
+    numbering: FileTasks,
+) -> Iterator[pa.RecordBatch]:
+    """Read a column's keys in this task's row groups, sort them; yield ``reduce`` by range.
+
+    The sort job of one range over files that the executors read (:meth:`FileTasks.whole`:
+    one task, every row group): the keys :func:`_split` would send through a shuffle to
+    that one range's task are computed where they are sorted.
+    """
+    parts: list[np.ndarray] = []
+    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
+        parts.extend(keys_by_range(keys(batch.column(0), first), ranges))
+    yield from _reduced(parts, ranges, key_bits, reduce)
+
+
+def _reduced(
+    parts: list[np.ndarray],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: Callable[[int, np.ndarray], Any],
+) -> Iterator[pa.RecordBatch]:
+    """Sort the keys of ``parts`` (emptied); yield ``reduce`` of each range present."""
     if not parts:
         return
     keys = np.concatenate(parts)  # a new, writable array: the sort's scratch
