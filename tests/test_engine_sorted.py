@@ -182,6 +182,45 @@ def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
         add_parts([*parts, parts[0]], np.zeros(4, dtype=np.int64), np.array([10, 10]), None)
 
 
+def test_a_schema_checked_source_sorts_where_its_source_does_over_checked_batches(tmp_path):
+    from dpfast.engines.dataset import ArrowSource, SchemaCheckedSource
+    from dpfast.schema import Schema
+
+    schema = Schema.from_dict({"columns": {"i": {"type": "integer", "bounds": [-5, 5]}}})
+    table = pa.table({"i": pa.array([1.0, 2.0, 2.5, None], pa.float64())})
+
+    class Sorting(ArrowSource):
+        """A source whose sort runs ``keys`` on its batches and returns the results."""
+
+        sort_tasks = 3
+
+        def sort_ranges(self, name, batch_rows, keys, ranges, key_bits, reduce):
+            return [
+                keys(self.table.column(name).slice(lo, 1).combine_chunks(), lo) for lo in (0, 1)
+            ]
+
+    plain = SchemaCheckedSource(ArrowSource(table), schema)
+    assert not hasattr(plain, "sort_ranges") and not hasattr(plain, "sort_tasks")
+    checked = SchemaCheckedSource(Sorting(table), schema)
+    assert checked.sort_tasks == 3
+    ranges = _ranges([(0, 8)])
+    seen = checked.sort_ranges("i", 1, lambda a, first: (a.type, a.to_pylist()), ranges, 3, None)
+    assert seen == [(pa.int64(), [1]), (pa.int64(), [2])]  # cast to the declared integers
+
+    def failing(lo):
+        class One(Sorting):
+            def sort_ranges(self, name, batch_rows, keys, ranges, key_bits, reduce):
+                return [keys(self.table.column(name).slice(lo, 1).combine_chunks(), lo)]
+
+        source = SchemaCheckedSource(One(table), schema)
+        return source.sort_ranges("i", 1, lambda a, first: a, ranges, 3, None)
+
+    with pytest.raises(ValueError, match="row 2"):  # 2.5 is no integer
+        failing(2)
+    with pytest.raises(ValueError, match="missing value at row 3"):
+        failing(3)
+
+
 # --------------------------------------------------------------------------- releases
 
 

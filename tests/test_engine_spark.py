@@ -223,7 +223,7 @@ def test_a_task_failing_every_attempt_raises_its_error(spark, parquet, tmp_path)
     assert "PythonException" in type(failed.value.__cause__).__name__
 
 
-def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, capsys):
+def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, capsys, monkeypatch):
     import json
 
     from dpfast import cli
@@ -244,7 +244,17 @@ def test_cli_engine_spark_writes_the_in_memory_release(spark, table, tmp_path, c
     (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
     args = ["release", "ir-dp", str(tmp_path / "parts"), "-o", str(tmp_path / "out")]
     args += ["--k", "7", "--epsilon", "2", "--schema", str(tmp_path / "s.json"), "--seed", "3"]
+    sorted_columns: list[str] = []
+    sort = SparkSource.sort_ranges
+
+    def recorded(source, name, *rest):
+        sorted_columns.append(name)
+        return sort(source, name, *rest)
+
+    monkeypatch.setattr(SparkSource, "sort_ranges", recorded)
     assert cli.main([*args, "--engine", "spark", "--master", "local[2]", "--quiet"]) == 0
+    # the schema-checked source sorts on the executors, as the API's SparkSource does
+    assert sorted(sorted_columns) == ["age", "frac"]
     with cli_spelling():
         expected = dpfast.ir_dp(
             table,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from pathlib import Path
 
@@ -273,6 +274,31 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
     # 3001 values over a 32 KiB limit are cut into ranges, brought to their tasks by Spark
     assert len(plans) == 2
     assert all(("Exchange" in plan) == shuffled for plan in plans)
+
+
+def test_spark_runs_a_column_per_task_slot_and_one_more_as_the_memory_limit_allows():
+    from types import SimpleNamespace
+
+    from dpfast.engines.dataset import ArrowSource
+    from dpfast.engines.outofcore import _Limits
+    from dpfast.engines.spark._release import _column_jobs
+
+    class Slots(SparkSource):
+        sort_tasks = 2
+
+    spark_source = Slots.__new__(Slots)  # no session: only its task slots are asked
+    columns = SimpleNamespace(numeric=list("abcdefghij"), k=100)
+    big = _Limits(1 << 32, 1 << 16)
+    assert _column_jobs(spark_source, columns, 10**8, big, None) == 3
+    assert _column_jobs(spark_source, columns, 10**8, big, 1) == 1  # n_threads decides
+    two = SimpleNamespace(numeric=["a", "b"], k=100)
+    assert _column_jobs(spark_source, two, 10**8, big, None) == 2
+    # a rank group is 24 bytes on the driver: 10**6 groups fit twice in 50 MB, not three times
+    assert _column_jobs(spark_source, columns, 10**8, _Limits(50_000_000, 1 << 16), None) == 2
+    assert _column_jobs(spark_source, columns, 10**8, _Limits(1000, 1 << 16), None) == 1
+    # a source not on Spark (Dask's, here a table) keeps one column per core
+    table = ArrowSource(pa.table({"a": [1.0]}))
+    assert _column_jobs(table, columns, 10**8, big, None) == min(10, os.cpu_count() or 1)
 
 
 def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):

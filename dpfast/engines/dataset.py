@@ -194,6 +194,30 @@ class SchemaCheckedSource:
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(checked batch, first_row)`` for the batches of column ``name``."""
+        yield from self._dataset.map_column(name, batch_rows, self._checked(name, fn))
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Return a cluster source's ``sort_ranges`` (over checked batches) or ``sort_tasks``.
+
+        Only where the source has them (``hasattr`` tells the engine whether the workers
+        sort): the keys of ``sort_ranges`` are computed from checked batches, as
+        :meth:`map_column`'s results are.
+        """
+        if attribute not in ("sort_ranges", "sort_tasks"):
+            raise AttributeError(attribute)
+        found = getattr(self._dataset, attribute)
+        if attribute == "sort_tasks":
+            return found
+
+        def sort_ranges(
+            name: str, batch_rows: int, keys: Callable[[pa.Array, int], Any], *rest: Any
+        ) -> Any:
+            return found(name, batch_rows, self._checked(name, keys), *rest)
+
+        return sort_ranges
+
+    def _checked(self, name: str, fn: Callable[[pa.Array, int], T]) -> Callable[[pa.Array, int], T]:
+        """Return ``fn`` of a batch of column ``name`` checked and cast as declared."""
         from dpfast.schema._schema import _cast_declared
 
         spec = self._schema[name] if name in self._schema.names else None
@@ -211,4 +235,4 @@ class SchemaCheckedSource:
                 array = _cast_declared(array, name, spec.type, where, first_row)
             return fn(array, first_row)
 
-        yield from self._dataset.map_column(name, batch_rows, checked)
+        return checked

@@ -133,7 +133,8 @@ def ir_dp_spark(
         and of each sort task's on the workers: a column of at most ``memory_limit / 32``
         values is sorted whole by one task, a larger one in ranges of at most that.
     n_threads : int, optional
-        Columns whose passes run at once (default: one per core of the driver).
+        Columns whose passes run at once (default: one per task slot of the cluster, plus
+        one, as many as the memory limit holds).
     batch_rows : int
         Rows per batch given to an executor's function.
     part_rows : int, optional
@@ -198,7 +199,7 @@ def released_columns(
     n = source.n_rows
     with run.phase("plan"):
         plan = _plan(args, n)
-        workers = column_threads(n_threads, len(args.numeric) or 1)
+        workers = _column_jobs(source, args, n, limits, n_threads)
         share = _Limits(max(1, limits.memory // workers), limits.batch_rows)
         _check_groups_fit(n, args, share)
     counts = {}
@@ -227,6 +228,33 @@ def released_columns(
         domains=args.domains,
     )
     return [generated[name] for name in source.names if name in generated], report, private
+
+
+def _column_jobs(
+    source: Any, args: _Arguments, n: int, limits: _Limits, n_threads: int | None
+) -> int:
+    """Return how many numeric columns run at once: ``n_threads``, else (Spark) a slot each + 1.
+
+    A column that fits a task is one sort task, so the cluster's slots are used only if
+    that many columns are in flight; the one more keeps a slot busy while the driver adds
+    up a column that has just finished (docs/engines.md, "Ranks on a cluster"). The
+    driver holds three int64 a rank group per column in flight, so the default takes no
+    more columns than the memory limit holds.
+    """
+    columns = len(args.numeric) or 1
+    if n_threads is not None or not _on_spark(source):  # Dask: one per core of the client
+        return column_threads(n_threads, columns)
+    slots = max(1, int(source.sort_tasks))
+    held = max(1, limits.memory // max(1, (n // args.k) * 8 * 3))
+    return max(1, min(columns, slots + 1, held))
+
+
+def _on_spark(source: Any) -> bool:
+    try:
+        spark_of(source)
+    except TypeError:
+        return False
+    return True
 
 
 def _numeric_outputs(
