@@ -250,6 +250,7 @@ def _column_jobs(
 
 
 def _on_spark(source: Any) -> bool:
+    """Return whether ``source`` is a :class:`SparkSource`, or a checked wrapper of one."""
     try:
         spark_of(source)
     except TypeError:
