@@ -540,8 +540,13 @@ def _arguments(
     )
 
 
+def _group_bytes(n: int, k: int) -> int:
+    """Bytes a column's rank group values take while it is released (three int64 a group)."""
+    return (n // k) * 8 * 3
+
+
 def _check_groups_fit(n: int, args: _Arguments, limits: _Limits) -> None:
-    needed = (n // args.k) * 8 * 3
+    needed = _group_bytes(n, args.k)
     if needed > limits.memory:
         raise ValueError(
             f"{n:,} rows with k={args.k} make {n // args.k:,} rank groups per column, whose "

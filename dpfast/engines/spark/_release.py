@@ -39,6 +39,7 @@ from dpfast.engines.outofcore import (
     Progress,
     _arguments,
     _check_groups_fit,
+    _group_bytes,
     _Limits,
     _numeric_group_values,
     _on_bound,
@@ -238,14 +239,14 @@ def _column_jobs(
     A column that fits a task is one sort task, so the cluster's slots are used only if
     that many columns are in flight; the one more keeps a slot busy while the driver adds
     up a column that has just finished (docs/engines.md, "Ranks on a cluster"). The
-    driver holds three int64 a rank group per column in flight, so the default takes no
-    more columns than the memory limit holds.
+    driver holds each column in flight's group values, so the default takes no more
+    columns than the memory limit holds.
     """
     columns = len(args.numeric) or 1
     if n_threads is not None or not _on_spark(source):  # Dask: one per core of the client
         return column_threads(n_threads, columns)
     slots = max(1, int(source.sort_tasks))
-    held = max(1, limits.memory // max(1, (n // args.k) * 8 * 3))
+    held = max(1, limits.memory // max(1, _group_bytes(n, args.k)))
     return max(1, min(columns, slots + 1, held))
 
 

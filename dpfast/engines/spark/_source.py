@@ -511,8 +511,7 @@ def _split(
     large cells instead of a row per value (several times cheaper in CPU than the rows'
     conversions and shuffle).
     """
-    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        grouped = keys_by_range(keys(batch.column(0), first), ranges)
+    for grouped in _keys_by_range(batches, keys, ranges, batch_rows, numbering):
         present = [(i, part) for i, part in enumerate(grouped) if part.shape[0]]
         if present:
             yield pa.RecordBatch.from_arrays(
@@ -555,9 +554,21 @@ def _read_sorted(
     that one range's task are computed where they are sorted.
     """
     parts: list[np.ndarray] = []
-    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        parts.extend(keys_by_range(keys(batch.column(0), first), ranges))
+    for grouped in _keys_by_range(batches, keys, ranges, batch_rows, numbering):
+        parts.extend(grouped)
     yield from _reduced(parts, ranges, key_bits, reduce)
+
+
+def _keys_by_range(
+    batches: Iterable[pa.RecordBatch],
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    batch_rows: int,
+    numbering: Numbering | TaskRows,
+) -> Iterator[list[np.ndarray]]:
+    """Yield the keys of each batch of this task's rows, grouped by range."""
+    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
+        yield keys_by_range(keys(batch.column(0), first), ranges)
 
 
 def _reduced(
