@@ -9,6 +9,7 @@ path: balanced ranges, refined buckets, ties added on the driver, the remainder 
 from __future__ import annotations
 
 import itertools
+import pickle
 import sys
 
 import numpy as np
@@ -20,6 +21,7 @@ import dpfast
 from dpfast._kernels import ranking
 from dpfast.engines._sorted import (
     GroupSums,
+    KeyBuffers,
     Ranges,
     add_parts,
     keys_by_range,
@@ -43,6 +45,11 @@ def test_ranges_refuse_overlapping_or_empty_ranges():
         _ranges([(3, 3)])
     with pytest.raises(ValueError, match="disjoint"):
         _ranges([(0, 5), (4, 9)])
+    lo, hi = np.array([0, 5], np.uint64), np.array([5, 9], np.uint64)
+    assert Ranges(lo, hi, np.array([3, 0])).counts.tolist() == [3, 0]
+    for counts in (np.array([3]), np.array([3, -1])):
+        with pytest.raises(ValueError, match="counts must give every range"):
+            Ranges(lo, hi, counts)
 
 
 def _slow_range(x: int, ranges: Ranges) -> int:
@@ -167,6 +174,46 @@ def test_flagged_group_sums_count_the_flags_and_sum_the_grid_values(n, k):
     np.testing.assert_array_equal(got, expected)
     unflagged = GroupSums(np.zeros(1, dtype=np.int64), k, n // k)
     assert unflagged(0, np.sort(q))[4] == 0
+
+
+def test_key_buffers_give_back_the_smallest_that_fits_and_keep_the_largest_two():
+    buffers = KeyBuffers()
+    first = buffers.take(100)
+    assert first.dtype == np.uint64 and first.shape == (100,) and buffers.kept_bytes == 0
+    second = buffers.take(60)
+    buffers.give(first, second[:10])  # a view goes back as the buffer it came from
+    assert buffers.kept_bytes == 8 * 160
+    again = buffers.take(50)  # the smallest that fits: the 60-word buffer's start
+    assert again.shape == (50,) and again.base is second
+    assert buffers.take(80).base is first
+    buffers.give(again, first)
+    larger = buffers.take(1000)  # none fits: the kept buffers are freed, not held beside it
+    assert buffers.kept_bytes == 0 and larger.shape == (1000,)
+    buffers.give(larger, buffers.take(5), buffers.take(7))
+    assert buffers.kept_bytes == 8 * (1000 + 7)  # the largest two
+    buffers.clear()
+    assert buffers.kept_bytes == 0
+    # a pickled pool is an empty one: its buffers stay with the process that took them
+    buffers.give(buffers.take(9))
+    copied = pickle.loads(pickle.dumps(buffers))
+    assert copied.kept_bytes == 0 and copied.most == buffers.most and buffers.kept_bytes == 72
+
+
+def test_a_sort_with_kept_buffers_is_the_sort_without():
+    rng = np.random.default_rng(4)
+    ranges = _ranges([(0, 400), (400, 1 << 20)])
+    buffers = KeyBuffers()
+    for n in (3000, 2000, 3000):  # a smaller sort reuses the start of the buffers
+        keys = rng.integers(0, 1 << 20, n).astype(np.uint64)
+        expected = [(i, run.copy()) for i, run in sorted_runs(keys.copy(), 20, ranges)]
+        held, scratch = buffers.take(n), buffers.take(n)
+        held[:] = keys
+        got = [(i, run.copy()) for i, run in sorted_runs(held, 20, ranges, scratch)]
+        buffers.give(held, scratch)
+        assert [i for i, _ in got] == [i for i, _ in expected]
+        for (_, a), (_, b) in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert buffers.kept_bytes == 2 * 8 * 3000
 
 
 def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():

@@ -169,6 +169,86 @@ def test_file_tasks_cut_row_groups_into_consecutive_runs(tmp_path):
     )
 
 
+def _sort_task_results(monkeypatch, plan, ranges, key_bits):
+    """Run a sort task over ``plan`` without Spark: its reductions (the sorted keys) and
+    how often it concatenated arrays."""
+    import pickle
+
+    from dpfast.engines.spark import _source
+
+    joined = []
+    concatenate = np.concatenate
+
+    def counted(arrays, *args, **kwargs):
+        joined.append(len(arrays))
+        return concatenate(arrays, *args, **kwargs)
+
+    monkeypatch.setattr(_source.np, "concatenate", counted)
+    ids = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
+    out = _source._read_sorted(
+        [ids], keys=lambda a, first: a.to_numpy().astype(np.uint64), ranges=ranges,
+        key_bits=key_bits, reduce=lambda i, ordered: (i, ordered.copy()), batch_rows=150,
+        numbering=plan,
+    )  # fmt: skip
+    results = [pickle.loads(batch.column(1)[0].as_py()) for batch in out]
+    monkeypatch.undo()
+    return results, joined
+
+
+def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_counts(
+    tmp_path, monkeypatch
+):
+    from dpfast.engines._sorted import Ranges
+
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({"k": rng.integers(0, 1000, 2500)})
+    dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [700, 701, 1800]))
+    plan = FileTasks.plan(dataset, 2, 3).whole().reading(["k"], 150)
+    keys = table["k"].to_numpy().astype(np.uint64)
+
+    def ranges(lo, hi, count):
+        counts = None if count is None else np.array([count], dtype=np.int64)
+        return Ranges(np.array([lo], np.uint64), np.array([hi], np.uint64), counts)
+
+    inside = keys[(keys >= 100) & (keys < 900)]
+    cases = [
+        (ranges(0, 1000, 2500), keys, 0),  # the counts known: one array, nothing joined
+        (ranges(100, 900, inside.size), inside, 0),  # keys outside the range dropped
+        (ranges(0, 1000, None), keys, 1),  # no counts: the pieces are joined
+        (ranges(0, 1000, 2000), keys, 1),  # more keys than counted: kept, then joined
+        (ranges(0, 1000, 3000), keys, 0),  # fewer: the driver's count check refuses them
+    ]
+    for given, expected, joins in cases:
+        results, joined = _sort_task_results(monkeypatch, plan, given, 10)
+        assert len(results) == 1 and results[0][0] == 0
+        np.testing.assert_array_equal(results[0][1], np.sort(expected))
+        assert len(joined) == joins, (given.counts, joined)
+    # a task reading nothing yields nothing
+    empty = FileTasks.plan(dataset, 2, 3).whole().reading(["k"], 150)
+    empty = type(empty)(empty.files, (), (0, 0), empty.names, empty.batch_rows)
+    assert _sort_task_results(monkeypatch, empty, ranges(0, 1000, 0), 10)[0] == []
+
+
+def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
+    from dpfast.engines._sorted import WORKER_BUFFERS, Ranges
+    from dpfast.engines.spark._release import GeneratedParts
+
+    table = pd.DataFrame({"k": np.arange(2500) % 1000})
+    dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [1000]))
+    plan = FileTasks.plan(dataset, 2, 2).whole().reading(["k"], 150)
+    one = Ranges(np.array([0], np.uint64), np.array([1000], np.uint64), np.array([2500]))
+    WORKER_BUFFERS.clear()
+    try:
+        _sort_task_results(monkeypatch, plan, one, 10)
+        assert WORKER_BUFFERS.kept_bytes == 2 * 8 * 2500  # the keys and the sort's scratch
+        _sort_task_results(monkeypatch, plan, one, 10)  # the next sort takes them back
+        assert WORKER_BUFFERS.kept_bytes == 2 * 8 * 2500
+        GeneratedParts((), 2500, 10, 1000).table(0)  # an output task frees them
+        assert WORKER_BUFFERS.kept_bytes == 0
+    finally:
+        WORKER_BUFFERS.clear()
+
+
 def test_file_tasks_of_empty_files_read_nothing(tmp_path):
     where = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"a": pa.array([], pa.float64())}), where)

@@ -95,6 +95,26 @@ def test_radix_sort_is_a_stable_argsort(n_records, distribution):
     np.testing.assert_array_equal(rows, np.argsort(values, kind="stable"))
 
 
+@pytest.mark.parametrize("n", [0, 1, 100, 9000, 50_000])
+def test_radix_sort_with_a_given_scratch_is_the_same_stable_sort(n):
+    rng = np.random.default_rng(n)
+    for bits in (8, 36):  # the LSD passes alone, and the MSD pass first
+        # the key is bits [4, 4 + bits); the bits below keep their order, none above
+        words = rng.integers(0, 1 << (4 + bits), n, dtype=np.int64).astype(np.uint64)
+        words[: n // 3] &= np.uint64(0xF0F)  # ties too
+        expected = words[np.argsort(words >> np.uint64(4), kind="stable")]
+        own = ranking.radix_sort_packed(words.copy(), 4, bits)
+        packed, scratch = words.copy(), np.empty_like(words)
+        given = ranking.radix_sort_packed(packed, 4, bits, scratch)
+        assert given is packed or given is scratch  # the result is one of the two buffers
+        np.testing.assert_array_equal(own, expected)
+        np.testing.assert_array_equal(given, expected)
+    with pytest.raises(ValueError, match="scratch must be uint64"):
+        ranking.radix_sort_packed(words.copy(), 4, 36, np.empty(n + 1, np.uint64))
+    with pytest.raises(ValueError, match="scratch must be uint64"):
+        ranking.radix_sort_packed(words.copy(), 4, 36, np.empty(n, np.int64))
+
+
 def _random_ir_case(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))

@@ -108,3 +108,16 @@ def group_by_ranges(keys, lo, hi):
             grouped[fill[j]] = keys[i]
             fill[j] += 1
     return grouped, starts
+
+
+@jit
+def new_words(n):
+    """Return a new ``uint64[n]`` (contents undefined), allocated by the compiled code.
+
+    Unlike NumPy, which asks Linux for transparent huge pages on large arrays, this gets
+    plain 4 KiB pages. For a buffer that is made once and then reused
+    (:class:`dpfast.engines._sorted.KeyBuffers`), their first touch measured 2 to 4 times
+    cheaper here than a huge page's, whose allocation may wait for the kernel to compact
+    memory (docs/engines.md, "Memory pages").
+    """
+    return np.empty(n, dtype=np.uint64)

@@ -142,8 +142,9 @@ def _lsd_passes(source, target, low_bit, n_bits, digit_bits, counts):
     return in_target
 
 
-@jit
-def radix_sort_packed(packed, low_bit, n_bits):
+def radix_sort_packed(
+    packed: np.ndarray, low_bit: int, n_bits: int, scratch: np.ndarray | None = None
+) -> np.ndarray:
     """Stable radix sort of ``uint64`` words on bits ``[low_bit, low_bit + n_bits)``.
 
     One most-significant-digit pass (11 bits) scatters the words into buckets; each bucket
@@ -155,25 +156,51 @@ def radix_sort_packed(packed, low_bit, n_bits):
     packed : uint64[n]
         Used as scratch (overwritten).
     low_bit, n_bits : int
-        The key's bit range; bits below ``low_bit`` keep their input order.
+        The key's bit range; bits below ``low_bit`` keep their input order, and the bits
+        above it must be 0 (a digit may read past ``low_bit + n_bits``).
+    scratch : uint64[n], optional
+        The second buffer the sort needs (overwritten); allocated when not given. A worker
+        that sorts again and again passes buffers it keeps, instead of having the kernel
+        fault in fresh pages each time (docs/engines.md, "Memory pages").
 
     Returns
     -------
     uint64[n]
-        The sorted words.
+        The sorted words: ``packed`` or ``scratch``.
 
     Complexity O(n * (1 + ceil((n_bits - 11) / 10))). On 10M words with 40-bit keys this
     takes about 55% of the time of four out-of-cache LSD passes of 11 bits
     (``benchmarks/bench_ir_dp.py``), and several times less than ``np.argsort``.
     """
-    n = packed.shape[0]
+    if scratch is None:
+        return _radix_sort_new(packed, int(low_bit), int(n_bits))
+    if scratch.shape != packed.shape or scratch.dtype != packed.dtype:
+        raise ValueError(
+            f"scratch must be {packed.dtype}[{packed.shape[0]}] like the words, got "
+            f"{scratch.dtype}{list(scratch.shape)}"
+        )
+    if _radix_sort_into(packed, scratch, int(low_bit), int(n_bits)):
+        return scratch
+    return packed
+
+
+@jit
+def _radix_sort_new(packed, low_bit, n_bits):
+    """:func:`radix_sort_packed` with a scratch of its own; return the sorted words."""
     target = np.empty_like(packed)
+    if _radix_sort_into(packed, target, low_bit, n_bits):
+        return target
+    return packed
+
+
+@jit
+def _radix_sort_into(packed, target, low_bit, n_bits):
+    """:func:`radix_sort_packed` with its scratch ``target``; True if the result is there."""
+    n = packed.shape[0]
     inner_bits = 10
     counts = np.zeros((8, 1 << RADIX_BITS), dtype=np.int64)
     if n_bits <= RADIX_BITS or n < 4 * _RADIX:
-        if _lsd_passes(packed, target, low_bit, n_bits, RADIX_BITS, counts):
-            return target
-        return packed
+        return _lsd_passes(packed, target, low_bit, n_bits, RADIX_BITS, counts)
     top_shift = np.uint64(low_bit + n_bits - RADIX_BITS)
     mask = np.uint64(_RADIX - 1)
     starts = np.zeros(_RADIX + 1, dtype=np.int64)
@@ -196,7 +223,7 @@ def radix_sort_packed(packed, low_bit, n_bits):
             _insertion_sort(target, first, last, low_bit, rest)
         elif _lsd_passes(target[first:last], packed[first:last], low_bit, rest, inner_bits, counts):
             target[first:last] = packed[first:last]
-    return target
+    return True
 
 
 @jit

@@ -25,21 +25,40 @@ import numpy as np
 
 from dpfast._kernels import outofcore, ranking
 
-__all__ = ["GroupSums", "Ranges", "add_parts", "keys_by_range", "sorted_runs"]
+__all__ = [
+    "WORKER_BUFFERS",
+    "GroupSums",
+    "KeyBuffers",
+    "Ranges",
+    "add_parts",
+    "keys_by_range",
+    "sorted_runs",
+]
 
 
 @dataclass(frozen=True)
 class Ranges:
-    """Disjoint key ranges ``[lo[i], hi[i])`` in increasing order (``uint64`` bounds)."""
+    """Disjoint key ranges ``[lo[i], hi[i])`` in increasing order (``uint64`` bounds).
+
+    ``counts``, when given, is how many keys each range holds (from the histogram that cut
+    them): a task that sorts ranges reads their keys into one array of that size instead
+    of concatenating pieces. It is a size only; the driver still checks every range's
+    count in the results (:func:`add_parts`).
+    """
 
     lo: np.ndarray
     hi: np.ndarray
+    counts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.lo.shape != self.hi.shape or np.any(self.lo >= self.hi):
             raise ValueError("every range needs lo < hi")
         if self.lo.shape[0] > 1 and np.any(self.lo[1:] < self.hi[:-1]):
             raise ValueError("the ranges must be disjoint and in increasing order")
+        if self.counts is not None and (
+            self.counts.shape != self.lo.shape or np.any(self.counts < 0)
+        ):
+            raise ValueError("counts must give every range a count of at least 0")
 
     def __len__(self) -> int:
         return int(self.lo.shape[0])
@@ -68,16 +87,16 @@ def keys_by_range(keys: np.ndarray, ranges: Ranges) -> list[np.ndarray]:
 
 
 def sorted_runs(
-    keys: np.ndarray, key_bits: int, ranges: Ranges
+    keys: np.ndarray, key_bits: int, ranges: Ranges, scratch: np.ndarray | None = None
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Sort one task's keys and yield ``(range, its sorted keys)`` for each range present.
 
     The ranges are disjoint intervals of keys, so sorting the keys sorts them by range
-    too. ``keys`` is used as scratch.
+    too. ``keys`` is used as scratch, and so is ``scratch`` (as many words) if given.
     """
     if keys.shape[0] == 0:
         return
-    ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits))
+    ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits), scratch)
     index = ranges.index(ordered[[0, -1]])
     first, last = int(index[0]), int(index[-1])
     bounds = np.searchsorted(ordered, ranges.lo[first : last + 1], side="left")
@@ -143,3 +162,73 @@ def add_parts(
     if not np.array_equal(np.maximum(seen, 0), expected):
         raise changed()
     return flagged
+
+
+class KeyBuffers:
+    """The ``uint64`` buffers a worker process keeps from one sort task to the next.
+
+    A sort task needs two buffers as large as its keys (the keys, and the radix sort's
+    scratch). Fresh memory costs the kernel a page fault per 4 KiB page (or a compaction
+    for a huge page): on the machines measured, as much CPU as the sort itself
+    (docs/engines.md, "Memory pages"). A worker that sorts one column after another takes
+    back the buffers of its last sort instead. It keeps at most :attr:`most` of them,
+    never more bytes than its largest sort held at once, and :meth:`clear` frees them
+    (a task of the release's output calls it first). Safe for threads: a buffer is held
+    by one task at a time.
+    """
+
+    def __init__(self, most: int = 2) -> None:
+        import threading
+
+        self.most = int(most)
+        self._kept: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[KeyBuffers], tuple[int]]:
+        """Pickle as an empty pool: the buffers belong to the process that took them."""
+        return KeyBuffers, (self.most,)
+
+    def take(self, n: int) -> np.ndarray:
+        """Return ``uint64[n]`` (contents undefined): a kept buffer's start, else a new one.
+
+        The smallest kept buffer of at least ``n`` words is taken; if none is, every kept
+        buffer is freed before the new one is made, so that the two are never held
+        together.
+        """
+        with self._lock:
+            fits = [b for b in self._kept if b.shape[0] >= n]
+            if fits:
+                chosen = min(fits, key=lambda b: b.shape[0])
+                self._kept = [b for b in self._kept if b is not chosen]
+                return chosen[:n]
+            self._kept.clear()
+        words: np.ndarray = outofcore.new_words(int(n))
+        return words
+
+    def give(self, *buffers: np.ndarray) -> None:
+        """Keep buffers that :meth:`take` returned (the largest :attr:`most` of them)."""
+        with self._lock:
+            for buffer in buffers:
+                # a view's base is the buffer taken (whose own base is the compiled
+                # code's memory, not an array)
+                whole = buffer.base if isinstance(buffer.base, np.ndarray) else buffer
+                if whole.dtype == np.uint64 and whole.ndim == 1 and whole.shape[0]:
+                    if not any(kept is whole for kept in self._kept):
+                        self._kept.append(whole)
+            self._kept.sort(key=lambda b: b.shape[0], reverse=True)
+            del self._kept[self.most :]
+
+    def clear(self) -> None:
+        """Free every kept buffer."""
+        with self._lock:
+            self._kept.clear()
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes of the buffers kept."""
+        with self._lock:
+            return sum(b.nbytes for b in self._kept)
+
+
+#: This process's kept sort buffers (a Spark worker's, between its sort tasks).
+WORKER_BUFFERS = KeyBuffers()

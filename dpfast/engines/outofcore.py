@@ -783,7 +783,7 @@ def _cluster_group_sums(
     if not planned:
         return clamped
     table = np.array(planned, dtype=np.int64)
-    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64))
+    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64), table[:, 3])
     reduce = GroupSums(table[:, 2].copy(), int(k), int(sums.shape[0]))
 
     tick()
@@ -841,7 +841,9 @@ def _whole_column_sums(
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length()) + 1
     ranges = Ranges(
-        np.array([0], dtype=np.uint64), np.array([(grid.d_int + 1) << 1], dtype=np.uint64)
+        np.array([0], dtype=np.uint64),
+        np.array([(grid.d_int + 1) << 1], dtype=np.uint64),
+        np.array([n], dtype=np.int64),
     )
     reduce = GroupSums(np.zeros(1, dtype=np.int64), int(k), int(sums.shape[0]), flagged=True)
 

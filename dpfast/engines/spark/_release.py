@@ -33,6 +33,7 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._release import NumericColumn, column_threads, noise_source, warn_unproven
 from dpfast.accounting import PrivateReport, Report
+from dpfast.engines._sorted import WORKER_BUFFERS
 from dpfast.engines.outofcore import (
     BATCH_ROWS,
     DatasetRun,
@@ -367,7 +368,12 @@ class GeneratedParts:
         return part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
 
     def table(self, part: int) -> pa.Table:
-        """Return part ``part`` of every column."""
+        """Return part ``part`` of every column.
+
+        The worker's kept sort buffers are freed first: the passes are over once the
+        output is computed (:class:`~dpfast.engines._sorted.KeyBuffers`).
+        """
+        WORKER_BUFFERS.clear()
         lo, hi = self.span(part)
         arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
