@@ -169,7 +169,7 @@ class KeyBuffers:
 
     A sort task needs two buffers as large as its keys (the keys, and the radix sort's
     scratch). Fresh memory costs the kernel a page fault per 4 KiB page (or a compaction
-    for a huge page): on the machines measured, as much CPU as the sort itself
+    for a huge page): on the machine measured, as much CPU as the sort itself
     (docs/engines.md, "Memory pages"). A worker that sorts one column after another takes
     back the buffers of its last sort instead. It keeps at most :attr:`most` of them,
     never more bytes than its largest sort held at once, and :meth:`clear` frees them
