@@ -147,6 +147,7 @@ def test_laplace_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions)
 
 
 def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
+    # four parts per slot, each at most max(PART_BYTES, memory_limit / 4) of values
     from dpfast.engines.spark._release import PART_BYTES, PART_ROWS, output_part_rows
 
     assert output_part_rows(1000, 3, 2) == PART_ROWS  # small: one part
@@ -159,6 +160,13 @@ def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
     assert output_part_rows(100_000_000, 10, 1) == PART_BYTES // 80
     assert output_part_rows(100_000_000, 10, 1000) == PART_ROWS  # never below the floor
     assert output_part_rows(100_000_000, 1000, 2) == PART_ROWS
+    # a memory limit above 4 * PART_BYTES raises the cap to a quarter of it
+    gib = 1 << 30
+    assert output_part_rows(100_000_000, 10, 2, gib) == big  # below: the floor decides
+    assert output_part_rows(100_000_000, 10, 2, 4 * gib) == 12_500_000  # 8 parts of 1 GB
+    assert output_part_rows(100_000_000, 10, 1, 4 * gib) == gib // 80  # capped: 8 parts
+    assert output_part_rows(100_000_000, 10, 2, 64 * gib) == 12_500_000  # four a slot
+    assert output_part_rows(100_000_000, 10, 3, 4 * gib) == -(-100_000_000 // 12)  # four a slot
 
 
 @pytest.mark.parametrize(("partitions", "part_rows"), [(1, 1 << 20), (2, 1000), (7, 64)])

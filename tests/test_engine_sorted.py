@@ -160,6 +160,19 @@ def test_quantise_flagged_is_quantise_column_with_the_clamped_flag_in_the_low_bi
     assert int(outside.sum()) == clamped > 0
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+def test_drop_flags_counts_the_odd_words_and_shifts_them_in_place(n):
+    rng = np.random.default_rng(n)
+    words = rng.integers(0, 1 << 62, n, dtype=np.int64).astype(np.uint64)
+    words[: n // 3] |= np.uint64(1)  # and some words with the top bit set
+    words[n // 2 :: 5] |= np.uint64(1) << np.uint64(63)
+    expected = int(sum(int(w) & 1 for w in words))  # the reference, word by word
+    shifted = [int(w) >> 1 for w in words]
+    given = words
+    assert ranking.drop_flags(words) == expected
+    assert words is given and words.tolist() == shifted
+
+
 @pytest.mark.parametrize(("n", "k"), [(1000, 7), (130, 64)])
 def test_flagged_group_sums_count_the_flags_and_sum_the_grid_values(n, k):
     rng = np.random.default_rng(n)

@@ -249,6 +249,79 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
         WORKER_BUFFERS.clear()
 
 
+def _generated_parts(n=200_000, k=10, part_rows=70_000):
+    """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
+    from dpfast import noise
+    from dpfast.engines.spark._release import GeneratedParts, _Generated
+
+    keys = noise.NoiseSource.from_seed(SEED)
+    rng = np.random.default_rng(5)
+    columns = (
+        _Generated.of(keys, "x", n, rng.normal(size=n // k), "float"),
+        _Generated.of(keys, "i", n, rng.integers(0, 99, n // k).astype(float), "int"),
+        _Generated.of(keys, "c", n, rng.integers(0, 3, n // k), "labels", ("a", "b", "c")),
+        _Generated.of(keys, "y", n, rng.normal(size=n // k), "float"),
+    )
+    return GeneratedParts(columns, n, k, part_rows)
+
+
+def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
+    from dpfast.engines._sorted import KeyBuffers
+
+    parts = _generated_parts()
+    assert parts.count == 3
+    words = parts.most_words()
+    assert words == max(parts.words(p) for p in range(3))
+    for part in range(parts.count):
+        lo, hi = parts.span(part)
+        # the float columns' buckets around the part, end to end
+        assert (
+            parts.words(part)
+            == sum(c.span(lo, hi) for c in parts.columns if c.kind == "float")
+            >= 2 * (hi - lo)
+        )
+        buffer = KeyBuffers().take(words)
+        got = parts.table(part, buffer)
+        assert got.equals(parts.table(part))
+        start, end = buffer.ctypes.data, buffer.ctypes.data + buffer.nbytes
+        for name in ("x", "y"):
+            assert start <= got.column(name).chunk(0).buffers()[1].address < end
+        assert got.column("i").type == pa.int64() and got.column("c").type == pa.string()
+
+
+def test_a_worker_writes_its_parts_through_one_kept_buffer(tmp_path, monkeypatch):
+    from dpfast.engines._sorted import WORKER_BUFFERS
+    from dpfast.engines.spark import _write
+
+    parts = _generated_parts()
+    task = [pa.RecordBatch.from_arrays([pa.array([2, 0, 1], pa.int64())], names=["id"])]
+    taken = []
+    take = WORKER_BUFFERS.take
+    monkeypatch.setattr(WORKER_BUFFERS, "take", lambda n: taken.append(take(n)) or taken[-1])
+    WORKER_BUFFERS.clear()
+    WORKER_BUFFERS.give(WORKER_BUFFERS.take(10), WORKER_BUFFERS.take(20))  # a sort's, small
+    taken.clear()
+    try:
+        done = list(_write._write_part(task, parts, str(tmp_path)))
+        assert [b.to_pydict()["part"] for b in done] == [[2], [0], [1]]
+        # the sort buffers freed, then one buffer: made for the first part, kept after each
+        assert WORKER_BUFFERS.kept_bytes == 8 * parts.most_words()
+        assert len({b.ctypes.data for b in taken}) == 1 and len(taken) == 3
+        for part in range(3):  # (a table without a buffer frees the kept ones)
+            assert pq.read_table(tmp_path / f"part-{part:06d}.parquet").equals(parts.table(part))
+        WORKER_BUFFERS.give(WORKER_BUFFERS.take(parts.most_words()))
+
+        def full(table, where, **kwargs):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(_write.pq, "write_table", full)
+        with pytest.raises(OSError, match="No space left"):
+            list(_write._write_part(task, parts, str(tmp_path)))
+        assert WORKER_BUFFERS.kept_bytes == 0  # a failed part drops its buffer
+    finally:
+        WORKER_BUFFERS.clear()
+
+
 def test_file_tasks_of_empty_files_read_nothing(tmp_path):
     where = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"a": pa.array([], pa.float64())}), where)

@@ -239,6 +239,27 @@ def test_permutation_part_groups_are_the_groups_of_the_parts(n, k, dtype):
     )
 
 
+@pytest.mark.parametrize("n", [5, 300_001])
+def test_permutation_part_groups_into_a_given_array_are_the_same_groups(n):
+    k = 3
+    values = np.random.default_rng(n).normal(size=max(1, n // k))
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    for lo, hi in _bucket_ranges(sizes.shape[0]):
+        expected = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes)
+        words = np.full(expected.shape[0] + 3, 7, dtype=np.uint64)  # a view of other memory
+        out = words[1 : 1 + expected.shape[0]].view(np.float64)
+        got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes, out=out)
+        assert got is out
+        np.testing.assert_array_equal(got, expected)
+        assert words[0] == 7 and words[-1] == 7  # nothing written outside it
+    read_only = np.zeros(n)
+    read_only.flags.writeable = False
+    wrong = [np.zeros(4), np.zeros(n, np.float32), np.zeros(2 * n)[::2], [0.0] * n]
+    for out in [*wrong, np.zeros(n)[None, :], read_only]:
+        with pytest.raises(ValueError, match="out must be a writable contiguous float64"):
+            noise.permutation_part_groups(KEY, n, 0, sizes.shape[0], values, k, sizes, out=out)
+
+
 def test_permutation_part_groups_refuses_bad_arguments():
     values = np.zeros(10)
     with pytest.raises(ValueError, match="1-D and hold at least one value"):

@@ -63,6 +63,22 @@ def quantise_flagged(values, lower, upper, gamma, d_int):
 
 
 @jit
+def drop_flags(words):
+    """Shift the low bit out of every word, in place; return how many words had it set.
+
+    Undoes :func:`quantise_flagged`'s flag after its words are sorted: the grid values
+    stay in their order, and the count is the clamped count. One pass, no temporary
+    array (a sort task's keys fill most of its memory). O(n).
+    """
+    count = 0
+    for i in range(words.shape[0]):
+        word = words[i]
+        count += np.int64(word & np.uint64(1))
+        words[i] = word >> np.uint64(1)
+    return count
+
+
+@jit
 def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
     """Clamp, quantise and pack a column with its rows' output positions.
 

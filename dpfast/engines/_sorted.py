@@ -132,8 +132,7 @@ class GroupSums:
             return index, 0, np.zeros(0, dtype=np.int64), 0, 0
         flags = 0
         if self.flagged:  # ordered is the sort's own array: shifted in place
-            flags = int(np.count_nonzero(ordered & np.uint64(1)))
-            ordered >>= np.uint64(1)
+            flags = int(ranking.drop_flags(ordered))
         g0 = min(first // self.k, self.n_groups - 1)
         g1 = min((first + count - 1) // self.k, self.n_groups - 1)
         local = np.zeros(g1 - g0 + 1, dtype=np.int64)
@@ -172,9 +171,10 @@ class KeyBuffers:
     for a huge page): on the machine measured, as much CPU as the sort itself
     (docs/engines.md, "Memory pages"). A worker that sorts one column after another takes
     back the buffers of its last sort instead. It keeps at most :attr:`most` of them,
-    never more bytes than its largest sort held at once, and :meth:`clear` frees them
-    (a task of the release's output calls it first). Safe for threads: a buffer is held
-    by one task at a time.
+    never more bytes than its largest sort held at once, and :meth:`clear` frees them.
+    A task of the release's output frees them too, or takes one for its part's values
+    and frees the rest (``_write_part`` in :mod:`dpfast.engines.spark._write`), giving it
+    back for its next part. Safe for threads: a buffer is held by one task at a time.
     """
 
     def __init__(self, most: int = 2) -> None:
@@ -230,5 +230,5 @@ class KeyBuffers:
             return sum(b.nbytes for b in self._kept)
 
 
-#: This process's kept sort buffers (a Spark worker's, between its sort tasks).
+#: This process's kept buffers (a Spark worker's, between its sort or output tasks).
 WORKER_BUFFERS = KeyBuffers()

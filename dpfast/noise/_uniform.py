@@ -264,6 +264,7 @@ def permutation_part_groups(
     group_values: np.ndarray,
     k: int,
     sizes: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return the group value of every item of buckets ``lo .. hi - 1`` of the permutation.
 
@@ -283,6 +284,10 @@ def permutation_part_groups(
         the remainder.
     k : int
         Items per group, ``>= 1``.
+    out : numpy.ndarray, optional
+        Where to write the result and return it: 1-D, contiguous, of ``group_values``'
+        dtype, as many items as the buckets hold (a worker reuses its memory: fresh pages
+        cost a fault each). A new array otherwise.
 
     Examples
     --------
@@ -301,10 +306,28 @@ def permutation_part_groups(
         raise ValueError(
             f"group_values must be 1-D and hold at least one value, got shape {group_values.shape}"
         )
+    length = int(starts[-1])
+    if out is not None and (
+        not isinstance(out, np.ndarray)
+        or out.ndim != 1
+        or out.shape[0] != length
+        or out.dtype != group_values.dtype
+        or not out.flags.c_contiguous
+        or not out.flags.writeable
+    ):
+        raise ValueError(
+            f"out must be a writable contiguous {group_values.dtype}[{length}], got "
+            f"{getattr(out, 'dtype', type(out).__name__)}{list(np.shape(out))}"
+        )
     if bits == 0:
         items = permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
-        return np.asarray(group_values[np.minimum(items // k, group_values.shape[0] - 1)])
-    out = np.empty(int(starts[-1]), dtype=group_values.dtype)
+        found = np.asarray(group_values[np.minimum(items // k, group_values.shape[0] - 1)])
+        if out is None:
+            return found
+        out[:] = found
+        return out
+    if out is None:
+        out = np.empty(length, dtype=group_values.dtype)
     values = np.ascontiguousarray(group_values)
     _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, out)
     _kernels.shuffle_buckets(key, lo, starts, out)

@@ -105,7 +105,9 @@ def ir_dp_dask(
     memory_limit : int
         Bytes of the client's working memory for the passes (shared by its column threads),
         and of each sort task's on the workers: a column of at most ``memory_limit / 32``
-        values is sorted whole by one task, a larger one in ranges of at most that.
+        values is sorted whole by one task, a larger one in ranges of at most that. An
+        output task computes at most a quarter of it in released values (at least
+        :data:`~dpfast.engines.spark._release.PART_BYTES`).
     n_threads : int, optional
         Columns whose passes run at once (default: one per core of the client).
     batch_rows : int
@@ -130,7 +132,8 @@ def ir_dp_dask(
         memory_limit, n_threads, batch_rows, progress,
     )  # fmt: skip
     if part_rows is None:
-        part_rows = output_part_rows(source.n_rows, len(ordered), dask_of(source).sort_tasks)
+        tasks = dask_of(source).sort_tasks
+        part_rows = output_part_rows(source.n_rows, len(ordered), tasks, int(memory_limit))
     frame = _ir_dp_frame(ordered, source.n_rows, int(k), int(part_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private

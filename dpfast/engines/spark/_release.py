@@ -59,22 +59,25 @@ __all__ = ["PART_ROWS", "ir_dp_spark", "output_part_rows", "spark_of", "spark_so
 
 #: The fewest output rows per task of an ``ir_dp`` release frame.
 PART_ROWS = 1 << 20
-#: The most bytes of released values (8 per cell) one task of the frame computes.
+#: The most bytes of released values (8 per cell) one task of the frame computes, at
+#: least: a quarter of the memory limit where that is more.
 PART_BYTES = 1 << 29
 
 
-def output_part_rows(n: int, columns: int, tasks: int) -> int:
+def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) -> int:
     """Return the output rows per task of an ``ir_dp`` release frame of ``n`` rows.
 
     Each task reads the whole bucket stream of every column's permutation to find its
     part's rows (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few
     parts as keep every task slot busy (four parts each, so that slots finish together),
-    at least :data:`PART_ROWS` rows and at most :data:`PART_BYTES` of released values
-    each. Where the byte cap decides, the number of parts is rounded up to a multiple of
-    ``tasks``, so that no slot waits alone for the last part.
+    at least :data:`PART_ROWS` rows and at most the larger of :data:`PART_BYTES` and
+    ``memory_limit / 4`` bytes of released values each. Where the byte cap decides, the
+    number of parts is rounded up to a multiple of ``tasks``, so that no slot waits alone
+    for the last part.
     """
     tasks = max(1, tasks)
-    most = max(PART_ROWS, PART_BYTES // (8 * max(1, columns)))
+    cap = max(PART_BYTES, int(memory_limit) // 4)
+    most = max(PART_ROWS, cap // (8 * max(1, columns)))
     rows = max(PART_ROWS, min(most, -(-n // (4 * tasks))))
     parts = -(-n // rows)
     if parts > tasks and parts % tasks:
@@ -133,7 +136,9 @@ def ir_dp_spark(
     memory_limit : int
         Bytes of the driver's working memory for the passes (shared by its column threads),
         and of each sort task's on the workers: a column of at most ``memory_limit / 32``
-        values is sorted whole by one task, a larger one in ranges of at most that.
+        values is sorted whole by one task, a larger one in ranges of at most that. An
+        output task computes at most a quarter of it in released values (at least
+        :data:`PART_BYTES`).
     n_threads : int, optional
         Columns whose passes run at once (default: one per task slot of the cluster, plus
         one, as many as the memory limit holds).
@@ -159,7 +164,9 @@ def ir_dp_spark(
     )  # fmt: skip
     cluster = spark_of(source)
     if part_rows is None:
-        part_rows = output_part_rows(source.n_rows, len(ordered), cluster.sort_tasks)
+        part_rows = output_part_rows(
+            source.n_rows, len(ordered), cluster.sort_tasks, int(memory_limit)
+        )
     frame = _ir_dp_frame(cluster, ordered, source.n_rows, int(k), int(part_rows), int(batch_rows))
     private.timings["total"] = time.perf_counter() - start
     return frame, report, private
@@ -331,12 +338,31 @@ class _Generated:
     def spark_type(self) -> str:
         return {"float": "double", "int": "long", "labels": "string"}[self.kind]
 
-    def rows(self, n: int, k: int, lo: int, hi: int) -> pa.Array:
-        """Return output rows ``[lo, hi)`` of the column."""
+    def buckets(self, lo: int, hi: int) -> tuple[int, int]:
+        """Return the permutation buckets ``[first, last)`` covering output rows ``[lo, hi)``."""
         first = int(np.searchsorted(self.starts, lo, side="right")) - 1
         last = int(np.searchsorted(self.starts, hi, side="left"))
+        return first, last
+
+    def span(self, lo: int, hi: int) -> int:
+        """Return how many items the buckets covering output rows ``[lo, hi)`` hold."""
+        first, last = self.buckets(lo, hi)
+        return int(self.starts[last] - self.starts[first])
+
+    def rows(self, n: int, k: int, lo: int, hi: int, buffer: np.ndarray | None = None) -> pa.Array:
+        """Return output rows ``[lo, hi)`` of the column.
+
+        ``buffer`` (``uint64``, at least :meth:`span` words), if given, holds a float
+        column's values: the array returned is a view of it.
+        """
+        first, last = self.buckets(lo, hi)
         sizes = np.diff(self.starts)
-        part = noise.permutation_part_groups(self.key, n, first, last, self.values, k, sizes)
+        out = None
+        if buffer is not None and self.kind == "float":
+            out = buffer[: self.span(lo, hi)].view(np.float64)
+        part = noise.permutation_part_groups(
+            self.key, n, first, last, self.values, k, sizes, out=out
+        )
         out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
         if self.kind == "labels":
             return pa.array(self.labels, pa.string()).take(pa.array(out))
@@ -367,16 +393,38 @@ class GeneratedParts:
         """Return the output rows ``[lo, hi)`` of part ``part``."""
         return part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
 
-    def table(self, part: int) -> pa.Table:
+    def table(self, part: int, buffer: np.ndarray | None = None) -> pa.Table:
         """Return part ``part`` of every column.
 
-        The worker's kept sort buffers are freed first: the passes are over once the
-        output is computed (:class:`~dpfast.engines._sorted.KeyBuffers`).
+        Without ``buffer``, the worker's kept sort buffers are freed first: the passes are
+        over once the output is computed (:class:`~dpfast.engines._sorted.KeyBuffers`).
+        With one (``uint64``, at least :meth:`words` ``(part)``), the float columns' values
+        are written into it and the table's arrays are views of it: it must not be
+        reused while the table is.
         """
-        WORKER_BUFFERS.clear()
         lo, hi = self.span(part)
-        arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
+        if buffer is None:
+            WORKER_BUFFERS.clear()
+            arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
+        else:
+            arrays, used = [], 0
+            for c in self.columns:
+                if c.kind != "float":
+                    arrays.append(c.rows(self.n, self.k, lo, hi))
+                    continue
+                size = c.span(lo, hi)
+                arrays.append(c.rows(self.n, self.k, lo, hi, buffer[used : used + size]))
+                used += size
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
+
+    def words(self, part: int) -> int:
+        """Return the ``uint64`` words of a buffer for :meth:`table` ``(part, buffer)``."""
+        lo, hi = self.span(part)
+        return sum(c.span(lo, hi) for c in self.columns if c.kind == "float")
+
+    def most_words(self) -> int:
+        """Return the most :meth:`words` of any part, so that one buffer serves them all."""
+        return max(self.words(part) for part in range(self.count))
 
 
 #: The attribute of an ``ir_dp`` release frame holding its :class:`GeneratedParts`.

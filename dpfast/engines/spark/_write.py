@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from dpfast._release.dispatch import interrupt_in
 from dpfast.accounting import Report
+from dpfast.engines._sorted import WORKER_BUFFERS
 from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
 from dpfast.engines.spark._release import GeneratedParts, generated_parts
 from dpfast.engines.spark._rows import quietly
@@ -120,13 +121,23 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
 def _write_part(
     batches: Iterable[pa.RecordBatch], parts: GeneratedParts, directory: str
 ) -> Iterator[pa.RecordBatch]:
-    """Write this task's parts (on an executor); yield each part's number and rows."""
+    """Write this task's parts (on an executor); yield each part's number and rows.
+
+    The float columns' values are computed into one buffer of the worker's
+    (:data:`~dpfast.engines._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
+    memory costs a page fault per page (docs/engines.md, "Memory pages"). The buffer
+    goes back only once the part's table is written and dropped; a failed part drops it.
+    """
+    words = parts.most_words()
+    labels = [c.name for c in parts.columns if c.kind == "labels"]
     for batch in batches:
         for part in batch.column(0).to_pylist():
-            table = parts.table(part)
+            buffer = WORKER_BUFFERS.take(words)
+            WORKER_BUFFERS.clear()  # the sort buffers that did not serve
+            table = parts.table(part, buffer)
+            rows = table.num_rows
             final = os.path.join(directory, f"part-{part:06d}.parquet")
             temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
-            labels = [c.name for c in parts.columns if c.kind == "labels"]
             try:
                 pq.write_table(table, temporary, compression="zstd", use_dictionary=labels)
                 os.replace(temporary, final)
@@ -134,8 +145,10 @@ def _write_part(
                 with contextlib.suppress(OSError):
                     os.remove(temporary)
                 raise
+            del table  # the buffer's views: none is left when it goes back
+            WORKER_BUFFERS.give(buffer)
             yield pa.RecordBatch.from_arrays(
-                [pa.array([part], pa.int64()), pa.array([table.num_rows], pa.int64())],
+                [pa.array([part], pa.int64()), pa.array([rows], pa.int64())],
                 names=["part", "rows"],
             )
 
