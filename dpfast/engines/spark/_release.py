@@ -59,8 +59,8 @@ __all__ = ["PART_ROWS", "ir_dp_spark", "output_part_rows", "spark_of", "spark_so
 
 #: The fewest output rows per task of an ``ir_dp`` release frame.
 PART_ROWS = 1 << 20
-#: The most bytes of released values (8 per cell) one task of the frame computes, at
-#: least: a quarter of the memory limit where that is more.
+#: The most bytes of released values (8 per cell) one task of the frame computes, unless
+#: a quarter of the memory limit is more (:func:`output_part_rows`).
 PART_BYTES = 1 << 29
 
 
