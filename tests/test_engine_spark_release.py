@@ -277,7 +277,7 @@ def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
         # the float columns' buckets around the part, end to end
         assert (
             parts.words(part)
-            == sum(c.span(lo, hi) for c in parts.columns if c.kind == "float")
+            == sum(c.bucket_items(lo, hi) for c in parts.columns if c.kind == "float")
             >= 2 * (hi - lo)
         )
         buffer = KeyBuffers().take(words)

@@ -344,7 +344,7 @@ class _Generated:
         last = int(np.searchsorted(self.starts, hi, side="left"))
         return first, last
 
-    def span(self, lo: int, hi: int) -> int:
+    def bucket_items(self, lo: int, hi: int) -> int:
         """Return how many items the buckets covering output rows ``[lo, hi)`` hold."""
         first, last = self.buckets(lo, hi)
         return int(self.starts[last] - self.starts[first])
@@ -352,14 +352,12 @@ class _Generated:
     def rows(self, n: int, k: int, lo: int, hi: int, buffer: np.ndarray | None = None) -> pa.Array:
         """Return output rows ``[lo, hi)`` of the column.
 
-        ``buffer`` (``uint64``, at least :meth:`span` words), if given, holds a float
+        ``buffer`` (``uint64``, :meth:`bucket_items` words), if given, holds a float
         column's values: the array returned is a view of it.
         """
         first, last = self.buckets(lo, hi)
         sizes = np.diff(self.starts)
-        out = None
-        if buffer is not None and self.kind == "float":
-            out = buffer[: self.span(lo, hi)].view(np.float64)
+        out = None if buffer is None else buffer.view(np.float64)
         part = noise.permutation_part_groups(
             self.key, n, first, last, self.values, k, sizes, out=out
         )
@@ -405,22 +403,19 @@ class GeneratedParts:
         lo, hi = self.span(part)
         if buffer is None:
             WORKER_BUFFERS.clear()
-            arrays = [c.rows(self.n, self.k, lo, hi) for c in self.columns]
-        else:
-            arrays, used = [], 0
-            for c in self.columns:
-                if c.kind != "float":
-                    arrays.append(c.rows(self.n, self.k, lo, hi))
-                    continue
-                size = c.span(lo, hi)
-                arrays.append(c.rows(self.n, self.k, lo, hi, buffer[used : used + size]))
-                used += size
+        arrays, used = [], 0
+        for c in self.columns:
+            piece = None
+            if buffer is not None and c.kind == "float":
+                size = c.bucket_items(lo, hi)
+                piece, used = buffer[used : used + size], used + size
+            arrays.append(c.rows(self.n, self.k, lo, hi, piece))
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 
     def words(self, part: int) -> int:
         """Return the ``uint64`` words of a buffer for :meth:`table` ``(part, buffer)``."""
         lo, hi = self.span(part)
-        return sum(c.span(lo, hi) for c in self.columns if c.kind == "float")
+        return sum(c.bucket_items(lo, hi) for c in self.columns if c.kind == "float")
 
     def most_words(self) -> int:
         """Return the most :meth:`words` of any part, so that one buffer serves them all."""
