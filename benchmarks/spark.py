@@ -393,7 +393,7 @@ def dpfast_release(
         )  # fmt: skip
         write_release(released, out.with_suffix("") if out.suffix == ".parquet" else out, report)
     else:
-        from dpfast.engines.outofcore import ir_dp_dataset
+        from dpfast.engines.outofcore._legacy import ir_dp_dataset
 
         frame = spark.read.parquet(str(data))  # the profile times Spark's own reader
         floor = spark_floor(frame)

@@ -11,7 +11,7 @@ import math
 import numbers
 import sys
 import warnings
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -366,13 +366,25 @@ def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> Value
     )
 
 
+def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
+    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
+    where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
+    return TypeError(
+        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
+        f"{where} to protect it as a categorical column, or leave it out of "
+        f"{option('columns')}"
+    )
+
+
 def is_integer_column(values: np.ndarray) -> bool:
     """Whether a column's dtype is integer (its released values are rounded)."""
     return bool(np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_)
 
 
 def check_bounds(
-    bounds: Any, columns: Sequence[Hashable], data_columns: Mapping[Hashable, np.ndarray]
+    bounds: Any,
+    columns: Sequence[Hashable],
+    data_columns: Mapping[Hashable, np.ndarray] | Callable[[Hashable], tuple[float, float]],
 ) -> tuple[dict[Hashable, tuple[float, float]], bool]:
     """Resolve the public domain ``(lower, upper)`` of every protected column.
 
@@ -384,8 +396,9 @@ def check_bounds(
         columns, else ``min - 0.5 * max|x|``); this is not private and warns.
     columns : sequence
         The protected columns.
-    data_columns : mapping
-        The protected columns' float64 values (only read when ``bounds == "data"``).
+    data_columns : mapping or callable
+        The protected columns' float64 values, or a function giving a column's
+        ``(min, max)`` (only used when ``bounds == "data"``).
 
     Returns
     -------
@@ -401,10 +414,13 @@ def check_bounds(
         )
         derived = {}
         for name in columns:
-            values = data_columns[name]
-            top = float(np.max(np.abs(values)))
-            low = 0.0 if float(values.min()) >= 0 else float(values.min()) - 0.5 * top
-            derived[name] = (low, 1.5 * float(values.max()) if values.max() > 0 else 0.0)
+            if callable(data_columns):
+                lo, hi = data_columns(name)
+            else:
+                lo, hi = float(data_columns[name].min()), float(data_columns[name].max())
+            top = max(abs(lo), abs(hi))
+            low = 0.0 if lo >= 0 else lo - 0.5 * top
+            derived[name] = (low, 1.5 * hi if hi > 0 else 0.0)
         return derived, True
     if bounds is None:
         raise ValueError(

@@ -718,10 +718,13 @@ def _check_delimiter(where: str, table: pa.Table, separator: str) -> None:
         )
 
 
-def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
+def _atomic_write(
+    path: str | os.PathLike[str], write: Any, before: Callable[[], None] | None = None
+) -> None:
     """Write through ``write(tmp)`` to a temporary file, then rename it over ``path``.
 
-    On any exception, ``KeyboardInterrupt`` and the command line's SIGTERM included (both
+    ``before()``, if given, runs once the file is complete, just before the rename (a
+    budget's spend is committed there). On any exception, ``KeyboardInterrupt`` and the command line's SIGTERM included (both
     ``BaseException``), the temporary file is removed and ``path`` is left as it was. No
     signal handler is installed here: that is the host program's choice.
     """
@@ -738,6 +741,8 @@ def _atomic_write(path: str | os.PathLike[str], write: Any) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+        if before is not None:
+            before()
         os.replace(tmp, target)
     except BaseException:
         if tmp is not None:
@@ -756,6 +761,7 @@ def write_table_atomic(
     *,
     delimiter: str | None = None,
     progress: Progress | None = None,
+    before: Callable[[], None] | None = None,
 ) -> None:
     """Write a table (Arrow, pandas or 2-D NumPy) to Parquet, CSV or TSV, atomically.
 
@@ -763,7 +769,8 @@ def write_table_atomic(
     text); ``delimiter`` replaces a text format's separator. The data goes to a temporary
     file in the target directory, which is renamed over ``path`` only once complete; on
     any failure the temporary file is removed. ``progress`` is called as
-    ``progress("writing NAME", rows written, rows)`` every :data:`WRITE_ROWS` rows.
+    ``progress("writing NAME", rows written, rows)`` every :data:`WRITE_ROWS` rows;
+    ``before()`` runs once the file is complete, before it is renamed into place.
     """
     fmt = output_format(path)
     if fmt == "parquet" and delimiter is not None:
@@ -800,7 +807,7 @@ def write_table_atomic(
             for piece in pieces():
                 writer.write_table(piece)
 
-    _atomic_write(path, write)
+    _atomic_write(path, write, before)
 
 
 def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:

@@ -224,7 +224,7 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0

@@ -167,7 +167,7 @@ def test_engine_refusals_name_the_fix(workdir, capsys, method, options):
 
 def test_an_interrupt_while_writing_refunds_the_budget_and_leaves_no_output(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0

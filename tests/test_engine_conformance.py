@@ -54,11 +54,11 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import DASK_RELEASES, SPARK_RELEASES
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.diffgen import diffgen_dataset
 from dpfast.engines.individual import individual_ranking_dataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
-from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
 from dpfast.exceptions import UnprovenReleaseWarning
 

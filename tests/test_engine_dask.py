@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.dataset import ParquetDataset
+from dpfast.engines.outofcore._sources import ParquetDataset
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 

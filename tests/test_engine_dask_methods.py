@@ -186,7 +186,7 @@ FILES = {
 def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files):
     from dpfast.engines.individual import individual_ranking_dataset
     from dpfast.engines.mdav_dp import mdav_dp_dataset
-    from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+    from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
     from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset
 
     release = {
@@ -430,7 +430,7 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
     client, tmp_path, capsys, monkeypatch
 ):
     from dpfast import cli
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     table = _table()
     table.loc[2222, "a"] = np.nan

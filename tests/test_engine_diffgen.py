@@ -13,7 +13,7 @@ import pytest
 
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import diffgen as engine
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.diffgen import diffgen_dataset, diffgen_source
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
@@ -195,7 +195,7 @@ def test_distinct_values_must_fit_in_the_memory_limit(tmp_path, frame):
 
 
 def test_interrupt_while_writing_leaves_no_output(tmp_path, frame, monkeypatch):
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))

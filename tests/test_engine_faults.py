@@ -54,9 +54,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines import outofcore
-from dpfast.engines.dataset import ParquetDataset
-from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore import _legacy as outofcore
+from dpfast.engines.outofcore._sources import ParquetDataset
+from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 COLUMNS = ["a", "b"]

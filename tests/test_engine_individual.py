@@ -19,9 +19,9 @@ import pytest
 
 import dpfast
 from dpfast import cli
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.individual import individual_ranking_dataset
-from dpfast.engines.ranks import float_keys, float_values
+from dpfast.engines.outofcore._ranks import float_keys, float_values
 
 COLUMNS = ["small", "wide", "count"]
 

@@ -15,7 +15,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import mdav_dp as engine
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 
@@ -156,7 +156,7 @@ def test_one_or_two_clusters_and_the_remainder(tmp_path, n):
 
 
 def test_float_columns_explicit_points_and_a_dataset_directory_output(tmp_path, monkeypatch):
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
@@ -293,7 +293,7 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
 
 @pytest.mark.parametrize("phase", ["order", "clusters", "writing"])
 def test_interrupt_leaves_no_output(tmp_path, monkeypatch, phase):
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _legacy as outofcore
 
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
     table = pa.Table.from_pandas(_table(3000), preserve_index=False)

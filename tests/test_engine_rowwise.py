@@ -13,7 +13,7 @@ import pytest
 import dpfast
 from dpfast import noise
 from dpfast.datasets import adult
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.rowwise import (
     k_noise_dataset,
     k_pram_dataset,

@@ -1,6 +1,6 @@
 """Ranks on a cluster: ranges sorted on the workers, rank group sums added there.
 
-The pieces (:mod:`dpfast.engines._sorted`) against slow references, Spark's hash
+The pieces (:mod:`dpfast.engines.outofcore._sorted`) against slow references, Spark's hash
 partitioning against Spark itself, and ``ir_dp`` on Spark and Dask, where the workers sort
 and the driver only plans, against the in-memory release under limits that force every
 path: balanced ranges, refined buckets, ties added on the driver, the remainder group.
@@ -19,7 +19,7 @@ import pytest
 
 import dpfast
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import (
+from dpfast.engines.outofcore._sorted import (
     GroupSums,
     KeyBuffers,
     Ranges,
@@ -105,7 +105,7 @@ def test_keys_by_one_range_keeps_all_keys_or_drops_those_outside():
 
 @pytest.mark.parametrize(("lo", "hi", "shift"), [(0, 1 << 40, 24), (5, 5000, 0), (1000, 1001, 3)])
 def test_bucket_counts_match_a_slow_reference(lo, hi, shift):
-    from dpfast.engines.outofcore import _BucketCounts
+    from dpfast.engines.outofcore._legacy import _BucketCounts
 
     rng = np.random.default_rng(hi)
     keys = rng.integers(0, 2 * hi, 20_000).astype(np.uint64)
@@ -243,7 +243,7 @@ def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
 
 
 def test_a_schema_checked_source_sorts_where_its_source_does_over_checked_batches(tmp_path):
-    from dpfast.engines.dataset import ArrowSource, SchemaCheckedSource
+    from dpfast.engines.outofcore._sources import ArrowSource, SchemaCheckedSource
     from dpfast.schema import Schema
 
     schema = Schema.from_dict({"columns": {"i": {"type": "integer", "bounds": [-5, 5]}}})

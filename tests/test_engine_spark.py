@@ -12,8 +12,8 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.dataset import ArrowSource
-from dpfast.engines.outofcore import ir_dp_dataset
+from dpfast.engines.outofcore._sources import ArrowSource
+from dpfast.engines.outofcore._legacy import ir_dp_dataset
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.dataset import ParquetDataset
+from dpfast.engines.outofcore._sources import ParquetDataset
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
@@ -198,7 +198,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
 def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_counts(
     tmp_path, monkeypatch
 ):
-    from dpfast.engines._sorted import Ranges
+    from dpfast.engines.outofcore._sorted import Ranges
 
     rng = np.random.default_rng(3)
     table = pd.DataFrame({"k": rng.integers(0, 1000, 2500)})
@@ -230,7 +230,7 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
-    from dpfast.engines._sorted import WORKER_BUFFERS, Ranges
+    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges
     from dpfast.engines.spark._release import GeneratedParts
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
@@ -266,7 +266,7 @@ def _generated_parts(n=200_000, k=10, part_rows=70_000):
 
 
 def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
-    from dpfast.engines._sorted import KeyBuffers
+    from dpfast.engines.outofcore._sorted import KeyBuffers
 
     parts = _generated_parts()
     assert parts.count == 3
@@ -290,7 +290,7 @@ def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
 
 
 def test_a_worker_writes_its_parts_through_one_kept_buffer(tmp_path, monkeypatch):
-    from dpfast.engines._sorted import WORKER_BUFFERS
+    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
     from dpfast.engines.spark import _write
 
     parts = _generated_parts()
@@ -432,8 +432,8 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
 def test_spark_runs_a_column_per_task_slot_and_one_more_as_the_memory_limit_allows():
     from types import SimpleNamespace
 
-    from dpfast.engines.dataset import ArrowSource
-    from dpfast.engines.outofcore import _Limits
+    from dpfast.engines.outofcore._sources import ArrowSource
+    from dpfast.engines.outofcore._legacy import _Limits
     from dpfast.engines.spark._release import _column_jobs
 
     class Slots(SparkSource):

@@ -2,9 +2,9 @@
 
 A method opens a :class:`Run` on its input, validates its arguments and the protected
 columns (:func:`split_columns`), plans its spend on the run's :class:`~dpfast.accounting.Ledger`
-before any noise is drawn, draws and keeps each released column (:meth:`Run.keep`,
-:meth:`Run.keep_codes`), assembles the output table of the input's kind
-(:meth:`Run.assemble`), and ends with :meth:`Run.finish`, which builds the report's common
+before any noise is drawn, draws and keeps each released column (:meth:`TableRun.keep`,
+:meth:`TableRun.keep_codes`), assembles the output table of the input's kind
+(:meth:`TableRun.assemble`), and ends with :meth:`TableRun.finish`, which builds the report's common
 fields once for every method.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,8 +23,9 @@ from typing import Any, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast._release._metrics import release_metrics
+from dpfast.engines._metrics import release_metrics
 from dpfast._release.columns import (
+    check_taxonomies,
     CategoricalColumn,
     NumericColumn,
     column_names,
@@ -34,6 +36,8 @@ from dpfast._release.columns import (
     value_range,
 )
 from dpfast._validation import check_choice, check_threads, cli_spelling, method_call, option
+from dpfast.engines import EngineChoice, open_engine
+from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -55,10 +59,14 @@ from dpfast.partitions.grid import Grid
 __all__ = [
     "SEEDED_NOTE",
     "CategoricalColumn",
+    "EngineChoice",
     "NumericColumn",
     "Progress",
     "Release",
     "Run",
+    "TableRun",
+    "open_run",
+    "check_taxonomies",
     "check_unprotected",
     "choice_entry",
     "cli_spelling",
@@ -153,19 +161,6 @@ def noise_source(seed: int | None) -> noise.NoiseSource:
     return noise.NoiseSource.secure() if seed is None else noise.NoiseSource.from_seed(seed)
 
 
-def column_threads(n_threads: Any, n_columns: int | None = None) -> int:
-    """Return a valid thread count; the default is one per core (at most one per column)."""
-    cores = os.cpu_count() or 1
-    return check_threads(n_threads, cores if n_columns is None else min(n_columns, cores))
-
-
-def inverse_permutation(permutation: np.ndarray) -> np.ndarray:
-    """Return the inverse of a permutation of ``0 .. n-1``."""
-    inverse = np.empty_like(permutation)
-    inverse[permutation] = np.arange(permutation.shape[0], dtype=permutation.dtype)
-    return inverse
-
-
 def keep_numerator(retention: float) -> int:
     """Largest ``a`` with ``a / noise.KEEP_DENOMINATOR <= retention`` (exact)."""
     exact = Fraction(retention)
@@ -231,8 +226,105 @@ def unprotected_guarantee(
     )
 
 
+class _Reporting:
+    """The report builder that every release's run shares (the fields every report has).
+
+    A run gives ``method``, ``policy``, ``timer``, ``clamped``, ``timings_extra``,
+    :meth:`unprotected`, :meth:`input_rows`, :meth:`released_names` and
+    :meth:`clamped_output`.
+    """
+
+    method: str
+    policy: UnprotectedPolicy | None
+    timer: PhaseTimer
+    clamped: dict[str, int]
+    timings_extra: dict[str, float]
+
+    def unprotected(self) -> list[str]:
+        raise NotImplementedError
+
+    def input_rows(self) -> int:
+        raise NotImplementedError
+
+    def released_names(self) -> list[Hashable]:
+        raise NotImplementedError
+
+    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+        raise NotImplementedError
+
+    def reports(
+        self,
+        *,
+        parameters: dict[str, Any],
+        guarantee: tuple[str, GuaranteeLevel],
+        ledger: Ledger | None = None,
+        seed: int | None = None,
+        sampler: str | None = None,
+        notes: Sequence[str] = (),
+        extra: dict[str, Any] | None = None,
+        private: dict[str, Any] | None = None,
+        metrics: dict[str, Any] | None = None,
+        released_rows: int | None = None,
+        protected: Sequence[str] | None = None,
+        unprotected: Sequence[str] | None = None,
+        groups: str | None = None,
+        domains: Mapping[Hashable, tuple[float, float]] | None = None,
+        emphasis: bool = False,
+    ) -> tuple[Report, PrivateReport]:
+        """Build the public and the private report, filling the fields every release shares.
+
+        ``guarantee`` is the text and level of what holds for the protected columns (by
+        default the released ones). The unprotected columns (by default those not
+        released) are then stated by :attr:`policy` (:func:`unprotected_guarantee`, with
+        ``groups`` naming what rows share); a method that takes no ``unprotected``
+        argument keeps them in their rows and names them after the guarantee (with
+        ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
+        numeric columns) let the report warn when a column's noise swamps its domain and
+        count the released values on a bound. A seeded run is noted as not for
+        publication. The report's ε is the ledger's total.
+        """
+        copied = self.unprotected() if unprotected is None else list(unprotected)
+        if self.policy is None:
+            text, level = guarantee
+            stated = (text + unprotected_note(copied, emphasis=emphasis), level)
+        else:
+            stated = unprotected_guarantee(guarantee, copied, self.policy, groups)
+        alerts = noise_alerts(ledger, domains or {})
+        for alert in alerts:
+            warnings.warn(alert, NoiseDominatesWarning, stacklevel=4)
+        report = Report(
+            method=self.method,
+            parameters=parameters,
+            epsilon=None if ledger is None else ledger.total,
+            ledger=[] if ledger is None else list(ledger.entries),
+            guarantee=stated[0],
+            guarantee_level=stated[1],
+            protected_columns=names(self.released_names())
+            if protected is None
+            else list(protected),
+            unprotected_columns=copied,
+            unprotected=(self.policy or "keep") if copied else None,
+            seeded=seed is not None,
+            sampler=sampler,
+            released_rows=self.input_rows() if released_rows is None else released_rows,
+            notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
+            warnings=alerts,
+            extra=dict(extra or {}),
+        )
+        private_report = PrivateReport(
+            method=self.method,
+            input_rows=self.input_rows(),
+            clamped=dict(self.clamped),
+            clamped_output=self.clamped_output(domains or {}),
+            timings={**self.timer.timings, **self.timings_extra},
+            metrics=metrics,
+            extra=dict(private or {}),
+        )
+        return report, private_report
+
+
 @dataclass
-class Run:
+class TableRun(_Reporting):
     """One release in progress: its table, timer, progress callback and released columns.
 
     Parameters
@@ -345,77 +437,13 @@ class Run:
         """Return the input's columns that no mechanism of the release protects."""
         return [str(n) for n in self.table.names if n not in self.released]
 
+    def released_names(self) -> list[Hashable]:
+        """Return the protected columns released, in the order they were kept."""
+        return list(self.released)
+
     def finish(self, result: Any, **fields: Any) -> Release:
         """Return the :class:`Release` of ``result`` with the reports of :meth:`reports`."""
         return Release(result, *self.reports(**fields))
-
-    def reports(
-        self,
-        *,
-        parameters: dict[str, Any],
-        guarantee: tuple[str, GuaranteeLevel],
-        ledger: Ledger | None = None,
-        seed: int | None = None,
-        sampler: str | None = None,
-        notes: Sequence[str] = (),
-        extra: dict[str, Any] | None = None,
-        private: dict[str, Any] | None = None,
-        metrics: dict[str, Any] | None = None,
-        released_rows: int | None = None,
-        protected: Sequence[str] | None = None,
-        unprotected: Sequence[str] | None = None,
-        groups: str | None = None,
-        domains: Mapping[Hashable, tuple[float, float]] | None = None,
-        emphasis: bool = False,
-    ) -> tuple[Report, PrivateReport]:
-        """Build the public and the private report, filling the fields every release shares.
-
-        ``guarantee`` is the text and level of what holds for the protected columns (by
-        default the released ones). The unprotected columns (by default those not
-        released) are then stated by :attr:`policy` (:func:`unprotected_guarantee`, with
-        ``groups`` naming what rows share); a method that takes no ``unprotected``
-        argument keeps them in their rows and names them after the guarantee (with
-        ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
-        numeric columns) let the report warn when a column's noise swamps its domain and
-        count the released values on a bound. A seeded run is noted as not for
-        publication. The report's ε is the ledger's total.
-        """
-        copied = self.unprotected() if unprotected is None else list(unprotected)
-        if self.policy is None:
-            text, level = guarantee
-            stated = (text + unprotected_note(copied, emphasis=emphasis), level)
-        else:
-            stated = unprotected_guarantee(guarantee, copied, self.policy, groups)
-        alerts = noise_alerts(ledger, domains or {})
-        for alert in alerts:
-            warnings.warn(alert, NoiseDominatesWarning, stacklevel=4)
-        report = Report(
-            method=self.method,
-            parameters=parameters,
-            epsilon=None if ledger is None else ledger.total,
-            ledger=[] if ledger is None else list(ledger.entries),
-            guarantee=stated[0],
-            guarantee_level=stated[1],
-            protected_columns=names(list(self.released)) if protected is None else list(protected),
-            unprotected_columns=copied,
-            unprotected=(self.policy or "keep") if copied else None,
-            seeded=seed is not None,
-            sampler=sampler,
-            released_rows=self.input_rows() if released_rows is None else released_rows,
-            notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
-            warnings=alerts,
-            extra=dict(extra or {}),
-        )
-        private_report = PrivateReport(
-            method=self.method,
-            input_rows=self.input_rows(),
-            clamped=dict(self.clamped),
-            clamped_output=self.clamped_output(domains or {}),
-            timings={**self.timer.timings, **self.timings_extra},
-            metrics=metrics,
-            extra=dict(private or {}),
-        )
-        return report, private_report
 
     def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
         """Count, per released numeric column with public bounds, the values on a bound."""
@@ -528,3 +556,152 @@ def not_dp_guarantee(what: str) -> tuple[str, GuaranteeLevel]:
         "and Kulik); it gives no formal guarantee.",
         "none",
     )
+
+
+class Run(_Reporting):
+    """One release in progress over an engine: its timer, progress and released columns.
+
+    A method opens it with :func:`open_run`, asks :attr:`engine` for every step that
+    touches the data, records each released column with :meth:`keep`, and ends with
+    :meth:`finish`, which places the columns it did not protect (:attr:`policy`), builds
+    the two reports and publishes the data.
+    """
+
+    def __init__(self, method: str, engine: Engine, progress: Progress | None = None) -> None:
+        self.method = method
+        self.engine = engine
+        self.progress = progress
+        self.timer = PhaseTimer()
+        self.policy: UnprotectedPolicy | None = None
+        self.clamped: dict[str, int] = {}
+        self.on_bound: dict[str, int] = {}
+        self.timings_extra: dict[str, float] = {}
+        self._released: list[Hashable] = []
+        self._start = time.perf_counter()
+
+    @property
+    def n_rows(self) -> int:
+        """The number of input rows."""
+        return self.engine.n_rows
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as phase ``name`` of the report's timings."""
+        with self.timer.phase(name):
+            yield
+
+    def tick(self, phase: str, done: int, total: int) -> None:
+        """Report progress to the caller's callback, if any."""
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+    def keep(
+        self, name: Hashable, *, clamped: int | None = None, on_bound: int | None = None
+    ) -> None:
+        """Record a released protected column: its clamped inputs and its outputs on a bound."""
+        self._released.append(name)
+        if clamped is not None:
+            self.clamped[str(name)] = int(clamped)
+        if on_bound is not None:
+            self.on_bound[str(name)] = int(on_bound)
+
+    def released_names(self) -> list[Hashable]:
+        """Return the protected columns released, in the order they were kept."""
+        return list(self._released)
+
+    def unprotected(self) -> list[str]:
+        """Return the input's columns that no mechanism of the release protects."""
+        released = set(self._released)
+        return [str(n) for n in self.engine.names if n not in released]
+
+    def input_rows(self) -> int:
+        """Return the number of rows of the input."""
+        return self.n_rows
+
+    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+        """Return the released values on a bound, as the method counted them."""
+        return {str(n): self.on_bound[str(n)] for n in domains if str(n) in self.on_bound}
+
+    def metrics(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn] = (),
+        domains: Mapping[Hashable, tuple[float, float]] | None = None,
+    ) -> dict[str, Any]:
+        """Compute utility metrics of the released columns against the original (private).
+
+        Rows are matched through the shuffle, so the relative error is record-linked.
+        """
+        with self.phase("metrics"):
+            return self.engine.metrics(numeric, categorical, domains)
+
+    def finish(
+        self,
+        *,
+        source: noise.NoiseSource | None = None,
+        order_key: np.ndarray | None = None,
+        reindex: bool = False,
+        before_publish: PublishHook | None = None,
+        **fields: Any,
+    ) -> Release:
+        """Place the unprotected columns, report, publish; return the :class:`Release`.
+
+        The columns not released follow :attr:`policy`: left out (``"drop"``), in a
+        random order of their own drawn from ``source`` (``"shuffle"``), or in the rows'
+        order (``"keep"``, or a method with no policy): the permutation of ``order_key``
+        (``None``: the input order). ``reindex``: the released rows are in a new order.
+        ``fields`` go to :meth:`reports`.
+        """
+        copied = self.unprotected()
+        with self.phase("assemble"):
+            if copied and self.policy == "shuffle":
+                if source is None:
+                    raise AssertionError("a shuffle of the unprotected columns needs a source")
+                self.engine.copy_columns(copied, source.key(self.method, "unprotected-order"))
+                reindex = True
+            elif copied and self.policy != "drop":
+                self.engine.copy_columns(copied, order_key)
+                reindex = reindex or order_key is not None
+        report, private = self.reports(**fields)
+        with self.phase("write"):
+            data = self.engine.publish(report, reindex=reindex, before=before_publish)
+        self.tick("assemble", 1, 1)
+        private.timings["total"] = time.perf_counter() - self._start
+        return Release(data, report, private)
+
+
+@contextmanager
+def open_run(
+    method: str,
+    data: Any,
+    *,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    progress: Progress | None = None,
+    metrics: bool = False,
+) -> Iterator[Run]:
+    """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
+
+    However the block ends, the engine removes what the release left behind; an error
+    that an engine can state better (a bad value found in a pass, named as the in-memory
+    release names it; an interrupt a cluster reported as a failed job) is raised so.
+    """
+    opened = open_engine(
+        data,
+        method=method,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        metrics=metrics,
+    )
+    try:
+        yield Run(method, opened, progress)
+    except Exception as exc:
+        better = opened.explain(exc)
+        if better is exc:
+            raise
+        raise better from None
+    finally:
+        opened.close()

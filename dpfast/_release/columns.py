@@ -11,6 +11,7 @@ import numpy as np
 
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
+    not_numeric_error,
     all_finite,
     as_numeric_column,
     check_columns,
@@ -18,31 +19,9 @@ from dpfast._validation import (
     is_integer_column,
     option,
 )
+from dpfast.engines.base import CategoricalColumn, NumericColumn
 from dpfast.io import TableData
 from dpfast.taxonomy import Taxonomy, as_taxonomy
-
-
-@dataclass(frozen=True)
-class NumericColumn:
-    """A protected numeric column as float64 values (never written), and its dtype."""
-
-    name: Hashable
-    values: np.ndarray
-    integer: bool
-    dtype: np.dtype[Any]
-
-    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
-        """Give an integer column its dtype back (values are already rounded and in bounds)."""
-        return released.astype(self.dtype) if self.integer else released
-
-
-@dataclass(frozen=True)
-class CategoricalColumn:
-    """A protected categorical column as int64 codes of its taxonomy's leaves."""
-
-    name: Hashable
-    codes: np.ndarray
-    taxonomy: Taxonomy
 
 
 def numeric_columns(table: TableData, columns: Any) -> list[NumericColumn]:
@@ -67,20 +46,25 @@ def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
     return {name: as_taxonomy(taxonomy, name) for name, taxonomy in taxonomies.items()}
 
 
+def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hashable, Taxonomy]:
+    """Return the protected categorical columns' taxonomies, each checked.
+
+    Every column ``taxonomies`` names must be protected (in ``selected``).
+    """
+    checked = _check_taxonomies(taxonomies)
+    stray = [name for name in checked if name not in selected]
+    if stray:
+        raise ValueError(
+            f"taxonomies names column(s) {stray} that are not protected; the protected "
+            f"columns are {list(selected)}: add them to columns or drop their taxonomies"
+        )
+    return dict(checked)
+
+
 def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
     raw = table.column(name)
     if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
         raise not_numeric_error(name, raw.dtype)
-
-
-def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
-    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
-    where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
-    return TypeError(
-        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
-        f"{where} to protect it as a categorical column, or leave it out of "
-        f"{option('columns')}"
-    )
 
 
 def split_columns(

@@ -27,6 +27,7 @@ def on_spark(method: str, arguments: dict[str, Any]) -> Any:
     DataFrame; arguments the engine cannot run are refused there, saying what to change.
     """
     engines = importlib.import_module("dpfast.engines")
+    interrupt_in = importlib.import_module("dpfast.engines.spark._rows").interrupt_in
     named = dict(arguments)
     data = named.pop("data")
     try:
@@ -36,27 +37,6 @@ def on_spark(method: str, arguments: dict[str, Any]) -> Any:
         if interrupt is None:
             raise
         raise interrupt from exc
-
-
-def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
-    """Return the ``KeyboardInterrupt`` that ``exc`` was raised in handling, if any.
-
-    Ctrl-C while pyspark collects a job's results raises ``KeyboardInterrupt`` (pyspark's
-    SIGINT handler cancels the jobs first), but pyspark then asks the JVM for the job's
-    result, which raises the job's cancellation in its place, with the interrupt as its
-    context: the caller must still see an interrupt.
-    """
-    found: list[BaseException] = [exc]
-    seen: set[int] = set()
-    while found:
-        error = found.pop()
-        if id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, KeyboardInterrupt):
-            return error
-        found += [e for e in (error.__cause__, error.__context__) if e is not None]
-    return None
 
 
 def is_dask_frame(data: object) -> bool:

@@ -26,7 +26,7 @@ ROWWISE = ("k-noise", "k-pram", "randomized-response")
 def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the Parquet dataset of INPUT (checked against ``--schema``, if any) and the schema."""
     from dpfast.cli._engine import dataset_source
-    from dpfast.engines.dataset import SchemaCheckedSource
+    from dpfast.engines.outofcore._sources import SchemaCheckedSource
     from dpfast.schema import Schema
 
     files = dataset_source(args)

@@ -55,8 +55,8 @@ from dpfast._validation import (
     option,
 )
 from dpfast.accounting import PrivateReport, Report
-from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
     Progress,

@@ -22,9 +22,9 @@ from dpfast._kernels import outofcore as kernels
 from dpfast._release import NumericColumn
 from dpfast._validation import check_columns, check_k_anonymity
 from dpfast.accounting import PrivateReport, Report
-from dpfast.engines.dataset import ColumnSource
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.linked import _tag, place_ranked, unprotected_scratch
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
     Progress,
@@ -37,7 +37,7 @@ from dpfast.engines.outofcore import (
     _write_and_publish,
     counts_non_finite,
 )
-from dpfast.engines.ranks import RankPasses, float_keys, float_values
+from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 
 
 @counts_non_finite

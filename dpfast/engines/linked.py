@@ -54,8 +54,8 @@ from dpfast._release import (
 )
 from dpfast._validation import check_bool, check_choice
 from dpfast.accounting import LedgerEntry, PrivateReport, Report
-from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
     Progress,
@@ -74,8 +74,8 @@ from dpfast.engines.outofcore import (
     coded_scratch,
     numeric_scratch,
 )
-from dpfast.engines.placement import ArrowFile, Placer, raw_sink
-from dpfast.engines.ranks import RankPasses
+from dpfast.engines.outofcore._placement import ArrowFile, Placer, raw_sink
+from dpfast.engines.outofcore._ranks import RankPasses
 from dpfast.methods.ir_dp import Linkage, _guarantee, _parameters, _plan, _policy, _sampler
 from dpfast.methods.ir_dp._categorical import group_codes
 from dpfast.partitions.grid import Grid

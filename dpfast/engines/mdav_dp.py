@@ -54,10 +54,10 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import PrivateReport, Report, names
-from dpfast.engines._files import append_array, write_at
-from dpfast.engines._ranges import cut_ranges, refined_shift
-from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._files import append_array, write_at
+from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
     _numeric_columns,

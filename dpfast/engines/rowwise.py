@@ -44,7 +44,7 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
-from dpfast.engines._rows import (
+from dpfast.engines.outofcore._rows import (
     Hook,
     checked_stats,
     float_scratch,
@@ -57,8 +57,8 @@ from dpfast.engines._rows import (
     typed_scratch,
     write_rows,
 )
-from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
     Progress,

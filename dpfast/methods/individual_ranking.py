@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._release import Progress, Release, Run, numeric_columns
+from dpfast._release import Progress, Release, TableRun, numeric_columns
 from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_k_anonymity
 from dpfast.partitions.ranking import group_means
@@ -63,7 +63,7 @@ def individual_ranking(
         return on_spark("individual_ranking", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("individual_ranking", locals())  # type: ignore[no-any-return]
-    run = Run("individual_ranking", data, progress)
+    run = TableRun("individual_ranking", data, progress)
     with run.phase("validate"):
         k = check_k_anonymity(k, run.table.n_rows, "individual ranking")
         protected = numeric_columns(run.table, columns)

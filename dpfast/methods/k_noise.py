@@ -16,7 +16,7 @@ from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
     Release,
-    Run,
+    TableRun,
     column_threads,
     noise_source,
     not_dp_guarantee,
@@ -166,7 +166,7 @@ def k_noise(
         return on_spark("k_noise", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("k_noise", locals())  # type: ignore[no-any-return]
-    run = Run("k_noise", data)
+    run = TableRun("k_noise", data)
     with run.phase("validate"):
         k = check_k(k, run.table.n_rows)
         seed = check_seed(seed)
@@ -193,7 +193,7 @@ def k_noise(
 def _report_fields(
     k: int, seed: int | None, integer: list[str], deltas: dict[str, float], spans: dict[str, float]
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`TableRun.reports`), whatever engine ran it."""
     return {
         "parameters": {
             "k": k,

@@ -14,7 +14,7 @@ from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
     Release,
-    Run,
+    TableRun,
     column_threads,
     keep_numerator,
     noise_source,
@@ -150,7 +150,7 @@ def k_pram(
         return on_spark("k_pram", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("k_pram", locals())  # type: ignore[no-any-return]
-    run = Run("k_pram", data)
+    run = TableRun("k_pram", data)
     with run.phase("validate"):
         k = check_k_anonymity(k, run.table.n_rows, "k-PRAM")
         retention = check_retention(retention)
@@ -196,7 +196,7 @@ def _report_fields(
     widths: dict[str, float],
     smallest: dict[str, int],
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`TableRun.reports`), whatever engine ran it."""
     return {
         "parameters": _parameters(k, retention, keep),
         "guarantee": not_dp_guarantee(

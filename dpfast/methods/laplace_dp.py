@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,17 +12,22 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import perturb
 from dpfast._release import (
+    EngineChoice,
     NumericColumn,
     Progress,
     Release,
-    Run,
     check_unprotected,
     grid_noise_entry,
     noise_source,
-    numeric_columns,
+    open_run,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
+from dpfast._validation import (
+    check_bounds,
+    check_columns,
+    check_epsilon,
+    check_nonempty,
+    check_seed,
+)
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -42,6 +49,9 @@ def laplace_dp(
     seed: int | None = None,
     metrics: bool = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
 
@@ -92,47 +102,78 @@ def laplace_dp(
     >>> release.data.shape
     (2, 1)
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("laplace_dp", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("laplace_dp", locals())  # type: ignore[no-any-return]
-    run = Run("laplace_dp", data, progress)
-    with run.phase("validate"):
-        check_nonempty(run.table.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        run.policy = check_unprotected(unprotected)
-        protected = numeric_columns(run.table, columns)
-        domains, derived = check_bounds(
-            bounds, [c.name for c in protected], {c.name: c.values for c in protected}
+    with open_run(
+        "laplace_dp",
+        data,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        metrics=metrics,
+    ) as run:
+        with run.phase("validate"):
+            check_nonempty(run.n_rows)
+            epsilon = check_epsilon(epsilon)
+            seed = check_seed(seed)
+            run.policy = check_unprotected(unprotected)
+            selected = check_columns(columns, run.engine.names)
+            protected = run.engine.numeric_columns(selected, categorical=False)
+            domains, derived = check_bounds(
+                bounds, [c.name for c in protected], _ranges(run.engine, protected)
+            )
+        ledger = Ledger(epsilon)
+        plans = [
+            _plan(column, domains[column.name], epsilon, len(protected), run.n_rows)
+            for column in protected
+        ]
+        for _, _, entry in plans:  # every column's spend reserved before any draw
+            ledger.plan(entry)
+        source = noise_source(seed)
+        with run.phase("noise"):
+            for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
+                key = source.key("laplace_dp", "cell-noise", str(column.name))
+                cells = LaplaceCells(grid, key, steps, column.integer, domains[column.name])
+                clamped, on_bound = run.engine.write_rows(column, cells)
+                ledger.spend(entry)
+                run.keep(column.name, clamped=int(clamped), on_bound=int(on_bound))
+                run.tick("noise", i + 1, len(protected))
+        return run.finish(
+            source=source,
+            parameters=_parameters(epsilon, domains, derived),
+            guarantee=_guarantee(epsilon, protected, derived),
+            ledger=ledger,
+            seed=seed,
+            sampler=noise.SAMPLER_NAME,
+            metrics=run.metrics(protected, domains=domains) if metrics else None,
+            domains=domains,
         )
-    ledger = Ledger(epsilon)
-    plans = [
-        _plan(column, domains[column.name], epsilon, len(protected), run.table.n_rows)
-        for column in protected
-    ]
-    for _, _, entry in plans:  # every column's spend reserved before any draw
-        ledger.plan(entry)
-    source = noise_source(seed)
-    with run.phase("noise"):
-        for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
-            key = source.key("laplace_dp", "cell-noise", str(column.name))
-            draws = noise.discrete_laplace(key, steps, run.table.n_rows)
-            out, clamped = laplace_column(column.values, grid, draws, column.integer)
-            ledger.spend(entry)
-            run.keep(column, out, clamped)
-            run.tick("noise", i + 1, len(protected))
-    result = run.assemble(source=source)
-    return run.finish(
-        result,
-        parameters=_parameters(epsilon, domains, derived),
-        guarantee=_guarantee(epsilon, protected, derived),
-        ledger=ledger,
-        seed=seed,
-        sampler=noise.SAMPLER_NAME,
-        metrics=run.metrics(protected, domains=domains) if metrics else None,
-        domains=domains,
-    )
+
+
+def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:
+    """A column's ``(min, max)``, for bounds derived from the data (``bounds="data"``)."""
+    by_name = {c.name: c for c in protected}
+    return lambda name: engine.value_range(by_name[name])
+
+
+@dataclass(frozen=True)
+class LaplaceCells:
+    """One column's cells noised: row ``i`` gets the draw of nonce ``i`` of the column's key.
+
+    Returns the released values, and the counts ``[clamped inputs, outputs on a bound]``.
+    """
+
+    grid: Grid
+    key: np.ndarray
+    steps: int
+    integer: bool
+    domain: tuple[float, float]
+
+    def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        draws = noise.discrete_laplace(self.key, self.steps, values.shape[0], start=first_row)
+        out, clamped = laplace_column(values, self.grid, draws, self.integer)
+        lower, upper = self.domain
+        on_bound = np.count_nonzero(out <= lower) + np.count_nonzero(out >= upper)
+        return out, np.array([clamped, on_bound], dtype=np.int64)
 
 
 def _parameters(

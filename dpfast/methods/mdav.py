@@ -12,7 +12,7 @@ from dpfast._release import (
     NumericColumn,
     Progress,
     Release,
-    Run,
+    TableRun,
     partition_inputs,
     split_columns,
     taxonomy_parameters,
@@ -94,7 +94,7 @@ def mdav(
     >>> mdav(table, k=3, taxonomies={"job": jobs}).data["job"].tolist()
     ['nurse', 'nurse', 'nurse', 'pilot', 'pilot', 'pilot']
     """
-    run = Run("mdav", data, progress)
+    run = TableRun("mdav", data, progress)
     with run.phase("validate"):
         k = check_k_anonymity(k, run.table.n_rows, "mdav")
         numeric, categorical = split_columns(run.table, columns, taxonomies)
@@ -122,7 +122,7 @@ def mdav(
 
 
 def _aggregate(
-    run: Run,
+    run: TableRun,
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
     labels: np.ndarray,

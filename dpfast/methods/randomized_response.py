@@ -16,7 +16,7 @@ import pandas as pd
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
-from dpfast._release import Release, Run, column_threads, keep_numerator, noise_source
+from dpfast._release import Release, TableRun, column_threads, keep_numerator, noise_source
 from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import (
     check_columns,
@@ -247,7 +247,7 @@ def randomized_response(
         return on_spark("randomized_response", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("randomized_response", locals())  # type: ignore[no-any-return]
-    run = Run("randomized_response", data)
+    run = TableRun("randomized_response", data)
     with run.phase("validate"):
         check_nonempty(run.table.n_rows)
         (name,) = check_columns([column], run.table.names, name="column")
@@ -286,7 +286,7 @@ def _report_fields(
     ledger: Ledger,
     seed: int | None,
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`TableRun.reports`), whatever engine ran it."""
     m = len(categories)
     p = keep / noise.KEEP_DENOMINATOR
     gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))

@@ -26,19 +26,18 @@ from __future__ import annotations
 from dpfast.engines.dask._dispatch import (
     diffgen_frame,
     individual_ranking_frame,
-    ir_dp_frame,
     k_noise_frame,
     k_pram_frame,
-    laplace_dp_frame,
     mdav_dp_frame,
     randomized_response_frame,
 )
 from dpfast.engines.dask._methods import read_in_order, run_on_client
-from dpfast.engines.dask._release import ir_dp_dask, laplace_dp_dask
+from dpfast.engines.dask._engine import DaskEngine
 from dpfast.engines.dask._source import DaskSource
 from dpfast.engines.dask._write import check_dask_output, local_cluster, write_release
 
 __all__ = [
+    "DaskEngine",
     "DaskSource",
     "check_dask_output",
     "diffgen_frame",

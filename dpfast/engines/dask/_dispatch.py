@@ -16,15 +16,12 @@ from typing import Any
 
 from dpfast._release import Progress, Release
 from dpfast.engines.dask._methods import run_on_client
-from dpfast.engines.dask._release import ir_dp_dask, laplace_dp_dask
 
 __all__ = [
     "diffgen_frame",
     "individual_ranking_frame",
-    "ir_dp_frame",
     "k_noise_frame",
     "k_pram_frame",
-    "laplace_dp_frame",
     "mdav_dp_frame",
     "randomized_response_frame",
 ]
@@ -44,114 +41,6 @@ def _common(bounds: Any, metrics: Any, found: list[str]) -> None:
         found.append(f"bounds={bounds!r} (give public bounds per column)")
     if metrics:
         found.append("metrics=True")
-
-
-def ir_dp_frame(
-    data: Any,
-    *,
-    k: int,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    sensitivity: str = "proven",
-    columns: Sequence[Hashable] | None = None,
-    unprotected: str = "drop",
-    linkage: str = "columns",
-    shuffle: bool = True,
-    seed: int | None = None,
-    n_threads: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.ir_dp` of a Dask DataFrame, as a Release.
-
-    Column linkage, shuffled, unprotected columns dropped: :func:`ir_dp_dask` (the
-    workers compute the release); otherwise the out-of-core release written by the client
-    from passes on the workers (:func:`~dpfast.engines.dask._methods.run_on_client`).
-    """
-    found: list[str] = []
-    _common(bounds, metrics, found)
-    _refuse("ir_dp", found)
-    if linkage != "columns" or not shuffle or unprotected != "drop":
-        from dpfast.engines.outofcore import ir_dp_dataset
-
-        return Release(
-            *run_on_client(
-                ir_dp_dataset,
-                data,
-                k=k,
-                epsilon=epsilon,
-                bounds=bounds or {},
-                taxonomies=taxonomies,
-                columns=columns,
-                sensitivity=sensitivity,
-                linkage=linkage,
-                shuffle=shuffle,
-                unprotected=unprotected,
-                seed=seed,
-                n_threads=n_threads,
-                progress=progress,
-            )
-        )
-    frame, report, private = ir_dp_dask(
-        data,
-        k=k,
-        epsilon=epsilon,
-        bounds=bounds or {},  # type: ignore[arg-type]
-        taxonomies=taxonomies,
-        columns=columns,
-        sensitivity=sensitivity,
-        seed=seed,
-        n_threads=n_threads,
-        progress=progress,
-    )
-    return Release(frame, report, private)
-
-
-def laplace_dp_frame(
-    data: Any,
-    *,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
-    columns: Sequence[Hashable] | None = None,
-    unprotected: str = "drop",
-    seed: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.laplace_dp` of a Dask DataFrame (:func:`laplace_dp_dask`), as a Release.
-
-    Rows keep the frame's order (by partition, then position), so the frame must be
-    deterministic: persist it. Unprotected columns kept or shuffled: the out-of-core
-    release written by the client from passes on the workers.
-    """
-    found: list[str] = []
-    _common(bounds, metrics, found)
-    _refuse("laplace_dp", found)
-    if unprotected != "drop":
-        from dpfast.engines.outofcore import laplace_dp_dataset
-
-        return Release(
-            *run_on_client(
-                laplace_dp_dataset,
-                data,
-                epsilon=epsilon,
-                bounds=bounds,
-                columns=columns,
-                unprotected=unprotected,
-                seed=seed,
-                progress=progress,
-            )
-        )
-    frame, report, private = laplace_dp_dask(
-        data,
-        epsilon=epsilon,
-        bounds=bounds,  # type: ignore[arg-type]
-        columns=columns,
-        seed=seed,
-        progress=progress,
-    )
-    return Release(frame, report, private)
 
 
 def individual_ranking_frame(
@@ -304,13 +193,13 @@ def diffgen_frame(
     import dask.dataframe as dd
 
     from dpfast.engines.dask._methods import memory_limit, scratch_directory
-    from dpfast.engines.dask._release import dask_of, dask_source
+    from dpfast.engines.dask._source import DaskSource, dask_of
     from dpfast.engines.diffgen import diffgen_source
 
     found: list[str] = []
     _common(bounds, False, found)
     _refuse("diffgen", found)
-    source = dask_source(data)
+    source = data if hasattr(data, "map_column") else DaskSource(data)
     dask_of(source)  # anything else is refused before a pass runs
     with tempfile.TemporaryDirectory(prefix="diffgen-", dir=scratch_directory()) as scratch:
         release = diffgen_source(

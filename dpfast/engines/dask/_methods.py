@@ -39,10 +39,16 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from dpfast.engines.dask._release import dask_of, dask_source
-from dpfast.engines.dask._source import DaskSource, Piece
+from dpfast.engines.dask._source import DaskSource, Piece, dask_of
 
-__all__ = ["MEMORY_KEY", "SCRATCH_KEY", "memory_limit", "read_in_order", "run_on_client"]
+__all__ = [
+    "MEMORY_KEY",
+    "SCRATCH_KEY",
+    "categories",
+    "memory_limit",
+    "read_in_order",
+    "run_on_client",
+]
 
 #: The Dask setting naming the directory of release files (shared with the workers).
 SCRATCH_KEY = "dpfast.scratch-dir"
@@ -88,15 +94,15 @@ def run_on_client(release: Callable[..., Any], data: Any, **arguments: Any) -> t
     beside ``output`` and publishes by rename). Returns the release frame (the file, read
     in row order by the workers) and the two reports.
     """
-    source = dask_source(data)
+    source = data if hasattr(data, "map_column") else DaskSource(data)
     dask_of(source)  # anything else is refused before a pass runs
     arguments.setdefault("memory_limit", memory_limit())
     output = scratch_directory() / f"release-{uuid.uuid4().hex}.parquet"
     report, private = release(source, output, **arguments)
-    return read_in_order(output, _categories(dask_of(source))), report, private
+    return read_in_order(output, categories(dask_of(source))), report, private
 
 
-def _categories(source: DaskSource) -> dict[str, Any]:
+def categories(source: DaskSource) -> dict[str, Any]:
     """Return the frame's categorical dtypes of known categories, by column name.
 
     A copied column keeps its values, and these dtypes give it back its categories in
@@ -110,7 +116,7 @@ def _categories(source: DaskSource) -> dict[str, Any]:
         str(name): meta[name].dtype
         for name in meta.columns
         if isinstance(meta[name].dtype, pd.CategoricalDtype)
-        and has_known_categories(meta[name])
+        and has_knowncategories(meta[name])
         and len(meta[name].dtype.categories)  # none: unknown (DaskSource.from_parquet's)
     }
 
@@ -170,7 +176,7 @@ def _with_dtypes(frame: Any, dtypes: Mapping[str, Any]) -> Any:
     for name, dtype in dtypes.items():
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            frame[name] = column.cat.set_categories(dtype.categories, ordered=dtype.ordered)
+            frame[name] = column.cat.setcategories(dtype.categories, ordered=dtype.ordered)
         else:
             frame[name] = column.astype(dtype)
     return frame

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import Ranges, keys_by_range
+from dpfast.engines.outofcore._sorted import Ranges, keys_by_range
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -70,7 +70,7 @@ class DaskSource:
     rows (one task each, kept), which gives each partition's first row number; a task
     whose partition then holds another number of rows fails, saying the frame is not
     deterministic. :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.dataset.ParquetDataset` does (files in sorted path order, then
+    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does (files in sorted path order, then
     row within the file): one partition per row group, numbered from the footers.
 
     The tasks run on the scheduler in use: the ``distributed.Client`` made current last
@@ -92,7 +92,7 @@ class DaskSource:
         """
         import dask.dataframe as dd
 
-        from dpfast.engines.dataset import ParquetDataset
+        from dpfast.engines.outofcore._sources import ParquetDataset
 
         dataset = ParquetDataset.open(path)
         pieces, first = [], 0
@@ -212,7 +212,7 @@ class DaskSource:
         One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
         and splits them by range; a task per range gathers its pieces from every
         partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
-        back. Dask's own sort is not used. See :mod:`dpfast.engines._sorted`.
+        back. Dask's own sort is not used. See :mod:`dpfast.engines.outofcore._sorted`.
         """
         from dask.base import compute
         from dask.delayed import delayed
@@ -312,3 +312,16 @@ def _sort(
     keys = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
     ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits))
     return reduce(index, ordered)
+
+
+def dask_of(source: Any) -> DaskSource:
+    """Return the :class:`DaskSource` under ``source`` (itself, or a checked wrapper's)."""
+    inner = source
+    while not isinstance(inner, DaskSource):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise TypeError(
+                f"a Dask release reads a Dask DataFrame or a DaskSource, got "
+                f"{type(source).__name__}"
+            )
+    return inner

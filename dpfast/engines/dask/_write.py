@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast.accounting import Report
-from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
-from dpfast.engines.spark._release import GeneratedParts, generated_parts
+from dpfast.engines.base import Progress
+from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
 
 __all__ = ["check_dask_output", "local_cluster", "write_release"]
 
@@ -53,7 +53,7 @@ def write_release(
     target = Path(output)
     check_dask_output(target)
     parts = generated_parts(data)
-    with _scratch_beside(target) as scratch:
+    with scratch_beside(target) as scratch:
         written = scratch / "release"
         written.mkdir()
 
@@ -71,7 +71,7 @@ def write_release(
         _run(tasks, f"writing {target.name}", progress)
         if before_publish is not None:
             before_publish(report)
-        _publish(written, target)
+        publish_at(written, target)
         if after_publish is not None:
             after_publish()
 

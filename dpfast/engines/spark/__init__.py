@@ -28,30 +28,24 @@ from __future__ import annotations
 from dpfast.engines.spark._dispatch import (
     diffgen_frame,
     individual_ranking_frame,
-    ir_dp_frame,
     k_noise_frame,
     k_pram_frame,
-    laplace_dp_frame,
     mdav_dp_frame,
     randomized_response_frame,
 )
-from dpfast.engines.spark._laplace import laplace_dp_spark
-from dpfast.engines.spark._release import ir_dp_spark
+from dpfast.engines.spark._engine import SparkEngine
 from dpfast.engines.spark._session import local_session
 from dpfast.engines.spark._source import SparkSource
 from dpfast.engines.spark._write import check_spark_output, write_release
 
 __all__ = [
+    "SparkEngine",
     "SparkSource",
     "check_spark_output",
     "diffgen_frame",
     "individual_ranking_frame",
-    "ir_dp_frame",
-    "ir_dp_spark",
     "k_noise_frame",
     "k_pram_frame",
-    "laplace_dp_frame",
-    "laplace_dp_spark",
     "local_session",
     "mdav_dp_frame",
     "randomized_response_frame",

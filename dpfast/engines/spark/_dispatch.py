@@ -14,17 +14,13 @@ from typing import Any
 import pyarrow as pa
 
 from dpfast._release import Progress, Release
-from dpfast.engines.spark._laplace import laplace_dp_spark
 from dpfast.engines.spark._methods import run_on_driver
-from dpfast.engines.spark._release import ir_dp_spark
 
 __all__ = [
     "diffgen_frame",
     "individual_ranking_frame",
-    "ir_dp_frame",
     "k_noise_frame",
     "k_pram_frame",
-    "laplace_dp_frame",
     "mdav_dp_frame",
     "randomized_response_frame",
 ]
@@ -44,108 +40,6 @@ def _common(bounds: Any, metrics: Any, found: list[str]) -> None:
         found.append(f"bounds={bounds!r} (give public bounds per column)")
     if metrics:
         found.append("metrics=True")
-
-
-def ir_dp_frame(
-    data: Any,
-    *,
-    k: int,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    sensitivity: str = "proven",
-    columns: Sequence[Hashable] | None = None,
-    unprotected: str = "drop",
-    linkage: str = "columns",
-    shuffle: bool = True,
-    seed: int | None = None,
-    n_threads: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.ir_dp` of a Spark DataFrame (:func:`ir_dp_spark`), as a Release."""
-    found: list[str] = []
-    _common(bounds, metrics, found)
-    _refuse("ir_dp", found)
-    if linkage != "columns" or not shuffle or unprotected != "drop":
-        from dpfast.engines.outofcore import ir_dp_dataset
-
-        return Release(
-            *run_on_driver(
-                ir_dp_dataset,
-                data,
-                k=k,
-                epsilon=epsilon,
-                bounds=bounds or {},
-                taxonomies=taxonomies,
-                columns=columns,
-                sensitivity=sensitivity,
-                linkage=linkage,
-                shuffle=shuffle,
-                unprotected=unprotected,
-                seed=seed,
-                n_threads=n_threads,
-                progress=progress,
-            )
-        )
-    frame, report, private = ir_dp_spark(
-        data,
-        k=k,
-        epsilon=epsilon,
-        bounds=bounds or {},  # type: ignore[arg-type]
-        taxonomies=taxonomies,
-        columns=columns,
-        sensitivity=sensitivity,
-        seed=seed,
-        n_threads=n_threads,
-        progress=progress,
-    )
-    return Release(frame, report, private)
-
-
-def laplace_dp_frame(
-    data: Any,
-    *,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
-    columns: Sequence[Hashable] | None = None,
-    unprotected: str = "drop",
-    seed: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.laplace_dp` of a Spark DataFrame (:func:`laplace_dp_spark`), as a Release.
-
-    Rows keep the frame's order (by partition, then position), so the frame must be
-    deterministic: cache it.
-    """
-    found: list[str] = []
-    _common(bounds, metrics, found)
-    _refuse("laplace_dp", found)
-    if unprotected != "drop":
-        from dpfast.engines.outofcore import laplace_dp_dataset
-
-        return Release(
-            *run_on_driver(
-                laplace_dp_dataset,
-                data,
-                epsilon=epsilon,
-                bounds=bounds,
-                columns=columns,
-                unprotected=unprotected,
-                seed=seed,
-                progress=progress,
-            )
-        )
-    frame, report, private = laplace_dp_spark(
-        data,
-        epsilon=epsilon,
-        bounds=bounds,  # type: ignore[arg-type]
-        columns=columns,
-        seed=seed,
-        progress=progress,
-    )
-    return Release(frame, report, private)
 
 
 def individual_ranking_frame(
@@ -295,12 +189,12 @@ def diffgen_frame(
 
     from dpfast.engines.diffgen import diffgen_source
     from dpfast.engines.spark._methods import memory_limit
-    from dpfast.engines.spark._release import spark_of, spark_source
+    from dpfast.engines.spark._source import SparkSource, spark_of
 
     found: list[str] = []
     _common(bounds, False, found)
     _refuse("diffgen", found)
-    source = spark_source(data)
+    source = data if hasattr(data, "map_column") else SparkSource(data)
     session = spark_of(source).session
     with tempfile.TemporaryDirectory(prefix="dpfast-diffgen-") as scratch:
         release = diffgen_source(

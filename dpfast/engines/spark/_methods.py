@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpfast.engines.spark._release import spark_of, spark_source
+from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._rows import ROW_COLUMN
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def run_on_driver(
     passes run on the executors through :class:`SparkSource`. Returns the release frame
     (the file, read in row order) and the two reports.
     """
-    source = spark_source(data)
+    source = data if hasattr(data, "map_column") else SparkSource(data)
     session = spark_of(source).session
     arguments.setdefault("memory_limit", memory_limit(session))
     output = scratch_directory(session) / f"release-{uuid.uuid4().hex}.parquet"

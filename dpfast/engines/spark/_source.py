@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast._release.dispatch import interrupt_in
-from dpfast.engines._sorted import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
+from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -92,7 +91,7 @@ class SparkSource:
     whose partition then holds another number of rows fails with an error saying the
     frame is not deterministic, instead of numbering rows twice.
     :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.dataset.ParquetDataset` does instead (files in sorted path
+    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does instead (files in sorted path
     order, then row within the file): its executors read the files' row groups with
     pyarrow by default, or through Spark's reader and its ``_metadata`` columns.
 
@@ -156,7 +155,7 @@ class SparkSource:
         (``offset(file) + _metadata.row_index``); ``tasks`` is then Spark's affair
         (``spark.sql.files.maxPartitionBytes``).
         """
-        from dpfast.engines.dataset import ParquetDataset
+        from dpfast.engines.outofcore._sources import ParquetDataset
 
         if reader not in ("pyarrow", "spark"):
             raise ValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
@@ -287,7 +286,7 @@ class SparkSource:
         into one partition per range (the
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.engines._sorted`. Over Parquet
+        i)``, which alone is collected. See :mod:`dpfast.engines.outofcore._sorted`. Over Parquet
         files that the executors read (:class:`FileTasks`), one range is one task that
         reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
         copies cost several times the sort (docs/engines.md, "Ranks on a cluster").
@@ -662,3 +661,16 @@ def _dumps_error(exc: BaseException) -> bytes:
     except Exception:
         payload = _dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
     return payload
+
+
+def spark_of(source: Any) -> SparkSource:
+    """Return the :class:`SparkSource` under ``source`` (itself, or a checked wrapper's)."""
+    inner = source
+    while not isinstance(inner, SparkSource):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise TypeError(
+                f"a Spark release reads a pyspark DataFrame or a SparkSource, got "
+                f"{type(source).__name__}"
+            )
+    return inner

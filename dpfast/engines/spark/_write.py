@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast._release.dispatch import interrupt_in
 from dpfast.accounting import Report
-from dpfast.engines._sorted import WORKER_BUFFERS
-from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
-from dpfast.engines.spark._release import GeneratedParts, generated_parts
-from dpfast.engines.spark._rows import quietly
+from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.engines.base import Progress
+from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
+from dpfast.engines.spark._rows import interrupt_in, quietly
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -65,7 +64,7 @@ def write_release(
     target = Path(output)
     check_spark_output(target)
     parts = generated_parts(data)
-    with _scratch_beside(target) as scratch:
+    with scratch_beside(target) as scratch:
         written = scratch / "release"
         with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
             try:
@@ -86,7 +85,7 @@ def write_release(
             extra.unlink()  # Spark's checksums and marker; a killed attempt's temporary
         if before_publish is not None:
             before_publish(report)
-        _publish(written, target)
+        publish_at(written, target)
         if after_publish is not None:
             after_publish()
 
@@ -124,7 +123,7 @@ def _write_part(
     """Write this task's parts (on an executor); yield each part's number and rows.
 
     The float columns' values are computed into one buffer of the worker's
-    (:data:`~dpfast.engines._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
+    (:data:`~dpfast.engines.outofcore._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
     memory costs a page fault per page (docs/engines.md, "Memory pages"). The buffer
     goes back only once the part's table is written and dropped; a failed part drops it.
     """

@@ -13,7 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import Run, noise_source
+from dpfast._release import TableRun, noise_source
 from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
@@ -181,7 +181,7 @@ def diffgen(
         return on_spark("diffgen", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("diffgen", locals())  # type: ignore[no-any-return]
-    run = Run("diffgen", data)
+    run = TableRun("diffgen", data)
     with run.phase("validate"):
         epsilon = check_epsilon(epsilon)
         steps = check_int(steps, option("steps"))
@@ -195,7 +195,7 @@ def diffgen(
 
 
 def release_prepared(
-    run: Run,
+    run: TableRun,
     prepared: Prepared,
     epsilon: float,
     steps: int,
@@ -254,7 +254,7 @@ def release_prepared(
 
 
 def _prepare(
-    run: Run,
+    run: TableRun,
     target: Hashable,
     taxonomies: Any,
     bounds: Any,

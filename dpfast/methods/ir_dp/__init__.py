@@ -8,36 +8,37 @@ every column's noise and groups (numeric columns: :mod:`._numeric`; categorical 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import numpy as np
 
 from dpfast import noise
+from dpfast._kernels import ranking
 from dpfast._release import (
     CategoricalColumn,
+    EngineChoice,
     NumericColumn,
     Progress,
     Release,
     Run,
+    check_taxonomies,
     check_unprotected,
     column_names,
-    column_threads,
     grid_noise_entry,
-    inverse_permutation,
     noise_source,
+    open_run,
     option,
-    split_columns,
     taxonomy_parameters,
     warn_unproven,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import (
     check_bool,
     check_bounds,
     check_choice,
+    check_columns,
     check_em_epsilon,
     check_epsilon,
     check_k,
@@ -54,14 +55,9 @@ from dpfast.accounting import (
 from dpfast.methods.ir_dp._categorical import (
     categorical_entry,
     categorical_guarantee,
-    draw_categorical,
+    group_codes,
 )
-from dpfast.methods.ir_dp._numeric import (
-    centroid_sensitivity,
-    draw_numeric,
-    grid_ranks,
-    numeric_guarantee,
-)
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity, numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
@@ -85,6 +81,9 @@ def ir_dp(
     n_threads: int | None = None,
     metrics: bool = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
 
@@ -195,39 +194,48 @@ def ir_dp(
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("ir_dp", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("ir_dp", locals())  # type: ignore[no-any-return]
-    run = Run("ir_dp", data, progress)
-    with run.phase("validate"):
-        args = _validate(
-            run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
+    with open_run(
+        "ir_dp",
+        data,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        metrics=metrics,
+    ) as run:
+        with run.phase("validate"):
+            args = _validate(
+                run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
+            )
+            run.policy = _policy(check_unprotected(unprotected), args.linkage)
+            guarantee = _guarantee(args)
+            if guarantee[1] in ("as_published", "heuristic"):
+                warn_unproven(guarantee[0])
+        source = noise_source(args.seed)
+        with run.phase("plan"):
+            plan = _plan(args, run.n_rows)
+            _check_groups_fit(run, args, n_threads)
+        linked = args.linkage == "records"
+        row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
+        with run.phase("columns"):
+            # the categorical columns' counts first: a cheap pass each, which checks their
+            # values against the taxonomies before the long numeric passes
+            counts = {} if linked else {c.name: run.engine.rank_counts(c) for c in args.categorical}
+            _release_numeric(run, args, plan, source, row_key, n_threads)
+            _release_categorical(run, args, plan, source, row_key, counts)
+        return run.finish(
+            source=source,
+            order_key=row_key,
+            reindex=args.shuffle,
+            parameters=_parameters(args),
+            guarantee=guarantee,
+            ledger=plan.ledger,
+            seed=args.seed,
+            sampler=_sampler(args),
+            metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+            groups="rank group" if linked else None,
+            domains=args.domains,
         )
-        run.policy = _policy(check_unprotected(unprotected), args.linkage)
-        threads = column_threads(n_threads, len(args.numeric) + len(args.categorical))
-        guarantee = _guarantee(args)
-        if guarantee[1] in ("as_published", "heuristic"):
-            warn_unproven(guarantee[0])
-    source = noise_source(args.seed)
-    with run.phase("plan"):
-        plan = _plan(args, run.table.n_rows)
-    with run.phase("shuffle"):
-        row_order = _draw_orders(run, args, source)
-    with run.phase("columns"):
-        base = _draw_columns(run, args, plan, source, threads, metrics)
-    result = run.assemble(row_order, base, reindex=args.shuffle, source=source)
-    return run.finish(
-        result,
-        parameters=_parameters(args),
-        guarantee=guarantee,
-        ledger=plan.ledger,
-        seed=args.seed,
-        sampler=_sampler(args),
-        metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
-        groups=None if args.linkage == "columns" else "rank group",
-        domains=args.domains,
-    )
 
 
 def _policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
@@ -266,8 +274,8 @@ def _validate(
     shuffle: Any,
     seed: Any,
 ) -> _Arguments:
-    table = run.table
-    k = check_k(k, table.n_rows)
+    engine = run.engine
+    k = check_k(k, run.n_rows)
     epsilon = check_epsilon(epsilon)
     linkage = check_choice(linkage, "linkage", ("records", "columns"))
     shuffle = check_bool(shuffle, "shuffle")
@@ -278,12 +286,16 @@ def _validate(
         )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    numeric, categorical = split_columns(table, columns, taxonomies)
+    selected = check_columns(columns, engine.names)
+    checked = check_taxonomies(taxonomies, selected)
+    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
+    numeric = engine.numeric_columns([n for n in selected if n not in checked])
     domains: dict[Hashable, tuple[float, float]] = {}
     derived = False
     if numeric or bounds is not None:
+        by_name = {c.name: c for c in numeric}
         domains, derived = check_bounds(
-            bounds, [c.name for c in numeric], {c.name: c.values for c in numeric}
+            bounds, list(by_name), lambda name: engine.value_range(by_name[name])
         )
     return _Arguments(
         k,
@@ -340,103 +352,133 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
     return plan
 
 
-def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.ndarray | None:
-    """Draw the shared row order of record-linked rows; return it for the copied columns.
+def _group_bytes(n: int, k: int) -> int:
+    """Bytes a column's rank group values take while it is released (three int64 a group)."""
+    return (n // k) * 8 * 3
 
-    Output row ``r`` holds input row ``order[r]``. Under ``linkage="columns"`` each column
-    draws its own order of ranks while it is released (:func:`_column_order`), so only one
-    order per thread is in memory at a time.
+
+def _check_groups_fit(run: Run, args: _Arguments, n_threads: int | None) -> None:
+    """Refuse a memory limit whose share per column cannot hold the column's group values."""
+    n = run.n_rows
+    needed = _group_bytes(n, args.k)
+    count = len(args.numeric) or 1
+    if needed > run.engine.column_memory(count, n_threads=n_threads, held_bytes=needed):
+        raise ValueError(
+            f"{n:,} rows with k={args.k} make {n // args.k:,} rank groups per column, whose "
+            f"values need {needed:,} bytes, more than the memory limit; raise the "
+            "memory limit or k"
+        )
+
+
+@dataclass(frozen=True)
+class _NoisyCentroids:
+    """A numeric column's rank groups' released values from their exact integer sums.
+
+    Each group's mean, on the grid, plus one discrete Laplace draw of the column's key
+    (nonce: the group), clamped to the domain and rounded for an integer column.
     """
-    if not args.shuffle or args.linkage == "columns":
-        return None
-    protected = column_names(args.numeric, args.categorical)
-    order = noise.permutation(source.key("ir_dp", "row-order"), run.table.n_rows)
-    destination = inverse_permutation(order)
-    run.destinations.update({name: destination for name in protected})
-    if run.policy == "keep" and len(protected) < len(run.table.names):
-        return order
-    return None
+
+    name: str
+    grid: Grid
+    k: int
+    steps: int
+    integer: bool
+    key: np.ndarray
+    n: int
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        g = self.grid
+        draws = noise.discrete_laplace(self.key, self.steps, sums.shape[0])
+        return ranking.noisy_group_values(  # type: ignore[no-any-return]
+            sums, self.n, self.k, draws, g.d_int, g.lower, g.upper, g.gamma, self.integer
+        )
 
 
-def _column_order(
-    run: Run, args: _Arguments, source: noise.NoiseSource, name: Hashable
-) -> np.ndarray | None:
-    """Return a column's own order of ranks under ``linkage="columns"``, else ``None``.
+@dataclass(frozen=True)
+class _ChosenCodes:
+    """A categorical column's rank groups' codes, from the records per taxonomy rank."""
 
-    Output row ``r`` gets the group value of rank ``order[r]``. Record-linked columns are
-    placed by the rows' shared destinations instead.
+    taxonomy: Taxonomy
+    k: int
+    key: np.ndarray
+    entry: LedgerEntry
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        return group_codes(self.taxonomy, counts, self.k, self.key, self.entry)
+
+
+def on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
+    """Count the released values on a bound (the private report's ``clamped_output``).
+
+    Every row holds its rank group's value, so the count is the sizes of the groups whose
+    value is on a bound: ``k`` rows each, the remainder in the last group.
     """
-    if args.linkage != "columns":
-        return None
-    return noise.permutation(source.key("ir_dp", "column-order", str(name)), run.table.n_rows)
+    on = (values <= lower) | (values >= upper)
+    sizes = np.full(values.shape[0], k, dtype=np.int64)
+    sizes[-1] = n - k * (values.shape[0] - 1)
+    return int(sizes[on].sum())
 
 
-def _match_ranks(run: Run, name: Hashable, ranks: np.ndarray, order: np.ndarray) -> None:
-    """For the metrics: match each released value to an original row of the same rank.
-
-    ``ranks`` is the stable order of the column's rows; row ``ranks[p]`` has rank ``p``,
-    whose value output row ``inverse(order)[p]`` holds.
-    """
-    destination = np.empty_like(order)
-    destination[ranks] = inverse_permutation(order)
-    run.destinations[name] = destination
-
-
-def _draw_columns(
+def _release_numeric(
     run: Run,
     args: _Arguments,
     plan: _Plan,
     source: noise.NoiseSource,
-    threads: int,
-    metrics: bool,
-) -> Any:
-    """Draw and keep every protected column, in parallel over columns; spend as they end."""
-    outputs, base = run.table.output_columns([c.name for c in args.numeric])
-    seconds = {"noise": 0.0, "microaggregation": 0.0}
-    if args.categorical:
-        seconds["exponential mechanism"] = 0.0
-    empty = np.empty(0, dtype=np.int64)
+    row_key: np.ndarray | None,
+    n_threads: int | None,
+) -> None:
+    """Release every numeric column, columns at once as the engine runs them; spend in order."""
+    engine, n, k = run.engine, run.n_rows, args.k
     total = len(args.numeric) + len(args.categorical)
 
-    def numeric(column: NumericColumn) -> tuple[int, float, float]:
-        order = _column_order(run, args, source, column.name)
+    def release(column: NumericColumn) -> tuple[int, int]:
         grid, steps = plan.grids[column.name]
-        if metrics and order is not None:
-            _match_ranks(run, column.name, grid_ranks(column.values, grid), order)
-        destination = run.destinations.get(column.name, empty)
-        out = outputs[column.name]
-        return draw_numeric(column, args.k, grid, steps, source, order, destination, out, threads)
+        name = str(column.name)
+        key = source.key("ir_dp", "centroid-noise", name)
+        centroids = _NoisyCentroids(name, grid, k, steps, column.integer, key, n)
+        if args.linkage == "records":
+            values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
+        else:
+            sums, clamped = engine.group_sums(column, grid, k)
+            values = centroids(sums)
+            engine.write_groups(column, values, k, source.key("ir_dp", "column-order", name))
+        lower, upper = args.domains[column.name]
+        return clamped, on_bound(values, n, k, lower, upper)
 
-    def categorical(cat: CategoricalColumn) -> tuple[np.ndarray, float, float]:
-        order = _column_order(run, args, source, cat.name)
-        if metrics and order is not None:
-            _match_ranks(run, cat.name, cat.taxonomy.rank_order(cat.codes), order)
-        destination = run.destinations.get(cat.name)
-        return draw_categorical(cat, args.k, plan.entries[cat.name], source, order, destination)
+    held = _group_bytes(n, k)
+    done = engine.each_column(args.numeric, release, n_threads=n_threads, held_bytes=held)
+    for i, (column, (clamped, bound)) in enumerate(done):
+        plan.ledger.spend(plan.entries[column.name])
+        run.keep(column.name, clamped=clamped, on_bound=bound)
+        run.tick("columns", i + 1, total)
 
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        categorical_runs = pool.map(categorical, args.categorical)
-        done = 0
-        for column, (count, noise_s, ranking_s) in zip(
-            args.numeric, pool.map(numeric, args.numeric), strict=True
-        ):
-            plan.ledger.spend(plan.entries[column.name])
-            run.keep(column, outputs[column.name], count)
-            seconds["noise"] += noise_s
-            seconds["microaggregation"] += ranking_s
-            done += 1
-            run.tick("columns", done, total)
-        for cat, (codes, choice_s, ranking_s) in zip(
-            args.categorical, categorical_runs, strict=True
-        ):
-            plan.ledger.spend(plan.entries[cat.name])
-            run.keep_codes(cat, codes, clamped=True)
-            seconds["exponential mechanism"] += choice_s
-            seconds["microaggregation"] += ranking_s
-            done += 1
-            run.tick("columns", done, total)
-    run.timings_extra.update({f"{p} (thread seconds)": s for p, s in seconds.items()})
-    return base
+
+def _release_categorical(
+    run: Run,
+    args: _Arguments,
+    plan: _Plan,
+    source: noise.NoiseSource,
+    row_key: np.ndarray | None,
+    counts: Mapping[Hashable, np.ndarray],
+) -> None:
+    """Release every categorical column: one exponential-mechanism draw per rank group.
+
+    ``counts`` holds each column's records per taxonomy rank (rows not linked).
+    """
+    engine, k = run.engine, args.k
+    total = len(args.numeric) + len(args.categorical)
+    for i, cat in enumerate(args.categorical, start=len(args.numeric)):
+        name = str(cat.name)
+        entry = plan.entries[cat.name]
+        choose = _ChosenCodes(cat.taxonomy, k, source.key("ir_dp", "centroid-choice", name), entry)
+        if args.linkage == "records":
+            engine.write_linked(cat, None, k, row_key, choose)
+        else:
+            codes = choose(counts[cat.name])
+            engine.write_groups(cat, codes, k, source.key("ir_dp", "column-order", name))
+        plan.ledger.spend(entry)
+        run.keep(cat.name, clamped=0)
+        run.tick("columns", i + 1, total)
 
 
 def _parameters(args: _Arguments) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dpfast._release import (
     NumericColumn,
     Progress,
     Release,
-    Run,
+    TableRun,
     check_unprotected,
     grid_noise_entry,
     inverse_permutation,
@@ -153,7 +153,7 @@ def mdav_dp(
         return on_spark("mdav_dp", locals())  # type: ignore[no-any-return]
     if is_dask_frame(data):  # runs on Dask, docs/engines.md
         return on_dask("mdav_dp", locals())  # type: ignore[no-any-return]
-    run = Run("mdav_dp", data, progress)
+    run = TableRun("mdav_dp", data, progress)
     with run.phase("validate"):
         args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
         run.policy = check_unprotected(unprotected)
@@ -211,7 +211,7 @@ class _Arguments:
 
 
 def _validate(
-    run: Run,
+    run: TableRun,
     k: Any,
     epsilon: Any,
     bounds: Any,
@@ -236,7 +236,7 @@ def _validate(
     )
 
 
-def _partition(run: Run, args: _Arguments, reference: Reference) -> np.ndarray:
+def _partition(run: TableRun, args: _Arguments, reference: Reference) -> np.ndarray:
     matrix, codes, found = partition_inputs(args.numeric, args.categorical, run.table.n_rows)
     labels = insensitive_mdav_labels(
         matrix,
@@ -340,7 +340,7 @@ def _draw_numeric(
 
 
 def _draw_columns(
-    run: Run,
+    run: TableRun,
     args: _Arguments,
     plan: _Plan,
     source: noise.NoiseSource,

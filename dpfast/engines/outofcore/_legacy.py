@@ -51,7 +51,7 @@ from dpfast._kernels import ranking
 from dpfast._release import (
     CategoricalColumn,
     NumericColumn,
-    Run,
+    TableRun,
     column_threads,
     noise_source,
     warn_unproven,
@@ -68,10 +68,10 @@ from dpfast._validation import (
     non_finite_error,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
-from dpfast.engines._files import append_array, write_at
-from dpfast.engines._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
-from dpfast.engines._sorted import GroupSums, Ranges, add_parts
-from dpfast.engines.dataset import ColumnSource
+from dpfast.engines.outofcore._files import append_array, write_at
+from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
+from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.io import WRITE_ROWS
 from dpfast.methods.ir_dp import (
     Sensitivity,
@@ -118,7 +118,7 @@ class _Limits:
 
 
 @dataclass
-class DatasetRun(Run):
+class DatasetRun(TableRun):
     """A :class:`Run` over a Parquet dataset: the report's counts come from the passes."""
 
     dataset: ColumnSource | None = None
@@ -171,7 +171,7 @@ def counts_non_finite(function: Callable[P, R]) -> Callable[P, R]:
         try:
             return function(*args, **kwargs)
         except NonFiniteValue as exc:
-            from dpfast.engines._rows import column_stats
+            from dpfast.engines.outofcore._rows import column_stats
 
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -821,7 +821,7 @@ def _sorted_on_workers(
 
 
 def _checked(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> None:
-    """Run ``fn`` on a batch for its errors only."""
+    """TableRun ``fn`` on a batch for its errors only."""
     fn(array, first_row)
 
 

@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import ranking
-from dpfast.engines._files import write_at
-from dpfast.engines._ranges import cut_ranges, refined_shift
-from dpfast.engines.dataset import ColumnSource
+from dpfast.engines.outofcore._files import write_at
+from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
+from dpfast.engines.outofcore._sources import ColumnSource
 
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.

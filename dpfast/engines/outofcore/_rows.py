@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from dpfast._validation import as_numeric_column, check_columns
 from dpfast.accounting import Report
-from dpfast.engines.dataset import ColumnSource
-from dpfast.engines.outofcore import (
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._legacy import (
     DatasetRun,
     Progress,
     ScratchColumn,

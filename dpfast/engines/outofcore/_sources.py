@@ -81,6 +81,12 @@ class ParquetDataset:
             what = f"input {where!r} does not exist; check the path"
         if not files:
             raise ValueError(what)
+        return cls.from_files(files)
+
+    @classmethod
+    def from_files(cls, files: list[str]) -> ParquetDataset:
+        """Open Parquet ``files`` (rows numbered by file in sorted path order) by their footers."""
+        files = sorted(files)
         rows, groups, schema = [], [], None
         for name in files:
             try:

@@ -1,0 +1,332 @@
+"""The in-memory engine: a table held whole, released with NumPy and Numba in one go.
+
+The input is a pandas, Arrow or polars table, a 2-D NumPy array or any object with the
+Arrow C stream interface (:func:`dpfast.io.as_table_data`); the release is a table of
+the same kind and dtypes. Each primitive works on whole columns: a column is sorted once,
+its output written into one array, and the columns run in threads, one per core.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast._kernels import ranking
+from dpfast._validation import (
+    all_finite,
+    as_numeric_column,
+    is_integer_column,
+    not_numeric_error,
+    option,
+)
+from dpfast.engines._metrics import release_metrics
+from dpfast.engines.base import (
+    CategoricalColumn,
+    Cells,
+    Engine,
+    GroupValues,
+    NumericColumn,
+    Progress,
+    PublishHook,
+    column_threads,
+    inverse_permutation,
+)
+from dpfast.exceptions import IndexDroppedWarning
+from dpfast.io import TableData, as_table_data, write_table_atomic
+from dpfast.partitions.grid import Grid
+from dpfast.taxonomy import Taxonomy
+
+__all__ = ["MemoryEngine"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class MemoryEngine(Engine):
+    """A table held in memory (see the module docstring)."""
+
+    name = "memory"
+
+    def __init__(
+        self,
+        table: TableData,
+        *,
+        output: str | os.PathLike[str] | None = None,
+        progress: Progress | None = None,
+        metrics: bool = False,
+    ) -> None:
+        self.table = table
+        self.output = output
+        self.progress = progress
+        self.track = metrics
+        self.released: dict[Hashable, Any] = {}
+        self.codes: dict[Hashable, np.ndarray] = {}
+        self.destinations: dict[Hashable, np.ndarray] = {}
+        self._ranks: dict[Hashable, np.ndarray] = {}
+        self._base: np.ndarray | None = None
+        self._copied: list[Hashable] = []
+        self._order: np.ndarray | None = None
+
+    @classmethod
+    def open(
+        cls,
+        data: Any,
+        *,
+        method: str,
+        output: str | os.PathLike[str] | None = None,
+        memory_limit: int | None = None,
+        progress: Progress | None = None,
+        metrics: bool = False,
+    ) -> MemoryEngine:
+        """Open a release of ``data`` held in memory; ``output``, if given, is written too."""
+        if memory_limit is not None:
+            raise ValueError(
+                f"{option('memory_limit')} bounds a release out of core, and this table is "
+                f"held in memory; drop it, or pass {option('engine', 'outofcore')} (with "
+                f"{option('output')}) to release the table column by column within it"
+            )
+        return cls(as_table_data(data), output=output, progress=progress, metrics=metrics)
+
+    # -- the input ----------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.n_rows)
+
+    @property
+    def names(self) -> list[Hashable]:
+        return list(self.table.names)
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        table = self.table
+        if categorical:  # every column's type first, then their values
+            for name in names:
+                raw = table.column(name)
+                kind = raw.dtype
+                if kind == object or not (np.issubdtype(kind, np.number) or kind == np.bool_):
+                    raise not_numeric_error(name, kind)
+        finite = table.kind == "numpy" and all_finite(table.source)
+        columns = []
+        for name in names:
+            raw = table.column(name)
+            values = as_numeric_column(raw, name, known_finite=finite)
+            declared = is_integer_column(raw) if integer is None else bool(integer.get(name))
+            dtype = raw.dtype if is_integer_column(raw) or not declared else np.dtype(np.int64)
+            columns.append(NumericColumn(name, values, declared, dtype))
+        return columns
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        columns = []
+        for name, taxonomy in taxonomies.items():
+            codes, categories = self.table.category_codes(name)
+            codes = taxonomy.encode_categories(codes, categories, column=name)
+            columns.append(CategoricalColumn(name, codes, taxonomy))
+        return columns
+
+    # -- work over columns --------------------------------------------------------------
+
+    def each_column(
+        self,
+        columns: Sequence[T],
+        work: Callable[[T], R],
+        *,
+        n_threads: int | None = None,
+        held_bytes: int = 0,
+    ) -> Iterator[tuple[T, R]]:
+        threads = column_threads(n_threads, len(columns) or 1)
+        if threads == 1:
+            for column in columns:
+                yield column, work(column)
+            return
+        pool = ThreadPoolExecutor(max_workers=threads)
+        try:
+            yield from zip(columns, pool.map(work, columns), strict=True)
+        finally:  # on an error or an interrupt, columns not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- passes -------------------------------------------------------------------------
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        lo, hi = mechanism_kernels.min_max(column.values)
+        return float(lo), float(hi)
+
+    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+        quantised, clamped = ranking.quantise_column(
+            column.values, grid.lower, grid.upper, grid.gamma, grid.d_int
+        )
+        if self.track:
+            self._ranks[column.name] = np.argsort(quantised, kind="stable").astype(np.int64)
+        ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
+        del quantised
+        sums = np.zeros(self.n_rows // k, dtype=np.int64)
+        ranking.add_group_sums(ordered, 0, 0, k, sums)
+        return sums, int(clamped)
+
+    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
+        if self.track:
+            self._ranks[column.name] = column.taxonomy.rank_order(column.codes)
+        return np.asarray(column.taxonomy.rank_counts(column.codes), dtype=np.int64)
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        out, counts = cells(column.values, 0)
+        self.released[column.name] = column.restore_dtype(out)
+        return np.asarray(counts, dtype=np.int64)
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        order = noise.permutation(key, self.n_rows)
+        if self.track:
+            destination = np.empty_like(order)
+            destination[self._ranks.pop(column.name)] = inverse_permutation(order)
+            self.destinations[column.name] = destination
+        if isinstance(column, CategoricalColumn):
+            self._keep_codes(column, values[np.minimum(order // k, values.shape[0] - 1)])
+            return
+        out = self._output(column.name)
+        ranking.take_groups(values, order, k, out)
+        self.released[column.name] = column.restore_dtype(out)
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        destination = None
+        if key is not None:
+            destination = inverse_permutation(noise.permutation(key, self.n_rows))
+            if self.track:
+                self.destinations[column.name] = destination
+        if isinstance(column, CategoricalColumn):
+            taxonomy = column.taxonomy
+            codes = values(np.asarray(taxonomy.rank_counts(column.codes), dtype=np.int64))
+            out = taxonomy.broadcast_rank_groups(column.codes, k, codes, destination)
+            self._keep_codes(column, out)
+            return codes, 0
+        assert grid is not None
+        empty = np.empty(0, dtype=np.int64)
+        packed, clamped = ranking.pack_quantised(
+            column.values,
+            grid.lower,
+            grid.upper,
+            grid.gamma,
+            grid.d_int,
+            grid.index_bits,
+            empty if destination is None else destination,
+        )
+        key_bits = max(1, grid.d_int.bit_length())
+        packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
+        sums = np.zeros(self.n_rows // k, dtype=np.int64)
+        ranking.add_group_sums(packed, grid.index_bits, 0, k, sums)
+        group_values = values(sums)
+        out = self._output(column.name)
+        ranking.scatter_groups(packed, grid.index_bits, k, group_values, out)
+        self.released[column.name] = column.restore_dtype(out)
+        return group_values, int(clamped)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        self._copied = list(names)
+        self._order = None if key is None else noise.permutation(key, self.n_rows)
+
+    def _output(self, name: Hashable) -> np.ndarray:
+        """A float64 output column: a view into one 2-D array for a float64 NumPy input."""
+        table = self.table
+        if table.kind == "numpy" and table.source.dtype == np.float64:
+            if self._base is None:
+                self._base = np.empty(table.source.shape, dtype=np.float64)
+            return self._base[:, name]  # type: ignore[no-any-return,call-overload]
+        return np.empty(self.n_rows, dtype=np.float64)
+
+    def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:
+        self.codes[column.name] = codes
+        self.released[column.name] = self.table.categorical_output(
+            column.name, codes, column.taxonomy.domain
+        )
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        table = self.table
+        kept = set(self.released) | set(self._copied)
+        keep = None if len(kept) == len(table.names) else [n for n in table.names if n in kept]
+        if (reindex or self._order is not None) and table.has_row_labels():
+            warn_index_dropped(table.source.index)
+        base = self._base if keep is None else None
+        result = table.rebuild(self.released, self._order, base, reindex=reindex, keep=keep)
+        if self.output is not None:
+            write_table_atomic(result, self.output, before=lambda: _call(before, report))
+        elif before is not None:
+            before(report)
+        return result
+
+    def metrics(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        domains: Mapping[Hashable, tuple[float, float]] | None,
+    ) -> dict[str, Any]:
+        return release_metrics(
+            numeric, categorical, self.released, self.codes, self.destinations, domains
+        )
+
+
+def _call(hook: PublishHook | None, report: Any) -> None:
+    if hook is not None:
+        hook(report)
+
+
+def warn_index_dropped(index: Any) -> None:
+    """Warn that a release in a new row order gives its rows a fresh index, and why.
+
+    The caller's index cannot follow its rows there: output row ``i`` would then show
+    which input row it came from, the permutation the release hides.
+    """
+    shown = type(index).__name__ + ("" if index.name is None else f" {index.name!r}")
+    message = (
+        f"the input's index ({shown}) is dropped: this release puts the rows (or its "
+        "unprotected columns) in a new random order, which the index would undo by showing "
+        "where each output row came from; the output gets a fresh RangeIndex. To release the "
+        "labels, make them a column first (frame.reset_index()): like every unprotected "
+        f"column it is then released as {option('unprotected')} says "
+        f"({option('unprotected', 'shuffle')}: in an order of its own)."
+    )
+    warnings.warn(message, IndexDroppedWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """Return the ``stacklevel`` of the first frame outside dpfast, for a warning here."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame.f_back is not None and _in_dpfast(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _in_dpfast(module: str) -> bool:
+    return module == "dpfast" or module.startswith("dpfast.")

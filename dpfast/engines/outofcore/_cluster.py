@@ -1,0 +1,190 @@
+"""The out-of-core engine on a cluster: passes on the workers, a lazy frame where it can be.
+
+A cluster engine (Spark, Dask) is the out-of-core engine over its own source, whose
+passes run on the workers (``map_column``, ``sort_ranges``). Its release is a lazy frame
+computed by the workers from small state whenever every released column allows it:
+
+* every column released in a keyed permutation of its rank groups
+  (:meth:`ClusterEngine.write_groups`): a frame of :class:`GeneratedParts`;
+* every column released row by row (:meth:`ClusterEngine.write_rows`): a frame of the
+  input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
+  report counts).
+
+Any other release (record-linked columns, columns copied unprotected, or a mix) is
+written by this process from passes run on the workers, as the out-of-core engine writes
+it, and read back as a frame in row order. With ``output``, the release is written there
+(by the workers where the frame is lazy) and published in one rename.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from abc import abstractmethod
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfast.engines.base import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
+from dpfast.engines.outofcore._engine import OutOfCoreEngine
+from dpfast.engines.outofcore._lazy import (
+    GeneratedParts,
+    GroupsColumn,
+    RowsColumn,
+    RowsCounts,
+    output_part_rows,
+)
+from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.partitions.grid import Grid
+
+__all__ = ["ClusterEngine"]
+
+
+class ClusterEngine(OutOfCoreEngine):
+    """The out-of-core engine over a cluster's source (see the module docstring).
+
+    ``output`` is where the release is written, or ``None`` for a lazy frame (a release
+    that cannot be lazy is then written into ``scratch``, a directory the workers read).
+    """
+
+    def __init__(
+        self,
+        source: ColumnSource,
+        output: str | os.PathLike[str] | None,
+        scratch: Path,
+        *,
+        memory_limit: int,
+        batch_rows: int = BATCH_ROWS,
+        part_rows: int | None = None,
+        progress: Any = None,
+    ) -> None:
+        self.final = None if output is None else Path(output)
+        target = self.final or scratch / f"release-{uuid.uuid4().hex}.parquet"
+        super().__init__(
+            source, target, memory_limit=memory_limit, batch_rows=batch_rows, progress=progress
+        )
+        self.part_rows = part_rows
+        # columns kept as state until the release is published: each group column's
+        # (column, values, k, key), each row-wise column's cells
+        self._groups: dict[
+            str, tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]
+        ] = {}
+        self._rows: dict[str, RowsColumn] = {}
+        self._written = False
+
+    # -- what a cluster does -------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def tasks(self) -> int:
+        """How many tasks run at once on the cluster."""
+
+    @abstractmethod
+    def groups_frame(self, parts: GeneratedParts) -> Any:
+        """Return the lazy frame whose task ``p`` computes part ``p`` of ``parts``."""
+
+    @abstractmethod
+    def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
+        """Return the lazy frame of the input's batches released by ``columns``."""
+
+    @abstractmethod
+    def file_frame(self, path: Path) -> Any:
+        """Return a Parquet file written here as a frame, its rows in the file's order."""
+
+    @abstractmethod
+    def write_frame(
+        self, frame: Any, output: Path, report: Any, before: PublishHook | None
+    ) -> None:
+        """Have the workers write ``frame`` at ``output``, published after ``before``."""
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def sort_limits(self) -> Limits | None:
+        """Each sort task on a worker may use the whole memory limit."""
+        return self.limits
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        self._groups[str(column.name)] = (column, values, k, key)
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        rows = RowsColumn(column, cells)
+        total = np.zeros(0, dtype=np.int64)
+        for counts in self.source.map_column(
+            str(column.name), self.limits.batch_rows, RowsCounts(rows)
+        ):
+            total = counts if not total.shape[0] else total + counts
+        self._rows[str(column.name)] = rows
+        return total
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        self._written = True
+        return super().write_linked(column, grid, k, key, values)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        self._written = True
+        super().copy_columns(names, key)
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        order = [str(n) for n in self.source.names]
+        if not self._written and self._groups and not self._rows:
+            frame = self.groups_frame(
+                self._parts([self._groups[n] for n in order if n in self._groups])
+            )
+        elif not self._written and self._rows and not self._groups:
+            frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
+        else:
+            self._materialize()
+            self.out.publish(report, before)
+            return self.file_frame(self.out.target)
+        if self.final is None:
+            if before is not None:
+                before(report)
+            return frame
+        self.write_frame(frame, self.final, report, before)
+        return frame
+
+    def _parts(
+        self,
+        groups: Sequence[tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]],
+    ) -> GeneratedParts:
+        """The lazy frame's parts: every group column's state, the rows each task computes."""
+        states = []
+        for column, values, _, key in groups:
+            if isinstance(column, CategoricalColumn):
+                labels = tuple(str(label) for label in column.taxonomy.domain)
+                states.append(
+                    GroupsColumn.of(key, column.name, self.n_rows, values, "labels", labels)
+                )
+            else:
+                kind = "int" if column.integer else "float"
+                states.append(GroupsColumn.of(key, column.name, self.n_rows, values, kind))
+        part_rows = self.part_rows or output_part_rows(
+            self.n_rows, len(states), self.tasks, self.limits.memory
+        )
+        return GeneratedParts(tuple(states), self.n_rows, groups[0][2], int(part_rows))
+
+    def _materialize(self) -> None:
+        """Write the columns kept as state into scratch files, as the out-of-core engine does."""
+        for column, values, k, key in self._groups.values():
+            self.out.permuted(column, values, k, key, self.limits)
+        for rows in self._rows.values():
+            self.out.rows(rows.column, rows.cells, self.limits)
+        self._groups.clear()
+        self._rows.clear()

@@ -1,0 +1,329 @@
+"""The out-of-core engine: the protocol over a column source, within a memory limit."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_error, option
+from dpfast.engines.base import (
+    CategoricalColumn,
+    Cells,
+    Engine,
+    GroupValues,
+    NumericColumn,
+    Progress,
+    PublishHook,
+    column_threads,
+)
+from dpfast.engines.outofcore._output import Output
+from dpfast.engines.outofcore._passes import (
+    BATCH_ROWS,
+    Limits,
+    NonFiniteValue,
+    group_sums,
+    rank_counts,
+)
+from dpfast.engines.outofcore._rows import column_stats
+from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
+from dpfast.partitions.grid import Grid
+from dpfast.taxonomy import Taxonomy
+
+__all__ = ["DEFAULT_MEMORY", "OutOfCoreEngine", "source_of"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The working memory of a release when ``memory_limit`` is not given.
+DEFAULT_MEMORY = 4 * 2**30
+
+
+def source_of(data: Any) -> ColumnSource:
+    """Return ``data`` as a column source: a path or glob, a pyarrow dataset, a table.
+
+    A Parquet file, a directory of Parquet files or a glob is opened by its footers
+    (rows numbered by file in sorted path order, then by row); a ``pyarrow.dataset``
+    of Parquet files likewise; a source is taken as it is; an in-memory table (pandas,
+    Arrow, polars) is read from Arrow a batch at a time.
+    """
+    if hasattr(data, "map_column") and hasattr(data, "n_rows"):
+        return data  # type: ignore[no-any-return]
+    if isinstance(data, (str, os.PathLike)):
+        return ParquetDataset.open(data)
+    module = type(data).__module__
+    if module.startswith("pyarrow._dataset") or module.startswith("pyarrow.dataset"):
+        files = getattr(data, "files", None)
+        if not files or getattr(getattr(data, "format", None), "default_extname", "") != "parquet":
+            raise TypeError(
+                "a pyarrow dataset is released out of core from its Parquet files: open it "
+                "with pyarrow.dataset.dataset(path, format='parquet'), or pass the path"
+            )
+        return ParquetDataset.from_files(files)
+    from dpfast.io import as_table_data
+
+    table = as_table_data(data)
+    if table.kind == "numpy":
+        raise TypeError(
+            f"{option('engine', 'outofcore')} reads named columns: give a table (pandas, "
+            "Arrow, polars) or a Parquet path, not a NumPy array"
+        )
+    source = table.source
+    if table.kind == "pandas":
+        source = pa.Table.from_pandas(source, preserve_index=False)
+    return ArrowSource(source)
+
+
+class OutOfCoreEngine(Engine):
+    """A table read in batches from a column source, its release written to ``output``.
+
+    Every pass reads one column batch by batch; a column's sort is cut into ranges that
+    fit ``memory_limit`` (shared by the columns that run at once); the released columns
+    go to scratch files beside ``output`` and are published in one rename.
+    """
+
+    name = "outofcore"
+
+    def __init__(
+        self,
+        source: ColumnSource,
+        output: str | os.PathLike[str],
+        *,
+        memory_limit: int = DEFAULT_MEMORY,
+        batch_rows: int = BATCH_ROWS,
+        progress: Progress | None = None,
+    ) -> None:
+        self.source = source
+        self.limits = Limits(int(memory_limit), int(batch_rows))
+        self.progress = progress
+        self.out = Output(source, Path(output), self._tick)
+        self._local = threading.local()
+
+    @classmethod
+    def open(
+        cls,
+        data: Any,
+        *,
+        method: str,
+        output: str | os.PathLike[str] | None = None,
+        memory_limit: int | None = None,
+        progress: Progress | None = None,
+        metrics: bool = False,
+        batch_rows: int = BATCH_ROWS,
+    ) -> OutOfCoreEngine:
+        """Open a release of ``data`` read in batches; it is written to ``output``."""
+        _refuse_metrics(metrics, "out of core")
+        if output is None:
+            raise ValueError(
+                f"a release out of core is written, not held: pass {option('output')} (a "
+                "directory of Parquet files, or a .parquet file)"
+            )
+        memory = DEFAULT_MEMORY if memory_limit is None else memory_limit
+        return cls(
+            source_of(data), output, memory_limit=memory, batch_rows=batch_rows, progress=progress
+        )
+
+    # -- the input ----------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.source.n_rows)
+
+    @property
+    def names(self) -> list[Hashable]:
+        return list(self.source.names)
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        return [self._numeric(name, integer, categorical) for name in names]
+
+    def _numeric(
+        self, name: Hashable, integer: Mapping[Hashable, bool] | None, categorical: bool
+    ) -> NumericColumn:
+        """A protected numeric column, declared integer or float (default: its Arrow type)."""
+        arrow_type = self.source.schema.field(str(name)).type
+        if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
+            if dtype.kind == "O" or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
+                if categorical:
+                    raise not_numeric_error(name, dtype)
+                as_numeric_column(np.empty(0, dtype=dtype), name)
+            raise TypeError(
+                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                '"taxonomy" in the schema to protect it as a categorical column'
+            )
+        declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
+        # an integer column keeps its own type, as in memory (values rounded, in bounds)
+        kept = pa.types.is_integer(arrow_type) and declared
+        dtype = np.dtype(
+            arrow_type.to_pandas_dtype() if kept else np.int64 if declared else np.float64
+        )
+        return NumericColumn(name, np.empty(0), bool(declared), dtype)
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        empty = np.empty(0, dtype=np.int64)
+        return [CategoricalColumn(name, empty, taxonomy) for name, taxonomy in taxonomies.items()]
+
+    # -- work over columns --------------------------------------------------------------
+
+    def column_workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
+        """How many columns run at once: ``n_threads``, else one per core."""
+        return column_threads(n_threads, n_columns or 1)
+
+    def each_column(
+        self,
+        columns: Sequence[T],
+        work: Callable[[T], R],
+        *,
+        n_threads: int | None = None,
+        held_bytes: int = 0,
+    ) -> Iterator[tuple[T, R]]:
+        workers = self.column_workers(len(columns), n_threads, held_bytes)
+        share = Limits(max(1, self.limits.memory // workers), self.limits.batch_rows)
+        if held_bytes > share.memory:
+            raise ValueError(
+                f"a column's release holds {held_bytes:,} bytes, more than its share of the "
+                f"memory limit ({share.memory:,} bytes); raise {option('memory_limit')}"
+            )
+
+        def shared(column: T) -> R:
+            self._local.limits = share
+            try:
+                return work(column)
+            finally:
+                self._local.limits = None
+
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            yield from zip(columns, pool.map(shared, columns), strict=True)
+        finally:  # on an error or an interrupt, columns not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
+        """Bytes of the memory limit each column gets when ``n_columns`` run at once."""
+        return self.limits.memory // self.column_workers(n_columns, n_threads, held_bytes)
+
+    def _limits(self) -> Limits:
+        """The memory this thread may use: its column's share, or the whole limit."""
+        return getattr(self._local, "limits", None) or self.limits
+
+    def _tick(self, phase: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+    def _passes(self, name: Hashable) -> Callable[[int], None]:
+        """A column's pass counter for the progress line."""
+        return lambda passes: self._tick(f"column {name}", passes, passes + 1)
+
+    # -- passes -------------------------------------------------------------------------
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        found = column_stats(self.source, str(column.name), self.limits.batch_rows)
+        if found.non_finite:
+            raise ValueError(
+                f"column {column.name!r} has {found.non_finite} non-finite value(s) (first at "
+                f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
+                "public rule before the release"
+            )
+        return found.lo, found.hi
+
+    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+        return group_sums(
+            self.source,
+            column,
+            grid,
+            k,
+            self._limits(),
+            self._passes(column.name),
+            self.sort_limits(),
+        )
+
+    def sort_limits(self) -> Limits | None:
+        """The memory of each sort task on a cluster's workers (``None``: this process's)."""
+        return None
+
+    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        return rank_counts(self.source, column, self._limits())
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        return self.out.rows(column, cells, self._limits())
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        self.out.permuted(column, values, k, key, self._limits())
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        if isinstance(column, CategoricalColumn):
+            self._tick(f"column {column.name}", 0, 2)
+            return self.out.linked_codes(column, k, key, values, self._limits()), 0
+        assert grid is not None
+        passes = self._passes(column.name)
+        return self.out.linked_numeric(column, grid, k, key, values, self._limits(), passes)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        for i, name in enumerate(names):
+            self._tick("unprotected columns", i, len(names))
+            self.out.copied(str(name), key, self.limits)
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        import pyarrow.dataset as ds
+
+        self.out.publish(report, before)
+        return ds.dataset(str(self.out.target), format="parquet")
+
+    def close(self) -> None:
+        self.out.close()
+
+    def explain(self, error: Exception) -> BaseException:
+        """A bad value found in a pass: the in-memory error, which counts them all.
+
+        Only a failing release pays the counting pass (after its scratch is removed).
+        """
+        if not isinstance(error, NonFiniteValue):
+            return error
+        self.close()
+        stats = column_stats(self.source, error.column, self.limits.batch_rows)
+        if not stats.non_finite:
+            return error
+        nan = stats.first_kind == "NaN or missing"
+        return non_finite_error(error.column, stats.non_finite, stats.first_bad, nan)
+
+
+def _refuse_metrics(metrics: bool, where: str) -> None:
+    if metrics:
+        raise ValueError(
+            f"{option('metrics', True)} compares the release with the original row by row, "
+            f"which a release {where} does not hold; drop it, and compare the published "
+            "output with the input afterwards (dpfast compare)"
+        )
