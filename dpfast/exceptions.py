@@ -50,3 +50,24 @@ class IndexDroppedWarning(UserWarning):
     Keep the labels as a column with ``frame.reset_index()`` before the release; that
     column is then unprotected, released as the method's ``unprotected`` argument says.
     """
+
+
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """Return the ``KeyboardInterrupt`` that ``exc`` was raised in handling, if any.
+
+    Ctrl-C while pyspark collects a job's results raises ``KeyboardInterrupt`` (pyspark's
+    SIGINT handler cancels the jobs first), but pyspark then asks the JVM for the job's
+    result, which raises the job's cancellation in its place, with the interrupt as its
+    context: the caller must still see an interrupt.
+    """
+    found: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while found:
+        error = found.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        found += [e for e in (error.__cause__, error.__context__) if e is not None]
+    return None

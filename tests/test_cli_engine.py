@@ -224,7 +224,7 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines.outofcore import _legacy as outofcore
+    from dpfast.engines.outofcore._output import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -233,7 +233,7 @@ def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monk
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(outofcore, "_stitch", interrupted)
+        patch.setattr(Output, "_stitch", interrupted)
         assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
     assert BudgetFile(budget).remaining() == pytest.approx(2.0)
     assert not (workdir / "released").exists()

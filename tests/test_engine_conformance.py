@@ -53,12 +53,11 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines import DASK_RELEASES, SPARK_RELEASES
+from dpfast.engines import DASK_RELEASES, SPARK_RELEASES, EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.diffgen import diffgen_dataset
 from dpfast.engines.individual import individual_ranking_dataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
-from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
 from dpfast.exceptions import UnprovenReleaseWarning
 
@@ -108,7 +107,7 @@ class Case:
 
     name: str
     function: Callable[..., Any]
-    dataset: Callable[..., Any]
+    dataset: Callable[..., Any] | None  # None: the public function on every engine
     columns: tuple[str, ...]
     arguments: Mapping[str, Any]
     keeps_order: bool
@@ -142,6 +141,30 @@ class Case:
     def data(self, release: Any) -> Any:
         return release.counts if self.counts else release.data
 
+    def out_of_core(
+        self, source: Any, output: Path, *, memory_limit: int, batch_rows: int, **arguments: Any
+    ) -> tuple[Any, Any]:
+        """Run the case out of core over ``source`` into ``output``; return the two reports."""
+        if self.dataset is not None:
+            return self.run(  # type: ignore[no-any-return]
+                self.dataset,
+                source,
+                output,
+                memory_limit=memory_limit,
+                batch_rows=batch_rows,
+                **arguments,
+            )
+        engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+        release = self.run(
+            self.function,
+            source,
+            engine=engine,
+            output=output,
+            memory_limit=memory_limit,
+            **arguments,
+        )
+        return release.report, release.private
+
 
 _TAXONOMIES = {"occupation": adult_taxonomy("occupation")}
 _NUMERIC = {"bounds": {"age": BOUNDS["age"], "share": BOUNDS["share"]}, "seed": SEED}
@@ -150,7 +173,7 @@ CASES = [
     Case(
         "ir_dp",
         dpfast.ir_dp,
-        ir_dp_dataset,
+        None,
         ("age", "occupation", "share", "tiny"),
         {"k": K, "epsilon": 2.0, "bounds": BOUNDS, "taxonomies": _TAXONOMIES, "seed": SEED},
         keeps_order=False,  # every column in an order of its own
@@ -158,7 +181,7 @@ CASES = [
     Case(
         "ir_dp-records-in-order-keep",
         dpfast.ir_dp,
-        ir_dp_dataset,
+        None,
         ("age", "share", "tiny", "note"),
         {
             "k": K,
@@ -176,7 +199,7 @@ CASES = [
     Case(
         "ir_dp-unprotected-shuffled",
         dpfast.ir_dp,
-        ir_dp_dataset,
+        None,
         ("age", "share", "note"),
         {"k": K, "epsilon": 4.0, "unprotected": "shuffle", "columns": ["age", "share"], **_NUMERIC},
         keeps_order=False,
@@ -184,7 +207,7 @@ CASES = [
     Case(
         "laplace_dp",
         dpfast.laplace_dp,
-        laplace_dp_dataset,
+        None,
         ("age", "share", "tiny"),
         {"epsilon": 30.0, "bounds": BOUNDS, "seed": SEED},
         keeps_order=True,
@@ -193,7 +216,7 @@ CASES = [
     Case(
         "laplace_dp-keep",
         dpfast.laplace_dp,
-        laplace_dp_dataset,
+        None,
         ("age", "share", "note"),
         {"epsilon": 30.0, "unprotected": "keep", "columns": ["age", "share"], **_NUMERIC},
         keeps_order=True,
@@ -294,9 +317,9 @@ class Engine:
         if self.only and case.name not in self.only:
             return False
         if self.kind == "spark":
-            return case.method in SPARK_RELEASES
+            return case.dataset is None or case.method in SPARK_RELEASES
         if self.kind == "dask":
-            return case.method in DASK_RELEASES
+            return case.dataset is None or case.method in DASK_RELEASES
         return True
 
 
@@ -394,8 +417,7 @@ def _on_source(case: Case, engine: Engine, where: Path) -> tuple[Side, Side]:
     if engine.kind == "parquet":
         source = _parquet_parts(arrow, where / "in", engine.cuts)
     output = where / "out.parquet"
-    report, private = case.run(
-        case.dataset,
+    report, private = case.out_of_core(
         source,
         output,
         memory_limit=engine.memory(case),
@@ -543,8 +565,7 @@ def test_the_tiny_limit_takes_the_out_of_core_paths(case, tmp_path):
     passes = []
     for memory in (LARGE_MEMORY, case.tiny_memory):
         source = _CountingSource(ArrowSource(_arrow(case.input())))
-        case.run(
-            case.dataset,
+        case.out_of_core(
             source,
             tmp_path / f"{memory}.parquet",
             memory_limit=memory,
@@ -571,8 +592,7 @@ def test_mdav_dp_sorts_in_ranges_under_the_tiny_limit(tmp_path, monkeypatch):
     counts = []
     for memory in (LARGE_MEMORY, case.tiny_memory):
         sorted_ranges.clear()
-        case.run(
-            case.dataset,
+        case.out_of_core(
             ArrowSource(_arrow(case.input())),
             tmp_path / f"{memory}.parquet",
             memory_limit=memory,
@@ -596,7 +616,7 @@ def test_the_tiny_limit_adds_long_ties_as_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ranking, "add_group_run", recorded)
     case = _BY_NAME["ir_dp"]
-    ir_dp_dataset(
+    case.out_of_core(
         ArrowSource(_arrow(case.input())),
         tmp_path / "out.parquet",
         memory_limit=TINY_MEMORY,
@@ -619,12 +639,10 @@ def test_the_table_has_ties_a_remainder_group_bounds_and_nulls():
     assert set(frame["occupation"]) <= set(OCCUPATIONS)
 
 
-def test_the_dask_cases_are_the_listed_methods():
-    # the Dask engine's cases come from DASK_RELEASES: a method listed there runs here
-    methods = {case.method for case in CASES}
-    dask = {param.values[0].method for param in _runs() if param.values[1].kind == "dask"}
-    assert dask == methods & set(DASK_RELEASES)
-    assert {"ir_dp", "laplace_dp"} <= dask
+def test_every_case_runs_on_dask():
+    # every method runs on every engine: each case has its Dask runs
+    dask = {param.values[0].name for param in _runs() if param.values[1].kind == "dask"}
+    assert dask == {case.name for case in CASES}
 
 
 # --------------------------------------------------------------------------- bad input
@@ -735,7 +753,7 @@ def test_bad_input_gets_the_in_memory_error_before_any_output(bad, engine, tmp_p
         if engine == "parquet":
             source = _parquet_parts(arrow, tmp_path / "in", (200, 201, 400))
         got = _error(
-            lambda: case.dataset(
+            lambda: case.out_of_core(
                 source,
                 tmp_path / "out.parquet",
                 memory_limit=case.tiny_memory,
@@ -798,9 +816,13 @@ def test_the_column_engine_keeps_the_input_types(method, columns, arguments, tmp
     # the in-memory release keeps the input's Arrow types, and so does the column engine
     data = pa.Table.from_pandas(table()[columns], preserve_index=False)  # large_string text
     arguments = {**arguments, "bounds": {"age": (17, 90), "small": (-3, 3)}, "seed": SEED}
-    dataset = {dpfast.ir_dp: ir_dp_dataset, dpfast.laplace_dp: laplace_dp_dataset}.get(
-        method, mdav_dp_dataset
-    )
     expected = method(data, **arguments).data
-    dataset(ArrowSource(data), tmp_path / "o.parquet", memory_limit=LARGE_MEMORY, **arguments)
+    case = next(c for c in CASES if c.function is method)
+    case.out_of_core(
+        ArrowSource(data),
+        tmp_path / "o.parquet",
+        memory_limit=LARGE_MEMORY,
+        batch_rows=1 << 20,
+        **arguments,
+    )
     assert pq.read_table(tmp_path / "o.parquet").schema == expected.schema

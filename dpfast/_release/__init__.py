@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -63,6 +63,8 @@ __all__ = [
     "NumericColumn",
     "Progress",
     "Release",
+    "BudgetLike",
+    "Reservation",
     "Run",
     "TableRun",
     "open_run",
@@ -558,6 +560,28 @@ def not_dp_guarantee(what: str) -> tuple[str, GuaranteeLevel]:
     )
 
 
+class Reservation(Protocol):
+    """A release's spend held in a budget: committed before its output is visible."""
+
+    def commit(self, report: Report) -> None:
+        """Record the spend as final, from the release's public report."""
+        ...
+
+    def abandon(self) -> None:
+        """Give the spend back: the release failed before any output became visible."""
+        ...
+
+
+class BudgetLike(Protocol):
+    """A privacy budget a release spends from (:class:`dpfast.budget.BudgetFile`)."""
+
+    def reserve(
+        self, epsilon: float, *, method: str, output: str | None, columns: Sequence[str]
+    ) -> Reservation:
+        """Hold ``epsilon`` for a release, refusing it if it does not fit."""
+        ...
+
+
 class Run(_Reporting):
     """One release in progress over an engine: its timer, progress and released columns.
 
@@ -567,10 +591,21 @@ class Run(_Reporting):
     the two reports and publishes the data.
     """
 
-    def __init__(self, method: str, engine: Engine, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        method: str,
+        engine: Engine,
+        progress: Progress | None = None,
+        budget: BudgetLike | None = None,
+        output: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.method = method
         self.engine = engine
         self.progress = progress
+        self.budget = budget
+        self.output = None if output is None else os.fspath(output)
+        self.reservation: Reservation | None = None
+        self.committed = False
         self.timer = PhaseTimer()
         self.policy: UnprotectedPolicy | None = None
         self.clamped: dict[str, int] = {}
@@ -594,6 +629,20 @@ class Run(_Reporting):
         """Report progress to the caller's callback, if any."""
         if self.progress is not None:
             self.progress(phase, done, total)
+
+    def reserve(self, epsilon: float, columns: Sequence[Hashable]) -> None:
+        """Hold ``epsilon`` in the run's budget, if it has one, before any work.
+
+        Called once the arguments are checked; a budget that cannot hold it refuses the
+        release here, before any pass over the data.
+        """
+        if self.budget is not None and self.reservation is None:
+            self.reservation = self.budget.reserve(
+                float(epsilon),
+                method=self.method,
+                output=self.output,
+                columns=[str(c) for c in columns],
+            )
 
     def keep(
         self, name: Hashable, *, clamped: int | None = None, on_bound: int | None = None
@@ -663,8 +712,18 @@ class Run(_Reporting):
                 self.engine.copy_columns(copied, order_key)
                 reindex = reindex or order_key is not None
         report, private = self.reports(**fields)
+        if self.budget is not None and self.reservation is None:
+            raise AssertionError(f"{self.method} was given a budget but reserved nothing")
+
+        def before(final: Report) -> None:
+            if self.reservation is not None:  # final before any output is visible
+                self.reservation.commit(final)
+                self.committed = True
+            if before_publish is not None:
+                before_publish(final)
+
         with self.phase("write"):
-            data = self.engine.publish(report, reindex=reindex, before=before_publish)
+            data = self.engine.publish(report, reindex=reindex, before=before)
         self.tick("assemble", 1, 1)
         private.timings["total"] = time.perf_counter() - self._start
         return Release(data, report, private)
@@ -680,12 +739,15 @@ def open_run(
     memory_limit: str | int | None = None,
     progress: Progress | None = None,
     metrics: bool = False,
+    budget: BudgetLike | None = None,
 ) -> Iterator[Run]:
     """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
 
-    However the block ends, the engine removes what the release left behind; an error
-    that an engine can state better (a bad value found in a pass, named as the in-memory
-    release names it; an interrupt a cluster reported as a failed job) is raised so.
+    However the block ends, the engine removes what the release left behind, and a
+    budget's reservation not yet committed is given back (nothing was published); an
+    error that an engine can state better (a bad value found in a pass, named as the
+    in-memory release names it; an interrupt a cluster reported as a failed job) is
+    raised so.
     """
     opened = open_engine(
         data,
@@ -696,12 +758,17 @@ def open_run(
         progress=progress,
         metrics=metrics,
     )
+    run = Run(method, opened, progress, budget, output)
     try:
-        yield Run(method, opened, progress)
+        yield run
     except Exception as exc:
         better = opened.explain(exc)
         if better is exc:
             raise
         raise better from None
     finally:
-        opened.close()
+        try:
+            if run.reservation is not None and not run.committed:
+                run.reservation.abandon()
+        finally:
+            opened.close()

@@ -27,7 +27,8 @@ def on_spark(method: str, arguments: dict[str, Any]) -> Any:
     DataFrame; arguments the engine cannot run are refused there, saying what to change.
     """
     engines = importlib.import_module("dpfast.engines")
-    interrupt_in = importlib.import_module("dpfast.engines.spark._rows").interrupt_in
+    from dpfast.exceptions import interrupt_in
+
     named = dict(arguments)
     data = named.pop("data")
     try:

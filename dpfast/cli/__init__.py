@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from dpfast._release.dispatch import interrupt_in
+from dpfast.exceptions import interrupt_in
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine

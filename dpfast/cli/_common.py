@@ -649,6 +649,19 @@ class _Spend:
         if self.file is not None and not self.published:
             self.file.cancel(self.entry)
 
+    # the budget of a release function (dpfast._release.BudgetLike): the command reserved
+    # its epsilon when it started; the release commits it before its output is visible
+
+    def reserve(self, epsilon: float, *, method: str, output: Any, columns: Any) -> _Spend:
+        return self
+
+    def commit(self, report: Any) -> None:
+        self.settle(report.epsilon)
+        self.published = True  # final: never given back
+
+    def abandon(self) -> None:
+        self.cancel()
+
 
 @contextlib.contextmanager
 def _spending(args: argparse.Namespace, method: str) -> Iterator[None]:

@@ -222,7 +222,6 @@ def run_release(args: argparse.Namespace, method: str) -> int:
 
 def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> int:
     from dpfast.cli._rowwise import ROWWISE, release_rowwise
-    from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
 
     if method in ROWWISE:
         return release_rowwise(args, method, memory)
@@ -235,48 +234,68 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         columns, bounds, taxonomies = _selection(args, schema, categorical=categorical)
         integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
-        common: dict[str, Any] = {
-            "epsilon": args.epsilon,
-            "bounds": bounds,
-            "integer": integer,
-            "columns": columns,
-            "seed": args.seed,
-            "memory_limit": memory,
-            "before_publish": lambda report: spend.settle(report.epsilon),
-            "after_publish": lambda: setattr(spend, "published", True),
-        }
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
-            engine = getattr(args, "engine", "local")
-            # the workers or executors write it; otherwise this process does, from passes
-            # run on them (the source reads INPUT there)
-            if engine in ("spark", "dask") and executors_write(args, method):
-                report, private = _release_on_cluster(
-                    args, method, source, progress, common, taxonomies
-                )
-            elif method == "ir-dp":
-                report, private = ir_dp_dataset(
-                    source,
-                    args.output,
-                    k=args.k,
-                    taxonomies=taxonomies,
-                    sensitivity=args.sensitivity,
-                    linkage=args.linkage,
-                    shuffle=args.shuffle,
-                    unprotected=args.unprotected,
-                    n_threads=args.threads,
-                    progress=progress,
-                    **common,
-                )
-            elif method == "mdav-dp":
+            if method == "mdav-dp":
+                common: dict[str, Any] = {
+                    "epsilon": args.epsilon,
+                    "bounds": bounds,
+                    "integer": integer,
+                    "columns": columns,
+                    "seed": args.seed,
+                    "memory_limit": memory,
+                    "before_publish": lambda report: spend.settle(report.epsilon),
+                    "after_publish": lambda: setattr(spend, "published", True),
+                }
                 report, private = _mdav_dp_on_engine(args, source, taxonomies, progress, common)
             else:
-                report, private = laplace_dp_dataset(
-                    source, args.output, unprotected=args.unprotected, progress=progress, **common
+                release = _public_release(
+                    args, method, source, columns, bounds, taxonomies, memory, progress
                 )
+                report, private = release.report, release.private
         report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, spend)
+
+
+def _public_release(
+    args: argparse.Namespace,
+    method: str,
+    source: Any,
+    columns: Any,
+    bounds: Any,
+    taxonomies: Any,
+    memory: int,
+    progress: Any,
+) -> Any:
+    """Run ``ir-dp`` or ``laplace`` on the engine that ``source`` belongs to, into OUTPUT."""
+    from dpfast.methods.ir_dp import ir_dp
+    from dpfast.methods.laplace_dp import laplace_dp
+
+    budget = args.spend if args.spend.file is not None else None
+    common: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "bounds": bounds,
+        "columns": columns,
+        "unprotected": args.unprotected,
+        "seed": args.seed,
+        "progress": progress,
+        "output": args.output,
+        "memory_limit": memory,
+        "budget": budget,
+    }
+    if method == "ir-dp":
+        return ir_dp(
+            source,
+            k=args.k,
+            taxonomies=taxonomies,
+            sensitivity=args.sensitivity,
+            linkage=args.linkage,
+            shuffle=args.shuffle,
+            n_threads=args.threads,
+            **common,
+        )
+    return laplace_dp(source, **common)
 
 
 def _mdav_dp_on_engine(
@@ -303,8 +322,8 @@ def _mdav_dp_on_engine(
 
 def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     """``individual-ranking`` out of core: the schema is optional, and nothing is spent."""
-    from dpfast.engines.outofcore._sources import SchemaCheckedSource
     from dpfast.engines.individual import individual_ranking_dataset
+    from dpfast.engines.outofcore._sources import SchemaCheckedSource
     from dpfast.schema import Schema
 
     with _spending(args, "individual-ranking"):
@@ -330,37 +349,6 @@ def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
             )
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, args.spend)
-
-
-def _release_on_cluster(
-    args: argparse.Namespace,
-    method: str,
-    source: Any,
-    progress: Any,
-    common: dict[str, Any],
-    taxonomies: Any,
-) -> tuple[Any, Any]:
-    """Release on Spark or Dask; the executors write the output, published after the hooks."""
-    import importlib
-
-    engine = importlib.import_module(f"dpfast.engines.{args.engine}")
-    hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
-    if method == "ir-dp":
-        data, report, private = getattr(engine, f"ir_dp_{args.engine}")(
-            source,
-            k=args.k,
-            taxonomies=taxonomies,
-            sensitivity=args.sensitivity,
-            n_threads=args.threads,
-            progress=progress,
-            **common,
-        )
-    else:
-        del common["memory_limit"]
-        laplace = getattr(engine, f"laplace_dp_{args.engine}")
-        data, report, private = laplace(source, progress=progress, **common)
-    engine.write_release(data, args.output, report, progress=progress, **hooks)
-    return report, private
 
 
 def _check_engine_paths(args: argparse.Namespace) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import perturb
 from dpfast._release import (
+    BudgetLike,
     EngineChoice,
     NumericColumn,
     Progress,
@@ -52,6 +53,7 @@ def laplace_dp(
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
     memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
 
@@ -110,6 +112,7 @@ def laplace_dp(
         memory_limit=memory_limit,
         progress=progress,
         metrics=metrics,
+        budget=budget,
     ) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)
@@ -121,6 +124,7 @@ def laplace_dp(
             domains, derived = check_bounds(
                 bounds, [c.name for c in protected], _ranges(run.engine, protected)
             )
+            run.reserve(epsilon, [c.name for c in protected])
         ledger = Ledger(epsilon)
         plans = [
             _plan(column, domains[column.name], epsilon, len(protected), run.n_rows)

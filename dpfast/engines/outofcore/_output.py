@@ -24,6 +24,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
@@ -87,14 +88,17 @@ class Output:
         self.tick = tick
         self.columns: dict[str, ScratchColumn] = {}
         self._directory: Path | None = None
+        self._lock = threading.Lock()
 
     @property
     def directory(self) -> Path:
         """The hidden scratch directory beside the output, made when first needed."""
-        if self._directory is None:
-            parent = self.target.parent if str(self.target.parent) else Path(".")
-            self._directory = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=parent))
-        return self._directory
+        with self._lock:  # columns run in threads
+            if self._directory is None:
+                parent = self.target.parent if str(self.target.parent) else Path(".")
+                made = tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=parent)
+                self._directory = Path(made)
+            return self._directory
 
     def path(self, name: Hashable, kind: str = "column") -> Path:
         """A column's scratch file of ``kind``: a digest, safe whatever the column's name."""
@@ -252,9 +256,10 @@ class Output:
 
     def close(self) -> None:
         """Remove the scratch directory, however the release ended."""
-        if self._directory is not None:
-            _remove_tree(self._directory)
-            self._directory = None
+        with self._lock:
+            if self._directory is not None:
+                _remove_tree(self._directory)
+                self._directory = None
 
     # -- helpers ------------------------------------------------------------------------
 

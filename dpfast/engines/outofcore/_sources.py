@@ -188,8 +188,19 @@ class SchemaCheckedSource:
 
     @property
     def schema(self) -> pa.Schema:
-        """The columns' Arrow types (before the casts)."""
-        return self._dataset.schema
+        """The columns' Arrow types as read: a declared numeric column's declared type.
+
+        ``"integer"`` columns are read as int64 and ``"float"`` ones as float64, as the
+        schema casts a table in memory (:meth:`dpfast.schema.Schema.check_table`).
+        """
+        declared = {"integer": pa.int64(), "float": pa.float64()}
+        fields = []
+        for field in self._dataset.schema:
+            spec = self._schema[field.name] if field.name in self._schema.names else None
+            if spec is not None and spec.is_numeric:
+                field = field.with_type(declared[spec.type])
+            fields.append(field)
+        return pa.schema(fields)
 
     @property
     def n_rows(self) -> int:

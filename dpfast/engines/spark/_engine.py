@@ -31,7 +31,8 @@ from dpfast.engines.outofcore import (
 )
 from dpfast.engines.spark._methods import memory_limit as configured_memory
 from dpfast.engines.spark._methods import read_in_order, scratch_directory
-from dpfast.engines.spark._rows import interrupt_in, quietly
+from dpfast.engines.spark._rows import quietly
+from dpfast.exceptions import interrupt_in
 from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._write import write_release
 
@@ -100,9 +101,7 @@ class SparkEngine(ClusterEngine):
 
     def groups_frame(self, parts: GeneratedParts) -> Any:
         session = self.cluster.session
-        schema = ", ".join(
-            f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in parts.columns
-        )
+        schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in parts.columns)
         generate = functools.partial(_generate, parts=parts, batch_rows=self.limits.batch_rows)
         with quietly():
             frame = session.range(parts.count, numPartitions=parts.count).mapInArrow(

@@ -337,24 +337,3 @@ def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     if len(batches) == 1:
         return batches[0]
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
-
-def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
-    """Return the ``KeyboardInterrupt`` that ``exc`` was raised in handling, if any.
-
-    Ctrl-C while pyspark collects a job's results raises ``KeyboardInterrupt`` (pyspark's
-    SIGINT handler cancels the jobs first), but pyspark then asks the JVM for the job's
-    result, which raises the job's cancellation in its place, with the interrupt as its
-    context: the caller must still see an interrupt.
-    """
-    found: list[BaseException] = [exc]
-    seen: set[int] = set()
-    while found:
-        error = found.pop()
-        if id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, KeyboardInterrupt):
-            return error
-        found += [e for e in (error.__cause__, error.__context__) if e is not None]
-    return None

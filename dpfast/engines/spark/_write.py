@@ -20,7 +20,8 @@ from dpfast.accounting import Report
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.base import Progress
 from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
-from dpfast.engines.spark._rows import interrupt_in, quietly
+from dpfast.engines.spark._rows import quietly
+from dpfast.exceptions import interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

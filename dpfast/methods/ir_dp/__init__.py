@@ -18,6 +18,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._release import (
+    BudgetLike,
     CategoricalColumn,
     EngineChoice,
     NumericColumn,
@@ -84,6 +85,7 @@ def ir_dp(
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
     memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
 
@@ -202,6 +204,7 @@ def ir_dp(
         memory_limit=memory_limit,
         progress=progress,
         metrics=metrics,
+        budget=budget,
     ) as run:
         with run.phase("validate"):
             args = _validate(
@@ -211,6 +214,7 @@ def ir_dp(
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
                 warn_unproven(guarantee[0])
+            run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
         source = noise_source(args.seed)
         with run.phase("plan"):
             plan = _plan(args, run.n_rows)
