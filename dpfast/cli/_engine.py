@@ -242,8 +242,7 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
             "columns": columns,
             "seed": args.seed,
             "memory_limit": memory,
-            "before_publish": lambda report: spend.settle(report.epsilon),
-            "after_publish": lambda: setattr(spend, "published", True),
+            "before_publish": spend.before_publish(schema),
         }
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
@@ -340,11 +339,11 @@ def _release_on_cluster(
     common: dict[str, Any],
     taxonomies: Any,
 ) -> tuple[Any, Any]:
-    """Release on Spark or Dask; the executors write the output, published after the hooks."""
+    """Release on Spark or Dask; the executors write the output, published after the hook."""
     import importlib
 
     engine = importlib.import_module(f"dpfast.engines.{args.engine}")
-    hooks = {name: common.pop(name) for name in ("before_publish", "after_publish")}
+    hooks = {"before_publish": common.pop("before_publish")}
     if method == "ir-dp":
         data, report, private = getattr(engine, f"ir_dp_{args.engine}")(
             source,
