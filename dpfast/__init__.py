@@ -10,8 +10,10 @@ from dpfast import datasets, metrics
 from dpfast._release import Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
+from dpfast.budget import BudgetEntry, BudgetFile, Reservation
 from dpfast.exceptions import (
     BudgetExceededError,
+    BudgetFileError,
     EpsilonRangeError,
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -31,7 +33,10 @@ from dpfast.methods.randomized_response import randomized_response
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
+    "BudgetEntry",
     "BudgetExceededError",
+    "BudgetFile",
+    "BudgetFileError",
     "Cut",
     "CutColumn",
     "DiffGenRelease",
@@ -44,6 +49,7 @@ __all__ = [
     "PrivateReport",
     "Release",
     "Report",
+    "Reservation",
     "Taxonomy",
     "TaxonomyError",
     "UnprovenReleaseWarning",

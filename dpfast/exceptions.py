@@ -8,7 +8,15 @@ class DPFastError(Exception):
 
 
 class BudgetExceededError(DPFastError, ValueError):
-    """A step would spend more privacy budget than the ledger has left."""
+    """A step would spend more privacy budget than the ledger or the budget file has left."""
+
+
+class BudgetFileError(DPFastError, ValueError):
+    """A budget file that cannot be used as asked (:mod:`dpfast.budget`).
+
+    It is missing or not a budget file, or an entry cannot change as asked: a committed
+    spend is never cleared, a running release's reservation only with ``force``.
+    """
 
 
 class EpsilonRangeError(DPFastError, ValueError):

@@ -22,6 +22,7 @@ LAYERS = {
     "_kernels": 1,
     "_validation": 2,
     "io": 3,
+    "_private_files": 3,
     "schema": 3,
     "taxonomy": 3,
     "accounting": 4,

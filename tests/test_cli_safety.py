@@ -182,8 +182,9 @@ def test_demo_refuses_an_existing_release_unless_forced(
 
 # -- SIGTERM -----------------------------------------------------------------------------------
 
-# Runs the CLI with os.replace slowed down at its Nth call (1: the data, 2: the public report),
-# after a marker file says that the temporary file is complete.
+# Runs the CLI with os.replace slowed down at its Nth call (1: the data, complete, to its
+# hidden unpublished name; 2: its publication; 3: the public report), after a marker file says
+# that the temporary file is complete.
 _SLOW_WRITER = """
 import os, sys, time
 from pathlib import Path
@@ -200,36 +201,54 @@ sys.exit(cli.main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("stage", [1, 2], ids=["while writing the data", "while writing a report"])
-def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage: int) -> None:
+def cli_process(script: str, args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """Start ``python -c script ARGS...`` in ``cwd``, importing this checkout's dpfast."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DPFAST_DEBUG", None)
-    argv = with_output(WRITERS["laplace"], "out.parquet")
-    process = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_SLOW_WRITER), str(stage), *argv],
-        cwd=workdir,
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def wait_for(marker: Path, process: subprocess.Popen[str], timeout: float = 240) -> None:
+    """Wait until ``process`` makes ``marker``; fail if it ends first or takes too long."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"the process never made {marker.name}"
+        time.sleep(0.05)
+
+
+def stopped(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
+    """Send ``signum`` to ``process``; return its exit code and stderr once it ends."""
     try:
-        deadline = time.monotonic() + 240
-        while not (workdir / "marker").exists():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the release never reached its write"
-            time.sleep(0.05)
-        temporary = Path(workdir / "marker").read_text()
-        assert Path(temporary).exists()  # the test interrupts a write in progress
-        assert (workdir / "out.parquet").exists() == (stage == 2)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 143, err
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("stage", [1, 3], ids=["while writing the data", "while writing a report"])
+def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage: int) -> None:
+    argv = with_output(WRITERS["laplace"], "out.parquet")
+    process = cli_process(_SLOW_WRITER, [str(stage), *argv], workdir)
+    try:
+        wait_for(workdir / "marker", process)
+        temporary = Path(workdir / "marker").read_text()
+        assert Path(temporary).exists()  # the test interrupts a write in progress
+        assert (workdir / "out.parquet").exists() == (stage == 3)
+    finally:
+        code, err = stopped(process, signal.SIGTERM)
+    assert code == 143, err
     assert err.splitlines()[-1] == "dpfast: terminated (SIGTERM)"
     assert "Traceback" not in err
     left = sorted(p.name for p in workdir.iterdir())

@@ -382,6 +382,39 @@ def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tm
     assert len(client.scheduler_info()["workers"]) == 2  # the module's cluster is untouched
 
 
+def test_cli_on_dask_commits_the_budget_before_the_workers_output_is_published(
+    client, tmp_path, monkeypatch
+):
+    from dpfast import cli
+    from dpfast.budget import BudgetFile, Reservation
+    from tests.test_budget import STEPS, _interrupt_at, assert_never_refunded_when_visible
+
+    files = _write_files(_table(50), tmp_path / "in", [20])
+    args = [*_cli_args(tmp_path, files), "--scheduler", client.scheduler.address, "--quiet"]
+    for step in STEPS:
+        budget, output = tmp_path / f"{step}.json", tmp_path / step.replace(" ", "-")
+        BudgetFile.create(budget, EPSILON)
+        before = budget.read_bytes()
+        with monkeypatch.context() as patch:
+            _interrupt_at(patch, step, output)
+            got = cli.main([*args, "-o", str(output), "--budget", str(budget)])
+        assert got == 130, step
+        assert_never_refunded_when_visible(output, budget, before, step, EPSILON)
+    seen, real = [], Reservation.commit
+
+    def commit(self, report):
+        seen.append(output.exists())  # published yet?
+        return real(self, report)
+
+    monkeypatch.setattr(Reservation, "commit", commit)
+    BudgetFile.create(tmp_path / "b.json", EPSILON)
+    output = tmp_path / "out"
+    assert cli.main([*args, "-o", str(output), "--budget", str(tmp_path / "b.json")]) == 0
+    assert seen == [False] and output.is_dir()
+    (entry,) = BudgetFile(tmp_path / "b.json").entries()
+    assert (entry.status, entry.epsilon, entry.guarantee_level) == ("committed", EPSILON, "proven")
+
+
 def test_cli_refuses_dask_options_it_cannot_run(tmp_path, capsys):
     from dpfast import cli
 

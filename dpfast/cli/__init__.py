@@ -64,7 +64,7 @@ _GROUPS = (
     ),
     (
         "budget",
-        "a dataset's persistent privacy budget (dpfast budget init / show)",
+        "a dataset's persistent privacy budget (dpfast budget init / show / clear)",
         "Budget files: the total epsilon allowed for a dataset, and every spend.",
         _budget_command.COMMANDS,
     ),

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -495,23 +496,53 @@ def write_release(
     *,
     delimiter: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    before_publish: Callable[[Any], None] | None = None,
 ) -> tuple[str, str]:
     """Write the data and its two reports, each atomically; never leave one without the others.
 
+    The data is written whole to a hidden file beside ``output``; ``before_publish(report)``
+    (the budget's commit) runs then, before it is renamed into place and the reports are
+    written. A failure or an interrupt before the rename leaves ``output`` as it was; one
+    after it removes the output again (its spend, committed, stays spent).
     ``delimiter`` replaces the separator of a CSV or TSV output; ``progress`` is called as
     the data is written. Returns the paths of the public and the private report.
     """
-    from dpfast.io import write_table_atomic
+    from dpfast.io import output_format, write_table_atomic
 
-    write_table_atomic(data, output, delimiter=delimiter, progress=progress)
-    return write_reports(report, private, output)
+    target = Path(output)
+    descriptor, unpublished = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=f".unpublished.{output_format(target)}", dir=target.parent
+    )
+    os.close(descriptor)
+    shown = None if progress is None else _renamed(progress, f"writing {target.name}")
+    try:
+        write_table_atomic(data, unpublished, delimiter=delimiter, progress=shown)
+        if before_publish is not None:
+            before_publish(report)
+        os.replace(unpublished, target)
+        return write_reports(report, private, output)
+    except BaseException:
+        if os.path.lexists(unpublished):
+            Path(unpublished).unlink()
+        else:  # renamed into place: take it back, as write_reports does
+            target.unlink(missing_ok=True)
+        raise
+
+
+def _renamed(
+    progress: Callable[[str, int, int], None], phase: str
+) -> Callable[[str, int, int], None]:
+    """Return ``progress`` showing every phase as ``phase``."""
+    return lambda _, done, total: progress(phase, done, total)
 
 
 def write_reports(report: Any, private: Any, output: str | os.PathLike[str]) -> tuple[str, str]:
     """Write both reports of the published ``output``; remove all three if one fails.
 
+    The private report is readable by its owner only (0600), whatever the umask.
     Returns the paths of the public and the private report.
     """
+    from dpfast._private_files import write_private_text
     from dpfast.io import write_json_atomic
 
     public_path, private_path = report_paths(output)
@@ -519,7 +550,7 @@ def write_reports(report: Any, private: Any, output: str | os.PathLike[str]) -> 
     try:
         write_json_atomic(report.to_dict(), public_path)
         written.append(public_path)
-        write_json_atomic(private.to_dict(), private_path)
+        write_private_text(private.to_json() + "\n", private_path)
     except BaseException:
         for path in written:
             Path(path).unlink(missing_ok=True)
@@ -555,9 +586,7 @@ def _n_rows(data: Any) -> int:
 
 def _finish(args: argparse.Namespace, release: Any) -> int:
     report = release.report
-    spend = getattr(args, "spend", None)
-    if spend is not None:
-        spend.settle(report.epsilon)  # recorded before the output is published
+    spend = args.spend
     with _delayed_progress(args) as progress:
         public_path, private_path = write_release(
             release.data,
@@ -566,9 +595,8 @@ def _finish(args: argparse.Namespace, release: Any) -> int:
             args.output,
             delimiter=_output_delimiter(args),
             progress=progress,
+            before_publish=spend.commit,  # final before the data is renamed into place
         )
-    if spend is not None:
-        spend.published = True
     return _summary(args, report, public_path, private_path, _n_rows(release.data), spend)
 
 
@@ -600,8 +628,8 @@ def _summary(
         )
     if report.guarantee_level not in ("proven", "protected_only"):
         lines.append(f"why: {report.guarantee}")
-    if spend is not None and spend.file is not None:
-        left = spend.file.remaining()
+    if spend is not None and spend.reservation is not None:
+        left = spend.reservation.budget.remaining()
         lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
     print("\n".join(lines))
     return 0
@@ -617,16 +645,15 @@ def _budget_argument(parser: argparse.ArgumentParser) -> None:
 
 
 class _Spend:
-    """A release's spend from ``--budget FILE`` (see :mod:`dpfast.budget`).
+    """A release's spend from ``--budget FILE`` (:mod:`dpfast.budget`).
 
-    Reserved before any work, settled before the output is published, cancelled if the
-    output never is.
+    Reserved before any work (``--epsilon`` checked first), committed before the output
+    is published (then final), abandoned if it never is.
     """
 
     def __init__(self, args: argparse.Namespace, method: str) -> None:
-        self.file: Any = None
-        self.entry = -1
-        self.published = False
+        self.args = args
+        self.reservation: Any = None
         path = getattr(args, "budget", None)
         if path is None:
             return
@@ -638,41 +665,78 @@ class _Spend:
             )
         from dpfast.budget import BudgetFile
 
-        self.file = BudgetFile(path)
-        self.entry = self.file.reserve(epsilon, method=method, output=str(args.output))
+        columns = getattr(args, "columns", None)
+        if columns is None and getattr(args, "column", None) is not None:
+            columns = [args.column]
+        self.reservation = BudgetFile(path).reserve(
+            epsilon, method=method, output=os.path.abspath(args.output), columns=columns
+        )
 
-    def settle(self, epsilon: float | None) -> None:
-        if self.file is not None:
-            self.file.settle(self.entry, 0.0 if epsilon is None else epsilon)
+    def commit(self, report: Any) -> None:
+        """Make the spend final, with the release's report; call before publishing."""
+        if self.reservation is not None:
+            self.reservation.commit(report)
 
-    def cancel(self) -> None:
-        if self.file is not None and not self.published:
-            self.file.cancel(self.entry)
+    def before_publish(self, schema: Any) -> Callable[[Any], None]:
+        """Return an engine's ``before_publish`` hook: commit with the report as written.
 
-    # the budget of a release function (dpfast._release.BudgetLike): the command reserved
-    # its epsilon when it started; the release commits it before its output is visible
+        The report is labelled as :func:`_mark_from_data` will label it, so that the entry
+        records the guarantee the reports state.
+        """
 
-    def reserve(self, epsilon: float, *, method: str, output: Any, columns: Any) -> _Spend:
+        def commit(report: Any) -> None:
+            if schema is not None:
+                report = _from_data(report, schema, self.args)[0]
+            self.commit(report)
+
+        return commit
+
+    def abandon(self) -> None:
+        """Give back a reservation that was not committed (nothing was published)."""
+        if self.reservation is not None:
+            self.reservation.abandon()
+
+    def budget(self, schema: Any) -> Any:
+        """Return the budget a release function spends from, or None without ``--budget``.
+
+        The command reserved the epsilon when it started; the release commits it, with the
+        report as written, before its output is visible. What it does not commit, the
+        command abandons.
+        """
+        if self.reservation is None:
+            return None
+        return _Reserved(self.before_publish(schema))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reserved:
+    """The command's reservation, as a release function's budget (``BudgetLike``)."""
+
+    committed: Callable[[Any], None]
+
+    def reserve(self, epsilon: float, *, method: str, output: Any, columns: Any) -> _Reserved:
         return self
 
     def commit(self, report: Any) -> None:
-        self.settle(report.epsilon)
-        self.published = True  # final: never given back
+        self.committed(report)
 
     def abandon(self) -> None:
-        self.cancel()
+        pass  # the command abandons what was not committed (_spending)
 
 
 @contextlib.contextmanager
 def _spending(args: argparse.Namespace, method: str) -> Iterator[None]:
-    """Run a release command under its ``--budget`` reservation (if any)."""
+    """Run a release command under its ``--budget`` reservation (if any).
+
+    However the command ends, a reservation it did not commit is abandoned: its output
+    was never published.
+    """
     spend = _Spend(args, method)
     args.spend = spend
     try:
         yield
-    except BaseException:
-        spend.cancel()
-        raise
+    finally:
+        spend.abandon()
 
 
 def _run_release(
@@ -700,9 +764,19 @@ def _release_and_finish(
 
 def _mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:
     """Label a release that used schema values marked ``"from_data"`` as not private."""
+    marked, text = _from_data(report, schema, args)
+    if text is not None:
+        from dpfast.exceptions import PrivacyLeakWarning
+
+        warnings.warn(text, PrivacyLeakWarning, stacklevel=2)
+    return marked
+
+
+def _from_data(report: Any, schema: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
+    """Return the report :func:`_mark_from_data` writes, and its label (None: unchanged)."""
     marked = schema.from_data(report.protected_columns)
     if not marked:
-        return report
+        return report, None
     fields = "; ".join(f"{column}: {', '.join(keys)}" for column, keys in marked.items())
     text = (
         f"NOT differentially private: {args.schema} marks values taken from the data "
@@ -710,10 +784,7 @@ def _mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:
         "no epsilon covers that. Replace them with public values and remove "
         f'"from_data". Without them: {report.guarantee}'
     )
-    from dpfast.exceptions import PrivacyLeakWarning
-
-    warnings.warn(text, PrivacyLeakWarning, stacklevel=2)
-    return dataclasses.replace(report, guarantee=text, guarantee_level="none")
+    return dataclasses.replace(report, guarantee=text, guarantee_level="none"), text
 
 
 def _schema_taxonomies(schema: Any, columns: Sequence[str] | None = None) -> dict[Hashable, Any]:

@@ -26,7 +26,8 @@ examples:
   dpfast compare people.csv noisy.csv --schema s.json -o report.html --linked
       (laplace --unprotected keep: row i of the release is row i of the original)
 
-The page is PRIVATE: it is computed from the original data. It holds per-column plots
+The page is PRIVATE: it is computed from the original data, and written readable by its
+owner only (mode 0600, whatever the umask). It holds per-column plots
 (histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
 divergence, variance variation, summaries), the noise scale of each column against its
 public domain, and the clamping counts. It reads RELEASED.public-report.json and
@@ -127,7 +128,7 @@ def _read(path: str, args: argparse.Namespace) -> Any:
 
 def _compare(args: argparse.Namespace) -> int:
     from dpfast import compare
-    from dpfast.io import write_text_atomic
+    from dpfast._private_files import write_private_text
     from dpfast.schema import Schema
 
     _check_output(args)
@@ -162,7 +163,7 @@ def _compare(args: argparse.Namespace) -> int:
             "private report": private_path,
         },
     )
-    write_text_atomic(page, args.output)
+    write_private_text(page, args.output)  # for the data holder only: 0600
     missing = [
         name for name, report in (("public", public), ("private", private)) if report is None
     ]

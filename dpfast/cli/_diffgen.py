@@ -184,8 +184,7 @@ def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
                 microdata=args.microdata,
                 memory_limit=memory,
                 progress=progress,
-                before_publish=lambda report: spend.settle(report.epsilon),
-                after_publish=lambda: setattr(spend, "published", True),
+                before_publish=spend.before_publish(schema),
                 **options,
             )
         for note in report.notes:

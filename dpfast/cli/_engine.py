@@ -244,13 +244,12 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
                     "columns": columns,
                     "seed": args.seed,
                     "memory_limit": memory,
-                    "before_publish": lambda report: spend.settle(report.epsilon),
-                    "after_publish": lambda: setattr(spend, "published", True),
+                    "before_publish": spend.before_publish(schema),
                 }
                 report, private = _mdav_dp_on_engine(args, source, taxonomies, progress, common)
             else:
                 release = _public_release(
-                    args, method, source, columns, bounds, taxonomies, memory, progress
+                    args, method, source, columns, bounds, taxonomies, memory, progress, schema
                 )
                 report, private = release.report, release.private
         report = _mark_from_data(report, schema, args)
@@ -267,12 +266,13 @@ def _public_release(
     taxonomies: Any,
     memory: int,
     progress: Any,
+    schema: Any,
 ) -> Any:
     """Run ``ir-dp`` or ``laplace`` on the engine that ``source`` belongs to, into OUTPUT."""
     from dpfast.methods.ir_dp import ir_dp
     from dpfast.methods.laplace_dp import laplace_dp
 
-    budget = args.spend if args.spend.file is not None else None
+    budget = args.spend.budget(schema)
     common: dict[str, Any] = {
         "epsilon": args.epsilon,
         "bounds": bounds,

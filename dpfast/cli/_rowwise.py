@@ -61,8 +61,7 @@ def release_rowwise(args: argparse.Namespace, method: str, memory: int) -> int:
             "seed": args.seed,
             "memory_limit": memory,
             "n_threads": args.threads,
-            "before_publish": lambda report: spend.settle(report.epsilon),
-            "after_publish": lambda: setattr(spend, "published", True),
+            "before_publish": spend.before_publish(schema),
         }
         with _delayed_progress(args) as progress:
             if method == "k-noise":
