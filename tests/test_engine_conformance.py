@@ -56,7 +56,6 @@ from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import DASK_RELEASES, SPARK_RELEASES, EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.diffgen import diffgen_dataset
-from dpfast.engines.individual import individual_ranking_dataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
 from dpfast.exceptions import UnprovenReleaseWarning
@@ -225,7 +224,7 @@ CASES = [
     Case(
         "individual_ranking",
         dpfast.individual_ranking,
-        individual_ranking_dataset,
+        None,
         ("age", "share", "tiny", "small", "note"),
         {"k": K, "columns": ["age", "share", "tiny", "small"]},
         keeps_order=True,

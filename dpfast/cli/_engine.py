@@ -322,31 +322,29 @@ def _mdav_dp_on_engine(
 
 def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     """``individual-ranking`` out of core: the schema is optional, and nothing is spent."""
-    from dpfast.engines.individual import individual_ranking_dataset
     from dpfast.engines.outofcore._sources import SchemaCheckedSource
+    from dpfast.methods.individual_ranking import individual_ranking
     from dpfast.schema import Schema
 
     with _spending(args, "individual-ranking"):
         source: Any = dataset_source(args)
-        columns, integer = args.columns, None
+        columns = args.columns
         if args.schema is not None:
             schema = Schema.from_json(args.schema)
             source = SchemaCheckedSource(source, schema)
             check_schema_for(args, "individual-ranking", schema)
             if columns is None:
                 columns = schema.protected_numeric()
-            declared = [c for c in columns if c in schema.names]
-            integer = {c: schema[c].type == "integer" for c in declared}
         with _delayed_progress(args) as progress:
-            report, private = individual_ranking_dataset(
+            release = individual_ranking(
                 source,
-                args.output,
                 k=args.k,
                 columns=columns,
-                integer=integer,
+                output=args.output,
                 memory_limit=memory,
                 progress=progress,
             )
+        report, private = release.report, release.private
         public_path, private_path = write_reports(report, private, args.output)
     return _summary(args, report, public_path, private_path, source.n_rows, args.spend)
 

@@ -245,7 +245,6 @@ register("dask", "dpfast.engines.dask", "DaskEngine", _is_dask)
 #: method joins with one line here, and two at the top of its public function
 #: (``if is_spark_frame(data): return on_spark("name", locals())``, from dpfast._release).
 SPARK_RELEASES = {
-    "individual_ranking": "individual_ranking_frame",
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
@@ -271,7 +270,6 @@ def spark_release(method: str) -> Callable[..., Any]:
 #: The Dask release of each public function that runs on Dask, by the function's name, as
 #: :data:`SPARK_RELEASES` (``if is_dask_frame(data): return on_dask("name", locals())``).
 DASK_RELEASES = {
-    "individual_ranking": "individual_ranking_frame",
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",

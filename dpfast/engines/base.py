@@ -256,6 +256,15 @@ class Engine(ABC):
         """
 
     @abstractmethod
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        """Release each row's rank-group value at the row's own place, in the input order.
+
+        Rows are ranked by (value, row); ``values(sums)`` gets every rank group's float
+        sum, its values added one by one in rank order (the remainder in the last group),
+        and gives every group's released value.
+        """
+
+    @abstractmethod
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         """Release columns ``names`` unchanged: output row ``r`` holds input row ``order[r]``.
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast._validation import (
     all_finite,
@@ -248,6 +249,16 @@ class MemoryEngine(Engine):
         ranking.scatter_groups(packed, grid.index_bits, k, group_values, out)
         self.released[column.name] = column.restore_dtype(out)
         return group_values, int(clamped)
+
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        n = self.n_rows
+        order = np.argsort(column.values, kind="stable")
+        sums = np.zeros(n // k, dtype=np.float64)
+        outofcore_kernels.add_float_group_sums(column.values[order], 0, k, sums)
+        group_values = values(sums)
+        out = np.empty(n, dtype=np.float64)
+        out[order] = group_values[np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)]
+        self.released[column.name] = column.restore_dtype(out)
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)

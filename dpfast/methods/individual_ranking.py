@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpfast._release import Progress, Release, TableRun, numeric_columns
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import check_k_anonymity
-from dpfast.partitions.ranking import group_means
+from dpfast._release import EngineChoice, Progress, Release, open_run
+from dpfast._validation import check_columns, check_k_anonymity
 
 
 def individual_ranking(
@@ -20,6 +20,9 @@ def individual_ranking(
     columns: Sequence[Hashable] | None = None,
     metrics: bool = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """Individual-ranking microaggregation without noise. Not differentially private.
 
@@ -59,27 +62,55 @@ def individual_ranking(
     >>> individual_ranking(np.array([[1.0], [9.0], [2.0], [8.0]]), k=2).data.ravel().tolist()
     [1.5, 8.5, 1.5, 8.5]
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("individual_ranking", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("individual_ranking", locals())  # type: ignore[no-any-return]
-    run = TableRun("individual_ranking", data, progress)
-    with run.phase("validate"):
-        k = check_k_anonymity(k, run.table.n_rows, "individual ranking")
-        protected = numeric_columns(run.table, columns)
-    with run.phase("microaggregation"):
-        for i, column in enumerate(protected):
-            means = group_means(column.values, k)
-            run.keep(column, np.rint(means) if column.integer else means)
-            run.tick("microaggregation", i + 1, len(protected))
-    result = run.assemble()
-    return run.finish(
-        result,
-        parameters={"k": k, "remainder": "last group"},
-        guarantee=(
-            "NOT differentially private: values are replaced by exact group means of the "
-            f"original data (groups of at least {k} per column), with no noise.",
-            "none",
-        ),
-        metrics=run.metrics(protected) if metrics else None,
-    )
+    with open_run(
+        "individual_ranking",
+        data,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        metrics=metrics,
+    ) as run:
+        n = run.n_rows
+        with run.phase("validate"):
+            k = check_k_anonymity(k, n, "individual ranking")
+            selected = check_columns(columns, run.engine.names)
+            protected = run.engine.numeric_columns(selected, categorical=False)
+            needed = (n // k) * 8 * 3
+            memory = run.engine.column_memory(1, n_threads=1, held_bytes=needed)
+            if needed > memory:
+                raise ValueError(
+                    f"{n:,} rows with k={k} make {n // k:,} rank groups per column, whose "
+                    f"means need {needed:,} bytes, more than the memory limit; raise the "
+                    "memory limit or k"
+                )
+        with run.phase("microaggregation"):
+            for i, column in enumerate(protected):
+                run.engine.write_ranked(column, k, GroupMeans(n, k, column.integer))
+                run.keep(column.name)
+                run.tick("microaggregation", i + 1, len(protected))
+        return run.finish(
+            parameters={"k": k, "remainder": "last group"},
+            guarantee=(
+                "NOT differentially private: values are replaced by exact group means of the "
+                f"original data (groups of at least {k} per column), with no noise.",
+                "none",
+            ),
+            metrics=run.metrics(protected) if metrics else None,
+        )
+
+
+@dataclass(frozen=True)
+class GroupMeans:
+    """Every rank group's mean from its float sum (rounded for an integer column)."""
+
+    n: int
+    k: int
+    integer: bool
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        """Return the groups' means: ``k`` rows each, the remainder in the last group."""
+        sizes = np.full(sums.shape[0], self.k, dtype=np.int64)
+        sizes[-1] = self.n - self.k * (sums.shape[0] - 1)
+        means = sums / sizes
+        return np.rint(means) if self.integer else means

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dpfast.engines.dask._dispatch import (
     diffgen_frame,
-    individual_ranking_frame,
     k_noise_frame,
     k_pram_frame,
     mdav_dp_frame,
@@ -41,7 +40,6 @@ __all__ = [
     "DaskSource",
     "check_dask_output",
     "diffgen_frame",
-    "individual_ranking_frame",
     "ir_dp_dask",
     "ir_dp_frame",
     "k_noise_frame",

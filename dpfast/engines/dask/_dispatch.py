@@ -19,7 +19,6 @@ from dpfast.engines.dask._methods import run_on_client
 
 __all__ = [
     "diffgen_frame",
-    "individual_ranking_frame",
     "k_noise_frame",
     "k_pram_frame",
     "mdav_dp_frame",
@@ -41,22 +40,6 @@ def _common(bounds: Any, metrics: Any, found: list[str]) -> None:
         found.append(f"bounds={bounds!r} (give public bounds per column)")
     if metrics:
         found.append("metrics=True")
-
-
-def individual_ranking_frame(
-    data: Any,
-    *,
-    k: int,
-    columns: Sequence[Hashable] | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.individual_ranking` of a Dask DataFrame (passes on the workers)."""
-    from dpfast.engines.individual import individual_ranking_dataset
-
-    _refuse("individual_ranking", ["metrics=True"] if metrics else [])
-    release = individual_ranking_dataset
-    return Release(*run_on_client(release, data, k=k, columns=columns, progress=progress))
 
 
 def randomized_response_frame(

@@ -289,6 +289,9 @@ class OutOfCoreEngine(Engine):
         passes = self._passes(column.name)
         return self.out.linked_numeric(column, grid, k, key, values, self._limits(), passes)
 
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        self.out.ranked_floats(column, k, values, self._limits(), self._passes(column.name))
+
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))

@@ -43,6 +43,7 @@ from dpfast.engines.outofcore._passes import (
     Limits,
     category_ranks,
     numeric_values,
+    rank_floats,
     rank_numeric,
 )
 from dpfast.engines.outofcore._placement import ArrowFile, Placer, raw_sink
@@ -206,6 +207,29 @@ class Output:
             close()
         self._register(column)
         return codes
+
+    def ranked_floats(
+        self,
+        column: NumericColumn,
+        k: int,
+        values: GroupValues,
+        limits: Limits,
+        tick: Callable[[int], None],
+    ) -> None:
+        """Rank the rows by (value, row); give each its group's value at its own place.
+
+        Every rank group's sum is added up in rank order, one value at a time (the float
+        additions of the in-memory release, in its order, so the sums are the same bit for
+        bit), on order-preserving ``uint64`` images of the floats.
+        """
+        ranked = self.path(column.name, "ranked")
+        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            sums = rank_floats(self.source, column, k, limits, fd, tick)
+        finally:
+            os.close(fd)
+        self._place_ranked(column.name, ranked, values(sums), k, None, limits)
+        self._numeric(column)
 
     def copied(self, name: str, key: np.ndarray | None, limits: Limits) -> None:
         """Place one column unchanged, of any Arrow type, into an Arrow file in output order.

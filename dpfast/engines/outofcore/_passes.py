@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast.engines.base import CategoricalColumn, NumericColumn
-from dpfast.engines.outofcore._ranks import RankPasses
+from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
@@ -487,3 +487,45 @@ def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
         indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
     )
     return np.asarray(taxonomy.rank, dtype=np.int64)[np.asarray(codes, dtype=np.int64)]
+
+
+def rank_floats(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    k: int,
+    limits: Limits,
+    fd: int,
+    tick: Callable[[int], None],
+) -> np.ndarray:
+    """Rank a column's rows by (value, row), writing them to ``fd`` in rank order.
+
+    Returns every rank group's float sum, its values added one by one in rank order.
+    """
+    sums = np.zeros(dataset.n_rows // k, dtype=np.float64)
+    passes = [0]
+
+    def step() -> None:
+        passes[0] += 1
+        tick(passes[0])
+
+    def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
+        outofcore_kernels.add_float_group_sums(float_values(sorted_keys), first_rank, k, sums)
+
+    def on_run(key: int, count: int, first_rank: int) -> None:
+        value = float(float_values(np.array([key], dtype=np.uint64))[0])
+        outofcore_kernels.add_float_run(value, count, first_rank, k, sums)
+
+    keys = _FloatKeys(column)
+    ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
+    ranks.rank(2**64, fd, on_sorted, on_run)
+    return sums
+
+
+@dataclass(frozen=True)
+class _FloatKeys:
+    """A batch of a numeric column as order-preserving ``uint64`` keys (nothing counted)."""
+
+    column: NumericColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
+        return float_keys(numeric_values(array, self.column, first_row)), 0

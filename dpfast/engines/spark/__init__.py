@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dpfast.engines.spark._dispatch import (
     diffgen_frame,
-    individual_ranking_frame,
     k_noise_frame,
     k_pram_frame,
     mdav_dp_frame,
@@ -43,7 +42,6 @@ __all__ = [
     "SparkSource",
     "check_spark_output",
     "diffgen_frame",
-    "individual_ranking_frame",
     "k_noise_frame",
     "k_pram_frame",
     "local_session",
