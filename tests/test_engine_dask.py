@@ -16,13 +16,14 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import on_engine
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 
 import cloudpickle
 import dask.dataframe as dd
 
-from dpfast.engines.dask import DaskSource, ir_dp_dask, laplace_dp_dask, write_release
+from dpfast.engines.dask import DaskSource, write_release
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 EPSILON, SEED = 8.0, 11
@@ -148,7 +149,7 @@ def test_laplace_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions)
 
 def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
     # four parts per slot, each at most max(PART_BYTES, memory_limit / 4) of values
-    from dpfast.engines.spark._release import PART_BYTES, PART_ROWS, output_part_rows
+    from dpfast.engines.outofcore import PART_BYTES, PART_ROWS, output_part_rows
 
     assert output_part_rows(1000, 3, 2) == PART_ROWS  # small: one part
     assert output_part_rows(10_000_000, 10, 2) == 1_250_000  # four parts per task slot
@@ -178,7 +179,9 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
     if part_rows == 1 << 20:
         got = dpfast.ir_dp(frame, **args)
     else:  # output parts cutting the permutation's buckets
-        got = dpfast.Release(*ir_dp_dask(frame, part_rows=part_rows, batch_rows=64, **args))
+        got = dpfast.Release(
+            *on_engine("dask", dpfast.ir_dp, frame, part_rows=part_rows, batch_rows=64, **args)
+        )
         assert got.data.npartitions == -(-len(table) // part_rows)
         # the group values are one node of the graph, not a copy in every task
         keys = [str(key) for key in dict(got.data.__dask_graph__())]
@@ -188,14 +191,14 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
 
 def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
     from dpfast.engines.dask import _write
-    from dpfast.engines.spark._release import generated_parts
+    from dpfast.engines.outofcore import generated_parts
 
     table = _table()
     table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type
     taxonomy = {"c": [f"c{i}" for i in range(5)]}  # a flat list of leaves
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "seed": SEED, "taxonomies": taxonomy}
     frame = dd.from_pandas(table[["a", "b", "c"]], npartitions=3)
-    data, report, _ = ir_dp_dask(frame, part_rows=700, **args)
+    data, report, _ = on_engine("dask", dpfast.ir_dp, frame, part_rows=700, **args)
     parts = generated_parts(data)
     assert parts is not None and parts.count == 5
     assert generated_parts(data[["a", "c"]]) is None  # a transformed frame: its partitions
@@ -225,9 +228,18 @@ def test_parquet_files_release_as_in_memory(client, tmp_path, batch_rows):
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = DaskSource.from_parquet(files)
     common = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    got = laplace_dp_dask(source, batch_rows=batch_rows, **common)
+    got = on_engine("dask", dpfast.laplace_dp, source, batch_rows=batch_rows, **common)
     _assert_same_release(dpfast.Release(*got), dpfast.laplace_dp(table, **common))
-    got = ir_dp_dask(source, k=7, memory_limit=60_000, n_threads=2, batch_rows=batch_rows, **common)
+    got = on_engine(
+        "dask",
+        dpfast.ir_dp,
+        source,
+        k=7,
+        memory_limit=60_000,
+        n_threads=2,
+        batch_rows=batch_rows,
+        **common,
+    )
     _assert_same_release(dpfast.Release(*got), dpfast.ir_dp(table, k=7, **common))
 
 
@@ -282,7 +294,7 @@ def test_a_worker_killed_mid_run_gives_the_same_release(client, tmp_path):
     # read 1 counts the rows, 2 and 3 are the columns' passes, 4 is the write: kill in 3
     flaky = frame.map_partitions(_killing, str(calls), 1500, 3, meta=frame._meta)
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    data, report, private = laplace_dp_dask(flaky, **args)
+    data, report, private = on_engine("dask", dpfast.laplace_dp, flaky, **args)
     write_release(data, tmp_path / "out", report)
     assert len(os.listdir(calls)) >= 4  # the killed read was run again
     expected = dpfast.laplace_dp(table, **args)
@@ -334,7 +346,7 @@ def test_the_written_release_reads_back_in_row_order(client, tmp_path):
     table = _table()
     frame = dd.from_pandas(table, npartitions=12)  # part names must sort in row order
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    data, report, _ = laplace_dp_dask(frame, **args)
+    data, report, _ = on_engine("dask", dpfast.laplace_dp, frame, **args)
     calls = []
     write_release(data, tmp_path / "out", report, progress=lambda *call: calls.append(call))
     got = ParquetDataset.open(tmp_path / "out")
@@ -487,7 +499,9 @@ def test_adult_with_a_categorical_column_is_the_in_memory_release(
     }
     expected = dpfast.ir_dp(adult_table, **args)
     frame = dd.from_pandas(adult_table, npartitions=partitions)
-    got = ir_dp_dask(
+    got = on_engine(
+        "dask",
+        dpfast.ir_dp,
         frame,
         memory_limit=memory_limit,
         n_threads=2,

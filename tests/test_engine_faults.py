@@ -55,8 +55,9 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore import _legacy as outofcore
-from dpfast.engines.outofcore._sources import ParquetDataset
 from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import on_engine
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 COLUMNS = ["a", "b"]
@@ -520,7 +521,6 @@ def on_spark(spark, tmp_path_factory):
     Returns the table, the faults (disarmed) and the release: its lazy frame of the
     executors, computed again (with its faults) by every write.
     """
-    from dpfast.engines.spark import laplace_dp_spark
 
     table = _table(20_000)
     faults = _Faults(tmp_path_factory.mktemp("spark") / "faults")
@@ -530,7 +530,9 @@ def on_spark(spark, tmp_path_factory):
             faults.arm(1, "kill")
 
     frame = faults.frame(_spark_frame(spark, table))
-    data, report, private = laplace_dp_spark(frame, progress=progress, **_laplace_args())
+    data, report, private = on_engine(
+        "spark", dpfast.laplace_dp, frame, progress=progress, **_laplace_args()
+    )
     hits = faults.hits
     faults.arm(0, "kill")
     return table, faults, (data, report, private), hits
@@ -597,13 +599,12 @@ def test_an_interrupt_during_a_pass_on_spark_is_an_interrupt(spark, tmp_path):
 
 
 def test_an_interrupt_during_a_pass_of_an_engine_function_is_an_interrupt(spark, tmp_path):
-    from dpfast.engines.spark import laplace_dp_spark
 
     faults = _Faults(tmp_path / "faults")
     faults.arm(1, "interrupt")
     frame = faults.frame(_spark_frame(spark, _table()))
     with pytest.raises(KeyboardInterrupt):  # SparkSource itself, below the public function
-        laplace_dp_spark(frame, **_laplace_args())
+        on_engine("spark", dpfast.laplace_dp, frame, **_laplace_args())
     assert faults.hits == 1
     _wait_for_idle(spark)
     assert spark.range(5).count() == 5
@@ -703,12 +704,10 @@ def _interrupting(part: pd.DataFrame, arm: str, sent: str, client_pid: int) -> p
 def _dask_release(table: pd.DataFrame, step: Any = None) -> tuple[Any, Any]:
     import dask.dataframe as dd
 
-    from dpfast.engines.dask import laplace_dp_dask
-
     frame = dd.from_pandas(table, npartitions=3)
     if step is not None:
         frame = frame.map_partitions(step, meta=frame._meta)
-    data, report, _ = laplace_dp_dask(frame, **_laplace_args())
+    data, report, _ = on_engine("dask", dpfast.laplace_dp, frame, **_laplace_args())
     return data, report
 
 

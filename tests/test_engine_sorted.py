@@ -27,6 +27,7 @@ from dpfast.engines.outofcore._sorted import (
     keys_by_range,
     sorted_runs,
 )
+from tests.engine_runs import on_engine
 
 K, EPSILON, SEED = 7, 4.0, 23
 BOUNDS = {"u": (0.0, 100.0), "tie": (0.0, 100.0), "top": (0.0, 10.0), "i": (-50, 50)}
@@ -342,14 +343,14 @@ class _Recorder:
 def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
     spark, monkeypatch, memory_limit, partitions
 ):
-    from dpfast.engines.spark import SparkSource, ir_dp_spark
+    from dpfast.engines.spark import SparkSource
 
     table = _table()
     recorder = _Recorder(monkeypatch, SparkSource)
     frame = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
     # ir_dp's output order comes from its keys alone, not from the input's row order
     frame = frame.repartition(partitions) if partitions > 1 else frame.coalesce(1)
-    data, report, private = ir_dp_spark(
+    data, report, private = on_engine("spark", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
     )  # fmt: skip
@@ -398,12 +399,12 @@ def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
 ):
     import dask.dataframe as dd
 
-    from dpfast.engines.dask import DaskSource, ir_dp_dask
+    from dpfast.engines.dask import DaskSource
 
     table = _table()
     recorder = _Recorder(monkeypatch, DaskSource)
     frame = dd.from_pandas(table, npartitions=partitions, sort=False)
-    data, report, private = ir_dp_dask(
+    data, report, private = on_engine("dask", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
     )  # fmt: skip

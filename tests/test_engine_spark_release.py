@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,10 +17,11 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, laplace_dp_spark, write_release
+from dpfast.engines.spark import SparkSource, write_release
 from dpfast.engines.spark._rows import FileTasks
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
@@ -230,8 +232,8 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
+    from dpfast.engines.outofcore import GeneratedParts
     from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges
-    from dpfast.engines.spark._release import GeneratedParts
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
     dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [1000]))
@@ -252,15 +254,19 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
-    from dpfast.engines.spark._release import GeneratedParts, _Generated
+    from dpfast.engines.outofcore import GeneratedParts, GroupsColumn
 
     keys = noise.NoiseSource.from_seed(SEED)
+
+    def key(name: str) -> np.ndarray:
+        return keys.key("ir_dp", "column-order", name)
+
     rng = np.random.default_rng(5)
     columns = (
-        _Generated.of(keys, "x", n, rng.normal(size=n // k), "float"),
-        _Generated.of(keys, "i", n, rng.integers(0, 99, n // k).astype(float), "int"),
-        _Generated.of(keys, "c", n, rng.integers(0, 3, n // k), "labels", ("a", "b", "c")),
-        _Generated.of(keys, "y", n, rng.normal(size=n // k), "float"),
+        GroupsColumn.of(key("x"), "x", n, rng.normal(size=n // k), "float"),
+        GroupsColumn.of(key("i"), "i", n, rng.integers(0, 99, n // k).astype(float), "int"),
+        GroupsColumn.of(key("c"), "c", n, rng.integers(0, 3, n // k), "labels", ("a", "b", "c")),
+        GroupsColumn.of(key("y"), "y", n, rng.normal(size=n // k), "float"),
     )
     return GeneratedParts(columns, n, k, part_rows)
 
@@ -383,22 +389,28 @@ def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path, rea
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
-    data, report, private = laplace_dp_spark(
-        source, epsilon=EPSILON, bounds=BOUNDS, columns=["a", "b"], seed=SEED, batch_rows=64
+    data, report, private = on_engine(
+        "spark",
+        dpfast.laplace_dp,
+        source,
+        epsilon=EPSILON,
+        bounds=BOUNDS,
+        columns=["a", "b"],
+        seed=SEED,
+        batch_rows=64,
     )
     _assert_same_release(dpfast.Release(data, report, private), _in_memory(table))
 
 
 @pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", 1), ("pyarrow", 7)])
 def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader, tasks):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     # batches of 64 rows: groups straddle batches, row groups and files
-    data, report, private = ir_dp_spark(source, batch_rows=64, **args)
+    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args)
     _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
 
 
@@ -406,7 +418,6 @@ def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader
 def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
     spark, tmp_path, monkeypatch, memory_limit, shuffled
 ):
-    from dpfast.engines.spark import ir_dp_spark
 
     plans: list[str] = []
     collect = SparkSource._reductions
@@ -421,7 +432,7 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
     source = SparkSource.from_parquet(spark, files, tasks=7)
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     limit = {} if memory_limit is None else {"memory_limit": memory_limit, "n_threads": 1}
-    data, report, private = ir_dp_spark(source, batch_rows=64, **args, **limit)
+    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args, **limit)
     _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
     # a column within a task's limit is one range: one task reads and sorts it, while
     # 3001 values over a 32 KiB limit are cut into ranges, brought to their tasks by Spark
@@ -430,39 +441,40 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
 
 
 def test_spark_runs_a_column_per_task_slot_and_one_more_as_the_memory_limit_allows():
-    from types import SimpleNamespace
+    from dpfast.engines.outofcore import ArrowSource, OutOfCoreEngine
+    from dpfast.engines.spark import SparkEngine
 
-    from dpfast.engines.outofcore._sources import ArrowSource
-    from dpfast.engines.outofcore._legacy import _Limits
-    from dpfast.engines.spark._release import _column_jobs
+    class Slots(SparkEngine):
+        tasks = 2  # no session: only its task slots are asked
 
-    class Slots(SparkSource):
-        sort_tasks = 2
+    def engine(kind: type, memory: int) -> Any:
+        opened = kind.__new__(kind)
+        OutOfCoreEngine.__init__(
+            opened, ArrowSource(pa.table({"a": [1.0]})), "o", memory_limit=memory
+        )
+        return opened
 
-    spark_source = Slots.__new__(Slots)  # no session: only its task slots are asked
-    columns = SimpleNamespace(numeric=list("abcdefghij"), k=100)
-    big = _Limits(1 << 32, 1 << 16)
-    assert _column_jobs(spark_source, columns, 10**8, big, None) == 3
-    assert _column_jobs(spark_source, columns, 10**8, big, 1) == 1  # n_threads decides
-    two = SimpleNamespace(numeric=["a", "b"], k=100)
-    assert _column_jobs(spark_source, two, 10**8, big, None) == 2
-    # a rank group is 24 bytes on the driver: 10**6 groups fit twice in 50 MB, not three times
-    assert _column_jobs(spark_source, columns, 10**8, _Limits(50_000_000, 1 << 16), None) == 2
-    assert _column_jobs(spark_source, columns, 10**8, _Limits(1000, 1 << 16), None) == 1
-    # a source not on Spark (Dask's, here a table) keeps one column per core
-    table = ArrowSource(pa.table({"a": [1.0]}))
-    assert _column_jobs(table, columns, 10**8, big, None) == min(10, os.cpu_count() or 1)
+    held = (10**8 // 100) * 24  # a rank group is 24 bytes on the driver
+    big = engine(Slots, 1 << 32)
+    assert big.column_workers(10, None, held) == 3
+    assert big.column_workers(10, 1, held) == 1  # n_threads decides
+    assert big.column_workers(2, None, held) == 2
+    # 10**6 groups fit twice in 50 MB, not three times
+    assert engine(Slots, 50_000_000).column_workers(10, None, held) == 2
+    assert engine(Slots, 1000).column_workers(10, None, held) == 1
+    # an engine not on Spark (Dask's, here out of core) keeps one column per core
+    plain = engine(OutOfCoreEngine, 1 << 32)
+    assert plain.column_workers(10, None, held) == min(10, os.cpu_count() or 1)
 
 
 def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):
-    from dpfast.engines.spark import ir_dp_spark
 
     files = _write_files(_table(), tmp_path / "in", [1000, 2000])
     source = SparkSource.from_parquet(spark, files)
     (files / "part-001.parquet").unlink()  # after the footers were read
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     with pytest.raises(Exception, match=r"part-001\.parquet"):
-        data, report, _ = ir_dp_spark(source, **args)
+        data, report, _ = on_engine("spark", dpfast.ir_dp, source, **args)
         write_release(data, tmp_path / "out", report)
     assert not (tmp_path / "out").exists()
 
@@ -478,11 +490,10 @@ def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
 
 
 def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, report, _ = ir_dp_spark(_frame(spark, table), part_rows=700, **args)
+    data, report, _ = on_engine("spark", dpfast.ir_dp, _frame(spark, table), part_rows=700, **args)
     write_release(data, tmp_path / "parts", report)
     expected = dpfast.ir_dp(table, **args).data
     names = sorted(p.name for p in (tmp_path / "parts").iterdir())
@@ -497,11 +508,11 @@ def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path
 
 
 def test_a_part_written_again_or_failing_midway_leaves_one_whole_file(spark, tmp_path, monkeypatch):
-    from dpfast.engines.spark import _write, ir_dp_spark
-    from dpfast.engines.spark._release import generated_parts
+    from dpfast.engines.outofcore import generated_parts
+    from dpfast.engines.spark import _write
 
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, _, _ = ir_dp_spark(_frame(spark, _table()), part_rows=700, **args)
+    data, _, _ = on_engine("spark", dpfast.ir_dp, _frame(spark, _table()), part_rows=700, **args)
     parts = generated_parts(data)
     assert parts is not None and parts.count == 5
     assert generated_parts(data.select("a")) is None
@@ -528,10 +539,10 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
     import os
     import signal
 
-    from dpfast.engines.spark import ir_dp_spark
-
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, report, _ = ir_dp_spark(_frame(spark, _table(40_000)), part_rows=100, **args)
+    data, report, _ = on_engine(
+        "spark", dpfast.ir_dp, _frame(spark, _table(40_000)), part_rows=100, **args
+    )
     sent = []
 
     def progress(phase, done, total):  # the poller's thread, while the tasks run
@@ -556,7 +567,6 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
 def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     spark, tmp_path, bad, value, reader
 ):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     table.loc[bad, "a"] = value
@@ -566,7 +576,7 @@ def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     with pytest.raises(ValueError) as expected:
         dpfast.ir_dp(table, **args)
     with pytest.raises(ValueError) as got:  # the sort does not number rows; the error does
-        ir_dp_spark(source, **args)
+        on_engine("spark", dpfast.ir_dp, source, **args)
     assert str(got.value) == str(expected.value)
     assert str(bad) in str(got.value)
 

@@ -23,11 +23,10 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast.engines._metrics import release_metrics
 from dpfast._release.columns import (
-    check_taxonomies,
     CategoricalColumn,
     NumericColumn,
+    check_taxonomies,
     column_names,
     numeric_columns,
     partition_inputs,
@@ -35,9 +34,7 @@ from dpfast._release.columns import (
     taxonomy_parameters,
     value_range,
 )
-from dpfast._validation import check_choice, check_threads, cli_spelling, method_call, option
-from dpfast.engines import EngineChoice, open_engine
-from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
+from dpfast._validation import check_choice, cli_spelling, method_call, option
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -48,6 +45,9 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
+from dpfast.engines import EngineChoice, open_engine
+from dpfast.engines._metrics import release_metrics
+from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
 from dpfast.exceptions import (
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -58,16 +58,15 @@ from dpfast.partitions.grid import Grid
 
 __all__ = [
     "SEEDED_NOTE",
+    "BudgetLike",
     "CategoricalColumn",
     "EngineChoice",
     "NumericColumn",
     "Progress",
     "Release",
-    "BudgetLike",
     "Reservation",
     "Run",
     "TableRun",
-    "open_run",
     "check_taxonomies",
     "check_unprotected",
     "choice_entry",
@@ -81,6 +80,7 @@ __all__ = [
     "noise_source",
     "not_dp_guarantee",
     "numeric_columns",
+    "open_run",
     "option",
     "partition_inputs",
     "split_columns",

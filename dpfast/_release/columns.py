@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
-    not_numeric_error,
     all_finite,
     as_numeric_column,
     check_columns,
-    in_cli,
     is_integer_column,
-    option,
+    not_numeric_error,
 )
 from dpfast.engines.base import CategoricalColumn, NumericColumn
 from dpfast.io import TableData

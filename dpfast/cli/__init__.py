@@ -21,14 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from dpfast.exceptions import interrupt_in
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._common import ProgressLine as ProgressLine
 from dpfast.cli._common import _Parser, _UsageError, writing
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
-from dpfast.exceptions import EpsilonRangeError
+from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
 __all__ = ["main"]
 

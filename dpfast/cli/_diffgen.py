@@ -168,8 +168,8 @@ def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
 
 def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
     from dpfast.cli._engine import dataset_source
-    from dpfast.engines.outofcore._sources import ParquetDataset, SchemaCheckedSource
     from dpfast.engines.diffgen import diffgen_dataset
+    from dpfast.engines.outofcore._sources import ParquetDataset, SchemaCheckedSource
     from dpfast.schema import Schema
 
     with _spending(args, "diffgen"):

@@ -23,8 +23,8 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast.engines.outofcore._files import append_array
-from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._legacy import DatasetRun, _Limits
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.methods.k_pram import search_intervals
 
 #: Bytes of working memory per pool position of a window (its value, the positions and

@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as _kernels
+from dpfast.engines.outofcore._legacy import DatasetRun, _Limits
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._legacy import DatasetRun, _Limits
 
 #: Bytes of working memory per value of a sorted range (the values, the sort, the
 #: differences and their errors, and slack).

@@ -55,7 +55,6 @@ from dpfast._validation import (
     option,
 )
 from dpfast.accounting import PrivateReport, Report
-from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
@@ -65,6 +64,7 @@ from dpfast.engines.outofcore._legacy import (
     _scratch_beside,
     _stitch,
 )
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.io import as_table_data, build_table
 from dpfast.methods.diffgen._budget import Utility
 from dpfast.methods.diffgen._columns import (

@@ -55,8 +55,6 @@ from dpfast._validation import (
 )
 from dpfast.accounting import PrivateReport, Report, names
 from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
-from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._legacy import (
     BATCH_ROWS,
     DatasetRun,
@@ -68,6 +66,8 @@ from dpfast.engines.outofcore._legacy import (
     counts_non_finite,
     scratch_columns,
 )
+from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.mdav_dp import (
     CALIBRATIONS,

@@ -44,6 +44,16 @@ from dpfast._validation import (
     check_seed,
 )
 from dpfast.accounting import Ledger, PrivateReport, Report
+from dpfast.engines.outofcore._legacy import (
+    BATCH_ROWS,
+    DatasetRun,
+    Progress,
+    ScratchColumn,
+    _Limits,
+    _scratch_beside,
+    _scratch_name,
+    coded_scratch,
+)
 from dpfast.engines.outofcore._rows import (
     Hook,
     checked_stats,
@@ -58,16 +68,6 @@ from dpfast.engines.outofcore._rows import (
     write_rows,
 )
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._legacy import (
-    BATCH_ROWS,
-    DatasetRun,
-    Progress,
-    ScratchColumn,
-    _Limits,
-    _scratch_beside,
-    _scratch_name,
-    coded_scratch,
-)
 
 # ---------------------------------------------------------------------------------------
 # Randomized response

@@ -30,8 +30,8 @@ from dpfast.engines.dask._dispatch import (
     mdav_dp_frame,
     randomized_response_frame,
 )
-from dpfast.engines.dask._methods import read_in_order, run_on_client
 from dpfast.engines.dask._engine import DaskEngine
+from dpfast.engines.dask._methods import read_in_order, run_on_client
 from dpfast.engines.dask._source import DaskSource
 from dpfast.engines.dask._write import check_dask_output, local_cluster, write_release
 

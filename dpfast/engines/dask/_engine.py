@@ -21,8 +21,8 @@ import pandas as pd
 
 from dpfast._validation import option
 from dpfast.engines.base import Progress, PublishHook
-from dpfast.engines.dask._methods import memory_limit as configured_memory
 from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
+from dpfast.engines.dask._methods import memory_limit as configured_memory
 from dpfast.engines.dask._source import DaskSource, arrow_column, dask_of
 from dpfast.engines.dask._write import write_release
 from dpfast.engines.outofcore import (

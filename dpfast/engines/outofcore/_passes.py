@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast.engines.base import CategoricalColumn, NumericColumn
-from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
+from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.partitions.grid import Grid
@@ -444,7 +444,7 @@ def rank_numeric(
     column: NumericColumn,
     grid: Grid,
     k: int,
-    limits: _Limits,
+    limits: Limits,
     fd: int,
     tick: Callable[[int], None],
 ) -> tuple[np.ndarray, int]:

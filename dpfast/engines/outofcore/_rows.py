@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from dpfast._validation import as_numeric_column, check_columns
 from dpfast.accounting import Report
-from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._legacy import (
     DatasetRun,
     Progress,
@@ -29,6 +28,7 @@ from dpfast.engines.outofcore._legacy import (
     _scratch_name,
     _write_and_publish,
 )
+from dpfast.engines.outofcore._sources import ColumnSource
 
 Hook = Callable[[Report], None]
 

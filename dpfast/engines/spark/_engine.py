@@ -32,9 +32,9 @@ from dpfast.engines.outofcore import (
 from dpfast.engines.spark._methods import memory_limit as configured_memory
 from dpfast.engines.spark._methods import read_in_order, scratch_directory
 from dpfast.engines.spark._rows import quietly
-from dpfast.exceptions import interrupt_in
 from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._write import write_release
+from dpfast.exceptions import interrupt_in
 
 __all__ = ["SparkEngine"]
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._rows import ROW_COLUMN
+from dpfast.engines.spark._source import SparkSource, spark_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast.accounting import Report
-from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.base import Progress
 from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
+from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.spark._rows import quietly
 from dpfast.exceptions import interrupt_in
 
