@@ -7,11 +7,10 @@ table for table: the same columns, values, rows and Arrow types, and the same re
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
-
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq

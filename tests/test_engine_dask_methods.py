@@ -185,9 +185,10 @@ FILES = {
 )
 def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files):
     from dpfast.engines.individual import individual_ranking_dataset
+
     from dpfast.engines.mdav_dp import mdav_dp_dataset
-    from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
     from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset
+    from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset
 
     release = {
         dpfast.ir_dp: ir_dp_dataset,
@@ -430,7 +431,7 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
     client, tmp_path, capsys, monkeypatch
 ):
     from dpfast import cli
-    from dpfast.engines.outofcore import _legacy as outofcore
+    from dpfast.engines.outofcore import _output as outofcore
 
     table = _table()
     table.loc[2222, "a"] = np.nan
@@ -446,6 +447,6 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
         assert written.exists()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(outofcore, "_publish", interrupted)
+    monkeypatch.setattr(outofcore, "publish_at", interrupted)
     assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "in", "s.json"]

@@ -13,8 +13,8 @@ import pytest
 
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import diffgen as engine
-from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.diffgen import diffgen_dataset, diffgen_source
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
 from dpfast.taxonomy import TaxonomyError

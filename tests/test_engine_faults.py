@@ -54,10 +54,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.outofcore import _legacy as outofcore
-from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore import _output as outofcore
 from dpfast.engines.outofcore._sources import ParquetDataset
-from tests.engine_runs import on_engine
+from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset, on_engine
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 COLUMNS = ["a", "b"]
@@ -143,7 +142,7 @@ def _full_disk_at(monkeypatch: pytest.MonkeyPatch, names: Iterable[str]) -> list
 
 
 def _scratch(column: str) -> str:
-    return outofcore._scratch_name(column)
+    return outofcore.Output.digest_name(column)
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,7 +238,7 @@ def test_a_file_made_while_the_scratch_is_removed_is_removed_too(monkeypatch, ou
             late[0].write_bytes(b"PAR1")
 
     monkeypatch.setattr(shutil, "rmtree", rmtree)
-    with outofcore._scratch_beside(out / "released") as scratch:
+    with outofcore.scratch_beside(out / "released") as scratch:
         assert scratch.parent == out
     assert late
     assert list(out.iterdir()) == []

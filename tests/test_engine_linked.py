@@ -19,8 +19,8 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.outofcore._legacy import ir_dp_dataset, laplace_dp_dataset
 from dpfast.exceptions import UnprovenReleaseWarning
+from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset
 
 BOUNDS = {
     "age": (17, 90),

@@ -15,8 +15,8 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import mdav_dp as engine
-from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 
 BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "share": (0.0, 100.0)}

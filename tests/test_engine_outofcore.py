@@ -15,7 +15,7 @@ import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import parse_memory
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.outofcore._legacy import ir_dp_dataset
+from tests.engine_runs import ir_dp_dataset
 
 BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "capital-gain": (0, 100_000)}
 FLOAT_BOUNDS = {"share": (0.0, 100.0), "tiny": (0.0, 1e6)}
@@ -113,7 +113,7 @@ def test_arrow_source_and_64_batches_give_the_same_release(tmp_path, threads):
 
 
 def test_dataset_directory_output(tmp_path, monkeypatch):
-    from dpfast.engines.outofcore import _legacy as outofcore
+    from dpfast.engines.outofcore import _output as outofcore
 
     monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
@@ -155,7 +155,7 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
 
 
 def test_interrupt_while_writing_leaves_no_output(tmp_path, monkeypatch):
-    from dpfast.engines.outofcore import _legacy as outofcore
+    from dpfast.engines.outofcore import _output as outofcore
 
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
     table = pa.Table.from_pandas(_table(3000), preserve_index=False)
@@ -264,7 +264,7 @@ def test_small_memory_takes_refined_histograms_and_runs_of_ties(tmp_path, monkey
     ("cuts", "batch_rows"), [([], 1 << 20), ([1, 2, 999, 5000, 9000], 777), ([6000], 64)]
 )
 def test_laplace_dataset_release_equals_in_memory(tmp_path, cuts, batch_rows):
-    from dpfast.engines.outofcore._legacy import laplace_dp_dataset
+    from tests.engine_runs import laplace_dp_dataset
 
     frame = _table(12_007).drop(columns=["occupation"])
     bounds = {**BOUNDS, **FLOAT_BOUNDS}

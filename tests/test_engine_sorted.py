@@ -106,7 +106,7 @@ def test_keys_by_one_range_keeps_all_keys_or_drops_those_outside():
 
 @pytest.mark.parametrize(("lo", "hi", "shift"), [(0, 1 << 40, 24), (5, 5000, 0), (1000, 1001, 3)])
 def test_bucket_counts_match_a_slow_reference(lo, hi, shift):
-    from dpfast.engines.outofcore._legacy import _BucketCounts
+    from dpfast.engines.outofcore._passes import _BucketCounts
 
     rng = np.random.default_rng(hi)
     keys = rng.integers(0, 2 * hi, 20_000).astype(np.uint64)

@@ -12,9 +12,8 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.outofcore._legacy import ir_dp_dataset
 from dpfast.engines.outofcore._sources import ArrowSource
-from tests.engine_runs import on_engine
+from tests.engine_runs import ir_dp_dataset, on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 

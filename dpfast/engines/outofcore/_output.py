@@ -103,7 +103,12 @@ class Output:
 
     def path(self, name: Hashable, kind: str = "column") -> Path:
         """A column's scratch file of ``kind``: a digest, safe whatever the column's name."""
-        return self.directory / f"{kind}-{_digest(name)}.bin"
+        return self.directory / self.digest_name(name, kind)
+
+    @staticmethod
+    def digest_name(name: Hashable, kind: str = "column") -> str:
+        """The name of a column's scratch file of ``kind`` (:meth:`path`)."""
+        return f"{kind}-{_digest(name)}.bin"
 
     # -- the kinds of released column ---------------------------------------------------
 
