@@ -724,9 +724,10 @@ def _atomic_write(
     """Write through ``write(tmp)`` to a temporary file, then rename it over ``path``.
 
     ``before()``, if given, runs once the file is complete, just before the rename (a
-    budget's spend is committed there). On any exception, ``KeyboardInterrupt`` and the command line's SIGTERM included (both
-    ``BaseException``), the temporary file is removed and ``path`` is left as it was. No
-    signal handler is installed here: that is the host program's choice.
+    budget's spend is committed there). On any exception, ``KeyboardInterrupt`` and the
+    command line's SIGTERM included (both ``BaseException``), the temporary file is removed
+    and ``path`` is left as it was. No signal handler is installed here: that is the host
+    program's choice.
     """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")

@@ -105,7 +105,7 @@ def executors_write(args: argparse.Namespace, method: str) -> bool:
 
 def dataset_source(args: argparse.Namespace) -> Any:
     """Return INPUT as the engine's source: read by Spark or Dask (``--engine``) or by files."""
-    from dpfast.engines.outofcore._sources import ParquetDataset
+    from dpfast.engines.outofcore import ParquetDataset
 
     if getattr(args, "engine", "local") == "spark":
         return _spark_source(args)
@@ -145,7 +145,7 @@ def _input_bytes(args: argparse.Namespace) -> int:
 
 def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the column source and the schema: a Parquet dataset, or the input in memory."""
-    from dpfast.engines.outofcore._sources import ArrowSource, SchemaCheckedSource
+    from dpfast.engines.outofcore import ArrowSource, SchemaCheckedSource
     from dpfast.schema import Schema
 
     if wants_engine(args):
@@ -159,7 +159,7 @@ def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
 
 def _spark_source(args: argparse.Namespace) -> Any:
     """Read INPUT with Spark (``--master``, default ``local[*]``) as the engine's source."""
-    from dpfast.engines.outofcore._sources import ParquetDataset
+    from dpfast.engines.outofcore import ParquetDataset
 
     try:
         from dpfast.engines.spark import SparkSource, local_session
@@ -180,7 +180,7 @@ def _spark_source(args: argparse.Namespace) -> Any:
 
 def _dask_source(args: argparse.Namespace) -> Any:
     """Read INPUT on Dask (``--scheduler``, default a local cluster) as the engine's source."""
-    from dpfast.engines.outofcore._sources import ParquetDataset
+    from dpfast.engines.outofcore import ParquetDataset
 
     try:
         from distributed import Client
@@ -322,7 +322,7 @@ def _mdav_dp_on_engine(
 
 def _individual_ranking_on_engine(args: argparse.Namespace, memory: int) -> int:
     """``individual-ranking`` out of core: the schema is optional, and nothing is spent."""
-    from dpfast.engines.outofcore._sources import SchemaCheckedSource
+    from dpfast.engines.outofcore import SchemaCheckedSource
     from dpfast.methods.individual_ranking import individual_ranking
     from dpfast.schema import Schema
 

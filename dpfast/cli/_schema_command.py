@@ -56,7 +56,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def skeleton(table: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Return the schema skeleton of ``table`` (an Arrow table) as a JSON-ready mapping."""
     from dpfast.io import column_kinds
-    from dpfast.schema._parse import PLACEHOLDER
+    from dpfast.schema import PLACEHOLDER
 
     unknown = sorted(set(args.unprotected) - set(table.column_names))
     if unknown:

@@ -116,9 +116,9 @@ class MemoryEngine(Engine):
         table = self.table
         if categorical:  # every column's type first, then their values
             for name in names:
-                raw = table.column(name)
-                kind = raw.dtype
-                if kind == object or not (np.issubdtype(kind, np.number) or kind == np.bool_):
+                kind = table.column(name).dtype
+                numeric = np.issubdtype(kind, np.number) or kind == np.bool_
+                if kind.kind == "O" or not numeric:
                     raise not_numeric_error(name, kind)
         finite = table.kind == "numpy" and all_finite(table.source)
         columns = []

@@ -213,6 +213,14 @@ class Schema:
         """
         return check_table(self, table)
 
+    def cast_column(self, column: Any, name: str, first_row: int = 0) -> Any:
+        """Return a numeric column (Arrow) cast exactly to its declared type.
+
+        ``column`` holds rows ``first_row ...`` of the table (errors name them); see
+        :meth:`check_table` for what a cast refuses.
+        """
+        return _cast_declared(column, name, self[name].type, self.source or "the schema", first_row)
+
 
 def check_table(schema: Schema, table: Any) -> Any:
     """Check ``table`` against ``schema``; see :meth:`Schema.check_table`."""

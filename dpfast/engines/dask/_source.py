@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines.outofcore._sorted import Ranges, keys_by_range
+from dpfast.engines.outofcore import Ranges, keys_by_range
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -70,8 +70,8 @@ class DaskSource:
     rows (one task each, kept), which gives each partition's first row number; a task
     whose partition then holds another number of rows fails, saying the frame is not
     deterministic. :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does (files in sorted path order, then
-    row within the file): one partition per row group, numbered from the footers.
+    :class:`~dpfast.engines.outofcore.ParquetDataset` does (files in sorted path order, then row
+    within the file): one partition per row group, numbered from the footers.
 
     The tasks run on the scheduler in use: the ``distributed.Client`` made current last
     (or the one given to the release functions' callers), else Dask's local threads.
@@ -92,7 +92,7 @@ class DaskSource:
         """
         import dask.dataframe as dd
 
-        from dpfast.engines.outofcore._sources import ParquetDataset
+        from dpfast.engines.outofcore import ParquetDataset
 
         dataset = ParquetDataset.open(path)
         pieces, first = [], 0

@@ -169,12 +169,10 @@ class SchemaCheckedSource:
     """
 
     def __init__(self, dataset: Any, schema: Any) -> None:
-        from dpfast.schema._schema import check_table
-
         self._dataset = dataset
         self._schema = schema
         # the declared columns exist and numeric ones hold numbers (no rows read)
-        check_table(schema, dataset.schema.empty_table())
+        schema.check_table(dataset.schema.empty_table())
 
     @property
     def dataset(self) -> Any:
@@ -235,10 +233,8 @@ class SchemaCheckedSource:
 
     def _checked(self, name: str, fn: Callable[[pa.Array, int], T]) -> Callable[[pa.Array, int], T]:
         """Return ``fn`` of a batch of column ``name`` checked and cast as declared."""
-        from dpfast.schema._schema import _cast_declared
-
-        spec = self._schema[name] if name in self._schema.names else None
-        where = self._schema.source or "the schema"
+        schema = self._schema  # not self: the function may be shipped to a cluster's workers
+        spec = schema[name] if name in schema.names else None
 
         def checked(array: pa.Array, first_row: int) -> T:
             if spec is not None and spec.is_numeric:
@@ -249,7 +245,7 @@ class SchemaCheckedSource:
                         f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
                         'set "protect": false for the column'
                     )
-                array = _cast_declared(array, name, spec.type, where, first_row)
+                array = schema.cast_column(array, name, first_row)
             return fn(array, first_row)
 
         return checked

@@ -28,7 +28,7 @@ from dpfast.exceptions import interrupt_in
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from dpfast.engines.outofcore._sources import ParquetDataset
+    from dpfast.engines.outofcore import ParquetDataset
 
 __all__ = [
     "CHANGED",

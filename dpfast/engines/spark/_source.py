@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
+from dpfast.engines.outofcore import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -156,7 +156,7 @@ class SparkSource:
         (``offset(file) + _metadata.row_index``); ``tasks`` is then Spark's affair
         (``spark.sql.files.maxPartitionBytes``).
         """
-        from dpfast.engines.outofcore._sources import ParquetDataset
+        from dpfast.engines.outofcore import ParquetDataset
 
         if reader not in ("pyarrow", "spark"):
             raise ValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")

@@ -18,8 +18,13 @@ import pyarrow.parquet as pq
 
 from dpfast.accounting import Report
 from dpfast.engines.base import Progress
-from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
-from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.engines.outofcore import (
+    WORKER_BUFFERS,
+    GeneratedParts,
+    generated_parts,
+    publish_at,
+    scratch_beside,
+)
 from dpfast.engines.spark._rows import quietly
 from dpfast.exceptions import interrupt_in
 
