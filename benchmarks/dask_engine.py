@@ -84,16 +84,14 @@ class _Peaks:
 
 
 def _dpfast(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
-    from dpfast.engines.dask import DaskSource, ir_dp_dask, write_release
+    import dpfast
+    from dpfast.engines.dask import DaskSource
 
     source = DaskSource.from_parquet(data)
     bounds = {name: (LOWER, UPPER) for name in source.names}
-    from dpfast.engines import parse_memory
-
-    frame, report, _ = ir_dp_dask(
-        source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=parse_memory(memory_limit)
+    dpfast.ir_dp(
+        source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=memory_limit, output=out
     )
-    write_release(frame, out, report)
 
 
 def _naive(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:

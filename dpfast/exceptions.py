@@ -1,10 +1,46 @@
-"""Exceptions and warnings raised by dpfast."""
+"""Exceptions and warnings raised by dpfast.
+
+Every error dpfast raises about its caller's input or environment derives from
+:class:`DPFastError`, and from the built-in class of its kind (``ValueError`` for a bad
+value, ``TypeError`` for a wrong type, ...), so that an embedding tool can catch all of
+them in one clause and a caller can keep catching ``ValueError``. Two exceptions are
+Python's own protocol: ``AttributeError`` on an immutable object, and ``AssertionError``
+for a broken internal invariant (a bug in dpfast).
+"""
 
 from __future__ import annotations
 
 
 class DPFastError(Exception):
     """Base class of dpfast's own errors."""
+
+
+class DPFastValueError(DPFastError, ValueError):
+    """A bad value: an argument, a column's contents, a file's; the message says how to fix it."""
+
+
+class DPFastTypeError(DPFastError, TypeError):
+    """A value of the wrong type; the message says which type was expected."""
+
+
+class DPFastKeyError(DPFastError, KeyError):
+    """A name that is not there (a schema's column, a metric, a cut's column)."""
+
+
+class DPFastIndexError(DPFastError, IndexError):
+    """An index out of range (a taxonomy's node)."""
+
+
+class DPFastOSError(DPFastError, OSError):
+    """A file or system facility that does not work as a release needs."""
+
+
+class DPFastImportError(DPFastError, ImportError):
+    """An optional dependency that is not installed; the message says how to install it."""
+
+
+class DPFastRuntimeError(DPFastError, RuntimeError):
+    """A cluster's workers did not do what a release asked (nothing was published)."""
 
 
 class BudgetExceededError(DPFastError, ValueError):
