@@ -58,7 +58,8 @@ from dpfast.engines.diffgen import diffgen_dataset
 from dpfast.engines.mdav_dp import mdav_dp_dataset
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
-from dpfast.exceptions import UnprovenReleaseWarning
+from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
+from tests import toy_method
 
 N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: the last rank group holds 12 rows
 BOUNDS = {"age": (17, 90), "share": (0.0, 100.0), "tiny": (0.0, 1e6)}
@@ -204,6 +205,15 @@ CASES = [
         keeps_order=False,
     ),
     Case(
+        "ir_dp-bounds-from-data",
+        dpfast.ir_dp,
+        None,
+        ("age", "share"),
+        {"k": K, "epsilon": 2.0, "bounds": "data", "seed": SEED},
+        keeps_order=False,
+        warning=PrivacyLeakWarning,  # bounds from the data: one pass each, on every engine
+    ),
+    Case(
         "laplace_dp",
         dpfast.laplace_dp,
         None,
@@ -290,6 +300,18 @@ CASES = [
         counts=True,
     ),
 ]
+# a method written in the tests alone (tests/toy_method.py): one case here is all it takes
+# to run it on every engine
+CASES.append(
+    Case(
+        "toy_groups",
+        toy_method.toy_groups,
+        None,
+        ("age", "share", "tiny", "note"),
+        {"k": K, "bounds": BOUNDS, "columns": ["age", "share", "tiny"], "seed": SEED},
+        keeps_order=False,
+    )
+)
 _BY_NAME = {case.name: case for case in CASES}
 
 
@@ -508,10 +530,12 @@ def dask_client() -> Iterator[Any]:
 
     # the workers cannot import this module (pytest imports it by path): send its functions
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(toy_method)
     try:
         with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as client:
             yield client
     finally:
+        cloudpickle.unregister_pickle_by_value(toy_method)
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 

@@ -185,7 +185,7 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
         assert got.data.npartitions == -(-len(table) // part_rows)
         # the group values are one node of the graph, not a copy in every task
         keys = [str(key) for key in dict(got.data.__dask_graph__())]
-        assert sum(key.startswith("dpfast-ir-dp-state") for key in keys) == 1
+        assert sum(key.startswith("dpfast-release-state") for key in keys) == 1
     _assert_same_release(got, expected)
 
 
@@ -248,7 +248,6 @@ def test_parquet_files_release_as_in_memory(client, tmp_path, batch_rows):
     [
         (dpfast.ir_dp, {"k": 5, "metrics": True}, "metrics=True"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
-        (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],
 )
 def test_what_dask_cannot_run_is_refused_by_name(method, kwargs, named):

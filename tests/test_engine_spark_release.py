@@ -586,9 +586,7 @@ def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     [
         # linkage, shuffle and unprotected run (tests/test_engine_spark_methods.py)
         (dpfast.ir_dp, {"k": 5, "linkage": "records", "metrics": True}, "metrics=True"),
-        (dpfast.ir_dp, {"k": 5, "bounds": "data"}, "bounds='data'"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
-        (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],
 )
 def test_what_spark_cannot_run_is_refused_by_name(spark, method, kwargs, named):
