@@ -362,7 +362,7 @@ def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
 def test_spark_hash_and_partition_tags_agree_with_spark(spark):
     from pyspark.sql import functions as F
 
-    from dpfast.engines.spark._source import partition_tags, spark_hash_int
+    from dpfast.engines.spark._sort import partition_tags, spark_hash_int
 
     values = [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123456789]
     frame = spark.createDataFrame([(v,) for v in values], "v int")

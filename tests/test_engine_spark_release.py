@@ -176,7 +176,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
     how often it concatenated arrays."""
     import pickle
 
-    from dpfast.engines.spark import _source
+    from dpfast.engines.spark import _sort as _source
 
     joined = []
     concatenate = np.concatenate

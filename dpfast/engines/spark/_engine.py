@@ -128,7 +128,7 @@ class SparkEngine(ClusterEngine):
         write_release(frame, output, report, progress=self.progress, before_publish=before)
 
     def explain(self, error: Exception) -> BaseException:
-        """An interrupt Spark reported as a cancelled job is an interrupt again."""
+        """Give an interrupt that Spark reported as a cancelled job back as the interrupt."""
         interrupt = interrupt_in(error)
         if interrupt is not None:
             return interrupt
