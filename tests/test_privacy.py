@@ -292,9 +292,6 @@ def test_audit_rejects_bad_arguments() -> None:
         )
 
 
-# -- the releases labelled "proven" --------------------------------------------------------
-
-
 # -- designed events: one direction, no pilot ----------------------------------------------
 
 
@@ -405,13 +402,7 @@ def _designs() -> list[Any]:
 
 def test_every_proven_method_has_a_design() -> None:
     methods = {design.name.split("-")[0] for design in designs.DESIGNS}
-    assert methods == {
-        "ir_dp",
-        "laplace_dp",
-        "mdav_dp",
-        "diffgen",
-        "randomized_response",
-    }
+    assert methods == {"ir_dp", "laplace_dp", "mdav_dp", "diffgen", "randomized_response"}
     assert {"ir_dp-categorical", "mdav_dp-categorical"} <= {d.name for d in designs.DESIGNS}
 
 
@@ -419,7 +410,7 @@ def test_every_proven_method_has_a_design() -> None:
 def test_release_at_its_stated_epsilon_passes_the_event_where_its_loss_is_epsilon(
     design: designs.Design,
 ) -> None:
-    # the event's ratio is e^ε: the boundary, flagged with chance at most alpha
+    # the event's ratio is at most e^ε (Laplace noise: e^ε), flagged with chance <= alpha
     audit = design.audit()
     assert not audit.violations, audit.summary()
 
@@ -430,6 +421,9 @@ def test_release_at_twice_its_stated_epsilon_is_flagged(design: designs.Design) 
     audit = design.audit(factor=2.0)
     assert audit.violations, audit.summary()
     assert audit.violations[0].feature == design.event.name
+
+
+# -- the releases labelled "proven" --------------------------------------------------------
 
 
 def _proven(release: Any) -> Any:
