@@ -80,3 +80,10 @@ def laplace_dp_dataset(source: Any, output: Any, **arguments: Any) -> tuple[Any,
     import dpfast
 
     return out_of_core(dpfast.laplace_dp, source, output, **arguments)
+
+
+def mdav_dp_dataset(source: Any, output: Any, **arguments: Any) -> tuple[Any, Any]:
+    """``dpfast.mdav_dp`` out of core (:func:`out_of_core`)."""
+    import dpfast
+
+    return out_of_core(dpfast.mdav_dp, source, output, **arguments)

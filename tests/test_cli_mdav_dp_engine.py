@@ -118,7 +118,7 @@ def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
 
 def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines.outofcore import _legacy as outofcore
+    from dpfast.engines.outofcore import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -127,7 +127,7 @@ def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workd
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(outofcore, "_stitch", interrupted)
+        patch.setattr(Output, "_stitch", interrupted)
         assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
     assert BudgetFile(budget).remaining() == pytest.approx(2.0)
     assert not (workdir / "released").exists()

@@ -55,7 +55,6 @@ import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import DASK_RELEASES, SPARK_RELEASES, EngineChoice
 from dpfast.engines.diffgen import diffgen_dataset
-from dpfast.engines.mdav_dp import mdav_dp_dataset
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
 from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
@@ -274,12 +273,30 @@ CASES = [
     Case(
         "mdav_dp",
         dpfast.mdav_dp,
-        mdav_dp_dataset,
+        None,
         ("age", "occupation", "share"),
         {"k": 25, "epsilon": 200.0, "taxonomies": _TAXONOMIES, **_NUMERIC},
         keeps_order=False,
         tiny_memory=150_000,  # the distance orders sorted in several ranges each
         spills=False,  # the same passes: guarded by test_mdav_dp_sorts_in_ranges
+    ),
+    Case(
+        "mdav_dp-cycling-keep",
+        dpfast.mdav_dp,
+        None,
+        ("age", "share", "tiny", "note"),
+        {
+            "k": 25,
+            "epsilon": 200.0,
+            "reference": "cycling",
+            "unprotected": "keep",
+            "columns": ["age", "share", "tiny"],
+            "bounds": BOUNDS,
+            "seed": SEED,
+        },
+        keeps_order=False,  # rows in a random order, the unprotected column in theirs
+        tiny_memory=200_000,  # 8 reference points: the merge's buffers take more
+        spills=False,
     ),
     Case(
         "diffgen",
@@ -601,7 +618,7 @@ def test_the_tiny_limit_takes_the_out_of_core_paths(case, tmp_path):
 
 def test_mdav_dp_sorts_in_ranges_under_the_tiny_limit(tmp_path, monkeypatch):
     # guards the suite: mdav_dp makes the same passes, but sorts each order range by range
-    from dpfast.engines import mdav_dp as engine
+    from dpfast.engines.outofcore import _orders as engine
 
     case = _BY_NAME["mdav_dp"]
     sorted_ranges = []

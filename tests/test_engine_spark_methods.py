@@ -109,6 +109,11 @@ CASES = {
     "k_noise": (dpfast.k_noise, {"k": 4, "columns": ["a", "b"], "seed": 5}, True),
     "k_pram": (dpfast.k_pram, {"k": 6, "columns": ["b"], "retention": 0.3, "seed": 6}, True),
     "mdav_dp": (dpfast.mdav_dp, {"k": 9, "epsilon": 3.0, **NUMERIC}, False),
+    "mdav_dp cycling keep": (
+        dpfast.mdav_dp,
+        {"k": 9, "epsilon": 3.0, "reference": "cycling", "unprotected": "keep", **NUMERIC},
+        False,
+    ),
 }
 
 
@@ -180,7 +185,7 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
     ("function", "options", "named"),
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
-        (dpfast.mdav_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "unprotected": "keep"}, "keep"),
+        (dpfast.mdav, {"k": 3, "columns": ["a", "b"]}, r"memory only.*spark engine.*mdav_dp"),
         (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
     ],
 )

@@ -27,9 +27,10 @@ from dpfast._release.columns import (
     CategoricalColumn,
     NumericColumn,
     check_taxonomies,
+    column_domains,
     column_names,
     numeric_columns,
-    partition_inputs,
+    protected_columns,
     split_columns,
     taxonomy_parameters,
     value_range,
@@ -47,7 +48,13 @@ from dpfast.accounting import (
 )
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines._metrics import release_metrics
-from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
+from dpfast.engines.base import (
+    Engine,
+    PublishHook,
+    column_threads,
+    inverse_permutation,
+    partition_inputs,
+)
 from dpfast.exceptions import (
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -71,6 +78,7 @@ __all__ = [
     "check_unprotected",
     "choice_entry",
     "cli_spelling",
+    "column_domains",
     "column_names",
     "column_threads",
     "grid_noise_entry",
@@ -83,6 +91,7 @@ __all__ = [
     "open_run",
     "option",
     "partition_inputs",
+    "protected_columns",
     "split_columns",
     "taxonomy_parameters",
     "unprotected_note",

@@ -12,11 +12,12 @@ from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
     all_finite,
     as_numeric_column,
+    check_bounds,
     check_columns,
     is_integer_column,
     not_numeric_error,
 )
-from dpfast.engines.base import CategoricalColumn, NumericColumn
+from dpfast.engines.base import CategoricalColumn, Engine, NumericColumn
 from dpfast.io import TableData
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -88,24 +89,42 @@ def split_columns(
     return (numeric_columns(table, numeric) if numeric else []), categorical
 
 
+def protected_columns(
+    engine: Engine, columns: Any, taxonomies: Any
+) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
+    """Return the protected columns on ``engine``: numeric, and categorical (with a taxonomy).
+
+    ``columns`` selects them (default all); every column ``taxonomies`` names must be
+    selected. Each engine checks them as :meth:`~dpfast.engines.base.Engine.numeric_columns`
+    and :meth:`~dpfast.engines.base.Engine.categorical_columns` say, the categorical
+    ones first.
+    """
+    selected = check_columns(columns, engine.names)
+    checked = check_taxonomies(taxonomies, selected)
+    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
+    numeric = engine.numeric_columns([n for n in selected if n not in checked])
+    return numeric, categorical
+
+
+def column_domains(
+    engine: Engine, numeric: Sequence[NumericColumn], bounds: Any
+) -> tuple[dict[Hashable, tuple[float, float]], bool]:
+    """Return each protected numeric column's public domain, and whether the data gave it.
+
+    ``bounds="data"`` derives them from the engine's values (not private; it warns).
+    Without numeric columns ``bounds`` may be omitted.
+    """
+    if not numeric and bounds is None:
+        return {}, False
+    by_name = {c.name: c for c in numeric}
+    return check_bounds(bounds, list(by_name), lambda name: engine.value_range(by_name[name]))
+
+
 def column_names(
     numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn] = ()
 ) -> list[Hashable]:
     """Return the protected columns' names, numeric first."""
     return [c.name for c in numeric] + [c.name for c in categorical]
-
-
-def partition_inputs(
-    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
-) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
-    """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
-    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
-    codes = (
-        np.column_stack([c.codes for c in categorical])
-        if categorical
-        else np.zeros((n_records, 0), dtype=np.int64)
-    )
-    return matrix, codes, [c.taxonomy for c in categorical]
 
 
 def taxonomy_parameters(categorical: Sequence[CategoricalColumn]) -> dict[str, Any]:

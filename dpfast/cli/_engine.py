@@ -232,21 +232,14 @@ def _release_on_engine(args: argparse.Namespace, method: str, memory: int) -> in
         source, schema = _source(args, method)
         categorical = method in ("ir-dp", "mdav-dp")
         columns, bounds, taxonomies = _selection(args, schema, categorical=categorical)
-        integer: dict[Hashable, bool] = {c: schema[c].type == "integer" for c in columns}
         spend = args.spend
         # shown after a second: a quick refusal stays one line
         with _delayed_progress(args) as progress:
             if method == "mdav-dp":
-                common: dict[str, Any] = {
-                    "epsilon": args.epsilon,
-                    "bounds": bounds,
-                    "integer": integer,
-                    "columns": columns,
-                    "seed": args.seed,
-                    "memory_limit": memory,
-                    "before_publish": spend.before_publish(schema),
-                }
-                report, private = _mdav_dp_on_engine(args, source, taxonomies, progress, common)
+                release = _mdav_dp_on_engine(
+                    args, source, columns, bounds, taxonomies, memory, progress, schema
+                )
+                report, private = release.report, release.private
             else:
                 release = _public_release(
                     args, method, source, columns, bounds, taxonomies, memory, progress, schema
@@ -301,22 +294,31 @@ def _public_release(
 def _mdav_dp_on_engine(
     args: argparse.Namespace,
     source: Any,
+    columns: Any,
+    bounds: Any,
     taxonomies: dict[Hashable, Any],
+    memory: int,
     progress: Any,
-    common: dict[str, Any],
+    schema: Any,
 ) -> Any:
-    """Run ``mdav-dp`` out of core (:func:`dpfast.engines.mdav_dp.mdav_dp_dataset`)."""
-    from dpfast.engines.mdav_dp import mdav_dp_dataset
+    """Run ``mdav-dp`` on the engine that ``source`` belongs to, into OUTPUT."""
+    from dpfast.methods.mdav_dp import mdav_dp
 
-    return mdav_dp_dataset(
+    return mdav_dp(
         source,
-        args.output,
         k=args.k,
+        epsilon=args.epsilon,
+        bounds=bounds,
         taxonomies=taxonomies,
+        columns=columns,
+        unprotected=args.unprotected,
         reference=args.reference,
         calibration=args.calibration,
+        seed=args.seed,
         progress=progress,
-        **common,
+        output=args.output,
+        memory_limit=memory,
+        budget=args.spend.budget(schema),
     )
 
 

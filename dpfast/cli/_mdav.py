@@ -76,35 +76,22 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
     _quiet_argument(parser)
 
 
-# MDAV's working memory per value of the table it aggregates (the standardised matrix,
-# distances, the centroids and the output), as a multiple of 8 bytes.
-_MDAV_BYTES_PER_VALUE = 6 * 8
-
-
 def _check_mdav_fits(args: argparse.Namespace) -> None:
     """Refuse, before reading, a Parquet input that MDAV could not hold in memory."""
     from dpfast.engines import parse_memory
     from dpfast.io import output_format, parquet_shape
+    from dpfast.methods.mdav import check_fits
 
     if output_format(args.input) != "parquet" or not os.path.isfile(args.input):
         return  # text is read to know its size; the limit applies to Parquet inputs
     rows, all_columns = parquet_shape(args.input)
     columns = len(args.columns) if args.columns else all_columns
-    needed = rows * columns * _MDAV_BYTES_PER_VALUE
     if args.memory_limit is not None:
         limit, what = parse_memory(args.memory_limit), f"--memory-limit {args.memory_limit}"
     else:
         limit = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         what = "the memory available now"
-    if needed > limit:
-        size = f"{needed / 2**30:.1f} GiB" if needed >= 2**30 else f"{needed / 2**20:.1f} MiB"
-        raise ValueError(
-            f"mdav would need about {size} for {rows:,} rows of "
-            f"{columns} columns, more than {what}; MDAV is sequential (O(n^2/k)) and runs in "
-            "memory only. For data this size use ir-dp (individual ranking) or mdav-dp "
-            "(insensitive MDAV), both proven DP and out of core with --memory-limit, or mdav "
-            "on a sample"
-        )
+    check_fits(rows, columns, limit, what)
 
 
 def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:

@@ -30,6 +30,8 @@ from typing import Any
 from dpfast.engines.base import (
     CategoricalColumn,
     Cells,
+    Clusters,
+    ClusterTotals,
     Engine,
     GroupValues,
     NumericColumn,
@@ -42,6 +44,8 @@ __all__ = [
     "SPARK_RELEASES",
     "CategoricalColumn",
     "Cells",
+    "ClusterTotals",
+    "Clusters",
     "Engine",
     "EngineChoice",
     "GroupValues",
@@ -248,7 +252,6 @@ SPARK_RELEASES = {
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
-    "mdav_dp": "mdav_dp_frame",
     "diffgen": "diffgen_frame",
 }
 
@@ -273,7 +276,6 @@ DASK_RELEASES = {
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
-    "mdav_dp": "mdav_dp_frame",
     "diffgen": "diffgen_frame",
 }
 

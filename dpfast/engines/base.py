@@ -22,6 +22,11 @@ The primitives:
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
   rows' places, record-linked), :meth:`Engine.copy_columns` (columns not protected,
   unchanged, in the rows' order or a keyed one);
+* **clusters** (rows partitioned, each cluster released as one value per column):
+  :meth:`Engine.insensitive_clusters` (the insensitive MDAV partition under a
+  data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's
+  exact integer grid sums and records per leaf), :meth:`Engine.write_clusters` (each
+  row's cluster value, rows in a keyed order);
 * **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
   an engine that writes files) and returns the released data; :meth:`Engine.close`
   removes what a failed or interrupted release left.
@@ -35,17 +40,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "CategoricalColumn",
     "Cells",
+    "ClusterTotals",
+    "Clusters",
     "Engine",
     "GroupValues",
     "NumericColumn",
@@ -53,6 +61,7 @@ __all__ = [
     "PublishHook",
     "column_threads",
     "inverse_permutation",
+    "partition_inputs",
 ]
 
 T = TypeVar("T")
@@ -112,6 +121,43 @@ class Cells(Protocol):
 
 #: ``values(sums)``: every rank group's released value from the groups' exact sums.
 GroupValues = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A partition of the rows into ``count`` clusters, numbered by first appearance.
+
+    Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
+    cluster ``c + 1``. ``labels`` holds each row's cluster on an engine that holds the
+    rows (in memory) and is empty on one that keeps them in files, whose own handle is
+    ``held``.
+    """
+
+    count: int
+    sizes: np.ndarray
+    labels: np.ndarray
+    held: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, labels: np.ndarray) -> Clusters:
+        """Return the clusters of in-memory ``labels`` (int64, numbered by first appearance)."""
+        count = int(labels.max()) + 1 if labels.shape[0] else 0
+        return cls(count, np.bincount(labels, minlength=count).astype(np.int64), labels)
+
+
+@dataclass(frozen=True)
+class ClusterTotals:
+    """What a release needs of each cluster (:meth:`Engine.cluster_totals`).
+
+    ``sums[j]`` (int64, one per cluster) are numeric column ``j``'s exact integer sums
+    on its grid, ``clamped[j]`` how many of its values lay outside the grid's domain;
+    ``counts[j]`` (int64, ``(clusters, leaves)``) are categorical column ``j``'s
+    records per leaf of its taxonomy.
+    """
+
+    sums: list[np.ndarray]
+    clamped: list[int]
+    counts: list[np.ndarray]
 
 
 class Engine(ABC):
@@ -272,6 +318,59 @@ class Engine(ABC):
         when ``key`` is ``None``. The columns keep their types.
         """
 
+    # -- clusters -----------------------------------------------------------------------
+
+    @abstractmethod
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Partition the rows by insensitive MDAV under ``geometry`` (docs/design.md#imdav-order).
+
+        Numeric values are clamped to ``geometry``'s domain (in the order of
+        ``numeric``), categorical ones are their taxonomies' codes. While at least ``2k``
+        rows remain, the next cluster takes the ``k`` rows not yet taken that come first
+        in the order of its reference point: distance, then the values, the codes, the
+        row; the rest form the last cluster. Every engine gives the partition of
+        :func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`. An engine that
+        reads in passes may refuse, before its first pass, a sequence of too many
+        distinct points or clusters too many for its memory, saying what to change.
+        """
+
+    @abstractmethod
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        """Return each cluster's exact integer sums and records per leaf, in one pass.
+
+        Numeric column ``numeric[j]`` is clamped to ``grids[j]``'s domain and quantised
+        to its steps (as :meth:`group_sums` does); ``clusters`` are this engine's.
+        """
+
+    @abstractmethod
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        """Release ``columns`` cluster by cluster, the rows in a keyed order.
+
+        Output row ``r`` of column ``j`` holds ``values[j][c]``, ``c`` the cluster of input
+        row ``order[r]``; ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``, or
+        the input order when ``key`` is ``None``; ``values[j]`` holds column ``j``'s
+        released value of every cluster (float64, already rounded for an integer column,
+        or taxonomy codes of a categorical one).
+        """
+
     # -- the end ------------------------------------------------------------------------
 
     @abstractmethod
@@ -329,3 +428,19 @@ def inverse_permutation(permutation: np.ndarray) -> np.ndarray:
     inverse = np.empty_like(permutation)
     inverse[permutation] = np.arange(permutation.shape[0], dtype=permutation.dtype)
     return inverse
+
+
+def partition_inputs(
+    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
+) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
+    """Return the numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies.
+
+    The columns' values held in memory, side by side, as the partitions take them.
+    """
+    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
+    codes = (
+        np.column_stack([c.codes for c in categorical])
+        if categorical
+        else np.zeros((n_records, 0), dtype=np.int64)
+    )
+    return matrix, codes, [c.taxonomy for c in categorical]

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dpfast import noise
+from dpfast._kernels import insensitive_mdav as cluster_kernels
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
@@ -32,6 +33,8 @@ from dpfast.engines._metrics import release_metrics
 from dpfast.engines.base import (
     CategoricalColumn,
     Cells,
+    Clusters,
+    ClusterTotals,
     Engine,
     GroupValues,
     NumericColumn,
@@ -39,10 +42,12 @@ from dpfast.engines.base import (
     PublishHook,
     column_threads,
     inverse_permutation,
+    partition_inputs,
 )
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData, as_table_data, write_table_atomic
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["MemoryEngine"]
@@ -75,6 +80,7 @@ class MemoryEngine(Engine):
         self._base: np.ndarray | None = None
         self._copied: list[Hashable] = []
         self._order: np.ndarray | None = None
+        self._orders: dict[bytes, np.ndarray] = {}
 
     @classmethod
     def open(
@@ -262,7 +268,7 @@ class MemoryEngine(Engine):
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)
-        self._order = None if key is None else noise.permutation(key, self.n_rows)
+        self._order = None if key is None else self._permutation(key)
 
     def _output(self, name: Hashable) -> np.ndarray:
         """A float64 output column: a view into one 2-D array for a float64 NumPy input."""
@@ -278,6 +284,76 @@ class MemoryEngine(Engine):
         self.released[column.name] = self.table.categorical_output(
             column.name, codes, column.taxonomy.domain
         )
+
+    # -- clusters -----------------------------------------------------------------------
+
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Partition the rows with the in-memory kernels (the fast path, or the general one)."""
+        matrix, codes, _ = partition_inputs(numeric, categorical, self.n_rows)
+        values = np.clip(matrix, geometry.lower, geometry.upper) + 0.0  # -0.0 becomes 0.0
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        return Clusters.of(insensitive_labels(values, codes, geometry, k))
+
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        """Add up every column's clusters in one kernel call (or bincount) each."""
+        labels, count = clusters.labels, clusters.count
+        sums, clamped = [], []
+        for column, grid in zip(numeric, grids, strict=True):
+            found, _, outside = cluster_kernels.cluster_grid_sums(
+                column.values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int
+            )
+            sums.append(found)
+            clamped.append(int(outside))
+        counts = []
+        for cat in categorical:
+            m = len(cat.taxonomy.domain)
+            flat = labels * m + cat.codes
+            counts.append(np.bincount(flat, minlength=count * m).reshape(count, m))
+        return ClusterTotals(sums, clamped, counts)
+
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        """Scatter each cluster's value to its rows' output places, in one pass a column."""
+        destination = np.empty(0, dtype=np.int64)
+        if key is not None:
+            destination = inverse_permutation(self._permutation(key))
+        for column, cluster_values in zip(columns, values, strict=True):
+            if self.track and key is not None:
+                self.destinations[column.name] = destination
+            if isinstance(column, CategoricalColumn):
+                codes = np.empty(self.n_rows, dtype=np.int64)
+                cluster_kernels.scatter_clusters(
+                    clusters.labels, cluster_values, destination, codes
+                )
+                self._keep_codes(column, codes)
+                continue
+            out = self._output(column.name)
+            cluster_kernels.scatter_clusters(clusters.labels, cluster_values, destination, out)
+            self.released[column.name] = column.restore_dtype(out)
+
+    def _permutation(self, key: np.ndarray) -> np.ndarray:
+        """Return the permutation of ``key``, drawn once per release (rows, columns share it)."""
+        found = self._orders.get(key.tobytes())
+        if found is None:
+            found = self._orders[key.tobytes()] = noise.permutation(key, self.n_rows)
+        return found
 
     # -- the end ------------------------------------------------------------------------
 

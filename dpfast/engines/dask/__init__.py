@@ -27,7 +27,6 @@ from dpfast.engines.dask._dispatch import (
     diffgen_frame,
     k_noise_frame,
     k_pram_frame,
-    mdav_dp_frame,
     randomized_response_frame,
 )
 from dpfast.engines.dask._engine import DaskEngine
@@ -47,7 +46,6 @@ __all__ = [
     "laplace_dp_dask",
     "laplace_dp_frame",
     "local_cluster",
-    "mdav_dp_frame",
     "randomized_response_frame",
     "read_in_order",
     "run_on_client",

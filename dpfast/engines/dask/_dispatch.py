@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from dpfast._release import Progress, Release
+from dpfast._release import Release
 from dpfast.engines.dask._methods import run_on_client
 
 __all__ = [
     "diffgen_frame",
     "k_noise_frame",
     "k_pram_frame",
-    "mdav_dp_frame",
     "randomized_response_frame",
 ]
 
@@ -106,46 +105,6 @@ def k_pram_frame(
             retention=retention,
             seed=seed,
             n_threads=n_threads,
-        )
-    )
-
-
-def mdav_dp_frame(
-    data: Any,
-    *,
-    k: int,
-    epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    columns: Sequence[Hashable] | None = None,
-    unprotected: str = "drop",
-    reference: Any = "corners",
-    calibration: str = "l1",
-    seed: int | None = None,
-    metrics: bool = False,
-    progress: Progress | None = None,
-) -> Release:
-    """:func:`dpfast.mdav_dp` of a Dask DataFrame (passes on the workers)."""
-    from dpfast.engines.mdav_dp import mdav_dp_dataset
-
-    found: list[str] = []
-    _common(bounds, metrics, found)
-    if unprotected != "drop":
-        found.append(f"unprotected={unprotected!r} (mdav_dp out of core drops them)")
-    _refuse("mdav_dp", found)
-    return Release(
-        *run_on_client(
-            mdav_dp_dataset,
-            data,
-            k=k,
-            epsilon=epsilon,
-            bounds=bounds,
-            taxonomies=taxonomies,
-            columns=columns,
-            reference=reference,
-            calibration=calibration,
-            seed=seed,
-            progress=progress,
         )
     )
 

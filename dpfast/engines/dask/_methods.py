@@ -6,7 +6,7 @@ from small global state. Every other one runs the out-of-core function of its me
 (``ir_dp_dataset`` with record linkage, ``shuffle=False`` or an ``unprotected`` policy
 other than drop, ``laplace_dp_dataset`` keeping or shuffling them, ``k_noise_dataset``,
 ``k_pram_dataset``, ``randomized_response_dataset``, ``individual_ranking_dataset``,
-``mdav_dp_dataset``, ``diffgen_source``) over a :class:`DaskSource` on the client: each
+``diffgen_source``) over a :class:`DaskSource` on the client: each
 pass over a column runs on the workers (one task per partition) and returns its results
 to the client, which keeps the small global state, spends the ledger and writes the
 release as one Parquet file into the Dask scratch directory (:func:`scratch_directory`),
@@ -127,18 +127,21 @@ def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> 
     One partition per row group, read by the workers; the index is the row number in the
     file (divisions known), and the columns have the types of ``pyarrow``'s
     ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
-    named there (a categorical column's own categories).
+    named there (a categorical column's own categories). A directory (a release written
+    as a dataset) is its ``part-NNNNN.parquet`` files, in the order of their names.
     """
     import dask
     import dask.dataframe as dd
 
-    where = str(Path(path).absolute())
-    metadata = pq.read_metadata(where)
+    where = Path(path).absolute()
+    files = sorted(where.glob("*.parquet")) if where.is_dir() else [where]
     pieces, first = [], 0
-    for group in range(metadata.num_row_groups):
-        rows = metadata.row_group(group).num_rows
-        pieces.append(Piece(where, group, first, rows))
-        first += rows
+    for file in files:
+        metadata = pq.read_metadata(str(file))
+        for group in range(metadata.num_row_groups):
+            rows = metadata.row_group(group).num_rows
+            pieces.append(Piece(str(file), group, first, rows))
+            first += rows
     meta = metadata.schema.to_arrow_schema().remove_metadata().empty_table().to_pandas()
     cast = {name: dtype for name, dtype in (dtypes or {}).items() if name in meta.columns}
     meta = _with_dtypes(meta, cast)
@@ -176,7 +179,7 @@ def _with_dtypes(frame: Any, dtypes: Mapping[str, Any]) -> Any:
     for name, dtype in dtypes.items():
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            frame[name] = column.cat.setcategories(dtype.categories, ordered=dtype.ordered)
+            frame[name] = column.cat.set_categories(dtype.categories, ordered=dtype.ordered)
         else:
             frame[name] = column.astype(dtype)
     return frame

@@ -16,12 +16,20 @@ from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_
 from dpfast.engines.base import (
     CategoricalColumn,
     Cells,
+    Clusters,
+    ClusterTotals,
     Engine,
     GroupValues,
     NumericColumn,
     Progress,
     PublishHook,
     column_threads,
+)
+from dpfast.engines.outofcore._clusters import (
+    cluster_limits,
+    cluster_totals,
+    partition,
+    write_clustered,
 )
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
@@ -34,6 +42,7 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["DEFAULT_MEMORY", "OutOfCoreEngine", "source_of"]
@@ -296,6 +305,57 @@ class OutOfCoreEngine(Engine):
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))
             self.out.copied(str(name), key, self.limits)
+
+    # -- clusters -----------------------------------------------------------------------
+
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Return the partition from passes over scratch files (:mod:`._clusters`).
+
+        Refuses, before any pass, more than 64 distinct reference points, and per-cluster
+        arrays that take more than half of the memory limit.
+        """
+        leaves = sum(len(c.taxonomy.domain) for c in categorical)
+        attributes = len(numeric) + len(categorical)
+        limits = cluster_limits(
+            self.n_rows,
+            k,
+            attributes,
+            leaves,
+            geometry,
+            self.limits.memory,
+            self.limits.batch_rows,
+        )
+        directory = self.out.directory
+        return partition(
+            self.source, numeric, categorical, geometry, k, directory, limits, self._tick
+        )
+
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        return cluster_totals(clusters, numeric, grids, categorical, self._tick)
+
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        paths = [self.out.path(column.name) for column in columns]
+        write_clustered(clusters, paths, values, key, self._tick)
+        for column in columns:
+            self.out._register(column)
 
     # -- the end ------------------------------------------------------------------------
 

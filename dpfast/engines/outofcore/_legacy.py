@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast._release import CategoricalColumn, NumericColumn, TableRun
+from dpfast._release import NumericColumn, TableRun
 from dpfast._validation import as_numeric_column, non_finite_error
 from dpfast.accounting import Report
 from dpfast.engines.base import Progress
@@ -44,8 +44,6 @@ __all__ = [
     "_write_and_publish",
     "coded_scratch",
     "counts_non_finite",
-    "numeric_scratch",
-    "scratch_columns",
 ]
 
 _publish = publish_at
@@ -162,22 +160,6 @@ def _scratch_name(name: Hashable) -> str:
     return f"column-{hashlib.sha256(str(name).encode('utf-8')).hexdigest()[:32]}.bin"
 
 
-def numeric_scratch(scratch: Path, column: NumericColumn) -> ScratchColumn:
-    """Return a numeric column written as float64 to its scratch file.
-
-    An integer column is read back in its dtype (the input's integer type), as the
-    in-memory release restores it.
-    """
-    path = scratch / _scratch_name(column.name)
-    kind = pa.from_numpy_dtype(column.dtype) if column.integer else pa.float64()
-
-    def read(first: int, count: int) -> pa.Array:
-        values = np.fromfile(path, np.float64, count, offset=first * 8)
-        return pa.array(column.restore_dtype(values), kind)
-
-    return ScratchColumn(str(column.name), kind, read)
-
-
 def coded_scratch(scratch: Path, name: Hashable, labels: pa.Array) -> ScratchColumn:
     """Return a column written as int64 codes into ``labels`` (e.g. a taxonomy's domain)."""
     path = scratch / _scratch_name(name)
@@ -187,37 +169,6 @@ def coded_scratch(scratch: Path, name: Hashable, labels: pa.Array) -> ScratchCol
         return labels.take(pa.array(codes))
 
     return ScratchColumn(str(name), labels.type, read, dictionary=True)
-
-
-def categorical_scratch(
-    scratch: Path, column: CategoricalColumn, text: pa.DataType | None = None
-) -> ScratchColumn:
-    """Return a categorical column written as codes into its taxonomy's domain.
-
-    The labels are ``text`` (the input's string type: a large-string column's labels stay
-    large strings, as in memory).
-    """
-    labels = pa.array(list(column.taxonomy.domain), text or pa.string())
-    return coded_scratch(scratch, column.name, labels)
-
-
-def scratch_columns(
-    scratch: Path,
-    numeric: Sequence[NumericColumn],
-    categorical: Sequence[CategoricalColumn],
-    names: Sequence[str],
-    schema: pa.Schema | None = None,
-) -> list[ScratchColumn]:
-    """Return the scratch columns of ``numeric`` and ``categorical``, in ``names`` order.
-
-    With the input's ``schema``, a large-string column's labels are large strings.
-    """
-    made = {str(c.name): numeric_scratch(scratch, c) for c in numeric}
-    for c in categorical:
-        kind = schema.field(str(c.name)).type if schema is not None else pa.string()
-        text = pa.large_string() if pa.types.is_large_string(kind) else pa.string()
-        made[str(c.name)] = categorical_scratch(scratch, c, text)
-    return [made[name] for name in names if name in made]
 
 
 def _stitch(

@@ -37,6 +37,7 @@ __all__ = [
     "BATCH_ROWS",
     "Limits",
     "NonFiniteValue",
+    "category_codes",
     "category_ranks",
     "group_sums",
     "numeric_values",
@@ -416,15 +417,7 @@ class _RankCounts:
 
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
         taxonomy: Taxonomy = self.cat.taxonomy
-        encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        if encoded.indices.null_count:
-            missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
-            indices = np.where(missing, -1, indices)
-        codes = taxonomy.encode_categories(
-            indices.astype(np.int64), encoded.dictionary.to_pylist(), column=self.cat.name
-        )
-        return np.asarray(taxonomy.rank_counts(codes), dtype=np.int64)
+        return np.asarray(taxonomy.rank_counts(category_codes(array, self.cat)), dtype=np.int64)
 
 
 def _quantised(
@@ -475,18 +468,23 @@ def rank_numeric(
     return sums, clamped
 
 
-def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
-    """One batch of a categorical column as taxonomy ranks, refusing values not in it."""
-    taxonomy = cat.taxonomy
+def category_codes(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+    """One batch of a categorical column as its taxonomy's codes, refusing values not in it."""
     encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     if encoded.indices.null_count:
         missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
         indices = np.where(missing, -1, indices)
-    codes = taxonomy.encode_categories(
+    codes = cat.taxonomy.encode_categories(
         indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
     )
-    return np.asarray(taxonomy.rank, dtype=np.int64)[np.asarray(codes, dtype=np.int64)]
+    return np.asarray(codes, dtype=np.int64)
+
+
+def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+    """One batch of a categorical column as taxonomy ranks, refusing values not in it."""
+    ranks: np.ndarray = np.asarray(cat.taxonomy.rank, dtype=np.int64)[category_codes(array, cat)]
+    return ranks
 
 
 def rank_floats(

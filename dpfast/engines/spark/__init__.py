@@ -29,7 +29,6 @@ from dpfast.engines.spark._dispatch import (
     diffgen_frame,
     k_noise_frame,
     k_pram_frame,
-    mdav_dp_frame,
     randomized_response_frame,
 )
 from dpfast.engines.spark._engine import SparkEngine
@@ -45,7 +44,6 @@ __all__ = [
     "k_noise_frame",
     "k_pram_frame",
     "local_session",
-    "mdav_dp_frame",
     "randomized_response_frame",
     "write_release",
 ]
