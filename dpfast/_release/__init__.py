@@ -47,7 +47,14 @@ from dpfast.accounting import (
 )
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines._metrics import release_metrics
-from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
+from dpfast.engines.base import (
+    CodedNumeric,
+    Contingency,
+    Engine,
+    PublishHook,
+    column_threads,
+    inverse_permutation,
+)
 from dpfast.exceptions import (
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -60,6 +67,9 @@ __all__ = [
     "SEEDED_NOTE",
     "BudgetLike",
     "CategoricalColumn",
+    "CodedNumeric",
+    "Contingency",
+    "Engine",
     "EngineChoice",
     "NumericColumn",
     "Progress",

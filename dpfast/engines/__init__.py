@@ -249,7 +249,6 @@ SPARK_RELEASES = {
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
     "mdav_dp": "mdav_dp_frame",
-    "diffgen": "diffgen_frame",
 }
 
 
@@ -274,7 +273,6 @@ DASK_RELEASES = {
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
     "mdav_dp": "mdav_dp_frame",
-    "diffgen": "diffgen_frame",
 }
 
 
