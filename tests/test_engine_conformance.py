@@ -298,6 +298,17 @@ CASES = [
         spills=False,  # one scan per step whatever the limit
         counts=True,
     ),
+    Case(
+        "diffgen-bounds-from-data",
+        dpfast.diffgen,
+        None,
+        ("age", "share", "income"),
+        {"target": "income", "epsilon": 1.0, "steps": 4, "bounds": "data", "seed": SEED},
+        keeps_order=True,
+        spills=False,
+        counts=True,
+        warning=PrivacyLeakWarning,  # bounds from the data, classes from the data
+    ),
 ]
 # a method written in the tests alone (tests/toy_method.py): one case here is all it takes
 # to run it on every engine

@@ -2,7 +2,7 @@
 
 ``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each primitive
 (``numeric_names``, ``occurring_values``, ``class_codes``, ``contingency``,
-``write_table``, ``needs_memory``) is compared between the in-memory engine, the
+``write_table``) is compared between the in-memory engine, the
 out-of-core engine in batches of a few rows, and a brute-force count over the records.
 """
 
@@ -162,19 +162,6 @@ def test_missing_classes_are_counted(tmp_path):
             assert sorted(engine.occurring_values("label")) == ["a", "b"]
     finally:
         outofcore.close()
-
-
-def test_only_memory_runs_what_needs_the_table(engine):
-    why, instead = "reads the bounds from the data", "give public bounds"
-    if engine.name == "memory":
-        assert engine.needs_memory("m", "bounds='data'", why, instead) is None
-        return
-    with pytest.raises(ValueError) as refused:
-        engine.needs_memory("m", "bounds='data'", why, instead)
-    assert str(refused.value) == (
-        "bounds='data' reads the bounds from the data, which runs in memory only; give public "
-        "bounds"
-    )
 
 
 @pytest.mark.parametrize("repeat", [None, "count"])

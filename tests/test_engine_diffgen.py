@@ -200,11 +200,20 @@ def test_bad_values_give_the_in_memory_error_and_leave_nothing(
     assert {p.name for p in tmp_path.iterdir()} == before
 
 
-def test_bounds_from_the_data_are_refused(tmp_path, frame):
-    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    with pytest.raises(ValueError, match="runs in memory only; give public bounds"):
-        _out_of_core(source, tmp_path / "o.parquet", memory_limit=2**20, **_options(bounds="data"))
-    assert list(tmp_path.iterdir()) == []
+def test_bounds_from_the_data_give_the_in_memory_release(tmp_path, frame):
+    # every numeric column not a taxonomy's is a predictor, its bounds from a pass (NOT private)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pytest.warns(PrivacyLeakWarning, match="derives the domain from the data"):
+        expected = diffgen(table, **_options(bounds="data"))
+    dataset = _write_parts(frame, tmp_path / "in", [1000])
+    output = tmp_path / "o.parquet"
+    with pytest.warns(PrivacyLeakWarning, match="derives the domain from the data"):
+        release = _out_of_core(
+            dataset, output, memory_limit=2**20, batch_rows=300, **_options(bounds="data")
+        )
+    _assert_same(output, expected, release.report, release.private)
+    assert release.report.guarantee_level == "none"
+    assert set(release.report.parameters["bounds"]) == {*BOUNDS}
 
 
 def test_distinct_values_must_fit_in_the_memory_limit(tmp_path, frame):

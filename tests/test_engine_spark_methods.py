@@ -181,7 +181,6 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
         (dpfast.mdav_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "unprotected": "keep"}, "keep"),
-        (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
     ],
 )
 def test_what_spark_cannot_run_is_refused_by_name(spark, function, options, named):

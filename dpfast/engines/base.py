@@ -386,15 +386,6 @@ class Engine(ABC):
     # -- class counts of coded columns --------------------------------------------------
 
     @abstractmethod
-    def needs_memory(self, method: str, option: str, why: str, instead: str) -> None:
-        """Refuse ``option`` (as the caller wrote it: ``bounds='data'``), which ``why``.
-
-        Only an engine that holds the table runs it (it returns); the others raise
-        ``ValueError`` in their own words, naming ``option`` and saying to give
-        ``instead`` (or to release the table in memory).
-        """
-
-    @abstractmethod
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         """Return the columns among ``names`` whose type holds numbers (not booleans)."""
 

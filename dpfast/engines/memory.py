@@ -287,9 +287,6 @@ class MemoryEngine(Engine):
 
     # -- class counts of coded columns --------------------------------------------------
 
-    def needs_memory(self, method: str, option: str, why: str, instead: str) -> None:
-        """Run it: the table is held."""
-
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         """Return the columns of a NumPy number dtype (their first zero rows tell)."""
         column = self.table.column

@@ -41,8 +41,6 @@ class DaskEngine(ClusterEngine):
     """A Dask DataFrame (or :class:`DaskSource`) released on the workers."""
 
     name = "dask"
-    frame_name = "a Dask DataFrame"
-    in_memory = "frame.compute()"
 
     @classmethod
     def open(

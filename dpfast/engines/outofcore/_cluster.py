@@ -52,11 +52,6 @@ class ClusterEngine(OutOfCoreEngine):
     that cannot be lazy is then written into ``scratch``, a directory the workers read).
     """
 
-    #: The input as its users call it (``"a Spark DataFrame"``), and how they would bring
-    #: it into memory (``"frame.toPandas()"``), for the options only memory runs.
-    frame_name: str = "a cluster's frame"
-    in_memory: str = "the frame"
-
     def __init__(
         self,
         source: ColumnSource,
@@ -204,12 +199,6 @@ class ClusterEngine(OutOfCoreEngine):
         self._rows.clear()
 
     # -- class counts of coded columns ---------------------------------------------------
-
-    def needs_memory(self, method: str, option: str, why: str, instead: str) -> None:
-        raise ValueError(
-            f"{method} on {self.frame_name} does not support {option} ({instead}); drop it, "
-            f"or release {self.in_memory} in memory"
-        )
 
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None

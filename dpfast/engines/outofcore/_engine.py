@@ -306,9 +306,6 @@ class OutOfCoreEngine(Engine):
 
     # -- class counts of coded columns --------------------------------------------------
 
-    def needs_memory(self, method: str, option: str, why: str, instead: str) -> None:
-        raise ValueError(f"{option} {why}, which runs in memory only; {instead}")
-
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         schema = self.source.schema
         return [name for name in names if _holds_numbers(schema.field(str(name)).type)]

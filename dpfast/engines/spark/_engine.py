@@ -43,8 +43,6 @@ class SparkEngine(ClusterEngine):
     """A Spark DataFrame (or :class:`SparkSource`) released on the executors."""
 
     name = "spark"
-    frame_name = "a Spark DataFrame"
-    in_memory = "frame.toPandas()"
 
     @classmethod
     def open(

@@ -251,13 +251,6 @@ class _Plan:
     def check(
         cls, engine: Engine, target: Any, taxonomies: Any, bounds: Any, classes: Any
     ) -> _Plan:
-        if isinstance(bounds, str) and bounds == "data":
-            engine.needs_memory(
-                "diffgen",
-                f"{option('bounds')}={bounds!r}",
-                "reads the bounds from the data",
-                "give public bounds for the numeric predictors",
-            )
         _check_table(engine, target)
         taxonomies, bounds = _check_mappings(engine.names, taxonomies, bounds)
         trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}

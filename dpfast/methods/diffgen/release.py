@@ -119,8 +119,8 @@ def diffgen(
         get the root interval ``[lower, upper + 1)`` and integer split points; float
         columns ``[lower, upper]``. Values outside are clamped (the report counts them).
         ``"data"`` takes every other numeric column with bounds from the data: NOT
-        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning` (in memory
-        only).
+        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning` (a pass over
+        each numeric column where the table is not in memory).
     utility : {"max", "info_gain"}
         ``Max`` (sensitivity 1, the default; the paper finds it better under DP) or
         ``InfoGain`` (sensitivity ``log2`` of the number of classes).
