@@ -119,12 +119,9 @@ class HeldContingency(Contingency):
         code_values: list[np.ndarray | None],
         clamped: list[int],
     ) -> None:
+        super().__init__(n_classes, n_codes, code_values, clamped)
         self.classes = classes
-        self.n_classes = n_classes
         self.codes = codes
-        self.n_codes = n_codes
-        self.code_values = code_values
-        self.clamped = clamped
         self.order = np.empty(0, dtype=np.int64)
         self.partitions: Partitions | None = None
         self.link: dict[int, np.ndarray] = {}

@@ -186,10 +186,17 @@ class Contingency(ABC):
     may count by codes (out of core) or keep the records of every label (in memory).
     """
 
-    n_classes: int
-    n_codes: list[int]
-    code_values: list[np.ndarray | None]
-    clamped: list[int]
+    def __init__(
+        self,
+        n_classes: int,
+        n_codes: list[int],
+        code_values: list[np.ndarray | None],
+        clamped: list[int],
+    ) -> None:
+        self.n_classes = n_classes
+        self.n_codes = n_codes
+        self.code_values = code_values
+        self.clamped = clamped
 
     @abstractmethod
     def counts(self, column: int) -> np.ndarray:

@@ -275,14 +275,11 @@ class PassContingency(Contingency):
         code_values: list[np.ndarray | None],
         clamped: list[int],
     ) -> None:
+        super().__init__(classes.size, [int(h.shape[0]) for h in hists], code_values, clamped)
         self.passes = passes
         self.classes = classes
         self.coders = coders
         self.hists = hists
-        self.n_classes = classes.size
-        self.n_codes = [int(h.shape[0]) for h in hists]
-        self.code_values = code_values
-        self.clamped = clamped
         self.labels: list[np.ndarray] = []
 
     def counts(self, column: int) -> np.ndarray:
