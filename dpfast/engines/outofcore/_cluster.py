@@ -10,9 +10,11 @@ computed by the workers from small state whenever every released column allows i
   input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
   report counts).
 
-Any other release (record-linked columns, columns copied unprotected, or a mix) is
-written by this process from passes run on the workers, as the out-of-core engine writes
-it, and read back as a frame in row order. With ``output``, the release is written there
+A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
+frame made here from it (with ``output``, this process writes it there too). Any other
+release (record-linked columns, columns copied unprotected, or a mix) is written by this
+process from passes run on the workers, as the out-of-core engine writes it, and read
+back as a frame in row order. With ``output``, the release is written there
 (by the workers where the frame is lazy) and published in one rename.
 """
 
