@@ -382,7 +382,7 @@ def _categorical(codes: np.ndarray, labels: Sequence[Any]) -> pd.Categorical:
         return pd.Categorical.from_codes(codes, categories=list(labels))
 
 
-def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
+def build_table(kind: str, columns: Mapping[Any, Any]) -> Any:
     """Build a new pandas DataFrame or Arrow table from named columns.
 
     Parameters
@@ -400,7 +400,7 @@ def build_table(kind: str, columns: Mapping[str, Any]) -> Any:
     pandas.DataFrame, pyarrow.Table or polars.DataFrame
     """
     if kind == "pandas":
-        data: dict[str, Any] = {}
+        data: dict[Any, Any] = {}
         for name, column in columns.items():
             if isinstance(column, tuple):
                 codes, labels = column
@@ -440,6 +440,24 @@ def _check_names_as_text(names: Sequence[Hashable]) -> None:
                 "names distinct"
             )
         seen[text] = name
+
+
+def repeat_rows(data: Any, count: Hashable) -> Any:
+    """Return ``data`` with each row repeated ``count``'s times, without that column.
+
+    ``data`` is a table :func:`as_table_data` takes, ``count`` a column of non-negative
+    integers; the other columns come back categorical (pandas ``Categorical``, Arrow
+    dictionary), in a table of the same kind (:func:`build_table`).
+    """
+    table = as_table_data(data)
+    counts = np.asarray(table.column(count), dtype=np.int64)
+    rows = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
+    out: dict[Any, Any] = {}
+    for name in table.names:
+        if name != count:
+            codes, labels = table.category_codes(name)
+            out[name] = (codes[rows], labels)
+    return build_table(table.kind, out)
 
 
 def as_table_data(data: Any) -> TableData:

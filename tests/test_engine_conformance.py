@@ -54,7 +54,6 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import DASK_RELEASES, SPARK_RELEASES, EngineChoice
-from dpfast.engines.diffgen import diffgen_dataset
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset, randomized_response_dataset
 from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
@@ -301,7 +300,7 @@ CASES = [
     Case(
         "diffgen",
         dpfast.diffgen,
-        diffgen_dataset,
+        None,
         ("age", "occupation", "share", "income"),
         {
             "target": "income",
@@ -315,6 +314,17 @@ CASES = [
         tiny_memory=40_000,
         spills=False,  # one scan per step whatever the limit
         counts=True,
+    ),
+    Case(
+        "diffgen-bounds-from-data",
+        dpfast.diffgen,
+        None,
+        ("age", "share", "income"),
+        {"target": "income", "epsilon": 1.0, "steps": 4, "bounds": "data", "seed": SEED},
+        keeps_order=True,
+        spills=False,
+        counts=True,
+        warning=PrivacyLeakWarning,  # bounds from the data, classes from the data
     ),
 ]
 # a method written in the tests alone (tests/toy_method.py): one case here is all it takes

@@ -264,7 +264,6 @@ def test_release_files_live_in_the_configured_scratch_directory(client, tmp_path
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
         (dpfast.ir_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "metrics": True}, "metrics"),
-        (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
     ],
 )
 def test_what_dask_cannot_run_is_refused_by_name(function, options, named):

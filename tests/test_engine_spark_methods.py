@@ -186,7 +186,6 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
         (dpfast.mdav, {"k": 3, "columns": ["a", "b"]}, r"memory only.*spark engine.*mdav_dp"),
-        (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
     ],
 )
 def test_what_spark_cannot_run_is_refused_by_name(spark, function, options, named):

@@ -49,6 +49,8 @@ from dpfast.accounting import (
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines.base import (
+    CodedNumeric,
+    Contingency,
     Engine,
     PublishHook,
     column_threads,
@@ -67,6 +69,9 @@ __all__ = [
     "SEEDED_NOTE",
     "BudgetLike",
     "CategoricalColumn",
+    "CodedNumeric",
+    "Contingency",
+    "Engine",
     "EngineChoice",
     "NumericColumn",
     "Progress",

@@ -168,8 +168,8 @@ def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
 
 def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
     from dpfast.cli._engine import dataset_source
-    from dpfast.engines.diffgen import diffgen_dataset
-    from dpfast.engines.outofcore._sources import ParquetDataset, SchemaCheckedSource
+    from dpfast.engines.outofcore import ParquetDataset, SchemaCheckedSource
+    from dpfast.methods.diffgen import diffgen
     from dpfast.schema import Schema
 
     with _spending(args, "diffgen"):
@@ -178,19 +178,20 @@ def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
         options = _diffgen_options(args, schema)
         spend = args.spend
         with _delayed_progress(args) as progress:
-            report, private = diffgen_dataset(
+            release = diffgen(
                 source,
-                args.output,
+                output=args.output,
                 microdata=args.microdata,
                 memory_limit=memory,
                 progress=progress,
-                before_publish=spend.before_publish(schema),
+                budget=spend.budget(schema),
                 **options,
             )
+        report = release.report
         for note in report.notes:
             _note(args, note)
         report = _mark_from_data(report, schema, args)
-        public_path, private_path = write_reports(report, private, args.output)
+        public_path, private_path = write_reports(report, release.private, args.output)
         written = ParquetDataset.open(args.output).n_rows
     return _summary(args, report, public_path, private_path, written, spend)
 

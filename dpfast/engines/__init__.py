@@ -252,7 +252,6 @@ SPARK_RELEASES = {
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
-    "diffgen": "diffgen_frame",
 }
 
 
@@ -276,7 +275,6 @@ DASK_RELEASES = {
     "randomized_response": "randomized_response_frame",
     "k_noise": "k_noise_frame",
     "k_pram": "k_pram_frame",
-    "diffgen": "diffgen_frame",
 }
 
 

@@ -27,6 +27,11 @@ The primitives:
   data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's
   exact integer grid sums and records per leaf), :meth:`Engine.write_clusters` (each
   row's cluster value, rows in a keyed order);
+* **class counts** of columns coded for a generalisation: the values that occur in a
+  column (:meth:`Engine.occurring_values`), every record's class
+  (:meth:`Engine.class_codes`), and a :class:`Contingency` of coded columns
+  (:meth:`Engine.contingency`) whose records are refined label by label; a table the
+  method computed from them is its output (:meth:`Engine.write_table`);
 * **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
   an engine that writes files) and returns the released data; :meth:`Engine.close`
   removes what a failed or interrupted release left.
@@ -52,10 +57,14 @@ from dpfast.taxonomy import Taxonomy
 __all__ = [
     "CategoricalColumn",
     "Cells",
+    "Classes",
     "ClusterTotals",
     "Clusters",
+    "CodedNumeric",
+    "Contingency",
     "Engine",
     "GroupValues",
+    "Lookup",
     "NumericColumn",
     "Progress",
     "PublishHook",
@@ -158,6 +167,115 @@ class ClusterTotals:
     sums: list[np.ndarray]
     clamped: list[int]
     counts: list[np.ndarray]
+
+
+# -- class counts of coded columns ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodedNumeric:
+    """A numeric column coded within its public bounds, for :meth:`Engine.contingency`.
+
+    Its values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` when
+    ``by_offset`` (an integer column of modest range: codes ``0 .. upper - lower``), else
+    its rank among the column's distinct clamped values.
+    """
+
+    column: NumericColumn
+    lower: float
+    upper: float
+    by_offset: bool
+
+
+class Lookup(Protocol):
+    """A column's values as codes ``0 .. size - 1``: ``lookup(categories) -> (codes, outside)``.
+
+    ``categories`` are distinct values of the column; ``codes`` (int64, at least one entry)
+    gives each its code, ``-1`` for those outside, whose indices ``outside`` lists. A
+    module-level callable of the method (a cluster ships it to its workers).
+    """
+
+    @property
+    def size(self) -> int:
+        """The number of codes."""
+        ...
+
+    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+        """Return each category's code, and the indices of those outside."""
+        ...
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Every record's class: a column coded by a :class:`Lookup` (:meth:`Engine.class_codes`).
+
+    ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
+    (each once); the release may use it only when both are empty. ``codes`` is the
+    engine's own (the codes in memory, a scratch file out of core).
+    """
+
+    size: int
+    missing: int
+    unknown: list[Any]
+    codes: Any = None
+
+
+class Contingency(ABC):
+    """Coded columns beside every record's class, refined label by label (a generalisation).
+
+    Column ``j`` has codes ``0 .. n_codes[j] - 1`` (a categorical column: its taxonomy's
+    leaves; a numeric one: :class:`CodedNumeric`, whose code values and clamped count are
+    ``code_values[j]`` and ``clamped[j]``). Every record carries one label per column:
+    :meth:`start` gives each column its first label, :meth:`split` relabels the records
+    of one label by their codes, and :meth:`cells` counts the records by the labels they
+    end with. A record's label on a column depends on its code there only, so an engine
+    may count by codes (out of core) or keep the records of every label (in memory).
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        n_codes: list[int],
+        code_values: list[np.ndarray | None],
+        clamped: list[int],
+    ) -> None:
+        self.n_classes = n_classes
+        self.n_codes = n_codes
+        self.code_values = code_values
+        self.clamped = clamped
+
+    @abstractmethod
+    def counts(self, column: int) -> np.ndarray:
+        """Return column ``column``'s (code, class) counts over every record.
+
+        int64, shape ``(n_codes[column], n_classes)``.
+        """
+
+    @abstractmethod
+    def start(self, labels: Sequence[int]) -> None:
+        """Give every record label ``labels[j]`` on column ``j`` (non-negative ints)."""
+
+    @abstractmethod
+    def split(
+        self, column: int, label: int, child_of: np.ndarray, offset: int, children: np.ndarray
+    ) -> np.ndarray:
+        """Relabel the records of ``label`` on ``column`` by their code ``c`` there.
+
+        Each gets label ``children[child_of[c - offset]]``: ``child_of`` (int64) covers
+        codes ``offset .. offset + len(child_of) - 1``, which hold every code of the
+        label's records, ``-1`` for the codes no record of the label has. Returns the
+        label's records' (code, class) counts over those codes (zero where ``child_of`` is
+        ``-1``): int64, shape ``(len(child_of), n_classes)``.
+        """
+
+    @abstractmethod
+    def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+        """Return the class counts of every cell: int64, shape ``(prod(sizes), n_classes)``.
+
+        A record's cell has coordinate ``position[label]`` (in ``0 .. sizes[j] - 1``) on
+        column ``j``, ``label`` its label there; cells are in C order (the first column
+        varies slowest). ``position`` is indexed by label.
+        """
 
 
 class Engine(ABC):
@@ -369,6 +487,49 @@ class Engine(ABC):
         the input order when ``key`` is ``None``; ``values[j]`` holds column ``j``'s
         released value of every cluster (float64, already rounded for an integer column,
         or taxonomy codes of a categorical one).
+        """
+
+    # -- class counts of coded columns --------------------------------------------------
+
+    @abstractmethod
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        """Return the columns among ``names`` whose type holds numbers (not booleans)."""
+
+    @abstractmethod
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        """Return the distinct values that occur in column ``name`` (not missing), any order."""
+
+    @abstractmethod
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        """Code every record's value of column ``name`` with ``lookup``: its class.
+
+        A value's category is its own (a dictionary's, a pandas categorical's). Reads the
+        column once; the codes stay with the engine, for :meth:`contingency`.
+        """
+
+    @abstractmethod
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> Contingency:
+        """Code ``columns`` (in order) beside ``classes``; checks their values as it reads them.
+
+        A categorical column's codes are its taxonomy's leaves (its values are checked
+        as :meth:`categorical_columns` says); a numeric one's, as :class:`CodedNumeric`
+        says (its values checked as every protected value).
+        """
+
+    @abstractmethod
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Release a table the method computed (a row per cell, not per record) as the output.
+
+        ``columns`` as :func:`dpfast.io.build_table` takes them: an array, or ``(codes,
+        labels)`` for a categorical column. :meth:`publish` returns it as a table of the
+        input's kind (in memory) or a frame (a cluster), or returns the dataset written at
+        ``output`` (out of core). With ``repeat`` (a column of non-negative integer
+        counts), what is written at ``output`` holds each row that many times, without
+        that column.
         """
 
     # -- the end ------------------------------------------------------------------------

@@ -29,14 +29,18 @@ from dpfast._validation import (
     not_numeric_error,
     option,
 )
+from dpfast.engines._contingency import HeldContingency
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines.base import (
     CategoricalColumn,
     Cells,
+    Classes,
     Clusters,
     ClusterTotals,
+    CodedNumeric,
     Engine,
     GroupValues,
+    Lookup,
     NumericColumn,
     Progress,
     PublishHook,
@@ -45,7 +49,7 @@ from dpfast.engines.base import (
     partition_inputs,
 )
 from dpfast.exceptions import IndexDroppedWarning
-from dpfast.io import TableData, as_table_data, write_table_atomic
+from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
 from dpfast.taxonomy import Taxonomy
@@ -81,6 +85,8 @@ class MemoryEngine(Engine):
         self._copied: list[Hashable] = []
         self._order: np.ndarray | None = None
         self._orders: dict[bytes, np.ndarray] = {}
+        self._table: tuple[Mapping[Hashable, Any], Hashable | None] | None = None
+        self._categories: tuple[Hashable, tuple[np.ndarray, list[Any]]] | None = None
 
     @classmethod
     def open(
@@ -355,9 +361,81 @@ class MemoryEngine(Engine):
             found = self._orders[key.tobytes()] = noise.permutation(key, self.n_rows)
         return found
 
+    # -- class counts of coded columns --------------------------------------------------
+
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        """Return the columns of a NumPy number dtype (their first zero rows tell)."""
+        column = self.table.column
+        return [c for c in names if np.issubdtype(np.asarray(column(c)[:0]).dtype, np.number)]
+
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        """Return the categories that some row holds."""
+        codes, categories = self._category_codes(name)
+        return [categories[i] for i in np.unique(codes[codes >= 0])]
+
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        """Code the whole column; no codes when some value is missing or unknown."""
+        codes, categories = self._category_codes(name)
+        self._categories = None
+        missing = int((codes < 0).sum())
+        if missing:
+            return Classes(lookup.size, missing, [])
+        present = np.zeros(len(categories), dtype=bool)
+        if codes.size:
+            present[np.unique(codes)] = True
+        table, outside = lookup(categories)
+        unknown = [categories[i] for i in outside if present[i]]
+        if unknown:
+            return Classes(lookup.size, 0, unknown)
+        classes = np.ascontiguousarray(table[codes], dtype=np.int64)
+        return Classes(lookup.size, 0, [], classes)
+
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> HeldContingency:
+        """Code every column whole (a rank by one ``np.unique``) into a partition tree."""
+        codes, n_codes, code_values, clamped = [], [], [], []
+        for column in columns:
+            if isinstance(column, CategoricalColumn):
+                coded, values, found = column.codes, None, 0
+                n_codes.append(len(column.taxonomy.domain))
+            else:
+                coded, values, found = _numeric_codes(column)
+                n_codes.append(int(values.shape[0]))
+            codes.append(coded)
+            code_values.append(values)
+            clamped.append(found)
+        return HeldContingency(classes.codes, classes.size, codes, n_codes, code_values, clamped)
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Keep the columns: :meth:`publish` builds the table."""
+        self._table = (columns, repeat)
+
+    def _category_codes(self, name: Hashable) -> tuple[np.ndarray, list[Any]]:
+        """Return a column's ``(codes, categories)``, kept from one call to the next."""
+        if self._categories is None or self._categories[0] != name:
+            self._categories = (name, self.table.category_codes(name))
+        return self._categories[1]
+
+    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
+        """Return the table of :meth:`write_table` (input's kind); ``output`` gets it too."""
+        assert self._table is not None
+        columns, repeat = self._table
+        result = build_table(self.table.kind, columns)
+        if self.output is not None:
+            written = result if repeat is None else repeat_rows(result, repeat)
+            write_table_atomic(written, self.output, before=lambda: _call(before, report))
+        elif before is not None:
+            before(report)
+        return result
+
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        if self._table is not None:
+            return self._publish_table(report, before)
         table = self.table
         kept = set(self.released) | set(self._copied)
         keep = None if len(kept) == len(table.names) else [n for n in table.names if n in kept]
@@ -380,6 +458,18 @@ class MemoryEngine(Engine):
         return release_metrics(
             numeric, categorical, self.released, self.codes, self.destinations, domains
         )
+
+
+def _numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
+    """Return a numeric column's codes, its code values and its clamped count."""
+    values, lower, upper = column.column.values, column.lower, column.upper
+    clipped = np.clip(values, lower, upper)
+    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
+    if column.by_offset:
+        codes = (clipped - lower).astype(np.int64)
+        return codes, np.arange(lower, upper + 1, dtype=np.float64), clamped
+    code_values, inverse = np.unique(clipped, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1), code_values, clamped
 
 
 def _call(hook: PublishHook | None, report: Any) -> None:

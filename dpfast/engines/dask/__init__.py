@@ -24,7 +24,6 @@ function here runs.
 from __future__ import annotations
 
 from dpfast.engines.dask._dispatch import (
-    diffgen_frame,
     k_noise_frame,
     k_pram_frame,
     randomized_response_frame,
@@ -38,7 +37,6 @@ __all__ = [
     "DaskEngine",
     "DaskSource",
     "check_dask_output",
-    "diffgen_frame",
     "ir_dp_dask",
     "ir_dp_frame",
     "k_noise_frame",

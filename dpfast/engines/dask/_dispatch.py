@@ -18,7 +18,6 @@ from dpfast._release import Release
 from dpfast.engines.dask._methods import run_on_client
 
 __all__ = [
-    "diffgen_frame",
     "k_noise_frame",
     "k_pram_frame",
     "randomized_response_frame",
@@ -107,58 +106,3 @@ def k_pram_frame(
             n_threads=n_threads,
         )
     )
-
-
-def diffgen_frame(
-    data: Any,
-    *,
-    target: Hashable,
-    epsilon: float,
-    steps: int,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    utility: Any = "max",
-    classes: Sequence[Any] | None = None,
-    seed: int | None = None,
-) -> Any:
-    """:func:`dpfast.diffgen` of a Dask DataFrame: its counts as a Dask DataFrame.
-
-    The passes run on the workers; the counts table (one row per cell and class, small)
-    is the in-memory release's of ``frame.compute()`` (categorical columns whose
-    categories are the cut's values), as a Dask DataFrame of one partition.
-    ``microdata()`` needs the counts in memory: expand ``counts.compute()`` instead.
-    """
-    import dataclasses
-    import tempfile
-
-    import dask
-    import dask.dataframe as dd
-
-    from dpfast.engines.dask._methods import memory_limit, scratch_directory
-    from dpfast.engines.dask._source import DaskSource, dask_of
-    from dpfast.engines.diffgen import diffgen_source
-
-    found: list[str] = []
-    _common(bounds, False, found)
-    _refuse("diffgen", found)
-    source = data if hasattr(data, "map_column") else DaskSource(data)
-    dask_of(source)  # anything else is refused before a pass runs
-    with tempfile.TemporaryDirectory(prefix="diffgen-", dir=scratch_directory()) as scratch:
-        release = diffgen_source(
-            source,
-            scratch,
-            target=target,
-            epsilon=epsilon,
-            steps=steps,
-            taxonomies=taxonomies,
-            bounds=bounds,  # type: ignore[arg-type]
-            utility=utility,
-            classes=classes,
-            seed=seed,
-            memory_limit=memory_limit(),
-        )
-    counts = release.counts.to_pandas()
-    # the categories and text keep the in-memory release's dtypes
-    with dask.config.set({"dataframe.convert-string": False}):
-        frame = dd.from_pandas(counts, npartitions=1, sort=False)
-    return dataclasses.replace(release, counts=frame)

@@ -93,6 +93,15 @@ class DaskEngine(ClusterEngine):
     def file_frame(self, path: Path) -> Any:
         return read_in_order(path, categories(self.cluster))
 
+    def table_frame(self, table: Any) -> Any:
+        """Return the table as a frame of one partition (dictionaries as categoricals)."""
+        import dask
+        import dask.dataframe as dd
+
+        # the categories and text keep the in-memory release's dtypes
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_pandas(table.to_pandas(), npartitions=1, sort=False)
+
     def write_frame(
         self, frame: Any, output: Path, report: Any, before: PublishHook | None
     ) -> None:

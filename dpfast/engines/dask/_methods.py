@@ -6,7 +6,7 @@ from small global state. Every other one runs the out-of-core function of its me
 (``ir_dp_dataset`` with record linkage, ``shuffle=False`` or an ``unprotected`` policy
 other than drop, ``laplace_dp_dataset`` keeping or shuffling them, ``k_noise_dataset``,
 ``k_pram_dataset``, ``randomized_response_dataset``, ``individual_ranking_dataset``,
-``diffgen_source``) over a :class:`DaskSource` on the client: each
+``k_pram_dataset``) over a :class:`DaskSource` on the client: each
 pass over a column runs on the workers (one task per partition) and returns its results
 to the client, which keeps the small global state, spends the ledger and writes the
 release as one Parquet file into the Dask scratch directory (:func:`scratch_directory`),

@@ -10,9 +10,11 @@ computed by the workers from small state whenever every released column allows i
   input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
   report counts).
 
-Any other release (record-linked columns, columns copied unprotected, or a mix) is
-written by this process from passes run on the workers, as the out-of-core engine writes
-it, and read back as a frame in row order. With ``output``, the release is written there
+A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
+frame made here from it (with ``output``, this process writes it there too). Any other
+release (record-linked columns, columns copied unprotected, or a mix) is written by this
+process from passes run on the workers, as the out-of-core engine writes it, and read
+back as a frame in row order. With ``output``, the release is written there
 (by the workers where the frame is lazy) and published in one rename.
 """
 
@@ -21,11 +23,12 @@ from __future__ import annotations
 import os
 import uuid
 from abc import abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from dpfast.engines.base import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
 from dpfast.engines.outofcore._engine import OutOfCoreEngine
@@ -38,6 +41,7 @@ from dpfast.engines.outofcore._lazy import (
 )
 from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 
 __all__ = ["ClusterEngine"]
@@ -74,6 +78,7 @@ class ClusterEngine(OutOfCoreEngine):
         ] = {}
         self._rows: dict[str, RowsColumn] = {}
         self._written = False
+        self._table: pa.Table | None = None
 
     # -- what a cluster does -------------------------------------------------------------
 
@@ -93,6 +98,10 @@ class ClusterEngine(OutOfCoreEngine):
     @abstractmethod
     def file_frame(self, path: Path) -> Any:
         """Return a Parquet file written here as a frame, its rows in the file's order."""
+
+    @abstractmethod
+    def table_frame(self, table: pa.Table) -> Any:
+        """Return a small Arrow table computed here as a frame of the cluster."""
 
     @abstractmethod
     def write_frame(
@@ -142,6 +151,8 @@ class ClusterEngine(OutOfCoreEngine):
         super().copy_columns(names, key)
 
     def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        if self._table is not None:
+            return self._publish_table(report, before)
         order = [str(n) for n in self.source.names]
         if not self._written and self._groups and not self._rows:
             frame = self.groups_frame(
@@ -188,3 +199,21 @@ class ClusterEngine(OutOfCoreEngine):
             self.out.rows(rows.column, rows.cells, self.limits)
         self._groups.clear()
         self._rows.clear()
+
+    # -- class counts of coded columns ---------------------------------------------------
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Keep the table for its frame; with ``output``, this process writes it there too."""
+        self._table = build_table("arrow", columns)
+        if self.final is not None:
+            super().write_table(columns, repeat=repeat)
+
+    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
+        if self.final is not None:
+            self.out.publish(report, before)
+        elif before is not None:
+            before(report)
+        assert self._table is not None
+        return self.table_frame(self._table)

@@ -16,10 +16,13 @@ from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_
 from dpfast.engines.base import (
     CategoricalColumn,
     Cells,
+    Classes,
     Clusters,
     ClusterTotals,
+    CodedNumeric,
     Engine,
     GroupValues,
+    Lookup,
     NumericColumn,
     Progress,
     PublishHook,
@@ -31,6 +34,7 @@ from dpfast.engines.outofcore._clusters import (
     partition,
     write_clustered,
 )
+from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
@@ -41,6 +45,8 @@ from dpfast.engines.outofcore._passes import (
 )
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
+from dpfast.engines.outofcore._tables import repeated_columns, table_columns
+from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -113,6 +119,7 @@ class OutOfCoreEngine(Engine):
         self.progress = progress
         self.out = Output(source, Path(output), self._tick)
         self._local = threading.local()
+        self._coded: CodedPasses | None = None
 
     @classmethod
     def open(
@@ -357,6 +364,38 @@ class OutOfCoreEngine(Engine):
         for column in columns:
             self.out._register(column)
 
+    # -- class counts of coded columns --------------------------------------------------
+
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        schema = self.source.schema
+        return [name for name in names if _holds_numbers(schema.field(str(name)).type)]
+
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        return self._coded_passes().occurring_values(name)
+
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        return self._coded_passes().class_codes(name, lookup)
+
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> PassContingency:
+        return self._coded_passes().contingency(classes, columns)
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        table = build_table("arrow", columns)
+        made = table_columns(table) if repeat is None else repeated_columns(table, str(repeat))
+        self.out.table(*made)
+
+    def _coded_passes(self) -> CodedPasses:
+        """Return the passes of this release's coded columns (scratch files beside the output)."""
+        if self._coded is None:
+            self._coded = CodedPasses(
+                self.source, lambda: self.out.directory, self._limits(), self._tick
+            )
+        return self._coded
+
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
@@ -366,6 +405,8 @@ class OutOfCoreEngine(Engine):
         return ds.dataset(str(self.out.target), format="parquet")
 
     def close(self) -> None:
+        if self._coded is not None:
+            self._coded.close()
         self.out.close()
 
     def explain(self, error: Exception) -> BaseException:
@@ -381,6 +422,10 @@ class OutOfCoreEngine(Engine):
             return error
         nan = stats.first_kind == "NaN or missing"
         return non_finite_error(error.column, stats.non_finite, stats.first_bad, nan)
+
+
+def _holds_numbers(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
 
 
 def _refuse_metrics(metrics: bool, where: str) -> None:

@@ -88,6 +88,7 @@ class Output:
         self.target = target
         self.tick = tick
         self.columns: dict[str, ScratchColumn] = {}
+        self._table: tuple[list[ScratchColumn], int] | None = None
         self._directory: Path | None = None
         self._lock = threading.Lock()
 
@@ -273,12 +274,19 @@ class Output:
                 out.close()
         self.columns[name] = _copied_column(name, out, declared, dictionary)
 
+    def table(self, columns: Sequence[ScratchColumn], n_rows: int) -> None:
+        """Make ``n_rows`` rows of ``columns`` the output, instead of released columns."""
+        self._table = (list(columns), int(n_rows))
+
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, before: PublishHook | None) -> None:
         """Stitch the columns into the output, then rename it into place after ``before``."""
-        columns = [self.columns[str(n)] for n in self.source.names if str(n) in self.columns]
-        written = self._stitch(columns)
+        if self._table is not None:
+            written = self._stitch(*self._table)
+        else:
+            columns = [self.columns[str(n)] for n in self.source.names if str(n) in self.columns]
+            written = self._stitch(columns, self.source.n_rows)
         if before is not None:
             before(report)
         publish_at(written, self.target)
@@ -389,14 +397,19 @@ class Output:
             sizes = self.source.map_column(name, limits.batch_rows, _nbytes)
             return sum(sizes) / max(1, self.source.n_rows)
 
-    def _stitch(self, columns: Sequence[ScratchColumn]) -> Path:
-        """Write the columns row range by row range as Parquet; return the temporary path."""
-        n = self.source.n_rows
+    def _stitch(self, columns: Sequence[ScratchColumn], n: int) -> Path:
+        """Write ``n`` rows of the columns range by range as Parquet; return the temporary path.
+
+        No rows: one file of the columns' schema.
+        """
         schema = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
         single = self.target.suffix == ".parquet"
         out = self.directory / ("release.parquet" if single else "release")
         if not single:
             out.mkdir()
+        if n == 0:
+            pq.write_table(schema.empty_table(), out if single else out / "part-00000.parquet")
+            return out
         rows_per_file = n if single else FILE_ROWS
         # released numbers are near-random: a dictionary only costs time
         dictionary = [c.name for c in columns if c.dictionary]

@@ -26,7 +26,6 @@ function here needs it.
 from __future__ import annotations
 
 from dpfast.engines.spark._dispatch import (
-    diffgen_frame,
     k_noise_frame,
     k_pram_frame,
     randomized_response_frame,
@@ -40,7 +39,6 @@ __all__ = [
     "SparkEngine",
     "SparkSource",
     "check_spark_output",
-    "diffgen_frame",
     "k_noise_frame",
     "k_pram_frame",
     "local_session",

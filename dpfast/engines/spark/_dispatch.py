@@ -7,17 +7,13 @@ engine cannot run (saying what to change), and returns a :class:`~dpfast.Release
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
-
-from dpfast._release import Release
+from dpfast._release import Progress, Release
 from dpfast.engines.spark._methods import run_on_driver
 
 __all__ = [
-    "diffgen_frame",
     "k_noise_frame",
     "k_pram_frame",
     "randomized_response_frame",
@@ -106,56 +102,3 @@ def k_pram_frame(
             n_threads=n_threads,
         )
     )
-
-
-def diffgen_frame(
-    data: Any,
-    *,
-    target: Hashable,
-    epsilon: float,
-    steps: int,
-    taxonomies: Mapping[Hashable, Any] | None = None,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
-    utility: Any = "max",
-    classes: Sequence[Any] | None = None,
-    seed: int | None = None,
-) -> Any:
-    """:func:`dpfast.diffgen` of a Spark DataFrame: its counts as a Spark DataFrame.
-
-    The passes run on the executors; the counts table (one row per cell and class, small)
-    is the in-memory release's, as a Spark DataFrame of the same session (categorical
-    columns as strings). ``microdata()`` needs the counts in memory: expand
-    ``counts.toArrow()`` instead.
-    """
-    import tempfile
-
-    from dpfast.engines.diffgen import diffgen_source
-    from dpfast.engines.spark._methods import memory_limit
-    from dpfast.engines.spark._source import SparkSource, spark_of
-
-    found: list[str] = []
-    _common(bounds, False, found)
-    _refuse("diffgen", found)
-    source = data if hasattr(data, "map_column") else SparkSource(data)
-    session = spark_of(source).session
-    with tempfile.TemporaryDirectory(prefix="dpfast-diffgen-") as scratch:
-        release = diffgen_source(
-            source,
-            scratch,
-            target=target,
-            epsilon=epsilon,
-            steps=steps,
-            taxonomies=taxonomies,
-            bounds=bounds,  # type: ignore[arg-type]
-            utility=utility,
-            classes=classes,
-            seed=seed,
-            memory_limit=memory_limit(session),
-        )
-    counts = release.counts
-    plain = [
-        column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
-        for column in counts.columns
-    ]
-    table = pa.Table.from_arrays(plain, names=counts.column_names)
-    return dataclasses.replace(release, counts=session.createDataFrame(table))

@@ -122,6 +122,16 @@ class SparkEngine(ClusterEngine):
     def file_frame(self, path: Path) -> Any:
         return read_in_order(self.cluster.session, path)
 
+    def table_frame(self, table: pa.Table) -> Any:
+        """Return the table as a frame of the session, dictionaries as their values (text)."""
+        plain = [
+            column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+            for column in table.columns
+        ]
+        return self.cluster.session.createDataFrame(
+            pa.Table.from_arrays(plain, names=table.column_names)
+        )
+
     def write_frame(
         self, frame: Any, output: Path, report: Any, before: PublishHook | None
     ) -> None:

@@ -75,9 +75,8 @@ def run_on_driver(
     """Run ``release(source, output, **arguments)`` over ``data`` on Spark; return its frame.
 
     ``release`` is an out-of-core function writing its output to ``output`` (returning
-    the reports, or what :func:`dpfast.engines.diffgen.diffgen_dataset` returns); its
-    passes run on the executors through :class:`SparkSource`. Returns the release frame
-    (the file, read in row order) and the two reports.
+    the reports); its passes run on the executors through :class:`SparkSource`. Returns
+    the release frame (the file, read in row order) and the two reports.
     """
     source = data if hasattr(data, "map_column") else SparkSource(data)
     session = spark_of(source).session

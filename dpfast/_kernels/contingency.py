@@ -1,11 +1,11 @@
-"""DiffGen partition-tree kernels: expand Link_v to leaf partitions, split them in one scan.
+"""Contingency kernels: class counts of coded columns, and a partition tree split in one scan.
 
-The partition tree of DiffGen (docs/design.md#diffgen-tree) is stored as flat arrays indexed by
-partition id: ``part_start`` / ``part_end`` (the partition's segment of the record order),
-``first_child`` (``-1`` for a leaf partition) and ``n_children`` (the children of a split
-partition have consecutive ids). The records of every leaf partition are one contiguous
-segment of ``order``, a permutation of the row indices owned by the builder (never the
-caller's data).
+DiffGen (docs/design.md#diffgen-tree) refines records into a partition tree, stored as flat
+arrays indexed by partition id: ``part_start`` / ``part_end`` (the partition's segment of
+the record order), ``first_child`` (``-1`` for a leaf partition) and ``n_children`` (the
+children of a split partition have consecutive ids). The records of every leaf partition
+are one contiguous segment of ``order``, a permutation of the row indices owned by the
+in-memory engine (dpfast/engines/_contingency.py; never the caller's data).
 
 ``benchmarks/bench_diffgen.py`` times the whole release; the scan below is the only
 per-record work after the initial histograms, and replaces a NumPy version that needed
