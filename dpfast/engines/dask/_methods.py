@@ -116,7 +116,7 @@ def categories(source: DaskSource) -> dict[str, Any]:
         str(name): meta[name].dtype
         for name in meta.columns
         if isinstance(meta[name].dtype, pd.CategoricalDtype)
-        and has_knowncategories(meta[name])
+        and has_known_categories(meta[name])
         and len(meta[name].dtype.categories)  # none: unknown (DaskSource.from_parquet's)
     }
 

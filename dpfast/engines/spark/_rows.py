@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from dpfast.exceptions import interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

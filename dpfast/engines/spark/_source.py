@@ -39,6 +39,7 @@ from dpfast.engines.spark._rows import (
     quietly,
     regroup,
 )
+from dpfast.exceptions import interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
