@@ -176,7 +176,7 @@ def _with_dtypes(frame: Any, dtypes: Mapping[str, Any]) -> Any:
     for name, dtype in dtypes.items():
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            frame[name] = column.cat.setcategories(dtype.categories, ordered=dtype.ordered)
+            frame[name] = column.cat.set_categories(dtype.categories, ordered=dtype.ordered)
         else:
             frame[name] = column.astype(dtype)
     return frame
