@@ -124,21 +124,24 @@ def categories(source: DaskSource) -> dict[str, Any]:
 def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> Any:
     """Return a Parquet file as a lazy Dask DataFrame, its rows in the file's order.
 
-    One partition per row group, read by the workers; the index is the row number in the
-    file (divisions known), and the columns have the types of ``pyarrow``'s
+    A directory (a release written as ``part-NNNNN.parquet`` files) is its files in name
+    order. One partition per row group, read by the workers; the index is the row number in
+    the file (divisions known), and the columns have the types of ``pyarrow``'s
     ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
     named there (a categorical column's own categories).
     """
     import dask
     import dask.dataframe as dd
 
-    where = str(Path(path).absolute())
-    metadata = pq.read_metadata(where)
+    where = Path(path).absolute()
+    files = sorted(where.glob("*.parquet")) if where.is_dir() else [where]
     pieces, first = [], 0
-    for group in range(metadata.num_row_groups):
-        rows = metadata.row_group(group).num_rows
-        pieces.append(Piece(where, group, first, rows))
-        first += rows
+    for file in files:
+        metadata = pq.read_metadata(str(file))
+        for group in range(metadata.num_row_groups):
+            rows = metadata.row_group(group).num_rows
+            pieces.append(Piece(str(file), group, first, rows))
+            first += rows
     meta = metadata.schema.to_arrow_schema().remove_metadata().empty_table().to_pandas()
     cast = {name: dtype for name, dtype in (dtypes or {}).items() if name in meta.columns}
     meta = _with_dtypes(meta, cast)

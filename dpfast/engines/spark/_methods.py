@@ -43,6 +43,8 @@ SCRATCH_KEY = "spark.dpfast.scratchDir"
 #: The Spark setting of the driver's working memory for the passes (e.g. ``2GiB``).
 MEMORY_KEY = "spark.dpfast.memoryLimit"
 _DEFAULT_MEMORY = "1GiB"
+#: The column of a release file's path while its rows are put in order.
+_FILE_COLUMN = "__dpfast_file"
 
 _LOCK = threading.Lock()
 _MADE: dict[str, Path] = {}
@@ -91,10 +93,15 @@ def read_in_order(session: SparkSession, path: str | Path) -> DataFrame:
     """Return a Parquet file read by Spark, its rows in the file's order.
 
     Spark reads a file's row groups in an order of its own (largest splits first), so the
-    rows are sorted by their index in the file (one shuffle).
+    rows are sorted by their index in the file (one shuffle); a directory's files (a
+    release written as ``part-NNNNN.parquet`` files) in name order.
     """
     from pyspark.sql import functions
 
     frame = session.read.parquet(str(Path(path).absolute()))
-    numbered = frame.select("*", functions.col("_metadata.row_index").alias(ROW_COLUMN))
-    return numbered.orderBy(ROW_COLUMN).drop(ROW_COLUMN)
+    numbered = frame.select(
+        "*",
+        functions.col("_metadata.file_path").alias(_FILE_COLUMN),
+        functions.col("_metadata.row_index").alias(ROW_COLUMN),
+    )
+    return numbered.orderBy(_FILE_COLUMN, ROW_COLUMN).drop(_FILE_COLUMN, ROW_COLUMN)
