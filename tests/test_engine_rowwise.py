@@ -13,12 +13,8 @@ import pytest
 import dpfast
 from dpfast import noise
 from dpfast.datasets import adult
+from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.rowwise import (
-    k_noise_dataset,
-    k_pram_dataset,
-    randomized_response_dataset,
-)
 from tests.reference import mechanisms_reference as ref
 
 # (file cuts, memory limit, batch rows): one file with everything in memory, two files
@@ -93,6 +89,25 @@ def _assert_same(output: Path, expected: dpfast.Release, report, private, *extra
         assert have[key] == want[key], key
 
 
+def _out_of_core(function, source, output, *, memory_limit, batch_rows=1 << 20, **arguments):
+    """``function`` out of core over ``source`` into ``output``; return its two reports."""
+    engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    release = function(source, engine=engine, output=output, memory_limit=memory_limit, **arguments)
+    return release.report, release.private
+
+
+def k_noise_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.k_noise, source, output, **arguments)
+
+
+def k_pram_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.k_pram, source, output, **arguments)
+
+
+def randomized_response_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.randomized_response, source, output, **arguments)
+
+
 def _dataset(tmp_path: Path, table: pa.Table, cuts: list[int]) -> CountingSource:
     _write_parts(table, tmp_path / "in", cuts)
     return CountingSource(ParquetDataset.open(tmp_path / "in"))
@@ -107,7 +122,7 @@ def test_randomized_response_equals_in_memory(tmp_path, cuts, memory, batch_rows
     )
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = randomized_response_dataset(
+    report, private = randomized_response_out_of_core(
         source,
         output,
         column="occupation",
@@ -130,7 +145,7 @@ def test_randomized_response_of_a_numeric_column_keeps_its_type(tmp_path, batch_
         table, column="small", domain=domain, retention=0.4, seed=9
     )
     output = tmp_path / "out.parquet"
-    report, private = randomized_response_dataset(
+    report, private = randomized_response_out_of_core(
         ArrowSource(table),
         output,
         column="small",
@@ -151,7 +166,7 @@ def test_k_noise_equals_in_memory(tmp_path, cuts, memory, batch_rows):
     expected = dpfast.k_noise(table, k=6, columns=columns, seed=4)
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         source,
         output,
         k=6,
@@ -178,7 +193,7 @@ def test_k_noise_order_statistics_for_any_k(tmp_path, k, memory):
     expected = dpfast.k_noise(table, k=k, seed=1)
     output = tmp_path / "out.parquet"
     source = CountingSource(ArrowSource(table))
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         source, output, k=k, seed=1, memory_limit=memory, batch_rows=1000
     )
     _assert_same(output, expected, report, private, "deltas", "d_k")
@@ -193,7 +208,7 @@ def test_k_pram_equals_in_memory(tmp_path, cuts, memory, batch_rows):
     expected = dpfast.k_pram(table, k=9, columns=columns, retention=0.3, seed=2)
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = k_pram_dataset(
+    report, private = k_pram_out_of_core(
         source,
         output,
         k=9,
@@ -214,7 +229,7 @@ def test_k_pram_equals_in_memory(tmp_path, cuts, memory, batch_rows):
 def test_dataset_directory_output_and_no_scratch_left(tmp_path):
     table = _table(2500)
     expected = dpfast.k_noise(table, k=3, columns=["age"], seed=7)
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         ArrowSource(table), tmp_path / "out", k=3, columns=["age"], seed=7, memory_limit=2**24
     )
     _assert_same(tmp_path / "out", expected, report, private, "deltas")
@@ -236,35 +251,35 @@ def _with_column(table: pa.Table, name: str, values) -> pa.Table:
     [
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "shade", "domain": ["red", "green"], "epsilon": 1.0},
             None,
         ),
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "occupation", "domain": OCCUPATIONS, "epsilon": 1.0},
             ("occupation", [None] * 3),
         ),
         (  # a dictionary column's missing values are missing, not a category
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "shade", "domain": ["red", "green", "blue"], "epsilon": 1.0},
             ("shade", [None] * 2),
         ),
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "small", "domain": ["1", "2", "1"], "epsilon": 1.0},
             None,
         ),
-        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["age", "spread"]}, "nan"),
-        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["occupation"]}, None),
-        (dpfast.k_noise, k_noise_dataset, {"k": 0}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 1, "columns": ["age"]}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age"], "retention": 1.0}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age", "spread"]}, "inf"),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["nope"]}, None),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 3, "columns": ["age", "spread"]}, "nan"),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 3, "columns": ["occupation"]}, None),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 0}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 1, "columns": ["age"]}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["age"], "retention": 1.0}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["age", "spread"]}, "inf"),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["nope"]}, None),
     ],
 )
 def test_bad_input_gets_the_in_memory_error_and_no_output(
@@ -299,7 +314,7 @@ def test_bad_input_gets_the_in_memory_error_and_no_output(
 def test_k_noise_refuses_a_k_beyond_the_memory_limit(tmp_path):
     table = _table()
     with pytest.raises(ValueError, match="raise the memory limit or lower k"):
-        k_noise_dataset(
+        k_noise_out_of_core(
             ArrowSource(table),
             tmp_path / "o.parquet",
             k=600,
@@ -334,13 +349,13 @@ def test_an_interrupt_leaves_no_output(tmp_path, engine, stop):
     with pytest.raises(KeyboardInterrupt):
         if engine == "randomized_response":
             domain = sorted(set(table.column("occupation").to_pylist()))
-            randomized_response_dataset(
+            randomized_response_out_of_core(
                 source, output, column="occupation", domain=domain, epsilon=1.0, **common
             )
         elif engine == "k_noise":
-            k_noise_dataset(source, output, k=4, columns=["age", "spread"], **common)
+            k_noise_out_of_core(source, output, k=4, columns=["age", "spread"], **common)
         else:
-            k_pram_dataset(source, output, k=4, columns=["age", "spread"], **common)
+            k_pram_out_of_core(source, output, k=4, columns=["age", "spread"], **common)
     assert list(tmp_path.iterdir()) == []
 
 

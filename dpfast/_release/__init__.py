@@ -28,6 +28,7 @@ from dpfast._release.columns import (
     check_taxonomies,
     CategoricalColumn,
     NumericColumn,
+    check_width,
     column_names,
     numeric_columns,
     partition_inputs,
@@ -37,7 +38,14 @@ from dpfast._release.columns import (
 )
 from dpfast._validation import check_choice, check_threads, cli_spelling, method_call, option
 from dpfast.engines import EngineChoice, open_engine
-from dpfast.engines.base import Engine, PublishHook, column_threads, inverse_permutation
+from dpfast.engines.base import (
+    Bins,
+    CodeCells,
+    Engine,
+    PublishHook,
+    column_threads,
+    inverse_permutation,
+)
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -58,7 +66,9 @@ from dpfast.partitions.grid import Grid
 
 __all__ = [
     "SEEDED_NOTE",
+    "Bins",
     "CategoricalColumn",
+    "CodeCells",
     "EngineChoice",
     "NumericColumn",
     "Progress",
@@ -70,6 +80,7 @@ __all__ = [
     "open_run",
     "check_taxonomies",
     "check_unprotected",
+    "check_width",
     "choice_entry",
     "cli_spelling",
     "column_names",

@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpfast.engines.base import (
+    Bins,
     CategoricalColumn,
     Cells,
+    CodeCells,
     Engine,
     GroupValues,
     NumericColumn,
+    OrderStatistics,
     Progress,
     PublishHook,
 )
@@ -40,12 +43,15 @@ from dpfast.engines.base import (
 __all__ = [
     "DASK_RELEASES",
     "SPARK_RELEASES",
+    "Bins",
     "CategoricalColumn",
     "Cells",
+    "CodeCells",
     "Engine",
     "EngineChoice",
     "GroupValues",
     "NumericColumn",
+    "OrderStatistics",
     "Progress",
     "PublishHook",
     "dask_release",
@@ -246,9 +252,6 @@ register("dask", "dpfast.engines.dask", "DaskEngine", _is_dask)
 #: (``if is_spark_frame(data): return on_spark("name", locals())``, from dpfast._release).
 SPARK_RELEASES = {
     "individual_ranking": "individual_ranking_frame",
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
     "mdav_dp": "mdav_dp_frame",
     "diffgen": "diffgen_frame",
 }
@@ -272,9 +275,6 @@ def spark_release(method: str) -> Callable[..., Any]:
 #: :data:`SPARK_RELEASES` (``if is_dask_frame(data): return on_dask("name", locals())``).
 DASK_RELEASES = {
     "individual_ranking": "individual_ranking_frame",
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
     "mdav_dp": "mdav_dp_frame",
     "diffgen": "diffgen_frame",
 }

@@ -26,10 +26,7 @@ from __future__ import annotations
 from dpfast.engines.dask._dispatch import (
     diffgen_frame,
     individual_ranking_frame,
-    k_noise_frame,
-    k_pram_frame,
     mdav_dp_frame,
-    randomized_response_frame,
 )
 from dpfast.engines.dask._methods import read_in_order, run_on_client
 from dpfast.engines.dask._engine import DaskEngine
@@ -44,13 +41,10 @@ __all__ = [
     "individual_ranking_frame",
     "ir_dp_dask",
     "ir_dp_frame",
-    "k_noise_frame",
-    "k_pram_frame",
     "laplace_dp_dask",
     "laplace_dp_frame",
     "local_cluster",
     "mdav_dp_frame",
-    "randomized_response_frame",
     "read_in_order",
     "run_on_client",
     "write_release",

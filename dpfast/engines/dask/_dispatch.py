@@ -20,10 +20,7 @@ from dpfast.engines.dask._methods import run_on_client
 __all__ = [
     "diffgen_frame",
     "individual_ranking_frame",
-    "k_noise_frame",
-    "k_pram_frame",
     "mdav_dp_frame",
-    "randomized_response_frame",
 ]
 
 
@@ -57,74 +54,6 @@ def individual_ranking_frame(
     _refuse("individual_ranking", ["metrics=True"] if metrics else [])
     release = individual_ranking_dataset
     return Release(*run_on_client(release, data, k=k, columns=columns, progress=progress))
-
-
-def randomized_response_frame(
-    data: Any,
-    *,
-    column: Hashable,
-    domain: Any,
-    epsilon: float | None = None,
-    retention: float | None = None,
-    seed: int | None = None,
-    n_threads: int | None = None,
-) -> Release:
-    """:func:`dpfast.randomized_response` of a Dask DataFrame (passes on the workers)."""
-    from dpfast.engines.rowwise import randomized_response_dataset
-
-    return Release(
-        *run_on_client(
-            randomized_response_dataset,
-            data,
-            column=column,
-            domain=domain,
-            epsilon=epsilon,
-            retention=retention,
-            seed=seed,
-            n_threads=n_threads,
-        )
-    )
-
-
-def k_noise_frame(
-    data: Any,
-    *,
-    k: int,
-    columns: Sequence[Hashable] | None = None,
-    seed: int | None = None,
-    n_threads: int | None = None,
-) -> Release:
-    """:func:`dpfast.k_noise` of a Dask DataFrame (passes on the workers)."""
-    from dpfast.engines.rowwise import k_noise_dataset
-
-    return Release(
-        *run_on_client(k_noise_dataset, data, k=k, columns=columns, seed=seed, n_threads=n_threads)
-    )
-
-
-def k_pram_frame(
-    data: Any,
-    *,
-    k: int,
-    columns: Sequence[Hashable] | None = None,
-    retention: float = 0.5,
-    seed: int | None = None,
-    n_threads: int | None = None,
-) -> Release:
-    """:func:`dpfast.k_pram` of a Dask DataFrame (passes on the workers)."""
-    from dpfast.engines.rowwise import k_pram_dataset
-
-    return Release(
-        *run_on_client(
-            k_pram_dataset,
-            data,
-            k=k,
-            columns=columns,
-            retention=retention,
-            seed=seed,
-            n_threads=n_threads,
-        )
-    )
 
 
 def mdav_dp_frame(

@@ -28,10 +28,7 @@ from __future__ import annotations
 from dpfast.engines.spark._dispatch import (
     diffgen_frame,
     individual_ranking_frame,
-    k_noise_frame,
-    k_pram_frame,
     mdav_dp_frame,
-    randomized_response_frame,
 )
 from dpfast.engines.spark._engine import SparkEngine
 from dpfast.engines.spark._session import local_session
@@ -44,10 +41,7 @@ __all__ = [
     "check_spark_output",
     "diffgen_frame",
     "individual_ranking_frame",
-    "k_noise_frame",
-    "k_pram_frame",
     "local_session",
     "mdav_dp_frame",
-    "randomized_response_frame",
     "write_release",
 ]
