@@ -4,9 +4,8 @@ The releases whose output the workers compute (:mod:`._release`: ``ir_dp`` with 
 linkage, shuffled, and ``laplace_dp``, unprotected columns dropped) are computed there
 from small global state. Every other one runs the out-of-core function of its method
 (``ir_dp_dataset`` with record linkage, ``shuffle=False`` or an ``unprotected`` policy
-other than drop, ``laplace_dp_dataset`` keeping or shuffling them, ``k_noise_dataset``,
-``k_pram_dataset``, ``randomized_response_dataset``, ``individual_ranking_dataset``,
-``mdav_dp_dataset``, ``diffgen_source``) over a :class:`DaskSource` on the client: each
+other than drop, ``laplace_dp_dataset`` keeping or shuffling them,
+``individual_ranking_dataset``, ``mdav_dp_dataset``, ``diffgen_source``) over a :class:`DaskSource` on the client: each
 pass over a column runs on the workers (one task per partition) and returns its results
 to the client, which keeps the small global state, spends the ledger and writes the
 release as one Parquet file into the Dask scratch directory (:func:`scratch_directory`),

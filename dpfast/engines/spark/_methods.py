@@ -2,7 +2,7 @@
 
 The releases whose output is not computed on the executors (:mod:`._release`,
 :mod:`._laplace`) run the out-of-core function of their method (``ir_dp_dataset``,
-``k_noise_dataset``, ...) over a :class:`SparkSource`: each pass over a column runs on
+``mdav_dp_dataset``, ...) over a :class:`SparkSource`: each pass over a column runs on
 the executors (``mapInArrow``) and returns its results to the driver, which keeps the
 small global state, spends the ledger and writes the release as one Parquet file into
 the Spark scratch directory (:func:`scratch_directory`), published there by rename. The
