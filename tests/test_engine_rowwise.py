@@ -468,22 +468,27 @@ def _exact_order_statistics(values: np.ndarray, k: int):
     return (float(x[0]), float(x[k - 1]), float(x[n - k]), float(x[-1]), *inner)
 
 
-@pytest.mark.parametrize("k", [1, 4, 300, 6001])
-@pytest.mark.parametrize("kind", ENGINES)
-def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
+def _columns(kind: str, tmp_path: Path):
+    """Yield the engine over :func:`_numbers`, each numeric column and its values."""
     table = _numbers()
     engine = _open(kind, table, tmp_path)
     try:
         for column in engine.numeric_columns(["ties", "spread"], categorical=False):
-            values = table.column(str(column.name)).to_numpy()
-            if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
-                with pytest.raises(ValueError, match="raise the memory limit or lower k"):
-                    engine.order_statistics(column, k, engine.value_range(column))
-                continue
-            found = engine.order_statistics(column, k, engine.value_range(column))
-            assert found == _exact_order_statistics(values, k), column.name
+            yield engine, column, table.column(str(column.name)).to_numpy()
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("k", [1, 4, 300, 6001])
+@pytest.mark.parametrize("kind", ENGINES)
+def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
+    for engine, column, values in _columns(kind, tmp_path):
+        if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
+            with pytest.raises(ValueError, match="raise the memory limit or lower k"):
+                engine.order_statistics(column, k, engine.value_range(column))
+            continue
+        found = engine.order_statistics(column, k, engine.value_range(column))
+        assert found == _exact_order_statistics(values, k), column.name
 
 
 @pytest.mark.parametrize("m", [1, 7, 1000])
@@ -491,17 +496,11 @@ def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
 def test_bin_counts_count_each_bin(tmp_path, kind, m):
     from dpfast.engines import Bins
 
-    table = _numbers()
-    engine = _open(kind, table, tmp_path)
-    try:
-        for column in engine.numeric_columns(["ties", "spread"], categorical=False):
-            lo, hi = engine.value_range(column)
-            counts = engine.bin_counts(column, lo, m / (hi - lo), m)
-            values = table.column(str(column.name)).to_numpy()
-            bins = Bins(lo, m / (hi - lo), np.ones(m, dtype=np.int64))
-            np.testing.assert_array_equal(counts, np.bincount(bins.of(values), minlength=m))
-    finally:
-        engine.close()
+    for engine, column, values in _columns(kind, tmp_path):
+        lo, hi = engine.value_range(column)
+        counts = engine.bin_counts(column, lo, m / (hi - lo), m)
+        bins = Bins(lo, m / (hi - lo), np.ones(m, dtype=np.int64))
+        np.testing.assert_array_equal(counts, np.bincount(bins.of(values), minlength=m))
 
 
 BINS = {"ties": 9, "small": 3}
@@ -604,3 +603,27 @@ def test_write_codes_refuses_values_outside_the_domain(tmp_path, kind):
             engine.write_codes("shade", ["red"], _Shift(1))
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "outofcore"])
+def test_randomized_response_spends_its_budget_when_it_has_an_epsilon(tmp_path, kind):
+    from dpfast.budget import BudgetFile
+
+    table = _colours()
+    budget = BudgetFile.create(tmp_path / "b.json", 2.0)
+    where: dict = {} if kind == "memory" else {"engine": "outofcore"}
+    arguments = {"column": "text", "domain": ["blue", "green", "red"], "seed": 1, **where}
+    output = tmp_path / "rr.parquet"
+    release = dpfast.randomized_response(
+        table, epsilon=0.5, budget=budget, output=output, **arguments
+    )
+    assert budget.remaining() == pytest.approx(2.0 - release.report.epsilon)
+    assert release.report.epsilon <= 0.5
+    (entry,) = budget.entries()
+    assert entry.status == "committed" and entry.columns == ("text",)
+    # with a retention alone the epsilon is not known before the release: refused
+    with pytest.raises(ValueError, match="budget needs epsilon"):
+        dpfast.randomized_response(
+            table, retention=0.5, budget=budget, output=tmp_path / "no.parquet", **arguments
+        )
+    assert not (tmp_path / "no.parquet").exists() and len(budget.entries()) == 1

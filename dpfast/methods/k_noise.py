@@ -21,14 +21,14 @@ from dpfast._release import (
     EngineChoice,
     Progress,
     Release,
-    check_width,
     column_threads,
     noise_source,
     not_dp_guarantee,
+    numeric_ranges,
     open_run,
     value_range,
 )
-from dpfast._validation import check_columns, check_k, check_seed
+from dpfast._validation import check_k, check_seed
 
 
 def _smallest_double_above(target: Fraction) -> float:
@@ -147,12 +147,11 @@ def k_noise(
         Threads for the noise (default: one per core). Results do not depend on it.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        The engine that runs the release (default: chosen from the input's type).
-    output : str or os.PathLike, optional
-        Where the release is written (Parquet; required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``).
+    engine, output, memory_limit : optional
+        The engine (a name or :class:`~dpfast.engines.EngineChoice`; default: the input's
+        own), where the release is written (Parquet, required out of core) and the working
+        memory out of core (e.g. ``"4GiB"``): the ``δ`` of a column that does not fit
+        comes from its sorted ranges, one by one (docs/engines.md).
 
     Returns
     -------
@@ -186,14 +185,8 @@ def k_noise(
         with run.phase("validate"):
             k = check_k(k, run.n_rows)
             seed = check_seed(seed)
-            selected = check_columns(columns, run.engine.names)
-            protected = run.engine.numeric_columns(selected, categorical=False)
+            protected, ranges = numeric_ranges(run.engine, columns)
             threads = column_threads(n_threads)
-            ranges = [run.engine.value_range(column) for column in protected]
-            ranges = [
-                check_width(lo, hi, run.n_rows, column.name)
-                for column, (lo, hi) in zip(protected, ranges, strict=True)
-            ]
         source = noise_source(seed)
         deltas: dict[str, float] = {}
         spans: dict[str, float] = {}

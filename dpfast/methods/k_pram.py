@@ -19,14 +19,14 @@ from dpfast._release import (
     NumericColumn,
     Progress,
     Release,
-    check_width,
     column_threads,
     keep_numerator,
     noise_source,
     not_dp_guarantee,
+    numeric_ranges,
     open_run,
 )
-from dpfast._validation import check_columns, check_k_anonymity, check_retention, check_seed
+from dpfast._validation import check_k_anonymity, check_retention, check_seed
 
 
 def _bins(engine: Any, column: NumericColumn, k: int, lo: float, hi: float) -> Bins:
@@ -133,12 +133,11 @@ def k_pram(
         Threads for the retain-or-replace draws; the release is the same for any number.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        The engine that runs the release (default: chosen from the input's type).
-    output : str or os.PathLike, optional
-        Where the release is written (Parquet; required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``).
+    engine, output, memory_limit : optional
+        Out of core (``engine="outofcore"`` or a Parquet path) the release is written to
+        ``output`` (Parquet) within ``memory_limit`` (e.g. ``"4GiB"``), the replacements
+        found one window of pool positions at a time; a Spark or Dask DataFrame runs on
+        its engine (docs/engines.md).
 
     Returns
     -------
@@ -175,14 +174,8 @@ def k_pram(
             k = check_k_anonymity(k, run.n_rows, "k-PRAM")
             retention = check_retention(retention)
             seed = check_seed(seed)
-            selected = check_columns(columns, run.engine.names)
-            protected = run.engine.numeric_columns(selected, categorical=False)
+            protected, ranges = numeric_ranges(run.engine, columns)
             threads = column_threads(n_threads)
-            ranges = [run.engine.value_range(column) for column in protected]
-            ranges = [
-                check_width(lo, hi, run.n_rows, column.name)
-                for column, (lo, hi) in zip(protected, ranges, strict=True)
-            ]
         keep = keep_numerator(retention)
         source = noise_source(seed)
         intervals: dict[str, int] = {}

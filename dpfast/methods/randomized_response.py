@@ -178,12 +178,11 @@ def randomized_response(
         Threads for the draws. Results do not depend on it.
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        The engine that runs the release (default: chosen from the input's type).
-    output : str or os.PathLike, optional
-        Where the release is written (Parquet; required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``).
+    engine, output, memory_limit : optional
+        Where the release runs (an engine's name or :class:`~dpfast.engines.EngineChoice`,
+        by default the input's own) and is written (``output``: Parquet; required out of
+        core), and the memory out of core, which bounds the batches of its one pass over
+        the column (e.g. ``"4GiB"``).
     budget : BudgetFile, optional
         A privacy budget to spend ``epsilon`` from (:class:`dpfast.budget.BudgetFile`):
         reserved before any work, committed before the output is published. It needs

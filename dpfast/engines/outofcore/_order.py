@@ -143,7 +143,8 @@ def order_statistics(
     def histogram(range_lo: int, range_hi: int, shift: int) -> np.ndarray:
         step()
         counts = np.zeros(((range_hi - 1 - range_lo) >> shift) + 1, dtype=np.int64)
-        select = _KeyBuckets(column, base, range_lo, range_hi, shift, counts.shape[0])
+        keys = _InKeys(column, base, range_lo, range_hi)
+        select = _KeyBuckets(keys, shift, counts.shape[0])
         for part in dataset.map_column(name, limits.batch_rows, select):
             counts += part
         return counts
@@ -192,26 +193,26 @@ class _InKeys:
     lo: int
     hi: int
 
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+    def inside(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the batch's values in the range, and their keys minus ``base``."""
         values = numeric_values(array, self.column, first_row)
         relative = order_keys(values) - np.uint64(self.base)
-        return values[(relative >= np.uint64(self.lo)) & (relative < np.uint64(self.hi))]
+        selected = (relative >= np.uint64(self.lo)) & (relative < np.uint64(self.hi))
+        return values[selected], relative[selected]
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return self.inside(array, first_row)[0]
 
 
 @dataclass(frozen=True)
 class _KeyBuckets:
-    """Count the values whose key minus ``base`` is in ``[lo, hi)``, per ``2**shift`` keys."""
+    """Count the values of a key range (:class:`_InKeys`) per ``2**shift`` keys."""
 
-    column: NumericColumn
-    base: int
-    lo: int
-    hi: int
+    keys: _InKeys
     shift: int
     size: int
 
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        values = numeric_values(array, self.column, first_row)
-        relative = order_keys(values) - np.uint64(self.base)
-        inside = relative[(relative >= np.uint64(self.lo)) & (relative < np.uint64(self.hi))]
-        buckets = ((inside - np.uint64(self.lo)) >> np.uint64(self.shift)).astype(np.int64)
+        _, relative = self.keys.inside(array, first_row)
+        buckets = ((relative - np.uint64(self.keys.lo)) >> np.uint64(self.shift)).astype(np.int64)
         return np.bincount(buckets, minlength=self.size)
