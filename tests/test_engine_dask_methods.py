@@ -251,6 +251,17 @@ def test_release_files_live_in_the_configured_scratch_directory(client, tmp_path
     assert scratch_directory() != where  # without the setting: the temporary directory's
 
 
+def test_k_noise_of_every_column_is_computed_by_the_workers(client, tmp_path):
+    # every column released row by row: a lazy frame of the input's partitions, no file
+    table = _table()[["a", "b"]]
+    frame = dd.from_pandas(table, npartitions=3)
+    expected = dpfast.k_noise(table, k=4, seed=5)
+    with dask.config.set({SCRATCH_KEY: str(tmp_path)}):
+        got = dpfast.k_noise(frame, k=4, seed=5)
+        _assert_same(got, expected, True)
+        assert list(scratch_directory().iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("function", "options", "named"),
     [
