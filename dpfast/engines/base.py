@@ -355,8 +355,8 @@ class Engine(ABC):
         group_size=bins.counts)``, where the pool lists the values bin by bin, each bin's
         in row order: kept with probability ``keep / 2**32``, else replaced by the value
         of a uniformly drawn row of the same bin (every bin holds a value). Rows keep
-        their order; an integer column keeps its dtype. ``n_threads`` draw at once (the release does not depend
-        on it).
+        their order; an integer column keeps its dtype. ``n_threads`` draw at once (the
+        release does not depend on it).
         """
 
     @abstractmethod
