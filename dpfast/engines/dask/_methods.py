@@ -6,10 +6,11 @@ from small global state. Every other one runs the out-of-core function of its me
 (``ir_dp_dataset`` with record linkage, ``shuffle=False`` or an ``unprotected`` policy
 other than drop, ``laplace_dp_dataset`` keeping or shuffling them,
 ``individual_ranking_dataset``, ``mdav_dp_dataset``, ``diffgen_source``) over a
-:class:`DaskSource` on the client: each pass over a column runs on the workers (one task
-per partition) and returns its results to the client, which keeps the small global
-state, spends the ledger and writes the release as one Parquet file into the Dask
-scratch directory (:func:`scratch_directory`), published there by rename. The release's data is that file read back by the workers
+:class:`DaskSource` on the client: each
+pass over a column runs on the workers (one task per partition) and returns its results
+to the client, which keeps the small global state, spends the ledger and writes the
+release as one Parquet file into the Dask scratch directory (:func:`scratch_directory`),
+published there by rename. The release's data is that file read back by the workers
 (:func:`read_in_order`), one partition per row group, in the file's row order, so it is
 the in-memory release, rows in the same order.
 
