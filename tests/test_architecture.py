@@ -4,9 +4,9 @@ import ast
 import importlib
 import re
 import subprocess
-from collections.abc import Iterator
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -230,7 +230,7 @@ def test_no_private_name_crosses_a_package_boundary():
             parts = tuple(module.split(".")[1:])
             is_package = (PACKAGE.joinpath(*parts) / "__init__.py").is_file()
             directory = parts if is_package else parts[:-1]
-            if directory == home or directory[: len(home)] == home and not home == ():
+            if directory == home or (directory[: len(home)] == home and not home == ()):
                 continue  # inside its own package (or a package below it)
             private = _private_parts(module) + [
                 n for n in names if n.startswith("_") and not n.startswith("__")

@@ -27,7 +27,7 @@ import cloudpickle
 import dask
 import dask.dataframe as dd
 
-from dpfast.engines.dask import DaskSource, run_on_client
+from dpfast.engines.dask import DaskSource
 from dpfast.engines.dask._methods import MEMORY_KEY, SCRATCH_KEY, scratch_directory
 
 #: 2,500 rows: at 30kB a numeric column's 2,500 values are sorted in 3 ranges (1,024
@@ -196,16 +196,8 @@ FILES = {
     "case", ["ir_dp records keep", "laplace shuffle", "k_noise", "k_pram", "mdav_dp"]
 )
 def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files):
-    from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset
-    from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset, mdav_dp_dataset
+    from dpfast.engines import EngineChoice
 
-    release = {
-        dpfast.ir_dp: ir_dp_dataset,
-        dpfast.laplace_dp: laplace_dp_dataset,
-        dpfast.k_noise: k_noise_dataset,
-        dpfast.k_pram: k_pram_dataset,
-        dpfast.mdav_dp: mdav_dp_dataset,
-    }
     function, options, in_order = CASES[case]
     cuts, group_rows, batch_rows, memory = FILES[files]
     if case == "mdav_dp":
@@ -218,11 +210,10 @@ def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files)
     table = pq.read_table(where).to_pandas()
     with _warns(_unproven(options)):
         expected = function(table, **options)
-    with _warns(_unproven(options)):
-        got = run_on_client(
-            release[function], source, batch_rows=batch_rows, memory_limit=memory, **options
-        )
-    _assert_same(dpfast.Release(*got), expected, in_order, category_order=False)
+    with _warns(_unproven(options)):  # the public function over the Dask source
+        engine = EngineChoice("dask", {"batch_rows": batch_rows})
+        got = function(source, engine=engine, memory_limit=memory, **options)
+    _assert_same(got, expected, in_order, category_order=False)
 
 
 def test_diffgen_of_a_dask_frame_gives_the_in_memory_counts(client):
@@ -257,6 +248,17 @@ def test_release_files_live_in_the_configured_scratch_directory(client, tmp_path
     assert [p.suffix for p in where.iterdir()] == [".parquet"]
     assert len(got.data) == 50
     assert scratch_directory() != where  # without the setting: the temporary directory's
+
+
+def test_k_noise_of_every_column_is_computed_by_the_workers(client, tmp_path):
+    # every column released row by row: a lazy frame of the input's partitions, no file
+    table = _table()[["a", "b"]]
+    frame = dd.from_pandas(table, npartitions=3)
+    expected = dpfast.k_noise(table, k=4, seed=5)
+    with dask.config.set({SCRATCH_KEY: str(tmp_path)}):
+        got = dpfast.k_noise(frame, k=4, seed=5)
+        _assert_same(got, expected, True)
+        assert list(scratch_directory().iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -455,7 +457,7 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
     client, tmp_path, capsys, monkeypatch
 ):
     from dpfast import cli
-    from dpfast.engines.outofcore import _output as outofcore
+    from dpfast.engines.outofcore import _output
 
     table = _table()
     table.loc[2222, "a"] = np.nan
@@ -471,6 +473,6 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
         assert written.exists()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(outofcore, "publish_at", interrupted)
+    monkeypatch.setattr(_output, "publish_at", interrupted)
     assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "in", "s.json"]

@@ -181,6 +181,21 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
         spark.conf.unset(SCRATCH_KEY)
 
 
+def test_k_noise_of_every_column_is_computed_by_the_executors(spark, tmp_path):
+    # every column released row by row: a lazy frame of the input's batches, no file
+    spark.conf.set(SCRATCH_KEY, str(tmp_path / "shared"))
+    try:
+        table = _table()[["a", "b"]]
+        frame = _frame(spark, table, 3)
+        expected = dpfast.k_noise(_rows(frame), k=4, seed=5)
+        got = dpfast.k_noise(frame, k=4, seed=5)
+        _assert_same(got, expected, True)
+        assert not list(scratch_directory(spark).iterdir())
+        frame.unpersist()
+    finally:
+        spark.conf.unset(SCRATCH_KEY)
+
+
 @pytest.mark.parametrize(
     ("function", "options", "named"),
     [

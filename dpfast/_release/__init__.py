@@ -27,9 +27,11 @@ from dpfast._release.columns import (
     CategoricalColumn,
     NumericColumn,
     check_taxonomies,
+    check_width,
     column_domains,
     column_names,
     numeric_columns,
+    numeric_ranges,
     protected_columns,
     split_columns,
     taxonomy_parameters,
@@ -49,6 +51,8 @@ from dpfast.accounting import (
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines.base import (
+    Bins,
+    CodeCells,
     CodedNumeric,
     Contingency,
     Engine,
@@ -67,8 +71,10 @@ from dpfast.partitions.grid import Grid
 
 __all__ = [
     "SEEDED_NOTE",
+    "Bins",
     "BudgetLike",
     "CategoricalColumn",
+    "CodeCells",
     "CodedNumeric",
     "Contingency",
     "Engine",
@@ -81,6 +87,7 @@ __all__ = [
     "TableRun",
     "check_taxonomies",
     "check_unprotected",
+    "check_width",
     "choice_entry",
     "cli_spelling",
     "column_domains",
@@ -93,6 +100,7 @@ __all__ = [
     "noise_source",
     "not_dp_guarantee",
     "numeric_columns",
+    "numeric_ranges",
     "open_run",
     "option",
     "partition_inputs",

@@ -141,6 +141,26 @@ def value_range(values: np.ndarray, name: Hashable) -> tuple[float, float]:
     return check_width(float(lo), float(hi), values.shape[0], name)
 
 
+def numeric_ranges(
+    engine: Engine, columns: Any
+) -> tuple[list[NumericColumn], list[tuple[float, float]]]:
+    """Return the numeric columns ``columns`` protects (default all), and their ranges.
+
+    Each range is the column's ``(min, max)`` (:meth:`Engine.value_range`). Every
+    column's type is checked first, then every column's values (an engine that reads in
+    passes checks them in its pass), then the widths (:func:`check_width`): every engine
+    refuses the same column first.
+    """
+    selected = check_columns(columns, engine.names)
+    protected = engine.numeric_columns(selected, categorical=False)
+    ranges = [engine.value_range(column) for column in protected]
+    checked = [
+        check_width(lo, hi, engine.n_rows, column.name)
+        for column, (lo, hi) in zip(protected, ranges, strict=True)
+    ]
+    return protected, checked
+
+
 def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, float]:
     """Return ``(lo, hi)``, the range of ``n`` values; refuse a width float64 cannot divide by."""
     width = float(hi) - float(lo)

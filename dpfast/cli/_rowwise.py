@@ -1,8 +1,9 @@
 """``k-noise``, ``k-pram`` and ``randomized-response`` through the engine (docs/engines.md).
 
-Reached from :func:`dpfast.cli._engine.run_release` when INPUT is a directory or a glob
-or ``--memory-limit`` is given: the input is read as a Parquet dataset, batch by batch,
-and the release is the one the in-memory function gives.
+Reached from :func:`dpfast.cli._engine.run_release` when INPUT is a directory or a glob,
+``--memory-limit`` or ``--engine spark|dask`` is given: the public function releases the
+input's column source (a Parquet dataset, or a Spark or Dask frame of it) batch by batch
+into OUTPUT, the release the in-memory function gives.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ROWWISE = ("k-noise", "k-pram", "randomized-response")
 def _source(args: argparse.Namespace, method: str) -> tuple[Any, Any]:
     """Return the Parquet dataset of INPUT (checked against ``--schema``, if any) and the schema."""
     from dpfast.cli._engine import dataset_source
-    from dpfast.engines.outofcore._sources import SchemaCheckedSource
+    from dpfast.engines.outofcore import SchemaCheckedSource
     from dpfast.schema import Schema
 
     files = dataset_source(args)
@@ -48,31 +49,26 @@ def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
 def release_rowwise(args: argparse.Namespace, method: str, memory: int) -> int:
     """Release INPUT with a row-wise method out of core; write the data and the reports."""
     from dpfast.cli._mechanisms import rr_domain
-    from dpfast.engines.rowwise import (
-        k_noise_dataset,
-        k_pram_dataset,
-        randomized_response_dataset,
-    )
+    from dpfast.methods.k_noise import k_noise
+    from dpfast.methods.k_pram import k_pram
+    from dpfast.methods.randomized_response import randomized_response
 
     with _spending(args, method):
         source, schema = _source(args, method)
         spend = args.spend
         common: dict[str, Any] = {
             "seed": args.seed,
-            "memory_limit": memory,
             "n_threads": args.threads,
-            "before_publish": spend.before_publish(schema),
+            "output": args.output,
+            "memory_limit": memory,
         }
         with _delayed_progress(args) as progress:
             if method == "k-noise":
                 columns = _numeric_columns(args, schema)
-                report, private = k_noise_dataset(
-                    source, args.output, k=args.k, columns=columns, progress=progress, **common
-                )
+                release = k_noise(source, k=args.k, columns=columns, progress=progress, **common)
             elif method == "k-pram":
-                report, private = k_pram_dataset(
+                release = k_pram(
                     source,
-                    args.output,
                     k=args.k,
                     columns=_numeric_columns(args, schema),
                     retention=args.retention,
@@ -80,16 +76,17 @@ def release_rowwise(args: argparse.Namespace, method: str, memory: int) -> int:
                     **common,
                 )
             else:
-                report, private = randomized_response_dataset(
+                release = randomized_response(
                     source,
-                    args.output,
                     column=args.column,
                     domain=rr_domain(args, schema),
                     epsilon=args.epsilon,
                     retention=args.retention,
                     progress=progress,
+                    budget=spend.budget(schema),
                     **common,
                 )
+        report, private = release.report, release.private
         if schema is not None:
             report = _mark_from_data(report, schema, args)
         public_path, private_path = write_reports(report, private, args.output)

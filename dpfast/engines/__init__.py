@@ -28,37 +28,39 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpfast.engines.base import (
+    Bins,
     CategoricalColumn,
     Cells,
     Clusters,
     ClusterTotals,
+    CodeCells,
     Engine,
     GroupValues,
     NumericColumn,
+    OrderStatistics,
     Progress,
     PublishHook,
 )
 
 __all__ = [
-    "DASK_RELEASES",
-    "SPARK_RELEASES",
+    "Bins",
     "CategoricalColumn",
     "Cells",
     "ClusterTotals",
     "Clusters",
+    "CodeCells",
     "Engine",
     "EngineChoice",
     "GroupValues",
     "NumericColumn",
+    "OrderStatistics",
     "Progress",
     "PublishHook",
-    "dask_release",
     "engine_name",
     "engines",
     "open_engine",
     "parse_memory",
     "register",
-    "spark_release",
 ]
 
 _UNITS = {
@@ -242,51 +244,3 @@ register("memory", "dpfast.engines.memory", "MemoryEngine", _is_memory)
 register("outofcore", "dpfast.engines.outofcore", "OutOfCoreEngine", _is_outofcore)
 register("spark", "dpfast.engines.spark", "SparkEngine", _is_spark)
 register("dask", "dpfast.engines.dask", "DaskEngine", _is_dask)
-
-
-#: The Spark release of each public function that runs on Spark, by the function's name:
-#: a function of :mod:`dpfast.engines.spark` taking the public function's arguments. A
-#: method joins with one line here, and two at the top of its public function
-#: (``if is_spark_frame(data): return on_spark("name", locals())``, from dpfast._release).
-SPARK_RELEASES = {
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
-}
-
-
-def spark_release(method: str) -> Callable[..., Any]:
-    """Return the Spark release of public function ``method``, refusing one that has none."""
-    if method not in SPARK_RELEASES:
-        runs = ", ".join(sorted(SPARK_RELEASES))
-        raise TypeError(
-            f"{method} does not run on Spark (these do: {runs}); release frame.toPandas() in "
-            "memory, or use one of them"
-        )
-    from dpfast.engines import spark
-
-    function: Callable[..., Any] = getattr(spark, SPARK_RELEASES[method])
-    return function
-
-
-#: The Dask release of each public function that runs on Dask, by the function's name, as
-#: :data:`SPARK_RELEASES` (``if is_dask_frame(data): return on_dask("name", locals())``).
-DASK_RELEASES = {
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
-}
-
-
-def dask_release(method: str) -> Callable[..., Any]:
-    """Return the Dask release of public function ``method``, refusing one that has none."""
-    if method not in DASK_RELEASES:
-        runs = ", ".join(sorted(DASK_RELEASES))
-        raise TypeError(
-            f"{method} does not run on Dask (these do: {runs}); release frame.compute() in "
-            "memory, or use one of them"
-        )
-    from dpfast.engines import dask
-
-    function: Callable[..., Any] = getattr(dask, DASK_RELEASES[method])
-    return function

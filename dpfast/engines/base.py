@@ -32,6 +32,11 @@ The primitives:
   (:meth:`Engine.class_codes`), and a :class:`Contingency` of coded columns
   (:meth:`Engine.contingency`) whose records are refined label by label; a table the
   method computed from them is its output (:meth:`Engine.write_table`);
+* **row-wise statistics and outputs**: :meth:`Engine.order_statistics` (the extremes of
+  the spacings between every ``k`` consecutive ranks), :meth:`Engine.bin_counts` (an
+  equal-width histogram), :meth:`Engine.write_resampled` (each row kept or replaced by a
+  keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
+  (a column coded by a public domain, released row by row as its labels);
 * **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
   an engine that writes files) and returns the released data; :meth:`Engine.close`
   removes what a failed or interrupted release left.
@@ -55,19 +60,24 @@ from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
+    "Bins",
     "CategoricalColumn",
     "Cells",
     "Classes",
     "ClusterTotals",
     "Clusters",
+    "CodeCells",
     "CodedNumeric",
     "Contingency",
     "Engine",
     "GroupValues",
     "Lookup",
     "NumericColumn",
+    "OrderStatistics",
     "Progress",
     "PublishHook",
+    "check_in_domain",
+    "code_dtype",
     "column_threads",
     "inverse_permutation",
     "partition_inputs",
@@ -130,6 +140,53 @@ class Cells(Protocol):
 
 #: ``values(sums)``: every rank group's released value from the groups' exact sums.
 GroupValues = Callable[[np.ndarray], np.ndarray]
+
+#: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
+OrderStatistics = tuple[float, float, float, float, float, float, bool]
+
+
+@dataclass(frozen=True)
+class Bins:
+    """Equal-width bins over a numeric column, and how many of its values each holds.
+
+    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``, computed in float64
+    (monotone in ``v``), with ``m = len(counts)``; ``scale`` is ``m / (max - min)``, or 0
+    for a constant column (one bin).
+    """
+
+    lo: float
+    scale: float
+    counts: np.ndarray
+
+    @property
+    def m(self) -> int:
+        """The number of bins."""
+        return int(self.counts.shape[0])
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Each bin's first position in the pool that lists the values bin by bin."""
+        starts = np.zeros(self.m, dtype=np.int64)
+        np.cumsum(self.counts[:-1], out=starts[1:])
+        return starts
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        """Return each value's bin (int64)."""
+        index = ((values - self.lo) * self.scale).astype(np.int64)
+        return np.minimum(index, self.m - 1)
+
+
+class CodeCells(Protocol):
+    """A coded column released row by row: ``cells(codes, first_row)``.
+
+    ``codes`` are the indices in a public domain of rows ``first_row, first_row + 1, ...``
+    (of :func:`code_dtype`); returns the released codes of the same rows, of the same
+    dtype (keyed draws read the column's stream from ``first_row``).
+    """
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Return the released codes of the batch."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -532,6 +589,63 @@ class Engine(ABC):
         that column.
         """
 
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    @abstractmethod
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        """Return the order statistics that bound the spacings of every ``k`` ranks.
+
+        ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``, 1-based ranks of the
+        column sorted: ``(X_(i), X_(i+k))`` is the pair of largest ``X_(i+k) - X_(i)`` over
+        ``i = 1 .. n - k``, compared exactly (the rounded difference, then its TwoSum
+        error; ties go to the lowest ``i``), and ``inner`` is false when ``n == k`` (the
+        pair is then ``(X_(1), X_(1))``). ``value_range`` is the column's ``(min, max)``
+        (:meth:`value_range`), with ``min < max``; ``1 <= k <= n``.
+        """
+
+    @abstractmethod
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        """Return how many values of a numeric column each of ``m`` equal-width bins holds.
+
+        Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)`` (:class:`Bins`);
+        int64[m].
+        """
+
+    @abstractmethod
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        """Release a numeric column whose rows keep their value or take one of their bin's.
+
+        Output row ``i`` is row ``i`` of :func:`dpfast.noise.retain_or_replace` ``(key,
+        keep, values, pool, groups=bins.of(values), group_start=bins.starts,
+        group_size=bins.counts)``, where the pool lists the values bin by bin, each bin's
+        in row order: kept with probability ``keep / 2**32``, else replaced by the value
+        of a uniformly drawn row of the same bin (every bin holds a value). Rows keep
+        their order; an integer column keeps its dtype. ``n_threads`` draw at once (the
+        release does not depend on it).
+        """
+
+    @abstractmethod
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        """Return the NumPy dtype of column ``name``'s values, as :meth:`write_codes` reads them.
+
+        ``object`` for text and for categorical (dictionary) columns held as such.
+        """
+
+    @abstractmethod
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        """Release column ``name`` coded by a public ``domain``, row by row, in row order.
+
+        Each value becomes its index in ``domain`` (an equal label; :func:`code_dtype`),
+        ``cells`` gives every row's released code, and the output holds the codes'
+        labels: a pandas categorical column stays one (of categories ``domain``), any
+        other column holds ``domain``'s values. A missing value or one not in ``domain``
+        is refused (:func:`check_in_domain`) before any output is published.
+        """
+
     # -- the end ------------------------------------------------------------------------
 
     @abstractmethod
@@ -582,6 +696,34 @@ def column_threads(n_threads: Any, n_columns: int | None = None) -> int:
 
     cores = os.cpu_count() or 1
     return check_threads(n_threads, cores if n_columns is None else min(n_columns, cores))
+
+
+def code_dtype(m: int) -> type[np.signedinteger[Any]]:
+    """Return the smallest signed integer type that holds the codes of ``m`` categories."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if m <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> None:
+    """Refuse a coded column's ``missing`` values and its values ``outside`` its domain.
+
+    ``outside`` lists the values not in the domain, in the order they were found (the
+    first five are named).
+    """
+    if missing:
+        raise ValueError(
+            f"column {name!r} has {missing} missing value(s); impute them with a public "
+            "rule, or add an explicit category for them to the domain"
+        )
+    if len(outside):
+        shown = ", ".join(repr(v) for v in outside[:5])
+        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+        raise ValueError(
+            f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
+            "to the public domain or recode them (the domain is never taken from the data)"
+        )
 
 
 def inverse_permutation(permutation: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
@@ -32,18 +33,23 @@ from dpfast._validation import (
 from dpfast.engines._contingency import HeldContingency
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines.base import (
+    Bins,
     CategoricalColumn,
     Cells,
     Classes,
     Clusters,
     ClusterTotals,
+    CodeCells,
     CodedNumeric,
     Engine,
     GroupValues,
     Lookup,
     NumericColumn,
+    OrderStatistics,
     Progress,
     PublishHook,
+    check_in_domain,
+    code_dtype,
     column_threads,
     inverse_permutation,
     partition_inputs,
@@ -431,6 +437,56 @@ class MemoryEngine(Engine):
             before(report)
         return result
 
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        """Find them with the bucketed kernel, which never sorts the whole column."""
+        n = self.n_rows
+        n_buckets = max(1, min(n, max(1024, n // 16)))
+        found = mechanism_kernels.knoise_extremes(column.values, k, n_buckets)
+        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
+
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        """Count the values per bin in one scan."""
+        return mechanism_kernels.interval_counts(column.values, lo, scale, m)  # type: ignore[no-any-return]
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        """Hold the pool (the values bin by bin) and draw every row from it at once."""
+        values = column.values
+        starts = bins.starts
+        groups = np.empty(values.shape[0], dtype=np.int64)
+        pool = np.empty(values.shape[0], dtype=np.float64)
+        m = bins.m
+        mechanism_kernels.group_by_interval(values, bins.lo, bins.scale, m, starts, groups, pool)
+        out = noise.retain_or_replace(
+            key,
+            keep,
+            values,
+            pool,
+            groups=groups,
+            group_start=starts,
+            group_size=bins.counts,
+            n_threads=n_threads,
+        )
+        self.released[column.name] = column.restore_dtype(out)
+
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        """Return the column's own dtype (``object`` for a pandas categorical)."""
+        if self.table.kind == "pandas" and isinstance(
+            self.table.source[name].dtype, pd.CategoricalDtype
+        ):
+            return np.dtype(object)  # coded by its categories, as they are
+        return self.table.column(name).dtype
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        """Code the whole column (a categorical by its categories), then release it at once."""
+        codes, decode = _encode(self.table, name, list(domain))
+        self.released[name] = decode(cells(codes, 0))
+
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
@@ -470,6 +526,48 @@ def _numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
         return codes, np.arange(lower, upper + 1, dtype=np.float64), clamped
     code_values, inverse = np.unique(clipped, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), code_values, clamped
+
+
+def _encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
+    """Codes of column ``name`` in ``domain``, and a function turning codes into the column.
+
+    A pandas categorical is recoded by its categories (one pass over its codes) and comes
+    back as a categorical of categories ``domain``; any other column is looked up value
+    by value and comes back as ``domain``'s values. Refuses missing values and values
+    outside the domain (:func:`check_in_domain`).
+    """
+    index = pd.Index(domain)
+    dtype = code_dtype(len(domain))
+    series = table.source[name] if table.kind == "pandas" else None
+    if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
+        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
+        codes = np.empty(len(series), dtype=dtype)
+        raw = series.cat.codes.to_numpy()
+        missing, first = mechanism_kernels.map_codes(raw, mapping, codes)
+        outside = []
+        if first >= 0:  # the error path: name every category outside the domain
+            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
+            outside = [series.cat.categories[c] for c in unmapped]
+        categories = pd.CategoricalDtype(index)
+
+        def decode(new: np.ndarray) -> Any:
+            return pd.Categorical.from_codes(new, dtype=categories)
+
+    else:
+        values = table.column(name)
+        codes = index.get_indexer(values)
+        bad = codes < 0
+        missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
+        outside = list(pd.unique(values[bad & ~pd.isna(values)])) if bad.any() else []
+        labels = np.asarray(domain)
+        if labels.dtype.kind in "USO":
+            labels = np.asarray(domain, dtype=object)
+
+        def decode(new: np.ndarray) -> Any:
+            return labels[new]
+
+    check_in_domain(name, int(missing), outside)
+    return np.ascontiguousarray(codes, dtype=dtype), decode
 
 
 def _call(hook: PublishHook | None, report: Any) -> None:

@@ -6,7 +6,9 @@ See docs/design.md#randomized-response.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Hashable
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
@@ -15,9 +17,16 @@ import numpy as np
 import pandas as pd
 
 from dpfast import noise
-from dpfast._kernels import mechanisms as _kernels
-from dpfast._release import Release, TableRun, column_threads, keep_numerator, noise_source
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
+from dpfast._release import (
+    BudgetLike,
+    EngineChoice,
+    Progress,
+    Release,
+    column_threads,
+    keep_numerator,
+    noise_source,
+    open_run,
+)
 from dpfast._validation import (
     check_columns,
     check_epsilon,
@@ -27,7 +36,6 @@ from dpfast._validation import (
     option,
 )
 from dpfast.accounting import Ledger, LedgerEntry
-from dpfast.io import TableData
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -66,21 +74,15 @@ def _domain_values(domain: Any) -> list[Any]:
     return values
 
 
-def _code_dtype(m: int) -> type[np.signedinteger[Any]]:
-    for dtype in (np.int8, np.int16, np.int32):
-        if m <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
-
-
-def _in_column_type(domain: list[Any], values: np.ndarray) -> list[Any]:
+def _in_column_type(domain: list[Any], dtype: np.dtype[Any]) -> list[Any]:
     """Read a domain given as text (``--domain 1,2``) in a numeric column's own type.
 
     A label matches a value when it equals it, or when it is the value's text, as DiffGen
     matches class labels; the release keeps the column's dtype. Labels that are not all
-    exact numbers of that type are left as they are (and then do not match).
+    exact numbers of that type are left as they are (and then do not match). ``dtype`` is
+    the column's (:meth:`dpfast.engines.base.Engine.value_dtype`).
     """
-    kind = values.dtype.kind
+    kind = dtype.kind
     if kind not in "iuf" or not all(isinstance(label, str) for label in domain):
         return domain
     parse = int if kind in "iu" else float
@@ -91,54 +93,6 @@ def _in_column_type(domain: list[Any], values: np.ndarray) -> list[Any]:
     if len(set(parsed)) < len(parsed):
         raise ValueError(f"domain lists the same number twice: {domain}")
     return parsed
-
-
-def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
-    """Codes of ``column`` in ``domain`` and a function turning codes back into a column."""
-    index = pd.Index(domain)
-    series = table.source[column] if table.kind == "pandas" else None
-    if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
-        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
-        codes = np.empty(len(series), dtype=_code_dtype(len(domain)))
-        raw = series.cat.codes.to_numpy()
-        missing, first = _kernels.map_codes(raw, mapping, codes)
-        outside = []
-        if first >= 0:  # the error path: name every category outside the domain
-            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
-            outside = [series.cat.categories[c] for c in unmapped]
-        dtype = pd.CategoricalDtype(index)
-
-        def decode(new: np.ndarray) -> Any:
-            return pd.Categorical.from_codes(new, dtype=dtype)
-
-    else:
-        values = table.column(column)
-        domain = _in_column_type(domain, values)
-        index = pd.Index(domain)
-        codes = index.get_indexer(values)
-        bad = codes < 0
-        missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
-        outside = list(pd.unique(values[bad & ~pd.isna(values)])) if bad.any() else []
-        domain_array = np.asarray(domain)
-        if domain_array.dtype.kind in "US" or domain_array.dtype.kind == "O":
-            domain_array = np.asarray(domain, dtype=object)
-
-        def decode(new: np.ndarray) -> Any:
-            return domain_array[new]
-
-    if missing:
-        raise ValueError(
-            f"column {column!r} has {missing} missing value(s); impute them with a public "
-            "rule, or add an explicit category for them to the domain"
-        )
-    if outside:
-        shown = ", ".join(repr(v) for v in outside[:5])
-        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
-        raise ValueError(
-            f"column {column!r} holds value(s) outside the domain: {shown}{more}; add them "
-            "to the public domain or recode them (the domain is never taken from the data)"
-        )
-    return np.ascontiguousarray(codes, dtype=_code_dtype(len(domain))), decode
 
 
 def _keep_from_epsilon(epsilon: float, m: int) -> int:
@@ -181,6 +135,11 @@ def randomized_response(
     retention: float | None = None,
     seed: int | None = None,
     n_threads: int | None = None,
+    progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Uniform perturbation (k-ary randomized response) of one categorical column.
 
@@ -200,8 +159,10 @@ def randomized_response(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        Never modified.
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
+        Never modified. A Parquet file, directory or glob (or ``engine="outofcore"``) is
+        released out of core into ``output``; a Spark or Dask DataFrame on its cluster
+        (docs/engines.md).
     column : hashable
         The sensitive column.
     domain : sequence or Taxonomy
@@ -215,6 +176,17 @@ def randomized_response(
         Reproducible, not for publication.
     n_threads : int, optional
         Threads for the draws. Results do not depend on it.
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    engine, output, memory_limit : optional
+        Where the release runs (an engine's name or :class:`~dpfast.engines.EngineChoice`,
+        by default the input's own) and is written (``output``: Parquet; required out of
+        core), and the memory out of core, which bounds the batches of its one pass over
+        the column (e.g. ``"4GiB"``).
+    budget : BudgetFile, optional
+        A privacy budget to spend ``epsilon`` from (:class:`dpfast.budget.BudgetFile`):
+        reserved before any work, committed before the output is published. It needs
+        ``epsilon`` (with ``retention`` alone the ε is not known before the release).
 
     Returns
     -------
@@ -227,7 +199,7 @@ def randomized_response(
     TypeError, ValueError
         Unknown column, a domain with fewer than 2 or repeated categories, values outside
         the domain or missing, both or neither of ``epsilon`` and ``retention``,
-        ``epsilon <= 0``, ``retention`` outside ``[0, 1)``.
+        ``epsilon <= 0``, ``retention`` outside ``[0, 1)``, a ``budget`` without ``epsilon``.
 
     References
     ----------
@@ -243,38 +215,64 @@ def randomized_response(
     >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
     (True, ['zip'])
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("randomized_response", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("randomized_response", locals())  # type: ignore[no-any-return]
-    run = TableRun("randomized_response", data)
-    with run.phase("validate"):
-        check_nonempty(run.table.n_rows)
-        (name,) = check_columns([column], run.table.names, name="column")
-        categories = _domain_values(domain)
-        m = len(categories)
-        keep, epsilon, retention = _keep(epsilon, retention, m)
-        seed = check_seed(seed)
-        threads = column_threads(n_threads)
-        codes, decode = _encode(run.table, name, categories)
-    p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
-    ledger = Ledger(math.log(gamma))
-    entry = ledger.plan(_entry(name, ledger.total, p))
-    source = noise_source(seed)
-    with run.phase("perturb"):
-        new_codes = noise.retain_or_replace(
-            source.key("randomized_response", str(name)),
-            keep,
-            codes,
-            np.arange(m, dtype=codes.dtype),
-            n_threads=threads,
+    with open_run(
+        "randomized_response",
+        data,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        budget=budget,
+    ) as run:
+        with run.phase("validate"):
+            check_nonempty(run.n_rows)
+            (name,) = check_columns([column], run.engine.names, name="column")
+            categories = _domain_values(domain)
+            m = len(categories)
+            keep, epsilon, retention = _keep(epsilon, retention, m)
+            seed = check_seed(seed)
+            threads = column_threads(n_threads)
+            typed = _in_column_type(categories, run.engine.value_dtype(name))
+            if epsilon is not None:
+                run.reserve(epsilon, [name])
+            elif budget is not None:
+                raise ValueError(
+                    f"{option('budget')} needs {option('epsilon')}, the budget this release "
+                    f"may spend (with {option('retention')} alone the epsilon is not known "
+                    "before the release)"
+                )
+        p = keep / noise.KEEP_DENOMINATOR
+        gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+        ledger = Ledger(math.log(gamma))
+        entry = ledger.plan(_entry(name, ledger.total, p))
+        source = noise_source(seed)
+        with run.phase("perturb"):
+            key = source.key("randomized_response", str(name))
+            run.engine.write_codes(name, typed, ResponseCells(key, keep, m, threads))
+            ledger.spend(entry)
+        run.keep(name)
+        fields = _report_fields(name, categories, keep, epsilon, retention, ledger, seed)
+        return run.finish(**fields)
+
+
+@dataclass(frozen=True)
+class ResponseCells:
+    """One column's codes kept or replaced by a uniform draw from the domain's ``m`` codes.
+
+    Row ``i`` reads word ``i`` of the column's key (:func:`dpfast.noise.retain_or_replace`).
+    """
+
+    key: np.ndarray
+    keep: int
+    m: int
+    n_threads: int
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Return the batch's released codes."""
+        pool = np.arange(self.m, dtype=codes.dtype)
+        return noise.retain_or_replace(
+            self.key, self.keep, codes, pool, start=first_row, n_threads=self.n_threads
         )
-        ledger.spend(entry)
-        run.released[name] = decode(new_codes)
-    return run.finish(
-        run.assemble(), **_report_fields(name, categories, keep, epsilon, retention, ledger, seed)
-    )
 
 
 def _report_fields(
@@ -286,7 +284,7 @@ def _report_fields(
     ledger: Ledger,
     seed: int | None,
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`TableRun.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`Run.finish`)."""
     m = len(categories)
     p = keep / noise.KEEP_DENOMINATOR
     gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))

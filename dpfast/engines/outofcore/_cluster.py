@@ -12,10 +12,10 @@ computed by the workers from small state whenever every released column allows i
 
 A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
 frame made here from it (with ``output``, this process writes it there too). Any other
-release (record-linked columns, columns copied unprotected, or a mix) is written by this
-process from passes run on the workers, as the out-of-core engine writes it, and read
-back as a frame in row order. With ``output``, the release is written there
-(by the workers where the frame is lazy) and published in one rename.
+release (record-linked, resampled or coded columns, columns copied unprotected, or a mix)
+is written by this process from passes run on the workers, as the out-of-core engine
+writes it, and read back as a frame in row order. With ``output``, the release is written
+there (by the workers where the frame is lazy) and published in one rename.
 """
 
 from __future__ import annotations
@@ -30,7 +30,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.base import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
+from dpfast.engines.base import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    CodeCells,
+    GroupValues,
+    NumericColumn,
+    PublishHook,
+)
 from dpfast.engines.outofcore._engine import OutOfCoreEngine
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
@@ -149,6 +157,20 @@ class ClusterEngine(OutOfCoreEngine):
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._written = True
         super().copy_columns(names, key)
+
+    # -- row-wise outputs: written by this process from passes on the workers -------------
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        self._written = True
+        super().write_resampled(column, bins, key, keep, n_threads=n_threads)
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        self._written = True
+        super().write_codes(name, domain, cells)
+
+    # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
         if self._table is not None:

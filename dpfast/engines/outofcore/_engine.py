@@ -14,27 +14,33 @@ import pyarrow as pa
 
 from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_error, option
 from dpfast.engines.base import (
+    Bins,
     CategoricalColumn,
     Cells,
     Classes,
     Clusters,
     ClusterTotals,
+    CodeCells,
     CodedNumeric,
     Engine,
     GroupValues,
     Lookup,
     NumericColumn,
+    OrderStatistics,
     Progress,
     PublishHook,
     column_threads,
 )
+from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
 from dpfast.engines.outofcore._clusters import (
     cluster_limits,
     cluster_totals,
     partition,
     write_clustered,
 )
+from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._order import order_statistics
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
@@ -247,6 +253,7 @@ class OutOfCoreEngine(Engine):
     # -- passes -------------------------------------------------------------------------
 
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        self._tick(f"checking {column.name}", 0, 1)
         found = column_stats(self.source, str(column.name), self.limits.batch_rows)
         if found.non_finite:
             raise ValueError(
@@ -395,6 +402,48 @@ class OutOfCoreEngine(Engine):
                 self.source, lambda: self.out.directory, self._limits(), self._tick
             )
         return self._coded
+
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        lo, hi = value_range
+        limits = self._limits()
+        return order_statistics(self.source, column, k, lo, hi, limits, self._passes(column.name))
+
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        return bin_counts(self.source, column, lo, scale, m, self._limits())
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        limits = self._limits()
+
+        def tick(window: int, windows: int) -> None:
+            self._tick(f"column {column.name}", window, windows)
+
+        def scratch(kind: str) -> Path:
+            return self.out.path(column.name, kind)
+
+        found = find_replacements(self.source, column, bins, key, keep, scratch, limits, tick)
+        try:
+            path = self.out.path(column.name)
+            write_replaced(self.source, column, found, path, limits.batch_rows)
+        finally:
+            found.remove()
+        self.out._numeric(column)
+
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        arrow_type = self.source.schema.field(str(name)).type
+        dtype: np.dtype[Any] = pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype
+        return dtype
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        self._tick(f"column {name}", 0, 1)
+        path = self.out.path(name)
+        column = write_codes(self.source, name, domain, cells, path, self._limits().batch_rows)
+        self.out.columns[str(name)] = column
 
     # -- the end ------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from dpfast.engines.outofcore._passes import (
     rank_floats,
     rank_numeric,
 )
-from dpfast.engines.outofcore._placement import ArrowFile, Placer, raw_sink
+from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.io import WRITE_ROWS
 from dpfast.partitions.grid import Grid
@@ -241,10 +241,17 @@ class Output:
         """Place one column unchanged, of any Arrow type, into an Arrow file in output order.
 
         The column keeps the type of its batches (a source that casts a declared type, as
-        the CLI's schema does, gives the cast type); a dictionary column stays one.
+        the CLI's schema does, gives the cast type); a dictionary column stays one. In the
+        rows' order (``key`` ``None``) the batches are kept as they come, in one pass.
         """
         declared = self.source.schema.field(name).type
         dictionary = pa.types.is_dictionary(declared)
+        if key is None:
+            batches = BatchFiles(self.directory / f"copied-{_digest(name)}")
+            for first_row, array in self.source.map_column(name, limits.batch_rows, _plain):
+                batches.add(array, first_row)
+            self.columns[name] = _copied_column(name, batches, declared, dictionary)
+            return
         row_bytes = self._row_bytes(name, declared, limits)
         out: ArrowFile | None = None
         placer: Placer | None = None
@@ -491,9 +498,11 @@ def _nbytes(array: pa.Array, first_row: int) -> int:
 
 
 def _copied_column(
-    name: str, out: ArrowFile, declared: pa.DataType, dictionary: bool
+    name: str, out: ArrowFile | BatchFiles, declared: pa.DataType, dictionary: bool
 ) -> ScratchColumn:
     value_type = out.arrow_type
+    if value_type is None:  # no batch came: no rows
+        value_type = declared.value_type if dictionary else declared
     arrow_type = pa.dictionary(declared.index_type, value_type) if dictionary else value_type
 
     def read(first: int, count: int) -> pa.Array:

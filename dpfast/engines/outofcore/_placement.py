@@ -17,6 +17,7 @@ No file is ever read at random: every spill file is written by appends and read 
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -250,3 +251,53 @@ class ArrowFile:
         if not pieces:
             return pa.array([], self.arrow_type)
         return pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
+
+
+@dataclass
+class BatchFiles:
+    """A column's batches in input order, each in an Arrow file of its own, read by row ranges.
+
+    The batches may come in any order (a cluster's); each is kept as the rows from its
+    first row on, cast to the type of the first batch to come. Nothing is spilled or
+    reordered: a column copied in its rows' order is written once.
+    """
+
+    directory: Path
+    arrow_type: pa.DataType | None = None
+    _parts: list[tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.directory.mkdir()
+
+    def add(self, values: pa.Array, first: int) -> None:
+        """Keep ``values``, rows ``first ..``."""
+        if len(values) == 0:
+            return
+        if self.arrow_type is None:
+            self.arrow_type = values.type
+        elif values.type != self.arrow_type:
+            values = values.cast(self.arrow_type)
+        schema = pa.schema([("value", self.arrow_type)])
+        with pa.OSFile(str(self._path(first)), "wb") as sink:
+            with pa.ipc.new_file(sink, schema) as writer:
+                writer.write_batch(pa.record_batch([values], schema=schema))
+        bisect.insort(self._parts, (first, len(values)))
+
+    def read(self, first: int, count: int) -> pa.Array:
+        """Return rows ``[first, first + count)``."""
+        i = bisect.bisect_right(self._parts, (first, 1 << 62)) - 1
+        pieces = []
+        while count > 0:
+            start, rows = self._parts[i]
+            with pa.memory_map(str(self._path(start))) as source:
+                column = pa.ipc.open_file(source).get_batch(0).column(0)
+                take = min(rows - (first - start), count)
+                # a copy: the memory map is closed when the block ends
+                pieces.append(pa.concat_arrays([column.slice(first - start, take)]))
+            first, count, i = first + take, count - take, i + 1
+        if not pieces:
+            return pa.array([], self.arrow_type)
+        return pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
+
+    def _path(self, first: int) -> Path:
+        return self.directory / f"{first:020d}.arrow"

@@ -1,4 +1,4 @@
-"""Order statistics of a column beyond memory: k-noise's ``D_k`` (docs/engines.md#k-noise).
+"""Order statistics of a column beyond memory: the extremes of its ``k``-spacings (docs/engines.md).
 
 A float64 value maps to a ``uint64`` key whose order is the values' order (the sign bit
 flipped for positive values, every bit for negative ones). When the column does not fit,
@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from dpfast._kernels import mechanisms as _kernels
-from dpfast.engines.outofcore._legacy import DatasetRun, _Limits
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.base import NumericColumn, OrderStatistics
+from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
+
+__all__ = ["RankSweep", "key_value", "order_keys", "order_statistics"]
 
 #: Bytes of working memory per value of a sorted range (the values, the sort, the
 #: differences and their errors, and slack).
 _BYTES_PER_SWEPT_VALUE = 64
 _SIGN = np.uint64(1 << 63)
-
-Extremes = tuple[float, float, float, float, float, float, bool]
 
 
 def order_keys(values: np.ndarray) -> np.ndarray:
@@ -46,7 +47,7 @@ def key_value(key: int) -> float:
 
 @dataclass
 class RankSweep:
-    """The order statistics of k-noise, from the sorted values fed piece by piece.
+    """The order statistics of :func:`order_statistics`, from the sorted values fed piece by piece.
 
     Keeps ``X_(k)``, ``X_(n-k+1)`` and the pair ``(X_(i), X_(i+k))`` of largest
     difference, compared exactly as :func:`dpfast._kernels.mechanisms.knoise_extremes`
@@ -84,43 +85,49 @@ class RankSweep:
         self.rank += piece.shape[0]
         self.tail = joined[-k:].copy()
 
-    def extremes(self, lo: float, hi: float) -> Extremes:
+    def extremes(self, lo: float, hi: float) -> OrderStatistics:
         """Return what :func:`dpfast._kernels.mechanisms.knoise_extremes` returns."""
         if self.best is None:
             return lo, self.x_k, self.x_nk, hi, lo, lo, False
         return lo, self.x_k, self.x_nk, hi, self.best[2], self.best[3], True
 
 
-def knoise_extremes(
+def order_statistics(
     dataset: ColumnSource,
-    name: str,
+    column: NumericColumn,
     k: int,
     lo: float,
     hi: float,
-    limits: _Limits,
-    run: DatasetRun,
-) -> Extremes:
-    """Return k-noise's order statistics of a column of range ``[lo, hi]``, ``lo < hi``."""
+    limits: Limits,
+    tick: Callable[[int], None],
+) -> OrderStatistics:
+    """Return the order statistics of a column of range ``[lo, hi]``, ``lo < hi``.
+
+    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`; ``tick(passes)`` is
+    called before each pass.
+    """
     n = dataset.n_rows
+    name = str(column.name)
     capacity = max(1024, limits.memory // _BYTES_PER_SWEPT_VALUE)
     passes = [0]
 
-    def tick() -> None:
+    def step() -> None:
         passes[0] += 1
-        run.tick(f"column {name}", passes[0], passes[0] + 1)
+        tick(passes[0])
 
     if n <= capacity:
-        tick()
-        parts = list(dataset.map_column(name, limits.batch_rows, _float_values))
+        step()
+        parts = list(dataset.map_column(name, limits.batch_rows, _Values(column)))
         values = np.concatenate(parts)
         parts.clear()
         n_buckets = max(1, min(n, max(1024, n // 16)))
-        return _kernels.knoise_extremes(values, k, n_buckets)  # type: ignore[no-any-return]
+        found = mechanism_kernels.knoise_extremes(values, k, n_buckets)
+        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
     if 2 * k > capacity:
         raise ValueError(
-            f"k-noise out of core carries the {k:,} largest values seen from one sorted "
-            f"range to the next, which needs about {2 * k * _BYTES_PER_SWEPT_VALUE:,} bytes, "
-            "more than the memory limit; raise the memory limit or lower k"
+            f"the order statistics out of core carry the {k:,} largest values seen from one "
+            f"sorted range to the next, which needs about {2 * k * _BYTES_PER_SWEPT_VALUE:,} "
+            "bytes, more than the memory limit; raise the memory limit or lower k"
         )
     base = int(order_keys(np.array([lo]))[0])
     span = int(order_keys(np.array([hi]))[0]) - base
@@ -128,15 +135,16 @@ def knoise_extremes(
     room = capacity - k
 
     def collect(range_lo: int, range_hi: int) -> np.ndarray:
-        tick()
-        select = _in_keys(base, range_lo, range_hi)
+        step()
+        select = _InKeys(column, base, range_lo, range_hi)
         parts = list(dataset.map_column(name, limits.batch_rows, select))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
     def histogram(range_lo: int, range_hi: int, shift: int) -> np.ndarray:
-        tick()
+        step()
         counts = np.zeros(((range_hi - 1 - range_lo) >> shift) + 1, dtype=np.int64)
-        select = _key_buckets(base, range_lo, range_hi, shift, counts.shape[0])
+        keys = _InKeys(column, base, range_lo, range_hi)
+        select = _KeyBuckets(keys, shift, counts.shape[0])
         for part in dataset.map_column(name, limits.batch_rows, select):
             counts += part
         return counts
@@ -166,30 +174,45 @@ def _pieces(count: int, size: int) -> Iterator[int]:
         count -= size
 
 
-def _float_values(array: pa.Array, first_row: int) -> np.ndarray:
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
+@dataclass(frozen=True)
+class _Values:
+    """A batch of a numeric column as float64."""
+
+    column: NumericColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return numeric_values(array, self.column, first_row)
 
 
-def _in_keys(base: int, lo: int, hi: int) -> Callable[[pa.Array, int], np.ndarray]:
+@dataclass(frozen=True)
+class _InKeys:
     """Select the values whose key minus ``base`` is in ``[lo, hi)``."""
 
-    def select(array: pa.Array, first_row: int) -> np.ndarray:
-        values = _float_values(array, first_row)
-        relative = order_keys(values) - np.uint64(base)
-        return values[(relative >= np.uint64(lo)) & (relative < np.uint64(hi))]
+    column: NumericColumn
+    base: int
+    lo: int
+    hi: int
 
-    return select
+    def inside(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the batch's values in the range, and their keys minus ``base``."""
+        values = numeric_values(array, self.column, first_row)
+        relative = order_keys(values) - np.uint64(self.base)
+        selected = (relative >= np.uint64(self.lo)) & (relative < np.uint64(self.hi))
+        return values[selected], relative[selected]
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return self.inside(array, first_row)[0]
 
 
-def _key_buckets(
-    base: int, lo: int, hi: int, shift: int, size: int
-) -> Callable[[pa.Array, int], np.ndarray]:
-    """Count the values whose key minus ``base`` is in ``[lo, hi)``, per ``2**shift`` keys."""
+@dataclass(frozen=True)
+class _KeyBuckets:
+    """Count the values of a key range (:class:`_InKeys`) per ``2**shift`` keys."""
 
-    def count(array: pa.Array, first_row: int) -> np.ndarray:
-        relative = order_keys(_float_values(array, first_row)) - np.uint64(base)
-        inside = relative[(relative >= np.uint64(lo)) & (relative < np.uint64(hi))]
-        buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
-        return np.bincount(buckets, minlength=size)
+    keys: _InKeys
+    shift: int
+    size: int
 
-    return count
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        _, relative = self.keys.inside(array, first_row)
+        buckets = ((relative - np.uint64(self.keys.lo)) >> np.uint64(self.shift)).astype(np.int64)
+        return np.bincount(buckets, minlength=self.size)
