@@ -15,13 +15,15 @@ The engines:
   batches of 1,000 and 64 rows, the 2- and 7-file ones under that tiny limit;
 - Spark, through the public functions given a pyspark DataFrame (the session-scoped
   fixture): every case at 7 partitions; the releases that the executors compute
-  (``ir_dp``, ``laplace_dp``) at 1, 2 and 64 as well. The others run the column engine
-  over the frame (each pass a Spark job, seconds each on a loaded machine), whose
+  (``ir_dp``, ``laplace_dp``) at 1, 2 and 64 as well. The others run the out-of-core
+  engine over the frame (each pass a Spark job, seconds each on a loaded machine), whose
   tiny-limit paths the Arrow and Parquet engines take;
 - Dask, through the public functions given a Dask DataFrame of 1, 2, 7 and 64 partitions
-  on one module-scoped ``LocalCluster`` of two worker processes, for the methods that
-  :data:`dpfast.engines.DASK_RELEASES` lists (a method joins the moment it is listed; an
-  option the Dask engine does not run yet must be refused by name).
+  on one module-scoped ``LocalCluster`` of two worker processes.
+
+Every method runs on every engine: there is no list of methods per engine, and a method
+written in the tests alone (:mod:`tests.toy_method`) runs through the suite from its one
+case.
 
 The table has ties, a remainder group (``n % k != 0``), values beyond and on the bounds,
 a column whose values sit in a sliver of a wide domain, and nulls in a column that the
@@ -53,7 +55,7 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines import DASK_RELEASES, SPARK_RELEASES, EngineChoice
+from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
 from tests import toy_method
@@ -96,15 +98,14 @@ def table() -> pd.DataFrame:
 class Case:
     """A method with its arguments, as every engine runs it.
 
-    ``function`` is the public function (the in-memory reference, and the Spark and Dask
-    engines' entry point); ``dataset`` its out-of-core function over a column source.
+    ``function`` is the public function: the in-memory reference, and every engine's entry
+    point (``engine=``, or the input's type).
     ``columns`` are the input table's; ``tiny_memory`` a limit that makes the method take
     its out-of-core paths on this table (more passes than when it fits, where ``spills``).
     """
 
     name: str
     function: Callable[..., Any]
-    dataset: Callable[..., Any] | None  # None: the public function on every engine
     columns: tuple[str, ...]
     arguments: Mapping[str, Any]
     keeps_order: bool
@@ -142,15 +143,6 @@ class Case:
         self, source: Any, output: Path, *, memory_limit: int, batch_rows: int, **arguments: Any
     ) -> tuple[Any, Any]:
         """Run the case out of core over ``source`` into ``output``; return the two reports."""
-        if self.dataset is not None:
-            return self.run(  # type: ignore[no-any-return]
-                self.dataset,
-                source,
-                output,
-                memory_limit=memory_limit,
-                batch_rows=batch_rows,
-                **arguments,
-            )
         engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
         release = self.run(
             self.function,
@@ -170,7 +162,6 @@ CASES = [
     Case(
         "ir_dp",
         dpfast.ir_dp,
-        None,
         ("age", "occupation", "share", "tiny"),
         {"k": K, "epsilon": 2.0, "bounds": BOUNDS, "taxonomies": _TAXONOMIES, "seed": SEED},
         keeps_order=False,  # every column in an order of its own
@@ -178,7 +169,6 @@ CASES = [
     Case(
         "ir_dp-records-in-order-keep",
         dpfast.ir_dp,
-        None,
         ("age", "share", "tiny", "note"),
         {
             "k": K,
@@ -196,7 +186,6 @@ CASES = [
     Case(
         "ir_dp-unprotected-shuffled",
         dpfast.ir_dp,
-        None,
         ("age", "share", "note"),
         {"k": K, "epsilon": 4.0, "unprotected": "shuffle", "columns": ["age", "share"], **_NUMERIC},
         keeps_order=False,
@@ -204,7 +193,6 @@ CASES = [
     Case(
         "ir_dp-bounds-from-data",
         dpfast.ir_dp,
-        None,
         ("age", "share"),
         {"k": K, "epsilon": 2.0, "bounds": "data", "seed": SEED},
         keeps_order=False,
@@ -213,7 +201,6 @@ CASES = [
     Case(
         "laplace_dp",
         dpfast.laplace_dp,
-        None,
         ("age", "share", "tiny"),
         {"epsilon": 30.0, "bounds": BOUNDS, "seed": SEED},
         keeps_order=True,
@@ -222,7 +209,6 @@ CASES = [
     Case(
         "laplace_dp-keep",
         dpfast.laplace_dp,
-        None,
         ("age", "share", "note"),
         {"epsilon": 30.0, "unprotected": "keep", "columns": ["age", "share"], **_NUMERIC},
         keeps_order=True,
@@ -231,7 +217,6 @@ CASES = [
     Case(
         "individual_ranking",
         dpfast.individual_ranking,
-        None,
         ("age", "share", "tiny", "small", "note"),
         {"k": K, "columns": ["age", "share", "tiny", "small"]},
         keeps_order=True,
@@ -239,7 +224,6 @@ CASES = [
     Case(
         "randomized_response",
         dpfast.randomized_response,
-        None,
         ("occupation", "age", "note"),
         {
             "column": "occupation",
@@ -253,7 +237,6 @@ CASES = [
     Case(
         "k_noise",
         dpfast.k_noise,
-        None,
         ("age", "share", "tiny", "small", "note"),
         {"k": K, "columns": ["age", "share", "tiny", "small"], "seed": SEED},
         keeps_order=True,
@@ -262,7 +245,6 @@ CASES = [
     Case(
         "k_pram",
         dpfast.k_pram,
-        None,
         ("age", "share", "small", "note"),
         {"k": K, "columns": ["age", "share", "small"], "retention": 0.3, "seed": SEED},
         keeps_order=True,
@@ -271,7 +253,6 @@ CASES = [
     Case(
         "mdav_dp",
         dpfast.mdav_dp,
-        None,
         ("age", "occupation", "share"),
         {"k": 25, "epsilon": 200.0, "taxonomies": _TAXONOMIES, **_NUMERIC},
         keeps_order=False,
@@ -281,7 +262,6 @@ CASES = [
     Case(
         "mdav_dp-cycling-keep",
         dpfast.mdav_dp,
-        None,
         ("age", "share", "tiny", "note"),
         {
             "k": 25,
@@ -299,7 +279,6 @@ CASES = [
     Case(
         "diffgen",
         dpfast.diffgen,
-        None,
         ("age", "occupation", "share", "income"),
         {
             "target": "income",
@@ -317,7 +296,6 @@ CASES = [
     Case(
         "diffgen-bounds-from-data",
         dpfast.diffgen,
-        None,
         ("age", "share", "income"),
         {"target": "income", "epsilon": 1.0, "steps": 4, "bounds": "data", "seed": SEED},
         keeps_order=True,
@@ -332,7 +310,6 @@ CASES.append(
     Case(
         "toy_groups",
         toy_method.toy_groups,
-        None,
         ("age", "share", "tiny", "note"),
         {"k": K, "bounds": BOUNDS, "columns": ["age", "share", "tiny"], "seed": SEED},
         keeps_order=False,
@@ -363,10 +340,6 @@ class Engine:
         """Whether this engine runs ``case``'s method (Spark and Dask: when listed)."""
         if self.only and case.name not in self.only:
             return False
-        if self.kind == "spark":
-            return case.dataset is None or case.method in SPARK_RELEASES
-        if self.kind == "dask":
-            return case.dataset is None or case.method in DASK_RELEASES
         return True
 
 
@@ -515,34 +488,18 @@ def _on_spark(case: Case, engine: Engine, where: Path, spark: Any) -> tuple[Side
     return got, _side(case.data(want), want.report, want.private, _spark_types)
 
 
-def _on_dask(case: Case, engine: Engine) -> tuple[Side, Side] | None:
-    """The public function given a Dask DataFrame (None: options refused by name)."""
+def _on_dask(case: Case, engine: Engine) -> tuple[Side, Side]:
+    """The public function given a Dask DataFrame; the reference is the frame's rows."""
     import dask.dataframe as dd
 
     frame = dd.from_pandas(case.input(), npartitions=engine.partitions)
     assert frame.npartitions == engine.partitions
     want = case.in_memory(case.input())
-    try:
-        release = case.run(case.function, frame, **case.arguments)
-    except ValueError as refused:
-        _assert_refused_by_name(case, str(refused))
-        return None
+    release = case.run(case.function, frame, **case.arguments)
     data = case.data(release)
     assert type(data).__module__.startswith("dask")
     got = _side(data.compute(), release.report, release.private, _pandas_types)
     return got, _side(case.data(want), want.report, want.private, _pandas_types)
-
-
-def _assert_refused_by_name(case: Case, message: str) -> None:
-    """A Dask release of a listed method may refuse only options it names, not defaults."""
-    assert "on a Dask DataFrame does not support" in message, message
-    options = {key: value for key, value in case.arguments.items() if key in _OPTIONS}
-    assert options, f"{case.name}: default options refused on Dask: {message}"
-    assert any(f"{key}={value!r}" in message for key, value in options.items()), message
-
-
-#: Options a Dask release may refuse by name (until the Dask engine runs them).
-_OPTIONS = ("linkage", "shuffle", "unprotected")
 
 
 @pytest.fixture(scope="module")
@@ -586,10 +543,7 @@ def test_engine_gives_the_in_memory_release(case, engine, tmp_path, request):
         got, want = _on_spark(case, engine, tmp_path, request.getfixturevalue("spark"))
     elif engine.kind == "dask":
         request.getfixturevalue("dask_client")
-        compared = _on_dask(case, engine)
-        if compared is None:  # refused by name, before any work
-            return
-        got, want = compared
+        got, want = _on_dask(case, engine)
     else:
         got, want = _on_source(case, engine, tmp_path)
     _assert_same(got, want, case.keeps_order)
