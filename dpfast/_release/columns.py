@@ -10,28 +10,11 @@ import numpy as np
 
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
-    all_finite,
-    as_numeric_column,
     check_bounds,
     check_columns,
-    is_integer_column,
-    not_numeric_error,
 )
 from dpfast.engines.base import CategoricalColumn, Engine, NumericColumn
-from dpfast.io import TableData
 from dpfast.taxonomy import Taxonomy, as_taxonomy
-
-
-def numeric_columns(table: TableData, columns: Any) -> list[NumericColumn]:
-    """Return the selected columns as validated :class:`NumericColumn` (no NaN or inf)."""
-    selected = check_columns(columns, table.names)
-    finite = table.kind == "numpy" and all_finite(table.source)
-    result = []
-    for name in selected:
-        raw = table.column(name)
-        values = as_numeric_column(raw, name, known_finite=finite)
-        result.append(NumericColumn(name, values, is_integer_column(raw), raw.dtype))
-    return result
 
 
 def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
@@ -57,36 +40,6 @@ def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hash
             f"columns are {list(selected)}: add them to columns or drop their taxonomies"
         )
     return dict(checked)
-
-
-def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
-    raw = table.column(name)
-    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
-        raise not_numeric_error(name, raw.dtype)
-
-
-def split_columns(
-    table: TableData, columns: Any, taxonomies: Any
-) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
-    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
-    checked = _check_taxonomies(taxonomies)
-    selected = check_columns(columns, table.names)
-    stray = [name for name in checked if name not in selected]
-    if stray:
-        raise ValueError(
-            f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {selected}: add them to columns or drop their taxonomies"
-        )
-    categorical = []
-    for name in selected:
-        if name in checked:
-            codes, categories = table.category_codes(name)
-            codes = checked[name].encode_categories(codes, categories, column=name)
-            categorical.append(CategoricalColumn(name, codes, checked[name]))
-    numeric = [name for name in selected if name not in checked]
-    for name in numeric:
-        _check_numeric_dtype(table, name)
-    return (numeric_columns(table, numeric) if numeric else []), categorical
 
 
 def protected_columns(

@@ -330,7 +330,7 @@ def _sorted_on_workers(
 
 
 def _checked(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> None:
-    """TableRun ``fn`` on a batch for its errors only."""
+    """Run ``fn`` on a batch for its errors only."""
     fn(array, first_row)
 
 

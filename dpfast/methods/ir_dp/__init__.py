@@ -9,7 +9,8 @@ every column's noise and groups (numeric columns: :mod:`._numeric`; categorical 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping, Sequence
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -411,6 +412,21 @@ class _ChosenCodes:
         return group_codes(self.taxonomy, counts, self.k, self.key, self.entry)
 
 
+@dataclass
+class _Clock:
+    """A group-values function that adds up the seconds spent in it (the report's timings)."""
+
+    inner: Callable[[np.ndarray], np.ndarray]
+    seconds: float = 0.0
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self.inner(sums)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
 def on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
     """Count the released values on a bound (the private report's ``clamped_output``).
 
@@ -436,10 +452,11 @@ def _release_numeric(
     total = len(args.numeric) + len(args.categorical)
 
     def release(column: NumericColumn) -> tuple[int, int]:
+        start = time.perf_counter()
         grid, steps = plan.grids[column.name]
         name = str(column.name)
         key = source.key("ir_dp", "centroid-noise", name)
-        centroids = _NoisyCentroids(name, grid, k, steps, column.integer, key, n)
+        centroids = _Clock(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
         if args.linkage == "records":
             values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
         else:
@@ -447,6 +464,9 @@ def _release_numeric(
             values = centroids(sums)
             engine.write_groups(column, values, k, source.key("ir_dp", "column-order", name))
         lower, upper = args.domains[column.name]
+        run.add_seconds("noise (thread seconds)", centroids.seconds)
+        elapsed = time.perf_counter() - start - centroids.seconds
+        run.add_seconds("microaggregation (thread seconds)", elapsed)
         return clamped, on_bound(values, n, k, lower, upper)
 
     held = _group_bytes(n, k)
@@ -472,14 +492,19 @@ def _release_categorical(
     engine, k = run.engine, args.k
     total = len(args.numeric) + len(args.categorical)
     for i, cat in enumerate(args.categorical, start=len(args.numeric)):
+        start = time.perf_counter()
         name = str(cat.name)
         entry = plan.entries[cat.name]
-        choose = _ChosenCodes(cat.taxonomy, k, source.key("ir_dp", "centroid-choice", name), entry)
+        key = source.key("ir_dp", "centroid-choice", name)
+        choose = _Clock(_ChosenCodes(cat.taxonomy, k, key, entry))
         if args.linkage == "records":
             engine.write_linked(cat, None, k, row_key, choose)
         else:
             codes = choose(counts[cat.name])
             engine.write_groups(cat, codes, k, source.key("ir_dp", "column-order", name))
+        run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
+        elapsed = time.perf_counter() - start - choose.seconds
+        run.add_seconds("microaggregation (thread seconds)", elapsed)
         plan.ledger.spend(entry)
         run.keep(cat.name, clamped=0)
         run.tick("columns", i + 1, total)
