@@ -607,7 +607,7 @@ def test_progress_on_a_pipe_prints_one_line_per_phase() -> None:
 
 def test_progress_on_a_pipe_repeats_a_long_phase_every_few_seconds(monkeypatch) -> None:
     clock = [100.0]
-    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("dpfast.cli._progress.time.monotonic", lambda: clock[0])
     stream = FakeStream(tty=False)
     progress = cli.ProgressLine(stream, every=5.0)
     progress("noise", 0, 10)
@@ -653,7 +653,7 @@ def test_schema_column_pyarrow_types_round_trip(workdir: Path) -> None:
 
 def test_progress_with_a_delay_stays_silent_for_a_quick_phase(monkeypatch) -> None:
     clock = [10.0]
-    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("dpfast.cli._progress.time.monotonic", lambda: clock[0])
     stream = FakeStream(tty=False)
     progress = cli.ProgressLine(stream, delay=1.0)
     for done in range(4):
@@ -701,9 +701,9 @@ def test_cli_shows_reading_and_writing_on_a_pipe_when_slow(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dpfast import io as dpfast_io
-    from dpfast.cli import _common
+    from dpfast.cli import _progress
 
-    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
+    monkeypatch.setattr(_progress, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
     monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 10)  # several calls: the second one shows
     paths = [str(workdir / "people.csv"), "-o", str(workdir / "out.csv")]
     options = ["--epsilon", "1", "--schema", str(workdir / "schema.json"), "--seed", "1"]

@@ -35,9 +35,9 @@ N = 5003
 @pytest.fixture(autouse=True)
 def engine_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     # the engine runs one-file inputs from 64 MiB on; these tests run it on small ones
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs
 
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 0)
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", 0)
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def _check(workdir: Path, output: str, expected: dpfast.Release) -> None:
         ("parts/*.parquet", "released.parquet", []),  # a glob: out of core at 4GiB
         ("people.parquet", "released.parquet", ["--memory-limit", "200KB"]),
         ("people.parquet", "released.parquet", []),  # in memory, one column at a time
-        ("people.csv", "released.parquet", []),
+        ("people.csv", "released.parquet", []),  # text: read whole, in memory
     ],
 )
 def test_every_path_gives_the_in_memory_release(workdir, source, output, extra):
@@ -128,7 +128,7 @@ def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsy
 @pytest.mark.parametrize(
     ("source", "output", "extra", "message"),
     [
-        ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "a .csv output"),
+        ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "out of core writes Parquet"),
         ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
         ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),
         ("nothing/*.parquet", "r.parquet", [], "no file matches"),
@@ -251,16 +251,16 @@ def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monk
 
 
 def test_small_inputs_take_the_in_memory_function(workdir, monkeypatch):
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs, _runner
 
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 64 * 2**20)
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", 64 * 2**20)
     calls: list[str] = []
-    original = _engine.run_release
-    monkeypatch.setattr(_engine, "run_release", lambda *a: calls.append("engine") or original(*a))
+    original = _runner._in_passes
+    monkeypatch.setattr(_runner, "_in_passes", lambda *a: calls.append("engine") or original(*a))
     assert _release(workdir, "people.parquet", "small.parquet") == 0
     assert calls == []
     _check(workdir, "small.parquet", _expected(workdir))
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", N * 4 * 8)  # exactly this table's size
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", N * 4 * 8)  # exactly this table's size
     assert _release(workdir, "people.parquet", "large.parquet") == 0
     assert calls == ["engine"]
     _check(workdir, "large.parquet", _expected(workdir))

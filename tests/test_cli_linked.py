@@ -105,13 +105,13 @@ def _same(workdir: Path, got: str, expected: str) -> None:
     [("parts", "released", ["--memory-limit", "120KB"]), ("people.parquet", "r.parquet", [])],
 )
 def test_ir_dp_engine_gives_the_in_memory_release(workdir, extra, source, output, limit):
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs
 
     with _engines_opened() as opened:
         assert _release(workdir, "ir-dp", "people.parquet", "memory.parquet", *extra) == 0
         # a single file below the size threshold ran in memory; now out of core
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_engine, "ENGINE_FROM_BYTES", 0)
+            patch.setattr(_inputs, "ENGINE_FROM_BYTES", 0)
             assert _release(workdir, "ir-dp", source, output, *extra, *limit) == 0
     assert opened == ["memory", "outofcore"]
     _same(workdir, output, "memory.parquet")
@@ -132,7 +132,7 @@ def _engines_opened() -> Iterator[list[str]]:
         return engine
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("dpfast._release.open_engine", recorded)
+        patch.setattr("dpfast._release._run.open_engine", recorded)
         yield opened
 
 
@@ -151,7 +151,7 @@ def test_csv_output_is_still_refused_out_of_core(workdir, capsys):
     extra = ["--linkage", "records", "--memory-limit", "1GiB"]
     assert _release(workdir, "ir-dp", "people.parquet", "r.csv", *extra) == 2
     err = capsys.readouterr().err
-    assert "does not support a .csv output" in err
+    assert "out of core writes Parquet" in err and "drop --memory-limit" in err
     assert not (workdir / "r.csv").exists()
 
 

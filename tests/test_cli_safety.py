@@ -20,7 +20,7 @@ import pytest
 import dpfast
 from dpfast import cli, datasets
 from dpfast._validation import cli_spelling, option
-from dpfast.cli._common import report_paths
+from dpfast.cli._outputs import report_paths
 from dpfast.methods.diffgen._budget import Budget
 
 ROOT = Path(__file__).resolve().parents[1]

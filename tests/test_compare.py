@@ -310,7 +310,7 @@ def test_linked_needs_as_many_rows() -> None:
 
 
 def test_release_metrics_are_shown_when_present(tmp_path: Path) -> None:
-    from dpfast.cli._common import write_release
+    from dpfast.cli._outputs import write_release
     from dpfast.methods.ir_dp import ir_dp
 
     data = adult("train", drop_missing=True).head(500)[NUMERIC]

@@ -442,9 +442,9 @@ def test_cli_on_dask_refuses_what_the_engine_cannot_run(tmp_path, capsys):
 
 def test_cli_on_dask_shows_the_passes_progress(client, tmp_path, capsys, monkeypatch):
     from dpfast import cli
-    from dpfast.cli import _common
+    from dpfast.cli import _progress
 
-    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 0.0)  # every phase, however quick
+    monkeypatch.setattr(_progress, "IO_PROGRESS_DELAY", 0.0)  # every phase, however quick
     args = [a for a in _cli(tmp_path, "k-pram", ["--k", "6", "--seed", "3"]) if a != "--quiet"]
     on_dask = [*args, "--engine", "dask", "--scheduler", client.scheduler.address]
     assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 0

@@ -369,7 +369,7 @@ def test_cli_exits_as_interrupted_when_pyspark_reports_the_cancelled_job(
     # Ctrl-C while pyspark collects: its SIGINT handler cancels the jobs and raises
     # KeyboardInterrupt, then pyspark raises the job's cancellation while handling it
     from dpfast import cli
-    from dpfast.cli import _engine
+    from dpfast.cli import _runner
 
     def cancelled(*args: Any, **kwargs: Any) -> int:
         try:
@@ -378,7 +378,7 @@ def test_cli_exits_as_interrupted_when_pyspark_reports_the_cancelled_job(
             # as pyspark raises it: the interrupt is the context, not the cause
             raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs")  # noqa: B904
 
-    monkeypatch.setattr(_engine, "_release_on_engine", cancelled)
+    monkeypatch.setattr(_runner, "_in_passes", cancelled)
     args = _cli_args("laplace", files, out / "released", _schema(tmp_path))
     assert cli.main([*args, "--memory-limit", "1MiB"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == "dpfast: interrupted"

@@ -23,10 +23,10 @@ from typing import Any
 
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
-from dpfast.cli._common import ProgressLine as ProgressLine
-from dpfast.cli._common import _Parser, _UsageError, writing
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
+from dpfast.cli._parsing import Parser, UsageError, writing
+from dpfast.cli._progress import ProgressLine as ProgressLine
 from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
 __all__ = ["main"]
@@ -85,7 +85,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dpfast`` argument parser."""
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(
+    parser = Parser(
         prog="dpfast",
         description="Differentially private release of tabular microdata.",
         epilog=_MAIN_EXAMPLES,
@@ -171,13 +171,10 @@ def _sigterm_raises() -> Iterator[None]:
 def _handle(args: argparse.Namespace) -> int:
     """Run a command: texts name the CLI's flags, and warnings print as one line each."""
     from dpfast._release import cli_spelling
-    from dpfast.cli._common import refuse_dataset_input
 
     with warnings.catch_warnings(), cli_spelling():
         warnings.simplefilter("always")
         warnings.showwarning = _show_warning
-        if args.command == "release":
-            refuse_dataset_input(args)
         return int(args.handler(args))
 
 
@@ -221,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         return _error(str(exc))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

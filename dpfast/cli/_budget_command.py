@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from dpfast.cli._common import Command, _integer, _number
+from dpfast.cli._parsing import Command, integer, number
 
 _INIT_EXAMPLES = """\
 examples:
@@ -39,7 +39,7 @@ Committed entries are final and never cleared.
 def _init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="the budget file to create (JSON)")
     parser.add_argument(
-        "--total-epsilon", type=_number, required=True, help="the most this dataset may spend"
+        "--total-epsilon", type=number, required=True, help="the most this dataset may spend"
     )
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
 
@@ -53,7 +53,7 @@ def _clear_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--entry",
         metavar="N",
-        type=_integer,
+        type=integer,
         help="clear this reservation (its number in 'dpfast budget show'); default: every "
         "stale one",
     )

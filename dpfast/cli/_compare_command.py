@@ -8,15 +8,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import (
-    _FORMATS_HELP,
+from dpfast.cli._outputs import report_paths
+from dpfast.cli._parsing import (
+    FORMATS_HELP,
     Command,
-    _column_list,
-    _delimiter,
-    _note,
-    _quiet_argument,
-    report_paths,
+    column_list,
+    delimiter,
+    quiet_argument,
 )
+from dpfast.cli._progress import note
 
 _COMPARE_EXAMPLES = """\
 examples:
@@ -37,9 +37,7 @@ elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
 
 
 def _compare_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "original", metavar="ORIGINAL", help=f"the original table ({_FORMATS_HELP})"
-    )
+    parser.add_argument("original", metavar="ORIGINAL", help=f"the original table ({FORMATS_HELP})")
     parser.add_argument(
         "released", metavar="RELEASED", help="the released table, as a dpfast release wrote it"
     )
@@ -61,7 +59,7 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--columns",
-        type=_column_list,
+        type=column_list,
         help="compare only these schema columns (comma-separated, or a JSON list); default: "
         "every column the schema protects that RELEASED has",
     )
@@ -75,13 +73,13 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--delimiter",
         metavar="CHAR",
-        type=_delimiter,
+        type=delimiter,
         help="field separator of CSV or TSV inputs ('tab' for a tab)",
     )
     parser.add_argument(
         "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
     )
-    _quiet_argument(parser)
+    quiet_argument(parser)
     parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
 
 
@@ -167,7 +165,7 @@ def _compare(args: argparse.Namespace) -> int:
     missing = [
         name for name, report in (("public", public), ("private", private)) if report is None
     ]
-    _note(
+    note(
         args,
         f"wrote {args.output} (PRIVATE: computed from the original data; do not publish)"
         + (f"; {' and '.join(missing)} report not found, its sections say so" if missing else ""),

@@ -7,16 +7,10 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import (
-    Command,
-    _integer,
-    _number,
-    _progress,
-    _quiet_argument,
-    _schema_taxonomies,
-    check_overwrite,
-    write_release,
-)
+from dpfast.cli._inputs import check_overwrite, schema_taxonomies
+from dpfast.cli._outputs import write_release
+from dpfast.cli._parsing import Command, integer, number, quiet_argument
+from dpfast.cli._progress import progress_line
 
 _DEMO_EXAMPLES = """\
 examples:
@@ -41,14 +35,14 @@ DEMO_COLUMNS = ("age", "education-num", "hours-per-week")
 
 def _demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--out", default="dpfast-demo", help="output folder (default: %(default)s)")
-    demo.add_argument("--k", type=_integer, default=100, help="group size (default: 100)")
+    demo.add_argument("--k", type=integer, default=100, help="group size (default: 100)")
     demo.add_argument(
         "--all-columns",
         action="store_true",
         help="release all six numeric columns (each then gets a sixth of epsilon)",
     )
-    demo.add_argument("--epsilon", type=_number, default=1.0, help="budget (default: 1)")
-    demo.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    demo.add_argument("--epsilon", type=number, default=1.0, help="budget (default: 1)")
+    demo.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
     demo.add_argument(
         "--mixed",
         action="store_true",
@@ -61,7 +55,7 @@ def _demo_arguments(demo: argparse.ArgumentParser) -> None:
         default="proven",
         help="with --mixed: the categorical sensitivity; paper is NOT proven (default: proven)",
     )
-    _quiet_argument(demo)
+    quiet_argument(demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -75,7 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
     data_path = out_dir / "adult_ir_dp.parquet"
     check_overwrite(data_path, force=args.force, flag="--out")
     schema = Schema.from_json(adult_mixed_schema_path() if args.mixed else adult_schema_path())
-    taxonomies = _schema_taxonomies(schema)
+    taxonomies = schema_taxonomies(schema)
     columns = schema.protected_numeric() + schema.protected_categorical()
     if not args.mixed and not args.all_columns:
         columns = [c for c in columns if c in DEMO_COLUMNS]
@@ -84,7 +78,7 @@ def _demo(args: argparse.Namespace) -> int:
         c: b for c, b in bounds_all.items() if c in columns
     }
     original = adult("train", drop_missing=True)[columns]
-    progress = _progress(args)
+    progress = progress_line(args)
     try:
         release = ir_dp(
             original,

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import Command, _column_list, _delimiter, _read_input
+from dpfast.cli._inputs import read_input
+from dpfast.cli._parsing import Command, column_list, delimiter
 
 _INIT_EXAMPLES = """\
 examples:
@@ -42,12 +43,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--unprotected",
-        type=_column_list,
+        type=column_list,
         default=[],
         help="columns to write as not protected (e.g. identifiers), comma-separated",
     )
     parser.add_argument(
-        "--delimiter", metavar="CHAR", type=_delimiter, help="field separator of a CSV input"
+        "--delimiter", metavar="CHAR", type=delimiter, help="field separator of a CSV input"
     )
     parser.add_argument("--encoding", metavar="NAME", help="text encoding of a CSV input")
     parser.add_argument("--force", action="store_true", help="overwrite an existing SCHEMA")
@@ -108,7 +109,7 @@ def _init(args: argparse.Namespace) -> int:
     if args.output is not None and Path(args.output).exists() and not args.force:
         raise ValueError(f"{args.output} exists; pass --force to overwrite it")
     args.input = args.data
-    table = _read_input(args)
+    table = read_input(args)
     result = skeleton(table, args)
     if args.output is None:
         json.dump(result, sys.stdout, indent=2)
