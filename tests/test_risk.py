@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import dpfast
 from dpfast import risk
+from dpfast._kernels import frequencies
 from dpfast.exceptions import DPFastError
 from dpfast.risk import _linkage
 from dpfast.taxonomy import Taxonomy
@@ -393,6 +394,15 @@ def test_uniqueness_renumbers_keys_that_would_overflow():
     expected = reference.class_sizes(list(frame.itertuples(index=False, name=None)))
     assert got.class_sizes.tolist() == expected
     assert got.sample_uniques == n - 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2**40, 2**62 - 1, 12345, 3 << 33]), min_size=1, max_size=80))
+def test_class_sizes_kernel_matches_the_reference(keys):
+    # few distinct keys, some far apart and some colliding in the table: probing is exercised
+    got, n_classes = frequencies.class_sizes(np.array(keys, dtype=np.int64))
+    assert got.tolist() == reference.class_sizes(keys)
+    assert n_classes == len(set(keys))
 
 
 def test_uniqueness_as_dict_is_json():

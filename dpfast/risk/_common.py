@@ -75,7 +75,10 @@ def _misalignment(method: Any, parameters: Mapping[str, Any], unprotected: Any) 
 def release_data(released: Any, function: str, *, aligned: bool = True) -> Any:
     """Return the table of ``released``: itself, or a Release's checked ``data``."""
     report = getattr(released, "report", None)
-    if report is None or not hasattr(released, "data"):
+    is_release = hasattr(released, "data") and all(
+        hasattr(report, field) for field in ("method", "parameters", "unprotected")
+    )
+    if not is_release:
         return released
     if aligned:
         method = getattr(report, "method", None)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpfast._kernels import frequencies as _kernels
 from dpfast._validation import check_columns, check_int
 from dpfast.io import TableData
 from dpfast.risk._common import RiskValueError, as_table, dpfast_errors, json_name, release_data
@@ -91,8 +92,8 @@ def _dense(key: np.ndarray) -> tuple[np.ndarray, int]:
 def class_keys(table: TableData, names: list[Hashable]) -> tuple[np.ndarray, int]:
     """One int64 key per record, equal exactly for equal combinations, in ``[0, span)``.
 
-    Keys are mixed-radix numbers of the columns' codes; they are renumbered densely
-    whenever the next column could overflow them, and once at the end when sparse.
+    Keys are mixed-radix numbers of the columns' codes, renumbered densely whenever the
+    next column could overflow them.
     """
     key: np.ndarray | None = None
     span = 1
@@ -107,8 +108,6 @@ def class_keys(table: TableData, names: list[Hashable]) -> tuple[np.ndarray, int
         key += codes
         span *= cardinality
     assert key is not None
-    if span > max(4 * table.n_rows, 1 << 20):
-        key, span = _dense(key)
     return key, span
 
 
@@ -160,16 +159,19 @@ def uniqueness(table: Any, quasi_identifiers: Any, *, k: int) -> Uniqueness:
     if data.n_rows == 0:
         raise RiskValueError("the table is empty (0 rows); uniqueness needs at least one row")
     key, span = class_keys(data, names)
-    counts = np.bincount(key, minlength=span)
-    sizes = counts[key]
+    if span <= max(4 * data.n_rows, 1 << 20):
+        counts = np.bincount(key, minlength=span)
+        sizes, n_classes = counts[key], int(np.count_nonzero(counts))
+    else:  # sparse keys: a hash table instead of a histogram of every possible key
+        sizes, n_classes = _kernels.class_sizes(key)
     below = int(np.count_nonzero(sizes < k))
     return Uniqueness(
         names,
         k,
         sizes,
         data.n_rows,
-        int(np.count_nonzero(counts)),
-        int(np.count_nonzero(counts == 1)),
+        int(n_classes),
+        int(np.count_nonzero(sizes == 1)),
         below,
         below / data.n_rows,
         int(sizes.min()),
