@@ -221,14 +221,20 @@ def _upper_bound(query, lo, hi, node):
 
 
 @jit_inline
+def box_gap(value, low, high):
+    """Distance from ``value`` to the interval ``[low, high]``: 0 inside it."""
+    if value < low:
+        return low - value
+    if value > high:
+        return value - high
+    return 0.0
+
+
+@jit_inline
 def _lower_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
-        t = 0.0
-        if query[j] < lo[node, j]:
-            t = lo[node, j] - query[j]
-        elif query[j] > hi[node, j]:
-            t = query[j] - hi[node, j]
+        t = box_gap(query[j], lo[node, j], hi[node, j])
         d += t * t
     return d
 

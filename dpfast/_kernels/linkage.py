@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
+from dpfast._kernels.kdtree import box_gap
 
 
 @jit_inline
@@ -51,11 +52,7 @@ def _categorical_distance(query_codes, codes, row, table):
 def _box_bound(query, weights, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
-        t = 0.0
-        if query[j] < lo[node, j]:
-            t = lo[node, j] - query[j]
-        elif query[j] > hi[node, j]:
-            t = query[j] - hi[node, j]
+        t = box_gap(query[j], lo[node, j], hi[node, j])
         d += t * t * weights[j]
     return d
 
