@@ -216,6 +216,8 @@ def test_inputs_of_every_kind_give_the_same_linkage():
     one = risk.record_linkage(frame["a"], noisy["a"])
     assert one == risk.record_linkage(frame["a"].to_numpy(), noisy["a"].to_numpy())
     assert risk.record_linkage(frame, noisy, columns=["a"]) == one
+    polars = pytest.importorskip("polars")
+    assert risk.record_linkage(polars.from_pandas(frame), polars.from_pandas(noisy)) == expected
 
 
 def test_read_only_inputs_are_read_and_never_written():
@@ -478,7 +480,7 @@ def test_risk_summary_holds_every_measure_as_json():
     )
     assert json.loads(json.dumps(got, allow_nan=False)) == got
     assert got["columns"] == ["age", "income", "city"]
-    assert got["skipped_columns"] == {"note": "text without a taxonomy (no distance)"}
+    assert got["skipped_columns"] == {"note": "not numeric and no taxonomy (no distance)"}
     compared = ["age", "income", "city"]
     for method in ("distance", "rank"):
         expected = risk.record_linkage(

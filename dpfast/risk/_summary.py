@@ -64,7 +64,7 @@ def _selected(pair: Any, columns: Any, taxonomies: Mapping[Hashable, Any]) -> di
     skipped = {}
     for name in pair.names:
         if name not in taxonomies and not is_numeric(pair.released, name):
-            skipped[json_name(name)] = "text without a taxonomy (no distance)"
+            skipped[json_name(name)] = "not numeric and no taxonomy (no distance)"
     return skipped
 
 
