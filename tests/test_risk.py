@@ -110,8 +110,17 @@ def test_identity_release_links_every_record_and_duplicates_share():
     assert got[:3].tolist() == [0.5, 0.5, 1.0]
 
 
-def test_single_row_links_to_itself():
-    assert risk.record_linkage(np.array([[3.0, 4.0]]), np.array([[9.0, -1.0]])) == 1.0
+def test_a_single_row_for_every_measure():
+    x, y = np.array([[3.0, 4.0]]), np.array([[9.0, -1.0]])
+    assert risk.record_linkage(x, y) == 1.0  # the only candidate is the source
+    # rank: w = floor(10% of 1) = 0 ranks, so only an equal value would be disclosed
+    assert risk.interval_disclosure(x, y, p=10) == {0: 0.0, 1: 0.0}
+    assert risk.interval_disclosure(x, y, p=100) == {0: 1.0, 1: 1.0}
+    assert risk.interval_disclosure(x, y, p=10, method="value") == {0: 0.0, 1: 0.0}
+    got = risk.neighbourhood_counts(x, y, 0, width=6.0, k=2)
+    assert (got.counts.tolist(), got.minimum, got.median, got.share_below_k) == ([1], 1, 1.0, 1.0)
+    unique = risk.uniqueness(x, [0, 1], k=1)
+    assert (unique.sample_uniques, unique.share_below_k, unique.n_classes) == (1, 0.0, 1)
 
 
 def test_mdav_at_k_links_about_one_in_k_on_separated_clusters():
