@@ -6,7 +6,7 @@ first use and are cached on disk).
 
 from __future__ import annotations
 
-from dpfast import datasets, metrics
+from dpfast import datasets, metrics, risk
 from dpfast._release import Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
@@ -66,4 +66,5 @@ __all__ = [
     "mdav_dp",
     "metrics",
     "randomized_response",
+    "risk",
 ]

@@ -32,6 +32,7 @@ LAYERS = {
     "noise": 4,
     "partitions": 4,
     "metrics": 4,
+    "risk": 4,
     "datasets": 4,
     "engines": 5,
     "_release": 6,
@@ -73,6 +74,7 @@ PUBLIC_MODULES = [
     "dpfast.partitions.insensitive_mdav",
     "dpfast.partitions.mdav",
     "dpfast.partitions.ranking",
+    "dpfast.risk",
     "dpfast.schema",
     "dpfast.taxonomy",
 ]
@@ -185,6 +187,7 @@ def test_public_functions_do_not_shadow_modules():
         assert not (PACKAGE / name / "__init__.py").exists() or name in {
             "datasets",
             "metrics",
+            "risk",
         }, name
 
 
@@ -346,7 +349,7 @@ def test_only_jit_calls_numba():
 def test_import_compiles_nothing():
     code = (
         "import sys, dpfast, numba\n"
-        "import dpfast.cli, dpfast.metrics, dpfast.noise\n"
+        "import dpfast.cli, dpfast.metrics, dpfast.noise, dpfast.risk\n"
         "from numba.core.registry import CPUDispatcher\n"
         "compiled = [f'{m}.{n}' for m, mod in list(sys.modules.items()) if m.startswith('dpfast')\n"
         "            for n, obj in vars(mod).items()\n"

@@ -154,6 +154,54 @@ def refresh_internal(node, tree):
         hi[node, j] = max(hi[a, j], hi[b, j])
 
 
+@jit
+def tree_over(points, rows, leaf_size, split_scale):
+    """:class:`Tree` over ``points[rows]``, all alive.
+
+    Parameters
+    ----------
+    points : float64[N, m]
+        Never written; the tree holds a copy of ``points[rows]`` in tree order.
+    rows : int64[n]
+    leaf_size : int
+    split_scale : float64[m]
+        Positive factors by which the spreads are compared when choosing each split
+        dimension (ones: raw spreads). Only the shape of the tree depends on them: the
+        boxes are those of the records, so every search on it stays exact.
+
+    Complexity O(n m log n) time, O(n m) memory.
+    """
+    n = rows.shape[0]
+    m = points.shape[1]
+    subset = np.empty((n, m), dtype=np.float64)
+    for i in range(n):
+        for j in range(m):
+            subset[i, j] = points[rows[i], j] * split_scale[j]
+    perm, start, end, depth = build_tree(subset, leaf_size)
+    n_nodes = start.shape[0]
+    first_leaf = 1 << depth
+    tree_points = np.empty((n, m), dtype=np.float64)
+    ids = np.empty(n, dtype=np.int64)
+    for pos in range(n):
+        ids[pos] = rows[perm[pos]]
+        for j in range(m):
+            tree_points[pos, j] = points[ids[pos], j]
+    alive = np.ones(n, dtype=np.bool_)
+    leaf_of = np.empty(n, dtype=np.int64)
+    lo = np.empty((n_nodes, m), dtype=np.float64)
+    hi = np.empty((n_nodes, m), dtype=np.float64)
+    count = np.zeros(n_nodes, dtype=np.int64)
+    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
+    tree = Tree(tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth)
+    for node in range(first_leaf, n_nodes):
+        for pos in range(start[node], end[node]):
+            leaf_of[pos] = node
+        refresh_leaf(node, tree)
+    for node in range(first_leaf - 1, 0, -1):
+        refresh_internal(node, tree)
+    return tree
+
+
 @jit_inline
 def distance(query, tree_points, pos):
     d = 0.0
@@ -173,14 +221,20 @@ def _upper_bound(query, lo, hi, node):
 
 
 @jit_inline
+def box_gap(value, low, high):
+    """Distance from ``value`` to the interval ``[low, high]``: 0 inside it."""
+    if value < low:
+        return low - value
+    if value > high:
+        return value - high
+    return 0.0
+
+
+@jit_inline
 def _lower_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
-        t = 0.0
-        if query[j] < lo[node, j]:
-            t = lo[node, j] - query[j]
-        elif query[j] > hi[node, j]:
-            t = query[j] - hi[node, j]
+        t = box_gap(query[j], lo[node, j], hi[node, j])
         d += t * t
     return d
 

@@ -25,13 +25,12 @@ from dpfast._jit import jit, jit_inline
 from dpfast._kernels.kdtree import (
     NO_ROW,
     Scratch,
-    Tree,
-    build_tree,
     distance,
     farthest,
     nearest,
     refresh_internal,
     refresh_leaf,
+    tree_over,
 )
 
 
@@ -148,40 +147,6 @@ def _build_shell(query, shell_target, tree, keys, buffer, shell_pos, shell_key, 
 
 
 @jit
-def _make_tree(grid_points, rows, leaf_size):
-    """:class:`~dpfast._kernels.kdtree.Tree` over ``grid_points[rows]``, all alive."""
-    n = rows.shape[0]
-    m = grid_points.shape[1]
-    subset = np.empty((n, m), dtype=np.float64)
-    for i in range(n):
-        for j in range(m):
-            subset[i, j] = grid_points[rows[i], j]
-    perm, start, end, depth = build_tree(subset, leaf_size)
-    n_nodes = start.shape[0]
-    first_leaf = 1 << depth
-    tree_points = np.empty((n, m), dtype=np.float64)
-    ids = np.empty(n, dtype=np.int64)
-    for pos in range(n):
-        ids[pos] = rows[perm[pos]]
-        for j in range(m):
-            tree_points[pos, j] = subset[perm[pos], j]
-    alive = np.ones(n, dtype=np.bool_)
-    leaf_of = np.empty(n, dtype=np.int64)
-    lo = np.empty((n_nodes, m), dtype=np.float64)
-    hi = np.empty((n_nodes, m), dtype=np.float64)
-    count = np.zeros(n_nodes, dtype=np.int64)
-    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
-    tree = Tree(tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth)
-    for node in range(first_leaf, n_nodes):
-        for pos in range(start[node], end[node]):
-            leaf_of[pos] = node
-        refresh_leaf(node, tree)
-    for node in range(first_leaf - 1, 0, -1):
-        refresh_internal(node, tree)
-    return tree
-
-
-@jit
 def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
     """MDAV-generic clusters of standardised records, in formation order.
 
@@ -222,7 +187,7 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
     memory O(n m).
     """
     n, m = grid_points.shape
-    tree = _make_tree(grid_points, np.arange(n), leaf_size)
+    tree = tree_over(grid_points, np.arange(n), leaf_size, np.ones(m))
     tree_size = n
 
     sums = np.zeros(m, dtype=np.int64)
@@ -260,7 +225,7 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
                 if tree.alive[pos]:
                     rows[r] = tree.ids[pos]
                     r += 1
-            tree = _make_tree(grid_points, rows, leaf_size)
+            tree = tree_over(grid_points, rows, leaf_size, np.ones(m))
             tree_size = remaining
             n_shell = 0
         for j in range(m):
