@@ -686,7 +686,7 @@ def test_writing_reports_rows_and_writes_the_same_table(
 ) -> None:
     from dpfast import io as dpfast_io
 
-    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 7)
+    monkeypatch.setattr(dpfast_io._files, "WRITE_ROWS", 7)
     table = dpfast_io.read_table(workdir / "people.parquet")
     calls: list[tuple[str, int, int]] = []
     dpfast_io.write_table_atomic(table, workdir / name, progress=lambda *call: calls.append(call))
@@ -704,7 +704,7 @@ def test_cli_shows_reading_and_writing_on_a_pipe_when_slow(
     from dpfast.cli import _progress
 
     monkeypatch.setattr(_progress, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
-    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 10)  # several calls: the second one shows
+    monkeypatch.setattr(dpfast_io._files, "WRITE_ROWS", 10)  # several calls: the second one shows
     paths = [str(workdir / "people.csv"), "-o", str(workdir / "out.csv")]
     options = ["--epsilon", "1", "--schema", str(workdir / "schema.json"), "--seed", "1"]
     code = cli.main(["release", "laplace", *paths, *options])

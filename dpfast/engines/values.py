@@ -1,0 +1,353 @@
+"""What the engines and the methods exchange: column descriptors, results, helpers.
+
+The protocol (:class:`~dpfast.engines.base.Engine`) takes and returns these: a protected
+column as the engine presents it (:class:`NumericColumn`, :class:`CategoricalColumn`),
+the per-batch functions a method hands over (:class:`Cells`, :class:`CodeCells`,
+:class:`Lookup`, :data:`GroupValues`), and what a pass returns (:class:`Bins`,
+:class:`OrderStatistics`, :class:`Clusters`, :class:`ClusterTotals`, :class:`Classes`,
+:class:`Contingency`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "Bins",
+    "CategoricalColumn",
+    "Cells",
+    "Classes",
+    "ClusterTotals",
+    "Clusters",
+    "CodeCells",
+    "CodedNumeric",
+    "Contingency",
+    "GroupValues",
+    "Lookup",
+    "NumericColumn",
+    "OrderStatistics",
+    "Progress",
+    "PublishHook",
+    "check_in_domain",
+    "code_dtype",
+    "column_threads",
+    "inverse_permutation",
+    "partition_inputs",
+]
+
+
+#: ``progress(phase, done, total)``.
+Progress = Callable[[str, int, int], None]
+
+
+#: Called with the public report once the output is complete, just before it is made
+#: visible (a budget's spend is committed there).
+PublishHook = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A protected numeric column: its name, whether it is integer, and its output dtype.
+
+    ``values`` holds the column as float64 on an engine that holds it (in memory, never
+    written); an engine that reads it in passes holds an empty array.
+    """
+
+    name: Hashable
+    values: np.ndarray
+    integer: bool
+    dtype: np.dtype[Any]
+
+    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
+        """Give an integer column its dtype back (values are already rounded and in bounds)."""
+        return released.astype(self.dtype) if self.integer else released
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A protected categorical column: int64 codes of its taxonomy's leaves.
+
+    ``codes`` is empty on an engine that reads the column in passes.
+    """
+
+    name: Hashable
+    codes: np.ndarray
+    taxonomy: Taxonomy
+
+
+class Cells(Protocol):
+    """A released column computed row by row: ``cells(values, first_row)``.
+
+    ``values`` are the float64 values of rows ``first_row, first_row + 1, ...`` of a
+    protected column, checked as the engine checks every protected value. Returns the
+    released float64 values of the same rows (keyed draws read the column's stream from
+    ``first_row``, so the release does not depend on how the rows are cut) and an int64
+    array of counts that the engine adds up over all batches.
+    """
+
+    def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the released values of the batch and its counts."""
+        ...
+
+
+#: ``values(sums)``: every rank group's released value from the groups' exact sums.
+GroupValues = Callable[[np.ndarray], np.ndarray]
+
+
+#: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
+OrderStatistics = tuple[float, float, float, float, float, float, bool]
+
+
+@dataclass(frozen=True)
+class Bins:
+    """Equal-width bins over a numeric column, and how many of its values each holds.
+
+    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``, computed in float64
+    (monotone in ``v``), with ``m = len(counts)``; ``scale`` is ``m / (max - min)``, or 0
+    for a constant column (one bin).
+    """
+
+    lo: float
+    scale: float
+    counts: np.ndarray
+
+    @property
+    def m(self) -> int:
+        """The number of bins."""
+        return int(self.counts.shape[0])
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Each bin's first position in the pool that lists the values bin by bin."""
+        starts = np.zeros(self.m, dtype=np.int64)
+        np.cumsum(self.counts[:-1], out=starts[1:])
+        return starts
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        """Return each value's bin (int64)."""
+        index = ((values - self.lo) * self.scale).astype(np.int64)
+        return np.minimum(index, self.m - 1)
+
+
+class CodeCells(Protocol):
+    """A coded column released row by row: ``cells(codes, first_row)``.
+
+    ``codes`` are the indices in a public domain of rows ``first_row, first_row + 1, ...``
+    (of :func:`code_dtype`); returns the released codes of the same rows, of the same
+    dtype (keyed draws read the column's stream from ``first_row``).
+    """
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Return the released codes of the batch."""
+        ...
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A partition of the rows into ``count`` clusters, numbered by first appearance.
+
+    Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
+    cluster ``c + 1``. ``labels`` holds each row's cluster on an engine that holds the
+    rows (in memory) and is empty on one that keeps them in files, whose own handle is
+    ``held``.
+    """
+
+    count: int
+    sizes: np.ndarray
+    labels: np.ndarray
+    held: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, labels: np.ndarray) -> Clusters:
+        """Return the clusters of in-memory ``labels`` (int64, numbered by first appearance)."""
+        count = int(labels.max()) + 1 if labels.shape[0] else 0
+        return cls(count, np.bincount(labels, minlength=count).astype(np.int64), labels)
+
+
+@dataclass(frozen=True)
+class ClusterTotals:
+    """What a release needs of each cluster (:meth:`Engine.cluster_totals`).
+
+    ``sums[j]`` (int64, one per cluster) are numeric column ``j``'s exact integer sums
+    on its grid, ``clamped[j]`` how many of its values lay outside the grid's domain;
+    ``counts[j]`` (int64, ``(clusters, leaves)``) are categorical column ``j``'s
+    records per leaf of its taxonomy.
+    """
+
+    sums: list[np.ndarray]
+    clamped: list[int]
+    counts: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class CodedNumeric:
+    """A numeric column coded within its public bounds, for :meth:`Engine.contingency`.
+
+    Its values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` when
+    ``by_offset`` (an integer column of modest range: codes ``0 .. upper - lower``), else
+    its rank among the column's distinct clamped values.
+    """
+
+    column: NumericColumn
+    lower: float
+    upper: float
+    by_offset: bool
+
+
+class Lookup(Protocol):
+    """A column's values as codes ``0 .. size - 1``: ``lookup(categories) -> (codes, outside)``.
+
+    ``categories`` are distinct values of the column; ``codes`` (int64, at least one entry)
+    gives each its code, ``-1`` for those outside, whose indices ``outside`` lists. A
+    module-level callable of the method (a cluster ships it to its workers).
+    """
+
+    @property
+    def size(self) -> int:
+        """The number of codes."""
+        ...
+
+    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+        """Return each category's code, and the indices of those outside."""
+        ...
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Every record's class: a column coded by a :class:`Lookup` (:meth:`Engine.class_codes`).
+
+    ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
+    (each once); the release may use it only when both are empty. ``codes`` is the
+    engine's own (the codes in memory, a scratch file out of core).
+    """
+
+    size: int
+    missing: int
+    unknown: list[Any]
+    codes: Any = None
+
+
+class Contingency(ABC):
+    """Coded columns beside every record's class, refined label by label (a generalisation).
+
+    Column ``j`` has codes ``0 .. n_codes[j] - 1`` (a categorical column: its taxonomy's
+    leaves; a numeric one: :class:`CodedNumeric`, whose code values and clamped count are
+    ``code_values[j]`` and ``clamped[j]``). Every record carries one label per column:
+    :meth:`start` gives each column its first label, :meth:`split` relabels the records
+    of one label by their codes, and :meth:`cells` counts the records by the labels they
+    end with. A record's label on a column depends on its code there only, so an engine
+    may count by codes (out of core) or keep the records of every label (in memory).
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        n_codes: list[int],
+        code_values: list[np.ndarray | None],
+        clamped: list[int],
+    ) -> None:
+        self.n_classes = n_classes
+        self.n_codes = n_codes
+        self.code_values = code_values
+        self.clamped = clamped
+
+    @abstractmethod
+    def counts(self, column: int) -> np.ndarray:
+        """Return column ``column``'s (code, class) counts over every record.
+
+        int64, shape ``(n_codes[column], n_classes)``.
+        """
+
+    @abstractmethod
+    def start(self, labels: Sequence[int]) -> None:
+        """Give every record label ``labels[j]`` on column ``j`` (non-negative ints)."""
+
+    @abstractmethod
+    def split(
+        self, column: int, label: int, child_of: np.ndarray, offset: int, children: np.ndarray
+    ) -> np.ndarray:
+        """Relabel the records of ``label`` on ``column`` by their code ``c`` there.
+
+        Each gets label ``children[child_of[c - offset]]``: ``child_of`` (int64) covers
+        codes ``offset .. offset + len(child_of) - 1``, which hold every code of the
+        label's records, ``-1`` for the codes no record of the label has. Returns the
+        label's records' (code, class) counts over those codes (zero where ``child_of`` is
+        ``-1``): int64, shape ``(len(child_of), n_classes)``.
+        """
+
+    @abstractmethod
+    def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+        """Return the class counts of every cell: int64, shape ``(prod(sizes), n_classes)``.
+
+        A record's cell has coordinate ``position[label]`` (in ``0 .. sizes[j] - 1``) on
+        column ``j``, ``label`` its label there; cells are in C order (the first column
+        varies slowest). ``position`` is indexed by label.
+        """
+
+
+def column_threads(n_threads: Any, n_columns: int | None = None) -> int:
+    """Return a valid thread count; the default is one per core (at most one per column)."""
+    import os
+
+    from dpfast._validation import check_threads
+
+    cores = os.cpu_count() or 1
+    return check_threads(n_threads, cores if n_columns is None else min(n_columns, cores))
+
+
+def code_dtype(m: int) -> type[np.signedinteger[Any]]:
+    """Return the smallest signed integer type that holds the codes of ``m`` categories."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if m <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> None:
+    """Refuse a coded column's ``missing`` values and its values ``outside`` its domain.
+
+    ``outside`` lists the values not in the domain, in the order they were found (the
+    first five are named).
+    """
+    if missing:
+        raise ValueError(
+            f"column {name!r} has {missing} missing value(s); impute them with a public "
+            "rule, or add an explicit category for them to the domain"
+        )
+    if len(outside):
+        shown = ", ".join(repr(v) for v in outside[:5])
+        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+        raise ValueError(
+            f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
+            "to the public domain or recode them (the domain is never taken from the data)"
+        )
+
+
+def inverse_permutation(permutation: np.ndarray) -> np.ndarray:
+    """Return the inverse of a permutation of ``0 .. n-1``."""
+    inverse = np.empty_like(permutation)
+    inverse[permutation] = np.arange(permutation.shape[0], dtype=permutation.dtype)
+    return inverse
+
+
+def partition_inputs(
+    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
+) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
+    """Return the numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies.
+
+    The columns' values held in memory, side by side, as the partitions take them.
+    """
+    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
+    codes = (
+        np.column_stack([c.codes for c in categorical])
+        if categorical
+        else np.zeros((n_records, 0), dtype=np.int64)
+    )
+    return matrix, codes, [c.taxonomy for c in categorical]
