@@ -223,11 +223,11 @@ class Run(Reporting):
 def open_run(
     method: str,
     data: Any,
-    *,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
     memory_limit: str | int | None = None,
     progress: Progress | None = None,
+    *,
     metrics: bool = False,
     budget: BudgetLike | None = None,
 ) -> Iterator[Run]:

@@ -63,13 +63,7 @@ def individual_ranking(
     [1.5, 8.5, 1.5, 8.5]
     """
     with open_run(
-        "individual_ranking",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        metrics=metrics,
+        "individual_ranking", data, engine, output, memory_limit, progress, metrics=metrics
     ) as run:
         n = run.n_rows
         with run.phase("validate"):

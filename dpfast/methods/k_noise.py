@@ -179,9 +179,7 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
-    with open_run(
-        "k_noise", data, engine=engine, output=output, memory_limit=memory_limit, progress=progress
-    ) as run:
+    with open_run("k_noise", data, engine, output, memory_limit, progress) as run:
         with run.phase("validate"):
             k = check_k(k, run.n_rows)
             seed = check_seed(seed)

@@ -167,9 +167,7 @@ def k_pram(
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
     """
-    with open_run(
-        "k_pram", data, engine=engine, output=output, memory_limit=memory_limit, progress=progress
-    ) as run:
+    with open_run("k_pram", data, engine, output, memory_limit, progress) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "k-PRAM")
             retention = check_retention(retention)

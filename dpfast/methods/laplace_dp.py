@@ -105,14 +105,7 @@ def laplace_dp(
     (2, 1)
     """
     with open_run(
-        "laplace_dp",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        metrics=metrics,
-        budget=budget,
+        "laplace_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
     ) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)

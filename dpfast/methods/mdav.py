@@ -120,9 +120,7 @@ def mdav(
     """
     limit = None if memory_limit is None else parse_memory(memory_limit)
     _check_in_memory(data, engine)
-    with open_run(
-        "mdav", data, engine=engine, output=output, progress=progress, metrics=metrics
-    ) as run:
+    with open_run("mdav", data, engine, output, None, progress, metrics=metrics) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "mdav")
             numeric, categorical = protected_columns(run.engine, columns, taxonomies)

@@ -216,13 +216,7 @@ def randomized_response(
     (True, ['zip'])
     """
     with open_run(
-        "randomized_response",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        budget=budget,
+        "randomized_response", data, engine, output, memory_limit, progress, budget=budget
     ) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)

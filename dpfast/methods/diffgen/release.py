@@ -201,15 +201,7 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    with open_run(
-        "diffgen",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        budget=budget,
-    ) as run:
+    with open_run("diffgen", data, engine, output, memory_limit, progress, budget=budget) as run:
         with run.phase("validate"):
             epsilon = check_epsilon(epsilon)
             steps = check_int(steps, option("steps"))

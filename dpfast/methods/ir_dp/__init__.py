@@ -198,14 +198,7 @@ def ir_dp(
     True
     """
     with open_run(
-        "ir_dp",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        metrics=metrics,
-        budget=budget,
+        "ir_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
     ) as run:
         with run.phase("validate"):
             args = _validate(

@@ -179,14 +179,7 @@ def mdav_dp(
     True
     """
     with open_run(
-        "mdav_dp",
-        data,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        metrics=metrics,
-        budget=budget,
+        "mdav_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
     ) as run:
         with run.phase("validate"):
             args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
