@@ -361,3 +361,30 @@ def test_import_compiles_nothing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+BUILTIN_ERRORS = {
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "OSError",
+    "ImportError",
+    "RuntimeError",
+    "Exception",
+}
+
+
+def test_every_error_raised_is_a_dpfast_error():
+    # one error family for embedding tools: a raise site outside the Numba kernels (which
+    # the façade validates before calling) constructs a dpfast.exceptions class
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if "_kernels" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                if isinstance(func, ast.Name) and func.id in BUILTIN_ERRORS:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {func.id}")
+    assert not found, found

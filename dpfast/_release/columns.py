@@ -14,6 +14,7 @@ from dpfast._validation import (
     check_columns,
 )
 from dpfast.engines.base import CategoricalColumn, Engine, NumericColumn
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 
@@ -21,7 +22,7 @@ def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
     if taxonomies is None:
         return {}
     if not isinstance(taxonomies, Mapping):
-        raise TypeError(
+        raise DPFastTypeError(
             f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
         )
     return {name: as_taxonomy(taxonomy, name) for name, taxonomy in taxonomies.items()}
@@ -35,7 +36,7 @@ def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hash
     checked = _check_taxonomies(taxonomies)
     stray = [name for name in checked if name not in selected]
     if stray:
-        raise ValueError(
+        raise DPFastValueError(
             f"taxonomies names column(s) {stray} that are not protected; the protected "
             f"columns are {list(selected)}: add them to columns or drop their taxonomies"
         )
@@ -118,12 +119,12 @@ def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, fl
     """Return ``(lo, hi)``, the range of ``n`` values; refuse a width float64 cannot divide by."""
     width = float(hi) - float(lo)
     if not math.isfinite(width):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
             "column first"
         )
     if width > 0 and not math.isfinite(n / width):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r}: its values differ by less than float64 can divide "
             f"(range {width!r}); rescale the column first"
         )

@@ -21,7 +21,7 @@ from dpfast.budget._format import (
     switch,
 )
 from dpfast.budget._reservation import Reservation
-from dpfast.exceptions import BudgetExceededError, BudgetFileError
+from dpfast.exceptions import BudgetExceededError, BudgetFileError, DPFastOSError
 
 
 class BudgetFile:
@@ -369,7 +369,7 @@ def _lock_of(real_path: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not on Linux or macOS
-        raise OSError("budget files need fcntl file locks (Linux or macOS)") from None
+        raise DPFastOSError("budget files need fcntl file locks (Linux or macOS)") from None
     lock = real_path.with_name(real_path.name + ".lock")
     try:
         descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, OWNER_ONLY)

@@ -17,6 +17,7 @@ from dpfast.cli._parsing import (
     quiet_argument,
 )
 from dpfast.cli._progress import note
+from dpfast.exceptions import DPFastValueError
 
 _COMPARE_EXAMPLES = """\
 examples:
@@ -86,12 +87,16 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
 def _check_output(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if out.is_dir():
-        raise ValueError(f"-o {args.output!r} is a directory; give a file name such as report.html")
+        raise DPFastValueError(
+            f"-o {args.output!r} is a directory; give a file name such as report.html"
+        )
     for given in (args.original, args.released, args.schema):
         if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
-            raise ValueError(f"-o {args.output!r} would overwrite an input; choose another path")
+            raise DPFastValueError(
+                f"-o {args.output!r} would overwrite an input; choose another path"
+            )
     if out.exists() and not args.force:
-        raise ValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+        raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
 
 
 def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
@@ -103,13 +108,13 @@ def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
     except FileNotFoundError:
-        raise ValueError(f"report {path!r} does not exist; check the path") from None
+        raise DPFastValueError(f"report {path!r} does not exist; check the path") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"report {path!r} is not valid JSON ({exc.msg}, line {exc.lineno})"
         ) from None
     if not isinstance(report, dict):
-        raise ValueError(f"report {path!r} is not a dpfast report (a JSON object)")
+        raise DPFastValueError(f"report {path!r} is not a dpfast report (a JSON object)")
     return report, path
 
 
@@ -134,14 +139,14 @@ def _compare(args: argparse.Namespace) -> int:
     public, public_path = _read_report(args.public_report, public_default)
     private, private_path = _read_report(args.private_report, private_default)
     if public is not None and public.get("method") == "diffgen":
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
     try:
         compare.require_matplotlib()
     except ImportError:
-        raise ValueError(
+        raise DPFastValueError(
             f"dpfast compare draws its plots with matplotlib, which is not installed; "
             f"install it with: {compare.INSTALL_HINT}"
         ) from None

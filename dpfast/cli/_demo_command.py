@@ -11,6 +11,7 @@ from dpfast.cli._inputs import check_overwrite, schema_taxonomies
 from dpfast.cli._outputs import write_release
 from dpfast.cli._parsing import Command, integer, number, quiet_argument
 from dpfast.cli._progress import progress_line
+from dpfast.exceptions import DPFastValueError
 
 _DEMO_EXAMPLES = """\
 examples:
@@ -65,7 +66,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out {args.out!r} is a file; give a folder")
+        raise DPFastValueError(f"--out {args.out!r} is a file; give a folder")
     data_path = out_dir / "adult_ir_dp.parquet"
     check_overwrite(data_path, force=args.force, flag="--out")
     schema = Schema.from_json(adult_mixed_schema_path() if args.mixed else adult_schema_path())

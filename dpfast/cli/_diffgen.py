@@ -18,6 +18,7 @@ from dpfast.cli._parsing import (
     quiet_argument,
 )
 from dpfast.cli._runner import Method, release
+from dpfast.exceptions import DPFastValueError
 
 _DIFFGEN_EXAMPLES = """\
 examples:
@@ -92,7 +93,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     from dpfast.taxonomy import as_taxonomy
 
     if args.target not in schema:
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: the target {args.target!r} is not declared; add it as a "
             '"categorical" column (with a "taxonomy" listing its public values, or pass '
             "--classes)"
@@ -101,7 +102,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         c for c in schema.protected_categorical() if schema[c].taxonomy is None and c != args.target
     ]
     if no_taxonomy:
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
             f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
             '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
@@ -112,7 +113,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         if hierarchy is not None:
             taxonomies[column] = as_taxonomy(hierarchy, column)
     if args.target not in taxonomies and args.classes is None:
-        raise ValueError(
+        raise DPFastValueError(
             'the class values must be public: give the target a "taxonomy" in the schema '
             "or pass --classes with its values"
         )

@@ -21,6 +21,7 @@ from typing import Any
 
 from dpfast.cli._outputs import report_paths
 from dpfast.cli._progress import delayed_progress
+from dpfast.exceptions import DPFastValueError
 
 __all__ = [
     "DEFAULT_MEMORY",
@@ -162,9 +163,9 @@ def check_engine_options(args: argparse.Namespace) -> None:
     """Refuse ``--master`` or ``--scheduler`` without their engine."""
     engine = getattr(args, "engine", "local")
     if getattr(args, "master", None) is not None and engine != "spark":
-        raise ValueError("--master applies to --engine spark; add --engine spark or drop it")
+        raise DPFastValueError("--master applies to --engine spark; add --engine spark or drop it")
     if getattr(args, "scheduler", None) is not None and engine != "dask":
-        raise ValueError("--scheduler applies to --engine dask; add --engine dask or drop it")
+        raise DPFastValueError("--scheduler applies to --engine dask; add --engine dask or drop it")
 
 
 def _spark_source(args: argparse.Namespace) -> Any:
@@ -174,7 +175,7 @@ def _spark_source(args: argparse.Namespace) -> Any:
     try:
         from dpfast.engines.spark import SparkSource, local_session
     except ImportError as exc:  # pragma: no cover - pyspark is in the test extras
-        raise ValueError(
+        raise DPFastValueError(
             "--engine spark needs pyspark: pip install 'dpfast[spark]' (and Java 17 or later)"
         ) from exc
     from pyspark.sql import SparkSession
@@ -197,7 +198,7 @@ def _dask_source(args: argparse.Namespace) -> Any:
 
         from dpfast.engines import dask as engine
     except ImportError as exc:  # pragma: no cover - dask is in the test extras
-        raise ValueError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
+        raise DPFastValueError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Dask starts
     cluster = None if args.scheduler else engine.local_cluster(dashboard_address=":0")
@@ -235,7 +236,7 @@ def selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> lis
     kinds = "numeric" + (' or categorical (with a "taxonomy")' if categorical else "")
     wrong = [c for c in chosen if c not in declared]
     if wrong:
-        raise ValueError(
+        raise DPFastValueError(
             f"--columns names {', '.join(repr(c) for c in wrong)}, which {args.schema} does not "
             f"declare as a protected {kinds} column; declare it there (with its bounds or "
             "taxonomy), or leave it out of --columns"
@@ -255,25 +256,25 @@ def _check_file_paths(args: argparse.Namespace) -> None:
     text_input = output_format(args.input) != "parquet"
     text_output = output_format(args.output) != "parquet"
     if getattr(args, "delimiter", None) is not None and not (text_input or text_output):
-        raise ValueError(
+        raise DPFastValueError(
             "--delimiter applies to CSV and TSV files, but the input and the output are "
             "Parquet; leave it out"
         )
     if getattr(args, "encoding", None) is not None and not text_input:
-        raise ValueError(
+        raise DPFastValueError(
             f"--encoding applies to a CSV or TSV input, but {args.input!r} is Parquet; leave it out"
         )
     out = Path(args.output)
     if out.is_dir():
-        raise ValueError(
+        raise DPFastValueError(
             f"output {args.output!r} is a directory; give a file name such as "
             f"{os.path.join(args.output, 'released.parquet')!r}"
         )
     parent = out.parent
     if not parent.is_dir():
-        raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
+        raise DPFastValueError(f"output directory {str(parent)!r} does not exist; create it first")
     if Path(args.input).exists() and out.exists() and out.resolve() == Path(args.input).resolve():
-        raise ValueError("the output would overwrite the input; choose another -o path")
+        raise DPFastValueError("the output would overwrite the input; choose another -o path")
     check_overwrite(args.output, force=args.force, flag="-o")
 
 
@@ -287,7 +288,7 @@ def check_overwrite(output: str | os.PathLike[str], *, force: bool, flag: str) -
         return
     for path in (os.fspath(output), *report_paths(output)):
         if os.path.lexists(path):
-            raise ValueError(
+            raise DPFastValueError(
                 f"{path!r} already exists; pass --force to overwrite it (a new release spends "
                 f"the privacy budget again), or choose another {flag} path"
             )
@@ -306,7 +307,7 @@ def read_input(args: argparse.Namespace) -> Any:
             progress=progress,
         )
     if table.num_rows == 0:  # one message for a header-only CSV and an empty Parquet file
-        raise ValueError(f"{args.input}: the table is empty (0 rows); nothing to release")
+        raise DPFastValueError(f"{args.input}: the table is empty (0 rows); nothing to release")
     return table
 
 
@@ -329,7 +330,7 @@ def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None
         categorical = [c for c in categorical if schema[c].taxonomy is None]
     if categorical:
         also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: {method} protects numeric columns only{also}, but the "
             f"schema protects categorical column(s) "
             f"{', '.join(repr(c) for c in categorical)}"
@@ -343,7 +344,7 @@ def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None
         and not has_categorical
         and not getattr(args, "columns", None)
     ):
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: no protected numeric column, so there is nothing to release; "
             'declare at least one "integer" or "float" column with "bounds"'
         )
@@ -374,7 +375,7 @@ def _check_dataset_paths(args: argparse.Namespace) -> None:
         check_dask_output(args.output)  # before Dask starts
     if _is_text(args.output):
         what = "--memory-limit" if getattr(args, "memory_limit", None) else "out of core"
-        raise ValueError(
+        raise DPFastValueError(
             f"out of core writes Parquet, but {args.output!r} is text; name OUTPUT .parquet or "
             f"a directory, or drop {what} to release in memory"
         )
@@ -385,37 +386,37 @@ def _check_dataset_paths(args: argparse.Namespace) -> None:
         if getattr(args, "engine", "local") == "dask":
             engine = "--engine dask"
         if (engine or args.memory_limit is not None) and output_format(args.input) != "parquet":
-            raise ValueError(
+            raise DPFastValueError(
                 f"{engine or '--memory-limit'} reads Parquet, but {args.input!r} is "
                 f"{output_format(args.input)}; convert it to Parquet first, or drop "
                 "--memory-limit to release it in memory"
             )
         return
     if args.delimiter is not None or args.encoding is not None:
-        raise ValueError(
+        raise DPFastValueError(
             "--delimiter and --encoding apply to CSV and TSV files; a Parquet dataset takes neither"
         )
     if not is_dataset_path(args.input) and output_format(args.input) != "parquet":
-        raise ValueError(
+        raise DPFastValueError(
             f"a dataset directory output is written from Parquet input, but {args.input!r} "
             f"is {output_format(args.input)}; write OUTPUT as a .parquet file instead"
         )
     parent = Path(args.output).parent
     if not parent.is_dir():
-        raise ValueError(f"output directory {str(parent)!r} does not exist; create it first")
+        raise DPFastValueError(f"output directory {str(parent)!r} does not exist; create it first")
     if not dataset_output:
         if output_format(args.output) != "parquet":
-            raise ValueError(
+            raise DPFastValueError(
                 f"out of core writes Parquet, but {args.output!r} is "
                 f"{output_format(args.output)}; name OUTPUT .parquet, or a directory"
             )
         if Path(args.output).is_dir():
-            raise ValueError(
+            raise DPFastValueError(
                 f"output {args.output!r} is a directory; name OUTPUT without an extension "
                 "to write a dataset directory"
             )
     elif Path(args.output).exists() and not Path(args.output).is_dir():
-        raise ValueError(
+        raise DPFastValueError(
             f"output {args.output!r} exists and is not a directory; choose another OUTPUT"
         )
     check_overwrite(args.output, force=args.force, flag="-o")

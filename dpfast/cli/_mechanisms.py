@@ -17,6 +17,7 @@ from dpfast.cli._parsing import (
     quiet_argument,
 )
 from dpfast.cli._runner import Method, release
+from dpfast.exceptions import DPFastValueError
 
 _K_NOISE_EXAMPLES = """\
 examples:
@@ -154,7 +155,7 @@ def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
     if schema is not None and domain is None:
         taxonomy = schema[args.column].taxonomy if args.column in schema else None
         if taxonomy is None:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{args.schema}: column {args.column!r} has no taxonomy to take the "
                 "domain from; add one, or pass --domain"
             )
@@ -162,7 +163,7 @@ def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
 
         domain = as_taxonomy(taxonomy, args.column)
     if domain is None:
-        raise ValueError(
+        raise DPFastValueError(
             "the domain is required: pass --domain with the public categories, or --schema "
             "with a taxonomy for the column"
         )

@@ -105,7 +105,7 @@ def writing(command: Command) -> Command:
 
 
 def integer(text: str) -> int:
-    """A whole number."""
+    """Parse a whole number."""
     try:
         return int(text)
     except ValueError:
@@ -113,7 +113,7 @@ def integer(text: str) -> int:
 
 
 def number(text: str) -> float:
-    """A number."""
+    """Parse a number."""
     try:
         return float(text)
     except ValueError:

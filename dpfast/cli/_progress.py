@@ -81,7 +81,7 @@ class ProgressLine:
 
 
 def progress_line(args: argparse.Namespace) -> ProgressLine | None:
-    """The progress line of a command (None with ``--quiet``)."""
+    """Return the progress line of a command (None with ``--quiet``)."""
     return None if args.quiet else ProgressLine(sys.stderr)
 
 

@@ -27,6 +27,7 @@ from dpfast.cli._inputs import (
 from dpfast.cli._outputs import mark_from_data, summary, write_release, write_reports
 from dpfast.cli._progress import delayed_progress, note, progress_line
 from dpfast.cli._spend import spending
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["OUT_OF_CORE", "Method", "release"]
 
@@ -69,7 +70,7 @@ class Method:
 def release(args: argparse.Namespace, method: Method) -> int:
     """Run ``method``'s release of INPUT; write the data and the two reports."""
     if method.in_memory_only is not None and is_dataset_path(args.input):
-        raise ValueError(f"{args.input!r} is a directory or a glob: {method.in_memory_only}")
+        raise DPFastValueError(f"{args.input!r} is a directory or a glob: {method.in_memory_only}")
     in_passes = method.in_memory_only is None and reads_in_passes(args)
     check_paths(args, in_passes=in_passes)
     if method.note is not None:
@@ -144,7 +145,7 @@ def _notes(args: argparse.Namespace, method: Method, made: Any) -> None:
 
 
 def _rows_written(output: str, read: int) -> int:
-    """The rows of what was written at ``output`` (a Parquet file or dataset)."""
+    """Count the rows of what was written at ``output`` (a Parquet file or dataset)."""
     from dpfast.engines.outofcore import ParquetDataset
 
     try:

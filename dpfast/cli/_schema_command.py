@@ -10,6 +10,7 @@ from typing import Any
 
 from dpfast.cli._inputs import read_input
 from dpfast.cli._parsing import Command, column_list, delimiter
+from dpfast.exceptions import DPFastValueError
 
 _INIT_EXAMPLES = """\
 examples:
@@ -61,7 +62,7 @@ def skeleton(table: Any, args: argparse.Namespace) -> dict[str, Any]:
 
     unknown = sorted(set(args.unprotected) - set(table.column_names))
     if unknown:
-        raise ValueError(f"--unprotected names {unknown}, which DATA does not have")
+        raise DPFastValueError(f"--unprotected names {unknown}, which DATA does not have")
     columns: dict[str, Any] = {}
     for name, kind, missing in column_kinds(table):
         entry: dict[str, Any] = {"type": kind}
@@ -107,7 +108,7 @@ def _init(args: argparse.Namespace) -> int:
     from dpfast.io import write_json_atomic
 
     if args.output is not None and Path(args.output).exists() and not args.force:
-        raise ValueError(f"{args.output} exists; pass --force to overwrite it")
+        raise DPFastValueError(f"{args.output} exists; pass --force to overwrite it")
     args.input = args.data
     table = read_input(args)
     result = skeleton(table, args)

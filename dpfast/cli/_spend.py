@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dpfast.cli._outputs import from_data
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["Reserved", "Spend", "spending"]
 
@@ -29,7 +30,7 @@ class Spend:
             return
         epsilon = getattr(args, "epsilon", None)
         if epsilon is None:
-            raise ValueError(
+            raise DPFastValueError(
                 "--budget needs --epsilon, the budget this release may spend (with --retention "
                 "alone the epsilon is not known before the release)"
             )
@@ -50,8 +51,8 @@ class Spend:
     def before_publish(self, schema: Any) -> Callable[[Any], None]:
         """Return an engine's ``before_publish`` hook: commit with the report as written.
 
-        The report is labelled as :func:`~dpfast.cli._outputs.mark_from_data` will label it, so that the entry
-        records the guarantee the reports state.
+        The report is labelled as :func:`~dpfast.cli._outputs.mark_from_data` will label it,
+        so that the entry records the guarantee the reports state.
         """
 
         def commit(report: Any) -> None:

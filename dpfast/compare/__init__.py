@@ -24,6 +24,7 @@ from dpfast.compare._columns import (
 )
 from dpfast.compare._page import BANNER, render_page
 from dpfast.compare._plots import INSTALL_HINT, require_matplotlib
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
 from dpfast.schema import Schema
 from dpfast.taxonomy import as_taxonomy
@@ -46,7 +47,7 @@ MICRODATA_METHODS = (
 def _check_method(public_report: Mapping[str, Any] | None) -> None:
     method = None if public_report is None else public_report.get("method")
     if method == "diffgen":
-        raise ValueError(
+        raise DPFastValueError(
             "the release is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
@@ -62,7 +63,7 @@ def _chosen_columns(
             if spec.protect and spec.type != "string" and spec.name in released.names
         ]
         if not chosen:
-            raise ValueError(
+            raise DPFastValueError(
                 "the released table has none of the columns the schema protects; check that "
                 "the schema is the one the release used"
             )
@@ -70,14 +71,14 @@ def _chosen_columns(
         chosen = list(columns)
         undeclared = [c for c in chosen if c not in schema]
         if undeclared:
-            raise ValueError(
+            raise DPFastValueError(
                 f"columns {', '.join(repr(c) for c in undeclared)} are not declared in the "
                 "schema; choose among its columns"
             )
     for which, table in (("original", original), ("released", released)):
         absent = [c for c in chosen if c not in table.names]
         if absent:
-            raise ValueError(
+            raise DPFastValueError(
                 f"the {which} table has no column {', '.join(repr(c) for c in absent)}; "
                 "leave it out of the columns to compare"
             )
@@ -174,13 +175,13 @@ def compare_html(
         schema = Schema.from_json(schema)
     original_table, released_table = as_table_data(original), as_table_data(released)
     if linked and original_table.n_rows != released_table.n_rows:
-        raise ValueError(
+        raise DPFastValueError(
             f"linked comparison needs one released row per original row, but the original "
             f"has {original_table.n_rows} rows and the release {released_table.n_rows}; "
             "leave out --linked (the rows are not linked)"
         )
     if original_table.n_rows == 0 or released_table.n_rows == 0:
-        raise ValueError("a table is empty (0 rows); there is nothing to compare")
+        raise DPFastValueError("a table is empty (0 rows); there is nothing to compare")
     chosen = _chosen_columns(schema, columns, original_table, released_table)
     compared = [
         _compare_column(name, schema, original_table, released_table, linked=linked)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import metrics
+from dpfast.exceptions import DPFastValueError
 
 #: The label a missing value of a categorical column gets on the page.
 MISSING = "(missing)"
@@ -71,13 +72,13 @@ def numeric_values(values: Any, name: str, declared: str, which: str) -> np.ndar
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} of the {which} table is declared {declared} but holds "
             "non-numeric values; compare the files the release read and wrote"
         ) from None
     missing = int(np.count_nonzero(~np.isfinite(array)))
     if missing:
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} of the {which} table has {missing} missing or non-finite "
             "value(s); compare needs complete numeric columns (leave it out with --columns)"
         )

@@ -41,6 +41,7 @@ from dpfast.engines.base import (
     Progress,
     PublishHook,
 )
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 __all__ = [
     "Bins",
@@ -87,18 +88,18 @@ def parse_memory(text: str | int) -> int:
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text <= 0:
-            raise ValueError(f"the memory size must be positive, got {text!r}")
+            raise DPFastValueError(f"the memory size must be positive, got {text!r}")
         return text
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
-        raise ValueError(
+        raise DPFastValueError(
             f"cannot read {text!r} as a memory size; write a number and a unit, e.g. 4GiB, "
             "512MiB or 2GB"
         )
     value = int(float(match.group(1)) * _UNITS[unit])
     if value <= 0:
-        raise ValueError(f"the memory size must be positive, got {text!r}")
+        raise DPFastValueError(f"the memory size must be positive, got {text!r}")
     return value
 
 
@@ -151,7 +152,7 @@ def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
     if engine is not None:
         name = engine.name if isinstance(engine, EngineChoice) else engine
         if not isinstance(name, str) or name not in _REGISTRY:
-            raise ValueError(
+            raise DPFastValueError(
                 f"engine must be one of {engines()} or None (chosen from the input's type), "
                 f"got {name!r}"
             )
@@ -159,7 +160,7 @@ def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
     for entry in reversed(list(_REGISTRY.values())):
         if entry.accepts(data):
             return entry.name
-    raise TypeError(
+    raise DPFastTypeError(
         f"cannot release a {type(data).__module__}.{type(data).__name__}: give a pandas, "
         "polars or Arrow table, a 2-D NumPy array, a pyarrow.dataset.Dataset, a Parquet path "
         "or glob, a Spark DataFrame or a Dask DataFrame"
@@ -218,7 +219,7 @@ def _is_dask(data: object) -> bool:
 
 
 def _source_module(data: object) -> str:
-    """The module of a column source, looking through the sources that wrap one."""
+    """Return the module of a column source, looking through the sources that wrap one."""
     inner = data
     while hasattr(inner, "map_column") and hasattr(inner, "dataset"):
         inner = inner.dataset

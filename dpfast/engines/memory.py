@@ -51,6 +51,7 @@ from dpfast.engines.base import (
     inverse_permutation,
     partition_inputs,
 )
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
@@ -103,7 +104,7 @@ class MemoryEngine(Engine):
     ) -> MemoryEngine:
         """Open a release of ``data`` held in memory; ``output``, if given, is written too."""
         if memory_limit is not None:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{option('memory_limit')} bounds a release out of core, and this table is "
                 f"held in memory; drop it, or pass {option('engine', 'outofcore')} (with "
                 f"{option('output')}) to release the table column by column within it"
@@ -279,12 +280,12 @@ class MemoryEngine(Engine):
         self._order = None if key is None else self._permutation(key)
 
     def _output(self, name: Hashable) -> np.ndarray:
-        """A float64 output column: a view into one 2-D array for a float64 NumPy input."""
+        """Make a float64 output column: a view into one 2-D array for a float64 NumPy input."""
         table = self.table
         if table.kind == "numpy" and table.source.dtype == np.float64:
             if self._base is None:
                 self._base = np.empty(table.source.shape, dtype=np.float64)
-            return self._base[:, name]  # type: ignore[no-any-return,call-overload]
+            return self._base[:, name]  # type: ignore[index]
         return np.empty(self.n_rows, dtype=np.float64)
 
     def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpfast.exceptions import DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -317,14 +318,14 @@ def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> Non
     first five are named).
     """
     if missing:
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} has {missing} missing value(s); impute them with a public "
             "rule, or add an explicit category for them to the domain"
         )
     if len(outside):
         shown = ", ".join(repr(v) for v in outside[:5])
         more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
             "to the public domain or recode them (the domain is never taken from the data)"
         )

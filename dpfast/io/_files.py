@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from dpfast.exceptions import DPFastValueError
+
 _FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -46,7 +48,7 @@ def output_format(path: str | os.PathLike[str]) -> str:
         if name.endswith(suffix):
             return _FORMATS[suffix]
     extension = "".join(Path(path).suffixes[-2:])
-    raise ValueError(
+    raise DPFastValueError(
         f"cannot tell the file format of {os.fspath(path)!r} from its extension "
         f"{extension or '(none)'!r}; use .parquet or .csv (also .csv.gz, .tsv, .tsv.gz)"
     )
@@ -57,11 +59,11 @@ def _separator(fmt: str, delimiter: str | None) -> str:
     if delimiter is None:
         return "\t" if fmt.startswith("tsv") else ","
     if not (isinstance(delimiter, str) and len(delimiter) == 1 and delimiter.isascii()):
-        raise ValueError(
+        raise DPFastValueError(
             f"a delimiter must be one ASCII character, got {delimiter!r}; e.g. --delimiter ';'"
         )
     if delimiter in '"\r\n':
-        raise ValueError(
+        raise DPFastValueError(
             f"a delimiter cannot be a quote or a line break, got {delimiter!r}; "
             "e.g. --delimiter ';'"
         )
@@ -73,12 +75,12 @@ def _check_text_options(path: str | os.PathLike[str], delimiter: str | None, enc
     try:
         codecs.lookup(encoding)
     except (LookupError, TypeError):
-        raise ValueError(
+        raise DPFastValueError(
             f"unknown text encoding {encoding!r}; give a name Python knows, e.g. "
             "--encoding utf-8, latin-1 or cp1252"
         ) from None
     if output_format(path) == "parquet" and (delimiter is not None or not _is_utf8(encoding)):
-        raise ValueError(
+        raise DPFastValueError(
             f"{os.fspath(path)!r} is Parquet: a delimiter and an encoding apply to CSV and TSV "
             "files only; leave them out"
         )
@@ -161,7 +163,7 @@ def read_table(
     _check_text_options(path, delimiter, encoding)
     separator = None if fmt == "parquet" else _separator(fmt, delimiter)
     if not Path(path).is_file():
-        raise ValueError(f"input file {where!r} does not exist; check the path")
+        raise DPFastValueError(f"input file {where!r} does not exist; check the path")
     source: Any = path
     if progress is not None:
         source = _CountingFile(path, progress, f"reading {Path(path).name}")
@@ -179,7 +181,7 @@ def read_table(
             )
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(
+        raise DPFastValueError(
             f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
             f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
         ) from exc
@@ -198,10 +200,10 @@ def _check_utf8(where: str, table: pa.Table) -> None:
     try:
         names = table.column_names
     except UnicodeDecodeError:
-        raise ValueError(f"{where!r} is not UTF-8 text (its header is not); {fix}") from None
+        raise DPFastValueError(f"{where!r} is not UTF-8 text (its header is not); {fix}") from None
     for name, column in zip(names, table.columns, strict=True):
         if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
-            raise ValueError(f"{where!r} is not UTF-8 text (column {name!r} is not); {fix}")
+            raise DPFastValueError(f"{where!r} is not UTF-8 text (column {name!r} is not); {fix}")
 
 
 # The separators a one-column header is checked for (docs: README "Command line").
@@ -226,7 +228,7 @@ def _check_delimiter(where: str, table: pa.Table, separator: str) -> None:
             continue
         flag = "--delimiter tab" if candidate == "\t" else f"--delimiter '{candidate}'"
         shown = "tab" if candidate == "\t" else repr(candidate)
-        raise ValueError(
+        raise DPFastValueError(
             f"{where!r} looks {shown}-delimited: its header {header!r} is read as one "
             f"column; pass {flag}"
         )
@@ -246,7 +248,9 @@ def _atomic_write(
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
-        raise ValueError(f"output directory {str(directory)!r} does not exist; create it first")
+        raise DPFastValueError(
+            f"output directory {str(directory)!r} does not exist; create it first"
+        )
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
@@ -289,7 +293,7 @@ def write_table_atomic(
     """
     fmt = output_format(path)
     if fmt == "parquet" and delimiter is not None:
-        raise ValueError(
+        raise DPFastValueError(
             f"{os.fspath(path)!r} is Parquet: a delimiter applies to CSV and TSV files only; "
             "leave it out"
         )

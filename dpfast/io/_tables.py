@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
+
 Kind = Literal["pandas", "arrow", "numpy", "polars"]
 
 
@@ -415,7 +417,7 @@ def _check_names_as_text(names: Sequence[Hashable]) -> None:
     for name in names:
         text = str(name)
         if text in seen:
-            raise ValueError(
+            raise DPFastValueError(
                 f"columns {seen[text]!r} and {name!r} have the same name as text ({text!r}); "
                 "rename one, e.g. frame.columns = frame.columns.map(str) after making the "
                 "names distinct"
@@ -459,19 +461,19 @@ def as_table_data(data: Any) -> TableData:
     if isinstance(data, pd.DataFrame):
         names = list(data.columns)
         if len(set(names)) != len(names):
-            raise ValueError("the DataFrame has duplicate column names; rename them first")
+            raise DPFastValueError("the DataFrame has duplicate column names; rename them first")
         _check_names_as_text(names)
         return TableData("pandas", names, len(data), data)
     if isinstance(data, pa.Table):
         names = list(data.column_names)
         if len(set(names)) != len(names):
-            raise ValueError("the Arrow table has duplicate column names; rename them first")
+            raise DPFastValueError("the Arrow table has duplicate column names; rename them first")
         return TableData("arrow", names, data.num_rows, data)
     if isinstance(data, pa.RecordBatch):
         return as_table_data(pa.Table.from_batches([data]))
     if isinstance(data, np.ndarray):
         if data.ndim != 2:
-            raise TypeError(
+            raise DPFastTypeError(
                 f"a NumPy input must be 2-D (rows x columns), got {data.ndim}-D; "
                 "use array.reshape(-1, 1) for a single column"
             )
@@ -480,13 +482,13 @@ def as_table_data(data: Any) -> TableData:
         table = data.to_arrow()  # zero-copy for numeric columns without missing values
         return _PolarsTable("polars", list(table.column_names), data.height, table, data.schema)
     if _is_polars(data, "LazyFrame"):
-        raise TypeError(
+        raise DPFastTypeError(
             "a polars LazyFrame is a query, not a table; pass frame.collect() (the released "
             "rows must all be known before any noise is drawn)"
         )
     if hasattr(data, "__arrow_c_stream__"):
         return as_table_data(_read_arrow_stream(data))
-    raise TypeError(
+    raise DPFastTypeError(
         "data must be a pandas DataFrame, a pyarrow Table, a polars DataFrame, an object "
         "with the Arrow C stream interface (__arrow_c_stream__) or a 2-D NumPy array, "
         f"got {type(data).__name__}"
@@ -497,7 +499,7 @@ def _read_arrow_stream(data: Any) -> pa.Table:
     """Read an object with ``__arrow_c_stream__`` into a pyarrow Table (no copy)."""
     from_stream = getattr(pa.RecordBatchReader, "from_stream", None)
     if from_stream is None:  # pragma: no cover - pyarrow < 15
-        raise TypeError(
+        raise DPFastTypeError(
             f"reading a {type(data).__name__} through the Arrow C stream interface needs "
             f"pyarrow >= 15 (installed: {pa.__version__}); upgrade pyarrow, or pass a "
             "pyarrow Table"
@@ -506,7 +508,7 @@ def _read_arrow_stream(data: Any) -> pa.Table:
         return from_stream(data).read_all()
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TypeError(
+        raise DPFastTypeError(
             f"{type(data).__name__} has an Arrow C stream, but not of a table ({first_line}); "
             "pass a table: an object whose stream holds record batches of named columns"
         ) from exc

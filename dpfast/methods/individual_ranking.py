@@ -11,6 +11,7 @@ import numpy as np
 
 from dpfast._release import EngineChoice, Progress, Release, open_run
 from dpfast._validation import check_columns, check_k_anonymity
+from dpfast.exceptions import DPFastValueError
 
 
 def individual_ranking(
@@ -73,7 +74,7 @@ def individual_ranking(
             needed = (n // k) * 8 * 3
             memory = run.engine.column_memory(1, n_threads=1, held_bytes=needed)
             if needed > memory:
-                raise ValueError(
+                raise DPFastValueError(
                     f"{n:,} rows with k={k} make {n // k:,} rank groups per column, whose "
                     f"means need {needed:,} bytes, more than the memory limit; raise the "
                     "memory limit or k"

@@ -29,6 +29,7 @@ from dpfast._release import (
     value_range,
 )
 from dpfast._validation import check_k, check_seed
+from dpfast.exceptions import DPFastValueError
 
 
 def _smallest_double_above(target: Fraction) -> float:
@@ -37,7 +38,7 @@ def _smallest_double_above(target: Fraction) -> float:
     except OverflowError:
         value = math.inf
     if not math.isfinite(value):
-        raise ValueError("the minimal delta overflows float64; rescale the column first")
+        raise DPFastValueError("the minimal delta overflows float64; rescale the column first")
     if Fraction(value) > target:
         return value
     return math.nextafter(value, math.inf)
@@ -78,10 +79,10 @@ def minimal_delta(values: Any, k: int) -> float:
     """
     array = np.ascontiguousarray(values, dtype=np.float64)
     if array.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {array.shape}")
+        raise DPFastValueError(f"values must be 1-D, got shape {array.shape}")
     k = check_k(k, array.shape[0])
     if not np.isfinite(array).all():
-        raise ValueError("values must be finite (no NaN or infinity)")
+        raise DPFastValueError("values must be finite (no NaN or infinity)")
     return _minimal_delta(array, k, "values")[0]
 
 

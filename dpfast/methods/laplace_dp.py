@@ -147,7 +147,7 @@ def laplace_dp(
 
 
 def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:
-    """A column's ``(min, max)``, for bounds derived from the data (``bounds="data"``)."""
+    """Return a column's ``(min, max)``, for bounds derived from the data (``bounds="data"``)."""
     by_name = {c.name: c for c in protected}
     return lambda name: engine.value_range(by_name[name])
 
@@ -166,6 +166,7 @@ class LaplaceCells:
     domain: tuple[float, float]
 
     def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Release the rows from ``first_row`` on; count the clamped and on-bound values."""
         draws = noise.discrete_laplace(self.key, self.steps, values.shape[0], start=first_row)
         out, clamped = laplace_column(values, self.grid, draws, self.integer)
         lower, upper = self.domain

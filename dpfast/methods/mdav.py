@@ -24,6 +24,7 @@ from dpfast._release import (
 from dpfast._validation import check_k_anonymity, in_cli
 from dpfast.accounting import names
 from dpfast.engines import Clusters, engine_name, parse_memory
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.categorical import cluster_centroids
 from dpfast.partitions.mdav import mdav_labels
 from dpfast.taxonomy import Taxonomy
@@ -150,7 +151,7 @@ def _check_in_memory(data: Any, engine: str | EngineChoice | None) -> None:
     """Refuse, before anything is opened, an input or engine that is not in memory."""
     name = engine_name(data, engine)
     if name != "memory":
-        raise ValueError(
+        raise DPFastValueError(
             f"mdav is sequential (O(n^2/k) distance passes) and runs in memory only, and "
             f"this release would run on the {name} engine; release a table held in memory "
             f"(pandas, Arrow, polars, NumPy) without {option('engine')}, or, for data "
@@ -171,7 +172,7 @@ def check_fits(n_rows: int, n_columns: int, limit: int, limit_name: str) -> None
     size = f"{needed / 2**30:.1f} GiB" if needed >= 2**30 else f"{needed / 2**20:.1f} MiB"
     cli = in_cli()
     ir_dp, mdav_dp = ("ir-dp", "mdav-dp") if cli else ("ir_dp", "mdav_dp")
-    raise ValueError(
+    raise DPFastValueError(
         f"mdav would need about {size} for {n_rows:,} rows of {n_columns} columns, more "
         f"than {limit_name}; MDAV is sequential (O(n^2/k)) and runs in memory only. For data "
         f"this size use {ir_dp} (individual ranking) or {mdav_dp} (insensitive MDAV), both "

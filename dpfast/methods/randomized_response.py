@@ -36,13 +36,14 @@ from dpfast._validation import (
     option,
 )
 from dpfast.accounting import Ledger, LedgerEntry
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
 
 def _domain_values(domain: Any) -> list[Any]:
     if domain is None:
-        raise ValueError(
+        raise DPFastValueError(
             "domain is required: pass the public list of categories (or a Taxonomy); it is "
             "never taken from the data"
         )
@@ -55,12 +56,12 @@ def _domain_values(domain: Any) -> list[Any]:
                 domain = domain()
             break
     if isinstance(domain, (str, bytes)) or not hasattr(domain, "__iter__"):
-        raise TypeError(
+        raise DPFastTypeError(
             f"domain must be a list of categories or a Taxonomy, got {type(domain).__name__}"
         )
     values = list(domain)
     if len(values) < 2:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('domain')} must hold at least 2 categories, got {len(values)}; with one "
             "there is "
             "nothing to perturb"
@@ -68,9 +69,11 @@ def _domain_values(domain: Any) -> list[Any]:
     if len(set(values)) != len(values):
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
-        raise ValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
+        raise DPFastValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
     if len(values) > noise.KEEP_DENOMINATOR:
-        raise ValueError(f"{option('domain')} may hold at most 2**32 categories, got {len(values)}")
+        raise DPFastValueError(
+            f"{option('domain')} may hold at most 2**32 categories, got {len(values)}"
+        )
     return values
 
 
@@ -91,7 +94,7 @@ def _in_column_type(domain: list[Any], dtype: np.dtype[Any]) -> list[Any]:
     except ValueError:
         return domain
     if len(set(parsed)) < len(parsed):
-        raise ValueError(f"domain lists the same number twice: {domain}")
+        raise DPFastValueError(f"domain lists the same number twice: {domain}")
     return parsed
 
 
@@ -230,7 +233,7 @@ def randomized_response(
             if epsilon is not None:
                 run.reserve(epsilon, [name])
             elif budget is not None:
-                raise ValueError(
+                raise DPFastValueError(
                     f"{option('budget')} needs {option('epsilon')}, the budget this release "
                     f"may spend (with {option('retention')} alone the epsilon is not known "
                     "before the release)"
@@ -329,7 +332,7 @@ def _parameters(
 def _keep(epsilon: Any, retention: Any, m: int) -> tuple[int, float | None, float | None]:
     """Return the exact retention numerator, and the checked ``epsilon`` or ``retention``."""
     if (epsilon is None) == (retention is None):
-        raise ValueError(
+        raise DPFastValueError(
             "give exactly one of epsilon (local differential privacy) and retention "
             "(the probability of keeping a value)"
         )

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfast._kernels import insensitive_mdav as _insensitive
 from dpfast._validation import check_k
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.mdav import as_matrix, check_categorical, first_appearance
 from dpfast.taxonomy import Taxonomy
 
@@ -45,12 +46,12 @@ def _check_domain(bounds: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     pairs = np.asarray(bounds, dtype=np.float64)
     if pairs.shape != (m, 2):
-        raise ValueError(
+        raise DPFastValueError(
             f"bounds must give (lower, upper) for each of the {m} attributes, got shape "
             f"{pairs.shape}"
         )
     if not np.isfinite(pairs).all() or (pairs[:, 0] > pairs[:, 1]).any():
-        raise ValueError(f"bounds must be finite with lower <= upper, got {pairs.tolist()}")
+        raise DPFastValueError(f"bounds must be finite with lower <= upper, got {pairs.tolist()}")
     return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
@@ -86,7 +87,7 @@ def reference_sequence(
     steps = np.arange(n_steps, dtype=np.int64)
     if isinstance(reference, str):
         if reference not in REFERENCES:
-            raise ValueError(
+            raise DPFastValueError(
                 f"reference must be one of {list(REFERENCES)} or an array of points, got "
                 f"{reference!r}"
             )
@@ -102,11 +103,11 @@ def reference_sequence(
         return points, steps % used if used else steps
     points = np.asarray(reference, dtype=np.float64)
     if points.ndim != 2 or points.shape[1] != m or points.shape[0] == 0:
-        raise ValueError(
+        raise DPFastValueError(
             f"reference points must have shape (p, {m}) with p >= 1, got {points.shape}"
         )
     if not np.isfinite(points).all():
-        raise ValueError("reference points must be finite")
+        raise DPFastValueError("reference points must be finite")
     return points, steps % points.shape[0]
 
 
@@ -275,7 +276,7 @@ def insensitive_mdav_labels(
     n, m = matrix.shape
     k = check_k(k, n)
     if path not in ("auto", "general", "fast"):
-        raise ValueError(f"path must be 'auto', 'general' or 'fast', got {path!r}")
+        raise DPFastValueError(f"path must be 'auto', 'general' or 'fast', got {path!r}")
     category_codes, found = check_categorical(codes, taxonomies, n)
     lower, upper = _check_domain(bounds, m)
     values = np.clip(matrix, lower, upper) + 0.0  # + 0.0 turns -0.0 into 0.0
@@ -319,7 +320,7 @@ def _category_terms(points: np.ndarray, taxonomies: Sequence[Taxonomy]) -> np.nd
         if column.size and not (
             np.all(column == np.rint(column)) and column.min() >= 0 and column.max() < n_values
         ):
-            raise ValueError(
+            raise DPFastValueError(
                 f"reference points must give a domain code in [0, {n_values}) for "
                 f"categorical attribute {j}, got {column.tolist()}"
             )

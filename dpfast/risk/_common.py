@@ -17,30 +17,22 @@ import numpy as np
 
 from dpfast._kernels import checks
 from dpfast._validation import check_columns
-from dpfast.exceptions import DPFastError
+from dpfast.exceptions import DPFastError, DPFastTypeError, DPFastValueError
 from dpfast.io import TableData, as_table_data
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 
-class RiskValueError(DPFastError, ValueError):
-    """A risk measure was given a wrong value (a dpfast error and a ``ValueError``)."""
-
-
-class RiskTypeError(DPFastError, TypeError):
-    """A risk measure was given a wrong type (a dpfast error and a ``TypeError``)."""
-
-
 @contextmanager
 def dpfast_errors() -> Iterator[None]:
-    """Re-raise a lower layer's ``ValueError`` / ``TypeError`` as the risk errors above."""
+    """Re-raise a lower layer's ``ValueError`` / ``TypeError`` as dpfast's own errors."""
     try:
         yield
     except DPFastError:
         raise
     except TypeError as exc:
-        raise RiskTypeError(str(exc)) from exc
+        raise DPFastTypeError(str(exc)) from exc
     except ValueError as exc:
-        raise RiskValueError(str(exc)) from exc
+        raise DPFastValueError(str(exc)) from exc
 
 
 #: Methods whose release keeps the input's row order (unless their report shows a shuffle).
@@ -85,7 +77,7 @@ def release_data(released: Any, function: str, *, aligned: bool = True) -> Any:
         parameters = getattr(report, "parameters", None) or {}
         reason = _misalignment(method, parameters, getattr(report, "unprotected", None))
         if reason is not None:
-            raise RiskValueError(
+            raise DPFastValueError(
                 f"{function} needs row-aligned tables (row i of the release comes from row i "
                 f"of the original), but this {method} release is not: {reason}. Measure a "
                 f"release that keeps the row order: one of {list(ROW_ORDER_METHODS)} (ir_dp "
@@ -103,7 +95,7 @@ def as_table(data: Any, role: str) -> TableData:
     try:
         return as_table_data(data)
     except (TypeError, ValueError) as exc:
-        error = RiskTypeError if isinstance(exc, TypeError) else RiskValueError
+        error = DPFastTypeError if isinstance(exc, TypeError) else DPFastValueError
         raise error(f"{role}: {exc}") from exc
 
 
@@ -127,17 +119,17 @@ def paired(original: Any, released: Any, columns: Any, function: str) -> Pair:
     original_table = as_table(original, "original")
     n, n_released = original_table.n_rows, released_table.n_rows
     if n != n_released:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"{function} needs row-aligned tables, but the original has {n} rows and the "
             f"release {n_released}; pass the release of this very table, in its row order"
         )
     if n == 0:
-        raise RiskValueError(f"the tables are empty (0 rows); {function} needs at least one row")
+        raise DPFastValueError(f"the tables are empty (0 rows); {function} needs at least one row")
     with dpfast_errors():
         names = check_columns(columns, released_table.names)
     missing = [name for name in names if name not in set(original_table.names)]
     if missing:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"column(s) {missing} of the release are not in the original, which has "
             f"{list(original_table.names)}; name the columns both tables share in columns="
         )
@@ -148,13 +140,13 @@ def numeric_values(table: TableData, name: Hashable, role: str, hint: str) -> np
     """Column ``name`` as finite float64 values, or an error that names it and ``hint``."""
     raw = table.column(name)
     if raw.dtype.kind not in "biuf":  # booleans, integers, floats
-        raise RiskTypeError(
+        raise DPFastTypeError(
             f"column {name!r} of the {role} table is not numeric (dtype {raw.dtype}); {hint}"
         )
     values = np.asarray(raw, dtype=np.float64)
     count, first = checks.non_finite(values)
     if count:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"column {name!r} of the {role} table has {count} NaN or infinite value(s) "
             f"(first at row {first}); the risk measures need finite numbers: drop or impute "
             "those rows in both tables"
@@ -183,12 +175,12 @@ def check_taxonomies(taxonomies: Any, pair: Pair) -> dict[Hashable, Taxonomy]:
     if taxonomies is None:
         return {}
     if not isinstance(taxonomies, Mapping):
-        raise RiskTypeError(
+        raise DPFastTypeError(
             f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
         )
     unknown = [name for name in taxonomies if name not in set(pair.released.names)]
     if unknown:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"taxonomies names column(s) {unknown} that the release does not have; its "
             f"columns are {list(pair.released.names)}"
         )

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpfast._validation import check_threads
+from dpfast.exceptions import DPFastValueError
 from dpfast.risk._common import (
-    RiskValueError,
     check_taxonomies,
     dpfast_errors,
     is_numeric,
@@ -48,7 +48,7 @@ def _widths(width: Any, numeric: list[Hashable]) -> dict[Hashable, float]:
     if isinstance(width, Mapping):
         unknown = [name for name in width if name not in numeric]
         if unknown:
-            raise RiskValueError(
+            raise DPFastValueError(
                 f"width names column(s) {unknown} that are not numeric columns compared "
                 f"here; they are {numeric}"
             )
@@ -141,13 +141,13 @@ def risk_summary(
     with dpfast_errors():
         threads = check_threads(n_threads, os.cpu_count() or 1)
     if quasi_identifiers is not None and k is None:
-        raise RiskValueError("quasi_identifiers needs k= (the class size to check), got k=None")
+        raise DPFastValueError("quasi_identifiers needs k= (the class size to check), got k=None")
     pair = paired(original, released, columns, "risk_summary")
     checked = check_taxonomies(taxonomies, pair)
     skipped = _selected(pair, columns, checked)
     names = [name for name in pair.names if json_name(name) not in skipped]
     if not names:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"no column to compare: {skipped}; pass taxonomies= for the text columns"
         )
     pair = paired(original, released, names, "risk_summary")

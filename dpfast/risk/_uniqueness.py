@@ -14,8 +14,9 @@ import pandas as pd
 
 from dpfast._kernels import frequencies as _kernels
 from dpfast._validation import check_columns, check_int
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData
-from dpfast.risk._common import RiskValueError, as_table, dpfast_errors, json_name, release_data
+from dpfast.risk._common import as_table, dpfast_errors, json_name, release_data
 
 #: Combined keys stay below this, so that ``key * cardinality + code`` cannot overflow.
 _KEY_LIMIT = 1 << 62
@@ -77,7 +78,7 @@ def _column_codes(table: TableData, name: Hashable) -> tuple[np.ndarray, int]:
         cardinality = len(categories)
     missing = np.flatnonzero(codes < 0)
     if missing.size:
-        raise RiskValueError(
+        raise DPFastValueError(
             f"quasi-identifier {name!r} has {missing.size} missing value(s) (first at row "
             f"{missing[0]}); give them a value of their own (e.g. 'unknown') or drop those rows"
         )
@@ -157,7 +158,7 @@ def uniqueness(table: Any, quasi_identifiers: Any, *, k: int) -> Uniqueness:
         names = check_columns(quasi_identifiers, data.names, name="quasi_identifiers")
         k = check_int(k, "k", low=1)
     if data.n_rows == 0:
-        raise RiskValueError("the table is empty (0 rows); uniqueness needs at least one row")
+        raise DPFastValueError("the table is empty (0 rows); uniqueness needs at least one row")
     key, span = class_keys(data, names)
     if span <= max(4 * data.n_rows, 1 << 20):
         counts = np.bincount(key, minlength=span)

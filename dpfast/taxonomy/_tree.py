@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpfast._kernels import taxonomy as _kernels
+from dpfast.exceptions import DPFastIndexError, DPFastTypeError
 
 
 class TaxonomyError(ValueError):
@@ -245,9 +246,9 @@ class _TaxonomyTree:
             return self.node(node)
         if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
             if not 0 <= int(node) < len(self.labels):
-                raise IndexError(f"node index {node} out of range [0, {len(self.labels)})")
+                raise DPFastIndexError(f"node index {node} out of range [0, {len(self.labels)})")
             return int(node)
-        raise TypeError(f"node must be a label or a node index, got {node!r}")
+        raise DPFastTypeError(f"node must be a label or a node index, got {node!r}")
 
     # -- data ----------------------------------------------------------------------------
 

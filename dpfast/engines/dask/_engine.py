@@ -33,6 +33,7 @@ from dpfast.engines.outofcore import (
     RowsBatch,
     RowsColumn,
 )
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskEngine"]
 
@@ -57,7 +58,7 @@ class DaskEngine(ClusterEngine):
     ) -> DaskEngine:
         """Open a release of a Dask DataFrame; ``memory_limit`` defaults to Dask's setting."""
         if metrics:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{method} on a Dask DataFrame does not support {option('metrics', True)}; "
                 "drop it (the Dask engine computes no metrics), or release frame.compute() "
                 "in memory"

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
 from dpfast.engines.outofcore import Ranges, keys_by_range
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -153,7 +154,7 @@ class DaskSource:
             return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
         partitions = self.frame[list(names)].to_delayed()
         if len(partitions) != len(counts):
-            raise ValueError(CHANGED)
+            raise DPFastValueError(CHANGED)
         firsts = itertools.accumulate(counts[:-1], initial=0)
         return list(zip(partitions, firsts, counts, strict=True))
 
@@ -174,7 +175,7 @@ class DaskSource:
         from dask.delayed import delayed
 
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         kind = self.schema.field(name).type
         apply = delayed(_apply, pure=False)
         tasks = [
@@ -218,7 +219,7 @@ class DaskSource:
         from dask.delayed import delayed
 
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         count = len(ranges)
         if count == 0:
             return []
@@ -246,7 +247,7 @@ CHANGED = (
 def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array:
     """Return column ``name`` of a partition (pandas or Arrow) as an array of type ``kind``."""
     if len(part) != rows:
-        raise ValueError(CHANGED)
+        raise DPFastValueError(CHANGED)
     if isinstance(part, pa.Table):
         array = part.column(name)
     else:
@@ -320,7 +321,7 @@ def dask_of(source: Any) -> DaskSource:
     while not isinstance(inner, DaskSource):
         inner = getattr(inner, "dataset", None)
         if inner is None:
-            raise TypeError(
+            raise DPFastTypeError(
                 f"a Dask release reads a Dask DataFrame or a DaskSource, got "
                 f"{type(source).__name__}"
             )

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from dpfast.accounting import Report
 from dpfast.engines.base import Progress
 from dpfast.engines.outofcore import GeneratedParts, generated_parts, publish_at, scratch_beside
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["check_dask_output", "local_cluster", "write_release"]
 
@@ -80,7 +81,7 @@ def check_dask_output(output: str | os.PathLike[str]) -> None:
     """Refuse a single-file output, which the workers do not write, naming the alternative."""
     target = Path(output)
     if target.suffix.lower() == ".parquet":
-        raise ValueError(
+        raise DPFastValueError(
             f"Dask writes a dataset directory (one Parquet file per partition), not the single "
             f"file {str(target)!r}; name OUTPUT without the .parquet extension, e.g. "
             f"{str(target.with_suffix(''))!r}"

@@ -197,7 +197,7 @@ class ClusterEngine(OutOfCoreEngine):
         self,
         groups: Sequence[tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]],
     ) -> GeneratedParts:
-        """The lazy frame's parts: every group column's state, the rows each task computes."""
+        """Return the lazy frame's parts: each group column's state, the rows each task computes."""
         states = []
         for column, values, _, key in groups:
             if isinstance(column, CategoricalColumn):

@@ -41,6 +41,7 @@ from dpfast.engines.outofcore._orders import Attributes, chunks, distance_orders
 from dpfast.engines.outofcore._passes import category_codes, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import FAST_PATH_MAX_POINTS, ReferenceGeometry
 
@@ -101,7 +102,7 @@ def cluster_limits(
     """
     n_points = geometry.points.shape[0]
     if n_points > FAST_PATH_MAX_POINTS:
-        raise ValueError(
+        raise DPFastValueError(
             f"this reference sequence has {n_points} distinct points; out of core, the "
             f"clusters take at most {FAST_PATH_MAX_POINTS} (one sorted order of the rows per "
             "point): use reference 'corners' (or 'cycling' with at most 6 protected "
@@ -117,7 +118,7 @@ def cluster_limits(
         + (used + 1) * 8 * merge_rows  # the merge's buffers
     )
     if 2 * fixed > memory:
-        raise ValueError(
+        raise DPFastValueError(
             f"{n:,} rows with k={k} make {n_clusters:,} clusters, whose arrays (and the "
             f"bitset of the rows) need about {fixed:,} bytes, more than half the memory "
             "limit; raise the memory limit or k"

@@ -37,6 +37,7 @@ from dpfast.engines.base import CategoricalColumn, Classes, CodedNumeric, Contin
 from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.exceptions import DPFastOSError, DPFastValueError
 from dpfast.io import TableData, as_table_data
 
 __all__ = ["CodedPasses", "PassContingency"]
@@ -68,7 +69,7 @@ class RowFile:
         while size:
             part = os.pread(self.fd, size, offset)
             if not part:
-                raise OSError("a scratch file ended early; is the disk full?")
+                raise DPFastOSError("a scratch file ended early; is the disk full?")
             parts.append(part)
             size, offset = size - len(part), offset + len(part)
         return np.frombuffer(b"".join(parts), dtype=self.dtype)
@@ -245,7 +246,7 @@ class CodedPasses:
         for part in self.map(name, _Distinct(column)):
             found = np.union1d(found, part)
             if found.shape[0] * per_value > self.memory:
-                raise ValueError(
+                raise DPFastValueError(
                     f"column {name!r} holds more than {found.shape[0]:,} distinct values, "
                     f"whose class counts need more than the memory limit of {self.memory:,} "
                     "bytes; raise the memory limit, or round the column to fewer values"

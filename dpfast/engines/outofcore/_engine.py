@@ -52,6 +52,7 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
@@ -82,7 +83,7 @@ def source_of(data: Any) -> ColumnSource:
     if module.startswith("pyarrow._dataset") or module.startswith("pyarrow.dataset"):
         files = getattr(data, "files", None)
         if not files or getattr(getattr(data, "format", None), "default_extname", "") != "parquet":
-            raise TypeError(
+            raise DPFastTypeError(
                 "a pyarrow dataset is released out of core from its Parquet files: open it "
                 "with pyarrow.dataset.dataset(path, format='parquet'), or pass the path"
             )
@@ -91,7 +92,7 @@ def source_of(data: Any) -> ColumnSource:
 
     table = as_table_data(data)
     if table.kind == "numpy":
-        raise TypeError(
+        raise DPFastTypeError(
             f"{option('engine', 'outofcore')} reads named columns: give a table (pandas, "
             "Arrow, polars) or a Parquet path, not a NumPy array"
         )
@@ -142,7 +143,7 @@ class OutOfCoreEngine(Engine):
         """Open a release of ``data`` read in batches; it is written to ``output``."""
         _refuse_metrics(metrics, "out of core")
         if output is None:
-            raise ValueError(
+            raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "
                 "directory of Parquet files, or a .parquet file)"
             )
@@ -173,7 +174,7 @@ class OutOfCoreEngine(Engine):
     def _numeric(
         self, name: Hashable, integer: Mapping[Hashable, bool] | None, categorical: bool
     ) -> NumericColumn:
-        """A protected numeric column, declared integer or float (default: its Arrow type)."""
+        """Read a protected numeric column, declared integer or float (default: its Arrow type)."""
         arrow_type = self.source.schema.field(str(name)).type
         if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
             dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
@@ -181,7 +182,7 @@ class OutOfCoreEngine(Engine):
                 if categorical:
                     raise not_numeric_error(name, dtype)
                 as_numeric_column(np.empty(0, dtype=dtype), name)
-            raise TypeError(
+            raise DPFastTypeError(
                 f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
                 '"taxonomy" in the schema to protect it as a categorical column'
             )
@@ -216,7 +217,7 @@ class OutOfCoreEngine(Engine):
         workers = self.column_workers(len(columns), n_threads, held_bytes)
         share = Limits(max(1, self.limits.memory // workers), self.limits.batch_rows)
         if held_bytes > share.memory:
-            raise ValueError(
+            raise DPFastValueError(
                 f"a column's release holds {held_bytes:,} bytes, more than its share of the "
                 f"memory limit ({share.memory:,} bytes); raise {option('memory_limit')}"
             )
@@ -239,7 +240,7 @@ class OutOfCoreEngine(Engine):
         return self.limits.memory // self.column_workers(n_columns, n_threads, held_bytes)
 
     def _limits(self) -> Limits:
-        """The memory this thread may use: its column's share, or the whole limit."""
+        """Return the memory this thread may use: its column's share, or the whole limit."""
         return getattr(self._local, "limits", None) or self.limits
 
     def _tick(self, phase: str, done: int, total: int) -> None:
@@ -247,7 +248,7 @@ class OutOfCoreEngine(Engine):
             self.progress(phase, done, total)
 
     def _passes(self, name: Hashable) -> Callable[[int], None]:
-        """A column's pass counter for the progress line."""
+        """Return a column's pass counter for the progress line."""
         return lambda passes: self._tick(f"column {name}", passes, passes + 1)
 
     # -- passes -------------------------------------------------------------------------
@@ -256,7 +257,7 @@ class OutOfCoreEngine(Engine):
         self._tick(f"checking {column.name}", 0, 1)
         found = column_stats(self.source, str(column.name), self.limits.batch_rows)
         if found.non_finite:
-            raise ValueError(
+            raise DPFastValueError(
                 f"column {column.name!r} has {found.non_finite} non-finite value(s) (first at "
                 f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
                 "public rule before the release"
@@ -275,7 +276,7 @@ class OutOfCoreEngine(Engine):
         )
 
     def sort_limits(self) -> Limits | None:
-        """The memory of each sort task on a cluster's workers (``None``: this process's)."""
+        """Return the memory of each sort task on a cluster's workers (``None``: this process's)."""
         return None
 
     def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
@@ -459,7 +460,7 @@ class OutOfCoreEngine(Engine):
         self.out.close()
 
     def explain(self, error: Exception) -> BaseException:
-        """A bad value found in a pass: the in-memory error, which counts them all.
+        """Report a bad value found in a pass: the in-memory error, which counts them all.
 
         Only a failing release pays the counting pass (after its scratch is removed).
         """
@@ -479,7 +480,7 @@ def _holds_numbers(arrow_type: pa.DataType) -> bool:
 
 def _refuse_metrics(metrics: bool, where: str) -> None:
     if metrics:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('metrics', True)} compares the release with the original row by row, "
             f"which a release {where} does not hold; drop it, and compare the published "
             "output with the input afterwards (dpfast compare)"

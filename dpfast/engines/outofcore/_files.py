@@ -6,7 +6,7 @@ Two ways of writing arrays lose a full disk (docs/engines.md, "Faults"):
   fills up during the call; the error comes only at the next call. A short write whose
   return value is ignored leaves a hole that reads back as zeros: a silently wrong
   release if no later write fails.
-* ``ndarray.tofile`` reports a short write as ``OSError("N requested and M written")``,
+* ``ndarray.tofile`` reports a short write as ``DPFastOSError("N requested and M written")``,
   without the errno, so the command line cannot tell that the disk is full.
 """
 

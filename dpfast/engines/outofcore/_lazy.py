@@ -93,7 +93,7 @@ class GroupsColumn:
         kind: str,
         labels: tuple[str, ...] = (),
     ) -> GroupsColumn:
-        """The state of a column whose rows follow ``permutation(key, n)``."""
+        """Return the state of a column whose rows follow ``permutation(key, n)``."""
         sizes = noise.permutation_bucket_sizes(key, n)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return cls(str(name), key, starts, values, kind, labels)

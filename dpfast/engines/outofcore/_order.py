@@ -22,6 +22,7 @@ from dpfast.engines.base import NumericColumn, OrderStatistics
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["RankSweep", "key_value", "order_keys", "order_statistics"]
 
@@ -124,7 +125,7 @@ def order_statistics(
         found = mechanism_kernels.knoise_extremes(values, k, n_buckets)
         return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
     if 2 * k > capacity:
-        raise ValueError(
+        raise DPFastValueError(
             f"the order statistics out of core carry the {k:,} largest values seen from one "
             f"sorted range to the next, which needs about {2 * k * _BYTES_PER_SWEPT_VALUE:,} "
             "bytes, more than the memory limit; raise the memory limit or lower k"

@@ -103,12 +103,12 @@ class Output:
             return self._directory
 
     def path(self, name: Hashable, kind: str = "column") -> Path:
-        """A column's scratch file of ``kind``: a digest, safe whatever the column's name."""
+        """Return a column's scratch file of ``kind``: a digest, safe whatever the column's name."""
         return self.directory / self.digest_name(name, kind)
 
     @staticmethod
     def digest_name(name: Hashable, kind: str = "column") -> str:
-        """The name of a column's scratch file of ``kind`` (:meth:`path`)."""
+        """Return the name of a column's scratch file of ``kind`` (:meth:`path`)."""
         return f"{kind}-{_digest(name)}.bin"
 
     # -- the kinds of released column ---------------------------------------------------
@@ -314,7 +314,7 @@ class Output:
             self._numeric(column)
 
     def _numeric(self, column: NumericColumn) -> None:
-        """A numeric column written as float64; an integer one is read back in its dtype."""
+        """Convert a numeric column written as float64; an integer one is read back in its dtype."""
         path = self.path(column.name)
         kind = pa.from_numpy_dtype(column.dtype) if column.integer else pa.float64()
 
@@ -325,7 +325,7 @@ class Output:
         self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read)
 
     def _labels(self, column: CategoricalColumn) -> None:
-        """A categorical column's codes as its taxonomy's labels, of the input's type.
+        """Convert a categorical column's codes to its taxonomy's labels, of the input's type.
 
         As in memory (``TableData.categorical_output``): a dictionary column gets a
         dictionary of the taxonomy's leaves, any other column strings of its own type.
@@ -487,7 +487,7 @@ class _LinkedCodes:
 
 
 def _plain(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
-    """A batch as it is, a dictionary decoded."""
+    """Return a batch as it is, a dictionary decoded."""
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     return first_row, array

@@ -30,6 +30,7 @@ from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
 
@@ -109,7 +110,7 @@ def numeric_values(
         )
     if column.integer and not np.array_equal(values, np.rint(values)):
         row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
-        raise ValueError(
+        raise DPFastValueError(
             f"column {column.name!r} is declared integer but row {row} holds "
             f"{values[row - first_row]!r}; declare it float in the schema"
         )
@@ -298,7 +299,7 @@ def _cluster_group_sums(
     tick()
     keys = _QuantisedKeys(column, grid)
     results = _sorted_on_workers(dataset, name, rows, keys, ranges, key_bits, reduce)
-    add_parts(results, sums, table[:, 3], lambda: ValueError(_CHANGED_BETWEEN_PASSES))
+    add_parts(results, sums, table[:, 3], lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
     return clamped
 
 
@@ -362,7 +363,7 @@ def _whole_column_sums(
         dataset, str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
     )
     expected = np.array([n], dtype=np.int64)
-    return add_parts(results, sums, expected, lambda: ValueError(_CHANGED_BETWEEN_PASSES))
+    return add_parts(results, sums, expected, lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
 
 
 #: Why a range's count differs between the histogram and the sort.

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import outofcore, ranking
+from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 
 __all__ = [
     "WORKER_BUFFERS",
@@ -52,13 +53,13 @@ class Ranges:
 
     def __post_init__(self) -> None:
         if self.lo.shape != self.hi.shape or np.any(self.lo >= self.hi):
-            raise ValueError("every range needs lo < hi")
+            raise DPFastValueError("every range needs lo < hi")
         if self.lo.shape[0] > 1 and np.any(self.lo[1:] < self.hi[:-1]):
-            raise ValueError("the ranges must be disjoint and in increasing order")
+            raise DPFastValueError("the ranges must be disjoint and in increasing order")
         if self.counts is not None and (
             self.counts.shape != self.lo.shape or np.any(self.counts < 0)
         ):
-            raise ValueError("counts must give every range a count of at least 0")
+            raise DPFastValueError("counts must give every range a count of at least 0")
 
     def __len__(self) -> int:
         return int(self.lo.shape[0])
@@ -154,7 +155,7 @@ def add_parts(
     flagged = 0
     for index, g0, local, count, flags in results:
         if seen[index] >= 0:  # one task sorts a whole range, and one attempt is kept
-            raise RuntimeError(f"range {index} of a column was sorted by two tasks")
+            raise DPFastRuntimeError(f"range {index} of a column was sorted by two tasks")
         seen[index] = count
         flagged += flags
         sums[g0 : g0 + local.shape[0]] += local

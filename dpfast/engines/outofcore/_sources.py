@@ -22,6 +22,8 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfast.exceptions import DPFastValueError
+
 T = TypeVar("T")
 
 
@@ -80,7 +82,7 @@ class ParquetDataset:
             files = [where] if Path(where).is_file() else []
             what = f"input {where!r} does not exist; check the path"
         if not files:
-            raise ValueError(what)
+            raise DPFastValueError(what)
         return cls.from_files(files)
 
     @classmethod
@@ -93,14 +95,14 @@ class ParquetDataset:
                 metadata = pq.read_metadata(name)
                 file_schema = pq.read_schema(name)
             except (pa.ArrowInvalid, OSError) as exc:
-                raise ValueError(f"cannot read {name!r} as parquet: {exc}") from exc
+                raise DPFastValueError(f"cannot read {name!r} as parquet: {exc}") from exc
             rows.append(metadata.num_rows)
             count = metadata.num_row_groups
             groups.append(tuple(metadata.row_group(i).num_rows for i in range(count)))
             if schema is None:
                 schema = file_schema.remove_metadata()
             elif not schema.equals(file_schema.remove_metadata()):
-                raise ValueError(
+                raise DPFastValueError(
                     f"{name!r} has another schema than {files[0]!r}; every file of a dataset "
                     "must have the same columns and types"
                 )
@@ -240,7 +242,7 @@ class SchemaCheckedSource:
             if spec is not None and spec.is_numeric:
                 if spec.protect and array.null_count:
                     nulls = array.is_null().to_numpy(zero_copy_only=False)
-                    raise ValueError(
+                    raise DPFastValueError(
                         f"protected column {name!r} has a missing value at row "
                         f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
                         'set "protect": false for the column'

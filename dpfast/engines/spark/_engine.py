@@ -34,7 +34,7 @@ from dpfast.engines.spark._methods import read_in_order, scratch_directory
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._write import write_release
-from dpfast.exceptions import interrupt_in
+from dpfast.exceptions import DPFastValueError, interrupt_in
 
 __all__ = ["SparkEngine"]
 
@@ -59,7 +59,7 @@ class SparkEngine(ClusterEngine):
     ) -> SparkEngine:
         """Open a release of a Spark DataFrame; ``memory_limit`` defaults to the session's."""
         if metrics:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{method} on a Spark DataFrame does not support {option('metrics', True)}; "
                 "drop it (the Spark engine computes no metrics), or release "
                 "frame.toPandas() in memory"

@@ -26,6 +26,7 @@ from dpfast.engines.spark._rows import (
     partition_index,
     regroup,
 )
+from dpfast.exceptions import DPFastRuntimeError
 
 T = TypeVar("T")
 
@@ -217,5 +218,5 @@ def _dumps_error(exc: BaseException) -> bytes:
         payload = _dumps(exc)
         pickle.loads(payload)
     except Exception:
-        payload = _dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        payload = _dumps(DPFastRuntimeError(f"{type(exc).__name__}: {exc}"))
     return payload

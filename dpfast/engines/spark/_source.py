@@ -50,7 +50,7 @@ from dpfast.engines.spark._sort import (
     _split,
     partition_tags,
 )
-from dpfast.exceptions import interrupt_in
+from dpfast.exceptions import DPFastTypeError, DPFastValueError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -170,9 +170,9 @@ class SparkSource:
         from dpfast.engines.outofcore import ParquetDataset
 
         if reader not in ("pyarrow", "spark"):
-            raise ValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
+            raise DPFastValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
         if reader == "spark" and tasks is not None:
-            raise ValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
+            raise DPFastValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
         dataset = ParquetDataset.open(path)
         if reader == "pyarrow":  # Spark reads no file: no frame until one is asked for
             source = cls.__new__(cls)
@@ -239,7 +239,7 @@ class SparkSource:
             its type and the last line of its message; any other failure as Spark raised it.
         """
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         frame, numbering = self._input([name], batch_rows)
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
@@ -310,7 +310,7 @@ class SparkSource:
         numbered pass (:meth:`map_column`) to name it.
         """
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         if len(ranges) == 0:
             return []
         files = self.numbering()
@@ -436,7 +436,7 @@ def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
     try:
         return to_arrow_type(spark_type)
     except Exception as exc:
-        raise TypeError(
+        raise DPFastTypeError(
             f"column {name!r} has Spark type {spark_type.simpleString()}, which has no Arrow "
             "type; select the columns to release (frame.select(...)) before releasing"
         ) from exc
@@ -496,7 +496,7 @@ def spark_of(source: Any) -> SparkSource:
     while not isinstance(inner, SparkSource):
         inner = getattr(inner, "dataset", None)
         if inner is None:
-            raise TypeError(
+            raise DPFastTypeError(
                 f"a Spark release reads a pyspark DataFrame or a SparkSource, got "
                 f"{type(source).__name__}"
             )

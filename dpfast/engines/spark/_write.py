@@ -26,7 +26,7 @@ from dpfast.engines.outofcore import (
     scratch_beside,
 )
 from dpfast.engines.spark._rows import quietly
-from dpfast.exceptions import interrupt_in
+from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, DPFastValueError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -117,7 +117,7 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
         else {int(row.part): int(row.rows) for row in planned.collect()}
     )
     if sorted(rows) != list(range(parts.count)) or sum(rows.values()) != parts.n:
-        raise RuntimeError(
+        raise DPFastRuntimeError(
             f"the executors wrote {len(rows)} of {parts.count} parts ({sum(rows.values())} of "
             f"{parts.n} rows); nothing was published"
         )
@@ -168,7 +168,9 @@ def _disk_error(exc: Exception, target: Path) -> OSError | None:
     text = str(exc)
     for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         if os.strerror(code) in text:
-            return OSError(code, f"{os.strerror(code)} on an executor writing {str(target)!r}")
+            return DPFastOSError(
+                code, f"{os.strerror(code)} on an executor writing {str(target)!r}"
+            )
     return None
 
 
@@ -176,7 +178,7 @@ def check_spark_output(output: str | os.PathLike[str]) -> None:
     """Refuse a single-file output, which Spark does not write, naming the alternative."""
     target = Path(output)
     if target.suffix.lower() == ".parquet":
-        raise ValueError(
+        raise DPFastValueError(
             f"Spark writes a dataset directory (one Parquet file per task), not the single "
             f"file {str(target)!r}; name OUTPUT without the .parquet extension, e.g. "
             f"{str(target.with_suffix(''))!r}"

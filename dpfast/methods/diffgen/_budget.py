@@ -17,6 +17,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._validation import epsilon_too_large, epsilon_too_small, option
 from dpfast.accounting import Ledger, LedgerEntry
+from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import sensitivity
 from dpfast.methods.diffgen._tree import score_units
@@ -68,7 +69,7 @@ class Budget:
                 if largest >= 0
                 else f"raise {option('epsilon')}"
             )
-            raise ValueError(
+            raise DPFastValueError(
                 f"{option('steps', steps)} is too large: each selection and split value would "
                 f"get {option('epsilon')} / (2 (n_numeric + 2 steps)) = "
                 f"{float(_unit(self.total, len(self.numeric), steps)):.3g}, too small for the "

@@ -26,7 +26,7 @@ import numpy as np
 from dpfast._release import CategoricalColumn as CategoricalColumnSpec
 from dpfast._release import CodedNumeric, Contingency, Engine
 from dpfast._validation import check_bounds, in_cli, option
-from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -138,7 +138,7 @@ class ClassLookup:
 
 def missing_classes(target: Hashable, missing: int) -> ValueError:
     """Return the error of a target column with ``missing`` missing values."""
-    return ValueError(
+    return DPFastValueError(
         f"the target column {target!r} has {missing} missing value(s); drop those rows "
         "or impute them with a public rule"
     )
@@ -147,7 +147,7 @@ def missing_classes(target: Hashable, missing: int) -> ValueError:
 def unknown_classes(target: Hashable, unknown: Sequence[Any], labels: list[Any]) -> ValueError:
     """Return the error of target values outside the class domain ``labels``."""
     shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
-    return ValueError(
+    return DPFastValueError(
         f"the target column {target!r} holds value(s) {shown} outside the class domain "
         f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
     )
@@ -258,7 +258,7 @@ class _Plan:
         numeric_names = _numeric_names(engine, target, trees, bounds)
         predictors = [c for c in engine.names if c in trees or c in numeric_names]
         if not predictors:
-            raise ValueError(
+            raise DPFastValueError(
                 "diffgen needs at least one predictor: give numeric columns public "
                 + (
                     'schema "bounds" and categorical columns a "taxonomy"'
@@ -274,9 +274,9 @@ class _Plan:
 
 def _check_table(engine: Engine, target: Any) -> None:
     if engine.n_rows == 0:
-        raise ValueError("the table is empty (0 rows); diffgen needs at least one row")
+        raise DPFastValueError("the table is empty (0 rows); diffgen needs at least one row")
     if not isinstance(target, Hashable) or target not in engine.names:
-        raise ValueError(
+        raise DPFastValueError(
             f"target {target!r} is not a column; the table has columns {list(engine.names)}"
         )
 
@@ -286,21 +286,21 @@ def _check_mappings(
 ) -> tuple[Mapping[Any, Any], Any]:
     taxonomies = {} if taxonomies is None else taxonomies
     if not isinstance(taxonomies, Mapping):
-        raise TypeError(
+        raise DPFastTypeError(
             "taxonomies must be a mapping {column: Taxonomy | ARX file | nested mapping}, got "
             f"{type(taxonomies).__name__}"
         )
     if bounds is None:
         bounds = {}
     if not (isinstance(bounds, Mapping) or (isinstance(bounds, str) and bounds == "data")):
-        raise TypeError(
+        raise DPFastTypeError(
             f"bounds must be a mapping {{column: (lower, upper)}}, got {type(bounds).__name__}"
         )
     unknown = [
         c for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ())) if c not in names
     ]
     if unknown:
-        raise ValueError(
+        raise DPFastValueError(
             f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
             f"{list(names)}"
         )
@@ -314,13 +314,13 @@ def _numeric_names(
     if not isinstance(bounds, Mapping):  # "data": every other non-taxonomy numeric column
         return engine.numeric_names([c for c in engine.names if c != target and c not in trees])
     if target in bounds:
-        raise ValueError(
+        raise DPFastValueError(
             f"the target {target!r} is categorical: drop it from bounds (give its public "
             "values in classes= or a taxonomy instead)"
         )
     both = [c for c in bounds if c in trees]
     if both:
-        raise ValueError(
+        raise DPFastValueError(
             f"column(s) {both} have both bounds and a taxonomy; a predictor is numeric "
             "(bounds) or categorical (taxonomy), not both"
         )
@@ -354,7 +354,7 @@ def _class_domain(
 ) -> tuple[list[Any] | None, str]:
     """Return the public class values and their source (None: read from the data)."""
     if classes is not None and class_taxonomy is not None:
-        raise ValueError(
+        raise DPFastValueError(
             f"the class domain is given twice ({option('classes')} and the taxonomy of "
             f"{target!r}); keep one"
         )
@@ -362,10 +362,12 @@ def _class_domain(
         return list(class_taxonomy.domain), "taxonomy"
     if classes is not None:
         if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
-            raise TypeError(f"{option('classes')} must be a list of class labels, got {classes!r}")
+            raise DPFastTypeError(
+                f"{option('classes')} must be a list of class labels, got {classes!r}"
+            )
         labels = list(classes)
         if not labels or len(set(map(str, labels))) != len(labels):
-            raise ValueError(
+            raise DPFastValueError(
                 f"{option('classes')} must be non-empty and without repeats, got {labels!r}"
             )
         return labels, "classes"
@@ -387,7 +389,7 @@ def numeric_domain(
         return lower, upper
     lower_int, upper_int = math.ceil(lower), math.floor(upper)
     if lower_int > upper_int:
-        raise ValueError(
+        raise DPFastValueError(
             f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
         )
     return float(lower_int), float(upper_int)

@@ -17,6 +17,7 @@ from dpfast import noise
 from dpfast._release import BudgetLike, EngineChoice, Progress, Run, noise_source, open_run
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import repeat_rows
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
@@ -206,12 +207,12 @@ def diffgen(
             epsilon = check_epsilon(epsilon)
             steps = check_int(steps, option("steps"))
             if steps < 0:
-                raise ValueError(f"{option('steps')} must be >= 0, got {steps}")
+                raise DPFastValueError(f"{option('steps')} must be >= 0, got {steps}")
             utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
             seed = check_seed(seed)
             _check_microdata(microdata, output)
             if isinstance(data, np.ndarray):
-                raise TypeError(
+                raise DPFastTypeError(
                     "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, "
                     "not a NumPy array"
                 )
@@ -229,9 +230,9 @@ def diffgen(
 
 def _check_microdata(microdata: Any, output: Any) -> None:
     if not isinstance(microdata, bool):
-        raise TypeError(f"{option('microdata')} must be True or False, got {microdata!r}")
+        raise DPFastTypeError(f"{option('microdata')} must be True or False, got {microdata!r}")
     if microdata and output is None:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('microdata', True)} writes the records to {option('output')}; give one, "
             "or expand the counts in memory with release.microdata()"
         )
@@ -296,12 +297,12 @@ def _release(
 def check_prepared(prepared: Prepared, utility: Utility) -> None:
     """Refuse a released column named like the counts, and InfoGain with one class."""
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
-        raise ValueError(
+        raise DPFastValueError(
             f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:
-        raise ValueError(
+        raise DPFastValueError(
             f"InfoGain is identically 0 with a single class value; use {option('utility', 'max')}"
         )
 

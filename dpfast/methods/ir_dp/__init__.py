@@ -54,6 +54,7 @@ from dpfast.accounting import (
     names,
     scale_steps,
 )
+from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._categorical import (
     categorical_entry,
     categorical_guarantee,
@@ -278,7 +279,7 @@ def _validate(
     linkage = check_choice(linkage, "linkage", ("records", "columns"))
     shuffle = check_bool(shuffle, "shuffle")
     if linkage == "columns" and not shuffle:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('linkage', 'columns')} shuffles every protected column; "
             f"drop {option('shuffle', False)} or choose {option('linkage', 'records')}"
         )
@@ -361,7 +362,7 @@ def _check_groups_fit(run: Run, args: _Arguments, n_threads: int | None) -> None
     needed = _group_bytes(n, args.k)
     count = len(args.numeric) or 1
     if needed > run.engine.column_memory(count, n_threads=n_threads, held_bytes=needed):
-        raise ValueError(
+        raise DPFastValueError(
             f"{n:,} rows with k={args.k} make {n // args.k:,} rank groups per column, whose "
             f"values need {needed:,} bytes, more than the memory limit; raise the "
             "memory limit or k"
