@@ -158,12 +158,11 @@ def test_csv_output_is_still_refused_out_of_core(workdir, capsys):
 @pytest.mark.parametrize(
     "extra", [["--linkage", "records"], ["--unprotected", "keep"], ["--unprotected", "shuffle"]]
 )
-def test_spark_runs_every_linkage_and_policy_but_refuses_one_file(workdir, capsys, extra):
-    # these run on Spark now (tests/test_engine_spark_methods.py); a single .parquet
-    # OUTPUT is still refused, before Spark starts, naming the directory to give instead
-    before = {p.name for p in workdir.iterdir()}
-    assert _release(workdir, "ir-dp", "parts", "r.parquet", "--engine", "spark", *extra) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "name OUTPUT without the .parquet extension" in err[0], err
-    assert "does not support" not in err[0]
-    assert {p.name for p in workdir.iterdir()} == before
+def test_spark_writes_a_dataset_directory_named_by_output(workdir, capsys, extra):
+    # every linkage and policy runs on Spark (tests/test_engine_spark_methods.py); an
+    # OUTPUT named .parquet is a dataset directory of that name, as Spark writes it
+    assert _release(workdir, "ir-dp", "parts", "r.parquet", "--engine", "spark", *extra) == 0
+    assert (workdir / "r.parquet").is_dir()
+    assert (
+        pq.read_table(workdir / "r.parquet").num_rows == pq.read_table(workdir / "parts").num_rows
+    )

@@ -21,6 +21,7 @@ import pytest
 
 import dpfast
 from dpfast import cli
+from dpfast.engines import Opening
 from dpfast.engines.memory import MemoryEngine
 from dpfast.schema import Schema
 
@@ -279,6 +280,6 @@ def test_api_rounds_by_dtype_only() -> None:
 def test_numeric_column_integer_flag_comes_from_the_dtype() -> None:
     whole = np.array([[1.0, 2.0], [3.0, 4.0]])
     for data, integer in ((whole, False), (whole.astype(np.int32), True)):
-        engine = MemoryEngine.open(data, method="test")
+        engine = MemoryEngine.open(data, Opening("test"))
         got = engine.numeric_columns(engine.names)
         assert [column.integer for column in got] == [integer, integer]

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpfast.engines import EngineChoice, open_engine
-from dpfast.engines.base import CodedNumeric, Contingency, Engine
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CodedNumeric, Contingency
 from dpfast.methods.diffgen._columns import ClassLookup  # the method's lookup
 from dpfast.taxonomy import Taxonomy
 

@@ -23,7 +23,7 @@ pytest.importorskip("distributed", reason="dask is not installed (pip install 'd
 import cloudpickle
 import dask.dataframe as dd
 
-from dpfast.engines.dask import DaskSource, write_release
+from dpfast.engines.dask import DaskEngine, DaskSource
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 EPSILON, SEED = 8.0, 11
@@ -203,8 +203,10 @@ def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(clien
     assert parts is not None and parts.count == 5
     assert generated_parts(data[["a", "c"]]) is None  # a transformed frame: its partitions
     calls = []
-    write_release(data, tmp_path / "parts", report, progress=lambda *call: calls.append(call))
-    write_release(data[["a", "b", "c"]], tmp_path / "frame", report)
+    DaskEngine.write_release(
+        data, tmp_path / "parts", report, progress=lambda *call: calls.append(call)
+    )
+    DaskEngine.write_release(data[["a", "b", "c"]], tmp_path / "frame", report)
     names = sorted(p.name for p in (tmp_path / "parts").iterdir())
     assert names == [f"part-{i:06d}.parquet" for i in range(5)]
     assert names == sorted(p.name for p in (tmp_path / "frame").iterdir())
@@ -294,7 +296,7 @@ def test_a_worker_killed_mid_run_gives_the_same_release(client, tmp_path):
     flaky = frame.map_partitions(_killing, str(calls), 1500, 3, meta=frame._meta)
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
     data, report, private = on_engine("dask", dpfast.laplace_dp, flaky, **args)
-    write_release(data, tmp_path / "out", report)
+    DaskEngine.write_release(data, tmp_path / "out", report)
     assert len(os.listdir(calls)) >= 4  # the killed read was run again
     expected = dpfast.laplace_dp(table, **args)
     got = pq.read_table(tmp_path / "out").to_pandas()
@@ -315,7 +317,7 @@ def test_a_failed_write_leaves_no_output(client, tmp_path):
     data = frame[COLUMNS].map_partitions(_failing, 2000, meta=frame[COLUMNS]._meta)
     published = []
     with pytest.raises(RuntimeError, match="a lost disk, simulated"):
-        write_release(data, tmp_path / "out", None, before_publish=published.append)
+        DaskEngine.write_release(data, tmp_path / "out", None, before_publish=published.append)
     assert published == []
     assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
 
@@ -329,7 +331,7 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(client, tmp_path,
 
     calls = []
     with pytest.raises(type(stop)):
-        write_release(
+        DaskEngine.write_release(
             data,
             tmp_path / "out",
             None,
@@ -337,8 +339,10 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(client, tmp_path,
             progress=lambda *call: calls.append(call),
         )
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
-        write_release(data, tmp_path / "out.parquet", None)
+    # an output named .parquet is a dataset directory too, as Dask's own writer makes it
+    DaskEngine.write_release(data, tmp_path / "out.parquet", None)
+    assert (tmp_path / "out.parquet").is_dir()
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == len(data)
 
 
 def test_the_written_release_reads_back_in_row_order(client, tmp_path):
@@ -347,7 +351,9 @@ def test_the_written_release_reads_back_in_row_order(client, tmp_path):
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
     data, report, _ = on_engine("dask", dpfast.laplace_dp, frame, **args)
     calls = []
-    write_release(data, tmp_path / "out", report, progress=lambda *call: calls.append(call))
+    DaskEngine.write_release(
+        data, tmp_path / "out", report, progress=lambda *call: calls.append(call)
+    )
     got = ParquetDataset.open(tmp_path / "out")
     assert len(got.files) == 12
     values = np.concatenate(list(got.map_column("b", 1 << 20, lambda a, f: a.to_numpy())))
@@ -378,9 +384,10 @@ def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tm
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1700])
     args = [*_cli_args(tmp_path, files), "--scheduler", client.scheduler.address]
-    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
-    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet"), "--quiet"]) == 0
+    assert (tmp_path / "out.parquet").is_dir()  # a dataset directory, whatever its suffix
     assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "out"))
     with cli_spelling():
         expected = dpfast.laplace_dp(
             table, epsilon=EPSILON, bounds=BOUNDS, columns=COLUMNS, seed=SEED

@@ -13,9 +13,9 @@ import pytest
 
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.base import CategoricalColumn
 from dpfast.engines.outofcore import _contingency, _output
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from dpfast.engines.values import CategoricalColumn
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
 from dpfast.taxonomy import TaxonomyError

@@ -538,12 +538,12 @@ def on_spark(spark, tmp_path_factory):
 
 
 def test_a_python_worker_killed_mid_pass_and_mid_write_gives_the_same_release(on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     table, faults, (data, report, private), killed_in_passes = on_spark
     assert killed_in_passes == 1  # a pass's task lost its worker, and ran again
     faults.arm(1, "kill")
-    write_release(data, out / "released", report)
+    SparkEngine.write_release(data, out / "released", report)
     assert faults.hits == 2  # and a task of the write
     expected = _expected("laplace_dp", table)
     _assert_released(pq.read_table(out / "released").to_pandas(), expected)
@@ -553,14 +553,16 @@ def test_a_python_worker_killed_mid_pass_and_mid_write_gives_the_same_release(on
 
 
 def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, faults, (data, report, _), _ = on_spark
     faults.arm(100, "kill")
     published = []
     try:
         with pytest.raises(Exception, match="Python worker exited unexpectedly"):
-            write_release(data, out / "released", report, before_publish=published.append)
+            SparkEngine.write_release(
+                data, out / "released", report, before_publish=published.append
+            )
     finally:
         faults.arm(0, "kill")
     assert published == []
@@ -570,14 +572,14 @@ def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, 
 
 
 def test_an_interrupt_while_spark_writes_leaves_nothing(spark, on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, faults, (data, report, _), _ = on_spark
     hits = faults.hits
     faults.arm(1, "interrupt")
     try:
         with pytest.raises(KeyboardInterrupt):
-            write_release(data, out / "released", report)
+            SparkEngine.write_release(data, out / "released", report)
     finally:
         faults.arm(0, "kill")
     assert faults.hits == hits + 1
@@ -625,7 +627,7 @@ def _jvm_pid(spark: Any) -> int:
 def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_spark, out):
     import resource
 
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, _, (data, report, _), _ = on_spark
     pid = _jvm_pid(spark)
@@ -633,7 +635,7 @@ def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_sp
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (32 * 1024, hard))  # parts are ~160 KB
     try:
         with pytest.raises(OSError) as failed:
-            write_release(data, out / "released", report)
+            SparkEngine.write_release(data, out / "released", report)
     finally:
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
     assert failed.value.errno == errno.EFBIG
@@ -718,13 +720,13 @@ def _wait_for_no_tasks(client: Any, seconds: float = 30.0) -> None:
 
 
 def test_a_full_disk_on_a_dask_worker_stops_the_write_cleanly(client, out):
-    from dpfast.engines.dask import write_release
+    from dpfast.engines.dask import DaskEngine
 
     data, report = _dask_release(_table())
     client.run(_disk_full_on_worker, True)
     try:
         with pytest.raises(OSError) as failed:
-            write_release(data, out / "released", report)
+            DaskEngine.write_release(data, out / "released", report)
     finally:
         client.run(_disk_full_on_worker, False)
     assert failed.value.errno == errno.ENOSPC
@@ -736,7 +738,7 @@ def test_a_full_disk_on_a_dask_worker_stops_the_write_cleanly(client, out):
 def test_an_interrupt_on_dask_leaves_nothing(client, tmp_path, out, phase):
     from functools import partial
 
-    from dpfast.engines.dask import write_release
+    from dpfast.engines.dask import DaskEngine
 
     arm, sent = tmp_path / "arm", tmp_path / "sent"
     step = partial(_interrupting, arm=str(arm), sent=str(sent), client_pid=os.getpid())
@@ -748,7 +750,7 @@ def test_an_interrupt_on_dask_leaves_nothing(client, tmp_path, out, phase):
         data, report = _dask_release(_table(), step)
         arm.touch()
         with pytest.raises(KeyboardInterrupt):
-            write_release(data, out / "released", report)
+            DaskEngine.write_release(data, out / "released", report)
     assert sent.exists()
     _wait_for_no_tasks(client)
     assert list(out.iterdir()) == []

@@ -364,16 +364,15 @@ def test_orderable_bits_keep_the_order_of_floats():
 
 def _engines(table: pa.Table, tmp_path: Path, memory: int = 600_000) -> list:
     """The memory engine and the out-of-core one (tiny batches, ranges sorted one by one)."""
+    from dpfast.engines import Opening
     from dpfast.engines.memory import MemoryEngine
     from dpfast.engines.outofcore import OutOfCoreEngine
 
     return [
-        MemoryEngine.open(table, method="test"),
+        MemoryEngine.open(table, Opening("test")),
         OutOfCoreEngine.open(
             ArrowSource(table),
-            method="test",
-            output=tmp_path / "o.parquet",
-            memory_limit=memory,
+            Opening("test", output=tmp_path / "o.parquet", memory_limit=memory),
             batch_rows=64,
         ),
     ]

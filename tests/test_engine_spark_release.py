@@ -21,7 +21,7 @@ from tests.engine_runs import on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, write_release
+from dpfast.engines.spark import SparkEngine, SparkSource
 from dpfast.engines.spark._rows import FileTasks
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
@@ -475,7 +475,7 @@ def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     with pytest.raises(Exception, match=r"part-001\.parquet"):
         data, report, _ = on_engine("spark", dpfast.ir_dp, source, **args)
-        write_release(data, tmp_path / "out", report)
+        SparkEngine.write_release(data, tmp_path / "out", report)
     assert not (tmp_path / "out").exists()
 
 
@@ -494,7 +494,7 @@ def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path
     table = _table()
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     data, report, _ = on_engine("spark", dpfast.ir_dp, _frame(spark, table), part_rows=700, **args)
-    write_release(data, tmp_path / "parts", report)
+    SparkEngine.write_release(data, tmp_path / "parts", report)
     expected = dpfast.ir_dp(table, **args).data
     names = sorted(p.name for p in (tmp_path / "parts").iterdir())
     assert names == [f"part-{i:06d}.parquet" for i in range(5)]  # pyarrow, a file a part
@@ -502,7 +502,7 @@ def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path
     assert written.schema.field("b").type == pa.int64()
     pd.testing.assert_frame_equal(written.to_pandas(), expected)  # rows in the same order
     # a transformed frame goes through Spark's own writer, and gives the same rows
-    write_release(data.select("a", "b"), tmp_path / "spark", report)
+    SparkEngine.write_release(data.select("a", "b"), tmp_path / "spark", report)
     assert not any(p.name.startswith("part-0000000") for p in (tmp_path / "spark").iterdir())
     pd.testing.assert_frame_equal(pq.read_table(tmp_path / "spark").to_pandas(), expected)
 
@@ -551,7 +551,7 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
             os.kill(os.getpid(), signal.SIGINT)
 
     with pytest.raises(KeyboardInterrupt):
-        write_release(data, tmp_path / "out", report, progress=progress)
+        SparkEngine.write_release(data, tmp_path / "out", report, progress=progress)
     assert sent == ["writing out"]
     tracker = spark.sparkContext.statusTracker()
     for _ in range(300):  # cancelled tasks end after their job does
@@ -631,7 +631,9 @@ def test_a_task_of_the_output_failing_once_writes_the_same_rows(spark, tmp_path)
     marker = tmp_path / "failed-once"
     source, data = _flaky_frame(spark, marker)
     calls = []
-    write_release(data, tmp_path / "out", None, progress=lambda *call: calls.append(call))
+    SparkEngine.write_release(
+        data, tmp_path / "out", None, progress=lambda *call: calls.append(call)
+    )
     assert marker.exists()  # a task did fail, and was retried
     got = pq.read_table(tmp_path / "out").column("a").to_numpy()
     np.testing.assert_array_equal(got, _rows(source.frame)["a"].to_numpy())
@@ -642,7 +644,7 @@ def test_a_failed_write_leaves_no_output(spark, tmp_path):
     _, data = _flaky_frame(spark, None)
     published = []
     with pytest.raises(Exception, match="a lost executor, simulated"):
-        write_release(data, tmp_path / "out", None, before_publish=published.append)
+        SparkEngine.write_release(data, tmp_path / "out", None, before_publish=published.append)
     assert published == []
     assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
     # the write ran in a job group of its own, and the thread's is as it was
@@ -657,10 +659,12 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(spark, tmp_path, 
         raise stop
 
     with pytest.raises(type(stop)):
-        write_release(data, tmp_path / "out", None, before_publish=refuse)
+        SparkEngine.write_release(data, tmp_path / "out", None, before_publish=refuse)
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
-        write_release(data, tmp_path / "out.parquet", None)
+    # an output named .parquet is a dataset directory too, as Spark's own writer makes it
+    SparkEngine.write_release(data, tmp_path / "out.parquet", None)
+    assert (tmp_path / "out.parquet").is_dir()
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50
 
 
 def test_cli_laplace_on_spark_writes_the_in_memory_release(spark, tmp_path, capsys):
@@ -678,9 +682,10 @@ def test_cli_laplace_on_spark_writes_the_in_memory_release(spark, tmp_path, caps
     (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
     args = ["release", "laplace", str(files), "--epsilon", str(EPSILON), "--seed", str(SEED)]
     args += ["--schema", str(tmp_path / "s.json"), "--engine", "spark", "--master", "local[2]"]
-    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
-    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet"), "--quiet"]) == 0
+    assert (tmp_path / "out.parquet").is_dir()  # a dataset directory, whatever its suffix
     assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "out"))
     with cli_spelling():
         expected = _in_memory(table)
     got = pq.read_table(tmp_path / "out").to_pandas()

@@ -39,13 +39,13 @@ from dpfast._release.columns import (
 )
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
-from dpfast.engines.base import (
+from dpfast.engines.base import Engine
+from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     CodeCells,
     CodedNumeric,
     Contingency,
-    Engine,
     NumericColumn,
     column_threads,
     inverse_permutation,

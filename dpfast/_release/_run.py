@@ -16,7 +16,8 @@ from dpfast import noise
 from dpfast._release._reports import Reporting
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import EngineChoice, open_engine
-from dpfast.engines.base import CategoricalColumn, Engine, NumericColumn, PublishHook
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
 
 __all__ = ["BudgetLike", "Progress", "Release", "Reservation", "Run", "open_run"]
 

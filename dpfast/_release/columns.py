@@ -13,7 +13,8 @@ from dpfast._validation import (
     check_bounds,
     check_columns,
 )
-from dpfast.engines.base import CategoricalColumn, Engine, NumericColumn
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 

@@ -365,14 +365,6 @@ def _check_dataset_paths(args: argparse.Namespace) -> None:
     """Fail fast on paths the engine cannot read or write, with the in-memory messages."""
     from dpfast.io import output_format
 
-    if getattr(args, "engine", "local") == "spark" and not _is_text(args.output):
-        from dpfast.engines.spark import check_spark_output
-
-        check_spark_output(args.output)  # before Spark starts
-    if getattr(args, "engine", "local") == "dask" and not _is_text(args.output):
-        from dpfast.engines.dask import check_dask_output
-
-        check_dask_output(args.output)  # before Dask starts
     if _is_text(args.output):
         what = "--memory-limit" if getattr(args, "memory_limit", None) else "out of core"
         raise DPFastValueError(

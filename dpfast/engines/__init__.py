@@ -27,16 +27,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpfast.engines.base import (
+from dpfast.engines.base import Engine
+from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     Cells,
     Clusters,
     ClusterTotals,
     CodeCells,
-    Engine,
     GroupValues,
     NumericColumn,
+    Opening,
     OrderStatistics,
     Progress,
     PublishHook,
@@ -54,6 +55,7 @@ __all__ = [
     "EngineChoice",
     "GroupValues",
     "NumericColumn",
+    "Opening",
     "OrderStatistics",
     "Progress",
     "PublishHook",
@@ -188,15 +190,9 @@ def open_engine(
     entry = _REGISTRY[name]
     options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
     kind = getattr(importlib.import_module(entry.module), entry.attribute)
-    opened: Engine = kind.open(
-        data,
-        method=method,
-        output=output,
-        memory_limit=None if memory_limit is None else parse_memory(memory_limit),
-        progress=progress,
-        metrics=metrics,
-        **options,
-    )
+    memory = None if memory_limit is None else parse_memory(memory_limit)
+    opening = Opening(method, output, memory, progress, metrics)
+    opened: Engine = kind.open(data, opening, **options)
     return opened
 
 

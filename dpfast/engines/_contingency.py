@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpfast._kernels import contingency as kernels
-from dpfast.engines.base import Contingency
+from dpfast.engines.values import Contingency
 
 __all__ = ["HeldContingency", "Partitions"]
 

@@ -67,44 +67,19 @@ from dpfast.engines.values import (
     GroupValues,
     Lookup,
     NumericColumn,
+    Opening,
     OrderStatistics,
-    Progress,
     PublishHook,
-    check_in_domain,
-    code_dtype,
     column_threads,
-    inverse_permutation,
-    partition_inputs,
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
 
-__all__ = [
-    "Bins",
-    "CategoricalColumn",
-    "Cells",
-    "Classes",
-    "ClusterTotals",
-    "Clusters",
-    "CodeCells",
-    "CodedNumeric",
-    "Contingency",
-    "Engine",
-    "GroupValues",
-    "Lookup",
-    "NumericColumn",
-    "OrderStatistics",
-    "Progress",
-    "PublishHook",
-    "check_in_domain",
-    "code_dtype",
-    "column_threads",
-    "inverse_permutation",
-    "partition_inputs",
-]
+__all__ = ["Engine"]
 
 T = TypeVar("T")
+E = TypeVar("E", bound="Engine")
 R = TypeVar("R")
 
 
@@ -121,6 +96,15 @@ class Engine(ABC):
 
     #: The engine's name in the registry and in ``engine=`` arguments.
     name: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def open(cls: type[E], data: Any, opening: Opening) -> E:
+        """Open the engine on ``data`` for one release, refusing what it cannot do.
+
+        An engine takes its own settings (``EngineChoice.options``) as keywords; a refusal
+        says what to change, before anything is read or written.
+        """
 
     # -- the input ----------------------------------------------------------------------
 

@@ -31,7 +31,8 @@ from dpfast._validation import (
 from dpfast.engines._contingency import HeldContingency
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
-from dpfast.engines.base import (
+from dpfast.engines.base import Engine
+from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     Cells,
@@ -40,10 +41,10 @@ from dpfast.engines.base import (
     ClusterTotals,
     CodeCells,
     CodedNumeric,
-    Engine,
     GroupValues,
     Lookup,
     NumericColumn,
+    Opening,
     OrderStatistics,
     Progress,
     PublishHook,
@@ -95,21 +96,21 @@ class MemoryEngine(Engine):
     def open(
         cls,
         data: Any,
-        *,
-        method: str,
-        output: str | os.PathLike[str] | None = None,
-        memory_limit: int | None = None,
-        progress: Progress | None = None,
-        metrics: bool = False,
+        opening: Opening,
     ) -> MemoryEngine:
         """Open a release of ``data`` held in memory; ``output``, if given, is written too."""
-        if memory_limit is not None:
+        if opening.memory_limit is not None:
             raise DPFastValueError(
                 f"{option('memory_limit')} bounds a release out of core, and this table is "
                 f"held in memory; drop it, or pass {option('engine', 'outofcore')} (with "
                 f"{option('output')}) to release the table column by column within it"
             )
-        return cls(as_table_data(data), output=output, progress=progress, metrics=metrics)
+        return cls(
+            as_table_data(data),
+            output=opening.output,
+            progress=opening.progress,
+            metrics=opening.metrics,
+        )
 
     # -- the input ----------------------------------------------------------------------
 

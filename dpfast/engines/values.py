@@ -10,6 +10,7 @@ the per-batch functions a method hands over (:class:`Cells`, :class:`CodeCells`,
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpfast._validation import option
 from dpfast.exceptions import DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
@@ -33,6 +35,7 @@ __all__ = [
     "GroupValues",
     "Lookup",
     "NumericColumn",
+    "Opening",
     "OrderStatistics",
     "Progress",
     "PublishHook",
@@ -51,6 +54,31 @@ Progress = Callable[[str, int, int], None]
 #: Called with the public report once the output is complete, just before it is made
 #: visible (a budget's spend is committed there).
 PublishHook = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What one release asks of the engine it opens (``Engine.open``).
+
+    ``output`` (where the release is written) and ``memory_limit`` (bytes: the working
+    memory of an engine that reads in passes) mean the same on every engine that takes
+    them; ``metrics`` asks for the private comparison of the release with its input.
+    """
+
+    method: str
+    output: str | os.PathLike[str] | None = None
+    memory_limit: int | None = None
+    progress: Progress | None = None
+    metrics: bool = False
+
+    def refuse_metrics(self, where: str, instead: str) -> None:
+        """Refuse ``metrics=True`` on an engine that does not hold the release ``where``."""
+        if self.metrics:
+            raise DPFastValueError(
+                f"{self.method}: {option('metrics', True)} compares the release with the "
+                f"original row by row, which a release {where} does not hold; drop it, "
+                f"and {instead}"
+            )
 
 
 @dataclass(frozen=True)

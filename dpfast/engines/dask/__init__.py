@@ -7,7 +7,8 @@
   row order (:func:`read_in_order`);
 * :class:`DaskSource`: a Dask DataFrame, or Parquet files (:meth:`DaskSource.from_parquet`),
   as a column source, rows numbered globally;
-* :func:`write_release`: the workers write a release frame as Parquet, published atomically;
+* :meth:`DaskEngine.write_release`: the workers write a release frame as a Parquet
+  dataset directory, published atomically;
 * :func:`local_cluster`: a ``LocalCluster`` of worker processes configured for dpfast.
 
 Numba in the worker processes needs a writable cache directory, or every worker compiles
@@ -24,17 +25,6 @@ from __future__ import annotations
 from dpfast.engines.dask._engine import DaskEngine
 from dpfast.engines.dask._methods import read_in_order
 from dpfast.engines.dask._source import DaskSource
-from dpfast.engines.dask._write import check_dask_output, local_cluster, write_release
+from dpfast.engines.dask._write import local_cluster
 
-__all__ = [
-    "DaskEngine",
-    "DaskSource",
-    "check_dask_output",
-    "ir_dp_dask",
-    "ir_dp_frame",
-    "laplace_dp_dask",
-    "laplace_dp_frame",
-    "local_cluster",
-    "read_in_order",
-    "write_release",
-]
+__all__ = ["DaskEngine", "DaskSource", "local_cluster", "read_in_order"]

@@ -10,7 +10,6 @@ read back by the workers in row order (:class:`~dpfast.engines.outofcore.Cluster
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,21 +18,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfast._validation import option
-from dpfast.engines.base import Progress, PublishHook
 from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
 from dpfast.engines.dask._methods import memory_limit as configured_memory
 from dpfast.engines.dask._source import DaskSource, arrow_column, dask_of
-from dpfast.engines.dask._write import write_release
+from dpfast.engines.dask._write import write_dataset
 from dpfast.engines.outofcore import (
-    BATCH_ROWS,
     PARTS_ATTRIBUTE,
     ClusterEngine,
     GeneratedParts,
     RowsBatch,
     RowsColumn,
 )
-from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskEngine"]
 
@@ -43,38 +38,19 @@ class DaskEngine(ClusterEngine):
 
     name = "dask"
 
+    frame = "a Dask DataFrame"
+    in_memory = "frame.compute()"
+
     @classmethod
-    def open(
-        cls,
-        data: Any,
-        *,
-        method: str,
-        output: str | os.PathLike[str] | None = None,
-        memory_limit: int | None = None,
-        progress: Progress | None = None,
-        metrics: bool = False,
-        batch_rows: int = BATCH_ROWS,
-        part_rows: int | None = None,
-    ) -> DaskEngine:
-        """Open a release of a Dask DataFrame; ``memory_limit`` defaults to Dask's setting."""
-        if metrics:
-            raise DPFastValueError(
-                f"{method} on a Dask DataFrame does not support {option('metrics', True)}; "
-                "drop it (the Dask engine computes no metrics), or release frame.compute() "
-                "in memory"
-            )
+    def cluster_source(cls, data: Any) -> DaskSource:
         source = data if hasattr(data, "map_column") else DaskSource(data)
         dask_of(source)  # anything else is refused before a pass runs
-        memory = configured_memory() if memory_limit is None else memory_limit
-        return cls(
-            source,
-            output,
-            scratch_directory(),
-            memory_limit=memory,
-            batch_rows=batch_rows,
-            part_rows=part_rows,
-            progress=progress,
-        )
+        return source
+
+    @classmethod
+    def settings(cls, source: Any) -> tuple[int, Path]:
+        """Return ``dpfast.memory-limit`` of Dask's configuration and this process's scratch."""
+        return configured_memory(), scratch_directory()
 
     @property
     def cluster(self) -> DaskSource:
@@ -103,10 +79,9 @@ class DaskEngine(ClusterEngine):
         with dask.config.set({"dataframe.convert-string": False}):
             return dd.from_pandas(table.to_pandas(), npartitions=1, sort=False)
 
-    def write_frame(
-        self, frame: Any, output: Path, report: Any, before: PublishHook | None
-    ) -> None:
-        write_release(frame, output, report, progress=self.progress, before_publish=before)
+    @classmethod
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+        write_dataset(frame, directory, target, progress)
 
 
 def _dtype(kind: str) -> Any:
@@ -133,7 +108,7 @@ def _groups_frame(parts: GeneratedParts) -> Any:
 
     The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
     graph, sent once to each worker that computes a part, not once per task. The frame
-    carries its :class:`GeneratedParts`, so that :func:`write_release` has each part
+    carries its :class:`GeneratedParts`, so that :meth:`write_dataset` has each part
     written by the task that computes it, in Arrow, instead of through pandas.
     """
     import dask

@@ -20,10 +20,6 @@ Two Dask settings (``dask.config``, e.g. ``dask.config.set({"dpfast.scratch-dir"
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +27,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from dpfast.engines.dask._source import DaskSource, Piece
+from dpfast.engines.outofcore import process_scratch
 
 __all__ = [
     "MEMORY_KEY",
@@ -46,24 +43,12 @@ SCRATCH_KEY = "dpfast.scratch-dir"
 MEMORY_KEY = "dpfast.memory-limit"
 _DEFAULT_MEMORY = "1GiB"
 
-_LOCK = threading.Lock()
-_MADE: dict[str, Path] = {}
-
 
 def scratch_directory() -> Path:
     """Return this process's directory of release files, made once and removed at exit."""
     import dask
 
-    parent = str(dask.config.get(SCRATCH_KEY, None) or "")
-    with _LOCK:
-        made = _MADE.get(parent)
-        if made is None or not made.is_dir():
-            if parent:
-                Path(parent).mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix="dpfast-dask-", dir=parent or None))
-            atexit.register(shutil.rmtree, made, True)
-            _MADE[parent] = made
-    return made
+    return process_scratch(str(dask.config.get(SCRATCH_KEY, None) or ""), "dpfast-dask-")
 
 
 def memory_limit() -> int:

@@ -26,6 +26,7 @@ from dpfast.engines.outofcore._output import (
     FILE_ROWS,
     Output,
     ScratchColumn,
+    process_scratch,
     publish_at,
     scratch_beside,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "keys_by_range",
     "numeric_values",
     "output_part_rows",
+    "process_scratch",
     "publish_at",
     "scratch_beside",
     "sorted_runs",

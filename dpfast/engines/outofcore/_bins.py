@@ -23,10 +23,10 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast.engines.base import Bins, NumericColumn
 from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import Bins, NumericColumn
 
 __all__ = ["Replacements", "bin_counts", "find_replacements", "write_replaced"]
 

@@ -25,21 +25,12 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.base import (
-    Bins,
-    CategoricalColumn,
-    Cells,
-    CodeCells,
-    GroupValues,
-    NumericColumn,
-    PublishHook,
-)
-from dpfast.engines.outofcore._engine import OutOfCoreEngine
+from dpfast.engines.outofcore._engine import NO_METRICS_INSTEAD, OutOfCoreEngine
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
     GroupsColumn,
@@ -47,12 +38,25 @@ from dpfast.engines.outofcore._lazy import (
     RowsCounts,
     output_part_rows,
 )
+from dpfast.engines.outofcore._output import publish_at, scratch_beside
 from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    CodeCells,
+    GroupValues,
+    NumericColumn,
+    Opening,
+    PublishHook,
+)
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 
 __all__ = ["ClusterEngine"]
+
+C = TypeVar("C", bound="ClusterEngine")
 
 
 class ClusterEngine(OutOfCoreEngine):
@@ -88,6 +92,45 @@ class ClusterEngine(OutOfCoreEngine):
         self._written = False
         self._table: pa.Table | None = None
 
+    #: The input this engine releases, and how a user brings it into memory instead.
+    frame: ClassVar[str]
+    in_memory: ClassVar[str]
+
+    @classmethod
+    def open(
+        cls: type[C],
+        data: Any,
+        opening: Opening,
+        *,
+        batch_rows: int = BATCH_ROWS,
+        part_rows: int | None = None,
+    ) -> C:
+        """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting."""
+        opening.refuse_metrics(
+            f"on {cls.frame}", f"release {cls.in_memory} in memory, or {NO_METRICS_INSTEAD}"
+        )
+        source = cls.cluster_source(data)
+        memory, scratch = cls.settings(source)
+        return cls(
+            source,
+            opening.output,
+            scratch,
+            memory_limit=memory if opening.memory_limit is None else opening.memory_limit,
+            batch_rows=batch_rows,
+            part_rows=part_rows,
+            progress=opening.progress,
+        )
+
+    @classmethod
+    @abstractmethod
+    def cluster_source(cls, data: Any) -> ColumnSource:
+        """Return ``data`` (a frame, or a source over one) as this cluster's source."""
+
+    @classmethod
+    @abstractmethod
+    def settings(cls, source: ColumnSource) -> tuple[int, Path]:
+        """Return the cluster's configured working memory and this process's scratch."""
+
     # -- what a cluster does -------------------------------------------------------------
 
     @property
@@ -111,11 +154,42 @@ class ClusterEngine(OutOfCoreEngine):
     def table_frame(self, table: pa.Table) -> Any:
         """Return a small Arrow table computed here as a frame of the cluster."""
 
+    @classmethod
     @abstractmethod
-    def write_frame(
-        self, frame: Any, output: Path, report: Any, before: PublishHook | None
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+        """Have the workers write ``frame`` as the new dataset directory ``directory``.
+
+        One Parquet file per part, names sorting in row order; ``progress`` follows the
+        write's tasks, and errors name ``target``, where it will be published. A failed or
+        interrupted write stops its tasks.
+        """
+
+    @classmethod
+    def write_release(
+        cls,
+        frame: Any,
+        output: str | os.PathLike[str],
+        report: Any,
+        *,
+        progress: Any = None,
+        before_publish: PublishHook | None = None,
     ) -> None:
-        """Have the workers write ``frame`` at ``output``, published after ``before``."""
+        """Write a release frame as a dataset directory named ``output``, atomically.
+
+        The workers write it (:meth:`write_dataset`) into a hidden scratch directory
+        beside ``output``, whatever ``output``'s suffix (``out.parquet`` is a directory
+        too, as the cluster's own writers make it); ``before_publish(report)`` runs once
+        it is complete, then it is renamed into place. A failed or interrupted write
+        leaves nothing at ``output``. On a cluster, ``output``'s directory must be one
+        the workers share with this process.
+        """
+        target = Path(output)
+        with scratch_beside(target) as scratch:
+            written = scratch / "release"
+            cls.write_dataset(frame, written, target, progress)
+            if before_publish is not None:
+                before_publish(report)
+            publish_at(written, target)
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -190,7 +264,7 @@ class ClusterEngine(OutOfCoreEngine):
             if before is not None:
                 before(report)
             return frame
-        self.write_frame(frame, self.final, report, before)
+        self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
         return frame
 
     def _parts(

@@ -35,12 +35,12 @@ from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast._validation import option
-from dpfast.engines.base import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
 from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._orders import Attributes, chunks, distance_orders, read_rows
 from dpfast.engines.outofcore._passes import category_codes, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import FAST_PATH_MAX_POINTS, ReferenceGeometry

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast.engines.base import CodeCells, check_in_domain, code_dtype
 from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._output import ScratchColumn
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CodeCells, check_in_domain, code_dtype
 
 __all__ = ["write_codes"]
 

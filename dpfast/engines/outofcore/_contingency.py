@@ -33,10 +33,10 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
-from dpfast.engines.base import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.exceptions import DPFastOSError, DPFastValueError
 from dpfast.io import TableData, as_table_data
 

@@ -13,24 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_error, option
-from dpfast.engines.base import (
-    Bins,
-    CategoricalColumn,
-    Cells,
-    Classes,
-    Clusters,
-    ClusterTotals,
-    CodeCells,
-    CodedNumeric,
-    Engine,
-    GroupValues,
-    Lookup,
-    NumericColumn,
-    OrderStatistics,
-    Progress,
-    PublishHook,
-    column_threads,
-)
+from dpfast.engines.base import Engine
 from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
 from dpfast.engines.outofcore._clusters import (
     cluster_limits,
@@ -52,6 +35,24 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    Classes,
+    Clusters,
+    ClusterTotals,
+    CodeCells,
+    CodedNumeric,
+    GroupValues,
+    Lookup,
+    NumericColumn,
+    Opening,
+    OrderStatistics,
+    Progress,
+    PublishHook,
+    column_threads,
+)
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
@@ -65,6 +66,9 @@ R = TypeVar("R")
 
 #: The working memory of a release when ``memory_limit`` is not given.
 DEFAULT_MEMORY = 4 * 2**30
+
+#: What to do instead of ``metrics=True`` on an engine that does not hold the release.
+NO_METRICS_INSTEAD = "compare the published output with the input afterwards (dpfast compare)"
 
 
 def source_of(data: Any) -> ColumnSource:
@@ -132,24 +136,24 @@ class OutOfCoreEngine(Engine):
     def open(
         cls,
         data: Any,
+        opening: Opening,
         *,
-        method: str,
-        output: str | os.PathLike[str] | None = None,
-        memory_limit: int | None = None,
-        progress: Progress | None = None,
-        metrics: bool = False,
         batch_rows: int = BATCH_ROWS,
     ) -> OutOfCoreEngine:
         """Open a release of ``data`` read in batches; it is written to ``output``."""
-        _refuse_metrics(metrics, "out of core")
-        if output is None:
+        opening.refuse_metrics("out of core", NO_METRICS_INSTEAD)
+        if opening.output is None:
             raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "
                 "directory of Parquet files, or a .parquet file)"
             )
-        memory = DEFAULT_MEMORY if memory_limit is None else memory_limit
+        memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
         return cls(
-            source_of(data), output, memory_limit=memory, batch_rows=batch_rows, progress=progress
+            source_of(data),
+            opening.output,
+            memory_limit=memory,
+            batch_rows=batch_rows,
+            progress=opening.progress,
         )
 
     # -- the input ----------------------------------------------------------------------
@@ -476,12 +480,3 @@ class OutOfCoreEngine(Engine):
 
 def _holds_numbers(arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
-
-
-def _refuse_metrics(metrics: bool, where: str) -> None:
-    if metrics:
-        raise DPFastValueError(
-            f"{option('metrics', True)} compares the release with the original row by row, "
-            f"which a release {where} does not hold; drop it, and compare the published "
-            "output with the input afterwards (dpfast compare)"
-        )

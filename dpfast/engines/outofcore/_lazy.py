@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast.engines.base import Cells, NumericColumn
 from dpfast.engines.outofcore._passes import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.engines.values import Cells, NumericColumn
 
 __all__ = [
     "PARTS_ATTRIBUTE",
@@ -133,12 +133,12 @@ class GroupsColumn:
 
 @dataclass(frozen=True)
 class GeneratedParts:
-    """An ``ir_dp`` release frame's parts: what its tasks compute, and a writer can too.
+    """A lazy frame of rank groups: what its tasks compute, and a writer can too.
 
-    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column.
-    :func:`dpfast.engines.spark.write_release` finds this on a frame that
-    :func:`ir_dp_spark` returned (untransformed) and has the executors write each part
-    with pyarrow, instead of converting it into Spark rows for Spark's writer.
+    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column
+    (:meth:`ClusterEngine.groups_frame`). :meth:`ClusterEngine.write_release` finds this
+    on a frame a release returned (untransformed) and has the workers write each part
+    with pyarrow, instead of converting it into the cluster's rows for its own writer.
     """
 
     columns: tuple[GroupsColumn, ...]
@@ -191,7 +191,7 @@ PARTS_ATTRIBUTE = "_dpfast_generated_parts"
 
 
 def generated_parts(frame: Any) -> GeneratedParts | None:
-    """Return the parts of a frame :func:`ir_dp_spark` returned, else None."""
+    """Return the parts of a lazy frame of rank groups a release returned, else None."""
     found = vars(frame).get(PARTS_ATTRIBUTE) if hasattr(frame, "__dict__") else None
     return found if isinstance(found, GeneratedParts) else None
 

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast.engines.base import NumericColumn, OrderStatistics
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import NumericColumn, OrderStatistics
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["RankSweep", "key_value", "order_keys", "order_statistics"]

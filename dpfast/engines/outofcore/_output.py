@@ -20,6 +20,7 @@ leaves no output, and its scratch directory is removed.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -37,7 +38,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast import noise
-from dpfast.engines.base import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
 from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._passes import (
     Limits,
@@ -48,10 +48,18 @@ from dpfast.engines.outofcore._passes import (
 )
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
 from dpfast.io import WRITE_ROWS
 from dpfast.partitions.grid import Grid
 
-__all__ = ["FILE_ROWS", "Output", "ScratchColumn", "publish_at", "scratch_beside"]
+__all__ = [
+    "FILE_ROWS",
+    "Output",
+    "ScratchColumn",
+    "process_scratch",
+    "publish_at",
+    "scratch_beside",
+]
 
 #: Rows per file of a Parquet dataset output.
 FILE_ROWS = 8 * WRITE_ROWS
@@ -535,6 +543,27 @@ def scratch_beside(target: Path) -> Iterator[Path]:
         yield scratch
     finally:
         _remove_tree(scratch)
+
+
+_SCRATCH_LOCK = threading.Lock()
+_SCRATCH: dict[tuple[str, str], Path] = {}
+
+
+def process_scratch(parent: str, prefix: str) -> Path:
+    """Return this process's scratch directory in ``parent`` (``""``: the temporary one).
+
+    It is made once per ``(parent, prefix)`` (again if it was removed), readable by its
+    owner only, and removed when the interpreter exits.
+    """
+    with _SCRATCH_LOCK:
+        made = _SCRATCH.get((parent, prefix))
+        if made is None or not made.is_dir():
+            if parent:
+                Path(parent).mkdir(parents=True, exist_ok=True)
+            made = Path(tempfile.mkdtemp(prefix=prefix, dir=parent or None))
+            atexit.register(shutil.rmtree, made, True)
+            _SCRATCH[(parent, prefix)] = made
+    return made
 
 
 def publish_at(written: Path, target: Path) -> None:

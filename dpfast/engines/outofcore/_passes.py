@@ -25,11 +25,11 @@ import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast.engines.base import CategoricalColumn, NumericColumn
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy

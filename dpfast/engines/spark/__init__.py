@@ -7,7 +7,8 @@
   (``spark.dpfast.scratchDir``);
 * :class:`SparkSource`: a Spark DataFrame, or Parquet files (:meth:`SparkSource.from_parquet`),
   as a column source, its passes run on the executors, rows numbered globally;
-* :func:`write_release`: the executors write a release frame as Parquet, published atomically;
+* :meth:`SparkEngine.write_release`: the executors write a release frame as a Parquet
+  dataset directory, published atomically;
 * :func:`local_session`: a local session configured for dpfast's workers.
 
 Executors must run the same dpfast (and Python) as the driver, and Numba in the worker
@@ -26,12 +27,5 @@ from __future__ import annotations
 from dpfast.engines.spark._engine import SparkEngine
 from dpfast.engines.spark._session import local_session
 from dpfast.engines.spark._source import SparkSource
-from dpfast.engines.spark._write import check_spark_output, write_release
 
-__all__ = [
-    "SparkEngine",
-    "SparkSource",
-    "check_spark_output",
-    "local_session",
-    "write_release",
-]
+__all__ = ["SparkEngine", "SparkSource", "local_session"]

@@ -12,17 +12,13 @@ driver wrote from the passes, read by Spark in row order
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from dpfast._validation import option
-from dpfast.engines.base import Progress, PublishHook, column_threads
 from dpfast.engines.outofcore import (
-    BATCH_ROWS,
     PARTS_ATTRIBUTE,
     ClusterEngine,
     GeneratedParts,
@@ -33,8 +29,9 @@ from dpfast.engines.spark._methods import memory_limit as configured_memory
 from dpfast.engines.spark._methods import read_in_order, scratch_directory
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._source import SparkSource, spark_of
-from dpfast.engines.spark._write import write_release
-from dpfast.exceptions import DPFastValueError, interrupt_in
+from dpfast.engines.spark._write import write_dataset
+from dpfast.engines.values import column_threads
+from dpfast.exceptions import interrupt_in
 
 __all__ = ["SparkEngine"]
 
@@ -44,38 +41,18 @@ class SparkEngine(ClusterEngine):
 
     name = "spark"
 
+    frame = "a Spark DataFrame"
+    in_memory = "frame.toPandas()"
+
     @classmethod
-    def open(
-        cls,
-        data: Any,
-        *,
-        method: str,
-        output: str | os.PathLike[str] | None = None,
-        memory_limit: int | None = None,
-        progress: Progress | None = None,
-        metrics: bool = False,
-        batch_rows: int = BATCH_ROWS,
-        part_rows: int | None = None,
-    ) -> SparkEngine:
-        """Open a release of a Spark DataFrame; ``memory_limit`` defaults to the session's."""
-        if metrics:
-            raise DPFastValueError(
-                f"{method} on a Spark DataFrame does not support {option('metrics', True)}; "
-                "drop it (the Spark engine computes no metrics), or release "
-                "frame.toPandas() in memory"
-            )
-        source = data if hasattr(data, "map_column") else SparkSource(data)
+    def cluster_source(cls, data: Any) -> SparkSource:
+        return data if hasattr(data, "map_column") else SparkSource(data)
+
+    @classmethod
+    def settings(cls, source: Any) -> tuple[int, Path]:
+        """Return ``spark.dpfast.memoryLimit`` and the scratch of the source's session."""
         session = spark_of(source).session
-        memory = configured_memory(session) if memory_limit is None else memory_limit
-        return cls(
-            source,
-            output,
-            scratch_directory(session),
-            memory_limit=memory,
-            batch_rows=batch_rows,
-            part_rows=part_rows,
-            progress=progress,
-        )
+        return configured_memory(session), scratch_directory(session)
 
     @property
     def cluster(self) -> SparkSource:
@@ -132,10 +109,9 @@ class SparkEngine(ClusterEngine):
             pa.Table.from_arrays(plain, names=table.column_names)
         )
 
-    def write_frame(
-        self, frame: Any, output: Path, report: Any, before: PublishHook | None
-    ) -> None:
-        write_release(frame, output, report, progress=self.progress, before_publish=before)
+    @classmethod
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+        write_dataset(frame, directory, target, progress)
 
     def explain(self, error: Exception) -> BaseException:
         """Give an interrupt that Spark reported as a cancelled job back as the interrupt."""

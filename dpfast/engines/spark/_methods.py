@@ -18,13 +18,10 @@ memory for the passes.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dpfast.engines.outofcore import process_scratch
 from dpfast.engines.spark._rows import ROW_COLUMN
 
 if TYPE_CHECKING:
@@ -40,22 +37,10 @@ _DEFAULT_MEMORY = "1GiB"
 #: The column of a release file's path while its rows are put in order.
 _FILE_COLUMN = "__dpfast_file"
 
-_LOCK = threading.Lock()
-_MADE: dict[str, Path] = {}
-
 
 def scratch_directory(session: SparkSession) -> Path:
     """Return this process's directory of release files, made once and removed at exit."""
-    parent = session.conf.get(SCRATCH_KEY, None) or ""
-    with _LOCK:
-        made = _MADE.get(parent)
-        if made is None or not made.is_dir():
-            if parent:
-                Path(parent).mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix="dpfast-spark-", dir=parent or None))
-            atexit.register(shutil.rmtree, made, True)
-            _MADE[parent] = made
-    return made
+    return process_scratch(session.conf.get(SCRATCH_KEY, None) or "", "dpfast-spark-")
 
 
 def memory_limit(session: SparkSession) -> int:
