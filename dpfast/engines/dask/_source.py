@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines.outofcore import Ranges, keys_by_range
-from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.engines.outofcore import Ranges, keys_by_range, source_under
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -317,12 +317,4 @@ def _sort(
 
 def dask_of(source: Any) -> DaskSource:
     """Return the :class:`DaskSource` under ``source`` (itself, or a checked wrapper's)."""
-    inner = source
-    while not isinstance(inner, DaskSource):
-        inner = getattr(inner, "dataset", None)
-        if inner is None:
-            raise DPFastTypeError(
-                f"a Dask release reads a Dask DataFrame or a DaskSource, got "
-                f"{type(source).__name__}"
-            )
-    return inner
+    return source_under(source, DaskSource, "a Dask release reads a Dask DataFrame or a DaskSource")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.engines.outofcore import GeneratedParts, generated_parts
+from dpfast.engines.outofcore import GeneratedParts, generated_parts, worker_numba_cache
 from dpfast.engines.values import Progress
 
 __all__ = ["local_cluster", "write_dataset"]
@@ -142,13 +141,7 @@ def local_cluster(
     """
     from distributed import LocalCluster
 
-    cache = os.fspath(
-        numba_cache_dir
-        or os.environ.get("NUMBA_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
-    )
-    os.makedirs(cache, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    cache = worker_numba_cache(numba_cache_dir)
     workers = n_workers if n_workers is not None else (os.cpu_count() or 1)
     return LocalCluster(
         n_workers=workers,

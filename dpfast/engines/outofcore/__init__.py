@@ -9,7 +9,7 @@ engines are this engine over their own sources, with the passes run by their wor
 
 from __future__ import annotations
 
-from dpfast.engines.outofcore._cluster import ClusterEngine
+from dpfast.engines.outofcore._cluster import ClusterEngine, worker_numba_cache
 from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
 from dpfast.engines.outofcore._lazy import (
     PART_BYTES,
@@ -51,6 +51,7 @@ from dpfast.engines.outofcore._sources import (
     ColumnSource,
     ParquetDataset,
     SchemaCheckedSource,
+    source_under,
 )
 
 __all__ = [
@@ -89,4 +90,6 @@ __all__ = [
     "scratch_beside",
     "sorted_runs",
     "source_of",
+    "source_under",
+    "worker_numba_cache",
 ]

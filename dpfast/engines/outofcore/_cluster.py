@@ -21,6 +21,7 @@ there (by the workers where the frame is lazy) and published in one rename.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
@@ -54,7 +55,7 @@ from dpfast.engines.values import (
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 
-__all__ = ["ClusterEngine"]
+__all__ = ["ClusterEngine", "worker_numba_cache"]
 
 C = TypeVar("C", bound="ClusterEngine")
 
@@ -313,3 +314,20 @@ class ClusterEngine(OutOfCoreEngine):
             before(report)
         assert self._table is not None
         return self.table_frame(self._table)
+
+
+def worker_numba_cache(directory: str | os.PathLike[str] | None) -> str:
+    """Return Numba's cache directory for worker processes, made and set for them.
+
+    ``directory``, else ``NUMBA_CACHE_DIR`` if set, else ``dpfast-numba`` in the temporary
+    directory; it is set in this process's environment (if unset), which local workers
+    inherit, so that each worker does not compile dpfast's kernels again.
+    """
+    cache = os.fspath(
+        directory
+        or os.environ.get("NUMBA_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
+    )
+    os.makedirs(cache, exist_ok=True)
+    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    return cache

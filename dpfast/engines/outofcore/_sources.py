@@ -22,9 +22,10 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class ColumnSource(Protocol):
@@ -251,3 +252,16 @@ class SchemaCheckedSource:
             return fn(array, first_row)
 
         return checked
+
+
+def source_under(source: Any, kind: type[S], reads: str) -> S:
+    """Return the ``kind`` source under ``source`` (itself, or a checked wrapper's).
+
+    ``reads`` says what the engine reads, for the error on anything else.
+    """
+    inner = source
+    while not isinstance(inner, kind):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise DPFastTypeError(f"{reads}, got {type(source).__name__}")
+    return inner

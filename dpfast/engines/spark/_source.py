@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore import Ranges
+from dpfast.engines.outofcore import Ranges, source_under
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -492,12 +492,5 @@ def _transform(
 
 def spark_of(source: Any) -> SparkSource:
     """Return the :class:`SparkSource` under ``source`` (itself, or a checked wrapper's)."""
-    inner = source
-    while not isinstance(inner, SparkSource):
-        inner = getattr(inner, "dataset", None)
-        if inner is None:
-            raise DPFastTypeError(
-                f"a Spark release reads a pyspark DataFrame or a SparkSource, got "
-                f"{type(source).__name__}"
-            )
-    return inner
+    reads = "a Spark release reads a pyspark DataFrame or a SparkSource"
+    return source_under(source, SparkSource, reads)
