@@ -142,6 +142,20 @@ def test_engine_refusals_are_one_line(workdir, capsys, source, output, extra, me
     assert {p.name for p in workdir.iterdir()} == before
 
 
+def test_a_directory_with_parquet_files_below_it_is_refused_naming_the_globs(workdir, capsys):
+    # an earlier release written into the input directory is never picked up silently
+    (workdir / "parts" / "old").mkdir()
+    assert _release(workdir, "parts", "parts/old/released") == 0
+    before = sorted(str(p) for p in workdir.rglob("*"))
+    assert _release(workdir, "parts", "again") == 2
+    err = capsys.readouterr().err
+    assert "subdirectories holding Parquet files ('old')" in err
+    assert f"'{workdir / 'parts'}/**/*.parquet'" in err
+    assert sorted(str(p) for p in workdir.rglob("*")) == before
+    assert _release(workdir, str(workdir / "parts" / "*.parquet"), "again") == 0
+    _check(workdir, "again", _expected(workdir))
+
+
 def test_a_missing_value_in_a_dataset_is_refused_without_output(workdir, capsys):
     table = pq.read_table(workdir / "parts" / "p2.parquet")
     ages = table.column("age").to_pylist()

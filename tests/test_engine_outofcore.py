@@ -211,6 +211,27 @@ def test_dataset_open_errors(tmp_path):
     assert (one.n_rows, one.names) == (2, ["a"])
 
 
+def test_a_directory_input_is_its_own_files_and_never_read_recursively(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), data / "part-0.parquet")
+    pq.write_table(pa.table({"a": [3]}), data / "part-1.parquet")
+    # hidden and metadata files and directories are not data
+    pq.write_table(pa.table({"a": [99]}), data / "_common.parquet")
+    (data / ".scratch").mkdir()
+    pq.write_table(pa.table({"a": [98]}), data / ".scratch" / "x.parquet")
+    assert ParquetDataset.open(data).n_rows == 3
+    # a subdirectory holding Parquet files (an earlier release, a partition) is refused,
+    # naming it and the globs that choose
+    (data / "old" / "deeper").mkdir(parents=True)
+    pq.write_table(pa.table({"a": [7, 7]}), data / "old" / "deeper" / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"subdirectories holding Parquet files \('old'\)") as info:
+        ParquetDataset.open(data)
+    assert f"'{data}/*.parquet'" in str(info.value) and f"'{data}/**/*.parquet'" in str(info.value)
+    assert ParquetDataset.open(data / "*.parquet").n_rows == 4  # _common.parquet: named
+    assert ParquetDataset.open(data / "**" / "*.parquet").n_rows == 6  # every level, not hidden
+
+
 def test_dataset_rows_are_numbered_by_file_then_row(tmp_path):
     _write_parts(pd.DataFrame({"v": np.arange(10.0)}), tmp_path / "in", [3, 4])
     dataset = ParquetDataset.open(tmp_path / "in")

@@ -163,7 +163,9 @@ def io_arguments(parser: argparse.ArgumentParser) -> None:
         "input",
         metavar="INPUT",
         help=f"input table ({FORMATS_HELP}), or a directory of Parquet files or a glob "
-        "(released out of core)",
+        "(released out of core). A directory is its own *.parquet files, never its "
+        "subdirectories' (one that has some is refused: quote a glob such as "
+        "'DIR/**/*.parquet' to read every level)",
     )
     parser.add_argument(
         "-o",
@@ -250,7 +252,8 @@ def engine_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("local", "spark", "dask"),
         default="local",
         help="local: this process, in memory or out of core (default); spark: the passes "
-        "over INPUT (Parquet) run on Spark executors, which write OUTPUT (a directory) where "
+        "over INPUT (Parquet) run on Spark executors, which write OUTPUT (a dataset "
+        "directory of that name, whatever its suffix) where "
         "the release allows it; needs pip install 'dpfast[spark]'. dask: the same on Dask "
         "workers (pip install 'dpfast[dask]'). The same release on every engine",
     )

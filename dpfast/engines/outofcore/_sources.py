@@ -53,6 +53,30 @@ class ColumnSource(Protocol):
         ...
 
 
+def _directory_files(directory: Path) -> list[str]:
+    """Return a directory input's own Parquet files, refusing one with nested ones."""
+    files = [str(p) for p in directory.glob("*.parquet") if p.is_file() and _data_name(p)]
+    nested = sorted(
+        str(p.relative_to(directory))
+        for p in directory.iterdir()
+        if p.is_dir() and _data_name(p) and any(p.rglob("*.parquet"))
+    )
+    if nested:
+        shown = ", ".join(repr(name) for name in nested[:3]) + (", ..." if len(nested) > 3 else "")
+        raise DPFastValueError(
+            f"directory {str(directory)!r} has subdirectories holding Parquet files ({shown}), "
+            f"which a directory input does not read; give a glob instead: "
+            f"'{directory}/*.parquet' for its own files only, '{directory}/**/*.parquet' for "
+            "every level (or move the other files out)"
+        )
+    return sorted(files)
+
+
+def _data_name(path: Path) -> bool:
+    """Return whether ``path`` may hold data: not hidden (``.*``) nor metadata (``_*``)."""
+    return not path.name.startswith((".", "_"))
+
+
 @dataclass(frozen=True)
 class ParquetDataset:
     """The files of a Parquet dataset, their row counts and their common schema.
@@ -67,14 +91,17 @@ class ParquetDataset:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> ParquetDataset:
-        """Open a ``.parquet`` file, a directory (its ``*.parquet`` files, recursively) or a glob.
+        """Open a ``.parquet`` file, a directory or a glob.
 
-        Only the files' footers are read. Raises ``ValueError`` when nothing matches or
-        the files' schemas differ.
+        A directory is its own ``*.parquet`` files, never its subdirectories' (hidden
+        files, ``.*`` and ``_*``, are not data); one whose subdirectories hold Parquet files
+        is refused, naming them: a glob says which files to read (``DIR/**/*.parquet``
+        reads every level). Only the files' footers are read. Raises ``ValueError`` when
+        nothing matches or the files' schemas differ.
         """
         where = os.fspath(path)
         if Path(where).is_dir():
-            files = sorted(str(p) for p in Path(where).rglob("*.parquet") if p.is_file())
+            files = _directory_files(Path(where))
             what = f"directory {where!r} holds no .parquet file"
         elif glob.has_magic(where):
             files = sorted(p for p in glob.glob(where, recursive=True) if Path(p).is_file())
