@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from itertools import chain, pairwise
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import parse_memory
+from dpfast.engines.outofcore import _scratch as outofcore_scratch
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from tests.engine_runs import ir_dp_dataset
 
@@ -127,6 +129,29 @@ def test_dataset_directory_output(tmp_path, monkeypatch):
     got = pq.read_table(output).to_pandas()
     for name in got.columns:
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+
+
+def test_a_killed_runs_scratch_is_removed_by_the_next_run_saying_so(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its process id names a scratch directory whose run is gone
+    stale = tmp_path / f".released.dpfast{ended.pid}-x1y2"
+    stale.mkdir()
+    (stale / "column").write_bytes(b"\0" * 64)
+    alive = tmp_path / f".released.dpfast{os.getppid()}-a1b2"  # its process still runs
+    alive.mkdir()
+    other = tmp_path / ".released.ab12"  # not named by a dpfast run: never touched
+    other.mkdir()
+    table = pa.Table.from_pandas(_table(300), preserve_index=False)
+    with pytest.warns(UserWarning, match="killed before it could remove it") as caught:
+        _out_of_core(ArrowSource(table), tmp_path / "released", 10, 2**30, 64)
+    assert [str(stale) in str(w.message) for w in caught] == [True]
+    assert not stale.exists() and alive.is_dir() and other.is_dir()
+    scratch = outofcore_scratch.make_scratch(tmp_path, ".x.")
+    assert scratch.name.startswith(f".x.dpfast{os.getpid()}-")
+    assert scratch.stat().st_mode & 0o777 == 0o700  # readable by its owner only
 
 
 @pytest.mark.parametrize(

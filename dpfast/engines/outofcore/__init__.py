@@ -22,20 +22,19 @@ from dpfast.engines.outofcore._lazy import (
     generated_parts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._output import (
-    FILE_ROWS,
-    Output,
-    ScratchColumn,
-    process_scratch,
-    publish_at,
-    scratch_beside,
-)
+from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
     Limits,
     NonFiniteValue,
     category_ranks,
     numeric_values,
+)
+from dpfast.engines.outofcore._scratch import (
+    make_scratch,
+    process_scratch,
+    publish_at,
+    scratch_beside,
 )
 from dpfast.engines.outofcore._sorted import (
     WORKER_BUFFERS,
@@ -83,6 +82,7 @@ __all__ = [
     "category_ranks",
     "generated_parts",
     "keys_by_range",
+    "make_scratch",
     "numeric_values",
     "output_part_rows",
     "process_scratch",

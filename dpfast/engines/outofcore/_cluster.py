@@ -39,8 +39,8 @@ from dpfast.engines.outofcore._lazy import (
     RowsCounts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._output import publish_at, scratch_beside
 from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
+from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.values import (
     Bins,

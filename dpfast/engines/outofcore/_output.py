@@ -20,15 +20,10 @@ leaves no output, and its scratch directory is removed.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,19 +42,13 @@ from dpfast.engines.outofcore._passes import (
     rank_numeric,
 )
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
+from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.values import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
 from dpfast.io import WRITE_ROWS
 from dpfast.partitions.grid import Grid
 
-__all__ = [
-    "FILE_ROWS",
-    "Output",
-    "ScratchColumn",
-    "process_scratch",
-    "publish_at",
-    "scratch_beside",
-]
+__all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
 
 #: Rows per file of a Parquet dataset output.
 FILE_ROWS = 8 * WRITE_ROWS
@@ -106,8 +95,7 @@ class Output:
         with self._lock:  # columns run in threads
             if self._directory is None:
                 parent = self.target.parent if str(self.target.parent) else Path(".")
-                made = tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=parent)
-                self._directory = Path(made)
+                self._directory = make_scratch(parent, f".{self.target.name}.")
             return self._directory
 
     def path(self, name: Hashable, kind: str = "column") -> Path:
@@ -310,7 +298,7 @@ class Output:
         """Remove the scratch directory, however the release ended."""
         with self._lock:
             if self._directory is not None:
-                _remove_tree(self._directory)
+                remove_tree(self._directory)
                 self._directory = None
 
     # -- helpers ------------------------------------------------------------------------
@@ -518,60 +506,3 @@ def _copied_column(
         return values.dictionary_encode().cast(arrow_type) if dictionary else values
 
     return ScratchColumn(name, arrow_type, read)
-
-
-def _remove_tree(path: Path, tries: int = 100) -> None:
-    """Remove a directory tree; again while a writer still running adds files to it.
-
-    A cluster's task cancelled while it writes runs on (Dask does not stop a running task)
-    and may make a file as the tree is being removed; once the directory is gone, it cannot
-    (Arrow does not make parent directories). Gives up after ``tries`` (5 s).
-    """
-    for _ in range(tries):
-        shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
-            return
-        time.sleep(0.05)
-
-
-@contextmanager
-def scratch_beside(target: Path) -> Iterator[Path]:
-    """Yield a hidden scratch directory beside ``target``, removed however the block ends."""
-    parent = target.parent if str(target.parent) else Path(".")
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
-    try:
-        yield scratch
-    finally:
-        _remove_tree(scratch)
-
-
-_SCRATCH_LOCK = threading.Lock()
-_SCRATCH: dict[tuple[str, str], Path] = {}
-
-
-def process_scratch(parent: str, prefix: str) -> Path:
-    """Return this process's scratch directory in ``parent`` (``""``: the temporary one).
-
-    It is made once per ``(parent, prefix)`` (again if it was removed), readable by its
-    owner only, and removed when the interpreter exits.
-    """
-    with _SCRATCH_LOCK:
-        made = _SCRATCH.get((parent, prefix))
-        if made is None or not made.is_dir():
-            if parent:
-                Path(parent).mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix=prefix, dir=parent or None))
-            atexit.register(shutil.rmtree, made, True)
-            _SCRATCH[(parent, prefix)] = made
-    return made
-
-
-def publish_at(written: Path, target: Path) -> None:
-    """Move the complete output into place, replacing a file or directory there."""
-    if target.exists() and target.is_dir() and not target.is_symlink():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(written, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(written, target)
