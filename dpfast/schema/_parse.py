@@ -189,6 +189,31 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
     col = f"{where}: column {name!r}"
     if not isinstance(name, str) or not name:
         raise DPFastValueError(f"{where}: column names must be non-empty strings, got {name!r}")
+    _check_column_keys(entry, col)
+    kind = _parse_type(entry, col)
+    protect = _parse_protect(entry, kind, col)
+    _check_no_placeholder(entry, col)
+    from_data = _parse_from_data(entry.get("from_data", []), col)
+    bounds = _column_bounds(entry, kind, protect, col)
+    taxonomy = None
+    if "taxonomy" in entry:
+        if kind != "categorical":
+            raise DPFastValueError(
+                f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
+                "remove it or declare the column categorical"
+            )
+        taxonomy = _parse_taxonomy(entry["taxonomy"], col, base)
+    description = _optional_text(entry.get("description"), col, '"description"')
+    missing = [key for key in from_data if key not in entry]
+    if missing:
+        raise DPFastValueError(
+            f'{col}: "from_data" names {missing}, which the column does not have'
+        )
+    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+
+
+def _check_column_keys(entry: Any, col: str) -> None:
+    """Check that a column's entry is an object of known keys, with a ``"type"``."""
     if not isinstance(entry, Mapping):
         raise DPFastValueError(
             f'{col} must map to an object such as {{"type": "integer", '
@@ -204,6 +229,10 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
         raise DPFastValueError(
             f'{col} has no "type"; add one of {", ".join(repr(t) for t in COLUMN_TYPES)}'
         )
+
+
+def _parse_type(entry: Mapping[str, Any], col: str) -> str:
+    """Return a column's declared type, one of :data:`COLUMN_TYPES`."""
     kind = entry["type"]
     if not isinstance(kind, str) or kind not in COLUMN_TYPES:
         shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
@@ -212,8 +241,11 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
             f"{col} has unknown type {shown}; {hint}use one of "
             f"{', '.join(repr(t) for t in COLUMN_TYPES)}"
         )
-    numeric = kind in _NUMERIC
+    return kind
 
+
+def _parse_protect(entry: Mapping[str, Any], kind: str, col: str) -> bool:
+    """Return whether a column is protected (by default every column but strings)."""
     protect = entry.get("protect", kind != "string")
     if not isinstance(protect, bool):
         raise DPFastValueError(f'{col}: "protect" must be true or false, got {protect!r}')
@@ -223,7 +255,11 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
             'set "protect": false to copy it unchanged, declare it "categorical", '
             "or drop it from the input"
         )
+    return protect
 
+
+def _check_no_placeholder(entry: Mapping[str, Any], col: str) -> None:
+    """Refuse a ``"bounds"`` or ``"taxonomy"`` still holding :data:`PLACEHOLDER`."""
     for key in ("bounds", "taxonomy"):
         value = entry.get(key)
         if isinstance(value, str) and value.startswith(PLACEHOLDER):
@@ -232,40 +268,26 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
                 f'{col}: "{key}" is still the placeholder {value!r}; replace it with {what} '
                 'taken from public knowledge (never from the data), or set "protect": false'
             )
-    from_data = _parse_from_data(entry.get("from_data", []), col)
 
-    bounds = None
+
+def _column_bounds(
+    entry: Mapping[str, Any], kind: str, protect: bool, col: str
+) -> tuple[float, float] | None:
+    """Return a column's bounds: required for a protected numeric column, else optional."""
     if "bounds" in entry:
-        if not numeric:
+        if kind not in _NUMERIC:
             raise DPFastValueError(
                 f'{col} is {kind}, but only integer and float columns take "bounds"; '
                 "remove them or change the type"
             )
-        bounds = _parse_bounds(entry["bounds"], kind, col)
-    elif numeric and protect:
+        return _parse_bounds(entry["bounds"], kind, col)
+    if kind in _NUMERIC and protect:
         raise DPFastValueError(
             f'{col} is a protected {kind} column without bounds; add "bounds": '
             "[lower, upper] taken from public knowledge (never from the data), or set "
             '"protect": false to copy it unchanged'
         )
-
-    taxonomy = None
-    if "taxonomy" in entry:
-        raw = entry["taxonomy"]
-        if kind != "categorical":
-            raise DPFastValueError(
-                f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
-                "remove it or declare the column categorical"
-            )
-        taxonomy = _parse_taxonomy(raw, col, base)
-
-    description = _optional_text(entry.get("description"), col, '"description"')
-    missing = [key for key in from_data if key not in entry]
-    if missing:
-        raise DPFastValueError(
-            f'{col}: "from_data" names {missing}, which the column does not have'
-        )
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+    return None
 
 
 def _parse_from_data(raw: Any, col: str) -> tuple[str, ...]:
