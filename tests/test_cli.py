@@ -315,6 +315,14 @@ def test_demo(tmp_path: Path) -> None:
     everything = dpfast("demo", "--out", "all", "--all-columns", "--seed", "1", cwd=tmp_path)
     assert everything.returncode == 0, everything.stderr
     assert read_output(tmp_path / "all" / "adult_ir_dp.parquet").shape == (30_162, 6)
+    # the README's reruns into the same folder replace the demo's own files (public data)
+    (out / "mine.txt").write_text("kept", encoding="utf-8")
+    for rerun in (["--k", "50", "--epsilon", "0.5"], ["--mixed"]):
+        again = dpfast("demo", "--out", "demo-out", "--seed", "2", *rerun, cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+    assert read_output(out / "adult_ir_dp.parquet").shape == (30_162, 4)  # --mixed's table
+    assert check_report(out / "adult_ir_dp.parquet", "ir_dp", 1.0)["parameters"]["k"] == 100
+    assert (out / "mine.txt").read_text(encoding="utf-8") == "kept"
 
 
 # -- usage and input errors --------------------------------------------------------------

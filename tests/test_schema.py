@@ -411,3 +411,22 @@ def test_check_table_categorical_columns_accept_any_type() -> None:
 
 def test_string_columns_default_to_unprotected() -> None:
     assert Schema.from_dict(columns(name={"type": "string"}))["name"].protect is False
+
+
+def test_every_placeholder_is_reported_at_once_before_other_errors():
+    data = {
+        "columns": {
+            "age": {"type": "integer", "bounds": "FILL IN: public bounds"},
+            "id": {"type": "integer", "protect": False},
+            "job": {"type": "categorical", "taxonomy": "FILL IN: public values"},
+            "pay": {"type": "float", "bounds": "FILL IN"},
+            "bad": {"type": "float", "bounds": [5, 1]},  # reported once they are filled in
+        }
+    }
+    with pytest.raises(ValueError) as info:
+        Schema.from_dict(data)
+    text = str(info.value)
+    assert "3 value(s) still the placeholder 'FILL IN'" in text
+    assert "column 'age' \"bounds\", column 'job' \"taxonomy\", column 'pay' \"bounds\"" in text
+    assert 'each "bounds" with [lower, upper] and each "taxonomy" with the column' in text
+    assert "'id'" not in text and "'bad'" not in text

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         for command in group:
             command.add_to(members, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
-    writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
+    dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     COMPARE.add_to(commands, formatter)
     return parser
 

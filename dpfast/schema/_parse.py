@@ -160,6 +160,7 @@ def parse_schema(
             f"settings, got {_json_type(columns) if columns != {} else 'an empty object'}"
         )
     base = Path(base_dir) if base_dir is not None else Path.cwd()
+    _check_no_placeholders(columns, where)  # every one at once, before any other check
     specs = [_column_spec(name, entry, base, where) for name, entry in columns.items()]
     return specs, description
 
@@ -192,7 +193,6 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
     _check_column_keys(entry, col)
     kind = _parse_type(entry, col)
     protect = _parse_protect(entry, kind, col)
-    _check_no_placeholder(entry, col)
     from_data = _parse_from_data(entry.get("from_data", []), col)
     bounds = _column_bounds(entry, kind, protect, col)
     taxonomy = None
@@ -258,16 +258,31 @@ def _parse_protect(entry: Mapping[str, Any], kind: str, col: str) -> bool:
     return protect
 
 
-def _check_no_placeholder(entry: Mapping[str, Any], col: str) -> None:
-    """Refuse a ``"bounds"`` or ``"taxonomy"`` still holding :data:`PLACEHOLDER`."""
-    for key in ("bounds", "taxonomy"):
-        value = entry.get(key)
-        if isinstance(value, str) and value.startswith(PLACEHOLDER):
-            what = "[lower, upper]" if key == "bounds" else "the column's public values (a list)"
-            raise DPFastValueError(
-                f'{col}: "{key}" is still the placeholder {value!r}; replace it with {what} '
-                'taken from public knowledge (never from the data), or set "protect": false'
-            )
+_PLACEHOLDER_FILLS = {
+    "bounds": "[lower, upper]",
+    "taxonomy": "the column's public values (a list)",
+}
+
+
+def _check_no_placeholders(columns: Mapping[str, Any], where: str) -> None:
+    """Refuse every ``"bounds"`` or ``"taxonomy"`` still holding :data:`PLACEHOLDER`, at once."""
+    found = [
+        (name, key)
+        for name, entry in columns.items()
+        if isinstance(entry, Mapping)
+        for key in _PLACEHOLDER_FILLS
+        if isinstance(entry.get(key), str) and entry[key].startswith(PLACEHOLDER)
+    ]
+    if not found:
+        return
+    keys = [key for key in _PLACEHOLDER_FILLS if any(k == key for _, k in found)]
+    fills = " and ".join(f'each "{key}" with {_PLACEHOLDER_FILLS[key]}' for key in keys)
+    listed = ", ".join(f'column {name!r} "{key}"' for name, key in found)
+    raise DPFastValueError(
+        f"{where}: {len(found)} value(s) still the placeholder {PLACEHOLDER!r}: {listed}; "
+        f"replace {fills}, taken from public knowledge (never from the data), or set "
+        '"protect": false on the column'
+    )
 
 
 def _column_bounds(
