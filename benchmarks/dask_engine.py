@@ -5,8 +5,8 @@ starts a ``LocalCluster`` of ``--workers`` worker processes (one thread each) an
 job on the Parquet dataset ``DIR`` (``benchmarks/outofcore.py gen``; columns in [0, 1000]):
 
 ``dpfast``
-    ``ir_dp_dask`` over ``DaskSource.from_parquet(DIR)``, every column, written by the
-    workers with ``write_release``.
+    ``dpfast.ir_dp`` over ``DaskSource.from_parquet(DIR)``, every column, written by the
+    workers to ``output``.
 ``naive``
     Plain Dask doing the job without dpfast: per column Dask's general sort
     (``sort_values``), ranks, group means with Laplace noise from numpy (NOT a secure

@@ -641,7 +641,7 @@ def parser() -> argparse.ArgumentParser:
     naive.add_argument("--seed", type=int, default=0, help="seed of rand(); not secure")
     naive.add_argument("--no-noise", action="store_true", help="exact group means (testing)")
 
-    dp = commands.add_parser("dpfast", help="dpfast's ir_dp_spark")
+    dp = commands.add_parser("dpfast", help="dpfast's ir_dp on Spark")
     _common(dp)
     dp.add_argument("--out", type=Path, required=True, help="released Parquet directory")
     dp.add_argument("--master", default="local[2]")
