@@ -388,3 +388,40 @@ def test_every_error_raised_is_a_dpfast_error():
                 if isinstance(func, ast.Name) and func.id in BUILTIN_ERRORS:
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {func.id}")
     assert not found, found
+
+
+def test_every_error_class_is_a_dpfast_error():
+    # an exception class dpfast defines derives from DPFastError (directly or through
+    # another dpfast error), so that one except clause catches every dpfast error
+    import dpfast.exceptions as family
+
+    roots = {"DPFastError"} | {
+        name
+        for name, value in vars(family).items()
+        if isinstance(value, type) and issubclass(value, family.DPFastError)
+    }
+    classes = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+                classes[node.name] = (bases, f"{path.relative_to(PACKAGE)}:{node.lineno}")
+
+    def is_error(name, seen=()):
+        if name in BUILTIN_ERRORS or name in {"Warning", "UserWarning"}:
+            return name in BUILTIN_ERRORS
+        bases = classes.get(name, ((), ""))[0]
+        return any(is_error(b, (*seen, name)) for b in bases if b not in seen)
+
+    def in_family(name, seen=()):
+        if name in roots:
+            return True
+        bases = classes.get(name, ((), ""))[0]
+        return any(in_family(b, (*seen, name)) for b in bases if b not in seen)
+
+    outside = [
+        f"{where} {name}"
+        for name, (_, where) in classes.items()
+        if is_error(name) and not in_family(name)
+    ]
+    assert not outside, outside

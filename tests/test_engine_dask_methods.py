@@ -270,7 +270,9 @@ def test_k_noise_of_every_column_is_computed_by_the_workers(client, tmp_path):
 )
 def test_what_dask_cannot_run_is_refused_by_name(function, options, named):
     frame = dd.from_pandas(_table(20), npartitions=2)
-    with pytest.raises(ValueError, match="on a Dask DataFrame does not support") as refused:
+    with pytest.raises(
+        ValueError, match="which a release on a Dask DataFrame does not hold"
+    ) as refused:
         function(frame, **options)
     assert named in str(refused.value)
     assert "frame.compute()" in str(refused.value)
@@ -397,6 +399,7 @@ def _cli(tmp_path: Path, method: str, extra: list[str]) -> list[str]:
         ("k-noise", ["--k", "4"]),
         ("individual-ranking", ["--k", "4"]),
         ("mdav-dp", ["--k", "9", "--epsilon", "3"]),
+        ("mdav-dp", ["--k", "9", "--epsilon", "3", "--unprotected", "keep"]),
     ],
 )
 def test_cli_on_dask_writes_the_local_engine_release(client, tmp_path, method, extra):
@@ -431,13 +434,13 @@ def test_cli_diffgen_on_dask_writes_the_local_engine_release(client, tmp_path):
     assert report == json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
 
 
-def test_cli_on_dask_refuses_what_the_engine_cannot_run(tmp_path, capsys):
+def test_cli_on_dask_refuses_a_text_output_before_dask_starts(tmp_path, capsys):
     from dpfast import cli
 
     args = _cli(tmp_path, "mdav-dp", ["--k", "9", "--epsilon", "3", "--unprotected", "keep"])
-    assert cli.main([*args, "--engine", "dask", "-o", str(tmp_path / "out")]) == 2
-    assert "does not support --unprotected keep" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    assert cli.main([*args, "--engine", "dask", "-o", str(tmp_path / "out.csv")]) == 2
+    assert "out of core writes Parquet" in capsys.readouterr().err
+    assert not (tmp_path / "out.csv").exists()
 
 
 def test_cli_on_dask_shows_the_passes_progress(client, tmp_path, capsys, monkeypatch):

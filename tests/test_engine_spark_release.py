@@ -592,7 +592,9 @@ def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
 def test_what_spark_cannot_run_is_refused_by_name(spark, method, kwargs, named):
     frame = _frame(spark, _table(20))
     arguments = {"epsilon": 1.0, "bounds": BOUNDS, "columns": ["a", "b"], **kwargs}
-    with pytest.raises(ValueError, match="on a Spark DataFrame does not support") as refused:
+    with pytest.raises(
+        ValueError, match="which a release on a Spark DataFrame does not hold"
+    ) as refused:
         method(frame, **arguments)
     assert named in str(refused.value)
     assert "frame.toPandas()" in str(refused.value)

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from dpfast.exceptions import DPFastError
+
 __all__ = [
     "FORMATS_HELP",
     "Command",
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 
-class UsageError(Exception):
+class UsageError(DPFastError):
     """A command-line usage error (exit code 2)."""
 
 

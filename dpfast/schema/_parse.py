@@ -165,7 +165,7 @@ def parse_schema(
     return specs, description
 
 
-class _DuplicateKeyError(ValueError):
+class _DuplicateKeyError(DPFastValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key

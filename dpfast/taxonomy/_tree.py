@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from dpfast._kernels import taxonomy as _kernels
-from dpfast.exceptions import DPFastIndexError, DPFastTypeError
+from dpfast.exceptions import DPFastIndexError, DPFastTypeError, DPFastValueError
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(DPFastValueError):
     """A taxonomy is not a valid tree, or data hold values it does not have."""
 
 

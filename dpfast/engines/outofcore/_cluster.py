@@ -31,7 +31,11 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore._engine import NO_METRICS_INSTEAD, OutOfCoreEngine
+from dpfast.engines.outofcore._engine import (
+    NO_METRICS_INSTEAD,
+    OutOfCoreEngine,
+    refuse_text_output,
+)
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
     GroupsColumn,
@@ -93,6 +97,8 @@ class ClusterEngine(OutOfCoreEngine):
         self._written = False
         self._table: pa.Table | None = None
 
+    writes_dataset = True
+
     #: The input this engine releases, and how a user brings it into memory instead.
     frame: ClassVar[str]
     in_memory: ClassVar[str]
@@ -110,6 +116,8 @@ class ClusterEngine(OutOfCoreEngine):
         opening.refuse_metrics(
             f"on {cls.frame}", f"release {cls.in_memory} in memory, or {NO_METRICS_INSTEAD}"
         )
+        if opening.output is not None:
+            refuse_text_output(opening.output)
         source = cls.cluster_source(data)
         memory, scratch = cls.settings(source)
         return cls(

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -59,7 +59,13 @@ from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["DEFAULT_MEMORY", "OutOfCoreEngine", "source_of"]
+__all__ = [
+    "DEFAULT_MEMORY",
+    "NO_METRICS_INSTEAD",
+    "OutOfCoreEngine",
+    "refuse_text_output",
+    "source_of",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -114,6 +120,9 @@ class OutOfCoreEngine(Engine):
     go to scratch files beside ``output`` and are published in one rename.
     """
 
+    #: Whether the output is always a dataset directory, whatever its name.
+    writes_dataset: ClassVar[bool] = False
+
     name = "outofcore"
 
     def __init__(
@@ -128,7 +137,7 @@ class OutOfCoreEngine(Engine):
         self.source = source
         self.limits = Limits(int(memory_limit), int(batch_rows))
         self.progress = progress
-        self.out = Output(source, Path(output), self._tick)
+        self.out = Output(source, Path(output), self._tick, dataset=self.writes_dataset)
         self._local = threading.local()
         self._coded: CodedPasses | None = None
 
@@ -147,6 +156,7 @@ class OutOfCoreEngine(Engine):
                 f"a release out of core is written, not held: pass {option('output')} (a "
                 "directory of Parquet files, or a .parquet file)"
             )
+        refuse_text_output(opening.output)
         memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
         return cls(
             source_of(data),
@@ -480,3 +490,14 @@ class OutOfCoreEngine(Engine):
 
 def _holds_numbers(arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
+
+
+def refuse_text_output(output: str | os.PathLike[str]) -> None:
+    """Refuse an ``output`` named as a text file: a release read in passes writes Parquet."""
+    name = Path(output).name.lower()
+    if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz", ".txt")):
+        raise DPFastValueError(
+            f"a release out of core is written as Parquet, but {os.fspath(output)!r} names a "
+            "text file; name it .parquet (one file) or give a directory, or release the "
+            "table in memory to write text"
+        )

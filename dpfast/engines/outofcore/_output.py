@@ -78,11 +78,18 @@ def _digest(name: Hashable) -> str:
 
 
 class Output:
-    """The released columns of one release over ``source``, published to ``target``."""
+    """The released columns of one release over ``source``, published to ``target``.
 
-    def __init__(self, source: ColumnSource, target: Path, tick: Tick) -> None:
+    ``target`` is one Parquet file if it ends in ``.parquet``, else a dataset directory;
+    with ``dataset``, always a directory (a cluster's writers make one, whatever its name).
+    """
+
+    def __init__(
+        self, source: ColumnSource, target: Path, tick: Tick, *, dataset: bool = False
+    ) -> None:
         self.source = source
         self.target = target
+        self.dataset = dataset
         self.tick = tick
         self.columns: dict[str, ScratchColumn] = {}
         self._table: tuple[list[ScratchColumn], int] | None = None
@@ -406,7 +413,7 @@ class Output:
         No rows: one file of the columns' schema.
         """
         schema = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
-        single = self.target.suffix == ".parquet"
+        single = self.target.suffix == ".parquet" and not self.dataset
         out = self.directory / ("release.parquet" if single else "release")
         if not single:
             out.mkdir()

@@ -73,7 +73,7 @@ class Limits:
         return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
 
 
-class NonFiniteValue(ValueError):
+class NonFiniteValue(DPFastValueError):
     """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
 
     Raised by the first batch found; :func:`counts_non_finite` turns it into the in-memory
