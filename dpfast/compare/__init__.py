@@ -15,19 +15,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpfast.compare._columns import (
-    ColumnComparison,
-    categorical_values,
-    compare_categorical,
-    compare_numeric,
-    numeric_values,
-)
+from dpfast.compare._columns import chosen_columns, compare_column
 from dpfast.compare._page import BANNER, render_page
 from dpfast.compare._plots import INSTALL_HINT, require_matplotlib
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
 from dpfast.schema import Schema
-from dpfast.taxonomy import as_taxonomy
 
 __all__ = ["BANNER", "INSTALL_HINT", "MICRODATA_METHODS", "compare_html", "require_matplotlib"]
 
@@ -51,60 +44,6 @@ def _check_method(public_report: Mapping[str, Any] | None) -> None:
             "the release is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
-
-
-def _chosen_columns(
-    schema: Schema, columns: Sequence[str] | None, original: Any, released: Any
-) -> list[str]:
-    if columns is None:
-        chosen = [
-            spec.name
-            for spec in schema
-            if spec.protect and spec.type != "string" and spec.name in released.names
-        ]
-        if not chosen:
-            raise DPFastValueError(
-                "the released table has none of the columns the schema protects; check that "
-                "the schema is the one the release used"
-            )
-    else:
-        chosen = list(columns)
-        undeclared = [c for c in chosen if c not in schema]
-        if undeclared:
-            raise DPFastValueError(
-                f"columns {', '.join(repr(c) for c in undeclared)} are not declared in the "
-                "schema; choose among its columns"
-            )
-    for which, table in (("original", original), ("released", released)):
-        absent = [c for c in chosen if c not in table.names]
-        if absent:
-            raise DPFastValueError(
-                f"the {which} table has no column {', '.join(repr(c) for c in absent)}; "
-                "leave it out of the columns to compare"
-            )
-    return chosen
-
-
-def _compare_column(
-    name: str, schema: Schema, original: Any, released: Any, *, linked: bool
-) -> ColumnComparison:
-    spec = schema[name]
-    if spec.is_numeric:
-        return compare_numeric(
-            name,
-            numeric_values(original.column(name), name, spec.type, "original"),
-            numeric_values(released.column(name), name, spec.type, "released"),
-            spec.bounds,
-            linked=linked,
-        )
-    taxonomy = None if spec.taxonomy is None else as_taxonomy(spec.taxonomy, name)
-    return compare_categorical(
-        name,
-        categorical_values(original.column(name)),
-        categorical_values(released.column(name)),
-        taxonomy,
-        linked=linked,
-    )
 
 
 def compare_html(
@@ -182,9 +121,9 @@ def compare_html(
         )
     if original_table.n_rows == 0 or released_table.n_rows == 0:
         raise DPFastValueError("a table is empty (0 rows); there is nothing to compare")
-    chosen = _chosen_columns(schema, columns, original_table, released_table)
+    chosen = chosen_columns(schema, columns, original_table, released_table)
     compared = [
-        _compare_column(name, schema, original_table, released_table, linked=linked)
+        compare_column(name, schema, original_table, released_table, linked=linked)
         for name in chosen
     ]
     return render_page(

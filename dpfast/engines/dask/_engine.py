@@ -53,6 +53,7 @@ class DaskEngine(ClusterEngine):
         memory_limit: int | None = None,
         progress: Progress | None = None,
         metrics: bool = False,
+        risk: bool = False,
         batch_rows: int = BATCH_ROWS,
         part_rows: int | None = None,
     ) -> DaskEngine:
@@ -62,6 +63,12 @@ class DaskEngine(ClusterEngine):
                 f"{method} on a Dask DataFrame does not support {option('metrics', True)}; "
                 "drop it (the Dask engine computes no metrics), or release frame.compute() "
                 "in memory"
+            )
+        if risk:
+            raise DPFastValueError(
+                f"{option('risk', True)} needs the original and the release in memory, and "
+                f"{method} on a Dask DataFrame holds them on the cluster; drop it, or release "
+                "frame.compute() in memory"
             )
         source = data if hasattr(data, "map_column") else DaskSource(data)
         dask_of(source)  # anything else is refused before a pass runs

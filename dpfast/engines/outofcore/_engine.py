@@ -138,10 +138,11 @@ class OutOfCoreEngine(Engine):
         memory_limit: int | None = None,
         progress: Progress | None = None,
         metrics: bool = False,
+        risk: bool = False,
         batch_rows: int = BATCH_ROWS,
     ) -> OutOfCoreEngine:
         """Open a release of ``data`` read in batches; it is written to ``output``."""
-        _refuse_metrics(metrics, "out of core")
+        refuse_comparisons(metrics, risk, "out of core")
         if output is None:
             raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "
@@ -478,10 +479,19 @@ def _holds_numbers(arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
 
 
-def _refuse_metrics(metrics: bool, where: str) -> None:
+def refuse_comparisons(metrics: bool, risk: bool, where: str) -> None:
+    """Refuse ``metrics`` and ``risk``: both compare the release with the original in memory."""
     if metrics:
         raise DPFastValueError(
             f"{option('metrics', True)} compares the release with the original row by row, "
             f"which a release {where} does not hold; drop it, and compare the published "
             "output with the input afterwards (dpfast compare)"
+        )
+    if risk:
+        raise DPFastValueError(
+            f"{option('risk', True)} pairs each released row with its source, which needs "
+            f"the original and the release in memory, and a release {where} holds neither; "
+            "drop it and measure the published output afterwards (dpfast evaluate, for a "
+            "release that keeps the row order), or release the table in memory with "
+            f"{option('risk', True)}"
         )

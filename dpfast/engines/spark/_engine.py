@@ -54,6 +54,7 @@ class SparkEngine(ClusterEngine):
         memory_limit: int | None = None,
         progress: Progress | None = None,
         metrics: bool = False,
+        risk: bool = False,
         batch_rows: int = BATCH_ROWS,
         part_rows: int | None = None,
     ) -> SparkEngine:
@@ -62,6 +63,12 @@ class SparkEngine(ClusterEngine):
             raise DPFastValueError(
                 f"{method} on a Spark DataFrame does not support {option('metrics', True)}; "
                 "drop it (the Spark engine computes no metrics), or release "
+                "frame.toPandas() in memory"
+            )
+        if risk:
+            raise DPFastValueError(
+                f"{option('risk', True)} needs the original and the release in memory, and "
+                f"{method} on a Spark DataFrame holds them on the cluster; drop it, or release "
                 "frame.toPandas() in memory"
             )
         source = data if hasattr(data, "map_column") else SparkSource(data)
