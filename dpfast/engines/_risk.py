@@ -46,12 +46,17 @@ def released_columns(
 def copied_columns(
     table: TableData, names: Sequence[Hashable], order: np.ndarray | None
 ) -> tuple[dict[Hashable, Any], dict[Hashable, np.ndarray | None]]:
-    """Return the unprotected columns as released (input row ``order[r]`` at row ``r``)."""
+    """Return the unprotected columns as released (input row ``order[r]`` at row ``r``).
+
+    ``names`` may be the columns' names as text (a report's): each is read as the table's.
+    """
+    by_text = {str(name): name for name in table.names}
     values: dict[Hashable, Any] = {}
-    for name in names:
+    for given in names:
+        name = by_text.get(str(given), given)
         column = table.column(name)
         values[name] = column if order is None else column[order]
-    return values, dict.fromkeys(names, order)
+    return values, dict.fromkeys(values, order)
 
 
 def computed_columns(
