@@ -14,6 +14,7 @@ from dpfast.cli._parsing import (
     Command,
     column_list,
     delimiter,
+    integer,
     quiet_argument,
 )
 from dpfast.cli._progress import note
@@ -31,7 +32,9 @@ The page is PRIVATE: it is computed from the original data, and written readable
 owner only (mode 0600, whatever the umask). It holds per-column plots
 (histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
 divergence, variance variation, summaries), the noise scale of each column against its
-public domain, and the clamping counts. It reads RELEASED.public-report.json and
+public domain, the clamping counts, and the disclosure risk: record linkage and interval
+disclosure with --linked (or from the private report of a release made with --risk), and
+the uniqueness of --quasi-identifiers in both tables. It reads RELEASED.public-report.json and
 RELEASED.private-report.json when they exist (--public-report, --private-report to point
 elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
 """
@@ -72,6 +75,15 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "order-free metrics, since releases shuffle their rows",
     )
     parser.add_argument(
+        "--quasi-identifiers",
+        type=column_list,
+        help="columns an intruder could know (age,sex,zip): the risk section gives their "
+        "uniqueness in ORIGINAL and in RELEASED; needs --k",
+    )
+    parser.add_argument(
+        "--k", type=integer, help="the class size the uniqueness checks (records below it)"
+    )
+    parser.add_argument(
         "--delimiter",
         metavar="CHAR",
         type=delimiter,
@@ -99,7 +111,7 @@ def _check_output(args: argparse.Namespace) -> None:
         raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
 
 
-def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
+def read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
     """Return a report (None if the default path does not exist) and the path looked at."""
     path = default if given is None else given
     if given is None and not os.path.exists(path):
@@ -135,9 +147,11 @@ def _compare(args: argparse.Namespace) -> int:
     from dpfast.schema import Schema
 
     _check_output(args)
+    if args.quasi_identifiers is not None and (args.k is None or args.k < 1):
+        raise DPFastValueError("--quasi-identifiers needs --k, a class size >= 1")
     public_default, private_default = report_paths(args.released)
-    public, public_path = _read_report(args.public_report, public_default)
-    private, private_path = _read_report(args.private_report, private_default)
+    public, public_path = read_report(args.public_report, public_default)
+    private, private_path = read_report(args.private_report, private_default)
     if public is not None and public.get("method") == "diffgen":
         raise DPFastValueError(
             f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
@@ -159,6 +173,8 @@ def _compare(args: argparse.Namespace) -> int:
         public_report=public,
         private_report=private,
         linked=args.linked,
+        quasi_identifiers=args.quasi_identifiers,
+        k=args.k,
         sources={
             "original": args.original,
             "released": args.released,

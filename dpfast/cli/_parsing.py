@@ -21,6 +21,7 @@ __all__ = [
     "engine_arguments",
     "integer",
     "io_arguments",
+    "measuring_risk",
     "memory_argument",
     "number",
     "quiet_argument",
@@ -99,6 +100,24 @@ def writing(command: Command) -> Command:
         )
 
     return dataclasses.replace(command, arguments=with_force)
+
+
+def measuring_risk(command: Command) -> Command:
+    """Return release ``command`` with a ``--risk`` option (its risk in the private report)."""
+    arguments = command.arguments
+
+    def with_risk(parser: argparse.ArgumentParser) -> None:
+        arguments(parser)
+        parser.add_argument(
+            "--risk",
+            action="store_true",
+            help="measure the release's disclosure risk (record linkage, interval disclosure; "
+            "neighbourhood counts for k-noise) with each released row paired with its source "
+            "through the release's own row order, into OUTPUT.private-report.json (PRIVATE), "
+            "where dpfast evaluate reads it. In memory only (docs/risk.md)",
+        )
+
+    return dataclasses.replace(command, arguments=with_risk)
 
 
 # -- option types ----------------------------------------------------------------------

@@ -15,14 +15,37 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpfast._validation import option
 from dpfast.compare._columns import chosen_columns, compare_column
+from dpfast.compare._evaluation import (
+    RISK_MEASURES,
+    UTILITY_MEASURES,
+    Candidate,
+    Evaluation,
+    Settings,
+    evaluate,
+    map_points,
+    measure_risk,
+)
 from dpfast.compare._page import BANNER, render_page
 from dpfast.compare._plots import INSTALL_HINT, require_matplotlib
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
 from dpfast.schema import Schema
 
-__all__ = ["BANNER", "INSTALL_HINT", "MICRODATA_METHODS", "compare_html", "require_matplotlib"]
+__all__ = [
+    "BANNER",
+    "INSTALL_HINT",
+    "MICRODATA_METHODS",
+    "RISK_MEASURES",
+    "UTILITY_MEASURES",
+    "Candidate",
+    "Evaluation",
+    "compare_html",
+    "evaluate",
+    "map_points",
+    "require_matplotlib",
+]
 
 #: Release methods whose output is microdata (one row per record), which compare accepts.
 MICRODATA_METHODS = (
@@ -46,6 +69,40 @@ def _check_method(public_report: Mapping[str, Any] | None) -> None:
         )
 
 
+def _risk(
+    tables: tuple[Any, Any],
+    schema: Schema,
+    chosen: list[str],
+    reports: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+    uniqueness: tuple[Sequence[str] | None, int | None],
+    linked: bool,
+) -> dict[str, Any]:
+    """Measure the page's risk section: row-paired measures when ``linked``.
+
+    Otherwise they come from the private report (``risk=True``), if it has them; the
+    uniqueness of the quasi-identifiers is measured in both tables either way.
+    """
+    original, released = tables
+    quasi_identifiers, k = uniqueness
+    if quasi_identifiers is not None and k is None:
+        raise DPFastValueError(f"{option('quasi_identifiers')} needs {option('k')}")
+    settings = Settings(
+        schema,
+        chosen,
+        None if quasi_identifiers is None else list(quasi_identifiers),
+        k,
+        10.0,
+        None,
+    )
+    why = (
+        "row i of the release is taken to be the release of row i of the original (--linked)"
+        if linked
+        else "the rows are not linked (pass --linked when they are)"
+    )
+    candidate = Candidate("release", released.source, reports[0], reports[1])
+    return measure_risk(candidate, original, settings, (linked, why))
+
+
 def compare_html(
     original: Any,
     released: Any,
@@ -56,6 +113,8 @@ def compare_html(
     private_report: Mapping[str, Any] | None = None,
     linked: bool = False,
     sources: Mapping[str, str] | None = None,
+    quasi_identifiers: Sequence[str] | None = None,
+    k: int | None = None,
 ) -> str:
     """Return a self-contained HTML page comparing ``original`` with its release.
 
@@ -84,6 +143,10 @@ def compare_html(
     sources : mapping, optional
         ``{role: path}`` of the files read (``"original"``, ``"released"``,
         ``"public report"``, ``"private report"``), listed on the page.
+    quasi_identifiers : list of str, optional
+        Columns for the risk section's uniqueness of both tables (needs ``k``).
+    k : int, optional
+        The class size the uniqueness checks.
 
     Returns
     -------
@@ -126,8 +189,17 @@ def compare_html(
         compare_column(name, schema, original_table, released_table, linked=linked)
         for name in chosen
     ]
+    found_risk = _risk(
+        (original_table, released_table),
+        schema,
+        chosen,
+        (public_report, private_report),
+        (quasi_identifiers, k),
+        linked,
+    )
     return render_page(
         compared,
+        risk=found_risk,
         public=public_report,
         private=private_report,
         sources=dict(sources or {}),

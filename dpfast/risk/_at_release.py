@@ -378,7 +378,9 @@ def release_risk(
     if widths:
         summary["neighbourhood"] = neighbourhood_section(original, aligned, widths, k)
     else:
-        not_measured["neighbourhood"] = "no width: give one as risk={'width': ...}"
+        not_measured["neighbourhood"] = (
+            "no width given (k_noise measures at 2δ; other releases take one as risk={'width': w})"
+        )
     ready: dict[str, Any] = json_ready(summary)
     return ready
 
