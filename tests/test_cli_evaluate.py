@@ -92,36 +92,21 @@ def _release(evaluation: dict[str, Any], label: str) -> dict[str, Any]:
 
 
 class Page(HTMLParser):
-    """The map's points, the banner, the title and the JSON block of an evaluation page."""
+    """An evaluation page: its map's points, title, banner, and its JSON block."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, block: str = "dpfast-evaluation") -> None:
         super().__init__(convert_charrefs=True)
         self.points: list[dict[str, str]] = []
-        self.title = self.banner = self._script = ""
-        self._in: list[str] = []
-        self.data: Any = None
         self.feed(text)
+        block = f'<script type="application/json" id="{block}">'
+        self.data = json.loads(text.split(block, 1)[1].split("</script>", 1)[0])
+        self.title = text.split("<title>", 1)[1].split("</title>", 1)[0]
+        self.banner = text.split('role="alert">', 1)[1].split("</div>", 1)[0]
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {key: value or "" for key, value in attrs}
         if tag == "circle" and attributes.get("class") == "point":
             self.points.append(attributes)
-        self._in.append("banner" if attributes.get("class") == "private-banner" else tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "script":
-            self.data = json.loads(self._script)
-        if self._in:
-            self._in.pop()
-
-    def handle_data(self, data: str) -> None:
-        where = self._in[-1] if self._in else ""
-        if where == "title":
-            self.title += data
-        elif where == "banner":
-            self.banner += data
-        elif where == "script":
-            self._script += data
 
 
 # -- what is measured -------------------------------------------------------------------
@@ -360,7 +345,7 @@ def test_compare_has_a_risk_section(files, tmp_path):
                    files / "s.json", "-o", output, "--linked", "--quasi-identifiers", "age",
                    "--k", 3, "--quiet")  # fmt: skip
     assert code == 0
-    page = Page(output.read_text())
+    page = Page(output.read_text(), "dpfast-compare")
     original, released = pd.read_csv(files / "people.csv"), pd.read_csv(files / "mdav5.csv")
     found = page.data["risk"]
     assert found["record_linkage"]["distance"] == risk.record_linkage(
@@ -373,11 +358,18 @@ def test_compare_has_a_risk_section(files, tmp_path):
                    files / "s.json", "-o", output, "--force", "--quiet") == 0  # fmt: skip
     private = json.loads((files / "mdavdp.csv.private-report.json").read_text())
     assert (
-        Page(output.read_text()).data["risk"]["record_linkage"]
+        Page(output.read_text(), "dpfast-compare").data["risk"]["record_linkage"]
         == (private["risk"]["record_linkage"])
     )
     assert _dpfast("compare", files / "people.csv", files / "irdp.csv", "--schema",
                    files / "s.json", "-o", output, "--force", "--quiet") == 0  # fmt: skip
-    found = Page(output.read_text()).data["risk"]
+    found = Page(output.read_text(), "dpfast-compare").data["risk"]
     assert found["record_linkage"] is None
     assert "not linked" in found["not_measured"]["record_linkage"]
+
+
+@pytest.mark.parametrize("method", ["ir-dp", "laplace", "mdav", "mdav-dp", "k-noise", "diffgen"])
+def test_every_release_command_offers_risk(method, capsys):
+    assert cli.main(["release", method, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--risk" in text and "(PRIVATE), where dpfast evaluate reads it" in text

@@ -44,6 +44,20 @@ def _people(n=240, seed=0):
     )
 
 
+def _laplace(data, **options):
+    """A seeded laplace_dp release of columns a and b of ``data``."""
+    return dpfast.laplace_dp(
+        data, epsilon=1.0, bounds=BOUNDS, columns=["a", "b"], seed=1, **options
+    )
+
+
+def _mdav_dp(data, epsilon, **options):
+    """A seeded mdav_dp release (k = 4) of columns a and b of ``data``."""
+    return dpfast.mdav_dp(
+        data, k=4, epsilon=epsilon, bounds=BOUNDS, columns=["a", "b"], seed=3, **options
+    )
+
+
 def _summary_part(found):
     """The release's risk without the keys that only a release's risk has."""
     return {key: value for key, value in found.items() if key not in RELEASE_KEYS}
@@ -75,16 +89,7 @@ def test_a_shuffled_release_measures_what_its_unshuffled_twin_gives():
 
 def test_mdav_dp_which_always_shuffles_is_paired_through_its_permutation():
     people = _people(seed=1)
-    release = dpfast.mdav_dp(
-        people,
-        k=4,
-        epsilon=50.0,
-        bounds=BOUNDS,
-        columns=["a", "b"],
-        seed=3,
-        unprotected="keep",
-        risk=True,
-    )
+    release = _mdav_dp(people, 50.0, unprotected="keep", risk=True)
     assert release.report.parameters["shuffle"] is True
     # the kept identifier puts the rows back in their input order
     unshuffled = release.data.sort_values("id").reset_index(drop=True)
@@ -232,17 +237,8 @@ def test_numpy_input_and_an_unprotected_column_named_for_risk():
 def test_risk_stays_out_of_the_public_report_and_the_written_release(tmp_path):
     people = _people(seed=8)
     output = tmp_path / "released.parquet"
-    release = dpfast.mdav_dp(
-        people,
-        k=4,
-        epsilon=5.0,
-        bounds=BOUNDS,
-        columns=["a", "b"],
-        seed=3,
-        output=output,
-        risk={"quasi_identifiers": ["a"]},
-    )
-    plain = dpfast.mdav_dp(people, k=4, epsilon=5.0, bounds=BOUNDS, columns=["a", "b"], seed=3)
+    release = _mdav_dp(people, 5.0, output=output, risk={"quasi_identifiers": ["a"]})
+    plain = _mdav_dp(people, 5.0)
     pd.testing.assert_frame_equal(release.data, plain.data)  # the same release, bit for bit
     public = release.report.to_json()
     for word in ("risk", "record_linkage", "uniqueness", "interval_disclosure"):
@@ -280,62 +276,32 @@ def test_progress_reports_the_risk_phase():
         ({"k": 0}, ValueError, r"risk\['k'\] must be an integer >= 1"),
         ({"p": 150}, ValueError, "p must be a percentage"),
         ({"width": -1}, ValueError, "width must be a finite number >= 0"),
-        ({"width": {"zone": 1.0}}, ValueError, "not numeric columns paired"),
+        ({"width": {"zone": 1.0}}, ValueError, "not numeric columns compared here"),
     ],
 )
 def test_bad_risk_values_are_refused(value, kind, match, tmp_path):
     output = tmp_path / "out.csv"
     with pytest.raises(kind, match=match) as info:
-        dpfast.laplace_dp(
-            _people(40),
-            epsilon=1.0,
-            bounds=BOUNDS,
-            columns=["a", "b"],
-            seed=1,
-            output=output,
-            risk=value,
-        )
+        _laplace(_people(40), output=output, risk=value)
     assert isinstance(info.value, DPFastError)
     assert not output.exists()  # refused before anything was published
 
 
 def test_quasi_identifiers_without_a_class_size_are_refused_when_the_method_has_none():
     with pytest.raises(ValueError, match=r"this method has no k of its own"):
-        dpfast.laplace_dp(
-            _people(40),
-            epsilon=1.0,
-            bounds=BOUNDS,
-            columns=["a", "b"],
-            seed=1,
-            risk={"quasi_identifiers": ["zone"]},
-        )
+        _laplace(_people(40), risk={"quasi_identifiers": ["zone"]})
 
 
 def test_a_column_the_release_left_out_is_refused():
     with pytest.raises(ValueError, match=r"does not hold.*unprotected='keep'"):
-        dpfast.laplace_dp(
-            _people(40),
-            epsilon=1.0,
-            bounds=BOUNDS,
-            columns=["a", "b"],
-            seed=1,
-            risk={"quasi_identifiers": ["zone"], "k": 2},
-        )
+        _laplace(_people(40), risk={"quasi_identifiers": ["zone"], "k": 2})
 
 
 def test_out_of_core_releases_refuse_risk(tmp_path):
     source = tmp_path / "people.parquet"
     _people(50).to_parquet(source)
     with pytest.raises(ValueError, match=r"risk=True pairs each released row") as info:
-        dpfast.laplace_dp(
-            str(source),
-            epsilon=1.0,
-            bounds=BOUNDS,
-            columns=["a", "b"],
-            seed=1,
-            output=tmp_path / "out.parquet",
-            risk=True,
-        )
+        _laplace(str(source), output=tmp_path / "out.parquet", risk=True)
     assert "in memory" in str(info.value)
     assert not (tmp_path / "out.parquet").exists()
 

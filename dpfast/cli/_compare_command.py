@@ -74,11 +74,17 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--unprotected keep): add the record-linked relative error. Default: only "
         "order-free metrics, since releases shuffle their rows",
     )
+    shared_arguments(parser, "RELEASED")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+
+
+def shared_arguments(parser: argparse.ArgumentParser, released: str) -> None:
+    """Add the options compare and evaluate share: uniqueness, CSV reading, ``--quiet``."""
     parser.add_argument(
         "--quasi-identifiers",
         type=column_list,
-        help="columns an intruder could know (age,sex,zip): the risk section gives their "
-        "uniqueness in ORIGINAL and in RELEASED; needs --k",
+        help="columns an intruder could know (age,sex,zip): their uniqueness in ORIGINAL "
+        f"and in {released}; needs --k",
     )
     parser.add_argument(
         "--k", type=integer, help="the class size the uniqueness checks (records below it)"
@@ -93,22 +99,29 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
     )
     quiet_argument(parser)
-    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
 
 
-def _check_output(args: argparse.Namespace) -> None:
+def check_output(args: argparse.Namespace, inputs: tuple[str, ...]) -> None:
+    """Refuse ``-o`` that is a directory, an input, or exists without ``--force``.
+
+    Also refuse ``--quasi-identifiers`` without a class size ``--k >= 1``.
+    """
     out = Path(args.output)
     if out.is_dir():
         raise DPFastValueError(
             f"-o {args.output!r} is a directory; give a file name such as report.html"
         )
-    for given in (args.original, args.released, args.schema):
+    for given in inputs:
         if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
             raise DPFastValueError(
                 f"-o {args.output!r} would overwrite an input; choose another path"
             )
     if out.exists() and not args.force:
         raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+    if args.quasi_identifiers is not None and args.k is None:
+        raise DPFastValueError("--quasi-identifiers needs --k, the class size to check")
+    if args.k is not None and args.k < 1:
+        raise DPFastValueError(f"--k must be >= 1, got {args.k}")
 
 
 def read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
@@ -146,9 +159,7 @@ def _compare(args: argparse.Namespace) -> int:
     from dpfast._private_files import write_private_text
     from dpfast.schema import Schema
 
-    _check_output(args)
-    if args.quasi_identifiers is not None and (args.k is None or args.k < 1):
-        raise DPFastValueError("--quasi-identifiers needs --k, a class size >= 1")
+    check_output(args, (args.original, args.released, args.schema))
     public_default, private_default = report_paths(args.released)
     public, public_path = read_report(args.public_report, public_default)
     private, private_path = read_report(args.private_report, private_default)

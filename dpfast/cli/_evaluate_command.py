@@ -7,16 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._compare_command import read_report
+from dpfast.cli._compare_command import check_output, read_report, shared_arguments
 from dpfast.cli._outputs import report_paths
 from dpfast.cli._parsing import (
     FORMATS_HELP,
     Command,
     column_list,
-    delimiter,
-    integer,
     number,
-    quiet_argument,
 )
 from dpfast.cli._progress import delayed_progress, note, progress_line
 from dpfast.exceptions import DPFastValueError
@@ -79,15 +76,6 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         "that every RELEASE has)",
     )
     parser.add_argument(
-        "--quasi-identifiers",
-        type=column_list,
-        help="columns an intruder could know (age,sex,zip): their uniqueness in ORIGINAL and "
-        "in each RELEASE; needs --k",
-    )
-    parser.add_argument(
-        "--k", type=integer, help="the class size the uniqueness checks (records below it)"
-    )
-    parser.add_argument(
         "--p",
         type=number,
         default=10.0,
@@ -113,43 +101,23 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         help="the map's horizontal axis, an information loss (default relative_error; "
         "jensen_shannon, variance_variation and correlation_error need no row pairing)",
     )
-    parser.add_argument(
-        "--delimiter",
-        metavar="CHAR",
-        type=delimiter,
-        help="field separator of CSV or TSV inputs ('tab' for a tab)",
-    )
-    parser.add_argument(
-        "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
-    )
-    quiet_argument(parser)
+    shared_arguments(parser, "each RELEASE")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Refuse bad options and paths before reading anything."""
-    out = Path(args.output)
-    if out.suffix.lower() not in (".html", ".json"):
+    if Path(args.output).suffix.lower() not in (".html", ".json"):
         raise DPFastValueError(
             f"-o {args.output!r}: the evaluation is written as .html (a page with the map) or "
             ".json; give a file name ending in one of them"
         )
-    if out.is_dir():
-        raise DPFastValueError(f"-o {args.output!r} is a directory; give a file name")
-    for given in (args.original, args.schema, *args.releases):
-        if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
-            raise DPFastValueError(f"-o {args.output!r} would overwrite an input; choose another")
-    if out.exists() and not args.force:
-        raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+    check_output(args, (args.original, args.schema, *args.releases))
     if args.labels is not None and len(args.labels) != len(args.releases):
         raise DPFastValueError(
             f"--labels gives {len(args.labels)} label(s) for {len(args.releases)} RELEASE(s); "
             "give one per RELEASE, in their order"
         )
-    if args.quasi_identifiers is not None and args.k is None:
-        raise DPFastValueError("--quasi-identifiers needs --k, the class size to check")
-    if args.k is not None and args.k < 1:
-        raise DPFastValueError(f"--k must be >= 1, got {args.k}")
     if not 0 <= args.p <= 100:
         raise DPFastValueError(f"--p must be a percentage in [0, 100], got {args.p:g}")
     if args.width is not None and not args.width >= 0:

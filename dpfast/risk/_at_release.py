@@ -28,6 +28,7 @@ from dpfast.risk._summary import (
     linkage_section,
     neighbourhood_section,
     uniqueness_section,
+    widths_of,
 )
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -264,18 +265,10 @@ def _released_frame(
 def _widths(
     options: RiskOptions, default: Mapping[Hashable, float], numeric: list[Hashable]
 ) -> dict[Hashable, float]:
-    width = options.width
-    if width is None:
+    """Return the neighbourhood half-widths: ``options.width``, else the release's own."""
+    if options.width is None:
         return {name: value for name, value in default.items() if name in numeric}
-    if isinstance(width, dict):
-        unknown = [name for name in width if name not in numeric]
-        if unknown:
-            raise DPFastValueError(
-                f"risk['width'] names column(s) {unknown} that are not numeric columns "
-                f"paired with their sources here; they are {numeric}"
-            )
-        return dict(width)
-    return {name: float(width) for name in numeric}
+    return widths_of(options.width, numeric)
 
 
 @dataclass(frozen=True)
