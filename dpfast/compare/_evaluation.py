@@ -486,6 +486,19 @@ def evaluate(
     Returns
     -------
     Evaluation
+
+    Examples
+    --------
+    >>> import pandas as pd, dpfast
+    >>> people = pd.DataFrame({"age": [20, 25, 31, 40, 52, 60, 33, 47],
+    ...                        "hours": [40.0, 38.0, 45.0, 20.0, 50.0, 10.0, 30.0, 35.0]})
+    >>> schema = Schema.from_dict({"columns": {"age": {"type": "integer", "bounds": [0, 99]},
+    ...                                        "hours": {"type": "float", "bounds": [0, 99]}}})
+    >>> releases = [dpfast.mdav(people, k=k) for k in (2, 4)]
+    >>> found = evaluate(people, [Candidate(f"k={r.report.parameters['k']}", r.data,
+    ...                                     r.report.to_dict()) for r in releases], schema=schema)
+    >>> [(p["label"], p["risk"]) for p in found.to_dict()["map"]["points"]]
+    [('k=2', 0.375), ('k=4', 0.25)]
     """
     if risk_measure not in RISK_MEASURES or utility_measure not in UTILITY_MEASURES:
         raise DPFastValueError(

@@ -328,6 +328,18 @@ def release_risk(
         ``"through the release's order"``, ``"column by column"`` or ``"none"``) and
         ``"not_measured"`` (``{measure: why}``); a measure not taken is None
         (docs/risk.md#risk-at-release-time).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfast import risk
+    >>> original = np.array([[1.0], [2.0], [3.0], [4.0]])
+    >>> released = {0: np.array([3.1, 1.1, 4.1, 2.1])}  # output row r from input sources[r]
+    >>> sources = {0: np.array([2, 0, 3, 1])}
+    >>> found = risk.release_risk(original, released, sources, risk.RiskOptions(),
+    ...                           risk.ReleaseDefaults(protected=[0]))
+    >>> found["pairing"], found["record_linkage"]
+    ("through the release's order", {'distance': 1.0, 'rank': 1.0})
     """
     defaults = defaults or ReleaseDefaults()
     k = options.k if options.k is not None else defaults.k
