@@ -24,6 +24,7 @@ import numpy as np
 from dpfast import metrics, risk
 from dpfast._validation import option
 from dpfast.compare._columns import ColumnComparison, chosen_columns, compare_column, per_column
+from dpfast.compare._page import _jsonable
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data
 from dpfast.schema import Schema
@@ -539,17 +540,4 @@ def evaluate(
         },
         "releases": measured,
     }
-    return Evaluation(_json_ready(content))
-
-
-def _json_ready(value: Any) -> Any:
-    """``value`` with text keys, and non-finite floats spelled ``"inf"`` or ``"nan"``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(key): _json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    return Evaluation(_jsonable(content))
