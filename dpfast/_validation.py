@@ -63,13 +63,15 @@ def option(name: str, value: Any = None) -> str:
     >>> option("n_threads")
     'n_threads'
     >>> with cli_spelling():
-    ...     option("linkage", "columns"), option("n_threads")
-    ('--linkage columns', '--threads')
+    ...     option("linkage", "columns"), option("n_threads"), option("risk", True)
+    ('--linkage columns', '--threads', '--risk')
     """
     if in_cli():
         flag = _CLI_FLAGS.get(name, name).replace("_", "-")
         if value is False:
             return "--no-" + flag
+        if value is True:  # a switch
+            return "--" + flag
         return "--" + flag if value is None else f"--{flag} {value}"
     if value is None:
         return name

@@ -242,6 +242,10 @@ class PrivateReport:
         Seconds per phase.
     metrics : dict or None
         Utility metrics against the input, when asked for.
+    risk : dict or None
+        Disclosure risk against the input, each released row paired with its source
+        through the release's own order, when asked for (``risk=True``;
+        docs/risk.md#risk-at-release-time).
     extra : dict
         Method-specific private fields.
     """
@@ -252,6 +256,7 @@ class PrivateReport:
     clamped_output: dict[str, int]
     timings: dict[str, float]
     metrics: dict[str, Any] | None = None
+    risk: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     KIND = "PRIVATE: not for publication"

@@ -263,6 +263,17 @@ def test_what_dask_cannot_run_is_refused_by_name(method, kwargs, named):
     assert "frame.compute()" in str(refused.value)
 
 
+@pytest.mark.parametrize("method", [dpfast.laplace_dp, dpfast.k_noise])
+def test_risk_is_refused_on_dask_before_any_pass(method):
+    frame = dd.from_pandas(_table(20), npartitions=2)
+    arguments = {"epsilon": 1.0, "bounds": BOUNDS} if method is dpfast.laplace_dp else {"k": 3}
+    with pytest.raises(
+        ValueError, match="risk=True pairs each released row with its source"
+    ) as got:
+        method(frame, columns=COLUMNS, risk=True, **arguments)
+    assert "on a Dask DataFrame" in str(got.value) and "frame.compute()" in str(got.value)
+
+
 def test_bad_input_on_a_worker_reaches_the_caller_with_its_row(client):
     table = _table()
     table.loc[2345, "a"] = np.inf

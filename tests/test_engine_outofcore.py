@@ -349,3 +349,20 @@ def test_a_tie_beyond_a_sorted_range_above_empty_buckets_ends(tmp_path, top):
         batch_rows=512,
     )
     _assert_same(output, expected, report, private)
+
+
+def test_a_text_output_is_refused_out_of_core_before_any_pass(tmp_path):
+    from dpfast.exceptions import DPFastValueError
+
+    table = pa.Table.from_pandas(_table(50), preserve_index=False)
+    for name in ("x.csv", "x.tsv.gz"):
+        with pytest.raises(DPFastValueError, match=r"names a text file; name it \.parquet"):
+            dpfast.laplace_dp(
+                ArrowSource(table),
+                epsilon=1.0,
+                bounds={"age": (17, 90)},
+                columns=["age"],
+                engine="outofcore",
+                output=tmp_path / name,
+            )
+    assert list(tmp_path.iterdir()) == []

@@ -600,6 +600,15 @@ def test_what_spark_cannot_run_is_refused_by_name(spark, method, kwargs, named):
     assert "frame.toPandas()" in str(refused.value)
 
 
+def test_risk_is_refused_on_spark_before_any_job(spark):
+    frame = _frame(spark, _table(20))
+    with pytest.raises(
+        ValueError, match="risk=True pairs each released row with its source"
+    ) as got:
+        dpfast.laplace_dp(frame, epsilon=1.0, bounds=BOUNDS, columns=["a", "b"], risk=True)
+    assert "on a Spark DataFrame" in str(got.value) and "frame.toPandas()" in str(got.value)
+
+
 def test_an_executor_error_of_laplace_reaches_the_caller(spark):
     table = _table()
     table.loc[2345, "a"] = np.inf

@@ -311,6 +311,7 @@ def test_shuffled_releases_are_refused_with_the_reason(method, why):
             measure()
         assert isinstance(info.value, DPFastError)
         assert why in str(info.value)
+        assert "Release it again with risk=True" in str(info.value)
     # uniqueness needs no alignment: any table, in any order
     assert risk.uniqueness(release, ["a"], k=2).n_records == 60
 

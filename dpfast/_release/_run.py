@@ -18,6 +18,7 @@ from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPoli
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
 __all__ = ["BudgetLike", "Progress", "Release", "Reservation", "Run", "open_run"]
 
@@ -37,7 +38,8 @@ class Release:
     report : Report
         Public: method, parameters, ε ledger, guarantee. Safe to publish with the data.
     private : PrivateReport
-        NOT for publication: exact clamped counts, timings, utility metrics.
+        NOT for publication: exact clamped counts, timings, utility metrics, disclosure
+        risk.
     """
 
     data: Any
@@ -83,9 +85,13 @@ class Run(Reporting):
         progress: Progress | None = None,
         budget: BudgetLike | None = None,
         output: str | os.PathLike[str] | None = None,
+        risk: RiskOptions | None = None,
     ) -> None:
         self.method = method
         self.engine = engine
+        self.risk_options = risk
+        self.risk_width: dict[Hashable, float] = {}
+        self.risk_counts: Hashable | None = None
         self.progress = progress
         self.budget = budget
         self.output = None if output is None else os.fspath(output)
@@ -175,6 +181,26 @@ class Run(Reporting):
         with self.phase("metrics"):
             return self.engine.metrics(numeric, categorical, domains)
 
+    def _risk(self, options: RiskOptions, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Measure the release's risk before it is published (private; risk=True).
+
+        What ``risk=`` leaves unset comes from the release: the compared columns are the
+        protected ones, ``k`` the method's own, the widths those the method set in
+        :attr:`risk_width` (``k_noise``: ``2δ``).
+        """
+        k = parameters.get("k")
+        defaults = ReleaseDefaults(
+            protected=self.released_names(),
+            k=k if isinstance(k, int) and not isinstance(k, bool) else None,
+            width=dict(self.risk_width),
+            counts=self.risk_counts,
+        )
+        self.tick("risk", 0, 1)
+        with self.phase("risk"):
+            found = self.engine.risk(options, defaults)
+        self.tick("risk", 1, 1)
+        return found
+
     def finish(
         self,
         *,
@@ -203,6 +229,9 @@ class Run(Reporting):
                 self.engine.copy_columns(copied, order_key)
                 reindex = reindex or order_key is not None
         report, private = self.reports(**fields)
+        if self.risk_options is not None:
+            private.risk = self._risk(self.risk_options, fields.get("parameters") or {})
+            private.timings["risk"] = self.timer.timings["risk"]
         if self.budget is not None and self.reservation is None:
             raise AssertionError(f"{self.method} was given a budget but reserved nothing")
 
@@ -230,16 +259,20 @@ def open_run(
     progress: Progress | None = None,
     *,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     budget: BudgetLike | None = None,
 ) -> Iterator[Run]:
     """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
 
-    However the block ends, the engine removes what the release left behind, and a
+    ``risk`` (True, or a dict of :class:`dpfast.risk.RiskOptions`) is checked here, before
+    any work: :meth:`Run.finish` measures the release's disclosure risk into the private
+    report. However the block ends, the engine removes what the release left behind, and a
     budget's reservation not yet committed is given back (nothing was published); an
     error that an engine can state better (a bad value found in a pass, named as the
     in-memory release names it; an interrupt a cluster reported as a failed job) is
     raised so.
     """
+    options = risk_options(risk)
     opened = open_engine(
         data,
         method=method,
@@ -248,9 +281,12 @@ def open_run(
         memory_limit=memory_limit,
         progress=progress,
         metrics=metrics,
+        risk=options is not None,
     )
-    run = Run(method, opened, progress, budget, output)
+    run = Run(method, opened, progress, budget, output, options)
     try:
+        if options is not None:
+            options.check_names(opened.names)
         yield run
     except Exception as exc:
         better = opened.explain(exc)

@@ -25,7 +25,8 @@ from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
-from dpfast.cli._parsing import Parser, UsageError, writing
+from dpfast.cli._evaluate_command import EVALUATE
+from dpfast.cli._parsing import Parser, UsageError, measuring_risk, writing
 from dpfast.cli._progress import ProgressLine as ProgressLine
 from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
@@ -41,6 +42,8 @@ examples:
   dpfast schema init people.csv -o people.schema.json    a schema to fill in
   dpfast compare people.csv released.csv --schema people.schema.json -o report.html
                                    a PRIVATE page: original against release
+  dpfast evaluate people.csv a.csv b.csv --schema people.schema.json -o evaluation.html
+                                   PRIVATE: utility and disclosure risk, a risk-utility map
 
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
@@ -105,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="method", metavar="METHOD", required=True, title="methods"
     )
     for command in RELEASE_COMMANDS:
-        writing(command).add_to(methods, formatter)
+        writing(measuring_risk(command)).add_to(methods, formatter)
     for name, help_text, description, group in _GROUPS:
         parser_of_group = commands.add_parser(
             name, help=help_text, description=description, formatter_class=formatter
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
     dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     COMPARE.add_to(commands, formatter)
+    EVALUATE.add_to(commands, formatter)
     return parser
 
 

@@ -14,6 +14,7 @@ from dpfast.cli._parsing import (
     Command,
     column_list,
     delimiter,
+    integer,
     quiet_argument,
 )
 from dpfast.cli._progress import note
@@ -31,7 +32,9 @@ The page is PRIVATE: it is computed from the original data, and written readable
 owner only (mode 0600, whatever the umask). It holds per-column plots
 (histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
 divergence, variance variation, summaries), the noise scale of each column against its
-public domain, and the clamping counts. It reads RELEASED.public-report.json and
+public domain, the clamping counts, and the disclosure risk: record linkage and interval
+disclosure with --linked (or from the private report of a release made with --risk), and
+the uniqueness of --quasi-identifiers in both tables. It reads RELEASED.public-report.json and
 RELEASED.private-report.json when they exist (--public-report, --private-report to point
 elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
 """
@@ -71,6 +74,21 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--unprotected keep): add the record-linked relative error. Default: only "
         "order-free metrics, since releases shuffle their rows",
     )
+    shared_arguments(parser, "RELEASED")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+
+
+def shared_arguments(parser: argparse.ArgumentParser, released: str) -> None:
+    """Add the options compare and evaluate share: uniqueness, CSV reading, ``--quiet``."""
+    parser.add_argument(
+        "--quasi-identifiers",
+        type=column_list,
+        help="columns an intruder could know (age,sex,zip): their uniqueness in ORIGINAL "
+        f"and in {released}; needs --k",
+    )
+    parser.add_argument(
+        "--k", type=integer, help="the class size the uniqueness checks (records below it)"
+    )
     parser.add_argument(
         "--delimiter",
         metavar="CHAR",
@@ -81,25 +99,32 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
     )
     quiet_argument(parser)
-    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
 
 
-def _check_output(args: argparse.Namespace) -> None:
+def check_output(args: argparse.Namespace, inputs: tuple[str, ...]) -> None:
+    """Refuse ``-o`` that is a directory, an input, or exists without ``--force``.
+
+    Also refuse ``--quasi-identifiers`` without a class size ``--k >= 1``.
+    """
     out = Path(args.output)
     if out.is_dir():
         raise DPFastValueError(
             f"-o {args.output!r} is a directory; give a file name such as report.html"
         )
-    for given in (args.original, args.released, args.schema):
+    for given in inputs:
         if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
             raise DPFastValueError(
                 f"-o {args.output!r} would overwrite an input; choose another path"
             )
     if out.exists() and not args.force:
         raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+    if args.quasi_identifiers is not None and args.k is None:
+        raise DPFastValueError("--quasi-identifiers needs --k, the class size to check")
+    if args.k is not None and args.k < 1:
+        raise DPFastValueError(f"--k must be >= 1, got {args.k}")
 
 
-def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
+def read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
     """Return a report (None if the default path does not exist) and the path looked at."""
     path = default if given is None else given
     if given is None and not os.path.exists(path):
@@ -134,10 +159,10 @@ def _compare(args: argparse.Namespace) -> int:
     from dpfast._private_files import write_private_text
     from dpfast.schema import Schema
 
-    _check_output(args)
+    check_output(args, (args.original, args.released, args.schema))
     public_default, private_default = report_paths(args.released)
-    public, public_path = _read_report(args.public_report, public_default)
-    private, private_path = _read_report(args.private_report, private_default)
+    public, public_path = read_report(args.public_report, public_default)
+    private, private_path = read_report(args.private_report, private_default)
     if public is not None and public.get("method") == "diffgen":
         raise DPFastValueError(
             f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
@@ -159,6 +184,8 @@ def _compare(args: argparse.Namespace) -> int:
         public_report=public,
         private_report=private,
         linked=args.linked,
+        quasi_identifiers=args.quasi_identifiers,
+        k=args.k,
         sources={
             "original": args.original,
             "released": args.released,

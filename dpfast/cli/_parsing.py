@@ -23,6 +23,7 @@ __all__ = [
     "engine_arguments",
     "integer",
     "io_arguments",
+    "measuring_risk",
     "memory_argument",
     "number",
     "quiet_argument",
@@ -87,20 +88,37 @@ class Command:
         parser.set_defaults(handler=self.handler)
 
 
-def writing(command: Command) -> Command:
-    """Return ``command`` with a ``--force`` option: it writes files that may exist."""
+def _switch(command: Command, flag: str, text: str) -> Command:
+    """Return ``command`` whose parser also takes the switch ``flag`` (help ``text``)."""
     arguments = command.arguments
 
-    def with_force(parser: argparse.ArgumentParser) -> None:
+    def with_switch(parser: argparse.ArgumentParser) -> None:
         arguments(parser)
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="overwrite the output and its reports if they exist (default: refuse, so that "
-            "a rerun does not spend the privacy budget on the same data again by mistake)",
-        )
+        parser.add_argument(flag, action="store_true", help=text)
 
-    return dataclasses.replace(command, arguments=with_force)
+    return dataclasses.replace(command, arguments=with_switch)
+
+
+def writing(command: Command) -> Command:
+    """Return ``command`` with a ``--force`` option: it writes files that may exist."""
+    return _switch(
+        command,
+        "--force",
+        "overwrite the output and its reports if they exist (default: refuse, so that a "
+        "rerun does not spend the privacy budget on the same data again by mistake)",
+    )
+
+
+def measuring_risk(command: Command) -> Command:
+    """Return release ``command`` with a ``--risk`` option (its risk in the private report)."""
+    return _switch(
+        command,
+        "--risk",
+        "measure the release's disclosure risk (record linkage, interval disclosure; "
+        "neighbourhood counts for k-noise) with each released row paired with its source "
+        "through the release's own row order, into OUTPUT.private-report.json (PRIVATE), "
+        "where dpfast evaluate reads it. In memory only (docs/risk.md)",
+    )
 
 
 # -- option types ----------------------------------------------------------------------

@@ -80,6 +80,8 @@ def release(args: argparse.Namespace, method: Method) -> int:
         opened(args, method.name, in_passes=in_passes, schema_check=method.schema_check) as found,
     ):
         arguments = method.arguments(args, found.schema)
+        if getattr(args, "risk", False):
+            arguments["risk"] = True
         if found.in_passes:
             made = _in_passes(args, method, found, arguments, spend)
             report = mark_from_data(made.report, found.schema, args)

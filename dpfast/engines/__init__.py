@@ -178,20 +178,21 @@ def open_engine(
     memory_limit: str | int | None = None,
     progress: Progress | None = None,
     metrics: bool = False,
+    risk: bool = False,
 ) -> Engine:
     """Open the engine that releases ``data`` for one release of ``method``.
 
     ``output`` (where the release is written) and ``memory_limit`` (the working memory of
     an engine that reads in passes) mean the same on every engine that takes them; an
-    engine refuses what it cannot do (``metrics`` need the values in memory), saying
-    what to change.
+    engine refuses what it cannot do (``metrics`` and ``risk`` need the original and the
+    release in memory), saying what to change.
     """
     name = engine_name(data, engine)
     entry = _REGISTRY[name]
     options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
     kind = getattr(importlib.import_module(entry.module), entry.attribute)
     memory = None if memory_limit is None else parse_memory(memory_limit)
-    opening = Opening(method, output, memory, progress, metrics)
+    opening = Opening(method, output, memory, progress, metrics, risk)
     opened: Engine = kind.open(data, opening, **options)
     return opened
 

@@ -74,6 +74,7 @@ from dpfast.engines.values import (
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["Engine"]
@@ -443,6 +444,14 @@ class Engine(ABC):
         they are opened.
         """
         raise NotImplementedError(f"the {self.name} engine computes no metrics")
+
+    def risk(self, options: RiskOptions, defaults: ReleaseDefaults) -> dict[str, Any]:
+        """Return the disclosure risk of the release, each row paired with its source.
+
+        Only an engine that holds the original and the release can; the others refuse
+        ``risk=True`` when they are opened (docs/risk.md#risk-at-release-time).
+        """
+        raise NotImplementedError(f"the {self.name} engine measures no risk")
 
 
 # -- small helpers the engines share --------------------------------------------------------

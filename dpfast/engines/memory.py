@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -30,6 +31,7 @@ from dpfast._validation import (
 )
 from dpfast.engines._contingency import HeldContingency
 from dpfast.engines._metrics import release_metrics
+from dpfast.engines._risk import computed_columns, copied_columns, released_columns
 from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
 from dpfast.engines.base import Engine
 from dpfast.engines.values import (
@@ -56,6 +58,7 @@ from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
+from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["MemoryEngine"]
@@ -76,13 +79,15 @@ class MemoryEngine(Engine):
         output: str | os.PathLike[str] | None = None,
         progress: Progress | None = None,
         metrics: bool = False,
+        risk: bool = False,
     ) -> None:
         self.table = table
         self.output = output
         self.progress = progress
-        self.track = metrics
+        self.track = metrics or risk
         self.released: dict[Hashable, Any] = {}
         self.codes: dict[Hashable, np.ndarray] = {}
+        self.taxonomies: dict[Hashable, Taxonomy] = {}
         self.destinations: dict[Hashable, np.ndarray] = {}
         self._ranks: dict[Hashable, np.ndarray] = {}
         self._base: np.ndarray | None = None
@@ -110,6 +115,7 @@ class MemoryEngine(Engine):
             output=opening.output,
             progress=opening.progress,
             metrics=opening.metrics,
+            risk=opening.risk,
         )
 
     # -- the input ----------------------------------------------------------------------
@@ -291,6 +297,7 @@ class MemoryEngine(Engine):
 
     def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:
         self.codes[column.name] = codes
+        self.taxonomies[column.name] = column.taxonomy
         self.released[column.name] = self.table.categorical_output(
             column.name, codes, column.taxonomy.domain
         )
@@ -511,6 +518,22 @@ class MemoryEngine(Engine):
     ) -> dict[str, Any]:
         return release_metrics(
             numeric, categorical, self.released, self.codes, self.destinations, domains
+        )
+
+    def risk(self, options: RiskOptions, defaults: ReleaseDefaults) -> dict[str, Any]:
+        """Measure the release's risk, each released value paired with its own source."""
+        if self._table is not None:
+            released, sources = computed_columns(self._table[0])
+        else:
+            released, sources = released_columns(
+                self.released, self.codes, self.taxonomies, self.destinations
+            )
+            copied, order = copied_columns(self.table, self._copied, self._order)
+            released.update(copied)
+            sources.update(order)
+        known = {**self.taxonomies, **(defaults.taxonomies or {})}
+        return release_risk(
+            self.table.source, released, sources, options, replace(defaults, taxonomies=known)
         )
 
 

@@ -62,7 +62,8 @@ class Opening:
 
     ``output`` (where the release is written) and ``memory_limit`` (bytes: the working
     memory of an engine that reads in passes) mean the same on every engine that takes
-    them; ``metrics`` asks for the private comparison of the release with its input.
+    them; ``metrics`` and ``risk`` ask for the private comparisons of the release with its
+    input (utility metrics, disclosure risk).
     """
 
     method: str
@@ -70,14 +71,28 @@ class Opening:
     memory_limit: int | None = None
     progress: Progress | None = None
     metrics: bool = False
+    risk: bool = False
 
-    def refuse_metrics(self, where: str, instead: str) -> None:
-        """Refuse ``metrics=True`` on an engine that does not hold the release ``where``."""
+    def refuse_comparisons(self, where: str, in_memory: str = "the table") -> None:
+        """Refuse ``metrics`` and ``risk`` on an engine that does not hold the release.
+
+        Both pair each released value with its source row, in memory; ``where`` says
+        where this release is, ``in_memory`` what a user releases in memory instead.
+        """
         if self.metrics:
             raise DPFastValueError(
                 f"{self.method}: {option('metrics', True)} compares the release with the "
-                f"original row by row, which a release {where} does not hold; drop it, "
-                f"and {instead}"
+                f"original row by row, which a release {where} does not hold; drop it, and "
+                f"release {in_memory} in memory, or compare the published output with the "
+                "input afterwards (dpfast compare)"
+            )
+        if self.risk:
+            raise DPFastValueError(
+                f"{self.method}: {option('risk', True)} pairs each released row with its "
+                f"source, which needs the original and the release in memory, and a release "
+                f"{where} holds neither; drop it and measure the published output afterwards "
+                "(dpfast evaluate, for a release that keeps the row order), or release "
+                f"{in_memory} in memory with {option('risk', True)}"
             )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ def individual_ranking(
     k: int,
     columns: Sequence[Hashable] | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -44,6 +45,10 @@ def individual_ranking(
         Compare each aggregated column with the original in ``release.private.metrics``
         (relative error, Jensen-Shannon divergence over the observed range, variance
         variation).
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress("microaggregation", done, total)``.
 
@@ -64,7 +69,14 @@ def individual_ranking(
     [1.5, 8.5, 1.5, 8.5]
     """
     with open_run(
-        "individual_ranking", data, engine, output, memory_limit, progress, metrics=metrics
+        "individual_ranking",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
     ) as run:
         n = run.n_rows
         with run.phase("validate"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -117,6 +117,7 @@ def k_noise(
     columns: Sequence[Hashable] | None = None,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -146,6 +147,10 @@ def k_noise(
         Reproducible noise, not for publication.
     n_threads : int, optional
         Threads for the noise (default: one per core). Results do not depend on it.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     engine, output, memory_limit : optional
@@ -180,7 +185,7 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
-    with open_run("k_noise", data, engine, output, memory_limit, progress) as run:
+    with open_run("k_noise", data, engine, output, memory_limit, progress, risk=risk) as run:
         with run.phase("validate"):
             k = check_k(k, run.n_rows)
             seed = check_seed(seed)
@@ -201,6 +206,7 @@ def k_noise(
                 floats = dataclasses.replace(column, integer=False, dtype=np.dtype(np.float64))
                 run.engine.write_rows(floats, UniformCells(key, delta, threads))
             run.keep(column.name)
+            run.risk_width[column.name] = 2.0 * delta  # the paper's neighbourhood, 2δ
             deltas[str(column.name)] = delta
             spans[str(column.name)] = span
         integer = [str(c.name) for c in protected if c.integer]

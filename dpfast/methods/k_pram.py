@@ -6,7 +6,7 @@ See docs/design.md#k-pram.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,7 @@ def k_pram(
     retention: float = 0.5,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -131,6 +132,10 @@ def k_pram(
         Draw from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
         Threads for the retain-or-replace draws; the release is the same for any number.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     engine, output, memory_limit : optional
@@ -167,7 +172,7 @@ def k_pram(
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
     """
-    with open_run("k_pram", data, engine, output, memory_limit, progress) as run:
+    with open_run("k_pram", data, engine, output, memory_limit, progress, risk=risk) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "k-PRAM")
             retention = check_retention(retention)

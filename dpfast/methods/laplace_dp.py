@@ -49,6 +49,7 @@ def laplace_dp(
     unprotected: UnprotectedPolicy = "drop",
     seed: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -84,6 +85,10 @@ def laplace_dp(
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
         to the private report (``release.private.metrics``), which must not be published.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress("noise", done, total)`` after each column.
 
@@ -105,7 +110,15 @@ def laplace_dp(
     (2, 1)
     """
     with open_run(
-        "laplace_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
+        "laplace_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
     ) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)

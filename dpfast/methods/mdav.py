@@ -41,6 +41,7 @@ def mdav(
     columns: Sequence[Hashable] | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -79,6 +80,10 @@ def mdav(
     metrics : bool
         Add relative error and Jensen-Shannon divergence per column to the private
         report (``release.private.metrics``).
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     engine : str or EngineChoice, optional
@@ -121,7 +126,7 @@ def mdav(
     """
     limit = None if memory_limit is None else parse_memory(memory_limit)
     _check_in_memory(data, engine)
-    with open_run("mdav", data, engine, output, None, progress, metrics=metrics) as run:
+    with open_run("mdav", data, engine, output, None, progress, metrics=metrics, risk=risk) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "mdav")
             numeric, categorical = protected_columns(run.engine, columns, taxonomies)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -138,6 +138,7 @@ def randomized_response(
     retention: float | None = None,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -179,6 +180,10 @@ def randomized_response(
         Reproducible, not for publication.
     n_threads : int, optional
         Threads for the draws. Results do not depend on it.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     engine, output, memory_limit : optional
@@ -219,7 +224,14 @@ def randomized_response(
     (True, ['zip'])
     """
     with open_run(
-        "randomized_response", data, engine, output, memory_limit, progress, budget=budget
+        "randomized_response",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        budget=budget,
+        risk=risk,
     ) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)

@@ -86,13 +86,13 @@ def _matrices(original: Any, released: Any) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _covariance(matrix: np.ndarray, ddof: int) -> np.ndarray:
+def covariance(matrix: np.ndarray, ddof: int) -> np.ndarray:
     centred = matrix - matrix.mean(axis=0)
     result: np.ndarray = centred.T @ centred / (matrix.shape[0] - ddof)
     return result
 
 
-def _correlation_change(v: np.ndarray, w: np.ndarray, i: int, j: int) -> float | None:
+def correlation_change(v: np.ndarray, w: np.ndarray, i: int, j: int) -> float | None:
     defined = v[i, i] > 0 and v[j, j] > 0, w[i, i] > 0 and w[j, j] > 0
     if all(defined):
         r = v[i, j] / math.sqrt(v[i, i] * v[j, j])
@@ -160,7 +160,7 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
     n, p = x.shape
     if n <= ddof:
         raise DPFastValueError(f"{n} row(s); the sample covariance (ddof=1) needs at least 2")
-    v, w = _covariance(x, ddof), _covariance(y, ddof)
+    v, w = covariance(x, ddof), covariance(y, ddof)
     mean_x, mean_y = x.mean(axis=0), y.mean(axis=0)
     skipped: dict[str, int] = {}
 
@@ -181,7 +181,7 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
         skipped,
     )
     il5 = _mean_of_terms(
-        [_correlation_change(v, w, i, j) for j in range(p) for i in range(j)], "IL5", skipped
+        [correlation_change(v, w, i, j) for j in range(p) for i in range(j)], "IL5", skipped
     )
     defined = [value for value in (il1, il2, il3, il4, il5) if not math.isnan(value)]
     il6 = 100.0 * float(np.mean(defined)) if defined else math.nan

@@ -47,8 +47,28 @@ ROW_ORDER_METHODS = (
 )
 
 
-def _misalignment(method: Any, parameters: Mapping[str, Any], unprotected: Any) -> str | None:
-    """Why a release's rows are not (known to be) row ``i`` of the input, or None."""
+def misalignment(report: Any) -> str | None:
+    """Why a release's rows are not row ``i`` of its input, from its public report; or None.
+
+    ``report`` is a :class:`dpfast.accounting.Report` or its ``to_dict()`` (a release's
+    ``.public-report.json``, parsed). None means the report shows a release that keeps the
+    input's row order (docs/risk.md#alignment).
+
+    Examples
+    --------
+    >>> from dpfast import risk
+    >>> risk.misalignment({"method": "mdav", "parameters": {"k": 5}, "unprotected": None}) is None
+    True
+    >>> risk.misalignment({"method": "mdav_dp", "parameters": {"shuffle": True}})
+    'its report shows shuffle=True: its rows are in a new random order'
+    """
+    if isinstance(report, Mapping):
+        method, parameters = report.get("method"), report.get("parameters")
+        unprotected = report.get("unprotected")
+    else:
+        method, parameters = getattr(report, "method", None), getattr(report, "parameters", None)
+        unprotected = getattr(report, "unprotected", None)
+    parameters = parameters if isinstance(parameters, Mapping) else {}
     if parameters.get("linkage") == "columns":
         return "its report shows linkage='columns': every column is in an order of its own"
     shuffle = parameters.get("shuffle")
@@ -73,15 +93,17 @@ def release_data(released: Any, function: str, *, aligned: bool = True) -> Any:
     if not is_release:
         return released
     if aligned:
-        method = getattr(report, "method", None)
-        parameters = getattr(report, "parameters", None) or {}
-        reason = _misalignment(method, parameters, getattr(report, "unprotected", None))
+        reason = misalignment(report)
         if reason is not None:
+            method = getattr(report, "method", None)
             raise DPFastValueError(
                 f"{function} needs row-aligned tables (row i of the release comes from row i "
-                f"of the original), but this {method} release is not: {reason}. Measure a "
-                f"release that keeps the row order: one of {list(ROW_ORDER_METHODS)} (ir_dp "
-                "with linkage='records' and shuffle=False), with unprotected='drop' or 'keep'"
+                f"of the original), but this {method} release is not: {reason}. Release it "
+                "again with risk=True: the release then pairs each row with its source "
+                "through its own order and puts the measures in release.private.risk "
+                "(docs/risk.md#risk-at-release-time). Or measure a release that keeps the row "
+                f"order: one of {list(ROW_ORDER_METHODS)} (ir_dp with linkage='records' and "
+                "shuffle=False), with unprotected='drop' or 'keep'"
             )
     return released.data
 

@@ -12,6 +12,7 @@ import numpy as np
 from dpfast._validation import check_threads
 from dpfast.exceptions import DPFastValueError
 from dpfast.risk._common import (
+    Pair,
     check_taxonomies,
     dpfast_errors,
     is_numeric,
@@ -23,26 +24,59 @@ from dpfast.risk._interval import check_percent, rank_interval_hits, value_inter
 from dpfast.risk._linkage import linkage_inputs, linkage_scores
 from dpfast.risk._neighbourhood import check_width, neighbourhood_counts
 from dpfast.risk._uniqueness import uniqueness
+from dpfast.taxonomy import Taxonomy
 
 
-def _share(values: np.ndarray) -> float:
+def share(values: np.ndarray) -> float:
     return float(np.mean(values))
 
 
-def _interval_section(pair: Any, numeric: list[Hashable], p: float) -> dict[str, Any]:
+def interval_section(pair: Any, numeric: list[Hashable], p: float) -> dict[str, Any]:
     section: dict[str, Any] = {"p": p, "rank": {}, "value": {}}
     for name in numeric:
         x = numeric_values(pair.original, name, "original", "")
         y = numeric_values(pair.released, name, "released", "")
-        section["rank"][json_name(name)] = _share(rank_interval_hits(x, y, p))
-        section["value"][json_name(name)] = _share(value_interval_hits(x, y, p))
+        section["rank"][json_name(name)] = share(rank_interval_hits(x, y, p))
+        section["value"][json_name(name)] = share(value_interval_hits(x, y, p))
     for method in ("rank", "value"):
         shares = section[method].values()
         section[f"{method}_mean"] = float(np.mean(list(shares))) if shares else None
     return section
 
 
-def _widths(width: Any, numeric: list[Hashable]) -> dict[Hashable, float]:
+def linkage_section(
+    pair: Pair, taxonomies: Mapping[Hashable, Taxonomy], n_threads: int
+) -> dict[str, float]:
+    """``{"distance": rate, "rank": rate}`` of a row-aligned pair."""
+    return {
+        method: float(
+            np.mean(linkage_scores(linkage_inputs(pair, taxonomies, method == "rank"), n_threads))
+        )
+        for method in ("distance", "rank")
+    }
+
+
+def uniqueness_section(
+    original: Any, released: Any, quasi_identifiers: Any, k: int
+) -> dict[str, Any]:
+    """``{"original": ..., "released": ...}``: :meth:`Uniqueness.as_dict` of each table."""
+    return {
+        "original": uniqueness(original, quasi_identifiers, k=k).as_dict(),
+        "released": uniqueness(released, quasi_identifiers, k=k).as_dict(),
+    }
+
+
+def neighbourhood_section(
+    original: Any, released: Any, widths: Mapping[Hashable, float], k: int | None
+) -> dict[str, Any]:
+    """``{column: NeighbourhoodCounts.as_dict()}`` for each column given a width."""
+    return {
+        json_name(name): neighbourhood_counts(original, released, name, width=value, k=k).as_dict()
+        for name, value in widths.items()
+    }
+
+
+def widths_of(width: Any, numeric: list[Hashable]) -> dict[Hashable, float]:
     if width is None:
         return {}
     if isinstance(width, Mapping):
@@ -152,43 +186,30 @@ def risk_summary(
         )
     pair = paired(original, released, names, "risk_summary")
     numeric = [name for name in names if name not in checked]
-    linkage = {
-        method: float(
-            np.mean(linkage_scores(linkage_inputs(pair, checked, method == "rank"), threads))
-        )
-        for method in ("distance", "rank")
-    }
+    linkage = linkage_section(pair, checked, threads)
     summary: dict[str, Any] = {
         "n_records": pair.n_records,
         "columns": [json_name(name) for name in names],
         "skipped_columns": skipped,
         "record_linkage": linkage,
-        "interval_disclosure": _interval_section(pair, numeric, p),
+        "interval_disclosure": interval_section(pair, numeric, p),
         "uniqueness": None,
         "neighbourhood": None,
     }
     if quasi_identifiers is not None:
         assert k is not None
-        summary["uniqueness"] = {
-            "original": uniqueness(original, quasi_identifiers, k=k).as_dict(),
-            "released": uniqueness(released, quasi_identifiers, k=k).as_dict(),
-        }
-    widths = _widths(width, numeric)
+        summary["uniqueness"] = uniqueness_section(original, released, quasi_identifiers, k)
+    widths = widths_of(width, numeric)
     if widths:
-        summary["neighbourhood"] = {
-            json_name(name): neighbourhood_counts(
-                original, released, name, width=value, k=k
-            ).as_dict()
-            for name, value in widths.items()
-        }
-    ready: dict[str, Any] = _json_ready(summary)
+        summary["neighbourhood"] = neighbourhood_section(original, released, widths, k)
+    ready: dict[str, Any] = json_ready(summary)
     return ready
 
 
-def _json_ready(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """Replace NaN by None, recursively."""
     if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
+        return {key: json_ready(item) for key, item in value.items()}
     if isinstance(value, float) and math.isnan(value):
         return None
     return value

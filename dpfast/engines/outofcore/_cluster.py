@@ -32,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast.engines.outofcore._engine import (
-    NO_METRICS_INSTEAD,
     OutOfCoreEngine,
     refuse_text_output,
 )
@@ -113,9 +112,7 @@ class ClusterEngine(OutOfCoreEngine):
         part_rows: int | None = None,
     ) -> C:
         """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting."""
-        opening.refuse_metrics(
-            f"on {cls.frame}", f"release {cls.in_memory} in memory, or {NO_METRICS_INSTEAD}"
-        )
+        opening.refuse_comparisons(f"on {cls.frame}", cls.in_memory)
         if opening.output is not None:
             refuse_text_output(opening.output)
         source = cls.cluster_source(data)

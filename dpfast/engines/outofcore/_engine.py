@@ -61,7 +61,6 @@ from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "DEFAULT_MEMORY",
-    "NO_METRICS_INSTEAD",
     "OutOfCoreEngine",
     "refuse_text_output",
     "source_of",
@@ -72,9 +71,6 @@ R = TypeVar("R")
 
 #: The working memory of a release when ``memory_limit`` is not given.
 DEFAULT_MEMORY = 4 * 2**30
-
-#: What to do instead of ``metrics=True`` on an engine that does not hold the release.
-NO_METRICS_INSTEAD = "compare the published output with the input afterwards (dpfast compare)"
 
 
 def source_of(data: Any) -> ColumnSource:
@@ -150,7 +146,7 @@ class OutOfCoreEngine(Engine):
         batch_rows: int = BATCH_ROWS,
     ) -> OutOfCoreEngine:
         """Open a release of ``data`` read in batches; it is written to ``output``."""
-        opening.refuse_metrics("out of core", NO_METRICS_INSTEAD)
+        opening.refuse_comparisons("out of core")
         if opening.output is None:
             raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "

@@ -81,6 +81,7 @@ def diffgen(
     classes: Sequence[Any] | None = None,
     seed: int | None = None,
     microdata: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -135,6 +136,10 @@ def diffgen(
         ``output`` instead of the counts table (out of core, range by range); needs
         ``output``. ``counts`` is the table still, except out of core, where it is what
         was written.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``: a pass over a column out of core
         (``"pass 3 (column age)"``), the writing of ``output``.
@@ -202,7 +207,9 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    with open_run("diffgen", data, engine, output, memory_limit, progress, budget=budget) as run:
+    with open_run(
+        "diffgen", data, engine, output, memory_limit, progress, budget=budget, risk=risk
+    ) as run:
         with run.phase("validate"):
             epsilon = check_epsilon(epsilon)
             steps = check_int(steps, option("steps"))
@@ -271,6 +278,7 @@ def _release(
         run.engine.write_table(columns, repeat=COUNT_COLUMN if microdata else None)
     run.clamped.update({str(c.name): c.clamped for c in budget.numeric})
     run.policy = "drop"  # the columns neither predictors nor the target are not released
+    run.risk_counts = COUNT_COLUMN  # each row of the counts stands for `count` records
     release = run.finish(
         parameters=_parameters(prepared, builder, budget, epsilon, steps, utility),
         guarantee=_guarantee(epsilon, prepared),

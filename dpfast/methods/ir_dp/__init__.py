@@ -83,6 +83,7 @@ def ir_dp(
     seed: int | None = None,
     n_threads: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -154,6 +155,10 @@ def ir_dp(
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
         to the private report (``release.private.metrics``), which must not be published.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
 
@@ -199,7 +204,15 @@ def ir_dp(
     True
     """
     with open_run(
-        "ir_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
+        "ir_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
     ) as run:
         with run.phase("validate"):
             args = _validate(

@@ -66,6 +66,7 @@ def mdav_dp(
     calibration: Calibration = "l1",
     seed: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
     engine: str | EngineChoice | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -134,6 +135,10 @@ def mdav_dp(
         Reproducible noise and shuffle: not for publication.
     metrics : bool
         Add utility metrics (computed on the original data) to the private report.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     engine : str or EngineChoice, optional
@@ -179,7 +184,15 @@ def mdav_dp(
     True
     """
     with open_run(
-        "mdav_dp", data, engine, output, memory_limit, progress, metrics=metrics, budget=budget
+        "mdav_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
     ) as run:
         with run.phase("validate"):
             args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
