@@ -119,7 +119,7 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-limit",
         metavar="SIZE",
         help="release out of core within about SIZE of working memory (e.g. 4GiB): Parquet "
-        "input (a file, a directory or a glob) and output, --unprotected drop; the same "
+        "input (a file, a directory or a glob) and output, every --unprotected policy; the same "
         "release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
     )
     engine_arguments(parser)

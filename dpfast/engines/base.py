@@ -11,7 +11,8 @@ The primitives:
 
 * **the input**: :attr:`Engine.n_rows`, :attr:`Engine.names`, the protected columns
   checked as every engine checks them (:meth:`Engine.numeric_columns`,
-  :meth:`Engine.categorical_columns`);
+  :meth:`Engine.categorical_columns`), a column's range (:meth:`Engine.value_range`, for
+  bounds taken from the data);
 * **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
   sees fit, results in column order;
 * **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
@@ -20,8 +21,9 @@ The primitives:
 * **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
   row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
-  rows' places, record-linked), :meth:`Engine.copy_columns` (columns not protected,
-  unchanged, in the rows' order or a keyed one);
+  rows' places, record-linked), :meth:`Engine.write_ranked` (rank-group values at
+  their rows' places, rows in their order), :meth:`Engine.copy_columns` (columns not
+  protected, unchanged, in the rows' order or a keyed one);
 * **clusters** (rows partitioned, each cluster released as one value per column):
   :meth:`Engine.insensitive_clusters` (the insensitive MDAV partition under a
   data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's

@@ -34,8 +34,8 @@ def individual_ranking(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        Never modified.
+    data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame
+        Never modified; released where it lives, as :func:`dpfast.ir_dp` (docs/engines.md).
     k : int
         Group size, ``2 <= k <= n_rows``. ``k = 1`` is refused: it would release
         the input unchanged.
@@ -51,6 +51,16 @@ def individual_ranking(
         what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress("microaggregation", done, total)``.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files (on Spark and Dask always a directory), published at once when complete
+        (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
+        The release does not depend on it.
 
     Returns
     -------

@@ -64,10 +64,10 @@ def laplace_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
-        A Spark DataFrame runs on Spark (``unprotected="drop"``, no metrics): the release's
-        data is a Spark DataFrame computed on the executors, rows in the frame's order
-        (cache the frame; docs/engines.md, "Spark").
+    data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame
+        Never modified. A dataset or path is released out of core, a Spark or Dask
+        DataFrame on its cluster (cache the frame), rows in its order: the same release
+        for a seed, with every option but ``metrics`` and ``risk`` (docs/engines.md).
     epsilon : float
     bounds : mapping
         Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
@@ -91,6 +91,20 @@ def laplace_dp(
         what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress("noise", done, total)`` after each column.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files (on Spark and Dask always a directory), published at once when complete
+        (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
+        The release does not depend on it.
+    budget : BudgetLike, optional
+        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
+        release really spends before any pass and records it before the output is
+        published.
 
     Returns
     -------

@@ -86,8 +86,7 @@ def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> 
     order. One partition per row group, read by the workers; the index is the row number in
     the file (divisions known), and the columns have the types of ``pyarrow``'s
     ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
-    named there (a categorical column's own categories). A directory (a release written
-    as a dataset) is its ``part-NNNNN.parquet`` files, in the order of their names.
+    named there (a categorical column's own categories).
     """
     import dask
     import dask.dataframe as dd

@@ -106,11 +106,11 @@ def ir_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
-        The table. It is never modified. NumPy columns are named by integer position. A
-        Spark DataFrame runs on Spark (``linkage="columns"``, ``unprotected="drop"``, no
-        metrics) and the release's data is a Spark DataFrame computed on the executors,
-        the same rows for a seed (docs/engines.md, "Spark").
+    data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame
+        The table (pandas, polars, Arrow, 2-D NumPy), never modified; NumPy columns are
+        named by integer position. A dataset or path is released out of core, a Spark or
+        Dask DataFrame on its cluster: the same release for a seed, with every option
+        but ``metrics`` and ``risk`` (docs/engines.md).
     k : int
         Group size, ``1 <= k <= n_rows``.
     epsilon : float
@@ -161,6 +161,20 @@ def ir_dp(
         what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files (on Spark and Dask always a directory), published at once when complete
+        (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
+        The release does not depend on it.
+    budget : BudgetLike, optional
+        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
+        release really spends before any pass and records it before the output is
+        published.
 
     Returns
     -------
