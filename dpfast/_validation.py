@@ -326,6 +326,24 @@ def check_columns(
     return selected
 
 
+def check_unique_names(names: Sequence[Hashable], where: str, fix: str) -> None:
+    """Refuse a table whose columns do not each have a name of their own.
+
+    ``where`` names the table (``"the DataFrame"``, a file), ``fix`` says how to rename
+    the repeated columns there. Every column named twice or more is listed.
+    """
+    counts: dict[Hashable, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    repeated = [(name, count) for name, count in counts.items() if count > 1]
+    if repeated:
+        shown = ", ".join(f"{count} columns named {name!r}" for name, count in repeated)
+        raise DPFastValueError(
+            f"{where} has {shown}; each column needs a name of its own (a release and its "
+            f"report name every column): {fix}"
+        )
+
+
 def all_finite(block: np.ndarray) -> bool:
     """Whether a float64 block holds no NaN or infinity, read in memory order in one pass.
 

@@ -174,6 +174,20 @@ def test_ir_dp_unprotected_shuffle_and_keep(workdir: Path) -> None:
     assert "--linkage columns" in records.stderr and "linkage=" not in records.stderr
 
 
+def test_ir_dp_refuses_keep_under_column_linkage_naming_the_flags(workdir: Path) -> None:
+    base = ["release", "ir-dp", "people.csv", "-o", "k.csv", "--k", "5", "--epsilon", "1"]
+    result = dpfast(*base, "--schema", "schema.json", "--unprotected", "keep", cwd=workdir)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpfast: error: --unprotected keep"), lines
+    for flag in ("--unprotected shuffle", "--unprotected drop", "--linkage records"):
+        assert flag in lines[0]
+    assert not list(workdir.glob("k.csv*"))
+    # the help says so too
+    shown = dpfast("release", "ir-dp", "--help", cwd=workdir).stdout
+    assert "needs --linkage records" in " ".join(shown.split())
+
+
 def test_ir_dp_options_and_quiet(workdir: Path) -> None:
     result = dpfast(
         "release",

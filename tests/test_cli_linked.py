@@ -97,7 +97,6 @@ def _same(workdir: Path, got: str, expected: str) -> None:
         ["--linkage", "records", "--unprotected", "shuffle"],
         ["--linkage", "records", "--no-shuffle"],
         ["--unprotected", "shuffle"],
-        ["--unprotected", "keep"],
     ],
 )
 @pytest.mark.parametrize(
@@ -156,7 +155,12 @@ def test_csv_output_is_still_refused_out_of_core(workdir, capsys):
 
 
 @pytest.mark.parametrize(
-    "extra", [["--linkage", "records"], ["--unprotected", "keep"], ["--unprotected", "shuffle"]]
+    "extra",
+    [
+        ["--linkage", "records"],
+        ["--linkage", "records", "--unprotected", "keep"],
+        ["--unprotected", "shuffle"],
+    ],
 )
 def test_spark_writes_a_dataset_directory_named_by_output(workdir, capsys, extra):
     # every linkage and policy runs on Spark (tests/test_engine_spark_methods.py); an

@@ -58,6 +58,7 @@ from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
+from dpfast.taxonomy import as_taxonomy
 from tests import toy_method
 
 N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: the last rank group holds 12 rows
@@ -69,6 +70,16 @@ LARGE_MEMORY = 2**30
 OCCUPATIONS = list(adult_taxonomy("occupation").domain)
 
 
+#: The declared categories of ``job``: the occupations in an order of their own, and one
+#: that no row holds.
+JOB_CATEGORIES = [*reversed(OCCUPATIONS), "Retired"]
+#: ``job``'s taxonomy: the occupations and a leaf its type does not declare.
+JOB_LEAVES = [*OCCUPATIONS, "Astronaut"]
+#: Public bounds that ``count8`` (uint8) and ``delta8`` (int8) cannot hold, and that
+#: ``ratio32`` (float32) can.
+NARROW_BOUNDS = {"count8": (0, 1000), "delta8": (-1000, 1000), "ratio32": (0.1, 0.9)}
+
+
 @functools.cache
 def table() -> pd.DataFrame:
     """Adult's rows: ties, values on the bounds, clamped values, a sliver, nulls.
@@ -76,7 +87,10 @@ def table() -> pd.DataFrame:
     ``age`` (int64, 17 and 90 among them), ``occupation`` (text, in its taxonomy),
     ``share`` (rounded floats, some beyond and some on the bounds), ``tiny`` (half zeros,
     the rest in ``[0, 1e-3)`` of a ``[0, 1e6]`` domain), ``small`` (int32 in [-3, 3]),
-    ``note`` (text, one null in five: never protected) and ``income`` (DiffGen's class).
+    ``note`` (text, one null in five: never protected) and ``income`` (DiffGen's class);
+    narrow types: ``count8`` (uint8), ``delta8`` (int8), ``ratio32`` (float32, some beyond
+    its bounds) and ``job`` (the occupations as an ordered categorical of
+    :data:`JOB_CATEGORIES`).
     """
     frame = adult("train", drop_missing=True)[["age", "occupation", "income"]].iloc[:N_ROWS]
     frame = frame.reset_index(drop=True)
@@ -88,6 +102,10 @@ def table() -> pd.DataFrame:
     frame["tiny"] = np.where(rng.random(N_ROWS) < 0.5, 0.0, rng.uniform(0, 1e-3, N_ROWS))
     frame["small"] = rng.integers(-3, 4, N_ROWS).astype(np.int32)
     frame["note"] = [None if i % 5 == 0 else f"n{i % 11}" for i in range(N_ROWS)]
+    frame["count8"] = rng.integers(0, 256, N_ROWS).astype(np.uint8)
+    frame["delta8"] = rng.integers(-128, 128, N_ROWS).astype(np.int8)
+    frame["ratio32"] = rng.uniform(0.0, 1.0, N_ROWS).astype(np.float32)
+    frame["job"] = pd.Categorical(frame["occupation"], categories=JOB_CATEGORIES, ordered=True)
     return frame
 
 
@@ -304,6 +322,81 @@ CASES = [
         warning=PrivacyLeakWarning,  # bounds from the data, classes from the data
     ),
 ]
+# narrow types: integers widened to hold their public bounds (never wrapped), float32
+# kept, an ordered categorical's categories kept in their order (released or copied)
+_JOB = {"job": as_taxonomy(JOB_LEAVES, "job")}
+_NARROW = ("count8", "delta8", "ratio32")
+CASES += [
+    Case(
+        "ir_dp-narrow-types",
+        dpfast.ir_dp,
+        (*_NARROW, "job"),
+        {"k": K, "epsilon": 4.0, "bounds": NARROW_BOUNDS, "taxonomies": _JOB, "seed": SEED},
+        keeps_order=False,
+    ),
+    Case(
+        "laplace_dp-narrow-types-keep",
+        dpfast.laplace_dp,
+        (*_NARROW, "job"),
+        {
+            "epsilon": 30.0,
+            "bounds": NARROW_BOUNDS,
+            "columns": list(_NARROW),
+            "unprotected": "keep",
+            "seed": SEED,
+        },
+        keeps_order=True,
+        spills=False,
+    ),
+    Case(
+        "mdav_dp-narrow-types",
+        dpfast.mdav_dp,
+        (*_NARROW, "job"),
+        {"k": 25, "epsilon": 200.0, "bounds": NARROW_BOUNDS, "taxonomies": _JOB, "seed": SEED},
+        keeps_order=False,
+        tiny_memory=150_000,
+        spills=False,
+    ),
+    Case(
+        "randomized_response-ordered",
+        dpfast.randomized_response,
+        ("job", "count8"),
+        {"column": "job", "domain": JOB_LEAVES, "epsilon": 1.0, "seed": SEED},
+        keeps_order=True,
+        spills=False,
+    ),
+    Case(
+        "k_pram-narrow-types",
+        dpfast.k_pram,
+        (*_NARROW, "job"),
+        {"k": K, "columns": list(_NARROW), "retention": 0.3, "seed": SEED},
+        keeps_order=True,
+        tiny_memory=70_000,
+    ),
+    Case(
+        "diffgen-ordered-class",
+        dpfast.diffgen,
+        ("age", "job"),
+        {
+            "target": "job",
+            "epsilon": 1.0,
+            "steps": 4,
+            "bounds": {"age": BOUNDS["age"]},
+            "classes": JOB_LEAVES,
+            "seed": SEED,
+        },
+        keeps_order=True,
+        spills=False,
+        counts=True,
+    ),
+    Case(
+        "individual_ranking-narrow-types",
+        dpfast.individual_ranking,
+        _NARROW,
+        {"k": K},
+        keeps_order=True,
+    ),
+]
 # a method written in the tests alone (tests/toy_method.py): one case here is all it takes
 # to run it on every engine
 CASES.append(
@@ -380,24 +473,37 @@ def _runs() -> list[Any]:
 
 @dataclass
 class Side:
-    """A release as compared: its rows, the types of its columns, its two reports."""
+    """A release as compared: its rows, the types of its columns, its two reports.
+
+    ``categories`` are the categories, in order, of the columns whose type declares them
+    (an ordered categorical, an Arrow dictionary marked ordered).
+    """
 
     data: pd.DataFrame
     types: list[tuple[str, str]]
     report: dict[str, Any]
     private: dict[str, Any] = field(default_factory=dict)
+    categories: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
-    """``frame`` as Arrow: text as ``string`` (pandas 3 gives ``large_string``), NaN kept."""
+    """``frame`` as Arrow: text as ``string`` (pandas 3 gives ``large_string``), NaN kept.
+
+    A categorical's values are ``string`` too, as Parquet gives them back.
+    """
     columns = {}
     for name in frame.columns:
         values = frame[name]
         if values.dtype == np.float64:  # NaN stays NaN (pandas' conversion makes it null)
             columns[name] = pa.array(values.to_numpy(), from_pandas=False)
-        else:
-            array = pa.array(values, from_pandas=True)
-            columns[name] = array.cast(pa.string()) if array.type == pa.large_string() else array
+            continue
+        array = pa.array(values, from_pandas=True)
+        if array.type == pa.large_string():
+            array = array.cast(pa.string())
+        elif pa.types.is_dictionary(array.type):
+            kind = array.type
+            array = array.cast(pa.dictionary(kind.index_type, pa.string(), kind.ordered))
+        columns[name] = array
     return pa.table(columns)
 
 
@@ -405,11 +511,14 @@ def _side(data: Any, report: Any, private: Any, types: Callable[[Any], list[Any]
     """Compare ``data`` (Arrow or pandas) by its rows, its ``types`` and the reports."""
     rows = data.to_pandas() if isinstance(data, pa.Table) else data
     rows = rows.reset_index(drop=True)
-    for name in rows.columns:  # a dictionary's order is not part of the release
+    categories = {}
+    for name in rows.columns:  # an unordered dictionary's order is not part of the release
         if isinstance(rows[name].dtype, pd.CategoricalDtype):
+            if rows[name].dtype.ordered:
+                categories[str(name)] = list(rows[name].cat.categories)
             rows[name] = rows[name].astype(rows[name].cat.categories.dtype)
     counts = {key: value for key, value in private.to_dict().items() if key != "timings"}
-    return Side(rows, types(data), report.to_dict(), counts)
+    return Side(rows, types(data), report.to_dict(), counts, categories)
 
 
 def _arrow_types(data: pa.Table) -> list[tuple[str, str]]:
@@ -527,6 +636,7 @@ def dask_client() -> Iterator[Any]:
 
 def _assert_same(got: Side, want: Side, keeps_order: bool) -> None:
     assert got.types == want.types
+    assert got.categories == want.categories
     data, expected = got.data, want.data
     if not keeps_order:  # the same multiset of rows: compare them sorted
         columns = list(expected.columns)

@@ -17,7 +17,12 @@ import pytest
 
 import dpfast
 from dpfast._release import cli_spelling, method_call, option
-from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
+from dpfast.exceptions import (
+    DPFastValueError,
+    NoiseDominatesWarning,
+    PrivacyLeakWarning,
+    UnprovenReleaseWarning,
+)
 
 BOUNDS = {"v": (0.0, 100.0), "w": (0.0, 100.0)}
 
@@ -156,10 +161,24 @@ def test_keep_next_to_groups_is_not_differentially_private(method):
     assert f"share a {group}" in release.report.guarantee
 
 
-def test_keep_under_column_linkage_has_no_rows_to_keep():
-    release = _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
-    assert release.report.unprotected == "shuffle"
-    assert release.report.guarantee_level == "protected_only"
+def test_keep_under_column_linkage_is_refused_with_the_reason():
+    # no output row is an input record: "keep" would have no rows to keep the columns in
+    with pytest.raises(DPFastValueError) as refused:
+        _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
+    message = str(refused.value)
+    assert 'linkage="columns"' in message and "no output row is an input record" in message
+    for instead in ('unprotected="shuffle"', 'unprotected="drop"', 'linkage="records"'):
+        assert instead in message
+    with cli_spelling():
+        with pytest.raises(DPFastValueError, match="--unprotected shuffle"):
+            _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
+    # the same columns under record linkage are kept in their rows, and labelled so
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnprovenReleaseWarning)
+        kept = _release(
+            "ir_dp", _table(), columns=["v"], unprotected="keep", linkage="records", seed=2
+        )
+    assert kept.report.unprotected == "keep"
 
 
 def test_laplace_keep_is_safe_for_the_protected_columns():

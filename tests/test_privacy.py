@@ -658,7 +658,7 @@ def _unprotected_call(method: str, mode: str) -> Callable[[Any, int], Any]:
     if "unprotected" not in inspect.signature(function).parameters:
         pytest.skip(f"{method} has no unprotected= parameter yet")
     # ir_dp keeps rows whole only under the record linkage (one column: still "proven");
-    # under linkage="columns" no row is kept, and "keep" means "shuffle"
+    # under linkage="columns" no output row is an input record, and "keep" is refused
     extra = {"linkage": "records"} if method == "ir_dp" else {}
 
     def call(data: Any, seed: int) -> Any:

@@ -214,6 +214,17 @@ def test_missing_bounds_on_protected_numeric() -> None:
     assert '"protect": false' in message
 
 
+def test_protect_false_is_never_promised_to_copy_a_column_unchanged() -> None:
+    # the DP methods leave unprotected columns out by default (--unprotected drop): the
+    # messages point to what each method does instead of promising a copy
+    for entry in ({"type": "integer"}, {"type": "string", "protect": True}):
+        message = one_line_error(columns(age=entry), '"protect": false to leave it unprotected')
+        assert "unchanged" not in message and '"Columns not protected"' in message
+    documented = (Path(__file__).parents[1] / "docs" / "schema.md").read_text()
+    assert "copies it to the output unchanged" not in documented
+    assert "## Columns not protected" in documented or "### Columns not protected" in documented
+
+
 def test_lower_greater_than_upper() -> None:
     one_line_error(
         columns(age={"type": "integer", "bounds": [90, 17]}),

@@ -14,7 +14,7 @@ from dpfast._validation import (
     check_columns,
 )
 from dpfast.engines.base import Engine
-from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -73,6 +73,24 @@ def column_domains(
         return {}, False
     by_name = {c.name: c for c in numeric}
     return check_bounds(bounds, list(by_name), lambda name: engine.value_range(by_name[name]))
+
+
+def fit_domains(
+    numeric: Sequence[NumericColumn], domains: Mapping[Hashable, tuple[float, float]]
+) -> tuple[list[NumericColumn], list[str]]:
+    """Return the columns, each released in a type that holds its public domain, and notes.
+
+    A column whose type cannot hold its bounds widens (:meth:`NumericColumn.within`); the
+    report notes each one (its type and bounds are public).
+    """
+    fitted, notes = [], []
+    for column in numeric:
+        wide = column.within(*domains[column.name])
+        note = widened_note(column, wide)
+        if note is not None:
+            notes.append(note)
+        fitted.append(wide)
+    return fitted, notes
 
 
 def column_names(

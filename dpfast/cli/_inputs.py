@@ -336,7 +336,8 @@ def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None
             f"{', '.join(repr(c) for c in categorical)}"
             f"{' without a taxonomy' if also else ''}; "
             + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
-            + 'set "protect": false for them to copy them unchanged, or drop them'
+            + 'set "protect": false for them (they are then released as --unprotected '
+            "says), or drop them"
         )
     has_categorical = with_taxonomies and schema.protected_categorical()
     if (

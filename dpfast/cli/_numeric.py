@@ -98,7 +98,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "paper does: NOT proven). Default: proven",
     )
     columns_argument(parser)
-    unprotected_argument(parser, "rank group")
+    unprotected_argument(parser, "rank group", keep_needs="--linkage records")
     parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
     parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
     memory_argument(parser)

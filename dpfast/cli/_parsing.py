@@ -220,14 +220,22 @@ def columns_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def unprotected_argument(parser: argparse.ArgumentParser, groups: str | None) -> None:
-    """``--unprotected``: what to do with the columns the schema does not protect."""
+def unprotected_argument(
+    parser: argparse.ArgumentParser, groups: str | None, keep_needs: str | None = None
+) -> None:
+    """``--unprotected``: what to do with the columns the schema does not protect.
+
+    ``keep_needs`` names the option without which rows are not kept whole (``keep`` is
+    then refused).
+    """
     keep = (
         f"keep: kept in their rows, where they show which rows share a {groups}: NOT "
         "differentially private"
         if groups
         else "keep: kept in their rows, NOT protected"
     )
+    if keep_needs:
+        keep += f" (needs {keep_needs}: otherwise no output row is an input record)"
     parser.add_argument(
         "--unprotected",
         choices=("drop", "shuffle", "keep"),

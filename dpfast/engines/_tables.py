@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import option
@@ -39,10 +40,11 @@ def numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
 def encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
     """Codes of column ``name`` in ``domain``, and a function turning codes into the column.
 
-    A pandas categorical is recoded by its categories (one pass over its codes) and comes
-    back as a categorical of categories ``domain``; any other column is looked up value
-    by value and comes back as ``domain``'s values. Refuses missing values and values
-    outside the domain (:func:`check_in_domain`).
+    A pandas categorical is recoded by its categories (one pass over its codes); any
+    other column is looked up value by value. A categorical (pandas, or an Arrow or
+    polars dictionary of text) comes back as one (:meth:`TableData.categorical_output`:
+    the categories its type declares, else ``domain``), any other column as ``domain``'s
+    values. Refuses missing values and values outside the domain (:func:`check_in_domain`).
     """
     index = pd.Index(domain)
     dtype = code_dtype(len(domain))
@@ -56,10 +58,9 @@ def encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndar
         if first >= 0:  # the error path: name every category outside the domain
             unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
             outside = [series.cat.categories[c] for c in unmapped]
-        categories = pd.CategoricalDtype(index)
 
         def decode(new: np.ndarray) -> Any:
-            return pd.Categorical.from_codes(new, dtype=categories)
+            return table.categorical_output(name, new, domain)
 
     else:
         values = table.column(name)
@@ -70,12 +71,21 @@ def encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndar
         labels = np.asarray(domain)
         if labels.dtype.kind in "USO":
             labels = np.asarray(domain, dtype=object)
+        as_dictionary = _is_text_dictionary(table, name, domain)
 
         def decode(new: np.ndarray) -> Any:
-            return labels[new]
+            return table.categorical_output(name, new, domain) if as_dictionary else labels[new]
 
     check_in_domain(name, int(missing), outside)
     return np.ascontiguousarray(codes, dtype=dtype), decode
+
+
+def _is_text_dictionary(table: TableData, name: Hashable, domain: list[Any]) -> bool:
+    """Whether a column is an Arrow (or polars) dictionary coded by a domain of text."""
+    if table.kind in ("pandas", "numpy"):
+        return False
+    kind = table.source.column(name).type
+    return bool(pa.types.is_dictionary(kind) and all(isinstance(v, str) for v in domain))
 
 
 def warn_index_dropped(index: Any) -> None:

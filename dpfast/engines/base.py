@@ -398,6 +398,16 @@ class Engine(ABC):
         ``object`` for text and for categorical (dictionary) columns held as such.
         """
 
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        """Return the categories column ``name``'s type declares, in their order, if any.
+
+        A pandas ordered categorical, a polars ``Enum``, an Arrow dictionary of text
+        marked ordered declare them (:meth:`dpfast.io.TableData.declared_categories`); a
+        release of such a column keeps them (:func:`dpfast.io.released_categories`). An
+        engine whose inputs hold no such type answers ``None``.
+        """
+        return None
+
     @abstractmethod
     def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         """Release column ``name`` coded by a public ``domain``, row by row, in row order.

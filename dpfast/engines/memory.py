@@ -52,6 +52,7 @@ from dpfast.engines.values import (
     PublishHook,
     column_threads,
     inverse_permutation,
+    own_dtype,
     partition_inputs,
 )
 from dpfast.exceptions import DPFastValueError
@@ -148,8 +149,7 @@ class MemoryEngine(Engine):
             raw = table.column(name)
             values = as_numeric_column(raw, name, known_finite=finite)
             declared = is_integer_column(raw) if integer is None else bool(integer.get(name))
-            dtype = raw.dtype if is_integer_column(raw) or not declared else np.dtype(np.int64)
-            columns.append(NumericColumn(name, values, declared, dtype))
+            columns.append(NumericColumn(name, values, declared, own_dtype(raw.dtype, declared)))
         return columns
 
     def categorical_columns(
@@ -159,8 +159,13 @@ class MemoryEngine(Engine):
         for name, taxonomy in taxonomies.items():
             codes, categories = self.table.category_codes(name)
             codes = taxonomy.encode_categories(codes, categories, column=name)
-            columns.append(CategoricalColumn(name, codes, taxonomy))
+            declared = self.declared_categories(name)
+            columns.append(CategoricalColumn(name, codes, taxonomy, declared))
         return columns
+
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        declared = self.table.declared_categories(name)
+        return None if declared is None else tuple(declared)
 
     # -- work over columns --------------------------------------------------------------
 

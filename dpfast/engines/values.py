@@ -10,10 +10,11 @@ the per-batch functions a method hands over (:class:`Cells`, :class:`CodeCells`,
 
 from __future__ import annotations
 
+import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,8 +43,11 @@ __all__ = [
     "check_in_domain",
     "code_dtype",
     "column_threads",
+    "holding_dtype",
     "inverse_permutation",
+    "own_dtype",
     "partition_inputs",
+    "widened_note",
 ]
 
 
@@ -101,29 +105,137 @@ class NumericColumn:
     """A protected numeric column: its name, whether it is integer, and its output dtype.
 
     ``values`` holds the column as float64 on an engine that holds it (in memory, never
-    written); an engine that reads it in passes holds an empty array.
+    written); an engine that reads it in passes holds an empty array. ``dtype`` is the
+    input's own (an integer column's integer type; a float column's float type, float64
+    for an integer column released as floats) until :meth:`within` fits it to the public
+    ``domain``, which the released values lie in.
     """
 
     name: Hashable
     values: np.ndarray
     integer: bool
     dtype: np.dtype[Any]
+    domain: tuple[float, float] | None = None
 
     def restore_dtype(self, released: np.ndarray) -> np.ndarray:
-        """Give an integer column its dtype back (values are already rounded and in bounds)."""
-        return released.astype(self.dtype) if self.integer else released
+        """Give released float64 values the column's dtype (rounded and in bounds already).
+
+        A float type narrower than float64 rounds each value to its nearest, then keeps it
+        in the domain: a bound that the type cannot hold becomes the nearest value inside.
+        """
+        if released.dtype == self.dtype:
+            return released
+        out = released.astype(self.dtype)
+        if self.dtype.kind == "f" and self.domain is not None:
+            lower, upper = _inner_bounds(self.dtype, *self.domain)
+            np.clip(out, lower, upper, out=out)
+        return out
+
+    def within(self, lower: float, upper: float) -> NumericColumn:
+        """Return the column released in a type that holds every value of ``[lower, upper]``.
+
+        The public bounds decide, never the data: an integer type too narrow for them
+        widens (:func:`holding_dtype`), so that no released value wraps around.
+        """
+        dtype = holding_dtype(self.dtype, self.integer, lower, upper, self.name)
+        return replace(self, dtype=dtype, domain=(float(lower), float(upper)))
+
+
+def own_dtype(dtype: np.dtype[Any], integer: bool) -> np.dtype[Any]:
+    """Return a protected column's output type before its bounds are known: its own type.
+
+    An integer (or boolean) column released as integers, a float column released as
+    floats, keep their type; an integer column released as floats takes float64, a float
+    column released as integers int64.
+    """
+    if integer:
+        return dtype if dtype.kind in "iub" else np.dtype(np.int64)
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+
+
+_SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+_UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def holding_dtype(
+    dtype: np.dtype[Any], integer: bool, lower: float, upper: float, name: Hashable = None
+) -> np.dtype[Any]:
+    """Return the type of a protected column's released values, in ``[lower, upper]``.
+
+    A float column keeps its float type when that holds the bounds, else becomes float64.
+    An integer column keeps its type when that holds every integer of ``[floor(lower),
+    ceil(upper)]`` (a boolean: 0 and 1), else takes the narrowest wider type that does: of
+    the same signedness, or signed when an unsigned column's lower bound is negative.
+
+    Examples
+    --------
+    >>> holding_dtype(np.dtype("uint8"), True, 0, 1000)
+    dtype('uint16')
+    >>> holding_dtype(np.dtype("uint8"), True, -5, 200)
+    dtype('int16')
+    >>> holding_dtype(np.dtype("float32"), False, 0.0, 1.5)
+    dtype('float32')
+    """
+    if not integer:
+        if dtype.kind == "f" and float(np.finfo(dtype).max) >= max(abs(lower), abs(upper)):
+            return dtype
+        return np.dtype(np.float64)
+    lo, hi = math.floor(lower), math.ceil(upper)
+    if dtype.kind == "b" and 0 <= lo and hi <= 1:
+        return dtype
+    if dtype.kind in "iu" and _holds(dtype, lo, hi):
+        return dtype
+    unsigned = dtype.kind in "ub" and lo >= 0
+    for candidate in _UNSIGNED if unsigned else _SIGNED:
+        if candidate.itemsize >= dtype.itemsize and _holds(candidate, lo, hi):
+            return candidate
+    raise DPFastValueError(
+        f"column {name!r} is integer, and no integer type holds its bounds "
+        f"[{lower!r}, {upper!r}]; narrow the bounds to what the column can hold (int64: "
+        f"[{-(2**63)}, {2**63 - 1}]), or protect it as a float column"
+    )
+
+
+def _holds(dtype: np.dtype[Any], lo: int, hi: int) -> bool:
+    info = np.iinfo(dtype)
+    return bool(info.min <= lo and hi <= info.max)
+
+
+def _inner_bounds(dtype: np.dtype[Any], lower: float, upper: float) -> tuple[Any, Any]:
+    """Return the smallest and largest values of float type ``dtype`` in ``[lower, upper]``."""
+    lo, hi = dtype.type(lower), dtype.type(upper)
+    if float(lo) < lower:
+        lo = np.nextafter(lo, dtype.type(np.inf))
+    if float(hi) > upper:
+        hi = np.nextafter(hi, dtype.type(-np.inf))
+    return lo, hi
+
+
+def widened_note(before: NumericColumn, after: NumericColumn) -> str | None:
+    """Return the report's note for a column whose type changed to hold its bounds, if it did."""
+    if before.dtype == after.dtype or after.domain is None:
+        return None
+    lower, upper = after.domain
+    return (
+        f"column {before.name!r}: its type {before.dtype} cannot hold every value of "
+        f"its public bounds [{lower:g}, {upper:g}], so it is released as {after.dtype}"
+    )
 
 
 @dataclass(frozen=True)
 class CategoricalColumn:
     """A protected categorical column: int64 codes of its taxonomy's leaves.
 
-    ``codes`` is empty on an engine that reads the column in passes.
+    ``codes`` is empty on an engine that reads the column in passes. ``categories`` are
+    those the column's type declares, in their order (a pandas ordered categorical, a
+    polars ``Enum``, an Arrow dictionary marked ordered: see
+    :func:`dpfast.io.released_categories`), else ``None``.
     """
 
     name: Hashable
     codes: np.ndarray
     taxonomy: Taxonomy
+    categories: tuple[str, ...] | None = None
 
 
 class Cells(Protocol):

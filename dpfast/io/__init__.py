@@ -8,6 +8,12 @@ whole and written atomically (:mod:`._files`).
 
 from __future__ import annotations
 
+from dpfast.io._categories import (
+    arrow_labels,
+    is_declared_dictionary,
+    released_categories,
+    same_dictionaries,
+)
 from dpfast.io._files import (
     WRITE_ROWS,
     column_kinds,
@@ -24,13 +30,17 @@ __all__ = [
     "WRITE_ROWS",
     "Kind",
     "TableData",
+    "arrow_labels",
     "as_table_data",
     "build_table",
     "column_kinds",
+    "is_declared_dictionary",
     "output_format",
     "parquet_shape",
     "read_table",
+    "released_categories",
     "repeat_rows",
+    "same_dictionaries",
     "write_json_atomic",
     "write_table_atomic",
     "write_text_atomic",

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from dpfast._validation import check_unique_names
 from dpfast.exceptions import DPFastValueError
 
 _FORMATS = {
@@ -191,6 +192,13 @@ def read_table(
     if _is_utf8(encoding):
         _check_utf8(where, table)
     _check_delimiter(where, table, separator)
+    check_unique_names(
+        table.column_names,
+        repr(where),
+        "rename the repeats where the file is written"
+        if separator is None
+        else "rename the repeats in the file's header row (e.g. age and age_2)",
+    )
     return table
 
 

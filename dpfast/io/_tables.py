@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dpfast._validation import check_unique_names
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io._categories import (
+    arrow_labels,
+    is_declared_dictionary,
+    released_categories,
+    same_dictionaries,
+    text_categories,
+)
 
 Kind = Literal["pandas", "arrow", "numpy", "polars"]
 
@@ -96,18 +104,46 @@ class TableData:
         codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         return codes, dictionary
 
+    def declared_categories(self, name: Hashable) -> list[str] | None:
+        """Return the categories a column's type declares, in their order, if it declares them.
+
+        A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary marked
+        ordered declare their categories: a release keeps them (:func:`released_categories`).
+        Other columns (unordered categoricals and dictionaries, whose categories are often
+        those that occur, in the order they occur; text) declare none: ``None``.
+        """
+        if self.kind == "pandas":
+            dtype = self.source[name].dtype
+            if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered:
+                return text_categories(list(dtype.categories))
+            return None
+        if self.kind == "numpy":
+            return None
+        chunked = self.source.column(name)
+        if not is_declared_dictionary(chunked.type):
+            return None
+        return same_dictionaries(name, [chunk.dictionary for chunk in chunked.chunks])
+
     def categorical_output(self, name: Hashable, codes: np.ndarray, labels: Sequence[str]) -> Any:
         """Build a released categorical column of the same kind as the input column.
 
-        pandas categoricals and Arrow (and polars) dictionary columns give categoricals
-        (categories: ``labels``); other pandas columns give strings of their own dtype
-        (``object``, ``str``, ``string[pyarrow]``, ...), other Arrow columns strings of
-        their own Arrow type; NumPy gives objects.
+        ``codes`` index ``labels`` (the public domain). pandas categoricals and Arrow (and
+        polars) dictionary columns give categoricals: of categories ``labels``, or, for a
+        column that declares its categories (:meth:`declared_categories`), of those
+        categories with ``labels`` not among them after them, of the input's type (the
+        ordered flag, an Arrow dictionary's index and value types). Other pandas columns
+        give strings of their own dtype (``object``, ``str``, ``string[pyarrow]``, ...),
+        other Arrow columns strings of their own Arrow type; NumPy gives objects.
         """
         if self.kind == "pandas":
             dtype = self.source[name].dtype
             if isinstance(dtype, pd.CategoricalDtype):
-                return pd.Categorical.from_codes(codes, categories=list(labels))
+                categories, codes = released_categories(
+                    codes, labels, self.declared_categories(name)
+                )
+                return pd.Categorical.from_codes(
+                    codes, categories=categories, ordered=bool(dtype.ordered)
+                )
             values = np.asarray(labels, dtype=object)[codes]
             if isinstance(dtype, pd.api.extensions.ExtensionDtype):
                 return pd.array(values, dtype=dtype)
@@ -115,15 +151,7 @@ class TableData:
         if self.kind == "numpy":
             return np.asarray(labels, dtype=object)[codes]
         original = self.source.column(name).type
-        array = pa.DictionaryArray.from_arrays(
-            pa.array(codes, type=pa.int32()), pa.array(list(labels), type=pa.string())
-        )
-        if pa.types.is_dictionary(original):
-            return array
-        try:
-            return array.cast(original)
-        except pa.ArrowNotImplementedError:  # e.g. string_view: no cast from a dictionary
-            return array.dictionary_decode().cast(original)
+        return arrow_labels(codes, labels, original, self.declared_categories(name))
 
     def _subset(self, keep: Sequence[Hashable]) -> TableData:
         """Return the table (pandas, Arrow or polars) restricted to the columns ``keep``."""
@@ -343,8 +371,9 @@ def _with_pandas_dtype(values: Any, dtype: Any) -> Any:
     """Give a released NumPy column the input column's pandas extension dtype back.
 
     ``Int64``, ``Float64``, ``int64[pyarrow]``, ... when the values have that dtype's NumPy
-    dtype (a protected column holds no missing value, so nothing is lost); other columns
-    are returned as they are.
+    dtype (a protected column holds no missing value, so nothing is lost), or the same
+    family's dtype of the values' type when the release widened it (``UInt8`` to
+    ``UInt16``); other columns are returned as they are.
     """
     if not isinstance(values, np.ndarray) or not isinstance(
         dtype, pd.api.extensions.ExtensionDtype
@@ -353,16 +382,38 @@ def _with_pandas_dtype(values: Any, dtype: Any) -> Any:
     if isinstance(dtype, pd.CategoricalDtype):
         return values
     numpy_dtype = getattr(dtype, "numpy_dtype", None)
-    if numpy_dtype is not None and values.dtype == numpy_dtype:
-        return pd.array(values, dtype=dtype, copy=False)
-    return values
+    if numpy_dtype is None:
+        return values
+    if values.dtype != numpy_dtype:
+        dtype = _extension_of(dtype, values.dtype)
+        if dtype is None:
+            return values
+    return pd.array(values, dtype=dtype, copy=False)
 
 
-def _categorical(codes: np.ndarray, labels: Sequence[Any]) -> pd.Categorical:
+#: pandas' nullable numeric dtypes, by the name of their NumPy dtype.
+_MASKED = {
+    name: name.capitalize().replace("Uint", "UInt")
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+} | {"float32": "Float32", "float64": "Float64"}
+
+
+def _extension_of(family: Any, dtype: np.dtype[Any]) -> Any:
+    """Return the extension dtype of ``family``'s kind (nullable, or Arrow) for ``dtype``."""
+    if isinstance(family, pd.ArrowDtype):
+        return pd.ArrowDtype(pa.from_numpy_dtype(dtype))
+    if str(family) in _MASKED.values() and dtype.name in _MASKED:
+        return pd.api.types.pandas_dtype(_MASKED[dtype.name])
+    return None
+
+
+def _categorical(codes: np.ndarray, labels: Sequence[Any], ordered: bool) -> pd.Categorical:
     try:  # codes built by dpfast are in range: skip pandas' scan (pandas >= 2.1)
-        return pd.Categorical.from_codes(codes, categories=list(labels), validate=False)
+        return pd.Categorical.from_codes(
+            codes, categories=list(labels), ordered=ordered, validate=False
+        )
     except TypeError:
-        return pd.Categorical.from_codes(codes, categories=list(labels))
+        return pd.Categorical.from_codes(codes, categories=list(labels), ordered=ordered)
 
 
 def build_table(kind: str, columns: Mapping[Any, Any]) -> Any:
@@ -372,11 +423,12 @@ def build_table(kind: str, columns: Mapping[Any, Any]) -> Any:
     ----------
     kind : {"pandas", "arrow", "polars"}
     columns : mapping
-        Column name to a 1-D NumPy array, or to a pair ``(codes, labels)`` giving a
-        categorical column (pandas ``Categorical``, Arrow dictionary) with integer codes
-        in ``[0, len(labels))`` (``-1`` for missing) into ``labels``. The arrays are
-        used without copying: pass arrays that nothing else holds (never a view of the
-        caller's data).
+        Column name to a 1-D NumPy array, or to a tuple ``(codes, labels)`` or ``(codes,
+        labels, ordered)`` giving a categorical column (pandas ``Categorical``, Arrow
+        dictionary; ordered: a pandas ordered categorical, an Arrow dictionary marked
+        ordered, a polars ``Enum``) with integer codes in ``[0, len(labels))`` (``-1``
+        for missing) into ``labels``. The arrays are used without copying: pass arrays
+        that nothing else holds (never a view of the caller's data).
 
     Returns
     -------
@@ -386,25 +438,37 @@ def build_table(kind: str, columns: Mapping[Any, Any]) -> Any:
         data: dict[Any, Any] = {}
         for name, column in columns.items():
             if isinstance(column, tuple):
-                codes, labels = column
-                data[name] = _categorical(codes, labels)
+                codes, labels, *ordered = column
+                data[name] = _categorical(codes, labels, bool(ordered and ordered[0]))
             else:
                 data[name] = column
         n = len(next(iter(data.values()))) if data else 0
         # the arrays are new and owned by the result: no copy
         return pd.DataFrame(data, index=pd.RangeIndex(n), copy=False)
     arrays = []
-    for column in columns.values():
+    enums = {}
+    for name, column in columns.items():
         if isinstance(column, tuple):
-            codes, labels = column
+            codes, labels, *ordered = column
             codes = np.asarray(codes)
             if codes.dtype.kind != "i" or codes.dtype.itemsize > 4:
                 codes = codes.astype(np.int32)
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(labels))))
+            flag = bool(ordered and ordered[0])
+            arrays.append(
+                pa.DictionaryArray.from_arrays(
+                    pa.array(codes), pa.array(list(labels)), ordered=flag
+                )
+            )
+            if flag:
+                enums[str(name)] = [str(label) for label in labels]
         else:
             arrays.append(pa.array(column))
     table = pa.table(arrays, names=[str(name) for name in columns])
-    return _polars_module().from_arrow(table) if kind == "polars" else table
+    if kind != "polars":
+        return table
+    polars = _polars_module()
+    frame = polars.from_arrow(table)
+    return frame.with_columns(*(polars.col(n).cast(polars.Enum(c)) for n, c in enums.items()))
 
 
 def _check_names_as_text(names: Sequence[Hashable]) -> None:
@@ -430,7 +494,8 @@ def repeat_rows(data: Any, count: Hashable) -> Any:
 
     ``data`` is a table :func:`as_table_data` takes, ``count`` a column of non-negative
     integers; the other columns come back categorical (pandas ``Categorical``, Arrow
-    dictionary), in a table of the same kind (:func:`build_table`).
+    dictionary), in a table of the same kind (:func:`build_table`); a column whose type
+    declares its categories keeps them, in their order.
     """
     table = as_table_data(data)
     counts = np.asarray(table.column(count), dtype=np.int64)
@@ -439,7 +504,7 @@ def repeat_rows(data: Any, count: Hashable) -> Any:
     for name in table.names:
         if name != count:
             codes, labels = table.category_codes(name)
-            out[name] = (codes[rows], labels)
+            out[name] = (codes[rows], labels, table.declared_categories(name) is not None)
     return build_table(table.kind, out)
 
 
@@ -460,14 +525,16 @@ def as_table_data(data: Any) -> TableData:
     """
     if isinstance(data, pd.DataFrame):
         names = list(data.columns)
-        if len(set(names)) != len(names):
-            raise DPFastValueError("the DataFrame has duplicate column names; rename them first")
+        check_unique_names(
+            names, "the DataFrame", "rename the repeats, e.g. frame.columns = [...] with new names"
+        )
         _check_names_as_text(names)
         return TableData("pandas", names, len(data), data)
     if isinstance(data, pa.Table):
         names = list(data.column_names)
-        if len(set(names)) != len(names):
-            raise DPFastValueError("the Arrow table has duplicate column names; rename them first")
+        check_unique_names(
+            names, "the Arrow table", "rename the repeats, e.g. table.rename_columns([...])"
+        )
         return TableData("arrow", names, data.num_rows, data)
     if isinstance(data, pa.RecordBatch):
         return as_table_data(pa.Table.from_batches([data]))

@@ -202,8 +202,9 @@ def k_noise(
                     delta, span = delta_from_extremes(*found)
             with run.phase("noise"):
                 key = source.key("k_noise", "uniform-noise", str(column.name))
-                # released as floats: the noise is continuous
-                floats = dataclasses.replace(column, integer=False, dtype=np.dtype(np.float64))
+                # released as floats (a float column in its own type): the noise is continuous
+                kind = column.dtype if column.dtype.kind == "f" else np.dtype(np.float64)
+                floats = dataclasses.replace(column, integer=False, dtype=kind)
                 run.engine.write_rows(floats, UniformCells(key, delta, threads))
             run.keep(column.name)
             run.risk_width[column.name] = 2.0 * delta  # the paper's neighbourhood, 2δ

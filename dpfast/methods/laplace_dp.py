@@ -18,6 +18,7 @@ from dpfast._release import (
     Progress,
     Release,
     check_unprotected,
+    fit_domains,
     grid_noise_entry,
     noise_source,
     open_run,
@@ -144,6 +145,7 @@ def laplace_dp(
             domains, derived = check_bounds(
                 bounds, [c.name for c in protected], _ranges(run.engine, protected)
             )
+            protected, notes = fit_domains(protected, domains)
             run.reserve(epsilon, [c.name for c in protected])
         ledger = Ledger(epsilon)
         plans = [
@@ -170,6 +172,7 @@ def laplace_dp(
             sampler=noise.SAMPLER_NAME,
             metrics=run.metrics(protected, domains=domains) if metrics else None,
             domains=domains,
+            notes=notes,
         )
 
 

@@ -31,8 +31,9 @@ class ColumnSpec:
     bounds : tuple of (lower, upper) or None
         The public domain of a numeric column (ints for integer columns).
     protect : bool
-        Whether releases must protect the column. Columns that are not protected are
-        copied to the output unchanged.
+        Whether releases must protect the column. A column that is not protected is
+        released as the method says (docs/schema.md, "Columns not protected"): left out
+        by default where a method takes ``unprotected``, else unchanged in its rows.
     taxonomy : pathlib.Path, list, dict or None
         A categorical column's taxonomy: its hierarchy file (resolved against the schema's
         directory), a list of its public values (a flat taxonomy), or a nested mapping
@@ -252,8 +253,8 @@ def _parse_protect(entry: Mapping[str, Any], kind: str, col: str) -> bool:
     if kind == "string" and protect:
         raise DPFastValueError(
             f"{col} is a string column, which no release method can protect; "
-            'set "protect": false to copy it unchanged, declare it "categorical", '
-            "or drop it from the input"
+            'set "protect": false to leave it unprotected (docs/schema.md, "Columns not '
+            'protected"), declare it "categorical", or drop it from the input'
         )
     return protect
 
@@ -298,9 +299,9 @@ def _column_bounds(
         return _parse_bounds(entry["bounds"], kind, col)
     if kind in _NUMERIC and protect:
         raise DPFastValueError(
-            f'{col} is a protected {kind} column without bounds; add "bounds": '
-            "[lower, upper] taken from public knowledge (never from the data), or set "
-            '"protect": false to copy it unchanged'
+            f'{col} is a protected {kind} column without bounds; add "bounds": [lower, upper] '
+            'from public knowledge (never from the data), or set "protect": false to leave '
+            'it unprotected (docs/schema.md, "Columns not protected")'
         )
     return None
 

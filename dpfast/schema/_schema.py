@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import check_unique_names
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
@@ -227,6 +228,7 @@ def check_table(schema: Schema, table: Any) -> Any:
     """Check ``table`` against ``schema``; see :meth:`Schema.check_table`."""
     where = schema.source or "the schema"
     present = list(table.column_names)
+    check_unique_names(present, "the input", "rename the repeats where the input is written")
     missing = [name for name in schema.names if name not in present]
     if missing:
         shown = ", ".join(repr(m) for m in missing[:5])

@@ -26,6 +26,7 @@ from dpfast.engines.outofcore import (
     PARTS_ATTRIBUTE,
     ClusterEngine,
     GeneratedParts,
+    GroupsColumn,
     RowsBatch,
     RowsColumn,
 )
@@ -68,7 +69,9 @@ class DaskEngine(ClusterEngine):
         return _rows_frame(self.cluster, tuple(columns), self.limits.batch_rows)
 
     def file_frame(self, path: Path) -> Any:
-        return read_in_order(path, categories(self.cluster))
+        """Return the written release; a copied categorical column keeps its categories."""
+        kept = {n: t for n, t in categories(self.cluster).items() if n in self.copied}
+        return read_in_order(path, kept)
 
     def table_frame(self, table: Any) -> Any:
         """Return the table as a frame of one partition (dictionaries as categoricals)."""
@@ -84,11 +87,16 @@ class DaskEngine(ClusterEngine):
         write_dataset(frame, directory, target, progress)
 
 
-def _dtype(kind: str) -> Any:
-    """Return a released column's pandas dtype, the in-memory release's (labels: text)."""
-    if kind == "labels":
+def _dtype(column: GroupsColumn | RowsColumn) -> Any:
+    """Return a released column's pandas dtype, the in-memory release's.
+
+    Numbers of the column's type; labels categorical for a categorical input, else text.
+    """
+    if isinstance(column, GroupsColumn) and column.numeric is None:
+        if column.dictionary is not None:
+            return column.labels_of(np.empty(0, dtype=np.int64)).to_pandas().dtype
         return pd.Series(["label"]).dtype
-    return np.dtype("int64" if kind == "int" else "float64")
+    return column.arrow_type.to_pandas_dtype()
 
 
 def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
@@ -96,8 +104,11 @@ def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
     lo, hi = parts.span(part)
     data = {}
     for column, array in zip(parts.columns, parts.table(part).columns, strict=True):
-        values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
-        data[column.name] = pd.Series(values, dtype=_dtype(column.kind), copy=False)
+        if column.dictionary is not None:
+            values = array.to_pandas()
+        else:
+            values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+        data[column.name] = pd.Series(values, dtype=_dtype(column), copy=False)
     frame = pd.DataFrame(data)
     frame.index = pd.RangeIndex(lo, hi)
     return frame
@@ -119,7 +130,7 @@ def _groups_frame(parts: GeneratedParts) -> Any:
     name = f"dpfast-release-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
     state = delayed(parts, name=name, traverse=False)
     compute = delayed(_groups_part, pure=False)
-    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c.kind)) for c in columns})
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in columns})
     # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
     with dask.config.set({"dataframe.convert-string": False}):
         frame = dd.from_delayed(
@@ -141,9 +152,7 @@ def _rows_frame(source: DaskSource, cells: tuple[RowsColumn, ...], batch_rows: i
         noised(part, first, rows, names, kinds, fn, batch_rows)
         for part, first, rows in source.parts(names)
     ]
-    meta = pd.DataFrame(
-        {c.name: pd.Series([], dtype="int64" if c.column.integer else "float64") for c in cells}
-    )
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in cells})
     return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
 

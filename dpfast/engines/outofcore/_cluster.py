@@ -93,6 +93,7 @@ class ClusterEngine(OutOfCoreEngine):
             str, tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]
         ] = {}
         self._rows: dict[str, RowsColumn] = {}
+        self.copied: set[str] = set()  # the columns released unprotected, unchanged
         self._written = False
         self._table: pa.Table | None = None
 
@@ -236,6 +237,7 @@ class ClusterEngine(OutOfCoreEngine):
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._written = True
+        self.copied.update(str(name) for name in names)
         super().copy_columns(names, key)
 
     # -- row-wise outputs: written by this process from passes on the workers -------------
@@ -280,14 +282,8 @@ class ClusterEngine(OutOfCoreEngine):
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
         states = []
         for column, values, _, key in groups:
-            if isinstance(column, CategoricalColumn):
-                labels = tuple(str(label) for label in column.taxonomy.domain)
-                states.append(
-                    GroupsColumn.of(key, column.name, self.n_rows, values, "labels", labels)
-                )
-            else:
-                kind = "int" if column.integer else "float"
-                states.append(GroupsColumn.of(key, column.name, self.n_rows, values, kind))
+            original = self.source.schema.field(str(column.name)).type
+            states.append(GroupsColumn.of(key, self.n_rows, values, column, original))
         part_rows = self.part_rows or output_part_rows(
             self.n_rows, len(states), self.tasks, self.limits.memory
         )

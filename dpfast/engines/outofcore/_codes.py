@@ -24,6 +24,7 @@ from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._output import ScratchColumn
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.values import CodeCells, check_in_domain, code_dtype
+from dpfast.io import arrow_labels
 
 __all__ = ["write_codes"]
 
@@ -35,8 +36,13 @@ def write_codes(
     cells: CodeCells,
     path: Path,
     batch_rows: int,
+    declared: Sequence[str] | None = None,
 ) -> ScratchColumn:
-    """Write column ``name``'s released codes at their rows' places; return it as labels."""
+    """Write column ``name``'s released codes at their rows' places; return it as labels.
+
+    A dictionary column of a domain of text comes back a dictionary, as in memory
+    (:func:`dpfast.io.arrow_labels`, with the categories its type ``declared``).
+    """
     coded = _Coded(pd.Index(list(domain)), code_dtype(len(domain)), cells)
     found = _Outside()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -49,6 +55,9 @@ def write_codes(
         os.close(fd)
     first_rows = found.first_rows
     check_in_domain(name, found.missing, sorted(first_rows, key=lambda value: first_rows[value]))
+    original = dataset.schema.field(str(name)).type
+    if pa.types.is_dictionary(original) and all(isinstance(v, str) for v in domain):
+        return _dictionary(str(name), list(domain), original, declared, path)
     labels = np.asarray(domain)
     if labels.dtype.kind in "USO":  # the values the in-memory release decodes codes into
         labels = np.asarray(domain, dtype=object)
@@ -63,6 +72,22 @@ def _labels(name: str, labels: pa.Array, path: Path) -> ScratchColumn:
         return labels.take(pa.array(codes))
 
     return ScratchColumn(name, labels.type, read, dictionary=True)
+
+
+def _dictionary(
+    name: str,
+    domain: list[str],
+    original: pa.DataType,
+    declared: Sequence[str] | None,
+    path: Path,
+) -> ScratchColumn:
+    """Return a column written as int64 codes, read back as a dictionary of the domain."""
+
+    def read(first: int, count: int) -> pa.Array:
+        codes = np.fromfile(path, np.int64, count, offset=first * 8)
+        return arrow_labels(codes, domain, original, declared)
+
+    return ScratchColumn(name, read(0, 0).type, read, dictionary=True)
 
 
 @dataclass

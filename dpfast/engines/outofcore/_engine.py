@@ -12,7 +12,13 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast._validation import as_numeric_column, non_finite_error, not_numeric_error, option
+from dpfast._validation import (
+    as_numeric_column,
+    check_unique_names,
+    non_finite_error,
+    not_numeric_error,
+    option,
+)
 from dpfast.engines.base import Engine
 from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
 from dpfast.engines.outofcore._clusters import (
@@ -29,6 +35,7 @@ from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
     Limits,
     NonFiniteValue,
+    batch_dictionary,
     group_sums,
     rank_counts,
 )
@@ -52,9 +59,10 @@ from dpfast.engines.values import (
     Progress,
     PublishHook,
     column_threads,
+    own_dtype,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import build_table
+from dpfast.io import build_table, is_declared_dictionary, same_dictionaries
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -130,6 +138,11 @@ class OutOfCoreEngine(Engine):
         batch_rows: int = BATCH_ROWS,
         progress: Progress | None = None,
     ) -> None:
+        check_unique_names(
+            source.names,
+            "the input",
+            "rename the repeats (a Spark frame: frame.toDF(*names); Dask: frame.columns = names)",
+        )
         self.source = source
         self.limits = Limits(int(memory_limit), int(batch_rows))
         self.progress = progress
@@ -197,18 +210,30 @@ class OutOfCoreEngine(Engine):
                 '"taxonomy" in the schema to protect it as a categorical column'
             )
         declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
-        # an integer column keeps its own type, as in memory (values rounded, in bounds)
-        kept = pa.types.is_integer(arrow_type) and declared
-        dtype = np.dtype(
-            arrow_type.to_pandas_dtype() if kept else np.int64 if declared else np.float64
-        )
+        # the column keeps its own type, as in memory (values rounded, in bounds)
+        dtype = own_dtype(np.dtype(arrow_type.to_pandas_dtype()), bool(declared))
         return NumericColumn(name, np.empty(0), bool(declared), dtype)
 
     def categorical_columns(
         self, taxonomies: Mapping[Hashable, Taxonomy]
     ) -> list[CategoricalColumn]:
         empty = np.empty(0, dtype=np.int64)
-        return [CategoricalColumn(name, empty, taxonomy) for name, taxonomy in taxonomies.items()]
+        return [
+            CategoricalColumn(name, empty, taxonomy, self.declared_categories(name))
+            for name, taxonomy in taxonomies.items()
+        ]
+
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        """Return the categories a column's type declares (an ordered dictionary's), if any.
+
+        One pass over the column reads every batch's dictionary, which must be the same
+        (:func:`dpfast.io.same_dictionaries`); other columns declare none.
+        """
+        if not is_declared_dictionary(self.source.schema.field(str(name)).type):
+            return None
+        batches = self.source.map_column(str(name), self.limits.batch_rows, batch_dictionary)
+        found = sorted(batches, key=lambda batch: batch[0])
+        return tuple(same_dictionaries(name, [dictionary for _, dictionary in found]))
 
     # -- work over columns --------------------------------------------------------------
 
@@ -329,7 +354,7 @@ class OutOfCoreEngine(Engine):
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))
-            self.out.copied(str(name), key, self.limits)
+            self.out.copied(str(name), key, self.limits, self.declared_categories(name))
 
     # -- clusters -----------------------------------------------------------------------
 
@@ -453,7 +478,9 @@ class OutOfCoreEngine(Engine):
     def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         self._tick(f"column {name}", 0, 1)
         path = self.out.path(name)
-        column = write_codes(self.source, name, domain, cells, path, self._limits().batch_rows)
+        declared = self.declared_categories(name)
+        batch_rows = self._limits().batch_rows
+        column = write_codes(self.source, name, domain, cells, path, batch_rows, declared)
         self.out.columns[str(name)] = column
 
     # -- the end ------------------------------------------------------------------------

@@ -17,7 +17,6 @@ the partitioning and after any retry.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,8 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast.engines.outofcore._passes import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
-from dpfast.engines.values import Cells, NumericColumn
+from dpfast.engines.values import CategoricalColumn, Cells, NumericColumn
+from dpfast.io import arrow_labels
 
 __all__ = [
     "PARTS_ATTRIBUTE",
@@ -82,25 +82,49 @@ class GroupsColumn:
     values: np.ndarray  # every rank group's value (float64) or code (int64)
     kind: str  # "float", "int" or "labels"
     labels: tuple[str, ...] = ()
+    numeric: NumericColumn | None = None  # a numeric column's, for its output type
+    # a categorical column's input type if a dictionary, and the categories it declares
+    dictionary: pa.DataType | None = None
+    declared: tuple[str, ...] | None = None
 
     @classmethod
     def of(
         cls,
         key: np.ndarray,
-        name: Hashable,
         n: int,
         values: np.ndarray,
-        kind: str,
-        labels: tuple[str, ...] = (),
+        column: NumericColumn | CategoricalColumn,
+        original: pa.DataType,
     ) -> GroupsColumn:
-        """Return the state of a column whose rows follow ``permutation(key, n)``."""
+        """Return the state of a column whose rows follow ``permutation(key, n)``.
+
+        ``original`` is the column's input type.
+        """
         sizes = noise.permutation_bucket_sizes(key, n)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return cls(str(name), key, starts, values, kind, labels)
+        name = str(column.name)
+        if isinstance(column, NumericColumn):
+            kind = "int" if column.integer else "float"
+            return cls(name, key, starts, values, kind, numeric=column)
+        labels = tuple(str(label) for label in column.taxonomy.domain)
+        if not pa.types.is_dictionary(original):
+            return cls(name, key, starts, values, "labels", labels)
+        return cls(name, key, starts, values, "labels", labels, None, original, column.categories)
 
     @property
-    def spark_type(self) -> str:
-        return {"float": "double", "int": "long", "labels": "string"}[self.kind]
+    def arrow_type(self) -> pa.DataType:
+        """The released column's Arrow type: the numeric column's own, a dictionary, or text."""
+        if self.numeric is not None:
+            return pa.from_numpy_dtype(self.numeric.dtype)
+        if self.dictionary is not None:
+            return self.labels_of(np.empty(0, dtype=np.int64)).type
+        return pa.string()
+
+    def labels_of(self, codes: np.ndarray) -> pa.Array:
+        """Return a categorical column's codes as its labels (a dictionary, or text)."""
+        if self.dictionary is not None:
+            return arrow_labels(codes, self.labels, self.dictionary, self.declared)
+        return pa.array(self.labels, pa.string()).take(pa.array(codes))
 
     def buckets(self, lo: int, hi: int) -> tuple[int, int]:
         """Return the permutation buckets ``[first, last)`` covering output rows ``[lo, hi)``."""
@@ -126,9 +150,9 @@ class GroupsColumn:
             self.key, n, first, last, self.values, k, sizes, out=out
         )
         out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
-        if self.kind == "labels":
-            return pa.array(self.labels, pa.string()).take(pa.array(out))
-        return pa.array(out.astype(np.int64) if self.kind == "int" else out)
+        if self.numeric is None:
+            return self.labels_of(out)
+        return pa.array(self.numeric.restore_dtype(out))
 
 
 @dataclass(frozen=True)
@@ -209,9 +233,9 @@ class RowsColumn:
         return str(self.column.name)
 
     @property
-    def kind(self) -> str:
-        """``"int"`` (released as int64) or ``"float"``."""
-        return "int" if self.column.integer else "float"
+    def arrow_type(self) -> pa.DataType:
+        """The released column's Arrow type (the column's own)."""
+        return pa.from_numpy_dtype(self.column.dtype)
 
     def released(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
         """Return the released values of rows ``first_row ...`` and their counts."""
@@ -239,5 +263,5 @@ class RowsBatch:
         arrays = []
         for i, rows in enumerate(self.columns):
             out, _ = rows.released(batch.column(i), first_row)
-            arrays.append(pa.array(out.astype(np.int64) if rows.column.integer else out))
+            arrays.append(pa.array(rows.column.restore_dtype(out)))
         return pa.RecordBatch.from_arrays(arrays, names=[c.name for c in self.columns])

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dpfast import noise
@@ -45,7 +46,7 @@ from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, r
 from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.values import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
-from dpfast.io import WRITE_ROWS
+from dpfast.io import WRITE_ROWS, arrow_labels
 from dpfast.partitions.grid import Grid
 
 __all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
@@ -240,12 +241,20 @@ class Output:
         self._place_ranked(column.name, ranked, values(sums), k, None, limits)
         self._numeric(column)
 
-    def copied(self, name: str, key: np.ndarray | None, limits: Limits) -> None:
+    def copied(
+        self,
+        name: str,
+        key: np.ndarray | None,
+        limits: Limits,
+        categories: Sequence[str] | None = None,
+    ) -> None:
         """Place one column unchanged, of any Arrow type, into an Arrow file in output order.
 
         The column keeps the type of its batches (a source that casts a declared type, as
-        the CLI's schema does, gives the cast type); a dictionary column stays one. In the
-        rows' order (``key`` ``None``) the batches are kept as they come, in one pass.
+        the CLI's schema does, gives the cast type); a dictionary column stays one, with
+        the ``categories`` its type declares if it declares them (its own dictionary, in
+        its order). In the rows' order (``key`` ``None``) the batches are kept as they
+        come, in one pass.
         """
         declared = self.source.schema.field(name).type
         dictionary = pa.types.is_dictionary(declared)
@@ -253,7 +262,7 @@ class Output:
             batches = BatchFiles(self.directory / f"copied-{_digest(name)}")
             for first_row, array in self.source.map_column(name, limits.batch_rows, _plain):
                 batches.add(array, first_row)
-            self.columns[name] = _copied_column(name, batches, declared, dictionary)
+            self.columns[name] = _copied_column(name, batches, declared, dictionary, categories)
             return
         row_bytes = self._row_bytes(name, declared, limits)
         out: ArrowFile | None = None
@@ -282,7 +291,7 @@ class Output:
                 placer.close()
             if out is not None:
                 out.close()
-        self.columns[name] = _copied_column(name, out, declared, dictionary)
+        self.columns[name] = _copied_column(name, out, declared, dictionary, categories)
 
     def table(self, columns: Sequence[ScratchColumn], n_rows: int) -> None:
         """Make ``n_rows`` rows of ``columns`` the output, instead of released columns."""
@@ -317,9 +326,9 @@ class Output:
             self._numeric(column)
 
     def _numeric(self, column: NumericColumn) -> None:
-        """Convert a numeric column written as float64; an integer one is read back in its dtype."""
+        """Convert a numeric column written as float64: it is read back in its own dtype."""
         path = self.path(column.name)
-        kind = pa.from_numpy_dtype(column.dtype) if column.integer else pa.float64()
+        kind = pa.from_numpy_dtype(column.dtype)
 
         def read(first: int, count: int) -> pa.Array:
             values = np.fromfile(path, np.float64, count, offset=first * 8)
@@ -331,10 +340,12 @@ class Output:
         """Convert a categorical column's codes to its taxonomy's labels, of the input's type.
 
         As in memory (``TableData.categorical_output``): a dictionary column gets a
-        dictionary of the taxonomy's leaves, any other column strings of its own type.
+        dictionary (:func:`dpfast.io.arrow_labels`: the categories its type declares, else
+        the taxonomy's leaves), any other column strings of its own type.
         """
         original = self.source.schema.field(str(column.name)).type
-        labels = pa.array(list(column.taxonomy.domain), pa.string())
+        domain = list(column.taxonomy.domain)
+        labels = pa.array(domain, pa.string())
         path = self.path(column.name)
 
         def codes(first: int, count: int) -> np.ndarray:
@@ -342,17 +353,15 @@ class Output:
 
         def read(first: int, count: int) -> pa.Array:
             if pa.types.is_dictionary(original):
-                return pa.DictionaryArray.from_arrays(
-                    pa.array(codes(first, count), pa.int32()), labels
-                )
+                return arrow_labels(codes(first, count), domain, original, column.categories)
             strings = labels.take(pa.array(codes(first, count)))
             return strings if original == pa.string() else strings.cast(original)
 
-        kind = (
-            pa.dictionary(pa.int32(), pa.string()) if pa.types.is_dictionary(original) else original
+        # dictionary-encoded in the file, so that a dictionary column's own dictionary (its
+        # categories, in their order) is the one written
+        self.columns[str(column.name)] = ScratchColumn(
+            str(column.name), read(0, 0).type, read, True
         )
-        dictionary = not pa.types.is_dictionary(original)
-        self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read, dictionary)
 
     def _place_ranked(
         self,
@@ -501,8 +510,14 @@ def _nbytes(array: pa.Array, first_row: int) -> int:
 
 
 def _copied_column(
-    name: str, out: ArrowFile | BatchFiles, declared: pa.DataType, dictionary: bool
+    name: str,
+    out: ArrowFile | BatchFiles,
+    declared: pa.DataType,
+    dictionary: bool,
+    categories: Sequence[str] | None,
 ) -> ScratchColumn:
+    if categories is not None:  # the column's own dictionary, in its order
+        return _declared_column(name, out, declared, categories)
     value_type = out.arrow_type
     if value_type is None:  # no batch came: no rows
         value_type = declared.value_type if dictionary else declared
@@ -513,3 +528,18 @@ def _copied_column(
         return values.dictionary_encode().cast(arrow_type) if dictionary else values
 
     return ScratchColumn(name, arrow_type, read)
+
+
+def _declared_column(
+    name: str, out: ArrowFile | BatchFiles, declared: pa.DataType, categories: Sequence[str]
+) -> ScratchColumn:
+    """Return a copied column that declares its categories, coded by them again as it is read."""
+    dictionary = pa.array(list(categories), declared.value_type)
+
+    def read(first: int, count: int) -> pa.Array:
+        values = out.read(first, count).cast(declared.value_type)
+        indices = pc.index_in(values, value_set=dictionary).cast(declared.index_type)
+        return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=True)
+
+    return ScratchColumn(name, declared, read, dictionary=True)
+

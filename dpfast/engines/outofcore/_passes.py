@@ -38,6 +38,7 @@ __all__ = [
     "BATCH_ROWS",
     "Limits",
     "NonFiniteValue",
+    "batch_dictionary",
     "category_codes",
     "category_ranks",
     "group_sums",
@@ -467,6 +468,11 @@ def rank_numeric(
     passes_ = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
     clamped = passes_.rank(grid.d_int + 1, fd, on_sorted, on_run)
     return sums, clamped
+
+
+def batch_dictionary(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
+    """Return a dictionary batch's first row and its dictionary."""
+    return first_row, array.dictionary
 
 
 def category_codes(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:

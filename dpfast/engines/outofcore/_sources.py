@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfast._validation import check_unique_names
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 T = TypeVar("T")
@@ -135,6 +136,8 @@ class ParquetDataset:
                     "must have the same columns and types"
                 )
         assert schema is not None
+        where = repr(files[0]) if len(files) == 1 else f"the dataset of {files[0]!r}"
+        check_unique_names(schema.names, where, "rename the repeats where the files are written")
         return cls(tuple(files), tuple(rows), schema, tuple(groups))
 
     @property

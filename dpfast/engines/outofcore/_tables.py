@@ -43,9 +43,10 @@ def repeated_columns(table: pa.Table, repeat: str) -> tuple[list[ScratchColumn],
 
     def column(name: str) -> ScratchColumn:
         codes, labels = data.category_codes(name)
+        ordered = data.declared_categories(name) is not None
 
         def build(rows: np.ndarray) -> pa.Array:
-            built = build_table("arrow", {name: (codes[rows], labels)})
+            built = build_table("arrow", {name: (codes[rows], labels, ordered)})
             return built.column(0).combine_chunks()
 
         def read(first: int, count: int) -> pa.Array:

@@ -78,7 +78,7 @@ class SparkEngine(ClusterEngine):
 
     def groups_frame(self, parts: GeneratedParts) -> Any:
         session = self.cluster.session
-        schema = ", ".join(f"`{c.name.replace('`', '``')}` {c.spark_type}" for c in parts.columns)
+        schema = _spark_schema((c.name, c.arrow_type) for c in parts.columns)
         generate = functools.partial(_generate, parts=parts, batch_rows=self.limits.batch_rows)
         with quietly():
             frame = session.range(parts.count, numPartitions=parts.count).mapInArrow(
@@ -88,10 +88,7 @@ class SparkEngine(ClusterEngine):
         return frame
 
     def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
-        schema = ", ".join(
-            f"`{c.name.replace('`', '``')}` {'long' if c.column.integer else 'double'}"
-            for c in columns
-        )
+        schema = _spark_schema((c.name, c.arrow_type) for c in columns)
         return self.cluster.map_batches(
             [c.name for c in columns], self.limits.batch_rows, RowsBatch(tuple(columns)), schema
         )
@@ -119,6 +116,25 @@ class SparkEngine(ClusterEngine):
         if interrupt is not None:
             return interrupt
         return super().explain(error)
+
+
+#: The Spark SQL type of each Arrow type a released column of a lazy frame has: a Spark
+#: input's numeric types (Spark has no unsigned ones), and text.
+_SPARK_TYPES = {
+    pa.int8(): "byte",
+    pa.int16(): "short",
+    pa.int32(): "int",
+    pa.int64(): "long",
+    pa.float32(): "float",
+    pa.float64(): "double",
+    pa.bool_(): "boolean",
+    pa.string(): "string",
+}
+
+
+def _spark_schema(columns: Iterable[tuple[str, pa.DataType]]) -> str:
+    """Return the DDL schema of a lazy frame's released columns, each of its own type."""
+    return ", ".join(f"`{name.replace('`', '``')}` {_SPARK_TYPES[kind]}" for name, kind in columns)
 
 
 def _generate(

@@ -120,6 +120,8 @@ class Prepared:
     bounds_from_data: bool
     contingency: Contingency
     dropped: list[Hashable] = field(default_factory=list)
+    # the categories the target's type declares, in their order (kept by the counts)
+    class_categories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,7 @@ def prepare(
         bounds_from_data=plan.derived,
         contingency=contingency,
         dropped=[c for c in engine.names if c != target and c not in plan.predictors],
+        class_categories=engine.declared_categories(target),
     )
 
 

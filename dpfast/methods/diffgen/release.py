@@ -18,7 +18,7 @@ from dpfast._release import BudgetLike, EngineChoice, Progress, Run, noise_sourc
 from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import repeat_rows
+from dpfast.io import released_categories, repeat_rows
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
 from dpfast.methods.diffgen._scores import UTILITIES
@@ -460,7 +460,9 @@ def _counts_columns(
         codes = _small_codes(np.arange(sizes[j]), sizes[j])
         out[col.name] = (np.tile(np.repeat(codes, inner), outer), labels)
         outer *= sizes[j]
-    classes = _small_codes(np.arange(n_classes), n_classes)
-    out[prepared.target] = (np.tile(classes, n_cells), prepared.class_labels)
+    declared = prepared.class_categories
+    categories, classes = released_categories(np.arange(n_classes), prepared.class_labels, declared)
+    classes = _small_codes(classes, len(categories))
+    out[prepared.target] = (np.tile(classes, n_cells), categories, declared is not None)
     out[COUNT_COLUMN] = noisy.reshape(-1)  # int64, owned by the release only
     return out

@@ -29,6 +29,7 @@ from dpfast._release import (
     check_taxonomies,
     check_unprotected,
     column_names,
+    fit_domains,
     grid_noise_entry,
     noise_source,
     open_run,
@@ -138,7 +139,9 @@ def ir_dp(
         ``"shuffle"`` releases them unchanged in a random row order of their own: they are
         not protected, and the guarantee becomes ``"protected_only"``. ``"keep"`` keeps
         them in their rows, where they show which rows share a rank group: the release is
-        then NOT differentially private (level ``"none"``).
+        then NOT differentially private (level ``"none"``). ``"keep"`` needs
+        ``linkage="records"``: under ``linkage="columns"`` no output row is an input
+        record, so it is refused.
     linkage : {"columns", "records"}
         ``"columns"`` (default) shuffles each protected column independently: provably
         ε-DP, but rows are not linked across columns. ``"records"`` (the paper's release)
@@ -229,10 +232,11 @@ def ir_dp(
         budget=budget,
     ) as run:
         with run.phase("validate"):
+            # before any pass over the data
+            run.policy = _policy(check_unprotected(unprotected), _check_linkage(linkage))
             args = _validate(
                 run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
             )
-            run.policy = _policy(check_unprotected(unprotected), args.linkage)
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
                 warn_unproven(guarantee[0])
@@ -261,12 +265,32 @@ def ir_dp(
             metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
             groups="rank group" if linked else None,
             domains=args.domains,
+            notes=args.notes,
         )
 
 
+def _check_linkage(linkage: Any) -> Linkage:
+    return cast(Linkage, check_choice(linkage, "linkage", ("records", "columns")))
+
+
 def _policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
-    """Under ``linkage="columns"`` no row is kept whole: ``"keep"`` means ``"shuffle"``."""
-    return "shuffle" if policy == "keep" and linkage == "columns" else policy
+    """Return ``policy``, refusing ``"keep"`` under ``linkage="columns"``.
+
+    That linkage releases every protected column in an order of its own, so no output row
+    is an input record: there is no row to keep an unprotected value in.
+    """
+    if policy == "keep" and linkage == "columns":
+        raise DPFastValueError(
+            f"{option('unprotected', 'keep')} keeps the unprotected columns in their rows, "
+            f"but {option('linkage', 'columns')} releases every protected column in an "
+            "order of its own, so no output row is an input record and there are no rows "
+            f"to keep them in. Choose {option('unprotected', 'shuffle')} (unchanged, NOT "
+            f"protected, in a random order of their own; the guarantee of the protected "
+            f"columns holds), {option('unprotected', 'drop')} (the default: left out), or "
+            f"{option('linkage', 'records')} to keep rows whole (NOT proven differentially "
+            "private)"
+        )
+    return policy
 
 
 @dataclass(frozen=True)
@@ -281,6 +305,7 @@ class _Arguments:
     categorical: list[CategoricalColumn]
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
+    notes: list[str]  # the columns released in a wider type than their own
 
     @property
     def epsilon_column(self) -> float:
@@ -303,7 +328,7 @@ def _validate(
     engine = run.engine
     k = check_k(k, run.n_rows)
     epsilon = check_epsilon(epsilon)
-    linkage = check_choice(linkage, "linkage", ("records", "columns"))
+    linkage = _check_linkage(linkage)
     shuffle = check_bool(shuffle, "shuffle")
     if linkage == "columns" and not shuffle:
         raise DPFastValueError(
@@ -323,6 +348,7 @@ def _validate(
         domains, derived = check_bounds(
             bounds, list(by_name), lambda name: engine.value_range(by_name[name])
         )
+    numeric, notes = fit_domains(numeric, domains)
     return _Arguments(
         k,
         epsilon,
@@ -334,6 +360,7 @@ def _validate(
         categorical,
         domains,
         derived,
+        notes,
     )
 
 

@@ -25,6 +25,7 @@ from dpfast._release import (
     check_unprotected,
     column_domains,
     column_names,
+    fit_domains,
     grid_noise_entry,
     noise_source,
     open_run,
@@ -232,7 +233,7 @@ def mdav_dp(
                 ([noise.SAMPLER_NAME] if args.numeric else [])
                 + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
             ),
-            notes=notes,
+            notes=[*notes, *args.notes],
             metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
             groups="cluster",
             domains=args.domains,
@@ -249,6 +250,7 @@ class _Arguments:
     categorical: list[CategoricalColumn]
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
+    notes: list[str]  # the columns released in a wider type than their own
 
 
 def _validate(
@@ -267,8 +269,17 @@ def _validate(
     seed = check_seed(seed)
     numeric, categorical = protected_columns(run.engine, columns, taxonomies)
     domains, derived = column_domains(run.engine, numeric, bounds)
+    numeric, notes = fit_domains(numeric, domains)
     return _Arguments(
-        k, epsilon, cast(Calibration, calibration), seed, numeric, categorical, domains, derived
+        k,
+        epsilon,
+        cast(Calibration, calibration),
+        seed,
+        numeric,
+        categorical,
+        domains,
+        derived,
+        notes,
     )
 
 
