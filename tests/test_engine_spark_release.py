@@ -254,19 +254,27 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
+    from dpfast.engines.base import CategoricalColumn, NumericColumn
     from dpfast.engines.outofcore import GeneratedParts, GroupsColumn
+    from dpfast.taxonomy import as_taxonomy
 
     keys = noise.NoiseSource.from_seed(SEED)
 
-    def key(name: str) -> np.ndarray:
-        return keys.key("ir_dp", "column-order", name)
+    def column(name: str, values: np.ndarray, kind: str) -> GroupsColumn:
+        key = keys.key("ir_dp", "column-order", name)
+        if kind == "labels":
+            released: Any = CategoricalColumn(name, np.empty(0), as_taxonomy(["a", "b", "c"]))
+            return GroupsColumn.of(key, n, values, released, pa.string())
+        dtype = np.dtype(np.int64 if kind == "int" else np.float64)
+        released = NumericColumn(name, np.empty(0), kind == "int", dtype)
+        return GroupsColumn.of(key, n, values, released, pa.from_numpy_dtype(dtype))
 
     rng = np.random.default_rng(5)
     columns = (
-        GroupsColumn.of(key("x"), "x", n, rng.normal(size=n // k), "float"),
-        GroupsColumn.of(key("i"), "i", n, rng.integers(0, 99, n // k).astype(float), "int"),
-        GroupsColumn.of(key("c"), "c", n, rng.integers(0, 3, n // k), "labels", ("a", "b", "c")),
-        GroupsColumn.of(key("y"), "y", n, rng.normal(size=n // k), "float"),
+        column("x", rng.normal(size=n // k), "float"),
+        column("i", rng.integers(0, 99, n // k).astype(float), "int"),
+        column("c", rng.integers(0, 3, n // k), "labels"),
+        column("y", rng.normal(size=n // k), "float"),
     )
     return GeneratedParts(columns, n, k, part_rows)
 

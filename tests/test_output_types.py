@@ -274,6 +274,20 @@ def test_repeated_names_in_frames_tables_and_parquet_are_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
 
 
+def test_dask_and_spark_frames_with_repeated_names_are_refused(request, tmp_path):
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame([[1, 2, 3], [4, 5, 6]], columns=["a", "a", "b"])
+    bounds = {"b": (0, 9)}
+    with pytest.raises(DPFastValueError, match="2 columns named 'a'") as raised:
+        dpfast.laplace_dp(dd.from_pandas(frame, npartitions=1), epsilon=1.0, bounds=bounds)
+    assert "frame.columns = names" in str(raised.value)
+    spark = request.getfixturevalue("spark")
+    data = spark.createDataFrame(frame.to_numpy().tolist(), ["a", "a", "b"])
+    with pytest.raises(DPFastValueError, match="2 columns named 'a'") as raised:
+        dpfast.laplace_dp(data, epsilon=1.0, bounds=bounds, columns=["b"])
+    assert "toDF" in str(raised.value)
+
+
 def test_the_cli_names_the_repeated_column_in_one_line(tmp_path, capsys):
     from dpfast import cli
 
