@@ -36,7 +36,6 @@ MODES = [
     ("records", True, "shuffle"),
     ("records", False, "drop"),
     ("columns", True, "shuffle"),
-    ("columns", True, "keep"),
 ]
 
 
@@ -143,6 +142,24 @@ def test_linked_and_unprotected_release_equals_in_memory(
     )
     _assert_same(output, expected, report, private)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out.parquet"]
+
+
+def test_keep_under_column_linkage_is_refused_out_of_core_as_in_memory(tmp_path):
+    table = _write_parts(_table(1_000), tmp_path / "in", [400])
+    arguments = _arguments("columns", True, "keep")
+    with pytest.raises(ValueError) as expected:
+        dpfast.ir_dp(table, **arguments)
+    with pytest.raises(ValueError) as got:
+        ir_dp_dataset(
+            ParquetDataset.open(tmp_path / "in"),
+            tmp_path / "out.parquet",
+            memory_limit=2**30,
+            batch_rows=1000,
+            **arguments,
+        )
+    assert (type(got.value), str(got.value)) == (type(expected.value), str(expected.value))
+    assert "no output row is an input record" in str(got.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
 
 @pytest.mark.parametrize(("linkage", "shuffle", "unprotected"), MODES[:3])

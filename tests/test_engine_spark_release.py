@@ -254,8 +254,8 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
-    from dpfast.engines.base import CategoricalColumn, NumericColumn
     from dpfast.engines.outofcore import GeneratedParts, GroupsColumn
+    from dpfast.engines.values import CategoricalColumn, NumericColumn
     from dpfast.taxonomy import as_taxonomy
 
     keys = noise.NoiseSource.from_seed(SEED)

@@ -29,7 +29,7 @@ import dpfast
 from dpfast._release import SEEDED_NOTE
 from dpfast.datasets import adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.base import NumericColumn, holding_dtype
+from dpfast.engines.values import NumericColumn, holding_dtype
 from dpfast.exceptions import DPFastValueError, NoiseDominatesWarning
 from dpfast.io import read_table
 

@@ -542,4 +542,3 @@ def _declared_column(
         return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=True)
 
     return ScratchColumn(name, declared, read, dictionary=True)
-
