@@ -55,6 +55,7 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore import _output as outofcore
+from dpfast.engines.outofcore import _scratch as scratch_files
 from dpfast.engines.outofcore._sources import ParquetDataset
 from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset, on_engine
 
@@ -238,7 +239,7 @@ def test_a_file_made_while_the_scratch_is_removed_is_removed_too(monkeypatch, ou
             late[0].write_bytes(b"PAR1")
 
     monkeypatch.setattr(shutil, "rmtree", rmtree)
-    with outofcore.scratch_beside(out / "released") as scratch:
+    with scratch_files.scratch_beside(out / "released") as scratch:
         assert scratch.parent == out
     assert late
     assert list(out.iterdir()) == []
