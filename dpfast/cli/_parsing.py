@@ -24,6 +24,7 @@ __all__ = [
     "memory_argument",
     "number",
     "quiet_argument",
+    "releasing",
     "unprotected_argument",
     "writing",
 ]
@@ -99,6 +100,24 @@ def writing(command: Command) -> Command:
         )
 
     return dataclasses.replace(command, arguments=with_force)
+
+
+def releasing(command: Command) -> Command:
+    """Return a release ``command`` with ``--dry-run``, and ``--force`` (:func:`writing`)."""
+    arguments = command.arguments
+
+    def with_dry_run(parser: argparse.ArgumentParser) -> None:
+        arguments(parser)
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print the release's forecast from public values only (the schema, the "
+            "options and the row count): per protected column its share of epsilon, its "
+            "noise, and the share of values the noise would put on a bound (docs/"
+            "forecast.md); reserves no budget, spends nothing, writes nothing",
+        )
+
+    return writing(dataclasses.replace(command, arguments=with_dry_run))
 
 
 # -- option types ----------------------------------------------------------------------

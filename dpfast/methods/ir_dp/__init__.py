@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -22,15 +22,20 @@ from dpfast._release import (
     BudgetLike,
     CategoricalColumn,
     EngineChoice,
+    Forecast,
     NumericColumn,
     Progress,
     Release,
     Run,
+    TableView,
+    advise_k,
     check_taxonomies,
     check_unprotected,
+    choice_forecast,
     column_names,
     grid_noise_entry,
     noise_source,
+    numeric_forecast,
     open_run,
     option,
     taxonomy_parameters,
@@ -60,6 +65,7 @@ from dpfast.methods.ir_dp._categorical import (
     categorical_guarantee,
     group_codes,
 )
+from dpfast.methods.ir_dp._forecast import CATEGORICAL_DRAW, NUMERIC_DRAW, forecast_notes
 from dpfast.methods.ir_dp._numeric import centroid_sensitivity, numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
@@ -203,17 +209,19 @@ def ir_dp(
     ) as run:
         with run.phase("validate"):
             args = _validate(
-                run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
-            )
+                run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
+                shuffle, seed,
+            )  # fmt: skip
             run.policy = _policy(check_unprotected(unprotected), args.linkage)
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
                 warn_unproven(guarantee[0])
-            run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
-        source = noise_source(args.seed)
         with run.phase("plan"):
             plan = _plan(args, run.n_rows)
             _check_groups_fit(run, args, n_threads)
+            run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
+        source = noise_source(args.seed)
         linked = args.linkage == "records"
         row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
         with run.phase("columns"):
@@ -262,7 +270,7 @@ class _Arguments:
 
 
 def _validate(
-    run: Run,
+    table: TableView,
     k: Any,
     epsilon: Any,
     bounds: Any,
@@ -273,8 +281,8 @@ def _validate(
     shuffle: Any,
     seed: Any,
 ) -> _Arguments:
-    engine = run.engine
-    k = check_k(k, run.n_rows)
+    engine = table
+    k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
     linkage = check_choice(linkage, "linkage", ("records", "columns"))
     shuffle = check_bool(shuffle, "shuffle")
@@ -349,6 +357,41 @@ def _plan(args: _Arguments, n_records: int) -> _Plan:
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan
+
+
+def ir_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`ir_dp` with ``arguments`` (all its keywords) on ``table``.
+
+    The release's own checks and plan (:func:`_plan`) from the row count, the names and
+    the arguments only; nothing is spent or written (docs/forecast.md).
+    """
+    a = arguments
+    args = _validate(
+        table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"],
+    )  # fmt: skip
+    return _forecast(args, table.n_rows, _plan(args, table.n_rows), advice=True)
+
+
+def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
+    """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
+    columns = tuple(
+        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], NUMERIC_DRAW)
+        for c in args.numeric
+    ) + tuple(choice_forecast(plan.entries[c.name], CATEGORICAL_DRAW) for c in args.categorical)
+    notes = forecast_notes(args.numeric, args.categorical, args.linkage)
+    forecast = Forecast("ir_dp", args.epsilon, n, columns, k=args.k, notes=notes)
+    if args.numeric and (advice or forecast.affected):
+        worst = lambda k: _worst_share(replace(args, k=k), n)  # noqa: E731
+        suggested, text = advise_k(worst, n, len(columns), args.epsilon, "rank group")
+        forecast = replace(forecast, suggested_k=suggested, k_advice=text)
+    return forecast
+
+
+def _worst_share(args: _Arguments, n: int) -> float:
+    """Return the largest forecast share on a bound of ``args``' numeric columns."""
+    plan = _plan(args, n)
+    return max(noise.on_bound_share(steps, grid.d_int) for grid, steps in plan.grids.values())
 
 
 def _group_bytes(n: int, k: int) -> int:
