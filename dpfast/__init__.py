@@ -7,7 +7,7 @@ first use and are cached on disk).
 from __future__ import annotations
 
 from dpfast import datasets, metrics, risk
-from dpfast._release import ColumnForecast, Forecast, Release
+from dpfast._release import ColumnForecast, Forecast, PublicTable, Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
 from dpfast.budget import BudgetEntry, BudgetFile, Reservation
@@ -50,6 +50,7 @@ __all__ = [
     "NoiseDominatesWarning",
     "PrivacyLeakWarning",
     "PrivateReport",
+    "PublicTable",
     "Release",
     "Report",
     "Reservation",

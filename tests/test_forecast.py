@@ -32,7 +32,7 @@ from dpfast.exceptions import (
 # -- the formula ---------------------------------------------------------------------------
 
 
-def _brute_force(t: float, d: int) -> float:
+def _brute_force(t: float, d: int, low: int | None = 0, high: int | None = 0) -> float:
     """Sum P(q) P(Y) over every grid value q and every noise value y that matters."""
     r = math.exp(-1.0 / t)
     reach = int(60 * t) + d + 2  # r**reach is far below float64's resolution
@@ -40,7 +40,12 @@ def _brute_force(t: float, d: int) -> float:
     pmf = (1 - r) / (1 + r) * r ** np.abs(ys)
     total = 0.0
     for q in range(d + 1):
-        on = (q + ys <= 0) | (q + ys >= d)
+        released = np.clip(q + ys, 0, d)
+        on = np.zeros(ys.shape, dtype=bool)
+        if low is not None:
+            on |= released <= low
+        if high is not None:
+            on |= released >= d - high
         total += float(pmf[on].sum())
     return total / (d + 1)
 
@@ -52,6 +57,17 @@ def test_share_on_a_bound_matches_a_brute_force_sum(t, d):
     got = noise.on_bound_share(t, d)
     expected = _brute_force(t, d)
     assert got == pytest.approx(expected, rel=1e-10, abs=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("t", "d", "low", "high"),
+    [(3, 10, 1, 2), (0.5, 7, 3, 0), (50, 100, 9, 10), (7, 1000, None, 4), (4, 30, 2, None),
+     (2, 5, 2, 2), (2, 5, 3, 2), (0.7, 12, None, None)],
+)  # fmt: skip
+def test_share_with_rounding_onto_the_bounds_matches_a_brute_force_sum(t, d, low, high):
+    # an integer column rounds the values within half a unit of a bound onto it
+    got = noise.on_bound_share(t, d, low, high)
+    assert got == pytest.approx(_brute_force(t, d, low, high), rel=1e-10, abs=1e-14)
 
 
 def test_share_on_a_bound_edge_cases_and_continuous_limit():
@@ -95,19 +111,42 @@ def test_share_on_a_bound_matches_the_sampler(t, d):
 
 
 @pytest.mark.statistical
-def test_forecast_matches_a_release_of_evenly_spread_values():
+@pytest.mark.parametrize("epsilon", [3.0, 30.0, 300.0])
+def test_forecast_matches_a_release_of_evenly_spread_values(epsilon):
     # values spread evenly over the bounds, as the forecast assumes: the release's private
-    # count of values on a bound is the forecast, up to the noise's own variation
-    n = 20_000
-    table = pd.DataFrame({"v": np.linspace(0.0, 100.0, n)})
-    bounds = {"v": (0.0, 100.0)}
-    expected = dpfast.forecast("laplace_dp", table, epsilon=3.0, bounds=bounds).columns[0]
+    # count of values on a bound is the forecast, up to the noise's own variation; the
+    # integer column's rounding onto its bounds included (it dominates at epsilon = 300)
+    n = 30_000
+    table = pd.DataFrame(
+        {"v": np.linspace(0.0, 100.0, n), "w": np.round(np.linspace(0, 15, n)).astype(np.int64)}
+    )
+    bounds = {"v": (0.0, 100.0), "w": (0, 15)}
+    expected = dpfast.forecast("laplace_dp", table, epsilon=epsilon, bounds=bounds)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoiseDominatesWarning)
-        release = dpfast.laplace_dp(table, epsilon=3.0, bounds=bounds, seed=5)
-    got = release.private.clamped_output["v"] / n
-    sigma = math.sqrt(expected.on_bound * (1 - expected.on_bound) / n)
-    assert abs(got - expected.on_bound) <= 5 * sigma
+        release = dpfast.laplace_dp(table, epsilon=epsilon, bounds=bounds, seed=5)
+    for column in expected.columns:
+        got = release.private.clamped_output[column.column] / n
+        sigma = math.sqrt(column.on_bound * (1 - column.on_bound) / n)
+        assert abs(got - column.on_bound) <= 5 * sigma, column.column
+
+
+def test_integer_columns_count_the_values_rounded_onto_a_bound():
+    from dpfast._release import bound_steps
+    from dpfast.partitions.grid import Grid
+
+    grid = Grid.for_column(17.0, 90.0, 1000)
+    half = int(0.5 / grid.gamma)  # grid steps in half a unit
+    # 17 + gamma y rounds to 17 below y = half (17.5 rounds to 18, half to even); 89.5
+    # rounds to 90 (even), so the top half unit rounds onto the upper bound
+    assert bound_steps(grid, integer=True) == (half - 1, half)
+    assert bound_steps(grid, integer=False) == (0, 0)
+    assert bound_steps(Grid.for_column(17.5, 90.0, 1000), integer=True)[0] is None
+    table = dpfast.PublicTable(1000, ["age"], frozenset({"age"}))
+    whole = dpfast.forecast("laplace_dp", table, epsilon=1e6, bounds={"age": (17, 90)})
+    floats = dpfast.forecast("laplace_dp", 1000, epsilon=1e6, bounds={"age": (17, 90)})
+    assert floats.columns[0].on_bound < 1e-3
+    assert whole.columns[0].on_bound == pytest.approx(1 / 73, rel=1e-3)  # half a unit each end
 
 
 # -- each method's forecast is its release's plan ---------------------------------------------
@@ -179,8 +218,9 @@ def test_forecast_scales_are_the_ledgers(method, arguments):
         assert column.noise_scale == ledger[column.column].noise_scale
     assert got.epsilon == pytest.approx(expected.report.epsilon)
     assert got.n_rows == len(table)
-    # the row count alone gives the same forecast as the table
-    assert _quiet(dpfast.forecast, method, len(table), **arguments) == got
+    # the row count, the names and the integer column give the same forecast as the table
+    public = dpfast.PublicTable(len(table), list(table.columns), frozenset({"c"}))
+    assert _quiet(dpfast.forecast, method, public, **arguments) == got
 
 
 def test_laplace_hand_case():

@@ -43,6 +43,7 @@ from dpfast._release.forecast import (
     Forecast,
     PublicTable,
     advise_k,
+    bound_steps,
     choice_forecast,
     numeric_forecast,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "Run",
     "TableView",
     "advise_k",
+    "bound_steps",
     "check_taxonomies",
     "check_unprotected",
     "check_width",

@@ -29,6 +29,7 @@ __all__ = [
     "Forecast",
     "PublicTable",
     "advise_k",
+    "bound_steps",
     "choice_forecast",
     "numeric_forecast",
 ]
@@ -42,14 +43,13 @@ THRESHOLD = 0.10
 class PublicTable:
     """A table as a forecast sees it: its row count and column names, no value.
 
-    A :class:`~dpfast._release.columns.TableView`, as an engine is.
-
-    Its columns hold no values, and it refuses to derive bounds from the data: a forecast
-    reads public values only.
+    A :class:`~dpfast._release.columns.TableView`, as an engine is. ``integer`` names the
+    columns of an integer type (their values are rounded after the noise).
     """
 
     n_rows: int
     names: list[Hashable]
+    integer: frozenset[Hashable] = frozenset()
 
     def numeric_columns(
         self,
@@ -59,8 +59,12 @@ class PublicTable:
         categorical: bool = True,
     ) -> list[NumericColumn]:
         """Return the columns ``names``, without values."""
-        floats = np.dtype(np.float64)
-        return [NumericColumn(name, np.empty(0), False, floats) for name in names]
+        columns = []
+        for name in names:
+            whole = name in self.integer if integer is None else bool(integer.get(name))
+            dtype = np.dtype(np.int64 if whole else np.float64)
+            columns.append(NumericColumn(name, np.empty(0), whole, dtype))
+        return columns
 
     def categorical_columns(
         self, taxonomies: Mapping[Hashable, Taxonomy]
@@ -119,20 +123,66 @@ class ColumnForecast:
         return self.noise_sd / self.width
 
 
-def numeric_forecast(entry: LedgerEntry, grid: Grid, steps: int, released: str) -> ColumnForecast:
+def numeric_forecast(
+    entry: LedgerEntry, grid: Grid, steps: int, released: str, integer: bool = False
+) -> ColumnForecast:
     """Return a numeric column's forecast from its ledger entry, grid and scale in steps.
 
-    ``entry``, ``grid`` and ``steps`` are the ones the release draws with.
+    ``entry``, ``grid`` and ``steps`` are the ones the release draws with; an ``integer``
+    column is rounded after the noise, which puts the values within half a unit of an
+    integer bound on it too (:func:`bound_steps`).
     """
+    low, high = bound_steps(grid, integer)
     return ColumnForecast(
         column=entry.columns[0],
         epsilon=entry.epsilon,
         noise_scale=entry.noise_scale,
         noise_sd=noise.discrete_laplace_sd(steps) * grid.gamma,
         width=grid.upper - grid.lower,
-        on_bound=noise.on_bound_share(steps, grid.d_int),
+        on_bound=noise.on_bound_share(steps, grid.d_int, low, high),
         released=released,
     )
+
+
+def _released(grid: Grid, integer: bool, y: int) -> float:
+    """Return the value grid value ``y`` is released as (the kernels' ``grid_value``)."""
+    value = grid.lower + grid.gamma * y
+    if integer:
+        value = float(np.rint(value))
+    return min(max(value, grid.lower), grid.upper)
+
+
+def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
+    """Return how many grid steps from each end are released as that bound.
+
+    ``(a, b)``: the grid values ``0 .. a`` are released as the lower bound and ``D - b ..
+    D`` as the upper one (``None``: none is). A float column releases only its end
+    points there (``(0, 0)``); an integer column rounds after the noise, so every grid
+    value that rounds onto an integer bound counts. Found by bisection: the released
+    value grows with the grid value.
+    """
+    d = grid.d_int
+    if not integer or d == 0:
+        return 0, 0
+    low: int | None = None
+    if _released(grid, integer, 0) <= grid.lower:
+        lo, hi = 0, d  # released(lo) on the bound; the answer is in [lo, hi]
+        while lo < hi:
+            middle = (lo + hi + 1) // 2
+            lo, hi = (
+                (middle, hi) if _released(grid, integer, middle) <= grid.lower else (lo, middle - 1)
+            )
+        low = lo
+    high: int | None = None
+    if _released(grid, integer, d) >= grid.upper:
+        lo, hi = 0, d  # the first grid value released as the upper bound is in [lo, hi]
+        while lo < hi:
+            middle = (lo + hi) // 2
+            lo, hi = (
+                (lo, middle) if _released(grid, integer, middle) >= grid.upper else (middle + 1, hi)
+            )
+        high = d - lo
+    return low, high
 
 
 def choice_forecast(entry: LedgerEntry, released: str) -> ColumnForecast:

@@ -105,9 +105,15 @@ def release(args: argparse.Namespace, method: Method) -> int:
 
 def _forecast(method: Method, found: Any, arguments: dict[str, Any]) -> Any:
     """Return the release's forecast from the schema, the arguments and the row count."""
+    from dpfast._release import PublicTable
     from dpfast.methods.forecast import forecast
 
-    return forecast(method.function, found.n_rows, **arguments)
+    data, schema = found.data, found.schema
+    names = list(data.column_names) if hasattr(data, "column_names") else list(data.names)
+    integer = [] if schema is None else [c for c in schema.names if schema[c].type == "integer"]
+    return forecast(
+        method.function, PublicTable(found.n_rows, names, frozenset(integer)), **arguments
+    )
 
 
 @contextmanager

@@ -122,10 +122,12 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
         The release: ``"ir_dp"``, ``"laplace_dp"``, ``"mdav_dp"``,
         ``"randomized_response"``, ``"diffgen"``, ``"individual_ranking"``, ``"mdav"``,
         ``"k_noise"``, ``"k_pram"``, or the function itself (``dpfast.ir_dp``).
-    data : table or int
-        The table the release would read (only its row count and column names are read),
-        or its row count; then the protected columns are ``columns`` (``column`` for
-        randomized response), or else those ``bounds`` and ``taxonomies`` name.
+    data : table, int or PublicTable
+        The table the release would read (only its row count, its column names and the
+        types of the bounded columns are read); or its row count, and then the protected
+        columns are ``columns`` (``column`` for randomized response), or else those
+        ``bounds`` and ``taxonomies`` name, all taken as float columns; or a
+        :class:`~dpfast.PublicTable` (row count, names, integer columns).
     **arguments
         The release's own arguments; those that only change how it runs (``seed``,
         ``output``, ``budget``, ...) are checked where the release checks them before
@@ -183,13 +185,19 @@ def _bind(
 
 
 def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
-    """Return what the forecast reads of ``data``: its row count and names, nothing else."""
+    """Return what the forecast reads of ``data``: its row count, names and integer columns."""
+    if isinstance(data, PublicTable):
+        return data
     if isinstance(data, numbers.Integral) and not isinstance(data, bool):
         return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
     with open_run(
         name, data, arguments.get("engine"), arguments.get("output"), arguments.get("memory_limit")
     ) as run:
-        return PublicTable(run.n_rows, list(run.engine.names))
+        names = list(run.engine.names)
+        bounds = arguments.get("bounds")
+        bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
+        integer = frozenset(c for c in bounded if run.engine.value_dtype(c).kind in "iu")
+        return PublicTable(run.n_rows, names, integer)
 
 
 def _named(name: str, arguments: Mapping[str, Any]) -> list[Hashable]:

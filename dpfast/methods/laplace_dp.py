@@ -117,7 +117,7 @@ def laplace_dp(
             seed = check_seed(seed)
             run.policy = check_unprotected(unprotected)
             plans = _plans(protected, domains, epsilon, run.n_rows)
-            run.expect(_forecast(epsilon, run.n_rows, plans))  # before any ε is reserved
+            run.expect(_forecast(epsilon, run.n_rows, protected, plans))  # before any ε is reserved
             run.reserve(epsilon, [c.name for c in protected])
         ledger = Ledger(epsilon)
         for _, _, entry in plans:  # every column's spend reserved before any draw
@@ -177,12 +177,21 @@ def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forec
     epsilon, protected, domains, _ = _validate(
         table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
     )
-    return _forecast(epsilon, table.n_rows, _plans(protected, domains, epsilon, table.n_rows))
+    plans = _plans(protected, domains, epsilon, table.n_rows)
+    return _forecast(epsilon, table.n_rows, protected, plans)
 
 
-def _forecast(epsilon: float, n: int, plans: Sequence[tuple[Grid, int, LedgerEntry]]) -> Forecast:
+def _forecast(
+    epsilon: float,
+    n: int,
+    protected: Sequence[NumericColumn],
+    plans: Sequence[tuple[Grid, int, LedgerEntry]],
+) -> Forecast:
     """Return the forecast of the columns' plans: every cell gets its own draw."""
-    columns = tuple(numeric_forecast(entry, grid, steps, _CELL) for grid, steps, entry in plans)
+    columns = tuple(
+        numeric_forecast(entry, grid, steps, _CELL, column.integer)
+        for column, (grid, steps, entry) in zip(protected, plans, strict=True)
+    )
     note = (
         "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
         "only fewer protected columns or a larger epsilon lower the noise"

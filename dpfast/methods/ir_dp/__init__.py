@@ -21,6 +21,7 @@ from dpfast._kernels import ranking
 from dpfast._release import (
     BudgetLike,
     CategoricalColumn,
+    ColumnForecast,
     EngineChoice,
     Forecast,
     NumericColumn,
@@ -375,10 +376,9 @@ def ir_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
 
 def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
     """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
-    columns = tuple(
-        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], NUMERIC_DRAW)
-        for c in args.numeric
-    ) + tuple(choice_forecast(plan.entries[c.name], CATEGORICAL_DRAW) for c in args.categorical)
+    columns = _numeric_forecasts(args, plan) + tuple(
+        choice_forecast(plan.entries[c.name], CATEGORICAL_DRAW) for c in args.categorical
+    )
     notes = forecast_notes(args.numeric, args.categorical, args.linkage)
     forecast = Forecast("ir_dp", args.epsilon, n, columns, k=args.k, notes=notes)
     if args.numeric and (advice or forecast.affected):
@@ -388,10 +388,17 @@ def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) ->
     return forecast
 
 
+def _numeric_forecasts(args: _Arguments, plan: _Plan) -> tuple[ColumnForecast, ...]:
+    """Return the numeric columns' forecasts: their entries, grids and scales in ``plan``."""
+    return tuple(
+        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], NUMERIC_DRAW, c.integer)
+        for c in args.numeric
+    )
+
+
 def _worst_share(args: _Arguments, n: int) -> float:
     """Return the largest forecast share on a bound of ``args``' numeric columns."""
-    plan = _plan(args, n)
-    return max(noise.on_bound_share(steps, grid.d_int) for grid, steps in plan.grids.values())
+    return max(c.on_bound or 0.0 for c in _numeric_forecasts(args, _plan(args, n)))
 
 
 def _group_bytes(n: int, k: int) -> int:

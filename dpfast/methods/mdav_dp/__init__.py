@@ -17,6 +17,7 @@ from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
     BudgetLike,
     CategoricalColumn,
+    ColumnForecast,
     EngineChoice,
     Forecast,
     NumericColumn,
@@ -282,10 +283,7 @@ def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast
 
 def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
     """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
-    numeric = "each cluster's centroid, one draw for its rows, clamped to the bounds"
-    columns = tuple(
-        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], numeric) for c in args.numeric
-    ) + tuple(
+    columns = _numeric_forecasts(args, plan) + tuple(
         choice_forecast(plan.entries[c.name], "each cluster's value, by the exponential mechanism")
         for c in args.categorical
     )
@@ -303,10 +301,18 @@ def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) ->
     return forecast
 
 
+def _numeric_forecasts(args: _Arguments, plan: _Plan) -> tuple[ColumnForecast, ...]:
+    """Return the numeric columns' forecasts: their entries, grids and scales in ``plan``."""
+    draw = "each cluster's centroid, one draw for its rows, clamped to the bounds"
+    return tuple(
+        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], draw, c.integer)
+        for c in args.numeric
+    )
+
+
 def _worst_share(args: _Arguments, n: int) -> float:
     """Return the largest forecast share on a bound of ``args``' numeric columns."""
-    plan = _plan(args, n, n // args.k)
-    return max(noise.on_bound_share(steps, grid.d_int) for grid, steps in plan.grids.values())
+    return max(c.on_bound or 0.0 for c in _numeric_forecasts(args, _plan(args, n, n // args.k)))
 
 
 def _geometry(args: _Arguments, reference: Reference, n: int) -> ReferenceGeometry:
