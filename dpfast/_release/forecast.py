@@ -148,7 +148,7 @@ def _released(grid: Grid, integer: bool, y: int) -> float:
     """Return the value grid value ``y`` is released as (the kernels' ``grid_value``)."""
     value = grid.lower + grid.gamma * y
     if integer:
-        value = float(np.rint(value))
+        value = float(round(value))  # half to even, as np.rint
     return min(max(value, grid.lower), grid.upper)
 
 
