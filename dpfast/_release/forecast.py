@@ -186,7 +186,7 @@ def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
 
 
 def choice_forecast(entry: LedgerEntry, released: str) -> ColumnForecast:
-    """Return a categorical column's forecast: its ε and scale; it has no bounds."""
+    """Return a categorical column's forecast from its ledger entry: its ε and scale, no bounds."""
     return ColumnForecast(entry.columns[0], entry.epsilon, entry.noise_scale, released=released)
 
 

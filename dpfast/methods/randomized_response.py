@@ -19,12 +19,12 @@ import pandas as pd
 from dpfast import noise
 from dpfast._release import (
     BudgetLike,
-    ColumnForecast,
     EngineChoice,
     Forecast,
     Progress,
     Release,
     TableView,
+    choice_forecast,
     column_threads,
     keep_numerator,
     noise_source,
@@ -282,7 +282,7 @@ def randomized_response_forecast(table: TableView, arguments: Mapping[str, Any])
         "a categorical column has no bounds: nothing is clamped, so no share on a bound "
         "applies; the other columns are released unchanged and are NOT protected",
     )
-    column = ColumnForecast(str(name), epsilon, 1.0 - p, released="every value of the column")
+    column = choice_forecast(_entry(name, epsilon, p), "every value of the column")
     return Forecast("randomized_response", epsilon, table.n_rows, (column,), notes=notes)
 
 
