@@ -86,38 +86,38 @@ class Command:
         parser.set_defaults(handler=self.handler)
 
 
-def writing(command: Command) -> Command:
-    """Return ``command`` with a ``--force`` option: it writes files that may exist."""
+def _flag(command: Command, flag: str, help_text: str) -> Command:
+    """Return ``command`` with one more on/off option, ``flag``."""
     arguments = command.arguments
 
-    def with_force(parser: argparse.ArgumentParser) -> None:
+    def with_flag(parser: argparse.ArgumentParser) -> None:
         arguments(parser)
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="overwrite the output and its reports if they exist (default: refuse, so that "
-            "a rerun does not spend the privacy budget on the same data again by mistake)",
-        )
+        parser.add_argument(flag, action="store_true", help=help_text)
 
-    return dataclasses.replace(command, arguments=with_force)
+    return dataclasses.replace(command, arguments=with_flag)
+
+
+def writing(command: Command) -> Command:
+    """Return ``command`` with a ``--force`` option: it writes files that may exist."""
+    return _flag(
+        command,
+        "--force",
+        "overwrite the output and its reports if they exist (default: refuse, so that a "
+        "rerun does not spend the privacy budget on the same data again by mistake)",
+    )
 
 
 def releasing(command: Command) -> Command:
     """Return a release ``command`` with ``--dry-run``, and ``--force`` (:func:`writing`)."""
-    arguments = command.arguments
-
-    def with_dry_run(parser: argparse.ArgumentParser) -> None:
-        arguments(parser)
-        parser.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="print the release's forecast from public values only (the schema, the "
-            "options and the row count): per protected column its share of epsilon, its "
-            "noise, and the share of values the noise would put on a bound (docs/"
-            "forecast.md); reserves no budget, spends nothing, writes nothing",
-        )
-
-    return writing(dataclasses.replace(command, arguments=with_dry_run))
+    dry_run = _flag(
+        command,
+        "--dry-run",
+        "print the release's forecast from public values only (the schema, the options and "
+        "the row count): per protected column its share of epsilon, its noise, and the share "
+        "of values the noise would put on a bound (docs/forecast.md); reserves no budget, "
+        "spends nothing, writes nothing",
+    )
+    return writing(dry_run)
 
 
 # -- option types ----------------------------------------------------------------------
