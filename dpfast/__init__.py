@@ -7,7 +7,7 @@ first use and are cached on disk).
 from __future__ import annotations
 
 from dpfast import datasets, metrics, risk
-from dpfast._release import Release
+from dpfast._release import ColumnForecast, Forecast, PublicTable, Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
 from dpfast.budget import BudgetEntry, BudgetFile, Reservation
@@ -22,6 +22,7 @@ from dpfast.exceptions import (
     UnsafeSamplerWarning,
 )
 from dpfast.methods.diffgen import Cut, CutColumn, DiffGenRelease, diffgen
+from dpfast.methods.forecast import forecast
 from dpfast.methods.individual_ranking import individual_ranking
 from dpfast.methods.ir_dp import ir_dp
 from dpfast.methods.k_noise import k_noise
@@ -37,16 +38,19 @@ __all__ = [
     "BudgetExceededError",
     "BudgetFile",
     "BudgetFileError",
+    "ColumnForecast",
     "Cut",
     "CutColumn",
     "DiffGenRelease",
     "EpsilonRangeError",
+    "Forecast",
     "IndexDroppedWarning",
     "Ledger",
     "LedgerEntry",
     "NoiseDominatesWarning",
     "PrivacyLeakWarning",
     "PrivateReport",
+    "PublicTable",
     "Release",
     "Report",
     "Reservation",
@@ -57,6 +61,7 @@ __all__ = [
     "__version__",
     "datasets",
     "diffgen",
+    "forecast",
     "individual_ranking",
     "ir_dp",
     "k_noise",

@@ -85,7 +85,12 @@ class UnprovenReleaseWarning(PrivacyLeakWarning):
 
 
 class NoiseDominatesWarning(UserWarning):
-    """A column's noise scale exceeds half its public domain: the release is mostly noise."""
+    """The release's forecast puts 10 % or more of a column's values on a bound.
+
+    Decided before any ε is reserved, from public values only (the method's noise scales,
+    the bounds, the row count): one warning per release, naming every such column
+    (docs/forecast.md#warning).
+    """
 
 
 class IndexDroppedWarning(UserWarning):

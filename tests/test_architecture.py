@@ -58,6 +58,7 @@ PUBLIC_MODULES = [
     "dpfast.io",
     "dpfast.methods",
     "dpfast.methods.diffgen",
+    "dpfast.methods.forecast",
     "dpfast.methods.individual_ranking",
     "dpfast.methods.ir_dp",
     "dpfast.methods.k_noise",

@@ -57,7 +57,7 @@ import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.exceptions import PrivacyLeakWarning, UnprovenReleaseWarning
+from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
 from dpfast.taxonomy import as_taxonomy
 from tests import toy_method
 
@@ -147,7 +147,9 @@ class Case:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
-        given = {w.category for w in caught}
+        # the noise warning comes from the release's forecast, before any pass (its line is in
+        # the report, which every engine must give alike; tests/test_forecast.py tests it)
+        given = {w.category for w in caught if w.category is not NoiseDominatesWarning}
         assert given == ({self.warning} if self.warning else set()), [str(w) for w in caught]
         return result
 

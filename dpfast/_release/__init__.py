@@ -22,12 +22,12 @@ from dpfast._release._entries import (
 )
 from dpfast._release._reports import (
     SEEDED_NOTE,
-    noise_alerts,
     unprotected_guarantee,
     unprotected_note,
 )
 from dpfast._release._run import BudgetLike, Progress, Release, Reservation, Run, open_run
 from dpfast._release.columns import (
+    TableView,
     check_taxonomies,
     check_width,
     column_domains,
@@ -37,6 +37,16 @@ from dpfast._release.columns import (
     protected_columns,
     taxonomy_parameters,
     value_range,
+)
+from dpfast._release.forecast import (
+    THRESHOLD,
+    ColumnForecast,
+    Forecast,
+    PublicTable,
+    advise_k,
+    bound_steps,
+    choice_forecast,
+    numeric_forecast,
 )
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
@@ -55,23 +65,31 @@ from dpfast.engines.values import (
 
 __all__ = [
     "SEEDED_NOTE",
+    "THRESHOLD",
     "Bins",
     "BudgetLike",
     "CategoricalColumn",
     "CodeCells",
     "CodedNumeric",
+    "ColumnForecast",
     "Contingency",
     "Engine",
     "EngineChoice",
+    "Forecast",
     "NumericColumn",
     "Progress",
+    "PublicTable",
     "Release",
     "Reservation",
     "Run",
+    "TableView",
+    "advise_k",
+    "bound_steps",
     "check_taxonomies",
     "check_unprotected",
     "check_width",
     "choice_entry",
+    "choice_forecast",
     "cli_spelling",
     "column_domains",
     "column_names",
@@ -81,9 +99,9 @@ __all__ = [
     "inverse_permutation",
     "keep_numerator",
     "method_call",
-    "noise_alerts",
     "noise_source",
     "not_dp_guarantee",
+    "numeric_forecast",
     "numeric_ranges",
     "open_run",
     "option",

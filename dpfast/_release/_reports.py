@@ -3,13 +3,11 @@
 :class:`Reporting` builds the public :class:`~dpfast.accounting.Report` and the
 :class:`~dpfast.accounting.PrivateReport` from what a run recorded; the guarantee of the
 columns a release does not protect is stated by :func:`unprotected_guarantee`
-(docs/design.md#unprotected-columns); :func:`noise_alerts` warns, from public quantities
-only, when a column's noise swamps its domain.
+(docs/design.md#unprotected-columns).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -23,9 +21,8 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
-from dpfast.exceptions import NoiseDominatesWarning
 
-__all__ = ["SEEDED_NOTE", "Reporting", "noise_alerts", "unprotected_guarantee", "unprotected_note"]
+__all__ = ["SEEDED_NOTE", "Reporting", "unprotected_guarantee", "unprotected_note"]
 
 
 SEEDED_NOTE = "reproducible — not for publication: noise was drawn from a seeded generator"
@@ -93,7 +90,8 @@ def unprotected_guarantee(
 class Reporting:
     """The report builder that every release's run shares (the fields every report has).
 
-    A run gives ``method``, ``policy``, ``timer``, ``clamped``, ``timings_extra``,
+    A run gives ``method``, ``policy``, ``timer``, ``clamped``, ``alerts`` (the warning of
+    its forecast, if any), ``timings_extra``,
     :meth:`unprotected`, :meth:`input_rows`, :meth:`released_names` and
     :meth:`clamped_output`.
     """
@@ -102,6 +100,7 @@ class Reporting:
     policy: UnprotectedPolicy | None
     timer: PhaseTimer
     clamped: dict[str, int]
+    alerts: list[str]
     timings_extra: dict[str, float]
 
     def unprotected(self) -> list[str]:
@@ -143,9 +142,9 @@ class Reporting:
         ``groups`` naming what rows share); a method that takes no ``unprotected``
         argument keeps them in their rows and names them after the guarantee (with
         ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
-        numeric columns) let the report warn when a column's noise swamps its domain and
-        count the released values on a bound. A seeded run is noted as not for
-        publication. The report's ε is the ledger's total.
+        numeric columns) let the private report count the released values on a bound. The
+        public report's warnings are the run's ``alerts`` (:meth:`Run.expect`). A seeded
+        run is noted as not for publication. The report's ε is the ledger's total.
         """
         copied = self.unprotected() if unprotected is None else list(unprotected)
         if self.policy is None:
@@ -153,9 +152,6 @@ class Reporting:
             stated = (text + unprotected_note(copied, emphasis=emphasis), level)
         else:
             stated = unprotected_guarantee(guarantee, copied, self.policy, groups)
-        alerts = noise_alerts(ledger, domains or {})
-        for alert in alerts:
-            warnings.warn(alert, NoiseDominatesWarning, stacklevel=4)
         report = Report(
             method=self.method,
             parameters=parameters,
@@ -172,7 +168,7 @@ class Reporting:
             sampler=sampler,
             released_rows=self.input_rows() if released_rows is None else released_rows,
             notes=([SEEDED_NOTE] if seed is not None else []) + list(notes),
-            warnings=alerts,
+            warnings=list(self.alerts),
             extra=dict(extra or {}),
         )
         private_report = PrivateReport(
@@ -185,31 +181,3 @@ class Reporting:
             extra=dict(private or {}),
         )
         return report, private_report
-
-
-def noise_alerts(
-    ledger: Ledger | None, domains: Mapping[Hashable, tuple[float, float]]
-) -> list[str]:
-    """Say, from public quantities only, which columns' noise scale exceeds half their domain.
-
-    The noise scale of a ledger entry and the public bounds of its column are both
-    public, so the warning reveals nothing about the data (docs/design.md#noise-warning).
-    """
-    if ledger is None:
-        return []
-    by_name = {str(name): domain for name, domain in domains.items()}
-    alerts = []
-    for entry in ledger.entries:
-        if len(entry.columns) != 1 or entry.columns[0] not in by_name:
-            continue
-        lower, upper = by_name[entry.columns[0]]
-        width = upper - lower
-        if width > 0 and entry.noise_scale > 0.5 * width:
-            alerts.append(
-                f"column {entry.columns[0]!r}: the noise scale ({entry.noise_scale:.4g}) is "
-                f"more than half the width of its public domain ({width:.4g}), so the "
-                "released values are mostly noise and many will sit on a bound. Protect "
-                f"fewer columns (each gets a share of {option('epsilon')}), raise "
-                f"{option('k')} where the method has one, or raise {option('epsilon')}."
-            )
-    return alerts

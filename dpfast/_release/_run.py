@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release._reports import Reporting
+from dpfast._release.forecast import Forecast
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.exceptions import NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
 __all__ = ["BudgetLike", "Progress", "Release", "Reservation", "Run", "open_run"]
@@ -101,6 +104,7 @@ class Run(Reporting):
         self.policy: UnprotectedPolicy | None = None
         self.clamped: dict[str, int] = {}
         self.on_bound: dict[str, int] = {}
+        self.alerts: list[str] = []
         self.timings_extra: dict[str, float] = {}
         self._lock = threading.Lock()
         self._released: list[Hashable] = []
@@ -126,6 +130,17 @@ class Run(Reporting):
         """Add ``seconds`` to timing ``name`` of the private report (from any thread)."""
         with self._lock:
             self.timings_extra[name] = self.timings_extra.get(name, 0.0) + seconds
+
+    def expect(self, forecast: Forecast) -> None:
+        """Warn once, before any ε is reserved, when the forecast finds noise that swamps a column.
+
+        ``forecast`` is the method's own, from its plan and public values only
+        (docs/forecast.md#warning); its one line also goes to the public report's warnings.
+        """
+        text = forecast.warning
+        if text is not None and not self.alerts:
+            self.alerts.append(text)
+            warnings.warn(text, NoiseDominatesWarning, stacklevel=3)
 
     def reserve(self, epsilon: float, columns: Sequence[Hashable]) -> None:
         """Hold ``epsilon`` in the run's budget, if it has one, before any work.

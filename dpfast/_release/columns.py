@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,6 +17,33 @@ from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
+
+
+class TableView(Protocol):
+    """What a method's argument checks read of a table: an engine, or a public table.
+
+    (:class:`~dpfast._release.forecast.PublicTable`: the row count and the names only.)
+    """
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def names(self) -> list[Hashable]: ...
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]: ...
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]: ...
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]: ...
 
 
 def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
@@ -45,7 +72,7 @@ def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hash
 
 
 def protected_columns(
-    engine: Engine, columns: Any, taxonomies: Any
+    engine: TableView, columns: Any, taxonomies: Any
 ) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
     """Return the protected columns on ``engine``: numeric, and categorical (with a taxonomy).
 
@@ -62,7 +89,7 @@ def protected_columns(
 
 
 def column_domains(
-    engine: Engine, numeric: Sequence[NumericColumn], bounds: Any
+    engine: TableView, numeric: Sequence[NumericColumn], bounds: Any
 ) -> tuple[dict[Hashable, tuple[float, float]], bool]:
     """Return each protected numeric column's public domain, and whether the data gave it.
 

@@ -26,7 +26,7 @@ from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, 
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
 from dpfast.cli._evaluate_command import EVALUATE
-from dpfast.cli._parsing import Parser, UsageError, measuring_risk, writing
+from dpfast.cli._parsing import Parser, UsageError, measuring_risk, releasing
 from dpfast.cli._progress import ProgressLine as ProgressLine
 from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
@@ -77,6 +77,9 @@ examples:
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
   dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema s.json
   dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json --dry-run
+                                    the forecast only: each column's noise and the share of
+                                    values on a bound; spends nothing, writes nothing
   dpfast release METHOD --help      every option of METHOD, with examples
 """
 
@@ -108,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="method", metavar="METHOD", required=True, title="methods"
     )
     for command in RELEASE_COMMANDS:
-        writing(measuring_risk(command)).add_to(methods, formatter)
+        releasing(measuring_risk(command)).add_to(methods, formatter)
     for name, help_text, description, group in _GROUPS:
         parser_of_group = commands.add_parser(
             name, help=help_text, description=description, formatter_class=formatter

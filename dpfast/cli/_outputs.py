@@ -117,14 +117,20 @@ _UNPROTECTED = {
 def summary(
     args: argparse.Namespace,
     report: Any,
-    public_path: str,
-    private_path: str,
+    private: Any,
+    paths: tuple[str, str],
     n_rows: int,
     spend: Any,
 ) -> int:
-    """Print what was written and what holds (unless --quiet); return exit code 0."""
+    """Print what was written and what holds (unless --quiet); return exit code 0.
+
+    Besides the public facts it prints two lines for the data holder's eyes: the share of
+    released values on a bound (from the private report), and, under column linkage, that
+    rows are not records.
+    """
     if args.quiet:
         return 0
+    public_path, private_path = paths
     budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
     level = _LEVELS[report.guarantee_level].format(epsilon=f"{report.epsilon or 0:g}")
     lines = [
@@ -142,11 +148,40 @@ def summary(
         )
     if report.guarantee_level not in ("proven", "protected_only"):
         lines.append(f"why: {report.guarantee}")
+    lines.extend(_on_bound(private) + _linkage(report))
     if spend is not None and spend.reservation is not None:
         left = spend.reservation.budget.remaining()
         lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
     print("\n".join(lines))
     return 0
+
+
+def _on_bound(private: Any) -> list[str]:
+    """Say how many released values sit on a bound: exact, so private (this terminal only)."""
+    counts = private.clamped_output
+    rows = private.input_rows
+    if not counts or not rows:
+        return []
+    overall = sum(counts.values()) / (rows * len(counts))
+    shown = ", ".join(f"{name} {count / rows:.1%}" for name, count in list(counts.items())[:10])
+    more = ", ..." if len(counts) > 10 else ""
+    return [
+        f"released values on a bound (PRIVATE: counted in this release, do not publish): "
+        f"{overall:.1%} of them ({shown}{more})"
+    ]
+
+
+def _linkage(report: Any) -> list[str]:
+    """Under column linkage, say plainly that rows are not records, and what keeps them."""
+    if report.parameters.get("linkage") != "columns":
+        return []
+    return [
+        "rows are not records: --linkage columns shuffles each protected column on its own, "
+        "so the values in one output row come from different input rows, and relationships "
+        "between columns (correlations, cross-tabulations) are not kept. For linked records "
+        "with a proof use dpfast release mdav-dp; --linkage records keeps rows linked as "
+        "the paper does, NOT proven differentially private"
+    ]
 
 
 def mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:

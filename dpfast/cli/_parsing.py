@@ -27,6 +27,7 @@ __all__ = [
     "memory_argument",
     "number",
     "quiet_argument",
+    "releasing",
     "unprotected_argument",
     "writing",
 ]
@@ -119,6 +120,19 @@ def measuring_risk(command: Command) -> Command:
         "through the release's own row order, into OUTPUT.private-report.json (PRIVATE), "
         "where dpfast evaluate reads it. In memory only (docs/risk.md)",
     )
+
+
+def releasing(command: Command) -> Command:
+    """Return a release ``command`` with ``--dry-run``, and ``--force`` (:func:`writing`)."""
+    dry_run = _switch(
+        command,
+        "--dry-run",
+        "print the release's forecast from public values only (the schema, the options and "
+        "the row count): per protected column its share of epsilon, its noise, and the share "
+        "of values the noise would put on a bound (docs/forecast.md); reserves no budget, "
+        "spends nothing, writes nothing",
+    )
+    return writing(dry_run)
 
 
 # -- option types ----------------------------------------------------------------------

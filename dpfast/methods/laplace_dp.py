@@ -14,13 +14,16 @@ from dpfast._kernels import perturb
 from dpfast._release import (
     BudgetLike,
     EngineChoice,
+    Forecast,
     NumericColumn,
     Progress,
     Release,
+    TableView,
     check_unprotected,
     fit_domains,
     grid_noise_entry,
     noise_source,
+    numeric_forecast,
     open_run,
 )
 from dpfast._validation import (
@@ -136,22 +139,16 @@ def laplace_dp(
         budget=budget,
     ) as run:
         with run.phase("validate"):
-            check_nonempty(run.n_rows)
-            epsilon = check_epsilon(epsilon)
+            epsilon, protected, domains, derived = _validate(
+                run.engine, epsilon, bounds, columns, seed
+            )
             seed = check_seed(seed)
             run.policy = check_unprotected(unprotected)
-            selected = check_columns(columns, run.engine.names)
-            protected = run.engine.numeric_columns(selected, categorical=False)
-            domains, derived = check_bounds(
-                bounds, [c.name for c in protected], _ranges(run.engine, protected)
-            )
             protected, notes = fit_domains(protected, domains)
+            plans = _plans(protected, domains, epsilon, run.n_rows)
+            run.expect(_forecast(epsilon, run.n_rows, protected, plans))  # before any ε is reserved
             run.reserve(epsilon, [c.name for c in protected])
         ledger = Ledger(epsilon)
-        plans = [
-            _plan(column, domains[column.name], epsilon, len(protected), run.n_rows)
-            for column in protected
-        ]
         for _, _, entry in plans:  # every column's spend reserved before any draw
             ledger.plan(entry)
         source = noise_source(seed)
@@ -174,6 +171,65 @@ def laplace_dp(
             domains=domains,
             notes=notes,
         )
+
+
+def _validate(
+    table: TableView, epsilon: Any, bounds: Any, columns: Any, seed: Any
+) -> tuple[float, list[NumericColumn], dict[Hashable, tuple[float, float]], bool]:
+    """Check the arguments; return ε, the protected columns, their bounds, and whether derived."""
+    check_nonempty(table.n_rows)
+    epsilon = check_epsilon(epsilon)
+    check_seed(seed)
+    selected = check_columns(columns, table.names)
+    protected = table.numeric_columns(selected, categorical=False)
+    domains, derived = check_bounds(bounds, [c.name for c in protected], _ranges(table, protected))
+    return epsilon, protected, domains, derived
+
+
+def _plans(
+    protected: Sequence[NumericColumn],
+    domains: Mapping[Hashable, tuple[float, float]],
+    epsilon: float,
+    n_records: int,
+) -> list[tuple[Grid, int, LedgerEntry]]:
+    """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`)."""
+    m = len(protected)
+    return [_plan(c, domains[c.name], epsilon, m, n_records) for c in protected]
+
+
+def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`laplace_dp` with ``arguments`` (all its keywords) on ``table``.
+
+    The release's own checks and plan, from the row count, the names and the arguments
+    only; nothing is spent or written (docs/forecast.md).
+    """
+    a = arguments
+    epsilon, protected, domains, _ = _validate(
+        table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
+    )
+    plans = _plans(protected, domains, epsilon, table.n_rows)
+    return _forecast(epsilon, table.n_rows, protected, plans)
+
+
+def _forecast(
+    epsilon: float,
+    n: int,
+    protected: Sequence[NumericColumn],
+    plans: Sequence[tuple[Grid, int, LedgerEntry]],
+) -> Forecast:
+    """Return the forecast of the columns' plans: every cell gets its own draw."""
+    columns = tuple(
+        numeric_forecast(entry, grid, steps, _CELL, column.integer)
+        for column, (grid, steps, entry) in zip(protected, plans, strict=True)
+    )
+    note = (
+        "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
+        "only fewer protected columns or a larger epsilon lower the noise"
+    )
+    return Forecast("laplace_dp", epsilon, n, columns, notes=(note,))
+
+
+_CELL = "every cell, clamped to the bounds"
 
 
 def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:

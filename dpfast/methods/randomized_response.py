@@ -20,8 +20,11 @@ from dpfast import noise
 from dpfast._release import (
     BudgetLike,
     EngineChoice,
+    Forecast,
     Progress,
     Release,
+    TableView,
+    choice_forecast,
     column_threads,
     keep_numerator,
     noise_source,
@@ -251,8 +254,7 @@ def randomized_response(
                     "before the release)"
                 )
         p = keep / noise.KEEP_DENOMINATOR
-        gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
-        ledger = Ledger(math.log(gamma))
+        ledger = Ledger(math.log(_amplification(keep, m)))
         entry = ledger.plan(_entry(name, ledger.total, p))
         source = noise_source(seed)
         with run.phase("perturb"):
@@ -262,6 +264,38 @@ def randomized_response(
         run.keep(name)
         fields = _report_fields(name, categories, keep, epsilon, retention, ledger, seed)
         return run.finish(**fields)
+
+
+def _amplification(keep: int, m: int) -> float:
+    """Return the amplification ``1 + p m / (1 - p)``, ``p = keep / 2**32``: ε is its log."""
+    return 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+
+
+def randomized_response_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`randomized_response` with ``arguments`` on ``table``.
+
+    From the arguments only (the retention the release uses, its ε, the domain's size);
+    nothing is spent or written. The share of values changed is exact for any data.
+    """
+    a = arguments
+    check_nonempty(table.n_rows)
+    (name,) = check_columns([a["column"]], table.names, name="column")
+    m = len(_domain_values(a["domain"]))
+    keep, _, _ = _keep(a["epsilon"], a["retention"], m)
+    check_seed(a["seed"])
+    p = keep / noise.KEEP_DENOMINATOR
+    epsilon = math.log(_amplification(keep, m))
+    changed = (1 - p) * (m - 1) / m
+    notes = (
+        f"each value is kept with probability {p + (1 - p) / m:.4g}, else replaced by a "
+        f"uniform draw from the {m} public categories (the noise scale is the probability "
+        f"of a draw, {1 - p:.4g}): {changed:.1%} of the released values are expected to "
+        "differ from the input, whatever the data",
+        "a categorical column has no bounds: nothing is clamped, so no share on a bound "
+        "applies; the other columns are released unchanged and are NOT protected",
+    )
+    column = choice_forecast(_entry(name, epsilon, p), "every value of the column")
+    return Forecast("randomized_response", epsilon, table.n_rows, (column,), notes=notes)
 
 
 @dataclass(frozen=True)
@@ -296,7 +330,7 @@ def _report_fields(
     """Return the report fields of a release (:meth:`Run.finish`)."""
     m = len(categories)
     p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    gamma = _amplification(keep, m)
     notes = []
     if epsilon is not None:
         notes.append(
@@ -328,7 +362,7 @@ def _parameters(
     name: Hashable, m: int, keep: int, epsilon: float | None, retention: float | None
 ) -> dict[str, Any]:
     p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    gamma = _amplification(keep, m)
     return {
         "column": str(name),
         "domain_size": m,

@@ -15,11 +15,11 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import BudgetLike, EngineChoice, Progress, Run, noise_source, open_run
-from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
+from dpfast._validation import check_choice, check_epsilon, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import released_categories, repeat_rows
-from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
+from dpfast.methods.diffgen._budget import Budget, Spender, Utility, check_steps, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
 from dpfast.methods.diffgen._scores import UTILITIES
 from dpfast.methods.diffgen._tree import Builder
@@ -212,9 +212,7 @@ def diffgen(
     ) as run:
         with run.phase("validate"):
             epsilon = check_epsilon(epsilon)
-            steps = check_int(steps, option("steps"))
-            if steps < 0:
-                raise DPFastValueError(f"{option('steps')} must be >= 0, got {steps}")
+            steps = check_steps(steps)
             utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
             seed = check_seed(seed)
             _check_microdata(microdata, output)

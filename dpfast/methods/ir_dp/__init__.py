@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any
 
 import numpy as np
 
@@ -20,53 +20,36 @@ from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._release import (
     BudgetLike,
-    CategoricalColumn,
     EngineChoice,
     NumericColumn,
     Progress,
     Release,
     Run,
-    check_taxonomies,
     check_unprotected,
     column_names,
-    fit_domains,
-    grid_noise_entry,
     noise_source,
     open_run,
-    option,
     taxonomy_parameters,
     warn_unproven,
 )
-from dpfast._validation import (
-    check_bool,
-    check_bounds,
-    check_choice,
-    check_columns,
-    check_em_epsilon,
-    check_epsilon,
-    check_k,
-    check_seed,
-)
-from dpfast.accounting import (
-    GuaranteeLevel,
-    Ledger,
-    LedgerEntry,
-    UnprotectedPolicy,
-    names,
-    scale_steps,
-)
+from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
 from dpfast.exceptions import DPFastValueError
-from dpfast.methods.ir_dp._categorical import (
-    categorical_entry,
-    categorical_guarantee,
-    group_codes,
+from dpfast.methods.ir_dp._arguments import (
+    Arguments,
+    Linkage,
+    Plan,
+    Sensitivity,
+    check_linkage,
+    make_plan,
+    policy,
+    validate,
 )
-from dpfast.methods.ir_dp._numeric import centroid_sensitivity, numeric_guarantee
+from dpfast.methods.ir_dp._categorical import categorical_guarantee, group_codes
+from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
+from dpfast.methods.ir_dp._forecast import release_forecast
+from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
-
-Linkage = Literal["records", "columns"]
-Sensitivity = Literal["paper", "proven"]
 
 
 def ir_dp(
@@ -233,18 +216,20 @@ def ir_dp(
     ) as run:
         with run.phase("validate"):
             # before any pass over the data
-            run.policy = _policy(check_unprotected(unprotected), _check_linkage(linkage))
-            args = _validate(
-                run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
-            )
+            run.policy = policy(check_unprotected(unprotected), check_linkage(linkage))
+            args = validate(
+                run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
+                shuffle, seed,
+            )  # fmt: skip
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
                 warn_unproven(guarantee[0])
+        with run.phase("plan"):
+            plan = make_plan(args, run.n_rows)
+            _check_groups_fit(run, args, n_threads)
+            run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
             run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
         source = noise_source(args.seed)
-        with run.phase("plan"):
-            plan = _plan(args, run.n_rows)
-            _check_groups_fit(run, args, n_threads)
         linked = args.linkage == "records"
         row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
         with run.phase("columns"):
@@ -269,148 +254,12 @@ def ir_dp(
         )
 
 
-def _check_linkage(linkage: Any) -> Linkage:
-    return cast(Linkage, check_choice(linkage, "linkage", ("records", "columns")))
-
-
-def _policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
-    """Return ``policy``, refusing ``"keep"`` under ``linkage="columns"``.
-
-    That linkage releases every protected column in an order of its own, so no output row
-    is an input record: there is no row to keep an unprotected value in.
-    """
-    if policy == "keep" and linkage == "columns":
-        raise DPFastValueError(
-            f"{option('unprotected', 'keep')} keeps the unprotected columns in their rows, "
-            f"but {option('linkage', 'columns')} releases every protected column in an "
-            "order of its own, so no output row is an input record and there are no rows "
-            f"to keep them in. Choose {option('unprotected', 'shuffle')} (unchanged, NOT "
-            f"protected, in a random order of their own; the guarantee of the protected "
-            f"columns holds), {option('unprotected', 'drop')} (the default: left out), or "
-            f"{option('linkage', 'records')} to keep rows whole (NOT proven differentially "
-            "private)"
-        )
-    return policy
-
-
-@dataclass(frozen=True)
-class _Arguments:
-    k: int
-    epsilon: float
-    linkage: Linkage
-    shuffle: bool
-    seed: int | None
-    sensitivity: Sensitivity
-    numeric: list[NumericColumn]
-    categorical: list[CategoricalColumn]
-    domains: dict[Hashable, tuple[float, float]]
-    derived: bool
-    notes: list[str]  # the columns released in a wider type than their own
-
-    @property
-    def epsilon_column(self) -> float:
-        """The equal share of ε of each protected column."""
-        return self.epsilon / (len(self.numeric) + len(self.categorical))
-
-
-def _validate(
-    run: Run,
-    k: Any,
-    epsilon: Any,
-    bounds: Any,
-    taxonomies: Any,
-    sensitivity: Any,
-    columns: Any,
-    linkage: Any,
-    shuffle: Any,
-    seed: Any,
-) -> _Arguments:
-    engine = run.engine
-    k = check_k(k, run.n_rows)
-    epsilon = check_epsilon(epsilon)
-    linkage = _check_linkage(linkage)
-    shuffle = check_bool(shuffle, "shuffle")
-    if linkage == "columns" and not shuffle:
-        raise DPFastValueError(
-            f"{option('linkage', 'columns')} shuffles every protected column; "
-            f"drop {option('shuffle', False)} or choose {option('linkage', 'records')}"
-        )
-    seed = check_seed(seed)
-    sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    selected = check_columns(columns, engine.names)
-    checked = check_taxonomies(taxonomies, selected)
-    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
-    numeric = engine.numeric_columns([n for n in selected if n not in checked])
-    domains: dict[Hashable, tuple[float, float]] = {}
-    derived = False
-    if numeric or bounds is not None:
-        by_name = {c.name: c for c in numeric}
-        domains, derived = check_bounds(
-            bounds, list(by_name), lambda name: engine.value_range(by_name[name])
-        )
-    numeric, notes = fit_domains(numeric, domains)
-    return _Arguments(
-        k,
-        epsilon,
-        cast(Linkage, linkage),
-        shuffle,
-        seed,
-        cast(Sensitivity, sensitivity),
-        numeric,
-        categorical,
-        domains,
-        derived,
-        notes,
-    )
-
-
-@dataclass(frozen=True)
-class _Plan:
-    ledger: Ledger
-    grids: dict[Hashable, tuple[Grid, int]]
-    entries: dict[Hashable, LedgerEntry]
-
-
-def _plan(args: _Arguments, n_records: int) -> _Plan:
-    plan = _Plan(Ledger(args.epsilon), {}, {})
-    n_groups = n_records // args.k
-    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
-    for column in args.numeric:
-        lower, upper = args.domains[column.name]
-        grid = Grid.for_column(lower, upper, n_records, args.k)
-        list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what = f"column {column.name!r}"
-        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
-        plan.grids[column.name] = (grid, steps)
-        plan.entries[column.name] = plan.ledger.plan(
-            grid_noise_entry(
-                column,
-                step="centroid noise",
-                epsilon=share,
-                mechanism="discrete Laplace, one draw per rank group",
-                grid=grid,
-                sensitivity=list_sensitivity,
-                steps=steps,
-                details={
-                    "n_groups": n_groups,
-                    "nominal_sensitivity": (upper - lower) / args.k,
-                    "grid_rounding_term": n_groups * grid.gamma,
-                },
-            )
-        )
-    for cat in args.categorical:
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
-        entry = categorical_entry(cat, share, n_groups, args.sensitivity)
-        plan.entries[cat.name] = plan.ledger.plan(entry)
-    return plan
-
-
 def _group_bytes(n: int, k: int) -> int:
     """Bytes a column's rank group values take while it is released (three int64 a group)."""
     return (n // k) * 8 * 3
 
 
-def _check_groups_fit(run: Run, args: _Arguments, n_threads: int | None) -> None:
+def _check_groups_fit(run: Run, args: Arguments, n_threads: int | None) -> None:
     """Refuse a memory limit whose share per column cannot hold the column's group values."""
     n = run.n_rows
     needed = _group_bytes(n, args.k)
@@ -489,8 +338,8 @@ def on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> 
 
 def _release_numeric(
     run: Run,
-    args: _Arguments,
-    plan: _Plan,
+    args: Arguments,
+    plan: Plan,
     source: noise.NoiseSource,
     row_key: np.ndarray | None,
     n_threads: int | None,
@@ -527,8 +376,8 @@ def _release_numeric(
 
 def _release_categorical(
     run: Run,
-    args: _Arguments,
-    plan: _Plan,
+    args: Arguments,
+    plan: Plan,
     source: noise.NoiseSource,
     row_key: np.ndarray | None,
     counts: Mapping[Hashable, np.ndarray],
@@ -558,7 +407,7 @@ def _release_categorical(
         run.tick("columns", i + 1, total)
 
 
-def _parameters(args: _Arguments) -> dict[str, Any]:
+def _parameters(args: Arguments) -> dict[str, Any]:
     parameters: dict[str, Any] = {
         "k": args.k,
         "epsilon": args.epsilon,
@@ -575,7 +424,7 @@ def _parameters(args: _Arguments) -> dict[str, Any]:
     return parameters
 
 
-def _sampler(args: _Arguments) -> str:
+def _sampler(args: Arguments) -> str:
     if not args.categorical:
         return noise.SAMPLER_NAME
     if not args.numeric:
@@ -583,7 +432,7 @@ def _sampler(args: _Arguments) -> str:
     return f"{noise.SAMPLER_NAME}; {noise.EM_SAMPLER_NAME}"
 
 
-def _guarantee(args: _Arguments) -> tuple[str, GuaranteeLevel]:
+def _guarantee(args: Arguments) -> tuple[str, GuaranteeLevel]:
     protected = names(column_names(args.numeric, args.categorical))
     guarantee, level = numeric_guarantee(
         args.epsilon, args.epsilon_column, protected, args.linkage, args.shuffle, args.derived

@@ -6,7 +6,7 @@ import math
 import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal, cast
 
@@ -17,17 +17,23 @@ from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
     BudgetLike,
     CategoricalColumn,
+    ColumnForecast,
     EngineChoice,
+    Forecast,
     NumericColumn,
     Progress,
     Release,
     Run,
+    TableView,
+    advise_k,
     check_unprotected,
+    choice_forecast,
     column_domains,
     column_names,
     fit_domains,
     grid_noise_entry,
     noise_source,
+    numeric_forecast,
     open_run,
     option,
     protected_columns,
@@ -196,10 +202,11 @@ def mdav_dp(
         budget=budget,
     ) as run:
         with run.phase("validate"):
-            args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
+            args = _validate(run.engine, k, epsilon, bounds, taxonomies, columns, calibration, seed)
             run.policy = check_unprotected(unprotected)
             plan = _plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
             geometry = _geometry(args, reference, run.n_rows)
+            run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
             run.reserve(plan.ledger.total, column_names(args.numeric, args.categorical))
         with run.phase("partition"):
             clusters = run.engine.insensitive_clusters(
@@ -254,7 +261,7 @@ class _Arguments:
 
 
 def _validate(
-    run: Run,
+    table: TableView,
     k: Any,
     epsilon: Any,
     bounds: Any,
@@ -263,12 +270,12 @@ def _validate(
     calibration: Any,
     seed: Any,
 ) -> _Arguments:
-    k = check_k(k, run.n_rows)
+    k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
     seed = check_seed(seed)
-    numeric, categorical = protected_columns(run.engine, columns, taxonomies)
-    domains, derived = column_domains(run.engine, numeric, bounds)
+    numeric, categorical = protected_columns(table, columns, taxonomies)
+    domains, derived = column_domains(table, numeric, bounds)
     numeric, notes = fit_domains(numeric, domains)
     return _Arguments(
         k,
@@ -281,6 +288,55 @@ def _validate(
         derived,
         notes,
     )
+
+
+def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`mdav_dp` with ``arguments`` (all its keywords) on ``table``.
+
+    The release's own checks and plan (:func:`_plan`), from the row count, the names and
+    the arguments only; nothing is spent or written (docs/forecast.md).
+    """
+    a, n = arguments, table.n_rows
+    args = _validate(
+        table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["columns"],
+        a["calibration"], a["seed"],
+    )  # fmt: skip
+    _geometry(args, a["reference"], n)
+    return _forecast(args, n, _plan(args, n, n // args.k), advice=True)
+
+
+def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
+    """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
+    columns = _numeric_forecasts(args, plan) + tuple(
+        choice_forecast(plan.entries[c.name], "each cluster's value, by the exponential mechanism")
+        for c in args.categorical
+    )
+    note = (
+        "each cluster's centroid gets one noise draw per column, shared by its rows, of a "
+        "scale that grows with the number of clusters n // k; the forecast takes the "
+        "centroids as spread evenly over the bounds"
+    )
+    forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=(note,))
+    if args.numeric and (advice or forecast.affected):
+        m = len(columns)
+        worst = lambda k: _worst_share(replace(args, k=k), n)  # noqa: E731
+        suggested, text = advise_k(worst, n, m, args.epsilon, "cluster")
+        forecast = replace(forecast, suggested_k=suggested, k_advice=text)
+    return forecast
+
+
+def _numeric_forecasts(args: _Arguments, plan: _Plan) -> tuple[ColumnForecast, ...]:
+    """Return the numeric columns' forecasts: their entries, grids and scales in ``plan``."""
+    draw = "each cluster's centroid, one draw for its rows, clamped to the bounds"
+    return tuple(
+        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], draw, c.integer)
+        for c in args.numeric
+    )
+
+
+def _worst_share(args: _Arguments, n: int) -> float:
+    """Return the largest forecast share on a bound of ``args``' numeric columns."""
+    return max(c.on_bound or 0.0 for c in _numeric_forecasts(args, _plan(args, n, n // args.k)))
 
 
 def _geometry(args: _Arguments, reference: Reference, n: int) -> ReferenceGeometry:
