@@ -14,6 +14,7 @@ from dpfast.budget import BudgetEntry, BudgetFile, Reservation
 from dpfast.exceptions import (
     BudgetExceededError,
     BudgetFileError,
+    DPFastError,
     EpsilonRangeError,
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -41,6 +42,7 @@ __all__ = [
     "ColumnForecast",
     "Cut",
     "CutColumn",
+    "DPFastError",
     "DiffGenRelease",
     "EpsilonRangeError",
     "Forecast",
