@@ -32,6 +32,8 @@ else:  # a revision before the methods/partitions layout (bench-compare BASE)
     from dpfast.diffgen._tree import _preorder_rank
 
 TAXONOMIES = common.taxonomies()
+#: Whether ``prepare`` takes an engine (the columns written once over the engine protocol).
+_ENGINE = (Path(dpfast.__file__).parent / "engines" / "_contingency.py").is_file()
 
 
 def _release(frame, steps, seed=1):
@@ -47,24 +49,37 @@ def _release(frame, steps, seed=1):
     )
 
 
+def _encoded(frame):
+    """The predictors, their codes, the classes and their count, as dpfast encodes them."""
+    if _ENGINE:  # the in-memory engine holds the codes (its contingency)
+        from dpfast.engines import open_engine
+
+        engine = open_engine(frame, method="diffgen")
+        prepared = prepare(engine, common.TARGET, TAXONOMIES, common.BOUNDS, common.CLASSES)
+        held = prepared.contingency
+        return prepared.columns, held.codes, held.classes, len(prepared.class_labels)
+    prepared = prepare(
+        as_table_data(frame), common.TARGET, TAXONOMIES, common.BOUNDS, common.CLASSES
+    )
+    codes = [col.codes for col in prepared.columns]
+    return prepared.columns, codes, prepared.classes, len(prepared.class_labels)
+
+
 def numpy_rescan(frame, steps, seed=1):
     """DiffGen (Max utility) by rescanning every record in every step.
 
     Same keys, nonces and candidate order as dpfast, so it builds the same tree and
     releases the same counts (checked in ``test_numpy_rescan_is_the_same_release``).
     """
-    prepared = prepare(
-        as_table_data(frame), common.TARGET, TAXONOMIES, common.BOUNDS, common.CLASSES
-    )
+    columns, codes, classes, n_classes = _encoded(frame)
+    n_rows = classes.shape[0]
     source = noise.NoiseSource.from_seed(seed)
     keys = {
         k: source.key("diffgen", k) for k in ("select", "split-interval", "split-point", "counts")
     }
-    classes, n_classes = prepared.classes, len(prepared.class_labels)
-    columns = prepared.columns
     n_numeric = sum(not isinstance(c, CategoricalColumn) for c in columns)
     eps = 1.0 / (2 * (n_numeric + 2 * steps))
-    current = [np.full(prepared.n_rows, j, dtype=np.int64) for j in range(len(columns))]
+    current = [np.full(n_rows, j, dtype=np.int64) for j in range(len(columns))]
     values = []  # global ids: (column, kind, node or (lo, hi), split)
     order = []
 
@@ -81,7 +96,7 @@ def numpy_rescan(frame, steps, seed=1):
         j, _, lo, hi, _ = values[v]
         col = columns[j]
         mask = current[j] == v
-        points, inverse = np.unique(col.code_values[col.codes[mask]], return_inverse=True)
+        points, inverse = np.unique(col.code_values[codes[j][mask]], return_inverse=True)
         hist = np.zeros((points.shape[0], n_classes), dtype=np.int64)
         np.add.at(hist, (inverse, classes[mask]), 1)
         left = np.vstack([np.zeros(n_classes, np.int64), np.cumsum(hist, axis=0)])
@@ -115,7 +130,7 @@ def numpy_rescan(frame, steps, seed=1):
             child[col.taxonomy.leaves_under(kid)] = i
         mask = current[j] == v
         counts = np.bincount(
-            child[col.codes[mask]] * n_classes + classes[mask], minlength=len(kids) * n_classes
+            child[codes[j][mask]] * n_classes + classes[mask], minlength=len(kids) * n_classes
         ).reshape(len(kids), n_classes)
         return float(counts.max(1).sum())
 
@@ -154,9 +169,9 @@ def numpy_rescan(frame, steps, seed=1):
                 new = new_value(j, ("cat", kid, 0, None))
                 under = np.zeros(len(col.taxonomy.domain), dtype=bool)
                 under[col.taxonomy.leaves_under(kid)] = True
-                current[j][mask & under[col.codes]] = new
+                current[j][mask & under[codes[j]]] = new
         else:
-            x = col.code_values[col.codes]
+            x = col.code_values[codes[j]]
             children = [
                 new_value(j, ("num", a, split[0], None)),
                 new_value(j, ("num", split[0], b, None)),
@@ -166,7 +181,7 @@ def numpy_rescan(frame, steps, seed=1):
             for new in children:
                 if splittable(new):
                     split_value(new)
-    cell = np.zeros(prepared.n_rows, dtype=np.int64)
+    cell = np.zeros(n_rows, dtype=np.int64)
     n_cells = 1
     for j, col in enumerate(columns):
         cut = [v for v in order if values[v][0] == j]

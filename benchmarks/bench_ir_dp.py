@@ -7,9 +7,6 @@ by default.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -115,15 +112,9 @@ _MEMORY_PROBE = textwrap.dedent("""
 """)
 
 
-def test_ir_dp_peak_memory(note):
+def test_ir_dp_peak_memory(note, fresh_process):
     """Peak resident memory of ir_dp on 10M x 10, input and output included, over input size."""
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_PROBE, "10000000", "10"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = fresh_process(_MEMORY_PROBE, 10_000_000, 10)
     ratio = measured["peak_bytes"] / measured["input_bytes"]
     note(
         f"ir_dp 10,000,000 x 10 peak memory: {measured['peak_bytes'] / 2**30:.2f} GiB "

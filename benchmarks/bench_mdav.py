@@ -6,9 +6,6 @@ passes per step, so it gives the same partition; the benchmark checks that it do
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -149,17 +146,11 @@ _MEMORY_PROBE = textwrap.dedent("""
 """)
 
 
-def test_mdav_peak_memory_is_linear(note):
+def test_mdav_peak_memory_is_linear(note, fresh_process):
     """Extra peak memory of MDAV over the input size at 100k and 400k x 3: O(n m)."""
     ratios = []
     for n in (100_000, 400_000):
-        out = subprocess.run(
-            [sys.executable, "-c", _MEMORY_PROBE, str(n), "3"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        measured = fresh_process(_MEMORY_PROBE, n, 3)
         ratios.append(measured["peak_bytes"] / measured["input_bytes"])
         note(
             f"MDAV {n:,} x 3 peak extra memory: {measured['peak_bytes'] / 2**20:.1f} MiB = "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import defaultdict
 
 import pytest
@@ -58,6 +60,25 @@ def record(benchmark):
 def note():
     """Call ``note(text)`` to print a line in the summary (e.g. a measured memory peak)."""
     return _NOTES.append
+
+
+@pytest.fixture(scope="session")
+def fresh_process():
+    """Call ``fresh_process(code, *args)`` to run ``code`` in a new Python (e.g. a memory probe).
+
+    Returns the JSON object the code prints on its last line of output.
+    """
+
+    def _run(code: str, *args: object) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    return _run
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -5,8 +5,8 @@ starts a ``LocalCluster`` of ``--workers`` worker processes (one thread each) an
 job on the Parquet dataset ``DIR`` (``benchmarks/outofcore.py gen``; columns in [0, 1000]):
 
 ``dpfast``
-    ``ir_dp_dask`` over ``DaskSource.from_parquet(DIR)``, every column, written by the
-    workers with ``write_release``.
+    ``dpfast.ir_dp`` over ``DaskSource.from_parquet(DIR)``, every column, written by the
+    workers to ``output``.
 ``naive``
     Plain Dask doing the job without dpfast: per column Dask's general sort
     (``sort_values``), ranks, group means with Laplace noise from numpy (NOT a secure
@@ -84,16 +84,14 @@ class _Peaks:
 
 
 def _dpfast(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
-    from dpfast.engines.dask import DaskSource, ir_dp_dask, write_release
+    import dpfast
+    from dpfast.engines.dask import DaskSource
 
     source = DaskSource.from_parquet(data)
     bounds = {name: (LOWER, UPPER) for name in source.names}
-    from dpfast.engines import parse_memory
-
-    frame, report, _ = ir_dp_dask(
-        source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=parse_memory(memory_limit)
+    dpfast.ir_dp(
+        source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=memory_limit, output=out
     )
-    write_release(frame, out, report)
 
 
 def _naive(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:

@@ -18,7 +18,7 @@ the whole process tree: the Python driver, the JVM and the Python workers).
     which is NOT a cryptographically secure source: a baseline for speed only, never
     publish its output.
 ``dpfast``
-    ``dpfast.engines.spark.ir_dp_spark(source, ...)`` and ``write_release`` on the same data, with
+    ``dpfast.ir_dp(source, ..., output=...)`` on the Spark engine on the same data, with
     ``--profile FILE`` timing its passes: the Spark jobs (executor work, pickling and the
     transfer of the results to the driver), the time of the engine's functions on the
     executors, the bytes they send back, and the driver's own work.
@@ -381,28 +381,27 @@ def dpfast_release(
     memory_limit: str = "4GiB",
     profile: Profile | None = None,
 ) -> dict[str, Any]:
-    """Run ``ir_dp_spark`` on ``data`` (seed 1) into ``out``; return a summary."""
-    from dpfast.engines import parse_memory
-    from dpfast.engines.spark import SparkSource, ir_dp_spark, write_release
+    """Run ``dpfast.ir_dp`` on Spark over ``data`` (seed 1) into ``out``; return a summary."""
+    import dpfast
+    from dpfast.engines.spark import SparkSource
 
     started = time.perf_counter()
     if profile is None:  # as the CLI runs it: the executors compute and write the release
-        released, report, _ = ir_dp_spark(
+        report = dpfast.ir_dp(
             SparkSource.from_parquet(spark, data), k=job.k, epsilon=job.epsilon,
-            bounds=job.bounds, seed=1, memory_limit=parse_memory(memory_limit),
-        )  # fmt: skip
-        write_release(released, out.with_suffix("") if out.suffix == ".parquet" else out, report)
+            bounds=job.bounds, seed=1, memory_limit=memory_limit,
+            output=out.with_suffix("") if out.suffix == ".parquet" else out,
+        ).report  # fmt: skip
     else:
-        from dpfast.engines.outofcore import ir_dp_dataset
-
         frame = spark.read.parquet(str(data))  # the profile times Spark's own reader
         floor = spark_floor(frame)
         started = time.perf_counter()
-        report, private = ir_dp_dataset(
-            profile.source(frame), out, k=job.k, epsilon=job.epsilon, bounds=job.bounds,
-            seed=1, memory_limit=parse_memory(memory_limit),
+        release = dpfast.ir_dp(
+            profile.source(frame), k=job.k, epsilon=job.epsilon, bounds=job.bounds, seed=1,
+            engine="outofcore", output=out, memory_limit=memory_limit,
         )  # fmt: skip
-        profile.floor, profile.timings = floor, dict(private.timings)
+        report = release.report
+        profile.floor, profile.timings = floor, dict(release.private.timings)
     seconds = time.perf_counter() - started
     summary = {
         "job": "dpfast ir_dp on Spark",
@@ -642,7 +641,7 @@ def parser() -> argparse.ArgumentParser:
     naive.add_argument("--seed", type=int, default=0, help="seed of rand(); not secure")
     naive.add_argument("--no-noise", action="store_true", help="exact group means (testing)")
 
-    dp = commands.add_parser("dpfast", help="dpfast's ir_dp_spark")
+    dp = commands.add_parser("dpfast", help="dpfast's ir_dp on Spark")
     _common(dp)
     dp.add_argument("--out", type=Path, required=True, help="released Parquet directory")
     dp.add_argument("--master", default="local[2]")

@@ -6,12 +6,15 @@ first use and are cached on disk).
 
 from __future__ import annotations
 
-from dpfast import datasets, metrics
-from dpfast._release import Release
+from dpfast import datasets, metrics, risk
+from dpfast._release import ColumnForecast, Forecast, PublicTable, Release
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
+from dpfast.budget import BudgetEntry, BudgetFile, Reservation
 from dpfast.exceptions import (
     BudgetExceededError,
+    BudgetFileError,
+    DPFastError,
     EpsilonRangeError,
     IndexDroppedWarning,
     NoiseDominatesWarning,
@@ -20,6 +23,7 @@ from dpfast.exceptions import (
     UnsafeSamplerWarning,
 )
 from dpfast.methods.diffgen import Cut, CutColumn, DiffGenRelease, diffgen
+from dpfast.methods.forecast import forecast
 from dpfast.methods.individual_ranking import individual_ranking
 from dpfast.methods.ir_dp import ir_dp
 from dpfast.methods.k_noise import k_noise
@@ -31,19 +35,27 @@ from dpfast.methods.randomized_response import randomized_response
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
+    "BudgetEntry",
     "BudgetExceededError",
+    "BudgetFile",
+    "BudgetFileError",
+    "ColumnForecast",
     "Cut",
     "CutColumn",
+    "DPFastError",
     "DiffGenRelease",
     "EpsilonRangeError",
+    "Forecast",
     "IndexDroppedWarning",
     "Ledger",
     "LedgerEntry",
     "NoiseDominatesWarning",
     "PrivacyLeakWarning",
     "PrivateReport",
+    "PublicTable",
     "Release",
     "Report",
+    "Reservation",
     "Taxonomy",
     "TaxonomyError",
     "UnprovenReleaseWarning",
@@ -51,6 +63,7 @@ __all__ = [
     "__version__",
     "datasets",
     "diffgen",
+    "forecast",
     "individual_ranking",
     "ir_dp",
     "k_noise",
@@ -60,4 +73,5 @@ __all__ = [
     "mdav_dp",
     "metrics",
     "randomized_response",
+    "risk",
 ]

@@ -11,7 +11,7 @@ import math
 import numbers
 import sys
 import warnings
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import checks
-from dpfast.exceptions import EpsilonRangeError, PrivacyLeakWarning
+from dpfast.exceptions import (
+    DPFastTypeError,
+    DPFastValueError,
+    EpsilonRangeError,
+    PrivacyLeakWarning,
+)
 
 # -- how texts name options: Python keywords, or the CLI's flags ---------------------------
 
@@ -58,13 +63,15 @@ def option(name: str, value: Any = None) -> str:
     >>> option("n_threads")
     'n_threads'
     >>> with cli_spelling():
-    ...     option("linkage", "columns"), option("n_threads")
-    ('--linkage columns', '--threads')
+    ...     option("linkage", "columns"), option("n_threads"), option("risk", True)
+    ('--linkage columns', '--threads', '--risk')
     """
     if in_cli():
         flag = _CLI_FLAGS.get(name, name).replace("_", "-")
         if value is False:
             return "--no-" + flag
+        if value is True:  # a switch
+            return "--" + flag
         return "--" + flag if value is None else f"--{flag} {value}"
     if value is None:
         return name
@@ -94,20 +101,20 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     else:
         expected = "an integer"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(f"{name} must be {expected}, got {value!r} ({type(value).__name__})")
     result = int(value)
     if (low is not None and result < low) or (high is not None and result > high):
-        raise ValueError(f"{name} must be {expected}, got {result}")
+        raise DPFastValueError(f"{name} must be {expected}, got {result}")
     return result
 
 
 def check_positive(value: Any, name: str) -> float:
     """Return ``value`` as a float, requiring a finite real number greater than 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     result = float(value)
     if not math.isfinite(result) or result <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise DPFastValueError(f"{name} must be a finite number > 0, got {value!r}")
     return result
 
 
@@ -119,9 +126,9 @@ def check_k(k: Any, n_records: int, *, low: int = 1, method: str | None = None) 
     name = option("k")
     value = check_int(k, name)
     if n_records == 0:
-        raise ValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
+        raise DPFastValueError(f"the table is empty (0 rows); a release needs at least {name} rows")
     if not low <= value <= n_records:
-        raise ValueError(
+        raise DPFastValueError(
             f"{name} must be in [{low}, {n_records}] (the number of rows), got {value}; "
             f"choose a smaller {name} or release more rows"
             if n_records >= low
@@ -138,7 +145,7 @@ def check_k_anonymity(k: Any, n_records: int, method: str) -> int:
     its report names a k. Refused, naming the fix.
     """
     if check_int(k, option("k")) == 1:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('k', 1)} can release the input unchanged: {method} replaces each value "
             "from its group, and a group of one record is the record itself; use "
             f"{option('k')} >= 2, or {method_call('ir_dp')} or {method_call('mdav_dp')} for "
@@ -158,7 +165,9 @@ def check_epsilon(epsilon: Any) -> float:
         If it is NaN, infinite, zero or negative.
     """
     if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})")
+        raise DPFastTypeError(
+            f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})"
+        )
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise EpsilonRangeError(
@@ -228,14 +237,14 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{option(name)} must be one of {list(choices)}, got {value!r}")
+        raise DPFastValueError(f"{option(name)} must be one of {list(choices)}, got {value!r}")
     return str(value)
 
 
 def check_nonempty(n_rows: int) -> int:
     """Refuse an empty table."""
     if n_rows == 0:
-        raise ValueError("the table is empty (0 rows); nothing to release")
+        raise DPFastValueError("the table is empty (0 rows); nothing to release")
     return n_rows
 
 
@@ -244,10 +253,10 @@ def check_retention(retention: Any) -> float:
     if isinstance(retention, (bool, np.bool_)) or not isinstance(
         retention, (int, float, np.number)
     ):
-        raise TypeError(f"{option('retention')} must be a number, got {retention!r}")
+        raise DPFastTypeError(f"{option('retention')} must be a number, got {retention!r}")
     value = float(retention)
     if not 0.0 <= value < 1.0:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('retention')} must be in [0, 1), got {retention!r}; 1 would release the "
             "data unchanged"
         )
@@ -257,7 +266,7 @@ def check_retention(retention: Any) -> float:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{option(name)} must be True or False, got {value!r}")
+        raise DPFastTypeError(f"{option(name)} must be True or False, got {value!r}")
     return bool(value)
 
 
@@ -269,7 +278,7 @@ def check_threads(n_threads: Any, default: int) -> int:
     value = check_int(n_threads, name)
     if value < 1:
         or_none = "" if in_cli() else " or None"
-        raise ValueError(f"{name} must be >= 1{or_none}, got {value}")
+        raise DPFastValueError(f"{name} must be >= 1{or_none}, got {value}")
     return value
 
 
@@ -281,7 +290,7 @@ def check_seed(seed: Any) -> int | None:
     value = check_int(seed, name)
     if value < 0:
         secure = "; leave it out for secure noise" if in_cli() else " or None"
-        raise ValueError(f"{name} must be a non-negative integer{secure}, got {value}")
+        raise DPFastValueError(f"{name} must be a non-negative integer{secure}, got {value}")
     return value
 
 
@@ -297,20 +306,42 @@ def check_columns(
     if isinstance(columns, (str, int)) and not isinstance(columns, bool):
         columns = [columns]
     if not isinstance(columns, Iterable):
-        raise TypeError(f"{option(name)} must be a list of column names or None, got {columns!r}")
+        raise DPFastTypeError(
+            f"{option(name)} must be a list of column names or None, got {columns!r}"
+        )
     selected = list(columns)
     known = set(names)
     unknown = [c for c in selected if c not in known]
     if unknown:
-        raise ValueError(
+        raise DPFastValueError(
             f"unknown column(s) {unknown} in {option(name)}; the table has columns {list(names)}"
         )
     if len(set(selected)) != len(selected):
-        raise ValueError(f"{option(name)} lists a column twice: {selected}")
+        raise DPFastValueError(f"{option(name)} lists a column twice: {selected}")
     if not selected:
         every = "" if in_cli() else ", or pass None for every column"
-        raise ValueError(f"{option(name)} is empty; name at least one column to protect{every}")
+        raise DPFastValueError(
+            f"{option(name)} is empty; name at least one column to protect{every}"
+        )
     return selected
+
+
+def check_unique_names(names: Sequence[Hashable], where: str, fix: str) -> None:
+    """Refuse a table whose columns do not each have a name of their own.
+
+    ``where`` names the table (``"the DataFrame"``, a file), ``fix`` says how to rename
+    the repeated columns there. Every column named twice or more is listed.
+    """
+    counts: dict[Hashable, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    repeated = [(name, count) for name, count in counts.items() if count > 1]
+    if repeated:
+        shown = ", ".join(f"{count} columns named {name!r}" for name, count in repeated)
+        raise DPFastValueError(
+            f"{where} has {shown}; each column needs a name of its own (a release and its "
+            f"report name every column): {fix}"
+        )
 
 
 def all_finite(block: np.ndarray) -> bool:
@@ -342,12 +373,12 @@ def as_numeric_column(
     if values.dtype == object or not (
         np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
     ):
-        raise TypeError(
+        raise DPFastTypeError(
             f"column {name!r} must be numeric to be protected, got dtype {values.dtype}; "
             f"convert it, or leave it out of {option('columns')}"
         )
     if np.issubdtype(values.dtype, np.complexfloating):
-        raise TypeError(f"column {name!r} is complex; only real numbers can be protected")
+        raise DPFastTypeError(f"column {name!r} is complex; only real numbers can be protected")
     floats = np.asarray(values, dtype=np.float64)
     if known_finite:
         return floats
@@ -360,9 +391,19 @@ def as_numeric_column(
 def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> ValueError:
     """Return the error of a column with ``count`` non-finite values, the first at row ``first``."""
     kind = "NaN or missing" if nan else "infinite"
-    return ValueError(
+    return DPFastValueError(
         f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
         f"{kind}); drop or impute them with a public rule before the release"
+    )
+
+
+def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
+    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
+    where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
+    return DPFastTypeError(
+        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
+        f"{where} to protect it as a categorical column, or leave it out of "
+        f"{option('columns')}"
     )
 
 
@@ -372,7 +413,9 @@ def is_integer_column(values: np.ndarray) -> bool:
 
 
 def check_bounds(
-    bounds: Any, columns: Sequence[Hashable], data_columns: Mapping[Hashable, np.ndarray]
+    bounds: Any,
+    columns: Sequence[Hashable],
+    data_columns: Mapping[Hashable, np.ndarray] | Callable[[Hashable], tuple[float, float]],
 ) -> tuple[dict[Hashable, tuple[float, float]], bool]:
     """Resolve the public domain ``(lower, upper)`` of every protected column.
 
@@ -384,8 +427,9 @@ def check_bounds(
         columns, else ``min - 0.5 * max|x|``); this is not private and warns.
     columns : sequence
         The protected columns.
-    data_columns : mapping
-        The protected columns' float64 values (only read when ``bounds == "data"``).
+    data_columns : mapping or callable
+        The protected columns' float64 values, or a function giving a column's
+        ``(min, max)`` (only used when ``bounds == "data"``).
 
     Returns
     -------
@@ -401,21 +445,26 @@ def check_bounds(
         )
         derived = {}
         for name in columns:
-            values = data_columns[name]
-            top = float(np.max(np.abs(values)))
-            low = 0.0 if float(values.min()) >= 0 else float(values.min()) - 0.5 * top
-            derived[name] = (low, 1.5 * float(values.max()) if values.max() > 0 else 0.0)
+            if callable(data_columns):
+                lo, hi = data_columns(name)
+            else:
+                lo, hi = float(data_columns[name].min()), float(data_columns[name].max())
+            top = max(abs(lo), abs(hi))
+            low = 0.0 if lo >= 0 else lo - 0.5 * top
+            derived[name] = (low, 1.5 * hi if hi > 0 else 0.0)
         return derived, True
     if bounds is None:
-        raise ValueError(
+        raise DPFastValueError(
             "bounds are required: pass public bounds={column: (lower, upper)} for every "
             f"protected column {list(columns)}"
         )
     if not isinstance(bounds, Mapping):
-        raise TypeError(f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}")
+        raise DPFastTypeError(
+            f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}"
+        )
     missing = [c for c in columns if c not in bounds]
     if missing:
-        raise ValueError(
+        raise DPFastValueError(
             f"no bounds for protected column(s) {missing}; add them to bounds as "
             "(lower, upper) public limits, or leave these columns out of columns"
         )
@@ -423,15 +472,15 @@ def check_bounds(
     for name in columns:
         pair = bounds[name]
         if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
-            raise ValueError(f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}")
+            raise DPFastValueError(f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}")
         try:
             lower, upper = float(pair[0]), float(pair[1])
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"bounds[{name!r}] must hold two numbers, got {pair!r}") from exc
+            raise DPFastTypeError(f"bounds[{name!r}] must hold two numbers, got {pair!r}") from exc
         if not (math.isfinite(lower) and math.isfinite(upper)):
-            raise ValueError(f"bounds[{name!r}] must be finite, got {pair!r}")
+            raise DPFastValueError(f"bounds[{name!r}] must be finite, got {pair!r}")
         if lower > upper:
-            raise ValueError(
+            raise DPFastValueError(
                 f"bounds[{name!r}] is inverted: lower {lower} > upper {upper}; swap them"
             )
         result[name] = (lower, upper)

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from dpfast._validation import epsilon_too_small
-from dpfast.exceptions import BudgetExceededError
+from dpfast.exceptions import BudgetExceededError, DPFastValueError
 
 #: What a report's guarantee is: ``"proven"`` ε-DP of everything released, ε-DP of the
 #: protected columns only (``"protected_only"``), the paper's unproven claim
@@ -114,7 +114,9 @@ class Ledger:
     def check(self, epsilon: float) -> None:
         """Raise :class:`BudgetExceededError` if ``epsilon`` does not fit in what is left."""
         if not epsilon >= 0:  # 0: a step whose exact sampler needed none of its budget
-            raise ValueError(f"a ledger step must spend a non-negative epsilon, got {epsilon}")
+            raise DPFastValueError(
+                f"a ledger step must spend a non-negative epsilon, got {epsilon}"
+            )
         if epsilon > self.remaining + _BUDGET_SLACK * self.total:
             raise BudgetExceededError(
                 f"step needs epsilon={epsilon:.6g} but only {self.remaining:.6g} of "
@@ -240,6 +242,10 @@ class PrivateReport:
         Seconds per phase.
     metrics : dict or None
         Utility metrics against the input, when asked for.
+    risk : dict or None
+        Disclosure risk against the input, each released row paired with its source
+        through the release's own order, when asked for (``risk=True``;
+        docs/risk.md#risk-at-release-time).
     extra : dict
         Method-specific private fields.
     """
@@ -250,6 +256,7 @@ class PrivateReport:
     clamped_output: dict[str, int]
     timings: dict[str, float]
     metrics: dict[str, Any] | None = None
+    risk: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     KIND = "PRIVATE: not for publication"
@@ -294,7 +301,7 @@ def report_schema(kind: Literal["public", "private"] = "public") -> dict[str, An
     True
     """
     if kind not in _SCHEMA_FILES:
-        raise ValueError(f'kind must be "public" or "private", got {kind!r}')
+        raise DPFastValueError(f'kind must be "public" or "private", got {kind!r}')
     schemas = resources.files("dpfast") / "schemas"
     text = (schemas / _SCHEMA_FILES[kind]).read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]

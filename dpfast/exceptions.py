@@ -1,4 +1,12 @@
-"""Exceptions and warnings raised by dpfast."""
+"""Exceptions and warnings raised by dpfast.
+
+Every error dpfast raises about its caller's input or environment derives from
+:class:`DPFastError`, and from the built-in class of its kind (``ValueError`` for a bad
+value, ``TypeError`` for a wrong type, ...), so that an embedding tool can catch all of
+them in one clause and a caller can keep catching ``ValueError``. Two exceptions are
+Python's own protocol: ``AttributeError`` on an immutable object, and ``AssertionError``
+for a broken internal invariant (a bug in dpfast).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,44 @@ class DPFastError(Exception):
     """Base class of dpfast's own errors."""
 
 
+class DPFastValueError(DPFastError, ValueError):
+    """A bad value: an argument, a column's contents, a file's; the message says how to fix it."""
+
+
+class DPFastTypeError(DPFastError, TypeError):
+    """A value of the wrong type; the message says which type was expected."""
+
+
+class DPFastKeyError(DPFastError, KeyError):
+    """A name that is not there (a schema's column, a metric, a cut's column)."""
+
+
+class DPFastIndexError(DPFastError, IndexError):
+    """An index out of range (a taxonomy's node)."""
+
+
+class DPFastOSError(DPFastError, OSError):
+    """A file or system facility that does not work as a release needs."""
+
+
+class DPFastImportError(DPFastError, ImportError):
+    """An optional dependency that is not installed; the message says how to install it."""
+
+
+class DPFastRuntimeError(DPFastError, RuntimeError):
+    """A cluster's workers did not do what a release asked (nothing was published)."""
+
+
 class BudgetExceededError(DPFastError, ValueError):
-    """A step would spend more privacy budget than the ledger has left."""
+    """A step would spend more privacy budget than the ledger or the budget file has left."""
+
+
+class BudgetFileError(DPFastError, ValueError):
+    """A budget file that cannot be used as asked (:mod:`dpfast.budget`).
+
+    It is missing or not a budget file, or an entry cannot change as asked: a committed
+    spend is never cleared, a running release's reservation only with ``force``.
+    """
 
 
 class EpsilonRangeError(DPFastError, ValueError):
@@ -41,7 +85,12 @@ class UnprovenReleaseWarning(PrivacyLeakWarning):
 
 
 class NoiseDominatesWarning(UserWarning):
-    """A column's noise scale exceeds half its public domain: the release is mostly noise."""
+    """The release's forecast puts 10 % or more of a column's values on a bound.
+
+    Decided before any ε is reserved, from public values only (the method's noise scales,
+    the bounds, the row count): one warning per release, naming every such column
+    (docs/forecast.md#warning).
+    """
 
 
 class IndexDroppedWarning(UserWarning):
@@ -50,3 +99,24 @@ class IndexDroppedWarning(UserWarning):
     Keep the labels as a column with ``frame.reset_index()`` before the release; that
     column is then unprotected, released as the method's ``unprotected`` argument says.
     """
+
+
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """Return the ``KeyboardInterrupt`` that ``exc`` was raised in handling, if any.
+
+    Ctrl-C while pyspark collects a job's results raises ``KeyboardInterrupt`` (pyspark's
+    SIGINT handler cancels the jobs first), but pyspark then asks the JVM for the job's
+    result, which raises the job's cancellation in its place, with the interrupt as its
+    context: the caller must still see an interrupt.
+    """
+    found: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while found:
+        error = found.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        found += [e for e in (error.__cause__, error.__context__) if e is not None]
+    return None

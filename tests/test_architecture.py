@@ -2,9 +2,11 @@
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 
 # A module may import dpfast modules of a strictly lower layer only (STYLE.md, "Layout"):
-# cli -> engines -> methods -> _release/compare -> noise/accounting/partitions/metrics
-# -> taxonomy/schema/io
-# -> _validation -> _kernels -> _jit.
+# cli -> methods -> _release/compare -> engines -> noise/accounting/partitions/metrics/risk
+# -> io/schema/taxonomy -> _validation -> _kernels -> _jit. Imports inside functions count,
+# and so does a module named in a string (importlib.import_module, the engine registry).
 LAYERS = {
     "_jit": 0,
     "exceptions": 0,
@@ -24,16 +26,18 @@ LAYERS = {
     "io": 3,
     "schema": 3,
     "taxonomy": 3,
+    "_private_files": 3,
     "accounting": 4,
     "budget": 4,
     "noise": 4,
     "partitions": 4,
     "metrics": 4,
+    "risk": 4,
     "datasets": 4,
-    "_release": 5,
-    "compare": 5,
-    "methods": 6,
-    "engines": 7,
+    "engines": 5,
+    "_release": 6,
+    "compare": 6,
+    "methods": 7,
     "cli": 8,
     "__init__": 9,
     "__main__": 10,
@@ -48,11 +52,13 @@ PUBLIC_MODULES = [
     "dpfast.datasets",
     "dpfast.engines",
     "dpfast.engines.dask",
+    "dpfast.engines.outofcore",
     "dpfast.engines.spark",
     "dpfast.exceptions",
     "dpfast.io",
     "dpfast.methods",
     "dpfast.methods.diffgen",
+    "dpfast.methods.forecast",
     "dpfast.methods.individual_ranking",
     "dpfast.methods.ir_dp",
     "dpfast.methods.k_noise",
@@ -69,6 +75,7 @@ PUBLIC_MODULES = [
     "dpfast.partitions.insensitive_mdav",
     "dpfast.partitions.mdav",
     "dpfast.partitions.ranking",
+    "dpfast.risk",
     "dpfast.schema",
     "dpfast.taxonomy",
 ]
@@ -79,23 +86,68 @@ def _module_key(path: Path) -> str:
     return relative.parts[0].removesuffix(".py")
 
 
-def _dpfast_imports(path: Path):
+#: A module of dpfast named in a string (``importlib.import_module("dpfast.engines.spark")``).
+_NAMED = re.compile(r"dpfast(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _imported_modules(path: Path) -> Iterator[tuple[str, list[str]]]:
+    """Yield every dpfast module ``path`` imports, anywhere in it, with the names it takes.
+
+    ``from dpfast.a.b import c`` gives ``("dpfast.a.b", ["c"])`` (``c`` may be a module);
+    ``import dpfast.a.b`` and a string naming a module of the package give no names.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If)
+        and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for statement in block.body
+        for inner in ast.walk(statement)
+    }
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "dpfast":
-                yield from (alias.name for alias in node.names)
-            elif node.module.startswith("dpfast."):
-                yield node.module.split(".")[1]
+        if id(node) in typing_only:
+            continue  # for the type checker only: not an import at run time
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "dpfast" or node.module.startswith("dpfast."):
+                yield node.module, [alias.name for alias in node.names]
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("dpfast."):
-                    yield alias.name.split(".")[1]
+                    yield alias.name, []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _NAMED.fullmatch(node.value) and _is_module(node.value):
+                yield node.value, []
+
+
+def _is_module(dotted: str) -> bool:
+    parts = dotted.split(".")[1:]
+    where = PACKAGE.joinpath(*parts)
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def _dpfast_imports(path: Path) -> Iterator[str]:
+    """The top-level units (``LAYERS`` keys) of dpfast that ``path`` imports."""
+    for module, names in _imported_modules(path):
+        if module == "dpfast":
+            yield from names
+        else:
+            yield module.split(".")[1]
 
 
 def _all_imports(path: Path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If)
+        and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for statement in block.body
+        for inner in ast.walk(statement)
+    }
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue  # for the type checker only: not an import at run time
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module.split(".")[0]
         elif isinstance(node, ast.Import):
@@ -136,6 +188,7 @@ def test_public_functions_do_not_shadow_modules():
         assert not (PACKAGE / name / "__init__.py").exists() or name in {
             "datasets",
             "metrics",
+            "risk",
         }, name
 
 
@@ -148,6 +201,132 @@ def test_dependencies_point_one_way():
             assert LAYERS[imported] < LAYERS[key], f"{path.name} imports dpfast.{imported}"
 
 
+def test_the_layers_see_lazy_and_named_imports():
+    # guards the test above: an import inside a function and a module named for importlib
+    # are edges too (the engine registry names its engines' modules)
+    registry = dict(_imported_modules(PACKAGE / "engines" / "__init__.py"))
+    assert "dpfast.engines.spark" in registry
+    source = "def f():\n    import importlib\n    importlib.import_module('dpfast.cli')\n"
+    path = PACKAGE / "engines" / "_probe_for_the_test.py"
+    try:
+        path.write_text(source, encoding="utf-8")
+        assert "cli" in set(_dpfast_imports(path))
+    finally:
+        path.unlink()
+
+
+def _unit(path: Path) -> tuple[str, ...]:
+    """The package a file belongs to, as the parts of its directory below dpfast."""
+    return path.relative_to(PACKAGE).parent.parts
+
+
+def _private_parts(dotted: str) -> list[str]:
+    """The private modules of a dotted path below its unit (``dpfast._release`` is a unit)."""
+    return [p for p in dotted.split(".")[2:] if p.startswith("_") and not p.startswith("__")]
+
+
+def test_no_private_name_crosses_a_package_boundary():
+    # what another package needs is public in its __init__ (STYLE.md, "Layout")
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        home = _unit(path)
+        for module, names in _imported_modules(path):
+            parts = tuple(module.split(".")[1:])
+            is_package = (PACKAGE.joinpath(*parts) / "__init__.py").is_file()
+            directory = parts if is_package else parts[:-1]
+            if directory == home or (directory[: len(home)] == home and not home == ()):
+                continue  # inside its own package (or a package below it)
+            private = _private_parts(module) + [
+                n for n in names if n.startswith("_") and not n.startswith("__")
+            ]
+            if private:
+                found.append(f"{path.relative_to(PACKAGE)}: {module} {private}")
+    assert not found, "\n".join(found)
+
+
+def test_no_import_cycle_between_packages():
+    # between the units of a package (its modules, its subpackages and its __init__):
+    # within a layer nothing else keeps two units from importing each other
+    edges: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE)
+        source = ".".join(relative.with_suffix("").parts)
+        for module, names in _imported_modules(path):
+            targets = [module] + [f"{module}.{n}" for n in names if _is_module(f"{module}.{n}")]
+            for target in targets:
+                edges.setdefault(_node(source), set()).add(_node(target.removeprefix("dpfast.")))
+    cycles = [c for c in _cycles(edges) if len({n.split(".")[0] for n in c}) >= 1 and len(c) > 1]
+    assert not cycles, cycles
+
+
+def _node(dotted: str) -> str:
+    """A module's unit for the cycle test: its package's child it lies in."""
+    parts = dotted.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else dotted
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt == node:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in list(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_over_600_lines_and_no_function_body_over_60():
+    long_modules, long_functions = [], []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 600:
+            long_modules.append(str(path.relative_to(PACKAGE)))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body
+                if (
+                    body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                ):
+                    body = body[1:]  # the docstring
+                if body:
+                    lines = text.splitlines()[body[0].lineno - 1 : node.end_lineno]
+                    code = [x for x in lines if x.strip() and not x.strip().startswith("#")]
+                    if len(code) > 60:
+                        where = f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
+                        long_functions.append(f"{where} ({len(code)} lines)")
+    assert not long_modules, long_modules
+    assert not long_functions, long_functions
+
+
 def test_kernels_import_only_numpy_and_jit():
     for path in (PACKAGE / "_kernels").rglob("*.py"):
         external = set(_all_imports(path)) - {"__future__", "numpy", "dpfast"}
@@ -158,7 +337,7 @@ def test_kernels_import_only_numpy_and_jit():
 def test_only_io_and_the_engines_import_pyarrow():
     # the engines work on Arrow batches; everything else goes through dpfast.io
     for path in PACKAGE.rglob("*.py"):
-        if path.name != "io.py" and "engines" not in path.relative_to(PACKAGE).parts:
+        if not {"io", "engines"} & set(path.relative_to(PACKAGE).parts):
             assert "pyarrow" not in set(_all_imports(path)), path.name
 
 
@@ -171,7 +350,7 @@ def test_only_jit_calls_numba():
 def test_import_compiles_nothing():
     code = (
         "import sys, dpfast, numba\n"
-        "import dpfast.cli, dpfast.metrics, dpfast.noise\n"
+        "import dpfast.cli, dpfast.metrics, dpfast.noise, dpfast.risk\n"
         "from numba.core.registry import CPUDispatcher\n"
         "compiled = [f'{m}.{n}' for m, mod in list(sys.modules.items()) if m.startswith('dpfast')\n"
         "            for n, obj in vars(mod).items()\n"
@@ -183,3 +362,67 @@ def test_import_compiles_nothing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+BUILTIN_ERRORS = {
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "OSError",
+    "ImportError",
+    "RuntimeError",
+    "Exception",
+}
+
+
+def test_every_error_raised_is_a_dpfast_error():
+    # one error family for embedding tools: a raise site outside the Numba kernels (which
+    # the façade validates before calling) constructs a dpfast.exceptions class
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if "_kernels" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                if isinstance(func, ast.Name) and func.id in BUILTIN_ERRORS:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {func.id}")
+    assert not found, found
+
+
+def test_every_error_class_is_a_dpfast_error():
+    # an exception class dpfast defines derives from DPFastError (directly or through
+    # another dpfast error), so that one except clause catches every dpfast error
+    import dpfast.exceptions as family
+
+    roots = {"DPFastError"} | {
+        name
+        for name, value in vars(family).items()
+        if isinstance(value, type) and issubclass(value, family.DPFastError)
+    }
+    classes = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+                classes[node.name] = (bases, f"{path.relative_to(PACKAGE)}:{node.lineno}")
+
+    def is_error(name, seen=()):
+        if name in BUILTIN_ERRORS or name in {"Warning", "UserWarning"}:
+            return name in BUILTIN_ERRORS
+        bases = classes.get(name, ((), ""))[0]
+        return any(is_error(b, (*seen, name)) for b in bases if b not in seen)
+
+    def in_family(name, seen=()):
+        if name in roots:
+            return True
+        bases = classes.get(name, ((), ""))[0]
+        return any(in_family(b, (*seen, name)) for b in bases if b not in seen)
+
+    outside = [
+        f"{where} {name}"
+        for name, (_, where) in classes.items()
+        if is_error(name) and not in_family(name)
+    ]
+    assert not outside, outside

@@ -175,3 +175,22 @@ def test_non_finite_in_a_numpy_block_is_found_in_any_column(column):
         data, k=2, epsilon=1.0, bounds=bounds, columns=[1 - column], unprotected="shuffle", seed=0
     )
     assert np.isnan(release.data[:, column]).sum() == 1
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dpfast.ir_dp(_frame(), k=0, epsilon=1.0, bounds=BOUNDS, seed=0),
+        lambda: dpfast.laplace_dp(_frame(), epsilon=-1.0, bounds=BOUNDS, seed=0),
+        lambda: dpfast.individual_ranking(_frame(), k=2, columns=["missing"]),
+        lambda: dpfast.mdav(_frame(), k=2, columns=["missing"]),
+        lambda: dpfast.k_noise(_frame(), k=2, columns=["missing"]),
+        lambda: dpfast.ir_dp([1, 2, 3], k=2, epsilon=1.0, bounds=BOUNDS, seed=0),
+        lambda: dpfast.Taxonomy.from_mapping({}),
+    ],
+)
+def test_one_except_clause_catches_every_dpfast_error(call):
+    # the family is exported at the top level, for tools that embed dpfast
+    assert "DPFastError" in dpfast.__all__
+    with pytest.raises(dpfast.DPFastError):
+        call()

@@ -174,6 +174,20 @@ def test_ir_dp_unprotected_shuffle_and_keep(workdir: Path) -> None:
     assert "--linkage columns" in records.stderr and "linkage=" not in records.stderr
 
 
+def test_ir_dp_refuses_keep_under_column_linkage_naming_the_flags(workdir: Path) -> None:
+    base = ["release", "ir-dp", "people.csv", "-o", "k.csv", "--k", "5", "--epsilon", "1"]
+    result = dpfast(*base, "--schema", "schema.json", "--unprotected", "keep", cwd=workdir)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpfast: error: --unprotected keep"), lines
+    for flag in ("--unprotected shuffle", "--unprotected drop", "--linkage records"):
+        assert flag in lines[0]
+    assert not list(workdir.glob("k.csv*"))
+    # the help says so too
+    shown = dpfast("release", "ir-dp", "--help", cwd=workdir).stdout
+    assert "needs --linkage records" in " ".join(shown.split())
+
+
 def test_ir_dp_options_and_quiet(workdir: Path) -> None:
     result = dpfast(
         "release",
@@ -182,7 +196,7 @@ def test_ir_dp_options_and_quiet(workdir: Path) -> None:
         "-o",
         "out.csv",
         "--k",
-        "4",
+        "15",  # under the noise warning's threshold: --quiet prints nothing at all
         "--epsilon",
         "2",
         "--schema",
@@ -315,6 +329,14 @@ def test_demo(tmp_path: Path) -> None:
     everything = dpfast("demo", "--out", "all", "--all-columns", "--seed", "1", cwd=tmp_path)
     assert everything.returncode == 0, everything.stderr
     assert read_output(tmp_path / "all" / "adult_ir_dp.parquet").shape == (30_162, 6)
+    # the README's reruns into the same folder replace the demo's own files (public data)
+    (out / "mine.txt").write_text("kept", encoding="utf-8")
+    for rerun in (["--k", "50", "--epsilon", "0.5"], ["--mixed"]):
+        again = dpfast("demo", "--out", "demo-out", "--seed", "2", *rerun, cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+    assert read_output(out / "adult_ir_dp.parquet").shape == (30_162, 4)  # --mixed's table
+    assert check_report(out / "adult_ir_dp.parquet", "ir_dp", 1.0)["parameters"]["k"] == 100
+    assert (out / "mine.txt").read_text(encoding="utf-8") == "kept"
 
 
 # -- usage and input errors --------------------------------------------------------------
@@ -524,9 +546,9 @@ def test_failure_while_writing_the_report_removes_the_output(workdir: Path) -> N
         "-o",
         "out.parquet",
         "--k",
-        "5",
+        "20",  # under the noise warning's threshold: the error is the one line
         "--epsilon",
-        "1",
+        "2",
         "--schema",
         "schema.json",
         "--quiet",
@@ -607,7 +629,7 @@ def test_progress_on_a_pipe_prints_one_line_per_phase() -> None:
 
 def test_progress_on_a_pipe_repeats_a_long_phase_every_few_seconds(monkeypatch) -> None:
     clock = [100.0]
-    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("dpfast.cli._progress.time.monotonic", lambda: clock[0])
     stream = FakeStream(tty=False)
     progress = cli.ProgressLine(stream, every=5.0)
     progress("noise", 0, 10)
@@ -653,7 +675,7 @@ def test_schema_column_pyarrow_types_round_trip(workdir: Path) -> None:
 
 def test_progress_with_a_delay_stays_silent_for_a_quick_phase(monkeypatch) -> None:
     clock = [10.0]
-    monkeypatch.setattr("dpfast.cli._common.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("dpfast.cli._progress.time.monotonic", lambda: clock[0])
     stream = FakeStream(tty=False)
     progress = cli.ProgressLine(stream, delay=1.0)
     for done in range(4):
@@ -686,7 +708,7 @@ def test_writing_reports_rows_and_writes_the_same_table(
 ) -> None:
     from dpfast import io as dpfast_io
 
-    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 7)
+    monkeypatch.setattr(dpfast_io._files, "WRITE_ROWS", 7)
     table = dpfast_io.read_table(workdir / "people.parquet")
     calls: list[tuple[str, int, int]] = []
     dpfast_io.write_table_atomic(table, workdir / name, progress=lambda *call: calls.append(call))
@@ -701,10 +723,10 @@ def test_cli_shows_reading_and_writing_on_a_pipe_when_slow(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dpfast import io as dpfast_io
-    from dpfast.cli import _common
+    from dpfast.cli import _progress
 
-    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
-    monkeypatch.setattr(dpfast_io, "WRITE_ROWS", 10)  # several calls: the second one shows
+    monkeypatch.setattr(_progress, "IO_PROGRESS_DELAY", 1e-9)  # every file counts as slow
+    monkeypatch.setattr(dpfast_io._files, "WRITE_ROWS", 10)  # several calls: the second one shows
     paths = [str(workdir / "people.csv"), "-o", str(workdir / "out.csv")]
     options = ["--epsilon", "1", "--schema", str(workdir / "schema.json"), "--seed", "1"]
     code = cli.main(["release", "laplace", *paths, *options])

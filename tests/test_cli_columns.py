@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dpfast.cli import main
-from dpfast.cli._common import _column_list
+from dpfast.cli._parsing import column_list as _column_list
 
 SCHEMA = {
     "columns": {

@@ -35,9 +35,9 @@ N = 5003
 @pytest.fixture(autouse=True)
 def engine_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     # the engine runs one-file inputs from 64 MiB on; these tests run it on small ones
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs
 
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 0)
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", 0)
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def _check(workdir: Path, output: str, expected: dpfast.Release) -> None:
         ("parts/*.parquet", "released.parquet", []),  # a glob: out of core at 4GiB
         ("people.parquet", "released.parquet", ["--memory-limit", "200KB"]),
         ("people.parquet", "released.parquet", []),  # in memory, one column at a time
-        ("people.csv", "released.parquet", []),
+        ("people.csv", "released.parquet", []),  # text: read whole, in memory
     ],
 )
 def test_every_path_gives_the_in_memory_release(workdir, source, output, extra):
@@ -128,7 +128,7 @@ def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsy
 @pytest.mark.parametrize(
     ("source", "output", "extra", "message"),
     [
-        ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "a .csv output"),
+        ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "out of core writes Parquet"),
         ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
         ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),
         ("nothing/*.parquet", "r.parquet", [], "no file matches"),
@@ -140,6 +140,20 @@ def test_engine_refusals_are_one_line(workdir, capsys, source, output, extra, me
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dpfast: error: ") and message in err[0], err
     assert {p.name for p in workdir.iterdir()} == before
+
+
+def test_a_directory_with_parquet_files_below_it_is_refused_naming_the_globs(workdir, capsys):
+    # an earlier release written into the input directory is never picked up silently
+    (workdir / "parts" / "old").mkdir()
+    assert _release(workdir, "parts", "parts/old/released") == 0
+    before = sorted(str(p) for p in workdir.rglob("*"))
+    assert _release(workdir, "parts", "again") == 2
+    err = capsys.readouterr().err
+    assert "subdirectories holding Parquet files ('old')" in err
+    assert f"'{workdir / 'parts'}/**/*.parquet'" in err
+    assert sorted(str(p) for p in workdir.rglob("*")) == before
+    assert _release(workdir, str(workdir / "parts" / "*.parquet"), "again") == 0
+    _check(workdir, "again", _expected(workdir))
 
 
 def test_a_missing_value_in_a_dataset_is_refused_without_output(workdir, capsys):
@@ -224,7 +238,7 @@ def test_in_memory_methods_refuse_a_dataset_naming_the_out_of_core_ones(
 
 def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore._output import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -233,7 +247,7 @@ def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monk
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(outofcore, "_stitch", interrupted)
+        patch.setattr(Output, "_stitch", interrupted)
         assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
     assert BudgetFile(budget).remaining() == pytest.approx(2.0)
     assert not (workdir / "released").exists()
@@ -251,16 +265,16 @@ def test_budget_refunded_on_interrupt_before_publishing_kept_after(workdir, monk
 
 
 def test_small_inputs_take_the_in_memory_function(workdir, monkeypatch):
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs, _runner
 
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", 64 * 2**20)
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", 64 * 2**20)
     calls: list[str] = []
-    original = _engine.run_release
-    monkeypatch.setattr(_engine, "run_release", lambda *a: calls.append("engine") or original(*a))
+    original = _runner._in_passes
+    monkeypatch.setattr(_runner, "_in_passes", lambda *a: calls.append("engine") or original(*a))
     assert _release(workdir, "people.parquet", "small.parquet") == 0
     assert calls == []
     _check(workdir, "small.parquet", _expected(workdir))
-    monkeypatch.setattr(_engine, "ENGINE_FROM_BYTES", N * 4 * 8)  # exactly this table's size
+    monkeypatch.setattr(_inputs, "ENGINE_FROM_BYTES", N * 4 * 8)  # exactly this table's size
     assert _release(workdir, "people.parquet", "large.parquet") == 0
     assert calls == ["engine"]
     _check(workdir, "large.parquet", _expected(workdir))

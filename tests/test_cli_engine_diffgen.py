@@ -81,7 +81,7 @@ def test_refusals_are_one_line_and_write_nothing(workdir, capsys, source, output
 
 def test_budget_is_refunded_on_an_interrupt_before_publishing(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import diffgen as engine
+    from dpfast.engines.outofcore._output import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -90,7 +90,7 @@ def test_budget_is_refunded_on_an_interrupt_before_publishing(workdir, monkeypat
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "_stitch", interrupted)
+        patch.setattr(Output, "_stitch", interrupted)
         assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
     assert BudgetFile(budget).remaining() == pytest.approx(2.0)
     assert not (workdir / "released").exists()

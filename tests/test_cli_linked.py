@@ -6,8 +6,11 @@ table for table: the same columns, values, rows and Arrow types, and the same re
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -94,7 +97,6 @@ def _same(workdir: Path, got: str, expected: str) -> None:
         ["--linkage", "records", "--unprotected", "shuffle"],
         ["--linkage", "records", "--no-shuffle"],
         ["--unprotected", "shuffle"],
-        ["--unprotected", "keep"],
     ],
 )
 @pytest.mark.parametrize(
@@ -102,46 +104,69 @@ def _same(workdir: Path, got: str, expected: str) -> None:
     [("parts", "released", ["--memory-limit", "120KB"]), ("people.parquet", "r.parquet", [])],
 )
 def test_ir_dp_engine_gives_the_in_memory_release(workdir, extra, source, output, limit):
-    from dpfast.cli import _engine
+    from dpfast.cli import _inputs
 
-    assert _release(workdir, "ir-dp", "people.parquet", "memory.parquet", *extra) == 0
-    # a single file below the size threshold ran in memory; now the engine
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_engine, "ENGINE_FROM_BYTES", 0)
-        assert _release(workdir, "ir-dp", source, output, *extra, *limit) == 0
+    with _engines_opened() as opened:
+        assert _release(workdir, "ir-dp", "people.parquet", "memory.parquet", *extra) == 0
+        # a single file below the size threshold ran in memory; now out of core
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_inputs, "ENGINE_FROM_BYTES", 0)
+            assert _release(workdir, "ir-dp", source, output, *extra, *limit) == 0
+    assert opened == ["memory", "outofcore"]
     _same(workdir, output, "memory.parquet")
-    private = json.loads((workdir / f"{output}.private-report.json").read_text())
-    assert "assemble" not in private["timings"]  # the in-memory phase: it ran on the engine
     assert not [p for p in workdir.iterdir() if p.name.startswith(f".{output}")]
+
+
+@contextlib.contextmanager
+def _engines_opened() -> Iterator[list[str]]:
+    """Record the name of every engine opened in the block."""
+    import dpfast.engines
+
+    opened: list[str] = []
+    original = dpfast.engines.open_engine
+
+    def recorded(data: Any, **kwargs: Any) -> Any:
+        engine = original(data, **kwargs)
+        opened.append(engine.name)
+        return engine
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("dpfast._release._run.open_engine", recorded)
+        yield opened
 
 
 @pytest.mark.parametrize("policy", ["keep", "shuffle"])
 def test_laplace_engine_gives_the_in_memory_release(workdir, policy):
     extra = ["--unprotected", policy]
-    assert _release(workdir, "laplace", "people.parquet", "memory.parquet", *extra) == 0
-    assert _release(workdir, "laplace", "parts", "released", *extra, "--memory-limit", "90KB") == 0
+    with _engines_opened() as opened:
+        assert _release(workdir, "laplace", "people.parquet", "memory.parquet", *extra) == 0
+        limit = ["--memory-limit", "90KB"]
+        assert _release(workdir, "laplace", "parts", "released", *extra, *limit) == 0
+    assert opened == ["memory", "outofcore"]
     _same(workdir, "released", "memory.parquet")
-    private = json.loads((workdir / "released.private-report.json").read_text())
-    assert "assemble" not in private["timings"]
 
 
 def test_csv_output_is_still_refused_out_of_core(workdir, capsys):
     extra = ["--linkage", "records", "--memory-limit", "1GiB"]
     assert _release(workdir, "ir-dp", "people.parquet", "r.csv", *extra) == 2
     err = capsys.readouterr().err
-    assert "does not support a .csv output" in err
+    assert "out of core writes Parquet" in err and "drop --memory-limit" in err
     assert not (workdir / "r.csv").exists()
 
 
 @pytest.mark.parametrize(
-    "extra", [["--linkage", "records"], ["--unprotected", "keep"], ["--unprotected", "shuffle"]]
+    "extra",
+    [
+        ["--linkage", "records"],
+        ["--linkage", "records", "--unprotected", "keep"],
+        ["--unprotected", "shuffle"],
+    ],
 )
-def test_spark_runs_every_linkage_and_policy_but_refuses_one_file(workdir, capsys, extra):
-    # these run on Spark now (tests/test_engine_spark_methods.py); a single .parquet
-    # OUTPUT is still refused, before Spark starts, naming the directory to give instead
-    before = {p.name for p in workdir.iterdir()}
-    assert _release(workdir, "ir-dp", "parts", "r.parquet", "--engine", "spark", *extra) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "name OUTPUT without the .parquet extension" in err[0], err
-    assert "does not support" not in err[0]
-    assert {p.name for p in workdir.iterdir()} == before
+def test_spark_writes_a_dataset_directory_named_by_output(workdir, capsys, extra):
+    # every linkage and policy runs on Spark (tests/test_engine_spark_methods.py); an
+    # OUTPUT named .parquet is a dataset directory of that name, as Spark writes it
+    assert _release(workdir, "ir-dp", "parts", "r.parquet", "--engine", "spark", *extra) == 0
+    assert (workdir / "r.parquet").is_dir()
+    assert (
+        pq.read_table(workdir / "r.parquet").num_rows == pq.read_table(workdir / "parts").num_rows
+    )

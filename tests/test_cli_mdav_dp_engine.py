@@ -95,12 +95,15 @@ def test_release_out_of_core_equals_in_memory(workdir, source, output, extra):
     assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == []
 
 
-def test_options_the_engine_does_not_run_are_refused(workdir, capsys):
-    code = _release(workdir, "parts", "r.parquet", "--unprotected", "shuffle")
-    assert code == 2
-    err = capsys.readouterr().err
-    assert "runs mdav-dp out of core, which does not support --unprotected shuffle" in err
-    assert not (workdir / "r.parquet").exists()
+@pytest.mark.parametrize("policy", ["shuffle", "keep"])
+def test_every_unprotected_policy_runs_out_of_core(workdir, policy):
+    # the out-of-core release of a policy is the in-memory command's, table for table
+    extra = ["--unprotected", policy]
+    assert _release(workdir, "people.parquet", "memory.parquet", *extra) == 0
+    assert _release(workdir, "parts", "r.parquet", *extra) == 0
+    got, want = pq.read_table(workdir / "r.parquet"), pq.read_table(workdir / "memory.parquet")
+    assert got.equals(want)
+    assert {p.name for p in workdir.iterdir() if p.name.startswith(".")} == set()
 
 
 def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
@@ -111,14 +114,14 @@ def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
     assert cli.main(["release", "mdav", str(workdir / "parts"), "-o", "x.parquet", "--k", "5"]) == 2
     err = capsys.readouterr().err
     assert "ir-dp (individual ranking, proven DP) or mdav-dp" in err
-    from dpfast.cli._common import _OUT_OF_CORE
+    from dpfast.cli._runner import OUT_OF_CORE
 
-    assert _OUT_OF_CORE in err and "mdav-dp" in _OUT_OF_CORE
+    assert OUT_OF_CORE in err and "mdav-dp" in OUT_OF_CORE
 
 
 def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -127,7 +130,7 @@ def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workd
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(outofcore, "_stitch", interrupted)
+        patch.setattr(Output, "_stitch", interrupted)
         assert _release(workdir, "parts", "released", "--budget", str(budget)) == 130
     assert BudgetFile(budget).remaining() == pytest.approx(2.0)
     assert not (workdir / "released").exists()

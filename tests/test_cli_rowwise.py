@@ -167,7 +167,7 @@ def test_engine_refusals_name_the_fix(workdir, capsys, method, options):
 
 def test_an_interrupt_while_writing_refunds_the_budget_and_leaves_no_output(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore._output import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0
@@ -175,7 +175,7 @@ def test_an_interrupt_while_writing_refunds_the_budget_and_leaves_no_output(work
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(outofcore, "_stitch", interrupted)
+    monkeypatch.setattr(Output, "_stitch", interrupted)
     args = ["--column", "sex", "--domain", "Male,Female", "--epsilon", "0.5"]
     assert (
         _run(workdir, "randomized-response", "parts", "rr", *args, "--budget", str(budget)) == 130

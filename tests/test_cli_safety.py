@@ -20,7 +20,7 @@ import pytest
 import dpfast
 from dpfast import cli, datasets
 from dpfast._validation import cli_spelling, option
-from dpfast.cli._common import report_paths
+from dpfast.cli._outputs import report_paths
 from dpfast.methods.diffgen._budget import Budget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,33 +157,28 @@ def test_the_input_is_never_overwritten_even_with_force(
     assert code == 2 and "would overwrite the input" in one_error_line(err)
 
 
-def test_demo_refuses_an_existing_release_unless_forced(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_demo_replaces_its_own_files_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # the demo releases public data and spends no budget: a rerun replaces its own files
     out = tmp_path / "demo"
     out.mkdir()
     data = out / "adult_ir_dp.parquet"
     Path(report_paths(data)[1]).write_text("{}", encoding="utf-8")
-
-    def no_work(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the demo read its data before the output check")
-
-    monkeypatch.setattr(datasets, "adult", no_work)
-    code, err = run(["demo", "--out", str(out), "--seed", "1"], capsys)
-    assert code == 2
-    line = one_error_line(err)
-    assert "adult_ir_dp.parquet.private-report.json' already exists" in line
-    assert "--force" in line and "--out" in line
-    monkeypatch.undo()
-    code, err = run(["demo", "--out", str(out), "--seed", "1", "--force", "--quiet"], capsys)
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    code, err = run(["demo", "--out", str(out), "--seed", "1", "--quiet"], capsys)
     assert code == 0, err
     assert json.loads(Path(report_paths(data)[1]).read_text(encoding="utf-8"))["method"] == "ir_dp"
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    code, err = run(["demo", "--out", str(out), "--force"], capsys)
+    assert code == 2 and "unrecognized arguments: --force" in err
 
 
 # -- SIGTERM -----------------------------------------------------------------------------------
 
-# Runs the CLI with os.replace slowed down at its Nth call (1: the data, 2: the public report),
-# after a marker file says that the temporary file is complete.
+# Runs the CLI with os.replace slowed down at its Nth call (1: the data, complete, to its
+# hidden unpublished name; 2: its publication; 3: the public report), after a marker file says
+# that the temporary file is complete.
 _SLOW_WRITER = """
 import os, sys, time
 from pathlib import Path
@@ -200,36 +195,54 @@ sys.exit(cli.main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("stage", [1, 2], ids=["while writing the data", "while writing a report"])
-def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage: int) -> None:
+def cli_process(script: str, args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """Start ``python -c script ARGS...`` in ``cwd``, importing this checkout's dpfast."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DPFAST_DEBUG", None)
-    argv = with_output(WRITERS["laplace"], "out.parquet")
-    process = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_SLOW_WRITER), str(stage), *argv],
-        cwd=workdir,
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def wait_for(marker: Path, process: subprocess.Popen[str], timeout: float = 240) -> None:
+    """Wait until ``process`` makes ``marker``; fail if it ends first or takes too long."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"the process never made {marker.name}"
+        time.sleep(0.05)
+
+
+def stopped(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
+    """Send ``signum`` to ``process``; return its exit code and stderr once it ends."""
     try:
-        deadline = time.monotonic() + 240
-        while not (workdir / "marker").exists():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the release never reached its write"
-            time.sleep(0.05)
-        temporary = Path(workdir / "marker").read_text()
-        assert Path(temporary).exists()  # the test interrupts a write in progress
-        assert (workdir / "out.parquet").exists() == (stage == 2)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 143, err
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("stage", [1, 3], ids=["while writing the data", "while writing a report"])
+def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage: int) -> None:
+    argv = with_output(WRITERS["laplace"], "out.parquet")
+    process = cli_process(_SLOW_WRITER, [str(stage), *argv], workdir)
+    try:
+        wait_for(workdir / "marker", process)
+        temporary = Path(workdir / "marker").read_text()
+        assert Path(temporary).exists()  # the test interrupts a write in progress
+        assert (workdir / "out.parquet").exists() == (stage == 3)
+    finally:
+        code, err = stopped(process, signal.SIGTERM)
+    assert code == 143, err
     assert err.splitlines()[-1] == "dpfast: terminated (SIGTERM)"
     assert "Traceback" not in err
     left = sorted(p.name for p in workdir.iterdir())

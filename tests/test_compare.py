@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import stat
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -308,7 +310,7 @@ def test_linked_needs_as_many_rows() -> None:
 
 
 def test_release_metrics_are_shown_when_present(tmp_path: Path) -> None:
-    from dpfast.cli._common import write_release
+    from dpfast.cli._outputs import write_release
     from dpfast.methods.ir_dp import ir_dp
 
     data = adult("train", drop_missing=True).head(500)[NUMERIC]
@@ -380,17 +382,29 @@ def test_no_partial_file_when_writing_fails(
 ) -> None:
     written = []
 
-    def half_then_fail(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
-        with open(self, "w", encoding="utf-8") as handle:
-            handle.write(text[: len(text) // 2])
-        written.append(self)
-        raise OSError(28, "No space left on device", str(self))
+    def full_disk(descriptor: int) -> None:
+        written.append(os.fstat(descriptor).st_size)  # the page, not yet on disk
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Path, "write_text", half_then_fail)
+    monkeypatch.setattr(os, "fsync", full_disk)
     output = tmp_path / "report.html"
     assert run_compare(release, output) == 2
-    assert written  # the failure happened while writing
+    assert written and written[0] > 0  # the failure happened while writing
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_the_page_is_readable_by_its_owner_only(
+    release: dict[str, Path], tmp_path: Path, umask: int
+) -> None:
+    output = tmp_path / "report.html"
+    previous = os.umask(umask)
+    try:
+        assert run_compare(release, output) == 0
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
 
 
 def test_data_derived_text_is_escaped() -> None:

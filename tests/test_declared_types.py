@@ -21,8 +21,8 @@ import pytest
 
 import dpfast
 from dpfast import cli
-from dpfast._release import numeric_columns
-from dpfast.io import as_table_data
+from dpfast.engines import Opening
+from dpfast.engines.memory import MemoryEngine
 from dpfast.schema import Schema
 
 N_ROWS = 80
@@ -279,7 +279,7 @@ def test_api_rounds_by_dtype_only() -> None:
 
 def test_numeric_column_integer_flag_comes_from_the_dtype() -> None:
     whole = np.array([[1.0, 2.0], [3.0, 4.0]])
-    got = numeric_columns(as_table_data(whole), None)
-    assert [column.integer for column in got] == [False, False]
-    got = numeric_columns(as_table_data(whole.astype(np.int32)), None)
-    assert [column.integer for column in got] == [True, True]
+    for data, integer in ((whole, False), (whole.astype(np.int32), True)):
+        engine = MemoryEngine.open(data, Opening("test"))
+        got = engine.numeric_columns(engine.names)
+        assert [column.integer for column in got] == [integer, integer]

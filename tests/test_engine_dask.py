@@ -15,14 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.dataset import ParquetDataset
+from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import on_engine
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 
 import cloudpickle
 import dask.dataframe as dd
 
-from dpfast.engines.dask import DaskSource, ir_dp_dask, laplace_dp_dask, write_release
+from dpfast.engines.dask import DaskEngine, DaskSource
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 EPSILON, SEED = 8.0, 11
@@ -148,7 +149,7 @@ def test_laplace_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions)
 
 def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
     # four parts per slot, each at most max(PART_BYTES, memory_limit / 4) of values
-    from dpfast.engines.spark._release import PART_BYTES, PART_ROWS, output_part_rows
+    from dpfast.engines.outofcore import PART_BYTES, PART_ROWS, output_part_rows
 
     assert output_part_rows(1000, 3, 2) == PART_ROWS  # small: one part
     assert output_part_rows(10_000_000, 10, 2) == 1_250_000  # four parts per task slot
@@ -178,30 +179,34 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
     if part_rows == 1 << 20:
         got = dpfast.ir_dp(frame, **args)
     else:  # output parts cutting the permutation's buckets
-        got = dpfast.Release(*ir_dp_dask(frame, part_rows=part_rows, batch_rows=64, **args))
+        got = dpfast.Release(
+            *on_engine("dask", dpfast.ir_dp, frame, part_rows=part_rows, batch_rows=64, **args)
+        )
         assert got.data.npartitions == -(-len(table) // part_rows)
         # the group values are one node of the graph, not a copy in every task
         keys = [str(key) for key in dict(got.data.__dask_graph__())]
-        assert sum(key.startswith("dpfast-ir-dp-state") for key in keys) == 1
+        assert sum(key.startswith("dpfast-release-state") for key in keys) == 1
     _assert_same_release(got, expected)
 
 
 def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
     from dpfast.engines.dask import _write
-    from dpfast.engines.spark._release import generated_parts
+    from dpfast.engines.outofcore import generated_parts
 
     table = _table()
     table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type
     taxonomy = {"c": [f"c{i}" for i in range(5)]}  # a flat list of leaves
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "seed": SEED, "taxonomies": taxonomy}
     frame = dd.from_pandas(table[["a", "b", "c"]], npartitions=3)
-    data, report, _ = ir_dp_dask(frame, part_rows=700, **args)
+    data, report, _ = on_engine("dask", dpfast.ir_dp, frame, part_rows=700, **args)
     parts = generated_parts(data)
     assert parts is not None and parts.count == 5
     assert generated_parts(data[["a", "c"]]) is None  # a transformed frame: its partitions
     calls = []
-    write_release(data, tmp_path / "parts", report, progress=lambda *call: calls.append(call))
-    write_release(data[["a", "b", "c"]], tmp_path / "frame", report)
+    DaskEngine.write_release(
+        data, tmp_path / "parts", report, progress=lambda *call: calls.append(call)
+    )
+    DaskEngine.write_release(data[["a", "b", "c"]], tmp_path / "frame", report)
     names = sorted(p.name for p in (tmp_path / "parts").iterdir())
     assert names == [f"part-{i:06d}.parquet" for i in range(5)]
     assert names == sorted(p.name for p in (tmp_path / "frame").iterdir())
@@ -225,9 +230,18 @@ def test_parquet_files_release_as_in_memory(client, tmp_path, batch_rows):
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = DaskSource.from_parquet(files)
     common = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    got = laplace_dp_dask(source, batch_rows=batch_rows, **common)
+    got = on_engine("dask", dpfast.laplace_dp, source, batch_rows=batch_rows, **common)
     _assert_same_release(dpfast.Release(*got), dpfast.laplace_dp(table, **common))
-    got = ir_dp_dask(source, k=7, memory_limit=60_000, n_threads=2, batch_rows=batch_rows, **common)
+    got = on_engine(
+        "dask",
+        dpfast.ir_dp,
+        source,
+        k=7,
+        memory_limit=60_000,
+        n_threads=2,
+        batch_rows=batch_rows,
+        **common,
+    )
     _assert_same_release(dpfast.Release(*got), dpfast.ir_dp(table, k=7, **common))
 
 
@@ -236,16 +250,28 @@ def test_parquet_files_release_as_in_memory(client, tmp_path, batch_rows):
     [
         (dpfast.ir_dp, {"k": 5, "metrics": True}, "metrics=True"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
-        (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],
 )
 def test_what_dask_cannot_run_is_refused_by_name(method, kwargs, named):
     frame = dd.from_pandas(_table(20), npartitions=2)
     arguments = {"epsilon": 1.0, "bounds": BOUNDS, "columns": COLUMNS, **kwargs}
-    with pytest.raises(ValueError, match="on a Dask DataFrame does not support") as refused:
+    with pytest.raises(
+        ValueError, match="which a release on a Dask DataFrame does not hold"
+    ) as refused:
         method(frame, **arguments)
     assert named in str(refused.value)
     assert "frame.compute()" in str(refused.value)
+
+
+@pytest.mark.parametrize("method", [dpfast.laplace_dp, dpfast.k_noise])
+def test_risk_is_refused_on_dask_before_any_pass(method):
+    frame = dd.from_pandas(_table(20), npartitions=2)
+    arguments = {"epsilon": 1.0, "bounds": BOUNDS} if method is dpfast.laplace_dp else {"k": 3}
+    with pytest.raises(
+        ValueError, match="risk=True pairs each released row with its source"
+    ) as got:
+        method(frame, columns=COLUMNS, risk=True, **arguments)
+    assert "on a Dask DataFrame" in str(got.value) and "frame.compute()" in str(got.value)
 
 
 def test_bad_input_on_a_worker_reaches_the_caller_with_its_row(client):
@@ -282,8 +308,8 @@ def test_a_worker_killed_mid_run_gives_the_same_release(client, tmp_path):
     # read 1 counts the rows, 2 and 3 are the columns' passes, 4 is the write: kill in 3
     flaky = frame.map_partitions(_killing, str(calls), 1500, 3, meta=frame._meta)
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    data, report, private = laplace_dp_dask(flaky, **args)
-    write_release(data, tmp_path / "out", report)
+    data, report, private = on_engine("dask", dpfast.laplace_dp, flaky, **args)
+    DaskEngine.write_release(data, tmp_path / "out", report)
     assert len(os.listdir(calls)) >= 4  # the killed read was run again
     expected = dpfast.laplace_dp(table, **args)
     got = pq.read_table(tmp_path / "out").to_pandas()
@@ -304,7 +330,7 @@ def test_a_failed_write_leaves_no_output(client, tmp_path):
     data = frame[COLUMNS].map_partitions(_failing, 2000, meta=frame[COLUMNS]._meta)
     published = []
     with pytest.raises(RuntimeError, match="a lost disk, simulated"):
-        write_release(data, tmp_path / "out", None, before_publish=published.append)
+        DaskEngine.write_release(data, tmp_path / "out", None, before_publish=published.append)
     assert published == []
     assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
 
@@ -318,7 +344,7 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(client, tmp_path,
 
     calls = []
     with pytest.raises(type(stop)):
-        write_release(
+        DaskEngine.write_release(
             data,
             tmp_path / "out",
             None,
@@ -326,17 +352,21 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(client, tmp_path,
             progress=lambda *call: calls.append(call),
         )
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
-        write_release(data, tmp_path / "out.parquet", None)
+    # an output named .parquet is a dataset directory too, as Dask's own writer makes it
+    DaskEngine.write_release(data, tmp_path / "out.parquet", None)
+    assert (tmp_path / "out.parquet").is_dir()
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == len(data)
 
 
 def test_the_written_release_reads_back_in_row_order(client, tmp_path):
     table = _table()
     frame = dd.from_pandas(table, npartitions=12)  # part names must sort in row order
     args = {"epsilon": EPSILON, "bounds": BOUNDS, "columns": COLUMNS, "seed": SEED}
-    data, report, _ = laplace_dp_dask(frame, **args)
+    data, report, _ = on_engine("dask", dpfast.laplace_dp, frame, **args)
     calls = []
-    write_release(data, tmp_path / "out", report, progress=lambda *call: calls.append(call))
+    DaskEngine.write_release(
+        data, tmp_path / "out", report, progress=lambda *call: calls.append(call)
+    )
     got = ParquetDataset.open(tmp_path / "out")
     assert len(got.files) == 12
     values = np.concatenate(list(got.map_column("b", 1 << 20, lambda a, f: a.to_numpy())))
@@ -367,9 +397,10 @@ def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tm
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1700])
     args = [*_cli_args(tmp_path, files), "--scheduler", client.scheduler.address]
-    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
-    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet"), "--quiet"]) == 0
+    assert (tmp_path / "out.parquet").is_dir()  # a dataset directory, whatever its suffix
     assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "out"))
     with cli_spelling():
         expected = dpfast.laplace_dp(
             table, epsilon=EPSILON, bounds=BOUNDS, columns=COLUMNS, seed=SEED
@@ -380,6 +411,39 @@ def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tm
     report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
     assert report == json.loads(json.dumps(expected.report.to_dict()))
     assert len(client.scheduler_info()["workers"]) == 2  # the module's cluster is untouched
+
+
+def test_cli_on_dask_commits_the_budget_before_the_workers_output_is_published(
+    client, tmp_path, monkeypatch
+):
+    from dpfast import cli
+    from dpfast.budget import BudgetFile, Reservation
+    from tests.test_budget import STEPS, _interrupt_at, assert_never_refunded_when_visible
+
+    files = _write_files(_table(50), tmp_path / "in", [20])
+    args = [*_cli_args(tmp_path, files), "--scheduler", client.scheduler.address, "--quiet"]
+    for step in STEPS:
+        budget, output = tmp_path / f"{step}.json", tmp_path / step.replace(" ", "-")
+        BudgetFile.create(budget, EPSILON)
+        before = budget.read_bytes()
+        with monkeypatch.context() as patch:
+            _interrupt_at(patch, step, output)
+            got = cli.main([*args, "-o", str(output), "--budget", str(budget)])
+        assert got == 130, step
+        assert_never_refunded_when_visible(output, budget, before, step, EPSILON)
+    seen, real = [], Reservation.commit
+
+    def commit(self, report):
+        seen.append(output.exists())  # published yet?
+        return real(self, report)
+
+    monkeypatch.setattr(Reservation, "commit", commit)
+    BudgetFile.create(tmp_path / "b.json", EPSILON)
+    output = tmp_path / "out"
+    assert cli.main([*args, "-o", str(output), "--budget", str(tmp_path / "b.json")]) == 0
+    assert seen == [False] and output.is_dir()
+    (entry,) = BudgetFile(tmp_path / "b.json").entries()
+    assert (entry.status, entry.epsilon, entry.guarantee_level) == ("committed", EPSILON, "proven")
 
 
 def test_cli_refuses_dask_options_it_cannot_run(tmp_path, capsys):
@@ -454,7 +518,9 @@ def test_adult_with_a_categorical_column_is_the_in_memory_release(
     }
     expected = dpfast.ir_dp(adult_table, **args)
     frame = dd.from_pandas(adult_table, npartitions=partitions)
-    got = ir_dp_dask(
+    got = on_engine(
+        "dask",
+        dpfast.ir_dp,
         frame,
         memory_limit=memory_limit,
         n_threads=2,

@@ -27,7 +27,7 @@ import cloudpickle
 import dask
 import dask.dataframe as dd
 
-from dpfast.engines.dask import DaskSource, run_on_client
+from dpfast.engines.dask import DaskSource
 from dpfast.engines.dask._methods import MEMORY_KEY, SCRATCH_KEY, scratch_directory
 
 #: 2,500 rows: at 30kB a numeric column's 2,500 values are sorted in 3 ranges (1,024
@@ -129,6 +129,16 @@ CASES = {
     "k_noise": (dpfast.k_noise, {"k": 4, "columns": ["a", "b"], "seed": 5}, True),
     "k_pram": (dpfast.k_pram, {"k": 6, "columns": ["b"], "retention": 0.3, "seed": 6}, True),
     "mdav_dp": (dpfast.mdav_dp, {"k": 9, "epsilon": 3.0, **NUMERIC}, False),
+    "mdav_dp cycling keep": (
+        dpfast.mdav_dp,
+        {"k": 9, "epsilon": 3.0, "reference": "cycling", "unprotected": "keep", **NUMERIC},
+        False,
+    ),
+    "mdav_dp shuffle": (
+        dpfast.mdav_dp,
+        {"k": 9, "epsilon": 3.0, "unprotected": "shuffle"} | NUMERIC,
+        False,
+    ),
 }
 
 
@@ -144,8 +154,10 @@ def _unproven(options: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_dask_frame_gives_the_in_memory_release(client, case, partitions, memory):
     function, options, in_order = CASES[case]
-    if case == "mdav_dp" and memory is not None:
-        memory = "100kB"  # mdav_dp holds its 277 clusters' arrays within half the limit
+    if case.startswith("mdav_dp") and memory is not None:
+        # mdav_dp holds its 277 clusters' arrays and the merge's buffers (one per reference
+        # point: four when cycling) within half the limit
+        memory = "150kB" if "cycling" in case else "100kB"
     table = _table()
     frame = dd.from_pandas(table, npartitions=partitions)
     assert frame.npartitions == partitions
@@ -184,19 +196,8 @@ FILES = {
     "case", ["ir_dp records keep", "laplace shuffle", "k_noise", "k_pram", "mdav_dp"]
 )
 def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files):
-    from dpfast.engines.individual import individual_ranking_dataset
-    from dpfast.engines.mdav_dp import mdav_dp_dataset
-    from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
-    from dpfast.engines.rowwise import k_noise_dataset, k_pram_dataset
+    from dpfast.engines import EngineChoice
 
-    release = {
-        dpfast.ir_dp: ir_dp_dataset,
-        dpfast.laplace_dp: laplace_dp_dataset,
-        dpfast.individual_ranking: individual_ranking_dataset,
-        dpfast.k_noise: k_noise_dataset,
-        dpfast.k_pram: k_pram_dataset,
-        dpfast.mdav_dp: mdav_dp_dataset,
-    }
     function, options, in_order = CASES[case]
     cuts, group_rows, batch_rows, memory = FILES[files]
     if case == "mdav_dp":
@@ -209,11 +210,10 @@ def test_parquet_files_give_the_in_memory_release(client, tmp_path, case, files)
     table = pq.read_table(where).to_pandas()
     with _warns(_unproven(options)):
         expected = function(table, **options)
-    with _warns(_unproven(options)):
-        got = run_on_client(
-            release[function], source, batch_rows=batch_rows, memory_limit=memory, **options
-        )
-    _assert_same(dpfast.Release(*got), expected, in_order, category_order=False)
+    with _warns(_unproven(options)):  # the public function over the Dask source
+        engine = EngineChoice("dask", {"batch_rows": batch_rows})
+        got = function(source, engine=engine, memory_limit=memory, **options)
+    _assert_same(got, expected, in_order, category_order=False)
 
 
 def test_diffgen_of_a_dask_frame_gives_the_in_memory_counts(client):
@@ -250,22 +250,51 @@ def test_release_files_live_in_the_configured_scratch_directory(client, tmp_path
     assert scratch_directory() != where  # without the setting: the temporary directory's
 
 
+def test_k_noise_of_every_column_is_computed_by_the_workers(client, tmp_path):
+    # every column released row by row: a lazy frame of the input's partitions, no file
+    table = _table()[["a", "b"]]
+    frame = dd.from_pandas(table, npartitions=3)
+    expected = dpfast.k_noise(table, k=4, seed=5)
+    with dask.config.set({SCRATCH_KEY: str(tmp_path)}):
+        got = dpfast.k_noise(frame, k=4, seed=5)
+        _assert_same(got, expected, True)
+        assert list(scratch_directory().iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("function", "options", "named"),
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
-        (dpfast.mdav_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "unprotected": "keep"}, "keep"),
-        (dpfast.mdav_dp, {"k": 3, "epsilon": 1.0, "bounds": "data"}, "bounds='data'"),
         (dpfast.ir_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "metrics": True}, "metrics"),
-        (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
     ],
 )
 def test_what_dask_cannot_run_is_refused_by_name(function, options, named):
     frame = dd.from_pandas(_table(20), npartitions=2)
-    with pytest.raises(ValueError, match="on a Dask DataFrame does not support") as refused:
+    with pytest.raises(
+        ValueError, match="which a release on a Dask DataFrame does not hold"
+    ) as refused:
         function(frame, **options)
     assert named in str(refused.value)
     assert "frame.compute()" in str(refused.value)
+
+
+def test_mdav_dp_with_bounds_from_the_data_gives_the_in_memory_release(client):
+    # bounds="data": the columns' ranges from a pass on the workers, warned of as in memory
+    table = _table()
+    frame = dd.from_pandas(table, npartitions=3)
+    options = {"k": 9, "epsilon": 3.0, "bounds": "data", "columns": ["a", "b"], "seed": 3}
+    with pytest.warns(dpfast.PrivacyLeakWarning):
+        expected = dpfast.mdav_dp(table, **options)
+    with pytest.warns(dpfast.PrivacyLeakWarning):
+        got = dpfast.mdav_dp(frame, **options)
+    _assert_same(got, expected, False)
+    assert got.report.guarantee_level == "none"
+
+
+def test_mdav_refuses_a_dask_frame_and_names_what_runs_there():
+    frame = dd.from_pandas(_table(20), npartitions=2)
+    with pytest.raises(ValueError, match=r"runs in memory only.*dask engine.*ir_dp.*mdav_dp"):
+        dpfast.mdav(frame, k=3, columns=["a", "b"])
 
 
 def test_bad_input_on_a_worker_reaches_the_caller_with_its_row(client, tmp_path):
@@ -370,6 +399,7 @@ def _cli(tmp_path: Path, method: str, extra: list[str]) -> list[str]:
         ("k-noise", ["--k", "4"]),
         ("individual-ranking", ["--k", "4"]),
         ("mdav-dp", ["--k", "9", "--epsilon", "3"]),
+        ("mdav-dp", ["--k", "9", "--epsilon", "3", "--unprotected", "keep"]),
     ],
 )
 def test_cli_on_dask_writes_the_local_engine_release(client, tmp_path, method, extra):
@@ -404,20 +434,20 @@ def test_cli_diffgen_on_dask_writes_the_local_engine_release(client, tmp_path):
     assert report == json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
 
 
-def test_cli_on_dask_refuses_what_the_engine_cannot_run(tmp_path, capsys):
+def test_cli_on_dask_refuses_a_text_output_before_dask_starts(tmp_path, capsys):
     from dpfast import cli
 
     args = _cli(tmp_path, "mdav-dp", ["--k", "9", "--epsilon", "3", "--unprotected", "keep"])
-    assert cli.main([*args, "--engine", "dask", "-o", str(tmp_path / "out")]) == 2
-    assert "does not support --unprotected keep" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    assert cli.main([*args, "--engine", "dask", "-o", str(tmp_path / "out.csv")]) == 2
+    assert "out of core writes Parquet" in capsys.readouterr().err
+    assert not (tmp_path / "out.csv").exists()
 
 
 def test_cli_on_dask_shows_the_passes_progress(client, tmp_path, capsys, monkeypatch):
     from dpfast import cli
-    from dpfast.cli import _common
+    from dpfast.cli import _progress
 
-    monkeypatch.setattr(_common, "IO_PROGRESS_DELAY", 0.0)  # every phase, however quick
+    monkeypatch.setattr(_progress, "IO_PROGRESS_DELAY", 0.0)  # every phase, however quick
     args = [a for a in _cli(tmp_path, "k-pram", ["--k", "6", "--seed", "3"]) if a != "--quiet"]
     on_dask = [*args, "--engine", "dask", "--scheduler", client.scheduler.address]
     assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 0
@@ -430,7 +460,7 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
     client, tmp_path, capsys, monkeypatch
 ):
     from dpfast import cli
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _output
 
     table = _table()
     table.loc[2222, "a"] = np.nan
@@ -446,6 +476,6 @@ def test_a_failed_or_interrupted_cli_run_on_dask_leaves_no_output(
         assert written.exists()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(outofcore, "_publish", interrupted)
+    monkeypatch.setattr(_output, "publish_at", interrupted)
     assert cli.main([*on_dask, "-o", str(tmp_path / "out")]) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "in", "s.json"]

@@ -1,4 +1,4 @@
-"""DiffGen out of core (dpfast.engines.diffgen): the release of dpfast.diffgen, bit for bit."""
+"""DiffGen out of core (the out-of-core engine): the in-memory release of dpfast.diffgen."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines import diffgen as engine
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.diffgen import diffgen_dataset, diffgen_source
+from dpfast.engines import EngineChoice
+from dpfast.engines.outofcore import _contingency, _output
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from dpfast.engines.values import CategoricalColumn
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
 from dpfast.taxonomy import TaxonomyError
@@ -56,6 +57,12 @@ def _options(**changes):
     return {**options, **changes}
 
 
+def _out_of_core(source, output, *, memory_limit, batch_rows=1 << 20, **options):
+    """``diffgen`` of ``source`` on the out-of-core engine, written to ``output``."""
+    engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    return diffgen(source, engine=engine, output=output, memory_limit=memory_limit, **options)
+
+
 def _write_parts(frame: pd.DataFrame, directory: Path, cuts: list[int]) -> ParquetDataset:
     directory.mkdir()
     for i, (first, last) in enumerate(pairwise([0, *cuts, len(frame)])):
@@ -86,10 +93,12 @@ def test_dataset_release_equals_in_memory(tmp_path, frame, cuts, batch_rows, mem
     rows = [pq.read_metadata(f).num_rows for f in dataset.files]
     assert len(rows) == len(cuts) + 1 and (len(rows) < 7 or rows.count(1) == 3)
     output = tmp_path / "counts.parquet"
-    report, private = diffgen_dataset(
+    release = _out_of_core(
         dataset, output, memory_limit=memory, batch_rows=batch_rows, **_options()
     )
+    report, private = release.report, release.private
     _assert_same(output, expected, report, private)
+    assert release.counts.to_table().equals(expected.counts)  # the dataset written
     assert sum(private.clamped.values()) > 0  # the clamped counts are compared, not zeros
     assert report.extra["steps_done"] == 12
 
@@ -101,19 +110,31 @@ def test_microdata_and_utilities_equal_in_memory(tmp_path, frame, utility, seed)
     expected = diffgen(pa.Table.from_pandas(frame, preserve_index=False), **options)
     output = tmp_path / "records"
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    report, private = diffgen_dataset(
+    release = _out_of_core(
         source, output, memory_limit=2**30, batch_rows=999, microdata=True, **options
     )
     assert [p.name for p in output.iterdir()] == ["part-00000.parquet"]
-    _assert_same(output, expected, report, private, microdata=True)
+    _assert_same(output, expected, release.report, release.private, microdata=True)
 
 
 def test_pandas_input_gives_the_same_table(tmp_path, frame):
     expected = diffgen(frame, **_options())  # counts as a DataFrame of categoricals
-    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    release = diffgen_source(source, tmp_path, memory_limit=2**20, batch_rows=500, **_options())
-    pd.testing.assert_frame_equal(release.counts.to_pandas(), expected.counts)
+    release = _out_of_core(
+        frame, tmp_path / "c.parquet", memory_limit=2**20, batch_rows=500, **_options()
+    )
+    pd.testing.assert_frame_equal(release.counts.to_table().to_pandas(), expected.counts)
     assert release.cut.to_dict() == expected.cut.to_dict()
+
+
+def test_microdata_in_memory_writes_the_records(tmp_path, frame):
+    expected = diffgen(frame, **_options())
+    output = tmp_path / "records.parquet"
+    release = diffgen(frame, output=output, microdata=True, **_options())
+    pd.testing.assert_frame_equal(release.counts, expected.counts)  # the counts still
+    got = pq.read_table(output).to_pandas()
+    pd.testing.assert_frame_equal(got, expected.microdata())
+    with pytest.raises(ValueError, match="microdata=True writes the records to output"):
+        diffgen(frame, microdata=True, **_options())
 
 
 def test_early_stop_and_classes_from_the_data_warn_as_in_memory(tmp_path, frame):
@@ -123,21 +144,21 @@ def test_early_stop_and_classes_from_the_data_warn_as_in_memory(tmp_path, frame)
         expected = diffgen(pa.Table.from_pandas(small, preserve_index=False), **options)
     dataset = _write_parts(small, tmp_path / "in", [10, 11])
     with pytest.warns(PrivacyLeakWarning, match="read from the data"):
-        report, private = diffgen_dataset(
+        release = _out_of_core(
             dataset, tmp_path / "c.parquet", memory_limit=2**20, batch_rows=64, **options
         )
-    assert report.extra["early_stop"]
-    _assert_same(tmp_path / "c.parquet", expected, report, private)
+    assert release.report.extra["early_stop"]
+    _assert_same(tmp_path / "c.parquet", expected, release.report, release.private)
 
 
 def test_one_predictor_one_row(tmp_path):
     table = pa.table({"age": [40], "income": [">50K"]})
     options = _options(taxonomies={}, bounds={"age": (17, 90)}, steps=3)
     expected = diffgen(table, **options)
-    report, private = diffgen_dataset(
+    release = _out_of_core(
         ArrowSource(table), tmp_path / "c.parquet", memory_limit=2**20, **options
     )
-    _assert_same(tmp_path / "c.parquet", expected, report, private)
+    _assert_same(tmp_path / "c.parquet", expected, release.report, release.private)
 
 
 def _with_value(frame: pd.DataFrame, column: str, row: int, value) -> pa.Table:
@@ -168,7 +189,7 @@ def test_bad_values_give_the_in_memory_error_and_leave_nothing(
     pq.write_table(table.slice(1000), tmp_path / "in" / "b.parquet")
     before = {p.name for p in tmp_path.iterdir()}
     with pytest.raises(error) as out_of_core:
-        diffgen_dataset(
+        _out_of_core(
             ParquetDataset.open(tmp_path / "in"),
             tmp_path / "out.parquet",
             memory_limit=2**20,
@@ -179,59 +200,90 @@ def test_bad_values_give_the_in_memory_error_and_leave_nothing(
     assert {p.name for p in tmp_path.iterdir()} == before
 
 
-def test_bounds_from_the_data_are_refused(tmp_path, frame):
-    source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    with pytest.raises(ValueError, match="runs in memory only; give public bounds"):
-        diffgen_source(source, tmp_path, memory_limit=2**20, **_options(bounds="data"))
+def test_bounds_from_the_data_give_the_in_memory_release(tmp_path, frame):
+    # every numeric column not a taxonomy's is a predictor, its bounds from a pass (NOT private)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pytest.warns(PrivacyLeakWarning, match="derives the domain from the data"):
+        expected = diffgen(table, **_options(bounds="data"))
+    dataset = _write_parts(frame, tmp_path / "in", [1000])
+    output = tmp_path / "o.parquet"
+    with pytest.warns(PrivacyLeakWarning, match="derives the domain from the data"):
+        release = _out_of_core(
+            dataset, output, memory_limit=2**20, batch_rows=300, **_options(bounds="data")
+        )
+    _assert_same(output, expected, release.report, release.private)
+    assert release.report.guarantee_level == "none"
+    assert set(release.report.parameters["bounds"]) == {*BOUNDS}
 
 
 def test_distinct_values_must_fit_in_the_memory_limit(tmp_path, frame):
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
     # fnlwgt: about 2,800 distinct values of 32 bytes each
+    output = tmp_path / "o.parquet"
     with pytest.raises(ValueError, match=r"column 'fnlwgt' holds more than .* distinct values"):
-        diffgen_source(source, tmp_path, memory_limit=64 * 2**10, batch_rows=256, **_options())
-    release = diffgen_source(source, tmp_path, memory_limit=2**17, batch_rows=256, **_options())
+        _out_of_core(source, output, memory_limit=64 * 2**10, batch_rows=256, **_options())
+    release = _out_of_core(source, output, memory_limit=2**17, batch_rows=256, **_options())
     assert release.report.extra["steps_done"] == 12
 
 
-def test_interrupt_while_writing_leaves_no_output(tmp_path, frame, monkeypatch):
-    from dpfast.engines import outofcore
+class _Budget:
+    """A budget that records what a release reserves, commits and abandons."""
 
-    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def reserve(self, epsilon, *, method, output, columns):
+        self.events.append(f"reserve {epsilon} {method}")
+        return self
+
+    def commit(self, report) -> None:
+        self.events.append("commit")
+
+    def abandon(self) -> None:
+        self.events.append("abandon")
+
+
+def test_interrupt_while_writing_leaves_no_output(tmp_path, frame, monkeypatch):
+    monkeypatch.setattr(_output, "WRITE_ROWS", 500)
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
     before = {p.name for p in tmp_path.iterdir()}
-    published = []
+    budget = _Budget()
 
     def progress(phase: str, done: int, total: int) -> None:
         if phase.startswith("writing") and done >= 1000:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        diffgen_dataset(
+        _out_of_core(
             source,
             tmp_path / "out",
             memory_limit=2**30,
             microdata=True,
             progress=progress,
-            before_publish=published.append,
+            budget=budget,
             **_options(),
         )
-    assert {p.name for p in tmp_path.iterdir()} == before and not published
+    assert {p.name for p in tmp_path.iterdir()} == before
+    assert budget.events == ["reserve 1.0 diffgen", "abandon"]  # never committed
+    _out_of_core(source, tmp_path / "out", memory_limit=2**30, budget=budget, **_options())
+    assert budget.events[2:] == ["reserve 1.0 diffgen", "commit"]
 
 
 def test_the_passes_read_each_batch_of_every_predictor(tmp_path, frame, monkeypatch):
     # the counts come from the batches: a builder given other counts draws another cut
     calls = []
-    original = engine._histogram
+    original = _contingency.CodedPasses._histogram
 
-    def spy(passes, column, n_classes):
-        hist, clamped = original(passes, column, n_classes)
-        calls.append((column.name, int(hist.sum())))
+    def spy(passes, coder, n_codes, classes):
+        hist, clamped = original(passes, coder, n_codes, classes)
+        column = coder.column
+        name = column.name if isinstance(column, CategoricalColumn) else column.column.name
+        calls.append((name, int(hist.sum())))
         return hist, clamped
 
-    monkeypatch.setattr(engine, "_histogram", spy)
+    monkeypatch.setattr(_contingency.CodedPasses, "_histogram", spy)
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    diffgen_source(source, tmp_path, memory_limit=2**20, batch_rows=128, **_options())
+    _out_of_core(source, tmp_path / "o.parquet", memory_limit=2**20, batch_rows=128, **_options())
     names = [*BOUNDS, *CATEGORICAL]
     assert sorted(name for name, _ in calls) == sorted(names)
     assert all(total == N for _, total in calls)
@@ -259,5 +311,8 @@ def test_argument_errors_come_before_any_pass_as_in_memory(tmp_path, frame, chan
     with pytest.raises((ValueError, TypeError)) as in_memory:
         diffgen(table, **_options(**changes))
     with pytest.raises(type(in_memory.value)) as out_of_core:
-        diffgen_source(_Unread(table), tmp_path, memory_limit=2**20, **_options(**changes))
+        _out_of_core(
+            _Unread(table), tmp_path / "o.parquet", memory_limit=2**20, **_options(**changes)
+        )
     assert str(out_of_core.value) == str(in_memory.value)
+    assert list(tmp_path.iterdir()) == []

@@ -54,9 +54,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines import outofcore
-from dpfast.engines.dataset import ParquetDataset
-from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore import _output as outofcore
+from dpfast.engines.outofcore import _scratch as scratch_files
+from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset, on_engine
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 COLUMNS = ["a", "b"]
@@ -142,7 +143,7 @@ def _full_disk_at(monkeypatch: pytest.MonkeyPatch, names: Iterable[str]) -> list
 
 
 def _scratch(column: str) -> str:
-    return outofcore._scratch_name(column)
+    return outofcore.Output.digest_name(column)
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def test_a_file_made_while_the_scratch_is_removed_is_removed_too(monkeypatch, ou
             late[0].write_bytes(b"PAR1")
 
     monkeypatch.setattr(shutil, "rmtree", rmtree)
-    with outofcore._scratch_beside(out / "released") as scratch:
+    with scratch_files.scratch_beside(out / "released") as scratch:
         assert scratch.parent == out
     assert late
     assert list(out.iterdir()) == []
@@ -369,7 +370,7 @@ def test_cli_exits_as_interrupted_when_pyspark_reports_the_cancelled_job(
     # Ctrl-C while pyspark collects: its SIGINT handler cancels the jobs and raises
     # KeyboardInterrupt, then pyspark raises the job's cancellation while handling it
     from dpfast import cli
-    from dpfast.cli import _engine
+    from dpfast.cli import _runner
 
     def cancelled(*args: Any, **kwargs: Any) -> int:
         try:
@@ -378,7 +379,7 @@ def test_cli_exits_as_interrupted_when_pyspark_reports_the_cancelled_job(
             # as pyspark raises it: the interrupt is the context, not the cause
             raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs")  # noqa: B904
 
-    monkeypatch.setattr(_engine, "_release_on_engine", cancelled)
+    monkeypatch.setattr(_runner, "_in_passes", cancelled)
     args = _cli_args("laplace", files, out / "released", _schema(tmp_path))
     assert cli.main([*args, "--memory-limit", "1MiB"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == "dpfast: interrupted"
@@ -520,7 +521,6 @@ def on_spark(spark, tmp_path_factory):
     Returns the table, the faults (disarmed) and the release: its lazy frame of the
     executors, computed again (with its faults) by every write.
     """
-    from dpfast.engines.spark import laplace_dp_spark
 
     table = _table(20_000)
     faults = _Faults(tmp_path_factory.mktemp("spark") / "faults")
@@ -530,19 +530,21 @@ def on_spark(spark, tmp_path_factory):
             faults.arm(1, "kill")
 
     frame = faults.frame(_spark_frame(spark, table))
-    data, report, private = laplace_dp_spark(frame, progress=progress, **_laplace_args())
+    data, report, private = on_engine(
+        "spark", dpfast.laplace_dp, frame, progress=progress, **_laplace_args()
+    )
     hits = faults.hits
     faults.arm(0, "kill")
     return table, faults, (data, report, private), hits
 
 
 def test_a_python_worker_killed_mid_pass_and_mid_write_gives_the_same_release(on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     table, faults, (data, report, private), killed_in_passes = on_spark
     assert killed_in_passes == 1  # a pass's task lost its worker, and ran again
     faults.arm(1, "kill")
-    write_release(data, out / "released", report)
+    SparkEngine.write_release(data, out / "released", report)
     assert faults.hits == 2  # and a task of the write
     expected = _expected("laplace_dp", table)
     _assert_released(pq.read_table(out / "released").to_pandas(), expected)
@@ -552,14 +554,16 @@ def test_a_python_worker_killed_mid_pass_and_mid_write_gives_the_same_release(on
 
 
 def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, faults, (data, report, _), _ = on_spark
     faults.arm(100, "kill")
     published = []
     try:
         with pytest.raises(Exception, match="Python worker exited unexpectedly"):
-            write_release(data, out / "released", report, before_publish=published.append)
+            SparkEngine.write_release(
+                data, out / "released", report, before_publish=published.append
+            )
     finally:
         faults.arm(0, "kill")
     assert published == []
@@ -569,14 +573,14 @@ def test_a_python_worker_killed_at_every_attempt_fails_the_write_cleanly(spark, 
 
 
 def test_an_interrupt_while_spark_writes_leaves_nothing(spark, on_spark, out):
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, faults, (data, report, _), _ = on_spark
     hits = faults.hits
     faults.arm(1, "interrupt")
     try:
         with pytest.raises(KeyboardInterrupt):
-            write_release(data, out / "released", report)
+            SparkEngine.write_release(data, out / "released", report)
     finally:
         faults.arm(0, "kill")
     assert faults.hits == hits + 1
@@ -597,13 +601,12 @@ def test_an_interrupt_during_a_pass_on_spark_is_an_interrupt(spark, tmp_path):
 
 
 def test_an_interrupt_during_a_pass_of_an_engine_function_is_an_interrupt(spark, tmp_path):
-    from dpfast.engines.spark import laplace_dp_spark
 
     faults = _Faults(tmp_path / "faults")
     faults.arm(1, "interrupt")
     frame = faults.frame(_spark_frame(spark, _table()))
     with pytest.raises(KeyboardInterrupt):  # SparkSource itself, below the public function
-        laplace_dp_spark(frame, **_laplace_args())
+        on_engine("spark", dpfast.laplace_dp, frame, **_laplace_args())
     assert faults.hits == 1
     _wait_for_idle(spark)
     assert spark.range(5).count() == 5
@@ -625,7 +628,7 @@ def _jvm_pid(spark: Any) -> int:
 def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_spark, out):
     import resource
 
-    from dpfast.engines.spark import write_release
+    from dpfast.engines.spark import SparkEngine
 
     _, _, (data, report, _), _ = on_spark
     pid = _jvm_pid(spark)
@@ -633,7 +636,7 @@ def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_sp
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (32 * 1024, hard))  # parts are ~160 KB
     try:
         with pytest.raises(OSError) as failed:
-            write_release(data, out / "released", report)
+            SparkEngine.write_release(data, out / "released", report)
     finally:
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
     assert failed.value.errno == errno.EFBIG
@@ -703,12 +706,10 @@ def _interrupting(part: pd.DataFrame, arm: str, sent: str, client_pid: int) -> p
 def _dask_release(table: pd.DataFrame, step: Any = None) -> tuple[Any, Any]:
     import dask.dataframe as dd
 
-    from dpfast.engines.dask import laplace_dp_dask
-
     frame = dd.from_pandas(table, npartitions=3)
     if step is not None:
         frame = frame.map_partitions(step, meta=frame._meta)
-    data, report, _ = laplace_dp_dask(frame, **_laplace_args())
+    data, report, _ = on_engine("dask", dpfast.laplace_dp, frame, **_laplace_args())
     return data, report
 
 
@@ -720,13 +721,13 @@ def _wait_for_no_tasks(client: Any, seconds: float = 30.0) -> None:
 
 
 def test_a_full_disk_on_a_dask_worker_stops_the_write_cleanly(client, out):
-    from dpfast.engines.dask import write_release
+    from dpfast.engines.dask import DaskEngine
 
     data, report = _dask_release(_table())
     client.run(_disk_full_on_worker, True)
     try:
         with pytest.raises(OSError) as failed:
-            write_release(data, out / "released", report)
+            DaskEngine.write_release(data, out / "released", report)
     finally:
         client.run(_disk_full_on_worker, False)
     assert failed.value.errno == errno.ENOSPC
@@ -738,7 +739,7 @@ def test_a_full_disk_on_a_dask_worker_stops_the_write_cleanly(client, out):
 def test_an_interrupt_on_dask_leaves_nothing(client, tmp_path, out, phase):
     from functools import partial
 
-    from dpfast.engines.dask import write_release
+    from dpfast.engines.dask import DaskEngine
 
     arm, sent = tmp_path / "arm", tmp_path / "sent"
     step = partial(_interrupting, arm=str(arm), sent=str(sent), client_pid=os.getpid())
@@ -750,7 +751,7 @@ def test_an_interrupt_on_dask_leaves_nothing(client, tmp_path, out, phase):
         data, report = _dask_release(_table(), step)
         arm.touch()
         with pytest.raises(KeyboardInterrupt):
-            write_release(data, out / "released", report)
+            DaskEngine.write_release(data, out / "released", report)
     assert sent.exists()
     _wait_for_no_tasks(client)
     assert list(out.iterdir()) == []

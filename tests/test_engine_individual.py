@@ -19,9 +19,9 @@ import pytest
 
 import dpfast
 from dpfast import cli
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.individual import individual_ranking_dataset
-from dpfast.engines.ranks import float_keys, float_values
+from dpfast.engines import EngineChoice
+from dpfast.engines.outofcore import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._ranks import float_keys, float_values
 
 COLUMNS = ["small", "wide", "count"]
 
@@ -41,6 +41,17 @@ def _table(n: int) -> pa.Table:
             "count": pa.array(rng.integers(-40, 40, n), pa.int32()),
         }
     )
+
+
+def individual_ranking_dataset(
+    source: object, output: Path, *, memory_limit: int, batch_rows: int = 1 << 20, **kwargs: object
+) -> tuple[object, object]:
+    """``dpfast.individual_ranking`` out of core over ``source`` into ``output``; its reports."""
+    engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    release = dpfast.individual_ranking(
+        source, engine=engine, output=output, memory_limit=memory_limit, **kwargs
+    )
+    return release.report, release.private
 
 
 def _write_parts(table: pa.Table, directory: Path, cuts: list[int]) -> pa.Table:

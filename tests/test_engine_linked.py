@@ -18,9 +18,9 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.outofcore import ir_dp_dataset, laplace_dp_dataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import UnprovenReleaseWarning
+from tests.engine_runs import ir_dp_dataset, laplace_dp_dataset
 
 BOUNDS = {
     "age": (17, 90),
@@ -36,7 +36,6 @@ MODES = [
     ("records", True, "shuffle"),
     ("records", False, "drop"),
     ("columns", True, "shuffle"),
-    ("columns", True, "keep"),
 ]
 
 
@@ -145,6 +144,24 @@ def test_linked_and_unprotected_release_equals_in_memory(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out.parquet"]
 
 
+def test_keep_under_column_linkage_is_refused_out_of_core_as_in_memory(tmp_path):
+    table = _write_parts(_table(1_000), tmp_path / "in", [400])
+    arguments = _arguments("columns", True, "keep")
+    with pytest.raises(ValueError) as expected:
+        dpfast.ir_dp(table, **arguments)
+    with pytest.raises(ValueError) as got:
+        ir_dp_dataset(
+            ParquetDataset.open(tmp_path / "in"),
+            tmp_path / "out.parquet",
+            memory_limit=2**30,
+            batch_rows=1000,
+            **arguments,
+        )
+    assert (type(got.value), str(got.value)) == (type(expected.value), str(expected.value))
+    assert "no output row is an input record" in str(got.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
 @pytest.mark.parametrize(("linkage", "shuffle", "unprotected"), MODES[:3])
 @pytest.mark.parametrize(("memory", "batch_rows"), [(2**30, 1 << 20), (1_500_000, 1000)])
 def test_permutation_buckets_spread_over_ranges(
@@ -190,7 +207,7 @@ def test_small_memory_takes_ties_and_several_ranges(tmp_path, monkeypatch):
     # guards the tests above: their tiny limit takes the paths of long ties and of
     # placements in several ranges
     from dpfast._kernels import ranking
-    from dpfast.engines import placement
+    from dpfast.engines.outofcore import _placement as placement
 
     runs: list[int] = []
     original = ranking.add_group_run
@@ -266,7 +283,7 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path):
 
 @pytest.mark.parametrize("where", ["placing", "writing"])
 def test_interrupt_leaves_no_output_and_no_scratch(tmp_path, monkeypatch, where):
-    from dpfast.engines import placement
+    from dpfast.engines.outofcore import _placement as placement
 
     if where == "placing":
 
@@ -311,7 +328,7 @@ def test_bad_linkage_arguments_are_refused_as_in_memory(tmp_path):
 @pytest.mark.parametrize("n", [70_000, 300_001, (1 << 33) + 5])
 def test_bucket_ids_are_the_buckets_of_the_permutation(n):
     from dpfast import noise
-    from dpfast.engines.placement import bucket_ids
+    from dpfast.engines.outofcore._placement import bucket_ids
 
     key = noise.NoiseSource.from_seed(12).key("test", "buckets")
     if n < 1 << 20:  # every item's bucket, from the permutation's own parts

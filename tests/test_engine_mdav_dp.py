@@ -1,4 +1,9 @@
-"""``mdav_dp`` out of core gives the in-memory release bit for bit, whatever the split."""
+"""``mdav_dp`` out of core gives the in-memory release bit for bit, whatever the split.
+
+Also the cluster primitives of the engines (``insensitive_clusters``, ``cluster_totals``,
+``write_clusters``) on the memory and out-of-core engines, and ``mdav``'s refusal of any
+engine but memory.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,10 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines import mdav_dp as engine
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.mdav_dp import mdav_dp_dataset
+from dpfast.engines import EngineChoice
+from dpfast.engines.outofcore import _orders as engine
+from dpfast.engines.outofcore import _output as output_files
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 
 BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "share": (0.0, 100.0)}
@@ -56,12 +62,17 @@ def _in_memory(frame: pd.DataFrame, **arguments) -> dpfast.Release:
         return dpfast.mdav_dp(frame, **arguments)
 
 
+def _mdav_dp(source, output: Path, memory: int, batch_rows: int = 1 << 20, **arguments):
+    """``dpfast.mdav_dp`` out of core into ``output``: the release."""
+    engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    return dpfast.mdav_dp(source, engine=engine, output=output, memory_limit=memory, **arguments)
+
+
 def _out_of_core(source, output: Path, memory: int, batch_rows: int, **arguments):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoiseDominatesWarning)
-        return mdav_dp_dataset(
-            source, output, memory_limit=memory, batch_rows=batch_rows, **arguments
-        )
+        release = _mdav_dp(source, output, memory, batch_rows, **arguments)
+    return release.report, release.private
 
 
 def _assert_same(output: Path, expected: dpfast.Release, report, private) -> None:
@@ -81,7 +92,7 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.ranges = self.ties = self.runs = 0
-        sort_range, gather, runs = engine._sort_range, engine._gather_attributes, engine.cut_ranges
+        sort_range, gather, runs = engine._sort_range, engine.Attributes.gather, engine.cut_ranges
 
         def counted_sort(*args, **kwargs):
             self.ranges += 1
@@ -96,7 +107,7 @@ class _Spy:
             return runs(*args, **kwargs)
 
         monkeypatch.setattr(engine, "_sort_range", counted_sort)
-        monkeypatch.setattr(engine, "_gather_attributes", counted_gather)
+        monkeypatch.setattr(engine.Attributes, "gather", counted_gather)
         monkeypatch.setattr(engine, "cut_ranges", counted_runs)
 
 
@@ -156,10 +167,8 @@ def test_one_or_two_clusters_and_the_remainder(tmp_path, n):
 
 
 def test_float_columns_explicit_points_and_a_dataset_directory_output(tmp_path, monkeypatch):
-    from dpfast.engines import outofcore
-
-    monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
-    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    monkeypatch.setattr(output_files, "FILE_ROWS", 2000)
+    monkeypatch.setattr(output_files, "WRITE_ROWS", 500)
     rng = np.random.default_rng(5)
     # distances in a sliver of the key space: one top-bits bucket, refined histograms
     frame = pd.DataFrame({"x": rng.uniform(5.0, 5.001, 5003), "y": rng.uniform(0, 1e-3, 5003)})
@@ -201,14 +210,14 @@ def test_more_than_64_reference_points_are_refused_before_any_pass(tmp_path):
     table = pa.table({f"x{j}": np.zeros(300) for j in range(7)})
     bounds = {f"x{j}": (0.0, 1.0) for j in range(7)}
     with pytest.raises(ValueError, match=r"128 distinct points.*at most 64.*'corners'"):
-        mdav_dp_dataset(
+        _mdav_dp(
             ArrowSource(table),
             tmp_path / "o.parquet",
+            2**26,
             k=2,
             epsilon=1.0,
             bounds=bounds,
             reference="cycling",
-            memory_limit=2**26,
         )
     assert list(tmp_path.iterdir()) == []
 
@@ -257,14 +266,15 @@ def test_more_equal_distances_than_fit_are_cut_by_values_codes_then_rows(
 def test_cluster_arrays_must_fit_in_the_memory_limit(tmp_path):
     table = pa.table({"x": np.arange(100_000, dtype=np.float64)})
     with pytest.raises(ValueError, match=r"50,000 clusters.*raise the memory limit or k"):
-        mdav_dp_dataset(
+        _mdav_dp(
             ArrowSource(table),
             tmp_path / "o.parquet",
+            1_000_000,
             k=2,
             epsilon=1.0,
             bounds={"x": (0.0, 1e5)},
-            memory_limit=1_000_000,
         )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -279,23 +289,21 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
     values[1234] = value
     table = pa.table({"x": pa.array(values, pa.float64())})
     with pytest.raises(ValueError, match=message):
-        mdav_dp_dataset(
+        _mdav_dp(
             ArrowSource(table),
             tmp_path / "o.parquet",
+            2**26,
+            100,
             k=5,
             epsilon=1.0,
             bounds={"x": (0.0, 100.0)},
-            memory_limit=2**26,
-            batch_rows=100,
         )
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("phase", ["order", "clusters", "writing"])
 def test_interrupt_leaves_no_output(tmp_path, monkeypatch, phase):
-    from dpfast.engines import outofcore
-
-    monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
+    monkeypatch.setattr(output_files, "WRITE_ROWS", 500)
     table = pa.Table.from_pandas(_table(3000), preserve_index=False)
 
     def progress(name: str, done: int, total: int) -> None:
@@ -349,3 +357,130 @@ def test_orderable_bits_keep_the_order_of_floats():
     keys = np.array([-np.inf, -2.5, -1e-300, 0.0, 1e-300, 0.5, 3.0, np.inf])
     bits = mdav_stream.orderable_bits(keys)
     assert (np.diff(bits.astype(object)) > 0).all()
+
+
+# -- the engines' cluster primitives -------------------------------------------------------
+
+
+def _engines(table: pa.Table, tmp_path: Path, memory: int = 600_000) -> list:
+    """The memory engine and the out-of-core one (tiny batches, ranges sorted one by one)."""
+    from dpfast.engines import Opening
+    from dpfast.engines.memory import MemoryEngine
+    from dpfast.engines.outofcore import OutOfCoreEngine
+
+    return [
+        MemoryEngine.open(table, Opening("test")),
+        OutOfCoreEngine.open(
+            ArrowSource(table),
+            Opening("test", output=tmp_path / "o.parquet", memory_limit=memory),
+            batch_rows=64,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("reference", ["corners", "cycling"])
+def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_engines(
+    tmp_path, reference
+):
+    from dpfast import noise
+    from dpfast._kernels import insensitive_mdav as kernels
+    from dpfast.partitions.grid import Grid
+    from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels, reference_geometry
+
+    frame, k = _table(3001), 25
+    n, names = len(frame), ["age", "hours-per-week", "share"]
+    taxonomy = adult_taxonomy("occupation")
+    bounds = np.array([BOUNDS[name] for name in names], dtype=np.float64)
+    codes = taxonomy.encode(frame["occupation"].tolist())
+    labels = insensitive_mdav_labels(
+        frame[names].to_numpy(np.float64), k, bounds, reference, codes=codes, taxonomies=[taxonomy]
+    )
+    count = int(labels.max()) + 1
+    geometry = reference_geometry(reference, bounds[:, 0], bounds[:, 1], [taxonomy], n // k - 1)
+    grids = [Grid.for_column(lo, hi, n, k) for lo, hi in bounds]
+    key = noise.NoiseSource.from_seed(4).key("test", "row-order")
+    order = noise.permutation(key, n)
+    leaves = len(taxonomy.domain)
+    for opened in _engines(pa.Table.from_pandas(frame, preserve_index=False), tmp_path):
+        numeric = opened.numeric_columns(names)
+        categorical = opened.categorical_columns({"occupation": taxonomy})
+        clusters = opened.insensitive_clusters(numeric, categorical, geometry, k)
+        assert clusters.count == count == n // k
+        np.testing.assert_array_equal(clusters.sizes, np.bincount(labels))
+        totals = opened.cluster_totals(clusters, numeric, grids, categorical)
+        for j, name in enumerate(names):
+            g = grids[j]
+            values = frame[name].to_numpy(np.float64)
+            sums, _, clamped = kernels.cluster_grid_sums(
+                values, labels, count, g.lower, g.upper, g.gamma, g.d_int
+            )
+            np.testing.assert_array_equal(totals.sums[j], sums)
+            assert totals.clamped[j] == clamped
+        expected_counts = np.bincount(labels * leaves + codes, minlength=count * leaves)
+        np.testing.assert_array_equal(totals.counts[0], expected_counts.reshape(count, leaves))
+        # each row's cluster number as its released value: in row order, then permuted
+        ids = np.arange(count, dtype=np.float64)
+        opened.write_clusters(numeric[:1], clusters, [ids], None)
+        opened.write_clusters(
+            [numeric[2], *categorical], clusters, [ids, np.arange(count) % leaves], key
+        )
+        data = opened.publish(None, reindex=True)
+        got = data if isinstance(data, pa.Table) else data.to_table()
+        assert got.column_names == ["age", "occupation", "share"]
+        np.testing.assert_array_equal(got.column("age").to_numpy(), labels)
+        np.testing.assert_array_equal(got.column("share").to_numpy(), labels[order])
+        released = taxonomy.encode(got.column("occupation").to_pylist())
+        np.testing.assert_array_equal(released, labels[order] % leaves)
+        opened.close()
+
+
+def test_the_out_of_core_partition_refuses_before_any_pass(tmp_path):
+    from dpfast.partitions.insensitive_mdav import reference_geometry
+
+    table = pa.table({f"x{j}": np.zeros(300) for j in range(7)})
+    opened = _engines(table, tmp_path, memory=60_000)[1]
+    numeric = opened.numeric_columns(table.column_names)
+    cycling = reference_geometry("cycling", np.zeros(7), np.ones(7), [], 300 // 2 - 1)
+    corners = reference_geometry("corners", np.zeros(2), np.ones(2), [], 300 // 2 - 1)
+
+    class Refused:  # no pass may read the source
+        names, schema, n_rows = table.column_names, table.schema, table.num_rows
+
+        def map_column(self, *args):
+            raise AssertionError("a pass before the refusal")
+
+    opened.source = Refused()
+    with pytest.raises(ValueError, match=r"128 distinct points; out of core, the clusters"):
+        opened.insensitive_clusters(numeric, [], cycling, 2)
+    with pytest.raises(ValueError, match=r"150 clusters.*more than half the memory limit"):
+        opened.insensitive_clusters(numeric[:2], [], corners, 2)
+    opened.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- mdav runs in memory only --------------------------------------------------------------
+
+
+def test_mdav_refuses_every_engine_but_memory_before_opening_it(tmp_path):
+    frame = pd.DataFrame({"x": np.arange(30.0), "y": np.arange(30.0) % 7})
+    pq.write_table(pa.Table.from_pandas(frame), tmp_path / "in.parquet")
+    message = r"mdav is sequential .* runs in memory only.*outofcore engine.*ir_dp.*mdav_dp"
+    with pytest.raises(ValueError, match=message):
+        dpfast.mdav(str(tmp_path / "in.parquet"), k=3, output=tmp_path / "o.parquet")
+    with pytest.raises(ValueError, match=message):
+        dpfast.mdav(frame, k=3, engine="outofcore")  # refused before output is asked for
+    with pytest.raises(ValueError, match=message):
+        dpfast.mdav(frame, k=3, engine=EngineChoice("outofcore", {"batch_rows": 8}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+    assert dpfast.mdav(frame, k=3, engine="memory").data.shape == (30, 2)
+
+
+def test_mdav_memory_limit_refuses_a_table_too_large_and_output_is_written(tmp_path):
+    frame = pd.DataFrame({"x": np.arange(300.0), "y": (np.arange(300) % 7).astype(np.int64)})
+    with pytest.raises(ValueError, match=r"mdav would need about .* more than memory_limit"):
+        dpfast.mdav(frame, k=3, memory_limit=10_000)  # 300 rows x 2 columns x 48 bytes
+    expected = dpfast.mdav(frame, k=3)
+    release = dpfast.mdav(frame, k=3, memory_limit="1MiB", output=tmp_path / "o.parquet")
+    pd.testing.assert_frame_equal(release.data, expected.data)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "o.parquet"), expected.data)
+    assert release.report.to_dict() == expected.report.to_dict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from itertools import chain, pairwise
 from pathlib import Path
 
@@ -14,8 +15,9 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import parse_memory
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.outofcore import ir_dp_dataset
+from dpfast.engines.outofcore import _scratch as outofcore_scratch
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from tests.engine_runs import ir_dp_dataset
 
 BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "capital-gain": (0, 100_000)}
 FLOAT_BOUNDS = {"share": (0.0, 100.0), "tiny": (0.0, 1e6)}
@@ -113,7 +115,7 @@ def test_arrow_source_and_64_batches_give_the_same_release(tmp_path, threads):
 
 
 def test_dataset_directory_output(tmp_path, monkeypatch):
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _output as outofcore
 
     monkeypatch.setattr(outofcore, "FILE_ROWS", 2000)
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
@@ -127,6 +129,32 @@ def test_dataset_directory_output(tmp_path, monkeypatch):
     got = pq.read_table(output).to_pandas()
     for name in got.columns:
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
+
+
+def test_a_killed_runs_scratch_is_removed_by_the_next_run_saying_so(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its process id names a scratch directory whose run is gone
+    stale = tmp_path / f".released.dpfast{ended.pid}-x1y2"
+    stale.mkdir()
+    (stale / "column").write_bytes(b"\0" * 64)
+    alive = tmp_path / f".released.dpfast{os.getppid()}-a1b2"  # its process still runs
+    alive.mkdir()
+    other = tmp_path / ".released.ab12"  # not named by a dpfast run: never touched
+    other.mkdir()
+    table = pa.Table.from_pandas(_table(300), preserve_index=False)
+    with pytest.warns(UserWarning, match="killed before it could remove it") as caught:
+        _out_of_core(ArrowSource(table), tmp_path / "released", 10, 2**30, 64)
+    # one warning names this test's stale directory (others may name other runs' leftovers
+    # in the system's temporary directory)
+    ours = [w for w in caught if str(tmp_path) in str(w.message)]
+    assert [str(stale) in str(w.message) for w in ours] == [True]
+    assert not stale.exists() and alive.is_dir() and other.is_dir()
+    scratch = outofcore_scratch.make_scratch(tmp_path, ".x.")
+    assert scratch.name.startswith(f".x.dpfast{os.getpid()}-")
+    assert scratch.stat().st_mode & 0o777 == 0o700  # readable by its owner only
 
 
 @pytest.mark.parametrize(
@@ -155,7 +183,7 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path, value, message):
 
 
 def test_interrupt_while_writing_leaves_no_output(tmp_path, monkeypatch):
-    from dpfast.engines import outofcore
+    from dpfast.engines.outofcore import _output as outofcore
 
     monkeypatch.setattr(outofcore, "WRITE_ROWS", 500)
     table = pa.Table.from_pandas(_table(3000), preserve_index=False)
@@ -211,6 +239,27 @@ def test_dataset_open_errors(tmp_path):
     assert (one.n_rows, one.names) == (2, ["a"])
 
 
+def test_a_directory_input_is_its_own_files_and_never_read_recursively(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), data / "part-0.parquet")
+    pq.write_table(pa.table({"a": [3]}), data / "part-1.parquet")
+    # hidden and metadata files and directories are not data
+    pq.write_table(pa.table({"a": [99]}), data / "_common.parquet")
+    (data / ".scratch").mkdir()
+    pq.write_table(pa.table({"a": [98]}), data / ".scratch" / "x.parquet")
+    assert ParquetDataset.open(data).n_rows == 3
+    # a subdirectory holding Parquet files (an earlier release, a partition) is refused,
+    # naming it and the globs that choose
+    (data / "old" / "deeper").mkdir(parents=True)
+    pq.write_table(pa.table({"a": [7, 7]}), data / "old" / "deeper" / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"subdirectories holding Parquet files \('old'\)") as info:
+        ParquetDataset.open(data)
+    assert f"'{data}/*.parquet'" in str(info.value) and f"'{data}/**/*.parquet'" in str(info.value)
+    assert ParquetDataset.open(data / "*.parquet").n_rows == 4  # _common.parquet: named
+    assert ParquetDataset.open(data / "**" / "*.parquet").n_rows == 6  # every level, not hidden
+
+
 def test_dataset_rows_are_numbered_by_file_then_row(tmp_path):
     _write_parts(pd.DataFrame({"v": np.arange(10.0)}), tmp_path / "in", [3, 4])
     dataset = ParquetDataset.open(tmp_path / "in")
@@ -264,7 +313,7 @@ def test_small_memory_takes_refined_histograms_and_runs_of_ties(tmp_path, monkey
     ("cuts", "batch_rows"), [([], 1 << 20), ([1, 2, 999, 5000, 9000], 777), ([6000], 64)]
 )
 def test_laplace_dataset_release_equals_in_memory(tmp_path, cuts, batch_rows):
-    from dpfast.engines.outofcore import laplace_dp_dataset
+    from tests.engine_runs import laplace_dp_dataset
 
     frame = _table(12_007).drop(columns=["occupation"])
     bounds = {**BOUNDS, **FLOAT_BOUNDS}
@@ -303,3 +352,20 @@ def test_a_tie_beyond_a_sorted_range_above_empty_buckets_ends(tmp_path, top):
         batch_rows=512,
     )
     _assert_same(output, expected, report, private)
+
+
+def test_a_text_output_is_refused_out_of_core_before_any_pass(tmp_path):
+    from dpfast.exceptions import DPFastValueError
+
+    table = pa.Table.from_pandas(_table(50), preserve_index=False)
+    for name in ("x.csv", "x.tsv.gz"):
+        with pytest.raises(DPFastValueError, match=r"names a text file; name it \.parquet"):
+            dpfast.laplace_dp(
+                ArrowSource(table),
+                epsilon=1.0,
+                bounds={"age": (17, 90)},
+                columns=["age"],
+                engine="outofcore",
+                output=tmp_path / name,
+            )
+    assert list(tmp_path.iterdir()) == []

@@ -13,12 +13,8 @@ import pytest
 import dpfast
 from dpfast import noise
 from dpfast.datasets import adult
-from dpfast.engines.dataset import ArrowSource, ParquetDataset
-from dpfast.engines.rowwise import (
-    k_noise_dataset,
-    k_pram_dataset,
-    randomized_response_dataset,
-)
+from dpfast.engines import EngineChoice
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from tests.reference import mechanisms_reference as ref
 
 # (file cuts, memory limit, batch rows): one file with everything in memory, two files
@@ -93,6 +89,25 @@ def _assert_same(output: Path, expected: dpfast.Release, report, private, *extra
         assert have[key] == want[key], key
 
 
+def _out_of_core(function, source, output, *, memory_limit, batch_rows=1 << 20, **arguments):
+    """``function`` out of core over ``source`` into ``output``; return its two reports."""
+    engine = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    release = function(source, engine=engine, output=output, memory_limit=memory_limit, **arguments)
+    return release.report, release.private
+
+
+def k_noise_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.k_noise, source, output, **arguments)
+
+
+def k_pram_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.k_pram, source, output, **arguments)
+
+
+def randomized_response_out_of_core(source, output, **arguments):
+    return _out_of_core(dpfast.randomized_response, source, output, **arguments)
+
+
 def _dataset(tmp_path: Path, table: pa.Table, cuts: list[int]) -> CountingSource:
     _write_parts(table, tmp_path / "in", cuts)
     return CountingSource(ParquetDataset.open(tmp_path / "in"))
@@ -107,7 +122,7 @@ def test_randomized_response_equals_in_memory(tmp_path, cuts, memory, batch_rows
     )
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = randomized_response_dataset(
+    report, private = randomized_response_out_of_core(
         source,
         output,
         column="occupation",
@@ -130,7 +145,7 @@ def test_randomized_response_of_a_numeric_column_keeps_its_type(tmp_path, batch_
         table, column="small", domain=domain, retention=0.4, seed=9
     )
     output = tmp_path / "out.parquet"
-    report, private = randomized_response_dataset(
+    report, private = randomized_response_out_of_core(
         ArrowSource(table),
         output,
         column="small",
@@ -151,7 +166,7 @@ def test_k_noise_equals_in_memory(tmp_path, cuts, memory, batch_rows):
     expected = dpfast.k_noise(table, k=6, columns=columns, seed=4)
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         source,
         output,
         k=6,
@@ -178,7 +193,7 @@ def test_k_noise_order_statistics_for_any_k(tmp_path, k, memory):
     expected = dpfast.k_noise(table, k=k, seed=1)
     output = tmp_path / "out.parquet"
     source = CountingSource(ArrowSource(table))
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         source, output, k=k, seed=1, memory_limit=memory, batch_rows=1000
     )
     _assert_same(output, expected, report, private, "deltas", "d_k")
@@ -193,7 +208,7 @@ def test_k_pram_equals_in_memory(tmp_path, cuts, memory, batch_rows):
     expected = dpfast.k_pram(table, k=9, columns=columns, retention=0.3, seed=2)
     output = tmp_path / "out.parquet"
     source = _dataset(tmp_path, table, cuts)
-    report, private = k_pram_dataset(
+    report, private = k_pram_out_of_core(
         source,
         output,
         k=9,
@@ -214,7 +229,7 @@ def test_k_pram_equals_in_memory(tmp_path, cuts, memory, batch_rows):
 def test_dataset_directory_output_and_no_scratch_left(tmp_path):
     table = _table(2500)
     expected = dpfast.k_noise(table, k=3, columns=["age"], seed=7)
-    report, private = k_noise_dataset(
+    report, private = k_noise_out_of_core(
         ArrowSource(table), tmp_path / "out", k=3, columns=["age"], seed=7, memory_limit=2**24
     )
     _assert_same(tmp_path / "out", expected, report, private, "deltas")
@@ -236,35 +251,35 @@ def _with_column(table: pa.Table, name: str, values) -> pa.Table:
     [
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "shade", "domain": ["red", "green"], "epsilon": 1.0},
             None,
         ),
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "occupation", "domain": OCCUPATIONS, "epsilon": 1.0},
             ("occupation", [None] * 3),
         ),
         (  # a dictionary column's missing values are missing, not a category
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "shade", "domain": ["red", "green", "blue"], "epsilon": 1.0},
             ("shade", [None] * 2),
         ),
         (
             dpfast.randomized_response,
-            randomized_response_dataset,
+            randomized_response_out_of_core,
             {"column": "small", "domain": ["1", "2", "1"], "epsilon": 1.0},
             None,
         ),
-        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["age", "spread"]}, "nan"),
-        (dpfast.k_noise, k_noise_dataset, {"k": 3, "columns": ["occupation"]}, None),
-        (dpfast.k_noise, k_noise_dataset, {"k": 0}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 1, "columns": ["age"]}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age"], "retention": 1.0}, None),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["age", "spread"]}, "inf"),
-        (dpfast.k_pram, k_pram_dataset, {"k": 3, "columns": ["nope"]}, None),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 3, "columns": ["age", "spread"]}, "nan"),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 3, "columns": ["occupation"]}, None),
+        (dpfast.k_noise, k_noise_out_of_core, {"k": 0}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 1, "columns": ["age"]}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["age"], "retention": 1.0}, None),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["age", "spread"]}, "inf"),
+        (dpfast.k_pram, k_pram_out_of_core, {"k": 3, "columns": ["nope"]}, None),
     ],
 )
 def test_bad_input_gets_the_in_memory_error_and_no_output(
@@ -299,7 +314,7 @@ def test_bad_input_gets_the_in_memory_error_and_no_output(
 def test_k_noise_refuses_a_k_beyond_the_memory_limit(tmp_path):
     table = _table()
     with pytest.raises(ValueError, match="raise the memory limit or lower k"):
-        k_noise_dataset(
+        k_noise_out_of_core(
             ArrowSource(table),
             tmp_path / "o.parquet",
             k=600,
@@ -334,13 +349,13 @@ def test_an_interrupt_leaves_no_output(tmp_path, engine, stop):
     with pytest.raises(KeyboardInterrupt):
         if engine == "randomized_response":
             domain = sorted(set(table.column("occupation").to_pylist()))
-            randomized_response_dataset(
+            randomized_response_out_of_core(
                 source, output, column="occupation", domain=domain, epsilon=1.0, **common
             )
         elif engine == "k_noise":
-            k_noise_dataset(source, output, k=4, columns=["age", "spread"], **common)
+            k_noise_out_of_core(source, output, k=4, columns=["age", "spread"], **common)
         else:
-            k_pram_dataset(source, output, k=4, columns=["age", "spread"], **common)
+            k_pram_out_of_core(source, output, k=4, columns=["age", "spread"], **common)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -394,3 +409,221 @@ def test_retain_draws_are_the_draws_of_retain_or_replace(start):
     for lo, hi in [(0, 1), (1, 129), (129, 5000), (5000, 20_000)]:
         part = noise.retain_draws(key, 2**31, groups[lo:hi], sizes, start=start + lo)
         np.testing.assert_array_equal(part, draws[lo:hi])
+
+
+# --------------------------------------------------------------------------- primitives
+# The row-wise primitives of the engine protocol, on the in-memory engine and out of core
+# (whole, and under a limit that takes the range-by-range and window-by-window paths), on
+# a source whose batches come in reverse order, as a cluster's may.
+
+
+class Reversed(CountingSource):
+    """A column source whose passes yield their batches last first."""
+
+    def map_column(self, name, batch_rows, fn):
+        self.passes += 1
+        return reversed(list(self.source.map_column(name, batch_rows, fn)))
+
+
+ENGINES = ["memory", "outofcore", "outofcore-tiny", "outofcore-reversed"]
+
+
+def _open(kind: str, table: pa.Table, tmp_path: Path):
+    from dpfast.engines import open_engine
+
+    if kind == "memory":
+        return open_engine(table, method="test")
+    source = Reversed(ArrowSource(table)) if kind == "outofcore-reversed" else ArrowSource(table)
+    memory = 70_000 if kind == "outofcore-tiny" else 2**30
+    choice = EngineChoice("outofcore", {"batch_rows": 500})
+    output = tmp_path / f"{kind}.parquet"
+    return open_engine(source, method="test", engine=choice, output=output, memory_limit=memory)
+
+
+def _released(engine, kind: str) -> pa.Table:
+    data = engine.publish(None, reindex=False)
+    engine.close()
+    return data if kind == "memory" else data.to_table()
+
+
+def _numbers(n: int = 6001) -> pa.Table:
+    rng = np.random.default_rng(n)
+    ties = rng.integers(-40, 40, n).astype(np.float64)
+    spread = np.where(rng.random(n) < 0.3, 0.0, rng.lognormal(0, 4, n) - 2)
+    spread[rng.random(n) < 0.05] = -0.0
+    return pa.table({"ties": ties, "spread": spread, "small": rng.integers(-3, 4, n)})
+
+
+def _exact_order_statistics(values: np.ndarray, k: int):
+    from fractions import Fraction
+
+    x = np.sort(values)
+    n = x.shape[0]
+    best = None
+    for i in range(n - k):
+        d = Fraction(float(x[i + k])) - Fraction(float(x[i]))
+        if best is None or d > best[0]:
+            best = (d, float(x[i]), float(x[i + k]))
+    inner = (best[1], best[2], True) if best else (float(x[0]), float(x[0]), False)
+    return (float(x[0]), float(x[k - 1]), float(x[n - k]), float(x[-1]), *inner)
+
+
+def _columns(kind: str, tmp_path: Path):
+    """Yield the engine over :func:`_numbers`, each numeric column and its values."""
+    table = _numbers()
+    engine = _open(kind, table, tmp_path)
+    try:
+        for column in engine.numeric_columns(["ties", "spread"], categorical=False):
+            yield engine, column, table.column(str(column.name)).to_numpy()
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("k", [1, 4, 300, 6001])
+@pytest.mark.parametrize("kind", ENGINES)
+def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
+    for engine, column, values in _columns(kind, tmp_path):
+        if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
+            with pytest.raises(ValueError, match="raise the memory limit or lower k"):
+                engine.order_statistics(column, k, engine.value_range(column))
+            continue
+        found = engine.order_statistics(column, k, engine.value_range(column))
+        assert found == _exact_order_statistics(values, k), column.name
+
+
+@pytest.mark.parametrize("m", [1, 7, 1000])
+@pytest.mark.parametrize("kind", ENGINES)
+def test_bin_counts_count_each_bin(tmp_path, kind, m):
+    from dpfast.engines import Bins
+
+    for engine, column, values in _columns(kind, tmp_path):
+        lo, hi = engine.value_range(column)
+        counts = engine.bin_counts(column, lo, m / (hi - lo), m)
+        bins = Bins(lo, m / (hi - lo), np.ones(m, dtype=np.int64))
+        np.testing.assert_array_equal(counts, np.bincount(bins.of(values), minlength=m))
+
+
+BINS = {"ties": 9, "small": 3}
+
+
+def _resampled(kind: str, table: pa.Table, tmp_path: Path, keep: int) -> pa.Table:
+    from dpfast.engines import Bins
+
+    engine = _open(kind, table, tmp_path)
+    key = noise.NoiseSource.from_seed(3).key("test", "resampled")
+    for column in engine.numeric_columns(["ties", "small"], categorical=False):
+        lo, hi = engine.value_range(column)
+        m = BINS[str(column.name)]  # every bin holds values
+        counts = engine.bin_counts(column, lo, m / (hi - lo), m)
+        engine.write_resampled(column, Bins(lo, m / (hi - lo), counts), key, keep, n_threads=2)
+    engine.copy_columns(["spread"], None)
+    return _released(engine, kind)
+
+
+@pytest.mark.parametrize("keep", [0, 2**31, 2**32])
+def test_write_resampled_draws_from_each_rows_bin(tmp_path, keep):
+    table = _numbers()
+    expected = _resampled("memory", table, tmp_path, keep)
+    assert expected.schema == table.schema  # an integer column keeps its dtype
+    for kind in ENGINES[1:]:
+        assert _resampled(kind, table, tmp_path, keep).equals(expected), kind
+    for name, m in BINS.items():
+        before = table.column(name).to_numpy()
+        after = expected.column(name).to_numpy()
+        lo, hi = before.min(), before.max()
+        bins = np.minimum(((before - lo) * (m / (hi - lo))).astype(np.int64), m - 1)
+        bins_after = np.minimum(((after - lo) * (m / (hi - lo))).astype(np.int64), m - 1)
+        np.testing.assert_array_equal(bins_after, bins)  # a value of its own bin
+        changed = np.count_nonzero(after != before)
+        if keep == 2**32:
+            assert changed == 0  # every row kept
+        else:
+            assert changed > len(before) // (4 if keep else 2)
+    # and the other column copied in its rows, whatever order its batches came in
+    assert expected.column("spread").equals(table.column("spread"))
+
+
+class _Shift:
+    """Released codes: every code moved to the next one of ``m``."""
+
+    def __init__(self, m: int) -> None:
+        self.m = m
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        return ((codes.astype(np.int64) + 1) % self.m).astype(codes.dtype)
+
+
+def _colours(n: int = 3001) -> pa.Table:
+    rng = np.random.default_rng(1)
+    words = rng.choice(["red", "green", "blue"], n)
+    return pa.table(
+        {
+            "text": pa.array(words),
+            "shade": pa.array(words).dictionary_encode(),
+            "small": pa.array(rng.integers(1, 4, n), pa.int32()),
+        }
+    )
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_write_codes_releases_the_domains_labels_in_row_order(tmp_path, kind):
+    table = _colours()
+    domain = ["blue", "green", "red", "grey"]
+    engine = _open(kind, table, tmp_path)
+    assert engine.value_dtype("small") == np.dtype(np.int32)
+    assert engine.value_dtype("text") == np.dtype(object)
+    engine.write_codes("text", domain, _Shift(len(domain)))
+    engine.write_codes("small", [1, 2, 3], _Shift(3))
+    engine.copy_columns(["shade"], None)
+    got = _released(engine, kind)
+    shifted = {"blue": "green", "green": "red", "red": "grey"}
+    assert got.column("text").to_pylist() == [shifted[w] for w in table["text"].to_pylist()]
+    small = table.column("small").to_numpy()
+    assert got.column("small").to_pylist() == (small % 3 + 1).tolist()
+    assert got.column("shade").to_pylist() == table.column("shade").to_pylist()
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_write_codes_refuses_values_outside_the_domain(tmp_path, kind):
+    table = _colours()
+    text = table.column("text").to_pylist()
+    text[2000], text[2500] = None, None
+    table = table.set_column(0, "text", pa.array(text))
+    engine = _open(kind, table, tmp_path)
+    try:
+        with pytest.raises(ValueError, match=r"'text' has 2 missing value\(s\)"):
+            engine.write_codes("text", ["blue", "green", "red"], _Shift(3))
+    finally:
+        engine.close()
+    engine = _open(kind, table, tmp_path)
+    try:
+        seen = [w for w in dict.fromkeys(table.column("shade").to_pylist()) if w != "red"]
+        outside = ", ".join(repr(w) for w in seen)  # in the order the rows hold them
+        with pytest.raises(ValueError, match=rf"outside the domain: {outside}; add"):
+            engine.write_codes("shade", ["red"], _Shift(1))
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "outofcore"])
+def test_randomized_response_spends_its_budget_when_it_has_an_epsilon(tmp_path, kind):
+    from dpfast.budget import BudgetFile
+
+    table = _colours()
+    budget = BudgetFile.create(tmp_path / "b.json", 2.0)
+    where: dict = {} if kind == "memory" else {"engine": "outofcore"}
+    arguments = {"column": "text", "domain": ["blue", "green", "red"], "seed": 1, **where}
+    output = tmp_path / "rr.parquet"
+    release = dpfast.randomized_response(
+        table, epsilon=0.5, budget=budget, output=output, **arguments
+    )
+    assert budget.remaining() == pytest.approx(2.0 - release.report.epsilon)
+    assert release.report.epsilon <= 0.5
+    (entry,) = budget.entries()
+    assert entry.status == "committed" and entry.columns == ("text",)
+    # with a retention alone the epsilon is not known before the release: refused
+    with pytest.raises(ValueError, match="budget needs epsilon"):
+        dpfast.randomized_response(
+            table, retention=0.5, budget=budget, output=tmp_path / "no.parquet", **arguments
+        )
+    assert not (tmp_path / "no.parquet").exists() and len(budget.entries()) == 1

@@ -1,6 +1,6 @@
 """Ranks on a cluster: ranges sorted on the workers, rank group sums added there.
 
-The pieces (:mod:`dpfast.engines._sorted`) against slow references, Spark's hash
+The pieces (:mod:`dpfast.engines.outofcore._sorted`) against slow references, Spark's hash
 partitioning against Spark itself, and ``ir_dp`` on Spark and Dask, where the workers sort
 and the driver only plans, against the in-memory release under limits that force every
 path: balanced ranges, refined buckets, ties added on the driver, the remainder group.
@@ -19,7 +19,7 @@ import pytest
 
 import dpfast
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import (
+from dpfast.engines.outofcore._sorted import (
     GroupSums,
     KeyBuffers,
     Ranges,
@@ -27,6 +27,7 @@ from dpfast.engines._sorted import (
     keys_by_range,
     sorted_runs,
 )
+from tests.engine_runs import on_engine
 
 K, EPSILON, SEED = 7, 4.0, 23
 BOUNDS = {"u": (0.0, 100.0), "tie": (0.0, 100.0), "top": (0.0, 10.0), "i": (-50, 50)}
@@ -105,7 +106,7 @@ def test_keys_by_one_range_keeps_all_keys_or_drops_those_outside():
 
 @pytest.mark.parametrize(("lo", "hi", "shift"), [(0, 1 << 40, 24), (5, 5000, 0), (1000, 1001, 3)])
 def test_bucket_counts_match_a_slow_reference(lo, hi, shift):
-    from dpfast.engines.outofcore import _BucketCounts
+    from dpfast.engines.outofcore._passes import _BucketCounts
 
     rng = np.random.default_rng(hi)
     keys = rng.integers(0, 2 * hi, 20_000).astype(np.uint64)
@@ -243,7 +244,7 @@ def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
 
 
 def test_a_schema_checked_source_sorts_where_its_source_does_over_checked_batches(tmp_path):
-    from dpfast.engines.dataset import ArrowSource, SchemaCheckedSource
+    from dpfast.engines.outofcore._sources import ArrowSource, SchemaCheckedSource
     from dpfast.schema import Schema
 
     schema = Schema.from_dict({"columns": {"i": {"type": "integer", "bounds": [-5, 5]}}})
@@ -342,14 +343,14 @@ class _Recorder:
 def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
     spark, monkeypatch, memory_limit, partitions
 ):
-    from dpfast.engines.spark import SparkSource, ir_dp_spark
+    from dpfast.engines.spark import SparkSource
 
     table = _table()
     recorder = _Recorder(monkeypatch, SparkSource)
     frame = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
     # ir_dp's output order comes from its keys alone, not from the input's row order
     frame = frame.repartition(partitions) if partitions > 1 else frame.coalesce(1)
-    data, report, private = ir_dp_spark(
+    data, report, private = on_engine("spark", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
     )  # fmt: skip
@@ -361,7 +362,7 @@ def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
 def test_spark_hash_and_partition_tags_agree_with_spark(spark):
     from pyspark.sql import functions as F
 
-    from dpfast.engines.spark._source import partition_tags, spark_hash_int
+    from dpfast.engines.spark._sort import partition_tags, spark_hash_int
 
     values = [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123456789]
     frame = spark.createDataFrame([(v,) for v in values], "v int")
@@ -398,12 +399,12 @@ def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
 ):
     import dask.dataframe as dd
 
-    from dpfast.engines.dask import DaskSource, ir_dp_dask
+    from dpfast.engines.dask import DaskSource
 
     table = _table()
     recorder = _Recorder(monkeypatch, DaskSource)
     frame = dd.from_pandas(table, npartitions=partitions, sort=False)
-    data, report, private = ir_dp_dask(
+    data, report, private = on_engine("dask", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
     )  # fmt: skip

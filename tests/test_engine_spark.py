@@ -12,12 +12,12 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.dataset import ArrowSource
-from dpfast.engines.outofcore import ir_dp_dataset
+from dpfast.engines.outofcore._sources import ArrowSource
+from tests.engine_runs import ir_dp_dataset, on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, ir_dp_spark
+from dpfast.engines.spark import SparkSource
 from dpfast.engines.spark._rows import regroup as _regroup
 from dpfast.engines.spark._source import _collect
 
@@ -143,7 +143,9 @@ def test_release_is_the_in_memory_release(spark, parquet, expected, partitions, 
     frame = spark.read.parquet(parquet).repartition(partitions).cache()
     assert frame.rdd.getNumPartitions() == partitions
     # 4,096 output rows per task: 8 tasks compute the release, in the in-memory order
-    data, report, private = ir_dp_spark(frame, part_rows=4096, **_release_args(memory_limit))
+    data, report, private = on_engine(
+        "spark", dpfast.ir_dp, frame, part_rows=4096, **_release_args(memory_limit)
+    )
     assert data.rdd.getNumPartitions() == 8
     _assert_same_data(_rows(data), expected)
     assert report.to_dict() == expected.report.to_dict()
@@ -178,7 +180,7 @@ def test_a_retried_task_gives_the_same_release(spark, parquet, expected, tmp_pat
     frame = spark.read.parquet(parquet).repartition(2)
     marker = tmp_path / "failed-once"
     source = _FailingOnce(frame, marker)
-    data, report, _ = ir_dp_spark(source, **_release_args(2**30))
+    data, report, _ = on_engine("spark", dpfast.ir_dp, source, **_release_args(2**30))
     assert marker.exists()  # a task did fail, and was retried
     _assert_same_data(_rows(data), expected)
     assert report.to_dict() == expected.report.to_dict()
@@ -197,12 +199,14 @@ def test_an_executor_error_reaches_the_caller(spark, table, tmp_path):
         ir_dp_dataset(ArrowSource(arrow), tmp_path / "a.parquet", **args)
     frame = spark.read.parquet(str(path)).coalesce(1)
     with pytest.raises(ValueError) as on_spark:
-        ir_dp_spark(frame, **args)
+        on_engine("spark", dpfast.ir_dp, frame, **args)
     assert str(on_spark.value) == str(in_memory.value)
     assert "'frac' has 1 non-finite value(s) (first at row 1234: " in str(on_spark.value)
     # rows are numbered across partitions: the same row, found by another task
     with pytest.raises(ValueError) as split:
-        ir_dp_spark(frame.repartition(3).sortWithinPartitions("age").cache(), **args)
+        on_engine(
+            "spark", dpfast.ir_dp, frame.repartition(3).sortWithinPartitions("age").cache(), **args
+        )
     assert "'frac' has 1 non-finite value(s) (first at row" in str(split.value)
 
 

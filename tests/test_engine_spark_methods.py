@@ -109,6 +109,11 @@ CASES = {
     "k_noise": (dpfast.k_noise, {"k": 4, "columns": ["a", "b"], "seed": 5}, True),
     "k_pram": (dpfast.k_pram, {"k": 6, "columns": ["b"], "retention": 0.3, "seed": 6}, True),
     "mdav_dp": (dpfast.mdav_dp, {"k": 9, "epsilon": 3.0, **NUMERIC}, False),
+    "mdav_dp cycling keep": (
+        dpfast.mdav_dp,
+        {"k": 9, "epsilon": 3.0, "reference": "cycling", "unprotected": "keep", **NUMERIC},
+        False,
+    ),
 }
 
 
@@ -176,12 +181,26 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
         spark.conf.unset(SCRATCH_KEY)
 
 
+def test_k_noise_of_every_column_is_computed_by_the_executors(spark, tmp_path):
+    # every column released row by row: a lazy frame of the input's batches, no file
+    spark.conf.set(SCRATCH_KEY, str(tmp_path / "shared"))
+    try:
+        table = _table()[["a", "b"]]
+        frame = _frame(spark, table, 3)
+        expected = dpfast.k_noise(_rows(frame), k=4, seed=5)
+        got = dpfast.k_noise(frame, k=4, seed=5)
+        _assert_same(got, expected, True)
+        assert not list(scratch_directory(spark).iterdir())
+        frame.unpersist()
+    finally:
+        spark.conf.unset(SCRATCH_KEY)
+
+
 @pytest.mark.parametrize(
     ("function", "options", "named"),
     [
         (dpfast.individual_ranking, {"k": 3, "metrics": True}, "metrics=True"),
-        (dpfast.mdav_dp, {"k": 3, "epsilon": 1.0, "bounds": BOUNDS, "unprotected": "keep"}, "keep"),
-        (dpfast.diffgen, {"target": "note", "epsilon": 1.0, "steps": 2, "bounds": "data"}, "data"),
+        (dpfast.mdav, {"k": 3, "columns": ["a", "b"]}, r"memory only.*spark engine.*mdav_dp"),
     ],
 )
 def test_what_spark_cannot_run_is_refused_by_name(spark, function, options, named):

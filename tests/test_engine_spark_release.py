@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,11 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.dataset import ParquetDataset
+from dpfast.engines.outofcore._sources import ParquetDataset
+from tests.engine_runs import on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark import SparkSource, laplace_dp_spark, write_release
+from dpfast.engines.spark import SparkEngine, SparkSource
 from dpfast.engines.spark._rows import FileTasks
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
@@ -174,7 +176,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
     how often it concatenated arrays."""
     import pickle
 
-    from dpfast.engines.spark import _source
+    from dpfast.engines.spark import _sort as _source
 
     joined = []
     concatenate = np.concatenate
@@ -198,7 +200,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
 def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_counts(
     tmp_path, monkeypatch
 ):
-    from dpfast.engines._sorted import Ranges
+    from dpfast.engines.outofcore._sorted import Ranges
 
     rng = np.random.default_rng(3)
     table = pd.DataFrame({"k": rng.integers(0, 1000, 2500)})
@@ -230,8 +232,8 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
-    from dpfast.engines._sorted import WORKER_BUFFERS, Ranges
-    from dpfast.engines.spark._release import GeneratedParts
+    from dpfast.engines.outofcore import GeneratedParts
+    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
     dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [1000]))
@@ -252,21 +254,33 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
-    from dpfast.engines.spark._release import GeneratedParts, _Generated
+    from dpfast.engines.outofcore import GeneratedParts, GroupsColumn
+    from dpfast.engines.values import CategoricalColumn, NumericColumn
+    from dpfast.taxonomy import as_taxonomy
 
     keys = noise.NoiseSource.from_seed(SEED)
+
+    def column(name: str, values: np.ndarray, kind: str) -> GroupsColumn:
+        key = keys.key("ir_dp", "column-order", name)
+        if kind == "labels":
+            released: Any = CategoricalColumn(name, np.empty(0), as_taxonomy(["a", "b", "c"]))
+            return GroupsColumn.of(key, n, values, released, pa.string())
+        dtype = np.dtype(np.int64 if kind == "int" else np.float64)
+        released = NumericColumn(name, np.empty(0), kind == "int", dtype)
+        return GroupsColumn.of(key, n, values, released, pa.from_numpy_dtype(dtype))
+
     rng = np.random.default_rng(5)
     columns = (
-        _Generated.of(keys, "x", n, rng.normal(size=n // k), "float"),
-        _Generated.of(keys, "i", n, rng.integers(0, 99, n // k).astype(float), "int"),
-        _Generated.of(keys, "c", n, rng.integers(0, 3, n // k), "labels", ("a", "b", "c")),
-        _Generated.of(keys, "y", n, rng.normal(size=n // k), "float"),
+        column("x", rng.normal(size=n // k), "float"),
+        column("i", rng.integers(0, 99, n // k).astype(float), "int"),
+        column("c", rng.integers(0, 3, n // k), "labels"),
+        column("y", rng.normal(size=n // k), "float"),
     )
     return GeneratedParts(columns, n, k, part_rows)
 
 
 def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
-    from dpfast.engines._sorted import KeyBuffers
+    from dpfast.engines.outofcore._sorted import KeyBuffers
 
     parts = _generated_parts()
     assert parts.count == 3
@@ -290,7 +304,7 @@ def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
 
 
 def test_a_worker_writes_its_parts_through_one_kept_buffer(tmp_path, monkeypatch):
-    from dpfast.engines._sorted import WORKER_BUFFERS
+    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
     from dpfast.engines.spark import _write
 
     parts = _generated_parts()
@@ -383,22 +397,28 @@ def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path, rea
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
-    data, report, private = laplace_dp_spark(
-        source, epsilon=EPSILON, bounds=BOUNDS, columns=["a", "b"], seed=SEED, batch_rows=64
+    data, report, private = on_engine(
+        "spark",
+        dpfast.laplace_dp,
+        source,
+        epsilon=EPSILON,
+        bounds=BOUNDS,
+        columns=["a", "b"],
+        seed=SEED,
+        batch_rows=64,
     )
     _assert_same_release(dpfast.Release(data, report, private), _in_memory(table))
 
 
 @pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", 1), ("pyarrow", 7)])
 def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader, tasks):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     # batches of 64 rows: groups straddle batches, row groups and files
-    data, report, private = ir_dp_spark(source, batch_rows=64, **args)
+    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args)
     _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
 
 
@@ -406,7 +426,6 @@ def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader
 def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
     spark, tmp_path, monkeypatch, memory_limit, shuffled
 ):
-    from dpfast.engines.spark import ir_dp_spark
 
     plans: list[str] = []
     collect = SparkSource._reductions
@@ -421,7 +440,7 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
     source = SparkSource.from_parquet(spark, files, tasks=7)
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     limit = {} if memory_limit is None else {"memory_limit": memory_limit, "n_threads": 1}
-    data, report, private = ir_dp_spark(source, batch_rows=64, **args, **limit)
+    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args, **limit)
     _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
     # a column within a task's limit is one range: one task reads and sorts it, while
     # 3001 values over a 32 KiB limit are cut into ranges, brought to their tasks by Spark
@@ -430,40 +449,41 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
 
 
 def test_spark_runs_a_column_per_task_slot_and_one_more_as_the_memory_limit_allows():
-    from types import SimpleNamespace
+    from dpfast.engines.outofcore import ArrowSource, OutOfCoreEngine
+    from dpfast.engines.spark import SparkEngine
 
-    from dpfast.engines.dataset import ArrowSource
-    from dpfast.engines.outofcore import _Limits
-    from dpfast.engines.spark._release import _column_jobs
+    class Slots(SparkEngine):
+        tasks = 2  # no session: only its task slots are asked
 
-    class Slots(SparkSource):
-        sort_tasks = 2
+    def engine(kind: type, memory: int) -> Any:
+        opened = kind.__new__(kind)
+        OutOfCoreEngine.__init__(
+            opened, ArrowSource(pa.table({"a": [1.0]})), "o", memory_limit=memory
+        )
+        return opened
 
-    spark_source = Slots.__new__(Slots)  # no session: only its task slots are asked
-    columns = SimpleNamespace(numeric=list("abcdefghij"), k=100)
-    big = _Limits(1 << 32, 1 << 16)
-    assert _column_jobs(spark_source, columns, 10**8, big, None) == 3
-    assert _column_jobs(spark_source, columns, 10**8, big, 1) == 1  # n_threads decides
-    two = SimpleNamespace(numeric=["a", "b"], k=100)
-    assert _column_jobs(spark_source, two, 10**8, big, None) == 2
-    # a rank group is 24 bytes on the driver: 10**6 groups fit twice in 50 MB, not three times
-    assert _column_jobs(spark_source, columns, 10**8, _Limits(50_000_000, 1 << 16), None) == 2
-    assert _column_jobs(spark_source, columns, 10**8, _Limits(1000, 1 << 16), None) == 1
-    # a source not on Spark (Dask's, here a table) keeps one column per core
-    table = ArrowSource(pa.table({"a": [1.0]}))
-    assert _column_jobs(table, columns, 10**8, big, None) == min(10, os.cpu_count() or 1)
+    held = (10**8 // 100) * 24  # a rank group is 24 bytes on the driver
+    big = engine(Slots, 1 << 32)
+    assert big.column_workers(10, None, held) == 3
+    assert big.column_workers(10, 1, held) == 1  # n_threads decides
+    assert big.column_workers(2, None, held) == 2
+    # 10**6 groups fit twice in 50 MB, not three times
+    assert engine(Slots, 50_000_000).column_workers(10, None, held) == 2
+    assert engine(Slots, 1000).column_workers(10, None, held) == 1
+    # an engine not on Spark (Dask's, here out of core) keeps one column per core
+    plain = engine(OutOfCoreEngine, 1 << 32)
+    assert plain.column_workers(10, None, held) == min(10, os.cpu_count() or 1)
 
 
 def test_a_parquet_file_gone_before_the_pass_fails_it_cleanly(spark, tmp_path):
-    from dpfast.engines.spark import ir_dp_spark
 
     files = _write_files(_table(), tmp_path / "in", [1000, 2000])
     source = SparkSource.from_parquet(spark, files)
     (files / "part-001.parquet").unlink()  # after the footers were read
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     with pytest.raises(Exception, match=r"part-001\.parquet"):
-        data, report, _ = ir_dp_spark(source, **args)
-        write_release(data, tmp_path / "out", report)
+        data, report, _ = on_engine("spark", dpfast.ir_dp, source, **args)
+        SparkEngine.write_release(data, tmp_path / "out", report)
     assert not (tmp_path / "out").exists()
 
 
@@ -478,12 +498,11 @@ def test_ir_dp_of_a_spark_frame_is_the_in_memory_release(spark):
 
 
 def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, report, _ = ir_dp_spark(_frame(spark, table), part_rows=700, **args)
-    write_release(data, tmp_path / "parts", report)
+    data, report, _ = on_engine("spark", dpfast.ir_dp, _frame(spark, table), part_rows=700, **args)
+    SparkEngine.write_release(data, tmp_path / "parts", report)
     expected = dpfast.ir_dp(table, **args).data
     names = sorted(p.name for p in (tmp_path / "parts").iterdir())
     assert names == [f"part-{i:06d}.parquet" for i in range(5)]  # pyarrow, a file a part
@@ -491,17 +510,17 @@ def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path
     assert written.schema.field("b").type == pa.int64()
     pd.testing.assert_frame_equal(written.to_pandas(), expected)  # rows in the same order
     # a transformed frame goes through Spark's own writer, and gives the same rows
-    write_release(data.select("a", "b"), tmp_path / "spark", report)
+    SparkEngine.write_release(data.select("a", "b"), tmp_path / "spark", report)
     assert not any(p.name.startswith("part-0000000") for p in (tmp_path / "spark").iterdir())
     pd.testing.assert_frame_equal(pq.read_table(tmp_path / "spark").to_pandas(), expected)
 
 
 def test_a_part_written_again_or_failing_midway_leaves_one_whole_file(spark, tmp_path, monkeypatch):
-    from dpfast.engines.spark import _write, ir_dp_spark
-    from dpfast.engines.spark._release import generated_parts
+    from dpfast.engines.outofcore import generated_parts
+    from dpfast.engines.spark import _write
 
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, _, _ = ir_dp_spark(_frame(spark, _table()), part_rows=700, **args)
+    data, _, _ = on_engine("spark", dpfast.ir_dp, _frame(spark, _table()), part_rows=700, **args)
     parts = generated_parts(data)
     assert parts is not None and parts.count == 5
     assert generated_parts(data.select("a")) is None
@@ -528,10 +547,10 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
     import os
     import signal
 
-    from dpfast.engines.spark import ir_dp_spark
-
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
-    data, report, _ = ir_dp_spark(_frame(spark, _table(40_000)), part_rows=100, **args)
+    data, report, _ = on_engine(
+        "spark", dpfast.ir_dp, _frame(spark, _table(40_000)), part_rows=100, **args
+    )
     sent = []
 
     def progress(phase, done, total):  # the poller's thread, while the tasks run
@@ -540,7 +559,7 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
             os.kill(os.getpid(), signal.SIGINT)
 
     with pytest.raises(KeyboardInterrupt):
-        write_release(data, tmp_path / "out", report, progress=progress)
+        SparkEngine.write_release(data, tmp_path / "out", report, progress=progress)
     assert sent == ["writing out"]
     tracker = spark.sparkContext.statusTracker()
     for _ in range(300):  # cancelled tasks end after their job does
@@ -556,7 +575,6 @@ def test_an_interrupt_while_the_executors_write_ir_dp_parts_leaves_nothing(spark
 def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     spark, tmp_path, bad, value, reader
 ):
-    from dpfast.engines.spark import ir_dp_spark
 
     table = _table()
     table.loc[bad, "a"] = value
@@ -566,7 +584,7 @@ def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     with pytest.raises(ValueError) as expected:
         dpfast.ir_dp(table, **args)
     with pytest.raises(ValueError) as got:  # the sort does not number rows; the error does
-        ir_dp_spark(source, **args)
+        on_engine("spark", dpfast.ir_dp, source, **args)
     assert str(got.value) == str(expected.value)
     assert str(bad) in str(got.value)
 
@@ -576,18 +594,27 @@ def test_a_bad_value_in_parquet_files_names_its_row_as_in_memory(
     [
         # linkage, shuffle and unprotected run (tests/test_engine_spark_methods.py)
         (dpfast.ir_dp, {"k": 5, "linkage": "records", "metrics": True}, "metrics=True"),
-        (dpfast.ir_dp, {"k": 5, "bounds": "data"}, "bounds='data'"),
         (dpfast.laplace_dp, {"metrics": True}, "metrics=True"),
-        (dpfast.laplace_dp, {"bounds": "data"}, "bounds='data'"),
     ],
 )
 def test_what_spark_cannot_run_is_refused_by_name(spark, method, kwargs, named):
     frame = _frame(spark, _table(20))
     arguments = {"epsilon": 1.0, "bounds": BOUNDS, "columns": ["a", "b"], **kwargs}
-    with pytest.raises(ValueError, match="on a Spark DataFrame does not support") as refused:
+    with pytest.raises(
+        ValueError, match="which a release on a Spark DataFrame does not hold"
+    ) as refused:
         method(frame, **arguments)
     assert named in str(refused.value)
     assert "frame.toPandas()" in str(refused.value)
+
+
+def test_risk_is_refused_on_spark_before_any_job(spark):
+    frame = _frame(spark, _table(20))
+    with pytest.raises(
+        ValueError, match="risk=True pairs each released row with its source"
+    ) as got:
+        dpfast.laplace_dp(frame, epsilon=1.0, bounds=BOUNDS, columns=["a", "b"], risk=True)
+    assert "on a Spark DataFrame" in str(got.value) and "frame.toPandas()" in str(got.value)
 
 
 def test_an_executor_error_of_laplace_reaches_the_caller(spark):
@@ -623,7 +650,9 @@ def test_a_task_of_the_output_failing_once_writes_the_same_rows(spark, tmp_path)
     marker = tmp_path / "failed-once"
     source, data = _flaky_frame(spark, marker)
     calls = []
-    write_release(data, tmp_path / "out", None, progress=lambda *call: calls.append(call))
+    SparkEngine.write_release(
+        data, tmp_path / "out", None, progress=lambda *call: calls.append(call)
+    )
     assert marker.exists()  # a task did fail, and was retried
     got = pq.read_table(tmp_path / "out").column("a").to_numpy()
     np.testing.assert_array_equal(got, _rows(source.frame)["a"].to_numpy())
@@ -634,7 +663,7 @@ def test_a_failed_write_leaves_no_output(spark, tmp_path):
     _, data = _flaky_frame(spark, None)
     published = []
     with pytest.raises(Exception, match="a lost executor, simulated"):
-        write_release(data, tmp_path / "out", None, before_publish=published.append)
+        SparkEngine.write_release(data, tmp_path / "out", None, before_publish=published.append)
     assert published == []
     assert list(tmp_path.iterdir()) == []  # neither the output nor the scratch directory
     # the write ran in a job group of its own, and the thread's is as it was
@@ -649,10 +678,12 @@ def test_a_refused_or_interrupted_publication_leaves_no_output(spark, tmp_path, 
         raise stop
 
     with pytest.raises(type(stop)):
-        write_release(data, tmp_path / "out", None, before_publish=refuse)
+        SparkEngine.write_release(data, tmp_path / "out", None, before_publish=refuse)
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ValueError, match=r"name OUTPUT without the \.parquet extension"):
-        write_release(data, tmp_path / "out.parquet", None)
+    # an output named .parquet is a dataset directory too, as Spark's own writer makes it
+    SparkEngine.write_release(data, tmp_path / "out.parquet", None)
+    assert (tmp_path / "out.parquet").is_dir()
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50
 
 
 def test_cli_laplace_on_spark_writes_the_in_memory_release(spark, tmp_path, capsys):
@@ -670,9 +701,10 @@ def test_cli_laplace_on_spark_writes_the_in_memory_release(spark, tmp_path, caps
     (tmp_path / "s.json").write_text(json.dumps(schema), encoding="utf-8")
     args = ["release", "laplace", str(files), "--epsilon", str(EPSILON), "--seed", str(SEED)]
     args += ["--schema", str(tmp_path / "s.json"), "--engine", "spark", "--master", "local[2]"]
-    assert cli.main([*args, "-o", str(tmp_path / "out.parquet")]) == 2
-    assert "name OUTPUT without the .parquet extension" in capsys.readouterr().err
+    assert cli.main([*args, "-o", str(tmp_path / "out.parquet"), "--quiet"]) == 0
+    assert (tmp_path / "out.parquet").is_dir()  # a dataset directory, whatever its suffix
     assert cli.main([*args, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "out"))
     with cli_spelling():
         expected = _in_memory(table)
     got = pq.read_table(tmp_path / "out").to_pandas()

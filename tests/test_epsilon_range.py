@@ -256,9 +256,10 @@ def test_refusal_comes_before_any_noise(monkeypatch: pytest.MonkeyPatch) -> None
         "retain_or_replace",
     ):
         monkeypatch.setattr(noise, sampler, boom)
-    from dpfast.methods import mdav_dp
+    from dpfast.engines.memory import MemoryEngine
 
-    monkeypatch.setattr(mdav_dp, "insensitive_mdav_labels", boom)  # the partition is work too
+    # the partition is work too: the engine primitive that makes it must not run
+    monkeypatch.setattr(MemoryEngine, "insensitive_clusters", boom)
     for name, release in RELEASES.items():
         if name in ("randomized_response", "ir_dp categorical", "mdav_dp categorical"):
             continue  # these serve every positive epsilon (see the tests above)

@@ -17,7 +17,12 @@ import pytest
 
 import dpfast
 from dpfast._release import cli_spelling, method_call, option
-from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
+from dpfast.exceptions import (
+    DPFastValueError,
+    NoiseDominatesWarning,
+    PrivacyLeakWarning,
+    UnprovenReleaseWarning,
+)
 
 BOUNDS = {"v": (0.0, 100.0), "w": (0.0, 100.0)}
 
@@ -90,7 +95,7 @@ def test_single_shuffled_column_with_records_linkage_is_still_proven():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         release = dpfast.ir_dp(
-            _table()[["v"]], k=4, epsilon=1.0, bounds=BOUNDS, linkage="records", seed=0
+            _table()[["v"]], k=20, epsilon=1.0, bounds=BOUNDS, linkage="records", seed=0
         )
     assert release.report.guarantee_level == "proven"
 
@@ -156,10 +161,24 @@ def test_keep_next_to_groups_is_not_differentially_private(method):
     assert f"share a {group}" in release.report.guarantee
 
 
-def test_keep_under_column_linkage_has_no_rows_to_keep():
-    release = _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
-    assert release.report.unprotected == "shuffle"
-    assert release.report.guarantee_level == "protected_only"
+def test_keep_under_column_linkage_is_refused_with_the_reason():
+    # no output row is an input record: "keep" would have no rows to keep the columns in
+    with pytest.raises(DPFastValueError) as refused:
+        _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
+    message = str(refused.value)
+    assert 'linkage="columns"' in message and "no output row is an input record" in message
+    for instead in ('unprotected="shuffle"', 'unprotected="drop"', 'linkage="records"'):
+        assert instead in message
+    with cli_spelling():
+        with pytest.raises(DPFastValueError, match="--unprotected shuffle"):
+            _release("ir_dp", _table(), columns=["v"], unprotected="keep", seed=2)
+    # the same columns under record linkage are kept in their rows, and labelled so
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnprovenReleaseWarning)
+        kept = _release(
+            "ir_dp", _table(), columns=["v"], unprotected="keep", linkage="records", seed=2
+        )
+    assert kept.report.unprotected == "keep"
 
 
 def test_laplace_keep_is_safe_for_the_protected_columns():
@@ -253,24 +272,27 @@ def test_k_noise_data_dependent_deltas_are_private():
 # -- noise that swamps the data -------------------------------------------------------------
 
 
-def test_noise_larger_than_half_the_domain_warns_from_public_quantities():
+def test_noise_that_swamps_the_columns_warns_once_from_public_quantities():
     table = _table()[["v", "w"]]
-    with pytest.warns(NoiseDominatesWarning, match=r"column 'v'.*more than half the width"):
+    with pytest.warns(NoiseDominatesWarning) as caught:
         release = dpfast.laplace_dp(table, epsilon=1.0, bounds=BOUNDS, seed=1)
-    assert len(release.report.warnings) == 2  # both columns: scale 200 > 50
+    assert len(caught) == 1  # one line for both columns (scale 200 over a width of 100)
+    assert release.report.warnings == [str(caught[0].message)]
+    assert "79% in 'v', 'w'" in release.report.warnings[0]  # 2 (1 - exp(-1/2))
     assert "raise epsilon" in release.report.warnings[0]
     # the warning depends on the public scale only: the same for any data
-    with pytest.warns(NoiseDominatesWarning):
+    with pytest.warns(NoiseDominatesWarning) as again:
         dpfast.laplace_dp(table * 0.0, epsilon=1.0, bounds=BOUNDS, seed=1)
+    assert str(again[0].message) == release.report.warnings[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)
-        calm = dpfast.laplace_dp(table, epsilon=10.0, bounds=BOUNDS, seed=1)  # scale 20 < 50
+        calm = dpfast.laplace_dp(table, epsilon=50.0, bounds=BOUNDS, seed=1)  # 4% on a bound
     assert calm.report.warnings == []
 
 
 def test_ir_dp_noise_warning_follows_k():
     table = _table(400)[["v"]]
-    with pytest.warns(NoiseDominatesWarning):
+    with pytest.warns(NoiseDominatesWarning, match="Raise k to 10 or more"):
         dpfast.ir_dp(table, k=1, epsilon=1.0, bounds=BOUNDS, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)

@@ -270,3 +270,79 @@ def test_jensen_shannon_mixed_table_needs_no_bounds_for_categories():
     assert per["job"] == pytest.approx(metrics.jensen_shannon(x["job"], y["job"]))
     with pytest.raises(ValueError, match="no bounds for column 'age'"):
         metrics.jensen_shannon(x, y, {"job": (0, 1)})
+
+
+# -- correlation error ----------------------------------------------------------------
+
+
+def _numpy_correlation_error(x, y):
+    """The reference: NumPy's correlation matrices, their upper triangles compared."""
+    upper = np.triu_indices(x.shape[1], k=1)
+    return float(np.mean(np.abs(np.corrcoef(x.T)[upper] - np.corrcoef(y.T)[upper])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_correlation_error_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 6))
+    mixing = rng.normal(size=(m, m))
+    x = rng.normal(size=(200, m)) @ mixing
+    # a release of another length: the rows need not be paired
+    y = rng.normal(size=(int(rng.integers(2, 300)), m)) @ (mixing + rng.normal(0, 0.5, (m, m)))
+    got = metrics.correlation_error(x, y)
+    expected = _numpy_correlation_error(x, y)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_correlation_error_is_il5_on_tables_of_one_shape():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(80, 4))
+    y = x + rng.normal(0, 0.7, x.shape)
+    got = metrics.correlation_error(pd.DataFrame(x), pd.DataFrame(y))
+    expected = metrics.information_loss(x, y)["IL5"]
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_correlation_error_by_hand_and_bounds():
+    x = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 7.0]])
+    assert metrics.correlation_error(x, x) == 0.0
+    r = np.corrcoef(x.T)[0, 1]
+    flipped = np.column_stack([x[:, 0], -x[:, 1]])
+    assert metrics.correlation_error(x, flipped) == pytest.approx(2 * r)
+    assert metrics.correlation_error(x, np.column_stack([x[:, 0], x[::-1, 1]])) <= 2.0
+
+
+def test_correlation_error_of_constant_columns_follows_il5():
+    x = np.array([[1.0, 5.0, 2.0], [2.0, 5.0, 1.0], [3.0, 5.0, 4.0]])
+    # the constant column keeps its (zero) covariances: its pairs count 0
+    got = metrics.correlation_error(x, x)
+    assert got == 0.0
+    y = x.copy()
+    y[:, 1] = [4.0, 5.0, 6.0]  # no longer constant: its pairs are undefined, left out
+    expected = abs(np.corrcoef(x[:, [0, 2]].T)[0, 1] - np.corrcoef(y[:, [0, 2]].T)[0, 1])
+    assert metrics.correlation_error(x, y) == pytest.approx(expected)
+    constant = np.ones((4, 2))
+    assert metrics.correlation_error(constant, constant + 1.0) == 0.0  # unchanged: 0
+    varying = np.column_stack([np.ones(4), np.arange(4.0)])
+    assert math.isnan(metrics.correlation_error(constant, varying))  # no pair defined
+
+
+def test_correlation_error_refuses_bad_input():
+    with pytest.raises(ValueError, match="at least two numeric columns"):
+        metrics.correlation_error(np.zeros((4, 1)), np.zeros((4, 1)))
+    with pytest.raises(ValueError, match="at least two numeric columns"):
+        metrics.correlation_error(np.zeros(4), np.zeros(4))
+    with pytest.raises(ValueError, match="same columns"):
+        metrics.correlation_error(
+            pd.DataFrame({"a": [1.0, 2.0], "b": [1.0, 3.0]}),
+            pd.DataFrame({"a": [1.0, 2.0], "c": [1.0, 3.0]}),
+        )
+    with pytest.raises(ValueError, match="NaN or inf"):
+        metrics.correlation_error(np.array([[1.0, np.nan], [2.0, 3.0]]), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="at least two"):
+        metrics.correlation_error(np.ones((1, 2)), np.ones((3, 2)))
+    with pytest.raises(TypeError, match="not numeric"):
+        metrics.correlation_error(
+            pd.DataFrame({"a": ["x", "y"], "b": [1.0, 2.0]}),
+            pd.DataFrame({"a": ["x", "y"], "b": [1.0, 2.0]}),
+        )

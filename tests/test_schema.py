@@ -214,6 +214,17 @@ def test_missing_bounds_on_protected_numeric() -> None:
     assert '"protect": false' in message
 
 
+def test_protect_false_is_never_promised_to_copy_a_column_unchanged() -> None:
+    # the DP methods leave unprotected columns out by default (--unprotected drop): the
+    # messages point to what each method does instead of promising a copy
+    for entry in ({"type": "integer"}, {"type": "string", "protect": True}):
+        message = one_line_error(columns(age=entry), '"protect": false to leave it unprotected')
+        assert "unchanged" not in message and '"Columns not protected"' in message
+    documented = (Path(__file__).parents[1] / "docs" / "schema.md").read_text()
+    assert "copies it to the output unchanged" not in documented
+    assert "## Columns not protected" in documented or "### Columns not protected" in documented
+
+
 def test_lower_greater_than_upper() -> None:
     one_line_error(
         columns(age={"type": "integer", "bounds": [90, 17]}),
@@ -411,3 +422,22 @@ def test_check_table_categorical_columns_accept_any_type() -> None:
 
 def test_string_columns_default_to_unprotected() -> None:
     assert Schema.from_dict(columns(name={"type": "string"}))["name"].protect is False
+
+
+def test_every_placeholder_is_reported_at_once_before_other_errors():
+    data = {
+        "columns": {
+            "age": {"type": "integer", "bounds": "FILL IN: public bounds"},
+            "id": {"type": "integer", "protect": False},
+            "job": {"type": "categorical", "taxonomy": "FILL IN: public values"},
+            "pay": {"type": "float", "bounds": "FILL IN"},
+            "bad": {"type": "float", "bounds": [5, 1]},  # reported once they are filled in
+        }
+    }
+    with pytest.raises(ValueError) as info:
+        Schema.from_dict(data)
+    text = str(info.value)
+    assert "3 value(s) still the placeholder 'FILL IN'" in text
+    assert "column 'age' \"bounds\", column 'job' \"taxonomy\", column 'pay' \"bounds\"" in text
+    assert 'each "bounds" with [lower, upper] and each "taxonomy" with the column' in text
+    assert "'id'" not in text and "'bad'" not in text

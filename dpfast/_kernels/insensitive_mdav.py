@@ -287,3 +287,18 @@ def broadcast_clusters(
             out[destination[row]] = value
         else:
             out[row] = value
+
+
+@jit
+def scatter_clusters(labels, cluster_values, destination, out):
+    """Write ``cluster_values[label]`` of each row to ``out[destination[row]]``.
+
+    ``destination`` empty means the input order. O(n).
+    """
+    n = labels.shape[0]
+    shuffled = destination.shape[0] == n
+    for row in range(n):
+        if shuffled:
+            out[destination[row]] = cluster_values[labels[row]]
+        else:
+            out[row] = cluster_values[labels[row]]

@@ -154,6 +154,54 @@ def refresh_internal(node, tree):
         hi[node, j] = max(hi[a, j], hi[b, j])
 
 
+@jit
+def tree_over(points, rows, leaf_size, split_scale):
+    """:class:`Tree` over ``points[rows]``, all alive.
+
+    Parameters
+    ----------
+    points : float64[N, m]
+        Never written; the tree holds a copy of ``points[rows]`` in tree order.
+    rows : int64[n]
+    leaf_size : int
+    split_scale : float64[m]
+        Positive factors by which the spreads are compared when choosing each split
+        dimension (ones: raw spreads). Only the shape of the tree depends on them: the
+        boxes are those of the records, so every search on it stays exact.
+
+    Complexity O(n m log n) time, O(n m) memory.
+    """
+    n = rows.shape[0]
+    m = points.shape[1]
+    subset = np.empty((n, m), dtype=np.float64)
+    for i in range(n):
+        for j in range(m):
+            subset[i, j] = points[rows[i], j] * split_scale[j]
+    perm, start, end, depth = build_tree(subset, leaf_size)
+    n_nodes = start.shape[0]
+    first_leaf = 1 << depth
+    tree_points = np.empty((n, m), dtype=np.float64)
+    ids = np.empty(n, dtype=np.int64)
+    for pos in range(n):
+        ids[pos] = rows[perm[pos]]
+        for j in range(m):
+            tree_points[pos, j] = points[ids[pos], j]
+    alive = np.ones(n, dtype=np.bool_)
+    leaf_of = np.empty(n, dtype=np.int64)
+    lo = np.empty((n_nodes, m), dtype=np.float64)
+    hi = np.empty((n_nodes, m), dtype=np.float64)
+    count = np.zeros(n_nodes, dtype=np.int64)
+    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
+    tree = Tree(tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth)
+    for node in range(first_leaf, n_nodes):
+        for pos in range(start[node], end[node]):
+            leaf_of[pos] = node
+        refresh_leaf(node, tree)
+    for node in range(first_leaf - 1, 0, -1):
+        refresh_internal(node, tree)
+    return tree
+
+
 @jit_inline
 def distance(query, tree_points, pos):
     d = 0.0
@@ -173,14 +221,20 @@ def _upper_bound(query, lo, hi, node):
 
 
 @jit_inline
+def box_gap(value, low, high):
+    """Distance from ``value`` to the interval ``[low, high]``: 0 inside it."""
+    if value < low:
+        return low - value
+    if value > high:
+        return value - high
+    return 0.0
+
+
+@jit_inline
 def _lower_bound(query, lo, hi, node):
     d = 0.0
     for j in range(query.shape[0]):
-        t = 0.0
-        if query[j] < lo[node, j]:
-            t = lo[node, j] - query[j]
-        elif query[j] > hi[node, j]:
-            t = query[j] - hi[node, j]
+        t = box_gap(query[j], lo[node, j], hi[node, j])
         d += t * t
     return d
 
@@ -243,16 +297,75 @@ def _heap_greater(d1, id1, d2, id2):
 
 
 @jit_inline
+def _heap_set(scratch, i, d, row, pos):
+    """Write ``(d, row, pos)`` at slot ``i`` of nearest's max-heap."""
+    scratch.heap_d[i] = d
+    scratch.heap_id[i] = row
+    scratch.heap_pos[i] = pos
+
+
+@jit_inline
+def _heap_insert(scratch, size, d, row, pos):
+    """Add ``(d, row, pos)`` to the max-heap of ``size`` entries (which has room): sift up."""
+    heap_d, heap_id, heap_pos = scratch.heap_d, scratch.heap_id, scratch.heap_pos
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _heap_greater(d, row, heap_d[parent], heap_id[parent]):
+            break
+        _heap_set(scratch, i, heap_d[parent], heap_id[parent], heap_pos[parent])
+        i = parent
+    _heap_set(scratch, i, d, row, pos)
+
+
+@jit_inline
+def _heap_replace_top(scratch, size, d, row, pos):
+    """Replace the max-heap's largest entry with the smaller ``(d, row, pos)``: sift down."""
+    heap_d, heap_id, heap_pos = scratch.heap_d, scratch.heap_id, scratch.heap_pos
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and _heap_greater(
+            heap_d[child + 1], heap_id[child + 1], heap_d[child], heap_id[child]
+        ):
+            child += 1
+        if not _heap_greater(heap_d[child], heap_id[child], d, row):
+            break
+        _heap_set(scratch, i, heap_d[child], heap_id[child], heap_pos[child])
+        i = child
+    _heap_set(scratch, i, d, row, pos)
+
+
+@jit_inline
+def _nearest_in_leaf(query, wanted, node, tree, scratch, size):
+    """Offer leaf ``node``'s alive records to the heap of the ``wanted`` nearest; new size."""
+    tree_points, ids, alive = tree.points, tree.ids, tree.alive
+    heap_d, heap_id = scratch.heap_d, scratch.heap_id
+    for pos in range(tree.start[node], tree.end[node]):
+        if not alive[pos]:
+            continue
+        d = distance(query, tree_points, pos)
+        row = ids[pos]
+        if size < wanted:
+            _heap_insert(scratch, size, d, row, pos)
+            size += 1
+        elif _heap_greater(heap_d[0], heap_id[0], d, row):
+            _heap_replace_top(scratch, size, d, row, pos)
+    return size
+
+
+@jit_inline
 def nearest(query, wanted, tree, scratch):
     """Fill ``scratch.heap_pos[:wanted]`` with the alive records nearest ``query``.
 
     Ties go to the lowest row. Returns how many were found (fewer when fewer are alive).
     """
-    tree_points, ids, alive, lo, hi = tree.points, tree.ids, tree.alive, tree.lo, tree.hi
-    start, end, count, min_id = tree.start, tree.end, tree.count, tree.min_id
+    lo, hi, count, min_id = tree.lo, tree.hi, tree.count, tree.min_id
     first_leaf = 1 << tree.depth
     stack_node, stack_bound = scratch.stack_node, scratch.stack_bound
-    heap_d, heap_id, heap_pos = scratch.heap_d, scratch.heap_id, scratch.heap_pos
+    heap_d, heap_id = scratch.heap_d, scratch.heap_id
     size = 0
     stack_node[0] = 1
     stack_bound[0] = 0.0
@@ -266,46 +379,7 @@ def nearest(query, wanted, tree, scratch):
         ):
             continue
         if node >= first_leaf:
-            for pos in range(start[node], end[node]):
-                if not alive[pos]:
-                    continue
-                d = distance(query, tree_points, pos)
-                row = ids[pos]
-                if size < wanted:
-                    i = size
-                    size += 1
-                    while i > 0:  # sift up
-                        parent = (i - 1) // 2
-                        if _heap_greater(d, row, heap_d[parent], heap_id[parent]):
-                            heap_d[i] = heap_d[parent]
-                            heap_id[i] = heap_id[parent]
-                            heap_pos[i] = heap_pos[parent]
-                            i = parent
-                        else:
-                            break
-                    heap_d[i] = d
-                    heap_id[i] = row
-                    heap_pos[i] = pos
-                elif _heap_greater(heap_d[0], heap_id[0], d, row):
-                    i = 0
-                    while True:  # sift down from the root
-                        child = 2 * i + 1
-                        if child >= size:
-                            break
-                        if child + 1 < size and _heap_greater(
-                            heap_d[child + 1], heap_id[child + 1], heap_d[child], heap_id[child]
-                        ):
-                            child += 1
-                        if _heap_greater(heap_d[child], heap_id[child], d, row):
-                            heap_d[i] = heap_d[child]
-                            heap_id[i] = heap_id[child]
-                            heap_pos[i] = heap_pos[child]
-                            i = child
-                        else:
-                            break
-                    heap_d[i] = d
-                    heap_id[i] = row
-                    heap_pos[i] = pos
+            size = _nearest_in_leaf(query, wanted, node, tree, scratch, size)
             continue
         a = 2 * node
         b = a + 1

@@ -21,18 +21,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._jit import jit, jit_inline
+from dpfast._jit import jit, jit_inline, struct
 from dpfast._kernels.kdtree import (
     NO_ROW,
     Scratch,
-    Tree,
-    build_tree,
     distance,
     farthest,
     nearest,
     refresh_internal,
     refresh_leaf,
+    tree_over,
 )
+
+# The shell list of the farthest-record searches (see the module docstring), n rows:
+#   pos int64[n], key float64[n], points float64[n, m]: listed positions, their keys
+#       (decreasing) and values; anchor float64[m], the query the list was built from
+#   keys, buffer float64[n]: scratch of _build_shell
+Shell = struct("Shell", "pos key points anchor keys buffer", __name__)
 
 
 @jit_inline
@@ -147,38 +152,88 @@ def _build_shell(query, shell_target, tree, keys, buffer, shell_pos, shell_key, 
     return n_shell, outside
 
 
-@jit
-def _make_tree(grid_points, rows, leaf_size):
-    """:class:`~dpfast._kernels.kdtree.Tree` over ``grid_points[rows]``, all alive."""
-    n = rows.shape[0]
-    m = grid_points.shape[1]
-    subset = np.empty((n, m), dtype=np.float64)
-    for i in range(n):
-        for j in range(m):
-            subset[i, j] = grid_points[rows[i], j]
-    perm, start, end, depth = build_tree(subset, leaf_size)
-    n_nodes = start.shape[0]
-    first_leaf = 1 << depth
-    tree_points = np.empty((n, m), dtype=np.float64)
-    ids = np.empty(n, dtype=np.int64)
+@jit_inline
+def integer_sums(points):
+    """Column sums (int64[m]) of ``points`` (float64[n, m], whole numbers), exact. O(n m)."""
+    n, m = points.shape
+    sums = np.zeros(m, dtype=np.int64)
     for pos in range(n):
-        ids[pos] = rows[perm[pos]]
         for j in range(m):
-            tree_points[pos, j] = subset[perm[pos], j]
-    alive = np.ones(n, dtype=np.bool_)
-    leaf_of = np.empty(n, dtype=np.int64)
-    lo = np.empty((n_nodes, m), dtype=np.float64)
-    hi = np.empty((n_nodes, m), dtype=np.float64)
-    count = np.zeros(n_nodes, dtype=np.int64)
-    min_id = np.full(n_nodes, NO_ROW, dtype=np.int64)
-    tree = Tree(tree_points, ids, alive, leaf_of, start, end, lo, hi, count, min_id, depth)
-    for node in range(first_leaf, n_nodes):
-        for pos in range(start[node], end[node]):
-            leaf_of[pos] = node
+            sums[j] += np.int64(points[pos, j])
+    return sums
+
+
+@jit_inline
+def _alive_tree(grid_points, tree, remaining, leaf_size):
+    """Return a new tree over the ``remaining`` alive records of ``tree``, all alive.
+
+    A tree of the alive rows only is shallower and stays in cache.
+    """
+    rows = np.empty(remaining, dtype=np.int64)
+    r = 0
+    for pos in range(tree.ids.shape[0]):
+        if tree.alive[pos]:
+            rows[r] = tree.ids[pos]
+            r += 1
+    return tree_over(grid_points, rows, leaf_size, np.ones(grid_points.shape[1]))
+
+
+@jit_inline
+def _farthest_record(query, may_rebuild, shell_size, tree, scratch, shell, n_shell, outside):
+    """Position of the alive record farthest from ``query``; ties to the lowest row.
+
+    The shell list bounds every record's distance to ``query`` through its anchor. When
+    that proves nothing and ``may_rebuild`` (``query`` is the centroid), the list is
+    rebuilt around ``query``; when still unproven, the exact tree search decides, seeded
+    with the shell's answer. Returns the position and the list's new ``n_shell`` and
+    ``outside``.
+    """
+    shift = 0.0
+    for j in range(query.shape[0]):
+        t = query[j] - shell.anchor[j]
+        shift += t * t
+    center, proven = _shell_farthest(
+        query, np.sqrt(shift), shell.pos, shell.key, shell.points, n_shell, outside, tree
+    )
+    if not proven and may_rebuild:
+        n_shell, outside = _build_shell(
+            query, shell_size, tree, shell.keys, shell.buffer, shell.pos, shell.key, shell.points
+        )
+        shell.anchor[:] = query
+        center, proven = _shell_farthest(
+            query, 0.0, shell.pos, shell.key, shell.points, n_shell, outside, tree
+        )
+    if not proven:  # the tree search is exact; the shell's answer seeds it
+        center = farthest(query, tree, scratch, center)
+    return center, n_shell, outside
+
+
+@jit_inline
+def _take_cluster(center, query, k, tree, scratch, labels, sums, cluster):
+    """Form cluster ``cluster``: ``center`` and its ``k - 1`` nearest alive records.
+
+    ``query`` holds the values of ``center`` (already dead). The members are marked dead,
+    labelled and taken out of ``sums``, and the boxes above them refreshed. Returns the
+    number of members.
+    """
+    heap_pos = scratch.heap_pos
+    m = query.shape[0]
+    found = nearest(query, k - 1, tree, scratch)
+    heap_pos[found] = center
+    for i in range(found + 1):
+        pos = heap_pos[i]
+        tree.alive[pos] = False
+        labels[tree.ids[pos]] = cluster
+        for j in range(m):
+            sums[j] -= np.int64(tree.points[pos, j])
+    for i in range(found + 1):
+        node = tree.leaf_of[heap_pos[i]]
         refresh_leaf(node, tree)
-    for node in range(first_leaf - 1, 0, -1):
-        refresh_internal(node, tree)
-    return tree
+        node //= 2
+        while node >= 1:
+            refresh_internal(node, tree)
+            node //= 2
+    return found + 1
 
 
 @jit
@@ -222,13 +277,8 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
     memory O(n m).
     """
     n, m = grid_points.shape
-    tree = _make_tree(grid_points, np.arange(n), leaf_size)
-    tree_size = n
-
-    sums = np.zeros(m, dtype=np.int64)
-    for pos in range(n):
-        for j in range(m):
-            sums[j] += np.int64(tree.points[pos, j])
+    tree = tree_over(grid_points, np.arange(n), leaf_size, np.ones(m))
+    sums = integer_sums(tree.points)
     # Rebuilt trees are shallower, so the first tree's depth sizes the stack for good.
     scratch = Scratch(
         np.empty(2 * tree.depth + 4, dtype=np.int64),
@@ -237,78 +287,39 @@ def mdav_partition(grid_points, k, leaf_size, shell_size, min_rebuild):
         np.empty(k, dtype=np.int64),
         np.empty(k, dtype=np.int64),
     )
-    heap_pos = scratch.heap_pos
+    shell = Shell(
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+        np.empty((n, m), dtype=np.float64),
+        np.zeros(m, dtype=np.float64),
+        np.empty(n, dtype=np.float64),
+        np.empty(n, dtype=np.float64),
+    )
     query = np.empty(m, dtype=np.float64)
     labels = np.full(n, -1, dtype=np.int64)
-    anchor = np.empty(m, dtype=np.float64)
-    keys = np.empty(n, dtype=np.float64)
-    buffer = np.empty(n, dtype=np.float64)
-    shell_pos = np.empty(n, dtype=np.int64)
-    shell_key = np.empty(n, dtype=np.float64)
-    shell_points = np.empty((n, m), dtype=np.float64)
-    anchor[:] = 0.0
     n_shell = 0
     outside = -1.0
     remaining = n
     cluster = 0
     while remaining >= 2 * k:
-        if 2 * remaining < tree_size and remaining >= min_rebuild:
-            # Compact: a tree of the alive rows only is shallower and stays in cache.
-            rows = np.empty(remaining, dtype=np.int64)
-            r = 0
-            for pos in range(tree_size):
-                if tree.alive[pos]:
-                    rows[r] = tree.ids[pos]
-                    r += 1
-            tree = _make_tree(grid_points, rows, leaf_size)
-            tree_size = remaining
+        if 2 * remaining < tree.ids.shape[0] and remaining >= min_rebuild:
+            tree = _alive_tree(grid_points, tree, remaining, leaf_size)
             n_shell = 0
         for j in range(m):
             query[j] = np.float64(sums[j]) / remaining
         n_rounds = 2 if remaining >= 3 * k else 1
         for round_ in range(n_rounds):
-            # query holds the centroid (round 0) or x_r (round 1); the shell list bounds
-            # every record's distance to it through the anchor.
-            shift = 0.0
-            for j in range(m):
-                t = query[j] - anchor[j]
-                shift += t * t
-            center, proven = _shell_farthest(
-                query, np.sqrt(shift), shell_pos, shell_key, shell_points, n_shell, outside, tree
+            # query holds the centroid (round 0), then x_r (round 1)
+            center, n_shell, outside = _farthest_record(
+                query, round_ == 0, shell_size, tree, scratch, shell, n_shell, outside
             )
-            if not proven and round_ == 0:
-                n_shell, outside = _build_shell(
-                    query, shell_size, tree, keys, buffer, shell_pos, shell_key, shell_points
-                )
-                anchor[:] = query
-                center, proven = _shell_farthest(
-                    query, 0.0, shell_pos, shell_key, shell_points, n_shell, outside, tree
-                )
-            if not proven:  # the tree search is exact; the shell's answer seeds it
-                center = farthest(query, tree, scratch, center)
             tree.alive[center] = False
             for j in range(m):
                 query[j] = tree.points[center, j]
-            found = nearest(query, k - 1, tree, scratch)
-            heap_pos[found] = center
-            for i in range(found + 1):
-                pos = heap_pos[i]
-                tree.alive[pos] = False
-                labels[tree.ids[pos]] = cluster
-                for j in range(m):
-                    sums[j] -= np.int64(tree.points[pos, j])
-            for i in range(found + 1):
-                node = tree.leaf_of[heap_pos[i]]
-                refresh_leaf(node, tree)
-                node //= 2
-                while node >= 1:
-                    refresh_internal(node, tree)
-                    node //= 2
-            remaining -= found + 1
+            remaining -= _take_cluster(center, query, k, tree, scratch, labels, sums, cluster)
             cluster += 1
-            # query now holds x_r: the second round looks for the row farthest from it
     if remaining > 0:
-        for pos in range(tree_size):
+        for pos in range(tree.ids.shape[0]):
             if tree.alive[pos]:
                 labels[tree.ids[pos]] = cluster
         cluster += 1

@@ -80,6 +80,100 @@ def _two_diff(a, b):
 
 
 @jit
+def _largest_gap(starts, k, n_starts):
+    """``G``: the largest bucket distance ``c - a`` of a pair of ranks ``(i, i + k)``.
+
+    ``i`` runs over ``0 .. n_starts - 1``; the last start of each bucket has its bucket's
+    largest partner bucket. O(B).
+    """
+    n_buckets = starts.shape[0] - 1
+    gap = 0
+    c = 0  # bucket of rank `last + k`, which only grows with a
+    for a in range(n_buckets):
+        if starts[a + 1] > starts[a] and starts[a] < n_starts:
+            last = min(starts[a + 1], n_starts) - 1
+            while starts[c + 1] <= last + k:
+                c += 1
+            gap = max(gap, c - a)
+    return gap
+
+
+@jit
+def _mark_pairs(starts, k, n_starts, threshold, needed):
+    """Mark in ``needed`` both buckets of every pair whose bucket distance is ``>= threshold``.
+
+    ``threshold >= 1``. Pairs starting in bucket ``a`` have ranks ``i`` in ``[i_lo, i_hi)``,
+    with partners in buckets ``c_lo .. c_hi``. O(B).
+    """
+    n_buckets = starts.shape[0] - 1
+    c_lo = 0  # buckets of ranks i_lo + k and i_hi - 1 + k, both non-decreasing in a
+    c_hi = 0
+    for a in range(n_buckets - threshold):
+        i_lo = max(starts[a], starts[a + threshold] - k)
+        i_hi = min(starts[a + 1], n_starts)
+        if i_lo < i_hi:
+            needed[a] = True
+            while starts[c_lo + 1] <= i_lo + k:
+                c_lo += 1
+            c_hi = max(c_hi, c_lo)
+            while starts[c_hi + 1] <= i_hi - 1 + k:
+                c_hi += 1
+            needed[c_lo : c_hi + 1] = True
+
+
+@jit
+def _gather_sorted(x, lo, scale, starts, needed):
+    """float64[n]: the values of the ``needed`` buckets at their ranks (others unset)."""
+    n = x.shape[0]
+    n_buckets = starts.shape[0] - 1
+    top = n_buckets - 1
+    out = np.empty(n, dtype=np.float64)
+    fill = starts[:n_buckets].copy()
+    for i in range(n):
+        v = x[i]
+        b = min(np.int64((v - lo) * scale), top)
+        if needed[b]:
+            out[fill[b]] = v
+            fill[b] += 1
+    for b in range(n_buckets):
+        if needed[b] and starts[b + 1] - starts[b] > 1:
+            _sort_slice(out, starts[b], starts[b + 1])
+    return out
+
+
+@jit
+def _widest_pair(out, starts, k, n_starts, threshold, full, lo):
+    """``(out[i], out[i + k])`` of greatest exact difference among the candidate pairs.
+
+    Candidates: every pair when ``full``, else those starting in a bucket ``a`` whose
+    partner may lie ``threshold`` buckets on; ties to the lowest ``i``. ``(lo, lo)`` when
+    there is none.
+    """
+    n_buckets = starts.shape[0] - 1
+    best_d = -1.0
+    best_e = 0.0
+    best_lo = lo
+    best_hi = lo
+    for a in range(n_buckets):
+        if full:
+            i_lo = starts[a]
+            i_hi = min(starts[a + 1], n_starts)
+        elif a < n_buckets - threshold:
+            i_lo = max(starts[a], starts[a + threshold] - k)
+            i_hi = min(starts[a + 1], n_starts)
+        else:
+            break
+        for i in range(i_lo, i_hi):
+            d, e = _two_diff(out[i + k], out[i])
+            if d > best_d or (d == best_d and e > best_e):
+                best_d = d
+                best_e = e
+                best_lo = out[i]
+                best_hi = out[i + k]
+    return best_lo, best_hi
+
+
+@jit
 def knoise_extremes(x, k, n_buckets):
     """Return the order statistics that define k-noise's ``D_k`` (docs/design.md#k-noise).
 
@@ -93,73 +187,22 @@ def knoise_extremes(x, k, n_buckets):
     n = x.shape[0]
     lo, hi = min_max(x)
     scale = n_buckets / (hi - lo)
-    top = n_buckets - 1
     starts = bucket_counts(x, lo, scale, n_buckets)
     n_starts = n - k  # inner pairs (i, i + k), i = 0 .. n - k - 1 (0-based)
     needed = np.zeros(n_buckets, dtype=np.bool_)
     needed[np.searchsorted(starts, k - 1, side="right") - 1] = True
     needed[np.searchsorted(starts, n - k, side="right") - 1] = True
-    # G: the largest bucket distance of a pair; the last start of each bucket has its
-    # bucket's largest partner bucket.
-    gap = 0
-    c = 0  # bucket of rank `last + k`, which only grows with a
-    for a in range(n_buckets):
-        if starts[a + 1] > starts[a] and starts[a] < n_starts:
-            last = min(starts[a + 1], n_starts) - 1
-            while starts[c + 1] <= last + k:
-                c += 1
-            gap = max(gap, c - a)
-    threshold = gap - 2
+    threshold = _largest_gap(starts, k, n_starts) - 2
     full = threshold <= 0 and n_starts > 0
     if full:
         needed[:] = True
     elif n_starts > 0:
-        c_lo = 0  # buckets of ranks i_lo + k and i_hi - 1 + k, both non-decreasing in a
-        c_hi = 0
-        for a in range(n_buckets - threshold):
-            i_lo = max(starts[a], starts[a + threshold] - k)
-            i_hi = min(starts[a + 1], n_starts)
-            if i_lo < i_hi:
-                needed[a] = True
-                while starts[c_lo + 1] <= i_lo + k:
-                    c_lo += 1
-                c_hi = max(c_hi, c_lo)
-                while starts[c_hi + 1] <= i_hi - 1 + k:
-                    c_hi += 1
-                needed[c_lo : c_hi + 1] = True
-    # Gather the needed buckets at their ranks, then sort each.
-    out = np.empty(n, dtype=np.float64)
-    fill = starts[:n_buckets].copy()
-    for i in range(n):
-        v = x[i]
-        b = min(np.int64((v - lo) * scale), top)
-        if needed[b]:
-            out[fill[b]] = v
-            fill[b] += 1
-    for b in range(n_buckets):
-        if needed[b] and starts[b + 1] - starts[b] > 1:
-            _sort_slice(out, starts[b], starts[b + 1])
-    best_d = -1.0
-    best_e = 0.0
+        _mark_pairs(starts, k, n_starts, threshold, needed)
+    out = _gather_sorted(x, lo, scale, starts, needed)
     best_lo = lo
     best_hi = lo
     if n_starts > 0:
-        for a in range(n_buckets):
-            if full:
-                i_lo = starts[a]
-                i_hi = min(starts[a + 1], n_starts)
-            elif a < n_buckets - threshold:
-                i_lo = max(starts[a], starts[a + threshold] - k)
-                i_hi = min(starts[a + 1], n_starts)
-            else:
-                break
-            for i in range(i_lo, i_hi):
-                d, e = _two_diff(out[i + k], out[i])
-                if d > best_d or (d == best_d and e > best_e):
-                    best_d = d
-                    best_e = e
-                    best_lo = out[i]
-                    best_hi = out[i + k]
+        best_lo, best_hi = _widest_pair(out, starts, k, n_starts, threshold, full, lo)
     return lo, out[k - 1], out[n - k], hi, best_lo, best_hi, n_starts > 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
+from dpfast._kernels.mdav import integer_sums
 
 
 @jit_inline
@@ -89,6 +90,85 @@ def _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row):
     return size
 
 
+@jit_inline
+def _code_counts(codes, width):
+    """Count of each code (int64[c, width]) per categorical attribute. O(n c)."""
+    n, c = codes.shape
+    counts = np.zeros((c, width), dtype=np.int64)
+    for i in range(n):
+        for j in range(c):
+            counts[j, codes[i, j]] += 1
+    return counts
+
+
+@jit_inline
+def _centre(sums, n_rows, counts, distance, domain_sizes, means, centre_codes):
+    """Write the centroid of the ``n_rows`` remaining rows into ``means`` and ``centre_codes``.
+
+    Numeric attributes: ``float(S_j) / n_rows``; categorical: the code of least
+    ``sum_b counts[j, b] * distance[j, code, b]``, ties to the lowest code.
+    """
+    for j in range(means.shape[0]):
+        means[j] = np.float64(sums[j]) / n_rows
+    for j in range(centre_codes.shape[0]):
+        best = np.inf
+        for candidate in range(domain_sizes[j]):
+            s = 0.0
+            for b in range(domain_sizes[j]):
+                s += counts[j, b] * distance[j, candidate, b]
+            if s < best:
+                best = s
+                centre_codes[j] = candidate
+
+
+@jit_inline
+def _farthest_from_centre(points, codes, table, rows, n_rows, means, centre_codes):
+    """Return the row of ``rows[:n_rows]`` farthest from the centroid; ties to the first."""
+    center = rows[0]
+    best = -1.0
+    for r in range(n_rows):
+        d = _to_centre(points, codes, table, rows[r], means, centre_codes)
+        if d > best:
+            best = d
+            center = rows[r]
+    return center
+
+
+@jit_inline
+def _farthest_from_row(points, codes, table, rows, n_rows, x_r):
+    """Return the row of ``rows[:n_rows]`` farthest from row ``x_r``; ties to the first."""
+    center = rows[0]
+    best = -1.0
+    for r in range(n_rows):
+        d = _to_row(points, codes, table, rows[r], x_r)
+        if d > best:
+            best = d
+            center = rows[r]
+    return center
+
+
+@jit_inline
+def _remove_cluster(points, codes, members, size, cluster, labels, sums, counts, rows, n_rows):
+    """Label ``members[:size]`` with ``cluster`` and take them out of the running state.
+
+    Updates ``sums`` and ``counts`` and drops the members from ``rows[:n_rows]``, keeping
+    the order of the others. Returns the new ``n_rows``.
+    """
+    for i in range(size):
+        row = members[i]
+        labels[row] = cluster
+        for j in range(points.shape[1]):
+            sums[j] -= np.int64(points[row, j])
+        for j in range(codes.shape[1]):
+            counts[j, codes[row, j]] -= 1
+    kept = 0
+    for r in range(n_rows):
+        if labels[rows[r]] < 0:
+            rows[kept] = rows[r]
+            kept += 1
+    return kept
+
+
 @jit
 def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):
     """MDAV-generic clusters of mixed records, in formation order (docs/design.md#mdav-generic).
@@ -130,64 +210,24 @@ def mixed_mdav_partition(points, codes, table, distance, domain_sizes, k):
     labels = np.full(n, -1, dtype=np.int64)
     rows = np.arange(n)
     n_rows = n
-    sums = np.zeros(m, dtype=np.int64)
-    for i in range(n):
-        for j in range(m):
-            sums[j] += np.int64(points[i, j])
-    width = max(table.shape[1], 1)
-    counts = np.zeros((c, width), dtype=np.int64)
-    for i in range(n):
-        for j in range(c):
-            counts[j, codes[i, j]] += 1
+    sums = integer_sums(points)
+    counts = _code_counts(codes, max(table.shape[1], 1))
     means = np.empty(m, dtype=np.float64)
     centre_codes = np.zeros(c, dtype=np.int64)
     heap_d = np.empty(k, dtype=np.float64)
     heap_row = np.empty(k, dtype=np.int64)
     cluster = 0
     while n_rows >= 2 * k:
-        for j in range(m):
-            means[j] = np.float64(sums[j]) / n_rows
-        for j in range(c):
-            best = np.inf
-            for candidate in range(domain_sizes[j]):
-                s = 0.0
-                for b in range(domain_sizes[j]):
-                    s += counts[j, b] * distance[j, candidate, b]
-                if s < best:
-                    best = s
-                    centre_codes[j] = candidate
-        center = rows[0]
-        best = -1.0
-        for r in range(n_rows):
-            d = _to_centre(points, codes, table, rows[r], means, centre_codes)
-            if d > best:
-                best = d
-                center = rows[r]
+        _centre(sums, n_rows, counts, distance, domain_sizes, means, centre_codes)
+        center = _farthest_from_centre(points, codes, table, rows, n_rows, means, centre_codes)
         n_rounds = 2 if n_rows >= 3 * k else 1
         for round_ in range(n_rounds):
             if round_ == 1:  # x_s: the remaining row farthest from x_r
-                x_r = center
-                center = rows[0]
-                best = -1.0
-                for r in range(n_rows):
-                    d = _to_row(points, codes, table, rows[r], x_r)
-                    if d > best:
-                        best = d
-                        center = rows[r]
+                center = _farthest_from_row(points, codes, table, rows, n_rows, center)
             size = _nearest(points, codes, table, rows, n_rows, center, k, heap_d, heap_row)
-            for i in range(size):
-                row = heap_row[i]
-                labels[row] = cluster
-                for j in range(m):
-                    sums[j] -= np.int64(points[row, j])
-                for j in range(c):
-                    counts[j, codes[row, j]] -= 1
-            kept = 0
-            for r in range(n_rows):
-                if labels[rows[r]] < 0:
-                    rows[kept] = rows[r]
-                    kept += 1
-            n_rows = kept
+            n_rows = _remove_cluster(
+                points, codes, heap_row, size, cluster, labels, sums, counts, rows, n_rows
+            )
             cluster += 1
     for r in range(n_rows):
         labels[rows[r]] = cluster

@@ -4,107 +4,120 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
-    all_finite,
-    as_numeric_column,
+    check_bounds,
     check_columns,
-    in_cli,
-    is_integer_column,
-    option,
 )
-from dpfast.io import TableData
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 
-@dataclass(frozen=True)
-class NumericColumn:
-    """A protected numeric column as float64 values (never written), and its dtype."""
+class TableView(Protocol):
+    """What a method's argument checks read of a table: an engine, or a public table.
 
-    name: Hashable
-    values: np.ndarray
-    integer: bool
-    dtype: np.dtype[Any]
+    (:class:`~dpfast._release.forecast.PublicTable`: the row count and the names only.)
+    """
 
-    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
-        """Give an integer column its dtype back (values are already rounded and in bounds)."""
-        return released.astype(self.dtype) if self.integer else released
+    @property
+    def n_rows(self) -> int: ...
 
+    @property
+    def names(self) -> list[Hashable]: ...
 
-@dataclass(frozen=True)
-class CategoricalColumn:
-    """A protected categorical column as int64 codes of its taxonomy's leaves."""
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]: ...
 
-    name: Hashable
-    codes: np.ndarray
-    taxonomy: Taxonomy
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]: ...
 
-
-def numeric_columns(table: TableData, columns: Any) -> list[NumericColumn]:
-    """Return the selected columns as validated :class:`NumericColumn` (no NaN or inf)."""
-    selected = check_columns(columns, table.names)
-    finite = table.kind == "numpy" and all_finite(table.source)
-    result = []
-    for name in selected:
-        raw = table.column(name)
-        values = as_numeric_column(raw, name, known_finite=finite)
-        result.append(NumericColumn(name, values, is_integer_column(raw), raw.dtype))
-    return result
+    def value_range(self, column: NumericColumn) -> tuple[float, float]: ...
 
 
 def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
     if taxonomies is None:
         return {}
     if not isinstance(taxonomies, Mapping):
-        raise TypeError(
+        raise DPFastTypeError(
             f"taxonomies must be a mapping {{column: Taxonomy}}, got {type(taxonomies).__name__}"
         )
     return {name: as_taxonomy(taxonomy, name) for name, taxonomy in taxonomies.items()}
 
 
-def _check_numeric_dtype(table: TableData, name: Hashable) -> None:
-    raw = table.column(name)
-    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
-        raise not_numeric_error(name, raw.dtype)
+def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hashable, Taxonomy]:
+    """Return the protected categorical columns' taxonomies, each checked.
 
-
-def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
-    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
-    where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
-    return TypeError(
-        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
-        f"{where} to protect it as a categorical column, or leave it out of "
-        f"{option('columns')}"
-    )
-
-
-def split_columns(
-    table: TableData, columns: Any, taxonomies: Any
-) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
-    """Protected numeric columns, and categorical columns (those with a taxonomy)."""
+    Every column ``taxonomies`` names must be protected (in ``selected``).
+    """
     checked = _check_taxonomies(taxonomies)
-    selected = check_columns(columns, table.names)
     stray = [name for name in checked if name not in selected]
     if stray:
-        raise ValueError(
+        raise DPFastValueError(
             f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {selected}: add them to columns or drop their taxonomies"
+            f"columns are {list(selected)}: add them to columns or drop their taxonomies"
         )
-    categorical = []
-    for name in selected:
-        if name in checked:
-            codes, categories = table.category_codes(name)
-            codes = checked[name].encode_categories(codes, categories, column=name)
-            categorical.append(CategoricalColumn(name, codes, checked[name]))
-    numeric = [name for name in selected if name not in checked]
-    for name in numeric:
-        _check_numeric_dtype(table, name)
-    return (numeric_columns(table, numeric) if numeric else []), categorical
+    return dict(checked)
+
+
+def protected_columns(
+    engine: TableView, columns: Any, taxonomies: Any
+) -> tuple[list[NumericColumn], list[CategoricalColumn]]:
+    """Return the protected columns on ``engine``: numeric, and categorical (with a taxonomy).
+
+    ``columns`` selects them (default all); every column ``taxonomies`` names must be
+    selected. Each engine checks them as :meth:`~dpfast.engines.base.Engine.numeric_columns`
+    and :meth:`~dpfast.engines.base.Engine.categorical_columns` say, the categorical
+    ones first.
+    """
+    selected = check_columns(columns, engine.names)
+    checked = check_taxonomies(taxonomies, selected)
+    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
+    numeric = engine.numeric_columns([n for n in selected if n not in checked])
+    return numeric, categorical
+
+
+def column_domains(
+    engine: TableView, numeric: Sequence[NumericColumn], bounds: Any
+) -> tuple[dict[Hashable, tuple[float, float]], bool]:
+    """Return each protected numeric column's public domain, and whether the data gave it.
+
+    ``bounds="data"`` derives them from the engine's values (not private; it warns).
+    Without numeric columns ``bounds`` may be omitted.
+    """
+    if not numeric and bounds is None:
+        return {}, False
+    by_name = {c.name: c for c in numeric}
+    return check_bounds(bounds, list(by_name), lambda name: engine.value_range(by_name[name]))
+
+
+def fit_domains(
+    numeric: Sequence[NumericColumn], domains: Mapping[Hashable, tuple[float, float]]
+) -> tuple[list[NumericColumn], list[str]]:
+    """Return the columns, each released in a type that holds its public domain, and notes.
+
+    A column whose type cannot hold its bounds widens (:meth:`NumericColumn.within`); the
+    report notes each one (its type and bounds are public).
+    """
+    fitted, notes = [], []
+    for column in numeric:
+        wide = column.within(*domains[column.name])
+        note = widened_note(column, wide)
+        if note is not None:
+            notes.append(note)
+        fitted.append(wide)
+    return fitted, notes
 
 
 def column_names(
@@ -112,19 +125,6 @@ def column_names(
 ) -> list[Hashable]:
     """Return the protected columns' names, numeric first."""
     return [c.name for c in numeric] + [c.name for c in categorical]
-
-
-def partition_inputs(
-    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
-) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
-    """Numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies."""
-    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
-    codes = (
-        np.column_stack([c.codes for c in categorical])
-        if categorical
-        else np.zeros((n_records, 0), dtype=np.int64)
-    )
-    return matrix, codes, [c.taxonomy for c in categorical]
 
 
 def taxonomy_parameters(categorical: Sequence[CategoricalColumn]) -> dict[str, Any]:
@@ -141,16 +141,36 @@ def value_range(values: np.ndarray, name: Hashable) -> tuple[float, float]:
     return check_width(float(lo), float(hi), values.shape[0], name)
 
 
+def numeric_ranges(
+    engine: Engine, columns: Any
+) -> tuple[list[NumericColumn], list[tuple[float, float]]]:
+    """Return the numeric columns ``columns`` protects (default all), and their ranges.
+
+    Each range is the column's ``(min, max)`` (:meth:`Engine.value_range`). Every
+    column's type is checked first, then every column's values (an engine that reads in
+    passes checks them in its pass), then the widths (:func:`check_width`): every engine
+    refuses the same column first.
+    """
+    selected = check_columns(columns, engine.names)
+    protected = engine.numeric_columns(selected, categorical=False)
+    ranges = [engine.value_range(column) for column in protected]
+    checked = [
+        check_width(lo, hi, engine.n_rows, column.name)
+        for column, (lo, hi) in zip(protected, ranges, strict=True)
+    ]
+    return protected, checked
+
+
 def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, float]:
     """Return ``(lo, hi)``, the range of ``n`` values; refuse a width float64 cannot divide by."""
     width = float(hi) - float(lo)
     if not math.isfinite(width):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
             "column first"
         )
     if width > 0 and not math.isfinite(n / width):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r}: its values differ by less than float64 can divide "
             f"(range {width!r}); rescale the column first"
         )

@@ -21,14 +21,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from dpfast._release.dispatch import interrupt_in
 from dpfast._version import __version__
 from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, _schema_command
-from dpfast.cli._common import ProgressLine as ProgressLine
-from dpfast.cli._common import _Parser, _UsageError, writing
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
-from dpfast.exceptions import EpsilonRangeError
+from dpfast.cli._evaluate_command import EVALUATE
+from dpfast.cli._parsing import Parser, UsageError, measuring_risk, releasing
+from dpfast.cli._progress import ProgressLine as ProgressLine
+from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
 __all__ = ["main"]
 
@@ -42,6 +42,8 @@ examples:
   dpfast schema init people.csv -o people.schema.json    a schema to fill in
   dpfast compare people.csv released.csv --schema people.schema.json -o report.html
                                    a PRIVATE page: original against release
+  dpfast evaluate people.csv a.csv b.csv --schema people.schema.json -o evaluation.html
+                                   PRIVATE: utility and disclosure risk, a risk-utility map
 
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
@@ -64,7 +66,7 @@ _GROUPS = (
     ),
     (
         "budget",
-        "a dataset's persistent privacy budget (dpfast budget init / show)",
+        "a dataset's persistent privacy budget (dpfast budget init / show / clear)",
         "Budget files: the total epsilon allowed for a dataset, and every spend.",
         _budget_command.COMMANDS,
     ),
@@ -75,6 +77,9 @@ examples:
   dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json
   dpfast release laplace people.parquet -o noisy.parquet --epsilon 1 --schema s.json
   dpfast release individual-ranking people.csv -o grouped.csv --k 3 --columns age,income
+  dpfast release ir-dp people.csv -o released.csv --k 25 --epsilon 1 --schema s.json --dry-run
+                                    the forecast only: each column's noise and the share of
+                                    values on a bound; spends nothing, writes nothing
   dpfast release METHOD --help      every option of METHOD, with examples
 """
 
@@ -86,7 +91,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dpfast`` argument parser."""
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(
+    parser = Parser(
         prog="dpfast",
         description="Differentially private release of tabular microdata.",
         epilog=_MAIN_EXAMPLES,
@@ -106,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="method", metavar="METHOD", required=True, title="methods"
     )
     for command in RELEASE_COMMANDS:
-        writing(command).add_to(methods, formatter)
+        releasing(measuring_risk(command)).add_to(methods, formatter)
     for name, help_text, description, group in _GROUPS:
         parser_of_group = commands.add_parser(
             name, help=help_text, description=description, formatter_class=formatter
@@ -117,8 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         for command in group:
             command.add_to(members, formatter)
     # _demo is looked up here, at call time, so that tests can monkeypatch dpfast.cli._demo
-    writing(dataclasses.replace(DEMO, handler=_demo)).add_to(commands, formatter)
+    dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     COMPARE.add_to(commands, formatter)
+    EVALUATE.add_to(commands, formatter)
     return parser
 
 
@@ -172,13 +178,10 @@ def _sigterm_raises() -> Iterator[None]:
 def _handle(args: argparse.Namespace) -> int:
     """Run a command: texts name the CLI's flags, and warnings print as one line each."""
     from dpfast._release import cli_spelling
-    from dpfast.cli._common import refuse_dataset_input
 
     with warnings.catch_warnings(), cli_spelling():
         warnings.simplefilter("always")
         warnings.showwarning = _show_warning
-        if args.command == "release":
-            refuse_dataset_input(args)
         return int(args.handler(args))
 
 
@@ -222,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         return _error(str(exc))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

@@ -8,15 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import (
-    _FORMATS_HELP,
+from dpfast.cli._outputs import report_paths
+from dpfast.cli._parsing import (
+    FORMATS_HELP,
     Command,
-    _column_list,
-    _delimiter,
-    _note,
-    _quiet_argument,
-    report_paths,
+    column_list,
+    delimiter,
+    integer,
+    quiet_argument,
 )
+from dpfast.cli._progress import note
+from dpfast.exceptions import DPFastValueError
 
 _COMPARE_EXAMPLES = """\
 examples:
@@ -26,19 +28,20 @@ examples:
   dpfast compare people.csv noisy.csv --schema s.json -o report.html --linked
       (laplace --unprotected keep: row i of the release is row i of the original)
 
-The page is PRIVATE: it is computed from the original data. It holds per-column plots
+The page is PRIVATE: it is computed from the original data, and written readable by its
+owner only (mode 0600, whatever the umask). It holds per-column plots
 (histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
 divergence, variance variation, summaries), the noise scale of each column against its
-public domain, and the clamping counts. It reads RELEASED.public-report.json and
+public domain, the clamping counts, and the disclosure risk: record linkage and interval
+disclosure with --linked (or from the private report of a release made with --risk), and
+the uniqueness of --quasi-identifiers in both tables. It reads RELEASED.public-report.json and
 RELEASED.private-report.json when they exist (--public-report, --private-report to point
 elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
 """
 
 
 def _compare_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "original", metavar="ORIGINAL", help=f"the original table ({_FORMATS_HELP})"
-    )
+    parser.add_argument("original", metavar="ORIGINAL", help=f"the original table ({FORMATS_HELP})")
     parser.add_argument(
         "released", metavar="RELEASED", help="the released table, as a dpfast release wrote it"
     )
@@ -60,7 +63,7 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--columns",
-        type=_column_list,
+        type=column_list,
         help="compare only these schema columns (comma-separated, or a JSON list); default: "
         "every column the schema protects that RELEASED has",
     )
@@ -71,31 +74,57 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--unprotected keep): add the record-linked relative error. Default: only "
         "order-free metrics, since releases shuffle their rows",
     )
+    shared_arguments(parser, "RELEASED")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+
+
+def shared_arguments(parser: argparse.ArgumentParser, released: str) -> None:
+    """Add the options compare and evaluate share: uniqueness, CSV reading, ``--quiet``."""
+    parser.add_argument(
+        "--quasi-identifiers",
+        type=column_list,
+        help="columns an intruder could know (age,sex,zip): their uniqueness in ORIGINAL "
+        f"and in {released}; needs --k",
+    )
+    parser.add_argument(
+        "--k", type=integer, help="the class size the uniqueness checks (records below it)"
+    )
     parser.add_argument(
         "--delimiter",
         metavar="CHAR",
-        type=_delimiter,
+        type=delimiter,
         help="field separator of CSV or TSV inputs ('tab' for a tab)",
     )
     parser.add_argument(
         "--encoding", metavar="NAME", help="text encoding of CSV or TSV inputs (default utf-8)"
     )
-    _quiet_argument(parser)
-    parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+    quiet_argument(parser)
 
 
-def _check_output(args: argparse.Namespace) -> None:
+def check_output(args: argparse.Namespace, inputs: tuple[str, ...]) -> None:
+    """Refuse ``-o`` that is a directory, an input, or exists without ``--force``.
+
+    Also refuse ``--quasi-identifiers`` without a class size ``--k >= 1``.
+    """
     out = Path(args.output)
     if out.is_dir():
-        raise ValueError(f"-o {args.output!r} is a directory; give a file name such as report.html")
-    for given in (args.original, args.released, args.schema):
+        raise DPFastValueError(
+            f"-o {args.output!r} is a directory; give a file name such as report.html"
+        )
+    for given in inputs:
         if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
-            raise ValueError(f"-o {args.output!r} would overwrite an input; choose another path")
+            raise DPFastValueError(
+                f"-o {args.output!r} would overwrite an input; choose another path"
+            )
     if out.exists() and not args.force:
-        raise ValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+        raise DPFastValueError(f"{args.output!r} already exists; pass --force to overwrite it")
+    if args.quasi_identifiers is not None and args.k is None:
+        raise DPFastValueError("--quasi-identifiers needs --k, the class size to check")
+    if args.k is not None and args.k < 1:
+        raise DPFastValueError(f"--k must be >= 1, got {args.k}")
 
 
-def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
+def read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None, str]:
     """Return a report (None if the default path does not exist) and the path looked at."""
     path = default if given is None else given
     if given is None and not os.path.exists(path):
@@ -104,13 +133,13 @@ def _read_report(given: str | None, default: str) -> tuple[dict[str, Any] | None
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
     except FileNotFoundError:
-        raise ValueError(f"report {path!r} does not exist; check the path") from None
+        raise DPFastValueError(f"report {path!r} does not exist; check the path") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"report {path!r} is not valid JSON ({exc.msg}, line {exc.lineno})"
         ) from None
     if not isinstance(report, dict):
-        raise ValueError(f"report {path!r} is not a dpfast report (a JSON object)")
+        raise DPFastValueError(f"report {path!r} is not a dpfast report (a JSON object)")
     return report, path
 
 
@@ -127,22 +156,22 @@ def _read(path: str, args: argparse.Namespace) -> Any:
 
 def _compare(args: argparse.Namespace) -> int:
     from dpfast import compare
-    from dpfast.io import write_text_atomic
+    from dpfast._private_files import write_private_text
     from dpfast.schema import Schema
 
-    _check_output(args)
+    check_output(args, (args.original, args.released, args.schema))
     public_default, private_default = report_paths(args.released)
-    public, public_path = _read_report(args.public_report, public_default)
-    private, private_path = _read_report(args.private_report, private_default)
+    public, public_path = read_report(args.public_report, public_default)
+    private, private_path = read_report(args.private_report, private_default)
     if public is not None and public.get("method") == "diffgen":
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
     try:
         compare.require_matplotlib()
     except ImportError:
-        raise ValueError(
+        raise DPFastValueError(
             f"dpfast compare draws its plots with matplotlib, which is not installed; "
             f"install it with: {compare.INSTALL_HINT}"
         ) from None
@@ -155,6 +184,8 @@ def _compare(args: argparse.Namespace) -> int:
         public_report=public,
         private_report=private,
         linked=args.linked,
+        quasi_identifiers=args.quasi_identifiers,
+        k=args.k,
         sources={
             "original": args.original,
             "released": args.released,
@@ -162,11 +193,11 @@ def _compare(args: argparse.Namespace) -> int:
             "private report": private_path,
         },
     )
-    write_text_atomic(page, args.output)
+    write_private_text(page, args.output)  # for the data holder only: 0600
     missing = [
         name for name, report in (("public", public), ("private", private)) if report is None
     ]
-    _note(
+    note(
         args,
         f"wrote {args.output} (PRIVATE: computed from the original data; do not publish)"
         + (f"; {' and '.join(missing)} report not found, its sections say so" if missing else ""),

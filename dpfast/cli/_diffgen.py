@@ -6,25 +6,19 @@ import argparse
 from collections.abc import Hashable
 from typing import Any
 
-from dpfast.cli._common import (
+from dpfast.cli._parsing import (
     Command,
-    _budget_argument,
-    _check_paths,
-    _column_list,
-    _delayed_progress,
-    _finish,
-    _integer,
-    _io_arguments,
-    _mark_from_data,
-    _note,
-    _number,
-    _quiet_argument,
-    _read_input,
-    _spending,
-    _summary,
-    write_reports,
+    budget_argument,
+    column_list,
+    engine_arguments,
+    integer,
+    io_arguments,
+    memory_argument,
+    number,
+    quiet_argument,
 )
-from dpfast.cli._numeric import _engine_arguments, _memory_argument
+from dpfast.cli._runner import Method, release
+from dpfast.exceptions import DPFastValueError
 
 _DIFFGEN_EXAMPLES = """\
 examples:
@@ -48,10 +42,10 @@ same release; docs/engines.md).
 
 
 def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
+    io_arguments(parser)
     parser.add_argument("--target", required=True, help="the class column")
-    parser.add_argument("--steps", type=_integer, required=True, help="specialisations (>= 0)")
-    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    parser.add_argument("--steps", type=integer, required=True, help="specialisations (>= 0)")
+    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
     parser.add_argument(
         "--schema", required=True, help="schema JSON: numeric bounds and categorical taxonomies"
     )
@@ -63,7 +57,7 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--classes",
-        type=_column_list,
+        type=column_list,
         help="comma-separated public class values (else the target's taxonomy)",
     )
     parser.add_argument(
@@ -71,34 +65,27 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write the counts expanded into records instead of the table",
     )
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _budget_argument(parser)
-    _quiet_argument(parser)
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    memory_argument(parser)
+    engine_arguments(parser)
+    budget_argument(parser)
+    quiet_argument(parser)
 
 
 def _release_diffgen(args: argparse.Namespace) -> int:
-    from types import SimpleNamespace
-
-    from dpfast.cli._engine import check_engine_options, wants_engine
     from dpfast.methods.diffgen import diffgen
-    from dpfast.schema import Schema
 
-    check_engine_options(args, "diffgen")
-    if wants_engine(args):
-        return _release_diffgen_out_of_core(args)
-    _check_paths(args)
-    with _spending(args, "diffgen"):
-        table = _read_input(args)
-        schema = Schema.from_json(args.schema)
-        table = schema.check_table(table)
-        release = diffgen(table, **_diffgen_options(args, schema))
-        data = release.microdata() if args.microdata else release.counts
-        for note in release.report.notes:
-            _note(args, note)
-        report = _mark_from_data(release.report, schema, args)
-        return _finish(args, SimpleNamespace(data=data, report=report, private=release.private))
+    method = Method(
+        "diffgen",
+        diffgen,
+        _diffgen_options,
+        spends=True,
+        schema_check=False,  # its own checks (_diffgen_options)
+        written=lambda made, args: made.microdata() if args.microdata else made.counts,
+        options=lambda args: {"microdata": args.microdata},
+        show_notes=True,
+    )
+    return release(args, method)
 
 
 def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
@@ -106,7 +93,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     from dpfast.taxonomy import as_taxonomy
 
     if args.target not in schema:
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: the target {args.target!r} is not declared; add it as a "
             '"categorical" column (with a "taxonomy" listing its public values, or pass '
             "--classes)"
@@ -115,7 +102,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         c for c in schema.protected_categorical() if schema[c].taxonomy is None and c != args.target
     ]
     if no_taxonomy:
-        raise ValueError(
+        raise DPFastValueError(
             f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
             f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
             '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
@@ -126,7 +113,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         if hierarchy is not None:
             taxonomies[column] = as_taxonomy(hierarchy, column)
     if args.target not in taxonomies and args.classes is None:
-        raise ValueError(
+        raise DPFastValueError(
             'the class values must be public: give the target a "taxonomy" in the schema '
             "or pass --classes with its values"
         )
@@ -143,57 +130,6 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         "classes": args.classes,
         "seed": args.seed,
     }
-
-
-def _release_diffgen_out_of_core(args: argparse.Namespace) -> int:
-    """Release a Parquet file or dataset out of core (``--memory-limit``, a directory, a glob)."""
-    from dpfast.cli._engine import DEFAULT_MEMORY, _check_engine_paths, _is_text
-    from dpfast.engines import parse_memory
-
-    _check_engine_paths(args)
-    if _is_text(args.output):
-        raise ValueError(
-            f"out of core writes Parquet, but {args.output!r} is text; name OUTPUT .parquet "
-            "or a directory, or drop --memory-limit to release in memory"
-        )
-    memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
-    try:
-        return _diffgen_on_engine(args, memory)
-    finally:
-        for name in ("stop_spark", "stop_dask"):  # what this command started
-            stop = getattr(args, name, None)
-            if stop is not None:
-                stop()
-
-
-def _diffgen_on_engine(args: argparse.Namespace, memory: int) -> int:
-    from dpfast.cli._engine import dataset_source
-    from dpfast.engines.dataset import ParquetDataset, SchemaCheckedSource
-    from dpfast.engines.diffgen import diffgen_dataset
-    from dpfast.schema import Schema
-
-    with _spending(args, "diffgen"):
-        schema = Schema.from_json(args.schema)
-        source = SchemaCheckedSource(dataset_source(args), schema)
-        options = _diffgen_options(args, schema)
-        spend = args.spend
-        with _delayed_progress(args) as progress:
-            report, private = diffgen_dataset(
-                source,
-                args.output,
-                microdata=args.microdata,
-                memory_limit=memory,
-                progress=progress,
-                before_publish=lambda report: spend.settle(report.epsilon),
-                after_publish=lambda: setattr(spend, "published", True),
-                **options,
-            )
-        for note in report.notes:
-            _note(args, note)
-        report = _mark_from_data(report, schema, args)
-        public_path, private_path = write_reports(report, private, args.output)
-        written = ParquetDataset.open(args.output).n_rows
-    return _summary(args, report, public_path, private_path, written, spend)
 
 
 COMMANDS = (

@@ -7,22 +7,20 @@ import os
 from collections.abc import Hashable
 from typing import Any
 
-from dpfast.cli._common import (
+from dpfast.cli._inputs import schema_taxonomies, selection
+from dpfast.cli._parsing import (
     Command,
-    _budget_argument,
-    _column_list,
-    _columns_argument,
-    _integer,
-    _io_arguments,
-    _note,
-    _number,
-    _quiet_argument,
-    _run_release,
-    _schema_taxonomies,
-    _selection,
-    _unprotected_argument,
+    budget_argument,
+    column_list,
+    columns_argument,
+    engine_arguments,
+    integer,
+    io_arguments,
+    number,
+    quiet_argument,
+    unprotected_argument,
 )
-from dpfast.cli._numeric import _engine_arguments
+from dpfast.cli._runner import OUT_OF_CORE, Method, release
 
 _MDAV_EXAMPLES = """\
 examples:
@@ -61,11 +59,11 @@ OUTPUT.private-report.json (keep it private).
 
 
 def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size (>= 2)")
+    io_arguments(parser)
+    parser.add_argument("--k", type=integer, required=True, help="minimum cluster size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric and taxonomy columns)")
     parser.add_argument(
-        "--columns", type=_column_list, help="comma-separated quasi-identifier columns"
+        "--columns", type=column_list, help="comma-separated quasi-identifier columns"
     )
     parser.add_argument(
         "--memory-limit",
@@ -73,44 +71,31 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse before reading when MDAV would need more than SIZE (e.g. 8GiB; default: "
         "the memory available now). MDAV runs in memory only",
     )
-    _quiet_argument(parser)
-
-
-# MDAV's working memory per value of the table it aggregates (the standardised matrix,
-# distances, the centroids and the output), as a multiple of 8 bytes.
-_MDAV_BYTES_PER_VALUE = 6 * 8
+    quiet_argument(parser)
 
 
 def _check_mdav_fits(args: argparse.Namespace) -> None:
     """Refuse, before reading, a Parquet input that MDAV could not hold in memory."""
     from dpfast.engines import parse_memory
     from dpfast.io import output_format, parquet_shape
+    from dpfast.methods.mdav import check_fits
 
-    if output_format(args.input) != "parquet" or not os.path.isfile(args.input):
+    if not os.path.isfile(args.input) or output_format(args.input) != "parquet":
         return  # text is read to know its size; the limit applies to Parquet inputs
     rows, all_columns = parquet_shape(args.input)
     columns = len(args.columns) if args.columns else all_columns
-    needed = rows * columns * _MDAV_BYTES_PER_VALUE
     if args.memory_limit is not None:
         limit, what = parse_memory(args.memory_limit), f"--memory-limit {args.memory_limit}"
     else:
         limit = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         what = "the memory available now"
-    if needed > limit:
-        size = f"{needed / 2**30:.1f} GiB" if needed >= 2**30 else f"{needed / 2**20:.1f} MiB"
-        raise ValueError(
-            f"mdav would need about {size} for {rows:,} rows of "
-            f"{columns} columns, more than {what}; MDAV is sequential (O(n^2/k)) and runs in "
-            "memory only. For data this size use ir-dp (individual ranking) or mdav-dp "
-            "(insensitive MDAV), both proven DP and out of core with --memory-limit, or mdav "
-            "on a sample"
-        )
+    check_fits(rows, columns, limit, what)
 
 
 def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="minimum cluster size")
-    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    io_arguments(parser)
+    parser.add_argument("--k", type=integer, required=True, help="minimum cluster size")
+    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
     parser.add_argument(
         "--reference",
@@ -127,62 +112,72 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "as_published: the paper's scale, reported with the epsilon it really spends. "
         "Default: l1",
     )
-    _columns_argument(parser)
-    _unprotected_argument(parser, "cluster")
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
+    columns_argument(parser)
+    unprotected_argument(parser, "cluster")
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
         help="release out of core within about SIZE of working memory (e.g. 4GiB): Parquet "
-        "input (a file, a directory or a glob) and output, --unprotected drop; the same "
+        "input (a file, a directory or a glob) and output, every --unprotected policy; the same "
         "release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
     )
-    _engine_arguments(parser)
-    _budget_argument(parser)
-    _quiet_argument(parser)
+    engine_arguments(parser)
+    budget_argument(parser)
+    quiet_argument(parser)
+
+
+def _mdav(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns = args.columns
+    taxonomies: dict[Hashable, Any] = {}
+    if schema is not None:
+        if columns is None:
+            columns = schema.protected_numeric() + schema.protected_categorical()
+        taxonomies = schema_taxonomies(schema, columns)
+    return {"k": args.k, "columns": columns, "taxonomies": taxonomies}
+
+
+def _mdav_dp(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns, bounds, taxonomies = selection(args, schema, categorical=True)
+    return {
+        "k": args.k,
+        "epsilon": args.epsilon,
+        "bounds": bounds,
+        "taxonomies": taxonomies,
+        "columns": columns,
+        "reference": args.reference,
+        "calibration": args.calibration,
+        "unprotected": args.unprotected,
+        "seed": args.seed,
+    }
+
+
+#: What mdav says of data beyond memory.
+_BEYOND_MEMORY = (
+    "mdav is sequential (O(n^2/k) distance passes) and runs in memory only; for data beyond "
+    "memory use ir-dp (individual ranking, proven DP) or mdav-dp (insensitive MDAV, proven "
+    f"DP); {OUT_OF_CORE}"
+)
 
 
 def _release_mdav(args: argparse.Namespace) -> int:
     from dpfast.methods.mdav import mdav
 
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        columns = args.columns
-        taxonomies: dict[Hashable, Any] = {}
-        if schema is not None:
-            if columns is None:
-                columns = schema.protected_numeric() + schema.protected_categorical()
-            taxonomies = _schema_taxonomies(schema, columns)
-        return mdav(table, k=args.k, columns=columns, taxonomies=taxonomies, progress=progress)
-
     _check_mdav_fits(args)
-    _note(args, "mdav gives k-anonymity only: the output is NOT differentially private")
-    return _run_release(args, "mdav", call)
+    method = Method(
+        "mdav",
+        mdav,
+        _mdav,
+        in_memory_only=_BEYOND_MEMORY,
+        note="mdav gives k-anonymity only: the output is NOT differentially private",
+    )
+    return release(args, method)
 
 
 def _release_mdav_dp(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
     from dpfast.methods.mdav_dp import mdav_dp
 
-    if _engine.runs_on_engine(args, "mdav-dp"):
-        return _engine.run_release(args, "mdav-dp")
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
-        return mdav_dp(
-            table,
-            k=args.k,
-            epsilon=args.epsilon,
-            bounds=bounds,
-            taxonomies=taxonomies,
-            columns=columns,
-            reference=args.reference,
-            calibration=args.calibration,
-            unprotected=args.unprotected,
-            seed=args.seed,
-            progress=progress,
-        )
-
-    return _run_release(args, "mdav-dp", call)
+    return release(args, Method("mdav-dp", mdav_dp, _mdav_dp, spends=True))
 
 
 COMMANDS = (

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
-from dpfast.cli._common import (
+from dpfast.cli._parsing import (
     Command,
-    _budget_argument,
-    _check_paths,
-    _column_list,
-    _finish,
-    _integer,
-    _io_arguments,
-    _mark_from_data,
-    _note,
-    _number,
-    _quiet_argument,
-    _read_input,
-    _run_release,
-    _spending,
+    budget_argument,
+    column_list,
+    engine_arguments,
+    integer,
+    io_arguments,
+    memory_argument,
+    number,
+    quiet_argument,
 )
-from dpfast.cli._numeric import _engine_arguments, _memory_argument
+from dpfast.cli._runner import Method, release
+from dpfast.exceptions import DPFastValueError
 
 _K_NOISE_EXAMPLES = """\
 examples:
@@ -58,45 +53,45 @@ and are NOT protected.
 
 
 def _k_noise_arguments(parser: argparse.ArgumentParser, smallest_k: int = 1) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help=f"k (>= {smallest_k})")
+    io_arguments(parser)
+    parser.add_argument("--k", type=integer, required=True, help=f"k (>= {smallest_k})")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
-    parser.add_argument("--columns", type=_column_list, help="comma-separated columns")
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _quiet_argument(parser)
+    parser.add_argument("--columns", type=column_list, help="comma-separated columns")
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
+    memory_argument(parser)
+    engine_arguments(parser)
+    quiet_argument(parser)
 
 
 def _k_pram_arguments(parser: argparse.ArgumentParser) -> None:
     _k_noise_arguments(parser, smallest_k=2)
     parser.add_argument(
         "--retention",
-        type=_number,
+        type=number,
         default=0.5,
         help="probability of keeping a value, in [0, 1) (default: 0.5)",
     )
 
 
 def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
+    io_arguments(parser)
     parser.add_argument("--column", required=True, help="the sensitive column")
     parser.add_argument(
         "--domain",
-        type=_column_list,
+        type=column_list,
         help="comma-separated public categories (or give --schema with a taxonomy)",
     )
     parser.add_argument("--schema", help="schema JSON; the column's taxonomy is the domain")
     budget = parser.add_mutually_exclusive_group(required=True)
-    budget.add_argument("--epsilon", type=_number, help="local-DP budget")
-    budget.add_argument("--retention", type=_number, help="probability of keeping a value")
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _budget_argument(parser)
-    _quiet_argument(parser)
+    budget.add_argument("--epsilon", type=number, help="local-DP budget")
+    budget.add_argument("--retention", type=number, help="probability of keeping a value")
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
+    memory_argument(parser)
+    engine_arguments(parser)
+    budget_argument(parser)
+    quiet_argument(parser)
 
 
 def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
@@ -105,73 +100,53 @@ def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
     return args.columns
 
 
-def _release_k_noise(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
+def _k_noise(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns = _numeric_columns(args, schema)
+    return {"k": args.k, "columns": columns, "seed": args.seed, "n_threads": args.threads}
+
+
+def _k_pram(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    return {**_k_noise(args, schema), "retention": args.retention}
+
+
+def _randomized_response(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    return {
+        "column": args.column,
+        "domain": rr_domain(args, schema),
+        "epsilon": args.epsilon,
+        "retention": args.retention,
+        "seed": args.seed,
+        "n_threads": args.threads,
+    }
+
+
+def _method(name: str) -> Method:
     from dpfast.methods.k_noise import k_noise
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        return k_noise(
-            table,
-            k=args.k,
-            columns=_numeric_columns(args, schema),
-            seed=args.seed,
-            n_threads=args.threads,
-        )
-
-    _note(args, "k-noise's noise width depends on the data: NOT differentially private")
-    if _engine.runs_on_engine(args, "k-noise"):
-        return _engine.run_release(args, "k-noise")
-    return _run_release(args, "k-noise", call)
-
-
-def _release_k_pram(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
     from dpfast.methods.k_pram import k_pram
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        return k_pram(
-            table,
-            k=args.k,
-            columns=_numeric_columns(args, schema),
-            retention=args.retention,
-            seed=args.seed,
-            n_threads=args.threads,
-        )
-
-    _note(args, "k-PRAM's intervals depend on the data: NOT differentially private")
-    if _engine.runs_on_engine(args, "k-pram"):
-        return _engine.run_release(args, "k-pram")
-    return _run_release(args, "k-pram", call)
-
-
-def _release_randomized_response(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
     from dpfast.methods.randomized_response import randomized_response
-    from dpfast.schema import Schema
 
-    if _engine.runs_on_engine(args, "randomized-response"):
-        return _engine.run_release(args, "randomized-response")
-    _check_paths(args)
-    with _spending(args, "randomized-response"):
-        table = _read_input(args)
-        schema = None
-        if args.schema is not None:
-            schema = Schema.from_json(args.schema)
-            table = schema.check_table(table)
-        release = randomized_response(
-            table,
-            column=args.column,
-            domain=rr_domain(args, schema),
-            epsilon=args.epsilon,
-            retention=args.retention,
-            seed=args.seed,
-            n_threads=args.threads,
-        )
-        if schema is not None:
-            release = dataclasses.replace(
-                release, report=_mark_from_data(release.report, schema, args)
-            )
-        return _finish(args, release)
+    methods = {
+        "k-noise": Method(
+            "k-noise",
+            k_noise,
+            _k_noise,
+            note="k-noise's noise width depends on the data: NOT differentially private",
+        ),
+        "k-pram": Method(
+            "k-pram",
+            k_pram,
+            _k_pram,
+            note="k-PRAM's intervals depend on the data: NOT differentially private",
+        ),
+        "randomized-response": Method(
+            "randomized-response",
+            randomized_response,
+            _randomized_response,
+            spends=True,
+            schema_check=False,  # the schema gives the column's domain and the types
+        ),
+    }
+    return methods[name]
 
 
 def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
@@ -180,7 +155,7 @@ def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
     if schema is not None and domain is None:
         taxonomy = schema[args.column].taxonomy if args.column in schema else None
         if taxonomy is None:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{args.schema}: column {args.column!r} has no taxonomy to take the "
                 "domain from; add one, or pass --domain"
             )
@@ -188,7 +163,7 @@ def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
 
         domain = as_taxonomy(taxonomy, args.column)
     if domain is None:
-        raise ValueError(
+        raise DPFastValueError(
             "the domain is required: pass --domain with the public categories, or --schema "
             "with a taxonomy for the column"
         )
@@ -203,7 +178,7 @@ COMMANDS = (
         "Not differential privacy.",
         epilog=_K_NOISE_EXAMPLES,
         arguments=_k_noise_arguments,
-        handler=_release_k_noise,
+        handler=lambda args: release(args, _method("k-noise")),
     ),
     Command(
         "k-pram",
@@ -211,7 +186,7 @@ COMMANDS = (
         description="k-PRAM (Biswal, Arbuckle and Kulik). Not differential privacy.",
         epilog=_K_PRAM_EXAMPLES,
         arguments=_k_pram_arguments,
-        handler=_release_k_pram,
+        handler=lambda args: release(args, _method("k-pram")),
     ),
     Command(
         "randomized-response",
@@ -219,6 +194,6 @@ COMMANDS = (
         description="Uniform perturbation (k-ary randomized response) of one categorical column.",
         epilog=_RR_EXAMPLES,
         arguments=_randomized_response_arguments,
-        handler=_release_randomized_response,
+        handler=lambda args: release(args, _method("randomized-response")),
     ),
 )

@@ -5,20 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dpfast.cli._common import (
+from dpfast.cli._inputs import selection
+from dpfast.cli._parsing import (
     Command,
-    _budget_argument,
-    _column_list,
-    _columns_argument,
-    _integer,
-    _io_arguments,
-    _note,
-    _number,
-    _quiet_argument,
-    _run_release,
-    _selection,
-    _unprotected_argument,
+    budget_argument,
+    column_list,
+    columns_argument,
+    engine_arguments,
+    integer,
+    io_arguments,
+    memory_argument,
+    number,
+    quiet_argument,
+    unprotected_argument,
 )
+from dpfast.cli._runner import Method, release
 
 _IR_DP_EXAMPLES = """\
 examples:
@@ -70,9 +71,9 @@ Protects --columns, or else the schema's protected numeric columns, or else ever
 
 
 def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 1)")
-    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    io_arguments(parser)
+    parser.add_argument("--k", type=integer, required=True, help="group size (>= 1)")
+    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
     parser.add_argument(
         "--linkage",
@@ -96,139 +97,90 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "taxonomy's largest distance) or paper (the largest distance per group, as the "
         "paper does: NOT proven). Default: proven",
     )
-    _columns_argument(parser)
-    _unprotected_argument(parser, "rank group")
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=_integer, help="worker threads (default: cores)")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _budget_argument(parser)
-    _quiet_argument(parser)
-
-
-def _engine_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--engine",
-        choices=("local", "spark", "dask"),
-        default="local",
-        help="local: this process (default); spark: the passes over INPUT (Parquet) run on "
-        "Spark executors (which also write OUTPUT for ir-dp and laplace with --unprotected "
-        "drop); same release. OUTPUT is a directory. Needs pip install 'dpfast[spark]'. "
-        "dask: the same on Dask workers (pip install 'dpfast[dask]')",
-    )
-    parser.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="with --engine dask: the Dask scheduler's address (default: a local cluster "
-        "of worker processes, one per core, started and closed by this command)",
-    )
-    parser.add_argument(
-        "--master",
-        metavar="URL",
-        help="with --engine spark: the Spark master (default local[*], every core here)",
-    )
-
-
-def _memory_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--memory-limit",
-        metavar="SIZE",
-        help="release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
-        "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
-        ".parquet file or a dataset directory. An INPUT directory or glob implies it "
-        "(default 4GiB). See docs/engines.md",
-    )
+    columns_argument(parser)
+    unprotected_argument(parser, "rank group", keep_needs="--linkage records")
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
+    memory_argument(parser)
+    engine_arguments(parser)
+    budget_argument(parser)
+    quiet_argument(parser)
 
 
 def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--epsilon", type=_number, required=True, help="total privacy budget")
+    io_arguments(parser)
+    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
-    _columns_argument(parser)
-    _unprotected_argument(parser, None)
-    parser.add_argument("--seed", type=_integer, help="seeded noise: NOT for publication")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _budget_argument(parser)
-    _quiet_argument(parser)
+    columns_argument(parser)
+    unprotected_argument(parser, None)
+    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    memory_argument(parser)
+    engine_arguments(parser)
+    budget_argument(parser)
+    quiet_argument(parser)
 
 
 def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
-    _io_arguments(parser)
-    parser.add_argument("--k", type=_integer, required=True, help="group size (>= 2)")
+    io_arguments(parser)
+    parser.add_argument("--k", type=integer, required=True, help="group size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
-    parser.add_argument("--columns", type=_column_list, help="comma-separated columns to aggregate")
-    _memory_argument(parser)
-    _engine_arguments(parser)
-    _quiet_argument(parser)
+    parser.add_argument("--columns", type=column_list, help="comma-separated columns to aggregate")
+    memory_argument(parser)
+    engine_arguments(parser)
+    quiet_argument(parser)
 
 
-def _release_ir_dp(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
+def _ir_dp(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns, bounds, taxonomies = selection(args, schema, categorical=True)
+    return {
+        "k": args.k,
+        "epsilon": args.epsilon,
+        "bounds": bounds,
+        "taxonomies": taxonomies,
+        "sensitivity": args.sensitivity,
+        "columns": columns,
+        "unprotected": args.unprotected,
+        "linkage": args.linkage,
+        "shuffle": args.shuffle,
+        "seed": args.seed,
+        "n_threads": args.threads,
+    }
+
+
+def _laplace(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns, bounds, _ = selection(args, schema, categorical=False)
+    return {
+        "epsilon": args.epsilon,
+        "bounds": bounds,
+        "columns": columns,
+        "unprotected": args.unprotected,
+        "seed": args.seed,
+    }
+
+
+def _individual_ranking(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
+    columns = args.columns
+    if columns is None and schema is not None:
+        columns = schema.protected_numeric()
+    return {"k": args.k, "columns": columns}
+
+
+def _method(name: str) -> Method:
+    from dpfast.methods.individual_ranking import individual_ranking
     from dpfast.methods.ir_dp import ir_dp
-
-    if _engine.runs_on_engine(args, "ir-dp"):
-        return _engine.run_release(args, "ir-dp")
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        columns, bounds, taxonomies = _selection(args, schema, categorical=True)
-        return ir_dp(
-            table,
-            k=args.k,
-            epsilon=args.epsilon,
-            bounds=bounds,
-            taxonomies=taxonomies,
-            sensitivity=args.sensitivity,
-            columns=columns,
-            unprotected=args.unprotected,
-            linkage=args.linkage,
-            shuffle=args.shuffle,
-            seed=args.seed,
-            n_threads=args.threads,
-            progress=progress,
-        )
-
-    return _run_release(args, "ir-dp", call)
-
-
-def _release_laplace(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
     from dpfast.methods.laplace_dp import laplace_dp
 
-    if _engine.runs_on_engine(args, "laplace"):
-        return _engine.run_release(args, "laplace")
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        columns, bounds, _ = _selection(args, schema, categorical=False)
-        return laplace_dp(
-            table,
-            epsilon=args.epsilon,
-            bounds=bounds,
-            columns=columns,
-            unprotected=args.unprotected,
-            seed=args.seed,
-            progress=progress,
-        )
-
-    return _run_release(args, "laplace", call)
-
-
-def _release_individual_ranking(args: argparse.Namespace) -> int:
-    from dpfast.cli import _engine
-    from dpfast.methods.individual_ranking import individual_ranking
-
-    if _engine.runs_on_engine(args, "individual-ranking"):
-        _note(args, "individual-ranking adds no noise: the output is NOT differentially private")
-        return _engine.run_release(args, "individual-ranking")
-
-    def call(table: Any, schema: Any, progress: Any) -> Any:
-        columns = args.columns
-        if columns is None and schema is not None:
-            columns = schema.protected_numeric()
-        return individual_ranking(table, k=args.k, columns=columns, progress=progress)
-
-    _note(args, "individual-ranking adds no noise: the output is NOT differentially private")
-    return _run_release(args, "individual-ranking", call)
+    methods = {
+        "ir-dp": Method("ir-dp", ir_dp, _ir_dp, spends=True),
+        "laplace": Method("laplace", laplace_dp, _laplace, spends=True),
+        "individual-ranking": Method(
+            "individual-ranking",
+            individual_ranking,
+            _individual_ranking,
+            note="individual-ranking adds no noise: the output is NOT differentially private",
+        ),
+    }
+    return methods[name]
 
 
 COMMANDS = (
@@ -241,7 +193,7 @@ COMMANDS = (
         ),
         epilog=_IR_DP_EXAMPLES,
         arguments=_ir_dp_arguments,
-        handler=_release_ir_dp,
+        handler=lambda args: release(args, _method("ir-dp")),
     ),
     Command(
         "laplace",
@@ -249,7 +201,7 @@ COMMANDS = (
         description="Plain per-cell Laplace noise: the baseline of Sanchez et al. (2016).",
         epilog=_LAPLACE_EXAMPLES,
         arguments=_laplace_arguments,
-        handler=_release_laplace,
+        handler=lambda args: release(args, _method("laplace")),
     ),
     Command(
         "individual-ranking",
@@ -258,6 +210,6 @@ COMMANDS = (
         "privacy: a utility reference.",
         epilog=_IR_EXAMPLES,
         arguments=_individual_ranking_arguments,
-        handler=_release_individual_ranking,
+        handler=lambda args: release(args, _method("individual-ranking")),
     ),
 )

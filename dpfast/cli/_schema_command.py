@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._common import Command, _column_list, _delimiter, _read_input
+from dpfast.cli._inputs import read_input
+from dpfast.cli._parsing import Command, column_list, delimiter
+from dpfast.exceptions import DPFastValueError
 
 _INIT_EXAMPLES = """\
 examples:
@@ -42,12 +44,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--unprotected",
-        type=_column_list,
+        type=column_list,
         default=[],
         help="columns to write as not protected (e.g. identifiers), comma-separated",
     )
     parser.add_argument(
-        "--delimiter", metavar="CHAR", type=_delimiter, help="field separator of a CSV input"
+        "--delimiter", metavar="CHAR", type=delimiter, help="field separator of a CSV input"
     )
     parser.add_argument("--encoding", metavar="NAME", help="text encoding of a CSV input")
     parser.add_argument("--force", action="store_true", help="overwrite an existing SCHEMA")
@@ -56,11 +58,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def skeleton(table: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Return the schema skeleton of ``table`` (an Arrow table) as a JSON-ready mapping."""
     from dpfast.io import column_kinds
-    from dpfast.schema._parse import PLACEHOLDER
+    from dpfast.schema import PLACEHOLDER
 
     unknown = sorted(set(args.unprotected) - set(table.column_names))
     if unknown:
-        raise ValueError(f"--unprotected names {unknown}, which DATA does not have")
+        raise DPFastValueError(f"--unprotected names {unknown}, which DATA does not have")
     columns: dict[str, Any] = {}
     for name, kind, missing in column_kinds(table):
         entry: dict[str, Any] = {"type": kind}
@@ -106,9 +108,9 @@ def _init(args: argparse.Namespace) -> int:
     from dpfast.io import write_json_atomic
 
     if args.output is not None and Path(args.output).exists() and not args.force:
-        raise ValueError(f"{args.output} exists; pass --force to overwrite it")
+        raise DPFastValueError(f"{args.output} exists; pass --force to overwrite it")
     args.input = args.data
-    table = _read_input(args)
+    table = read_input(args)
     result = skeleton(table, args)
     if args.output is None:
         json.dump(result, sys.stdout, indent=2)

@@ -15,20 +15,37 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpfast.compare._columns import (
-    ColumnComparison,
-    categorical_values,
-    compare_categorical,
-    compare_numeric,
-    numeric_values,
+from dpfast._validation import option
+from dpfast.compare._columns import chosen_columns, compare_column
+from dpfast.compare._evaluation import (
+    RISK_MEASURES,
+    UTILITY_MEASURES,
+    Candidate,
+    Evaluation,
+    Settings,
+    evaluate,
+    map_points,
+    measure_risk,
 )
 from dpfast.compare._page import BANNER, render_page
 from dpfast.compare._plots import INSTALL_HINT, require_matplotlib
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
 from dpfast.schema import Schema
-from dpfast.taxonomy import as_taxonomy
 
-__all__ = ["BANNER", "INSTALL_HINT", "MICRODATA_METHODS", "compare_html", "require_matplotlib"]
+__all__ = [
+    "BANNER",
+    "INSTALL_HINT",
+    "MICRODATA_METHODS",
+    "RISK_MEASURES",
+    "UTILITY_MEASURES",
+    "Candidate",
+    "Evaluation",
+    "compare_html",
+    "evaluate",
+    "map_points",
+    "require_matplotlib",
+]
 
 #: Release methods whose output is microdata (one row per record), which compare accepts.
 MICRODATA_METHODS = (
@@ -46,64 +63,44 @@ MICRODATA_METHODS = (
 def _check_method(public_report: Mapping[str, Any] | None) -> None:
     method = None if public_report is None else public_report.get("method")
     if method == "diffgen":
-        raise ValueError(
+        raise DPFastValueError(
             "the release is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
 
 
-def _chosen_columns(
-    schema: Schema, columns: Sequence[str] | None, original: Any, released: Any
-) -> list[str]:
-    if columns is None:
-        chosen = [
-            spec.name
-            for spec in schema
-            if spec.protect and spec.type != "string" and spec.name in released.names
-        ]
-        if not chosen:
-            raise ValueError(
-                "the released table has none of the columns the schema protects; check that "
-                "the schema is the one the release used"
-            )
-    else:
-        chosen = list(columns)
-        undeclared = [c for c in chosen if c not in schema]
-        if undeclared:
-            raise ValueError(
-                f"columns {', '.join(repr(c) for c in undeclared)} are not declared in the "
-                "schema; choose among its columns"
-            )
-    for which, table in (("original", original), ("released", released)):
-        absent = [c for c in chosen if c not in table.names]
-        if absent:
-            raise ValueError(
-                f"the {which} table has no column {', '.join(repr(c) for c in absent)}; "
-                "leave it out of the columns to compare"
-            )
-    return chosen
+def _risk(
+    tables: tuple[Any, Any],
+    schema: Schema,
+    chosen: list[str],
+    reports: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+    uniqueness: tuple[Sequence[str] | None, int | None],
+    linked: bool,
+) -> dict[str, Any]:
+    """Measure the page's risk section: row-paired measures when ``linked``.
 
-
-def _compare_column(
-    name: str, schema: Schema, original: Any, released: Any, *, linked: bool
-) -> ColumnComparison:
-    spec = schema[name]
-    if spec.is_numeric:
-        return compare_numeric(
-            name,
-            numeric_values(original.column(name), name, spec.type, "original"),
-            numeric_values(released.column(name), name, spec.type, "released"),
-            spec.bounds,
-            linked=linked,
-        )
-    taxonomy = None if spec.taxonomy is None else as_taxonomy(spec.taxonomy, name)
-    return compare_categorical(
-        name,
-        categorical_values(original.column(name)),
-        categorical_values(released.column(name)),
-        taxonomy,
-        linked=linked,
+    Otherwise they come from the private report (``risk=True``), if it has them; the
+    uniqueness of the quasi-identifiers is measured in both tables either way.
+    """
+    original, released = tables
+    quasi_identifiers, k = uniqueness
+    if quasi_identifiers is not None and k is None:
+        raise DPFastValueError(f"{option('quasi_identifiers')} needs {option('k')}")
+    settings = Settings(
+        schema,
+        chosen,
+        None if quasi_identifiers is None else list(quasi_identifiers),
+        k,
+        10.0,
+        None,
     )
+    why = (
+        "row i of the release is taken to be the release of row i of the original (--linked)"
+        if linked
+        else "the rows are not linked (pass --linked when they are)"
+    )
+    candidate = Candidate("release", released.source, reports[0], reports[1])
+    return measure_risk(candidate, original, settings, (linked, why))
 
 
 def compare_html(
@@ -116,6 +113,8 @@ def compare_html(
     private_report: Mapping[str, Any] | None = None,
     linked: bool = False,
     sources: Mapping[str, str] | None = None,
+    quasi_identifiers: Sequence[str] | None = None,
+    k: int | None = None,
 ) -> str:
     """Return a self-contained HTML page comparing ``original`` with its release.
 
@@ -144,6 +143,10 @@ def compare_html(
     sources : mapping, optional
         ``{role: path}`` of the files read (``"original"``, ``"released"``,
         ``"public report"``, ``"private report"``), listed on the page.
+    quasi_identifiers : list of str, optional
+        Columns for the risk section's uniqueness of both tables (needs ``k``).
+    k : int, optional
+        The class size the uniqueness checks.
 
     Returns
     -------
@@ -174,20 +177,29 @@ def compare_html(
         schema = Schema.from_json(schema)
     original_table, released_table = as_table_data(original), as_table_data(released)
     if linked and original_table.n_rows != released_table.n_rows:
-        raise ValueError(
+        raise DPFastValueError(
             f"linked comparison needs one released row per original row, but the original "
             f"has {original_table.n_rows} rows and the release {released_table.n_rows}; "
             "leave out --linked (the rows are not linked)"
         )
     if original_table.n_rows == 0 or released_table.n_rows == 0:
-        raise ValueError("a table is empty (0 rows); there is nothing to compare")
-    chosen = _chosen_columns(schema, columns, original_table, released_table)
+        raise DPFastValueError("a table is empty (0 rows); there is nothing to compare")
+    chosen = chosen_columns(schema, columns, original_table, released_table)
     compared = [
-        _compare_column(name, schema, original_table, released_table, linked=linked)
+        compare_column(name, schema, original_table, released_table, linked=linked)
         for name in chosen
     ]
+    found_risk = _risk(
+        (original_table, released_table),
+        schema,
+        chosen,
+        (public_report, private_report),
+        (quasi_identifiers, k),
+        linked,
+    )
     return render_page(
         compared,
+        risk=found_risk,
         public=public_report,
         private=private_report,
         sources=dict(sources or {}),

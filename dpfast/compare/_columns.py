@@ -9,13 +9,16 @@ error, which is record-linked, is computed only when the caller says the rows ar
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpfast import metrics
+from dpfast.exceptions import DPFastValueError
+from dpfast.schema import Schema
+from dpfast.taxonomy import as_taxonomy
 
 #: The label a missing value of a categorical column gets on the page.
 MISSING = "(missing)"
@@ -71,13 +74,13 @@ def numeric_values(values: Any, name: str, declared: str, which: str) -> np.ndar
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} of the {which} table is declared {declared} but holds "
             "non-numeric values; compare the files the release read and wrote"
         ) from None
     missing = int(np.count_nonzero(~np.isfinite(array)))
     if missing:
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} of the {which} table has {missing} missing or non-finite "
             "value(s); compare needs complete numeric columns (leave it out with --columns)"
         )
@@ -232,3 +235,59 @@ def per_column(values: Mapping[Hashable, Any]) -> dict[str, float]:
         if number is not None:
             out[str(key)] = number
     return out
+
+
+def chosen_columns(
+    schema: Schema, columns: Sequence[str] | None, original: Any, released: Any
+) -> list[str]:
+    """Return the compared columns: ``columns`` (checked), or the schema's protected ones."""
+    if columns is None:
+        chosen = [
+            spec.name
+            for spec in schema
+            if spec.protect and spec.type != "string" and spec.name in released.names
+        ]
+        if not chosen:
+            raise DPFastValueError(
+                "the released table has none of the columns the schema protects; check that "
+                "the schema is the one the release used"
+            )
+    else:
+        chosen = list(columns)
+        undeclared = [c for c in chosen if c not in schema]
+        if undeclared:
+            raise DPFastValueError(
+                f"columns {', '.join(repr(c) for c in undeclared)} are not declared in the "
+                "schema; choose among its columns"
+            )
+    for which, table in (("original", original), ("released", released)):
+        absent = [c for c in chosen if c not in table.names]
+        if absent:
+            raise DPFastValueError(
+                f"the {which} table has no column {', '.join(repr(c) for c in absent)}; "
+                "leave it out of the columns to compare"
+            )
+    return chosen
+
+
+def compare_column(
+    name: str, schema: Schema, original: Any, released: Any, *, linked: bool
+) -> ColumnComparison:
+    """Measure column ``name`` of two tables as the schema declares it."""
+    spec = schema[name]
+    if spec.is_numeric:
+        return compare_numeric(
+            name,
+            numeric_values(original.column(name), name, spec.type, "original"),
+            numeric_values(released.column(name), name, spec.type, "released"),
+            spec.bounds,
+            linked=linked,
+        )
+    taxonomy = None if spec.taxonomy is None else as_taxonomy(spec.taxonomy, name)
+    return compare_categorical(
+        name,
+        categorical_values(original.column(name)),
+        categorical_values(released.column(name)),
+        taxonomy,
+        linked=linked,
+    )

@@ -238,10 +238,53 @@ def _release_metrics_section(private: Mapping[str, Any] | None) -> str:
     )
 
 
+def _value(found: Any, *keys: str) -> float | None:
+    for key in keys:
+        if not isinstance(found, Mapping):
+            return None
+        found = found.get(key)
+    return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else None
+
+
+def _risk_section(found: Mapping[str, Any]) -> str:
+    rows = [
+        ("record linkage, distance-based", ("record_linkage", "distance")),
+        ("record linkage, rank-based", ("record_linkage", "rank")),
+        ("interval disclosure, rank-based (mean)", ("interval_disclosure", "rank_mean")),
+        ("interval disclosure, value-based (mean)", ("interval_disclosure", "value_mean")),
+        ("original: share in classes below k", ("uniqueness", "original", "share_below_k")),
+        ("release: share in classes below k", ("uniqueness", "released", "share_below_k")),
+        ("original: sample uniques", ("uniqueness", "original", "sample_uniques")),
+        ("release: sample uniques", ("uniqueness", "released", "sample_uniques")),
+    ]
+    cells = "".join(
+        f'<tr data-measure="{_text(".".join(keys))}"><td>{_text(title)}</td>'
+        f"{_number_cell(_value(found, *keys))}</tr>"
+        for title, keys in rows
+    )
+    missing = "".join(
+        f"<li>{_text(measure)}: {_text(why)}</li>"
+        for measure, why in (found.get("not_measured") or {}).items()
+    )
+    return (
+        '<section id="risk"><h2>Disclosure risk</h2>'
+        f'<table class="risk"><tr><th>measure</th><th>value</th></tr>{cells}</table>'
+        f"<p>Row-paired measures: {_text(found.get('source', ''))}.</p>"
+        + (f'<p class="missing">Not measured:</p><ul>{missing}</ul>' if missing else "")
+        + '<p class="note">Computed with dpfast.risk (docs/risk.md): the share of released '
+        "records an intruder who knows every compared attribute links to their own source "
+        "(record linkage), the share of released values whose ±10% interval holds the "
+        "original (interval disclosure), and the k-anonymity of the quasi-identifiers "
+        "(uniqueness). Lower is safer. Like every number here, they come from the original "
+        "data: never publish them.</p></section>"
+    )
+
+
 def _data_block(
     columns: Sequence[ColumnComparison],
     public: Mapping[str, Any] | None,
     private: Mapping[str, Any] | None,
+    risk: Mapping[str, Any] | None = None,
 ) -> str:
     data = {
         "banner": BANNER,
@@ -263,6 +306,7 @@ def _data_block(
         "clamped": None if private is None else private.get("clamped"),
         "clamped_output": None if private is None else private.get("clamped_output"),
         "release_metrics": None if private is None else private.get("metrics"),
+        "risk": risk,
     }
     text = json.dumps(_jsonable(data), allow_nan=False, sort_keys=True)
     # "<" escaped so that no string can close the script element
@@ -277,6 +321,7 @@ def render_page(
     private: Mapping[str, Any] | None,
     sources: Mapping[str, str],
     linked: bool,
+    risk: Mapping[str, Any] | None = None,
 ) -> str:
     """Return the whole HTML page."""
     found = {"public report": public is not None, "private report": private is not None}
@@ -301,7 +346,8 @@ def render_page(
             _noise_section(columns, public, sources.get("public report")),
             _clamped_section(columns, private, sources.get("private report")),
             _release_metrics_section(private),
-            _data_block(columns, public, private),
+            "" if risk is None else _risk_section(risk),
+            _data_block(columns, public, private, risk),
             "</body></html>\n",
         ]
     )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpfast.compare._columns import ColumnComparison, category_shares
+from dpfast.exceptions import DPFastImportError
 
 #: The install command the error names when matplotlib is missing.
 INSTALL_HINT = "pip install 'dpfast[plots]'"
@@ -36,7 +37,7 @@ def require_matplotlib() -> Any:
         from matplotlib import figure
         from matplotlib.backends import backend_agg
     except ImportError as exc:
-        raise ImportError(
+        raise DPFastImportError(
             f"the comparison page draws its plots with matplotlib, which is not installed; "
             f"install the plotting extra: {INSTALL_HINT}"
         ) from exc

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -89,9 +90,9 @@ def adult(split: str = "train", *, drop_missing: bool = False) -> pd.DataFrame:
     (15060, 15)
     """
     if split not in ("train", "test"):
-        raise ValueError(f'split must be "train" or "test", got {split!r}')
+        raise DPFastValueError(f'split must be "train" or "test", got {split!r}')
     if not isinstance(drop_missing, bool):
-        raise TypeError(f"drop_missing must be True or False, got {drop_missing!r}")
+        raise DPFastTypeError(f"drop_missing must be True or False, got {drop_missing!r}")
     frame = pd.read_parquet(_HERE / f"adult_{split}.parquet")
     if drop_missing:
         frame = frame.dropna().reset_index(drop=True)
@@ -148,7 +149,7 @@ def adult_hierarchy_path(column: str) -> Path:
     'adult_hierarchy_occupation.csv'
     """
     if column not in ADULT_HIERARCHIES:
-        raise ValueError(
+        raise DPFastValueError(
             f"no bundled hierarchy for column {column!r}; choose one of {sorted(ADULT_HIERARCHIES)}"
         )
     return _HERE / "hierarchies" / ADULT_HIERARCHIES[column]

@@ -1,23 +1,70 @@
-"""Engines: where a release's work runs (docs/engines.md).
+"""Engines: where a release's work runs, and the registry that picks one (docs/engines.md).
 
-The in-memory engine is the public functions themselves (``dpfast.ir_dp`` and the others).
-The out-of-core engine (:mod:`dpfast.engines.outofcore`) runs a release over a Parquet
-dataset larger than memory, column by column and part by part, with the same kernels,
-keys and ledger, so that a seeded release is the same on both: every random draw is keyed
-by what it is for (a column, a rank group, a bucket of a permutation), never by how the
-data was split. The Spark engine (:mod:`dpfast.engines.spark`) runs a release's passes
-and writes its output on Spark executors; the public functions send a pyspark DataFrame
-there (:data:`SPARK_RELEASES`); the Dask engine (:mod:`dpfast.engines.dask`) does the same
-for a Dask DataFrame on Dask's workers (:data:`DASK_RELEASES`).
+A method is written once over the primitives of :class:`~dpfast.engines.base.Engine`; an
+engine implements them for one place where data lives:
+
+* ``"memory"`` (:mod:`dpfast.engines.memory`): pandas, Arrow, polars and NumPy tables, and
+  any object with the Arrow C stream interface, held whole; the release is of the same kind;
+* ``"outofcore"`` (:mod:`dpfast.engines.outofcore`): a ``pyarrow.dataset.Dataset``, a
+  Parquet file, a directory of Parquet files or a glob, read in batches within a memory
+  limit; the release is written to ``output=`` and returned as a ``pyarrow.dataset.Dataset``;
+* ``"spark"`` (:mod:`dpfast.engines.spark`): a pyspark DataFrame, its passes on the
+  executors; the release is a Spark DataFrame;
+* ``"dask"`` (:mod:`dpfast.engines.dask`): a Dask DataFrame, its passes on the workers;
+  the release is a Dask DataFrame.
+
+:func:`engine_name` picks the engine from the input's type, or takes the one an
+``engine=`` argument names; :func:`open_engine` opens it for one release. A new engine
+is one module or package that implements the protocol and one :func:`register` call.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASK_RELEASES", "SPARK_RELEASES", "dask_release", "parse_memory", "spark_release"]
+from dpfast.engines.base import Engine
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    Clusters,
+    ClusterTotals,
+    CodeCells,
+    GroupValues,
+    NumericColumn,
+    Opening,
+    OrderStatistics,
+    Progress,
+    PublishHook,
+)
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
+
+__all__ = [
+    "Bins",
+    "CategoricalColumn",
+    "Cells",
+    "ClusterTotals",
+    "Clusters",
+    "CodeCells",
+    "Engine",
+    "EngineChoice",
+    "GroupValues",
+    "NumericColumn",
+    "Opening",
+    "OrderStatistics",
+    "Progress",
+    "PublishHook",
+    "engine_name",
+    "engines",
+    "open_engine",
+    "parse_memory",
+    "register",
+]
 
 _UNITS = {
     "": 1,
@@ -33,80 +80,165 @@ _UNITS = {
 }
 
 
-def parse_memory(text: str) -> int:
-    """Return the bytes of a size such as ``"4GiB"``, ``"512MiB"``, ``"2GB"`` or ``"1e9"``.
+def parse_memory(text: str | int) -> int:
+    """Return the bytes of a size such as ``"4GiB"``, ``"512MiB"``, ``"2GB"``, ``"1e9"`` or 2**30.
 
     Examples
     --------
-    >>> parse_memory("4GiB"), parse_memory("1.5 GB"), parse_memory("64MiB")
-    (4294967296, 1500000000, 67108864)
+    >>> parse_memory("4GiB"), parse_memory("1.5 GB"), parse_memory("64MiB"), parse_memory(1024)
+    (4294967296, 1500000000, 67108864, 1024)
     """
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text <= 0:
+            raise DPFastValueError(f"the memory size must be positive, got {text!r}")
+        return text
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
-        raise ValueError(
+        raise DPFastValueError(
             f"cannot read {text!r} as a memory size; write a number and a unit, e.g. 4GiB, "
             "512MiB or 2GB"
         )
     value = int(float(match.group(1)) * _UNITS[unit])
     if value <= 0:
-        raise ValueError(f"the memory size must be positive, got {text!r}")
+        raise DPFastValueError(f"the memory size must be positive, got {text!r}")
     return value
 
 
-#: The Spark release of each public function that runs on Spark, by the function's name:
-#: a function of :mod:`dpfast.engines.spark` taking the public function's arguments. A
-#: method joins with one line here, and two at the top of its public function
-#: (``if is_spark_frame(data): return on_spark("name", locals())``, from dpfast._release).
-SPARK_RELEASES = {
-    "ir_dp": "ir_dp_frame",
-    "laplace_dp": "laplace_dp_frame",
-    "individual_ranking": "individual_ranking_frame",
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
-    "mdav_dp": "mdav_dp_frame",
-    "diffgen": "diffgen_frame",
-}
+# -- the registry ------------------------------------------------------------------------
 
 
-def spark_release(method: str) -> Callable[..., Any]:
-    """Return the Spark release of public function ``method``, refusing one that has none."""
-    if method not in SPARK_RELEASES:
-        runs = ", ".join(sorted(SPARK_RELEASES))
-        raise TypeError(
-            f"{method} does not run on Spark (these do: {runs}); release frame.toPandas() in "
-            "memory, or use one of them"
-        )
-    from dpfast.engines import spark
+@dataclass(frozen=True)
+class _Entry:
+    """A registered engine: where its class lives, and which inputs are its own."""
 
-    function: Callable[..., Any] = getattr(spark, SPARK_RELEASES[method])
-    return function
+    name: str
+    module: str
+    attribute: str
+    accepts: Callable[[object], bool]
 
 
-#: The Dask release of each public function that runs on Dask, by the function's name, as
-#: :data:`SPARK_RELEASES` (``if is_dask_frame(data): return on_dask("name", locals())``).
-DASK_RELEASES = {
-    "ir_dp": "ir_dp_frame",
-    "laplace_dp": "laplace_dp_frame",
-    "individual_ranking": "individual_ranking_frame",
-    "randomized_response": "randomized_response_frame",
-    "k_noise": "k_noise_frame",
-    "k_pram": "k_pram_frame",
-    "mdav_dp": "mdav_dp_frame",
-    "diffgen": "diffgen_frame",
-}
+@dataclass(frozen=True)
+class EngineChoice:
+    """An engine named with options for it, as an ``engine=`` argument.
+
+    ``EngineChoice("outofcore", {"batch_rows": 4096})``: the options go to the engine's
+    ``open`` (rows per batch, a Spark master, ...); :func:`engine_name` and
+    :func:`open_engine` take it wherever they take a name.
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
 
 
-def dask_release(method: str) -> Callable[..., Any]:
-    """Return the Dask release of public function ``method``, refusing one that has none."""
-    if method not in DASK_RELEASES:
-        runs = ", ".join(sorted(DASK_RELEASES))
-        raise TypeError(
-            f"{method} does not run on Dask (these do: {runs}); release frame.compute() in "
-            "memory, or use one of them"
-        )
-    from dpfast.engines import dask
+_REGISTRY: dict[str, _Entry] = {}
 
-    function: Callable[..., Any] = getattr(dask, DASK_RELEASES[method])
-    return function
+
+def register(name: str, module: str, attribute: str, accepts: Callable[[object], bool]) -> None:
+    """Register engine ``name``: class ``attribute`` of ``module``, taking inputs ``accepts`` says.
+
+    The module is imported only when the engine is opened, so an engine's optional
+    dependencies (pyspark, dask) are imported only when it runs. Engines registered
+    later are asked first, so a new engine may claim inputs an older one takes.
+    """
+    _REGISTRY[name] = _Entry(name, module, attribute, accepts)
+
+
+def engines() -> list[str]:
+    """Return the registered engines' names."""
+    return sorted(_REGISTRY)
+
+
+def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
+    """Return the engine that releases ``data``: the one ``engine`` names, else by its type."""
+    if engine is not None:
+        name = engine.name if isinstance(engine, EngineChoice) else engine
+        if not isinstance(name, str) or name not in _REGISTRY:
+            raise DPFastValueError(
+                f"engine must be one of {engines()} or None (chosen from the input's type), "
+                f"got {name!r}"
+            )
+        return name
+    for entry in reversed(list(_REGISTRY.values())):
+        if entry.accepts(data):
+            return entry.name
+    raise DPFastTypeError(
+        f"cannot release a {type(data).__module__}.{type(data).__name__}: give a pandas, "
+        "polars or Arrow table, a 2-D NumPy array, a pyarrow.dataset.Dataset, a Parquet path "
+        "or glob, a Spark DataFrame or a Dask DataFrame"
+    )
+
+
+def open_engine(
+    data: object,
+    *,
+    method: str,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    progress: Progress | None = None,
+    metrics: bool = False,
+    risk: bool = False,
+) -> Engine:
+    """Open the engine that releases ``data`` for one release of ``method``.
+
+    ``output`` (where the release is written) and ``memory_limit`` (the working memory of
+    an engine that reads in passes) mean the same on every engine that takes them; an
+    engine refuses what it cannot do (``metrics`` and ``risk`` need the original and the
+    release in memory), saying what to change.
+    """
+    name = engine_name(data, engine)
+    entry = _REGISTRY[name]
+    options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
+    kind = getattr(importlib.import_module(entry.module), entry.attribute)
+    memory = None if memory_limit is None else parse_memory(memory_limit)
+    opening = Opening(method, output, memory, progress, metrics, risk)
+    opened: Engine = kind.open(data, opening, **options)
+    return opened
+
+
+def _module_of(data: object) -> str:
+    return type(data).__module__
+
+
+def _is_spark(data: object) -> bool:
+    kind = type(data)
+    if kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql"):
+        return True
+    return _source_module(data).startswith("dpfast.engines.spark")
+
+
+def _is_dask(data: object) -> bool:
+    kind = type(data)
+    if kind.__name__ == "DataFrame" and kind.__module__.startswith("dask.dataframe"):
+        return True
+    return _source_module(data).startswith("dpfast.engines.dask")
+
+
+def _source_module(data: object) -> str:
+    """Return the module of a column source, looking through the sources that wrap one."""
+    inner = data
+    while hasattr(inner, "map_column") and hasattr(inner, "dataset"):
+        inner = inner.dataset
+    return _module_of(inner) if hasattr(inner, "map_column") else ""
+
+
+def _is_outofcore(data: object) -> bool:
+    if isinstance(data, (str, os.PathLike)):
+        return True
+    kind = type(data)
+    if kind.__module__.startswith("pyarrow._dataset") or kind.__module__.startswith(
+        "pyarrow.dataset"
+    ):
+        return True
+    return hasattr(data, "map_column") and hasattr(data, "n_rows")
+
+
+def _is_memory(data: object) -> bool:
+    return not (_is_spark(data) or _is_dask(data) or _is_outofcore(data))
+
+
+register("memory", "dpfast.engines.memory", "MemoryEngine", _is_memory)
+register("outofcore", "dpfast.engines.outofcore", "OutOfCoreEngine", _is_outofcore)
+register("spark", "dpfast.engines.spark", "SparkEngine", _is_spark)
+register("dask", "dpfast.engines.dask", "DaskEngine", _is_dask)

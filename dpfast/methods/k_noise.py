@@ -5,8 +5,11 @@ See docs/design.md#k-noise.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Hashable, Sequence
+import os
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -15,16 +18,18 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
+    EngineChoice,
+    Progress,
     Release,
-    Run,
     column_threads,
     noise_source,
     not_dp_guarantee,
-    numeric_columns,
+    numeric_ranges,
+    open_run,
     value_range,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_k, check_seed
+from dpfast.exceptions import DPFastValueError
 
 
 def _smallest_double_above(target: Fraction) -> float:
@@ -33,7 +38,7 @@ def _smallest_double_above(target: Fraction) -> float:
     except OverflowError:
         value = math.inf
     if not math.isfinite(value):
-        raise ValueError("the minimal delta overflows float64; rescale the column first")
+        raise DPFastValueError("the minimal delta overflows float64; rescale the column first")
     if Fraction(value) > target:
         return value
     return math.nextafter(value, math.inf)
@@ -74,10 +79,10 @@ def minimal_delta(values: Any, k: int) -> float:
     """
     array = np.ascontiguousarray(values, dtype=np.float64)
     if array.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {array.shape}")
+        raise DPFastValueError(f"values must be 1-D, got shape {array.shape}")
     k = check_k(k, array.shape[0])
     if not np.isfinite(array).all():
-        raise ValueError("values must be finite (no NaN or infinity)")
+        raise DPFastValueError("values must be finite (no NaN or infinity)")
     return _minimal_delta(array, k, "values")[0]
 
 
@@ -112,6 +117,11 @@ def k_noise(
     columns: Sequence[Hashable] | None = None,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
+    progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """k-noise: add uniform noise on ``[-δ, δ]`` to each value (docs/design.md#k-noise). Not DP.
 
@@ -125,8 +135,10 @@ def k_noise(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        Never modified.
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
+        Never modified. A Parquet file, directory or glob (or ``engine="outofcore"``) is
+        released out of core into ``output``; a Spark or Dask DataFrame on its cluster
+        (docs/engines.md).
     k : int
         ``1 <= k <= n_rows``.
     columns : sequence, optional
@@ -135,6 +147,17 @@ def k_noise(
         Reproducible noise, not for publication.
     n_threads : int, optional
         Threads for the noise (default: one per core). Results do not depend on it.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    engine, output, memory_limit : optional
+        The engine (a name or :class:`~dpfast.engines.EngineChoice`; default: the input's
+        own), where the release is written (Parquet, required out of core) and the working
+        memory out of core (e.g. ``"4GiB"``): the ``δ`` of a column that does not fit
+        comes from its sorted ranges, one by one (docs/engines.md).
 
     Returns
     -------
@@ -162,38 +185,59 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("k_noise", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("k_noise", locals())  # type: ignore[no-any-return]
-    run = Run("k_noise", data)
-    with run.phase("validate"):
-        k = check_k(k, run.table.n_rows)
-        seed = check_seed(seed)
-        protected = numeric_columns(run.table, columns)
-        threads = column_threads(n_threads)
-    source = noise_source(seed)
-    deltas: dict[str, float] = {}
-    spans: dict[str, float] = {}
-    for column in protected:
-        with run.phase("delta"):
-            delta, span = _minimal_delta(column.values, k, column.name)
-        with run.phase("noise"):
-            key = source.key("k_noise", "uniform-noise", str(column.name))
-            # released as floats: the noise is continuous
-            run.released[column.name] = noise.add_uniform(
-                key, column.values, delta, n_threads=threads
-            )
-        deltas[str(column.name)] = delta
-        spans[str(column.name)] = span
-    integer = [str(c.name) for c in protected if c.integer]
-    return run.finish(run.assemble(), **_report_fields(k, seed, integer, deltas, spans))
+    with open_run("k_noise", data, engine, output, memory_limit, progress, risk=risk) as run:
+        with run.phase("validate"):
+            k = check_k(k, run.n_rows)
+            seed = check_seed(seed)
+            protected, ranges = numeric_ranges(run.engine, columns)
+            threads = column_threads(n_threads)
+        source = noise_source(seed)
+        deltas: dict[str, float] = {}
+        spans: dict[str, float] = {}
+        for column, (lo, hi) in zip(protected, ranges, strict=True):
+            with run.phase("delta"):
+                delta, span = math.nextafter(0.0, math.inf), 0.0
+                if hi > lo:
+                    found = run.engine.order_statistics(column, k, (lo, hi))
+                    delta, span = delta_from_extremes(*found)
+            with run.phase("noise"):
+                key = source.key("k_noise", "uniform-noise", str(column.name))
+                # released as floats (a float column in its own type): the noise is continuous
+                kind = column.dtype if column.dtype.kind == "f" else np.dtype(np.float64)
+                floats = dataclasses.replace(column, integer=False, dtype=kind)
+                run.engine.write_rows(floats, UniformCells(key, delta, threads))
+            run.keep(column.name)
+            run.risk_width[column.name] = 2.0 * delta  # the paper's neighbourhood, 2δ
+            deltas[str(column.name)] = delta
+            spans[str(column.name)] = span
+        integer = [str(c.name) for c in protected if c.integer]
+        return run.finish(**_report_fields(k, seed, integer, deltas, spans))
+
+
+@dataclass(frozen=True)
+class UniformCells:
+    """One column's cells plus uniform noise on ``(-delta, delta)``, keyed by row.
+
+    Row ``i`` gets word ``i`` of the column's key (:func:`dpfast.noise.add_uniform`);
+    no counts.
+    """
+
+    key: np.ndarray
+    delta: float
+    n_threads: int
+
+    def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the batch's values with their noise, and no counts."""
+        out = noise.add_uniform(
+            self.key, values, self.delta, start=first_row, n_threads=self.n_threads
+        )
+        return out, np.zeros(0, dtype=np.int64)
 
 
 def _report_fields(
     k: int, seed: int | None, integer: list[str], deltas: dict[str, float], spans: dict[str, float]
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`Run.finish`)."""
     return {
         "parameters": {
             "k": k,

@@ -5,7 +5,8 @@ See docs/design.md#k-pram.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import os
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,29 +14,35 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
+    Bins,
+    EngineChoice,
+    NumericColumn,
+    Progress,
     Release,
-    Run,
     column_threads,
     keep_numerator,
     noise_source,
     not_dp_guarantee,
-    numeric_columns,
-    value_range,
+    numeric_ranges,
+    open_run,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
 from dpfast._validation import check_k_anonymity, check_retention, check_seed
 
 
-def _interval_count(values: np.ndarray, k: int, lo: float, hi: float) -> tuple[int, np.ndarray]:
-    """k-PRAM's number of intervals ``m`` and the exact count of each (docs/design.md#k-pram)."""
+def _bins(engine: Any, column: NumericColumn, k: int, lo: float, hi: float) -> Bins:
+    """k-PRAM's ``m`` equal-width intervals of a column and their counts (docs/design.md#k-pram)."""
     width = hi - lo
-    return search_intervals(
-        values.shape[0],
-        k,
-        width == 0,
-        lambda b: _kernels.bucket_counts(values, lo, b / width, b),
-        lambda m: _kernels.interval_counts(values, lo, m / width, m),
-    )
+
+    def bucket_starts(b: int) -> np.ndarray:
+        starts = np.zeros(b + 1, dtype=np.int64)
+        np.cumsum(engine.bin_counts(column, lo, b / width, b), out=starts[1:])
+        return starts
+
+    def interval_counts(m: int) -> np.ndarray:
+        return engine.bin_counts(column, lo, m / width, m)  # type: ignore[no-any-return]
+
+    m, counts = search_intervals(engine.n_rows, k, width == 0, bucket_starts, interval_counts)
+    return Bins(lo, m / width if width > 0 else 0.0, counts)
 
 
 def search_intervals(
@@ -47,10 +54,11 @@ def search_intervals(
 ) -> tuple[int, np.ndarray]:
     """Return k-PRAM's ``m`` and the count of each interval, from counts of the column.
 
-    ``bucket_starts(b)`` is :func:`dpfast._kernels.mechanisms.bucket_counts` of the column
-    with ``b`` fine buckets over its range, ``interval_counts(m)`` the exact counts of ``m``
-    intervals (:func:`dpfast._kernels.mechanisms.interval_counts`); ``constant`` when every
-    value is the same. The bisection over ``[1, n // k]`` asks for exact counts only where
+    ``bucket_starts(b)`` is the first rank of each of ``b`` fine equal-width buckets over
+    the column's range, then ``n`` (as :func:`dpfast._kernels.mechanisms.bucket_counts`
+    gives them), ``interval_counts(m)`` the exact counts of ``m`` intervals
+    (:meth:`dpfast.engines.base.Engine.bin_counts`); ``constant`` when every value is the
+    same. The bisection over ``[1, n // k]`` asks for exact counts only where
     the fine histogram cannot decide.
     """
     if constant:
@@ -87,6 +95,11 @@ def k_pram(
     retention: float = 0.5,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
+    progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """k-PRAM: PRAM within equal-width intervals that each hold at least ``k`` values.
 
@@ -103,8 +116,10 @@ def k_pram(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        The table; it is not modified.
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
+        The table; it is not modified. A Parquet file, directory or glob (or
+        ``engine="outofcore"``) is released out of core into ``output``; a Spark or Dask
+        DataFrame on its cluster (docs/engines.md).
     k : int
         The least number of values per interval, ``2 <= k <= n_rows`` (with ``k = 1``
         every interval may hold one value, and the release be the input unchanged).
@@ -117,6 +132,17 @@ def k_pram(
         Draw from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
         Threads for the retain-or-replace draws; the release is the same for any number.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    engine, output, memory_limit : optional
+        Out of core (``engine="outofcore"`` or a Parquet path) the release is written to
+        ``output`` (Parquet) within ``memory_limit`` (e.g. ``"4GiB"``), the replacements
+        found one window of pool positions at a time; a Spark or Dask DataFrame runs on
+        its engine (docs/engines.md).
 
     Returns
     -------
@@ -146,45 +172,30 @@ def k_pram(
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("k_pram", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("k_pram", locals())  # type: ignore[no-any-return]
-    run = Run("k_pram", data)
-    with run.phase("validate"):
-        k = check_k_anonymity(k, run.table.n_rows, "k-PRAM")
-        retention = check_retention(retention)
-        seed = check_seed(seed)
-        protected = numeric_columns(run.table, columns)
-        threads = column_threads(n_threads)
-    keep = keep_numerator(retention)
-    source = noise_source(seed)
-    intervals: dict[str, int] = {}
-    widths: dict[str, float] = {}
-    smallest: dict[str, int] = {}
-    for column in protected:
-        with run.phase("intervals"):
-            lo, hi = value_range(column.values, column.name)
-            m, counts = _interval_count(column.values, k, lo, hi)
-            group_start, groups, pool = _group_by_interval(column.values, lo, hi, m, counts)
-        with run.phase("pram"):
-            out = noise.retain_or_replace(
-                source.key("k_pram", "retain-or-replace", str(column.name)),
-                keep,
-                column.values,
-                pool,
-                groups=groups,
-                group_start=group_start,
-                group_size=counts,
-                n_threads=threads,
-            )
-        run.keep(column, out)
-        intervals[str(column.name)] = m
-        widths[str(column.name)] = (hi - lo) / m
-        smallest[str(column.name)] = int(counts.min())
-    return run.finish(
-        run.assemble(), **_report_fields(k, retention, keep, seed, intervals, widths, smallest)
-    )
+    with open_run("k_pram", data, engine, output, memory_limit, progress, risk=risk) as run:
+        with run.phase("validate"):
+            k = check_k_anonymity(k, run.n_rows, "k-PRAM")
+            retention = check_retention(retention)
+            seed = check_seed(seed)
+            protected, ranges = numeric_ranges(run.engine, columns)
+            threads = column_threads(n_threads)
+        keep = keep_numerator(retention)
+        source = noise_source(seed)
+        intervals: dict[str, int] = {}
+        widths: dict[str, float] = {}
+        smallest: dict[str, int] = {}
+        for column, (lo, hi) in zip(protected, ranges, strict=True):
+            with run.phase("intervals"):
+                bins = _bins(run.engine, column, k, lo, hi)
+            with run.phase("pram"):
+                key = source.key("k_pram", "retain-or-replace", str(column.name))
+                run.engine.write_resampled(column, bins, key, keep, n_threads=threads)
+            run.keep(column.name)
+            intervals[str(column.name)] = bins.m
+            widths[str(column.name)] = (hi - lo) / bins.m
+            smallest[str(column.name)] = int(bins.counts.min())
+        fields = _report_fields(k, retention, keep, seed, intervals, widths, smallest)
+        return run.finish(**fields)
 
 
 def _report_fields(
@@ -196,7 +207,7 @@ def _report_fields(
     widths: dict[str, float],
     smallest: dict[str, int],
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`Run.finish`)."""
     return {
         "parameters": _parameters(k, retention, keep),
         "guarantee": not_dp_guarantee(
@@ -223,16 +234,3 @@ def _parameters(k: int, retention: float, keep: int) -> dict[str, Any]:
         "for every interval holding >= k values",
         "replacement": "value of a uniformly drawn record of the same interval (invariant PRAM)",
     }
-
-
-def _group_by_interval(
-    values: np.ndarray, lo: float, hi: float, m: int, counts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each interval's first position, each value's interval, and the values by interval."""
-    group_start = np.zeros(m, dtype=np.int64)
-    np.cumsum(counts[:-1], out=group_start[1:])
-    groups = np.empty(values.shape[0], dtype=np.int64)
-    pool = np.empty(values.shape[0], dtype=np.float64)
-    scale = m / (hi - lo) if hi > lo else 0.0
-    _kernels.group_by_interval(values, lo, scale, m, group_start, groups, pool)
-    return group_start, groups, pool

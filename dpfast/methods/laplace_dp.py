@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,17 +12,27 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import perturb
 from dpfast._release import (
+    BudgetLike,
+    EngineChoice,
+    Forecast,
     NumericColumn,
     Progress,
     Release,
-    Run,
+    TableView,
     check_unprotected,
+    fit_domains,
     grid_noise_entry,
     noise_source,
-    numeric_columns,
+    numeric_forecast,
+    open_run,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import check_bounds, check_epsilon, check_nonempty, check_seed
+from dpfast._validation import (
+    check_bounds,
+    check_columns,
+    check_epsilon,
+    check_nonempty,
+    check_seed,
+)
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -41,7 +53,12 @@ def laplace_dp(
     unprotected: UnprotectedPolicy = "drop",
     seed: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
 
@@ -51,10 +68,10 @@ def laplace_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
-        A Spark DataFrame runs on Spark (``unprotected="drop"``, no metrics): the release's
-        data is a Spark DataFrame computed on the executors, rows in the frame's order
-        (cache the frame; docs/engines.md, "Spark").
+    data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame
+        Never modified. A dataset or path is released out of core, a Spark or Dask
+        DataFrame on its cluster (cache the frame), rows in its order: the same release
+        for a seed, with every option but ``metrics`` and ``risk`` (docs/engines.md).
     epsilon : float
     bounds : mapping
         Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
@@ -72,8 +89,26 @@ def laplace_dp(
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
         to the private report (``release.private.metrics``), which must not be published.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress("noise", done, total)`` after each column.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files (on Spark and Dask always a directory), published at once when complete
+        (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
+        The release does not depend on it.
+    budget : BudgetLike, optional
+        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
+        release really spends before any pass and records it before the output is
+        published.
 
     Returns
     -------
@@ -92,47 +127,137 @@ def laplace_dp(
     >>> release.data.shape
     (2, 1)
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("laplace_dp", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("laplace_dp", locals())  # type: ignore[no-any-return]
-    run = Run("laplace_dp", data, progress)
-    with run.phase("validate"):
-        check_nonempty(run.table.n_rows)
-        epsilon = check_epsilon(epsilon)
-        seed = check_seed(seed)
-        run.policy = check_unprotected(unprotected)
-        protected = numeric_columns(run.table, columns)
-        domains, derived = check_bounds(
-            bounds, [c.name for c in protected], {c.name: c.values for c in protected}
+    with open_run(
+        "laplace_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
+    ) as run:
+        with run.phase("validate"):
+            epsilon, protected, domains, derived = _validate(
+                run.engine, epsilon, bounds, columns, seed
+            )
+            seed = check_seed(seed)
+            run.policy = check_unprotected(unprotected)
+            protected, notes = fit_domains(protected, domains)
+            plans = _plans(protected, domains, epsilon, run.n_rows)
+            run.expect(_forecast(epsilon, run.n_rows, protected, plans))  # before any ε is reserved
+            run.reserve(epsilon, [c.name for c in protected])
+        ledger = Ledger(epsilon)
+        for _, _, entry in plans:  # every column's spend reserved before any draw
+            ledger.plan(entry)
+        source = noise_source(seed)
+        with run.phase("noise"):
+            for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
+                key = source.key("laplace_dp", "cell-noise", str(column.name))
+                cells = LaplaceCells(grid, key, steps, column.integer, domains[column.name])
+                clamped, on_bound = run.engine.write_rows(column, cells)
+                ledger.spend(entry)
+                run.keep(column.name, clamped=int(clamped), on_bound=int(on_bound))
+                run.tick("noise", i + 1, len(protected))
+        return run.finish(
+            source=source,
+            parameters=_parameters(epsilon, domains, derived),
+            guarantee=_guarantee(epsilon, protected, derived),
+            ledger=ledger,
+            seed=seed,
+            sampler=noise.SAMPLER_NAME,
+            metrics=run.metrics(protected, domains=domains) if metrics else None,
+            domains=domains,
+            notes=notes,
         )
-    ledger = Ledger(epsilon)
-    plans = [
-        _plan(column, domains[column.name], epsilon, len(protected), run.table.n_rows)
-        for column in protected
-    ]
-    for _, _, entry in plans:  # every column's spend reserved before any draw
-        ledger.plan(entry)
-    source = noise_source(seed)
-    with run.phase("noise"):
-        for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
-            key = source.key("laplace_dp", "cell-noise", str(column.name))
-            draws = noise.discrete_laplace(key, steps, run.table.n_rows)
-            out, clamped = laplace_column(column.values, grid, draws, column.integer)
-            ledger.spend(entry)
-            run.keep(column, out, clamped)
-            run.tick("noise", i + 1, len(protected))
-    result = run.assemble(source=source)
-    return run.finish(
-        result,
-        parameters=_parameters(epsilon, domains, derived),
-        guarantee=_guarantee(epsilon, protected, derived),
-        ledger=ledger,
-        seed=seed,
-        sampler=noise.SAMPLER_NAME,
-        metrics=run.metrics(protected, domains=domains) if metrics else None,
-        domains=domains,
+
+
+def _validate(
+    table: TableView, epsilon: Any, bounds: Any, columns: Any, seed: Any
+) -> tuple[float, list[NumericColumn], dict[Hashable, tuple[float, float]], bool]:
+    """Check the arguments; return ε, the protected columns, their bounds, and whether derived."""
+    check_nonempty(table.n_rows)
+    epsilon = check_epsilon(epsilon)
+    check_seed(seed)
+    selected = check_columns(columns, table.names)
+    protected = table.numeric_columns(selected, categorical=False)
+    domains, derived = check_bounds(bounds, [c.name for c in protected], _ranges(table, protected))
+    return epsilon, protected, domains, derived
+
+
+def _plans(
+    protected: Sequence[NumericColumn],
+    domains: Mapping[Hashable, tuple[float, float]],
+    epsilon: float,
+    n_records: int,
+) -> list[tuple[Grid, int, LedgerEntry]]:
+    """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`)."""
+    m = len(protected)
+    return [_plan(c, domains[c.name], epsilon, m, n_records) for c in protected]
+
+
+def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`laplace_dp` with ``arguments`` (all its keywords) on ``table``.
+
+    The release's own checks and plan, from the row count, the names and the arguments
+    only; nothing is spent or written (docs/forecast.md).
+    """
+    a = arguments
+    epsilon, protected, domains, _ = _validate(
+        table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
     )
+    plans = _plans(protected, domains, epsilon, table.n_rows)
+    return _forecast(epsilon, table.n_rows, protected, plans)
+
+
+def _forecast(
+    epsilon: float,
+    n: int,
+    protected: Sequence[NumericColumn],
+    plans: Sequence[tuple[Grid, int, LedgerEntry]],
+) -> Forecast:
+    """Return the forecast of the columns' plans: every cell gets its own draw."""
+    columns = tuple(
+        numeric_forecast(entry, grid, steps, _CELL, column.integer)
+        for column, (grid, steps, entry) in zip(protected, plans, strict=True)
+    )
+    note = (
+        "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
+        "only fewer protected columns or a larger epsilon lower the noise"
+    )
+    return Forecast("laplace_dp", epsilon, n, columns, notes=(note,))
+
+
+_CELL = "every cell, clamped to the bounds"
+
+
+def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:
+    """Return a column's ``(min, max)``, for bounds derived from the data (``bounds="data"``)."""
+    by_name = {c.name: c for c in protected}
+    return lambda name: engine.value_range(by_name[name])
+
+
+@dataclass(frozen=True)
+class LaplaceCells:
+    """One column's cells noised: row ``i`` gets the draw of nonce ``i`` of the column's key.
+
+    Returns the released values, and the counts ``[clamped inputs, outputs on a bound]``.
+    """
+
+    grid: Grid
+    key: np.ndarray
+    steps: int
+    integer: bool
+    domain: tuple[float, float]
+
+    def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Release the rows from ``first_row`` on; count the clamped and on-bound values."""
+        draws = noise.discrete_laplace(self.key, self.steps, values.shape[0], start=first_row)
+        out, clamped = laplace_column(values, self.grid, draws, self.integer)
+        lower, upper = self.domain
+        on_bound = np.count_nonzero(out <= lower) + np.count_nonzero(out >= upper)
+        return out, np.array([clamped, on_bound], dtype=np.int64)
 
 
 def _parameters(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -9,19 +10,28 @@ import numpy as np
 
 from dpfast._release import (
     CategoricalColumn,
+    EngineChoice,
     NumericColumn,
     Progress,
     Release,
     Run,
+    open_run,
+    option,
     partition_inputs,
-    split_columns,
+    protected_columns,
     taxonomy_parameters,
 )
-from dpfast._validation import check_k_anonymity
+from dpfast._validation import check_k_anonymity, in_cli
 from dpfast.accounting import names
+from dpfast.engines import Clusters, engine_name, parse_memory
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.categorical import cluster_centroids
 from dpfast.partitions.mdav import mdav_labels
 from dpfast.taxonomy import Taxonomy
+
+#: MDAV's working memory per value of the table it aggregates (the standardised matrix,
+#: distances, the centroids and the output), as a multiple of 8 bytes.
+BYTES_PER_VALUE = 6 * 8
 
 
 def mdav(
@@ -31,7 +41,11 @@ def mdav(
     columns: Sequence[Hashable] | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
 ) -> Release:
     """Release with standard MDAV microaggregation: k-anonymity on the chosen columns, not DP.
 
@@ -46,6 +60,10 @@ def mdav(
     marginality-based centroid: the taxonomy leaf of least total semantic distance to the
     cluster's values (docs/design.md#semantic-centroid; ties to the first leaf in label order).
     Mixed data take an exact O(n^2 / k) scan instead of the numeric k-d tree.
+
+    MDAV is sequential (O(n^2 / k) distance passes over the whole table), so it runs in
+    memory only: for data beyond memory use :func:`dpfast.ir_dp` or :func:`dpfast.mdav_dp`,
+    both proven DP and released on every engine.
 
     Parameters
     ----------
@@ -62,8 +80,19 @@ def mdav(
     metrics : bool
         Add relative error and Jensen-Shannon divergence per column to the private
         report (``release.private.metrics``).
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
+    engine : str or EngineChoice, optional
+        ``"memory"`` or ``None``; any other engine is refused (MDAV runs in memory only).
+    output : str or path, optional
+        Also write the released table there (by its extension), published at once.
+    memory_limit : str or int, optional
+        Refuse, before any work, a table whose MDAV would need more than this (e.g.
+        ``"8GiB"``): about 48 bytes per protected value.
 
     Returns
     -------
@@ -73,7 +102,8 @@ def mdav(
     Raises
     ------
     TypeError, ValueError
-        As :func:`dpfast.ir_dp` (NaN, non-numeric columns, ...); ``k`` outside ``[2, n]``.
+        As :func:`dpfast.ir_dp` (NaN, non-numeric columns, ...); ``k`` outside ``[2, n]``;
+        an input or ``engine`` that is not in memory; a table beyond ``memory_limit``.
 
     Notes
     -----
@@ -94,52 +124,98 @@ def mdav(
     >>> mdav(table, k=3, taxonomies={"job": jobs}).data["job"].tolist()
     ['nurse', 'nurse', 'nurse', 'pilot', 'pilot', 'pilot']
     """
-    run = Run("mdav", data, progress)
-    with run.phase("validate"):
-        k = check_k_anonymity(k, run.table.n_rows, "mdav")
-        numeric, categorical = split_columns(run.table, columns, taxonomies)
-    with run.phase("partition"):
-        matrix, codes, found = partition_inputs(numeric, categorical, run.table.n_rows)
-        labels = mdav_labels(matrix, k, codes=codes, taxonomies=found)
-        run.tick("partition", 1, 1)
-    with run.phase("aggregate"):
-        _aggregate(run, numeric, categorical, labels)
-    result = run.assemble()
-
-    n_clusters = int(labels.max()) + 1
-    return run.finish(
-        result,
-        parameters=_parameters(k, n_clusters, categorical),
-        guarantee=(
-            f"k-anonymity with k={k} on columns {names(list(run.released))}: every released "
+    limit = None if memory_limit is None else parse_memory(memory_limit)
+    _check_in_memory(data, engine)
+    with open_run("mdav", data, engine, output, None, progress, metrics=metrics, risk=risk) as run:
+        with run.phase("validate"):
+            k = check_k_anonymity(k, run.n_rows, "mdav")
+            numeric, categorical = protected_columns(run.engine, columns, taxonomies)
+            if limit is not None:
+                name = f"{option('memory_limit')} ({limit:,} bytes)"
+                check_fits(run.n_rows, len(numeric) + len(categorical), limit, name)
+        with run.phase("partition"):
+            clusters = _partition(run, numeric, categorical, k)
+            run.tick("partition", 1, 1)
+        with run.phase("aggregate"):
+            _aggregate(run, numeric, categorical, clusters)
+        guarantee = (
+            f"k-anonymity with k={k} on columns {names(run.released_names())}: every released "
             f"combination of these columns is shared by at least {k} rows. NOT "
             "differentially private: the clusters depend on every record, so this output "
             "must never feed a DP noise step (use mdav_dp).",
             "none",
-        ),
-        metrics=run.metrics(numeric, categorical) if metrics else None,
+        )
+        return run.finish(
+            parameters=_parameters(k, clusters.count, categorical),
+            guarantee=guarantee,
+            metrics=run.metrics(numeric, categorical) if metrics else None,
+        )
+
+
+def _check_in_memory(data: Any, engine: str | EngineChoice | None) -> None:
+    """Refuse, before anything is opened, an input or engine that is not in memory."""
+    name = engine_name(data, engine)
+    if name != "memory":
+        raise DPFastValueError(
+            f"mdav is sequential (O(n^2/k) distance passes) and runs in memory only, and "
+            f"this release would run on the {name} engine; release a table held in memory "
+            f"(pandas, Arrow, polars, NumPy) without {option('engine')}, or, for data "
+            "beyond memory, use ir_dp (individual ranking) or mdav_dp (insensitive MDAV), "
+            "both proven DP and released on every engine, or mdav on a sample"
+        )
+
+
+def check_fits(n_rows: int, n_columns: int, limit: int, limit_name: str) -> None:
+    """Refuse a table whose MDAV would need more than ``limit`` bytes (``limit_name``'s).
+
+    MDAV needs about :data:`BYTES_PER_VALUE` bytes per value it aggregates; the message
+    names the methods that run beyond memory.
+    """
+    needed = n_rows * n_columns * BYTES_PER_VALUE
+    if needed <= limit:
+        return
+    size = f"{needed / 2**30:.1f} GiB" if needed >= 2**30 else f"{needed / 2**20:.1f} MiB"
+    cli = in_cli()
+    ir_dp, mdav_dp = ("ir-dp", "mdav-dp") if cli else ("ir_dp", "mdav_dp")
+    raise DPFastValueError(
+        f"mdav would need about {size} for {n_rows:,} rows of {n_columns} columns, more "
+        f"than {limit_name}; MDAV is sequential (O(n^2/k)) and runs in memory only. For data "
+        f"this size use {ir_dp} (individual ranking) or {mdav_dp} (insensitive MDAV), both "
+        f"proven DP and out of core{' with --memory-limit' if cli else ''}, or mdav on a "
+        "sample"
     )
+
+
+def _partition(
+    run: Run,
+    numeric: Sequence[NumericColumn],
+    categorical: Sequence[CategoricalColumn],
+    k: int,
+) -> Clusters:
+    """MDAV-generic's clusters of the protected columns (values held in memory)."""
+    matrix, codes, taxonomies = partition_inputs(numeric, categorical, run.n_rows)
+    return Clusters.of(mdav_labels(matrix, k, codes=codes, taxonomies=taxonomies))
 
 
 def _aggregate(
     run: Run,
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
-    labels: np.ndarray,
+    clusters: Clusters,
 ) -> None:
     """Replace every value by its cluster's mean (numeric) or centroid (categorical)."""
-    n_clusters = int(labels.max()) + 1
-    sizes = np.bincount(labels, minlength=n_clusters)
-    total = len(numeric) + len(categorical)
-    for i, column in enumerate(numeric):
-        means = np.bincount(labels, weights=column.values, minlength=n_clusters) / sizes
-        out = means[labels]
-        run.keep(column, np.rint(out) if column.integer else out)
-        run.tick("aggregate", i + 1, total)
-    for i, cat in enumerate(categorical):
-        centre = cluster_centroids(cat.taxonomy, cat.codes, labels, n_clusters)
-        run.keep_codes(cat, centre[labels], clamped=False)
-        run.tick("aggregate", len(numeric) + i + 1, total)
+    labels, count, sizes = clusters.labels, clusters.count, clusters.sizes
+    values = []
+    for column in numeric:
+        means = np.bincount(labels, weights=column.values, minlength=count) / sizes
+        values.append(np.rint(means) if column.integer else means)
+    for cat in categorical:
+        values.append(cluster_centroids(cat.taxonomy, cat.codes, labels, count))
+    run.engine.write_clusters([*numeric, *categorical], clusters, values, None)
+    released = [c.name for c in numeric] + [c.name for c in categorical]
+    for i, name in enumerate(released):
+        run.keep(name)
+        run.tick("aggregate", i + 1, len(released))
 
 
 def _parameters(

@@ -6,7 +6,9 @@ See docs/design.md#randomized-response.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+import os
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
@@ -15,9 +17,19 @@ import numpy as np
 import pandas as pd
 
 from dpfast import noise
-from dpfast._kernels import mechanisms as _kernels
-from dpfast._release import Release, Run, column_threads, keep_numerator, noise_source
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
+from dpfast._release import (
+    BudgetLike,
+    EngineChoice,
+    Forecast,
+    Progress,
+    Release,
+    TableView,
+    choice_forecast,
+    column_threads,
+    keep_numerator,
+    noise_source,
+    open_run,
+)
 from dpfast._validation import (
     check_columns,
     check_epsilon,
@@ -27,14 +39,14 @@ from dpfast._validation import (
     option,
 )
 from dpfast.accounting import Ledger, LedgerEntry
-from dpfast.io import TableData
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
 
 def _domain_values(domain: Any) -> list[Any]:
     if domain is None:
-        raise ValueError(
+        raise DPFastValueError(
             "domain is required: pass the public list of categories (or a Taxonomy); it is "
             "never taken from the data"
         )
@@ -47,12 +59,12 @@ def _domain_values(domain: Any) -> list[Any]:
                 domain = domain()
             break
     if isinstance(domain, (str, bytes)) or not hasattr(domain, "__iter__"):
-        raise TypeError(
+        raise DPFastTypeError(
             f"domain must be a list of categories or a Taxonomy, got {type(domain).__name__}"
         )
     values = list(domain)
     if len(values) < 2:
-        raise ValueError(
+        raise DPFastValueError(
             f"{option('domain')} must hold at least 2 categories, got {len(values)}; with one "
             "there is "
             "nothing to perturb"
@@ -60,27 +72,23 @@ def _domain_values(domain: Any) -> list[Any]:
     if len(set(values)) != len(values):
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
-        raise ValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
+        raise DPFastValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
     if len(values) > noise.KEEP_DENOMINATOR:
-        raise ValueError(f"{option('domain')} may hold at most 2**32 categories, got {len(values)}")
+        raise DPFastValueError(
+            f"{option('domain')} may hold at most 2**32 categories, got {len(values)}"
+        )
     return values
 
 
-def _code_dtype(m: int) -> type[np.signedinteger[Any]]:
-    for dtype in (np.int8, np.int16, np.int32):
-        if m <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
-
-
-def _in_column_type(domain: list[Any], values: np.ndarray) -> list[Any]:
+def _in_column_type(domain: list[Any], dtype: np.dtype[Any]) -> list[Any]:
     """Read a domain given as text (``--domain 1,2``) in a numeric column's own type.
 
     A label matches a value when it equals it, or when it is the value's text, as DiffGen
     matches class labels; the release keeps the column's dtype. Labels that are not all
-    exact numbers of that type are left as they are (and then do not match).
+    exact numbers of that type are left as they are (and then do not match). ``dtype`` is
+    the column's (:meth:`dpfast.engines.base.Engine.value_dtype`).
     """
-    kind = values.dtype.kind
+    kind = dtype.kind
     if kind not in "iuf" or not all(isinstance(label, str) for label in domain):
         return domain
     parse = int if kind in "iu" else float
@@ -89,56 +97,8 @@ def _in_column_type(domain: list[Any], values: np.ndarray) -> list[Any]:
     except ValueError:
         return domain
     if len(set(parsed)) < len(parsed):
-        raise ValueError(f"domain lists the same number twice: {domain}")
+        raise DPFastValueError(f"domain lists the same number twice: {domain}")
     return parsed
-
-
-def _encode(table: TableData, column: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
-    """Codes of ``column`` in ``domain`` and a function turning codes back into a column."""
-    index = pd.Index(domain)
-    series = table.source[column] if table.kind == "pandas" else None
-    if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
-        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
-        codes = np.empty(len(series), dtype=_code_dtype(len(domain)))
-        raw = series.cat.codes.to_numpy()
-        missing, first = _kernels.map_codes(raw, mapping, codes)
-        outside = []
-        if first >= 0:  # the error path: name every category outside the domain
-            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
-            outside = [series.cat.categories[c] for c in unmapped]
-        dtype = pd.CategoricalDtype(index)
-
-        def decode(new: np.ndarray) -> Any:
-            return pd.Categorical.from_codes(new, dtype=dtype)
-
-    else:
-        values = table.column(column)
-        domain = _in_column_type(domain, values)
-        index = pd.Index(domain)
-        codes = index.get_indexer(values)
-        bad = codes < 0
-        missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
-        outside = list(pd.unique(values[bad & ~pd.isna(values)])) if bad.any() else []
-        domain_array = np.asarray(domain)
-        if domain_array.dtype.kind in "US" or domain_array.dtype.kind == "O":
-            domain_array = np.asarray(domain, dtype=object)
-
-        def decode(new: np.ndarray) -> Any:
-            return domain_array[new]
-
-    if missing:
-        raise ValueError(
-            f"column {column!r} has {missing} missing value(s); impute them with a public "
-            "rule, or add an explicit category for them to the domain"
-        )
-    if outside:
-        shown = ", ".join(repr(v) for v in outside[:5])
-        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
-        raise ValueError(
-            f"column {column!r} holds value(s) outside the domain: {shown}{more}; add them "
-            "to the public domain or recode them (the domain is never taken from the data)"
-        )
-    return np.ascontiguousarray(codes, dtype=_code_dtype(len(domain))), decode
 
 
 def _keep_from_epsilon(epsilon: float, m: int) -> int:
@@ -181,6 +141,12 @@ def randomized_response(
     retention: float | None = None,
     seed: int | None = None,
     n_threads: int | None = None,
+    risk: bool | Mapping[str, Any] = False,
+    progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Uniform perturbation (k-ary randomized response) of one categorical column.
 
@@ -200,8 +166,10 @@ def randomized_response(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
-        Never modified.
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
+        Never modified. A Parquet file, directory or glob (or ``engine="outofcore"``) is
+        released out of core into ``output``; a Spark or Dask DataFrame on its cluster
+        (docs/engines.md).
     column : hashable
         The sensitive column.
     domain : sequence or Taxonomy
@@ -215,6 +183,21 @@ def randomized_response(
         Reproducible, not for publication.
     n_threads : int, optional
         Threads for the draws. Results do not depend on it.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    engine, output, memory_limit : optional
+        Where the release runs (an engine's name or :class:`~dpfast.engines.EngineChoice`,
+        by default the input's own) and is written (``output``: Parquet; required out of
+        core), and the memory out of core, which bounds the batches of its one pass over
+        the column (e.g. ``"4GiB"``).
+    budget : BudgetFile, optional
+        A privacy budget to spend ``epsilon`` from (:class:`dpfast.budget.BudgetFile`):
+        reserved before any work, committed before the output is published. It needs
+        ``epsilon`` (with ``retention`` alone the ε is not known before the release).
 
     Returns
     -------
@@ -227,7 +210,7 @@ def randomized_response(
     TypeError, ValueError
         Unknown column, a domain with fewer than 2 or repeated categories, values outside
         the domain or missing, both or neither of ``epsilon`` and ``retention``,
-        ``epsilon <= 0``, ``retention`` outside ``[0, 1)``.
+        ``epsilon <= 0``, ``retention`` outside ``[0, 1)``, a ``budget`` without ``epsilon``.
 
     References
     ----------
@@ -243,38 +226,96 @@ def randomized_response(
     >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
     (True, ['zip'])
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("randomized_response", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("randomized_response", locals())  # type: ignore[no-any-return]
-    run = Run("randomized_response", data)
-    with run.phase("validate"):
-        check_nonempty(run.table.n_rows)
-        (name,) = check_columns([column], run.table.names, name="column")
-        categories = _domain_values(domain)
-        m = len(categories)
-        keep, epsilon, retention = _keep(epsilon, retention, m)
-        seed = check_seed(seed)
-        threads = column_threads(n_threads)
-        codes, decode = _encode(run.table, name, categories)
+    with open_run(
+        "randomized_response",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        budget=budget,
+        risk=risk,
+    ) as run:
+        with run.phase("validate"):
+            check_nonempty(run.n_rows)
+            (name,) = check_columns([column], run.engine.names, name="column")
+            categories = _domain_values(domain)
+            m = len(categories)
+            keep, epsilon, retention = _keep(epsilon, retention, m)
+            seed = check_seed(seed)
+            threads = column_threads(n_threads)
+            typed = _in_column_type(categories, run.engine.value_dtype(name))
+            if epsilon is not None:
+                run.reserve(epsilon, [name])
+            elif budget is not None:
+                raise DPFastValueError(
+                    f"{option('budget')} needs {option('epsilon')}, the budget this release "
+                    f"may spend (with {option('retention')} alone the epsilon is not known "
+                    "before the release)"
+                )
+        p = keep / noise.KEEP_DENOMINATOR
+        ledger = Ledger(math.log(_amplification(keep, m)))
+        entry = ledger.plan(_entry(name, ledger.total, p))
+        source = noise_source(seed)
+        with run.phase("perturb"):
+            key = source.key("randomized_response", str(name))
+            run.engine.write_codes(name, typed, ResponseCells(key, keep, m, threads))
+            ledger.spend(entry)
+        run.keep(name)
+        fields = _report_fields(name, categories, keep, epsilon, retention, ledger, seed)
+        return run.finish(**fields)
+
+
+def _amplification(keep: int, m: int) -> float:
+    """Return the amplification ``1 + p m / (1 - p)``, ``p = keep / 2**32``: ε is its log."""
+    return 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+
+
+def randomized_response_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`randomized_response` with ``arguments`` on ``table``.
+
+    From the arguments only (the retention the release uses, its ε, the domain's size);
+    nothing is spent or written. The share of values changed is exact for any data.
+    """
+    a = arguments
+    check_nonempty(table.n_rows)
+    (name,) = check_columns([a["column"]], table.names, name="column")
+    m = len(_domain_values(a["domain"]))
+    keep, _, _ = _keep(a["epsilon"], a["retention"], m)
+    check_seed(a["seed"])
     p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
-    ledger = Ledger(math.log(gamma))
-    entry = ledger.plan(_entry(name, ledger.total, p))
-    source = noise_source(seed)
-    with run.phase("perturb"):
-        new_codes = noise.retain_or_replace(
-            source.key("randomized_response", str(name)),
-            keep,
-            codes,
-            np.arange(m, dtype=codes.dtype),
-            n_threads=threads,
-        )
-        ledger.spend(entry)
-        run.released[name] = decode(new_codes)
-    return run.finish(
-        run.assemble(), **_report_fields(name, categories, keep, epsilon, retention, ledger, seed)
+    epsilon = math.log(_amplification(keep, m))
+    changed = (1 - p) * (m - 1) / m
+    notes = (
+        f"each value is kept with probability {p + (1 - p) / m:.4g}, else replaced by a "
+        f"uniform draw from the {m} public categories (the noise scale is the probability "
+        f"of a draw, {1 - p:.4g}): {changed:.1%} of the released values are expected to "
+        "differ from the input, whatever the data",
+        "a categorical column has no bounds: nothing is clamped, so no share on a bound "
+        "applies; the other columns are released unchanged and are NOT protected",
     )
+    column = choice_forecast(_entry(name, epsilon, p), "every value of the column")
+    return Forecast("randomized_response", epsilon, table.n_rows, (column,), notes=notes)
+
+
+@dataclass(frozen=True)
+class ResponseCells:
+    """One column's codes kept or replaced by a uniform draw from the domain's ``m`` codes.
+
+    Row ``i`` reads word ``i`` of the column's key (:func:`dpfast.noise.retain_or_replace`).
+    """
+
+    key: np.ndarray
+    keep: int
+    m: int
+    n_threads: int
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Return the batch's released codes."""
+        pool = np.arange(self.m, dtype=codes.dtype)
+        return noise.retain_or_replace(
+            self.key, self.keep, codes, pool, start=first_row, n_threads=self.n_threads
+        )
 
 
 def _report_fields(
@@ -286,10 +327,10 @@ def _report_fields(
     ledger: Ledger,
     seed: int | None,
 ) -> dict[str, Any]:
-    """Return the report fields of a release (:meth:`Run.reports`), whatever engine ran it."""
+    """Return the report fields of a release (:meth:`Run.finish`)."""
     m = len(categories)
     p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    gamma = _amplification(keep, m)
     notes = []
     if epsilon is not None:
         notes.append(
@@ -321,7 +362,7 @@ def _parameters(
     name: Hashable, m: int, keep: int, epsilon: float | None, retention: float | None
 ) -> dict[str, Any]:
     p = keep / noise.KEEP_DENOMINATOR
-    gamma = 1.0 + float(Fraction(keep * m, noise.KEEP_DENOMINATOR - keep))
+    gamma = _amplification(keep, m)
     return {
         "column": str(name),
         "domain_size": m,
@@ -337,7 +378,7 @@ def _parameters(
 def _keep(epsilon: Any, retention: Any, m: int) -> tuple[int, float | None, float | None]:
     """Return the exact retention numerator, and the checked ``epsilon`` or ``retention``."""
     if (epsilon is None) == (retention is None):
-        raise ValueError(
+        raise DPFastValueError(
             "give exactly one of epsilon (local differential privacy) and retention "
             "(the probability of keeping a value)"
         )

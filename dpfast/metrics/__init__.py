@@ -10,6 +10,8 @@ exceptions say so: :func:`information_loss` returns IL1-IL6 of the whole table, 
 - :func:`jensen_shannon`: divergence of the marginal histograms (docs/design.md#jsd);
 - :func:`variance_variation`: relative change of each variance (docs/design.md#variance-variation);
 - :func:`information_loss`: IL1-IL5 and IL6 (docs/design.md#information-loss);
+- :func:`correlation_error`: mean absolute change of the correlations between columns,
+  rows not paired (docs/metrics.md);
 - :func:`sse`, :func:`sst`: within-group and total sums of squares of a partition;
 - :func:`reconstruct_distribution`: category frequencies after randomized response
   (docs/design.md#randomized-response).
@@ -21,6 +23,7 @@ with the release.
 from __future__ import annotations
 
 from dpfast.metrics._common import column_metric
+from dpfast.metrics._correlation import correlation_error
 from dpfast.metrics._distribution import (
     MAX_DISCRETE_VALUES,
     jensen_shannon,
@@ -35,6 +38,7 @@ __all__ = [
     "MAX_DISCRETE_VALUES",
     "InformationLoss",
     "column_metric",
+    "correlation_error",
     "information_loss",
     "jensen_shannon",
     "jensen_shannon_counts",

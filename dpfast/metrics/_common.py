@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data
 
 Columns = dict[Hashable, np.ndarray]
@@ -35,17 +36,17 @@ def paired(original: Any, released: Any) -> tuple[list[Hashable], Columns, Colum
     names_o, cols_o, single_o = columns_of(original)
     names_r, cols_r, single_r = columns_of(released)
     if single_o != single_r or names_o != names_r:
-        raise ValueError(
+        raise DPFastValueError(
             f"original and released must have the same columns, got {names_o} and {names_r}"
         )
     for name in names_o:
         if cols_o[name].shape != cols_r[name].shape:
-            raise ValueError(
+            raise DPFastValueError(
                 f"column {name!r} has {cols_o[name].shape[0]} original and "
                 f"{cols_r[name].shape[0]} released rows; pass tables of the same shape"
             )
         if cols_o[name].shape[0] == 0:
-            raise ValueError(f"column {name!r} is empty; metrics need at least one row")
+            raise DPFastValueError(f"column {name!r} is empty; metrics need at least one row")
     return names_o, cols_o, cols_r, single_o
 
 
@@ -57,11 +58,11 @@ def bounds_for(bounds: Any, name: Hashable, single: bool) -> tuple[float, float]
         pair = bounds
     else:
         if name not in bounds:
-            raise ValueError(f"no bounds for column {name!r}; add it to bounds")
+            raise DPFastValueError(f"no bounds for column {name!r}; add it to bounds")
         pair = bounds[name]
     lower, upper = float(pair[0]), float(pair[1])
     if not lower <= upper:
-        raise ValueError(f"bounds for column {name!r} are inverted: ({lower}, {upper})")
+        raise DPFastValueError(f"bounds for column {name!r} are inverted: ({lower}, {upper})")
     return lower, upper
 
 
@@ -79,7 +80,7 @@ def aggregate(
 def column_metric(value: float | dict[Hashable, float]) -> float:
     """Return the float of a single column's metric (narrows the return type)."""
     if isinstance(value, dict):
-        raise TypeError("expected a single column's metric, got a per-column mapping")
+        raise DPFastTypeError("expected a single column's metric, got a per-column mapping")
     return float(value)
 
 
@@ -88,7 +89,7 @@ def as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
     try:
         result = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
+        raise DPFastTypeError(
             f"column {name!r} is not numeric (dtype {np.asarray(values).dtype}); this metric "
             "needs numbers"
         ) from exc

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.metrics._common import as_float, bounds_for, per_column_metric
 
 
@@ -61,7 +62,7 @@ def relative_error(
     0.2925
     """
     if not sanity > 0:
-        raise ValueError(f"sanity must be > 0, got {sanity}")
+        raise DPFastValueError(f"sanity must be > 0, got {sanity}")
 
     def taxonomy_for(name: Hashable, single: bool) -> Any:
         if taxonomies is None:
@@ -69,7 +70,7 @@ def relative_error(
         if single and hasattr(taxonomies, "distances_between"):
             return taxonomies
         if not isinstance(taxonomies, Mapping):
-            raise TypeError(
+            raise DPFastTypeError(
                 f"taxonomies must be a mapping {{column: Taxonomy}}, got {taxonomies!r}"
             )
         return taxonomies.get(name)
@@ -83,7 +84,7 @@ def relative_error(
             return float(np.mean(distances))
         pair = bounds_for(bounds, name, single)
         if pair is None:
-            raise ValueError("relative_error needs bounds for the sanity bound")
+            raise DPFastValueError("relative_error needs bounds for the sanity bound")
         x, y = as_float(x, name), as_float(y, name)
         floor = sanity * (pair[1] - pair[0])
         denominator = np.maximum(np.abs(x), floor)
@@ -189,7 +190,7 @@ def jensen_shannon(
     1.0
     """
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+        raise DPFastValueError(f"bins must be a positive integer, got {bins!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
         categorical = not all(
@@ -255,12 +256,12 @@ def variance_variation(
     0.0
     """
     if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
         x, y = as_float(x, name), as_float(y, name)
         if x.shape[0] <= ddof:
-            raise ValueError(
+            raise DPFastValueError(
                 f"column {name!r} has {x.shape[0]} row(s); the sample variance (ddof=1) "
                 "needs at least 2"
             )

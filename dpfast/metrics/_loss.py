@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.metrics._common import aggregate, as_float, columns_of, paired, ratio_or_zero
 
 MEASURES = ("IL1", "IL2", "IL3", "IL4", "IL5", "IL6")
@@ -49,7 +50,7 @@ class InformationLoss(Mapping[str, float]):
 
     def __getitem__(self, key: str) -> float:
         if key not in MEASURES:
-            raise KeyError(f"{key!r}; expected one of {list(MEASURES)}")
+            raise DPFastKeyError(f"{key!r}; expected one of {list(MEASURES)}")
         return float(getattr(self, key.lower()))
 
     def __iter__(self) -> Iterator[str]:
@@ -79,17 +80,19 @@ def _matrices(original: Any, released: Any) -> tuple[np.ndarray, np.ndarray]:
     y = np.column_stack([as_float(cols_r[n], n) for n in names])
     for label, matrix in (("original", x), ("released", y)):
         if not np.isfinite(matrix).all():
-            raise ValueError(f"{label} holds NaN or inf; information loss needs finite numbers")
+            raise DPFastValueError(
+                f"{label} holds NaN or inf; information loss needs finite numbers"
+            )
     return x, y
 
 
-def _covariance(matrix: np.ndarray, ddof: int) -> np.ndarray:
+def covariance(matrix: np.ndarray, ddof: int) -> np.ndarray:
     centred = matrix - matrix.mean(axis=0)
     result: np.ndarray = centred.T @ centred / (matrix.shape[0] - ddof)
     return result
 
 
-def _correlation_change(v: np.ndarray, w: np.ndarray, i: int, j: int) -> float | None:
+def correlation_change(v: np.ndarray, w: np.ndarray, i: int, j: int) -> float | None:
     defined = v[i, i] > 0 and v[j, j] > 0, w[i, i] > 0 and w[j, j] > 0
     if all(defined):
         r = v[i, j] / math.sqrt(v[i, i] * v[j, j])
@@ -152,12 +155,12 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
     0.7071
     """
     if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
     x, y = _matrices(original, released)
     n, p = x.shape
     if n <= ddof:
-        raise ValueError(f"{n} row(s); the sample covariance (ddof=1) needs at least 2")
-    v, w = _covariance(x, ddof), _covariance(y, ddof)
+        raise DPFastValueError(f"{n} row(s); the sample covariance (ddof=1) needs at least 2")
+    v, w = covariance(x, ddof), covariance(y, ddof)
     mean_x, mean_y = x.mean(axis=0), y.mean(axis=0)
     skipped: dict[str, int] = {}
 
@@ -178,7 +181,7 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
         skipped,
     )
     il5 = _mean_of_terms(
-        [_correlation_change(v, w, i, j) for j in range(p) for i in range(j)], "IL5", skipped
+        [correlation_change(v, w, i, j) for j in range(p) for i in range(j)], "IL5", skipped
     )
     defined = [value for value in (il1, il2, il3, il4, il5) if not math.isnan(value)]
     il6 = 100.0 * float(np.mean(defined)) if defined else math.nan
@@ -192,7 +195,7 @@ def _labels(labels: Any, n_rows: int) -> np.ndarray:
         else labels
     )
     if array.ndim != 1 or array.shape[0] != n_rows:
-        raise ValueError(
+        raise DPFastValueError(
             f"labels must be one label per row ({n_rows}), got shape {array.shape}; pass the "
             "partition's labels, e.g. dpfast.partitions.mdav.mdav_labels(...)"
         )
@@ -208,9 +211,9 @@ def _scaled_columns(
     for name in names:
         values = as_float(columns[name], name)
         if values.shape[0] == 0:
-            raise ValueError(f"column {name!r} is empty; metrics need at least one row")
+            raise DPFastValueError(f"column {name!r} is empty; metrics need at least one row")
         if not np.isfinite(values).all():
-            raise ValueError(f"column {name!r} holds NaN or inf; pass finite numbers")
+            raise DPFastValueError(f"column {name!r} holds NaN or inf; pass finite numbers")
         if standardize:
             scale = float(np.std(values))
             values = (values - values.mean()) / (scale if scale > 0 else 1.0)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data
 
 
@@ -67,7 +68,7 @@ def reconstruct_distribution(
     parameters = getattr(report, "parameters", {}) if report is not None else {}
     if retention is None:
         if "retention" not in parameters:
-            raise ValueError(
+            raise DPFastValueError(
                 "retention is required unless released is a Release from "
                 "randomized_response; pass the retention p used"
             )
@@ -75,7 +76,7 @@ def reconstruct_distribution(
     if domain is None:
         extra = getattr(report, "extra", {}) if report is not None else {}
         if "domain" not in extra:
-            raise ValueError(
+            raise DPFastValueError(
                 "domain is required unless released is a Release from randomized_response; "
                 "pass the public list of categories"
             )
@@ -88,27 +89,27 @@ def reconstruct_distribution(
             domain = domain() if callable(domain) else domain
             break
     if isinstance(retention, bool) or not isinstance(retention, (int, float, np.number)):
-        raise TypeError(f"retention must be a number, got {retention!r}")
+        raise DPFastTypeError(f"retention must be a number, got {retention!r}")
     p = float(retention)
     if not 0.0 < p < 1.0:
-        raise ValueError(
+        raise DPFastValueError(
             f"retention must be in (0, 1), got {retention!r}; with 0 the release carries no "
             "information about the original values"
         )
     categories = pd.Index(list(domain))
     if len(categories) < 2 or not categories.is_unique:
-        raise ValueError("domain must hold at least 2 distinct categories")
+        raise DPFastValueError("domain must hold at least 2 distinct categories")
     table = as_table_data(data)
     if column not in table.names:
-        raise ValueError(f"unknown column {column!r}; the table has columns {table.names}")
+        raise DPFastValueError(f"unknown column {column!r}; the table has columns {table.names}")
     values = table.column(column)
     n = values.shape[0]
     if n == 0:
-        raise ValueError(f"column {column!r} is empty; nothing to estimate")
+        raise DPFastValueError(f"column {column!r} is empty; nothing to estimate")
     codes = categories.get_indexer(values)
     if (codes < 0).any():
         bad = pd.unique(values[codes < 0])[:5]
-        raise ValueError(
+        raise DPFastValueError(
             f"column {column!r} holds value(s) outside the domain: {list(bad)}; pass the "
             "domain used for the release"
         )

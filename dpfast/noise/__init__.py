@@ -49,6 +49,7 @@ from dpfast.noise._laplace import (
     unsafe_float_laplace,
 )
 from dpfast.noise._source import NoiseSource
+from dpfast.noise._tails import discrete_laplace_sd, on_bound_share
 from dpfast.noise._uniform import (
     bernoulli_rational,
     permutation,
@@ -89,12 +90,14 @@ __all__ = [
     "count_noise_plan",
     "discrete_laplace",
     "discrete_laplace_rate",
+    "discrete_laplace_sd",
     "dyadic_base_at_most",
     "dyadic_epsilon",
     "exponential_base",
     "exponential_mechanism",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
+    "on_bound_share",
     "permutation",
     "permutation_bucket_bits",
     "permutation_bucket_sizes",

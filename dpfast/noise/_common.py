@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dpfast._validation import check_int, check_threads
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 _MAX_SCALE = 2**62
 _MAX_NONCE = 2**64
@@ -57,11 +58,11 @@ def _threads_for(size: int, n_threads: object) -> int:
 
 def _check_key(key: object) -> np.ndarray:
     if not isinstance(key, np.ndarray):
-        raise TypeError(
+        raise DPFastTypeError(
             f"key must be a numpy array from NoiseSource.key(...), got {type(key).__name__}"
         )
     if key.shape != (8,) or key.dtype != np.uint64 or bool((key > 0xFFFFFFFF).any()):
-        raise ValueError(
+        raise DPFastValueError(
             "key must be a uint64 array of shape (8,) holding 32-bit words, "
             f"got dtype {key.dtype} and shape {key.shape}; use NoiseSource.key(...)"
         )

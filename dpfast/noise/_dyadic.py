@@ -16,6 +16,7 @@ import numpy as np
 
 from dpfast._kernels import geometric as _geo
 from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.noise._common import _check_key, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
 
@@ -97,10 +98,10 @@ def dyadic_base_at_most(epsilon: float | Fraction, bits: int = 16) -> tuple[int,
     ((39750, 16), True)
     """
     if bits not in DYADIC_BITS:
-        raise ValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
+        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
     exact = Fraction(epsilon)
     if exact <= 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
     top = 1 << bits
     if exact >= bits:  # exp(epsilon) >= 2**bits: m = 1 (and the Taylor sum would be huge)
         return (1, bits)
@@ -166,7 +167,7 @@ def add_discrete_laplace_dyadic(
     """
     key = _check_key(key)
     if bits not in DYADIC_BITS:
-        raise ValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
+        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
     m = check_int(m, "m", low=1, high=(1 << bits) - 1)
     out = _integer_values(values, "values")
     low = (
@@ -294,7 +295,7 @@ def count_noise_plan(epsilon: float | Fraction) -> CountNoise:
     """
     exact = Fraction(epsilon)
     if exact <= 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
     if exact < COUNT_MIN_EPSILON:
         raise epsilon_too_small(
             float(exact), "the exact count samplers have no rate below 1/2**32", 2.0**-32
@@ -366,14 +367,14 @@ def apply_count_noise(
         and counts.flags.c_contiguous
         and counts.flags.writeable
     ):
-        raise TypeError(
+        raise DPFastTypeError(
             "counts must be a writable, C-contiguous 1-D int64 numpy array; "
             "use add_count_noise for any other integer array"
         )
     if counts.size and (int(counts.min()) < -_MAX_VALUE or int(counts.max()) > _MAX_VALUE):
-        raise ValueError("counts must lie in [-2**62, 2**62]")
+        raise DPFastValueError("counts must lie in [-2**62, 2**62]")
     if not isinstance(plan, CountNoise):
-        raise TypeError(f"plan must be a CountNoise from count_noise_plan, got {plan!r}")
+        raise DPFastTypeError(f"plan must be a CountNoise from count_noise_plan, got {plan!r}")
     low = None if floor is None else check_int(floor, "floor", low=-_MAX_VALUE, high=_MAX_VALUE)
     _apply_count_noise(key, counts, plan, low, n_threads)
 
@@ -401,8 +402,10 @@ def _apply_count_noise(
 def _integer_values(values: object, name: str) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(f"{name} must be a 1-D integer array, got {array.dtype} {array.shape}")
+        raise DPFastTypeError(
+            f"{name} must be a 1-D integer array, got {array.dtype} {array.shape}"
+        )
     out = np.array(array, dtype=np.int64, copy=True)
     if out.size and (int(out.min()) < -_MAX_VALUE or int(out.max()) > _MAX_VALUE):
-        raise ValueError(f"{name} must lie in [-2**62, 2**62]")
+        raise DPFastValueError(f"{name} must lie in [-2**62, 2**62]")
     return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from dpfast._kernels import chacha as _chacha
 from dpfast._validation import check_positive
+from dpfast.exceptions import DPFastValueError
 
 #: Significant bits of the base's numerator, and of ``ln(1/b)`` against the budget.
 BASE_BITS = 48
@@ -136,7 +137,7 @@ def _exact_positive(value: Any, name: str) -> Fraction:
     if isinstance(value, numbers.Rational) and not isinstance(value, (bool, np.bool_)):
         exact = Fraction(int(value.numerator), int(value.denominator))
         if exact <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+            raise DPFastValueError(f"{name} must be a finite number > 0, got {value!r}")
         return exact
     return Fraction(check_positive(value, name))
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from dpfast._kernels import exponential as _em
 from dpfast._validation import check_int, check_positive
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.noise._common import _check_key, _check_range
 from dpfast.noise._em_exact import (
     ExponentialBase,
@@ -60,27 +61,27 @@ def quality_units(
     bits = check_int(bits, "bits", low=0, high=60)
     array = np.asarray(scores, dtype=np.float64)
     if not np.isfinite(array).all():
-        raise ValueError("scores must be finite")
+        raise DPFastValueError("scores must be finite")
     scaled = np.ldexp(array, bits)
     if array.size and not float(np.abs(scaled).max()) < _MAX_QUALITY:
-        raise ValueError(f"scores * 2**{bits} must lie in (-2**62, 2**62); use fewer bits")
+        raise DPFastValueError(f"scores * 2**{bits} must lie in (-2**62, 2**62); use fewer bits")
     return np.rint(scaled).astype(np.int64), math.ceil(math.ldexp(delta, bits)) + 1
 
 
 def _check_quality(quality: object) -> np.ndarray:
     array = np.asarray(quality)
     if array.ndim != 2 or array.shape[1] == 0:
-        raise ValueError(
+        raise DPFastValueError(
             "quality must be a 2-D array (draws x candidates) with at least one candidate, "
             f"got shape {array.shape}"
         )
     if not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(
+        raise DPFastTypeError(
             f"quality must hold integer units, got dtype {array.dtype}; round float scores "
             "with quality_units (or a public table with its own rounding) first"
         )
     if array.size and int(np.abs(array).max()) >= _MAX_QUALITY:
-        raise ValueError("qualities must lie in (-2**62, 2**62)")
+        raise DPFastValueError("qualities must lie in (-2**62, 2**62)")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -96,14 +97,14 @@ def _check_multipliers(
     if array.ndim == 1:
         array = array[None, :]
     if array.shape not in ((1, shape[1]), shape):
-        raise ValueError(f"multipliers must have shape (m,) or {shape}, got {array.shape}")
+        raise DPFastValueError(f"multipliers must have shape (m,) or {shape}, got {array.shape}")
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-        raise TypeError(f"multipliers must be numbers, got dtype {array.dtype}")
+        raise DPFastTypeError(f"multipliers must be numbers, got dtype {array.dtype}")
     floats = array.astype(np.float64)
     if not (np.isfinite(floats).all() and (array > 0).all()):
-        raise ValueError("multipliers must be finite and > 0")
+        raise DPFastValueError("multipliers must be finite and > 0")
     if float(floats.max()) > 2.0**500 * float(floats.min()):
-        raise ValueError("multipliers must lie within a factor 2**500 of each other")
+        raise DPFastValueError("multipliers must lie within a factor 2**500 of each other")
     exact = [
         [Fraction(int(v) if isinstance(v, (int, np.integer)) else v) for v in row]
         for row in array.tolist()
@@ -240,7 +241,7 @@ def exponential_probabilities(
     _, exact_mult = _check_multipliers(multipliers, (1, len(row)))
     top, bottom = max(row), min(row)
     if base.bits * (top - bottom) > 2**26:
-        raise ValueError("the exact probabilities of this row are too large to compute")
+        raise DPFastValueError("the exact probabilities of this row are too large to compute")
     scale = math.lcm(*(f.denominator for f in exact_mult[0]))
     spread = top - bottom
     weights = [
@@ -313,18 +314,18 @@ def exponential_mechanism_sorted_groups(
     distance = _check_quality(distance)
     m = counts.shape[0]
     if counts.ndim != 1 or m == 0 or distance.shape != (m, m):
-        raise ValueError(
+        raise DPFastValueError(
             f"counts must be 1-D and non-empty and distance of shape (m, m); got "
             f"{counts.shape} and {distance.shape}"
         )
     if (counts < 0).any() or (distance < 0).any():
-        raise ValueError("counts and distances must be >= 0")
+        raise DPFastValueError("counts and distances must be >= 0")
     k = check_int(k, "k", low=1, high=2**62)
     n = int(counts.sum())
     if n < k:
-        raise ValueError(f"the column has {n} values, fewer than k = {k}")
+        raise DPFastValueError(f"the column has {n} values, fewer than k = {k}")
     if n * int(distance.max()) >= _MAX_QUALITY:
-        raise ValueError("n * max(distance) must be below 2**62; use coarser units")
+        raise DPFastValueError("n * max(distance) must be below 2**62; use coarser units")
     size, start = _check_range(n // k, start)
     out = np.empty(size, dtype=np.int64)
     slack = fast_path_slack(m)

@@ -15,7 +15,7 @@ import numpy as np
 
 from dpfast._kernels import dlaplace as _dl
 from dpfast._validation import check_int
-from dpfast.exceptions import UnsafeSamplerWarning
+from dpfast.exceptions import DPFastValueError, UnsafeSamplerWarning
 from dpfast.noise._common import (
     _MAX_SCALE,
     _check_key,
@@ -150,18 +150,18 @@ def rate_at_most(
     exact = Fraction(epsilon) / check_int(sensitivity, "sensitivity", low=1, high=_MAX_SCALE)
     max_denominator = check_int(max_denominator, "max_denominator", low=1, high=_MAX_SCALE - 1)
     if exact <= 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
     if exact.denominator <= max_denominator:
         rate = exact
     else:
         rate = Fraction(math.floor(exact * max_denominator), max_denominator)
     if rate.numerator < 1:
-        raise ValueError(
+        raise DPFastValueError(
             f"epsilon / sensitivity = {float(exact):.3g} is below 1/{max_denominator}; "
             "use a larger epsilon"
         )
     if rate.numerator >= _MAX_SCALE:
-        raise ValueError(f"epsilon / sensitivity = {float(exact):.3g} is too large")
+        raise DPFastValueError(f"epsilon / sensitivity = {float(exact):.3g} is too large")
     return rate.numerator, rate.denominator
 
 
@@ -275,7 +275,7 @@ def unsafe_float_laplace(scale: float, size: int, seed: int | None = None) -> np
     (3,)
     """
     if not isinstance(scale, numbers.Real) or not float(scale) > 0:
-        raise ValueError(f"scale must be a positive number, got {scale!r}")
+        raise DPFastValueError(f"scale must be a positive number, got {scale!r}")
     size = check_int(size, "size", low=0, high=2**62)
     warnings.warn(
         "unsafe_float_laplace uses numpy's floating-point Laplace sampler, which leaks "

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._validation import check_int
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 _SEED_DOMAIN = b"dpfast-seed-v1"
 _KEY_DOMAIN = b"dpfast-key-v1"
@@ -34,7 +35,7 @@ def _encode_label(parts: tuple[Any, ...]) -> bytes:
         elif isinstance(part, numbers.Integral) and not isinstance(part, (bool, np.bool_)):
             chunks.append(b"i" + _encode_int(int(part)))
         else:
-            raise TypeError(
+            raise DPFastTypeError(
                 f"key label parts must be str or int, got {type(part).__name__} ({part!r}); "
                 "convert it with str() first"
             )
@@ -64,7 +65,7 @@ class NoiseSource:
 
     def __init__(self, master: bytes, *, seeded: bool) -> None:
         if not isinstance(master, bytes) or len(master) != 32:
-            raise ValueError(
+            raise DPFastValueError(
                 "master must be 32 bytes; use NoiseSource.secure() or NoiseSource.from_seed()"
             )
         object.__setattr__(self, "_master", master)
@@ -80,7 +81,7 @@ class NoiseSource:
         return f"NoiseSource(seeded={self._seeded})"
 
     def __reduce__(self) -> Any:
-        raise TypeError("NoiseSource holds a secret key and cannot be pickled")
+        raise DPFastTypeError("NoiseSource holds a secret key and cannot be pickled")
 
     @classmethod
     def secure(cls) -> NoiseSource:

@@ -6,6 +6,7 @@ import numpy as np
 
 from dpfast._kernels import uniform as _kernels
 from dpfast._validation import check_int
+from dpfast.exceptions import DPFastValueError
 from dpfast.noise._common import _MAX_SCALE, _check_key, _check_range
 
 
@@ -303,7 +304,7 @@ def permutation_part_groups(
     k = check_int(k, "k", low=1, high=2**62)
     group_values = np.asarray(group_values)  # not ascontiguousarray: it makes a scalar 1-D
     if group_values.ndim != 1 or (n > 0 and group_values.shape[0] == 0):
-        raise ValueError(
+        raise DPFastValueError(
             f"group_values must be 1-D and hold at least one value, got shape {group_values.shape}"
         )
     length = int(starts[-1])
@@ -315,7 +316,7 @@ def permutation_part_groups(
         or not out.flags.c_contiguous
         or not out.flags.writeable
     ):
-        raise ValueError(
+        raise DPFastValueError(
             f"out must be a writable contiguous {group_values.dtype}[{length}], got "
             f"{getattr(out, 'dtype', type(out).__name__)}{list(np.shape(out))}"
         )

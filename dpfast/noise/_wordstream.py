@@ -12,6 +12,7 @@ import numpy as np
 
 from dpfast._kernels import wordstream as _ws
 from dpfast._validation import check_int
+from dpfast.exceptions import DPFastValueError
 from dpfast.noise._common import _check_key, _check_range, _run_chunks
 
 UNIFORM_SAMPLER_NAME = (
@@ -74,11 +75,11 @@ def add_uniform(
     key = _check_key(key)
     values = np.ascontiguousarray(values, dtype=np.float64)
     if values.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {values.shape}")
+        raise DPFastValueError(f"values must be 1-D, got shape {values.shape}")
     if not isinstance(half_width, numbers.Real) or not (
         np.isfinite(float(half_width)) and float(half_width) >= 0
     ):
-        raise ValueError(f"half_width must be a finite number >= 0, got {half_width!r}")
+        raise DPFastValueError(f"half_width must be a finite number >= 0, got {half_width!r}")
     size, start = _check_range(values.shape[0], start)
     out = np.empty(size, dtype=np.float64)
     width = float(half_width)
@@ -151,20 +152,20 @@ def retain_or_replace(
     values = np.ascontiguousarray(values)
     pool = np.ascontiguousarray(pool, dtype=values.dtype)
     if values.ndim != 1 or pool.ndim != 1:
-        raise ValueError("values and pool must be 1-D")
+        raise DPFastValueError("values and pool must be 1-D")
     size, start = _check_range(values.shape[0], start)
     if groups is None:
         if pool.shape[0] < 1 or pool.shape[0] > KEEP_DENOMINATOR:
-            raise ValueError(f"pool must hold 1 to 2**32 values, got {pool.shape[0]}")
+            raise DPFastValueError(f"pool must hold 1 to 2**32 values, got {pool.shape[0]}")
         groups_array = np.empty(0, dtype=np.int64)
         starts = np.zeros(1, dtype=np.int64)
         sizes = np.array([pool.shape[0]], dtype=np.int64)
     else:
         if group_start is None or group_size is None:
-            raise ValueError("groups needs group_start and group_size")
+            raise DPFastValueError("groups needs group_start and group_size")
         groups_array = np.ascontiguousarray(groups)
         if groups_array.shape != values.shape or groups_array.dtype.kind not in "iu":
-            raise ValueError("groups must be an integer array of values' shape")
+            raise DPFastValueError("groups must be an integer array of values' shape")
         starts = np.ascontiguousarray(group_start, dtype=np.int64)
         sizes = np.ascontiguousarray(group_size, dtype=np.int64)
         if starts.shape != sizes.shape or (
@@ -176,7 +177,7 @@ def retain_or_replace(
                 or int((starts + sizes).max()) > pool.shape[0]
             )
         ):
-            raise ValueError("group_start/group_size must describe non-empty slices of pool")
+            raise DPFastValueError("group_start/group_size must describe non-empty slices of pool")
     out = np.empty(size, dtype=values.dtype)
     keep_word = np.uint64(keep)
 
@@ -242,11 +243,11 @@ def retain_draws(
     groups_array = np.ascontiguousarray(groups)
     sizes = np.ascontiguousarray(group_size, dtype=np.int64)
     if groups_array.ndim != 1 or groups_array.dtype.kind not in "iu":
-        raise ValueError("groups must be a 1-D integer array")
+        raise DPFastValueError("groups must be a 1-D integer array")
     if sizes.ndim != 1 or (
         sizes.shape[0] and (int(sizes.min()) < 1 or int(sizes.max()) > KEEP_DENOMINATOR)
     ):
-        raise ValueError("group_size must hold sizes in [1, 2**32]")
+        raise DPFastValueError("group_size must hold sizes in [1, 2**32]")
     size, start = _check_range(groups_array.shape[0], start)
     out = np.empty(size, dtype=np.int64)
     keep_word = np.uint64(keep)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpfast.exceptions import DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -43,7 +44,7 @@ def distance_units(distance: np.ndarray, bits: int = DISTANCE_BITS) -> np.ndarra
     """
     table = np.asarray(distance, dtype=np.float64)
     if not (np.isfinite(table).all() and (table >= 0).all()):
-        raise ValueError("distances must be finite and >= 0")
+        raise DPFastValueError("distances must be finite and >= 0")
     return np.rint(np.ldexp(table, bits)).astype(np.int64)
 
 

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from dpfast._validation import option
+from dpfast.exceptions import DPFastValueError
 
 # Grid resolution: the domain is cut into at most 2**40 steps, so rounding a centroid moves
 # it by at most 2**-41 of the domain (docs/design.md#exact-grid).
@@ -44,7 +45,7 @@ class Grid:
         width = upper - lower
         grid_bits = min(MAX_GRID_BITS, 63 - index_bits, 62 - (2 * k - 1).bit_length())
         if grid_bits < 8:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{n_records} rows with {option('k', k)} leave too few bits for the value "
                 f"grid; release the table in parts or use a smaller {option('k')}"
             )

@@ -11,16 +11,26 @@ semantic distance normalised by the taxonomy's boundary pair (docs/design.md#sem
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from dpfast._kernels import insensitive_mdav as _insensitive
 from dpfast._validation import check_k
+from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.mdav import as_matrix, check_categorical, first_appearance
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["REFERENCES", "insensitive_mdav_labels", "reference_sequence"]
+__all__ = [
+    "FAST_PATH_MAX_POINTS",
+    "REFERENCES",
+    "ReferenceGeometry",
+    "insensitive_labels",
+    "insensitive_mdav_labels",
+    "reference_geometry",
+    "reference_sequence",
+]
 
 # The fast path keeps one int64 order of all rows per distinct reference point.
 FAST_PATH_MAX_POINTS = 64
@@ -36,12 +46,12 @@ def _check_domain(bounds: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     pairs = np.asarray(bounds, dtype=np.float64)
     if pairs.shape != (m, 2):
-        raise ValueError(
+        raise DPFastValueError(
             f"bounds must give (lower, upper) for each of the {m} attributes, got shape "
             f"{pairs.shape}"
         )
     if not np.isfinite(pairs).all() or (pairs[:, 0] > pairs[:, 1]).any():
-        raise ValueError(f"bounds must be finite with lower <= upper, got {pairs.tolist()}")
+        raise DPFastValueError(f"bounds must be finite with lower <= upper, got {pairs.tolist()}")
     return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
@@ -77,7 +87,7 @@ def reference_sequence(
     steps = np.arange(n_steps, dtype=np.int64)
     if isinstance(reference, str):
         if reference not in REFERENCES:
-            raise ValueError(
+            raise DPFastValueError(
                 f"reference must be one of {list(REFERENCES)} or an array of points, got "
                 f"{reference!r}"
             )
@@ -93,12 +103,86 @@ def reference_sequence(
         return points, steps % used if used else steps
     points = np.asarray(reference, dtype=np.float64)
     if points.ndim != 2 or points.shape[1] != m or points.shape[0] == 0:
-        raise ValueError(
+        raise DPFastValueError(
             f"reference points must have shape (p, {m}) with p >= 1, got {points.shape}"
         )
     if not np.isfinite(points).all():
-        raise ValueError("reference points must be finite")
+        raise DPFastValueError("reference points must be finite")
     return points, steps % points.shape[0]
+
+
+@dataclass(frozen=True)
+class ReferenceGeometry:
+    """A reference sequence as the partition's kernels take it (docs/design.md#imdav-order).
+
+    Attributes
+    ----------
+    points : ndarray of float64, shape (p, m)
+        The numeric coordinates of every distinct reference point.
+    terms : ndarray of float64, shape (p, c, size)
+        ``terms[p, j, x]``: the categorical term of domain code ``x`` of attribute ``j``
+        at point ``p`` (``(δ(x, R) / δ(v*, t*)) ** 2``).
+    sequence : ndarray of int64, shape (n_steps,)
+        The point each cluster but the last is formed from.
+    lower, upper : ndarray of float64, shape (m,)
+        The public domain of the numeric attributes: values are clamped to it.
+    """
+
+    points: np.ndarray
+    terms: np.ndarray
+    sequence: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @property
+    def widths(self) -> np.ndarray:
+        """The width of every numeric attribute's domain (the distance's scale)."""
+        return self.upper - self.lower  # type: ignore[no-any-return]
+
+    def used(self) -> ReferenceGeometry:
+        """Return the distinct points the sequence uses, renumbered (the fast path's)."""
+        used = np.unique(self.sequence)
+        remap = np.zeros(self.points.shape[0], dtype=np.int64)
+        remap[used] = np.arange(used.shape[0], dtype=np.int64)
+        return ReferenceGeometry(
+            np.ascontiguousarray(self.points[used]),
+            np.ascontiguousarray(self.terms[used]),
+            remap[self.sequence],
+            self.lower,
+            self.upper,
+        )
+
+
+def reference_geometry(
+    reference: Reference,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    taxonomies: Sequence[Taxonomy],
+    n_steps: int,
+) -> ReferenceGeometry:
+    """Resolve ``reference`` for ``n_steps`` clusters over a public domain.
+
+    ``lower`` and ``upper`` bound the numeric attributes; each categorical attribute's
+    corners are its taxonomy's boundary ``(v*, t*)`` (see :func:`reference_sequence`).
+
+    Raises
+    ------
+    ValueError
+        An unknown named sequence, or explicit points of the wrong shape, not finite, or
+        not domain codes for a categorical attribute.
+    """
+    m = lower.shape[0]
+    corners = np.array(
+        [[t.code(label) for label in t.boundary] for t in taxonomies], dtype=np.float64
+    ).reshape(-1, 2)
+    points, sequence = reference_sequence(
+        reference,
+        np.concatenate([lower, corners[:, 0]]),
+        np.concatenate([upper, corners[:, 1]]),
+        n_steps,
+    )
+    terms = _category_terms(points[:, m:], taxonomies)
+    return ReferenceGeometry(np.ascontiguousarray(points[:, :m]), terms, sequence, lower, upper)
 
 
 def _fast_orders(
@@ -192,35 +276,36 @@ def insensitive_mdav_labels(
     n, m = matrix.shape
     k = check_k(k, n)
     if path not in ("auto", "general", "fast"):
-        raise ValueError(f"path must be 'auto', 'general' or 'fast', got {path!r}")
+        raise DPFastValueError(f"path must be 'auto', 'general' or 'fast', got {path!r}")
     category_codes, found = check_categorical(codes, taxonomies, n)
     lower, upper = _check_domain(bounds, m)
     values = np.clip(matrix, lower, upper) + 0.0  # + 0.0 turns -0.0 into 0.0
-    widths = upper - lower
-    n_steps = max(n // k - 1, 0)
-    corners = np.array(
-        [[t.code(label) for label in t.boundary] for t in found], dtype=np.float64
-    ).reshape(-1, 2)
-    points, sequence = reference_sequence(
-        reference,
-        np.concatenate([lower, corners[:, 0]]),
-        np.concatenate([upper, corners[:, 1]]),
-        n_steps,
-    )
-    terms = _category_terms(points[:, m:], found)
-    points = np.ascontiguousarray(points[:, :m])
+    geometry = reference_geometry(reference, lower, upper, found, max(n // k - 1, 0))
+    return insensitive_labels(values, category_codes, geometry, k, path)
+
+
+def insensitive_labels(
+    values: np.ndarray, codes: np.ndarray, geometry: ReferenceGeometry, k: int, path: Path = "auto"
+) -> np.ndarray:
+    """Return the insensitive MDAV partition of checked inputs (:func:`insensitive_mdav_labels`).
+
+    ``values`` (float64, shape ``(n, m)``) are clamped to ``geometry``'s domain already;
+    ``codes`` (int64, shape ``(n, c)``) are domain codes of the categorical attributes;
+    ``path`` is ``"auto"``, ``"general"`` or ``"fast"``. Returns each row's cluster,
+    numbered by first appearance in row order.
+    """
+    n = values.shape[0]
+    points, widths = geometry.points, geometry.widths
     if path == "auto":
         small = points.shape[0] <= FAST_PATH_MAX_POINTS
         path = "fast" if small and points.shape[0] * n <= FAST_PATH_MAX_CELLS else "general"
     if path == "fast":
-        used = np.unique(sequence)
-        remap = np.zeros(points.shape[0], dtype=np.int64)
-        remap[used] = np.arange(used.shape[0], dtype=np.int64)
-        orders = _fast_orders(values, points[used], widths, category_codes, terms[used])
-        labels = _insensitive.take_in_order(orders, remap[sequence], k)
+        used = geometry.used()
+        orders = _fast_orders(values, used.points, widths, codes, used.terms)
+        labels = _insensitive.take_in_order(orders, used.sequence, k)
     else:
         labels = _insensitive.insensitive_general(
-            values, k, points, sequence, widths, category_codes, terms
+            values, k, points, geometry.sequence, widths, codes, geometry.terms
         )
     return first_appearance(labels)
 
@@ -235,7 +320,7 @@ def _category_terms(points: np.ndarray, taxonomies: Sequence[Taxonomy]) -> np.nd
         if column.size and not (
             np.all(column == np.rint(column)) and column.min() >= 0 and column.max() < n_values
         ):
-            raise ValueError(
+            raise DPFastValueError(
                 f"reference points must give a domain code in [0, {n_values}) for "
                 f"categorical attribute {j}, got {column.tolist()}"
             )

@@ -18,6 +18,7 @@ import numpy as np
 from dpfast._kernels import mdav as _kernels
 from dpfast._kernels import mixed_mdav as _mixed
 from dpfast._validation import check_k
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["first_appearance", "grid_bits", "mdav_labels", "standardise"]
@@ -90,14 +91,16 @@ def first_appearance(labels: np.ndarray) -> np.ndarray:
 def as_matrix(values: Any) -> np.ndarray:
     matrix = np.asarray(values)
     if matrix.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (records x attributes), got shape {matrix.shape}")
+        raise DPFastValueError(
+            f"X must be a 2-D array (records x attributes), got shape {matrix.shape}"
+        )
     if not np.issubdtype(matrix.dtype, np.number) or np.issubdtype(
         matrix.dtype, np.complexfloating
     ):
-        raise TypeError(f"X must hold real numbers, got dtype {matrix.dtype}")
+        raise DPFastTypeError(f"X must hold real numbers, got dtype {matrix.dtype}")
     matrix = matrix.astype(np.float64, copy=False)
     if not np.isfinite(matrix).all():
-        raise ValueError("X holds NaN or infinite values; drop or impute them first")
+        raise DPFastValueError("X holds NaN or infinite values; drop or impute them first")
     return matrix
 
 
@@ -108,24 +111,24 @@ def check_categorical(
     found = [] if taxonomies is None else list(taxonomies)
     if not found:
         if codes is not None and np.size(codes):
-            raise ValueError("codes were given without taxonomies; pass taxonomies=[...] too")
+            raise DPFastValueError("codes were given without taxonomies; pass taxonomies=[...] too")
         return np.zeros((n_records, 0), dtype=np.int64), []
     array = np.asarray(codes) if codes is not None else np.zeros((0, 0))
     if array.ndim == 1 and len(found) == 1:
         array = array[:, None]
     if array.shape != (n_records, len(found)):
-        raise ValueError(
+        raise DPFastValueError(
             f"codes must have shape ({n_records}, {len(found)}) (records x categorical "
             f"attributes, one per taxonomy), got {array.shape}"
         )
     if not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(
+        raise DPFastTypeError(
             f"codes must be integer domain codes (Taxonomy.encode(labels)), got {array.dtype}"
         )
     for j, taxonomy in enumerate(found):
         size = len(taxonomy.domain)
         if n_records and not (0 <= array[:, j].min() and array[:, j].max() < size):
-            raise ValueError(
+            raise DPFastValueError(
                 f"codes of categorical attribute {j} must be in [0, {size}) (its taxonomy's "
                 "leaves); encode labels with Taxonomy.encode"
             )

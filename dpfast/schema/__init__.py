@@ -20,7 +20,7 @@ what was expected, what was found and how to fix it. The CLI shows that line as 
 
 from __future__ import annotations
 
-from dpfast.schema._parse import COLUMN_TYPES, ColumnSpec
+from dpfast.schema._parse import COLUMN_TYPES, PLACEHOLDER, ColumnSpec
 from dpfast.schema._schema import Schema
 
-__all__ = ["COLUMN_TYPES", "ColumnSpec", "Schema"]
+__all__ = ["COLUMN_TYPES", "PLACEHOLDER", "ColumnSpec", "Schema"]

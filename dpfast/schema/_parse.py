@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpfast.exceptions import DPFastValueError
+
 #: The column types a schema may declare.
 COLUMN_TYPES: tuple[str, ...] = ("integer", "float", "categorical", "string")
 _NUMERIC = ("integer", "float")
@@ -29,8 +31,9 @@ class ColumnSpec:
     bounds : tuple of (lower, upper) or None
         The public domain of a numeric column (ints for integer columns).
     protect : bool
-        Whether releases must protect the column. Columns that are not protected are
-        copied to the output unchanged.
+        Whether releases must protect the column. A column that is not protected is
+        released as the method says (docs/schema.md, "Columns not protected"): left out
+        by default where a method takes ``unprotected``, else unchanged in its rows.
     taxonomy : pathlib.Path, list, dict or None
         A categorical column's taxonomy: its hierarchy file (resolved against the schema's
         directory), a list of its public values (a flat taxonomy), or a nested mapping
@@ -93,28 +96,28 @@ def read_schema_json(path: str | os.PathLike[str]) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ValueError(f"schema file {where!r} does not exist; check the path") from None
+        raise DPFastValueError(f"schema file {where!r} does not exist; check the path") from None
     except IsADirectoryError:
-        raise ValueError(
+        raise DPFastValueError(
             f"schema path {where!r} is a directory; give the path of a .json file"
         ) from None
     except UnicodeDecodeError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"schema file {where!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
         ) from None
     except OSError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"cannot read schema file {where!r}: {exc.strerror or exc}; check its permissions"
         ) from None
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"schema file {where!r} is not valid JSON: {exc.msg} at line {exc.lineno}, "
             f"column {exc.colno}; fix the JSON syntax there"
         ) from None
     except _DuplicateKeyError as exc:
-        raise ValueError(
+        raise DPFastValueError(
             f"schema file {where!r} repeats the key {exc.key!r}; "
             "declare each column and each setting once"
         ) from None
@@ -129,40 +132,41 @@ def parse_schema(
     """Return the column specs and description of a schema's JSON (see :meth:`Schema.from_dict`)."""
     where = source or "schema"
     if not isinstance(data, Mapping):
-        raise ValueError(
+        raise DPFastValueError(
             f'{where}: the top level must be a JSON object with a "columns" key, '
             f"got {_json_type(data)}; see docs/schema.md"
         )
     for key in data:
         if key not in _TOP_KEYS:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{where}: unknown top-level key {key!r}; {_hint(key, _TOP_KEYS)}"
                 f"allowed keys are {', '.join(_TOP_KEYS)}"
             )
     version = data.get("version", _VERSION)
     if isinstance(version, bool) or version != _VERSION:
-        raise ValueError(
+        raise DPFastValueError(
             f"{where}: unsupported schema version {version!r}; this dpfast reads version {_VERSION}"
         )
     description = _optional_text(data.get("description"), where, "description")
     if "columns" not in data:
-        raise ValueError(
+        raise DPFastValueError(
             f'{where}: missing "columns"; add an object mapping each column name to '
             'its settings, e.g. {"columns": {"age": {"type": "integer", '
             '"bounds": [17, 90]}}}'
         )
     columns = data["columns"]
     if not isinstance(columns, Mapping) or not columns:
-        raise ValueError(
+        raise DPFastValueError(
             f'{where}: "columns" must be a non-empty object mapping column names to '
             f"settings, got {_json_type(columns) if columns != {} else 'an empty object'}"
         )
     base = Path(base_dir) if base_dir is not None else Path.cwd()
+    _check_no_placeholders(columns, where)  # every one at once, before any other check
     specs = [_column_spec(name, entry, base, where) for name, entry in columns.items()]
     return specs, description
 
 
-class _DuplicateKeyError(ValueError):
+class _DuplicateKeyError(DPFastValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
@@ -180,94 +184,132 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _optional_text(value: Any, where: str, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise ValueError(f"{where}: {what} must be a string, got {_json_type(value)}")
+    raise DPFastValueError(f"{where}: {what} must be a string, got {_json_type(value)}")
 
 
 def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
     col = f"{where}: column {name!r}"
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{where}: column names must be non-empty strings, got {name!r}")
+        raise DPFastValueError(f"{where}: column names must be non-empty strings, got {name!r}")
+    _check_column_keys(entry, col)
+    kind = _parse_type(entry, col)
+    protect = _parse_protect(entry, kind, col)
+    from_data = _parse_from_data(entry.get("from_data", []), col)
+    bounds = _column_bounds(entry, kind, protect, col)
+    taxonomy = None
+    if "taxonomy" in entry:
+        if kind != "categorical":
+            raise DPFastValueError(
+                f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
+                "remove it or declare the column categorical"
+            )
+        taxonomy = _parse_taxonomy(entry["taxonomy"], col, base)
+    description = _optional_text(entry.get("description"), col, '"description"')
+    missing = [key for key in from_data if key not in entry]
+    if missing:
+        raise DPFastValueError(
+            f'{col}: "from_data" names {missing}, which the column does not have'
+        )
+    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+
+
+def _check_column_keys(entry: Any, col: str) -> None:
+    """Check that a column's entry is an object of known keys, with a ``"type"``."""
     if not isinstance(entry, Mapping):
-        raise ValueError(
+        raise DPFastValueError(
             f'{col} must map to an object such as {{"type": "integer", '
             f'"bounds": [0, 100]}}, got {_json_type(entry)}'
         )
     for key in entry:
         if key not in _COLUMN_KEYS:
-            raise ValueError(
+            raise DPFastValueError(
                 f"{col} has unknown key {key!r}; {_hint(key, _COLUMN_KEYS)}"
                 f"allowed keys are {', '.join(_COLUMN_KEYS)}"
             )
     if "type" not in entry:
-        raise ValueError(
+        raise DPFastValueError(
             f'{col} has no "type"; add one of {", ".join(repr(t) for t in COLUMN_TYPES)}'
         )
+
+
+def _parse_type(entry: Mapping[str, Any], col: str) -> str:
+    """Return a column's declared type, one of :data:`COLUMN_TYPES`."""
     kind = entry["type"]
     if not isinstance(kind, str) or kind not in COLUMN_TYPES:
         shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
         hint = _hint(kind, COLUMN_TYPES) if isinstance(kind, str) else ""
-        raise ValueError(
+        raise DPFastValueError(
             f"{col} has unknown type {shown}; {hint}use one of "
             f"{', '.join(repr(t) for t in COLUMN_TYPES)}"
         )
-    numeric = kind in _NUMERIC
+    return kind
 
+
+def _parse_protect(entry: Mapping[str, Any], kind: str, col: str) -> bool:
+    """Return whether a column is protected (by default every column but strings)."""
     protect = entry.get("protect", kind != "string")
     if not isinstance(protect, bool):
-        raise ValueError(f'{col}: "protect" must be true or false, got {protect!r}')
+        raise DPFastValueError(f'{col}: "protect" must be true or false, got {protect!r}')
     if kind == "string" and protect:
-        raise ValueError(
+        raise DPFastValueError(
             f"{col} is a string column, which no release method can protect; "
-            'set "protect": false to copy it unchanged, declare it "categorical", '
-            "or drop it from the input"
+            'set "protect": false to leave it unprotected (docs/schema.md, "Columns not '
+            'protected"), declare it "categorical", or drop it from the input'
         )
+    return protect
 
-    for key in ("bounds", "taxonomy"):
-        value = entry.get(key)
-        if isinstance(value, str) and value.startswith(PLACEHOLDER):
-            what = "[lower, upper]" if key == "bounds" else "the column's public values (a list)"
-            raise ValueError(
-                f'{col}: "{key}" is still the placeholder {value!r}; replace it with {what} '
-                'taken from public knowledge (never from the data), or set "protect": false'
-            )
-    from_data = _parse_from_data(entry.get("from_data", []), col)
 
-    bounds = None
+_PLACEHOLDER_FILLS = {
+    "bounds": "[lower, upper]",
+    "taxonomy": "the column's public values (a list)",
+}
+
+
+def _check_no_placeholders(columns: Mapping[str, Any], where: str) -> None:
+    """Refuse every ``"bounds"`` or ``"taxonomy"`` still holding :data:`PLACEHOLDER`, at once."""
+    found = [
+        (name, key)
+        for name, entry in columns.items()
+        if isinstance(entry, Mapping)
+        for key in _PLACEHOLDER_FILLS
+        if isinstance(entry.get(key), str) and entry[key].startswith(PLACEHOLDER)
+    ]
+    if not found:
+        return
+    keys = [key for key in _PLACEHOLDER_FILLS if any(k == key for _, k in found)]
+    fills = " and ".join(f'each "{key}" with {_PLACEHOLDER_FILLS[key]}' for key in keys)
+    listed = ", ".join(f'column {name!r} "{key}"' for name, key in found)
+    raise DPFastValueError(
+        f"{where}: {len(found)} value(s) still the placeholder {PLACEHOLDER!r}: {listed}; "
+        f"replace {fills}, taken from public knowledge (never from the data), or set "
+        '"protect": false on the column'
+    )
+
+
+def _column_bounds(
+    entry: Mapping[str, Any], kind: str, protect: bool, col: str
+) -> tuple[float, float] | None:
+    """Return a column's bounds: required for a protected numeric column, else optional."""
     if "bounds" in entry:
-        if not numeric:
-            raise ValueError(
+        if kind not in _NUMERIC:
+            raise DPFastValueError(
                 f'{col} is {kind}, but only integer and float columns take "bounds"; '
                 "remove them or change the type"
             )
-        bounds = _parse_bounds(entry["bounds"], kind, col)
-    elif numeric and protect:
-        raise ValueError(
-            f'{col} is a protected {kind} column without bounds; add "bounds": '
-            "[lower, upper] taken from public knowledge (never from the data), or set "
-            '"protect": false to copy it unchanged'
+        return _parse_bounds(entry["bounds"], kind, col)
+    if kind in _NUMERIC and protect:
+        raise DPFastValueError(
+            f'{col} is a protected {kind} column without bounds; add "bounds": [lower, upper] '
+            'from public knowledge (never from the data), or set "protect": false to leave '
+            'it unprotected (docs/schema.md, "Columns not protected")'
         )
-
-    taxonomy = None
-    if "taxonomy" in entry:
-        raw = entry["taxonomy"]
-        if kind != "categorical":
-            raise ValueError(
-                f'{col} is {kind}, but only categorical columns take a "taxonomy"; '
-                "remove it or declare the column categorical"
-            )
-        taxonomy = _parse_taxonomy(raw, col, base)
-
-    description = _optional_text(entry.get("description"), col, '"description"')
-    missing = [key for key in from_data if key not in entry]
-    if missing:
-        raise ValueError(f'{col}: "from_data" names {missing}, which the column does not have')
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+    return None
 
 
 def _parse_from_data(raw: Any, col: str) -> tuple[str, ...]:
     """Return the fields a column marks as taken from the data (``"from_data"``)."""
     if not isinstance(raw, list) or not all(key in _FROM_DATA_KEYS for key in raw):
-        raise ValueError(
+        raise DPFastValueError(
             f'{col}: "from_data" must list the fields taken from the data, among '
             f"{list(_FROM_DATA_KEYS)}; got {raw!r}"
         )
@@ -281,27 +323,27 @@ def _parse_taxonomy(raw: Any, col: str, base: Path) -> Path | list[str] | dict[s
     """
     if isinstance(raw, list):
         if not raw or not all(isinstance(leaf, str) and leaf for leaf in raw):
-            raise ValueError(
+            raise DPFastValueError(
                 f'{col}: a "taxonomy" list must hold the column\'s public values as non-empty '
                 f"strings, got {raw!r}"
             )
         return list(raw)
     if isinstance(raw, dict):
         if len(raw) != 1:
-            raise ValueError(
+            raise DPFastValueError(
                 f'{col}: a "taxonomy" mapping must have one root, e.g. '
                 '{"*": {"A": ["a1", "a2"], "B": ["b1"]}}, '
                 f"got {len(raw)} top-level keys"
             )
         return dict(raw)
     if not isinstance(raw, str) or not raw:
-        raise ValueError(
+        raise DPFastValueError(
             f'{col}: "taxonomy" must be the path of a hierarchy file (ARX format), a list of '
             f"the public values, or a nested mapping with one root; got {_json_type(raw)}"
         )
     taxonomy = Path(raw) if Path(raw).is_absolute() else base / raw
     if not taxonomy.is_file():
-        raise ValueError(
+        raise DPFastValueError(
             f"{col}: taxonomy file {str(taxonomy)!r} does not exist; relative paths are "
             "read from the schema file's directory"
         )
@@ -314,24 +356,24 @@ def _parse_bounds(raw: Any, kind: str, col: str) -> tuple[float, float]:
         or len(raw) != 2
         or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in raw)
     ):
-        raise ValueError(
+        raise DPFastValueError(
             f'{col}: "bounds" must be a list of two numbers [lower, upper], got '
             f"{json.dumps(raw) if _jsonable(raw) else repr(raw)}"
         )
     lower, upper = raw
     if not (math.isfinite(lower) and math.isfinite(upper)):
-        raise ValueError(
+        raise DPFastValueError(
             f"{col}: bounds must be finite, got [{lower}, {upper}]; give the column's "
             "public minimum and maximum"
         )
     if lower > upper:
-        raise ValueError(
+        raise DPFastValueError(
             f"{col}: lower bound {lower} is greater than upper bound {upper}; "
             f"write them as [{upper}, {lower}]"
         )
     if kind == "integer":
         if lower != math.floor(lower) or upper != math.floor(upper):
-            raise ValueError(
+            raise DPFastValueError(
                 f"{col} is integer but its bounds [{lower}, {upper}] are not whole numbers; "
                 'use whole numbers or declare the column "float"'
             )

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import check_unique_names
+from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
 
@@ -52,7 +54,7 @@ class Schema:
         by_name: dict[str, ColumnSpec] = {}
         for spec in specs:
             if spec.name in by_name:
-                raise ValueError(
+                raise DPFastValueError(
                     f"{source or 'schema'}: column {spec.name!r} is declared twice; "
                     "declare each column once"
                 )
@@ -113,7 +115,7 @@ class Schema:
         try:
             return self._columns[name]
         except KeyError:
-            raise KeyError(f"the schema declares no column {name!r}") from None
+            raise DPFastKeyError(f"the schema declares no column {name!r}") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._columns
@@ -213,18 +215,27 @@ class Schema:
         """
         return check_table(self, table)
 
+    def cast_column(self, column: Any, name: str, first_row: int = 0) -> Any:
+        """Return a numeric column (Arrow) cast exactly to its declared type.
+
+        ``column`` holds rows ``first_row ...`` of the table (errors name them); see
+        :meth:`check_table` for what a cast refuses.
+        """
+        return _cast_declared(column, name, self[name].type, self.source or "the schema", first_row)
+
 
 def check_table(schema: Schema, table: Any) -> Any:
     """Check ``table`` against ``schema``; see :meth:`Schema.check_table`."""
     where = schema.source or "the schema"
     present = list(table.column_names)
+    check_unique_names(present, "the input", "rename the repeats where the input is written")
     missing = [name for name in schema.names if name not in present]
     if missing:
         shown = ", ".join(repr(m) for m in missing[:5])
         more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
         close = difflib.get_close_matches(missing[0], present, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
+        raise DPFastValueError(
             f"{where} declares column(s) {shown}{more} that the input does not have; "
             f"{hint}fix the names in the schema or remove those entries "
             f"(the input has {len(present)} columns: {', '.join(present[:8])}"
@@ -236,14 +247,14 @@ def check_table(schema: Schema, table: Any) -> Any:
         column = table.column(spec.name)
         kind = _arrow_kind(column.type)
         if kind not in ("i", "u", "f"):
-            raise ValueError(
+            raise DPFastValueError(
                 f"column {spec.name!r} is declared {spec.type} in {where} but holds "
                 f"{column.type} values; convert it to numbers, or declare it "
                 '"categorical" or "string"'
             )
         if spec.protect and column.null_count:
             first = _first_null(column)
-            raise ValueError(
+            raise DPFastValueError(
                 f"protected column {spec.name!r} has {column.null_count} missing "
                 f"value(s) (first at row {first}); drop or impute those rows, or set "
                 '"protect": false for the column'
@@ -303,7 +314,7 @@ def _check_exact_floats(column: Any, name: str, where: str, first_row: int = 0) 
     for i in large:  # rare: check each one in exact Python integers
         value = int(values[i])
         if int(float(value)) != value:
-            raise ValueError(
+            raise DPFastValueError(
                 f"column {name!r} is declared float in {where} but holds the integer "
                 f"{value} at row {int(rows[i])}, which float64 cannot hold exactly; "
                 'declare it "integer", or round the data to a value float64 holds'
@@ -320,7 +331,7 @@ def _check_whole(column: Any, name: str, where: str, first_row: int = 0) -> None
     if bad.any():
         i = int(np.argmax(bad))
         reason = ", outside the int64 range" if outside[i] else ""
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} is declared integer in {where} but holds {float(values[i])!r} "
             f'at row {int(rows[i])}{reason}; declare it "float" or fix the data'
         )
@@ -331,7 +342,7 @@ def _check_int64_range(column: Any, name: str, where: str, first_row: int = 0) -
     over = values > np.uint64(_INT64_MAX)
     if over.any():
         i = int(np.argmax(over))
-        raise ValueError(
+        raise DPFastValueError(
             f"column {name!r} is declared integer in {where} but holds {int(values[i])} at "
             f"row {int(rows[i])}, outside the int64 range; rescale the column or declare "
             'it "float"'

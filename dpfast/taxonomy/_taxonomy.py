@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpfast.exceptions import DPFastTypeError
 from dpfast.taxonomy._distance import _TaxonomyDistances
 from dpfast.taxonomy._tree import TaxonomyError, _shown
 
@@ -194,7 +195,7 @@ class Taxonomy(_TaxonomyDistances):
         """
         where = name or "taxonomy"
         if not isinstance(mapping, Mapping):
-            raise TypeError(
+            raise DPFastTypeError(
                 f"{where}: expected a mapping such as {{'*': {{'A': ['a1', 'a2']}}}}, got "
                 f"{type(mapping).__name__}"
             )
@@ -209,7 +210,7 @@ class Taxonomy(_TaxonomyDistances):
 
         def label_of(value: Any, path: str) -> str:
             if not isinstance(value, str) or not value:
-                raise TypeError(
+                raise DPFastTypeError(
                     f"{where}: labels must be non-empty strings, got {value!r} at {path}"
                 )
             return value
@@ -242,7 +243,7 @@ class Taxonomy(_TaxonomyDistances):
                         edges.append((child, label, here))
                         leaves.append((child, f"{here}/{child}"))
             else:
-                raise TypeError(
+                raise DPFastTypeError(
                     f"{where}: the children of {here!r} must be a mapping, a list of labels "
                     f"or None, got {type(children).__name__}"
                 )
@@ -293,7 +294,7 @@ def as_taxonomy(value: Any, name: Any = None) -> Taxonomy:
             )
         return Taxonomy.from_mapping({"*": list(value)}, name=label)
     where = "a taxonomy" if name is None else f"the taxonomy of {name!r}"
-    raise TypeError(
+    raise DPFastTypeError(
         f"{where} must be a dpfast.Taxonomy, the path of an ARX hierarchy file, a nested "
         "mapping such as {'*': {'A': ['a1', 'a2']}} or a list of leaves, got "
         f"{type(value).__name__}"

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from dpfast._kernels import taxonomy as _kernels
+from dpfast.exceptions import DPFastIndexError, DPFastTypeError, DPFastValueError
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(DPFastValueError):
     """A taxonomy is not a valid tree, or data hold values it does not have."""
 
 
@@ -25,6 +26,81 @@ def _shown(labels: Sequence[Any], limit: int = 10) -> str:
     items = ", ".join(repr(v) for v in list(labels)[:limit])
     more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
     return f"{items}{more}"
+
+
+def _root_and_children(
+    parents: Mapping[str, str | None], where: str
+) -> tuple[str, dict[str, list[str]]]:
+    """Return the root and each label's children; check there is one root, parents are nodes."""
+    roots = sorted(label for label, p in parents.items() if p is None)
+    if not roots:
+        raise TaxonomyError(
+            f"{where}: the taxonomy has no root: its generalisation chains form a cycle; "
+            "every chain must end in the same top value, such as '*'"
+        )
+    if len(roots) != 1:
+        raise TaxonomyError(
+            f"{where}: a taxonomy needs exactly one root, found {len(roots)} "
+            f"({_shown(roots)}); make every generalisation chain end in the same "
+            "top value, such as '*'"
+        )
+    children: dict[str, list[str]] = {label: [] for label in parents}
+    for label, p in parents.items():
+        if p is not None:
+            if p not in children:
+                raise TaxonomyError(f"{where}: {label!r} has parent {p!r}, which is not a node")
+            children[p].append(label)
+    return roots[0], children
+
+
+def _breadth_first(
+    parents: Mapping[str, str | None], root: str, children: Mapping[str, list[str]], where: str
+) -> list[str]:
+    """Return the labels numbered breadth-first from the root, children in label order.
+
+    Nodes that are not reached lie on a cycle, which is an error.
+    """
+    order = [root]
+    for label in order:
+        order.extend(sorted(children[label]))
+    if len(order) != len(parents):
+        reached = set(order)
+        stuck = sorted(label for label in parents if label not in reached)
+        raise TaxonomyError(
+            f"{where}: the taxonomy has a cycle through {_shown(stuck)}; every chain of "
+            "generalisations must end at the root"
+        )
+    return order
+
+
+def _parents_and_depths(
+    parents: Mapping[str, str | None], order: Sequence[str], index: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the parent node of each node (-1 for the root) and its depth (int64[n])."""
+    n_nodes = len(order)
+    parent = np.full(n_nodes, -1, dtype=np.int64)
+    depth = np.zeros(n_nodes, dtype=np.int64)
+    for i, label in enumerate(order):
+        p = parents[label]
+        if p is not None:
+            parent[i] = index[p]
+            depth[i] = depth[index[p]] + 1
+    return parent, depth
+
+
+def _ancestor_bits(parent: np.ndarray) -> np.ndarray:
+    """Return each node's ancestors, itself included, as a bitset (uint64[n, words]).
+
+    Parents must come before their children.
+    """
+    n_nodes = parent.shape[0]
+    words = (n_nodes + 63) // 64
+    bits = np.zeros((n_nodes, words), dtype=np.uint64)
+    for i in range(n_nodes):
+        if parent[i] >= 0:
+            bits[i] = bits[parent[i]]
+        bits[i, i // 64] |= np.uint64(1) << np.uint64(i % 64)
+    return bits
 
 
 class _TaxonomyTree:
@@ -67,55 +143,15 @@ class _TaxonomyTree:
     def __init__(self, parents: Mapping[str, str | None], *, name: str | None = None) -> None:
         """Build from ``{label: parent label}`` (the root maps to ``None``); see from_edges."""
         where = name or "taxonomy"
-        roots = sorted(label for label, p in parents.items() if p is None)
-        if not roots:
-            raise TaxonomyError(
-                f"{where}: the taxonomy has no root: its generalisation chains form a cycle; "
-                "every chain must end in the same top value, such as '*'"
-            )
-        if len(roots) != 1:
-            raise TaxonomyError(
-                f"{where}: a taxonomy needs exactly one root, found {len(roots)} "
-                f"({_shown(roots)}); make every generalisation chain end in the same "
-                "top value, such as '*'"
-            )
-        children: dict[str, list[str]] = {label: [] for label in parents}
-        for label, p in parents.items():
-            if p is not None:
-                if p not in children:
-                    raise TaxonomyError(f"{where}: {label!r} has parent {p!r}, which is not a node")
-                children[p].append(label)
-        # breadth-first numbering from the root, children in label order; nodes that are
-        # not reached lie on a cycle
-        order = [roots[0]]
-        for label in order:
-            order.extend(sorted(children[label]))
-        if len(order) != len(parents):
-            reached = set(order)
-            stuck = sorted(label for label in parents if label not in reached)
-            raise TaxonomyError(
-                f"{where}: the taxonomy has a cycle through {_shown(stuck)}; every chain of "
-                "generalisations must end at the root"
-            )
+        root, children = _root_and_children(parents, where)
+        order = _breadth_first(parents, root, children, where)
         index = {label: i for i, label in enumerate(order)}
-        n_nodes = len(order)
-        parent = np.full(n_nodes, -1, dtype=np.int64)
-        depth = np.zeros(n_nodes, dtype=np.int64)
-        for i, label in enumerate(order):
-            p = parents[label]
-            if p is not None:
-                parent[i] = index[p]
-                depth[i] = depth[index[p]] + 1
-        words = (n_nodes + 63) // 64
-        bits = np.zeros((n_nodes, words), dtype=np.uint64)
-        for i in range(n_nodes):  # parents come before their children
-            if parent[i] >= 0:
-                bits[i] = bits[parent[i]]
-            bits[i, i // 64] |= np.uint64(1) << np.uint64(i % 64)
+        parent, depth = _parents_and_depths(parents, order, index)
+        bits = _ancestor_bits(parent)
         kids = tuple(tuple(index[c] for c in sorted(children[label])) for label in order)
         domain = tuple(sorted(label for label in order if not children[label]))
         leaf_nodes = np.array([index[label] for label in domain], dtype=np.int64)
-        leaf_code = np.full(n_nodes, -1, dtype=np.int64)
+        leaf_code = np.full(len(order), -1, dtype=np.int64)
         leaf_code[leaf_nodes] = np.arange(len(domain), dtype=np.int64)
         for array in (parent, depth, bits, leaf_nodes, leaf_code):
             array.setflags(write=False)
@@ -245,9 +281,9 @@ class _TaxonomyTree:
             return self.node(node)
         if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
             if not 0 <= int(node) < len(self.labels):
-                raise IndexError(f"node index {node} out of range [0, {len(self.labels)})")
+                raise DPFastIndexError(f"node index {node} out of range [0, {len(self.labels)})")
             return int(node)
-        raise TypeError(f"node must be a label or a node index, got {node!r}")
+        raise DPFastTypeError(f"node must be a label or a node index, got {node!r}")
 
     # -- data ----------------------------------------------------------------------------
 

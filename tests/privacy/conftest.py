@@ -1,4 +1,4 @@
-"""The harness is a library for tests/test_privacy.py, not a test file."""
+"""The harness, its designs and the power script serve tests/test_privacy.py; no tests here."""
 
-# Collecting it for doctests would import it a second time, outside its package.
-collect_ignore = ["harness.py"]
+# Collecting them for doctests would import them a second time, outside their package.
+collect_ignore = ["harness.py", "designs.py", "power.py"]

@@ -4,7 +4,8 @@
 ``E`` of outputs, ``Pr[M(D) ∈ E] <= exp(ε) · Pr[M(D') ∈ E]``. :func:`audit` estimates
 both sides for a family of events from seeded runs of a release (seed ``s`` gives the
 ``s``-th independent draw, as dpfast's keyed streams do) and flags an event when the
-inequality fails beyond an exact confidence margin.
+inequality fails beyond an exact confidence margin. :func:`audit` chooses its events on
+pilot runs; :func:`audit_events` tests events fixed in advance ("Designed events" below).
 
 How the test decides
 --------------------
@@ -54,6 +55,32 @@ tables, so dropping a column can never be a violation.
 (f) :func:`bins`: the sorted multiset of the bins (given edges) of a column's values.
 
 :func:`standard_features` builds all of them for a list of columns.
+
+Designed events
+---------------
+The pilot finds leaks through structure (rows that share a group, linked ranks), but it
+spends runs and splits ``alpha`` over many events in both directions, so it sees a
+mechanism's calibration only when ε is badly understated. :func:`audit_events` tests
+events fixed before any run instead. An :class:`Event` is a set of releases and the
+table (``likelier``) that the mechanism's analysis makes it likelier under: a tail where
+the privacy loss reaches the stated ε (for a Laplace mechanism whose centroid moves by its
+whole sensitivity, "the value is released at the upper bound", where the ratio of the two
+probabilities is ``exp(ε)``). How it decides:
+
+- Runs with seeds ``first_seed .. first_seed + n_runs - 1`` count each event under each
+  table; no run is spent on choosing.
+- With ``m`` events, the bounds are at level ``δ = alpha / (2 m)``. An event likelier under
+  table ``T`` (the other one ``T'``) is a violation when ``lower(T) > exp(ε) · upper(T')``.
+  If the release is ε-DP then ``Pr[E|T] <= exp(ε) Pr[E|T']``, so a flag needs
+  ``lower(T) > Pr[E|T]`` or ``upper(T') < Pr[E|T']``: one of ``2 m`` bounds fails, each
+  with chance at most ``δ``, and the chance of any false flag is at most ``alpha``. This
+  holds whatever ``likelier`` says (a wrong direction costs power, never validity) and
+  however the two tables' runs depend on each other.
+
+A release that spends ``c ε`` while it states ``ε`` puts ``Pr[E|T] = exp(c ε) Pr[E|T']``
+on such an event, and the test flags it once ``n_runs`` separates the two bounds by more
+than ``exp(ε)``; the designs of tests/privacy/designs.py choose the pair, the event and ε
+so that ``c = 2`` is flagged in a few hundred runs.
 """
 
 from __future__ import annotations
@@ -416,7 +443,12 @@ def clopper_pearson_upper(count: int, n: int, delta: float) -> float:
 
 @dataclass(frozen=True)
 class EventTest:
-    """One event's estimates under both tables and whether it breaks the inequality."""
+    """One event's estimates under both tables and whether it breaks the inequality.
+
+    ``direction`` says which inequality is tested: ``0`` both (events chosen on the pilot),
+    ``1`` only ``Pr[E|D] <= e^ε Pr[E|D']`` (a designed event likelier under ``D``), ``-1``
+    only ``Pr[E|D'] <= e^ε Pr[E|D]``.
+    """
 
     feature: str
     outcome: Hashable
@@ -428,6 +460,35 @@ class EventTest:
     lower_neighbour: float
     upper_neighbour: float
     epsilon: float
+    direction: int = 0
+
+    @classmethod
+    def bounded(
+        cls,
+        feature: str,
+        outcome: Hashable,
+        counts: tuple[int, int],
+        n_runs: int,
+        *,
+        delta: float,
+        epsilon: float,
+        direction: int = 0,
+    ) -> EventTest:
+        """The test of an event counted ``counts`` times (``D``, ``D'``), bounds at ``delta``."""
+        a, b = counts
+        return cls(
+            feature=feature,
+            outcome=outcome,
+            n_runs=n_runs,
+            count=a,
+            count_neighbour=b,
+            lower=clopper_pearson_lower(a, n_runs, delta),
+            upper=clopper_pearson_upper(a, n_runs, delta),
+            lower_neighbour=clopper_pearson_lower(b, n_runs, delta),
+            upper_neighbour=clopper_pearson_upper(b, n_runs, delta),
+            epsilon=epsilon,
+            direction=direction,
+        )
 
     @property
     def probability(self) -> float:
@@ -441,15 +502,19 @@ class EventTest:
 
     @property
     def excess(self) -> float:
-        """How far the bounds go past ``exp(ε)``: ``> 0`` is a violation."""
+        """How far the bounds go past ``exp(ε)`` in the tested direction(s): ``> 0`` violates."""
         factor = math.exp(self.epsilon)
-        return max(
-            self.lower - factor * self.upper_neighbour, self.lower_neighbour - factor * self.upper
-        )
+        forward = self.lower - factor * self.upper_neighbour
+        backward = self.lower_neighbour - factor * self.upper
+        if self.direction > 0:
+            return forward
+        if self.direction < 0:
+            return backward
+        return max(forward, backward)
 
     @property
     def violation(self) -> bool:
-        """``lower(D) > e^ε upper(D')`` or ``lower(D') > e^ε upper(D)``."""
+        """``lower(D) > e^ε upper(D')`` or ``lower(D') > e^ε upper(D)`` (as tested)."""
         return self.excess > 0.0
 
     def describe(self) -> str:
@@ -457,8 +522,9 @@ class EventTest:
         outcome = repr(self.outcome)
         if len(outcome) > 80:
             outcome = outcome[:77] + "..."
+        event = self.feature if self.direction else f"{self.feature} == {outcome}"
         return (
-            f"{self.feature} == {outcome}: Pr[E|D] = {self.count}/{self.n_runs} "
+            f"{event}: Pr[E|D] = {self.count}/{self.n_runs} "
             f"in [{self.lower:.4f}, {self.upper:.4f}], Pr[E|D'] = {self.count_neighbour}/"
             f"{self.n_runs} in [{self.lower_neighbour:.4f}, {self.upper_neighbour:.4f}], "
             f"e^eps = {math.exp(self.epsilon):.4g}"
@@ -487,9 +553,10 @@ class Audit:
             if self.violations
             else f"no violation among {len(self.tests)} events"
         )
+        runs = f"{self.n_pilot} pilot and " if self.n_pilot else "designed events, "
         head = (
-            f"{verdict} {self.epsilon:g}-DP (alpha = {self.alpha:g}, {self.n_pilot} pilot "
-            f"and {self.n_runs} test runs per table)"
+            f"{verdict} {self.epsilon:g}-DP (alpha = {self.alpha:g}, {runs}{self.n_runs} "
+            "test runs per table)"
         )
         return "\n".join([head, *("  " + t.describe() for t in self.tests[:lines])])
 
@@ -569,12 +636,9 @@ def audit(
     Audit
         Its ``violations`` is empty when no event breaks the inequality.
     """
-    if epsilon <= 0 or not math.isfinite(epsilon):
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+    _check_levels(epsilon, alpha)
     if n_runs < 1 or max_events < 1 or not features:
         raise ValueError("need n_runs >= 1, max_events >= 1 and at least one feature")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     pilot_runs = max(10, n_runs // 4) if n_pilot is None else n_pilot
     if pilot_runs < 1:
         raise ValueError(f"n_pilot must be >= 1, got {n_pilot}")
@@ -591,23 +655,168 @@ def audit(
     counted_neighbour = _outcomes(run, neighbour, [features[i] for i in used], test_seeds)
     where = {index: position for position, index in enumerate(used)}
     delta = alpha / (4 * len(chosen))
-    tests = []
-    for index, outcome in chosen:
-        a = counted[where[index]][outcome]
-        b = counted_neighbour[where[index]][outcome]
-        tests.append(
-            EventTest(
-                feature=features[index].name,
-                outcome=outcome,
-                n_runs=n_runs,
-                count=a,
-                count_neighbour=b,
-                lower=clopper_pearson_lower(a, n_runs, delta),
-                upper=clopper_pearson_upper(a, n_runs, delta),
-                lower_neighbour=clopper_pearson_lower(b, n_runs, delta),
-                upper_neighbour=clopper_pearson_upper(b, n_runs, delta),
-                epsilon=epsilon,
-            )
+    tests = [
+        EventTest.bounded(
+            features[index].name,
+            outcome,
+            (counted[where[index]][outcome], counted_neighbour[where[index]][outcome]),
+            n_runs,
+            delta=delta,
+            epsilon=epsilon,
         )
+        for index, outcome in chosen
+    ]
     tests.sort(key=lambda t: -t.excess)
     return Audit(epsilon, alpha, pilot_runs, n_runs, tuple(tests))
+
+
+def _check_levels(epsilon: float, alpha: float) -> None:
+    if epsilon <= 0 or not math.isfinite(epsilon):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+
+
+# -- designed events ---------------------------------------------------------------------
+
+Row = int | tuple[Hashable, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A set of releases fixed before any run, and the table it should be likelier under.
+
+    ``contains(release)`` says whether a canonical release is in the set. ``likelier`` is
+    ``"table"`` or ``"neighbour"``: :func:`audit_events` tests ``Pr[E | likelier] <= e^ε
+    Pr[E | other]`` only. ``first & second`` is the event that both hold.
+    """
+
+    name: str
+    contains: Callable[[Released], bool]
+    likelier: str = "table"
+
+    def __post_init__(self) -> None:
+        if self.likelier not in ("table", "neighbour"):
+            raise ValueError(f"likelier must be 'table' or 'neighbour', got {self.likelier!r}")
+
+    def __and__(self, other: Event) -> Event:
+        if other.likelier != self.likelier:
+            raise ValueError(
+                f"both events must be likelier under the same table: {self.name} under "
+                f"{self.likelier}, {other.name} under {other.likelier}"
+            )
+        return Event(
+            f"{self.name} and {other.name}",
+            lambda release: self.contains(release) and other.contains(release),
+            self.likelier,
+        )
+
+
+def _cell(release: Released, column: Hashable, row: Row) -> Any:
+    """The value at ``row`` of ``column`` (``row`` a position, or ``(key column, value)``
+    for the first row whose key column holds that value); :data:`ABSENT` if there is none."""
+    values = release.get(column)
+    if values is None:
+        return ABSENT
+    if isinstance(row, tuple):
+        key, wanted = row
+        keys = release.get(key)
+        found = [i for i, v in enumerate(keys or ()) if v == wanted]
+        return values[found[0]] if found else ABSENT
+    return values[row] if -len(values) <= row < len(values) else ABSENT
+
+
+def _row_name(column: Hashable, row: Row) -> str:
+    if isinstance(row, tuple):
+        return f"{_label(column)}[{_label(row[0])} == {row[1]!r}]"
+    return f"{_label(column)}[{row}]"
+
+
+def at_least(column: Hashable, threshold: float, *, likelier: str, row: Row = 0) -> Event:
+    """The cell holds a number ``>= threshold`` (a missing cell or a non-number does not)."""
+
+    def contains(release: Released) -> bool:
+        value = _cell(release, column, row)
+        return _is_number(value) and value >= threshold
+
+    return Event(f"{_row_name(column, row)} >= {threshold!r}", contains, likelier)
+
+
+def at_most(column: Hashable, threshold: float, *, likelier: str, row: Row = 0) -> Event:
+    """The cell holds a number ``<= threshold`` (a missing cell or a non-number does not)."""
+
+    def contains(release: Released) -> bool:
+        value = _cell(release, column, row)
+        return _is_number(value) and value <= threshold
+
+    return Event(f"{_row_name(column, row)} <= {threshold!r}", contains, likelier)
+
+
+def equal_to(column: Hashable, value: Any, *, likelier: str, row: Row = 0) -> Event:
+    """The cell holds ``value``."""
+
+    def contains(release: Released) -> bool:
+        found = _cell(release, column, row)
+        return found is not ABSENT and bool(found == value)
+
+    return Event(f"{_row_name(column, row)} == {value!r}", contains, likelier)
+
+
+def audit_events(
+    run: Release,
+    table: Any,
+    neighbour: Any,
+    *,
+    epsilon: float,
+    events: Sequence[Event],
+    n_runs: int,
+    alpha: float = 1e-3,
+    first_seed: int = 0,
+) -> Audit:
+    """Test ``Pr[E|likelier] <= e^ε Pr[E|other]`` for events fixed before any run.
+
+    See "Designed events" in the module docstring: no pilot, one direction per event, and
+    Clopper-Pearson bounds at level ``alpha / (2 m)`` for ``m`` events.
+
+    Parameters
+    ----------
+    run, table, neighbour, epsilon, alpha
+        As for :func:`audit`.
+    events : sequence of Event
+        Chosen from the mechanism's analysis, never from runs of these seeds.
+    n_runs : int
+        Runs per table, seeds ``first_seed .. first_seed + n_runs - 1``.
+    first_seed : int
+        The first seed; disjoint blocks of seeds give independent audits.
+
+    Returns
+    -------
+    Audit
+        With ``n_pilot`` 0; its ``violations`` is empty when no event breaks the inequality.
+    """
+    _check_levels(epsilon, alpha)
+    if n_runs < 1 or not events:
+        raise ValueError("need n_runs >= 1 and at least one event")
+    if first_seed < 0:
+        raise ValueError(f"first_seed must be >= 0, got {first_seed}")
+    counts = {"table": [0] * len(events), "neighbour": [0] * len(events)}
+    for seed in range(first_seed, first_seed + n_runs):
+        for which, data in (("table", table), ("neighbour", neighbour)):
+            release = canonical(run(data, seed))
+            for i, event in enumerate(events):
+                counts[which][i] += bool(event.contains(release))
+    delta = alpha / (2 * len(events))
+    tests = [
+        EventTest.bounded(
+            event.name,
+            True,
+            (counts["table"][i], counts["neighbour"][i]),
+            n_runs,
+            delta=delta,
+            epsilon=epsilon,
+            direction=1 if event.likelier == "table" else -1,
+        )
+        for i, event in enumerate(events)
+    ]
+    tests.sort(key=lambda t: -t.excess)
+    return Audit(epsilon, alpha, 0, n_runs, tuple(tests))

@@ -1,17 +1,16 @@
 """Dask as an engine of dpfast (docs/engines.md, "Dask").
 
-* :class:`DaskSource`: a Dask DataFrame as a column source of the out-of-core engine, its
-  passes run on the workers, one task per partition, rows numbered globally;
-* :func:`ir_dp_dask` and :func:`laplace_dp_dask`: a release whose data is a lazy Dask
-  DataFrame computed on the workers, the same as the in-memory release for a seed;
-* :func:`write_release`: the workers write it as Parquet, published atomically;
-* :func:`run_on_client`: every other out-of-core release, its passes on the workers and
-  its file written by the client, read back as a Dask DataFrame in row order;
+* :class:`DaskEngine`: every public function given a Dask DataFrame (or a
+  :class:`DaskSource`) runs here: the out-of-core engine whose passes run on the workers,
+  one task per partition; the release is a lazy Dask DataFrame the workers compute from
+  small state where every column allows it, else the file the client wrote, read back in
+  row order (:func:`read_in_order`);
+* :class:`DaskSource`: a Dask DataFrame, or Parquet files (:meth:`DaskSource.from_parquet`),
+  as a column source, rows numbered globally;
+* :meth:`DaskEngine.write_release`: the workers write a release frame as a Parquet
+  dataset directory, published atomically;
 * :func:`local_cluster`: a ``LocalCluster`` of worker processes configured for dpfast.
 
-Every public function with an out-of-core engine (``dpfast.ir_dp``, ``laplace_dp``,
-``individual_ranking``, ``k_noise``, ``k_pram``, ``randomized_response``, ``mdav_dp``,
-``diffgen``) given a Dask DataFrame runs here (:data:`dpfast.engines.DASK_RELEASES`).
 Numba in the worker processes needs a writable cache directory, or every worker compiles
 dpfast's kernels again: :func:`local_cluster` sets ``NUMBA_CACHE_DIR``; on a cluster,
 set it in the workers' environment. Release files are configured with Dask settings
@@ -23,36 +22,9 @@ function here runs.
 
 from __future__ import annotations
 
-from dpfast.engines.dask._dispatch import (
-    diffgen_frame,
-    individual_ranking_frame,
-    ir_dp_frame,
-    k_noise_frame,
-    k_pram_frame,
-    laplace_dp_frame,
-    mdav_dp_frame,
-    randomized_response_frame,
-)
-from dpfast.engines.dask._methods import read_in_order, run_on_client
-from dpfast.engines.dask._release import ir_dp_dask, laplace_dp_dask
+from dpfast.engines.dask._engine import DaskEngine
+from dpfast.engines.dask._methods import read_in_order
 from dpfast.engines.dask._source import DaskSource
-from dpfast.engines.dask._write import check_dask_output, local_cluster, write_release
+from dpfast.engines.dask._write import local_cluster
 
-__all__ = [
-    "DaskSource",
-    "check_dask_output",
-    "diffgen_frame",
-    "individual_ranking_frame",
-    "ir_dp_dask",
-    "ir_dp_frame",
-    "k_noise_frame",
-    "k_pram_frame",
-    "laplace_dp_dask",
-    "laplace_dp_frame",
-    "local_cluster",
-    "mdav_dp_frame",
-    "randomized_response_frame",
-    "read_in_order",
-    "run_on_client",
-    "write_release",
-]
+__all__ = ["DaskEngine", "DaskSource", "local_cluster", "read_in_order"]

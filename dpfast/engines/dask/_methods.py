@@ -1,18 +1,10 @@
-"""Every other out-of-core release on Dask: the engine's passes on the workers.
+"""The Dask engine's settings, and a release file read back as a Dask DataFrame.
 
-The releases whose output the workers compute (:mod:`._release`: ``ir_dp`` with column
-linkage, shuffled, and ``laplace_dp``, unprotected columns dropped) are computed there
-from small global state. Every other one runs the out-of-core function of its method
-(``ir_dp_dataset`` with record linkage, ``shuffle=False`` or an ``unprotected`` policy
-other than drop, ``laplace_dp_dataset`` keeping or shuffling them, ``k_noise_dataset``,
-``k_pram_dataset``, ``randomized_response_dataset``, ``individual_ranking_dataset``,
-``mdav_dp_dataset``, ``diffgen_source``) over a :class:`DaskSource` on the client: each
-pass over a column runs on the workers (one task per partition) and returns its results
-to the client, which keeps the small global state, spends the ledger and writes the
-release as one Parquet file into the Dask scratch directory (:func:`scratch_directory`),
-published there by rename. The release's data is that file read back by the workers
-(:func:`read_in_order`), one partition per row group, in the file's row order, so it is
-the in-memory release, rows in the same order.
+A release the workers cannot compute from small state is written by the client, from
+passes run on the workers, as one Parquet file into the Dask scratch directory
+(:func:`scratch_directory`), published there by rename; its data is that file read back
+by the workers (:func:`read_in_order`), one partition per row group, in the file's row
+order, so it is the in-memory release, rows in the same order.
 
 Two Dask settings (``dask.config``, e.g. ``dask.config.set({"dpfast.scratch-dir":
 "/shared/tmp"})`` or ``DASK_DPFAST__SCRATCH_DIR``) configure it:
@@ -28,21 +20,22 @@ Two Dask settings (``dask.config``, e.g. ``dask.config.set({"dpfast.scratch-dir"
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-import threading
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from dpfast.engines.dask._release import dask_of, dask_source
 from dpfast.engines.dask._source import DaskSource, Piece
+from dpfast.engines.outofcore import process_scratch
 
-__all__ = ["MEMORY_KEY", "SCRATCH_KEY", "memory_limit", "read_in_order", "run_on_client"]
+__all__ = [
+    "MEMORY_KEY",
+    "SCRATCH_KEY",
+    "categories",
+    "memory_limit",
+    "read_in_order",
+]
 
 #: The Dask setting naming the directory of release files (shared with the workers).
 SCRATCH_KEY = "dpfast.scratch-dir"
@@ -50,24 +43,12 @@ SCRATCH_KEY = "dpfast.scratch-dir"
 MEMORY_KEY = "dpfast.memory-limit"
 _DEFAULT_MEMORY = "1GiB"
 
-_LOCK = threading.Lock()
-_MADE: dict[str, Path] = {}
-
 
 def scratch_directory() -> Path:
     """Return this process's directory of release files, made once and removed at exit."""
     import dask
 
-    parent = str(dask.config.get(SCRATCH_KEY, None) or "")
-    with _LOCK:
-        made = _MADE.get(parent)
-        if made is None or not made.is_dir():
-            if parent:
-                Path(parent).mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix="dpfast-dask-", dir=parent or None))
-            atexit.register(shutil.rmtree, made, True)
-            _MADE[parent] = made
-    return made
+    return process_scratch(str(dask.config.get(SCRATCH_KEY, None) or ""), "dpfast-dask-")
 
 
 def memory_limit() -> int:
@@ -79,24 +60,7 @@ def memory_limit() -> int:
     return parse_memory(str(dask.config.get(MEMORY_KEY, None) or _DEFAULT_MEMORY))
 
 
-def run_on_client(release: Callable[..., Any], data: Any, **arguments: Any) -> tuple[Any, Any, Any]:
-    """Run ``release(source, output, **arguments)`` over ``data`` on Dask; return its frame.
-
-    ``release`` is an out-of-core function writing its output to ``output`` and returning
-    the two reports; its passes run on the workers through :class:`DaskSource`. A failed
-    or interrupted run leaves nothing in the scratch directory (the function writes
-    beside ``output`` and publishes by rename). Returns the release frame (the file, read
-    in row order by the workers) and the two reports.
-    """
-    source = dask_source(data)
-    dask_of(source)  # anything else is refused before a pass runs
-    arguments.setdefault("memory_limit", memory_limit())
-    output = scratch_directory() / f"release-{uuid.uuid4().hex}.parquet"
-    report, private = release(source, output, **arguments)
-    return read_in_order(output, _categories(dask_of(source))), report, private
-
-
-def _categories(source: DaskSource) -> dict[str, Any]:
+def categories(source: DaskSource) -> dict[str, Any]:
     """Return the frame's categorical dtypes of known categories, by column name.
 
     A copied column keeps its values, and these dtypes give it back its categories in
@@ -118,21 +82,24 @@ def _categories(source: DaskSource) -> dict[str, Any]:
 def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> Any:
     """Return a Parquet file as a lazy Dask DataFrame, its rows in the file's order.
 
-    One partition per row group, read by the workers; the index is the row number in the
-    file (divisions known), and the columns have the types of ``pyarrow``'s
+    A directory (a release written as ``part-NNNNN.parquet`` files) is its files in name
+    order. One partition per row group, read by the workers; the index is the row number in
+    the file (divisions known), and the columns have the types of ``pyarrow``'s
     ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
     named there (a categorical column's own categories).
     """
     import dask
     import dask.dataframe as dd
 
-    where = str(Path(path).absolute())
-    metadata = pq.read_metadata(where)
+    where = Path(path).absolute()
+    files = sorted(where.glob("*.parquet")) if where.is_dir() else [where]
     pieces, first = [], 0
-    for group in range(metadata.num_row_groups):
-        rows = metadata.row_group(group).num_rows
-        pieces.append(Piece(where, group, first, rows))
-        first += rows
+    for file in files:
+        metadata = pq.read_metadata(str(file))
+        for group in range(metadata.num_row_groups):
+            rows = metadata.row_group(group).num_rows
+            pieces.append(Piece(str(file), group, first, rows))
+            first += rows
     meta = metadata.schema.to_arrow_schema().remove_metadata().empty_table().to_pandas()
     cast = {name: dtype for name, dtype in (dtypes or {}).items() if name in meta.columns}
     meta = _with_dtypes(meta, cast)

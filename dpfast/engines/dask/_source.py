@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines._sorted import Ranges, keys_by_range
+from dpfast.engines.outofcore import Ranges, keys_by_range, source_under
+from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
 
@@ -70,8 +71,8 @@ class DaskSource:
     rows (one task each, kept), which gives each partition's first row number; a task
     whose partition then holds another number of rows fails, saying the frame is not
     deterministic. :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.dataset.ParquetDataset` does (files in sorted path order, then
-    row within the file): one partition per row group, numbered from the footers.
+    :class:`~dpfast.engines.outofcore.ParquetDataset` does (files in sorted path order, then row
+    within the file): one partition per row group, numbered from the footers.
 
     The tasks run on the scheduler in use: the ``distributed.Client`` made current last
     (or the one given to the release functions' callers), else Dask's local threads.
@@ -92,7 +93,7 @@ class DaskSource:
         """
         import dask.dataframe as dd
 
-        from dpfast.engines.dataset import ParquetDataset
+        from dpfast.engines.outofcore import ParquetDataset
 
         dataset = ParquetDataset.open(path)
         pieces, first = [], 0
@@ -153,7 +154,7 @@ class DaskSource:
             return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
         partitions = self.frame[list(names)].to_delayed()
         if len(partitions) != len(counts):
-            raise ValueError(CHANGED)
+            raise DPFastValueError(CHANGED)
         firsts = itertools.accumulate(counts[:-1], initial=0)
         return list(zip(partitions, firsts, counts, strict=True))
 
@@ -174,7 +175,7 @@ class DaskSource:
         from dask.delayed import delayed
 
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         kind = self.schema.field(name).type
         apply = delayed(_apply, pure=False)
         tasks = [
@@ -212,13 +213,13 @@ class DaskSource:
         One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
         and splits them by range; a task per range gathers its pieces from every
         partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
-        back. Dask's own sort is not used. See :mod:`dpfast.engines._sorted`.
+        back. Dask's own sort is not used. See :mod:`dpfast.engines.outofcore._sorted`.
         """
         from dask.base import compute
         from dask.delayed import delayed
 
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         count = len(ranges)
         if count == 0:
             return []
@@ -246,7 +247,7 @@ CHANGED = (
 def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array:
     """Return column ``name`` of a partition (pandas or Arrow) as an array of type ``kind``."""
     if len(part) != rows:
-        raise ValueError(CHANGED)
+        raise DPFastValueError(CHANGED)
     if isinstance(part, pa.Table):
         array = part.column(name)
     else:
@@ -312,3 +313,8 @@ def _sort(
     keys = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
     ordered = ranking.radix_sort_packed(keys, 0, max(1, key_bits))
     return reduce(index, ordered)
+
+
+def dask_of(source: Any) -> DaskSource:
+    """Return the :class:`DaskSource` under ``source`` (itself, or a checked wrapper's)."""
+    return source_under(source, DaskSource, "a Dask release reads a Dask DataFrame or a DaskSource")

@@ -3,88 +3,48 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.accounting import Report
-from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
-from dpfast.engines.spark._release import GeneratedParts, generated_parts
+from dpfast.engines.outofcore import GeneratedParts, generated_parts, worker_numba_cache
+from dpfast.engines.values import Progress
 
-__all__ = ["check_dask_output", "local_cluster", "write_release"]
+__all__ = ["local_cluster", "write_dataset"]
 
 #: Seconds between two looks at the write's tasks.
 _POLL_SECONDS = 0.5
 
 
-def write_release(
-    data: Any,
-    output: str | os.PathLike[str],
-    report: Report,
-    *,
-    progress: Progress | None = None,
-    before_publish: Callable[[Report], None] | None = None,
-    after_publish: Callable[[], None] | None = None,
-) -> None:
-    """Write a release frame as Parquet at ``output``, atomically.
+def write_dataset(data: Any, written: Path, target: Path, progress: Progress | None) -> None:
+    """Have the workers write a release frame as the dataset directory ``written``.
 
-    The workers write a dataset directory (``part-000000.parquet``, ..., one per
-    partition, names sorting in row order; a frame that
-    :func:`dpfast.engines.dask.ir_dp_dask` returned, untransformed, is written by the
-    tasks that compute its parts: the same rows, without a pandas frame between two
-    tasks) into a hidden scratch directory beside ``output``; ``before_publish(report)``
-    runs once it is complete, then it is renamed into place and ``after_publish()`` runs.
-    A failed or interrupted write cancels its tasks and leaves nothing at ``output``.
-    With a cluster, ``output``'s directory must be one the workers share with the client.
-
-    Raises
-    ------
-    ValueError
-        For an ``output`` ending in ``.parquet``: the workers write a dataset directory.
+    ``part-000000.parquet``, ... one per partition, names sorting in row order; a lazy
+    frame of rank groups is written by the tasks that compute its parts (the same rows,
+    without a pandas frame between two tasks). A failed or interrupted write cancels its
+    tasks.
     """
     from dask.delayed import delayed
 
-    target = Path(output)
-    check_dask_output(target)
+    written.mkdir()
+
+    def path(i: int) -> str:
+        return str((written / f"part-{i:06d}.parquet").absolute())
+
     parts = generated_parts(data)
-    with _scratch_beside(target) as scratch:
-        written = scratch / "release"
-        written.mkdir()
-
-        def path(i: int) -> str:
-            return str((written / f"part-{i:06d}.parquet").absolute())
-
-        if parts is not None:  # an ir_dp frame: each task computes its part and writes it
-            name = f"dpfast-ir-dp-parts-{uuid.uuid4().hex}"
-            state = delayed(parts, name=name, traverse=False)
-            write_generated = delayed(_write_generated, pure=False)
-            tasks = [write_generated(state, i, path(i)) for i in range(parts.count)]
-        else:
-            write = delayed(_write_part, pure=False)
-            tasks = [write(part, path(i)) for i, part in enumerate(data.to_delayed())]
-        _run(tasks, f"writing {target.name}", progress)
-        if before_publish is not None:
-            before_publish(report)
-        _publish(written, target)
-        if after_publish is not None:
-            after_publish()
-
-
-def check_dask_output(output: str | os.PathLike[str]) -> None:
-    """Refuse a single-file output, which the workers do not write, naming the alternative."""
-    target = Path(output)
-    if target.suffix.lower() == ".parquet":
-        raise ValueError(
-            f"Dask writes a dataset directory (one Parquet file per partition), not the single "
-            f"file {str(target)!r}; name OUTPUT without the .parquet extension, e.g. "
-            f"{str(target.with_suffix(''))!r}"
-        )
+    if parts is not None:  # each task computes its part and writes it
+        name = f"dpfast-parts-{uuid.uuid4().hex}"
+        state = delayed(parts, name=name, traverse=False)
+        write_generated = delayed(_write_generated, pure=False)
+        tasks = [write_generated(state, i, path(i)) for i in range(parts.count)]
+    else:
+        write = delayed(_write_part, pure=False)
+        tasks = [write(part, path(i)) for i, part in enumerate(data.to_delayed())]
+    _run(tasks, f"writing {target.name}", progress)
 
 
 def _write_part(part: Any, path: str) -> int:
@@ -181,13 +141,7 @@ def local_cluster(
     """
     from distributed import LocalCluster
 
-    cache = os.fspath(
-        numba_cache_dir
-        or os.environ.get("NUMBA_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
-    )
-    os.makedirs(cache, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    cache = worker_numba_cache(numba_cache_dir)
     workers = n_workers if n_workers is not None else (os.cpu_count() or 1)
     return LocalCluster(
         n_workers=workers,

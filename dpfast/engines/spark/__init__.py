@@ -1,16 +1,15 @@
 """Apache Spark as an engine of dpfast (docs/engines.md, "Spark").
 
-* :class:`SparkSource`: a Spark DataFrame as a column source of the out-of-core engine,
-  its passes run on the executors, rows numbered globally;
-* :func:`ir_dp_spark` and :func:`laplace_dp_spark`: a release whose data is a lazy Spark
-  DataFrame computed on the executors, the same as the in-memory release for a seed;
-* :func:`write_release`: the executors write it as Parquet, published atomically;
+* :class:`SparkEngine`: every public function given a pyspark DataFrame (or a
+  :class:`SparkSource`) runs here: the out-of-core engine whose passes run on the
+  executors; the release is a lazy Spark DataFrame the executors compute from small state
+  where every column allows it, else the file the driver wrote, read by Spark in row order
+  (``spark.dpfast.scratchDir``);
+* :class:`SparkSource`: a Spark DataFrame, or Parquet files (:meth:`SparkSource.from_parquet`),
+  as a column source, its passes run on the executors, rows numbered globally;
+* :meth:`SparkEngine.write_release`: the executors write a release frame as a Parquet
+  dataset directory, published atomically;
 * :func:`local_session`: a local session configured for dpfast's workers.
-
-* the ``*_frame`` functions: each public function given a pyspark DataFrame
-  (:data:`dpfast.engines.SPARK_RELEASES`); the releases not computed on the executors run
-  their method's out-of-core function over a :class:`SparkSource` and return the file
-  the driver wrote, read by Spark (:mod:`._methods`: ``spark.dpfast.scratchDir``).
 
 Executors must run the same dpfast (and Python) as the driver, and Numba in the worker
 processes needs a writable cache directory, or every worker compiles dpfast's kernels
@@ -25,35 +24,8 @@ function here needs it.
 
 from __future__ import annotations
 
-from dpfast.engines.spark._dispatch import (
-    diffgen_frame,
-    individual_ranking_frame,
-    ir_dp_frame,
-    k_noise_frame,
-    k_pram_frame,
-    laplace_dp_frame,
-    mdav_dp_frame,
-    randomized_response_frame,
-)
-from dpfast.engines.spark._laplace import laplace_dp_spark
-from dpfast.engines.spark._release import ir_dp_spark
+from dpfast.engines.spark._engine import SparkEngine
 from dpfast.engines.spark._session import local_session
 from dpfast.engines.spark._source import SparkSource
-from dpfast.engines.spark._write import check_spark_output, write_release
 
-__all__ = [
-    "SparkSource",
-    "check_spark_output",
-    "diffgen_frame",
-    "individual_ranking_frame",
-    "ir_dp_frame",
-    "ir_dp_spark",
-    "k_noise_frame",
-    "k_pram_frame",
-    "laplace_dp_frame",
-    "laplace_dp_spark",
-    "local_session",
-    "mdav_dp_frame",
-    "randomized_response_frame",
-    "write_release",
-]
+__all__ = ["SparkEngine", "SparkSource", "local_session"]

@@ -1,13 +1,10 @@
-"""Every other out-of-core release on Spark: the engine's passes on the executors.
+"""The Spark engine's settings, and a release file read back as a Spark DataFrame.
 
-The releases whose output is not computed on the executors (:mod:`._release`,
-:mod:`._laplace`) run the out-of-core function of their method (``ir_dp_dataset``,
-``k_noise_dataset``, ...) over a :class:`SparkSource`: each pass over a column runs on
-the executors (``mapInArrow``) and returns its results to the driver, which keeps the
-small global state, spends the ledger and writes the release as one Parquet file into
-the Spark scratch directory (:func:`scratch_directory`), published there by rename. The
-release's data is that file read by Spark, in the file's row order, so it is the
-in-memory release, rows in the same order.
+A release the executors cannot compute from small state is written by the driver, from
+passes run on the executors, as one Parquet file into the Spark scratch directory
+(:func:`scratch_directory`), published there by rename; its data is that file read by
+Spark, in the file's row order (:func:`read_in_order`), so it is the in-memory release,
+rows in the same order.
 
 The scratch directory is ``spark.dpfast.scratchDir`` of the session's configuration (a
 ``dpfast-*`` directory is made in it per process), or a new directory of the driver's
@@ -21,45 +18,29 @@ memory for the passes.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-import threading
-import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dpfast.engines.spark._release import spark_of, spark_source
+from dpfast.engines.outofcore import process_scratch
 from dpfast.engines.spark._rows import ROW_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["MEMORY_KEY", "SCRATCH_KEY", "run_on_driver", "scratch_directory"]
+__all__ = ["MEMORY_KEY", "SCRATCH_KEY", "memory_limit", "read_in_order", "scratch_directory"]
 
 #: The Spark setting naming the directory of release files (shared with the executors).
 SCRATCH_KEY = "spark.dpfast.scratchDir"
 #: The Spark setting of the driver's working memory for the passes (e.g. ``2GiB``).
 MEMORY_KEY = "spark.dpfast.memoryLimit"
 _DEFAULT_MEMORY = "1GiB"
-
-_LOCK = threading.Lock()
-_MADE: dict[str, Path] = {}
+#: The column of a release file's path while its rows are put in order.
+_FILE_COLUMN = "__dpfast_file"
 
 
 def scratch_directory(session: SparkSession) -> Path:
     """Return this process's directory of release files, made once and removed at exit."""
-    parent = session.conf.get(SCRATCH_KEY, None) or ""
-    with _LOCK:
-        made = _MADE.get(parent)
-        if made is None or not made.is_dir():
-            if parent:
-                Path(parent).mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix="dpfast-spark-", dir=parent or None))
-            atexit.register(shutil.rmtree, made, True)
-            _MADE[parent] = made
-    return made
+    return process_scratch(session.conf.get(SCRATCH_KEY, None) or "", "dpfast-spark-")
 
 
 def memory_limit(session: SparkSession) -> int:
@@ -69,32 +50,19 @@ def memory_limit(session: SparkSession) -> int:
     return parse_memory(session.conf.get(MEMORY_KEY, None) or _DEFAULT_MEMORY)
 
 
-def run_on_driver(
-    release: Callable[..., Any], data: Any, **arguments: Any
-) -> tuple[DataFrame, Any, Any]:
-    """Run ``release(source, output, **arguments)`` over ``data`` on Spark; return its frame.
-
-    ``release`` is an out-of-core function writing its output to ``output`` (returning
-    the reports, or what :func:`dpfast.engines.diffgen.diffgen_dataset` returns); its
-    passes run on the executors through :class:`SparkSource`. Returns the release frame
-    (the file, read in row order) and the two reports.
-    """
-    source = spark_source(data)
-    session = spark_of(source).session
-    arguments.setdefault("memory_limit", memory_limit(session))
-    output = scratch_directory(session) / f"release-{uuid.uuid4().hex}.parquet"
-    report, private = release(source, output, **arguments)
-    return read_in_order(session, output), report, private
-
-
 def read_in_order(session: SparkSession, path: str | Path) -> DataFrame:
     """Return a Parquet file read by Spark, its rows in the file's order.
 
     Spark reads a file's row groups in an order of its own (largest splits first), so the
-    rows are sorted by their index in the file (one shuffle).
+    rows are sorted by their index in the file (one shuffle); a directory's files (a
+    release written as ``part-NNNNN.parquet`` files) in name order.
     """
     from pyspark.sql import functions
 
     frame = session.read.parquet(str(Path(path).absolute()))
-    numbered = frame.select("*", functions.col("_metadata.row_index").alias(ROW_COLUMN))
-    return numbered.orderBy(ROW_COLUMN).drop(ROW_COLUMN)
+    numbered = frame.select(
+        "*",
+        functions.col("_metadata.file_path").alias(_FILE_COLUMN),
+        functions.col("_metadata.row_index").alias(ROW_COLUMN),
+    )
+    return numbered.orderBy(_FILE_COLUMN, ROW_COLUMN).drop(_FILE_COLUMN, ROW_COLUMN)

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from dpfast._release.dispatch import interrupt_in
+from dpfast.exceptions import DPFastValueError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from dpfast.engines.dataset import ParquetDataset
+    from dpfast.engines.outofcore import ParquetDataset
 
 __all__ = [
     "CHANGED",
@@ -79,11 +79,11 @@ class PartitionRows:
         end = first + (self.counts[partition] if partition < len(self.counts) else 0)
         for batch in batches:
             if first + batch.num_rows > end:
-                raise ValueError(CHANGED)
+                raise DPFastValueError(CHANGED)
             yield batch, first
             first += batch.num_rows
         if first != end:
-            raise ValueError(CHANGED)
+            raise DPFastValueError(CHANGED)
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class FileRows:
     def _offset(self, path: str) -> int:
         found = self.offsets.get(file_key(path))
         if found is None:
-            raise ValueError(
+            raise DPFastValueError(
                 f"Spark read rows of {path!r}, which is not one of the source's files; "
                 "build the source with SparkSource.from_parquet from the same files"
             )
@@ -195,7 +195,7 @@ class FileTasks:
             needed = max(1, -(-first // TASK_ROWS))
             tasks = slots * -(-needed // slots)
         if tasks < 1:
-            raise ValueError(f"tasks must be at least 1, got {tasks}")
+            raise DPFastValueError(f"tasks must be at least 1, got {tasks}")
         tasks = max(1, min(tasks, len(groups)))
         # cut where the rows read so far pass each task's share, keeping at least one
         # row group per task (files of a few rows would otherwise merge tasks)

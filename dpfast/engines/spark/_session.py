@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from dpfast.engines.outofcore import worker_numba_cache
 from dpfast.engines.spark._rows import quietly
 
 if TYPE_CHECKING:
@@ -54,13 +54,7 @@ def local_session(
     """
     from pyspark.sql import SparkSession
 
-    cache = os.fspath(
-        numba_cache_dir
-        or os.environ.get("NUMBA_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
-    )
-    os.makedirs(cache, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    cache = worker_numba_cache(numba_cache_dir)
     settings = {
         "spark.app.name": app_name,
         "spark.sql.shuffle.partitions": str(int(shuffle_partitions)),

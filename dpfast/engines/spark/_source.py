@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast._release.dispatch import interrupt_in
-from dpfast.engines._sorted import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
+from dpfast.engines.outofcore import Ranges, source_under
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -40,6 +39,18 @@ from dpfast.engines.spark._rows import (
     quietly,
     regroup,
 )
+from dpfast.engines.spark._sort import (
+    _SORTED,
+    _TAGGED,
+    _cast_first,
+    _dumps,
+    _dumps_error,
+    _read_sorted,
+    _sort,
+    _split,
+    partition_tags,
+)
+from dpfast.exceptions import DPFastTypeError, DPFastValueError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,7 +103,7 @@ class SparkSource:
     whose partition then holds another number of rows fails with an error saying the
     frame is not deterministic, instead of numbering rows twice.
     :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.dataset.ParquetDataset` does instead (files in sorted path
+    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does instead (files in sorted path
     order, then row within the file): its executors read the files' row groups with
     pyarrow by default, or through Spark's reader and its ``_metadata`` columns.
 
@@ -156,12 +167,12 @@ class SparkSource:
         (``offset(file) + _metadata.row_index``); ``tasks`` is then Spark's affair
         (``spark.sql.files.maxPartitionBytes``).
         """
-        from dpfast.engines.dataset import ParquetDataset
+        from dpfast.engines.outofcore import ParquetDataset
 
         if reader not in ("pyarrow", "spark"):
-            raise ValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
+            raise DPFastValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
         if reader == "spark" and tasks is not None:
-            raise ValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
+            raise DPFastValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
         dataset = ParquetDataset.open(path)
         if reader == "pyarrow":  # Spark reads no file: no frame until one is asked for
             source = cls.__new__(cls)
@@ -228,7 +239,7 @@ class SparkSource:
             its type and the last line of its message; any other failure as Spark raised it.
         """
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         frame, numbering = self._input([name], batch_rows)
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
@@ -287,7 +298,7 @@ class SparkSource:
         into one partition per range (the
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.engines._sorted`. Over Parquet
+        i)``, which alone is collected. See :mod:`dpfast.engines.outofcore._sorted`. Over Parquet
         files that the executors read (:class:`FileTasks`), one range is one task that
         reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
         copies cost several times the sort (docs/engines.md, "Ranks on a cluster").
@@ -299,7 +310,7 @@ class SparkSource:
         numbered pass (:meth:`map_column`) to name it.
         """
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         if len(ranges) == 0:
             return []
         files = self.numbering()
@@ -425,7 +436,7 @@ def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
     try:
         return to_arrow_type(spark_type)
     except Exception as exc:
-        raise TypeError(
+        raise DPFastTypeError(
             f"column {name!r} has Spark type {spark_type.simpleString()}, which has no Arrow "
             "type; select the columns to release (frame.select(...)) before releasing"
         ) from exc
@@ -449,177 +460,6 @@ def _apply(
             yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
     except _SENT_BACK as exc:
         yield _result(partition, first, True, _dumps_error(exc))
-
-
-#: The schema of :meth:`SparkSource.sort_ranges`'s tagged keys, and of its results.
-_TAGGED = "range int, keys binary"
-_SORTED = "range int, payload binary"
-#: Murmur3 (x86, 32 bits) as Spark's ``hash()`` and hash partitioning compute it.
-_SPARK_SEED = 42
-_MASK = 0xFFFFFFFF
-
-
-def spark_hash_int(value: int) -> int:
-    """Return Spark's ``hash(CAST(value AS INT))`` (Murmur3 x86-32, seed 42), signed."""
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & _MASK
-
-    k1 = (value & _MASK) * 0xCC9E2D51 & _MASK
-    k1 = rotl(k1, 15) * 0x1B873593 & _MASK
-    h1 = _SPARK_SEED ^ k1
-    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & _MASK
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & _MASK
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & _MASK
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
-
-
-@functools.cache
-def partition_tags(parts: int) -> np.ndarray:
-    """Return ``tags[i]``: the smallest int that ``repartition(parts, col)`` sends to ``i``.
-
-    Spark's hash partitioning puts a row in partition ``pmod(hash(col), parts)``. Only
-    the balance of the sort depends on this: a range's keys all carry its tag, so they
-    meet in one task whichever partition that is.
-    """
-    tags = np.full(parts, -1, dtype=np.int32)
-    left, value = parts, 0
-    while left:
-        target = spark_hash_int(value) % parts
-        if tags[target] < 0:
-            tags[target] = value
-            left -= 1
-        value += 1
-    return tags
-
-
-def _split(
-    batches: Iterable[pa.RecordBatch],
-    keys: Callable[[pa.Array, int], np.ndarray],
-    ranges: Ranges,
-    tags: np.ndarray,
-    batch_rows: int,
-    numbering: Numbering | TaskRows,
-) -> Iterator[pa.RecordBatch]:
-    """Yield one partition's keys inside the ranges: a row per batch and range present.
-
-    A row is the range's tag and the batch's keys in it, as raw bytes: Spark moves a few
-    large cells instead of a row per value (several times cheaper in CPU than the rows'
-    conversions and shuffle).
-    """
-    for grouped in _keys_by_range(batches, keys, ranges, batch_rows, numbering):
-        present = [(i, part) for i, part in enumerate(grouped) if part.shape[0]]
-        if present:
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array([int(tags[i]) for i, _ in present], pa.int32()),
-                    pa.array([part.tobytes() for _, part in present], pa.binary()),
-                ],
-                names=["range", "keys"],
-            )
-
-
-def _sort(
-    batches: Iterable[pa.RecordBatch],
-    ranges: Ranges,
-    key_bits: int,
-    reduce: Callable[[int, np.ndarray], Any],
-) -> Iterator[pa.RecordBatch]:
-    """Sort one shuffled partition's keys; yield ``reduce`` of each of its ranges."""
-    parts = [
-        np.frombuffer(cell, dtype=np.uint64)
-        for batch in batches
-        for cell in batch.column(1).to_pylist()
-    ]
-    if parts:
-        keys = WORKER_BUFFERS.take(sum(part.shape[0] for part in parts))
-        np.concatenate(parts, out=keys)  # a writable array: the sort's scratch
-        parts.clear()
-        yield from _reduced(keys, ranges, key_bits, reduce, keys)
-
-
-def _read_sorted(
-    batches: Iterable[pa.RecordBatch],
-    keys: Callable[[pa.Array, int], np.ndarray],
-    ranges: Ranges,
-    key_bits: int,
-    reduce: Callable[[int, np.ndarray], Any],
-    batch_rows: int,
-    numbering: FileTasks,
-) -> Iterator[pa.RecordBatch]:
-    """Read a column's keys in this task's row groups, sort them; yield ``reduce`` by range.
-
-    The sort job of one range over files that the executors read (:meth:`FileTasks.whole`:
-    one task, every row group): the keys :func:`_split` would send through a shuffle to
-    that one range's task are computed where they are sorted. Where the ranges' counts
-    are known, the keys are copied into one array of that size as they come, instead of
-    held in pieces and concatenated: one buffer of the column's keys less, and fewer
-    fresh pages (docs/engines.md, "Memory pages").
-    """
-    total = 0 if ranges.counts is None else int(ranges.counts.sum())
-    held = WORKER_BUFFERS.take(total) if total else np.empty(0, dtype=np.uint64)
-    filled = 0
-    extra: list[np.ndarray] = []  # keys beyond the counts: the data changed between passes
-    for grouped in _keys_by_range(batches, keys, ranges, batch_rows, numbering):
-        for piece in grouped:
-            size = piece.shape[0]
-            if filled + size <= held.shape[0]:
-                held[filled : filled + size] = piece
-                filled += size
-            else:
-                extra.append(piece)
-    words = np.concatenate([held[:filled], *extra]) if extra else held[:filled]
-    yield from _reduced(words, ranges, key_bits, reduce, held)
-
-
-def _keys_by_range(
-    batches: Iterable[pa.RecordBatch],
-    keys: Callable[[pa.Array, int], np.ndarray],
-    ranges: Ranges,
-    batch_rows: int,
-    numbering: Numbering | TaskRows,
-) -> Iterator[list[np.ndarray]]:
-    """Yield the keys of each batch of this task's rows, grouped by range."""
-    for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        yield keys_by_range(keys(batch.column(0), first), ranges)
-
-
-def _reduced(
-    keys: np.ndarray,
-    ranges: Ranges,
-    key_bits: int,
-    reduce: Callable[[int, np.ndarray], Any],
-    taken: np.ndarray,
-) -> Iterator[pa.RecordBatch]:
-    """Sort ``keys`` (writable, used as scratch); yield ``reduce`` of each range present.
-
-    The sort's second buffer comes from :data:`WORKER_BUFFERS`; it and ``taken`` (the
-    buffer the keys were read into) go back there when the task is done, for this
-    worker's next sort (docs/engines.md, "Memory pages").
-    """
-    scratch = WORKER_BUFFERS.take(keys.shape[0])
-    try:
-        results = [
-            (index, _dumps(reduce(index, ordered)))
-            for index, ordered in sorted_runs(keys, key_bits, ranges, scratch)
-        ]
-    finally:
-        WORKER_BUFFERS.give(taken, scratch)
-    for index, payload in results:
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([index], pa.int32()), pa.array([payload])], names=["range", "payload"]
-        )
-
-
-def _cast_first(
-    array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any], target: pa.DataType
-) -> Any:
-    """Return ``fn`` of a batch cast to the files' type of its column (as read by Spark)."""
-    return fn(array if array.type == target else array.cast(target), first_row)
 
 
 def _result(partition: int, first: int, failed: bool, payload: bytes) -> pa.RecordBatch:
@@ -650,15 +490,7 @@ def _transform(
         yield out
 
 
-def _dumps(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _dumps_error(exc: BaseException) -> bytes:
-    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
-    try:
-        payload = _dumps(exc)
-        pickle.loads(payload)
-    except Exception:
-        payload = _dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
-    return payload
+def spark_of(source: Any) -> SparkSource:
+    """Return the :class:`SparkSource` under ``source`` (itself, or a checked wrapper's)."""
+    reads = "a Spark release reads a pyspark DataFrame or a SparkSource"
+    return source_under(source, SparkSource, reads)

@@ -8,7 +8,7 @@ import functools
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast._release.dispatch import interrupt_in
-from dpfast.accounting import Report
-from dpfast.engines._sorted import WORKER_BUFFERS
-from dpfast.engines.outofcore import Progress, _publish, _scratch_beside
-from dpfast.engines.spark._release import GeneratedParts, generated_parts
+from dpfast.engines.outofcore import (
+    WORKER_BUFFERS,
+    GeneratedParts,
+    generated_parts,
+)
 from dpfast.engines.spark._rows import quietly
+from dpfast.engines.values import Progress
+from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["check_spark_output", "write_release"]
+__all__ = ["write_dataset"]
 
 #: The thread's local properties that ``setJobGroup`` sets.
 _JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -36,59 +38,27 @@ _TEMPORARY = ".dpfast-part-*"
 _POLL_SECONDS = 0.5
 
 
-def write_release(
-    data: DataFrame,
-    output: str | os.PathLike[str],
-    report: Report,
-    *,
-    progress: Progress | None = None,
-    before_publish: Callable[[Report], None] | None = None,
-    after_publish: Callable[[], None] | None = None,
-) -> None:
-    """Write a release frame as Parquet at ``output``, atomically.
+def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progress | None) -> None:
+    """Have the executors write a release frame as the dataset directory ``written``.
 
-    The executors write a dataset directory (``part-*.parquet``, one per partition, in
-    row order; an ``ir_dp`` frame of :func:`ir_dp_spark` as it came, part by part with
-    pyarrow: :func:`_write_parts`) into a hidden scratch directory beside ``output``;
-    ``before_publish(report)`` runs once it is complete, then it is renamed into place and
-    ``after_publish()`` runs.
-    A failed or interrupted write leaves nothing at ``output``. On a cluster,
-    ``output``'s directory must be one that the executors share with the driver.
-
-    Raises
-    ------
-    ValueError
-        For an ``output`` ending in ``.parquet``: Spark writes a dataset directory, one
-        file per task (one file would put every row through one task; merging the
-        coalesced partitions would also lose the partitions' row numbers).
+    ``part-*.parquet``, one per partition, in row order; a lazy frame of rank groups part
+    by part with pyarrow (:func:`_write_parts`). Spark's checksums and marker are removed.
+    A full disk on an executor is an ``OSError``; a cancelled job, the interrupt.
     """
-    target = Path(output)
-    check_spark_output(target)
-    parts = generated_parts(data)
-    with _scratch_beside(target) as scratch:
-        written = scratch / "release"
-        with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
-            try:
-                if parts is None:
-                    data.write.option("compression", "zstd").parquet(str(written.absolute()))
-                else:
-                    _write_parts(data.sparkSession, parts, written)
-            except Exception as exc:
-                stop = interrupt_in(exc) or _disk_error(exc, target)
-                if stop is None:
-                    raise
-                raise stop from exc
-        for extra in [
-            *written.glob(".*.crc"),
-            *written.glob("_SUCCESS"),
-            *written.glob(_TEMPORARY),
-        ]:
-            extra.unlink()  # Spark's checksums and marker; a killed attempt's temporary
-        if before_publish is not None:
-            before_publish(report)
-        _publish(written, target)
-        if after_publish is not None:
-            after_publish()
+    with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
+        parts = generated_parts(data)
+        try:
+            if parts is None:
+                data.write.option("compression", "zstd").parquet(str(written.absolute()))
+            else:
+                _write_parts(data.sparkSession, parts, written)
+        except Exception as exc:
+            stop = interrupt_in(exc) or _disk_error(exc, target)
+            if stop is None:
+                raise
+            raise stop from exc
+    for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS"), *written.glob(_TEMPORARY)]:
+        extra.unlink()  # Spark's checksums and marker; a killed attempt's temporary
 
 
 def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
@@ -112,7 +82,7 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
         else {int(row.part): int(row.rows) for row in planned.collect()}
     )
     if sorted(rows) != list(range(parts.count)) or sum(rows.values()) != parts.n:
-        raise RuntimeError(
+        raise DPFastRuntimeError(
             f"the executors wrote {len(rows)} of {parts.count} parts ({sum(rows.values())} of "
             f"{parts.n} rows); nothing was published"
         )
@@ -124,7 +94,7 @@ def _write_part(
     """Write this task's parts (on an executor); yield each part's number and rows.
 
     The float columns' values are computed into one buffer of the worker's
-    (:data:`~dpfast.engines._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
+    (:data:`~dpfast.engines.outofcore._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
     memory costs a page fault per page (docs/engines.md, "Memory pages"). The buffer
     goes back only once the part's table is written and dropped; a failed part drops it.
     """
@@ -163,19 +133,10 @@ def _disk_error(exc: Exception, target: Path) -> OSError | None:
     text = str(exc)
     for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         if os.strerror(code) in text:
-            return OSError(code, f"{os.strerror(code)} on an executor writing {str(target)!r}")
+            return DPFastOSError(
+                code, f"{os.strerror(code)} on an executor writing {str(target)!r}"
+            )
     return None
-
-
-def check_spark_output(output: str | os.PathLike[str]) -> None:
-    """Refuse a single-file output, which Spark does not write, naming the alternative."""
-    target = Path(output)
-    if target.suffix.lower() == ".parquet":
-        raise ValueError(
-            f"Spark writes a dataset directory (one Parquet file per task), not the single "
-            f"file {str(target)!r}; name OUTPUT without the .parquet extension, e.g. "
-            f"{str(target.with_suffix(''))!r}"
-        )
 
 
 @contextmanager

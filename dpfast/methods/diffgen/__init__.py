@@ -7,7 +7,8 @@ intervals (numeric predictors), with the final :class:`Cut` to generalise test d
 
 from __future__ import annotations
 
+from dpfast.methods.diffgen._forecast import diffgen_forecast
 from dpfast.methods.diffgen.cut import Cut, CutColumn
 from dpfast.methods.diffgen.release import DiffGenRelease, diffgen
 
-__all__ = ["Cut", "CutColumn", "DiffGenRelease", "diffgen"]
+__all__ = ["Cut", "CutColumn", "DiffGenRelease", "diffgen", "diffgen_forecast"]

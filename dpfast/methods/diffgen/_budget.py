@@ -15,8 +15,9 @@ from typing import Any, Literal
 import numpy as np
 
 from dpfast import noise
-from dpfast._validation import epsilon_too_large, epsilon_too_small, option
+from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small, option
 from dpfast.accounting import Ledger, LedgerEntry
+from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import sensitivity
 from dpfast.methods.diffgen._tree import score_units
@@ -37,8 +38,20 @@ class Budget:
     @classmethod
     def split(cls, epsilon: float, prepared: Prepared, steps: int, utility: Utility) -> Budget:
         numeric = [c for c in prepared.columns if isinstance(c, NumericColumn)]
+        return cls.of(epsilon, numeric, len(prepared.class_labels), steps, utility)
+
+    @classmethod
+    def of(
+        cls,
+        epsilon: float,
+        numeric: list[NumericColumn],
+        n_classes: int,
+        steps: int,
+        utility: Utility,
+    ) -> Budget:
+        """Split ``epsilon`` for ``numeric`` predictors, ``n_classes`` classes and ``steps``."""
         total = Fraction(epsilon)
-        delta_u = sensitivity(utility, len(prepared.class_labels))
+        delta_u = sensitivity(utility, n_classes)
         return cls(total, _unit(total, len(numeric), steps), delta_u, numeric, utility)
 
     def check_range(self, steps: int, n_records: int) -> None:
@@ -68,7 +81,7 @@ class Budget:
                 if largest >= 0
                 else f"raise {option('epsilon')}"
             )
-            raise ValueError(
+            raise DPFastValueError(
                 f"{option('steps', steps)} is too large: each selection and split value would "
                 f"get {option('epsilon')} / (2 (n_numeric + 2 steps)) = "
                 f"{float(_unit(self.total, len(self.numeric), steps)):.3g}, too small for the "
@@ -171,6 +184,14 @@ class Spender:
                 details={**details, **base.details(unit)},
             )
         )
+
+
+def check_steps(steps: Any) -> int:
+    """Check the number of specialisations: an integer ``>= 0``."""
+    steps = check_int(steps, option("steps"))
+    if steps < 0:
+        raise DPFastValueError(f"{option('steps')} must be >= 0, got {steps}")
+    return int(steps)
 
 
 def _unit(total: Fraction, n_numeric: int, steps: int) -> Fraction:

@@ -1,10 +1,12 @@
-"""Validate DiffGen's inputs and encode its columns as integer codes.
+"""Validate DiffGen's inputs and have the engine code its columns as integer codes.
 
 Categorical predictors become domain codes of their taxonomy (dictionary-encoded first:
 pandas categoricals and Arrow dictionaries keep their own codes). Numeric predictors are
 clamped to their public bounds and coded once: integer columns of modest range by
-``value - lower`` (no sort), other columns by their rank among the sorted distinct values
-(one ``np.unique``). The class column becomes codes into its domain.
+``value - lower``, other columns by their rank among the sorted distinct values
+(:class:`~dpfast.engines.base.CodedNumeric`). The class column becomes codes into its
+domain (:class:`ClassLookup`). The engine keeps the codes beside the classes
+(:class:`~dpfast.engines.base.Contingency`): in memory whole, out of core as counts.
 
 Whether a numeric predictor is an integer column comes from its dtype alone, never from
 its values: a float64 column whose values are all whole is a float column, with a float
@@ -15,21 +17,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dpfast._validation import (
-    as_numeric_column,
-    check_bounds,
-    in_cli,
-    is_integer_column,
-    option,
-)
-from dpfast.exceptions import PrivacyLeakWarning
-from dpfast.io import TableData
+from dpfast._release import CategoricalColumn as CategoricalColumnSpec
+from dpfast._release import CodedNumeric, Contingency, Engine
+from dpfast._validation import check_bounds, in_cli, option
+from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -49,14 +46,14 @@ class NumericColumn:
     for float columns. Split values lie on the column's grid, the multiples ``k * step``
     of a power of two: ``step`` is 1 for integer columns, and for float columns it is
     chosen from the public bounds alone (:func:`split_grid_step`). A split at ``s`` sends
-    the values ``x < s`` left (docs/design.md#diffgen-split).
+    the values ``x < s`` left (docs/design.md#diffgen-split). The codes stay with the
+    engine (:attr:`Prepared.contingency`).
     """
 
     name: Hashable
     integer: bool
     lower: float
     upper: float
-    codes: np.ndarray
     code_values: np.ndarray
     clamped: int
     step: float = 1.0
@@ -103,11 +100,10 @@ class NumericColumn:
 
 @dataclass(frozen=True)
 class CategoricalColumn:
-    """A categorical predictor: domain codes of its taxonomy."""
+    """A categorical predictor: domain codes of its taxonomy (kept by the engine)."""
 
     name: Hashable
     taxonomy: Taxonomy
-    codes: np.ndarray
 
 
 Column = NumericColumn | CategoricalColumn
@@ -115,41 +111,36 @@ Column = NumericColumn | CategoricalColumn
 
 @dataclass(frozen=True)
 class Prepared:
-    """Everything the DiffGen builder needs, as arrays."""
+    """Everything the DiffGen builder needs: the predictors, the classes, their counts."""
 
-    kind: str
-    n_rows: int
     columns: list[Column]
     target: Hashable
-    classes: np.ndarray
     class_labels: list[Any]
     class_domain: str  # "taxonomy", "classes" or "data"
     bounds_from_data: bool
+    contingency: Contingency
     dropped: list[Hashable] = field(default_factory=list)
+    # the categories the target's type declares, in their order (kept by the counts)
+    class_categories: tuple[str, ...] | None = None
 
 
-def _class_codes(
-    table: TableData, target: Hashable, labels: list[Any] | None
-) -> tuple[np.ndarray, list[Any]]:
-    codes, categories = table.category_codes(target)
-    missing = int((codes < 0).sum())
-    if missing:
-        raise missing_classes(target, missing)
-    present = np.zeros(len(categories), dtype=bool)
-    if codes.size:
-        present[np.unique(codes)] = True
-    if labels is None:
-        labels = labels_from_data(c for c, p in zip(categories, present, strict=True) if p)
-    lookup, outside = class_lookup(categories, labels)
-    unknown = [categories[i] for i in outside if present[i]]
-    if unknown:
-        raise unknown_classes(target, unknown, labels)
-    return lookup[codes], list(labels)
+@dataclass(frozen=True)
+class ClassLookup:
+    """The class codes of a column's categories (:class:`~dpfast.engines.base.Lookup`)."""
+
+    labels: tuple[Any, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+        return class_lookup(categories, list(self.labels))
 
 
 def missing_classes(target: Hashable, missing: int) -> ValueError:
     """Return the error of a target column with ``missing`` missing values."""
-    return ValueError(
+    return DPFastValueError(
         f"the target column {target!r} has {missing} missing value(s); drop those rows "
         "or impute them with a public rule"
     )
@@ -158,7 +149,7 @@ def missing_classes(target: Hashable, missing: int) -> ValueError:
 def unknown_classes(target: Hashable, unknown: Sequence[Any], labels: list[Any]) -> ValueError:
     """Return the error of target values outside the class domain ``labels``."""
     shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
-    return ValueError(
+    return DPFastValueError(
         f"the target column {target!r} holds value(s) {shown} outside the class domain "
         f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
     )
@@ -191,148 +182,174 @@ def class_lookup(categories: Sequence[Any], labels: list[Any]) -> tuple[np.ndarr
 
 
 def prepare(
-    table: TableData,
+    engine: Engine,
     target: Any,
     taxonomies: Any,
     bounds: Any,
     classes: Any,
+    reserve: Callable[[list[Hashable]], None] | None = None,
 ) -> Prepared:
-    """Check the arguments against the table and encode every column.
+    """Check the arguments against the table, then have ``engine`` code every column.
+
+    The arguments are checked first (and the numeric predictors' types and, in memory,
+    values); ``reserve(released columns)`` is then called before any pass over the data.
 
     Raises
     ------
     TypeError, ValueError, TaxonomyError
         See :func:`dpfast.diffgen`.
     """
-    _check_table(table, target)
-    taxonomies, bounds = _check_mappings(table, taxonomies, bounds)
-    trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}
-    class_taxonomy = trees.pop(target, None)
-    numeric_names = _numeric_names(table, target, trees, bounds)
-    predictors = [c for c in table.names if c in trees or c in numeric_names]
-    if not predictors:
-        raise ValueError(
-            "diffgen needs at least one predictor: give numeric columns public "
-            + (
-                'schema "bounds" and categorical columns a "taxonomy"'
-                if in_cli()
-                else "bounds= and categorical columns taxonomies="
-            )
-        )
-    columns, derived = _encode_predictors(table, predictors, trees, numeric_names, bounds)
-    labels, source = _class_domain(target, classes, class_taxonomy)
-    class_codes, class_labels = _class_codes(table, target, labels)
+    plan = _Plan.check(engine, target, taxonomies, bounds, classes)
+    if reserve is not None:
+        reserve([*plan.predictors, target])
+    categorical = engine.categorical_columns(plan.trees)
+    labels = plan.labels
+    if labels is None:
+        labels = labels_from_data(engine.occurring_values(target))
+    found = engine.class_codes(target, ClassLookup(tuple(labels)))
+    if found.missing:
+        raise missing_classes(target, found.missing)
+    if found.unknown:
+        raise unknown_classes(target, found.unknown, labels)
+    by_name: dict[Hashable, CodedNumeric | CategoricalColumnSpec] = {
+        **{c.name: c for c in categorical},
+        **{c.column.name: c for c in plan.numeric},
+    }
+    contingency = engine.contingency(found, [by_name[name] for name in plan.predictors])
+    columns: list[Column] = []
+    for j, name in enumerate(plan.predictors):
+        if name in plan.trees:
+            columns.append(CategoricalColumn(name, plan.trees[name]))
+            continue
+        coded, values = by_name[name], contingency.code_values[j]
+        assert isinstance(coded, CodedNumeric) and values is not None
+        integer, lower, upper = coded.column.integer, coded.lower, coded.upper
+        step = 1.0 if integer else split_grid_step(lower, upper)
+        clamped = contingency.clamped[j]
+        columns.append(NumericColumn(name, integer, lower, upper, values, clamped, step))
     return Prepared(
-        kind=table.kind,
-        n_rows=table.n_rows,
         columns=columns,
         target=target,
-        classes=np.ascontiguousarray(class_codes, dtype=np.int64),
-        class_labels=class_labels,
-        class_domain=source,
-        bounds_from_data=derived,
-        dropped=[c for c in table.names if c != target and c not in predictors],
+        class_labels=list(labels),
+        class_domain=plan.class_domain,
+        bounds_from_data=plan.derived,
+        contingency=contingency,
+        dropped=[c for c in engine.names if c != target and c not in plan.predictors],
+        class_categories=engine.declared_categories(target),
     )
 
 
-def _check_table(table: TableData, target: Any) -> None:
-    if table.kind == "numpy":
-        raise TypeError(
-            "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, not a "
-            "NumPy array"
-        )
-    if table.n_rows == 0:
-        raise ValueError("the table is empty (0 rows); diffgen needs at least one row")
-    if not isinstance(target, Hashable) or target not in table.names:
-        raise ValueError(
-            f"target {target!r} is not a column; the table has columns {list(table.names)}"
+@dataclass(frozen=True)
+class _Plan:
+    """The arguments checked against the table's columns, before any pass over the data."""
+
+    predictors: list[Hashable]
+    trees: dict[Hashable, Taxonomy]
+    numeric: list[CodedNumeric]
+    derived: bool
+    labels: list[Any] | None
+    class_domain: str
+
+    @classmethod
+    def check(
+        cls, engine: Engine, target: Any, taxonomies: Any, bounds: Any, classes: Any
+    ) -> _Plan:
+        _check_table(engine, target)
+        taxonomies, bounds = _check_mappings(engine.names, taxonomies, bounds)
+        trees = {name: as_taxonomy(value, name) for name, value in taxonomies.items()}
+        class_taxonomy = trees.pop(target, None)
+        numeric_names = _numeric_names(engine, target, trees, bounds)
+        predictors = [c for c in engine.names if c in trees or c in numeric_names]
+        if not predictors:
+            raise DPFastValueError(
+                "diffgen needs at least one predictor: give numeric columns public "
+                + (
+                    'schema "bounds" and categorical columns a "taxonomy"'
+                    if in_cli()
+                    else "bounds= and categorical columns taxonomies="
+                )
+            )
+        numeric, derived = _numeric_predictors(engine, numeric_names, bounds)
+        labels, source = _class_domain(target, classes, class_taxonomy)
+        in_order = {name: trees[name] for name in predictors if name in trees}
+        return cls(predictors, in_order, numeric, derived, labels, source)
+
+
+def _check_table(engine: Engine, target: Any) -> None:
+    if engine.n_rows == 0:
+        raise DPFastValueError("the table is empty (0 rows); diffgen needs at least one row")
+    if not isinstance(target, Hashable) or target not in engine.names:
+        raise DPFastValueError(
+            f"target {target!r} is not a column; the table has columns {list(engine.names)}"
         )
 
 
 def _check_mappings(
-    table: TableData, taxonomies: Any, bounds: Any
+    names: Sequence[Hashable], taxonomies: Any, bounds: Any
 ) -> tuple[Mapping[Any, Any], Any]:
     taxonomies = {} if taxonomies is None else taxonomies
     if not isinstance(taxonomies, Mapping):
-        raise TypeError(
+        raise DPFastTypeError(
             "taxonomies must be a mapping {column: Taxonomy | ARX file | nested mapping}, got "
             f"{type(taxonomies).__name__}"
         )
     if bounds is None:
         bounds = {}
     if not (isinstance(bounds, Mapping) or (isinstance(bounds, str) and bounds == "data")):
-        raise TypeError(
+        raise DPFastTypeError(
             f"bounds must be a mapping {{column: (lower, upper)}}, got {type(bounds).__name__}"
         )
     unknown = [
-        c
-        for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ()))
-        if c not in table.names
+        c for c in (*taxonomies, *(bounds if isinstance(bounds, Mapping) else ())) if c not in names
     ]
     if unknown:
-        raise ValueError(
+        raise DPFastValueError(
             f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
-            f"{list(table.names)}"
+            f"{list(names)}"
         )
     return taxonomies, bounds
 
 
 def _numeric_names(
-    table: TableData, target: Hashable, trees: Mapping[Any, Taxonomy], bounds: Any
+    engine: Engine, target: Hashable, trees: Mapping[Any, Taxonomy], bounds: Any
 ) -> list[Hashable]:
     """Return the numeric predictors: those with bounds (with "data": every numeric one)."""
     if not isinstance(bounds, Mapping):  # "data": every other non-taxonomy numeric column
-        return [
-            c
-            for c in table.names
-            if c != target
-            and c not in trees
-            and np.issubdtype(np.asarray(table.column(c)[:0]).dtype, np.number)
-        ]
+        return engine.numeric_names([c for c in engine.names if c != target and c not in trees])
     if target in bounds:
-        raise ValueError(
+        raise DPFastValueError(
             f"the target {target!r} is categorical: drop it from bounds (give its public "
             "values in classes= or a taxonomy instead)"
         )
     both = [c for c in bounds if c in trees]
     if both:
-        raise ValueError(
+        raise DPFastValueError(
             f"column(s) {both} have both bounds and a taxonomy; a predictor is numeric "
             "(bounds) or categorical (taxonomy), not both"
         )
-    return [c for c in table.names if c in bounds]
+    return [c for c in engine.names if c in bounds]
 
 
-def _encode_predictors(
-    table: TableData,
-    predictors: list[Hashable],
-    trees: Mapping[Any, Taxonomy],
-    numeric_names: list[Hashable],
-    bounds: Any,
-) -> tuple[list[Column], bool]:
-    """Every predictor's codes, and whether the numeric bounds came from the data."""
-    raw_numeric = {}
-    for name in numeric_names:
-        raw = table.column(name)
-        raw_numeric[name] = (as_numeric_column(raw, name), is_integer_column(raw))
-    domains, derived = (
-        check_bounds(
-            bounds, numeric_names, {name: values for name, (values, _) in raw_numeric.items()}
-        )
-        if numeric_names
-        else ({}, False)
-    )
-    columns: list[Column] = []
-    for name in predictors:
-        if name in trees:
-            codes, categories = table.category_codes(name)
-            leaf_codes = trees[name].encode_categories(codes, categories, column=name)
-            columns.append(CategoricalColumn(name, trees[name], leaf_codes))
-        else:
-            values, integer = raw_numeric[name]
-            lower, upper = domains[name]
-            columns.append(_numeric_column(name, values, integer, lower, upper))
-    return columns, derived
+def _numeric_predictors(
+    engine: Engine, names: list[Hashable], bounds: Any
+) -> tuple[list[CodedNumeric], bool]:
+    """Every numeric predictor's coding, and whether the bounds came from the data.
+
+    Public bounds are checked before the columns; bounds from the data need their values.
+    """
+    if not names:
+        return [], False
+    if isinstance(bounds, Mapping):
+        domains, derived = check_bounds(bounds, names, {})
+    columns = engine.numeric_columns(names, categorical=False)
+    if not isinstance(bounds, Mapping):
+        by_name = {c.name: c for c in columns}
+        domains, derived = check_bounds(bounds, names, lambda n: engine.value_range(by_name[n]))
+    coded = []
+    for column in columns:
+        lower, upper = numeric_domain(column.name, column.integer, *domains[column.name])
+        coded.append(CodedNumeric(column, lower, upper, offset_coded(column.integer, lower, upper)))
+    return coded, derived
 
 
 def _class_domain(
@@ -340,7 +357,7 @@ def _class_domain(
 ) -> tuple[list[Any] | None, str]:
     """Return the public class values and their source (None: read from the data)."""
     if classes is not None and class_taxonomy is not None:
-        raise ValueError(
+        raise DPFastValueError(
             f"the class domain is given twice ({option('classes')} and the taxonomy of "
             f"{target!r}); keep one"
         )
@@ -348,10 +365,12 @@ def _class_domain(
         return list(class_taxonomy.domain), "taxonomy"
     if classes is not None:
         if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
-            raise TypeError(f"{option('classes')} must be a list of class labels, got {classes!r}")
+            raise DPFastTypeError(
+                f"{option('classes')} must be a list of class labels, got {classes!r}"
+            )
         labels = list(classes)
         if not labels or len(set(map(str, labels))) != len(labels):
-            raise ValueError(
+            raise DPFastValueError(
                 f"{option('classes')} must be non-empty and without repeats, got {labels!r}"
             )
         return labels, "classes"
@@ -365,22 +384,6 @@ def _class_domain(
     return None, "data"
 
 
-def _numeric_column(
-    name: Hashable, values: np.ndarray, integer: bool, lower: float, upper: float
-) -> NumericColumn:
-    lower, upper = numeric_domain(name, integer, lower, upper)
-    clipped = np.clip(values, lower, upper)
-    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
-    if offset_coded(integer, lower, upper):
-        codes = (clipped - lower).astype(np.int64)
-        code_values = np.arange(lower, upper + 1, dtype=np.float64)
-    else:
-        code_values, inverse = np.unique(clipped, return_inverse=True)
-        codes = inverse.astype(np.int64).reshape(-1)
-    step = 1.0 if integer else split_grid_step(lower, upper)
-    return NumericColumn(name, integer, lower, upper, codes, code_values, clamped, step)
-
-
 def numeric_domain(
     name: Hashable, integer: bool, lower: float, upper: float
 ) -> tuple[float, float]:
@@ -389,7 +392,7 @@ def numeric_domain(
         return lower, upper
     lower_int, upper_int = math.ceil(lower), math.floor(upper)
     if lower_int > upper_int:
-        raise ValueError(
+        raise DPFastValueError(
             f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
         )
     return float(lower_int), float(upper_int)

@@ -1,14 +1,13 @@
-"""DiffGen's top-down specialisation (docs/design.md#diffgen): the partition tree, Link_v, scores.
+"""DiffGen's top-down specialisation (docs/design.md#diffgen): values, cuts, scores, draws.
 
 The leaf partitions of DiffGen are always the product of the per-attribute cuts, and
-every one is released, but only those holding records are stored: an empty partition's
-generalised record is a cell of the product that no stored leaf maps to, and its true
-count is 0. ``Link_v`` lists partition-tree nodes whose leaf partitions all hold ``v``:
-specialising ``v`` expands it to those leaf partitions and splits each one's records by
-the child of ``v`` in a single scan (:func:`dpfast._kernels.diffgen.split_partitions`),
-which also gives the (value, class) counts from which the new candidates' scores and
-split values are computed. Other candidates' scores do not change, so they are never
-recomputed. Each step thus costs O(records of ``v``), whatever the number of empty cells.
+every one is released. Specialising a value ``v`` of attribute ``j`` relabels the records
+holding it by the child of ``v`` their code of ``j`` lies under; the engine's
+:class:`~dpfast.engines.base.Contingency` does it (in memory through a partition tree and
+``Link_v``, in O(records of ``v``); out of core by codes) and gives the (code, class)
+counts from which the new candidates' scores and split values are computed. Other
+candidates' scores do not change, so they are never recomputed. The values are labelled
+by their ids.
 
 Randomness (one keyed stream per use, so runs with a seed are reproducible):
 
@@ -28,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from dpfast import noise
-from dpfast._kernels import diffgen as _kernels
+from dpfast._kernels import contingency as _kernels
 from dpfast._validation import option
+from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import score, split_scores
 
@@ -74,88 +74,6 @@ def interval_label(lo: float, hi: float, integer: bool, top: bool) -> str:
     return f"[{_fmt(lo, integer)}, {_fmt(hi, integer)}{']' if top else ')'}"
 
 
-class _Partitions:
-    """Flat arrays of the partition tree (see :mod:`dpfast._kernels.diffgen`).
-
-    ``split_column[p]`` is the column on which node ``p``'s children differ (``-1`` for a
-    leaf) and ``node_value[c]`` child ``c``'s value on it, so a leaf's generalised record is
-    read along its path from the root (whose values are ``root_values``).
-    """
-
-    _FIELDS = ("start", "end", "first_child", "n_children", "split_column", "node_value")
-
-    def __init__(self, n_rows: int, root_values: np.ndarray) -> None:
-        capacity = 64
-        self.size = 1
-        self.root_values = root_values
-        self.start = np.zeros(capacity, dtype=np.int64)
-        self.end = np.zeros(capacity, dtype=np.int64)
-        self.end[0] = n_rows
-        self.first_child = np.full(capacity, -1, dtype=np.int64)
-        self.n_children = np.zeros(capacity, dtype=np.int64)
-        self.split_column = np.full(capacity, -1, dtype=np.int64)
-        self.node_value = np.full(capacity, -1, dtype=np.int64)
-        self.max_children = 1
-
-    def _reserve(self, extra: int) -> None:
-        need = self.size + extra
-        capacity = self.start.shape[0]
-        if need <= capacity:
-            return
-        capacity = max(need, 2 * capacity)
-        for name in self._FIELDS:
-            old = getattr(self, name)
-            fill = 0 if name in ("start", "end", "n_children") else -1
-            new = np.full(capacity, fill, dtype=np.int64)
-            new[: self.size] = old[: self.size]
-            setattr(self, name, new)
-
-    def leaves(self, nodes: np.ndarray) -> np.ndarray:
-        return _kernels.expand_leaves(  # type: ignore[no-any-return]
-            nodes, self.first_child[: self.size], self.n_children[: self.size]
-        )
-
-    def split(
-        self,
-        leaves: np.ndarray,
-        kids: np.ndarray,
-        child: np.ndarray,
-        new_start: np.ndarray,
-        new_end: np.ndarray,
-        column: int,
-        child_ids: np.ndarray,
-    ) -> int:
-        """Add the non-empty children of ``leaves`` (``split_partitions``); return the first id."""
-        count = child.shape[0]
-        self._reserve(count)
-        base = self.size
-        stop = base + count
-        self.start[base:stop] = new_start
-        self.end[base:stop] = new_end
-        self.node_value[base:stop] = child_ids[child]
-        self.first_child[leaves] = base + np.cumsum(kids) - kids
-        self.n_children[leaves] = kids
-        self.split_column[leaves] = column
-        self.size = stop
-        self.max_children = max(self.max_children, child_ids.shape[0])
-        return base
-
-    def leaf_cells(
-        self, position: np.ndarray, strides: np.ndarray, depth: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        n = self.size
-        return _kernels.leaf_cells(  # type: ignore[no-any-return]
-            self.first_child[:n],
-            self.n_children[:n],
-            self.split_column[:n],
-            self.node_value[:n],
-            self.root_values,
-            position,
-            strides,
-            (depth + 1) * self.max_children + 2,
-        )
-
-
 class Builder:
     """Run DiffGen's specialisation loop on prepared columns.
 
@@ -187,7 +105,7 @@ class Builder:
     ) -> None:
         self.prepared = prepared
         self.columns = prepared.columns
-        self.classes = prepared.classes
+        self.counts = prepared.contingency
         self.n_classes = len(prepared.class_labels)
         self.epsilon_prime = epsilon_prime
         self.utility = utility
@@ -199,11 +117,8 @@ class Builder:
         self.values: list[Value] = []
         self.cuts: list[list[int]] = [[] for _ in self.columns]
         self.candidates: list[int] = []  # the union of the cuts, in creation order
-        self.link: dict[int, np.ndarray] = {}
-        self.order = np.empty(0, dtype=np.int64)  # the rows by partition, from roots()
         self._child_index: dict[tuple[int, int], np.ndarray] = {}
         self.steps_done = 0
-        self.partitions: _Partitions | None = None
 
     @property
     def n_cells(self) -> int:
@@ -310,7 +225,7 @@ class Builder:
                 n_codes = len(col.taxonomy.domain)
             else:
                 n_codes = col.code_values.shape[0]
-            hist = self._root_histogram(j, n_codes)
+            hist = self.counts.counts(j)
             hists.append(hist)
             if isinstance(col, CategoricalColumn):
                 value = self._categorical_value(j, 0, hist)
@@ -318,27 +233,13 @@ class Builder:
                 lo, hi = col.root
                 value = self._numeric_value(j, lo, hi, not col.integer, 0, n_codes)
             root_ids.append(value.id)
-        self._start_partitions(root_ids)
+        self.counts.start(root_ids)
         for j, col in enumerate(self.columns):
             if isinstance(col, NumericColumn):
                 value = self.values[root_ids[j]]
                 spend("root split", j, col.name)
                 if value.splittable:
                     self._choose_split(value, hists[j])
-
-    def _root_histogram(self, column: int, n_codes: int) -> np.ndarray:
-        """Return the (code, class) counts of every record of ``column``: ``int64[n_codes, C]``."""
-        col = self.columns[column]
-        return _kernels.class_histogram(  # type: ignore[no-any-return]
-            col.codes, self.classes, n_codes, self.n_classes
-        )
-
-    def _start_partitions(self, root_ids: list[int]) -> None:
-        """Start the partition tree: one leaf holding every record, linked to every root."""
-        self.order = np.arange(self.prepared.n_rows, dtype=np.int64)
-        self.partitions = _Partitions(self.prepared.n_rows, np.array(root_ids, dtype=np.int64))
-        for value_id in root_ids:
-            self.link[value_id] = np.zeros(1, dtype=np.int64)
 
     def step(self, i: int, spend: Callable[[str, int, Any], None]) -> bool:
         """One iteration (lines 7-10); False when no candidate is left (early stop)."""
@@ -400,21 +301,21 @@ class Builder:
             kids = col.taxonomy.children(value.node)
             k = len(kids)
             child_of = self._child_index_of(value.column, value.node)
-            offset, n_codes = 0, len(col.taxonomy.domain)
+            offset = 0
         else:
             k = 2
-            offset, n_codes = value.a, value.b - value.a
+            offset = value.a
             child_of = (np.arange(value.a, value.b) >= value.split_code).astype(np.int64)
         cut_size = len(self.cuts[value.column])
         cells = self.n_cells // cut_size * (cut_size - 1 + k)
         if cells > MAX_PARTITIONS:
-            raise ValueError(
+            raise DPFastValueError(
                 f"specialising {value.label!r} would give {cells:,} leaf partitions, above "
                 f"the limit of {MAX_PARTITIONS:,}; use a smaller {option('steps')}"
             )
         first_id = len(self.values)
         child_ids = np.arange(first_id, first_id + k, dtype=np.int64)
-        hist = self._split_records(value_id, child_of, offset, n_codes, child_ids)
+        hist = self.counts.split(value.column, value_id, child_of, offset, child_ids)
         self.candidates.remove(value_id)
         self.cuts[value.column].remove(value_id)
         if isinstance(col, CategoricalColumn):
@@ -430,48 +331,6 @@ class Builder:
                 if new.splittable:
                     self._choose_split(new, sub)
         value.children = tuple(int(c) for c in child_ids)
-
-    def _split_records(
-        self,
-        value_id: int,
-        child_of: np.ndarray,
-        offset: int,
-        n_codes: int,
-        child_ids: np.ndarray,
-    ) -> np.ndarray:
-        """Split the records of ``value_id`` by child; return their (code, class) counts.
-
-        The records holding the value (its ``Link_v``'s leaf partitions) go to the child
-        ``child_of[code - offset]`` of their code; the counts cover codes ``[offset,
-        offset + n_codes)``, shape ``(n_codes, C)``, and are the same as those of every
-        record of the column with a code in the value's range (the value's records are
-        exactly those).
-        """
-        value = self.values[value_id]
-        col = self.columns[value.column]
-        parts = self.partitions
-        assert parts is not None
-        leaves = parts.leaves(self.link.pop(value_id))
-        k = child_ids.shape[0]
-        kids_per_leaf, child, new_start, new_end, hist = _kernels.split_partitions(
-            self.order,
-            leaves,
-            parts.start,
-            parts.end,
-            col.codes,
-            self.classes,
-            child_of,
-            offset,
-            k,
-            n_codes,
-            self.n_classes,
-        )
-        base = parts.split(
-            leaves, kids_per_leaf, child, new_start, new_end, value.column, child_ids
-        )
-        for c in range(k):
-            self.link[int(child_ids[c])] = base + np.flatnonzero(child == c)
-        return hist  # type: ignore[no-any-return]
 
     # -- output --------------------------------------------------------------------------
 
@@ -490,26 +349,11 @@ class Builder:
         Returns ``(cuts, counts)`` with ``counts`` of shape ``(n_cells, n_classes)``, cells
         in C order of the cut positions (the first column varies slowest).
         """
-        parts = self.partitions
-        assert parts is not None
         cuts = [self.cut_order(j) for j in range(len(self.columns))]
-        sizes = [len(c) for c in cuts]
-        n_cells = math.prod(sizes)
         position = np.full(len(self.values), -1, dtype=np.int64)
         for cut in cuts:
             position[np.array(cut, dtype=np.int64)] = np.arange(len(cut), dtype=np.int64)
-        strides = np.ones(len(sizes), dtype=np.int64)
-        for j in range(len(sizes) - 2, -1, -1):
-            strides[j] = strides[j + 1] * sizes[j + 1]
-        leaves, cell = parts.leaf_cells(position, strides, self.steps_done)
-        counts = _kernels.leaf_class_counts(
-            self.order, leaves, parts.start, parts.end, self.classes, self.n_classes
-        )
-        if np.unique(cell).shape[0] != cell.shape[0]:
-            raise AssertionError("the leaf partitions are not the product of the cuts")
-        table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
-        table[cell] = counts
-        return cuts, table
+        return cuts, self.counts.cells(position, [len(c) for c in cuts])
 
 
 def split_runs(first: int, stop: int, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

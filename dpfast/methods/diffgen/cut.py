@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._validation import as_numeric_column
+from dpfast.exceptions import DPFastKeyError, DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data, build_table
 from dpfast.taxonomy import Taxonomy
 
@@ -88,7 +89,7 @@ class Cut:
         for column in self.columns:
             if column.name == name:
                 return column.labels
-        raise KeyError(name)
+        raise DPFastKeyError(name)
 
     @property
     def n_cells(self) -> int:
@@ -123,10 +124,10 @@ class Cut:
         """
         table = as_table_data(data)
         if table.kind == "numpy":
-            raise TypeError("Cut.apply needs a pandas DataFrame or a pyarrow Table")
+            raise DPFastTypeError("Cut.apply needs a pandas DataFrame or a pyarrow Table")
         missing = [c.name for c in self.columns if c.name not in table.names]
         if missing:
-            raise ValueError(
+            raise DPFastValueError(
                 f"the data lack predictor column(s) {missing}; the cut generalises "
                 f"{[c.name for c in self.columns]}"
             )

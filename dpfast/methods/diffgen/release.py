@@ -6,19 +6,20 @@ See docs/design.md#diffgen.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import os
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import Run, noise_source
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import check_choice, check_epsilon, check_int, check_seed, option
+from dpfast._release import BudgetLike, EngineChoice, Progress, Run, noise_source, open_run
+from dpfast._validation import check_choice, check_epsilon, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
-from dpfast.io import as_table_data, build_table
-from dpfast.methods.diffgen._budget import Budget, Spender, Utility, counts_entry
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io import released_categories, repeat_rows
+from dpfast.methods.diffgen._budget import Budget, Spender, Utility, check_steps, counts_entry
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared, prepare
 from dpfast.methods.diffgen._scores import UTILITIES
 from dpfast.methods.diffgen._tree import Builder
@@ -34,10 +35,12 @@ class DiffGenRelease:
 
     Attributes
     ----------
-    counts : pandas.DataFrame or pyarrow.Table
+    counts : pandas.DataFrame, pyarrow.Table, Spark or Dask DataFrame, pyarrow dataset
         One row per (leaf partition, class value), empty partitions included: the
         generalised predictor values (categorical columns whose categories are the cut's
-        values), the class, and a non-negative integer ``count``. Same kind as the input.
+        values), the class, and a non-negative integer ``count``. Same kind as the input
+        (a Spark or Dask DataFrame: a frame of the same kind, text for categories on
+        Spark); out of core, the Parquet dataset written at ``output``.
     cut : Cut
         The final cut; ``cut.apply(data)`` generalises new data the same way.
     report : Report
@@ -59,18 +62,11 @@ class DiffGenRelease:
         -------
         pandas.DataFrame or pyarrow.Table
             The predictors and the class (no ``count`` column), in the order of
-            :attr:`counts`; its total row count is ``counts["count"].sum()``.
+            :attr:`counts`; its total row count is ``counts["count"].sum()``. Only of
+            counts in memory: expand a frame's ``toArrow()`` or ``compute()``, or release
+            with ``microdata=True`` and ``output=``.
         """
-        table = as_table_data(self.counts)
-        counts = np.asarray(table.column(COUNT_COLUMN), dtype=np.int64)
-        rows = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
-        out: dict[Any, Any] = {}
-        for name in table.names:
-            if name == COUNT_COLUMN:
-                continue
-            codes, labels = table.category_codes(name)
-            out[name] = (codes[rows], labels)
-        return build_table(table.kind, out)
+        return repeat_rows(self.counts, COUNT_COLUMN)
 
 
 def diffgen(
@@ -84,6 +80,13 @@ def diffgen(
     utility: Utility = "max",
     classes: Sequence[Any] | None = None,
     seed: int | None = None,
+    microdata: bool = False,
+    risk: bool | Mapping[str, Any] = False,
+    progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> DiffGenRelease:
     """Differentially private generalisation for classification: DiffGen (docs/design.md#diffgen).
 
@@ -97,8 +100,11 @@ def diffgen(
 
     Parameters
     ----------
-    data : pandas.DataFrame or pyarrow.Table
-        The table; never modified.
+    data : pandas.DataFrame, pyarrow.Table, Parquet path, Spark or Dask DataFrame
+        The table; never modified. A Parquet file, directory or glob (or
+        ``engine="outofcore"``) is released out of core, in passes over one column at a
+        time, into ``output``; a Spark or Dask DataFrame on its cluster, its counts a
+        frame of the same kind. Each gives the in-memory release (docs/engines.md).
     target : hashable
         The class column.
     epsilon : float
@@ -115,7 +121,8 @@ def diffgen(
         get the root interval ``[lower, upper + 1)`` and integer split points; float
         columns ``[lower, upper]``. Values outside are clamped (the report counts them).
         ``"data"`` takes every other numeric column with bounds from the data: NOT
-        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`.
+        private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning` (a pass over
+        each numeric column where the table is not in memory).
     utility : {"max", "info_gain"}
         ``Max`` (sensitivity 1, the default; the paper finds it better under DP) or
         ``InfoGain`` (sensitivity ``log2`` of the number of classes).
@@ -124,6 +131,29 @@ def diffgen(
         from the data, which is not private and warns.
     seed : int, optional
         Draw from a seeded generator: reproducible, not for publication.
+    microdata : bool
+        Write the counts expanded into records (:meth:`DiffGenRelease.microdata`) to
+        ``output`` instead of the counts table (out of core, range by range); needs
+        ``output``. ``counts`` is the table still, except out of core, where it is what
+        was written.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``: a pass over a column out of core
+        (``"pass 3 (column age)"``), the writing of ``output``.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"``, ``"dask"``
+        (default: from ``data``'s type; :mod:`dpfast.engines`).
+    output : path, optional
+        Where the counts (or records) are written, atomically: Parquet, or CSV/TSV in
+        memory. Required out of core.
+    memory_limit : str or int, optional
+        The working memory of a release out of core (``"2GiB"``; default 4 GiB).
+    budget : BudgetFile, optional
+        Spend ``epsilon`` from it: reserved before any pass over the data, committed
+        before the output is visible (:mod:`dpfast.budget`).
 
     Returns
     -------
@@ -135,8 +165,8 @@ def diffgen(
         Wrong argument types, a NumPy input, a non-numeric predictor given bounds.
     ValueError
         ``epsilon <= 0``, ``steps < 0``, unknown columns, NaN in a numeric predictor, no
-        predictor, a class value outside ``classes``, InfoGain with one class, or a
-        result above 2**24 leaf partitions.
+        predictor, a class value outside ``classes``, InfoGain with one class, a result
+        above 2**24 leaf partitions, or ``microdata`` without ``output``.
     TaxonomyError
         Categorical values missing from their taxonomy.
 
@@ -177,45 +207,59 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("diffgen", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("diffgen", locals())  # type: ignore[no-any-return]
-    run = Run("diffgen", data)
-    with run.phase("validate"):
-        epsilon = check_epsilon(epsilon)
-        steps = check_int(steps, option("steps"))
-        if steps < 0:
-            raise ValueError(f"{option('steps')} must be >= 0, got {steps}")
-        utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
-        seed = check_seed(seed)
-    with run.phase("encode"):
-        prepared = _prepare(run, target, taxonomies, bounds, classes, utility)
-    return release_prepared(run, prepared, epsilon, steps, utility, seed, Builder)
+    with open_run(
+        "diffgen", data, engine, output, memory_limit, progress, budget=budget, risk=risk
+    ) as run:
+        with run.phase("validate"):
+            epsilon = check_epsilon(epsilon)
+            steps = check_steps(steps)
+            utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
+            seed = check_seed(seed)
+            _check_microdata(microdata, output)
+            if isinstance(data, np.ndarray):
+                raise DPFastTypeError(
+                    "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, "
+                    "not a NumPy array"
+                )
+        with run.phase("encode"):
+            prepared = prepare(
+                run.engine,
+                target,
+                taxonomies,
+                bounds,
+                classes,
+                reserve=lambda columns: run.reserve(epsilon, columns),
+            )
+        return _release(run, prepared, (epsilon, steps, utility, seed), microdata)
 
 
-def release_prepared(
+def _check_microdata(microdata: Any, output: Any) -> None:
+    if not isinstance(microdata, bool):
+        raise DPFastTypeError(f"{option('microdata')} must be True or False, got {microdata!r}")
+    if microdata and output is None:
+        raise DPFastValueError(
+            f"{option('microdata', True)} writes the records to {option('output')}; give one, "
+            "or expand the counts in memory with release.microdata()"
+        )
+
+
+def _release(
     run: Run,
     prepared: Prepared,
-    epsilon: float,
-    steps: int,
-    utility: Utility,
-    seed: int | None,
-    make_builder: Callable[..., Builder],
+    arguments: tuple[float, int, Utility, int | None],
+    microdata: bool,
 ) -> DiffGenRelease:
-    """Specialise, count and report: the steps after the encoding, on every engine.
+    """Specialise, count, report and publish: the steps after the encoding, on every engine.
 
-    ``make_builder`` is :class:`Builder` (the records in memory) or a builder that takes
-    its class counts from passes over a dataset (:mod:`dpfast.engines.diffgen`); both
-    make the same draws from the same keys. ``epsilon``, ``steps``, ``utility`` and
-    ``seed`` are checked already.
+    ``arguments`` (``epsilon``, ``steps``, ``utility``, ``seed``) are checked already.
     """
+    epsilon, steps, utility, seed = arguments
     check_prepared(prepared, utility)
     budget = Budget.split(epsilon, prepared, steps, utility)
-    budget.check_range(steps, prepared.n_rows)
+    budget.check_range(steps, run.n_rows)
     ledger = Ledger(epsilon)
     source = noise_source(seed)
-    builder = make_builder(
+    builder = Builder(
         prepared,
         epsilon_prime=float(budget.unit),
         utility=utility,
@@ -228,9 +272,12 @@ def release_prepared(
         cuts, cell_counts, plan = _noisy_counts(builder, ledger, budget, steps, done, source)
     with run.phase("assemble"):
         cut = _make_cut(builder, cuts)
-        counts = _counts_table(prepared, builder, cuts, cell_counts)
+        columns = _counts_columns(prepared, builder, cuts, cell_counts)
+        run.engine.write_table(columns, repeat=COUNT_COLUMN if microdata else None)
     run.clamped.update({str(c.name): c.clamped for c in budget.numeric})
-    report, private = run.reports(
+    run.policy = "drop"  # the columns neither predictors nor the target are not released
+    run.risk_counts = COUNT_COLUMN  # each row of the counts stands for `count` records
+    release = run.finish(
         parameters=_parameters(prepared, builder, budget, epsilon, steps, utility),
         guarantee=_guarantee(epsilon, prepared),
         ledger=ledger,
@@ -250,29 +297,18 @@ def release_prepared(
         protected=[*(str(c.name) for c in prepared.columns), str(prepared.target)],
         unprotected=[],
     )
-    return DiffGenRelease(counts=counts, cut=cut, report=report, private=private)
-
-
-def _prepare(
-    run: Run,
-    target: Hashable,
-    taxonomies: Any,
-    bounds: Any,
-    classes: Any,
-    utility: Utility,
-) -> Prepared:
-    return prepare(run.table, target, taxonomies, bounds, classes)
+    return DiffGenRelease(release.data, cut, release.report, release.private)
 
 
 def check_prepared(prepared: Prepared, utility: Utility) -> None:
     """Refuse a released column named like the counts, and InfoGain with one class."""
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
-        raise ValueError(
+        raise DPFastValueError(
             f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:
-        raise ValueError(
+        raise DPFastValueError(
             f"InfoGain is identically 0 with a single class value; use {option('utility', 'max')}"
         )
 
@@ -407,10 +443,13 @@ def _small_codes(codes: np.ndarray, n_labels: int) -> np.ndarray:
     return codes.astype(dtype, copy=False)
 
 
-def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]], noisy: np.ndarray) -> Any:
+def _counts_columns(
+    prepared: Prepared, builder: Builder, cuts: list[list[int]], noisy: np.ndarray
+) -> dict[Hashable, Any]:
+    """Return the counts table's columns: each cell's generalised values, class, count."""
     n_cells, n_classes = noisy.shape
     sizes = [len(c) for c in cuts]
-    out: dict[Any, Any] = {}
+    out: dict[Hashable, Any] = {}
     inner = n_classes * math.prod(sizes)
     outer = 1
     for j, col in enumerate(prepared.columns):
@@ -419,7 +458,9 @@ def _counts_table(prepared: Any, builder: Builder, cuts: list[list[int]], noisy:
         codes = _small_codes(np.arange(sizes[j]), sizes[j])
         out[col.name] = (np.tile(np.repeat(codes, inner), outer), labels)
         outer *= sizes[j]
-    classes = _small_codes(np.arange(n_classes), n_classes)
-    out[prepared.target] = (np.tile(classes, n_cells), prepared.class_labels)
+    declared = prepared.class_categories
+    categories, classes = released_categories(np.arange(n_classes), prepared.class_labels, declared)
+    classes = _small_codes(classes, len(categories))
+    out[prepared.target] = (np.tile(classes, n_cells), categories, declared is not None)
     out[COUNT_COLUMN] = noisy.reshape(-1)  # int64, owned by the release only
-    return build_table(prepared.kind, out)
+    return out

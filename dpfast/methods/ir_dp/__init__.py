@@ -8,65 +8,48 @@ every column's noise and groups (numeric columns: :mod:`._numeric`; categorical 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import os
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any
 
 import numpy as np
 
 from dpfast import noise
+from dpfast._kernels import ranking
 from dpfast._release import (
-    CategoricalColumn,
+    BudgetLike,
+    EngineChoice,
     NumericColumn,
     Progress,
     Release,
     Run,
     check_unprotected,
     column_names,
-    column_threads,
-    grid_noise_entry,
-    inverse_permutation,
     noise_source,
-    option,
-    split_columns,
+    open_run,
     taxonomy_parameters,
     warn_unproven,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import (
-    check_bool,
-    check_bounds,
-    check_choice,
-    check_em_epsilon,
-    check_epsilon,
-    check_k,
-    check_seed,
+from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
+from dpfast.exceptions import DPFastValueError
+from dpfast.methods.ir_dp._arguments import (
+    Arguments,
+    Linkage,
+    Plan,
+    Sensitivity,
+    check_linkage,
+    make_plan,
+    policy,
+    validate,
 )
-from dpfast.accounting import (
-    GuaranteeLevel,
-    Ledger,
-    LedgerEntry,
-    UnprotectedPolicy,
-    names,
-    scale_steps,
-)
-from dpfast.methods.ir_dp._categorical import (
-    categorical_entry,
-    categorical_guarantee,
-    draw_categorical,
-)
-from dpfast.methods.ir_dp._numeric import (
-    centroid_sensitivity,
-    draw_numeric,
-    grid_ranks,
-    numeric_guarantee,
-)
+from dpfast.methods.ir_dp._categorical import categorical_guarantee, group_codes
+from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
+from dpfast.methods.ir_dp._forecast import release_forecast
+from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
-
-Linkage = Literal["records", "columns"]
-Sensitivity = Literal["paper", "proven"]
 
 
 def ir_dp(
@@ -84,7 +67,12 @@ def ir_dp(
     seed: int | None = None,
     n_threads: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
 
@@ -102,11 +90,11 @@ def ir_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Spark or Dask DataFrame
-        The table. It is never modified. NumPy columns are named by integer position. A
-        Spark DataFrame runs on Spark (``linkage="columns"``, ``unprotected="drop"``, no
-        metrics) and the release's data is a Spark DataFrame computed on the executors,
-        the same rows for a seed (docs/engines.md, "Spark").
+    data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame
+        The table (pandas, polars, Arrow, 2-D NumPy), never modified; NumPy columns are
+        named by integer position. A dataset or path is released out of core, a Spark or
+        Dask DataFrame on its cluster: the same release for a seed, with every option
+        but ``metrics`` and ``risk`` (docs/engines.md).
     k : int
         Group size, ``1 <= k <= n_rows``.
     epsilon : float
@@ -134,7 +122,9 @@ def ir_dp(
         ``"shuffle"`` releases them unchanged in a random row order of their own: they are
         not protected, and the guarantee becomes ``"protected_only"``. ``"keep"`` keeps
         them in their rows, where they show which rows share a rank group: the release is
-        then NOT differentially private (level ``"none"``).
+        then NOT differentially private (level ``"none"``). ``"keep"`` needs
+        ``linkage="records"``: under ``linkage="columns"`` no output row is an input
+        record, so it is refused.
     linkage : {"columns", "records"}
         ``"columns"`` (default) shuffles each protected column independently: provably
         ε-DP, but rows are not linked across columns. ``"records"`` (the paper's release)
@@ -151,8 +141,26 @@ def ir_dp(
     metrics : bool
         Add relative error, Jensen-Shannon divergence and variance variation per column
         to the private report (``release.private.metrics``), which must not be published.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files (on Spark and Dask always a directory), published at once when complete
+        (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
+        The release does not depend on it.
+    budget : BudgetLike, optional
+        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
+        release really spends before any pass and records it before the output is
+        published.
 
     Returns
     -------
@@ -195,251 +203,211 @@ def ir_dp(
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("ir_dp", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("ir_dp", locals())  # type: ignore[no-any-return]
-    run = Run("ir_dp", data, progress)
-    with run.phase("validate"):
-        args = _validate(
-            run, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage, shuffle, seed
+    with open_run(
+        "ir_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
+    ) as run:
+        with run.phase("validate"):
+            # before any pass over the data
+            run.policy = policy(check_unprotected(unprotected), check_linkage(linkage))
+            args = validate(
+                run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
+                shuffle, seed,
+            )  # fmt: skip
+            guarantee = _guarantee(args)
+            if guarantee[1] in ("as_published", "heuristic"):
+                warn_unproven(guarantee[0])
+        with run.phase("plan"):
+            plan = make_plan(args, run.n_rows)
+            _check_groups_fit(run, args, n_threads)
+            run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
+        source = noise_source(args.seed)
+        linked = args.linkage == "records"
+        row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
+        with run.phase("columns"):
+            # the categorical columns' counts first: a cheap pass each, which checks their
+            # values against the taxonomies before the long numeric passes
+            counts = {} if linked else {c.name: run.engine.rank_counts(c) for c in args.categorical}
+            _release_numeric(run, args, plan, source, row_key, n_threads)
+            _release_categorical(run, args, plan, source, row_key, counts)
+        return run.finish(
+            source=source,
+            order_key=row_key,
+            reindex=args.shuffle,
+            parameters=_parameters(args),
+            guarantee=guarantee,
+            ledger=plan.ledger,
+            seed=args.seed,
+            sampler=_sampler(args),
+            metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+            groups="rank group" if linked else None,
+            domains=args.domains,
+            notes=args.notes,
         )
-        run.policy = _policy(check_unprotected(unprotected), args.linkage)
-        threads = column_threads(n_threads, len(args.numeric) + len(args.categorical))
-        guarantee = _guarantee(args)
-        if guarantee[1] in ("as_published", "heuristic"):
-            warn_unproven(guarantee[0])
-    source = noise_source(args.seed)
-    with run.phase("plan"):
-        plan = _plan(args, run.table.n_rows)
-    with run.phase("shuffle"):
-        row_order = _draw_orders(run, args, source)
-    with run.phase("columns"):
-        base = _draw_columns(run, args, plan, source, threads, metrics)
-    result = run.assemble(row_order, base, reindex=args.shuffle, source=source)
-    return run.finish(
-        result,
-        parameters=_parameters(args),
-        guarantee=guarantee,
-        ledger=plan.ledger,
-        seed=args.seed,
-        sampler=_sampler(args),
-        metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
-        groups=None if args.linkage == "columns" else "rank group",
-        domains=args.domains,
-    )
 
 
-def _policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
-    """Under ``linkage="columns"`` no row is kept whole: ``"keep"`` means ``"shuffle"``."""
-    return "shuffle" if policy == "keep" and linkage == "columns" else policy
+def _group_bytes(n: int, k: int) -> int:
+    """Bytes a column's rank group values take while it is released (three int64 a group)."""
+    return (n // k) * 8 * 3
+
+
+def _check_groups_fit(run: Run, args: Arguments, n_threads: int | None) -> None:
+    """Refuse a memory limit whose share per column cannot hold the column's group values."""
+    n = run.n_rows
+    needed = _group_bytes(n, args.k)
+    count = len(args.numeric) or 1
+    if needed > run.engine.column_memory(count, n_threads=n_threads, held_bytes=needed):
+        raise DPFastValueError(
+            f"{n:,} rows with k={args.k} make {n // args.k:,} rank groups per column, whose "
+            f"values need {needed:,} bytes, more than the memory limit; raise the "
+            "memory limit or k"
+        )
 
 
 @dataclass(frozen=True)
-class _Arguments:
+class _NoisyCentroids:
+    """A numeric column's rank groups' released values from their exact integer sums.
+
+    Each group's mean, on the grid, plus one discrete Laplace draw of the column's key
+    (nonce: the group), clamped to the domain and rounded for an integer column.
+    """
+
+    name: str
+    grid: Grid
     k: int
-    epsilon: float
-    linkage: Linkage
-    shuffle: bool
-    seed: int | None
-    sensitivity: Sensitivity
-    numeric: list[NumericColumn]
-    categorical: list[CategoricalColumn]
-    domains: dict[Hashable, tuple[float, float]]
-    derived: bool
+    steps: int
+    integer: bool
+    key: np.ndarray
+    n: int
 
-    @property
-    def epsilon_column(self) -> float:
-        """The equal share of ε of each protected column."""
-        return self.epsilon / (len(self.numeric) + len(self.categorical))
-
-
-def _validate(
-    run: Run,
-    k: Any,
-    epsilon: Any,
-    bounds: Any,
-    taxonomies: Any,
-    sensitivity: Any,
-    columns: Any,
-    linkage: Any,
-    shuffle: Any,
-    seed: Any,
-) -> _Arguments:
-    table = run.table
-    k = check_k(k, table.n_rows)
-    epsilon = check_epsilon(epsilon)
-    linkage = check_choice(linkage, "linkage", ("records", "columns"))
-    shuffle = check_bool(shuffle, "shuffle")
-    if linkage == "columns" and not shuffle:
-        raise ValueError(
-            f"{option('linkage', 'columns')} shuffles every protected column; "
-            f"drop {option('shuffle', False)} or choose {option('linkage', 'records')}"
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        g = self.grid
+        draws = noise.discrete_laplace(self.key, self.steps, sums.shape[0])
+        return ranking.noisy_group_values(  # type: ignore[no-any-return]
+            sums, self.n, self.k, draws, g.d_int, g.lower, g.upper, g.gamma, self.integer
         )
-    seed = check_seed(seed)
-    sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    numeric, categorical = split_columns(table, columns, taxonomies)
-    domains: dict[Hashable, tuple[float, float]] = {}
-    derived = False
-    if numeric or bounds is not None:
-        domains, derived = check_bounds(
-            bounds, [c.name for c in numeric], {c.name: c.values for c in numeric}
-        )
-    return _Arguments(
-        k,
-        epsilon,
-        cast(Linkage, linkage),
-        shuffle,
-        seed,
-        cast(Sensitivity, sensitivity),
-        numeric,
-        categorical,
-        domains,
-        derived,
-    )
 
 
 @dataclass(frozen=True)
-class _Plan:
-    ledger: Ledger
-    grids: dict[Hashable, tuple[Grid, int]]
-    entries: dict[Hashable, LedgerEntry]
+class _ChosenCodes:
+    """A categorical column's rank groups' codes, from the records per taxonomy rank."""
+
+    taxonomy: Taxonomy
+    k: int
+    key: np.ndarray
+    entry: LedgerEntry
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        return group_codes(self.taxonomy, counts, self.k, self.key, self.entry)
 
 
-def _plan(args: _Arguments, n_records: int) -> _Plan:
-    plan = _Plan(Ledger(args.epsilon), {}, {})
-    n_groups = n_records // args.k
-    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
-    for column in args.numeric:
-        lower, upper = args.domains[column.name]
-        grid = Grid.for_column(lower, upper, n_records, args.k)
-        list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what = f"column {column.name!r}"
-        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
-        plan.grids[column.name] = (grid, steps)
-        plan.entries[column.name] = plan.ledger.plan(
-            grid_noise_entry(
-                column,
-                step="centroid noise",
-                epsilon=share,
-                mechanism="discrete Laplace, one draw per rank group",
-                grid=grid,
-                sensitivity=list_sensitivity,
-                steps=steps,
-                details={
-                    "n_groups": n_groups,
-                    "nominal_sensitivity": (upper - lower) / args.k,
-                    "grid_rounding_term": n_groups * grid.gamma,
-                },
-            )
-        )
-    for cat in args.categorical:
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
-        entry = categorical_entry(cat, share, n_groups, args.sensitivity)
-        plan.entries[cat.name] = plan.ledger.plan(entry)
-    return plan
+@dataclass
+class _Clock:
+    """A group-values function that adds up the seconds spent in it (the report's timings)."""
+
+    inner: Callable[[np.ndarray], np.ndarray]
+    seconds: float = 0.0
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self.inner(sums)
+        finally:
+            self.seconds += time.perf_counter() - start
 
 
-def _draw_orders(run: Run, args: _Arguments, source: noise.NoiseSource) -> np.ndarray | None:
-    """Draw the shared row order of record-linked rows; return it for the copied columns.
+def on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
+    """Count the released values on a bound (the private report's ``clamped_output``).
 
-    Output row ``r`` holds input row ``order[r]``. Under ``linkage="columns"`` each column
-    draws its own order of ranks while it is released (:func:`_column_order`), so only one
-    order per thread is in memory at a time.
+    Every row holds its rank group's value, so the count is the sizes of the groups whose
+    value is on a bound: ``k`` rows each, the remainder in the last group.
     """
-    if not args.shuffle or args.linkage == "columns":
-        return None
-    protected = column_names(args.numeric, args.categorical)
-    order = noise.permutation(source.key("ir_dp", "row-order"), run.table.n_rows)
-    destination = inverse_permutation(order)
-    run.destinations.update({name: destination for name in protected})
-    if run.policy == "keep" and len(protected) < len(run.table.names):
-        return order
-    return None
+    on = (values <= lower) | (values >= upper)
+    sizes = np.full(values.shape[0], k, dtype=np.int64)
+    sizes[-1] = n - k * (values.shape[0] - 1)
+    return int(sizes[on].sum())
 
 
-def _column_order(
-    run: Run, args: _Arguments, source: noise.NoiseSource, name: Hashable
-) -> np.ndarray | None:
-    """Return a column's own order of ranks under ``linkage="columns"``, else ``None``.
-
-    Output row ``r`` gets the group value of rank ``order[r]``. Record-linked columns are
-    placed by the rows' shared destinations instead.
-    """
-    if args.linkage != "columns":
-        return None
-    return noise.permutation(source.key("ir_dp", "column-order", str(name)), run.table.n_rows)
-
-
-def _match_ranks(run: Run, name: Hashable, ranks: np.ndarray, order: np.ndarray) -> None:
-    """For the metrics: match each released value to an original row of the same rank.
-
-    ``ranks`` is the stable order of the column's rows; row ``ranks[p]`` has rank ``p``,
-    whose value output row ``inverse(order)[p]`` holds.
-    """
-    destination = np.empty_like(order)
-    destination[ranks] = inverse_permutation(order)
-    run.destinations[name] = destination
-
-
-def _draw_columns(
+def _release_numeric(
     run: Run,
-    args: _Arguments,
-    plan: _Plan,
+    args: Arguments,
+    plan: Plan,
     source: noise.NoiseSource,
-    threads: int,
-    metrics: bool,
-) -> Any:
-    """Draw and keep every protected column, in parallel over columns; spend as they end."""
-    outputs, base = run.table.output_columns([c.name for c in args.numeric])
-    seconds = {"noise": 0.0, "microaggregation": 0.0}
-    if args.categorical:
-        seconds["exponential mechanism"] = 0.0
-    empty = np.empty(0, dtype=np.int64)
+    row_key: np.ndarray | None,
+    n_threads: int | None,
+) -> None:
+    """Release every numeric column, columns at once as the engine runs them; spend in order."""
+    engine, n, k = run.engine, run.n_rows, args.k
     total = len(args.numeric) + len(args.categorical)
 
-    def numeric(column: NumericColumn) -> tuple[int, float, float]:
-        order = _column_order(run, args, source, column.name)
+    def release(column: NumericColumn) -> tuple[int, int]:
+        start = time.perf_counter()
         grid, steps = plan.grids[column.name]
-        if metrics and order is not None:
-            _match_ranks(run, column.name, grid_ranks(column.values, grid), order)
-        destination = run.destinations.get(column.name, empty)
-        out = outputs[column.name]
-        return draw_numeric(column, args.k, grid, steps, source, order, destination, out, threads)
+        name = str(column.name)
+        key = source.key("ir_dp", "centroid-noise", name)
+        centroids = _Clock(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
+        if args.linkage == "records":
+            values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
+        else:
+            sums, clamped = engine.group_sums(column, grid, k)
+            values = centroids(sums)
+            engine.write_groups(column, values, k, source.key("ir_dp", "column-order", name))
+        lower, upper = args.domains[column.name]
+        run.add_seconds("noise (thread seconds)", centroids.seconds)
+        elapsed = time.perf_counter() - start - centroids.seconds
+        run.add_seconds("microaggregation (thread seconds)", elapsed)
+        return clamped, on_bound(values, n, k, lower, upper)
 
-    def categorical(cat: CategoricalColumn) -> tuple[np.ndarray, float, float]:
-        order = _column_order(run, args, source, cat.name)
-        if metrics and order is not None:
-            _match_ranks(run, cat.name, cat.taxonomy.rank_order(cat.codes), order)
-        destination = run.destinations.get(cat.name)
-        return draw_categorical(cat, args.k, plan.entries[cat.name], source, order, destination)
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        categorical_runs = pool.map(categorical, args.categorical)
-        done = 0
-        for column, (count, noise_s, ranking_s) in zip(
-            args.numeric, pool.map(numeric, args.numeric), strict=True
-        ):
-            plan.ledger.spend(plan.entries[column.name])
-            run.keep(column, outputs[column.name], count)
-            seconds["noise"] += noise_s
-            seconds["microaggregation"] += ranking_s
-            done += 1
-            run.tick("columns", done, total)
-        for cat, (codes, choice_s, ranking_s) in zip(
-            args.categorical, categorical_runs, strict=True
-        ):
-            plan.ledger.spend(plan.entries[cat.name])
-            run.keep_codes(cat, codes, clamped=True)
-            seconds["exponential mechanism"] += choice_s
-            seconds["microaggregation"] += ranking_s
-            done += 1
-            run.tick("columns", done, total)
-    run.timings_extra.update({f"{p} (thread seconds)": s for p, s in seconds.items()})
-    return base
+    held = _group_bytes(n, k)
+    done = engine.each_column(args.numeric, release, n_threads=n_threads, held_bytes=held)
+    for i, (column, (clamped, bound)) in enumerate(done):
+        plan.ledger.spend(plan.entries[column.name])
+        run.keep(column.name, clamped=clamped, on_bound=bound)
+        run.tick("columns", i + 1, total)
 
 
-def _parameters(args: _Arguments) -> dict[str, Any]:
+def _release_categorical(
+    run: Run,
+    args: Arguments,
+    plan: Plan,
+    source: noise.NoiseSource,
+    row_key: np.ndarray | None,
+    counts: Mapping[Hashable, np.ndarray],
+) -> None:
+    """Release every categorical column: one exponential-mechanism draw per rank group.
+
+    ``counts`` holds each column's records per taxonomy rank (rows not linked).
+    """
+    engine, k = run.engine, args.k
+    total = len(args.numeric) + len(args.categorical)
+    for i, cat in enumerate(args.categorical, start=len(args.numeric)):
+        start = time.perf_counter()
+        name = str(cat.name)
+        entry = plan.entries[cat.name]
+        key = source.key("ir_dp", "centroid-choice", name)
+        choose = _Clock(_ChosenCodes(cat.taxonomy, k, key, entry))
+        if args.linkage == "records":
+            engine.write_linked(cat, None, k, row_key, choose)
+        else:
+            codes = choose(counts[cat.name])
+            engine.write_groups(cat, codes, k, source.key("ir_dp", "column-order", name))
+        run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
+        elapsed = time.perf_counter() - start - choose.seconds
+        run.add_seconds("microaggregation (thread seconds)", elapsed)
+        plan.ledger.spend(entry)
+        run.keep(cat.name, clamped=0)
+        run.tick("columns", i + 1, total)
+
+
+def _parameters(args: Arguments) -> dict[str, Any]:
     parameters: dict[str, Any] = {
         "k": args.k,
         "epsilon": args.epsilon,
@@ -456,7 +424,7 @@ def _parameters(args: _Arguments) -> dict[str, Any]:
     return parameters
 
 
-def _sampler(args: _Arguments) -> str:
+def _sampler(args: Arguments) -> str:
     if not args.categorical:
         return noise.SAMPLER_NAME
     if not args.numeric:
@@ -464,7 +432,7 @@ def _sampler(args: _Arguments) -> str:
     return f"{noise.SAMPLER_NAME}; {noise.EM_SAMPLER_NAME}"
 
 
-def _guarantee(args: _Arguments) -> tuple[str, GuaranteeLevel]:
+def _guarantee(args: Arguments) -> tuple[str, GuaranteeLevel]:
     protected = names(column_names(args.numeric, args.categorical))
     guarantee, level = numeric_guarantee(
         args.epsilon, args.epsilon_column, protected, args.linkage, args.shuffle, args.derived

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal, cast
 
@@ -14,22 +15,31 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
+    BudgetLike,
     CategoricalColumn,
+    ColumnForecast,
+    EngineChoice,
+    Forecast,
     NumericColumn,
     Progress,
     Release,
     Run,
+    TableView,
+    advise_k,
     check_unprotected,
+    choice_forecast,
+    column_domains,
+    column_names,
+    fit_domains,
     grid_noise_entry,
-    inverse_permutation,
     noise_source,
+    numeric_forecast,
+    open_run,
     option,
-    partition_inputs,
-    split_columns,
+    protected_columns,
     taxonomy_parameters,
 )
-from dpfast._release.dispatch import is_dask_frame, is_spark_frame, on_dask, on_spark
-from dpfast._validation import check_bounds, check_choice, check_epsilon, check_k, check_seed
+from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -39,10 +49,11 @@ from dpfast.accounting import (
     names,
     scale_steps,
 )
+from dpfast.engines import Clusters
 from dpfast.exceptions import PrivacyLeakWarning
-from dpfast.methods.mdav_dp._categorical import categorical_plan, draw_categorical
+from dpfast.methods.mdav_dp._categorical import categorical_plan, choose_codes
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import Reference, insensitive_mdav_labels
+from dpfast.partitions.insensitive_mdav import Reference, ReferenceGeometry, reference_geometry
 from dpfast.taxonomy import Taxonomy
 
 Calibration = Literal["l1", "as_published"]
@@ -62,7 +73,12 @@ def mdav_dp(
     calibration: Calibration = "l1",
     seed: int | None = None,
     metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
     progress: Progress | None = None,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    budget: BudgetLike | None = None,
 ) -> Release:
     """Release with DP via insensitive MDAV: noisy cluster centroids, rows shuffled.
 
@@ -83,7 +99,12 @@ def mdav_dp(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table or 2-D numpy.ndarray
+    data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
+        The table, never modified. A Parquet path or ``pyarrow.dataset.Dataset`` (or
+        ``engine="outofcore"``) is released out of core, written to ``output``; a Spark
+        or Dask DataFrame on its cluster (no metrics). Every engine gives the same
+        release for a seed (docs/engines.md). Out of core, the reference sequence may
+        hold at most 64 distinct points.
     k : int
         Minimum cluster size, ``1 <= k <= n_rows``.
     epsilon : float
@@ -121,7 +142,26 @@ def mdav_dp(
         Reproducible noise and shuffle: not for publication.
     metrics : bool
         Add utility metrics (computed on the original data) to the private report.
+    risk : bool or dict
+        Disclosure risk, each released row paired with its source through the release's
+        own order, into ``release.private.risk`` (private; in memory only; a dict says
+        what to measure: docs/risk.md#risk-at-release-time).
     progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    engine : str or EngineChoice, optional
+        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
+        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
+    output : str or path, optional
+        Where the release is written: a ``.parquet`` file or a directory of Parquet
+        files, published at once when complete (required out of core).
+    memory_limit : str or int, optional
+        The working memory of a release out of core (e.g. ``"2GiB"``): the per-cluster
+        arrays (``n // k`` clusters) and a bitset of the rows take at most half of it.
+        The release does not depend on it.
+    budget : BudgetLike, optional
+        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
+        release really spends before any pass and records it before the output is
+        published.
 
     Returns
     -------
@@ -131,7 +171,8 @@ def mdav_dp(
     ------
     TypeError, ValueError
         Bad arguments, as :func:`dpfast.ir_dp`; an unknown ``reference`` or
-        ``calibration``.
+        ``calibration``; out of core, a reference sequence of more than 64 distinct
+        points, or per-cluster arrays that take more than half of ``memory_limit``.
 
     References
     ----------
@@ -149,53 +190,61 @@ def mdav_dp(
     >>> len(np.unique(release.data, axis=0)) <= 4
     True
     """
-    if is_spark_frame(data):  # runs on Spark, docs/engines.md
-        return on_spark("mdav_dp", locals())  # type: ignore[no-any-return]
-    if is_dask_frame(data):  # runs on Dask, docs/engines.md
-        return on_dask("mdav_dp", locals())  # type: ignore[no-any-return]
-    run = Run("mdav_dp", data, progress)
-    with run.phase("validate"):
-        args = _validate(run, k, epsilon, bounds, taxonomies, columns, calibration, seed)
-        run.policy = check_unprotected(unprotected)
-        _plan(args, run.table.n_rows, run.table.n_rows // args.k)  # unusable ε: fail before work
-    with run.phase("partition"):
-        labels = _partition(run, args, reference)
-    n_clusters = int(labels.max()) + 1
-    with run.phase("plan"):
-        plan = _plan(args, run.table.n_rows, n_clusters)
-    source = noise_source(args.seed)
-    with run.phase("shuffle"):
-        row_order = noise.permutation(source.key("mdav_dp", "row-order"), run.table.n_rows)
-        destination = inverse_permutation(row_order)
-        run.destinations.update({c: destination for c in run.table.names})
-    with run.phase("columns"):
-        base = _draw_columns(run, args, plan, source, labels, destination)
-    result = run.assemble(row_order, base, source=source)
-    notes = _notes(args, plan.ledger.total)
-    if notes and plan.ledger.total > args.epsilon * (1 + 1e-9):
-        warnings.warn(notes[0], PrivacyLeakWarning, stacklevel=2)
-    return run.finish(
-        result,
-        parameters=_parameters(args, plan.ledger.total, reference, n_clusters),
-        guarantee=_guarantee(
-            args.epsilon,
-            plan.ledger.total,
-            names(list(run.released)),
-            args.calibration,
-            args.derived,
-            names([c.name for c in args.categorical]),
-        ),
-        ledger=plan.ledger,
-        seed=args.seed,
-        sampler="; ".join(
-            ([noise.SAMPLER_NAME] if args.numeric else [])
-            + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
-        ),
-        notes=notes,
-        metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
-        groups="cluster",
-        domains=args.domains,
-    )
+    with open_run(
+        "mdav_dp",
+        data,
+        engine,
+        output,
+        memory_limit,
+        progress,
+        metrics=metrics,
+        risk=risk,
+        budget=budget,
+    ) as run:
+        with run.phase("validate"):
+            args = _validate(run.engine, k, epsilon, bounds, taxonomies, columns, calibration, seed)
+            run.policy = check_unprotected(unprotected)
+            plan = _plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
+            geometry = _geometry(args, reference, run.n_rows)
+            run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            run.reserve(plan.ledger.total, column_names(args.numeric, args.categorical))
+        with run.phase("partition"):
+            clusters = run.engine.insensitive_clusters(
+                args.numeric, args.categorical, geometry, args.k
+            )
+            run.tick("partition", 1, 1)
+        source = noise_source(args.seed)
+        row_key = source.key("mdav_dp", "row-order")
+        with run.phase("columns"):
+            _release_columns(run, args, plan, source, clusters, row_key)
+        total = plan.ledger.total
+        notes = _notes(args, total)
+        if notes and total > args.epsilon * (1 + 1e-9):
+            warnings.warn(notes[0], PrivacyLeakWarning, stacklevel=2)
+        return run.finish(
+            source=source,
+            order_key=row_key,
+            reindex=True,
+            parameters=_parameters(args, total, reference, clusters.count),
+            guarantee=_guarantee(
+                args.epsilon,
+                total,
+                names(run.released_names()),
+                args.calibration,
+                args.derived,
+                names([c.name for c in args.categorical]),
+            ),
+            ledger=plan.ledger,
+            seed=args.seed,
+            sampler="; ".join(
+                ([noise.SAMPLER_NAME] if args.numeric else [])
+                + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
+            ),
+            notes=[*notes, *args.notes],
+            metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+            groups="cluster",
+            domains=args.domains,
+        )
 
 
 @dataclass(frozen=True)
@@ -208,10 +257,11 @@ class _Arguments:
     categorical: list[CategoricalColumn]
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
+    notes: list[str]  # the columns released in a wider type than their own
 
 
 def _validate(
-    run: Run,
+    table: TableView,
     k: Any,
     epsilon: Any,
     bounds: Any,
@@ -220,34 +270,81 @@ def _validate(
     calibration: Any,
     seed: Any,
 ) -> _Arguments:
-    k = check_k(k, run.table.n_rows)
+    k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
     seed = check_seed(seed)
-    numeric, categorical = split_columns(run.table, columns, taxonomies)
-    domains: dict[Hashable, tuple[float, float]] = {}
-    derived = False
-    if numeric or bounds is not None:
-        domains, derived = check_bounds(
-            bounds, [c.name for c in numeric], {c.name: c.values for c in numeric}
-        )
+    numeric, categorical = protected_columns(table, columns, taxonomies)
+    domains, derived = column_domains(table, numeric, bounds)
+    numeric, notes = fit_domains(numeric, domains)
     return _Arguments(
-        k, epsilon, cast(Calibration, calibration), seed, numeric, categorical, domains, derived
+        k,
+        epsilon,
+        cast(Calibration, calibration),
+        seed,
+        numeric,
+        categorical,
+        domains,
+        derived,
+        notes,
     )
 
 
-def _partition(run: Run, args: _Arguments, reference: Reference) -> np.ndarray:
-    matrix, codes, found = partition_inputs(args.numeric, args.categorical, run.table.n_rows)
-    labels = insensitive_mdav_labels(
-        matrix,
-        args.k,
-        [args.domains[c.name] for c in args.numeric],
-        reference,
-        codes=codes,
-        taxonomies=found,
+def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
+    """Return the forecast of :func:`mdav_dp` with ``arguments`` (all its keywords) on ``table``.
+
+    The release's own checks and plan (:func:`_plan`), from the row count, the names and
+    the arguments only; nothing is spent or written (docs/forecast.md).
+    """
+    a, n = arguments, table.n_rows
+    args = _validate(
+        table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["columns"],
+        a["calibration"], a["seed"],
+    )  # fmt: skip
+    _geometry(args, a["reference"], n)
+    return _forecast(args, n, _plan(args, n, n // args.k), advice=True)
+
+
+def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
+    """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
+    columns = _numeric_forecasts(args, plan) + tuple(
+        choice_forecast(plan.entries[c.name], "each cluster's value, by the exponential mechanism")
+        for c in args.categorical
     )
-    run.tick("partition", 1, 1)
-    return labels
+    note = (
+        "each cluster's centroid gets one noise draw per column, shared by its rows, of a "
+        "scale that grows with the number of clusters n // k; the forecast takes the "
+        "centroids as spread evenly over the bounds"
+    )
+    forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=(note,))
+    if args.numeric and (advice or forecast.affected):
+        m = len(columns)
+        worst = lambda k: _worst_share(replace(args, k=k), n)  # noqa: E731
+        suggested, text = advise_k(worst, n, m, args.epsilon, "cluster")
+        forecast = replace(forecast, suggested_k=suggested, k_advice=text)
+    return forecast
+
+
+def _numeric_forecasts(args: _Arguments, plan: _Plan) -> tuple[ColumnForecast, ...]:
+    """Return the numeric columns' forecasts: their entries, grids and scales in ``plan``."""
+    draw = "each cluster's centroid, one draw for its rows, clamped to the bounds"
+    return tuple(
+        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], draw, c.integer)
+        for c in args.numeric
+    )
+
+
+def _worst_share(args: _Arguments, n: int) -> float:
+    """Return the largest forecast share on a bound of ``args``' numeric columns."""
+    return max(c.on_bound or 0.0 for c in _numeric_forecasts(args, _plan(args, n, n // args.k)))
+
+
+def _geometry(args: _Arguments, reference: Reference, n: int) -> ReferenceGeometry:
+    """Return the reference sequence of the ``n // k - 1`` clusters formed before the last."""
+    lower = np.array([args.domains[c.name][0] for c in args.numeric], dtype=np.float64)
+    upper = np.array([args.domains[c.name][1] for c in args.numeric], dtype=np.float64)
+    taxonomies = [c.taxonomy for c in args.categorical]
+    return reference_geometry(reference, lower, upper, taxonomies, max(n // args.k - 1, 0))
 
 
 @dataclass(frozen=True)
@@ -316,52 +413,67 @@ def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
     return _Plan(ledger, grids, entries, choices)
 
 
-def _draw_numeric(
-    column: NumericColumn,
-    plan: _Plan,
-    source: noise.NoiseSource,
-    labels: np.ndarray,
-    destination: np.ndarray,
-    out: np.ndarray,
-) -> int:
-    grid, steps = plan.grids[column.name]
-    n_clusters = int(labels.max()) + 1
-    draws = noise.discrete_laplace(
-        source.key("mdav_dp", "centroid-noise", str(column.name)), steps, n_clusters
-    )
-    sums, sizes, count = mdav_kernels.cluster_grid_sums(
-        column.values, labels, n_clusters, grid.lower, grid.upper, grid.gamma, grid.d_int
-    )
-    values = mdav_kernels.noisy_cluster_values(sums, sizes, draws, grid.d_int)
-    mdav_kernels.broadcast_clusters(
-        labels, values, grid.lower, grid.upper, grid.gamma, column.integer, destination, out
-    )
-    return int(count)
-
-
-def _draw_columns(
+def _release_columns(
     run: Run,
     args: _Arguments,
     plan: _Plan,
     source: noise.NoiseSource,
-    labels: np.ndarray,
-    destination: np.ndarray,
-) -> Any:
-    outputs, base = run.table.output_columns([c.name for c in args.numeric])
+    clusters: Clusters,
+    row_key: np.ndarray,
+) -> None:
+    """Release every protected column: each cluster's noisy centroid or chosen leaf."""
+    engine = run.engine
+    grids = [plan.grids[c.name][0] for c in args.numeric]
+    totals = engine.cluster_totals(clusters, args.numeric, grids, args.categorical)
+    values = [
+        _numeric_values(column, plan, source, clusters, sums)
+        for column, sums in zip(args.numeric, totals.sums, strict=True)
+    ]
+    for cat, counts in zip(args.categorical, totals.counts, strict=True):
+        em_epsilon, em_sensitivity = plan.choices[cat.name]
+        key = source.key("mdav_dp", "centroid-choice", str(cat.name))
+        values.append(choose_codes(cat, em_epsilon, em_sensitivity, key, counts))
+    engine.write_clusters([*args.numeric, *args.categorical], clusters, values, row_key)
     total = len(args.numeric) + len(args.categorical)
     for i, column in enumerate(args.numeric):
-        out = outputs[column.name]
-        count = _draw_numeric(column, plan, source, labels, destination, out)
         plan.ledger.spend(plan.entries[column.name])
-        run.keep(column, out, count)
+        lower, upper = args.domains[column.name]
+        on_bound = (values[i] <= lower) | (values[i] >= upper)
+        bound = int(clusters.sizes[on_bound].sum())
+        run.keep(column.name, clamped=totals.clamped[i], on_bound=bound)
         run.tick("columns", i + 1, total)
-    for i, cat in enumerate(args.categorical):
-        em_epsilon, em_sensitivity = plan.choices[cat.name]
-        codes = draw_categorical(cat, em_epsilon, em_sensitivity, source, labels, destination)
+    for i, cat in enumerate(args.categorical, start=len(args.numeric)):
         plan.ledger.spend(plan.entries[cat.name])
-        run.keep_codes(cat, codes, clamped=True)
-        run.tick("columns", len(args.numeric) + i + 1, total)
-    return base
+        run.keep(cat.name, clamped=0)
+        run.tick("columns", i + 1, total)
+
+
+def _numeric_values(
+    column: NumericColumn,
+    plan: _Plan,
+    source: noise.NoiseSource,
+    clusters: Clusters,
+    sums: np.ndarray,
+) -> np.ndarray:
+    """Each cluster's noisy centroid, as released (float64, rounded where integer)."""
+    grid, steps = plan.grids[column.name]
+    count = clusters.count
+    draws = noise.discrete_laplace(
+        source.key("mdav_dp", "centroid-noise", str(column.name)), steps, count
+    )
+    noisy = mdav_kernels.noisy_cluster_values(sums, clusters.sizes, draws, grid.d_int)
+    out = np.empty(count, dtype=np.float64)
+    mdav_kernels.broadcast_clusters(
+        np.arange(count, dtype=np.int64),
+        noisy,
+        grid.lower,
+        grid.upper,
+        grid.gamma,
+        column.integer,
+        np.empty(0, dtype=np.int64),
+        out,
+    )
+    return out
 
 
 def _parameters(args: _Arguments, total: float, reference: Any, n_clusters: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry
 from dpfast._validation import check_em_epsilon
 from dpfast.accounting import LedgerEntry
-from dpfast.partitions.categorical import DISTANCE_BITS, cluster_quality_units, distance_units
+from dpfast.partitions.categorical import DISTANCE_BITS, distance_units
 
 _UNIT = 2.0**-DISTANCE_BITS
 
@@ -81,25 +81,22 @@ def categorical_plan(
     return em_epsilon, em_sensitivity, entry
 
 
-def draw_categorical(
+def choose_codes(
     cat: CategoricalColumn,
     em_epsilon: float,
     em_sensitivity: Fraction,
-    source: noise.NoiseSource,
-    labels: np.ndarray,
-    destination: np.ndarray,
+    key: np.ndarray,
+    counts: np.ndarray,
 ) -> np.ndarray:
-    """Draw each cluster's value by the exponential mechanism; return the released codes."""
-    n_clusters = int(labels.max()) + 1
-    if em_sensitivity > 0:
-        chosen = noise.exponential_mechanism(
-            source.key("mdav_dp", "centroid-choice", str(cat.name)),
-            cluster_quality_units(cat.taxonomy, cat.codes, labels, n_clusters),
-            epsilon=em_epsilon,
-            sensitivity=em_sensitivity,
-        )
-    else:  # a one-value domain: nothing to choose
-        chosen = np.zeros(n_clusters, dtype=np.int64)
-    out_codes = np.empty(labels.shape[0], dtype=np.int64)
-    out_codes[destination] = chosen[labels]
-    return out_codes
+    """Draw each cluster's value by the exponential mechanism; return the clusters' codes.
+
+    ``counts`` (``(clusters, leaves)``) are each cluster's records per leaf; the quality
+    of leaf ``c`` is ``-Σ units(c, x)`` over the cluster's records ``x``.
+    """
+    if em_sensitivity <= 0:  # a one-value domain: nothing to choose
+        return np.zeros(counts.shape[0], dtype=np.int64)
+    quality = -(counts @ distance_units(cat.taxonomy.distance_matrix()))
+    chosen = noise.exponential_mechanism(
+        key, quality, epsilon=em_epsilon, sensitivity=em_sensitivity
+    )
+    return np.asarray(chosen, dtype=np.int64)

@@ -1,0 +1,316 @@
+"""One release in progress over an engine, from its opening to its published data."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._release._reports import Reporting
+from dpfast._release.forecast import Forecast
+from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
+from dpfast.engines import EngineChoice, open_engine
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.exceptions import NoiseDominatesWarning
+from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
+
+__all__ = ["BudgetLike", "Progress", "Release", "Reservation", "Run", "open_run"]
+
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Release:
+    """Released data, its public report, and the data holder's private report.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame, pyarrow.Table, polars.DataFrame or numpy.ndarray
+        The released table, of the same kind as the input (a pyarrow Table for another
+        object read through the Arrow C stream interface).
+    report : Report
+        Public: method, parameters, ε ledger, guarantee. Safe to publish with the data.
+    private : PrivateReport
+        NOT for publication: exact clamped counts, timings, utility metrics, disclosure
+        risk.
+    """
+
+    data: Any
+    report: Report
+    private: PrivateReport
+
+
+class Reservation(Protocol):
+    """A release's spend held in a budget: committed before its output is visible."""
+
+    def commit(self, report: Report) -> None:
+        """Record the spend as final, from the release's public report."""
+        ...
+
+    def abandon(self) -> None:
+        """Give the spend back: the release failed before any output became visible."""
+        ...
+
+
+class BudgetLike(Protocol):
+    """A privacy budget a release spends from (:class:`dpfast.budget.BudgetFile`)."""
+
+    def reserve(
+        self, epsilon: float, *, method: str, output: str | None, columns: Sequence[str]
+    ) -> Reservation:
+        """Hold ``epsilon`` for a release, refusing it if it does not fit."""
+        ...
+
+
+class Run(Reporting):
+    """One release in progress over an engine: its timer, progress and released columns.
+
+    A method opens it with :func:`open_run`, asks :attr:`engine` for every step that
+    touches the data, records each released column with :meth:`keep`, and ends with
+    :meth:`finish`, which places the columns it did not protect (:attr:`policy`), builds
+    the two reports and publishes the data.
+    """
+
+    def __init__(
+        self,
+        method: str,
+        engine: Engine,
+        progress: Progress | None = None,
+        budget: BudgetLike | None = None,
+        output: str | os.PathLike[str] | None = None,
+        risk: RiskOptions | None = None,
+    ) -> None:
+        self.method = method
+        self.engine = engine
+        self.risk_options = risk
+        self.risk_width: dict[Hashable, float] = {}
+        self.risk_counts: Hashable | None = None
+        self.progress = progress
+        self.budget = budget
+        self.output = None if output is None else os.fspath(output)
+        self.reservation: Reservation | None = None
+        self.committed = False
+        self.timer = PhaseTimer()
+        self.policy: UnprotectedPolicy | None = None
+        self.clamped: dict[str, int] = {}
+        self.on_bound: dict[str, int] = {}
+        self.alerts: list[str] = []
+        self.timings_extra: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._released: list[Hashable] = []
+        self._start = time.perf_counter()
+
+    @property
+    def n_rows(self) -> int:
+        """The number of input rows."""
+        return self.engine.n_rows
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as phase ``name`` of the report's timings."""
+        with self.timer.phase(name):
+            yield
+
+    def tick(self, phase: str, done: int, total: int) -> None:
+        """Report progress to the caller's callback, if any."""
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+    def add_seconds(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` to timing ``name`` of the private report (from any thread)."""
+        with self._lock:
+            self.timings_extra[name] = self.timings_extra.get(name, 0.0) + seconds
+
+    def expect(self, forecast: Forecast) -> None:
+        """Warn once, before any ε is reserved, when the forecast finds noise that swamps a column.
+
+        ``forecast`` is the method's own, from its plan and public values only
+        (docs/forecast.md#warning); its one line also goes to the public report's warnings.
+        """
+        text = forecast.warning
+        if text is not None and not self.alerts:
+            self.alerts.append(text)
+            warnings.warn(text, NoiseDominatesWarning, stacklevel=3)
+
+    def reserve(self, epsilon: float, columns: Sequence[Hashable]) -> None:
+        """Hold ``epsilon`` in the run's budget, if it has one, before any work.
+
+        Called once the arguments are checked; a budget that cannot hold it refuses the
+        release here, before any pass over the data.
+        """
+        if self.budget is not None and self.reservation is None:
+            self.reservation = self.budget.reserve(
+                float(epsilon),
+                method=self.method,
+                output=self.output,
+                columns=[str(c) for c in columns],
+            )
+
+    def keep(
+        self, name: Hashable, *, clamped: int | None = None, on_bound: int | None = None
+    ) -> None:
+        """Record a released protected column: its clamped inputs and its outputs on a bound."""
+        self._released.append(name)
+        if clamped is not None:
+            self.clamped[str(name)] = int(clamped)
+        if on_bound is not None:
+            self.on_bound[str(name)] = int(on_bound)
+
+    def released_names(self) -> list[Hashable]:
+        """Return the protected columns released, in the order they were kept."""
+        return list(self._released)
+
+    def unprotected(self) -> list[str]:
+        """Return the input's columns that no mechanism of the release protects."""
+        released = set(self._released)
+        return [str(n) for n in self.engine.names if n not in released]
+
+    def input_rows(self) -> int:
+        """Return the number of rows of the input."""
+        return self.n_rows
+
+    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+        """Return the released values on a bound, as the method counted them."""
+        return {str(n): self.on_bound[str(n)] for n in domains if str(n) in self.on_bound}
+
+    def metrics(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn] = (),
+        domains: Mapping[Hashable, tuple[float, float]] | None = None,
+    ) -> dict[str, Any]:
+        """Compute utility metrics of the released columns against the original (private).
+
+        Rows are matched through the shuffle, so the relative error is record-linked.
+        """
+        with self.phase("metrics"):
+            return self.engine.metrics(numeric, categorical, domains)
+
+    def _risk(self, options: RiskOptions, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Measure the release's risk before it is published (private; risk=True).
+
+        What ``risk=`` leaves unset comes from the release: the compared columns are the
+        protected ones, ``k`` the method's own, the widths those the method set in
+        :attr:`risk_width` (``k_noise``: ``2δ``).
+        """
+        k = parameters.get("k")
+        defaults = ReleaseDefaults(
+            protected=self.released_names(),
+            k=k if isinstance(k, int) and not isinstance(k, bool) else None,
+            width=dict(self.risk_width),
+            counts=self.risk_counts,
+        )
+        self.tick("risk", 0, 1)
+        with self.phase("risk"):
+            found = self.engine.risk(options, defaults)
+        self.tick("risk", 1, 1)
+        return found
+
+    def finish(
+        self,
+        *,
+        source: noise.NoiseSource | None = None,
+        order_key: np.ndarray | None = None,
+        reindex: bool = False,
+        before_publish: PublishHook | None = None,
+        **fields: Any,
+    ) -> Release:
+        """Place the unprotected columns, report, publish; return the :class:`Release`.
+
+        The columns not released follow :attr:`policy`: left out (``"drop"``), in a
+        random order of their own drawn from ``source`` (``"shuffle"``), or in the rows'
+        order (``"keep"``, or a method with no policy): the permutation of ``order_key``
+        (``None``: the input order). ``reindex``: the released rows are in a new order.
+        ``fields`` go to :meth:`reports`.
+        """
+        copied = self.unprotected()
+        with self.phase("assemble"):
+            if copied and self.policy == "shuffle":
+                if source is None:
+                    raise AssertionError("a shuffle of the unprotected columns needs a source")
+                self.engine.copy_columns(copied, source.key(self.method, "unprotected-order"))
+                reindex = True
+            elif copied and self.policy != "drop":
+                self.engine.copy_columns(copied, order_key)
+                reindex = reindex or order_key is not None
+        report, private = self.reports(**fields)
+        if self.risk_options is not None:
+            private.risk = self._risk(self.risk_options, fields.get("parameters") or {})
+            private.timings["risk"] = self.timer.timings["risk"]
+        if self.budget is not None and self.reservation is None:
+            raise AssertionError(f"{self.method} was given a budget but reserved nothing")
+
+        def before(final: Report) -> None:
+            if self.reservation is not None:  # final before any output is visible
+                self.reservation.commit(final)
+                self.committed = True
+            if before_publish is not None:
+                before_publish(final)
+
+        with self.phase("write"):
+            data = self.engine.publish(report, reindex=reindex, before=before)
+        self.tick("assemble", 1, 1)
+        private.timings["total"] = time.perf_counter() - self._start
+        return Release(data, report, private)
+
+
+@contextmanager
+def open_run(
+    method: str,
+    data: Any,
+    engine: str | EngineChoice | None = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+    progress: Progress | None = None,
+    *,
+    metrics: bool = False,
+    risk: bool | Mapping[str, Any] = False,
+    budget: BudgetLike | None = None,
+) -> Iterator[Run]:
+    """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
+
+    ``risk`` (True, or a dict of :class:`dpfast.risk.RiskOptions`) is checked here, before
+    any work: :meth:`Run.finish` measures the release's disclosure risk into the private
+    report. However the block ends, the engine removes what the release left behind, and a
+    budget's reservation not yet committed is given back (nothing was published); an
+    error that an engine can state better (a bad value found in a pass, named as the
+    in-memory release names it; an interrupt a cluster reported as a failed job) is
+    raised so.
+    """
+    options = risk_options(risk)
+    opened = open_engine(
+        data,
+        method=method,
+        engine=engine,
+        output=output,
+        memory_limit=memory_limit,
+        progress=progress,
+        metrics=metrics,
+        risk=options is not None,
+    )
+    run = Run(method, opened, progress, budget, output, options)
+    try:
+        if options is not None:
+            options.check_names(opened.names)
+        yield run
+    except Exception as exc:
+        better = opened.explain(exc)
+        if better is exc:
+            raise
+        raise better from None
+    finally:
+        try:
+            if run.reservation is not None and not run.committed:
+                run.reservation.abandon()
+        finally:
+            opened.close()

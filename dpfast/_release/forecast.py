@@ -1,0 +1,385 @@
+"""A release's forecast from public values only: its noise, before any ε is spent.
+
+A method builds its :class:`Forecast` from its own plan (the same ledger entries, grids
+and noise scales its release draws with) over a :class:`PublicTable`, which holds the
+row count and the column names and nothing else; docs/forecast.md gives the formula
+and how to read it. The release warns from it (:meth:`Forecast.warning`, one line) before
+it reserves its ε; a dry run prints it and stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._validation import option
+from dpfast.accounting import LedgerEntry
+from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.exceptions import DPFastError, DPFastValueError
+from dpfast.partitions.grid import Grid
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "THRESHOLD",
+    "ColumnForecast",
+    "Forecast",
+    "PublicTable",
+    "advise_k",
+    "bound_steps",
+    "choice_forecast",
+    "numeric_forecast",
+]
+
+#: The forecast share of a column's released values on a bound from which a release
+#: warns (docs/forecast.md#warning).
+THRESHOLD = 0.10
+
+
+@dataclass(frozen=True)
+class PublicTable:
+    """A table as a forecast sees it: its row count and column names, no value.
+
+    A :class:`~dpfast._release.columns.TableView`, as an engine is. ``integer`` names the
+    columns of an integer type (their values are rounded after the noise).
+    """
+
+    n_rows: int
+    names: list[Hashable]
+    integer: frozenset[Hashable] = frozenset()
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        """Return the columns ``names``, without values."""
+        columns = []
+        for name in names:
+            whole = name in self.integer if integer is None else bool(integer.get(name))
+            dtype = np.dtype(np.int64 if whole else np.float64)
+            columns.append(NumericColumn(name, np.empty(0), whole, dtype))
+        return columns
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        """Return the columns of ``taxonomies``, without codes."""
+        return [
+            CategoricalColumn(name, np.empty(0, dtype=np.int64), taxonomy)
+            for name, taxonomy in taxonomies.items()
+        ]
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        """Refuse: bounds taken from the data are not public."""
+        raise DPFastValueError(
+            f"a forecast reads public values only, and {option('bounds', 'data')} takes "
+            f"column {column.name!r}'s bounds from the data; give its public bounds"
+        )
+
+
+@dataclass(frozen=True)
+class ColumnForecast:
+    """One protected column's noise, from public values only.
+
+    Attributes
+    ----------
+    column : str
+    epsilon : float
+        The column's share of ε (its ledger entry's).
+    noise_scale : float
+        The ledger entry's noise scale, in the data's units (the exponential mechanism's
+        for a categorical column, a replacement probability for randomized response).
+    noise_sd : float or None
+        The numeric noise's standard deviation, in the data's units.
+    width : float or None
+        The public width ``upper - lower``.
+    on_bound : float or None
+        The forecast share of released values on a bound if the values before the noise
+        were spread evenly over the bounds (docs/forecast.md); ``None`` where nothing is
+        clamped to bounds.
+    released : str
+        What one noise draw covers.
+    """
+
+    column: str
+    epsilon: float
+    noise_scale: float
+    noise_sd: float | None = None
+    width: float | None = None
+    on_bound: float | None = None
+    released: str = ""
+
+    @property
+    def sd_share(self) -> float | None:
+        """The noise's standard deviation as a share of the public width."""
+        if self.noise_sd is None or not self.width:
+            return None
+        return self.noise_sd / self.width
+
+
+def numeric_forecast(
+    entry: LedgerEntry, grid: Grid, steps: int, released: str, integer: bool = False
+) -> ColumnForecast:
+    """Return a numeric column's forecast from its ledger entry, grid and scale in steps.
+
+    ``entry``, ``grid`` and ``steps`` are the ones the release draws with; an ``integer``
+    column is rounded after the noise, which puts the values within half a unit of an
+    integer bound on it too (:func:`bound_steps`).
+    """
+    low, high = bound_steps(grid, integer)
+    return ColumnForecast(
+        column=entry.columns[0],
+        epsilon=entry.epsilon,
+        noise_scale=entry.noise_scale,
+        noise_sd=noise.discrete_laplace_sd(steps) * grid.gamma,
+        width=grid.upper - grid.lower,
+        on_bound=noise.on_bound_share(steps, grid.d_int, low, high),
+        released=released,
+    )
+
+
+def _released(grid: Grid, integer: bool, y: int) -> float:
+    """Return the value grid value ``y`` is released as (the kernels' ``grid_value``)."""
+    value = grid.lower + grid.gamma * y
+    if integer:
+        value = float(round(value))  # half to even, as np.rint
+    return min(max(value, grid.lower), grid.upper)
+
+
+def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
+    """Return how many grid steps from each end are released as that bound.
+
+    ``(a, b)``: the grid values ``0 .. a`` are released as the lower bound and ``D - b ..
+    D`` as the upper one (``None``: none is). A float column releases only its end
+    points there (``(0, 0)``); an integer column rounds after the noise, so every grid
+    value that rounds onto an integer bound counts. Found by bisection: the released
+    value grows with the grid value.
+    """
+    d = grid.d_int
+    if not integer or d == 0:
+        return 0, 0
+    low: int | None = None
+    if _released(grid, integer, 0) <= grid.lower:
+        lo, hi = 0, d  # released(lo) on the bound; the answer is in [lo, hi]
+        while lo < hi:
+            middle = (lo + hi + 1) // 2
+            lo, hi = (
+                (middle, hi) if _released(grid, integer, middle) <= grid.lower else (lo, middle - 1)
+            )
+        low = lo
+    high: int | None = None
+    if _released(grid, integer, d) >= grid.upper:
+        lo, hi = 0, d  # the first grid value released as the upper bound is in [lo, hi]
+        while lo < hi:
+            middle = (lo + hi) // 2
+            lo, hi = (
+                (lo, middle) if _released(grid, integer, middle) >= grid.upper else (middle + 1, hi)
+            )
+        high = d - lo
+    return low, high
+
+
+def choice_forecast(entry: LedgerEntry, released: str) -> ColumnForecast:
+    """Return a categorical column's forecast from its ledger entry: its ε and scale, no bounds."""
+    return ColumnForecast(entry.columns[0], entry.epsilon, entry.noise_scale, released=released)
+
+
+def smallest_k(worst: Callable[[int], float], n_rows: int) -> int | None:
+    """Return the smallest ``k`` in ``[1, n_rows]`` whose worst forecast is under the threshold.
+
+    ``worst(k)`` is the largest forecast share of the columns at ``k`` (an error: the plan
+    cannot be made at that ``k``); it falls as ``k`` grows, so a bisection finds the edge.
+    ``None`` when even ``k = n_rows`` leaves a column at the threshold or above.
+    """
+
+    def under(k: int) -> bool:
+        try:
+            return worst(k) < THRESHOLD
+        except DPFastError:
+            return False
+
+    if n_rows < 1 or not under(n_rows):
+        return None
+    low, high = 0, n_rows  # under(high); not under(low), or low = 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        if under(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def advise_k(
+    worst: Callable[[int], float], n_rows: int, m: int, epsilon: float, groups: str
+) -> tuple[int | None, str]:
+    """Return the smallest ``k`` under the threshold and the sentence that gives it.
+
+    ``groups`` names a group of ``k`` rows (``"rank group"``, ``"cluster"``); ``m`` is the
+    number of protected columns, which share ``epsilon``. When no ``k`` is enough the
+    sentence says why.
+    """
+    k = smallest_k(worst, n_rows)
+    if k is not None:
+        count = n_rows // k
+        return k, (
+            f"smallest {option('k')} that brings every column under {THRESHOLD:.0%}: {k} "
+            f"({count:,} {groups}{'s' if count != 1 else ''} of {k:,} rows or more)"
+        )
+    try:
+        share = f"{worst(n_rows):.0%}"
+    except DPFastError:
+        share = "every value"
+    return None, (
+        f"no {option('k')} brings every column under {THRESHOLD:.0%}: even "
+        f"{option('k', n_rows)} (one {groups} of all {n_rows:,} rows) leaves {share} on a "
+        f"bound, because the {m} protected column(s) share {option('epsilon')} = "
+        f"{epsilon:g} ({epsilon / m:.3g} each); protect fewer columns or raise "
+        f"{option('epsilon')}"
+    )
+
+
+def _assumption(k: bool) -> str:
+    """Say what the share on a bound is: a forecast, and from what."""
+    return (
+        f"a forecast from public values only (the bounds, epsilon{', k' if k else ''} and the "
+        "row count), if the values before the noise were spread evenly over their bounds; "
+        "not a measurement of the data"
+    )
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a release will do to its columns, from public values only; nothing spent.
+
+    Attributes
+    ----------
+    method : str
+    epsilon : float or None
+        The ε the release spends (``None`` for a method without one).
+    n_rows : int or None
+        The row count used (``None`` where the guarantee keeps it private: DiffGen).
+    columns : tuple of ColumnForecast
+        Per protected column.
+    k : int or None
+        The group size asked for, for a method with one.
+    suggested_k : int or None
+        The smallest ``k`` whose forecast puts less than :data:`THRESHOLD` of every
+        column's values on a bound (``None``: no ``k`` does, or no ``k`` to choose).
+    k_advice : str or None
+        The sentence that gives it, or says why no ``k`` does.
+    notes : tuple of str
+        What is and is not forecast, in plain words.
+    """
+
+    method: str
+    epsilon: float | None
+    n_rows: int | None
+    columns: tuple[ColumnForecast, ...] = ()
+    k: int | None = None
+    suggested_k: int | None = None
+    k_advice: str | None = None
+    notes: tuple[str, ...] = ()
+    threshold: float = field(default=THRESHOLD)
+
+    @property
+    def affected(self) -> tuple[ColumnForecast, ...]:
+        """The columns whose forecast share on a bound is at the threshold or above."""
+        return tuple(
+            c for c in self.columns if c.on_bound is not None and c.on_bound >= self.threshold
+        )
+
+    @property
+    def warning(self) -> str | None:
+        """One line naming every affected column, or ``None`` when there is none."""
+        affected = self.affected
+        if not affected:
+            return None
+        shares: dict[str, list[str]] = {}
+        for c in affected:  # columns of one rounded share together, in the columns' order
+            shares.setdefault(f"{c.on_bound:.0%}", []).append(repr(c.column))
+        order = sorted(shares, key=lambda share: -float(share[:-1]))
+        named = "; ".join(f"{share} in {', '.join(shares[share])}" for share in order)
+        return (
+            f"the noise will put {self.threshold:.0%} or more of the released values of "
+            f"{len(affected)} column(s) on a bound: {named} (forecast from public values "
+            f"only, the values taken as spread evenly over their bounds). {self._levers()}"
+        )
+
+    def _levers(self) -> str:
+        fewer = f"protect fewer columns (each gets a share of {option('epsilon')})"
+        if self.suggested_k is not None:
+            return (
+                f"Raise {option('k')} to {self.suggested_k} or more, {fewer}, or raise "
+                f"{option('epsilon')}."
+            )
+        if self.k is not None and self.k_advice is not None:
+            return f"No {option('k')} is enough: {fewer} or raise {option('epsilon')}."
+        return f"{fewer[0].upper()}{fewer[1:]} or raise {option('epsilon')}."
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the forecast as plain JSON-serialisable Python objects."""
+        out = asdict(self)
+        out["columns"] = [{**asdict(c), "sd_share": c.sd_share} for c in self.columns]
+        out["notes"] = list(self.notes)
+        out["warning"] = self.warning
+        return out
+
+    def __str__(self) -> str:
+        lines = [
+            f"forecast of {self.method} from public values only: nothing spent, nothing written",
+            self._header(),
+        ]
+        if self.columns:
+            lines.extend(_table(self.columns))
+            if any(c.on_bound is not None for c in self.columns):
+                lines.append(f"* on a bound: {_assumption(self.k is not None)}")
+        if self.k_advice is not None:
+            lines.append(self.k_advice)
+        lines.extend(self.notes)
+        if self.warning is not None:
+            lines.append(f"warning: {self.warning}")
+        return "\n".join(lines)
+
+    def _header(self) -> str:
+        parts = [] if self.n_rows is None else [f"{self.n_rows:,} rows"]
+        if self.k is not None:
+            parts.append(option("k", self.k))
+        if self.epsilon is not None:
+            parts.append(option("epsilon", float(f"{self.epsilon:.6g}")))
+        return ", ".join(parts)
+
+
+def _number(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1%}" if percent else f"{value:.4g}"
+
+
+def _table(columns: Sequence[ColumnForecast]) -> list[str]:
+    """Return the rows of the per-column table, aligned."""
+    head = ("column", "epsilon", "noise scale", "noise sd", "sd / width", "on a bound*")
+    rows = [head] + [
+        (
+            c.column,
+            _number(c.epsilon),
+            _number(c.noise_scale),
+            _number(c.noise_sd),
+            _number(c.sd_share, percent=True),
+            _number(c.on_bound, percent=True),
+        )
+        for c in columns
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return [
+        "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]

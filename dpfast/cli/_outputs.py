@@ -1,0 +1,209 @@
+"""What a release command writes: the data and its two reports, and the summary it prints."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dpfast.cli._progress import renamed
+
+__all__ = [
+    "from_data",
+    "mark_from_data",
+    "report_paths",
+    "summary",
+    "write_release",
+    "write_reports",
+]
+
+
+def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
+    """Return the paths of the public and the private report of an output file."""
+    return f"{output}.public-report.json", f"{output}.private-report.json"
+
+
+def write_release(
+    data: Any,
+    report: Any,
+    private: Any,
+    output: str | os.PathLike[str],
+    *,
+    delimiter: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    before_publish: Callable[[Any], None] | None = None,
+) -> tuple[str, str]:
+    """Write the data and its two reports, each atomically; never leave one without the others.
+
+    The data is written whole to a hidden file beside ``output``; ``before_publish(report)``
+    (the budget's commit) runs then, before it is renamed into place and the reports are
+    written. A failure or an interrupt before the rename leaves ``output`` as it was; one
+    after it removes the output again (its spend, committed, stays spent).
+    ``delimiter`` replaces the separator of a CSV or TSV output; ``progress`` is called as
+    the data is written. Returns the paths of the public and the private report.
+    """
+    from dpfast.io import output_format, write_table_atomic
+
+    target = Path(output)
+    descriptor, unpublished = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=f".unpublished.{output_format(target)}", dir=target.parent
+    )
+    os.close(descriptor)
+    shown = None if progress is None else renamed(progress, f"writing {target.name}")
+    try:
+        write_table_atomic(data, unpublished, delimiter=delimiter, progress=shown)
+        if before_publish is not None:
+            before_publish(report)
+        os.replace(unpublished, target)
+        return write_reports(report, private, output)
+    except BaseException:
+        if os.path.lexists(unpublished):
+            Path(unpublished).unlink()
+        else:  # renamed into place: take it back, as write_reports does
+            target.unlink(missing_ok=True)
+        raise
+
+
+def write_reports(report: Any, private: Any, output: str | os.PathLike[str]) -> tuple[str, str]:
+    """Write both reports of the published ``output``; remove all three if one fails.
+
+    The private report is readable by its owner only (0600), whatever the umask.
+    Returns the paths of the public and the private report.
+    """
+    from dpfast._private_files import write_private_text
+    from dpfast.io import write_json_atomic
+
+    public_path, private_path = report_paths(output)
+    written: list[str] = []
+    try:
+        write_json_atomic(report.to_dict(), public_path)
+        written.append(public_path)
+        write_private_text(private.to_json() + "\n", private_path)
+    except BaseException:
+        for path in written:
+            Path(path).unlink(missing_ok=True)
+        if Path(output).is_dir():
+            shutil.rmtree(output, ignore_errors=True)
+        else:
+            Path(output).unlink(missing_ok=True)
+        raise
+    return public_path, private_path
+
+
+_LEVELS = {
+    "proven": "proven: {epsilon}-differential privacy of everything written",
+    "protected_only": "{epsilon}-differential privacy of the protected columns only; the "
+    "unprotected columns are NOT protected",
+    "as_published": "NOT proven differentially private (the paper's claim only)",
+    "heuristic": "NOT proven differentially private (heuristic)",
+    "local": "local differential privacy of one column only",
+    "none": "NOT differentially private",
+}
+
+_UNPROTECTED = {
+    "drop": "left out (--unprotected drop)",
+    "shuffle": "written unchanged in a random row order of their own, NOT protected "
+    "(--unprotected shuffle)",
+    "keep": "written unchanged in their rows, NOT protected",
+}
+
+
+def summary(
+    args: argparse.Namespace,
+    report: Any,
+    private: Any,
+    paths: tuple[str, str],
+    n_rows: int,
+    spend: Any,
+) -> int:
+    """Print what was written and what holds (unless --quiet); return exit code 0.
+
+    Besides the public facts it prints two lines for the data holder's eyes: the share of
+    released values on a bound (from the private report), and, under column linkage, that
+    rows are not records.
+    """
+    if args.quiet:
+        return 0
+    public_path, private_path = paths
+    budget = "no privacy budget" if report.epsilon is None else f"epsilon = {report.epsilon:g}"
+    level = _LEVELS[report.guarantee_level].format(epsilon=f"{report.epsilon or 0:g}")
+    lines = [
+        f"wrote {args.output} ({n_rows:,} rows)",
+        f"  public report (may be published with the data): {public_path}",
+        f"  PRIVATE report (exact counts and timings; do not publish): {private_path}",
+        f"{report.method}: {budget}; guarantee: {level}"
+        + (" (seeded: not for publication)" if report.seeded else ""),
+    ]
+    if report.unprotected_columns:
+        shown = ", ".join(report.unprotected_columns[:10])
+        more = ", ..." if len(report.unprotected_columns) > 10 else ""
+        lines.append(
+            f"unprotected columns {shown}{more}: {_UNPROTECTED[report.unprotected or 'keep']}"
+        )
+    if report.guarantee_level not in ("proven", "protected_only"):
+        lines.append(f"why: {report.guarantee}")
+    lines.extend(_on_bound(private) + _linkage(report))
+    if spend is not None and spend.reservation is not None:
+        left = spend.reservation.budget.remaining()
+        lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
+    print("\n".join(lines))
+    return 0
+
+
+def _on_bound(private: Any) -> list[str]:
+    """Say how many released values sit on a bound: exact, so private (this terminal only)."""
+    counts = private.clamped_output
+    rows = private.input_rows
+    if not counts or not rows:
+        return []
+    overall = sum(counts.values()) / (rows * len(counts))
+    shown = ", ".join(f"{name} {count / rows:.1%}" for name, count in list(counts.items())[:10])
+    more = ", ..." if len(counts) > 10 else ""
+    return [
+        f"released values on a bound (PRIVATE: counted in this release, do not publish): "
+        f"{overall:.1%} of them ({shown}{more})"
+    ]
+
+
+def _linkage(report: Any) -> list[str]:
+    """Under column linkage, say plainly that rows are not records, and what keeps them."""
+    if report.parameters.get("linkage") != "columns":
+        return []
+    return [
+        "rows are not records: --linkage columns shuffles each protected column on its own, "
+        "so the values in one output row come from different input rows, and relationships "
+        "between columns (correlations, cross-tabulations) are not kept. For linked records "
+        "with a proof use dpfast release mdav-dp; --linkage records keeps rows linked as "
+        "the paper does, NOT proven differentially private"
+    ]
+
+
+def mark_from_data(report: Any, schema: Any, args: argparse.Namespace) -> Any:
+    """Label a release that used schema values marked ``"from_data"`` as not private."""
+    marked, text = from_data(report, schema, args)
+    if text is not None:
+        from dpfast.exceptions import PrivacyLeakWarning
+
+        warnings.warn(text, PrivacyLeakWarning, stacklevel=2)
+    return marked
+
+
+def from_data(report: Any, schema: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
+    """Return the report :func:`mark_from_data` writes, and its label (None: unchanged)."""
+    marked = {} if schema is None else schema.from_data(report.protected_columns)
+    if not marked:
+        return report, None
+    fields = "; ".join(f"{column}: {', '.join(keys)}" for column, keys in marked.items())
+    text = (
+        f"NOT differentially private: {args.schema} marks values taken from the data "
+        f'("from_data": {fields}), so the release depends on every record through them and '
+        "no epsilon covers that. Replace them with public values and remove "
+        f'"from_data". Without them: {report.guarantee}'
+    )
+    return dataclasses.replace(report, guarantee=text, guarantee_level="none"), text

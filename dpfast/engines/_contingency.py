@@ -1,0 +1,186 @@
+"""Class counts of coded columns held in memory, refined through a partition tree.
+
+The records are refined into a tree of partitions (docs/design.md#diffgen-tree): every
+label's records are the leaf partitions under the tree nodes listed for it (``Link_v``),
+and relabelling them splits each of those leaves by the records' codes in one scan
+(:func:`dpfast._kernels.contingency.split_partitions`), which also counts their (code,
+class) pairs. So a split costs O(records of the label), and the cells' counts are read
+off the leaves at the end; only partitions that hold records are stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpfast._kernels import contingency as kernels
+from dpfast.engines.values import Contingency
+
+__all__ = ["HeldContingency", "Partitions"]
+
+
+class Partitions:
+    """Flat arrays of the partition tree (see :mod:`dpfast._kernels.contingency`).
+
+    ``split_column[p]`` is the column on which node ``p``'s children differ (``-1`` for a
+    leaf) and ``node_value[c]`` child ``c``'s label on it, so a leaf's labels are read
+    along its path from the root (whose labels are ``root_values``).
+    """
+
+    _FIELDS = ("start", "end", "first_child", "n_children", "split_column", "node_value")
+
+    def __init__(self, n_rows: int, root_values: np.ndarray) -> None:
+        capacity = 64
+        self.size = 1
+        self.root_values = root_values
+        self.start = np.zeros(capacity, dtype=np.int64)
+        self.end = np.zeros(capacity, dtype=np.int64)
+        self.end[0] = n_rows
+        self.first_child = np.full(capacity, -1, dtype=np.int64)
+        self.n_children = np.zeros(capacity, dtype=np.int64)
+        self.split_column = np.full(capacity, -1, dtype=np.int64)
+        self.node_value = np.full(capacity, -1, dtype=np.int64)
+        self.max_children = 1
+
+    def _reserve(self, extra: int) -> None:
+        need = self.size + extra
+        capacity = self.start.shape[0]
+        if need <= capacity:
+            return
+        capacity = max(need, 2 * capacity)
+        for name in self._FIELDS:
+            old = getattr(self, name)
+            fill = 0 if name in ("start", "end", "n_children") else -1
+            new = np.full(capacity, fill, dtype=np.int64)
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
+
+    def leaves(self, nodes: np.ndarray) -> np.ndarray:
+        return kernels.expand_leaves(  # type: ignore[no-any-return]
+            nodes, self.first_child[: self.size], self.n_children[: self.size]
+        )
+
+    def split(
+        self,
+        leaves: np.ndarray,
+        kids: np.ndarray,
+        child: np.ndarray,
+        new_start: np.ndarray,
+        new_end: np.ndarray,
+        column: int,
+        child_ids: np.ndarray,
+    ) -> int:
+        """Add the non-empty children of ``leaves`` (``split_partitions``); return the first id."""
+        count = child.shape[0]
+        self._reserve(count)
+        base = self.size
+        stop = base + count
+        self.start[base:stop] = new_start
+        self.end[base:stop] = new_end
+        self.node_value[base:stop] = child_ids[child]
+        self.first_child[leaves] = base + np.cumsum(kids) - kids
+        self.n_children[leaves] = kids
+        self.split_column[leaves] = column
+        self.size = stop
+        self.max_children = max(self.max_children, child_ids.shape[0])
+        return base
+
+    def leaf_cells(
+        self, position: np.ndarray, strides: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        n = self.size
+        return kernels.leaf_cells(  # type: ignore[no-any-return]
+            self.first_child[:n],
+            self.n_children[:n],
+            self.split_column[:n],
+            self.node_value[:n],
+            self.root_values,
+            position,
+            strides,
+            (depth + 1) * self.max_children + 2,
+        )
+
+
+class HeldContingency(Contingency):
+    """Coded columns and classes held whole (:class:`~dpfast.engines.base.Contingency`).
+
+    ``codes[j]`` is column ``j``'s int64 codes, ``classes`` every record's class (int64);
+    :meth:`start` builds the tree, whose ``order`` holds the rows by partition.
+    """
+
+    def __init__(
+        self,
+        classes: np.ndarray,
+        n_classes: int,
+        codes: list[np.ndarray],
+        n_codes: list[int],
+        code_values: list[np.ndarray | None],
+        clamped: list[int],
+    ) -> None:
+        super().__init__(n_classes, n_codes, code_values, clamped)
+        self.classes = classes
+        self.codes = codes
+        self.order = np.empty(0, dtype=np.int64)
+        self.partitions: Partitions | None = None
+        self.link: dict[int, np.ndarray] = {}
+        self.depth = 0
+
+    def counts(self, column: int) -> np.ndarray:
+        return kernels.class_histogram(  # type: ignore[no-any-return]
+            self.codes[column], self.classes, self.n_codes[column], self.n_classes
+        )
+
+    def start(self, labels: Sequence[int]) -> None:
+        """One leaf holding every record, linked to every first label."""
+        n_rows = self.classes.shape[0]
+        self.order = np.arange(n_rows, dtype=np.int64)
+        self.partitions = Partitions(n_rows, np.array(labels, dtype=np.int64))
+        self.link = {int(label): np.zeros(1, dtype=np.int64) for label in labels}
+        self.depth = 0
+
+    def split(
+        self, column: int, label: int, child_of: np.ndarray, offset: int, children: np.ndarray
+    ) -> np.ndarray:
+        """Split the label's leaf partitions by child in one scan; link each child to its own."""
+        parts = self.partitions
+        assert parts is not None
+        leaves = parts.leaves(self.link.pop(label))
+        k = children.shape[0]
+        kids_per_leaf, child, new_start, new_end, hist = kernels.split_partitions(
+            self.order,
+            leaves,
+            parts.start,
+            parts.end,
+            self.codes[column],
+            self.classes,
+            child_of,
+            offset,
+            k,
+            child_of.shape[0],
+            self.n_classes,
+        )
+        base = parts.split(leaves, kids_per_leaf, child, new_start, new_end, column, children)
+        for c in range(k):
+            self.link[int(children[c])] = base + np.flatnonzero(child == c)
+        self.depth += 1
+        return hist  # type: ignore[no-any-return]
+
+    def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+        """Read each leaf's cell along its path, and its class counts off its records."""
+        parts = self.partitions
+        assert parts is not None
+        n_cells = math.prod(sizes)
+        strides = np.ones(len(sizes), dtype=np.int64)
+        for j in range(len(sizes) - 2, -1, -1):
+            strides[j] = strides[j + 1] * sizes[j + 1]
+        leaves, cell = parts.leaf_cells(position, strides, self.depth)
+        counts = kernels.leaf_class_counts(
+            self.order, leaves, parts.start, parts.end, self.classes, self.n_classes
+        )
+        if np.unique(cell).shape[0] != cell.shape[0]:
+            raise AssertionError("the leaf partitions are not the product of the cuts")
+        table = np.zeros((n_cells, self.n_classes), dtype=np.int64)
+        table[cell] = counts
+        return table

@@ -1,0 +1,469 @@
+"""The engine protocol: the primitives every method's release is written over (docs/engines.md).
+
+A method says *what* once (validation, plan, ledger, noise keys, report) and asks an
+:class:`Engine` for each step that touches the data. An engine says *how* for one place
+where data lives: in memory (:mod:`dpfast.engines.memory`), in files beyond memory
+(:mod:`dpfast.engines.outofcore`), on Spark or on Dask. Every random draw is keyed by what
+it is for (a column, a rank group, a bucket of a permutation), never by how the data was
+split, so a seeded release is the same on every engine.
+
+The primitives:
+
+* **the input**: :attr:`Engine.n_rows`, :attr:`Engine.names`, the protected columns
+  checked as every engine checks them (:meth:`Engine.numeric_columns`,
+  :meth:`Engine.categorical_columns`), a column's range (:meth:`Engine.value_range`, for
+  bounds taken from the data);
+* **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
+  sees fit, results in column order;
+* **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
+  its public grid), :meth:`Engine.rank_counts` (a categorical column's records per
+  taxonomy rank);
+* **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
+  row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
+  values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
+  rows' places, record-linked), :meth:`Engine.write_ranked` (rank-group values at
+  their rows' places, rows in their order), :meth:`Engine.copy_columns` (columns not
+  protected, unchanged, in the rows' order or a keyed one);
+* **clusters** (rows partitioned, each cluster released as one value per column):
+  :meth:`Engine.insensitive_clusters` (the insensitive MDAV partition under a
+  data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's
+  exact integer grid sums and records per leaf), :meth:`Engine.write_clusters` (each
+  row's cluster value, rows in a keyed order);
+* **class counts** of columns coded for a generalisation: the values that occur in a
+  column (:meth:`Engine.occurring_values`), every record's class
+  (:meth:`Engine.class_codes`), and a :class:`Contingency` of coded columns
+  (:meth:`Engine.contingency`) whose records are refined label by label; a table the
+  method computed from them is its output (:meth:`Engine.write_table`);
+* **row-wise statistics and outputs**: :meth:`Engine.order_statistics` (the extremes of
+  the spacings between every ``k`` consecutive ranks), :meth:`Engine.bin_counts` (an
+  equal-width histogram), :meth:`Engine.write_resampled` (each row kept or replaced by a
+  keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
+  (a column coded by a public domain, released row by row as its labels);
+* **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
+  an engine that writes files) and returns the released data; :meth:`Engine.close`
+  removes what a failed or interrupted release left.
+
+An engine never imports a method; the per-batch functions a method hands over
+(:class:`Cells`) are module-level callables, so that a cluster can ship them to its
+workers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    Classes,
+    Clusters,
+    ClusterTotals,
+    CodeCells,
+    CodedNumeric,
+    Contingency,
+    GroupValues,
+    Lookup,
+    NumericColumn,
+    Opening,
+    OrderStatistics,
+    PublishHook,
+    column_threads,
+)
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.risk import ReleaseDefaults, RiskOptions
+from dpfast.taxonomy import Taxonomy
+
+__all__ = ["Engine"]
+
+T = TypeVar("T")
+E = TypeVar("E", bound="Engine")
+R = TypeVar("R")
+
+
+# -- class counts of coded columns ------------------------------------------------------
+
+
+class Engine(ABC):
+    """One release's input where it lives, and the primitives a method runs on it.
+
+    An engine is opened for one release (:func:`dpfast.engines.open_engine`) and used by
+    one thread at a time, except inside :meth:`each_column`, where the primitives of
+    different columns may run at once.
+    """
+
+    #: The engine's name in the registry and in ``engine=`` arguments.
+    name: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def open(cls: type[E], data: Any, opening: Opening) -> E:
+        """Open the engine on ``data`` for one release, refusing what it cannot do.
+
+        An engine takes its own settings (``EngineChoice.options``) as keywords; a refusal
+        says what to change, before anything is read or written.
+        """
+
+    # -- the input ----------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def n_rows(self) -> int:
+        """The number of input rows."""
+
+    @property
+    @abstractmethod
+    def names(self) -> list[Hashable]:
+        """The input's column names, in order."""
+
+    @abstractmethod
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        """Return the protected numeric columns ``names``, refusing what cannot be protected.
+
+        ``integer`` declares columns integer or float (default: their type says);
+        ``categorical`` says whether the method protects categorical columns (the error
+        for a text column then suggests a taxonomy). Every engine raises the same errors
+        for the same table, before any output exists; an engine that reads its columns
+        in passes checks their values in those passes.
+        """
+
+    @abstractmethod
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        """Return the protected categorical columns, in ``taxonomies``' order.
+
+        An engine that holds the values checks that each is a leaf of its taxonomy here;
+        one that reads them in passes checks them in the first pass.
+        """
+
+    # -- work over columns --------------------------------------------------------------
+
+    @abstractmethod
+    def each_column(
+        self,
+        columns: Sequence[T],
+        work: Callable[[T], R],
+        *,
+        n_threads: int | None = None,
+        held_bytes: int = 0,
+    ) -> Iterator[tuple[T, R]]:
+        """Yield ``(column, work(column))`` for every column, in ``columns``' order.
+
+        The columns may run at once (``n_threads``: at most that many; default the
+        engine's choice), each within its share of the engine's memory, of which
+        ``held_bytes`` are held by the method while the column runs (the engine refuses
+        a share too small for them, saying what to change). Results are yielded in
+        order, whatever order they finish in; on an error or interrupt, the columns not
+        started are not started.
+        """
+
+    def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
+        """Bytes each column may hold when ``n_columns`` run in :meth:`each_column`.
+
+        An engine without a memory limit answers a number no column reaches.
+        """
+        column_threads(n_threads, n_columns or 1)  # a bad n_threads is refused here
+        return 1 << 62
+
+    # -- passes -------------------------------------------------------------------------
+
+    @abstractmethod
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        """Return the smallest and the largest value of a protected numeric column."""
+
+    @abstractmethod
+    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+        """Return the exact integer sums of a column's rank groups, and its clamped count.
+
+        Each value is clamped to ``grid``'s domain and quantised to its grid steps; the
+        rows are sorted by grid value and cut into ``n // k`` groups of ``k`` (the
+        remainder in the last). Integer sums do not depend on how the column is cut.
+        """
+
+    @abstractmethod
+    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
+        """Return how many records hold each taxonomy rank (the taxonomy's order)."""
+
+    # -- outputs ------------------------------------------------------------------------
+
+    @abstractmethod
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        """Release ``column`` row by row with ``cells``; return the counts, added up.
+
+        Output row ``i`` holds input row ``i``'s released value (an integer column in its
+        own dtype).
+        """
+
+    @abstractmethod
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        """Release a column whose output row ``r`` holds ``values[order[r] // k]``.
+
+        ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``; ``values`` are the
+        rank groups' released values (float64, or taxonomy codes of a categorical
+        column; the last group holds the remainder).
+        """
+
+    @abstractmethod
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        """Release each row's rank-group value at the row's own place (record linkage).
+
+        Rows are ranked by (grid value, row) for a numeric column, by (taxonomy rank,
+        row) for a categorical one; ``values(sums)`` (numeric: the groups' exact integer
+        sums; categorical: the records per taxonomy rank) gives every group's value.
+        Output row ``r`` holds input row ``permutation(key, n)[r]`` (``key`` ``None``:
+        the input order). Returns the group values and the clamped count.
+        """
+
+    @abstractmethod
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        """Release each row's rank-group value at the row's own place, in the input order.
+
+        Rows are ranked by (value, row); ``values(sums)`` gets every rank group's float
+        sum, its values added one by one in rank order (the remainder in the last group),
+        and gives every group's released value.
+        """
+
+    @abstractmethod
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        """Release columns ``names`` unchanged: output row ``r`` holds input row ``order[r]``.
+
+        ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``, or the input order
+        when ``key`` is ``None``. The columns keep their types.
+        """
+
+    # -- clusters -----------------------------------------------------------------------
+
+    @abstractmethod
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Partition the rows by insensitive MDAV under ``geometry`` (docs/design.md#imdav-order).
+
+        Numeric values are clamped to ``geometry``'s domain (in the order of
+        ``numeric``), categorical ones are their taxonomies' codes. While at least ``2k``
+        rows remain, the next cluster takes the ``k`` rows not yet taken that come first
+        in the order of its reference point: distance, then the values, the codes, the
+        row; the rest form the last cluster. Every engine gives the partition of
+        :func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`. An engine that
+        reads in passes may refuse, before its first pass, a sequence of too many
+        distinct points or clusters too many for its memory, saying what to change.
+        """
+
+    @abstractmethod
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        """Return each cluster's exact integer sums and records per leaf, in one pass.
+
+        Numeric column ``numeric[j]`` is clamped to ``grids[j]``'s domain and quantised
+        to its steps (as :meth:`group_sums` does); ``clusters`` are this engine's.
+        """
+
+    @abstractmethod
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        """Release ``columns`` cluster by cluster, the rows in a keyed order.
+
+        Output row ``r`` of column ``j`` holds ``values[j][c]``, ``c`` the cluster of input
+        row ``order[r]``; ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``, or
+        the input order when ``key`` is ``None``; ``values[j]`` holds column ``j``'s
+        released value of every cluster (float64, already rounded for an integer column,
+        or taxonomy codes of a categorical one).
+        """
+
+    # -- class counts of coded columns --------------------------------------------------
+
+    @abstractmethod
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        """Return the columns among ``names`` whose type holds numbers (not booleans)."""
+
+    @abstractmethod
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        """Return the distinct values that occur in column ``name`` (not missing), any order."""
+
+    @abstractmethod
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        """Code every record's value of column ``name`` with ``lookup``: its class.
+
+        A value's category is its own (a dictionary's, a pandas categorical's). Reads the
+        column once; the codes stay with the engine, for :meth:`contingency`.
+        """
+
+    @abstractmethod
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> Contingency:
+        """Code ``columns`` (in order) beside ``classes``; checks their values as it reads them.
+
+        A categorical column's codes are its taxonomy's leaves (its values are checked
+        as :meth:`categorical_columns` says); a numeric one's, as :class:`CodedNumeric`
+        says (its values checked as every protected value).
+        """
+
+    @abstractmethod
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Release a table the method computed (a row per cell, not per record) as the output.
+
+        ``columns`` as :func:`dpfast.io.build_table` takes them: an array, or ``(codes,
+        labels)`` for a categorical column. :meth:`publish` returns it as a table of the
+        input's kind (in memory) or a frame (a cluster), or returns the dataset written at
+        ``output`` (out of core). With ``repeat`` (a column of non-negative integer
+        counts), what is written at ``output`` holds each row that many times, without
+        that column.
+        """
+
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    @abstractmethod
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        """Return the order statistics that bound the spacings of every ``k`` ranks.
+
+        ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``, 1-based ranks of the
+        column sorted: ``(X_(i), X_(i+k))`` is the pair of largest ``X_(i+k) - X_(i)`` over
+        ``i = 1 .. n - k``, compared exactly (the rounded difference, then its TwoSum
+        error; ties go to the lowest ``i``), and ``inner`` is false when ``n == k`` (the
+        pair is then ``(X_(1), X_(1))``). ``value_range`` is the column's ``(min, max)``
+        (:meth:`value_range`), with ``min < max``; ``1 <= k <= n``.
+        """
+
+    @abstractmethod
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        """Return how many values of a numeric column each of ``m`` equal-width bins holds.
+
+        Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)`` (:class:`Bins`);
+        int64[m].
+        """
+
+    @abstractmethod
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        """Release a numeric column whose rows keep their value or take one of their bin's.
+
+        Output row ``i`` is row ``i`` of :func:`dpfast.noise.retain_or_replace` ``(key,
+        keep, values, pool, groups=bins.of(values), group_start=bins.starts,
+        group_size=bins.counts)``, where the pool lists the values bin by bin, each bin's
+        in row order: kept with probability ``keep / 2**32``, else replaced by the value
+        of a uniformly drawn row of the same bin (every bin holds a value). Rows keep
+        their order; an integer column keeps its dtype. ``n_threads`` draw at once (the
+        release does not depend on it).
+        """
+
+    @abstractmethod
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        """Return the NumPy dtype of column ``name``'s values, as :meth:`write_codes` reads them.
+
+        ``object`` for text and for categorical (dictionary) columns held as such.
+        """
+
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        """Return the categories column ``name``'s type declares, in their order, if any.
+
+        A pandas ordered categorical, a polars ``Enum``, an Arrow dictionary of text
+        marked ordered declare them (:meth:`dpfast.io.TableData.declared_categories`); a
+        release of such a column keeps them (:func:`dpfast.io.released_categories`). An
+        engine whose inputs hold no such type answers ``None``.
+        """
+        return None
+
+    @abstractmethod
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        """Release column ``name`` coded by a public ``domain``, row by row, in row order.
+
+        Each value becomes its index in ``domain`` (an equal label; :func:`code_dtype`),
+        ``cells`` gives every row's released code, and the output holds the codes'
+        labels: a pandas categorical column stays one (of categories ``domain``), any
+        other column holds ``domain``'s values. A missing value or one not in ``domain``
+        is refused (:func:`check_in_domain`) before any output is published.
+        """
+
+    # -- the end ------------------------------------------------------------------------
+
+    @abstractmethod
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        """Return the released data, every column written above, in the input's order.
+
+        Output that lands in files is complete before ``before(report)`` runs, and is
+        made visible at once after it (a failure before leaves nothing). ``reindex``:
+        the rows are in a new order (a pandas result gets a fresh index).
+        """
+
+    def close(self) -> None:  # noqa: B027 - an engine without scratch has nothing to remove
+        """Remove whatever a release left behind (scratch files); safe to call twice."""
+
+    def explain(self, error: Exception) -> BaseException:
+        """Return the error a release should raise for ``error`` raised while it ran.
+
+        An engine that finds bad values in passes gives the error the in-memory release
+        gives (the count and first row of them); a cluster gives an interrupt that it
+        reported as a failed job back as the interrupt. By default, ``error`` itself.
+        """
+        return error
+
+    # -- what only an engine holding the values can do ----------------------------------
+
+    def metrics(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        domains: Mapping[Hashable, tuple[float, float]] | None,
+    ) -> dict[str, Any]:
+        """Return the utility metrics of the released columns against the original.
+
+        Only an engine that holds both can; the others refuse ``metrics=True`` when
+        they are opened.
+        """
+        raise NotImplementedError(f"the {self.name} engine computes no metrics")
+
+    def risk(self, options: RiskOptions, defaults: ReleaseDefaults) -> dict[str, Any]:
+        """Return the disclosure risk of the release, each row paired with its source.
+
+        Only an engine that holds the original and the release can; the others refuse
+        ``risk=True`` when they are opened (docs/risk.md#risk-at-release-time).
+        """
+        raise NotImplementedError(f"the {self.name} engine measures no risk")
+
+
+# -- small helpers the engines share --------------------------------------------------------

@@ -1,0 +1,179 @@
+"""The Dask engine: the out-of-core engine over a Dask DataFrame, its passes on the workers.
+
+The client runs the passes through :class:`DaskSource` (the workers read the data), keeps
+the small global state and builds the reports. The release is a lazy Dask DataFrame
+computed on the workers from that state where every column allows it (``dd.from_delayed``
+over output parts, the state one node of the graph sent once to each worker; or one task
+per input partition releasing its rows), else the file the client wrote from the passes,
+read back by the workers in row order (:class:`~dpfast.engines.outofcore.ClusterEngine`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
+from dpfast.engines.dask._methods import memory_limit as configured_memory
+from dpfast.engines.dask._source import DaskSource, arrow_column, dask_of
+from dpfast.engines.dask._write import write_dataset
+from dpfast.engines.outofcore import (
+    PARTS_ATTRIBUTE,
+    ClusterEngine,
+    GeneratedParts,
+    GroupsColumn,
+    RowsBatch,
+    RowsColumn,
+)
+
+__all__ = ["DaskEngine"]
+
+
+class DaskEngine(ClusterEngine):
+    """A Dask DataFrame (or :class:`DaskSource`) released on the workers."""
+
+    name = "dask"
+
+    frame = "a Dask DataFrame"
+    in_memory = "frame.compute()"
+
+    @classmethod
+    def cluster_source(cls, data: Any) -> DaskSource:
+        source = data if hasattr(data, "map_column") else DaskSource(data)
+        dask_of(source)  # anything else is refused before a pass runs
+        return source
+
+    @classmethod
+    def settings(cls, source: Any) -> tuple[int, Path]:
+        """Return ``dpfast.memory-limit`` of Dask's configuration and this process's scratch."""
+        return configured_memory(), scratch_directory()
+
+    @property
+    def cluster(self) -> DaskSource:
+        """The Dask source under this engine's source."""
+        return dask_of(self.source)
+
+    @property
+    def tasks(self) -> int:
+        return self.cluster.sort_tasks
+
+    def groups_frame(self, parts: GeneratedParts) -> Any:
+        return _groups_frame(parts)
+
+    def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
+        return _rows_frame(self.cluster, tuple(columns), self.limits.batch_rows)
+
+    def file_frame(self, path: Path) -> Any:
+        """Return the written release; a copied categorical column keeps its categories."""
+        kept = {n: t for n, t in categories(self.cluster).items() if n in self.copied}
+        return read_in_order(path, kept)
+
+    def table_frame(self, table: Any) -> Any:
+        """Return the table as a frame of one partition (dictionaries as categoricals)."""
+        import dask
+        import dask.dataframe as dd
+
+        # the categories and text keep the in-memory release's dtypes
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_pandas(table.to_pandas(), npartitions=1, sort=False)
+
+    @classmethod
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+        write_dataset(frame, directory, target, progress)
+
+
+def _dtype(column: GroupsColumn | RowsColumn) -> Any:
+    """Return a released column's pandas dtype, the in-memory release's.
+
+    Numbers of the column's type; labels categorical for a categorical input, else text.
+    """
+    if isinstance(column, GroupsColumn) and column.numeric is None:
+        if column.dictionary is not None:
+            return column.labels_of(np.empty(0, dtype=np.int64)).to_pandas().dtype
+        return pd.Series(["label"]).dtype
+    return column.arrow_type.to_pandas_dtype()
+
+
+def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
+    """Return output part ``part`` of every released column, on a worker."""
+    lo, hi = parts.span(part)
+    data = {}
+    for column, array in zip(parts.columns, parts.table(part).columns, strict=True):
+        if column.dictionary is not None:
+            values = array.to_pandas()
+        else:
+            values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+        data[column.name] = pd.Series(values, dtype=_dtype(column), copy=False)
+    frame = pd.DataFrame(data)
+    frame.index = pd.RangeIndex(lo, hi)
+    return frame
+
+
+def _groups_frame(parts: GeneratedParts) -> Any:
+    """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
+
+    The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
+    graph, sent once to each worker that computes a part, not once per task. The frame
+    carries its :class:`GeneratedParts`, so that :meth:`write_dataset` has each part
+    written by the task that computes it, in Arrow, instead of through pandas.
+    """
+    import dask
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    columns = parts.columns
+    name = f"dpfast-release-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
+    state = delayed(parts, name=name, traverse=False)
+    compute = delayed(_groups_part, pure=False)
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in columns})
+    # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
+    with dask.config.set({"dataframe.convert-string": False}):
+        frame = dd.from_delayed(
+            [compute(state, p) for p in range(parts.count)], meta=meta, verify_meta=False
+        )
+    setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
+    return frame
+
+
+def _rows_frame(source: DaskSource, cells: tuple[RowsColumn, ...], batch_rows: int) -> Any:
+    """Return the lazy frame of row-wise released columns, one task per input partition."""
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    names = [c.name for c in cells]
+    kinds = [source.schema.field(name).type for name in names]
+    noised, fn = delayed(_rows_part, pure=False), RowsBatch(cells)
+    parts = [
+        noised(part, first, rows, names, kinds, fn, batch_rows)
+        for part, first, rows in source.parts(names)
+    ]
+    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in cells})
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _rows_part(
+    part: Any,
+    first: int,
+    rows: int,
+    names: list[str],
+    kinds: list[Any],
+    fn: RowsBatch,
+    batch_rows: int,
+) -> pd.DataFrame:
+    """Release one partition's rows, a batch at a time, on a worker."""
+    import pyarrow as pa
+
+    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, names=names)
+    out = [fn(batch.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows)]
+    if not out:
+        out = [fn(batch, first)]
+    table = pa.Table.from_batches(out)
+    frame = table.to_pandas()
+    frame.index = pd.RangeIndex(first, first + rows)
+    return frame

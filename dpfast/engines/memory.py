@@ -1,0 +1,547 @@
+"""The in-memory engine: a table held whole, released with NumPy and Numba in one go.
+
+The input is a pandas, Arrow or polars table, a 2-D NumPy array or any object with the
+Arrow C stream interface (:func:`dpfast.io.as_table_data`); the release is a table of
+the same kind and dtypes. Each primitive works on whole columns: a column is sorted once,
+its output written into one array, and the columns run in threads, one per core.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from dpfast import noise
+from dpfast._kernels import insensitive_mdav as cluster_kernels
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast._kernels import outofcore as outofcore_kernels
+from dpfast._kernels import ranking
+from dpfast._validation import (
+    all_finite,
+    as_numeric_column,
+    is_integer_column,
+    not_numeric_error,
+    option,
+)
+from dpfast.engines._contingency import HeldContingency
+from dpfast.engines._metrics import release_metrics
+from dpfast.engines._risk import computed_columns, copied_columns, released_columns
+from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
+from dpfast.engines.base import Engine
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    Classes,
+    Clusters,
+    ClusterTotals,
+    CodeCells,
+    CodedNumeric,
+    GroupValues,
+    Lookup,
+    NumericColumn,
+    Opening,
+    OrderStatistics,
+    Progress,
+    PublishHook,
+    column_threads,
+    inverse_permutation,
+    own_dtype,
+    partition_inputs,
+)
+from dpfast.exceptions import DPFastValueError
+from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
+from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
+from dpfast.taxonomy import Taxonomy
+
+__all__ = ["MemoryEngine"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class MemoryEngine(Engine):
+    """A table held in memory (see the module docstring)."""
+
+    name = "memory"
+
+    def __init__(
+        self,
+        table: TableData,
+        *,
+        output: str | os.PathLike[str] | None = None,
+        progress: Progress | None = None,
+        metrics: bool = False,
+        risk: bool = False,
+    ) -> None:
+        self.table = table
+        self.output = output
+        self.progress = progress
+        self.track = metrics or risk
+        self.released: dict[Hashable, Any] = {}
+        self.codes: dict[Hashable, np.ndarray] = {}
+        self.taxonomies: dict[Hashable, Taxonomy] = {}
+        self.destinations: dict[Hashable, np.ndarray] = {}
+        self._ranks: dict[Hashable, np.ndarray] = {}
+        self._base: np.ndarray | None = None
+        self._copied: list[Hashable] = []
+        self._order: np.ndarray | None = None
+        self._orders: dict[bytes, np.ndarray] = {}
+        self._table: tuple[Mapping[Hashable, Any], Hashable | None] | None = None
+        self._categories: tuple[Hashable, tuple[np.ndarray, list[Any]]] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        data: Any,
+        opening: Opening,
+    ) -> MemoryEngine:
+        """Open a release of ``data`` held in memory; ``output``, if given, is written too."""
+        if opening.memory_limit is not None:
+            raise DPFastValueError(
+                f"{option('memory_limit')} bounds a release out of core, and this table is "
+                f"held in memory; drop it, or pass {option('engine', 'outofcore')} (with "
+                f"{option('output')}) to release the table column by column within it"
+            )
+        return cls(
+            as_table_data(data),
+            output=opening.output,
+            progress=opening.progress,
+            metrics=opening.metrics,
+            risk=opening.risk,
+        )
+
+    # -- the input ----------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.n_rows)
+
+    @property
+    def names(self) -> list[Hashable]:
+        return list(self.table.names)
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        table = self.table
+        if categorical:  # every column's type first, then their values
+            for name in names:
+                kind = table.column(name).dtype
+                numeric = np.issubdtype(kind, np.number) or kind == np.bool_
+                if kind.kind == "O" or not numeric:
+                    raise not_numeric_error(name, kind)
+        finite = table.kind == "numpy" and all_finite(table.source)
+        columns = []
+        for name in names:
+            raw = table.column(name)
+            values = as_numeric_column(raw, name, known_finite=finite)
+            declared = is_integer_column(raw) if integer is None else bool(integer.get(name))
+            columns.append(NumericColumn(name, values, declared, own_dtype(raw.dtype, declared)))
+        return columns
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        columns = []
+        for name, taxonomy in taxonomies.items():
+            codes, categories = self.table.category_codes(name)
+            codes = taxonomy.encode_categories(codes, categories, column=name)
+            declared = self.declared_categories(name)
+            columns.append(CategoricalColumn(name, codes, taxonomy, declared))
+        return columns
+
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        declared = self.table.declared_categories(name)
+        return None if declared is None else tuple(declared)
+
+    # -- work over columns --------------------------------------------------------------
+
+    def each_column(
+        self,
+        columns: Sequence[T],
+        work: Callable[[T], R],
+        *,
+        n_threads: int | None = None,
+        held_bytes: int = 0,
+    ) -> Iterator[tuple[T, R]]:
+        threads = column_threads(n_threads, len(columns) or 1)
+        if threads == 1:
+            for column in columns:
+                yield column, work(column)
+            return
+        pool = ThreadPoolExecutor(max_workers=threads)
+        try:
+            yield from zip(columns, pool.map(work, columns), strict=True)
+        finally:  # on an error or an interrupt, columns not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- passes -------------------------------------------------------------------------
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        lo, hi = mechanism_kernels.min_max(column.values)
+        return float(lo), float(hi)
+
+    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+        quantised, clamped = ranking.quantise_column(
+            column.values, grid.lower, grid.upper, grid.gamma, grid.d_int
+        )
+        if self.track:
+            self._ranks[column.name] = np.argsort(quantised, kind="stable").astype(np.int64)
+        ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
+        del quantised
+        sums = np.zeros(self.n_rows // k, dtype=np.int64)
+        ranking.add_group_sums(ordered, 0, 0, k, sums)
+        return sums, int(clamped)
+
+    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
+        if self.track:
+            self._ranks[column.name] = column.taxonomy.rank_order(column.codes)
+        return np.asarray(column.taxonomy.rank_counts(column.codes), dtype=np.int64)
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        out, counts = cells(column.values, 0)
+        self.released[column.name] = column.restore_dtype(out)
+        return np.asarray(counts, dtype=np.int64)
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        order = noise.permutation(key, self.n_rows)
+        if self.track:
+            destination = np.empty_like(order)
+            destination[self._ranks.pop(column.name)] = inverse_permutation(order)
+            self.destinations[column.name] = destination
+        if isinstance(column, CategoricalColumn):
+            self._keep_codes(column, values[np.minimum(order // k, values.shape[0] - 1)])
+            return
+        out = self._output(column.name)
+        ranking.take_groups(values, order, k, out)
+        self.released[column.name] = column.restore_dtype(out)
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        destination = None
+        if key is not None:
+            destination = inverse_permutation(noise.permutation(key, self.n_rows))
+            if self.track:
+                self.destinations[column.name] = destination
+        if isinstance(column, CategoricalColumn):
+            taxonomy = column.taxonomy
+            codes = values(np.asarray(taxonomy.rank_counts(column.codes), dtype=np.int64))
+            out = taxonomy.broadcast_rank_groups(column.codes, k, codes, destination)
+            self._keep_codes(column, out)
+            return codes, 0
+        assert grid is not None
+        empty = np.empty(0, dtype=np.int64)
+        packed, clamped = ranking.pack_quantised(
+            column.values,
+            grid.lower,
+            grid.upper,
+            grid.gamma,
+            grid.d_int,
+            grid.index_bits,
+            empty if destination is None else destination,
+        )
+        key_bits = max(1, grid.d_int.bit_length())
+        packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
+        sums = np.zeros(self.n_rows // k, dtype=np.int64)
+        ranking.add_group_sums(packed, grid.index_bits, 0, k, sums)
+        group_values = values(sums)
+        out = self._output(column.name)
+        ranking.scatter_groups(packed, grid.index_bits, k, group_values, out)
+        self.released[column.name] = column.restore_dtype(out)
+        return group_values, int(clamped)
+
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        n = self.n_rows
+        order = np.argsort(column.values, kind="stable")
+        sums = np.zeros(n // k, dtype=np.float64)
+        outofcore_kernels.add_float_group_sums(column.values[order], 0, k, sums)
+        group_values = values(sums)
+        out = np.empty(n, dtype=np.float64)
+        out[order] = group_values[np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)]
+        self.released[column.name] = column.restore_dtype(out)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        self._copied = list(names)
+        self._order = None if key is None else self._permutation(key)
+
+    def _output(self, name: Hashable) -> np.ndarray:
+        """Make a float64 output column: a view into one 2-D array for a float64 NumPy input."""
+        table = self.table
+        if table.kind == "numpy" and table.source.dtype == np.float64:
+            if self._base is None:
+                self._base = np.empty(table.source.shape, dtype=np.float64)
+            return self._base[:, name]  # type: ignore[index]
+        return np.empty(self.n_rows, dtype=np.float64)
+
+    def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:
+        self.codes[column.name] = codes
+        self.taxonomies[column.name] = column.taxonomy
+        self.released[column.name] = self.table.categorical_output(
+            column.name, codes, column.taxonomy.domain
+        )
+
+    # -- clusters -----------------------------------------------------------------------
+
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Partition the rows with the in-memory kernels (the fast path, or the general one)."""
+        matrix, codes, _ = partition_inputs(numeric, categorical, self.n_rows)
+        values = np.clip(matrix, geometry.lower, geometry.upper) + 0.0  # -0.0 becomes 0.0
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        return Clusters.of(insensitive_labels(values, codes, geometry, k))
+
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        """Add up every column's clusters in one kernel call (or bincount) each."""
+        labels, count = clusters.labels, clusters.count
+        sums, clamped = [], []
+        for column, grid in zip(numeric, grids, strict=True):
+            found, _, outside = cluster_kernels.cluster_grid_sums(
+                column.values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int
+            )
+            sums.append(found)
+            clamped.append(int(outside))
+        counts = []
+        for cat in categorical:
+            m = len(cat.taxonomy.domain)
+            flat = labels * m + cat.codes
+            counts.append(np.bincount(flat, minlength=count * m).reshape(count, m))
+        return ClusterTotals(sums, clamped, counts)
+
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        """Scatter each cluster's value to its rows' output places, in one pass a column."""
+        destination = np.empty(0, dtype=np.int64)
+        if key is not None:
+            destination = inverse_permutation(self._permutation(key))
+        for column, cluster_values in zip(columns, values, strict=True):
+            if self.track and key is not None:
+                self.destinations[column.name] = destination
+            if isinstance(column, CategoricalColumn):
+                codes = np.empty(self.n_rows, dtype=np.int64)
+                cluster_kernels.scatter_clusters(
+                    clusters.labels, cluster_values, destination, codes
+                )
+                self._keep_codes(column, codes)
+                continue
+            out = self._output(column.name)
+            cluster_kernels.scatter_clusters(clusters.labels, cluster_values, destination, out)
+            self.released[column.name] = column.restore_dtype(out)
+
+    def _permutation(self, key: np.ndarray) -> np.ndarray:
+        """Return the permutation of ``key``, drawn once per release (rows, columns share it)."""
+        found = self._orders.get(key.tobytes())
+        if found is None:
+            found = self._orders[key.tobytes()] = noise.permutation(key, self.n_rows)
+        return found
+
+    # -- class counts of coded columns --------------------------------------------------
+
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        """Return the columns of a NumPy number dtype (their first zero rows tell)."""
+        column = self.table.column
+        return [c for c in names if np.issubdtype(np.asarray(column(c)[:0]).dtype, np.number)]
+
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        """Return the categories that some row holds."""
+        codes, categories = self._category_codes(name)
+        return [categories[i] for i in np.unique(codes[codes >= 0])]
+
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        """Code the whole column; no codes when some value is missing or unknown."""
+        codes, categories = self._category_codes(name)
+        self._categories = None
+        missing = int((codes < 0).sum())
+        if missing:
+            return Classes(lookup.size, missing, [])
+        present = np.zeros(len(categories), dtype=bool)
+        if codes.size:
+            present[np.unique(codes)] = True
+        table, outside = lookup(categories)
+        unknown = [categories[i] for i in outside if present[i]]
+        if unknown:
+            return Classes(lookup.size, 0, unknown)
+        classes = np.ascontiguousarray(table[codes], dtype=np.int64)
+        return Classes(lookup.size, 0, [], classes)
+
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> HeldContingency:
+        """Code every column whole (a rank by one ``np.unique``) into a partition tree."""
+        codes, n_codes, code_values, clamped = [], [], [], []
+        for column in columns:
+            if isinstance(column, CategoricalColumn):
+                coded, values, found = column.codes, None, 0
+                n_codes.append(len(column.taxonomy.domain))
+            else:
+                coded, values, found = numeric_codes(column)
+                n_codes.append(int(values.shape[0]))
+            codes.append(coded)
+            code_values.append(values)
+            clamped.append(found)
+        return HeldContingency(classes.codes, classes.size, codes, n_codes, code_values, clamped)
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Keep the columns: :meth:`publish` builds the table."""
+        self._table = (columns, repeat)
+
+    def _category_codes(self, name: Hashable) -> tuple[np.ndarray, list[Any]]:
+        """Return a column's ``(codes, categories)``, kept from one call to the next."""
+        if self._categories is None or self._categories[0] != name:
+            self._categories = (name, self.table.category_codes(name))
+        return self._categories[1]
+
+    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
+        """Return the table of :meth:`write_table` (input's kind); ``output`` gets it too."""
+        assert self._table is not None
+        columns, repeat = self._table
+        result = build_table(self.table.kind, columns)
+        if self.output is not None:
+            written = result if repeat is None else repeat_rows(result, repeat)
+            write_table_atomic(written, self.output, before=lambda: _call(before, report))
+        elif before is not None:
+            before(report)
+        return result
+
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        """Find them with the bucketed kernel, which never sorts the whole column."""
+        n = self.n_rows
+        n_buckets = max(1, min(n, max(1024, n // 16)))
+        found = mechanism_kernels.knoise_extremes(column.values, k, n_buckets)
+        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
+
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        """Count the values per bin in one scan."""
+        return mechanism_kernels.interval_counts(column.values, lo, scale, m)  # type: ignore[no-any-return]
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        """Hold the pool (the values bin by bin) and draw every row from it at once."""
+        values = column.values
+        starts = bins.starts
+        groups = np.empty(values.shape[0], dtype=np.int64)
+        pool = np.empty(values.shape[0], dtype=np.float64)
+        m = bins.m
+        mechanism_kernels.group_by_interval(values, bins.lo, bins.scale, m, starts, groups, pool)
+        out = noise.retain_or_replace(
+            key,
+            keep,
+            values,
+            pool,
+            groups=groups,
+            group_start=starts,
+            group_size=bins.counts,
+            n_threads=n_threads,
+        )
+        self.released[column.name] = column.restore_dtype(out)
+
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        """Return the column's own dtype (``object`` for a pandas categorical)."""
+        if self.table.kind == "pandas" and isinstance(
+            self.table.source[name].dtype, pd.CategoricalDtype
+        ):
+            return np.dtype(object)  # coded by its categories, as they are
+        return self.table.column(name).dtype
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        """Code the whole column (a categorical by its categories), then release it at once."""
+        codes, decode = encode(self.table, name, list(domain))
+        self.released[name] = decode(cells(codes, 0))
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        if self._table is not None:
+            return self._publish_table(report, before)
+        table = self.table
+        kept = set(self.released) | set(self._copied)
+        keep = None if len(kept) == len(table.names) else [n for n in table.names if n in kept]
+        if (reindex or self._order is not None) and table.has_row_labels():
+            warn_index_dropped(table.source.index)
+        base = self._base if keep is None else None
+        result = table.rebuild(self.released, self._order, base, reindex=reindex, keep=keep)
+        if self.output is not None:
+            write_table_atomic(result, self.output, before=lambda: _call(before, report))
+        elif before is not None:
+            before(report)
+        return result
+
+    def metrics(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        domains: Mapping[Hashable, tuple[float, float]] | None,
+    ) -> dict[str, Any]:
+        return release_metrics(
+            numeric, categorical, self.released, self.codes, self.destinations, domains
+        )
+
+    def risk(self, options: RiskOptions, defaults: ReleaseDefaults) -> dict[str, Any]:
+        """Measure the release's risk, each released value paired with its own source."""
+        if self._table is not None:
+            released, sources = computed_columns(self._table[0])
+        else:
+            released, sources = released_columns(
+                self.released, self.codes, self.taxonomies, self.destinations
+            )
+            copied, order = copied_columns(self.table, self._copied, self._order)
+            released.update(copied)
+            sources.update(order)
+        known = {**self.taxonomies, **(defaults.taxonomies or {})}
+        return release_risk(
+            self.table.source, released, sources, options, replace(defaults, taxonomies=known)
+        )
+
+
+def _call(hook: PublishHook | None, report: Any) -> None:
+    if hook is not None:
+        hook(report)

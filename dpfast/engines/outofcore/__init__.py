@@ -1,0 +1,95 @@
+"""The out-of-core engine: a table read in batches, within a memory limit (docs/engines.md).
+
+The input is a Parquet file, a directory of Parquet files, a glob, a
+``pyarrow.dataset.Dataset`` of Parquet files, or any column source
+(:class:`ColumnSource`); the release is written to ``output`` (a ``.parquet`` file, or a
+directory of ``part-NNNNN.parquet`` files) and published in one rename. The Spark and Dask
+engines are this engine over their own sources, with the passes run by their workers.
+"""
+
+from __future__ import annotations
+
+from dpfast.engines.outofcore._cluster import ClusterEngine, worker_numba_cache
+from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
+from dpfast.engines.outofcore._lazy import (
+    PART_BYTES,
+    PART_ROWS,
+    PARTS_ATTRIBUTE,
+    GeneratedParts,
+    GroupsColumn,
+    RowsBatch,
+    RowsColumn,
+    generated_parts,
+    output_part_rows,
+)
+from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
+from dpfast.engines.outofcore._passes import (
+    BATCH_ROWS,
+    Limits,
+    NonFiniteValue,
+    category_ranks,
+    numeric_values,
+)
+from dpfast.engines.outofcore._scratch import (
+    make_scratch,
+    process_scratch,
+    publish_at,
+    scratch_beside,
+)
+from dpfast.engines.outofcore._sorted import (
+    WORKER_BUFFERS,
+    GroupSums,
+    KeyBuffers,
+    Ranges,
+    add_parts,
+    keys_by_range,
+    sorted_runs,
+)
+from dpfast.engines.outofcore._sources import (
+    ArrowSource,
+    ColumnSource,
+    ParquetDataset,
+    SchemaCheckedSource,
+    source_under,
+)
+
+__all__ = [
+    "BATCH_ROWS",
+    "DEFAULT_MEMORY",
+    "FILE_ROWS",
+    "PARTS_ATTRIBUTE",
+    "PART_BYTES",
+    "PART_ROWS",
+    "WORKER_BUFFERS",
+    "ArrowSource",
+    "ClusterEngine",
+    "ColumnSource",
+    "GeneratedParts",
+    "GroupSums",
+    "GroupsColumn",
+    "KeyBuffers",
+    "Limits",
+    "NonFiniteValue",
+    "OutOfCoreEngine",
+    "Output",
+    "ParquetDataset",
+    "Ranges",
+    "RowsBatch",
+    "RowsColumn",
+    "SchemaCheckedSource",
+    "ScratchColumn",
+    "add_parts",
+    "category_ranks",
+    "generated_parts",
+    "keys_by_range",
+    "make_scratch",
+    "numeric_values",
+    "output_part_rows",
+    "process_scratch",
+    "publish_at",
+    "scratch_beside",
+    "sorted_runs",
+    "source_of",
+    "source_under",
+    "worker_numba_cache",
+]

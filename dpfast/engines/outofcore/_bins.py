@@ -1,0 +1,257 @@
+"""Equal-width bins of a column beyond memory, and draws from each row's bin (docs/engines.md).
+
+In memory (:meth:`dpfast.engines.memory.MemoryEngine.write_resampled`) row ``i`` of bin
+``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``: the pool lists the
+values bin by bin, each bin's in row order. Out of core the pool is never held. Its
+positions ``[0, n)`` are cut into windows that fit in memory; for each window, one pass
+counts the window's bins per batch (so that every row knows its own pool position,
+whatever order the batches come in) and one more pass gathers the window's values and the
+rows whose replacement falls in it (:func:`dpfast.noise.retain_draws` gives ``U_i``). The
+replacements found are kept sorted by row in scratch files, which the last pass, the one
+that writes the column, reads back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast import noise
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.outofcore._files import append_array, write_at
+from dpfast.engines.outofcore._passes import Limits, numeric_values
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import Bins, NumericColumn
+
+__all__ = ["Replacements", "bin_counts", "find_replacements", "write_replaced"]
+
+#: Bytes of working memory per pool position of a window (its value, the positions and
+#: values gathered for it, the replacements that fall in it, and slack).
+_BYTES_PER_POSITION = 64
+
+
+def bin_counts(
+    dataset: ColumnSource, column: NumericColumn, lo: float, scale: float, m: int, limits: Limits
+) -> np.ndarray:
+    """Return how many values of a column each of ``m`` equal-width bins holds, in one pass."""
+    total = np.zeros(m, dtype=np.int64)
+    counts = _BinCounts(column, lo, scale, m)
+    for part in dataset.map_column(str(column.name), limits.batch_rows, counts):
+        total += part
+    return total
+
+
+@dataclass(frozen=True)
+class _BinCounts:
+    """A batch of a numeric column counted per bin."""
+
+    column: NumericColumn
+    lo: float
+    scale: float
+    m: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        values = numeric_values(array, self.column, first_row)
+        return mechanism_kernels.interval_counts(values, self.lo, self.scale, self.m)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Replacements:
+    """The replaced rows of a column and their new values, in files sorted by row."""
+
+    files: tuple[tuple[Path, Path], ...]
+
+    def remove(self) -> None:
+        """Remove the files, once the column is written."""
+        for pair in self.files:
+            for path in pair:
+                path.unlink(missing_ok=True)
+
+    def apply(self, values: np.ndarray, first_row: int) -> np.ndarray:
+        """Return a batch's values with the replacements of its rows."""
+        out = values.copy()
+        last = first_row + values.shape[0]
+        for rows_path, values_path in self.files:
+            if rows_path.stat().st_size == 0:
+                continue
+            rows = np.memmap(rows_path, dtype=np.int64, mode="r")
+            a, b = np.searchsorted(rows, [first_row, last])
+            if b > a:
+                found = np.fromfile(values_path, np.float64, b - a, offset=8 * int(a))
+                out[np.asarray(rows[a:b]) - first_row] = found
+            del rows
+        return out
+
+
+def find_replacements(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    bins: Bins,
+    key: np.ndarray,
+    keep: int,
+    scratch: Callable[[str], Path],
+    limits: Limits,
+    tick: Callable[[int, int], None],
+) -> Replacements:
+    """Find every replaced row's new value, window of pool positions by window.
+
+    ``scratch(kind)`` names a scratch file of the column; ``tick(window, windows)`` is
+    called before each window's passes.
+    """
+    n = dataset.n_rows
+    size = max(1024, limits.memory // _BYTES_PER_POSITION)
+    files = []
+    windows = range(0, n, size)
+    for w, first in enumerate(windows):
+        tick(w, len(windows))
+        window = _Window(column, bins, key, keep, first, min(n, first + size))
+        rows, found = window.resolve(dataset, limits.batch_rows)
+        paths = (scratch(f"resampled-{w}-rows"), scratch(f"resampled-{w}-values"))
+        for path, values in zip(paths, (rows, found), strict=True):
+            with open(path, "wb") as file:
+                append_array(file, values)
+        files.append(paths)
+    return Replacements(tuple(files))
+
+
+def write_replaced(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    replacements: Replacements,
+    path: Path,
+    batch_rows: int,
+) -> None:
+    """Write every row's value, or its replacement, as float64 at its place in ``path``.
+
+    The batches are read where they are (a cluster's workers); the replacements, in this
+    process's scratch files, are applied here.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for first_row, values in dataset.map_column(
+            str(column.name), batch_rows, _RowValues(column)
+        ):
+            write_at(fd, replacements.apply(values, first_row), first_row * 8)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class _RowValues:
+    """A batch of a numeric column as float64, with its first row."""
+
+    column: NumericColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
+        return first_row, numeric_values(array, self.column, first_row)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Pool positions ``[first, last)``: the bins ``g0 .. g1`` that hold them."""
+
+    column: NumericColumn
+    bins: Bins
+    key: np.ndarray
+    keep: int
+    first: int
+    last: int
+
+    @property
+    def span(self) -> tuple[int, int]:
+        starts = self.bins.starts
+        g0 = int(np.searchsorted(starts, self.first, side="right")) - 1
+        g1 = int(np.searchsorted(starts, self.last - 1, side="right")) - 1
+        return g0, g1
+
+    def resolve(self, dataset: ColumnSource, batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Two passes: the rows replaced from this window, sorted, and their new values."""
+        g0, g1 = self.span
+        name = str(self.column.name)
+        bases = self._bases(dataset, batch_rows, g0, g1)
+        values = np.empty(self.last - self.first, dtype=np.float64)
+        filled = 0
+        rows_parts, targets_parts = [], []
+        gather = _Gather(self, bases, g0, g1)
+        for positions, held, rows, targets in dataset.map_column(name, batch_rows, gather):
+            values[positions] = held
+            filled += positions.shape[0]
+            rows_parts.append(rows)
+            targets_parts.append(targets)
+        assert filled == values.shape[0]
+        rows = np.concatenate(rows_parts) if rows_parts else np.empty(0, dtype=np.int64)
+        targets = np.concatenate(targets_parts) if targets_parts else np.empty(0, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        return rows[order], values[targets[order]]
+
+    def _bases(
+        self, dataset: ColumnSource, batch_rows: int, g0: int, g1: int
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per batch (by first row), the rows of each bin ``g0 .. g1`` before it."""
+        running = np.zeros(g1 - g0 + 1, dtype=np.int64)
+        bases = {}
+        count = _WindowCounts(self.column, self.bins, g0, g1)
+        for first_row, found, counts in sorted(
+            dataset.map_column(str(self.column.name), batch_rows, count), key=lambda part: part[0]
+        ):
+            bases[first_row] = (found, running[found - g0].copy())
+            running[found - g0] += counts
+        return bases
+
+
+@dataclass(frozen=True)
+class _WindowCounts:
+    """A batch's rows in each bin ``g0 .. g1``, with its first row."""
+
+    column: NumericColumn
+    bins: Bins
+    g0: int
+    g1: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, np.ndarray]:
+        groups = self.bins.of(numeric_values(array, self.column, first_row))
+        inside = groups[(groups >= self.g0) & (groups <= self.g1)]
+        found, counts = np.unique(inside, return_counts=True)
+        return first_row, found, counts
+
+
+@dataclass(frozen=True)
+class _Gather:
+    """A batch's values at a window's positions, and its rows replaced from the window."""
+
+    window: _Window
+    bases: dict[int, tuple[np.ndarray, np.ndarray]]
+    g0: int
+    g1: int
+
+    def __call__(
+        self, array: pa.Array, first_row: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        window, bins = self.window, self.window.bins
+        starts, counts = bins.starts, bins.counts
+        values = numeric_values(array, window.column, first_row)
+        groups = bins.of(values)
+        rows = np.flatnonzero((groups >= self.g0) & (groups <= self.g1))
+        order = rows[np.argsort(groups[rows], kind="stable")]  # by bin, then row
+        ordered = groups[order]
+        found, before = self.bases[first_row]
+        first_of = np.searchsorted(ordered, found)
+        runs = np.diff(np.append(first_of, order.shape[0]))
+        within = np.arange(order.shape[0]) - np.repeat(first_of, runs)
+        positions = starts[ordered] + np.repeat(before, runs) + within
+        mine = (positions >= window.first) & (positions < window.last)
+        draws = noise.retain_draws(window.key, window.keep, groups, counts, start=first_row)
+        replaced = rows[draws[rows] >= 0]
+        targets = starts[groups[replaced]] + draws[replaced]
+        hit = (targets >= window.first) & (targets < window.last)
+        return (
+            positions[mine] - window.first,
+            values[order[mine]],
+            replaced[hit] + first_row,
+            targets[hit] - window.first,
+        )

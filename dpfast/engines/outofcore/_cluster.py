@@ -1,0 +1,334 @@
+"""The out-of-core engine on a cluster: passes on the workers, a lazy frame where it can be.
+
+A cluster engine (Spark, Dask) is the out-of-core engine over its own source, whose
+passes run on the workers (``map_column``, ``sort_ranges``). Its release is a lazy frame
+computed by the workers from small state whenever every released column allows it:
+
+* every column released in a keyed permutation of its rank groups
+  (:meth:`ClusterEngine.write_groups`): a frame of :class:`GeneratedParts`;
+* every column released row by row (:meth:`ClusterEngine.write_rows`): a frame of the
+  input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
+  report counts).
+
+A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
+frame made here from it (with ``output``, this process writes it there too). Any other
+release (record-linked, resampled or coded columns, columns copied unprotected, or a mix)
+is written by this process from passes run on the workers, as the out-of-core engine
+writes it, and read back as a frame in row order. With ``output``, the release is written
+there (by the workers where the frame is lazy) and published in one rename.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from abc import abstractmethod
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast.engines.outofcore._engine import (
+    OutOfCoreEngine,
+    refuse_text_output,
+)
+from dpfast.engines.outofcore._lazy import (
+    GeneratedParts,
+    GroupsColumn,
+    RowsColumn,
+    RowsCounts,
+    output_part_rows,
+)
+from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
+from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    CodeCells,
+    GroupValues,
+    NumericColumn,
+    Opening,
+    PublishHook,
+)
+from dpfast.io import build_table
+from dpfast.partitions.grid import Grid
+
+__all__ = ["ClusterEngine", "worker_numba_cache"]
+
+C = TypeVar("C", bound="ClusterEngine")
+
+
+class ClusterEngine(OutOfCoreEngine):
+    """The out-of-core engine over a cluster's source (see the module docstring).
+
+    ``output`` is where the release is written, or ``None`` for a lazy frame (a release
+    that cannot be lazy is then written into ``scratch``, a directory the workers read).
+    """
+
+    def __init__(
+        self,
+        source: ColumnSource,
+        output: str | os.PathLike[str] | None,
+        scratch: Path,
+        *,
+        memory_limit: int,
+        batch_rows: int = BATCH_ROWS,
+        part_rows: int | None = None,
+        progress: Any = None,
+    ) -> None:
+        self.final = None if output is None else Path(output)
+        target = self.final or scratch / f"release-{uuid.uuid4().hex}.parquet"
+        super().__init__(
+            source, target, memory_limit=memory_limit, batch_rows=batch_rows, progress=progress
+        )
+        self.part_rows = part_rows
+        # columns kept as state until the release is published: each group column's
+        # (column, values, k, key), each row-wise column's cells
+        self._groups: dict[
+            str, tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]
+        ] = {}
+        self._rows: dict[str, RowsColumn] = {}
+        self.copied: set[str] = set()  # the columns released unprotected, unchanged
+        self._written = False
+        self._table: pa.Table | None = None
+
+    writes_dataset = True
+
+    #: The input this engine releases, and how a user brings it into memory instead.
+    frame: ClassVar[str]
+    in_memory: ClassVar[str]
+
+    @classmethod
+    def open(
+        cls: type[C],
+        data: Any,
+        opening: Opening,
+        *,
+        batch_rows: int = BATCH_ROWS,
+        part_rows: int | None = None,
+    ) -> C:
+        """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting."""
+        opening.refuse_comparisons(f"on {cls.frame}", cls.in_memory)
+        if opening.output is not None:
+            refuse_text_output(opening.output)
+        source = cls.cluster_source(data)
+        memory, scratch = cls.settings(source)
+        return cls(
+            source,
+            opening.output,
+            scratch,
+            memory_limit=memory if opening.memory_limit is None else opening.memory_limit,
+            batch_rows=batch_rows,
+            part_rows=part_rows,
+            progress=opening.progress,
+        )
+
+    @classmethod
+    @abstractmethod
+    def cluster_source(cls, data: Any) -> ColumnSource:
+        """Return ``data`` (a frame, or a source over one) as this cluster's source."""
+
+    @classmethod
+    @abstractmethod
+    def settings(cls, source: ColumnSource) -> tuple[int, Path]:
+        """Return the cluster's configured working memory and this process's scratch."""
+
+    # -- what a cluster does -------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def tasks(self) -> int:
+        """How many tasks run at once on the cluster."""
+
+    @abstractmethod
+    def groups_frame(self, parts: GeneratedParts) -> Any:
+        """Return the lazy frame whose task ``p`` computes part ``p`` of ``parts``."""
+
+    @abstractmethod
+    def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
+        """Return the lazy frame of the input's batches released by ``columns``."""
+
+    @abstractmethod
+    def file_frame(self, path: Path) -> Any:
+        """Return a Parquet file written here as a frame, its rows in the file's order."""
+
+    @abstractmethod
+    def table_frame(self, table: pa.Table) -> Any:
+        """Return a small Arrow table computed here as a frame of the cluster."""
+
+    @classmethod
+    @abstractmethod
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+        """Have the workers write ``frame`` as the new dataset directory ``directory``.
+
+        One Parquet file per part, names sorting in row order; ``progress`` follows the
+        write's tasks, and errors name ``target``, where it will be published. A failed or
+        interrupted write stops its tasks.
+        """
+
+    @classmethod
+    def write_release(
+        cls,
+        frame: Any,
+        output: str | os.PathLike[str],
+        report: Any,
+        *,
+        progress: Any = None,
+        before_publish: PublishHook | None = None,
+    ) -> None:
+        """Write a release frame as a dataset directory named ``output``, atomically.
+
+        The workers write it (:meth:`write_dataset`) into a hidden scratch directory
+        beside ``output``, whatever ``output``'s suffix (``out.parquet`` is a directory
+        too, as the cluster's own writers make it); ``before_publish(report)`` runs once
+        it is complete, then it is renamed into place. A failed or interrupted write
+        leaves nothing at ``output``. On a cluster, ``output``'s directory must be one
+        the workers share with this process.
+        """
+        target = Path(output)
+        with scratch_beside(target) as scratch:
+            written = scratch / "release"
+            cls.write_dataset(frame, written, target, progress)
+            if before_publish is not None:
+                before_publish(report)
+            publish_at(written, target)
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def sort_limits(self) -> Limits | None:
+        """Each sort task on a worker may use the whole memory limit."""
+        return self.limits
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        self._groups[str(column.name)] = (column, values, k, key)
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        rows = RowsColumn(column, cells)
+        total = np.zeros(0, dtype=np.int64)
+        for counts in self.source.map_column(
+            str(column.name), self.limits.batch_rows, RowsCounts(rows)
+        ):
+            total = counts if not total.shape[0] else total + counts
+        self._rows[str(column.name)] = rows
+        return total
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        self._written = True
+        return super().write_linked(column, grid, k, key, values)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        self._written = True
+        self.copied.update(str(name) for name in names)
+        super().copy_columns(names, key)
+
+    # -- row-wise outputs: written by this process from passes on the workers -------------
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        self._written = True
+        super().write_resampled(column, bins, key, keep, n_threads=n_threads)
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        self._written = True
+        super().write_codes(name, domain, cells)
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        if self._table is not None:
+            return self._publish_table(report, before)
+        order = [str(n) for n in self.source.names]
+        if not self._written and self._groups and not self._rows:
+            frame = self.groups_frame(
+                self._parts([self._groups[n] for n in order if n in self._groups])
+            )
+        elif not self._written and self._rows and not self._groups:
+            frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
+        else:
+            self._materialize()
+            self.out.publish(report, before)
+            return self.file_frame(self.out.target)
+        if self.final is None:
+            if before is not None:
+                before(report)
+            return frame
+        self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
+        return frame
+
+    def _parts(
+        self,
+        groups: Sequence[tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]],
+    ) -> GeneratedParts:
+        """Return the lazy frame's parts: each group column's state, the rows each task computes."""
+        states = []
+        for column, values, _, key in groups:
+            original = self.source.schema.field(str(column.name)).type
+            states.append(GroupsColumn.of(key, self.n_rows, values, column, original))
+        part_rows = self.part_rows or output_part_rows(
+            self.n_rows, len(states), self.tasks, self.limits.memory
+        )
+        return GeneratedParts(tuple(states), self.n_rows, groups[0][2], int(part_rows))
+
+    def _materialize(self) -> None:
+        """Write the columns kept as state into scratch files, as the out-of-core engine does."""
+        for column, values, k, key in self._groups.values():
+            self.out.permuted(column, values, k, key, self.limits)
+        for rows in self._rows.values():
+            self.out.rows(rows.column, rows.cells, self.limits)
+        self._groups.clear()
+        self._rows.clear()
+
+    # -- class counts of coded columns ---------------------------------------------------
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        """Keep the table for its frame; with ``output``, this process writes it there too."""
+        self._table = build_table("arrow", columns)
+        if self.final is not None:
+            super().write_table(columns, repeat=repeat)
+
+    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
+        if self.final is not None:
+            self.out.publish(report, before)
+        elif before is not None:
+            before(report)
+        assert self._table is not None
+        return self.table_frame(self._table)
+
+
+def worker_numba_cache(directory: str | os.PathLike[str] | None) -> str:
+    """Return Numba's cache directory for worker processes, made and set for them.
+
+    ``directory``, else ``NUMBA_CACHE_DIR`` if set, else ``dpfast-numba`` in the temporary
+    directory; it is set in this process's environment (if unset), which local workers
+    inherit, so that each worker does not compile dpfast's kernels again.
+    """
+    cache = os.fspath(
+        directory
+        or os.environ.get("NUMBA_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
+    )
+    os.makedirs(cache, exist_ok=True)
+    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    return cache

@@ -1,0 +1,526 @@
+"""The out-of-core engine: the protocol over a column source, within a memory limit."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast._validation import (
+    as_numeric_column,
+    check_unique_names,
+    non_finite_error,
+    not_numeric_error,
+    option,
+)
+from dpfast.engines.base import Engine
+from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
+from dpfast.engines.outofcore._clusters import (
+    cluster_limits,
+    cluster_totals,
+    partition,
+    write_clustered,
+)
+from dpfast.engines.outofcore._codes import write_codes
+from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._order import order_statistics
+from dpfast.engines.outofcore._output import Output
+from dpfast.engines.outofcore._passes import (
+    BATCH_ROWS,
+    Limits,
+    NonFiniteValue,
+    batch_dictionary,
+    group_sums,
+    rank_counts,
+)
+from dpfast.engines.outofcore._rows import column_stats
+from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
+from dpfast.engines.outofcore._tables import repeated_columns, table_columns
+from dpfast.engines.values import (
+    Bins,
+    CategoricalColumn,
+    Cells,
+    Classes,
+    Clusters,
+    ClusterTotals,
+    CodeCells,
+    CodedNumeric,
+    GroupValues,
+    Lookup,
+    NumericColumn,
+    Opening,
+    OrderStatistics,
+    Progress,
+    PublishHook,
+    column_threads,
+    own_dtype,
+)
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io import build_table, is_declared_dictionary, same_dictionaries
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "DEFAULT_MEMORY",
+    "OutOfCoreEngine",
+    "refuse_text_output",
+    "source_of",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The working memory of a release when ``memory_limit`` is not given.
+DEFAULT_MEMORY = 4 * 2**30
+
+
+def source_of(data: Any) -> ColumnSource:
+    """Return ``data`` as a column source: a path or glob, a pyarrow dataset, a table.
+
+    A Parquet file, a directory of Parquet files or a glob is opened by its footers
+    (rows numbered by file in sorted path order, then by row); a ``pyarrow.dataset``
+    of Parquet files likewise; a source is taken as it is; an in-memory table (pandas,
+    Arrow, polars) is read from Arrow a batch at a time.
+    """
+    if hasattr(data, "map_column") and hasattr(data, "n_rows"):
+        return data  # type: ignore[no-any-return]
+    if isinstance(data, (str, os.PathLike)):
+        return ParquetDataset.open(data)
+    module = type(data).__module__
+    if module.startswith("pyarrow._dataset") or module.startswith("pyarrow.dataset"):
+        files = getattr(data, "files", None)
+        if not files or getattr(getattr(data, "format", None), "default_extname", "") != "parquet":
+            raise DPFastTypeError(
+                "a pyarrow dataset is released out of core from its Parquet files: open it "
+                "with pyarrow.dataset.dataset(path, format='parquet'), or pass the path"
+            )
+        return ParquetDataset.from_files(files)
+    from dpfast.io import as_table_data
+
+    table = as_table_data(data)
+    if table.kind == "numpy":
+        raise DPFastTypeError(
+            f"{option('engine', 'outofcore')} reads named columns: give a table (pandas, "
+            "Arrow, polars) or a Parquet path, not a NumPy array"
+        )
+    source = table.source
+    if table.kind == "pandas":
+        source = pa.Table.from_pandas(source, preserve_index=False)
+    return ArrowSource(source)
+
+
+class OutOfCoreEngine(Engine):
+    """A table read in batches from a column source, its release written to ``output``.
+
+    Every pass reads one column batch by batch; a column's sort is cut into ranges that
+    fit ``memory_limit`` (shared by the columns that run at once); the released columns
+    go to scratch files beside ``output`` and are published in one rename.
+    """
+
+    #: Whether the output is always a dataset directory, whatever its name.
+    writes_dataset: ClassVar[bool] = False
+
+    name = "outofcore"
+
+    def __init__(
+        self,
+        source: ColumnSource,
+        output: str | os.PathLike[str],
+        *,
+        memory_limit: int = DEFAULT_MEMORY,
+        batch_rows: int = BATCH_ROWS,
+        progress: Progress | None = None,
+    ) -> None:
+        check_unique_names(
+            source.names,
+            "the input",
+            "rename the repeats (a Spark frame: frame.toDF(*names); Dask: frame.columns = names)",
+        )
+        self.source = source
+        self.limits = Limits(int(memory_limit), int(batch_rows))
+        self.progress = progress
+        self.out = Output(source, Path(output), self._tick, dataset=self.writes_dataset)
+        self._local = threading.local()
+        self._coded: CodedPasses | None = None
+
+    @classmethod
+    def open(
+        cls,
+        data: Any,
+        opening: Opening,
+        *,
+        batch_rows: int = BATCH_ROWS,
+    ) -> OutOfCoreEngine:
+        """Open a release of ``data`` read in batches; it is written to ``output``."""
+        opening.refuse_comparisons("out of core")
+        if opening.output is None:
+            raise DPFastValueError(
+                f"a release out of core is written, not held: pass {option('output')} (a "
+                "directory of Parquet files, or a .parquet file)"
+            )
+        refuse_text_output(opening.output)
+        memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
+        return cls(
+            source_of(data),
+            opening.output,
+            memory_limit=memory,
+            batch_rows=batch_rows,
+            progress=opening.progress,
+        )
+
+    # -- the input ----------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.source.n_rows)
+
+    @property
+    def names(self) -> list[Hashable]:
+        return list(self.source.names)
+
+    def numeric_columns(
+        self,
+        names: Sequence[Hashable],
+        *,
+        integer: Mapping[Hashable, bool] | None = None,
+        categorical: bool = True,
+    ) -> list[NumericColumn]:
+        return [self._numeric(name, integer, categorical) for name in names]
+
+    def _numeric(
+        self, name: Hashable, integer: Mapping[Hashable, bool] | None, categorical: bool
+    ) -> NumericColumn:
+        """Read a protected numeric column, declared integer or float (default: its Arrow type)."""
+        arrow_type = self.source.schema.field(str(name)).type
+        if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+            dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
+            if dtype.kind == "O" or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
+                if categorical:
+                    raise not_numeric_error(name, dtype)
+                as_numeric_column(np.empty(0, dtype=dtype), name)
+            raise DPFastTypeError(
+                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                '"taxonomy" in the schema to protect it as a categorical column'
+            )
+        declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
+        # the column keeps its own type, as in memory (values rounded, in bounds)
+        dtype = own_dtype(np.dtype(arrow_type.to_pandas_dtype()), bool(declared))
+        return NumericColumn(name, np.empty(0), bool(declared), dtype)
+
+    def categorical_columns(
+        self, taxonomies: Mapping[Hashable, Taxonomy]
+    ) -> list[CategoricalColumn]:
+        empty = np.empty(0, dtype=np.int64)
+        return [
+            CategoricalColumn(name, empty, taxonomy, self.declared_categories(name))
+            for name, taxonomy in taxonomies.items()
+        ]
+
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+        """Return the categories a column's type declares (an ordered dictionary's), if any.
+
+        One pass over the column reads every batch's dictionary, which must be the same
+        (:func:`dpfast.io.same_dictionaries`); other columns declare none.
+        """
+        if not is_declared_dictionary(self.source.schema.field(str(name)).type):
+            return None
+        batches = self.source.map_column(str(name), self.limits.batch_rows, batch_dictionary)
+        found = sorted(batches, key=lambda batch: batch[0])
+        return tuple(same_dictionaries(name, [dictionary for _, dictionary in found]))
+
+    # -- work over columns --------------------------------------------------------------
+
+    def column_workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
+        """How many columns run at once: ``n_threads``, else one per core."""
+        return column_threads(n_threads, n_columns or 1)
+
+    def each_column(
+        self,
+        columns: Sequence[T],
+        work: Callable[[T], R],
+        *,
+        n_threads: int | None = None,
+        held_bytes: int = 0,
+    ) -> Iterator[tuple[T, R]]:
+        workers = self.column_workers(len(columns), n_threads, held_bytes)
+        share = Limits(max(1, self.limits.memory // workers), self.limits.batch_rows)
+        if held_bytes > share.memory:
+            raise DPFastValueError(
+                f"a column's release holds {held_bytes:,} bytes, more than its share of the "
+                f"memory limit ({share.memory:,} bytes); raise {option('memory_limit')}"
+            )
+
+        def shared(column: T) -> R:
+            self._local.limits = share
+            try:
+                return work(column)
+            finally:
+                self._local.limits = None
+
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            yield from zip(columns, pool.map(shared, columns), strict=True)
+        finally:  # on an error or an interrupt, columns not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
+        """Bytes of the memory limit each column gets when ``n_columns`` run at once."""
+        return self.limits.memory // self.column_workers(n_columns, n_threads, held_bytes)
+
+    def _limits(self) -> Limits:
+        """Return the memory this thread may use: its column's share, or the whole limit."""
+        return getattr(self._local, "limits", None) or self.limits
+
+    def _tick(self, phase: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+    def _passes(self, name: Hashable) -> Callable[[int], None]:
+        """Return a column's pass counter for the progress line."""
+        return lambda passes: self._tick(f"column {name}", passes, passes + 1)
+
+    # -- passes -------------------------------------------------------------------------
+
+    def value_range(self, column: NumericColumn) -> tuple[float, float]:
+        self._tick(f"checking {column.name}", 0, 1)
+        found = column_stats(self.source, str(column.name), self.limits.batch_rows)
+        if found.non_finite:
+            raise DPFastValueError(
+                f"column {column.name!r} has {found.non_finite} non-finite value(s) (first at "
+                f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
+                "public rule before the release"
+            )
+        return found.lo, found.hi
+
+    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+        return group_sums(
+            self.source,
+            column,
+            grid,
+            k,
+            self._limits(),
+            self._passes(column.name),
+            self.sort_limits(),
+        )
+
+    def sort_limits(self) -> Limits | None:
+        """Return the memory of each sort task on a cluster's workers (``None``: this process's)."""
+        return None
+
+    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        return rank_counts(self.source, column, self._limits())
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        self._tick(f"column {column.name}", 0, 1)
+        return self.out.rows(column, cells, self._limits())
+
+    def write_groups(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+    ) -> None:
+        self.out.permuted(column, values, k, key, self._limits())
+
+    def write_linked(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        grid: Grid | None,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+    ) -> tuple[np.ndarray, int]:
+        if isinstance(column, CategoricalColumn):
+            self._tick(f"column {column.name}", 0, 2)
+            return self.out.linked_codes(column, k, key, values, self._limits()), 0
+        assert grid is not None
+        passes = self._passes(column.name)
+        return self.out.linked_numeric(column, grid, k, key, values, self._limits(), passes)
+
+    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+        self.out.ranked_floats(column, k, values, self._limits(), self._passes(column.name))
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+        for i, name in enumerate(names):
+            self._tick("unprotected columns", i, len(names))
+            self.out.copied(str(name), key, self.limits, self.declared_categories(name))
+
+    # -- clusters -----------------------------------------------------------------------
+
+    def insensitive_clusters(
+        self,
+        numeric: Sequence[NumericColumn],
+        categorical: Sequence[CategoricalColumn],
+        geometry: ReferenceGeometry,
+        k: int,
+    ) -> Clusters:
+        """Return the partition from passes over scratch files (:mod:`._clusters`).
+
+        Refuses, before any pass, more than 64 distinct reference points, and per-cluster
+        arrays that take more than half of the memory limit.
+        """
+        leaves = sum(len(c.taxonomy.domain) for c in categorical)
+        attributes = len(numeric) + len(categorical)
+        limits = cluster_limits(
+            self.n_rows,
+            k,
+            attributes,
+            leaves,
+            geometry,
+            self.limits.memory,
+            self.limits.batch_rows,
+        )
+        directory = self.out.directory
+        return partition(
+            self.source, numeric, categorical, geometry, k, directory, limits, self._tick
+        )
+
+    def cluster_totals(
+        self,
+        clusters: Clusters,
+        numeric: Sequence[NumericColumn],
+        grids: Sequence[Grid],
+        categorical: Sequence[CategoricalColumn],
+    ) -> ClusterTotals:
+        return cluster_totals(clusters, numeric, grids, categorical, self._tick)
+
+    def write_clusters(
+        self,
+        columns: Sequence[NumericColumn | CategoricalColumn],
+        clusters: Clusters,
+        values: Sequence[np.ndarray],
+        key: np.ndarray | None,
+    ) -> None:
+        paths = [self.out.path(column.name) for column in columns]
+        write_clustered(clusters, paths, values, key, self._tick)
+        for column in columns:
+            self.out._register(column)
+
+    # -- class counts of coded columns --------------------------------------------------
+
+    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
+        schema = self.source.schema
+        return [name for name in names if _holds_numbers(schema.field(str(name)).type)]
+
+    def occurring_values(self, name: Hashable) -> list[Any]:
+        return self._coded_passes().occurring_values(name)
+
+    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
+        return self._coded_passes().class_codes(name, lookup)
+
+    def contingency(
+        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+    ) -> PassContingency:
+        return self._coded_passes().contingency(classes, columns)
+
+    def write_table(
+        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
+    ) -> None:
+        table = build_table("arrow", columns)
+        made = table_columns(table) if repeat is None else repeated_columns(table, str(repeat))
+        self.out.table(*made)
+
+    def _coded_passes(self) -> CodedPasses:
+        """Return the passes of this release's coded columns (scratch files beside the output)."""
+        if self._coded is None:
+            self._coded = CodedPasses(
+                self.source, lambda: self.out.directory, self._limits(), self._tick
+            )
+        return self._coded
+
+    # -- row-wise statistics and outputs -------------------------------------------------
+
+    def order_statistics(
+        self, column: NumericColumn, k: int, value_range: tuple[float, float]
+    ) -> OrderStatistics:
+        lo, hi = value_range
+        limits = self._limits()
+        return order_statistics(self.source, column, k, lo, hi, limits, self._passes(column.name))
+
+    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
+        return bin_counts(self.source, column, lo, scale, m, self._limits())
+
+    def write_resampled(
+        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
+    ) -> None:
+        limits = self._limits()
+
+        def tick(window: int, windows: int) -> None:
+            self._tick(f"column {column.name}", window, windows)
+
+        def scratch(kind: str) -> Path:
+            return self.out.path(column.name, kind)
+
+        found = find_replacements(self.source, column, bins, key, keep, scratch, limits, tick)
+        try:
+            path = self.out.path(column.name)
+            write_replaced(self.source, column, found, path, limits.batch_rows)
+        finally:
+            found.remove()
+        self.out._numeric(column)
+
+    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
+        arrow_type = self.source.schema.field(str(name)).type
+        dtype: np.dtype[Any] = pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype
+        return dtype
+
+    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+        self._tick(f"column {name}", 0, 1)
+        path = self.out.path(name)
+        declared = self.declared_categories(name)
+        batch_rows = self._limits().batch_rows
+        column = write_codes(self.source, name, domain, cells, path, batch_rows, declared)
+        self.out.columns[str(name)] = column
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+        import pyarrow.dataset as ds
+
+        self.out.publish(report, before)
+        return ds.dataset(str(self.out.target), format="parquet")
+
+    def close(self) -> None:
+        if self._coded is not None:
+            self._coded.close()
+        self.out.close()
+
+    def explain(self, error: Exception) -> BaseException:
+        """Report a bad value found in a pass: the in-memory error, which counts them all.
+
+        Only a failing release pays the counting pass (after its scratch is removed).
+        """
+        if not isinstance(error, NonFiniteValue):
+            return error
+        self.close()
+        stats = column_stats(self.source, error.column, self.limits.batch_rows)
+        if not stats.non_finite:
+            return error
+        nan = stats.first_kind == "NaN or missing"
+        return non_finite_error(error.column, stats.non_finite, stats.first_bad, nan)
+
+
+def _holds_numbers(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
+
+
+def refuse_text_output(output: str | os.PathLike[str]) -> None:
+    """Refuse an ``output`` named as a text file: a release read in passes writes Parquet."""
+    name = Path(output).name.lower()
+    if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz", ".txt")):
+        raise DPFastValueError(
+            f"a release out of core is written as Parquet, but {os.fspath(output)!r} names a "
+            "text file; name it .parquet (one file) or give a directory, or release the "
+            "table in memory to write text"
+        )

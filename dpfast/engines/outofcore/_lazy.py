@@ -1,0 +1,267 @@
+"""What a cluster's workers need to compute released columns lazily, from small state.
+
+* :class:`GroupsColumn`: a column whose output row ``r`` holds ``values[order[r] // k]``
+  (``order`` a keyed bucketed permutation, docs/engines.md#permutations): its key, its
+  permutation's bucket starts and its rank groups' values; :class:`GeneratedParts`, the
+  parts of a frame of such columns, part ``p`` holding output rows ``[p * part_rows,
+  (p + 1) * part_rows)`` of every column, which any task computes from that state alone
+  (:func:`dpfast.noise.permutation_part_groups`);
+* :class:`RowsColumn`: a column released row by row from its input values and keyed
+  draws (:class:`~dpfast.engines.base.Cells`), and :class:`RowsBatch`, the function that
+  turns a batch of the input's columns into the released batch.
+
+Everything is keyed, so a lazy frame is the same however often its tasks run, whatever
+the partitioning and after any retry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast import noise
+from dpfast.engines.outofcore._passes import numeric_values
+from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.engines.values import CategoricalColumn, Cells, NumericColumn
+from dpfast.io import arrow_labels
+
+__all__ = [
+    "PARTS_ATTRIBUTE",
+    "PART_BYTES",
+    "PART_ROWS",
+    "GeneratedParts",
+    "GroupsColumn",
+    "RowsBatch",
+    "RowsColumn",
+    "RowsCounts",
+    "generated_parts",
+    "output_part_rows",
+]
+
+#: The fewest output rows per task of an ``ir_dp`` release frame.
+PART_ROWS = 1 << 20
+
+
+#: The most bytes of released values (8 per cell) one task of the frame computes, unless
+#: a quarter of the memory limit is more (:func:`output_part_rows`).
+PART_BYTES = 1 << 29
+
+
+def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) -> int:
+    """Return the output rows per task of an ``ir_dp`` release frame of ``n`` rows.
+
+    Each task reads the whole bucket stream of every column's permutation to find its
+    part's rows (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few
+    parts as keep every task slot busy (four parts each, so that slots finish together),
+    at least :data:`PART_ROWS` rows and at most the larger of :data:`PART_BYTES` and
+    ``memory_limit / 4`` bytes of released values each. Where the byte cap decides, the
+    number of parts is rounded up to a multiple of ``tasks``, so that no slot waits alone
+    for the last part.
+    """
+    tasks = max(1, tasks)
+    cap = max(PART_BYTES, int(memory_limit) // 4)
+    most = max(PART_ROWS, cap // (8 * max(1, columns)))
+    rows = max(PART_ROWS, min(most, -(-n // (4 * tasks))))
+    parts = -(-n // rows)
+    if parts > tasks and parts % tasks:
+        rows = max(PART_ROWS, -(-n // (parts + tasks - parts % tasks)))
+    return rows
+
+
+@dataclass(frozen=True)
+class GroupsColumn:
+    """What a task needs to compute rows of one released ``ir_dp`` column."""
+
+    name: str
+    key: np.ndarray
+    starts: np.ndarray  # the permutation's bucket starts, and n
+    values: np.ndarray  # every rank group's value (float64) or code (int64)
+    kind: str  # "float", "int" or "labels"
+    labels: tuple[str, ...] = ()
+    numeric: NumericColumn | None = None  # a numeric column's, for its output type
+    # a categorical column's input type if a dictionary, and the categories it declares
+    dictionary: pa.DataType | None = None
+    declared: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        key: np.ndarray,
+        n: int,
+        values: np.ndarray,
+        column: NumericColumn | CategoricalColumn,
+        original: pa.DataType,
+    ) -> GroupsColumn:
+        """Return the state of a column whose rows follow ``permutation(key, n)``.
+
+        ``original`` is the column's input type.
+        """
+        sizes = noise.permutation_bucket_sizes(key, n)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        name = str(column.name)
+        if isinstance(column, NumericColumn):
+            kind = "int" if column.integer else "float"
+            return cls(name, key, starts, values, kind, numeric=column)
+        labels = tuple(str(label) for label in column.taxonomy.domain)
+        if not pa.types.is_dictionary(original):
+            return cls(name, key, starts, values, "labels", labels)
+        return cls(name, key, starts, values, "labels", labels, None, original, column.categories)
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        """The released column's Arrow type: the numeric column's own, a dictionary, or text."""
+        if self.numeric is not None:
+            return pa.from_numpy_dtype(self.numeric.dtype)
+        if self.dictionary is not None:
+            return self.labels_of(np.empty(0, dtype=np.int64)).type
+        return pa.string()
+
+    def labels_of(self, codes: np.ndarray) -> pa.Array:
+        """Return a categorical column's codes as its labels (a dictionary, or text)."""
+        if self.dictionary is not None:
+            return arrow_labels(codes, self.labels, self.dictionary, self.declared)
+        return pa.array(self.labels, pa.string()).take(pa.array(codes))
+
+    def buckets(self, lo: int, hi: int) -> tuple[int, int]:
+        """Return the permutation buckets ``[first, last)`` covering output rows ``[lo, hi)``."""
+        first = int(np.searchsorted(self.starts, lo, side="right")) - 1
+        last = int(np.searchsorted(self.starts, hi, side="left"))
+        return first, last
+
+    def bucket_items(self, lo: int, hi: int) -> int:
+        """Return how many items the buckets covering output rows ``[lo, hi)`` hold."""
+        first, last = self.buckets(lo, hi)
+        return int(self.starts[last] - self.starts[first])
+
+    def rows(self, n: int, k: int, lo: int, hi: int, buffer: np.ndarray | None = None) -> pa.Array:
+        """Return output rows ``[lo, hi)`` of the column.
+
+        ``buffer`` (``uint64``, :meth:`bucket_items` words), if given, holds a float
+        column's values: the array returned is a view of it.
+        """
+        first, last = self.buckets(lo, hi)
+        sizes = np.diff(self.starts)
+        out = None if buffer is None else buffer.view(np.float64)
+        part = noise.permutation_part_groups(
+            self.key, n, first, last, self.values, k, sizes, out=out
+        )
+        out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
+        if self.numeric is None:
+            return self.labels_of(out)
+        return pa.array(self.numeric.restore_dtype(out))
+
+
+@dataclass(frozen=True)
+class GeneratedParts:
+    """A lazy frame of rank groups: what its tasks compute, and a writer can too.
+
+    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column
+    (:meth:`ClusterEngine.groups_frame`). :meth:`ClusterEngine.write_release` finds this
+    on a frame a release returned (untransformed) and has the workers write each part
+    with pyarrow, instead of converting it into the cluster's rows for its own writer.
+    """
+
+    columns: tuple[GroupsColumn, ...]
+    n: int
+    k: int
+    part_rows: int
+
+    @property
+    def count(self) -> int:
+        """The number of parts."""
+        return max(1, math.ceil(self.n / self.part_rows))
+
+    def span(self, part: int) -> tuple[int, int]:
+        """Return the output rows ``[lo, hi)`` of part ``part``."""
+        return part * self.part_rows, min(self.n, (part + 1) * self.part_rows)
+
+    def table(self, part: int, buffer: np.ndarray | None = None) -> pa.Table:
+        """Return part ``part`` of every column.
+
+        Without ``buffer``, the worker's kept sort buffers are freed first: the passes are
+        over once the output is computed (:class:`~dpfast.engines.outofcore._sorted.KeyBuffers`).
+        With one (``uint64``, at least :meth:`words` ``(part)``), the float columns' values
+        are written into it and the table's arrays are views of it: it must not be
+        reused while the table is.
+        """
+        lo, hi = self.span(part)
+        if buffer is None:
+            WORKER_BUFFERS.clear()
+        arrays, used = [], 0
+        for c in self.columns:
+            piece = None
+            if buffer is not None and c.kind == "float":
+                size = c.bucket_items(lo, hi)
+                piece, used = buffer[used : used + size], used + size
+            arrays.append(c.rows(self.n, self.k, lo, hi, piece))
+        return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
+
+    def words(self, part: int) -> int:
+        """Return the ``uint64`` words of a buffer for :meth:`table` ``(part, buffer)``."""
+        lo, hi = self.span(part)
+        return sum(c.bucket_items(lo, hi) for c in self.columns if c.kind == "float")
+
+    def most_words(self) -> int:
+        """Return the most :meth:`words` of any part, so that one buffer serves them all."""
+        return max(self.words(part) for part in range(self.count))
+
+
+#: The attribute of an ``ir_dp`` release frame holding its :class:`GeneratedParts`.
+PARTS_ATTRIBUTE = "_dpfast_generated_parts"
+
+
+def generated_parts(frame: Any) -> GeneratedParts | None:
+    """Return the parts of a lazy frame of rank groups a release returned, else None."""
+    found = vars(frame).get(PARTS_ATTRIBUTE) if hasattr(frame, "__dict__") else None
+    return found if isinstance(found, GeneratedParts) else None
+
+
+@dataclass(frozen=True)
+class RowsColumn:
+    """A column released row by row: ``cells`` of its checked values, in row order."""
+
+    column: NumericColumn
+    cells: Cells
+
+    @property
+    def name(self) -> str:
+        """The column's name."""
+        return str(self.column.name)
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        """The released column's Arrow type (the column's own)."""
+        return pa.from_numpy_dtype(self.column.dtype)
+
+    def released(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the released values of rows ``first_row ...`` and their counts."""
+        values = numeric_values(array, self.column, first_row)
+        return self.cells(values, first_row)
+
+
+@dataclass(frozen=True)
+class RowsCounts:
+    """A batch's counts only (the private report's): the pass before a lazy frame."""
+
+    rows: RowsColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return np.asarray(self.rows.released(array, first_row)[1], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class RowsBatch:
+    """The workers' function of a lazy frame of row-wise columns: a batch, released."""
+
+    columns: tuple[RowsColumn, ...]
+
+    def __call__(self, batch: pa.RecordBatch, first_row: int) -> pa.RecordBatch:
+        arrays = []
+        for i, rows in enumerate(self.columns):
+            out, _ = rows.released(batch.column(i), first_row)
+            arrays.append(pa.array(rows.column.restore_dtype(out)))
+        return pa.RecordBatch.from_arrays(arrays, names=[c.name for c in self.columns])

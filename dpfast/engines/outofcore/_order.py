@@ -1,0 +1,219 @@
+"""Order statistics of a column beyond memory: the extremes of its ``k``-spacings (docs/engines.md).
+
+A float64 value maps to a ``uint64`` key whose order is the values' order (the sign bit
+flipped for positive values, every bit for negative ones). When the column does not fit,
+a histogram of the top 16 bits of ``key - key(min)`` cuts the keys into ranges that fit;
+each range is collected in one pass and sorted (a bucket that holds too many values is
+refined by a histogram of its next 16 bits, and a range holding a single value is not
+collected at all). The sorted ranges, in increasing order, stream through
+:class:`RankSweep`, which carries the last ``k`` values from one range to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.outofcore._passes import Limits, numeric_values
+from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import NumericColumn, OrderStatistics
+from dpfast.exceptions import DPFastValueError
+
+__all__ = ["RankSweep", "key_value", "order_keys", "order_statistics"]
+
+#: Bytes of working memory per value of a sorted range (the values, the sort, the
+#: differences and their errors, and slack).
+_BYTES_PER_SWEPT_VALUE = 64
+_SIGN = np.uint64(1 << 63)
+
+
+def order_keys(values: np.ndarray) -> np.ndarray:
+    """Return ``uint64`` keys in the order of the float64 ``values`` (``-0.0`` before ``0.0``)."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    negative = (bits & _SIGN) != 0
+    return np.where(negative, ~bits, bits | _SIGN)
+
+
+def key_value(key: int) -> float:
+    """Return the float64 of an :func:`order_keys` key."""
+    word = np.array([key], dtype=np.uint64)
+    bits = np.where((word & _SIGN) != 0, word & ~_SIGN, ~word)
+    return float(bits.view(np.float64)[0])
+
+
+@dataclass
+class RankSweep:
+    """The order statistics of :func:`order_statistics`, from the sorted values fed piece by piece.
+
+    Keeps ``X_(k)``, ``X_(n-k+1)`` and the pair ``(X_(i), X_(i+k))`` of largest
+    difference, compared exactly as :func:`dpfast._kernels.mechanisms.knoise_extremes`
+    compares them (the rounded difference, then its TwoSum error; ties to the lowest ``i``).
+    """
+
+    n: int
+    k: int
+    tail: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+    rank: int = 0
+    best: tuple[float, float, float, float] | None = None
+    x_k: float = 0.0
+    x_nk: float = 0.0
+
+    def feed(self, piece: np.ndarray) -> None:
+        """Add the next sorted values (ranks ``rank`` to ``rank + len(piece) - 1``)."""
+        k = self.k
+        joined = np.concatenate([self.tail, piece])
+        offset = self.rank - self.tail.shape[0]
+        if offset <= k - 1 < offset + joined.shape[0]:
+            self.x_k = float(joined[k - 1 - offset])
+        if offset <= self.n - k < offset + joined.shape[0]:
+            self.x_nk = float(joined[self.n - k - offset])
+        if joined.shape[0] > k:
+            upper, lower = joined[k:], joined[:-k]
+            d = upper - lower
+            bb = d - upper
+            e = (upper - (d - bb)) + (-lower - bb)
+            top = d.max()
+            candidates = np.flatnonzero(d == top)
+            j = int(candidates[np.argmax(e[candidates])])
+            found = (float(top), float(e[j]), float(lower[j]), float(upper[j]))
+            if self.best is None or found[:2] > self.best[:2]:
+                self.best = found
+        self.rank += piece.shape[0]
+        self.tail = joined[-k:].copy()
+
+    def extremes(self, lo: float, hi: float) -> OrderStatistics:
+        """Return what :func:`dpfast._kernels.mechanisms.knoise_extremes` returns."""
+        if self.best is None:
+            return lo, self.x_k, self.x_nk, hi, lo, lo, False
+        return lo, self.x_k, self.x_nk, hi, self.best[2], self.best[3], True
+
+
+def order_statistics(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    k: int,
+    lo: float,
+    hi: float,
+    limits: Limits,
+    tick: Callable[[int], None],
+) -> OrderStatistics:
+    """Return the order statistics of a column of range ``[lo, hi]``, ``lo < hi``.
+
+    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`; ``tick(passes)`` is
+    called before each pass.
+    """
+    n = dataset.n_rows
+    name = str(column.name)
+    capacity = max(1024, limits.memory // _BYTES_PER_SWEPT_VALUE)
+    passes = [0]
+
+    def step() -> None:
+        passes[0] += 1
+        tick(passes[0])
+
+    if n <= capacity:
+        step()
+        parts = list(dataset.map_column(name, limits.batch_rows, _Values(column)))
+        values = np.concatenate(parts)
+        parts.clear()
+        n_buckets = max(1, min(n, max(1024, n // 16)))
+        found = mechanism_kernels.knoise_extremes(values, k, n_buckets)
+        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
+    if 2 * k > capacity:
+        raise DPFastValueError(
+            f"the order statistics out of core carry the {k:,} largest values seen from one "
+            f"sorted range to the next, which needs about {2 * k * _BYTES_PER_SWEPT_VALUE:,} "
+            "bytes, more than the memory limit; raise the memory limit or lower k"
+        )
+    base = int(order_keys(np.array([lo]))[0])
+    span = int(order_keys(np.array([hi]))[0]) - base
+    sweep = RankSweep(n, k)
+    room = capacity - k
+
+    def collect(range_lo: int, range_hi: int) -> np.ndarray:
+        step()
+        select = _InKeys(column, base, range_lo, range_hi)
+        parts = list(dataset.map_column(name, limits.batch_rows, select))
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+
+    def histogram(range_lo: int, range_hi: int, shift: int) -> np.ndarray:
+        step()
+        counts = np.zeros(((range_hi - 1 - range_lo) >> shift) + 1, dtype=np.int64)
+        keys = _InKeys(column, base, range_lo, range_hi)
+        select = _KeyBuckets(keys, shift, counts.shape[0])
+        for part in dataset.map_column(name, limits.batch_rows, select):
+            counts += part
+        return counts
+
+    def process(range_lo: int, range_hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if range_hi - range_lo == 1:  # one value, count times: no pass needed
+            value = key_value(base + range_lo)
+            for size in _pieces(count, room):
+                sweep.feed(np.full(size, value))
+        elif count <= room:
+            sweep.feed(np.sort(collect(range_lo, range_hi)))
+        else:
+            shift = refined_shift(range_lo, range_hi)
+            counts = histogram(range_lo, range_hi, shift)
+            cut_ranges(counts, range_lo, range_hi, shift, first_rank, room, process)
+
+    process(0, span + 1, 0, n)
+    assert sweep.rank == n
+    return sweep.extremes(lo, hi)
+
+
+def _pieces(count: int, size: int) -> Iterator[int]:
+    while count > 0:
+        yield min(count, size)
+        count -= size
+
+
+@dataclass(frozen=True)
+class _Values:
+    """A batch of a numeric column as float64."""
+
+    column: NumericColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return numeric_values(array, self.column, first_row)
+
+
+@dataclass(frozen=True)
+class _InKeys:
+    """Select the values whose key minus ``base`` is in ``[lo, hi)``."""
+
+    column: NumericColumn
+    base: int
+    lo: int
+    hi: int
+
+    def inside(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the batch's values in the range, and their keys minus ``base``."""
+        values = numeric_values(array, self.column, first_row)
+        relative = order_keys(values) - np.uint64(self.base)
+        selected = (relative >= np.uint64(self.lo)) & (relative < np.uint64(self.hi))
+        return values[selected], relative[selected]
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return self.inside(array, first_row)[0]
+
+
+@dataclass(frozen=True)
+class _KeyBuckets:
+    """Count the values of a key range (:class:`_InKeys`) per ``2**shift`` keys."""
+
+    keys: _InKeys
+    shift: int
+    size: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        _, relative = self.keys.inside(array, first_row)
+        buckets = ((relative - np.uint64(self.keys.lo)) >> np.uint64(self.shift)).astype(np.int64)
+        return np.bincount(buckets, minlength=self.size)

@@ -1,0 +1,544 @@
+"""The released columns of an out-of-core release: scratch files, then one atomic publish.
+
+Every released column is written to a scratch file in output row order, in a hidden
+scratch directory beside the output:
+
+* **rows** (:meth:`Output.rows`): a batch's released values at their rows' places;
+* **permuted groups** (:meth:`Output.permuted`): output row ``r`` gets the value of the
+  group of rank ``order[r]``, where ``order`` is the column's bucketed permutation,
+  computed bucket range by bucket range (:func:`dpfast.noise.permutation_part_groups`);
+* **linked** (:meth:`Output.linked_numeric`, :meth:`Output.linked_codes`): each row's
+  rank group value, placed at the row's output position through spill files
+  (:class:`~._placement.Placer`);
+* **copied** (:meth:`Output.copied`): a column not protected, unchanged, in the rows'
+  order or a keyed one.
+
+:meth:`Output.publish` stitches the scratch columns row range by row range into Parquet,
+written to a temporary name and renamed into place: a failed or interrupted release
+leaves no output, and its scratch directory is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dpfast import noise
+from dpfast.engines.outofcore._files import append_array, write_at
+from dpfast.engines.outofcore._passes import (
+    Limits,
+    category_ranks,
+    numeric_values,
+    rank_floats,
+    rank_numeric,
+)
+from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
+from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
+from dpfast.io import WRITE_ROWS, arrow_labels
+from dpfast.partitions.grid import Grid
+
+__all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
+
+#: Rows per file of a Parquet dataset output.
+FILE_ROWS = 8 * WRITE_ROWS
+#: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
+#: their values and groups, the ranges, their order, and the pieces cut from them.
+_BYTES_PER_SCATTERED_ROW = 96
+
+Tick = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class ScratchColumn:
+    """One released column held in a scratch file, in output row order.
+
+    ``read(first, count)`` returns output rows ``[first, first + count)`` as an Arrow
+    array of ``arrow_type``.
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    read: Callable[[int, int], pa.Array]
+    dictionary: bool = False
+
+
+def _digest(name: Hashable) -> str:
+    return hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:32]
+
+
+class Output:
+    """The released columns of one release over ``source``, published to ``target``.
+
+    ``target`` is one Parquet file if it ends in ``.parquet``, else a dataset directory;
+    with ``dataset``, always a directory (a cluster's writers make one, whatever its name).
+    """
+
+    def __init__(
+        self, source: ColumnSource, target: Path, tick: Tick, *, dataset: bool = False
+    ) -> None:
+        self.source = source
+        self.target = target
+        self.dataset = dataset
+        self.tick = tick
+        self.columns: dict[str, ScratchColumn] = {}
+        self._table: tuple[list[ScratchColumn], int] | None = None
+        self._directory: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def directory(self) -> Path:
+        """The hidden scratch directory beside the output, made when first needed."""
+        with self._lock:  # columns run in threads
+            if self._directory is None:
+                parent = self.target.parent if str(self.target.parent) else Path(".")
+                self._directory = make_scratch(parent, f".{self.target.name}.")
+            return self._directory
+
+    def path(self, name: Hashable, kind: str = "column") -> Path:
+        """Return a column's scratch file of ``kind``: a digest, safe whatever the column's name."""
+        return self.directory / self.digest_name(name, kind)
+
+    @staticmethod
+    def digest_name(name: Hashable, kind: str = "column") -> str:
+        """Return the name of a column's scratch file of ``kind`` (:meth:`path`)."""
+        return f"{kind}-{_digest(name)}.bin"
+
+    # -- the kinds of released column ---------------------------------------------------
+
+    def rows(self, column: NumericColumn, cells: Cells, limits: Limits) -> np.ndarray:
+        """Write ``cells`` of every batch at its rows' places; return the counts, added up."""
+        path = self.path(column.name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        total: np.ndarray | None = None
+        try:
+            batch = _RowCells(column, cells)
+            for first_row, out, counts in self.source.map_column(
+                str(column.name), limits.batch_rows, batch
+            ):
+                write_at(fd, out, first_row * 8)
+                total = counts if total is None else total + counts
+        finally:
+            os.close(fd)
+        self._numeric(column)
+        return np.zeros(0, dtype=np.int64) if total is None else total
+
+    def permuted(
+        self,
+        column: NumericColumn | CategoricalColumn,
+        values: np.ndarray,
+        k: int,
+        key: np.ndarray,
+        limits: Limits,
+    ) -> None:
+        """Write ``values[order[r] // k]`` for every output row ``r``, bucket range by range."""
+        n = self.source.n_rows
+        sizes = noise.permutation_bucket_sizes(key, n)
+        with open(self.path(column.name), "wb") as file:
+            lo = 0
+            while lo < sizes.shape[0]:
+                hi, held = lo, 0
+                while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= limits.ordered_rows):
+                    held += int(sizes[hi])
+                    hi += 1
+                append_array(file, noise.permutation_part_groups(key, n, lo, hi, values, k, sizes))
+                lo = hi
+        self._register(column)
+
+    def linked_numeric(
+        self,
+        column: NumericColumn,
+        grid: Grid,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+        limits: Limits,
+        tick: Callable[[int], None],
+    ) -> tuple[np.ndarray, int]:
+        """Rank the rows, give each its group's value at its output place; return the values."""
+        ranked = self.path(column.name, "ranked")
+        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            sums, clamped = rank_numeric(self.source, column, grid, k, limits, fd, tick)
+        finally:
+            os.close(fd)
+        group_values = values(sums)
+        self._place_ranked(column.name, ranked, group_values, k, key, limits)
+        self._numeric(column)
+        return group_values, clamped
+
+    def linked_codes(
+        self,
+        column: CategoricalColumn,
+        k: int,
+        key: np.ndarray | None,
+        values: GroupValues,
+        limits: Limits,
+    ) -> np.ndarray:
+        """Rank the rows by taxonomy rank; give each its group's code at its output place."""
+        n, m = self.source.n_rows, len(column.taxonomy.domain)
+        name = str(column.name)
+        per_batch = sorted(
+            self.source.map_column(name, limits.batch_rows, _RankBincount(column, m)),
+            key=lambda part: part[0],
+        )
+        totals = np.zeros(m, dtype=np.int64)
+        for _, part in per_batch:
+            totals += part
+        codes = values(totals)
+        offsets = {}
+        running = np.concatenate(([0], np.cumsum(totals)[:-1])).astype(np.int64)
+        for first_row, part in per_batch:
+            offsets[first_row] = running.copy()
+            running += part
+        del per_batch
+        write, close = raw_sink(self.path(name), np.dtype(np.int64))
+        placer = Placer(
+            self.directory, _digest(name) + "-placed", n, key, pa.int64(), 8, limits.memory
+        )
+        released = _LinkedCodes(column, codes, offsets, k)
+        try:
+            for first_row, out in self.source.map_column(name, limits.batch_rows, released):
+                placer.add(pa.array(out), first=first_row)
+            placer.finish(write)
+        finally:
+            placer.close()
+            close()
+        self._register(column)
+        return codes
+
+    def ranked_floats(
+        self,
+        column: NumericColumn,
+        k: int,
+        values: GroupValues,
+        limits: Limits,
+        tick: Callable[[int], None],
+    ) -> None:
+        """Rank the rows by (value, row); give each its group's value at its own place.
+
+        Every rank group's sum is added up in rank order, one value at a time (the float
+        additions of the in-memory release, in its order, so the sums are the same bit for
+        bit), on order-preserving ``uint64`` images of the floats.
+        """
+        ranked = self.path(column.name, "ranked")
+        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            sums = rank_floats(self.source, column, k, limits, fd, tick)
+        finally:
+            os.close(fd)
+        self._place_ranked(column.name, ranked, values(sums), k, None, limits)
+        self._numeric(column)
+
+    def copied(
+        self,
+        name: str,
+        key: np.ndarray | None,
+        limits: Limits,
+        categories: Sequence[str] | None = None,
+    ) -> None:
+        """Place one column unchanged, of any Arrow type, into an Arrow file in output order.
+
+        The column keeps the type of its batches (a source that casts a declared type, as
+        the CLI's schema does, gives the cast type); a dictionary column stays one, with
+        the ``categories`` its type declares if it declares them (its own dictionary, in
+        its order). In the rows' order (``key`` ``None``) the batches are kept as they
+        come, in one pass.
+        """
+        declared = self.source.schema.field(name).type
+        dictionary = pa.types.is_dictionary(declared)
+        if key is None:
+            batches = BatchFiles(self.directory / f"copied-{_digest(name)}")
+            for first_row, array in self.source.map_column(name, limits.batch_rows, _plain):
+                batches.add(array, first_row)
+            self.columns[name] = _copied_column(name, batches, declared, dictionary, categories)
+            return
+        row_bytes = self._row_bytes(name, declared, limits)
+        out: ArrowFile | None = None
+        placer: Placer | None = None
+        try:
+            for first_row, array in self.source.map_column(name, limits.batch_rows, _plain):
+                if out is None or placer is None:  # the batches' type (a source may cast it)
+                    out = ArrowFile(self.path(name, "copied").with_suffix(".arrow"), array.type)
+                    placer = Placer(
+                        self.directory,
+                        _digest(name) + "-copy",
+                        self.source.n_rows,
+                        key,
+                        array.type,
+                        row_bytes,
+                        limits.memory,
+                    )
+                placer.add(
+                    array.cast(out.arrow_type) if array.type != out.arrow_type else array,
+                    first=first_row,
+                )
+            assert placer is not None and out is not None  # a dataset has rows
+            placer.finish(out.write)
+        finally:
+            if placer is not None:
+                placer.close()
+            if out is not None:
+                out.close()
+        self.columns[name] = _copied_column(name, out, declared, dictionary, categories)
+
+    def table(self, columns: Sequence[ScratchColumn], n_rows: int) -> None:
+        """Make ``n_rows`` rows of ``columns`` the output, instead of released columns."""
+        self._table = (list(columns), int(n_rows))
+
+    # -- the end ------------------------------------------------------------------------
+
+    def publish(self, report: Any, before: PublishHook | None) -> None:
+        """Stitch the columns into the output, then rename it into place after ``before``."""
+        if self._table is not None:
+            written = self._stitch(*self._table)
+        else:
+            columns = [self.columns[str(n)] for n in self.source.names if str(n) in self.columns]
+            written = self._stitch(columns, self.source.n_rows)
+        if before is not None:
+            before(report)
+        publish_at(written, self.target)
+
+    def close(self) -> None:
+        """Remove the scratch directory, however the release ended."""
+        with self._lock:
+            if self._directory is not None:
+                remove_tree(self._directory)
+                self._directory = None
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _register(self, column: NumericColumn | CategoricalColumn) -> None:
+        if isinstance(column, CategoricalColumn):
+            self._labels(column)
+        else:
+            self._numeric(column)
+
+    def _numeric(self, column: NumericColumn) -> None:
+        """Convert a numeric column written as float64: it is read back in its own dtype."""
+        path = self.path(column.name)
+        kind = pa.from_numpy_dtype(column.dtype)
+
+        def read(first: int, count: int) -> pa.Array:
+            values = np.fromfile(path, np.float64, count, offset=first * 8)
+            return pa.array(column.restore_dtype(values), kind)
+
+        self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read)
+
+    def _labels(self, column: CategoricalColumn) -> None:
+        """Convert a categorical column's codes to its taxonomy's labels, of the input's type.
+
+        As in memory (``TableData.categorical_output``): a dictionary column gets a
+        dictionary (:func:`dpfast.io.arrow_labels`: the categories its type declares, else
+        the taxonomy's leaves), any other column strings of its own type.
+        """
+        original = self.source.schema.field(str(column.name)).type
+        domain = list(column.taxonomy.domain)
+        labels = pa.array(domain, pa.string())
+        path = self.path(column.name)
+
+        def codes(first: int, count: int) -> np.ndarray:
+            return np.fromfile(path, np.int64, count, offset=first * 8)
+
+        def read(first: int, count: int) -> pa.Array:
+            if pa.types.is_dictionary(original):
+                return arrow_labels(codes(first, count), domain, original, column.categories)
+            strings = labels.take(pa.array(codes(first, count)))
+            return strings if original == pa.string() else strings.cast(original)
+
+        # dictionary-encoded in the file, so that a dictionary column's own dictionary (its
+        # categories, in their order) is the one written
+        self.columns[str(column.name)] = ScratchColumn(
+            str(column.name), read(0, 0).type, read, True
+        )
+
+    def _place_ranked(
+        self,
+        name: Hashable,
+        ranked: Path,
+        group_values: np.ndarray,
+        k: int,
+        key: np.ndarray | None,
+        limits: Limits,
+    ) -> None:
+        """Give every row its rank group's value, in output order, in the column's file.
+
+        ``ranked`` holds the rows in rank order; it is read back in parts and removed.
+        With ``key`` the values go through input order into the permutation's order.
+        """
+        n = self.source.n_rows
+        write, close_sink = raw_sink(self.path(name), np.dtype(np.float64))
+        tag = _digest(name)
+        by_row = Placer(self.directory, tag + "-by-row", n, None, pa.float64(), 8, limits.memory)
+        shuffled = None
+        if key is not None:
+            shuffled = Placer(
+                self.directory, tag + "-shuffled", n, key, pa.float64(), 8, limits.memory
+            )
+        step = max(1024, limits.memory // _BYTES_PER_SCATTERED_ROW)
+        last = group_values.shape[0] - 1
+        try:
+            for first in range(0, n, step):
+                count = min(step, n - first)
+                rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
+                groups = np.minimum(np.arange(first, first + count, dtype=np.int64) // k, last)
+                by_row.add(pa.array(group_values[groups]), rows=rows)
+                del rows, groups
+            ranked.unlink()
+            if shuffled is None:
+                by_row.finish(write)
+            else:
+                by_row.finish(lambda values, first: shuffled.add(values, first=first))
+                shuffled.finish(write)
+        finally:
+            by_row.close()
+            if shuffled is not None:
+                shuffled.close()
+            close_sink()
+
+    def _row_bytes(self, name: str, declared: pa.DataType, limits: Limits) -> float:
+        """Bytes per value of a column: its width, or (variable width) its average."""
+        try:
+            kind = declared.value_type if pa.types.is_dictionary(declared) else declared
+            return float(max(1, kind.bit_width // 8))
+        except ValueError:  # variable width: the column's average, from one pass
+            sizes = self.source.map_column(name, limits.batch_rows, _nbytes)
+            return sum(sizes) / max(1, self.source.n_rows)
+
+    def _stitch(self, columns: Sequence[ScratchColumn], n: int) -> Path:
+        """Write ``n`` rows of the columns range by range as Parquet; return the temporary path.
+
+        No rows: one file of the columns' schema.
+        """
+        schema = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
+        single = self.target.suffix == ".parquet" and not self.dataset
+        out = self.directory / ("release.parquet" if single else "release")
+        if not single:
+            out.mkdir()
+        if n == 0:
+            pq.write_table(schema.empty_table(), out if single else out / "part-00000.parquet")
+            return out
+        rows_per_file = n if single else FILE_ROWS
+        # released numbers are near-random: a dictionary only costs time
+        dictionary = [c.name for c in columns if c.dictionary]
+        writer = None
+        try:
+            for first in range(0, n, WRITE_ROWS):
+                count = min(WRITE_ROWS, n - first)
+                arrays = [c.read(first, count) for c in columns]
+                if first % rows_per_file == 0:
+                    if writer is not None:
+                        writer.close()
+                    part = out if single else out / f"part-{first // rows_per_file:05d}.parquet"
+                    writer = pq.ParquetWriter(
+                        part, schema, compression="zstd", use_dictionary=dictionary
+                    )
+                table = pa.Table.from_arrays(arrays, schema=schema)
+                assert writer is not None
+                writer.write_table(table, row_group_size=WRITE_ROWS)
+                self.tick(f"writing {self.target.name}", first + count, n)
+        finally:
+            if writer is not None:
+                writer.close()
+        return out
+
+
+@dataclass(frozen=True)
+class _RowCells:
+    """A batch of a protected numeric column released by ``cells``, with its first row."""
+
+    column: NumericColumn
+    cells: Cells
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, np.ndarray]:
+        values = numeric_values(array, self.column, first_row)
+        out, counts = self.cells(values, first_row)
+        return first_row, out, np.asarray(counts, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _RankBincount:
+    """A batch of a categorical column counted per taxonomy rank, with its first row."""
+
+    column: CategoricalColumn
+    m: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
+        return first_row, np.bincount(category_ranks(array, self.column), minlength=self.m)
+
+
+@dataclass(frozen=True)
+class _LinkedCodes:
+    """A batch of a categorical column released as its rows' rank groups' codes."""
+
+    column: CategoricalColumn
+    codes: np.ndarray
+    offsets: dict[int, np.ndarray]
+    k: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
+        ranks = category_ranks(array, self.column)
+        by_rank = np.argsort(ranks, kind="stable")
+        ordered = ranks[by_rank]
+        within = np.arange(ordered.shape[0]) - np.searchsorted(ordered, ordered, side="left")
+        position = np.empty(ranks.shape[0], dtype=np.int64)
+        position[by_rank] = self.offsets[first_row][ordered] + within
+        last = self.codes.shape[0] - 1
+        return first_row, self.codes[np.minimum(position // self.k, last)]
+
+
+def _plain(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
+    """Return a batch as it is, a dictionary decoded."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return first_row, array
+
+
+def _nbytes(array: pa.Array, first_row: int) -> int:
+    return int(array.nbytes)
+
+
+def _copied_column(
+    name: str,
+    out: ArrowFile | BatchFiles,
+    declared: pa.DataType,
+    dictionary: bool,
+    categories: Sequence[str] | None,
+) -> ScratchColumn:
+    if categories is not None:  # the column's own dictionary, in its order
+        return _declared_column(name, out, declared, categories)
+    value_type = out.arrow_type
+    if value_type is None:  # no batch came: no rows
+        value_type = declared.value_type if dictionary else declared
+    arrow_type = pa.dictionary(declared.index_type, value_type) if dictionary else value_type
+
+    def read(first: int, count: int) -> pa.Array:
+        values = out.read(first, count)
+        return values.dictionary_encode().cast(arrow_type) if dictionary else values
+
+    return ScratchColumn(name, arrow_type, read)
+
+
+def _declared_column(
+    name: str, out: ArrowFile | BatchFiles, declared: pa.DataType, categories: Sequence[str]
+) -> ScratchColumn:
+    """Return a copied column that declares its categories, coded by them again as it is read."""
+    dictionary = pa.array(list(categories), declared.value_type)
+
+    def read(first: int, count: int) -> pa.Array:
+        values = out.read(first, count).cast(declared.value_type)
+        indices = pc.index_in(values, value_set=dictionary).cast(declared.index_type)
+        return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=True)
+
+    return ScratchColumn(name, declared, read, dictionary=True)

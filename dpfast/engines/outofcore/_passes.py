@@ -1,0 +1,536 @@
+"""The passes of the out-of-core engine over a column source (docs/engines.md).
+
+A protected column's batches are checked as the in-memory release checks its values
+(:func:`numeric_values`, :class:`NonFiniteValue`); the rank groups' exact integer sums
+come from sorting the column's grid values range by range (:func:`group_sums`): when it
+holds more values than fit in the memory limit, a histogram pass over the top bits of the
+grid values cuts the grid into ranges that fit, each range is collected in one more pass,
+sorted and added to the groups' sums from its first global rank (a range holding a single
+grid value is added without sorting). Integer sums do not depend on how the column was
+cut. On a cluster (a source with ``sort_ranges``) the workers sort the ranges and return
+their groups' sums. A categorical column needs only its count per taxonomy rank
+(:func:`rank_counts`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dpfast._kernels import outofcore as outofcore_kernels
+from dpfast._kernels import ranking
+from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
+from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
+from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.exceptions import DPFastValueError
+from dpfast.partitions.grid import Grid
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "BATCH_ROWS",
+    "Limits",
+    "NonFiniteValue",
+    "batch_dictionary",
+    "category_codes",
+    "category_ranks",
+    "group_sums",
+    "numeric_values",
+    "rank_counts",
+]
+
+#: Rows per batch read from Parquet.
+BATCH_ROWS = 1 << 20
+
+#: Bytes of working memory per value collected for sorting (the values, the sort's
+#: scratch, the pieces before they are joined, and slack).
+_BYTES_PER_SORTED_VALUE = 32
+
+
+#: Bytes per row of a part of the output order (the order and the released values).
+_BYTES_PER_ORDERED_ROW = 24
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What fits in the memory limit: values per sorted range, rows per order part."""
+
+    memory: int
+    batch_rows: int
+
+    @property
+    def sorted_values(self) -> int:
+        return max(1024, self.memory // _BYTES_PER_SORTED_VALUE)
+
+    @property
+    def ordered_rows(self) -> int:
+        return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
+
+
+class NonFiniteValue(DPFastValueError):
+    """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
+
+    Raised by the first batch found; :func:`counts_non_finite` turns it into the in-memory
+    error, which counts them all.
+    """
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by Spark and Dask tasks
+        return (NonFiniteValue, (str(self), self.column))
+
+
+def numeric_values(
+    array: pa.Array, column: NumericColumn, first_row: int, method: str = "ir_dp"
+) -> np.ndarray:
+    """One batch of a numeric column as float64, refusing what ``method`` refuses."""
+    if array.null_count:
+        row = first_row + int(pc.index(array.is_null(), True).as_py())
+        raise NonFiniteValue(
+            f"column {column.name!r} has a missing value at row {row}; {method} needs a value "
+            "in every row of a protected column",
+            str(column.name),
+        )
+    values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        row = first_row + int(np.flatnonzero(~finite)[0])
+        raise NonFiniteValue(
+            f"column {column.name!r} has NaN or infinity at row {row}; protected columns must "
+            "be finite",
+            str(column.name),
+        )
+    if column.integer and not np.array_equal(values, np.rint(values)):
+        row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
+        raise DPFastValueError(
+            f"column {column.name!r} is declared integer but row {row} holds "
+            f"{values[row - first_row]!r}; declare it float in the schema"
+        )
+    return np.asarray(values, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class _QuantisedKeys:
+    """A batch of a numeric column as grid values (``flagged``: ``q << 1 | clamped``)."""
+
+    column: NumericColumn
+    grid: Grid
+    flagged: bool = False
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        values = numeric_values(array, self.column, first_row)
+        g = self.grid
+        if self.flagged:
+            return cast(
+                np.ndarray, ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int)
+            )
+        q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        return cast(np.ndarray, q)
+
+
+@dataclass(frozen=True)
+class _QuantisedBatch:
+    """``(select(grid values), clamped count)`` of a batch of a numeric column."""
+
+    column: NumericColumn
+    grid: Grid
+    select: Callable[[np.ndarray], Any]
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[Any, int]:
+        values = numeric_values(array, self.column, first_row)
+        g = self.grid
+        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        return self.select(q), int(clamped)
+
+
+def group_sums(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: Limits,
+    tick: Callable[[int], None],
+    sort_limits: Limits | None = None,
+) -> tuple[np.ndarray, int]:
+    """Every rank group's exact integer sum of a numeric column, and its clamped count.
+
+    ``tick(passes)`` is called before each pass over the column.
+
+    ``limits`` bound this process's memory; ``sort_limits`` (default ``limits``) bound
+    each sort task of a cluster (a source with ``sort_ranges``), which runs on a worker.
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length())
+    sums = np.zeros(n // k, dtype=np.int64)
+    passes = [0]
+
+    def step() -> None:
+        passes[0] += 1
+        tick(passes[0])
+
+    def collect(lo: int, hi: int) -> np.ndarray:
+        step()
+        select = _InRange(lo, hi)
+        parts = [part for part, _ in _quantised(dataset, column, grid, limits, select)]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)  # parts freed
+
+    def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
+        step()
+        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
+        select = _BucketCounts(lo, hi, shift, counts.shape[0])
+        for part, _ in _quantised(dataset, column, grid, limits, select):
+            counts += part
+        return counts
+
+    def add_sorted(words: np.ndarray, first_rank: int) -> None:
+        ordered = ranking.radix_sort_packed(words, 0, key_bits)
+        ranking.add_group_sums(ordered, 0, first_rank, k, sums)
+
+    def process(lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if hi - lo == 1:
+            ranking.add_group_run(lo, count, first_rank, k, sums)
+        elif count <= limits.sorted_values:
+            add_sorted(collect(lo, hi), first_rank)
+        else:
+            shift = refined_shift(lo, hi)
+            counts = histogram(lo, hi, shift)
+            cut_ranges(counts, lo, hi, shift, first_rank, limits.sorted_values, process)
+
+    # the first pass also counts the clamped values
+    clamped = 0
+    top = grid.d_int + 1
+    if hasattr(dataset, "sort_ranges") and (n > limits.sorted_values or key_bits < 63):
+        # a cluster: the workers sort and add the groups in one job, instead of the
+        # driver sorting the collected column or one pass over the data per range
+        sorts = sort_limits or limits
+        clamped = _cluster_group_sums(dataset, column, grid, k, sorts, step, sums)
+    elif n <= limits.sorted_values:
+        step()
+        parts = []
+        for part, count in _quantised(dataset, column, grid, limits, _InRange(0, top)):
+            parts.append(part)
+            clamped += count
+        whole = np.concatenate(parts)
+        parts.clear()  # the pieces go before the sort's scratch comes
+        add_sorted(whole, 0)
+    else:
+        shift = max(0, key_bits - HISTOGRAM_BITS)
+        step()
+        counts = np.zeros((grid.d_int >> shift) + 1, dtype=np.int64)
+        select = _BucketCounts(0, top, shift, counts.shape[0])
+        for part, count in _quantised(dataset, column, grid, limits, select):
+            counts += part
+            clamped += count
+        cut_ranges(counts, 0, top, shift, 0, limits.sorted_values, process)
+    return sums, clamped
+
+
+def _cluster_group_sums(
+    dataset: Any,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: Limits,
+    tick: Callable[[], None],
+    sums: np.ndarray,
+) -> int:
+    """Add a column's rank group sums on a cluster's workers; return its clamped count.
+
+    A column of at most the memory limit's sorted values is sorted whole by one task of
+    one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
+    before it). A larger one is cut first: a histogram pass cuts the grid into ranges of
+    balanced counts (about ``n / (2 * tasks)`` values, and never more than the memory
+    limit's sorted values, narrowed by more histogram passes where a bucket holds more);
+    one ``sort_ranges`` job sorts each range on a worker and returns its groups' sums. A
+    range of one grid value (a tie) is added here. See docs/engines.md, "Ranks on a
+    cluster".
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length())
+    top = grid.d_int + 1
+    name, rows = str(column.name), limits.batch_rows
+    if n <= limits.sorted_values and key_bits < 63:
+        return _whole_column_sums(dataset, column, grid, k, limits, tick, sums)
+    tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
+    balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
+    planned: list[tuple[int, int, int, int]] = []
+
+    def histogram(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
+        tick()
+        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
+        clamped = 0
+        for part, count in _quantised(
+            dataset, column, grid, limits, _BucketCounts(lo, hi, shift, counts.shape[0])
+        ):
+            counts += part
+            clamped += count
+        return counts, clamped
+
+    def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if hi - lo == 1:
+            ranking.add_group_run(lo, count, first_rank, k, sums)
+        elif count <= limits.sorted_values:  # above the balanced size: one bucket alone
+            planned.append((lo, hi, first_rank, count))
+        else:
+            shift = refined_shift(lo, hi)
+            cut_ranges(histogram(lo, hi, shift)[0], lo, hi, shift, first_rank, balanced, plan)
+
+    shift = max(0, key_bits - HISTOGRAM_BITS)
+    counts, clamped = histogram(0, top, shift)
+    cut_ranges(counts, 0, top, shift, 0, balanced, plan)
+    if not planned:
+        return clamped
+    table = np.array(planned, dtype=np.int64)
+    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64), table[:, 3])
+    reduce = GroupSums(table[:, 2].copy(), int(k), int(sums.shape[0]))
+
+    tick()
+    keys = _QuantisedKeys(column, grid)
+    results = _sorted_on_workers(dataset, name, rows, keys, ranges, key_bits, reduce)
+    add_parts(results, sums, table[:, 3], lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
+    return clamped
+
+
+def _sorted_on_workers(
+    dataset: Any,
+    name: str,
+    batch_rows: int,
+    keys: Callable[[pa.Array, int], np.ndarray],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: GroupSums,
+) -> list[Any]:
+    """Return ``dataset.sort_ranges(...)``; a bad value's error names its row, as in memory.
+
+    The sort's tasks run at once and may not number rows (Spark over files), and an
+    engine may not give back a task's own exception (Spark raises its traceback), so on a
+    failed sort one checking pass in row order (:meth:`map_column`, which sends refused
+    values back, nothing else collected) raises the error of the table's first bad value
+    instead. An interrupt is not a failure: it goes through.
+    """
+    try:
+        return cast(
+            list[Any], dataset.sort_ranges(name, batch_rows, keys, ranges, key_bits, reduce)
+        )
+    except Exception:
+        for _ in dataset.map_column(name, batch_rows, functools.partial(_checked, fn=keys)):
+            pass
+        raise  # the checking pass found nothing: the sort's own error
+
+
+def _checked(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> None:
+    """Run ``fn`` on a batch for its errors only."""
+    fn(array, first_row)
+
+
+def _whole_column_sums(
+    dataset: Any,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: Limits,
+    tick: Callable[[], None],
+    sums: np.ndarray,
+) -> int:
+    """Sort a whole column in one task of a cluster, add its group sums, return its clamped count.
+
+    Each key carries its clamped flag in its low bit, so no pass is needed before the sort.
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length()) + 1
+    ranges = Ranges(
+        np.array([0], dtype=np.uint64),
+        np.array([(grid.d_int + 1) << 1], dtype=np.uint64),
+        np.array([n], dtype=np.int64),
+    )
+    reduce = GroupSums(np.zeros(1, dtype=np.int64), int(k), int(sums.shape[0]), flagged=True)
+
+    tick()
+    keys = _QuantisedKeys(column, grid, flagged=True)
+    results = _sorted_on_workers(
+        dataset, str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
+    )
+    expected = np.array([n], dtype=np.int64)
+    return add_parts(results, sums, expected, lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
+
+
+#: Why a range's count differs between the histogram and the sort.
+_CHANGED_BETWEEN_PASSES = (
+    "the data gave other values than in the previous pass; a release reads it several "
+    "times, so make it deterministic (cache or persist the frame, avoid unseeded sampling)"
+)
+
+
+@dataclass(frozen=True)
+class _InRange:
+    """Select the grid values in ``[lo, hi)``."""
+
+    lo: int
+    hi: int
+
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        return q[(q >= np.uint64(self.lo)) & (q < np.uint64(self.hi))]
+
+
+@dataclass(frozen=True)
+class _BucketCounts:
+    """Count the grid values in ``[lo, hi)`` per bucket of ``2**shift`` values from ``lo``."""
+
+    lo: int
+    hi: int
+    shift: int
+    size: int
+
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        counts = np.zeros(self.size, dtype=np.int64)
+        outofcore_kernels.count_in_buckets(
+            q, np.uint64(self.lo), np.uint64(self.hi), np.uint64(self.shift), counts
+        )
+        return counts
+
+
+def rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: Limits) -> np.ndarray:
+    """Count a categorical column's records per taxonomy rank, batch by batch."""
+    taxonomy: Taxonomy = cat.taxonomy
+    counts = np.zeros(len(taxonomy.domain), dtype=np.int64)
+    for part in dataset.map_column(str(cat.name), limits.batch_rows, _RankCounts(cat)):
+        counts += part
+    return counts
+
+
+@dataclass(frozen=True)
+class _RankCounts:
+    """A batch of a categorical column's records counted per taxonomy rank."""
+
+    cat: CategoricalColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        taxonomy: Taxonomy = self.cat.taxonomy
+        return np.asarray(taxonomy.rank_counts(category_codes(array, self.cat)), dtype=np.int64)
+
+
+def _quantised(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    limits: Limits,
+    select: Callable[[np.ndarray], Any],
+) -> Iterator[tuple[Any, int]]:
+    """Yield ``select(grid values)`` of every batch of the column, with its clamped count."""
+    batch = _QuantisedBatch(column, grid, select)
+    return dataset.map_column(str(column.name), limits.batch_rows, batch)
+
+
+def rank_numeric(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    k: int,
+    limits: Limits,
+    fd: int,
+    tick: Callable[[int], None],
+) -> tuple[np.ndarray, int]:
+    """Rank a column's rows by (grid value, row): write the rows in rank order to ``fd``.
+
+    Returns the exact integer sum of every rank group's grid values, and the clamped count.
+    """
+    sums = np.zeros(dataset.n_rows // k, dtype=np.int64)
+    passes = [0]
+
+    def step() -> None:
+        passes[0] += 1
+        tick(passes[0])
+
+    def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
+        values = numeric_values(array, column, first_row)
+        q, clamped = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        return q, int(clamped)
+
+    def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
+        ranking.add_group_sums(sorted_keys, 0, first_rank, k, sums)
+
+    def on_run(key: int, count: int, first_rank: int) -> None:
+        ranking.add_group_run(key, count, first_rank, k, sums)
+
+    passes_ = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
+    clamped = passes_.rank(grid.d_int + 1, fd, on_sorted, on_run)
+    return sums, clamped
+
+
+def batch_dictionary(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
+    """Return a dictionary batch's first row and its dictionary."""
+    return first_row, array.dictionary
+
+
+def category_codes(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+    """One batch of a categorical column as its taxonomy's codes, refusing values not in it."""
+    encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    if encoded.indices.null_count:
+        missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
+        indices = np.where(missing, -1, indices)
+    codes = cat.taxonomy.encode_categories(
+        indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
+    )
+    return np.asarray(codes, dtype=np.int64)
+
+
+def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+    """One batch of a categorical column as taxonomy ranks, refusing values not in it."""
+    ranks: np.ndarray = np.asarray(cat.taxonomy.rank, dtype=np.int64)[category_codes(array, cat)]
+    return ranks
+
+
+def rank_floats(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    k: int,
+    limits: Limits,
+    fd: int,
+    tick: Callable[[int], None],
+) -> np.ndarray:
+    """Rank a column's rows by (value, row), writing them to ``fd`` in rank order.
+
+    Returns every rank group's float sum, its values added one by one in rank order.
+    """
+    sums = np.zeros(dataset.n_rows // k, dtype=np.float64)
+    passes = [0]
+
+    def step() -> None:
+        passes[0] += 1
+        tick(passes[0])
+
+    def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
+        outofcore_kernels.add_float_group_sums(float_values(sorted_keys), first_rank, k, sums)
+
+    def on_run(key: int, count: int, first_rank: int) -> None:
+        value = float(float_values(np.array([key], dtype=np.uint64))[0])
+        outofcore_kernels.add_float_run(value, count, first_rank, k, sums)
+
+    keys = _FloatKeys(column)
+    ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
+    ranks.rank(2**64, fd, on_sorted, on_run)
+    return sums
+
+
+@dataclass(frozen=True)
+class _FloatKeys:
+    """A batch of a numeric column as order-preserving ``uint64`` keys (nothing counted)."""
+
+    column: NumericColumn
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
+        return float_keys(numeric_values(array, self.column, first_row)), 0

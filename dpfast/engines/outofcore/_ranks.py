@@ -1,0 +1,184 @@
+"""Rank a column's rows by (key, row) out of core: rows written to a file in rank order.
+
+Every row of a column has a ``uint64`` key (a grid value, or an order-preserving image of
+a float) and is ranked by (key, row), ties to the lower row, as a stable sort in memory
+ranks it. The key space is cut into ranges that fit the memory limit by histograms of the
+keys' top bits (16 at a time, refined where a bucket holds too many rows); each range's
+(key, row) pairs are collected in one pass, sorted, handed to ``on_sorted`` with their
+first rank, and their rows are written at their ranks to a file of ``int64`` rows. A
+range of a single key holding too many rows (a long tie) is handed to ``on_run`` and its
+rows are placed by row: one pass counts them per batch, the next writes each batch's rows
+after those of the batches before it. Ranges are handed on in increasing rank order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast._kernels import ranking
+from dpfast.engines.outofcore._files import write_at
+from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
+from dpfast.engines.outofcore._sources import ColumnSource
+
+#: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
+#: sort's scratch and order, the rows written out, and slack.
+BYTES_PER_RANKED_ROW = 40
+
+Keys = Callable[[pa.Array, int], tuple[np.ndarray, int]]
+
+
+@dataclass
+class RankPasses:
+    """The passes that rank one column's rows, within ``memory`` bytes.
+
+    ``keys(batch, first_row)`` returns the batch's ``uint64`` keys and a count to add up
+    (e.g. the values clamped); ``tick()`` is called before each pass.
+    """
+
+    dataset: ColumnSource
+    name: str
+    keys: Keys
+    batch_rows: int
+    memory: int
+    tick: Callable[[], None] = lambda: None
+    counted: int = field(default=0, init=False)
+
+    @property
+    def capacity(self) -> int:
+        """Pairs sorted at once."""
+        return max(1024, self.memory // BYTES_PER_RANKED_ROW)
+
+    def rank(
+        self,
+        top: int,
+        fd: int,
+        on_sorted: Callable[[np.ndarray, int], None],
+        on_run: Callable[[int, int, int], None],
+    ) -> int:
+        """Rank every row, keys in ``[0, top)``, writing rows to ``fd`` in rank order.
+
+        ``on_sorted(keys, first_rank)`` gets every range's sorted keys, ``on_run(key,
+        count, first_rank)`` every long tie. Returns the total of the keys' counts.
+        """
+        n = self.dataset.n_rows
+        self._fd = fd
+        self._on_sorted, self._on_run = on_sorted, on_run
+        index_bits = max(1, (n - 1).bit_length())
+        self._index_bits = index_bits
+        if n <= self.capacity:
+            self._sorted(0, top, 0, count=True)
+        else:
+            shift = refined_shift(0, top)
+            counts = self._histogram(0, top, shift, count=True)
+            self._chunks(counts, 0, top, shift, 0)
+        return self.counted
+
+    def _batches(self, select: Callable[[np.ndarray, int], Any], count: bool) -> Iterator[Any]:
+        self.tick()
+        keys_of = self.keys  # not self: the function may be shipped to Spark's executors
+
+        def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
+            keys, counted = keys_of(array, first_row)
+            return select(keys, first_row), counted
+
+        for result, counted in self.dataset.map_column(self.name, self.batch_rows, batch):
+            if count:
+                self.counted += counted
+            yield result
+
+    def _sorted(self, lo: int, hi: int, first_rank: int, count: bool = False) -> None:
+        """Collect, sort and hand on the pairs of keys in ``[lo, hi)``."""
+
+        def select(keys: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+            inside = np.flatnonzero(_within(keys, lo, hi))
+            return keys[inside], inside + first_row
+
+        parts = list(self._batches(select, count))
+        keys = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.uint64)
+        rows = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
+        del parts
+        span_bits = max(1, (hi - 1 - lo).bit_length())
+        if span_bits + self._index_bits <= 64:  # one packed word: a radix sort
+            packed = ((keys - np.uint64(lo)) << np.uint64(self._index_bits)) | rows.astype(
+                np.uint64
+            )
+            del keys, rows
+            packed = ranking.radix_sort_packed(packed, 0, span_bits + self._index_bits)
+            rows = (packed & np.uint64((1 << self._index_bits) - 1)).astype(np.int64)
+            keys = (packed >> np.uint64(self._index_bits)) + np.uint64(lo)
+            del packed
+        else:
+            order = np.lexsort((rows, keys))
+            keys, rows = keys[order], rows[order]
+            del order
+        self._on_sorted(keys, first_rank)
+        write_at(self._fd, rows, first_rank * 8)
+
+    def _run(self, key: int, first_rank: int, count: int) -> None:
+        """Rank a long tie of ``key`` by row, in two passes."""
+        self._on_run(key, count, first_rank)
+        equal = np.uint64(key)
+        sizes = sorted(self._batches(lambda k, f: (f, int(np.count_nonzero(k == equal))), False))
+        offsets, rank = {}, first_rank
+        for first_row, size in sizes:
+            offsets[first_row] = rank
+            rank += size
+        for first_row, rows in self._batches(
+            lambda k, f: (f, np.flatnonzero(k == equal) + f), False
+        ):
+            write_at(self._fd, rows.astype(np.int64), offsets[first_row] * 8)
+
+    def _histogram(self, lo: int, hi: int, shift: int, count: bool = False) -> np.ndarray:
+        size = ((hi - 1 - lo) >> shift) + 1
+
+        def select(keys: np.ndarray, _first: int) -> np.ndarray:
+            inside = keys[_within(keys, lo, hi)]
+            buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
+            return np.bincount(buckets, minlength=size)
+
+        counts = np.zeros(size, dtype=np.int64)
+        for part in self._batches(select, count):
+            counts += part
+        return counts
+
+    def _process(self, lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if count <= self.capacity:
+            self._sorted(lo, hi, first_rank)
+        elif hi - lo == 1:
+            self._run(lo, first_rank, count)
+        else:
+            shift = refined_shift(lo, hi)
+            self._chunks(self._histogram(lo, hi, shift), lo, hi, shift, first_rank)
+
+    def _chunks(self, counts: np.ndarray, lo: int, hi: int, shift: int, first_rank: int) -> None:
+        """Cut ``[lo, hi)`` into runs of buckets of at most ``capacity`` rows, in order."""
+        cut_ranges(counts, lo, hi, shift, first_rank, self.capacity, self._process)
+
+
+def _within(keys: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Select the keys in ``[lo, hi)`` (``hi`` may be ``2**64``)."""
+    inside = keys >= np.uint64(lo)
+    if hi < 2**64:
+        inside &= keys < np.uint64(hi)
+    return inside
+
+
+def float_keys(values: np.ndarray) -> np.ndarray:
+    """Map finite float64 values to ``uint64`` keys in the same order (``-0.0`` as ``0.0``)."""
+    bits = (values + 0.0).view(np.uint64)  # -0.0 + 0.0 is 0.0: they tie, as in a sort
+    negative = (bits >> np.uint64(63)).astype(bool)
+    return np.where(negative, ~bits, bits | np.uint64(1 << 63))
+
+
+def float_values(keys: np.ndarray) -> np.ndarray:
+    """Invert :func:`float_keys`."""
+    positive = (keys >> np.uint64(63)).astype(bool)
+    bits = np.where(positive, keys & np.uint64((1 << 63) - 1), ~keys)
+    return bits.view(np.float64)

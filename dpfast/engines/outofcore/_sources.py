@@ -1,0 +1,297 @@
+"""Column sources of the out-of-core engine: Parquet datasets and in-memory Arrow tables.
+
+A source gives its column names, Arrow schema and row count, and runs one primitive,
+:meth:`map_column`: a function applied to every batch of one column, whose results the
+caller combines with an operation that does not depend on their order (a sum, or a
+concatenation that is sorted next). An engine that runs batches elsewhere (a cluster)
+implements the same primitive.
+
+Rows of a Parquet dataset are numbered by file (in sorted path order) and by row within
+the file, so a row's number never depends on how the dataset is read.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dpfast._validation import check_unique_names
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+class ColumnSource(Protocol):
+    """What the out-of-core engine reads a table through."""
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, in order."""
+        ...
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types."""
+        ...
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        ...
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order."""
+        ...
+
+
+def _directory_files(directory: Path) -> list[str]:
+    """Return a directory input's own Parquet files, refusing one with nested ones."""
+    files = [str(p) for p in directory.glob("*.parquet") if p.is_file() and _data_name(p)]
+    nested = sorted(
+        str(p.relative_to(directory))
+        for p in directory.iterdir()
+        if p.is_dir() and _data_name(p) and any(p.rglob("*.parquet"))
+    )
+    if nested:
+        shown = ", ".join(repr(name) for name in nested[:3]) + (", ..." if len(nested) > 3 else "")
+        raise DPFastValueError(
+            f"directory {str(directory)!r} has subdirectories holding Parquet files ({shown}), "
+            f"which a directory input does not read; give a glob instead: "
+            f"'{directory}/*.parquet' for its own files only, '{directory}/**/*.parquet' for "
+            "every level (or move the other files out)"
+        )
+    return sorted(files)
+
+
+def _data_name(path: Path) -> bool:
+    """Return whether ``path`` may hold data: not hidden (``.*``) nor metadata (``_*``)."""
+    return not path.name.startswith((".", "_"))
+
+
+@dataclass(frozen=True)
+class ParquetDataset:
+    """The files of a Parquet dataset, their row counts and their common schema.
+
+    ``groups`` holds each file's row groups' row counts, from the same footers.
+    """
+
+    files: tuple[str, ...]
+    rows: tuple[int, ...]
+    schema: pa.Schema
+    groups: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> ParquetDataset:
+        """Open a ``.parquet`` file, a directory or a glob.
+
+        A directory is its own ``*.parquet`` files, never its subdirectories' (hidden
+        files, ``.*`` and ``_*``, are not data); one whose subdirectories hold Parquet files
+        is refused, naming them: a glob says which files to read (``DIR/**/*.parquet``
+        reads every level). Only the files' footers are read. Raises ``ValueError`` when
+        nothing matches or the files' schemas differ.
+        """
+        where = os.fspath(path)
+        if Path(where).is_dir():
+            files = _directory_files(Path(where))
+            what = f"directory {where!r} holds no .parquet file"
+        elif glob.has_magic(where):
+            files = sorted(p for p in glob.glob(where, recursive=True) if Path(p).is_file())
+            what = f"no file matches {where!r}"
+        else:
+            files = [where] if Path(where).is_file() else []
+            what = f"input {where!r} does not exist; check the path"
+        if not files:
+            raise DPFastValueError(what)
+        return cls.from_files(files)
+
+    @classmethod
+    def from_files(cls, files: list[str]) -> ParquetDataset:
+        """Open Parquet ``files`` (rows numbered by file in sorted path order) by their footers."""
+        files = sorted(files)
+        rows, groups, schema = [], [], None
+        for name in files:
+            try:
+                metadata = pq.read_metadata(name)
+                file_schema = pq.read_schema(name)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise DPFastValueError(f"cannot read {name!r} as parquet: {exc}") from exc
+            rows.append(metadata.num_rows)
+            count = metadata.num_row_groups
+            groups.append(tuple(metadata.row_group(i).num_rows for i in range(count)))
+            if schema is None:
+                schema = file_schema.remove_metadata()
+            elif not schema.equals(file_schema.remove_metadata()):
+                raise DPFastValueError(
+                    f"{name!r} has another schema than {files[0]!r}; every file of a dataset "
+                    "must have the same columns and types"
+                )
+        assert schema is not None
+        where = repr(files[0]) if len(files) == 1 else f"the dataset of {files[0]!r}"
+        check_unique_names(schema.names, where, "rename the repeats where the files are written")
+        return cls(tuple(files), tuple(rows), schema, tuple(groups))
+
+    @property
+    def n_rows(self) -> int:
+        """Rows in all the files."""
+        return sum(self.rows)
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self.schema.names)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
+        first = 0
+        for path in self.files:
+            with pq.ParquetFile(path) as file:
+                for batch in file.iter_batches(batch_size=batch_rows, columns=[name]):
+                    yield fn(batch.column(0), first)
+                    first += batch.num_rows
+
+
+@dataclass(frozen=True)
+class ArrowSource:
+    """An Arrow table in memory as a column source: each column is read a batch at a time."""
+
+    table: pa.Table
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self.table.column_names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types."""
+        return self.table.schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self.table.num_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+    ) -> Iterator[Any]:
+        """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
+        column = self.table.column(name)
+        for first in range(0, self.n_rows, batch_rows):
+            yield fn(column.slice(first, batch_rows).combine_chunks(), first)
+
+
+class SchemaCheckedSource:
+    """A column source whose batches are checked and cast against a schema, as it is read.
+
+    The declared columns and their kinds are checked against the source's Arrow schema
+    when it is built, before any row is read; each batch of a numeric column is then
+    checked (no missing value in a protected column) and cast exactly to its declared
+    type, with errors naming rows across the whole source.
+    """
+
+    def __init__(self, dataset: Any, schema: Any) -> None:
+        self._dataset = dataset
+        self._schema = schema
+        # the declared columns exist and numeric ones hold numbers (no rows read)
+        schema.check_table(dataset.schema.empty_table())
+
+    @property
+    def dataset(self) -> Any:
+        """The source whose batches are checked."""
+        return self._dataset
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self._dataset.names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types as read: a declared numeric column's declared type.
+
+        ``"integer"`` columns are read as int64 and ``"float"`` ones as float64, as the
+        schema casts a table in memory (:meth:`dpfast.schema.Schema.check_table`).
+        """
+        declared = {"integer": pa.int64(), "float": pa.float64()}
+        fields = []
+        for field in self._dataset.schema:
+            spec = self._schema[field.name] if field.name in self._schema.names else None
+            if spec is not None and spec.is_numeric:
+                field = field.with_type(declared[spec.type])
+            fields.append(field)
+        return pa.schema(fields)
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self._dataset.n_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(checked batch, first_row)`` for the batches of column ``name``."""
+        yield from self._dataset.map_column(name, batch_rows, self._checked(name, fn))
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Return a cluster source's ``sort_ranges`` (over checked batches) or ``sort_tasks``.
+
+        Only where the source has them (``hasattr`` tells the engine whether the workers
+        sort): the keys of ``sort_ranges`` are computed from checked batches, as
+        :meth:`map_column`'s results are.
+        """
+        if attribute not in ("sort_ranges", "sort_tasks"):
+            raise AttributeError(attribute)
+        found = getattr(self._dataset, attribute)
+        if attribute == "sort_tasks":
+            return found
+
+        def sort_ranges(
+            name: str, batch_rows: int, keys: Callable[[pa.Array, int], Any], *rest: Any
+        ) -> Any:
+            return found(name, batch_rows, self._checked(name, keys), *rest)
+
+        return sort_ranges
+
+    def _checked(self, name: str, fn: Callable[[pa.Array, int], T]) -> Callable[[pa.Array, int], T]:
+        """Return ``fn`` of a batch of column ``name`` checked and cast as declared."""
+        schema = self._schema  # not self: the function may be shipped to a cluster's workers
+        spec = schema[name] if name in schema.names else None
+
+        def checked(array: pa.Array, first_row: int) -> T:
+            if spec is not None and spec.is_numeric:
+                if spec.protect and array.null_count:
+                    nulls = array.is_null().to_numpy(zero_copy_only=False)
+                    raise DPFastValueError(
+                        f"protected column {name!r} has a missing value at row "
+                        f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
+                        'set "protect": false for the column'
+                    )
+                array = schema.cast_column(array, name, first_row)
+            return fn(array, first_row)
+
+        return checked
+
+
+def source_under(source: Any, kind: type[S], reads: str) -> S:
+    """Return the ``kind`` source under ``source`` (itself, or a checked wrapper's).
+
+    ``reads`` says what the engine reads, for the error on anything else.
+    """
+    inner = source
+    while not isinstance(inner, kind):
+        inner = getattr(inner, "dataset", None)
+        if inner is None:
+            raise DPFastTypeError(f"{reads}, got {type(source).__name__}")
+    return inner

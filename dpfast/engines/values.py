@@ -1,0 +1,509 @@
+"""What the engines and the methods exchange: column descriptors, results, helpers.
+
+The protocol (:class:`~dpfast.engines.base.Engine`) takes and returns these: a protected
+column as the engine presents it (:class:`NumericColumn`, :class:`CategoricalColumn`),
+the per-batch functions a method hands over (:class:`Cells`, :class:`CodeCells`,
+:class:`Lookup`, :data:`GroupValues`), and what a pass returns (:class:`Bins`,
+:class:`OrderStatistics`, :class:`Clusters`, :class:`ClusterTotals`, :class:`Classes`,
+:class:`Contingency`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpfast._validation import option
+from dpfast.exceptions import DPFastValueError
+from dpfast.taxonomy import Taxonomy
+
+__all__ = [
+    "Bins",
+    "CategoricalColumn",
+    "Cells",
+    "Classes",
+    "ClusterTotals",
+    "Clusters",
+    "CodeCells",
+    "CodedNumeric",
+    "Contingency",
+    "GroupValues",
+    "Lookup",
+    "NumericColumn",
+    "Opening",
+    "OrderStatistics",
+    "Progress",
+    "PublishHook",
+    "check_in_domain",
+    "code_dtype",
+    "column_threads",
+    "holding_dtype",
+    "inverse_permutation",
+    "own_dtype",
+    "partition_inputs",
+    "widened_note",
+]
+
+
+#: ``progress(phase, done, total)``.
+Progress = Callable[[str, int, int], None]
+
+
+#: Called with the public report once the output is complete, just before it is made
+#: visible (a budget's spend is committed there).
+PublishHook = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What one release asks of the engine it opens (``Engine.open``).
+
+    ``output`` (where the release is written) and ``memory_limit`` (bytes: the working
+    memory of an engine that reads in passes) mean the same on every engine that takes
+    them; ``metrics`` and ``risk`` ask for the private comparisons of the release with its
+    input (utility metrics, disclosure risk).
+    """
+
+    method: str
+    output: str | os.PathLike[str] | None = None
+    memory_limit: int | None = None
+    progress: Progress | None = None
+    metrics: bool = False
+    risk: bool = False
+
+    def refuse_comparisons(self, where: str, in_memory: str = "the table") -> None:
+        """Refuse ``metrics`` and ``risk`` on an engine that does not hold the release.
+
+        Both pair each released value with its source row, in memory; ``where`` says
+        where this release is, ``in_memory`` what a user releases in memory instead.
+        """
+        if self.metrics:
+            raise DPFastValueError(
+                f"{self.method}: {option('metrics', True)} compares the release with the "
+                f"original row by row, which a release {where} does not hold; drop it, and "
+                f"release {in_memory} in memory, or compare the published output with the "
+                "input afterwards (dpfast compare)"
+            )
+        if self.risk:
+            raise DPFastValueError(
+                f"{self.method}: {option('risk', True)} pairs each released row with its "
+                f"source, which needs the original and the release in memory, and a release "
+                f"{where} holds neither; drop it and measure the published output afterwards "
+                "(dpfast evaluate, for a release that keeps the row order), or release "
+                f"{in_memory} in memory with {option('risk', True)}"
+            )
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A protected numeric column: its name, whether it is integer, and its output dtype.
+
+    ``values`` holds the column as float64 on an engine that holds it (in memory, never
+    written); an engine that reads it in passes holds an empty array. ``dtype`` is the
+    input's own (an integer column's integer type; a float column's float type, float64
+    for an integer column released as floats) until :meth:`within` fits it to the public
+    ``domain``, which the released values lie in.
+    """
+
+    name: Hashable
+    values: np.ndarray
+    integer: bool
+    dtype: np.dtype[Any]
+    domain: tuple[float, float] | None = None
+
+    def restore_dtype(self, released: np.ndarray) -> np.ndarray:
+        """Give released float64 values the column's dtype (rounded and in bounds already).
+
+        A float type narrower than float64 rounds each value to its nearest, then keeps it
+        in the domain: a bound that the type cannot hold becomes the nearest value inside.
+        """
+        if released.dtype == self.dtype:
+            return released
+        out = released.astype(self.dtype)
+        if self.dtype.kind == "f" and self.domain is not None:
+            lower, upper = _inner_bounds(self.dtype, *self.domain)
+            np.clip(out, lower, upper, out=out)
+        return out
+
+    def within(self, lower: float, upper: float) -> NumericColumn:
+        """Return the column released in a type that holds every value of ``[lower, upper]``.
+
+        The public bounds decide, never the data: an integer type too narrow for them
+        widens (:func:`holding_dtype`), so that no released value wraps around.
+        """
+        dtype = holding_dtype(self.dtype, self.integer, lower, upper, self.name)
+        return replace(self, dtype=dtype, domain=(float(lower), float(upper)))
+
+
+def own_dtype(dtype: np.dtype[Any], integer: bool) -> np.dtype[Any]:
+    """Return a protected column's output type before its bounds are known: its own type.
+
+    An integer (or boolean) column released as integers, a float column released as
+    floats, keep their type; an integer column released as floats takes float64, a float
+    column released as integers int64.
+    """
+    if integer:
+        return dtype if dtype.kind in "iub" else np.dtype(np.int64)
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+
+
+_SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+_UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def holding_dtype(
+    dtype: np.dtype[Any], integer: bool, lower: float, upper: float, name: Hashable = None
+) -> np.dtype[Any]:
+    """Return the type of a protected column's released values, in ``[lower, upper]``.
+
+    A float column keeps its float type when that holds the bounds, else becomes float64.
+    An integer column keeps its type when that holds every integer of ``[floor(lower),
+    ceil(upper)]`` (a boolean: 0 and 1), else takes the narrowest wider type that does: of
+    the same signedness, or signed when an unsigned column's lower bound is negative.
+
+    Examples
+    --------
+    >>> holding_dtype(np.dtype("uint8"), True, 0, 1000)
+    dtype('uint16')
+    >>> holding_dtype(np.dtype("uint8"), True, -5, 200)
+    dtype('int16')
+    >>> holding_dtype(np.dtype("float32"), False, 0.0, 1.5)
+    dtype('float32')
+    """
+    if not integer:
+        if dtype.kind == "f" and float(np.finfo(dtype).max) >= max(abs(lower), abs(upper)):
+            return dtype
+        return np.dtype(np.float64)
+    lo, hi = math.floor(lower), math.ceil(upper)
+    if dtype.kind == "b" and 0 <= lo and hi <= 1:
+        return dtype
+    if dtype.kind in "iu" and _holds(dtype, lo, hi):
+        return dtype
+    unsigned = dtype.kind in "ub" and lo >= 0
+    for candidate in _UNSIGNED if unsigned else _SIGNED:
+        if candidate.itemsize >= dtype.itemsize and _holds(candidate, lo, hi):
+            return candidate
+    raise DPFastValueError(
+        f"column {name!r} is integer, and no integer type holds its bounds "
+        f"[{lower!r}, {upper!r}]; narrow the bounds to what the column can hold (int64: "
+        f"[{-(2**63)}, {2**63 - 1}]), or protect it as a float column"
+    )
+
+
+def _holds(dtype: np.dtype[Any], lo: int, hi: int) -> bool:
+    info = np.iinfo(dtype)
+    return bool(info.min <= lo and hi <= info.max)
+
+
+def _inner_bounds(dtype: np.dtype[Any], lower: float, upper: float) -> tuple[Any, Any]:
+    """Return the smallest and largest values of float type ``dtype`` in ``[lower, upper]``."""
+    lo, hi = dtype.type(lower), dtype.type(upper)
+    if float(lo) < lower:
+        lo = np.nextafter(lo, dtype.type(np.inf))
+    if float(hi) > upper:
+        hi = np.nextafter(hi, dtype.type(-np.inf))
+    return lo, hi
+
+
+def widened_note(before: NumericColumn, after: NumericColumn) -> str | None:
+    """Return the report's note for a column whose type changed to hold its bounds, if it did."""
+    if before.dtype == after.dtype or after.domain is None:
+        return None
+    lower, upper = after.domain
+    return (
+        f"column {before.name!r}: its type {before.dtype} cannot hold every value of "
+        f"its public bounds [{lower:g}, {upper:g}], so it is released as {after.dtype}"
+    )
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A protected categorical column: int64 codes of its taxonomy's leaves.
+
+    ``codes`` is empty on an engine that reads the column in passes. ``categories`` are
+    those the column's type declares, in their order (a pandas ordered categorical, a
+    polars ``Enum``, an Arrow dictionary marked ordered: see
+    :func:`dpfast.io.released_categories`), else ``None``.
+    """
+
+    name: Hashable
+    codes: np.ndarray
+    taxonomy: Taxonomy
+    categories: tuple[str, ...] | None = None
+
+
+class Cells(Protocol):
+    """A released column computed row by row: ``cells(values, first_row)``.
+
+    ``values`` are the float64 values of rows ``first_row, first_row + 1, ...`` of a
+    protected column, checked as the engine checks every protected value. Returns the
+    released float64 values of the same rows (keyed draws read the column's stream from
+    ``first_row``, so the release does not depend on how the rows are cut) and an int64
+    array of counts that the engine adds up over all batches.
+    """
+
+    def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the released values of the batch and its counts."""
+        ...
+
+
+#: ``values(sums)``: every rank group's released value from the groups' exact sums.
+GroupValues = Callable[[np.ndarray], np.ndarray]
+
+
+#: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
+OrderStatistics = tuple[float, float, float, float, float, float, bool]
+
+
+@dataclass(frozen=True)
+class Bins:
+    """Equal-width bins over a numeric column, and how many of its values each holds.
+
+    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``, computed in float64
+    (monotone in ``v``), with ``m = len(counts)``; ``scale`` is ``m / (max - min)``, or 0
+    for a constant column (one bin).
+    """
+
+    lo: float
+    scale: float
+    counts: np.ndarray
+
+    @property
+    def m(self) -> int:
+        """The number of bins."""
+        return int(self.counts.shape[0])
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Each bin's first position in the pool that lists the values bin by bin."""
+        starts = np.zeros(self.m, dtype=np.int64)
+        np.cumsum(self.counts[:-1], out=starts[1:])
+        return starts
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        """Return each value's bin (int64)."""
+        index = ((values - self.lo) * self.scale).astype(np.int64)
+        return np.minimum(index, self.m - 1)
+
+
+class CodeCells(Protocol):
+    """A coded column released row by row: ``cells(codes, first_row)``.
+
+    ``codes`` are the indices in a public domain of rows ``first_row, first_row + 1, ...``
+    (of :func:`code_dtype`); returns the released codes of the same rows, of the same
+    dtype (keyed draws read the column's stream from ``first_row``).
+    """
+
+    def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Return the released codes of the batch."""
+        ...
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A partition of the rows into ``count`` clusters, numbered by first appearance.
+
+    Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
+    cluster ``c + 1``. ``labels`` holds each row's cluster on an engine that holds the
+    rows (in memory) and is empty on one that keeps them in files, whose own handle is
+    ``held``.
+    """
+
+    count: int
+    sizes: np.ndarray
+    labels: np.ndarray
+    held: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, labels: np.ndarray) -> Clusters:
+        """Return the clusters of in-memory ``labels`` (int64, numbered by first appearance)."""
+        count = int(labels.max()) + 1 if labels.shape[0] else 0
+        return cls(count, np.bincount(labels, minlength=count).astype(np.int64), labels)
+
+
+@dataclass(frozen=True)
+class ClusterTotals:
+    """What a release needs of each cluster (:meth:`Engine.cluster_totals`).
+
+    ``sums[j]`` (int64, one per cluster) are numeric column ``j``'s exact integer sums
+    on its grid, ``clamped[j]`` how many of its values lay outside the grid's domain;
+    ``counts[j]`` (int64, ``(clusters, leaves)``) are categorical column ``j``'s
+    records per leaf of its taxonomy.
+    """
+
+    sums: list[np.ndarray]
+    clamped: list[int]
+    counts: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class CodedNumeric:
+    """A numeric column coded within its public bounds, for :meth:`Engine.contingency`.
+
+    Its values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` when
+    ``by_offset`` (an integer column of modest range: codes ``0 .. upper - lower``), else
+    its rank among the column's distinct clamped values.
+    """
+
+    column: NumericColumn
+    lower: float
+    upper: float
+    by_offset: bool
+
+
+class Lookup(Protocol):
+    """A column's values as codes ``0 .. size - 1``: ``lookup(categories) -> (codes, outside)``.
+
+    ``categories`` are distinct values of the column; ``codes`` (int64, at least one entry)
+    gives each its code, ``-1`` for those outside, whose indices ``outside`` lists. A
+    module-level callable of the method (a cluster ships it to its workers).
+    """
+
+    @property
+    def size(self) -> int:
+        """The number of codes."""
+        ...
+
+    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+        """Return each category's code, and the indices of those outside."""
+        ...
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Every record's class: a column coded by a :class:`Lookup` (:meth:`Engine.class_codes`).
+
+    ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
+    (each once); the release may use it only when both are empty. ``codes`` is the
+    engine's own (the codes in memory, a scratch file out of core).
+    """
+
+    size: int
+    missing: int
+    unknown: list[Any]
+    codes: Any = None
+
+
+class Contingency(ABC):
+    """Coded columns beside every record's class, refined label by label (a generalisation).
+
+    Column ``j`` has codes ``0 .. n_codes[j] - 1`` (a categorical column: its taxonomy's
+    leaves; a numeric one: :class:`CodedNumeric`, whose code values and clamped count are
+    ``code_values[j]`` and ``clamped[j]``). Every record carries one label per column:
+    :meth:`start` gives each column its first label, :meth:`split` relabels the records
+    of one label by their codes, and :meth:`cells` counts the records by the labels they
+    end with. A record's label on a column depends on its code there only, so an engine
+    may count by codes (out of core) or keep the records of every label (in memory).
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        n_codes: list[int],
+        code_values: list[np.ndarray | None],
+        clamped: list[int],
+    ) -> None:
+        self.n_classes = n_classes
+        self.n_codes = n_codes
+        self.code_values = code_values
+        self.clamped = clamped
+
+    @abstractmethod
+    def counts(self, column: int) -> np.ndarray:
+        """Return column ``column``'s (code, class) counts over every record.
+
+        int64, shape ``(n_codes[column], n_classes)``.
+        """
+
+    @abstractmethod
+    def start(self, labels: Sequence[int]) -> None:
+        """Give every record label ``labels[j]`` on column ``j`` (non-negative ints)."""
+
+    @abstractmethod
+    def split(
+        self, column: int, label: int, child_of: np.ndarray, offset: int, children: np.ndarray
+    ) -> np.ndarray:
+        """Relabel the records of ``label`` on ``column`` by their code ``c`` there.
+
+        Each gets label ``children[child_of[c - offset]]``: ``child_of`` (int64) covers
+        codes ``offset .. offset + len(child_of) - 1``, which hold every code of the
+        label's records, ``-1`` for the codes no record of the label has. Returns the
+        label's records' (code, class) counts over those codes (zero where ``child_of`` is
+        ``-1``): int64, shape ``(len(child_of), n_classes)``.
+        """
+
+    @abstractmethod
+    def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+        """Return the class counts of every cell: int64, shape ``(prod(sizes), n_classes)``.
+
+        A record's cell has coordinate ``position[label]`` (in ``0 .. sizes[j] - 1``) on
+        column ``j``, ``label`` its label there; cells are in C order (the first column
+        varies slowest). ``position`` is indexed by label.
+        """
+
+
+def column_threads(n_threads: Any, n_columns: int | None = None) -> int:
+    """Return a valid thread count; the default is one per core (at most one per column)."""
+    import os
+
+    from dpfast._validation import check_threads
+
+    cores = os.cpu_count() or 1
+    return check_threads(n_threads, cores if n_columns is None else min(n_columns, cores))
+
+
+def code_dtype(m: int) -> type[np.signedinteger[Any]]:
+    """Return the smallest signed integer type that holds the codes of ``m`` categories."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if m <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> None:
+    """Refuse a coded column's ``missing`` values and its values ``outside`` its domain.
+
+    ``outside`` lists the values not in the domain, in the order they were found (the
+    first five are named).
+    """
+    if missing:
+        raise DPFastValueError(
+            f"column {name!r} has {missing} missing value(s); impute them with a public "
+            "rule, or add an explicit category for them to the domain"
+        )
+    if len(outside):
+        shown = ", ".join(repr(v) for v in outside[:5])
+        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+        raise DPFastValueError(
+            f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
+            "to the public domain or recode them (the domain is never taken from the data)"
+        )
+
+
+def inverse_permutation(permutation: np.ndarray) -> np.ndarray:
+    """Return the inverse of a permutation of ``0 .. n-1``."""
+    inverse = np.empty_like(permutation)
+    inverse[permutation] = np.arange(permutation.shape[0], dtype=permutation.dtype)
+    return inverse
+
+
+def partition_inputs(
+    numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn], n_records: int
+) -> tuple[np.ndarray, np.ndarray, list[Taxonomy]]:
+    """Return the numeric matrix ``(n, m)``, categorical codes ``(n, c)`` and their taxonomies.
+
+    The columns' values held in memory, side by side, as the partitions take them.
+    """
+    matrix = np.column_stack([c.values for c in numeric]) if numeric else np.zeros((n_records, 0))
+    codes = (
+        np.column_stack([c.codes for c in categorical])
+        if categorical
+        else np.zeros((n_records, 0), dtype=np.int64)
+    )
+    return matrix, codes, [c.taxonomy for c in categorical]

@@ -1,0 +1,178 @@
+"""ir_dp's arguments, checked as every engine checks them, and its plan: grids, noise, ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from dpfast._release import (
+    CategoricalColumn,
+    NumericColumn,
+    TableView,
+    check_taxonomies,
+    fit_domains,
+    grid_noise_entry,
+    option,
+)
+from dpfast._validation import (
+    check_bool,
+    check_bounds,
+    check_choice,
+    check_columns,
+    check_em_epsilon,
+    check_epsilon,
+    check_k,
+    check_seed,
+)
+from dpfast.accounting import (
+    Ledger,
+    LedgerEntry,
+    UnprotectedPolicy,
+    scale_steps,
+)
+from dpfast.exceptions import DPFastValueError
+from dpfast.methods.ir_dp._categorical import (
+    categorical_entry,
+)
+from dpfast.methods.ir_dp._numeric import centroid_sensitivity
+from dpfast.partitions.grid import Grid
+
+Linkage = Literal["records", "columns"]
+Sensitivity = Literal["paper", "proven"]
+
+
+def check_linkage(linkage: Any) -> Linkage:
+    return cast(Linkage, check_choice(linkage, "linkage", ("records", "columns")))
+
+
+def policy(policy: UnprotectedPolicy, linkage: Linkage) -> UnprotectedPolicy:
+    """Return ``policy``, refusing ``"keep"`` under ``linkage="columns"``.
+
+    That linkage releases every protected column in an order of its own, so no output row
+    is an input record: there is no row to keep an unprotected value in.
+    """
+    if policy == "keep" and linkage == "columns":
+        raise DPFastValueError(
+            f"{option('unprotected', 'keep')} keeps the unprotected columns in their rows, "
+            f"but {option('linkage', 'columns')} releases every protected column in an "
+            "order of its own, so no output row is an input record and there are no rows "
+            f"to keep them in. Choose {option('unprotected', 'shuffle')} (unchanged, NOT "
+            f"protected, in a random order of their own; the guarantee of the protected "
+            f"columns holds), {option('unprotected', 'drop')} (the default: left out), or "
+            f"{option('linkage', 'records')} to keep rows whole (NOT proven differentially "
+            "private)"
+        )
+    return policy
+
+
+@dataclass(frozen=True)
+class Arguments:
+    k: int
+    epsilon: float
+    linkage: Linkage
+    shuffle: bool
+    seed: int | None
+    sensitivity: Sensitivity
+    numeric: list[NumericColumn]
+    categorical: list[CategoricalColumn]
+    domains: dict[Hashable, tuple[float, float]]
+    derived: bool
+    notes: list[str]  # the columns released in a wider type than their own
+
+    @property
+    def epsilon_column(self) -> float:
+        """The equal share of ε of each protected column."""
+        return self.epsilon / (len(self.numeric) + len(self.categorical))
+
+
+def validate(
+    table: TableView,
+    k: Any,
+    epsilon: Any,
+    bounds: Any,
+    taxonomies: Any,
+    sensitivity: Any,
+    columns: Any,
+    linkage: Any,
+    shuffle: Any,
+    seed: Any,
+) -> Arguments:
+    engine = table
+    k = check_k(k, table.n_rows)
+    epsilon = check_epsilon(epsilon)
+    linkage = check_linkage(linkage)
+    shuffle = check_bool(shuffle, "shuffle")
+    if linkage == "columns" and not shuffle:
+        raise DPFastValueError(
+            f"{option('linkage', 'columns')} shuffles every protected column; "
+            f"drop {option('shuffle', False)} or choose {option('linkage', 'records')}"
+        )
+    seed = check_seed(seed)
+    sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
+    selected = check_columns(columns, engine.names)
+    checked = check_taxonomies(taxonomies, selected)
+    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
+    numeric = engine.numeric_columns([n for n in selected if n not in checked])
+    domains: dict[Hashable, tuple[float, float]] = {}
+    derived = False
+    if numeric or bounds is not None:
+        by_name = {c.name: c for c in numeric}
+        domains, derived = check_bounds(
+            bounds, list(by_name), lambda name: engine.value_range(by_name[name])
+        )
+    numeric, notes = fit_domains(numeric, domains)
+    return Arguments(
+        k,
+        epsilon,
+        cast(Linkage, linkage),
+        shuffle,
+        seed,
+        cast(Sensitivity, sensitivity),
+        numeric,
+        categorical,
+        domains,
+        derived,
+        notes,
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    ledger: Ledger
+    grids: dict[Hashable, tuple[Grid, int]]
+    entries: dict[Hashable, LedgerEntry]
+
+
+def make_plan(args: Arguments, n_records: int) -> Plan:
+    plan = Plan(Ledger(args.epsilon), {}, {})
+    n_groups = n_records // args.k
+    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
+    for column in args.numeric:
+        lower, upper = args.domains[column.name]
+        grid = Grid.for_column(lower, upper, n_records, args.k)
+        list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
+        what = f"column {column.name!r}"
+        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
+        plan.grids[column.name] = (grid, steps)
+        plan.entries[column.name] = plan.ledger.plan(
+            grid_noise_entry(
+                column,
+                step="centroid noise",
+                epsilon=share,
+                mechanism="discrete Laplace, one draw per rank group",
+                grid=grid,
+                sensitivity=list_sensitivity,
+                steps=steps,
+                details={
+                    "n_groups": n_groups,
+                    "nominal_sensitivity": (upper - lower) / args.k,
+                    "grid_rounding_term": n_groups * grid.gamma,
+                },
+            )
+        )
+    for cat in args.categorical:
+        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
+        entry = categorical_entry(cat, share, n_groups, args.sensitivity)
+        plan.entries[cat.name] = plan.ledger.plan(entry)
+    return plan

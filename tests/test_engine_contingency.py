@@ -1,0 +1,205 @@
+"""The class-count primitives of the engine protocol, in memory and out of core, checked directly.
+
+``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each primitive
+(``numeric_names``, ``occurring_values``, ``class_codes``, ``contingency``,
+``write_table``) is compared between the in-memory engine, the
+out-of-core engine in batches of a few rows, and a brute-force count over the records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpfast.engines import EngineChoice, open_engine
+from dpfast.engines.base import Engine
+from dpfast.engines.values import CodedNumeric, Contingency
+from dpfast.methods.diffgen._columns import ClassLookup  # the method's lookup
+from dpfast.taxonomy import Taxonomy
+
+N = 200
+COLOURS = Taxonomy.from_mapping({"*": {"warm": ["red", "orange"], "cold": ["blue", "green"]}})
+
+
+def _table() -> pa.Table:
+    rng = np.random.default_rng(11)
+    return pa.table(
+        {
+            "age": rng.integers(10, 70, N),  # clamped to [20, 59]: some below, some above
+            "score": np.round(rng.uniform(-1.0, 11.0, N), 1),  # coded by rank
+            "colour": rng.choice(list(COLOURS.domain), N),
+            "label": rng.choice(["no", "yes", "maybe"], N),
+            "note": [f"n{i % 4}" for i in range(N)],
+        }
+    )
+
+
+@pytest.fixture(params=["memory", "outofcore"])
+def engine(request, tmp_path) -> Iterator[Engine]:
+    if request.param == "memory":
+        opened = open_engine(_table(), method="test")
+    else:
+        choice = EngineChoice("outofcore", {"batch_rows": 7})
+        opened = open_engine(
+            _table(),
+            method="test",
+            engine=choice,
+            output=tmp_path / "o.parquet",
+            memory_limit=2**20,
+        )
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _coded(engine: Engine) -> tuple[Contingency, list[np.ndarray], np.ndarray]:
+    """The contingency of age (by offset), score (by rank) and colour, with brute codes."""
+    classes = engine.class_codes("label", ClassLookup(("maybe", "no", "yes")))
+    age, score = engine.numeric_columns(["age", "score"], categorical=False)
+    (colour,) = engine.categorical_columns({"colour": COLOURS})
+    columns = [CodedNumeric(age, 20.0, 59.0, True), CodedNumeric(score, 0.0, 10.0, False), colour]
+    made = engine.contingency(classes, columns)
+    table = _table()
+    ages = np.clip(table.column("age").to_numpy(), 20, 59) - 20
+    scores = np.clip(table.column("score").to_numpy(), 0.0, 10.0)
+    codes = [
+        ages.astype(np.int64),
+        np.searchsorted(np.unique(scores), scores).astype(np.int64),
+        COLOURS.encode_categories(*_category_codes(table, "colour"), column="colour"),
+    ]
+    labels = ["maybe", "no", "yes"]
+    y = np.array([labels.index(v) for v in table.column("label").to_pylist()], dtype=np.int64)
+    return made, codes, y
+
+
+def _category_codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[Any]]:
+    values = table.column(name).to_pylist()
+    categories = sorted(set(values))
+    return np.array([categories.index(v) for v in values], dtype=np.int64), categories
+
+
+def test_the_columns_are_coded_and_counted_as_the_records_say(engine):
+    made, codes, y = _coded(engine)
+    scores = np.clip(_table().column("score").to_numpy(), 0.0, 10.0)
+    assert made.n_classes == 3 and made.n_codes == [40, np.unique(scores).shape[0], 4]
+    np.testing.assert_array_equal(made.code_values[0], np.arange(20.0, 60.0))
+    np.testing.assert_array_equal(made.code_values[1], np.unique(scores))
+    assert made.code_values[2] is None
+    ages, raw = _table().column("age").to_numpy(), _table().column("score").to_numpy()
+    assert made.clamped == [
+        int(((ages < 20) | (ages > 59)).sum()),
+        int(((raw < 0) | (raw > 10)).sum()),
+        0,
+    ]
+    assert made.clamped[0] > 0 and made.clamped[1] > 0
+    for j, n_codes in enumerate(made.n_codes):
+        want = np.zeros((n_codes, 3), dtype=np.int64)
+        np.add.at(want, (codes[j], y), 1)
+        np.testing.assert_array_equal(made.counts(j), want)
+
+
+def test_splits_and_cells_count_the_records_by_their_labels(engine):
+    made, codes, y = _coded(engine)
+    made.start([0, 1, 2])
+    label_of = [np.full(n, j, dtype=np.int64) for j, n in enumerate(made.n_codes)]
+
+    def split(column: int, label: int, child_of: np.ndarray, offset: int, children: list[int]):
+        got = made.split(column, label, child_of, offset, np.array(children, dtype=np.int64))
+        holds = label_of[column][codes[column]] == label
+        want = np.zeros((child_of.shape[0], 3), dtype=np.int64)
+        np.add.at(want, (codes[column][holds] - offset, y[holds]), 1)
+        np.testing.assert_array_equal(got, want)
+        for c, child in enumerate(children):
+            label_of[column][offset + np.flatnonzero(child_of == c)] = child
+
+    domain = list(COLOURS.domain)
+    child = np.full(4, -1, dtype=np.int64)
+    child[[domain.index(c) for c in ("red", "orange")]] = 0
+    child[[domain.index(c) for c in ("blue", "green")]] = 1
+    split(2, 2, child, 0, [3, 4])  # * -> warm, cold
+    split(0, 0, (np.arange(40) >= 15).astype(np.int64), 0, [5, 6])  # age at 35
+    split(0, 6, (np.arange(15, 40) >= 30).astype(np.int64), 15, [7, 8])  # age at 50
+    warm_leaves = np.full(4, -1, dtype=np.int64)
+    warm_leaves[[domain.index(c) for c in ("red", "orange")]] = [0, 1]
+    split(2, 3, warm_leaves, 0, [9, 10])  # warm -> red, orange
+    cuts = [[5, 7, 8], [1], [9, 10, 4]]
+    position = np.full(11, -1, dtype=np.int64)
+    for cut in cuts:
+        position[cut] = np.arange(len(cut))
+    sizes = [len(c) for c in cuts]
+    got = made.cells(position, sizes)
+    strides = [math.prod(sizes[j + 1 :]) for j in range(3)]
+    cell = sum(position[label_of[j][codes[j]]] * strides[j] for j in range(3))
+    want = np.bincount(cell * 3 + y, minlength=math.prod(sizes) * 3).reshape(-1, 3)
+    np.testing.assert_array_equal(got, want)
+    assert got.sum() == N
+
+
+def test_the_values_and_the_classes_found(engine):
+    assert engine.numeric_names(["age", "score", "colour", "label"]) == ["age", "score"]
+    assert sorted(engine.occurring_values("label")) == ["maybe", "no", "yes"]
+    found = engine.class_codes("label", ClassLookup(("no", "yes")))
+    assert (found.size, found.missing, found.unknown) == (2, 0, ["maybe"])
+    found = engine.class_codes("note", ClassLookup(("n0", "n1", "n2", "n3")))
+    assert (found.size, found.missing, found.unknown) == (4, 0, [])
+
+
+def test_missing_classes_are_counted(tmp_path):
+    values = ["a", None, "b", None, "a"] * 3
+    table = pa.table({"x": np.arange(15.0), "label": values})
+    memory = open_engine(table, method="test")
+    choice = EngineChoice("outofcore", {"batch_rows": 4})
+    outofcore = open_engine(table, method="test", engine=choice, output=tmp_path / "o.parquet")
+    try:
+        for engine in (memory, outofcore):
+            assert engine.class_codes("label", ClassLookup(("a", "b"))).missing == 6
+            assert sorted(engine.occurring_values("label")) == ["a", "b"]
+    finally:
+        outofcore.close()
+
+
+@pytest.mark.parametrize("repeat", [None, "count"])
+@pytest.mark.parametrize("counts", [[2, 0, 3], [0, 0, 0]], ids=["records", "none"])
+def test_a_written_table_and_its_rows_repeated(tmp_path, repeat, counts):
+    columns = {
+        "colour": (np.array([0, 1, 1], dtype=np.int8), ["warm", "cold"]),
+        "count": np.array(counts, dtype=np.int64),
+    }
+    frame = pa.table({"a": [1.0, 2.0]})  # the tables are built as Arrow
+    written = []
+    for name, engine in (
+        ("memory.parquet", None),
+        ("outofcore.parquet", EngineChoice("outofcore", {"batch_rows": 1})),
+        ("outofcore-dir", EngineChoice("outofcore", {"batch_rows": 1})),
+    ):
+        opened = open_engine(frame, method="test", engine=engine, output=tmp_path / name)
+        try:
+            opened.write_table(dict(columns), repeat=repeat)
+            published = []
+            data = opened.publish("report", reindex=False, before=published.append)
+        finally:
+            opened.close()
+        assert published == ["report"]
+        got = pq.read_table(tmp_path / name)
+        written.append(got)
+        if name == "memory.parquet":  # the table itself, of the input's kind
+            assert data.column("count").to_pylist() == counts
+        else:  # the dataset written
+            assert data.to_table().equals(got)
+    assert written[0].equals(written[1]) and written[1].equals(written[2])
+    if repeat is None:
+        assert written[0].column("count").to_pylist() == counts
+    else:
+        assert written[0].column_names == ["colour"]
+        expected = [
+            v for v, n in zip(["warm", "cold", "cold"], counts, strict=True) for _ in range(n)
+        ]
+        assert written[0].column("colour").to_pylist() == expected
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

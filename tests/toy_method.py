@@ -1,0 +1,74 @@
+"""A toy method, written in the tests alone, to show that a method needs no engine code.
+
+``toy_groups`` replaces each protected column by its rank groups' exact means on the
+column's public grid, each column in an order of its own (not differentially private: no
+noise). It is written over the engine protocol only (``dpfast._release.open_run`` and the
+primitives ``numeric_columns``, ``group_sums``, ``write_groups``), registered nowhere but
+in the conformance suite's cases, and runs on every engine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfast._release import open_run
+from dpfast._validation import check_bounds, check_columns, check_k, check_seed
+from dpfast.noise import NoiseSource
+from dpfast.partitions.grid import Grid
+
+
+@dataclass(frozen=True)
+class GridMeans:
+    """Every rank group's mean, from its exact integer sum of grid steps."""
+
+    grid: Grid
+    n: int
+    k: int
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        sizes = np.full(sums.shape[0], self.k, dtype=np.int64)
+        sizes[-1] = self.n - self.k * (sums.shape[0] - 1)
+        return self.grid.lower + self.grid.gamma * (sums / sizes)
+
+
+def toy_groups(
+    data: Any,
+    *,
+    k: int,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    columns: Sequence[Hashable] | None = None,
+    seed: int | None = None,
+    engine: Any = None,
+    output: str | os.PathLike[str] | None = None,
+    memory_limit: str | int | None = None,
+) -> Any:
+    """Each protected column's rank groups' means, in a keyed order of the column's own."""
+    with open_run(
+        "toy_groups", data, engine=engine, output=output, memory_limit=memory_limit
+    ) as run:
+        k = check_k(k, run.n_rows)
+        seed = check_seed(seed)
+        run.policy = "drop"
+        selected = check_columns(columns, run.engine.names)
+        protected = run.engine.numeric_columns(selected, categorical=False)
+        domains, _ = check_bounds(bounds, [c.name for c in protected], {})
+        source = NoiseSource.secure() if seed is None else NoiseSource.from_seed(seed)
+        for column in protected:
+            lower, upper = domains[column.name]
+            grid = Grid.for_column(lower, upper, run.n_rows, k)
+            sums, clamped = run.engine.group_sums(column, grid, k)
+            values = GridMeans(grid, run.n_rows, k)(sums)
+            order = source.key("toy_groups", "column-order", str(column.name))
+            run.engine.write_groups(column, values, k, order)
+            run.keep(column.name, clamped=clamped)
+        return run.finish(
+            source=source,
+            parameters={"k": k},
+            guarantee=("NOT differentially private: exact rank-group means (a toy).", "none"),
+            seed=seed,
+        )
