@@ -104,3 +104,23 @@ def test_every_api_name_the_reference_renders_exists(page):
         else:
             pytest.fail(f"{page}: {dotted} is not importable")
         assert not any(part.startswith("_") for part in parts), dotted
+
+
+NARRATION = re.compile(
+    r"\b(?:this|previous|next|last|earlier|later|first|second|third|fourth|fifth|sixth|"
+    r"seventh|eighth|ninth|tenth) session\b|\bthe commit before\b|\bthe run before\b|"
+    r"\b(?:yesterday|five days ago)\b",
+    flags=re.IGNORECASE,
+)
+
+
+def test_prose_speaks_of_the_code_not_of_who_ran_what_when():
+    # history lives in CHANGELOG.md's entries and as data under benchmarks/results/
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if NARRATION.search(line)
+    ]
+    assert not found, found
