@@ -124,3 +124,53 @@ def test_prose_speaks_of_the_code_not_of_who_ran_what_when():
         if NARRATION.search(line)
     ]
     assert not found, found
+
+
+def _cli_examples(text: str) -> list[str]:
+    """Return the ``dpfast ...`` command lines of ``text``'s bash and console blocks."""
+    found = []
+    for block in re.findall(r"```(?:bash|console|sh|shell)\n(.*?)```", text, flags=re.DOTALL):
+        logical = ""
+        for line in block.splitlines():
+            line = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+            line = line.strip().removeprefix("$ ")
+            logical = f"{logical} {line}".strip() if logical else line
+            if logical.endswith("\\"):
+                logical = logical[:-1].strip()
+                continue
+            # a synopsis ("dpfast release ir-dp ... --dry-run", "[--mixed]", "a | b") is
+            # not an example
+            synopsis = any(mark in logical for mark in ("...", " | ", "[-"))
+            if logical.startswith("dpfast ") and not synopsis:
+                found.append(logical)
+            logical = ""
+    return found
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_every_cli_example_in_the_docs_parses(page):
+    # each example names commands and flags that exist, with values of the right kind
+    import shlex
+
+    from dpfast.cli import build_parser
+    from dpfast.exceptions import DPFastError
+
+    wrong = []
+    for command in _cli_examples(page.read_text(encoding="utf-8")):
+        try:
+            build_parser().parse_args(shlex.split(command)[1:])
+        except SystemExit as stopped:  # --help and --version exit 0
+            if stopped.code != 0:
+                wrong.append(command)
+        except DPFastError as refused:  # the parser's usage errors
+            wrong.append(f"{command}: {refused}")
+    assert not wrong, wrong
+
+
+def test_the_cli_example_finder_sees_continued_lines_and_comments():
+    text = "```bash\ndpfast release ir-dp a.csv -o b.parquet \\\n    --k 5  # note\n```\n"
+    assert _cli_examples(text) == ["dpfast release ir-dp a.csv -o b.parquet --k 5"]
