@@ -60,6 +60,13 @@ class LedgerEntry:
         Which sampler drew the noise.
     details : dict
         Anything else needed to audit the step (grid, sensitivity inflation, ...).
+
+    Examples
+    --------
+    >>> entry = LedgerEntry("cell noise", ("age",), 0.5, "discrete Laplace", 73.0, 146.0,
+    ...                     "exact")
+    >>> entry.noise_scale == entry.sensitivity / entry.epsilon, entry.details
+    (True, {})
     """
 
     step: str
@@ -156,6 +163,7 @@ class Report:
     Attributes
     ----------
     method : str
+        The release method, e.g. ``"ir_dp"``.
     parameters : dict
         The arguments, as the report shows them.
     epsilon : float or None
@@ -170,6 +178,7 @@ class Report:
         released unchanged (NOT protected) in a way that does not weaken the protected
         columns' guarantee. The other levels are not differential privacy of the release.
     protected_columns : list of str
+        The columns a mechanism protects (by default, the released ones).
     unprotected_columns : list of str
         The input's columns that no mechanism protects.
     unprotected : {"drop", "shuffle", "keep"} or None
@@ -178,13 +187,28 @@ class Report:
     seeded : bool
         Noise came from a seeded generator: reproducible, not for publication.
     sampler : str or None
+        The noise sampler(s) the release used, by name (None for a method without noise).
     released_rows : int
         Rows of the released table (a function of the release).
     notes : list of str
+        Remarks in plain words (first, for a seeded release, that it is not for
+        publication).
     warnings : list of str
         Warnings raised from public quantities (e.g. noise that swamps a column).
     extra : dict
         Method-specific public fields (merged into :meth:`to_dict`).
+
+    Examples
+    --------
+    >>> import pandas as pd, dpfast
+    >>> report = dpfast.laplace_dp(pd.DataFrame({"age": [23, 35, 41, 52]}), epsilon=1.0,
+    ...                            bounds={"age": (17, 90)}, seed=7).report
+    >>> report.method, report.epsilon, report.guarantee_level, report.protected_columns
+    ('laplace_dp', 1.0, 'proven', ['age'])
+    >>> [entry.step for entry in report.ledger], report.seeded
+    (['cell noise'], True)
+    >>> report.to_dict()["report"]
+    'public'
     """
 
     method: str
@@ -231,6 +255,7 @@ class PrivateReport:
     Attributes
     ----------
     method : str
+        The release method, e.g. ``"ir_dp"``.
     input_rows : int
         Rows of the input table.
     clamped : dict
@@ -248,6 +273,16 @@ class PrivateReport:
         docs/risk.md#risk-at-release-time).
     extra : dict
         Method-specific private fields.
+
+    Examples
+    --------
+    >>> import pandas as pd, dpfast
+    >>> private = dpfast.laplace_dp(pd.DataFrame({"age": [23, 35, 41, 95]}), epsilon=1.0,
+    ...                             bounds={"age": (17, 90)}, seed=7).private
+    >>> private.input_rows, private.clamped, private.metrics
+    (4, {'age': 1}, None)
+    >>> private.to_dict()["report"]
+    'PRIVATE: not for publication'
     """
 
     method: str

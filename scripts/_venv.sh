@@ -1,6 +1,6 @@
-# Sourced by scripts/demo, scripts/test and scripts/bench: make sure .venv exists and holds
+# Sourced by scripts/demo, scripts/test, scripts/bench and scripts/docs: make sure .venv exists and holds
 # dpfast with the given extras, reinstalling only when pyproject.toml has changed.
-# Usage: ensure_venv SCRIPT_NAME EXTRAS      (EXTRAS: '.' or '.[test]')
+# Usage: ensure_venv SCRIPT_NAME EXTRAS      (EXTRAS: '.', '.[test]' or '.[docs]')
 # Python: ${PYTHON:-python3}, 3.10 or newer.
 
 ensure_venv() {
@@ -23,8 +23,12 @@ ensure_venv() {
     fi
     local hash
     hash="$("$venv/bin/python" -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
-    # An install with the test extras also serves the demo.
-    if [[ "$(cat "$stamp" 2>/dev/null)" != "$hash" && "$(cat "$venv/.dpfast-installed-test" 2>/dev/null)" != "$hash" ]]; then
+    # An install with the test extras also serves the demo (extras '.'), not the docs.
+    local served=""
+    if [[ "$extras" == "." ]]; then
+        served="$(cat "$venv/.dpfast-installed-test" 2>/dev/null)"
+    fi
+    if [[ "$(cat "$stamp" 2>/dev/null)" != "$hash" && "$served" != "$hash" ]]; then
         echo "$script: installing dpfast (pip install -e '$extras') into $venv" >&2
         "$venv/bin/python" -m pip install --quiet --quiet -e "$extras"
         echo "$hash" > "$stamp"

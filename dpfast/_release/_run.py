@@ -43,6 +43,14 @@ class Release:
     private : PrivateReport
         NOT for publication: exact clamped counts, timings, utility metrics, disclosure
         risk.
+
+    Examples
+    --------
+    >>> import pandas as pd, dpfast
+    >>> release = dpfast.laplace_dp(pd.DataFrame({"age": [23, 35, 41, 52]}), epsilon=1.0,
+    ...                             bounds={"age": (17, 90)}, seed=7)
+    >>> release.data.shape, release.report.guarantee_level, release.private.input_rows
+    ((4, 1), 'proven', 4)
     """
 
     data: Any

@@ -43,8 +43,27 @@ THRESHOLD = 0.10
 class PublicTable:
     """A table as a forecast sees it: its row count and column names, no value.
 
-    A :class:`~dpfast._release.columns.TableView`, as an engine is. ``integer`` names the
-    columns of an integer type (their values are rounded after the noise).
+    A :class:`~dpfast._release.columns.TableView`, as an engine is: pass it to
+    :func:`dpfast.forecast` in place of the data (the command line's ``--dry-run`` does).
+
+    Attributes
+    ----------
+    n_rows : int
+        The table's row count.
+    names : list
+        The table's column names, in order.
+    integer : frozenset
+        The columns of an integer type (their values are rounded after the noise);
+        default none.
+
+    Examples
+    --------
+    >>> import dpfast
+    >>> table = dpfast.PublicTable(1000, ["age", "hours"], frozenset({"age"}))
+    >>> expected = dpfast.forecast("laplace_dp", table, epsilon=1.0,
+    ...                            bounds={"age": (0, 100), "hours": (0, 99)})
+    >>> [column.column for column in expected.columns], expected.n_rows
+    (['age', 'hours'], 1000)
     """
 
     n_rows: int
@@ -90,6 +109,7 @@ class ColumnForecast:
     Attributes
     ----------
     column : str
+        The protected column's name.
     epsilon : float
         The column's share of ε (its ledger entry's).
     noise_scale : float
@@ -105,6 +125,14 @@ class ColumnForecast:
         clamped to bounds.
     released : str
         What one noise draw covers.
+
+    Examples
+    --------
+    >>> import dpfast
+    >>> column = dpfast.forecast("laplace_dp", 1000, epsilon=1.0,
+    ...                          bounds={"age": (0, 100)}).columns[0]
+    >>> column.column, column.epsilon, column.width, round(column.sd_share, 3)
+    ('age', 1.0, 100.0, 1.414)
     """
 
     column: str
@@ -261,6 +289,7 @@ class Forecast:
     Attributes
     ----------
     method : str
+        The release method forecast, e.g. ``"ir_dp"``.
     epsilon : float or None
         The ε the release spends (``None`` for a method without one).
     n_rows : int or None
@@ -276,6 +305,18 @@ class Forecast:
         The sentence that gives it, or says why no ``k`` does.
     notes : tuple of str
         What is and is not forecast, in plain words.
+    threshold : float
+        The share on a bound from which a column is affected (:attr:`affected`) and the
+        release warns: :data:`THRESHOLD`, 10 %.
+
+    Examples
+    --------
+    >>> import dpfast
+    >>> expected = dpfast.forecast("ir_dp", 1000, k=50, epsilon=1.0, bounds={"age": (0, 100)})
+    >>> expected.method, expected.epsilon, expected.k, expected.suggested_k
+    ('ir_dp', 1.0, 50, 10)
+    >>> expected.affected, expected.warning
+    ((), None)
     """
 
     method: str

@@ -79,6 +79,22 @@ class BudgetEntry:
     process_started : float or None
         When that process started (seconds since the epoch; None where the system does not
         say): a later process given the same id is not mistaken for it.
+
+    Examples
+    --------
+    >>> import os, shutil, tempfile
+    >>> from dpfast import BudgetFile
+    >>> folder = tempfile.mkdtemp()
+    >>> budget = BudgetFile.create(os.path.join(folder, "people.budget.json"), 1.0)
+    >>> reservation = budget.reserve(0.25, method="ir_dp", output="out.parquet", columns=["age"])
+    >>> entry = budget.entries()[0]
+    >>> entry.id, entry.status, entry.epsilon, entry.columns, entry.guarantee_level
+    (0, 'reserved', 0.25, ('age',), None)
+    >>> entry.state(), entry.pid == os.getpid()
+    ('running', True)
+    >>> reservation.abandon()
+    True
+    >>> shutil.rmtree(folder)
     """
 
     id: int

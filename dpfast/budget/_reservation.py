@@ -39,11 +39,25 @@ class Reservation:
     :meth:`BudgetFile.clear` after a killed run). In a ``with`` block it is abandoned at the
     end unless committed, however the block ends.
 
+    Parameters
+    ----------
+    budget : BudgetFile
+        The budget file that holds the entry.
+    entry : BudgetEntry
+        The reserved entry, as :meth:`BudgetFile.reserve` wrote it. Call
+        :meth:`BudgetFile.reserve` rather than this constructor: it checks and records the
+        entry under the file's lock.
+
     Attributes
     ----------
     budget : BudgetFile
+        The budget file that holds the entry.
     entry : BudgetEntry
         The entry as this process last wrote it (reserved, then committed).
+    id : int
+        The entry's number in the file.
+    committed : bool
+        Whether the spend is final.
 
     Examples
     --------

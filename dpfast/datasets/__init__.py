@@ -104,6 +104,12 @@ def adult_schema_path() -> Path:
 
     See ``README.md`` in this folder for where each bound comes from.
 
+    Returns
+    -------
+    pathlib.Path
+        The absolute path of ``adult.schema.json`` inside the installed package (a schema
+        file as docs/schema.md describes, e.g. for the CLI's ``--schema``).
+
     Examples
     --------
     >>> from dpfast.datasets import adult_schema_path
@@ -119,6 +125,11 @@ def adult_mixed_schema_path() -> Path:
     It protects age and hours-per-week (public bounds) and occupation and native-country
     (with their bundled taxonomies), as in Sánchez et al. (2016) §4.3, and marks every
     other column ``"protect": false``.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path of ``adult_mixed.schema.json`` inside the installed package.
 
     Examples
     --------
@@ -136,6 +147,12 @@ def adult_hierarchy_path(column: str) -> Path:
     ----------
     column : str
         One of :data:`ADULT_HIERARCHIES` (``"income"`` gives ARX's salary-class file).
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path of the column's ARX hierarchy file (``leaf;level1;...;*`` per
+        line) inside the installed package; :meth:`dpfast.Taxonomy.from_arx` reads it.
 
     Raises
     ------
@@ -169,6 +186,11 @@ def adult_taxonomy(column: str) -> Taxonomy:
     Returns
     -------
     Taxonomy
+
+    Raises
+    ------
+    ValueError
+        For a column without a hierarchy.
 
     Examples
     --------

@@ -83,6 +83,24 @@ _UNITS = {
 def parse_memory(text: str | int) -> int:
     """Return the bytes of a size such as ``"4GiB"``, ``"512MiB"``, ``"2GB"``, ``"1e9"`` or 2**30.
 
+    Parameters
+    ----------
+    text : str or int
+        A positive int (bytes), or a number (decimal, optionally with an exponent)
+        followed by a unit, case-insensitive: none or ``B``, ``KB``, ``MB``, ``GB``,
+        ``TB`` (powers of 1000) or ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 1024).
+
+    Returns
+    -------
+    int
+        The size in bytes (a fractional result is truncated).
+
+    Raises
+    ------
+    ValueError
+        A size that is not a number and a known unit, or that is not positive
+        (``dpfast.exceptions.DPFastValueError``).
+
     Examples
     --------
     >>> parse_memory("4GiB"), parse_memory("1.5 GB"), parse_memory("64MiB"), parse_memory(1024)
@@ -125,6 +143,20 @@ class EngineChoice:
     ``EngineChoice("outofcore", {"batch_rows": 4096})``: the options go to the engine's
     ``open`` (rows per batch, a Spark master, ...); :func:`engine_name` and
     :func:`open_engine` take it wherever they take a name.
+
+    Attributes
+    ----------
+    name : str
+        A registered engine's name (:func:`engines`); checked when the choice is used,
+        not when it is made.
+    options : dict
+        Keyword arguments for that engine's ``open`` (default: none).
+
+    Examples
+    --------
+    >>> choice = EngineChoice("outofcore", {"batch_rows": 4096})
+    >>> engine_name("people.parquet", choice), choice.options
+    ('outofcore', {'batch_rows': 4096})
     """
 
     name: str
@@ -140,17 +172,93 @@ def register(name: str, module: str, attribute: str, accepts: Callable[[object],
     The module is imported only when the engine is opened, so an engine's optional
     dependencies (pyspark, dask) are imported only when it runs. Engines registered
     later are asked first, so a new engine may claim inputs an older one takes.
+    Registering a name again replaces its entry (in its place in that order).
+
+    Parameters
+    ----------
+    name : str
+        The engine's name, for ``engine=`` arguments and :func:`engines`.
+    module : str
+        The dotted name of the module that holds the engine's class.
+    attribute : str
+        The name of that class in ``module``: an :class:`~dpfast.engines.base.Engine`
+        subclass; its ``open(data, opening, **options)`` is called by :func:`open_engine`.
+    accepts : callable
+        ``accepts(data) -> bool``: whether the engine releases ``data`` when no
+        ``engine=`` is given. It must not import the engine's optional dependencies.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    An engine that claims no input, chosen by name only (the registry is global: the
+    entry stays for the rest of the process):
+
+    >>> register("memory-by-name", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    >>> "memory-by-name" in engines()
+    True
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"age": [23, 35]})
+    >>> engine_name(table), engine_name(table, "memory-by-name")
+    ('memory', 'memory-by-name')
     """
     _REGISTRY[name] = _Entry(name, module, attribute, accepts)
 
 
 def engines() -> list[str]:
-    """Return the registered engines' names."""
+    """Return the registered engines' names.
+
+    Returns
+    -------
+    list of str
+        The names, sorted: the values an ``engine=`` argument takes (besides None).
+
+    Examples
+    --------
+    >>> {"memory", "outofcore", "spark", "dask"} <= set(engines())
+    True
+    """
     return sorted(_REGISTRY)
 
 
 def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
-    """Return the engine that releases ``data``: the one ``engine`` names, else by its type."""
+    """Return the engine that releases ``data``: the one ``engine`` names, else by its type.
+
+    Parameters
+    ----------
+    data : object
+        The release's input: a table in memory, a ``pyarrow.dataset.Dataset``, a Parquet
+        path or glob, a Spark or Dask DataFrame.
+    engine : str or EngineChoice, optional
+        The engine asked for; None chooses by ``data``'s type, asking the engines
+        registered last first.
+
+    Returns
+    -------
+    str
+        The registered engine's name.
+
+    Raises
+    ------
+    ValueError
+        ``engine`` names no registered engine.
+    TypeError
+        ``engine`` is None and no engine accepts ``data``'s type.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> engine_name(pd.DataFrame({"age": [23, 35]}))
+    'memory'
+    >>> engine_name("people/*.parquet"), engine_name("people.parquet", "memory")
+    ('outofcore', 'memory')
+    >>> engine_name(pd.DataFrame(), "gpu")
+    Traceback (most recent call last):
+    ...
+    dpfast.exceptions.DPFastValueError: engine must be one of [...] or None ..., got 'gpu'
+    """
     if engine is not None:
         name = engine.name if isinstance(engine, EngineChoice) else engine
         if not isinstance(name, str) or name not in _REGISTRY:
@@ -186,6 +294,46 @@ def open_engine(
     an engine that reads in passes) mean the same on every engine that takes them; an
     engine refuses what it cannot do (``metrics`` and ``risk`` need the original and the
     release in memory), saying what to change.
+
+    Parameters
+    ----------
+    data : object
+        The release's input, as :func:`engine_name` takes it.
+    method : str
+        The release method's name, for messages.
+    engine : str or EngineChoice, optional
+        The engine (default: chosen from ``data``'s type); an :class:`EngineChoice`'s
+        options go to the engine's ``open``.
+    output : str or os.PathLike, optional
+        Where the release is written.
+    memory_limit : str or int, optional
+        The working memory of an engine that reads in passes (:func:`parse_memory`).
+    progress : callable, optional
+        Called as ``progress(phase, done, total)``.
+    metrics, risk : bool
+        Whether the release compares itself with its input (utility metrics, disclosure
+        risk).
+
+    Returns
+    -------
+    Engine
+        The engine opened for this one release; :meth:`~dpfast.engines.base.Engine.close`
+        removes what it leaves behind.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`engine_name` and :func:`parse_memory`; what the engine's ``open``
+        refuses (e.g. ``memory_limit`` for a table held in memory, ``metrics`` or ``risk``
+        beyond memory), all ``dpfast.exceptions.DPFastError``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> opened = open_engine(pd.DataFrame({"age": [23, 35, 41]}), method="laplace_dp")
+    >>> opened.name, opened.n_rows, opened.names
+    ('memory', 3, ['age'])
+    >>> opened.close()
     """
     name = engine_name(data, engine)
     entry = _REGISTRY[name]

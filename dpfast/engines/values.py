@@ -68,6 +68,29 @@ class Opening:
     memory of an engine that reads in passes) mean the same on every engine that takes
     them; ``metrics`` and ``risk`` ask for the private comparisons of the release with its
     input (utility metrics, disclosure risk).
+
+    Attributes
+    ----------
+    method : str
+        The release method's name, for messages.
+    output : str, os.PathLike or None
+        Where the release is written (None: returned only, in memory).
+    memory_limit : int or None
+        The working memory in bytes of an engine that reads in passes (None: the engine's
+        default, or no limit).
+    progress : callable or None
+        Called as ``progress(phase, done, total)``.
+    metrics : bool
+        The release adds utility metrics to its private report.
+    risk : bool
+        The release measures its disclosure risk into its private report.
+
+    Examples
+    --------
+    >>> opening = Opening("ir_dp", memory_limit=2**30)
+    >>> opening.output is None, opening.metrics
+    (True, False)
+    >>> opening.refuse_comparisons("out of core")  # neither metrics nor risk: no refusal
     """
 
     method: str

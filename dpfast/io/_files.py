@@ -214,7 +214,7 @@ def _check_utf8(where: str, table: pa.Table) -> None:
             raise DPFastValueError(f"{where!r} is not UTF-8 text (column {name!r} is not); {fix}")
 
 
-# The separators a one-column header is checked for (docs: README "Command line").
+# The separators a one-column header is checked for (docs/cli.md, "Input and output files").
 _LIKELY_DELIMITERS = (";", "\t", "|", ",")
 
 

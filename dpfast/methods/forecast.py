@@ -116,6 +116,12 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     (:class:`~dpfast.exceptions.NoiseDominatesWarning`) from the same forecast, before it
     reserves its ε.
 
+    Guarantee: none, and none is needed: a forecast is not a release and spends no ε. It
+    reads no value of the data, only public values (bounds, taxonomies, the arguments) and
+    the row count, which every bounded-DP release publishes in its report anyway
+    (DiffGen's forecast, under unbounded DP, does not use it). The release it forecasts
+    has the guarantee its own function states.
+
     Parameters
     ----------
     method : str or callable

@@ -162,7 +162,8 @@ def k_noise(
     Returns
     -------
     Release
-        ``report.to_dict()["deltas"]`` holds ``δ`` per column.
+        ``private.to_dict()["deltas"]`` holds ``δ`` per column (private: it comes from
+        the data).
 
     Raises
     ------

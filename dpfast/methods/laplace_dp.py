@@ -66,6 +66,11 @@ def laplace_dp(
     protected columns, domain width ``Δ``), then is clamped to the domain. Rows keep their
     order: each record's output depends on that record alone.
 
+    Guarantee: proven ε-differential privacy of the protected columns (bounded DP:
+    neighbouring tables differ in one record's values; report level ``"proven"``, or
+    ``"protected_only"`` when unprotected columns are shuffled or kept beside them). With
+    ``bounds="data"`` the release is NOT differentially private (level ``"none"``).
+
     Parameters
     ----------
     data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame

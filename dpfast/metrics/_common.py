@@ -78,7 +78,38 @@ def aggregate(
 
 
 def column_metric(value: float | dict[Hashable, float]) -> float:
-    """Return the float of a single column's metric (narrows the return type)."""
+    """Return the float of a single column's metric (narrows the return type).
+
+    The metrics return ``float | dict``; this turns a single column's result into a plain
+    ``float`` (for callers and type checkers) and refuses a per-column mapping.
+
+    Parameters
+    ----------
+    value : float or dict
+        What a metric returned: a float for one column (or the mean over columns), a
+        ``{column: value}`` mapping with ``per_column=True``.
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is a per-column mapping (``dpfast.exceptions.DPFastTypeError``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfast import metrics
+    >>> metrics.column_metric(metrics.jensen_shannon(np.array([1, 1]), np.array([2, 2])))
+    1.0
+    >>> metrics.column_metric({"age": 0.5})
+    Traceback (most recent call last):
+    ...
+    dpfast.exceptions.DPFastTypeError: expected a single column's metric, got a per-column mapping
+    """
     if isinstance(value, dict):
         raise DPFastTypeError("expected a single column's metric, got a per-column mapping")
     return float(value)

@@ -135,7 +135,34 @@ def _looks_discrete(x: np.ndarray, y: np.ndarray, pair: tuple[float, float] | No
 
 
 def jensen_shannon_counts(p: np.ndarray, q: np.ndarray) -> float:
-    """Base-2 Jensen-Shannon divergence of two histograms (normalised here), in ``[0, 1]``."""
+    """Base-2 Jensen-Shannon divergence of two histograms (normalised here), in ``[0, 1]``.
+
+    The core of :func:`jensen_shannon`, for callers that already hold the counts (an
+    engine's histograms): each histogram is divided by its total, and empty bins of one
+    histogram add nothing to its term.
+
+    Parameters
+    ----------
+    p, q : ndarray of float64, shape (n_bins,)
+        Counts (or weights) over the same bins, each with a positive total. They are not
+        modified.
+
+    Returns
+    -------
+    float
+        0 for proportional histograms, 1 for histograms with no bin in common; clipped
+        to ``[0, 1]`` against rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> jensen_shannon_counts(np.array([3.0, 1.0]), np.array([6.0, 2.0]))
+    0.0
+    >>> jensen_shannon_counts(np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+    1.0
+    >>> round(jensen_shannon_counts(np.array([2.0, 2.0]), np.array([1.0, 3.0])), 4)
+    0.0488
+    """
     p = p / p.sum()
     q = q / q.sum()
     middle = (p + q) / 2

@@ -38,6 +38,14 @@ class InformationLoss(Mapping[str, float]):
     skipped : dict
         ``{"IL1": count, ...}``: terms skipped because their denominator was 0 while the
         statistic changed.
+
+    Examples
+    --------
+    >>> loss = information_loss(np.array([1.0, 3.0, 5.0]), np.array([2.0, 2.0, 5.0]))
+    >>> list(loss), loss["IL2"], round(loss.il6, 2)
+    (['IL1', 'IL2', 'IL3', 'IL4', 'IL5', 'IL6'], 0.0, 19.72)
+    >>> loss.as_dict()["IL5"] is None, loss.skipped["IL1"]  # one column: no correlation
+    (True, 0)
     """
 
     il1: float

@@ -64,6 +64,14 @@ class RiskOptions:
         ``{column: taxonomy}`` for text columns, besides those the method used.
     n_threads : int or None
         Threads of the record-linkage searches.
+
+    Examples
+    --------
+    >>> from dpfast.risk import RiskOptions
+    >>> options = RiskOptions(quasi_identifiers=["age", "sex"], k=3)
+    >>> options.p, options.columns
+    (10.0, None)
+    >>> options.check_names(["age", "sex", "income"])  # every named column exists
     """
 
     columns: list[Hashable] | None = None
@@ -117,6 +125,33 @@ def risk_options(risk: Any) -> RiskOptions | None:
 
     The dict takes the keys of :data:`RISK_KEYS` (:class:`RiskOptions`); every value is
     checked here, before the release runs.
+
+    Parameters
+    ----------
+    risk : bool, dict, RiskOptions or None
+        A release's ``risk=`` argument. A dict may hold ``columns`` and
+        ``quasi_identifiers`` (column names), ``k`` (int >= 1), ``p`` (percent, in
+        ``[0, 100]``), ``width`` (a number >= 0, or ``{column: width}``), ``taxonomies``
+        (``{column: taxonomy}``) and ``n_threads`` (int >= 1); a :class:`RiskOptions` is
+        returned as it is.
+
+    Returns
+    -------
+    RiskOptions or None
+        None for ``None`` or ``False`` (nothing measured); the defaults for ``True``; else
+        the checked options. Column names are checked against the input later
+        (:meth:`RiskOptions.check_names`).
+
+    Raises
+    ------
+    TypeError
+        ``risk`` of another type, ``taxonomies`` that is not a mapping, ``columns`` or
+        ``quasi_identifiers`` that is neither a name nor a list, or a value of the wrong
+        type.
+    ValueError
+        An unknown key, an empty or repeated list of columns, ``k < 1``, ``p`` outside
+        ``[0, 100]``, a negative or infinite ``width``, ``n_threads < 1`` (all also
+        ``dpfast.exceptions.DPFastError``).
 
     Examples
     --------

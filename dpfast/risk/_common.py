@@ -50,9 +50,23 @@ ROW_ORDER_METHODS = (
 def misalignment(report: Any) -> str | None:
     """Why a release's rows are not row ``i`` of its input, from its public report; or None.
 
-    ``report`` is a :class:`dpfast.accounting.Report` or its ``to_dict()`` (a release's
-    ``.public-report.json``, parsed). None means the report shows a release that keeps the
-    input's row order (docs/risk.md#alignment).
+    The risk measures that compare row ``i`` of a release with row ``i`` of the original
+    ask this first, and refuse a release for which it gives a reason (docs/risk.md#alignment).
+
+    Parameters
+    ----------
+    report : Report or mapping
+        A :class:`dpfast.accounting.Report` or its ``to_dict()`` (a release's
+        ``.public-report.json``, parsed). Only its ``method``, ``parameters`` and
+        ``unprotected`` are read; missing fields count as unknown.
+
+    Returns
+    -------
+    str or None
+        None when the report shows a release that keeps the input's row order (a method of
+        :data:`ROW_ORDER_METHODS` without a shuffle); otherwise why its rows are not
+        aligned: ``linkage="columns"``, ``shuffle=True`` (``ir_dp``'s default),
+        ``unprotected="shuffle"``, or a method dpfast does not know to keep the order.
 
     Examples
     --------

@@ -24,15 +24,31 @@ class NeighbourhoodCounts:
     Attributes
     ----------
     column : hashable
+        The measured column.
     width : float
+        The half-width of each neighbourhood, in the column's units (inclusive).
     k : int or None
+        The count a value should reach, as given (None: not given).
     counts : ndarray of int64, shape (n,)
         ``#{j : |x_j - y_i| <= width}`` for each released value ``y_i``.
     minimum : int
+        The smallest of ``counts``.
     median : float
+        The median of ``counts``.
     share_below_k : float or None
         Share of released values with fewer than ``k`` original records within ``±width``
         (None without ``k``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfast import risk
+    >>> got = risk.neighbourhood_counts(np.array([1.0, 2.0, 9.0]), np.array([1.2, 2.2, 9.5]),
+    ...                                 0, width=1.0)
+    >>> got.counts.tolist(), got.share_below_k
+    ([2, 1, 1], None)
+    >>> got.as_dict()["minimum"]
+    1
     """
 
     column: Hashable

@@ -29,11 +29,16 @@ class Uniqueness:
     Attributes
     ----------
     quasi_identifiers : list
+        The columns whose combinations of values form the classes, as checked.
     k : int
+        The class size checked (``>= 1``).
     class_sizes : ndarray of int64, shape (n,)
         Each record's class size ``f_k``: the records sharing its combination of values
         (sdcMicro's ``freqCalc(...)$fk``).
-    n_records, n_classes : int
+    n_records : int
+        Rows of the table.
+    n_classes : int
+        Distinct combinations of the quasi-identifiers' values.
     sample_uniques : int
         Records alone in their class (``f_k = 1``).
     records_below_k : int
@@ -41,6 +46,18 @@ class Uniqueness:
     share_below_k : float
         ``records_below_k / n_records``: 0 means the table is k-anonymous on these columns.
     smallest_class : int
+        The size of the smallest class (the table is k-anonymous for every ``k`` up to it).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dpfast import risk
+    >>> people = pd.DataFrame({"sex": ["f", "f", "m", "m"], "age": [30, 30, 41, 52]})
+    >>> got = risk.uniqueness(people, ["sex", "age"], k=2)
+    >>> got.n_classes, got.smallest_class, got.records_below_k
+    (3, 1, 2)
+    >>> got.as_dict()["share_below_k"]
+    0.5
     """
 
     quasi_identifiers: list[Hashable]

@@ -19,6 +19,14 @@ class Taxonomy(_TaxonomyDistances):
     Build one with :meth:`from_arx` or :meth:`from_mapping` (or :meth:`from_edges`).
     Instances are immutable; their arrays are read-only.
 
+    Parameters
+    ----------
+    parents : mapping
+        ``{label: parent label}`` for every node, the root mapped to ``None``. Nodes are
+        numbered breadth-first from the root, children in label order.
+    name : str, optional
+        Where the taxonomy came from, for messages.
+
     Attributes
     ----------
     labels : tuple of str
@@ -34,8 +42,15 @@ class Taxonomy(_TaxonomyDistances):
     name : str or None
         Where the taxonomy came from, for messages.
 
+    Raises
+    ------
+    TaxonomyError
+        No root or more than one, a parent that is not a node, or a cycle.
+
     Examples
     --------
+    >>> Taxonomy({"*": None, "Care": "*", "nurse": "Care", "pilot": "*"}).domain
+    ('nurse', 'pilot')
     >>> tax = Taxonomy.from_mapping({"*": {"Technical": ["Tech-support", "Craft-repair"],
     ...                                    "Other": ["Sales"]}})
     >>> tax.domain
@@ -64,11 +79,31 @@ class Taxonomy(_TaxonomyDistances):
 
         ``where`` says where each item was declared (e.g. ``"line 3"``), for messages.
 
+        Parameters
+        ----------
+        edges : iterable of (str, str, str)
+            ``(child, parent, where)``: each child label and its generalisation. A repeated
+            edge is one edge.
+        leaves : iterable of (str, str)
+            ``(leaf, where)``: the labels that are values of the attribute (the domain).
+        name : str, optional
+            Where the taxonomy came from, for messages.
+
+        Returns
+        -------
+        Taxonomy
+
         Raises
         ------
         TaxonomyError
             A leaf declared twice, a leaf that also has children, a node with two
             parents, several roots, or a cycle.
+
+        Examples
+        --------
+        >>> edges = [("Care", "*", "line 1"), ("nurse", "Care", "line 1"), ("pilot", "*", "line 2")]
+        >>> Taxonomy.from_edges(edges, [("nurse", "line 1"), ("pilot", "line 2")]).domain
+        ('nurse', 'pilot')
         """
         where = name or "taxonomy"
         leaf_at: dict[str, str] = {}

@@ -34,6 +34,15 @@ class CutColumn:
         Categorical columns: the taxonomy.
     leaf_position : ndarray of int64 or None
         Categorical columns: the position in ``labels`` of each leaf (domain code).
+
+    Examples
+    --------
+    A release builds its cut's columns; one by hand:
+
+    >>> age = CutColumn("age", ("[17, 50)", "[50, 90)"), edges=np.array([17.0, 50.0]),
+    ...                 bounds=(17.0, 90.0))
+    >>> age.is_numeric, age.labels[1]
+    (True, '[50, 90)')
     """
 
     name: Hashable
@@ -74,6 +83,18 @@ class Cut:
         One per predictor, in the table's column order.
     target : hashable
         The class column.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> age = CutColumn("age", ("[17, 50)", "[50, 90)"), edges=np.array([17.0, 50.0]),
+    ...                 bounds=(17.0, 90.0))
+    >>> cut = Cut([age], target="income")
+    >>> cut, cut["age"], cut.n_cells
+    (Cut(age: 2), ('[17, 50)', '[50, 90)'), 2)
+    >>> test = pd.DataFrame({"age": [20, 60, 95], "income": ["<=50K", ">50K", ">50K"]})
+    >>> cut.apply(test)["age"].tolist()  # 95 is clamped to the bound 90
+    ['[17, 50)', '[50, 90)', '[50, 90)']
     """
 
     def __init__(self, columns: list[CutColumn], target: Hashable) -> None:

@@ -48,6 +48,20 @@ class DiffGenRelease:
         guarantee. Safe to publish with the counts.
     private : PrivateReport
         NOT for publication: the input's row count and clamped values, timings.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"age": [23, 35, 41, 52, 67, 30],
+    ...                       "income": ["<=50K", ">50K", "<=50K", ">50K", "<=50K", "<=50K"]})
+    >>> release = diffgen(table, target="income", epsilon=1.0, steps=1,
+    ...                   bounds={"age": (17, 90)}, classes=["<=50K", ">50K"], seed=3)
+    >>> list(release.counts.columns), len(release.counts) == 2 * release.cut.n_cells
+    (['age', 'income', 'count'], True)
+    >>> len(release.microdata()) == int(release.counts["count"].sum())
+    True
+    >>> release.report.guarantee_level, release.private.input_rows
+    ('proven', 6)
     """
 
     counts: Any
@@ -97,6 +111,13 @@ def diffgen(
     2 steps))`` it spends ``ε'`` on each numeric root's split value, ``ε'`` on each
     selection, ``ε'`` on the split values of each step's new intervals (charged in every
     step, as in the paper) and ``ε / 2`` on the counts: ``ε`` in all.
+
+    Guarantee: proven ε-differential privacy of everything released (the cut, the split
+    values and the noisy counts) under unbounded DP (neighbouring tables differ by adding
+    or removing one record; the number of rows is not public), hence 2ε under bounded DP;
+    report level ``"proven"``. NOT differentially private (level ``"none"``) with
+    ``bounds="data"`` or with class values read from the data (no ``classes`` and no
+    taxonomy for the target).
 
     Parameters
     ----------

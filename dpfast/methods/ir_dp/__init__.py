@@ -88,6 +88,14 @@ def ir_dp(
     the exponential mechanism with quality ``-Σ semantic distance`` to the group's values
     (Algorithm 2). The budget is split equally over numeric and categorical columns.
 
+    Guarantee: with the defaults (``linkage="columns"``, ``sensitivity="proven"``, public
+    bounds) the release is proven ε-differentially private (bounded DP: neighbouring
+    tables differ in one record's values, and the number of rows is public; report level
+    ``"proven"``, ``"protected_only"`` with ``unprotected="shuffle"``). The paper's
+    record-linked release (``linkage="records"``) is labelled ``"as_published"`` and
+    ``sensitivity="paper"`` ``"heuristic"``: no proof covers them. ``bounds="data"`` and
+    ``unprotected="keep"`` are NOT differentially private (level ``"none"``).
+
     Parameters
     ----------
     data : table, pyarrow.dataset.Dataset, Parquet path or glob, Spark or Dask DataFrame

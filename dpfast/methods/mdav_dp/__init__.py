@@ -97,6 +97,13 @@ def mdav_dp(
     cluster and sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical: up to ``n_c`` clusters
     change by one record, each moving the quality by at most ``Δq``, the largest distance).
 
+    Guarantee: proven ε-differential privacy of the protected columns (bounded DP:
+    neighbouring tables differ in one record's values, and the number of rows is public;
+    report level ``"proven"``, ``"protected_only"`` with ``unprotected="shuffle"``), the ε
+    being the ledger's total: what the noise really spends, also under
+    ``calibration="as_published"``. NOT differentially private with ``bounds="data"`` or
+    ``unprotected="keep"`` (level ``"none"``).
+
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table, 2-D numpy.ndarray, Parquet path, Spark or Dask DataFrame
