@@ -52,6 +52,14 @@ def relative_error(
     -------
     float or dict
 
+    Raises
+    ------
+    DPFastValueError
+        Tables of different columns or lengths, an empty column, missing or inverted
+        bounds, or a bad option value.
+    DPFastTypeError
+        A column that is neither numeric nor categorical with a taxonomy.
+
     Examples
     --------
     >>> relative_error(np.array([10.0, 0.0]), np.array([11.0, 1.0]), (0, 100))
@@ -208,6 +216,14 @@ def jensen_shannon(
     -------
     float or dict
         0 for identical distributions, at most 1.
+
+    Raises
+    ------
+    DPFastValueError
+        Tables of different columns or lengths, an empty column, missing or inverted
+        bounds, or a bad option value.
+    DPFastTypeError
+        A column that is neither numeric nor categorical with a taxonomy.
 
     Examples
     --------

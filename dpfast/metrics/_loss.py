@@ -303,6 +303,13 @@ def sst(
     -------
     float or dict
 
+    Raises
+    ------
+    DPFastValueError
+        An empty column, or a NaN or infinite value.
+    DPFastTypeError
+        A column that is not numeric.
+
     Examples
     --------
     >>> sst(np.array([1.0, 3.0, 10.0, 12.0]))  # mean 6.5: 5.5² + 3.5² + 3.5² + 5.5²
