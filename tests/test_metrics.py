@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from dpfast import metrics
+from dpfast.exceptions import DPFastValueError
 from tests.reference import metrics_reference
 
 
@@ -346,3 +347,22 @@ def test_correlation_error_refuses_bad_input():
             pd.DataFrame({"a": ["x", "y"], "b": [1.0, 2.0]}),
             pd.DataFrame({"a": ["x", "y"], "b": [1.0, 2.0]}),
         )
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("which", ["original", "released"])
+@pytest.mark.parametrize(
+    "measure",
+    [
+        lambda o, r: metrics.relative_error(o, r, bounds={"age": (0, 10)}),
+        lambda o, r: metrics.jensen_shannon(o, r, bounds={"age": (0, 10)}),
+        lambda o, r: metrics.variance_variation(o, r),
+    ],
+    ids=["relative_error", "jensen_shannon", "variance_variation"],
+)
+def test_a_non_finite_value_is_refused_naming_its_column(measure, which, bad):
+    original = pd.DataFrame({"age": [1.0, 2.5, 3.0, 4.0]})
+    released = original.copy()
+    (original if which == "original" else released).loc[2, "age"] = bad
+    with pytest.raises(DPFastValueError, match="column 'age' holds NaN or inf"):
+        measure(original, released)

@@ -115,6 +115,14 @@ def column_metric(value: float | dict[Hashable, float]) -> float:
     return float(value)
 
 
+def finite(values: np.ndarray, name: Hashable) -> np.ndarray:
+    """Return the column as float64, refusing NaN and infinities with a message naming it."""
+    result = as_float(values, name)
+    if not np.isfinite(result).all():
+        raise DPFastValueError(f"column {name!r} holds NaN or inf; pass finite numbers")
+    return result
+
+
 def as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
     """Return the column as float64, or raise a TypeError naming it."""
     try:

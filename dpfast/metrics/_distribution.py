@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.metrics._common import as_float, bounds_for, per_column_metric
+from dpfast.metrics._common import bounds_for, finite, per_column_metric
 
 
 def relative_error(
@@ -55,8 +55,8 @@ def relative_error(
     Raises
     ------
     DPFastValueError
-        Tables of different columns or lengths, an empty column, missing or inverted
-        bounds, or a bad option value.
+        Tables of different columns or lengths, an empty column, a NaN or infinite value
+        in a numeric column, missing or inverted bounds, or a bad option value.
     DPFastTypeError
         A column that is neither numeric nor categorical with a taxonomy.
 
@@ -93,7 +93,7 @@ def relative_error(
         pair = bounds_for(bounds, name, single)
         if pair is None:
             raise DPFastValueError("relative_error needs bounds for the sanity bound")
-        x, y = as_float(x, name), as_float(y, name)
+        x, y = finite(x, name), finite(y, name)
         floor = sanity * (pair[1] - pair[0])
         denominator = np.maximum(np.abs(x), floor)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -220,8 +220,8 @@ def jensen_shannon(
     Raises
     ------
     DPFastValueError
-        Tables of different columns or lengths, an empty column, missing or inverted
-        bounds, or a bad option value.
+        Tables of different columns or lengths, an empty column, a NaN or infinite value
+        in a numeric column, missing or inverted bounds, or a bad option value.
     DPFastTypeError
         A column that is neither numeric nor categorical with a taxonomy.
 
@@ -247,7 +247,7 @@ def jensen_shannon(
         if is_discrete is None:
             is_discrete = _looks_discrete(x, y, pair)
         if not is_discrete:
-            x, y = as_float(x, name), as_float(y, name)
+            x, y = finite(x, name), finite(y, name)
         p, q = _histogram_pair(x, y, pair, int(bins), bool(is_discrete))
         return jensen_shannon_counts(p, q)
 
@@ -302,7 +302,7 @@ def variance_variation(
         raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
-        x, y = as_float(x, name), as_float(y, name)
+        x, y = finite(x, name), finite(y, name)
         if x.shape[0] <= ddof:
             raise DPFastValueError(
                 f"column {name!r} has {x.shape[0]} row(s); the sample variance (ddof=1) "
