@@ -115,8 +115,9 @@ NARRATION = re.compile(
 
 
 def test_prose_speaks_of_the_code_not_of_who_ran_what_when():
-    # history lives in CHANGELOG.md's entries and as data under benchmarks/results/
-    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    # history lives in CHANGELOG.md and as data under benchmarks/results/, whose READMEs
+    # name each set of runs by its date, time window and commits
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md"), *(ROOT / "benchmarks").rglob("*.md")]
     found = [
         f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
         for page in pages
