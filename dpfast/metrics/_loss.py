@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
-from dpfast.metrics._common import aggregate, as_float, columns_of, paired, ratio_or_zero
+from dpfast.metrics._common import (
+    aggregate,
+    as_float,
+    columns_of,
+    finite,
+    paired,
+    ratio_or_zero,
+)
 
 MEASURES = ("IL1", "IL2", "IL3", "IL4", "IL5", "IL6")
 
@@ -217,11 +224,9 @@ def _scaled_columns(
     names, columns, single = columns_of(data)
     result: dict[Hashable, np.ndarray] = {}
     for name in names:
-        values = as_float(columns[name], name)
+        values = finite(columns[name], name)
         if values.shape[0] == 0:
             raise DPFastValueError(f"column {name!r} is empty; metrics need at least one row")
-        if not np.isfinite(values).all():
-            raise DPFastValueError(f"column {name!r} holds NaN or inf; pass finite numbers")
         if standardize:
             scale = float(np.std(values))
             values = (values - values.mean()) / (scale if scale > 0 else 1.0)
