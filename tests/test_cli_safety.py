@@ -189,9 +189,9 @@ def slow_replace(src, dst):
     # count the release's own files only (Numba's cache writes through os.replace too)
     if Path(dst).resolve().parent == here:
         calls.append(dst)
-    if len(calls) == int(sys.argv[1]) and Path(dst).resolve().parent == here:
-        Path("marker").write_text(str(src))
-        time.sleep(120)
+        if len(calls) == int(sys.argv[1]):
+            Path("marker").write_text(str(src))
+            time.sleep(120)
     real_replace(src, dst)
 os.replace = slow_replace
 sys.exit(cli.main(sys.argv[2:]))
