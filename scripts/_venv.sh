@@ -26,7 +26,7 @@ ensure_venv() {
     # An install with the test extras also serves the demo (extras '.'), not the docs.
     local served=""
     if [[ "$extras" == "." ]]; then
-        served="$(cat "$venv/.dpfast-installed-test" 2>/dev/null)"
+        served="$(cat "$venv/.dpfast-installed-test" 2>/dev/null || true)"  # set -e: no stamp is no error
     fi
     if [[ "$(cat "$stamp" 2>/dev/null)" != "$hash" && "$served" != "$hash" ]]; then
         echo "$script: installing dpfast (pip install -e '$extras') into $venv" >&2
