@@ -71,6 +71,7 @@ from dpfast.engines.values import (
     NumericColumn,
     Opening,
     OrderStatistics,
+    ProtectedColumn,
     PublishHook,
     column_threads,
 )
@@ -208,11 +209,7 @@ class Engine(ABC):
 
     @abstractmethod
     def write_groups(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        values: np.ndarray,
-        k: int,
-        key: np.ndarray,
+        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
     ) -> None:
         """Release a column whose output row ``r`` holds ``values[order[r] // k]``.
 
@@ -224,7 +221,7 @@ class Engine(ABC):
     @abstractmethod
     def write_linked(
         self,
-        column: NumericColumn | CategoricalColumn,
+        column: ProtectedColumn,
         grid: Grid | None,
         k: int,
         key: np.ndarray | None,
@@ -295,7 +292,7 @@ class Engine(ABC):
     @abstractmethod
     def write_clusters(
         self,
-        columns: Sequence[NumericColumn | CategoricalColumn],
+        columns: Sequence[ProtectedColumn],
         clusters: Clusters,
         values: Sequence[np.ndarray],
         key: np.ndarray | None,

@@ -49,6 +49,7 @@ from dpfast.engines.values import (
     Opening,
     OrderStatistics,
     Progress,
+    ProtectedColumn,
     PublishHook,
     column_threads,
     inverse_permutation,
@@ -219,11 +220,7 @@ class MemoryEngine(Engine):
         return np.asarray(counts, dtype=np.int64)
 
     def write_groups(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        values: np.ndarray,
-        k: int,
-        key: np.ndarray,
+        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
     ) -> None:
         order = noise.permutation(key, self.n_rows)
         if self.track:
@@ -239,7 +236,7 @@ class MemoryEngine(Engine):
 
     def write_linked(
         self,
-        column: NumericColumn | CategoricalColumn,
+        column: ProtectedColumn,
         grid: Grid | None,
         k: int,
         key: np.ndarray | None,
@@ -347,7 +344,7 @@ class MemoryEngine(Engine):
 
     def write_clusters(
         self,
-        columns: Sequence[NumericColumn | CategoricalColumn],
+        columns: Sequence[ProtectedColumn],
         clusters: Clusters,
         values: Sequence[np.ndarray],
         key: np.ndarray | None,

@@ -39,6 +39,7 @@ __all__ = [
     "Opening",
     "OrderStatistics",
     "Progress",
+    "ProtectedColumn",
     "PublishHook",
     "check_in_domain",
     "code_dtype",
@@ -259,6 +260,10 @@ class CategoricalColumn:
     codes: np.ndarray
     taxonomy: Taxonomy
     categories: tuple[str, ...] | None = None
+
+
+#: A protected column of either kind: what a rank-group output releases.
+ProtectedColumn = NumericColumn | CategoricalColumn
 
 
 class Cells(Protocol):

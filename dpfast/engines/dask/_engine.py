@@ -42,25 +42,13 @@ class DaskEngine(ClusterEngine):
     frame = "a Dask DataFrame"
     in_memory = "frame.compute()"
 
-    @classmethod
-    def cluster_source(cls, data: Any) -> DaskSource:
-        source = data if hasattr(data, "map_column") else DaskSource(data)
-        dask_of(source)  # anything else is refused before a pass runs
-        return source
+    source_type = DaskSource
+    cluster_of = staticmethod(dask_of)
 
     @classmethod
     def settings(cls, source: Any) -> tuple[int, Path]:
         """Return ``dpfast.memory-limit`` of Dask's configuration and this process's scratch."""
         return configured_memory(), scratch_directory()
-
-    @property
-    def cluster(self) -> DaskSource:
-        """The Dask source under this engine's source."""
-        return dask_of(self.source)
-
-    @property
-    def tasks(self) -> int:
-        return self.cluster.sort_tasks
 
     def groups_frame(self, parts: GeneratedParts) -> Any:
         return _groups_frame(parts)

@@ -46,17 +46,13 @@ from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
 from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.values import (
-    Bins,
-    CategoricalColumn,
     Cells,
-    CodeCells,
-    GroupValues,
     NumericColumn,
     Opening,
+    ProtectedColumn,
     PublishHook,
 )
 from dpfast.io import build_table
-from dpfast.partitions.grid import Grid
 
 __all__ = ["ClusterEngine", "worker_numba_cache"]
 
@@ -89,12 +85,9 @@ class ClusterEngine(OutOfCoreEngine):
         self.part_rows = part_rows
         # columns kept as state until the release is published: each group column's
         # (column, values, k, key), each row-wise column's cells
-        self._groups: dict[
-            str, tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]
-        ] = {}
+        self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, int, np.ndarray]] = {}
         self._rows: dict[str, RowsColumn] = {}
         self.copied: set[str] = set()  # the columns released unprotected, unchanged
-        self._written = False
         self._table: pa.Table | None = None
 
     writes_dataset = True
@@ -128,10 +121,24 @@ class ClusterEngine(OutOfCoreEngine):
             progress=opening.progress,
         )
 
-    @classmethod
+    #: The source over the cluster's frame: a :class:`ColumnSource` whose passes run on
+    #: the cluster.
+    source_type: ClassVar[type[Any]]
+
+    @staticmethod
     @abstractmethod
+    def cluster_of(source: Any) -> Any:
+        """Return the cluster's source under ``source`` (itself, or a wrapper's), else refuse."""
+
+    @classmethod
     def cluster_source(cls, data: Any) -> ColumnSource:
-        """Return ``data`` (a frame, or a source over one) as this cluster's source."""
+        """Return ``data`` (a frame, or a source over one) as this cluster's source.
+
+        Anything that is not one, or a source over one, is refused before a pass runs.
+        """
+        source: ColumnSource = data if hasattr(data, "map_column") else cls.source_type(data)
+        cls.cluster_of(source)
+        return source
 
     @classmethod
     @abstractmethod
@@ -141,9 +148,14 @@ class ClusterEngine(OutOfCoreEngine):
     # -- what a cluster does -------------------------------------------------------------
 
     @property
-    @abstractmethod
+    def cluster(self) -> Any:
+        """The cluster's own source under this engine's source."""
+        return self.cluster_of(self.source)
+
+    @property
     def tasks(self) -> int:
         """How many tasks run at once on the cluster."""
+        return int(self.cluster.sort_tasks)
 
     @abstractmethod
     def groups_frame(self, parts: GeneratedParts) -> Any:
@@ -205,11 +217,7 @@ class ClusterEngine(OutOfCoreEngine):
         return self.limits
 
     def write_groups(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        values: np.ndarray,
-        k: int,
-        key: np.ndarray,
+        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
     ) -> None:
         self._groups[str(column.name)] = (column, values, k, key)
 
@@ -224,33 +232,18 @@ class ClusterEngine(OutOfCoreEngine):
         self._rows[str(column.name)] = rows
         return total
 
-    def write_linked(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        grid: Grid | None,
-        k: int,
-        key: np.ndarray | None,
-        values: GroupValues,
-    ) -> tuple[np.ndarray, int]:
-        self._written = True
-        return super().write_linked(column, grid, k, key, values)
-
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
-        self._written = True
         self.copied.update(str(name) for name in names)
         super().copy_columns(names, key)
 
-    # -- row-wise outputs: written by this process from passes on the workers -------------
+    @property
+    def _written(self) -> bool:
+        """Whether this process wrote a released column (linked, resampled, coded, copied).
 
-    def write_resampled(
-        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
-    ) -> None:
-        self._written = True
-        super().write_resampled(column, bins, key, keep, n_threads=n_threads)
-
-    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
-        self._written = True
-        super().write_codes(name, domain, cells)
+        The other outputs (:meth:`write_rows`, :meth:`write_groups`) are kept as state
+        for a lazy frame until :meth:`publish`.
+        """
+        return bool(self.out.columns)
 
     # -- the end ------------------------------------------------------------------------
 
@@ -276,8 +269,7 @@ class ClusterEngine(OutOfCoreEngine):
         return frame
 
     def _parts(
-        self,
-        groups: Sequence[tuple[NumericColumn | CategoricalColumn, np.ndarray, int, np.ndarray]],
+        self, groups: Sequence[tuple[ProtectedColumn, np.ndarray, int, np.ndarray]]
     ) -> GeneratedParts:
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
         states = []

@@ -57,6 +57,7 @@ from dpfast.engines.values import (
     Opening,
     OrderStatistics,
     Progress,
+    ProtectedColumn,
     PublishHook,
     column_threads,
     own_dtype,
@@ -325,17 +326,13 @@ class OutOfCoreEngine(Engine):
         return self.out.rows(column, cells, self._limits())
 
     def write_groups(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        values: np.ndarray,
-        k: int,
-        key: np.ndarray,
+        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
     ) -> None:
         self.out.permuted(column, values, k, key, self._limits())
 
     def write_linked(
         self,
-        column: NumericColumn | CategoricalColumn,
+        column: ProtectedColumn,
         grid: Grid | None,
         k: int,
         key: np.ndarray | None,
@@ -397,7 +394,7 @@ class OutOfCoreEngine(Engine):
 
     def write_clusters(
         self,
-        columns: Sequence[NumericColumn | CategoricalColumn],
+        columns: Sequence[ProtectedColumn],
         clusters: Clusters,
         values: Sequence[np.ndarray],
         key: np.ndarray | None,

@@ -26,7 +26,7 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast.engines.outofcore._passes import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
-from dpfast.engines.values import CategoricalColumn, Cells, NumericColumn
+from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
 from dpfast.io import arrow_labels
 
 __all__ = [
@@ -93,7 +93,7 @@ class GroupsColumn:
         key: np.ndarray,
         n: int,
         values: np.ndarray,
-        column: NumericColumn | CategoricalColumn,
+        column: ProtectedColumn,
         original: pa.DataType,
     ) -> GroupsColumn:
         """Return the state of a column whose rows follow ``permutation(key, n)``.

@@ -45,7 +45,14 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.values import CategoricalColumn, Cells, GroupValues, NumericColumn, PublishHook
+from dpfast.engines.values import (
+    CategoricalColumn,
+    Cells,
+    GroupValues,
+    NumericColumn,
+    ProtectedColumn,
+    PublishHook,
+)
 from dpfast.io import WRITE_ROWS, arrow_labels
 from dpfast.partitions.grid import Grid
 
@@ -135,12 +142,7 @@ class Output:
         return np.zeros(0, dtype=np.int64) if total is None else total
 
     def permuted(
-        self,
-        column: NumericColumn | CategoricalColumn,
-        values: np.ndarray,
-        k: int,
-        key: np.ndarray,
-        limits: Limits,
+        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray, limits: Limits
     ) -> None:
         """Write ``values[order[r] // k]`` for every output row ``r``, bucket range by range."""
         n = self.source.n_rows
@@ -319,7 +321,7 @@ class Output:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _register(self, column: NumericColumn | CategoricalColumn) -> None:
+    def _register(self, column: ProtectedColumn) -> None:
         if isinstance(column, CategoricalColumn):
             self._labels(column)
         else:

@@ -44,24 +44,14 @@ class SparkEngine(ClusterEngine):
     frame = "a Spark DataFrame"
     in_memory = "frame.toPandas()"
 
-    @classmethod
-    def cluster_source(cls, data: Any) -> SparkSource:
-        return data if hasattr(data, "map_column") else SparkSource(data)
+    source_type = SparkSource
+    cluster_of = staticmethod(spark_of)
 
     @classmethod
     def settings(cls, source: Any) -> tuple[int, Path]:
         """Return ``spark.dpfast.memoryLimit`` and the scratch of the source's session."""
         session = spark_of(source).session
         return configured_memory(session), scratch_directory(session)
-
-    @property
-    def cluster(self) -> SparkSource:
-        """The Spark source under this engine's source."""
-        return spark_of(self.source)
-
-    @property
-    def tasks(self) -> int:
-        return self.cluster.sort_tasks
 
     def column_workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
         """``n_threads``, else one column per task slot plus one, as the memory holds.
