@@ -8,14 +8,11 @@ from typing import Any
 
 from dpfast.cli._parsing import (
     Command,
-    budget_argument,
     column_list,
-    engine_arguments,
     integer,
     io_arguments,
-    memory_argument,
     number,
-    quiet_argument,
+    run_arguments,
 )
 from dpfast.cli._runner import Method, release
 from dpfast.exceptions import DPFastValueError
@@ -65,11 +62,7 @@ def _diffgen_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write the counts expanded into records instead of the table",
     )
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    memory_argument(parser)
-    engine_arguments(parser)
-    budget_argument(parser)
-    quiet_argument(parser)
+    run_arguments(parser)
 
 
 def _release_diffgen(args: argparse.Namespace) -> int:

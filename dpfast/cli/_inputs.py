@@ -32,13 +32,14 @@ __all__ = [
     "check_paths",
     "check_schema_for",
     "is_dataset_path",
+    "numeric_columns",
     "opened",
     "output_delimiter",
+    "protected_arguments",
     "read_input",
     "reads_in_passes",
     "schema_taxonomies",
     "selected",
-    "selection",
 ]
 
 #: The working memory of a release read in passes when ``--memory-limit`` is not given.
@@ -214,15 +215,33 @@ def _dask_source(args: argparse.Namespace) -> Any:
     return engine.DaskSource.from_parquet(args.input)
 
 
-def selection(
+def numeric_columns(args: argparse.Namespace, schema: Any) -> list[str] | None:
+    """Return ``--columns``, else the schema's protected numeric columns (None: every column)."""
+    columns: list[str] | None = args.columns
+    if columns is None and schema is not None:
+        columns = schema.protected_numeric()
+    return columns
+
+
+def protected_arguments(
     args: argparse.Namespace, schema: Any, *, categorical: bool
-) -> tuple[list[str], dict[Hashable, tuple[float, float]], dict[Hashable, Any]]:
-    """Return the protected columns (:func:`selected`), their public bounds and taxonomies."""
+) -> dict[str, Any]:
+    """Return the arguments of a release of the schema's protected columns, from the options.
+
+    ``columns`` (:func:`selected`), their public ``bounds`` and, if ``categorical``, their
+    ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``.
+    """
     columns = selected(args, schema, categorical=categorical)
-    bounds: dict[Hashable, tuple[float, float]] = {
-        name: bound for name, bound in schema.bounds().items() if name in columns
+    arguments: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "bounds": {name: bound for name, bound in schema.bounds().items() if name in columns},
+        "columns": columns,
+        "unprotected": args.unprotected,
+        "seed": args.seed,
     }
-    return columns, bounds, schema_taxonomies(schema, columns) if categorical else {}
+    if categorical:
+        arguments["taxonomies"] = schema_taxonomies(schema, columns)
+    return arguments
 
 
 def selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> list[str]:

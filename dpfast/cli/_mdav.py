@@ -7,17 +7,16 @@ import os
 from collections.abc import Hashable
 from typing import Any
 
-from dpfast.cli._inputs import schema_taxonomies, selection
+from dpfast.cli._inputs import protected_arguments, schema_taxonomies
 from dpfast.cli._parsing import (
     Command,
-    budget_argument,
     column_list,
     columns_argument,
-    engine_arguments,
     integer,
     io_arguments,
     number,
     quiet_argument,
+    run_arguments,
     unprotected_argument,
 )
 from dpfast.cli._runner import OUT_OF_CORE, Method, release
@@ -114,17 +113,12 @@ def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
     )
     columns_argument(parser)
     unprotected_argument(parser, "cluster")
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    parser.add_argument(
-        "--memory-limit",
-        metavar="SIZE",
-        help="release out of core within about SIZE of working memory (e.g. 4GiB): Parquet "
-        "input (a file, a directory or a glob) and output, every --unprotected policy; the same "
-        "release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
+    run_arguments(
+        parser,
+        memory_help="release out of core within about SIZE of working memory (e.g. 4GiB): "
+        "Parquet input (a file, a directory or a glob) and output, every --unprotected policy; "
+        "the same release as in memory (docs/engines.md). A directory or glob input implies 4GiB",
     )
-    engine_arguments(parser)
-    budget_argument(parser)
-    quiet_argument(parser)
 
 
 def _mdav(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
@@ -138,17 +132,11 @@ def _mdav(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
 
 
 def _mdav_dp(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    columns, bounds, taxonomies = selection(args, schema, categorical=True)
     return {
+        **protected_arguments(args, schema, categorical=True),
         "k": args.k,
-        "epsilon": args.epsilon,
-        "bounds": bounds,
-        "taxonomies": taxonomies,
-        "columns": columns,
         "reference": args.reference,
         "calibration": args.calibration,
-        "unprotected": args.unprotected,
-        "seed": args.seed,
     }
 
 

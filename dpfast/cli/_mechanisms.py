@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dpfast.cli._inputs import numeric_columns
 from dpfast.cli._parsing import (
     Command,
-    budget_argument,
     column_list,
-    engine_arguments,
     integer,
     io_arguments,
-    memory_argument,
     number,
-    quiet_argument,
+    run_arguments,
 )
 from dpfast.cli._runner import Method, release
 from dpfast.exceptions import DPFastValueError
@@ -57,11 +55,7 @@ def _k_noise_arguments(parser: argparse.ArgumentParser, smallest_k: int = 1) -> 
     parser.add_argument("--k", type=integer, required=True, help=f"k (>= {smallest_k})")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=column_list, help="comma-separated columns")
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
-    memory_argument(parser)
-    engine_arguments(parser)
-    quiet_argument(parser)
+    run_arguments(parser, threads=True, budget=False)
 
 
 def _k_pram_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,22 +80,11 @@ def _randomized_response_arguments(parser: argparse.ArgumentParser) -> None:
     budget = parser.add_mutually_exclusive_group(required=True)
     budget.add_argument("--epsilon", type=number, help="local-DP budget")
     budget.add_argument("--retention", type=number, help="probability of keeping a value")
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
-    memory_argument(parser)
-    engine_arguments(parser)
-    budget_argument(parser)
-    quiet_argument(parser)
-
-
-def _numeric_columns(args: argparse.Namespace, schema: Any) -> Any:
-    if args.columns is None and schema is not None:
-        return schema.protected_numeric()
-    return args.columns
+    run_arguments(parser, threads=True)
 
 
 def _k_noise(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    columns = _numeric_columns(args, schema)
+    columns = numeric_columns(args, schema)
     return {"k": args.k, "columns": columns, "seed": args.seed, "n_threads": args.threads}
 
 

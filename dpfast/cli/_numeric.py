@@ -5,18 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dpfast.cli._inputs import selection
+from dpfast.cli._inputs import numeric_columns, protected_arguments
 from dpfast.cli._parsing import (
     Command,
-    budget_argument,
     column_list,
     columns_argument,
-    engine_arguments,
     integer,
     io_arguments,
-    memory_argument,
     number,
-    quiet_argument,
+    run_arguments,
     unprotected_argument,
 )
 from dpfast.cli._runner import Method, release
@@ -99,12 +96,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     )
     columns_argument(parser)
     unprotected_argument(parser, "rank group", keep_needs="--linkage records")
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
-    memory_argument(parser)
-    engine_arguments(parser)
-    budget_argument(parser)
-    quiet_argument(parser)
+    run_arguments(parser, threads=True)
 
 
 def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,11 +105,7 @@ def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
     columns_argument(parser)
     unprotected_argument(parser, None)
-    parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
-    memory_argument(parser)
-    engine_arguments(parser)
-    budget_argument(parser)
-    quiet_argument(parser)
+    run_arguments(parser)
 
 
 def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,44 +113,26 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=integer, required=True, help="group size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=column_list, help="comma-separated columns to aggregate")
-    memory_argument(parser)
-    engine_arguments(parser)
-    quiet_argument(parser)
+    run_arguments(parser, seed=False, budget=False)
 
 
 def _ir_dp(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    columns, bounds, taxonomies = selection(args, schema, categorical=True)
     return {
+        **protected_arguments(args, schema, categorical=True),
         "k": args.k,
-        "epsilon": args.epsilon,
-        "bounds": bounds,
-        "taxonomies": taxonomies,
         "sensitivity": args.sensitivity,
-        "columns": columns,
-        "unprotected": args.unprotected,
         "linkage": args.linkage,
         "shuffle": args.shuffle,
-        "seed": args.seed,
         "n_threads": args.threads,
     }
 
 
 def _laplace(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    columns, bounds, _ = selection(args, schema, categorical=False)
-    return {
-        "epsilon": args.epsilon,
-        "bounds": bounds,
-        "columns": columns,
-        "unprotected": args.unprotected,
-        "seed": args.seed,
-    }
+    return protected_arguments(args, schema, categorical=False)
 
 
 def _individual_ranking(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    columns = args.columns
-    if columns is None and schema is not None:
-        columns = schema.protected_numeric()
-    return {"k": args.k, "columns": columns}
+    return {"k": args.k, "columns": numeric_columns(args, schema)}
 
 
 def _method(name: str) -> Method:

@@ -16,18 +16,16 @@ __all__ = [
     "Command",
     "Parser",
     "UsageError",
-    "budget_argument",
     "column_list",
     "columns_argument",
     "delimiter",
-    "engine_arguments",
     "integer",
     "io_arguments",
     "measuring_risk",
-    "memory_argument",
     "number",
     "quiet_argument",
     "releasing",
+    "run_arguments",
     "unprotected_argument",
     "writing",
 ]
@@ -265,7 +263,7 @@ def quiet_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display or notes")
 
 
-def budget_argument(parser: argparse.ArgumentParser) -> None:
+def _budget_argument(parser: argparse.ArgumentParser) -> None:
     """``--budget FILE``: the dataset's budget file."""
     parser.add_argument(
         "--budget",
@@ -275,19 +273,15 @@ def budget_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def memory_argument(parser: argparse.ArgumentParser) -> None:
-    """``--memory-limit SIZE``: release out of core."""
-    parser.add_argument(
-        "--memory-limit",
-        metavar="SIZE",
-        help="release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
-        "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
-        ".parquet file or a dataset directory. An INPUT directory or glob implies it "
-        "(default 4GiB). The same release as in memory (docs/engines.md)",
-    )
+_MEMORY_HELP = (
+    "release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
+    "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
+    ".parquet file or a dataset directory. An INPUT directory or glob implies it "
+    "(default 4GiB). The same release as in memory (docs/engines.md)"
+)
 
 
-def engine_arguments(parser: argparse.ArgumentParser) -> None:
+def _engine_arguments(parser: argparse.ArgumentParser) -> None:
     """``--engine``, ``--master`` and ``--scheduler``."""
     parser.add_argument(
         "--engine",
@@ -310,3 +304,28 @@ def engine_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="with --engine spark: the Spark master (default local[*], every core here)",
     )
+
+
+def run_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    seed: bool = True,
+    threads: bool = False,
+    budget: bool = True,
+    memory_help: str = _MEMORY_HELP,
+) -> None:
+    """Add the options of how a release runs, after the release's own.
+
+    ``--seed`` (if ``seed``: the release draws noise), ``--threads`` (if ``threads``),
+    ``--memory-limit`` (help ``memory_help``), :func:`_engine_arguments`, ``--budget`` (if
+    ``budget``: the release spends epsilon) and ``--quiet``, in this order.
+    """
+    if seed:
+        parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
+    if threads:
+        parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
+    parser.add_argument("--memory-limit", metavar="SIZE", help=memory_help)
+    _engine_arguments(parser)
+    if budget:
+        _budget_argument(parser)
+    quiet_argument(parser)

@@ -1,16 +1,18 @@
-"""Argument checks and row chunking shared by the samplers of :mod:`dpfast.noise`.
+"""Argument checks, row chunking and exact arithmetic shared by :mod:`dpfast.noise`.
 
 Every sampler validates its key with :func:`_check_key` and its integers with
 :func:`dpfast._validation.check_int` / :func:`_check_range`. Threaded samplers split their rows with
 :func:`_run_chunks`; element ``i`` always reads its own stream, so the split never changes
-a draw.
+a draw. The privacy maps check their bases against :func:`_exp_lower_bound`.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 
 import numpy as np
 
@@ -75,3 +77,21 @@ def _check_range(size: object, start: object) -> tuple[int, int]:
     size = check_int(size, "size", low=0, high=_MAX_NONCE)
     start = check_int(start, "start", low=0, high=_MAX_NONCE - size)
     return size, start
+
+
+def _exp_lower_bound(x: Fraction, bits: int, point_bits: int) -> int:
+    """Return an integer ``L <= exp(x) * 2**bits``, for ``x >= 0``, in integer arithmetic.
+
+    The Taylor partial sum of ``exp`` at ``x`` rounded down to a multiple of
+    ``2**-point_bits``, in units of ``2**-bits``, every term rounded down: each step only
+    lowers the value, so ``L`` is a lower bound.
+    """
+    num = math.floor(x * (1 << point_bits))
+    term = 1 << bits
+    total = 0
+    n = 0
+    while term > 0:
+        total += term
+        n += 1
+        term = term * num // (n << point_bits)
+    return total

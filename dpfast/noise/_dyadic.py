@@ -17,7 +17,7 @@ import numpy as np
 from dpfast._kernels import geometric as _geo
 from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.noise._common import _check_key, _run_chunks, _threads_for
+from dpfast.noise._common import _check_key, _exp_lower_bound, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
 
 DYADIC_SAMPLER_NAME = (
@@ -43,30 +43,14 @@ COUNT_MIN_EPSILON = Fraction(1, 2**32)
 COUNT_MAX_EPSILON = 2**62
 
 _FIXED_BITS = 160  # fractional bits of the exact lower bound of exp(epsilon)
+_EPSILON_BITS = 64  # that bound is taken at epsilon rounded down to a multiple of 2**-64
 _INT64_MIN = -(2**63)
 _MAX_VALUE = 2**62
 
 
-def _exp_lower_bound(epsilon: Fraction) -> int:
-    """Return ``L <= exp(epsilon) * 2**_FIXED_BITS`` (an integer), for ``epsilon >= 0``.
-
-    Taylor partial sum of ``exp`` at ``epsilon`` rounded down to a multiple of ``2**-64``,
-    every term rounded down: each step only lowers the value, so ``L`` is a lower bound.
-    """
-    num = math.floor(epsilon * 2**64)
-    term = 1 << _FIXED_BITS
-    total = 0
-    n = 0
-    while term > 0:
-        total += term
-        n += 1
-        term = term * num // (n << 64)
-    return total
-
-
 def _fits(m: int, bits: int, epsilon: Fraction) -> bool:
     # p = m / 2**bits >= exp(-epsilon)  <=  exp(epsilon) * m >= 2**bits
-    return _exp_lower_bound(epsilon) * m >= (1 << (bits + _FIXED_BITS))
+    return _exp_lower_bound(epsilon, _FIXED_BITS, _EPSILON_BITS) * m >= (1 << (bits + _FIXED_BITS))
 
 
 def dyadic_base_at_most(epsilon: float | Fraction, bits: int = 16) -> tuple[int, int] | None:

@@ -22,6 +22,7 @@ import numpy as np
 from dpfast._kernels import chacha as _chacha
 from dpfast._validation import check_positive
 from dpfast.exceptions import DPFastValueError
+from dpfast.noise._common import _exp_lower_bound
 
 #: Significant bits of the base's numerator, and of ``ln(1/b)`` against the budget.
 BASE_BITS = 48
@@ -80,20 +81,6 @@ class ExponentialBase:
     def table(self) -> np.ndarray:
         """``float64[8, 256]``: ``b**(v 256**j)`` within ``2**-52`` relative, 0 if tiny."""
         return _power_table(self.numerator, self.bits)
-
-
-def _exp_lower(rate: Fraction, bits: int) -> int:
-    # L <= exp(rate) * 2**bits: Taylor partial sum at floor(rate * 2**bits) / 2**bits with
-    # every term rounded down, so each step only lowers the value.
-    num = math.floor(rate * (1 << bits))
-    term = 1 << bits
-    total = 0
-    n = 0
-    while term > 0:
-        total += term
-        n += 1
-        term = term * num // (n << bits)
-    return total
 
 
 def exponential_base(
@@ -155,7 +142,7 @@ def _base_of_rate(rate: Fraction) -> tuple[int, int]:
     small = max(0, -math.floor(math.log2(rate)))
     bits = BASE_BITS + small + math.ceil(float(rate) * 1.4426950408889634) + 1
     extra = bits + 64
-    lower = _exp_lower(rate, extra)  # <= exp(rate) * 2**extra
+    lower = _exp_lower_bound(rate, extra, extra)  # <= exp(rate) * 2**extra
     numerator = -(-(1 << (bits + extra)) // lower)  # x / 2**y >= 2**extra / lower >= e**-rate
     if not 0 < numerator < (1 << bits):
         raise AssertionError("no dyadic base below 1")  # pragma: no cover - y is ample

@@ -7,6 +7,8 @@ word of a keyed ChaCha20 stream per row, so rows can be drawn in threaded chunks
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,22 @@ RETAIN_SAMPLER_NAME = (
 )
 #: Denominator of the keep probability of :func:`retain_or_replace`.
 KEEP_DENOMINATOR = 2**32
+
+
+def _by_rows(
+    kernel: Callable[..., None],
+    key: np.ndarray,
+    start: int,
+    arguments: tuple[Any, ...],
+    n_threads: int,
+) -> np.ndarray:
+    """Run ``kernel(key, start, lo, hi, *arguments)`` over threaded chunks of the rows.
+
+    The last of ``arguments`` is the output, one row per draw; it is returned.
+    """
+    out: np.ndarray = arguments[-1]
+    _run_chunks(lambda lo, hi: kernel(key, start, lo, hi, *arguments), out.shape[0], n_threads)
+    return out
 
 
 def add_uniform(
@@ -82,13 +100,8 @@ def add_uniform(
         raise DPFastValueError(f"half_width must be a finite number >= 0, got {half_width!r}")
     size, start = _check_range(values.shape[0], start)
     out = np.empty(size, dtype=np.float64)
-    width = float(half_width)
-
-    def work(lo: int, hi: int) -> None:
-        _ws.uniform_add_kernel(key, start, lo, hi, values, width, out)
-
-    _run_chunks(work, size, n_threads)
-    return out
+    arguments = (values, float(half_width), out)
+    return _by_rows(_ws.uniform_add_kernel, key, start, arguments, n_threads)
 
 
 def retain_or_replace(
@@ -179,15 +192,8 @@ def retain_or_replace(
         ):
             raise DPFastValueError("group_start/group_size must describe non-empty slices of pool")
     out = np.empty(size, dtype=values.dtype)
-    keep_word = np.uint64(keep)
-
-    def work(lo: int, hi: int) -> None:
-        _ws.retain_or_replace_kernel(
-            key, start, lo, hi, keep_word, values, groups_array, starts, sizes, pool, out
-        )
-
-    _run_chunks(work, size, n_threads)
-    return out
+    arguments = (np.uint64(keep), values, groups_array, starts, sizes, pool, out)
+    return _by_rows(_ws.retain_or_replace_kernel, key, start, arguments, n_threads)
 
 
 def retain_draws(
@@ -250,10 +256,5 @@ def retain_draws(
         raise DPFastValueError("group_size must hold sizes in [1, 2**32]")
     size, start = _check_range(groups_array.shape[0], start)
     out = np.empty(size, dtype=np.int64)
-    keep_word = np.uint64(keep)
-
-    def work(lo: int, hi: int) -> None:
-        _ws.retain_draws_kernel(key, start, lo, hi, keep_word, groups_array, sizes, out)
-
-    _run_chunks(work, size, n_threads)
-    return out
+    arguments = (np.uint64(keep), groups_array, sizes, out)
+    return _by_rows(_ws.retain_draws_kernel, key, start, arguments, n_threads)

@@ -74,6 +74,15 @@ def _hint(word: str, choices: tuple[str, ...]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
+def _check_known_keys(data: Mapping[str, Any], known: tuple[str, ...], unknown: str) -> None:
+    """Refuse the first key of ``data`` not in ``known``; the message starts with ``unknown``."""
+    for key in data:
+        if key not in known:
+            raise DPFastValueError(
+                f"{unknown} {key!r}; {_hint(key, known)}allowed keys are {', '.join(known)}"
+            )
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -136,12 +145,7 @@ def parse_schema(
             f'{where}: the top level must be a JSON object with a "columns" key, '
             f"got {_json_type(data)}; see docs/schema.md"
         )
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise DPFastValueError(
-                f"{where}: unknown top-level key {key!r}; {_hint(key, _TOP_KEYS)}"
-                f"allowed keys are {', '.join(_TOP_KEYS)}"
-            )
+    _check_known_keys(data, _TOP_KEYS, f"{where}: unknown top-level key")
     version = data.get("version", _VERSION)
     if isinstance(version, bool) or version != _VERSION:
         raise DPFastValueError(
@@ -220,12 +224,7 @@ def _check_column_keys(entry: Any, col: str) -> None:
             f'{col} must map to an object such as {{"type": "integer", '
             f'"bounds": [0, 100]}}, got {_json_type(entry)}'
         )
-    for key in entry:
-        if key not in _COLUMN_KEYS:
-            raise DPFastValueError(
-                f"{col} has unknown key {key!r}; {_hint(key, _COLUMN_KEYS)}"
-                f"allowed keys are {', '.join(_COLUMN_KEYS)}"
-            )
+    _check_known_keys(entry, _COLUMN_KEYS, f"{col} has unknown key")
     if "type" not in entry:
         raise DPFastValueError(
             f'{col} has no "type"; add one of {", ".join(repr(t) for t in COLUMN_TYPES)}'
