@@ -70,7 +70,7 @@ class ReleaseOptions(TypedDict, total=False):
     class: :class:`MetricsReleaseOptions`, :class:`SeededReleaseOptions`,
     :class:`DPReleaseOptions` or :class:`DPMetricsReleaseOptions`.
 
-    Parameters
+    Attributes
     ----------
     risk : bool or dict
         Disclosure risk, each released row paired with its source through the release's
@@ -110,7 +110,7 @@ class ReleaseOptions(TypedDict, total=False):
 class MetricsReleaseOptions(ReleaseOptions, total=False):
     """The options of a release that measures its utility: :class:`ReleaseOptions`' and this.
 
-    Parameters
+    Attributes
     ----------
     metrics : bool
         Add each released column's relative error and Jensen-Shannon divergence from the
@@ -125,7 +125,7 @@ class MetricsReleaseOptions(ReleaseOptions, total=False):
 class SeededReleaseOptions(ReleaseOptions, total=False):
     """The options of a release that draws noise: :class:`ReleaseOptions`' and this.
 
-    Parameters
+    Attributes
     ----------
     seed : int, optional
         Draw the noise (and every random order) from a generator seeded with it:
@@ -138,7 +138,7 @@ class SeededReleaseOptions(ReleaseOptions, total=False):
 class DPReleaseOptions(SeededReleaseOptions, total=False):
     """The options of a release that spends ε: :class:`SeededReleaseOptions`' and this.
 
-    Parameters
+    Attributes
     ----------
     budget : BudgetLike, optional
         A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
