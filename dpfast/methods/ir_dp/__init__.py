@@ -137,8 +137,7 @@ def ir_dp(
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
         ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
-        ``output`` and ``memory_limit``. ``progress`` phases: ``"columns"``, ``"risk"``,
-        ``"assemble"``.
+        ``output`` and ``memory_limit``.
 
     Returns
     -------
