@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
-from dpfast._release import SeededReleaseOptions, open_run
+from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
 from dpfast.noise import NoiseSource
 from dpfast.partitions.grid import Grid

@@ -57,6 +57,7 @@ from dpfast._release.options import (
     ReleaseOptions,
     Reservation,
     SeededReleaseOptions,
+    Unpack,
     options_class,
     release_options,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "Run",
     "SeededReleaseOptions",
     "TableView",
+    "Unpack",
     "advise_k",
     "bound_steps",
     "check_taxonomies",

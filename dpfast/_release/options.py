@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
@@ -20,6 +21,11 @@ from typing import Any, Protocol, TypedDict
 from dpfast.accounting import Report
 from dpfast.engines import EngineChoice
 from dpfast.exceptions import DPFastTypeError
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover - Python 3.10: typing_extensions (a dependency there)
+    from typing_extensions import Unpack
 
 __all__ = [
     "BudgetLike",
@@ -30,6 +36,7 @@ __all__ = [
     "ReleaseOptions",
     "Reservation",
     "SeededReleaseOptions",
+    "Unpack",
     "options_class",
     "release_options",
 ]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
-from dpfast._release import MetricsReleaseOptions, Release, open_run
+from dpfast._release import MetricsReleaseOptions, Release, Unpack, open_run
 from dpfast._validation import check_columns, check_k_anonymity
 from dpfast.exceptions import DPFastValueError
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
     Release,
     SeededReleaseOptions,
+    Unpack,
     column_threads,
     noise_source,
     not_dp_guarantee,

@@ -6,7 +6,7 @@ See docs/design.md#k-pram.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from dpfast._release import (
     NumericColumn,
     Release,
     SeededReleaseOptions,
+    Unpack,
     column_threads,
     keep_numerator,
     noise_source,

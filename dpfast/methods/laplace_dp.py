@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from dpfast._release import (
     NumericColumn,
     Release,
     TableView,
+    Unpack,
     check_unprotected,
     fit_domains,
     grid_noise_entry,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from dpfast._release import (
     NumericColumn,
     Release,
     Run,
+    Unpack,
     open_run,
     option,
     partition_inputs,

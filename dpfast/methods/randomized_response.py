@@ -10,7 +10,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ from dpfast._release import (
     Forecast,
     Release,
     TableView,
+    Unpack,
     choice_forecast,
     column_threads,
     keep_numerator,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack, cast
+from typing import Any, cast
 
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import DPReleaseOptions, Run, noise_source, open_run
+from dpfast._release import DPReleaseOptions, Run, Unpack, noise_source, open_run
 from dpfast._validation import check_choice, check_epsilon, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError

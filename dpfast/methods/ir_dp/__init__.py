@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from dpfast._release import (
     NumericColumn,
     Release,
     Run,
+    Unpack,
     check_unprotected,
     column_names,
     noise_source,

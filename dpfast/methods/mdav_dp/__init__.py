@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Literal, Unpack, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from dpfast._release import (
     Release,
     Run,
     TableView,
+    Unpack,
     advise_k,
     check_unprotected,
     choice_forecast,
