@@ -7,7 +7,17 @@ first use and are cached on disk).
 from __future__ import annotations
 
 from dpfast import datasets, metrics, risk
-from dpfast._release import ColumnForecast, Forecast, PublicTable, Release
+from dpfast._release import (
+    ColumnForecast,
+    DPMetricsReleaseOptions,
+    DPReleaseOptions,
+    Forecast,
+    MetricsReleaseOptions,
+    PublicTable,
+    Release,
+    ReleaseOptions,
+    SeededReleaseOptions,
+)
 from dpfast._version import __version__
 from dpfast.accounting import Ledger, LedgerEntry, PrivateReport, Report
 from dpfast.budget import BudgetEntry, BudgetFile, Reservation
@@ -43,19 +53,24 @@ __all__ = [
     "Cut",
     "CutColumn",
     "DPFastError",
+    "DPMetricsReleaseOptions",
+    "DPReleaseOptions",
     "DiffGenRelease",
     "EpsilonRangeError",
     "Forecast",
     "IndexDroppedWarning",
     "Ledger",
     "LedgerEntry",
+    "MetricsReleaseOptions",
     "NoiseDominatesWarning",
     "PrivacyLeakWarning",
     "PrivateReport",
     "PublicTable",
     "Release",
+    "ReleaseOptions",
     "Report",
     "Reservation",
+    "SeededReleaseOptions",
     "Taxonomy",
     "TaxonomyError",
     "UnprovenReleaseWarning",

@@ -9,14 +9,13 @@ in the conformance suite's cases, and runs on every engine.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpfast._release import open_run
+from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
 from dpfast.noise import NoiseSource
 from dpfast.partitions.grid import Grid
@@ -42,17 +41,12 @@ def toy_groups(
     k: int,
     bounds: Mapping[Hashable, tuple[float, float]],
     columns: Sequence[Hashable] | None = None,
-    seed: int | None = None,
-    engine: Any = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
+    **options: Unpack[SeededReleaseOptions],
 ) -> Any:
     """Each protected column's rank groups' means, in a keyed order of the column's own."""
-    with open_run(
-        "toy_groups", data, engine=engine, output=output, memory_limit=memory_limit
-    ) as run:
+    with open_run("toy_groups", data, options, SeededReleaseOptions) as run:
         k = check_k(k, run.n_rows)
-        seed = check_seed(seed)
+        seed = check_seed(run.seed)
         run.policy = "drop"
         selected = check_columns(columns, run.engine.names)
         protected = run.engine.numeric_columns(selected, categorical=False)

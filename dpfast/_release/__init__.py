@@ -25,7 +25,7 @@ from dpfast._release._reports import (
     unprotected_guarantee,
     unprotected_note,
 )
-from dpfast._release._run import BudgetLike, Progress, Release, Reservation, Run, open_run
+from dpfast._release._run import Release, Run, open_run
 from dpfast._release.columns import (
     TableView,
     check_taxonomies,
@@ -47,6 +47,19 @@ from dpfast._release.forecast import (
     bound_steps,
     choice_forecast,
     numeric_forecast,
+)
+from dpfast._release.options import (
+    BudgetLike,
+    DPMetricsReleaseOptions,
+    DPReleaseOptions,
+    MetricsReleaseOptions,
+    Progress,
+    ReleaseOptions,
+    Reservation,
+    SeededReleaseOptions,
+    Unpack,
+    options_class,
+    release_options,
 )
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
@@ -73,16 +86,22 @@ __all__ = [
     "CodedNumeric",
     "ColumnForecast",
     "Contingency",
+    "DPMetricsReleaseOptions",
+    "DPReleaseOptions",
     "Engine",
     "EngineChoice",
     "Forecast",
+    "MetricsReleaseOptions",
     "NumericColumn",
     "Progress",
     "PublicTable",
     "Release",
+    "ReleaseOptions",
     "Reservation",
     "Run",
+    "SeededReleaseOptions",
     "TableView",
+    "Unpack",
     "advise_k",
     "bound_steps",
     "check_taxonomies",
@@ -105,8 +124,10 @@ __all__ = [
     "numeric_ranges",
     "open_run",
     "option",
+    "options_class",
     "partition_inputs",
     "protected_columns",
+    "release_options",
     "taxonomy_parameters",
     "unprotected_guarantee",
     "unprotected_note",

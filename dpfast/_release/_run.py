@@ -6,27 +6,25 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from dpfast import noise
 from dpfast._release._reports import Reporting
 from dpfast._release.forecast import Forecast
+from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
-from dpfast.engines import EngineChoice, open_engine
+from dpfast.engines import open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
 from dpfast.exceptions import NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
-__all__ = ["BudgetLike", "Progress", "Release", "Reservation", "Run", "open_run"]
-
-
-Progress = Callable[[str, int, int], None]
+__all__ = ["Release", "Run", "open_run"]
 
 
 @dataclass(frozen=True)
@@ -58,44 +56,22 @@ class Release:
     private: PrivateReport
 
 
-class Reservation(Protocol):
-    """A release's spend held in a budget: committed before its output is visible."""
-
-    def commit(self, report: Report) -> None:
-        """Record the spend as final, from the release's public report."""
-        ...
-
-    def abandon(self) -> None:
-        """Give the spend back: the release failed before any output became visible."""
-        ...
-
-
-class BudgetLike(Protocol):
-    """A privacy budget a release spends from (:class:`dpfast.budget.BudgetFile`)."""
-
-    def reserve(
-        self, epsilon: float, *, method: str, output: str | None, columns: Sequence[str]
-    ) -> Reservation:
-        """Hold ``epsilon`` for a release, refusing it if it does not fit."""
-        ...
-
-
 class Run(Reporting):
     """One release in progress over an engine: its timer, progress and released columns.
 
     A method opens it with :func:`open_run`, asks :attr:`engine` for every step that
     touches the data, records each released column with :meth:`keep`, and ends with
     :meth:`finish`, which places the columns it did not protect (:attr:`policy`), builds
-    the two reports and publishes the data.
+    the two reports and publishes the data. ``options`` are the release's options, every
+    one of :data:`~dpfast._release.options.DEFAULTS` present (:func:`release_options`);
+    ``risk`` is the checked ``risk`` option.
     """
 
     def __init__(
         self,
         method: str,
         engine: Engine,
-        progress: Progress | None = None,
-        budget: BudgetLike | None = None,
-        output: str | os.PathLike[str] | None = None,
+        options: Mapping[str, Any],
         risk: RiskOptions | None = None,
     ) -> None:
         self.method = method
@@ -103,8 +79,11 @@ class Run(Reporting):
         self.risk_options = risk
         self.risk_width: dict[Hashable, float] = {}
         self.risk_counts: Hashable | None = None
-        self.progress = progress
-        self.budget = budget
+        self.progress: Progress | None = options["progress"]
+        self.budget: BudgetLike | None = options["budget"]
+        self.seed: int | None = options["seed"]
+        self.with_metrics = bool(options["metrics"])
+        output = options["output"]
         self.output = None if output is None else os.fspath(output)
         self.reservation: Reservation | None = None
         self.committed = False
@@ -196,11 +175,14 @@ class Run(Reporting):
         numeric: Sequence[NumericColumn],
         categorical: Sequence[CategoricalColumn] = (),
         domains: Mapping[Hashable, tuple[float, float]] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         """Compute utility metrics of the released columns against the original (private).
 
         Rows are matched through the shuffle, so the relative error is record-linked.
+        ``None`` when the release was not asked for them (the ``metrics`` option).
         """
+        if not self.with_metrics:
+            return None
         with self.phase("metrics"):
             return self.engine.metrics(numeric, categorical, domains)
 
@@ -273,43 +255,35 @@ class Run(Reporting):
 
 
 @contextmanager
-def open_run(
-    method: str,
-    data: Any,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    progress: Progress | None = None,
-    *,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    budget: BudgetLike | None = None,
-) -> Iterator[Run]:
+def open_run(method: str, data: Any, options: Mapping[str, Any], kind: Any) -> Iterator[Run]:
     """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
 
-    ``risk`` (True, or a dict of :class:`dpfast.risk.RiskOptions`) is checked here, before
-    any work: :meth:`Run.finish` measures the release's disclosure risk into the private
-    report. However the block ends, the engine removes what the release left behind, and a
-    budget's reservation not yet committed is given back (nothing was published); an
-    error that an engine can state better (a bad value found in a pass, named as the
-    in-memory release names it; an interrupt a cluster reported as a failed job) is
-    raised so.
+    ``options`` are the release's ``**options``, checked against its options class
+    ``kind`` (:func:`~dpfast._release.options.release_options`: an unknown name is
+    refused) before any work, as is ``risk`` (True, or a dict of
+    :class:`dpfast.risk.RiskOptions`): :meth:`Run.finish` measures the release's
+    disclosure risk into the private report. However the block ends, the engine removes
+    what the release left behind, and a budget's reservation not yet committed is given
+    back (nothing was published); an error that an engine can state better (a bad value
+    found in a pass, named as the in-memory release names it; an interrupt a cluster
+    reported as a failed job) is raised so.
     """
-    options = risk_options(risk)
+    given = release_options(method, options, kind)
+    risk = risk_options(given["risk"])
     opened = open_engine(
         data,
         method=method,
-        engine=engine,
-        output=output,
-        memory_limit=memory_limit,
-        progress=progress,
-        metrics=metrics,
-        risk=options is not None,
+        engine=given["engine"],
+        output=given["output"],
+        memory_limit=given["memory_limit"],
+        progress=given["progress"],
+        metrics=given["metrics"],
+        risk=risk is not None,
     )
-    run = Run(method, opened, progress, budget, output, options)
+    run = Run(method, opened, given, risk)
     try:
-        if options is not None:
-            options.check_names(opened.names)
+        if risk is not None:
+            risk.check_names(opened.names)
         yield run
     except Exception as exc:
         better = opened.explain(exc)

@@ -12,7 +12,16 @@ import numbers
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from dpfast._release import Forecast, PublicTable, TableView, method_call, open_run
+from dpfast._release import (
+    Forecast,
+    PublicTable,
+    ReleaseOptions,
+    TableView,
+    method_call,
+    open_run,
+    options_class,
+    release_options,
+)
 from dpfast._validation import (
     check_columns,
     check_int,
@@ -181,13 +190,20 @@ def _name(method: Any) -> str:
 def _bind(
     name: str, release: Callable[..., Any], data: Any, arguments: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Bind ``arguments`` as ``release`` does (its defaults filled in); refuse others."""
+    """Bind ``arguments`` as ``release`` does (its defaults filled in); refuse others.
+
+    The release's ``**options`` are checked as the release checks them and join its
+    other arguments, each at its default where ``arguments`` leave it out.
+    """
     try:
         bound = inspect.signature(release).bind(data, **arguments)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        options = given.pop("options")
+        given.update(release_options(name, options, options_class(release)))
     except TypeError as exc:
         raise DPFastTypeError(f"{name}: {exc}; a forecast takes the release's arguments") from None
-    bound.apply_defaults()
-    return {key: value for key, value in bound.arguments.items() if key != "data"}
+    return {key: value for key, value in given.items() if key != "data"}
 
 
 def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
@@ -196,9 +212,8 @@ def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
         return data
     if isinstance(data, numbers.Integral) and not isinstance(data, bool):
         return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
-    with open_run(
-        name, data, arguments.get("engine"), arguments.get("output"), arguments.get("memory_limit")
-    ) as run:
+    where = {key: arguments[key] for key in ("engine", "output", "memory_limit")}
+    with open_run(name, data, where, ReleaseOptions) as run:
         names = list(run.engine.names)
         bounds = arguments.get("bounds")
         bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpfast._release import EngineChoice, Progress, Release, open_run
+from dpfast._release import MetricsReleaseOptions, Release, Unpack, open_run
 from dpfast._validation import check_columns, check_k_anonymity
 from dpfast.exceptions import DPFastValueError
 
@@ -19,12 +18,7 @@ def individual_ranking(
     *,
     k: int,
     columns: Sequence[Hashable] | None = None,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
+    **options: Unpack[MetricsReleaseOptions],
 ) -> Release:
     """Individual-ranking microaggregation without noise. Not differentially private.
 
@@ -41,26 +35,11 @@ def individual_ranking(
         the input unchanged.
     columns : sequence, optional
         Numeric columns to aggregate (default all); the others are copied unchanged.
-    metrics : bool
-        Compare each aggregated column with the original in ``release.private.metrics``
-        (relative error, Jensen-Shannon divergence over the observed range, variance
-        variation).
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress("microaggregation", done, total)``.
-    engine : str or EngineChoice, optional
-        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
-        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
-    output : str or path, optional
-        Where the release is written: a ``.parquet`` file or a directory of Parquet
-        files (on Spark and Dask always a directory), published at once when complete
-        (required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
-        The release does not depend on it.
+    **options : Unpack[MetricsReleaseOptions]
+        The options the releases share (:class:`dpfast.MetricsReleaseOptions`):
+        ``metrics``, ``risk``, ``progress``, ``engine``, ``output`` and
+        ``memory_limit``. ``metrics``' Jensen-Shannon divergence is over the observed
+        range; ``progress`` is called as ``progress("microaggregation", done, total)``.
 
     Returns
     -------
@@ -78,16 +57,7 @@ def individual_ranking(
     >>> individual_ranking(np.array([[1.0], [9.0], [2.0], [8.0]]), k=2).data.ravel().tolist()
     [1.5, 8.5, 1.5, 8.5]
     """
-    with open_run(
-        "individual_ranking",
-        data,
-        engine,
-        output,
-        memory_limit,
-        progress,
-        metrics=metrics,
-        risk=risk,
-    ) as run:
+    with open_run("individual_ranking", data, options, MetricsReleaseOptions) as run:
         n = run.n_rows
         with run.phase("validate"):
             k = check_k_anonymity(k, n, "individual ranking")
@@ -113,7 +83,7 @@ def individual_ranking(
                 f"original data (groups of at least {k} per column), with no noise.",
                 "none",
             ),
-            metrics=run.metrics(protected) if metrics else None,
+            metrics=run.metrics(protected),
         )
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -18,9 +17,9 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
-    EngineChoice,
-    Progress,
     Release,
+    SeededReleaseOptions,
+    Unpack,
     column_threads,
     noise_source,
     not_dp_guarantee,
@@ -115,13 +114,8 @@ def k_noise(
     *,
     k: int,
     columns: Sequence[Hashable] | None = None,
-    seed: int | None = None,
     n_threads: int | None = None,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
+    **options: Unpack[SeededReleaseOptions],
 ) -> Release:
     """k-noise: add uniform noise on ``[-δ, δ]`` to each value (docs/design.md#k-noise). Not DP.
 
@@ -143,21 +137,13 @@ def k_noise(
         ``1 <= k <= n_rows``.
     columns : sequence, optional
         Numeric columns to perturb (default all); the others are copied unchanged.
-    seed : int, optional
-        Reproducible noise, not for publication.
     n_threads : int, optional
         Threads for the noise (default: one per core). Results do not depend on it.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine, output, memory_limit : optional
-        The engine (a name or :class:`~dpfast.engines.EngineChoice`; default: the input's
-        own), where the release is written (Parquet, required out of core) and the working
-        memory out of core (e.g. ``"4GiB"``): the ``δ`` of a column that does not fit
-        comes from its sorted ranges, one by one (docs/engines.md).
+    **options : Unpack[SeededReleaseOptions]
+        The options the releases share (:class:`dpfast.SeededReleaseOptions`): ``seed``,
+        ``risk``, ``progress``, ``engine``, ``output`` and ``memory_limit``. Out of
+        core, the ``δ`` of a column that does not fit in ``memory_limit`` comes from its
+        sorted ranges, one by one (docs/engines.md).
 
     Returns
     -------
@@ -186,10 +172,10 @@ def k_noise(
     >>> release.report.guarantee_level
     'none'
     """
-    with open_run("k_noise", data, engine, output, memory_limit, progress, risk=risk) as run:
+    with open_run("k_noise", data, options, SeededReleaseOptions) as run:
         with run.phase("validate"):
             k = check_k(k, run.n_rows)
-            seed = check_seed(seed)
+            seed = check_seed(run.seed)
             protected, ranges = numeric_ranges(run.engine, columns)
             threads = column_threads(n_threads)
         source = noise_source(seed)

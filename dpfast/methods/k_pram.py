@@ -5,8 +5,7 @@ See docs/design.md#k-pram.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,10 +14,10 @@ from dpfast import noise
 from dpfast._kernels import mechanisms as _kernels
 from dpfast._release import (
     Bins,
-    EngineChoice,
     NumericColumn,
-    Progress,
     Release,
+    SeededReleaseOptions,
+    Unpack,
     column_threads,
     keep_numerator,
     noise_source,
@@ -93,13 +92,8 @@ def k_pram(
     k: int,
     columns: Sequence[Hashable] | None = None,
     retention: float = 0.5,
-    seed: int | None = None,
     n_threads: int | None = None,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
+    **options: Unpack[SeededReleaseOptions],
 ) -> Release:
     """k-PRAM: PRAM within equal-width intervals that each hold at least ``k`` values.
 
@@ -128,21 +122,13 @@ def k_pram(
     retention : float
         Probability of keeping a value, in ``[0, 1)``; sampled exactly as the largest
         ``a / 2**32`` not above it (the report gives the value used).
-    seed : int, optional
-        Draw from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
         Threads for the retain-or-replace draws; the release is the same for any number.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine, output, memory_limit : optional
-        Out of core (``engine="outofcore"`` or a Parquet path) the release is written to
-        ``output`` (Parquet) within ``memory_limit`` (e.g. ``"4GiB"``), the replacements
-        found one window of pool positions at a time; a Spark or Dask DataFrame runs on
-        its engine (docs/engines.md).
+    **options : Unpack[SeededReleaseOptions]
+        The options the releases share (:class:`dpfast.SeededReleaseOptions`): ``seed``,
+        ``risk``, ``progress``, ``engine``, ``output`` and ``memory_limit``. Out of
+        core, the replacements are found one window of pool positions at a time within
+        ``memory_limit`` (docs/engines.md).
 
     Returns
     -------
@@ -172,11 +158,11 @@ def k_pram(
     >>> bool((release.data[:3] <= 3).all() and (release.data[3:] >= 10).all())
     True
     """
-    with open_run("k_pram", data, engine, output, memory_limit, progress, risk=risk) as run:
+    with open_run("k_pram", data, options, SeededReleaseOptions) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "k-PRAM")
             retention = check_retention(retention)
-            seed = check_seed(seed)
+            seed = check_seed(run.seed)
             protected, ranges = numeric_ranges(run.engine, columns)
             threads = column_threads(n_threads)
         keep = keep_numerator(retention)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,13 +11,12 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import perturb
 from dpfast._release import (
-    BudgetLike,
-    EngineChoice,
+    DPMetricsReleaseOptions,
     Forecast,
     NumericColumn,
-    Progress,
     Release,
     TableView,
+    Unpack,
     check_unprotected,
     fit_domains,
     grid_noise_entry,
@@ -51,14 +49,7 @@ def laplace_dp(
     bounds: Mapping[Hashable, tuple[float, float]] | str,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
-    seed: int | None = None,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    budget: BudgetLike | None = None,
+    **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
 
@@ -89,31 +80,11 @@ def laplace_dp(
         guarantee becomes ``"protected_only"``: ε-DP for a change of one record's protected
         values (each row's noise is independent of the other rows, so keeping them in
         place shows nothing more).
-    seed : int, optional
-        Reproducible, not for publication.
-    metrics : bool
-        Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the private report (``release.private.metrics``), which must not be published.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress("noise", done, total)`` after each column.
-    engine : str or EngineChoice, optional
-        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
-        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
-    output : str or path, optional
-        Where the release is written: a ``.parquet`` file or a directory of Parquet
-        files (on Spark and Dask always a directory), published at once when complete
-        (required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
-        The release does not depend on it.
-    budget : BudgetLike, optional
-        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
-        release really spends before any pass and records it before the output is
-        published.
+    **options : Unpack[DPMetricsReleaseOptions]
+        The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
+        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
+        ``output`` and ``memory_limit``. ``progress`` is called as
+        ``progress("noise", done, total)`` after each column.
 
     Returns
     -------
@@ -132,22 +103,12 @@ def laplace_dp(
     >>> release.data.shape
     (2, 1)
     """
-    with open_run(
-        "laplace_dp",
-        data,
-        engine,
-        output,
-        memory_limit,
-        progress,
-        metrics=metrics,
-        risk=risk,
-        budget=budget,
-    ) as run:
+    with open_run("laplace_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
             epsilon, protected, domains, derived = _validate(
-                run.engine, epsilon, bounds, columns, seed
+                run.engine, epsilon, bounds, columns, run.seed
             )
-            seed = check_seed(seed)
+            seed = check_seed(run.seed)
             run.policy = check_unprotected(unprotected)
             protected, notes = fit_domains(protected, domains)
             plans = _plans(protected, domains, epsilon, run.n_rows)
@@ -172,7 +133,7 @@ def laplace_dp(
             ledger=ledger,
             seed=seed,
             sampler=noise.SAMPLER_NAME,
-            metrics=run.metrics(protected, domains=domains) if metrics else None,
+            metrics=run.metrics(protected, domains=domains),
             domains=domains,
             notes=notes,
         )

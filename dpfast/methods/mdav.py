@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -11,14 +10,16 @@ import numpy as np
 from dpfast._release import (
     CategoricalColumn,
     EngineChoice,
+    MetricsReleaseOptions,
     NumericColumn,
-    Progress,
     Release,
     Run,
+    Unpack,
     open_run,
     option,
     partition_inputs,
     protected_columns,
+    release_options,
     taxonomy_parameters,
 )
 from dpfast._validation import check_k_anonymity, in_cli
@@ -40,12 +41,7 @@ def mdav(
     k: int,
     columns: Sequence[Hashable] | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
+    **options: Unpack[MetricsReleaseOptions],
 ) -> Release:
     """Release with standard MDAV microaggregation: k-anonymity on the chosen columns, not DP.
 
@@ -77,22 +73,13 @@ def mdav(
         ``{column: Taxonomy}``: the protected categorical columns, as in
         :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
         column keeps its kind.
-    metrics : bool
-        Add relative error and Jensen-Shannon divergence per column to the private
-        report (``release.private.metrics``).
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        ``"memory"`` or ``None``; any other engine is refused (MDAV runs in memory only).
-    output : str or path, optional
-        Also write the released table there (by its extension), published at once.
-    memory_limit : str or int, optional
-        Refuse, before any work, a table whose MDAV would need more than this (e.g.
-        ``"8GiB"``): about 48 bytes per protected value.
+    **options : Unpack[MetricsReleaseOptions]
+        The options the releases share (:class:`dpfast.MetricsReleaseOptions`):
+        ``metrics``, ``risk``, ``progress``, ``engine``, ``output`` and
+        ``memory_limit``. MDAV runs in memory only: ``engine`` is ``"memory"`` or
+        ``None``, any other is refused; ``memory_limit`` (e.g. ``"8GiB"``) refuses,
+        before any work, a table whose MDAV would need more: about 48 bytes per
+        protected value.
 
     Returns
     -------
@@ -124,9 +111,11 @@ def mdav(
     >>> mdav(table, k=3, taxonomies={"job": jobs}).data["job"].tolist()
     ['nurse', 'nurse', 'nurse', 'pilot', 'pilot', 'pilot']
     """
-    limit = None if memory_limit is None else parse_memory(memory_limit)
-    _check_in_memory(data, engine)
-    with open_run("mdav", data, engine, output, None, progress, metrics=metrics, risk=risk) as run:
+    given = release_options("mdav", options, MetricsReleaseOptions)
+    limit = None if given["memory_limit"] is None else parse_memory(given["memory_limit"])
+    _check_in_memory(data, given["engine"])
+    in_memory = {**options, "memory_limit": None}  # a table in memory takes no memory limit
+    with open_run("mdav", data, in_memory, MetricsReleaseOptions) as run:
         with run.phase("validate"):
             k = check_k_anonymity(k, run.n_rows, "mdav")
             numeric, categorical = protected_columns(run.engine, columns, taxonomies)
@@ -148,7 +137,7 @@ def mdav(
         return run.finish(
             parameters=_parameters(k, clusters.count, categorical),
             guarantee=guarantee,
-            metrics=run.metrics(numeric, categorical) if metrics else None,
+            metrics=run.metrics(numeric, categorical),
         )
 
 

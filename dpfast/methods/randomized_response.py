@@ -6,7 +6,6 @@ See docs/design.md#randomized-response.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -18,12 +17,11 @@ import pandas as pd
 
 from dpfast import noise
 from dpfast._release import (
-    BudgetLike,
-    EngineChoice,
+    DPReleaseOptions,
     Forecast,
-    Progress,
     Release,
     TableView,
+    Unpack,
     choice_forecast,
     column_threads,
     keep_numerator,
@@ -139,14 +137,8 @@ def randomized_response(
     domain: Any,
     epsilon: float | None = None,
     retention: float | None = None,
-    seed: int | None = None,
     n_threads: int | None = None,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    budget: BudgetLike | None = None,
+    **options: Unpack[DPReleaseOptions],
 ) -> Release:
     """Uniform perturbation (k-ary randomized response) of one categorical column.
 
@@ -179,25 +171,14 @@ def randomized_response(
         Local-DP budget ``> 0``: ``p = (e^ε - 1)/(e^ε - 1 + m)``, rounded down.
     retention : float, optional
         ``p`` in ``[0, 1)``. Give exactly one of ``epsilon`` and ``retention``.
-    seed : int, optional
-        Reproducible, not for publication.
     n_threads : int, optional
         Threads for the draws. Results do not depend on it.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine, output, memory_limit : optional
-        Where the release runs (an engine's name or :class:`~dpfast.engines.EngineChoice`,
-        by default the input's own) and is written (``output``: Parquet; required out of
-        core), and the memory out of core, which bounds the batches of its one pass over
-        the column (e.g. ``"4GiB"``).
-    budget : BudgetFile, optional
-        A privacy budget to spend ``epsilon`` from (:class:`dpfast.budget.BudgetFile`):
-        reserved before any work, committed before the output is published. It needs
-        ``epsilon`` (with ``retention`` alone the ε is not known before the release).
+    **options : Unpack[DPReleaseOptions]
+        The options the releases share (:class:`dpfast.DPReleaseOptions`): ``seed``,
+        ``budget``, ``risk``, ``progress``, ``engine``, ``output`` and
+        ``memory_limit``. Out of core, ``memory_limit`` bounds the batches of the one
+        pass over the column. ``budget`` needs ``epsilon`` (with ``retention`` alone the
+        ε is not known before the release).
 
     Returns
     -------
@@ -226,28 +207,19 @@ def randomized_response(
     >>> release.report.epsilon <= 1.0, release.report.unprotected_columns
     (True, ['zip'])
     """
-    with open_run(
-        "randomized_response",
-        data,
-        engine,
-        output,
-        memory_limit,
-        progress,
-        budget=budget,
-        risk=risk,
-    ) as run:
+    with open_run("randomized_response", data, options, DPReleaseOptions) as run:
         with run.phase("validate"):
             check_nonempty(run.n_rows)
             (name,) = check_columns([column], run.engine.names, name="column")
             categories = _domain_values(domain)
             m = len(categories)
             keep, epsilon, retention = _keep(epsilon, retention, m)
-            seed = check_seed(seed)
+            seed = check_seed(run.seed)
             threads = column_threads(n_threads)
             typed = _in_column_type(categories, run.engine.value_dtype(name))
             if epsilon is not None:
                 run.reserve(epsilon, [name])
-            elif budget is not None:
+            elif run.budget is not None:
                 raise DPFastValueError(
                     f"{option('budget')} needs {option('epsilon')}, the budget this release "
                     f"may spend (with {option('retention')} alone the epsilon is not known "

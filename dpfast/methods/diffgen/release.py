@@ -6,7 +6,6 @@ See docs/design.md#diffgen.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -14,7 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import BudgetLike, EngineChoice, Progress, Run, noise_source, open_run
+from dpfast._release import DPReleaseOptions, Run, Unpack, noise_source, open_run
 from dpfast._validation import check_choice, check_epsilon, check_seed, option
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
@@ -93,14 +92,8 @@ def diffgen(
     bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
     utility: Utility = "max",
     classes: Sequence[Any] | None = None,
-    seed: int | None = None,
     microdata: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    budget: BudgetLike | None = None,
+    **options: Unpack[DPReleaseOptions],
 ) -> DiffGenRelease:
     """Differentially private generalisation for classification: DiffGen (docs/design.md#diffgen).
 
@@ -150,31 +143,17 @@ def diffgen(
     classes : sequence, optional
         The public class values. Without it (or a taxonomy for ``target``) they are read
         from the data, which is not private and warns.
-    seed : int, optional
-        Draw from a seeded generator: reproducible, not for publication.
     microdata : bool
         Write the counts expanded into records (:meth:`DiffGenRelease.microdata`) to
         ``output`` instead of the counts table (out of core, range by range); needs
         ``output``. ``counts`` is the table still, except out of core, where it is what
         was written.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``: a pass over a column out of core
-        (``"pass 3 (column age)"``), the writing of ``output``.
-    engine : str or EngineChoice, optional
-        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"``, ``"dask"``
-        (default: from ``data``'s type; :mod:`dpfast.engines`).
-    output : path, optional
-        Where the counts (or records) are written, atomically: Parquet, or CSV/TSV in
-        memory. Required out of core.
-    memory_limit : str or int, optional
-        The working memory of a release out of core (``"2GiB"``; default 4 GiB).
-    budget : BudgetFile, optional
-        Spend ``epsilon`` from it: reserved before any pass over the data, committed
-        before the output is visible (:mod:`dpfast.budget`).
+    **options : Unpack[DPReleaseOptions]
+        The options the releases share (:class:`dpfast.DPReleaseOptions`): ``seed``,
+        ``budget``, ``risk``, ``progress``, ``engine``, ``output`` and
+        ``memory_limit``. ``output`` receives the counts (or records); ``progress``
+        phases include a pass over a column out of core (``"pass 3 (column age)"``) and
+        the writing of ``output``.
 
     Returns
     -------
@@ -228,15 +207,13 @@ def diffgen(
     >>> list(generalised.columns)
     ['age', 'job', 'income']
     """
-    with open_run(
-        "diffgen", data, engine, output, memory_limit, progress, budget=budget, risk=risk
-    ) as run:
+    with open_run("diffgen", data, options, DPReleaseOptions) as run:
         with run.phase("validate"):
             epsilon = check_epsilon(epsilon)
             steps = check_steps(steps)
             utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
-            seed = check_seed(seed)
-            _check_microdata(microdata, output)
+            seed = check_seed(run.seed)
+            _check_microdata(microdata, run.output)
             if isinstance(data, np.ndarray):
                 raise DPFastTypeError(
                     "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, "

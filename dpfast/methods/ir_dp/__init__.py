@@ -8,7 +8,6 @@ every column's noise and groups (numeric columns: :mod:`._numeric`; categorical 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,12 +18,11 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._release import (
-    BudgetLike,
-    EngineChoice,
+    DPMetricsReleaseOptions,
     NumericColumn,
-    Progress,
     Release,
     Run,
+    Unpack,
     check_unprotected,
     column_names,
     noise_source,
@@ -64,15 +62,8 @@ def ir_dp(
     unprotected: UnprotectedPolicy = "drop",
     linkage: Linkage = "columns",
     shuffle: bool = True,
-    seed: int | None = None,
     n_threads: int | None = None,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    budget: BudgetLike | None = None,
+    **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
 
@@ -142,33 +133,12 @@ def ir_dp(
         ``"as_published"``. For linked records with a proof, use :func:`dpfast.mdav_dp`.
     shuffle : bool
         Release rows in a random order (default). Must stay on for ``linkage="columns"``.
-    seed : int, optional
-        Draw noise from a seeded generator: reproducible, not for publication.
     n_threads : int, optional
         Threads over columns (default: one per core). Results do not depend on it.
-    metrics : bool
-        Add relative error, Jensen-Shannon divergence and variance variation per column
-        to the private report (``release.private.metrics``), which must not be published.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
-        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
-    output : str or path, optional
-        Where the release is written: a ``.parquet`` file or a directory of Parquet
-        files (on Spark and Dask always a directory), published at once when complete
-        (required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"4GiB"``; default 4 GiB).
-        The release does not depend on it.
-    budget : BudgetLike, optional
-        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
-        release really spends before any pass and records it before the output is
-        published.
+    **options : Unpack[DPMetricsReleaseOptions]
+        The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
+        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
+        ``output`` and ``memory_limit``.
 
     Returns
     -------
@@ -211,23 +181,13 @@ def ir_dp(
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     """
-    with open_run(
-        "ir_dp",
-        data,
-        engine,
-        output,
-        memory_limit,
-        progress,
-        metrics=metrics,
-        risk=risk,
-        budget=budget,
-    ) as run:
+    with open_run("ir_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
             # before any pass over the data
             run.policy = policy(check_unprotected(unprotected), check_linkage(linkage))
             args = validate(
                 run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
-                shuffle, seed,
+                shuffle, run.seed,
             )  # fmt: skip
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
@@ -255,7 +215,7 @@ def ir_dp(
             ledger=plan.ledger,
             seed=args.seed,
             sampler=_sampler(args),
-            metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+            metrics=run.metrics(args.numeric, args.categorical, args.domains),
             groups="rank group" if linked else None,
             domains=args.domains,
             notes=args.notes,

@@ -10,16 +10,15 @@ from dpfast._release import (
     CategoricalColumn,
     NumericColumn,
     TableView,
-    check_taxonomies,
+    column_domains,
     fit_domains,
     grid_noise_entry,
     option,
+    protected_columns,
 )
 from dpfast._validation import (
     check_bool,
-    check_bounds,
     check_choice,
-    check_columns,
     check_em_epsilon,
     check_epsilon,
     check_k,
@@ -98,7 +97,6 @@ def validate(
     shuffle: Any,
     seed: Any,
 ) -> Arguments:
-    engine = table
     k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
     linkage = check_linkage(linkage)
@@ -110,17 +108,8 @@ def validate(
         )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    selected = check_columns(columns, engine.names)
-    checked = check_taxonomies(taxonomies, selected)
-    categorical = engine.categorical_columns({n: checked[n] for n in selected if n in checked})
-    numeric = engine.numeric_columns([n for n in selected if n not in checked])
-    domains: dict[Hashable, tuple[float, float]] = {}
-    derived = False
-    if numeric or bounds is not None:
-        by_name = {c.name: c for c in numeric}
-        domains, derived = check_bounds(
-            bounds, list(by_name), lambda name: engine.value_range(by_name[name])
-        )
+    numeric, categorical = protected_columns(table, columns, taxonomies)
+    domains, derived = column_domains(table, numeric, bounds)
     numeric, notes = fit_domains(numeric, domains)
     return Arguments(
         k,

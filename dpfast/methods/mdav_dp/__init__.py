@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -15,16 +14,15 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
-    BudgetLike,
     CategoricalColumn,
     ColumnForecast,
-    EngineChoice,
+    DPMetricsReleaseOptions,
     Forecast,
     NumericColumn,
-    Progress,
     Release,
     Run,
     TableView,
+    Unpack,
     advise_k,
     check_unprotected,
     choice_forecast,
@@ -71,14 +69,7 @@ def mdav_dp(
     unprotected: UnprotectedPolicy = "drop",
     reference: Reference = "corners",
     calibration: Calibration = "l1",
-    seed: int | None = None,
-    metrics: bool = False,
-    risk: bool | Mapping[str, Any] = False,
-    progress: Progress | None = None,
-    engine: str | EngineChoice | None = None,
-    output: str | os.PathLike[str] | None = None,
-    memory_limit: str | int | None = None,
-    budget: BudgetLike | None = None,
+    **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Release with DP via insensitive MDAV: noisy cluster centroids, rows shuffled.
 
@@ -145,30 +136,11 @@ def mdav_dp(
         categorical column), and the ledger and guarantee state the ε it really spends.
         An explicit opt-in: it warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`
         whenever it spends more than ``epsilon``.
-    seed : int, optional
-        Reproducible noise and shuffle: not for publication.
-    metrics : bool
-        Add utility metrics (computed on the original data) to the private report.
-    risk : bool or dict
-        Disclosure risk, each released row paired with its source through the release's
-        own order, into ``release.private.risk`` (private; in memory only; a dict says
-        what to measure: docs/risk.md#risk-at-release-time).
-    progress : callable, optional
-        Called as ``progress(phase, done, total)``.
-    engine : str or EngineChoice, optional
-        Where the release runs: ``"memory"``, ``"outofcore"``, ``"spark"`` or ``"dask"``
-        (default: chosen from ``data``'s type); see :func:`dpfast.engines.open_engine`.
-    output : str or path, optional
-        Where the release is written: a ``.parquet`` file or a directory of Parquet
-        files, published at once when complete (required out of core).
-    memory_limit : str or int, optional
-        The working memory of a release out of core (e.g. ``"2GiB"``): the per-cluster
-        arrays (``n // k`` clusters) and a bitset of the rows take at most half of it.
-        The release does not depend on it.
-    budget : BudgetLike, optional
-        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
-        release really spends before any pass and records it before the output is
-        published.
+    **options : Unpack[DPMetricsReleaseOptions]
+        The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
+        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
+        ``output`` and ``memory_limit``. Out of core, the per-cluster arrays (``n // k``
+        clusters) and a bitset of the rows take at most half of ``memory_limit``.
 
     Returns
     -------
@@ -197,19 +169,11 @@ def mdav_dp(
     >>> len(np.unique(release.data, axis=0)) <= 4
     True
     """
-    with open_run(
-        "mdav_dp",
-        data,
-        engine,
-        output,
-        memory_limit,
-        progress,
-        metrics=metrics,
-        risk=risk,
-        budget=budget,
-    ) as run:
+    with open_run("mdav_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
-            args = _validate(run.engine, k, epsilon, bounds, taxonomies, columns, calibration, seed)
+            args = _validate(
+                run.engine, k, epsilon, bounds, taxonomies, columns, calibration, run.seed
+            )
             run.policy = check_unprotected(unprotected)
             plan = _plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
             geometry = _geometry(args, reference, run.n_rows)
@@ -248,7 +212,7 @@ def mdav_dp(
                 + ([noise.EM_SAMPLER_NAME] if args.categorical else [])
             ),
             notes=[*notes, *args.notes],
-            metrics=run.metrics(args.numeric, args.categorical, args.domains) if metrics else None,
+            metrics=run.metrics(args.numeric, args.categorical, args.domains),
             groups="cluster",
             domains=args.domains,
         )
