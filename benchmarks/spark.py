@@ -68,6 +68,8 @@ NOT_SECURE = (
     "a baseline for speed only, never publish this output"
 )
 VARIANTS = ("window", "partitioned")
+#: Spark's local cluster: two executors of one core and 2 GiB, each a JVM of its own.
+CLUSTER_MASTER = "local-cluster[2,1,2048]"
 #: The issue's targets: dpfast against the naive job, and local[2] against local[1].
 TARGET_SPEEDUP = 5.0
 TARGET_SCALING = 1.6
@@ -516,17 +518,21 @@ class JobSpec:
 
 
 def job_specs(master_cores: int = 2) -> dict[str, JobSpec]:
-    """The jobs of ``run``: dpfast on local[1] and local[2], the two naive variants.
+    """The jobs of ``run``: dpfast on local[1], local[2] and a local cluster, the naive jobs.
 
     ``dpfast-1cpu`` is ``local[1]`` pinned to one CPU: unpinned, ``local[1]``'s one task
     slot keeps more than one core busy (the JVM's task thread and the thread feeding its
     Python worker, the worker, the JIT compiler and the garbage collector run at once).
+    ``dpfast-cluster`` runs on ``local-cluster[2,1,2048]``: two executors, each its own JVM
+    (one core, 2 GiB) with its own Python workers, as on a cluster; only the driver's
+    process and the executors' share the machine.
     """
     cores = f"local[{master_cores}]"
     return {
         "dpfast-local1": JobSpec("dpfast", ("--master", "local[1]")),
         "dpfast-1cpu": JobSpec("dpfast", ("--master", "local[1]"), cpus=1),
         "dpfast-local2": JobSpec("dpfast", ("--master", "local[2]")),
+        "dpfast-cluster": JobSpec("dpfast", ("--master", CLUSTER_MASTER)),
         "naive-window": JobSpec("naive", ("--variant", "window", "--master", cores)),
         "naive-partitioned": JobSpec("naive", ("--variant", "partitioned", "--master", cores)),
     }
@@ -565,6 +571,8 @@ def ratios(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             found["scaling_target_met"] = scaling >= TARGET_SCALING
         if "dpfast-1cpu" in wall:
             found["one_cpu_over_local2"] = wall["dpfast-1cpu"] / wall["dpfast-local2"]
+        if "dpfast-cluster" in wall:
+            found["cluster_over_local2"] = wall["dpfast-cluster"] / wall["dpfast-local2"]
     return found
 
 

@@ -45,9 +45,11 @@ def spark():
 
     # local_session sets these for the workers; later tests see the environment as it was
     saved = {name: os.environ.get(name) for name in ("NUMBA_CACHE_DIR", "PYSPARK_PYTHON")}
-    # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster
+    # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster;
+    # DPFAST_SPARK_MASTER runs the suite on another master, e.g. local-cluster[2,1,2048]
+    # (two executors, each its own JVM with one core and 2 GiB: scripts/test-spark-cluster)
     session = local_session(
-        "local[2,4]",
+        os.environ.get("DPFAST_SPARK_MASTER", "local[2,4]"),
         app_name="dpfast-tests",
         shuffle_partitions=4,
         config={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
@@ -60,3 +62,14 @@ def spark():
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``spark`` every test that takes the Spark session or is named for Spark.
+
+    The conformance suite asks for the session inside the test (``request.getfixturevalue``),
+    its Spark cases named ``spark-...``; ``scripts/test-spark-cluster`` selects the mark.
+    """
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
+            item.add_marker(pytest.mark.spark)

@@ -120,8 +120,10 @@ def test_ratios_compare_with_the_issue_targets():
         {"job": "dpfast-local2", "ok": True, "wall_s_median": 20.0},
         {"job": "naive-window", "ok": True, "wall_s_median": 120.0},
         {"job": "naive-partitioned", "ok": True, "wall_s_median": 60.0},
+        {"job": "dpfast-cluster", "ok": True, "wall_s_median": 25.0},
     ]
     got = spark_bench.ratios(jobs)
+    assert got["cluster_over_local2"] == 1.25
     assert got["naive-window_over_dpfast"] == 6.0 and got["naive-window_target_met"]
     assert got["naive-partitioned_over_dpfast"] == 3.0
     assert not got["naive-partitioned_target_met"]
@@ -135,7 +137,14 @@ def test_job_commands_share_the_session_settings(tmp_path):
     )
     specs = spark_bench.job_specs()
     assert sorted(specs) == sorted(
-        ["dpfast-local1", "dpfast-1cpu", "dpfast-local2", "naive-window", "naive-partitioned"]
+        [
+            "dpfast-local1",
+            "dpfast-1cpu",
+            "dpfast-local2",
+            "dpfast-cluster",
+            "naive-window",
+            "naive-partitioned",
+        ]
     )
     assert [name for name, spec in specs.items() if spec.cpus is not None] == ["dpfast-1cpu"]
     for name, spec in specs.items():
@@ -144,8 +153,10 @@ def test_job_commands_share_the_session_settings(tmp_path):
         assert command[command.index("--driver-memory") + 1] == "3g"
         assert command[command.index("--k") + 1] == "50"
         assert ("--memory-limit" in command) == (spec.name == "dpfast")
-        assert command[len(command) - command[::-1].index("--master")] == (
-            "local[1]" if name in ("dpfast-local1", "dpfast-1cpu") else "local[2]"
+        masters = {"dpfast-local1": "local[1]", "dpfast-1cpu": "local[1]"}
+        masters["dpfast-cluster"] = "local-cluster[2,1,2048]"
+        assert command[len(command) - command[::-1].index("--master")] == masters.get(
+            name, "local[2]"
         )
 
 
