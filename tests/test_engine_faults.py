@@ -625,20 +625,41 @@ def _jvm_pid(spark: Any) -> int:
     return int(proc.pid)
 
 
+def _executor_jvms(spark: Any) -> list[int]:
+    """The process ids of the session's executor JVMs.
+
+    In local mode, the session's JVM itself; on a local cluster (``local-cluster[...]``),
+    the executors' own JVMs, which the session's JVM starts as its descendants.
+    """
+    session = _jvm_pid(spark)
+    found, frontier = [], [session]
+    while frontier:
+        pid = frontier.pop()
+        threads = Path(f"/proc/{pid}/task").glob("*/children")  # each thread's children
+        for child in (c for t in threads for c in t.read_text().split()):
+            frontier.append(int(child))
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"CoarseGrainedExecutorBackend" in command:
+                found.append(int(child))
+    return found or [session]
+
+
 def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_spark, out):
     import resource
 
     from dpfast.engines.spark import SparkEngine
 
     _, _, (data, report, _), _ = on_spark
-    pid = _jvm_pid(spark)
-    soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
-    resource.prlimit(pid, resource.RLIMIT_FSIZE, (32 * 1024, hard))  # parts are ~160 KB
+    pids = _executor_jvms(spark)
+    limits = {pid: resource.prlimit(pid, resource.RLIMIT_FSIZE) for pid in pids}
     try:
+        for pid, (_, hard) in limits.items():  # parts are ~160 KB
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (32 * 1024, hard))
         with pytest.raises(OSError) as failed:
             SparkEngine.write_release(data, out / "released", report)
     finally:
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
+        for pid, limit in limits.items():
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, limit)
     assert failed.value.errno == errno.EFBIG
     assert "on an executor writing" in str(failed.value)
     _wait_for_idle(spark)
