@@ -7,6 +7,7 @@ and how to fix it.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import sys
@@ -84,6 +85,12 @@ def method_call(name: str) -> str:
     if in_cli():
         return "dpfast release " + name.replace("_", "-")
     return f"dpfast.{name}()"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``"did you mean 'x'? "`` for the choice closest to ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:

@@ -10,7 +10,6 @@ argument, and fills in the defaults.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import sys
@@ -18,6 +17,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
+from dpfast._validation import did_you_mean
 from dpfast.accounting import Report
 from dpfast.engines import EngineChoice
 from dpfast.exceptions import DPFastTypeError
@@ -188,12 +188,10 @@ def release_options(method: str, given: Mapping[str, Any], kind: Any) -> dict[st
     accepted: frozenset[str] = kind.__optional_keys__
     for name in given:
         if name not in accepted:
-            close = difflib.get_close_matches(name, accepted, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise DPFastTypeError(
-                f"{method}() got an unexpected keyword argument {name!r}{hint}; besides its "
-                f"own arguments it takes the options {', '.join(sorted(accepted))} "
-                f"(dpfast.{kind.__name__})"
+                f"{method}() got an unexpected keyword argument {name!r}; "
+                f"{did_you_mean(name, accepted)}besides its own arguments it takes the options "
+                f"{', '.join(sorted(accepted))} (dpfast.{kind.__name__})"
             )
     return {**DEFAULTS, **given}
 

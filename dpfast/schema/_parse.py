@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpfast._validation import did_you_mean
 from dpfast.exceptions import DPFastValueError
 
 #: The column types a schema may declare.
@@ -69,17 +69,12 @@ _FROM_DATA_KEYS = ("bounds", "taxonomy")
 _VERSION = 1
 
 
-def _hint(word: str, choices: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _check_known_keys(data: Mapping[str, Any], known: tuple[str, ...], unknown: str) -> None:
     """Refuse the first key of ``data`` not in ``known``; the message starts with ``unknown``."""
     for key in data:
         if key not in known:
             raise DPFastValueError(
-                f"{unknown} {key!r}; {_hint(key, known)}allowed keys are {', '.join(known)}"
+                f"{unknown} {key!r}; {did_you_mean(key, known)}allowed keys are {', '.join(known)}"
             )
 
 
@@ -236,7 +231,7 @@ def _parse_type(entry: Mapping[str, Any], col: str) -> str:
     kind = entry["type"]
     if not isinstance(kind, str) or kind not in COLUMN_TYPES:
         shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
-        hint = _hint(kind, COLUMN_TYPES) if isinstance(kind, str) else ""
+        hint = did_you_mean(kind, COLUMN_TYPES) if isinstance(kind, str) else ""
         raise DPFastValueError(
             f"{col} has unknown type {shown}; {hint}use one of "
             f"{', '.join(repr(t) for t in COLUMN_TYPES)}"

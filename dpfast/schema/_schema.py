@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_unique_names
+from dpfast._validation import check_unique_names, did_you_mean
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
@@ -233,8 +232,7 @@ def check_table(schema: Schema, table: Any) -> Any:
     if missing:
         shown = ", ".join(repr(m) for m in missing[:5])
         more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
-        close = difflib.get_close_matches(missing[0], present, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(missing[0], present)
         raise DPFastValueError(
             f"{where} declares column(s) {shown}{more} that the input does not have; "
             f"{hint}fix the names in the schema or remove those entries "
