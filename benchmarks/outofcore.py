@@ -13,6 +13,10 @@ of that comparison except dpfast's engine itself, and does not import it:
     group means, Laplace noise per group, a join back to the rows. Its noise comes from
     DuckDB's ``random()``, which is NOT a cryptographically secure source: this job is a
     baseline for speed only and its output must never be published.
+``floor``
+    The floor of an out-of-core ir_dp release: per column, pyarrow reads it,
+    dpfast's own kernels quantise it to its grid and radix-sort it, and pyarrow writes
+    as many float64 values as Parquet, as a release does. No noise, no ranks.
 ``measure -- CMD ...``
     Run CMD as a child process; report wall seconds and the peak resident memory of its
     whole process tree as one JSON line.
@@ -565,6 +569,54 @@ def dpfast_command(settings: RunSettings, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
+@job("floor")
+def floor_command(settings: RunSettings, out: Path) -> list[str]:
+    """The floor (``floor``), run by this script in its own process."""
+    return [
+        sys.executable, __file__, "floor", "--data", str(settings.data), "--out", str(out),
+        "--schema", str(settings.schema), "--k", str(settings.k),
+    ]  # fmt: skip
+
+
+def floor(data: Path, out: Path, schema: Path, k: int) -> dict[str, float]:
+    """Read, sort and write every column once, one column at a time; return seconds by step.
+
+    Each column is read whole with pyarrow, quantised to the grid ``ir_dp`` uses
+    (``Grid.for_column``) and sorted by ``radix_sort_packed`` on its key bits, as dpfast
+    sorts a column that fits in memory; the column is then written as one Parquet file
+    under ``out``, float64 in zstd without a dictionary, as dpfast writes a release. A
+    column must fit in memory (three times its values at the peak).
+    """
+    from dpfast._kernels import ranking
+    from dpfast.partitions.grid import Grid
+
+    files = [str(path) for path in dataset_files(data)]
+    n_rows, names = dataset_shape(data)
+    bounds = read_bounds(schema, names)
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = {"read": 0.0, "sort": 0.0, "write": 0.0}
+    for name in names:
+        start = time.perf_counter()
+        values = pq.read_table(files, columns=[name]).column(0).to_numpy()
+        read = time.perf_counter()
+        grid = Grid.for_column(*bounds[name], n_rows, k)
+        keys, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        ranking.radix_sort_packed(keys, 0, max(1, grid.d_int.bit_length()))
+        del keys
+        sort = time.perf_counter()
+        # the input's values, in their order: a release's bytes are in a random order too,
+        # and sorted values would compress far better than any release
+        pq.write_table(
+            pa.table({name: values}), out / f"{name}.parquet", compression="zstd",
+            use_dictionary=False,
+        )  # fmt: skip
+        del values
+        seconds["read"] += read - start
+        seconds["sort"] += sort - read
+        seconds["write"] += time.perf_counter() - sort
+    return seconds
+
+
 def measured_run(command: list[str], log: Path) -> dict[str, Any]:
     """Measure ``command`` in a fresh ``measure`` process; keep the tail of its stderr."""
     record = log.with_suffix(".jsonl")
@@ -709,6 +761,12 @@ def parser() -> argparse.ArgumentParser:
     duck.add_argument("--seed", type=float, help="setseed() in [0, 1]; not reproducible")
     duck.add_argument("--no-noise", action="store_true", help="exact group means (testing)")
 
+    low = commands.add_parser("floor", help="read, radix-sort and write each column once")
+    low.add_argument("--data", type=Path, required=True)
+    low.add_argument("--out", type=Path, required=True, help="directory of sorted columns")
+    low.add_argument("--schema", type=Path, help="dpfast schema (default DATA.schema.json)")
+    low.add_argument("--k", type=positive_int, default=10)
+
     meas = commands.add_parser("measure", help="wall time and peak RSS of a command")
     meas.add_argument("--json", type=Path, help="append the JSON line to this file, not stdout")
     meas.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
@@ -750,6 +808,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             memory_limit=args.memory_limit, threads=args.threads, seed=args.seed,
         )  # fmt: skip
         print(json.dumps(summary))
+        return 0
+    if args.command == "floor":
+        steps = floor(args.data, args.out, args.schema or schema_path(args.data), args.k)
+        print(json.dumps({"seconds": steps}))
         return 0
     if args.command == "measure":
         command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

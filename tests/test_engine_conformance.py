@@ -528,7 +528,8 @@ def _side(data: Any, report: Any, private: Any, types: Callable[[Any], list[Any]
             if rows[name].dtype.ordered:
                 categories[str(name)] = list(rows[name].cat.categories)
             rows[name] = rows[name].astype(rows[name].cat.categories.dtype)
-    counts = {key: value for key, value in private.to_dict().items() if key != "timings"}
+    # timings and work describe how the run ran, not the release: they differ by engine
+    counts = {k: v for k, v in private.to_dict().items() if k not in ("timings", "work")}
     return Side(rows, types(data), report.to_dict(), counts, categories)
 
 

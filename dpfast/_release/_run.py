@@ -249,6 +249,9 @@ class Run(Reporting):
 
         with self.phase("write"):
             data = self.engine.publish(report, reindex=reindex, before=before)
+        work = self.engine.work()
+        if work is not None:
+            private.extra["work"] = work
         self.tick("assemble", 1, 1)
         private.timings["total"] = time.perf_counter() - self._start
         return Release(data, report, private)

@@ -427,6 +427,14 @@ class Engine(ABC):
         the rows are in a new order (a pandas result gets a fresh index).
         """
 
+    def work(self) -> dict[str, int] | None:
+        """Return what the release's passes did (the private report's ``work``), or None.
+
+        An engine that runs passes counts their tasks, the bytes of their results and the
+        items its output passes scanned (docs/scale.md#counters); in memory, None.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - an engine without scratch has nothing to remove
         """Remove whatever a release left behind (scratch files); safe to call twice."""
 

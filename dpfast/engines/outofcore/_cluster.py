@@ -40,6 +40,7 @@ from dpfast.engines.outofcore._lazy import (
     GroupsColumn,
     RowsColumn,
     RowsCounts,
+    generated_parts,
     output_part_rows,
 )
 from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
@@ -266,6 +267,10 @@ class ClusterEngine(OutOfCoreEngine):
                 before(report)
             return frame
         self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
+        parts = generated_parts(frame)
+        for part in range(parts.count if parts is not None else 0):
+            assert parts is not None
+            self.counters.output_pass(*parts.scanned(part))
         return frame
 
     def _parts(

@@ -40,6 +40,7 @@ from dpfast.engines.outofcore._orders import Attributes, chunks, distance_orders
 from dpfast.engines.outofcore._passes import category_codes, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._work import Work
 from dpfast.engines.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
@@ -420,17 +421,19 @@ def write_clustered(
     values: Sequence[np.ndarray],
     key: np.ndarray | None,
     tick: Tick,
+    work: Work,
 ) -> None:
     """Write each column's cluster values in output order: row ``r`` of input row ``order[r]``.
 
-    ``paths[j]`` receives ``values[j]`` of every output row's cluster (8-byte values).
+    ``paths[j]`` receives ``values[j]`` of every output row's cluster (8-byte values);
+    ``work`` counts the passes over the permutation's bucket stream.
     """
     held: Partition = clusters.held
     n, limits = held.attributes.n, held.limits
     files = [open(path, "wb") for path in paths]
     try:
         done = 0
-        for labels in _output_labels(held, key, n, limits):
+        for labels in _output_labels(held, key, n, limits, work):
             for file, cluster_values in zip(files, values, strict=True):
                 append_array(file, cluster_values[labels])
             done += labels.shape[0]
@@ -441,7 +444,7 @@ def write_clustered(
 
 
 def _output_labels(
-    held: Partition, key: np.ndarray | None, n: int, limits: ClusterLimits
+    held: Partition, key: np.ndarray | None, n: int, limits: ClusterLimits, work: Work
 ) -> Iterator[np.ndarray]:
     """Yield the clusters of the output rows, part by part of the permutation (or in order)."""
     if key is None:
@@ -454,6 +457,7 @@ def _output_labels(
     cut_ranges(sizes, 0, sizes.shape[0], 0, 0, limits.ordered_rows, _Parts(parts))
     for lo, hi in parts:
         rows = noise.permutation_part(key, n, lo, hi, sizes)
+        work.output_pass(n, rows.shape[0])
         yield whole[rows] if whole is not None else held.gather(rows)
 
 

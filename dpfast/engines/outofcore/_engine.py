@@ -42,6 +42,7 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
+from dpfast.engines.outofcore._work import CountedSource, Work
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -144,10 +145,13 @@ class OutOfCoreEngine(Engine):
             "the input",
             "rename the repeats (a Spark frame: frame.toDF(*names); Dask: frame.columns = names)",
         )
-        self.source = source
+        self.counters = Work()
+        self.source = CountedSource(source, self.counters)
         self.limits = Limits(int(memory_limit), int(batch_rows))
         self.progress = progress
-        self.out = Output(source, Path(output), self._tick, dataset=self.writes_dataset)
+        self.out = Output(
+            self.source, Path(output), self._tick, self.counters, dataset=self.writes_dataset
+        )
         self._local = threading.local()
         self._coded: CodedPasses | None = None
 
@@ -400,7 +404,7 @@ class OutOfCoreEngine(Engine):
         key: np.ndarray | None,
     ) -> None:
         paths = [self.out.path(column.name) for column in columns]
-        write_clustered(clusters, paths, values, key, self._tick)
+        write_clustered(clusters, paths, values, key, self._tick, self.counters)
         for column in columns:
             self.out._register(column)
 
@@ -487,6 +491,9 @@ class OutOfCoreEngine(Engine):
 
         self.out.publish(report, before)
         return ds.dataset(str(self.out.target), format="parquet")
+
+    def work(self) -> dict[str, int]:
+        return self.counters.to_dict()
 
     def close(self) -> None:
         if self._coded is not None:

@@ -200,6 +200,15 @@ class GeneratedParts:
             arrays.append(c.rows(self.n, self.k, lo, hi, piece))
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 
+    def scanned(self, part: int) -> tuple[int, int]:
+        """Return the bucket-stream items part ``part``'s task scans, and the items it writes.
+
+        Each column's :meth:`GroupsColumn.rows` reads the whole stream of its permutation
+        (``n`` items) to find the part's rows (:func:`dpfast.noise.permutation_part_groups`).
+        """
+        lo, hi = self.span(part)
+        return self.n * len(self.columns), (hi - lo) * len(self.columns)
+
     def words(self, part: int) -> int:
         """Return the ``uint64`` words of a buffer for :meth:`table` ``(part, buffer)``."""
         lo, hi = self.span(part)

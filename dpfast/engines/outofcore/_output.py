@@ -45,6 +45,7 @@ from dpfast.engines.outofcore._passes import (
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._work import Work
 from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
@@ -93,9 +94,16 @@ class Output:
     """
 
     def __init__(
-        self, source: ColumnSource, target: Path, tick: Tick, *, dataset: bool = False
+        self,
+        source: ColumnSource,
+        target: Path,
+        tick: Tick,
+        work: Work | None = None,
+        *,
+        dataset: bool = False,
     ) -> None:
         self.source = source
+        self.work = work or Work()
         self.target = target
         self.dataset = dataset
         self.tick = tick
@@ -155,6 +163,7 @@ class Output:
                     held += int(sizes[hi])
                     hi += 1
                 append_array(file, noise.permutation_part_groups(key, n, lo, hi, values, k, sizes))
+                self.work.output_pass(n, held)
                 lo = hi
         self._register(column)
 

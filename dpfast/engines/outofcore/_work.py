@@ -1,0 +1,184 @@
+"""What a release's passes did: the counters of the private report's ``work``.
+
+Every pass of the out-of-core engine, on one machine or on a cluster, runs through its
+source's ``map_column`` (one result a batch) or ``sort_ranges`` (one result a sorted
+range). :class:`CountedSource` wraps the engine's source: each batch's or range's function
+also returns how many rows it had, and the driver adds up, as the results arrive, the
+tasks, the largest task's rows and the bytes of the results. The output passes that read
+a permutation's bucket stream add what they scanned and what they wrote
+(:meth:`Work.output_pass`). docs/scale.md reads these counters against its cost model.
+
+The counters describe the run, not the data: a release's rows and reports are the same
+whatever they say, and like the timings they differ from engine to engine.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["CountedSource", "Work", "result_bytes"]
+
+T = TypeVar("T")
+
+
+def result_bytes(result: Any) -> int:
+    """Return the bytes of a pass's result: its arrays' data, else its pickled size.
+
+    Tuples and lists add up their items; NumPy and Arrow arrays count their buffers;
+    numbers count 8; anything else counts its pickled size.
+    """
+    if isinstance(result, (tuple, list)):
+        return sum(result_bytes(item) for item in result)
+    if isinstance(result, np.ndarray):
+        return int(result.nbytes)
+    if isinstance(result, (pa.Array, pa.ChunkedArray, pa.RecordBatch, pa.Table)):
+        return int(result.nbytes)
+    if isinstance(result, (bool, int, float, np.generic)) or result is None:
+        return 8
+    if isinstance(result, (bytes, bytearray, memoryview)):
+        return len(result)
+    return len(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+@dataclass
+class Work:
+    """A release's counters (thread-safe: columns run in threads).
+
+    ``tasks`` counts the results that came back to the driver: one a batch of a pass, one
+    a sorted range; ``task_rows`` adds up the rows they covered, ``largest_task_rows`` is
+    the most rows one of them covered, and
+    ``driver_bytes`` the bytes of all of them (:func:`result_bytes`). ``output_passes``
+    counts the passes that placed released items in a permutation's order, which read
+    ``output_scanned`` items of its bucket streams to write ``output_items`` items.
+    """
+
+    tasks: int = 0
+    task_rows: int = 0
+    largest_task_rows: int = 0
+    driver_bytes: int = 0
+    output_passes: int = 0
+    output_scanned: int = 0
+    output_items: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def task(self, rows: int, result: Any) -> None:
+        """Count one task of ``rows`` rows whose ``result`` came to the driver."""
+        size = result_bytes(result)
+        with self._lock:
+            self.tasks += 1
+            self.task_rows += int(rows)
+            self.largest_task_rows = max(self.largest_task_rows, int(rows))
+            self.driver_bytes += size
+
+    def output_pass(self, scanned: int, items: int) -> None:
+        """Count one output pass that scanned ``scanned`` stream items to write ``items``."""
+        with self._lock:
+            self.output_passes += 1
+            self.output_scanned += int(scanned)
+            self.output_items += int(items)
+
+    def to_dict(self) -> dict[str, int]:
+        """Return the counters as the private report's ``work``."""
+        with self._lock:
+            return {
+                "tasks": self.tasks,
+                "task_rows": self.task_rows,
+                "largest_task_rows": self.largest_task_rows,
+                "driver_bytes": self.driver_bytes,
+                "output_passes": self.output_passes,
+                "output_scanned": self.output_scanned,
+                "output_items": self.output_items,
+            }
+
+
+@dataclass(frozen=True)
+class _Sized(Generic[T]):
+    """A batch function that also returns its batch's rows (shipped to the workers)."""
+
+    fn: Callable[[pa.Array, int], T]
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, T]:
+        return len(array), self.fn(array, first_row)
+
+
+@dataclass(frozen=True)
+class _SizedReduce(Generic[T]):
+    """A sorted range's reduction that also returns the range's keys (shipped to the workers)."""
+
+    reduce: Callable[[int, np.ndarray], T]
+
+    def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, T]:
+        return int(ordered.shape[0]), self.reduce(index, ordered)
+
+
+class CountedSource:
+    """A column source whose passes are counted into ``work`` (see the module docstring).
+
+    It offers ``sort_ranges`` and ``sort_tasks`` only where the source under it does (the
+    engine asks ``hasattr`` whether the workers sort), and any other attribute of it.
+    """
+
+    def __init__(self, source: Any, work: Work) -> None:
+        self._source = source
+        self.work = work
+
+    @property
+    def dataset(self) -> Any:
+        """The source counted."""
+        return self._source
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self._source.names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types."""
+        schema: pa.Schema = self._source.schema
+        return schema
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self._source.n_rows)
+
+    def map_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` as the source does, counting each batch."""
+        for rows, result in self._source.map_column(name, batch_rows, _Sized(fn)):
+            self.work.task(rows, result)
+            yield result
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Return the source's attribute; its ``sort_ranges`` counts each range."""
+        if attribute.startswith("__") or attribute in ("_source", "work"):
+            raise AttributeError(attribute)
+        found = getattr(self._source, attribute)
+        if attribute != "sort_ranges":
+            return found
+
+        def sort_ranges(
+            name: str,
+            batch_rows: int,
+            keys: Callable[[pa.Array, int], Any],
+            ranges: Any,
+            key_bits: int,
+            reduce: Callable[[int, np.ndarray], Any],
+        ) -> list[Any]:
+            results = []
+            sized = _SizedReduce(reduce)
+            for rows, result in found(name, batch_rows, keys, ranges, key_bits, sized):
+                self.work.task(rows, result)
+                results.append(result)
+            return results
+
+        return sort_ranges

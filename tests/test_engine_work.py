@@ -1,0 +1,173 @@
+"""The private report's ``work``: what a release's passes did, counted as they ran.
+
+The counters are checked against what each pass must do: a batch pass returns one result
+a batch, a sort one a range; an output pass over a permutation reads the whole bucket
+stream (``n`` items) to write its part. docs/scale.md reads them against its cost model.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.accounting import report_schema
+from dpfast.engines.outofcore._sources import ArrowSource
+from dpfast.engines.outofcore._work import CountedSource, Work, result_bytes
+from tests.engine_runs import on_engine
+
+K, EPSILON, SEED = 10, 4.0, 3
+BOUNDS = {"a": (0.0, 100.0), "b": (-50.0, 50.0)}
+
+
+def _table(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    return pd.DataFrame({"a": rng.uniform(0, 100, n), "b": rng.normal(0, 20, n)})
+
+
+# --------------------------------------------------------------------------- the counters
+
+
+def test_result_bytes_counts_arrays_and_pickles_the_rest():
+    sums = np.zeros(100, dtype=np.int64)
+    assert result_bytes(sums) == 800
+    assert result_bytes((3, sums, [np.zeros(4, dtype=np.float32)], None)) == 8 + 800 + 16 + 8
+    assert result_bytes(pa.array(np.arange(10, dtype=np.int64))) == 80
+    assert result_bytes(b"abc") == 3
+    assert result_bytes({"x": 1}) > 0  # pickled
+
+
+def test_a_counted_source_counts_each_batch_its_rows_and_its_result():
+    table = pa.table({"x": np.arange(2500, dtype=np.float64)})
+    work = Work()
+    source = CountedSource(ArrowSource(table), work)
+    got = list(source.map_column("x", 1000, lambda array, first: (first, array.to_numpy())))
+    assert [first for first, _ in got] == [0, 1000, 2000]  # the results, unchanged
+    assert work.tasks == 3 and work.largest_task_rows == 1000 and work.task_rows == 2500
+    assert work.driver_bytes == 3 * 8 + 2500 * 8
+    assert source.names == ["x"] and source.n_rows == 2500 and source.dataset.table is table
+    assert work.to_dict()["output_passes"] == 0
+
+
+def test_a_counted_source_sorts_only_where_its_source_does_and_counts_each_range():
+    table = pa.table({"x": np.arange(10, dtype=np.float64)})
+
+    class Sorting(ArrowSource):
+        sort_tasks = 2
+
+        def sort_ranges(self, name, batch_rows, keys, ranges, key_bits, reduce):
+            values = np.sort(self.table.column(name).to_numpy()).astype(np.uint64)
+            return [reduce(i, part) for i, part in enumerate((values[:3], values[3:]))]
+
+    assert not hasattr(CountedSource(ArrowSource(table), Work()), "sort_ranges")
+    work = Work()
+    source = CountedSource(Sorting(table), work)
+    assert source.sort_tasks == 2
+    sums = source.sort_ranges("x", 5, None, None, 8, lambda i, ordered: int(ordered.sum()))
+    assert sums == [0 + 1 + 2, sum(range(3, 10))]
+    assert work.tasks == 2 and work.largest_task_rows == 7 and work.driver_bytes == 16
+    assert work.task_rows == 10
+
+
+# --------------------------------------------------------------------------- releases
+
+
+def test_a_release_in_memory_has_no_work_and_one_out_of_core_does(tmp_path):
+    n, columns = 200_000, 2
+    table = _table(n)
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path, row_group_size=40_000)
+    memory = dpfast.ir_dp(table, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED)
+    assert "work" not in memory.private.to_dict()
+    # 1 MiB: a column's output order (4 buckets of about 50k rows) is placed in several
+    # passes over its bucket stream
+    release = dpfast.ir_dp(
+        ds.dataset(path), k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED,
+        output=tmp_path / "out", memory_limit=1 << 20,
+    )  # fmt: skip
+    work = release.private.to_dict()["work"]
+    assert work["output_items"] == n * columns  # every item written once
+    assert work["output_passes"] > columns  # several bucket ranges a column
+    assert work["output_scanned"] == work["output_passes"] * n  # each pass scans the stream
+    assert work["tasks"] > 0 and 0 < work["largest_task_rows"] <= n
+    schema = report_schema("private")
+    assert "work" in schema["properties"]
+    import jsonschema
+
+    jsonschema.validate(release.private.to_dict(), schema)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes of one thread (this module's own cluster)."""
+    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
+    import cloudpickle
+    from distributed import Client
+
+    from dpfast.engines.dask import local_cluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    with local_cluster(2, dashboard_address=":0") as cluster:
+        with Client(cluster) as running:
+            yield running
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def _assert_cluster_work(work: dict[str, int], n: int, parts: int) -> None:
+    """The counters of an ``ir_dp`` release of two columns written by ``parts`` tasks."""
+    columns = 2
+    # every rank group's sum comes to the driver: the O(n / k) bytes of docs/scale.md
+    assert work["driver_bytes"] >= columns * 8 * (n // K)
+    assert work["output_passes"] == parts
+    assert work["output_items"] == columns * n
+    # each part's task reads every column's whole bucket stream: parts x n a column
+    assert work["output_scanned"] == parts * columns * n
+
+
+@pytest.mark.parametrize("memory_limit", [1 << 15, 1 << 30])
+def test_a_dask_release_counts_its_driver_bytes_and_its_output_scans(
+    client, tmp_path, memory_limit
+):
+    import dask.dataframe as dd
+
+    n, part_rows = 6001, 1000
+    frame = dd.from_pandas(_table(n), npartitions=3, sort=False)
+    _, _, private = on_engine("dask", dpfast.ir_dp,
+        frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
+        output=tmp_path / "out", batch_rows=500, part_rows=part_rows, n_threads=1,
+    )  # fmt: skip
+    work = private.to_dict()["work"]
+    _assert_cluster_work(work, n, -(-n // part_rows))
+    if memory_limit == 1 << 15:  # many ranges, each a task of at most 1024 values
+        assert work["tasks"] > 2 * 6 and work["largest_task_rows"] <= 1024
+    else:  # one range a column: its task sorts the whole column
+        assert work["largest_task_rows"] == n
+
+
+def test_a_spark_release_counts_its_driver_bytes_and_its_output_scans(spark, tmp_path):
+    n, part_rows = 6001, 1500
+    frame = spark.createDataFrame(pa.Table.from_pandas(_table(n), preserve_index=False))
+    _, _, private = on_engine("spark", dpfast.ir_dp,
+        frame.repartition(3), k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED,
+        memory_limit=1 << 15, output=tmp_path / "out", batch_rows=500, part_rows=part_rows,
+        n_threads=1,
+    )  # fmt: skip
+    work = private.to_dict()["work"]
+    _assert_cluster_work(work, n, -(-n // part_rows))
+    assert work["largest_task_rows"] <= 1024
+
+
+def test_a_lazy_cluster_frame_counts_no_output_pass_before_it_is_computed(client):
+    import dask.dataframe as dd
+
+    frame = dd.from_pandas(_table(3001), npartitions=2, sort=False)
+    release = dpfast.ir_dp(frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED)
+    work = release.private.to_dict()["work"]
+    assert work["output_passes"] == work["output_scanned"] == work["output_items"] == 0
+    assert work["driver_bytes"] >= 2 * 8 * (3001 // K)
