@@ -83,18 +83,20 @@ class _Peaks:
         self._thread.join()
 
 
-def _dpfast(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
+def _dpfast(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> Any:
+    """Release ``data`` on the cluster into ``out``; return the private report's ``work``."""
     import dpfast
     from dpfast.engines.dask import DaskSource
 
     source = DaskSource.from_parquet(data)
     bounds = {name: (LOWER, UPPER) for name in source.names}
-    dpfast.ir_dp(
+    release = dpfast.ir_dp(
         source, k=k, epsilon=epsilon, bounds=bounds, seed=1, memory_limit=memory_limit, output=out
     )
+    return release.private.to_dict().get("work")
 
 
-def _naive(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> None:
+def _naive(data: Path, out: Path, k: int, epsilon: float, memory_limit: str) -> Any:
     import dask.dataframe as dd
 
     frame = dd.read_parquet(str(data))
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 workers_before, client_before = client.run(_cpu), _own_cpu()
                 start = time.perf_counter()
                 job = _dpfast if args.job == "dpfast" else _naive
-                job(args.data, out / "release", args.k, args.epsilon, args.memory_limit)
+                work = job(args.data, out / "release", args.k, args.epsilon, args.memory_limit)
                 seconds = time.perf_counter() - start
                 client_cpu = _own_cpu() - client_before
                 workers_after = client.run(_cpu)
@@ -183,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "client_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "worker_peak_rss": sorted(peaks.peaks.values()),
         "task_seconds": _task_seconds(stream.data),
+        "work": work,  # dpfast's counters (docs/scale.md#counters); None for the naive job
     }
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result), file=sys.stderr)

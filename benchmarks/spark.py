@@ -389,11 +389,13 @@ def dpfast_release(
 
     started = time.perf_counter()
     if profile is None:  # as the CLI runs it: the executors compute and write the release
-        report = dpfast.ir_dp(
+        release = dpfast.ir_dp(
             SparkSource.from_parquet(spark, data), k=job.k, epsilon=job.epsilon,
             bounds=job.bounds, seed=1, memory_limit=memory_limit,
             output=out.with_suffix("") if out.suffix == ".parquet" else out,
-        ).report  # fmt: skip
+        )  # fmt: skip
+        report = release.report
+        work = release.private.to_dict().get("work")
     else:
         frame = spark.read.parquet(str(data))  # the profile times Spark's own reader
         floor = spark_floor(frame)
@@ -403,6 +405,7 @@ def dpfast_release(
             engine="outofcore", output=out, memory_limit=memory_limit,
         )  # fmt: skip
         report = release.report
+        work = release.private.to_dict().get("work")
         profile.floor, profile.timings = floor, dict(release.private.timings)
     seconds = time.perf_counter() - started
     summary = {
@@ -412,6 +415,7 @@ def dpfast_release(
         "seconds": seconds,
         "epsilon_spent": report.to_dict().get("epsilon_spent"),
         "out": str(out),
+        "work": work,  # the private report's counters (docs/scale.md#counters)
     }
     if profile is not None:
         summary["profile"] = profile.summary(seconds)

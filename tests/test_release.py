@@ -173,9 +173,13 @@ def test_report_ledger_sums_to_epsilon_and_is_json():
         "plan",
         "columns",
         "assemble",
+        "write",
         "noise (thread seconds)",
         "microaggregation (thread seconds)",
     }
+    # the phases add up to no more than the whole (the thread seconds overlap them)
+    phases = ("validate", "plan", "columns", "assemble", "write")
+    assert sum(private["timings"][name] for name in phases) <= private["timings"]["total"]
 
 
 def test_noise_scale_is_m_delta_over_k_epsilon_up_to_the_grid():

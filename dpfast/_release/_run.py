@@ -249,6 +249,7 @@ class Run(Reporting):
 
         with self.phase("write"):
             data = self.engine.publish(report, reindex=reindex, before=before)
+        private.timings["write"] = self.timer.timings["write"]
         work = self.engine.work()
         if work is not None:
             private.extra["work"] = work
