@@ -192,7 +192,29 @@ class ArrowSource:
             yield fn(column.slice(first, batch_rows).combine_chunks(), first)
 
 
-class SchemaCheckedSource:
+class WrappedSource:
+    """A column source over another one, ``dataset``: the same columns and rows."""
+
+    def __init__(self, dataset: Any) -> None:
+        self._dataset = dataset
+
+    @property
+    def dataset(self) -> Any:
+        """The source under this one."""
+        return self._dataset
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names."""
+        return list(self._dataset.names)
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return int(self._dataset.n_rows)
+
+
+class SchemaCheckedSource(WrappedSource):
     """A column source whose batches are checked and cast against a schema, as it is read.
 
     The declared columns and their kinds are checked against the source's Arrow schema
@@ -202,20 +224,10 @@ class SchemaCheckedSource:
     """
 
     def __init__(self, dataset: Any, schema: Any) -> None:
-        self._dataset = dataset
+        super().__init__(dataset)
         self._schema = schema
         # the declared columns exist and numeric ones hold numbers (no rows read)
         schema.check_table(dataset.schema.empty_table())
-
-    @property
-    def dataset(self) -> Any:
-        """The source whose batches are checked."""
-        return self._dataset
-
-    @property
-    def names(self) -> list[str]:
-        """The columns' names."""
-        return list(self._dataset.names)
 
     @property
     def schema(self) -> pa.Schema:
@@ -232,11 +244,6 @@ class SchemaCheckedSource:
                 field = field.with_type(declared[spec.type])
             fields.append(field)
         return pa.schema(fields)
-
-    @property
-    def n_rows(self) -> int:
-        """The number of rows."""
-        return int(self._dataset.n_rows)
 
     def map_column(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]

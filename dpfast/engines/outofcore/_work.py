@@ -23,6 +23,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast.engines.outofcore._sources import WrappedSource
+
 __all__ = ["CountedSource", "Work", "result_bytes"]
 
 T = TypeVar("T")
@@ -118,7 +120,7 @@ class _SizedReduce(Generic[T]):
         return int(ordered.shape[0]), self.reduce(index, ordered)
 
 
-class CountedSource:
+class CountedSource(WrappedSource):
     """A column source whose passes are counted into ``work`` (see the module docstring).
 
     It offers ``sort_ranges`` and ``sort_tasks`` only where the source under it does (the
@@ -126,43 +128,28 @@ class CountedSource:
     """
 
     def __init__(self, source: Any, work: Work) -> None:
-        self._source = source
+        super().__init__(source)
         self.work = work
-
-    @property
-    def dataset(self) -> Any:
-        """The source counted."""
-        return self._source
-
-    @property
-    def names(self) -> list[str]:
-        """The columns' names."""
-        return list(self._source.names)
 
     @property
     def schema(self) -> pa.Schema:
         """The columns' Arrow types."""
-        schema: pa.Schema = self._source.schema
+        schema: pa.Schema = self._dataset.schema
         return schema
-
-    @property
-    def n_rows(self) -> int:
-        """The number of rows."""
-        return int(self._source.n_rows)
 
     def map_column(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` as the source does, counting each batch."""
-        for rows, result in self._source.map_column(name, batch_rows, _Sized(fn)):
+        for rows, result in self._dataset.map_column(name, batch_rows, _Sized(fn)):
             self.work.task(rows, result)
             yield result
 
     def __getattr__(self, attribute: str) -> Any:
         """Return the source's attribute; its ``sort_ranges`` counts each range."""
-        if attribute.startswith("__") or attribute in ("_source", "work"):
+        if attribute.startswith("__") or attribute in ("_dataset", "work"):
             raise AttributeError(attribute)
-        found = getattr(self._source, attribute)
+        found = getattr(self._dataset, attribute)
         if attribute != "sort_ranges":
             return found
 
