@@ -171,3 +171,18 @@ def test_a_lazy_cluster_frame_counts_no_output_pass_before_it_is_computed(client
     work = release.private.to_dict()["work"]
     assert work["output_passes"] == work["output_scanned"] == work["output_items"] == 0
     assert work["driver_bytes"] >= 2 * 8 * (3001 // K)
+
+
+def test_an_out_of_core_mdav_dp_counts_its_output_order_passes(tmp_path):
+    # one permutation orders every column's clusters: each pass scans its stream once
+    n = 200_000
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pandas(_table(n), preserve_index=False), path)
+    release = dpfast.mdav_dp(
+        ds.dataset(path), k=50, epsilon=EPSILON, bounds=BOUNDS, seed=SEED,
+        output=tmp_path / "out", memory_limit=1 << 22,
+    )  # fmt: skip
+    work = release.private.to_dict()["work"]
+    assert work["output_items"] == n
+    assert work["output_passes"] >= 1
+    assert work["output_scanned"] == work["output_passes"] * n

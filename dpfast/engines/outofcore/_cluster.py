@@ -268,9 +268,9 @@ class ClusterEngine(OutOfCoreEngine):
             return frame
         self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
         parts = generated_parts(frame)
-        for part in range(parts.count if parts is not None else 0):
-            assert parts is not None
-            self.counters.output_pass(*parts.scanned(part))
+        if parts is not None:  # the workers computed and wrote every part
+            for part in range(parts.count):
+                self.counters.output_pass(*parts.scanned(part))
         return frame
 
     def _parts(
