@@ -264,6 +264,7 @@ class Profile:
 
     def source(self, frame: Any) -> Any:
         """A ``SparkSource`` of ``frame`` whose passes are recorded in this profile."""
+        from dpfast.engines.outofcore._work import result_bytes
         from dpfast.engines.spark import SparkSource
 
         profile = self
@@ -299,8 +300,10 @@ class Profile:
                         "job_s": time.perf_counter() - started,
                         "batches": len(ranges),
                         "executor_fn_s": float("nan"),  # not timed inside the tasks
-                        "rows": sum(r[3] for r in results),
-                        "result_bytes": sum(r[2].nbytes for r in results),
+                        # each result is (the range's rows, its reduction): the engine's
+                        # counters wrap the reduction (dpfast/engines/outofcore/_work.py)
+                        "rows": sum(int(r[0]) for r in results),
+                        "result_bytes": sum(result_bytes(r[1]) for r in results),
                     }
                 )
                 return results

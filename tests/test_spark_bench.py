@@ -90,8 +90,9 @@ def test_profile_times_every_pass_of_dpfast_on_spark(spark, tmp_path):
     assert [p["kind"] for p in got["per_pass"]] == ["sort"] * 3
     assert sorted(p["column"] for p in got["per_pass"]) == ["x0", "x1", "x2"]
     assert sum(p["rows"] for p in got["per_pass"]) == 3 * 2003
-    # the grid values stay on the executors: only one integer sum a group comes back
-    assert got["result_bytes"] == 3 * (2003 // 10) * 8
+    # the grid values stay on the executors: only one integer sum a group comes back, and
+    # a column's range its index, first group, count and flags (four integers)
+    assert got["result_bytes"] == 3 * (2003 // 10) * 8 + 3 * 4 * 8
     assert 0 < got["spark_wall_s"] <= min(got["total_s"], got["spark_jobs_s"])
     assert got["driver_s"] == pytest.approx(got["total_s"] - got["spark_wall_s"])
     assert sorted(got["floor_pass_s"]) == ["x0", "x1", "x2"]
