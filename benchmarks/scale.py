@@ -46,31 +46,22 @@ from dpfast.engines.outofcore import ClusterEngine, GeneratedParts
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore._passes import Limits
 from dpfast.engines.outofcore._sorted import Ranges, keys_by_range, sorted_runs
-from dpfast.engines.outofcore._sources import source_under
+from dpfast.engines.outofcore._sources import ArrowSource, source_under
 
 BOUNDS = (0.0, 1000.0)
 
 
-class SimulatedSource:
+@dataclass(frozen=True)
+class SimulatedSource(ArrowSource):
     """A table cut into ``partitions`` consecutive partitions, each a task of a pass."""
 
-    def __init__(self, table: pa.Table, partitions: int) -> None:
-        self.table = table
-        self.partitions = partitions
-        n = table.num_rows
-        self.firsts = [n * p // partitions for p in range(partitions + 1)]
+    partitions: int = 1
 
     @property
-    def names(self) -> list[str]:
-        return list(self.table.column_names)
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self.table.schema
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.table.num_rows)
+    def firsts(self) -> list[int]:
+        """The partitions' first rows, and the row count."""
+        n = self.n_rows
+        return [n * p // self.partitions for p in range(self.partitions + 1)]
 
     @property
     def sort_tasks(self) -> int:
@@ -79,9 +70,9 @@ class SimulatedSource:
 
     def _batches(self, name: str, batch_rows: int) -> Iterator[tuple[pa.Array, int]]:
         """Each partition's batches of column ``name``: ``(batch, first_row)``."""
-        column = self.table.column(name)
+        column, firsts = self.table.column(name), self.firsts
         for p in range(self.partitions):
-            lo, hi = self.firsts[p], self.firsts[p + 1]
+            lo, hi = firsts[p], firsts[p + 1]
             for first in range(lo, hi, batch_rows):
                 count = min(batch_rows, hi - first)
                 yield column.slice(first, count).combine_chunks(), first

@@ -7,8 +7,6 @@ stream (``n`` items) to write its part. docs/scale.md reads them against its cos
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -105,18 +103,14 @@ def test_a_release_in_memory_has_no_work_and_one_out_of_core_does(tmp_path):
 
 @pytest.fixture(scope="module")
 def client():
-    """Two worker processes of one thread (this module's own cluster)."""
+    """Two worker processes of one thread (only dpfast's functions are sent to them)."""
     pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
     from distributed import Client
 
     from dpfast.engines.dask import local_cluster
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as running:
+        yield running
 
 
 def _assert_cluster_work(work: dict[str, int], n: int, parts: int) -> None:

@@ -98,12 +98,12 @@ class Output:
         source: ColumnSource,
         target: Path,
         tick: Tick,
-        work: Work | None = None,
+        work: Work,
         *,
         dataset: bool = False,
     ) -> None:
         self.source = source
-        self.work = work or Work()
+        self.work = work
         self.target = target
         self.dataset = dataset
         self.tick = tick
