@@ -5,14 +5,17 @@ private report (``work``), at partition counts this machine cannot have as execu
 
 ``simulate``
     Release ``--rows`` x ``--columns`` (uniform floats, generated in memory) with
-    ``dpfast.ir_dp`` on the ``simulated`` engine, once per partition count in
-    ``--partitions``. The engine is dpfast's cluster engine (``ClusterEngine``) over
-    :class:`SimulatedSource`, which runs the same task functions Spark and Dask run (a
-    batch pass per partition's batches; a sort that splits every partition's keys by
-    range, then sorts and reduces each range) one after the other in this process. With
-    ``P`` partitions each sort task may hold ``n / P`` values (so the sort cuts about
+    ``dpfast.ir_dp`` (``--method laplace_dp``: ``dpfast.laplace_dp`` with one more column
+    copied in a keyed permutation, through the exchange) on the ``simulated`` engine, once
+    per partition count in ``--partitions``. The engine is dpfast's cluster engine
+    (``ClusterEngine``) over :class:`SimulatedSource`, which runs the same task functions
+    Spark and Dask run (a batch pass per partition's batches; a sort that splits every
+    partition's keys by range, then sorts and reduces each range; the exchange's emit per
+    partition's batches, then its assembly per part) one after the other in this process.
+    With ``P`` partitions each sort task may hold ``n / P`` values (so the sort cuts about
     ``P`` ranges) and the release is written in ``P`` output parts (each a task computing
-    :meth:`GeneratedParts.table`); the driver's memory limit stays ``--memory-limit``.
+    :meth:`GeneratedParts.table` or assembling its part); the driver's memory limit stays
+    4 GiB.
     Writes each run's wall seconds and ``work`` counters to ``--json``.
 
 Example::
@@ -42,7 +45,12 @@ import pyarrow.parquet as pq
 
 import dpfast
 from dpfast.engines import EngineChoice, register
-from dpfast.engines.outofcore import ClusterEngine, GeneratedParts
+from dpfast.engines.outofcore import (
+    EXCHANGE_ATTRIBUTE,
+    ClusterEngine,
+    ExchangedParts,
+    GeneratedParts,
+)
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore._passes import Limits
 from dpfast.engines.outofcore._sorted import Ranges, keys_by_range, sorted_runs
@@ -113,12 +121,36 @@ class _Frame:
     parts: GeneratedParts
 
 
+@dataclass
+class _Exchanged:
+    """A release frame made through the exchange (what ``exchange_frame`` returns)."""
+
+    parts: ExchangedParts
+    source: SimulatedSource
+    batch_rows: int
+
+    def tables(self) -> Iterator[pa.Table]:
+        """Each input task emits its batches' pieces; then each output task assembles its part."""
+        parts, source = self.parts, self.source
+        inbox: list[list[bytes]] = [[] for _ in range(parts.count)]
+        table, firsts = source.table.select(parts.inputs), source.firsts
+        for p in range(source.partitions):
+            for first in range(firsts[p], firsts[p + 1], self.batch_rows):
+                rows = min(self.batch_rows, firsts[p + 1] - first)
+                batch = table.slice(first, rows).combine_chunks().to_batches()[0]
+                for part, payload in parts.emit(batch, first):
+                    inbox[part].append(payload)
+        for part in range(parts.count):
+            pieces, inbox[part] = inbox[part], []
+            yield parts.assemble(part, pieces)
+
+
 class SimulatedEngine(ClusterEngine):
     """The cluster engine over :class:`SimulatedSource`: its task functions, in this process.
 
-    Each sort task may hold ``n / partitions`` values (:meth:`sort_limits`); only the
-    ``ir_dp`` release of numeric columns into ``output`` (a lazy frame of generated
-    parts) is simulated.
+    Each sort task may hold ``n / partitions`` values (:meth:`sort_limits`); the releases
+    into ``output`` of lazy frames of generated parts (``ir_dp`` of numeric columns) and
+    of the exchange (``laplace_dp`` with ``unprotected="shuffle"``) are simulated.
     """
 
     name = "simulated"
@@ -146,6 +178,11 @@ class SimulatedEngine(ClusterEngine):
     def rows_frame(self, columns: Any) -> Any:
         raise NotImplementedError("the simulated cluster releases ir_dp only")
 
+    def exchange_frame(self, parts: ExchangedParts) -> Any:
+        frame = _Exchanged(parts, self.cluster, self.limits.batch_rows)
+        setattr(frame, EXCHANGE_ATTRIBUTE, parts)
+        return frame
+
     def file_frame(self, path: Path) -> Any:
         raise NotImplementedError("the simulated cluster releases ir_dp only")
 
@@ -155,8 +192,12 @@ class SimulatedEngine(ClusterEngine):
     @classmethod
     def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
         """Each output task computes its part and writes it as one Parquet file."""
-        parts: GeneratedParts = frame.parts
         directory.mkdir(parents=True)
+        if isinstance(frame, _Exchanged):
+            for part, table in enumerate(frame.tables()):
+                pq.write_table(table, directory / f"part-{part:05d}.parquet")
+            return
+        parts: GeneratedParts = frame.parts
         for part in range(parts.count):
             pq.write_table(parts.table(part), directory / f"part-{part:05d}.parquet")
 
@@ -164,21 +205,37 @@ class SimulatedEngine(ClusterEngine):
 register("simulated", "__main__", "SimulatedEngine", lambda data: isinstance(data, SimulatedSource))
 
 
-def simulate(rows: int, columns: int, partitions: list[int], k: int, epsilon: float) -> list[Any]:
-    """Release the same table on each partition count; return each run's figures."""
+def simulate(
+    rows: int, columns: int, partitions: list[int], k: int, epsilon: float, method: str = "ir_dp"
+) -> list[Any]:
+    """Release the same table on each partition count; return each run's figures.
+
+    ``method`` ``"ir_dp"``: ``columns`` protected columns; ``"laplace_dp"``: as many
+    protected columns and one more copied unprotected, in a keyed permutation.
+    """
     rng = np.random.default_rng(1)
-    table = pa.table({f"x{j}": rng.uniform(*BOUNDS, rows) for j in range(columns)})
-    bounds = {name: BOUNDS for name in table.column_names}
+    names = [f"x{j}" for j in range(columns)]
+    data = {name: rng.uniform(*BOUNDS, rows) for name in names}
+    if method == "laplace_dp":
+        data["u"] = rng.uniform(*BOUNDS, rows)
+    table = pa.table(data)
+    bounds = {name: BOUNDS for name in names}
     runs = []
     for count in partitions:
         out = Path(tempfile.mkdtemp(prefix="dpfast-scale-"))
+        options = {
+            "bounds": bounds, "seed": 1, "output": out / "release",
+            "engine": EngineChoice("simulated", {"part_rows": math.ceil(rows / count)}),
+        }  # fmt: skip
         try:
             start = time.perf_counter()
-            release = dpfast.ir_dp(
-                SimulatedSource(table, count), k=k, epsilon=epsilon, bounds=bounds, seed=1,
-                output=out / "release",
-                engine=EngineChoice("simulated", {"part_rows": math.ceil(rows / count)}),
-            )  # fmt: skip
+            source = SimulatedSource(table, count)
+            if method == "laplace_dp":
+                release = dpfast.laplace_dp(
+                    source, epsilon=epsilon, columns=names, unprotected="shuffle", **options
+                )
+            else:
+                release = dpfast.ir_dp(source, k=k, epsilon=epsilon, **options)
             seconds = time.perf_counter() - start
             work = release.private.to_dict()["work"]
         finally:
@@ -192,7 +249,8 @@ def simulate(rows: int, columns: int, partitions: list[int], k: int, epsilon: fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    sim = commands.add_parser("simulate", help="ir_dp on a simulated cluster of P partitions")
+    sim = commands.add_parser("simulate", help="a release on a simulated cluster of P partitions")
+    sim.add_argument("--method", choices=["ir_dp", "laplace_dp"], default="ir_dp")
     sim.add_argument("--rows", type=lambda t: int(t.replace("_", "")), default=10_000_000)
     sim.add_argument("--columns", type=int, default=2)
     sim.add_argument("--partitions", default="4,64,1024")
@@ -201,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
     counts = [int(p) for p in args.partitions.split(",")]
-    runs = simulate(args.rows, args.columns, counts, args.k, args.epsilon)
+    runs = simulate(args.rows, args.columns, counts, args.k, args.epsilon, args.method)
     document = {
-        "rows": args.rows, "columns": args.columns, "k": args.k, "epsilon": args.epsilon,
+        "method": args.method, "rows": args.rows, "columns": args.columns, "k": args.k,
+        "epsilon": args.epsilon,
         "machine": platform.platform(), "dpfast": dpfast.__version__, "runs": runs,
     }  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -172,7 +172,8 @@ def test_release_files_live_in_the_configured_scratch_directory(spark, tmp_path)
     spark.conf.set(SCRATCH_KEY, str(tmp_path / "shared"))
     try:
         frame = _frame(spark, _table(50), 2)
-        got = dpfast.k_noise(frame, k=3, columns=["a"], seed=1)
+        # a release the driver writes (ranks linked to their rows), not a lazy frame
+        got = dpfast.individual_ranking(frame, k=3, columns=["a"])
         where = scratch_directory(spark)
         assert where.parent == tmp_path / "shared"
         assert [p.suffix for p in where.iterdir()] == [".parquet"]

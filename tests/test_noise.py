@@ -260,6 +260,64 @@ def test_permutation_part_groups_into_a_given_array_are_the_same_groups(n):
             noise.permutation_part_groups(KEY, n, 0, sizes.shape[0], values, k, sizes, out=out)
 
 
+@pytest.mark.parametrize("n", [5, 2**16 + 1, 300_001, 2**22 + 3])
+def test_permutation_buckets_of_a_range_are_those_of_the_whole(n):
+    # the slow, obvious reading: item i's bucket is the bucket whose part lists it
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    bucket_of = np.empty(n, dtype=np.int64)
+    for b in range(sizes.shape[0]):
+        bucket_of[noise.permutation_part(KEY, n, b, b + 1, sizes)] = b
+    np.testing.assert_array_equal(noise.permutation_buckets(KEY, n, 0, n), bucket_of)
+    rng = np.random.default_rng(n)
+    # windows of the stream: inside one, across several, at both ends, and empty
+    spans = [(0, 1), (n - 1, 1), (0, 0), (n, 0), (1, min(n - 1, 3000)), (n // 3, n // 2)]
+    spans += [(int(f), int(rng.integers(0, n - f + 1))) for f in rng.integers(0, n, 6)]
+    for first, count in spans:
+        got = noise.permutation_buckets(KEY, n, first, count)
+        np.testing.assert_array_equal(got, bucket_of[first : first + count])
+    with pytest.raises(ValueError, match="count"):
+        noise.permutation_buckets(KEY, n, 1, n)
+
+
+@pytest.mark.parametrize("bits", [3, 16, 17, 32, 33])
+def test_item_buckets_kernel_reads_the_lanes_of_its_items(bits):
+    # the reference bit stream, lane by lane (16, 32 or 64 bits a lane): the buckets of
+    # tables of up to 2**49 items, which no test can permute whole
+    lane = 16 if bits <= 16 else 32 if bits <= 32 else 64
+    stream = ref.BitStream([int(w) for w in KEY], 0)
+    first, count = 1000, 700  # within the third window of 16-bit lanes, across 32-bit ones
+    lanes = [stream.bits(lane) for _ in range(first + count)][first:]
+    out = np.full(count, -1, dtype=np.int64)
+    uniform.item_buckets(KEY, bits, first, out)
+    np.testing.assert_array_equal(out, [v >> (lane - bits) for v in lanes])
+
+
+@pytest.mark.parametrize("n", [5, 2**16 + 1, 300_001])
+def test_permutation_order_places_the_items_of_any_pieces(n):
+    # items held in pieces (a task's rows or ranks), each piece's items in increasing
+    # order: put in permutation order, they are the permutation's part
+    sizes = noise.permutation_bucket_sizes(KEY, n)
+    rng = np.random.default_rng(n + 1)
+    cuts = np.unique(np.concatenate([[0, n], rng.integers(0, n, 5)]))
+    pieces = [np.arange(a, b) for a, b in pairwise(cuts)]
+    buckets = np.concatenate([noise.permutation_buckets(KEY, n, p[0], len(p)) for p in pieces])
+    items = np.concatenate(pieces)
+    for lo, hi in _bucket_ranges(sizes.shape[0]):
+        at = noise.permutation_order(KEY, n, lo, hi, buckets, sizes)
+        np.testing.assert_array_equal(items[at], noise.permutation_part(KEY, n, lo, hi, sizes))
+    # only the items of the buckets asked for, in a list of any integer type
+    b = noise.permutation_buckets(KEY, n, 0, n)
+    mine = np.flatnonzero(b == b[0])
+    at = noise.permutation_order(KEY, n, int(b[0]), int(b[0]) + 1, b[mine].astype(np.int32))
+    np.testing.assert_array_equal(
+        mine[at], noise.permutation_part(KEY, n, int(b[0]), int(b[0]) + 1)
+    )
+    with pytest.raises(ValueError, match="do not fill buckets"):
+        noise.permutation_order(KEY, n, 0, sizes.shape[0], b[1:], sizes)
+    with pytest.raises(ValueError, match="1-D integer"):
+        noise.permutation_order(KEY, n, 0, 1, b.astype(np.float64))
+
+
 def test_permutation_part_groups_refuses_bad_arguments():
     values = np.zeros(10)
     with pytest.raises(ValueError, match="1-D and hold at least one value"):

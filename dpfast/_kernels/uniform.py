@@ -354,6 +354,28 @@ def bucket_counts(key, bits, n, counts):
 
 
 @jit
+def item_buckets(key, bits, first, out):
+    """Write the bucket of items ``first .. first + len(out) - 1`` to ``out`` (bits >= 1).
+
+    Reads only the windows of the bucket stream that hold those items: a task that holds
+    a range of the items finds their buckets without the rest of the stream.
+    """
+    count = out.shape[0]
+    if count == 0:
+        return
+    lanes = new_lanes()
+    words = lanes.words
+    buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
+    per_window = 128 * lane_layout(bits)[1]
+    for window in range(first // per_window, (first + count - 1) // per_window + 1):
+        counter_blocks(key, 0, window * 16, lanes)
+        base = window * per_window
+        window_buckets(words, per_window, bits, buckets)
+        for i in range(max(first, base), min(first + count, base + per_window)):
+            out[i - first] = buckets[i - base]
+
+
+@jit
 def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
     """Write every item of buckets ``lo <= b < hi``, in increasing order, to ``out``.
 

@@ -333,3 +333,84 @@ def permutation_part_groups(
     _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, out)
     _kernels.shuffle_buckets(key, lo, starts, out)
     return out
+
+
+def permutation_buckets(key: np.ndarray, n: int, first: int, count: int) -> np.ndarray:
+    """Return the bucket of items ``first .. first + count - 1`` of :func:`permutation`.
+
+    Item ``i``'s bucket is a function of lane ``i`` of the stream ``(key, 0)`` alone, so
+    a task that holds a range of the items (rows of one partition, ranks of one sorted
+    range) finds their buckets without reading the rest of the stream. With
+    :func:`permutation_order`, the tasks that hold the items send each to its bucket's
+    part and each part is put in the permutation's order there: the permutation in one
+    exchange, O(n) in all.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64[count]``, each in ``[0, 2 ** permutation_bucket_bits(n))``.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> buckets = permutation_buckets(key, 300_000, 0, 300_000)
+    >>> bool((np.bincount(buckets, minlength=4) == permutation_bucket_sizes(key, 300_000)).all())
+    True
+    """
+    key = _check_key(key)
+    n = check_int(n, "n", low=0, high=2**62)
+    first = check_int(first, "first", low=0, high=n)
+    count = check_int(count, "count", low=0, high=n - first)
+    bits = permutation_bucket_bits(n)
+    out = np.zeros(count, dtype=np.int64)
+    if bits > 0:
+        _kernels.item_buckets(key, bits, first, out)
+    return out
+
+
+def permutation_order(
+    key: np.ndarray, n: int, lo: int, hi: int, buckets: np.ndarray, sizes: np.ndarray | None = None
+) -> np.ndarray:
+    """Return where the items of buckets ``lo .. hi - 1`` stand in :func:`permutation` order.
+
+    ``buckets`` lists the buckets (:func:`permutation_buckets`) of some items: every item
+    of buckets ``lo .. hi - 1`` and perhaps others, each bucket's items in increasing
+    order (as they are in increasing item order, or in pieces of increasing items, each
+    piece ordered by bucket). The result ``at`` holds positions in that list: if
+    ``items`` are the listed items, ``items[at]`` is :func:`permutation_part` ``(key, n,
+    lo, hi)``. The positions are ordered by bucket (stably), then each bucket is
+    shuffled by the same swaps as the permutation's.
+
+    ``sizes`` (:func:`permutation_bucket_sizes`), if given, is checked: a bucket with
+    other than its size of items listed raises ``ValueError``.
+
+    Examples
+    --------
+    >>> from dpfast.noise import NoiseSource
+    >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> items = np.arange(300_000)
+    >>> at = permutation_order(key, 300_000, 1, 3, permutation_buckets(key, 300_000, 0, 300_000))
+    >>> bool((items[at] == permutation_part(key, 300_000, 1, 3)).all())
+    True
+    """
+    key = _check_key(key)
+    n = check_int(n, "n", low=0, high=2**62)
+    n_buckets = 1 << permutation_bucket_bits(n)
+    lo = check_int(lo, "lo", low=0, high=n_buckets)
+    hi = check_int(hi, "hi", low=lo, high=n_buckets)
+    buckets = np.asarray(buckets)
+    if buckets.ndim != 1 or not np.issubdtype(buckets.dtype, np.integer):
+        raise DPFastValueError(f"buckets must be a 1-D integer array, got {buckets.dtype}")
+    inside = np.flatnonzero((buckets >= lo) & (buckets < hi))
+    local = (buckets[inside] - lo).astype(np.int64)
+    at = inside[np.argsort(local, kind="stable")].astype(np.int64)
+    counts = np.bincount(local, minlength=hi - lo)
+    if sizes is not None and not np.array_equal(counts, np.asarray(sizes)[lo:hi]):
+        raise DPFastValueError(
+            f"the items listed do not fill buckets {lo} to {hi - 1} of the permutation"
+        )
+    starts = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    _kernels.shuffle_buckets(key, lo, starts, at)
+    return at

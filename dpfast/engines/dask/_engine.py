@@ -17,14 +17,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
 from dpfast.engines.dask._methods import memory_limit as configured_memory
 from dpfast.engines.dask._source import DaskSource, arrow_column, dask_of
-from dpfast.engines.dask._write import write_dataset
+from dpfast.engines.dask._write import EXCHANGE_TABLES, write_dataset
 from dpfast.engines.outofcore import (
+    EXCHANGE_ATTRIBUTE,
     PARTS_ATTRIBUTE,
     ClusterEngine,
+    ExchangedParts,
     GeneratedParts,
     GroupsColumn,
     RowsBatch,
@@ -55,6 +58,9 @@ class DaskEngine(ClusterEngine):
 
     def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
         return _rows_frame(self.cluster, tuple(columns), self.limits.batch_rows)
+
+    def exchange_frame(self, parts: ExchangedParts) -> Any:
+        return _exchange_frame(self.cluster, parts, self.limits.batch_rows)
 
     def file_frame(self, path: Path) -> Any:
         """Return the written release; a copied categorical column keeps its categories."""
@@ -87,16 +93,21 @@ def _dtype(column: GroupsColumn | RowsColumn) -> Any:
     return column.arrow_type.to_pandas_dtype()
 
 
+def _groups_series(column: GroupsColumn, array: pa.Array) -> pd.Series:
+    """Return a rank-group column's rows as the in-memory release's pandas series."""
+    if column.dictionary is not None:
+        values = array.to_pandas()
+    else:
+        values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
+    return pd.Series(values, dtype=_dtype(column), copy=False)
+
+
 def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
     """Return output part ``part`` of every released column, on a worker."""
     lo, hi = parts.span(part)
     data = {}
     for column, array in zip(parts.columns, parts.table(part).columns, strict=True):
-        if column.dictionary is not None:
-            values = array.to_pandas()
-        else:
-            values = array.to_pylist() if column.kind == "labels" else array.to_numpy()
-        data[column.name] = pd.Series(values, dtype=_dtype(column), copy=False)
+        data[column.name] = _groups_series(column, array)
     frame = pd.DataFrame(data)
     frame.index = pd.RangeIndex(lo, hi)
     return frame
@@ -164,4 +175,82 @@ def _rows_part(
     table = pa.Table.from_batches(out)
     frame = table.to_pandas()
     frame.index = pd.RangeIndex(first, first + rows)
+    return frame
+
+
+def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) -> Any:
+    """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.outofcore._exchange`).
+
+    A task per input partition emits its pieces, a task per part assembles it. The state
+    is one node of the graph. The frame carries its parts' Arrow tables
+    (:data:`EXCHANGE_TABLES`), so that :func:`write_dataset` writes them as computed.
+    """
+    import dask
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    names = parts.inputs
+    kinds = [source.schema.field(name).type for name in names]
+    state = delayed(parts, name=f"dpfast-exchange-{uuid.uuid4().hex}", traverse=False)
+    emit = delayed(_emit_part, pure=False)
+    emitted = [
+        emit(state, part, first, rows, names, kinds, batch_rows)
+        for part, first, rows in source.parts(names)
+    ]
+    assemble = delayed(_assemble_part, pure=False)
+    tables = [assemble(state, p, [e[p] for e in emitted]) for p in range(parts.count)]
+    convert = delayed(_exchanged_pandas, pure=False)
+    groups = {c.name: c for c in parts.groups}
+    empty = pa.schema(list(zip(parts.names, parts.types, strict=True))).empty_table().to_pandas()
+    meta = pd.DataFrame(
+        {
+            name: pd.Series([], dtype=_dtype(groups[name]) if name in groups else empty[name].dtype)
+            for name in parts.names
+        }
+    )
+    with dask.config.set({"dataframe.convert-string": False}):
+        frame = dd.from_delayed(
+            [convert(state, table, p) for p, table in enumerate(tables)],
+            meta=meta,
+            verify_meta=False,
+        )
+    setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry them
+    setattr(frame, EXCHANGE_TABLES, tables)
+    return frame
+
+
+def _emit_part(
+    parts: ExchangedParts,
+    part: Any,
+    first: int,
+    rows: int,
+    names: list[str],
+    kinds: list[Any],
+    batch_rows: int,
+) -> list[list[bytes]]:
+    """Return one input partition's pieces, by output part, on a worker."""
+    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, names=names)
+    out: list[list[bytes]] = [[] for _ in range(parts.count)]
+    for lo in range(0, rows, batch_rows):
+        for target, payload in parts.emit(batch.slice(lo, batch_rows), first + lo):
+            out[target].append(payload)
+    return out
+
+
+def _assemble_part(parts: ExchangedParts, part: int, pieces: list[list[bytes]]) -> pa.Table:
+    """Return output part ``part`` from every input partition's pieces, on a worker."""
+    return parts.assemble(part, [payload for held in pieces for payload in held])
+
+
+def _exchanged_pandas(parts: ExchangedParts, table: pa.Table, part: int) -> pd.DataFrame:
+    """Return an assembled part as the in-memory release's pandas frame."""
+    lo, hi = parts.span(part)
+    groups = {c.name: c for c in parts.groups}
+    data = {}
+    for name, array in zip(table.column_names, table.columns, strict=True):
+        chunk = array.combine_chunks()
+        data[name] = _groups_series(groups[name], chunk) if name in groups else chunk.to_pandas()
+    frame = pd.DataFrame(data)
+    frame.index = pd.RangeIndex(lo, hi)
     return frame

@@ -14,7 +14,11 @@ import pyarrow.parquet as pq
 from dpfast.engines.outofcore import GeneratedParts, generated_parts, worker_numba_cache
 from dpfast.engines.values import Progress
 
-__all__ = ["local_cluster", "write_dataset"]
+__all__ = ["EXCHANGE_TABLES", "local_cluster", "write_dataset"]
+
+#: The attribute of a release frame made through the exchange holding its parts' delayed
+#: Arrow tables.
+EXCHANGE_TABLES = "_dpfast_exchange_tables"
 
 #: Seconds between two looks at the write's tasks.
 _POLL_SECONDS = 0.5
@@ -36,7 +40,11 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
         return str((written / f"part-{i:06d}.parquet").absolute())
 
     parts = generated_parts(data)
-    if parts is not None:  # each task computes its part and writes it
+    tables = vars(data).get(EXCHANGE_TABLES) if hasattr(data, "__dict__") else None
+    if tables is not None:  # each part's table, as its task assembled it
+        write_table = delayed(_write_table, pure=False)
+        tasks = [write_table(table, path(i)) for i, table in enumerate(tables)]
+    elif parts is not None:  # each task computes its part and writes it
         name = f"dpfast-parts-{uuid.uuid4().hex}"
         state = delayed(parts, name=name, traverse=False)
         write_generated = delayed(_write_generated, pure=False)

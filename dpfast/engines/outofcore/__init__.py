@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dpfast.engines.outofcore._cluster import ClusterEngine, worker_numba_cache
 from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
+from dpfast.engines.outofcore._exchange import (
+    EXCHANGE_ATTRIBUTE,
+    ExchangedParts,
+    exchanged_parts,
+)
 from dpfast.engines.outofcore._lazy import (
     PART_BYTES,
     PART_ROWS,
@@ -56,6 +61,7 @@ from dpfast.engines.outofcore._sources import (
 __all__ = [
     "BATCH_ROWS",
     "DEFAULT_MEMORY",
+    "EXCHANGE_ATTRIBUTE",
     "FILE_ROWS",
     "PARTS_ATTRIBUTE",
     "PART_BYTES",
@@ -64,6 +70,7 @@ __all__ = [
     "ArrowSource",
     "ClusterEngine",
     "ColumnSource",
+    "ExchangedParts",
     "GeneratedParts",
     "GroupSums",
     "GroupsColumn",
@@ -80,6 +87,7 @@ __all__ = [
     "ScratchColumn",
     "add_parts",
     "category_ranks",
+    "exchanged_parts",
     "generated_parts",
     "keys_by_range",
     "make_scratch",

@@ -10,12 +10,18 @@ computed by the workers from small state whenever every released column allows i
   input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
   report counts).
 
+* columns copied unprotected, in the rows' order or in a keyed permutation, alone or
+  beside either of the two above (:meth:`ClusterEngine.copy_columns`): a frame of
+  :class:`ExchangedParts`, whose input tasks send every row to its output part and whose
+  output tasks put their parts in order (one exchange, no pass on the driver).
+
 A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
 frame made here from it (with ``output``, this process writes it there too). Any other
-release (record-linked, resampled or coded columns, columns copied unprotected, or a mix)
-is written by this process from passes run on the workers, as the out-of-core engine
-writes it, and read back as a frame in row order. With ``output``, the release is written
-there (by the workers where the frame is lazy) and published in one rename.
+release (record-linked, resampled or coded columns, or copied columns of a type the
+cluster's frame does not hold) is written by this process from passes run on the workers,
+as the out-of-core engine writes it, and read back as a frame in row order. With
+``output``, the release is written there (by the workers where the frame is lazy) and
+published in one rename.
 """
 
 from __future__ import annotations
@@ -34,6 +40,12 @@ import pyarrow as pa
 from dpfast.engines.outofcore._engine import (
     OutOfCoreEngine,
     refuse_text_output,
+)
+from dpfast.engines.outofcore._exchange import (
+    ExchangedParts,
+    Shuffled,
+    exchanged_parts,
+    part_bounds,
 )
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
@@ -89,6 +101,8 @@ class ClusterEngine(OutOfCoreEngine):
         self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, int, np.ndarray]] = {}
         self._rows: dict[str, RowsColumn] = {}
         self.copied: set[str] = set()  # the columns released unprotected, unchanged
+        # each copy asked for (names, key), kept until the release is published
+        self._copies: list[tuple[tuple[str, ...], np.ndarray | None]] = []
         self._table: pa.Table | None = None
 
     writes_dataset = True
@@ -167,6 +181,14 @@ class ClusterEngine(OutOfCoreEngine):
         """Return the lazy frame of the input's batches released by ``columns``."""
 
     @abstractmethod
+    def exchange_frame(self, parts: ExchangedParts) -> Any:
+        """Return the lazy frame of ``parts``: the input's tasks emit, part ``p``'s assembles."""
+
+    def exchangeable(self, kind: pa.DataType) -> bool:
+        """Whether the lazy frame of an exchange holds a copied column of type ``kind``."""
+        return not pa.types.is_dictionary(kind)
+
+    @abstractmethod
     def file_frame(self, path: Path) -> Any:
         """Return a Parquet file written here as a frame, its rows in the file's order."""
 
@@ -234,15 +256,17 @@ class ClusterEngine(OutOfCoreEngine):
         return total
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
-        self.copied.update(str(name) for name in names)
-        super().copy_columns(names, key)
+        """Keep the copy as state: the workers make it in the frame, or :meth:`_materialize`."""
+        if names:
+            self.copied.update(str(name) for name in names)
+            self._copies.append((tuple(str(name) for name in names), key))
 
     @property
     def _written(self) -> bool:
-        """Whether this process wrote a released column (linked, resampled, coded, copied).
+        """Whether this process wrote a released column (linked, resampled, coded).
 
-        The other outputs (:meth:`write_rows`, :meth:`write_groups`) are kept as state
-        for a lazy frame until :meth:`publish`.
+        The other outputs (:meth:`write_rows`, :meth:`write_groups`, :meth:`copy_columns`)
+        are kept as state for a lazy frame until :meth:`publish`.
         """
         return bool(self.out.columns)
 
@@ -252,11 +276,14 @@ class ClusterEngine(OutOfCoreEngine):
         if self._table is not None:
             return self._publish_table(report, before)
         order = [str(n) for n in self.source.names]
-        if not self._written and self._groups and not self._rows:
+        exchanged = self._exchanged(order) if not self._written and self._copies else None
+        if exchanged is not None:
+            frame = self.exchange_frame(exchanged)
+        elif not self._written and not self._copies and self._groups and not self._rows:
             frame = self.groups_frame(
                 self._parts([self._groups[n] for n in order if n in self._groups])
             )
-        elif not self._written and self._rows and not self._groups:
+        elif not self._written and not self._copies and self._rows and not self._groups:
             frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
         else:
             self._materialize()
@@ -267,24 +294,69 @@ class ClusterEngine(OutOfCoreEngine):
                 before(report)
             return frame
         self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
-        parts = generated_parts(frame)
+        parts = generated_parts(frame) or exchanged_parts(frame)
         if parts is not None:  # the workers computed and wrote every part
             for part in range(parts.count):
-                self.counters.output_pass(*parts.scanned(part))
+                scanned, written = parts.scanned(part)
+                if written:  # a part placed in a permutation's order
+                    self.counters.output_pass(scanned, written)
         return frame
+
+    def _exchanged(self, order: Sequence[str]) -> ExchangedParts | None:
+        """Return the frame's parts through the exchange, or None if it cannot hold them.
+
+        It cannot if a copied column has a type that :meth:`exchangeable` refuses, or if
+        columns are copied in two permutations.
+        """
+        schema = self.source.schema
+        copied = [name for names, _ in self._copies for name in names]
+        if not all(self.exchangeable(schema.field(name).type) for name in copied):
+            return None
+        keyed = [(names, key) for names, key in self._copies if key is not None]
+        if len(keyed) > 1:
+            return None
+        kept = tuple(name for names, key in self._copies if key is None for name in names)
+        shuffled = Shuffled.of(keyed[0][0], keyed[0][1], self.n_rows) if keyed else None
+        held = [self._groups[n] for n in order if n in self._groups]
+        groups = tuple(self._group_state(column, values, key) for column, values, _, key in held)
+        types = {name: schema.field(name).type for name in copied}
+        types.update((r.name, r.arrow_type) for r in self._rows.values())
+        types.update((c.name, c.arrow_type) for c in groups)
+        names = tuple(n for n in order if n in types)
+        starts = shuffled.starts if shuffled is not None else None
+        return ExchangedParts(
+            self.n_rows,
+            part_bounds(self.n_rows, self._part_rows(len(names)), starts),
+            names,
+            tuple(types[n] for n in names),
+            tuple(self._rows[n] for n in order if n in self._rows),
+            kept,
+            shuffled,
+            groups,
+            held[0][2] if held else 1,
+            tuple((name, schema.field(name).type) for name in copied),
+        )
+
+    def _group_state(
+        self, column: ProtectedColumn, values: np.ndarray, key: np.ndarray
+    ) -> GroupsColumn:
+        """Return what a task needs to compute rows of a rank-group column."""
+        original = self.source.schema.field(str(column.name)).type
+        return GroupsColumn.of(key, self.n_rows, values, column, original)
+
+    def _part_rows(self, columns: int) -> int:
+        """Return the output rows of a part of a lazy frame of ``columns`` released columns."""
+        return int(
+            self.part_rows or output_part_rows(self.n_rows, columns, self.tasks, self.limits.memory)
+        )
 
     def _parts(
         self, groups: Sequence[tuple[ProtectedColumn, np.ndarray, int, np.ndarray]]
     ) -> GeneratedParts:
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
-        states = []
-        for column, values, _, key in groups:
-            original = self.source.schema.field(str(column.name)).type
-            states.append(GroupsColumn.of(key, self.n_rows, values, column, original))
-        part_rows = self.part_rows or output_part_rows(
-            self.n_rows, len(states), self.tasks, self.limits.memory
-        )
-        return GeneratedParts(tuple(states), self.n_rows, groups[0][2], int(part_rows))
+        states = [self._group_state(column, values, key) for column, values, _, key in groups]
+        part_rows = self._part_rows(len(states))
+        return GeneratedParts(tuple(states), self.n_rows, groups[0][2], part_rows)
 
     def _materialize(self) -> None:
         """Write the columns kept as state into scratch files, as the out-of-core engine does."""
@@ -292,8 +364,11 @@ class ClusterEngine(OutOfCoreEngine):
             self.out.permuted(column, values, k, key, self.limits)
         for rows in self._rows.values():
             self.out.rows(rows.column, rows.cells, self.limits)
+        for names, copy_key in self._copies:
+            super().copy_columns(names, copy_key)
         self._groups.clear()
         self._rows.clear()
+        self._copies.clear()
 
     # -- class counts of coded columns ---------------------------------------------------
 

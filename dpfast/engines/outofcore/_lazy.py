@@ -38,6 +38,7 @@ __all__ = [
     "RowsBatch",
     "RowsColumn",
     "RowsCounts",
+    "bucket_span",
     "generated_parts",
     "output_part_rows",
 ]
@@ -70,6 +71,17 @@ def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) ->
     if parts > tasks and parts % tasks:
         rows = max(PART_ROWS, -(-n // (parts + tasks - parts % tasks)))
     return rows
+
+
+def bucket_span(starts: np.ndarray, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Return the buckets ``[first, last)`` of a permutation covering output rows ``[lo, hi)``.
+
+    ``starts`` are the buckets' first output rows, and ``n``; ``lo`` and ``hi`` may be
+    arrays (the spans of several parts at once).
+    """
+    first = np.searchsorted(starts, lo, side="right") - 1
+    last = np.searchsorted(starts, hi, side="left")
+    return first, last
 
 
 @dataclass(frozen=True)
@@ -128,9 +140,8 @@ class GroupsColumn:
 
     def buckets(self, lo: int, hi: int) -> tuple[int, int]:
         """Return the permutation buckets ``[first, last)`` covering output rows ``[lo, hi)``."""
-        first = int(np.searchsorted(self.starts, lo, side="right")) - 1
-        last = int(np.searchsorted(self.starts, hi, side="left"))
-        return first, last
+        first, last = bucket_span(self.starts, lo, hi)
+        return int(first), int(last)
 
     def bucket_items(self, lo: int, hi: int) -> int:
         """Return how many items the buckets covering output rows ``[lo, hi)`` hold."""

@@ -19,8 +19,10 @@ from typing import Any
 import pyarrow as pa
 
 from dpfast.engines.outofcore import (
+    EXCHANGE_ATTRIBUTE,
     PARTS_ATTRIBUTE,
     ClusterEngine,
+    ExchangedParts,
     GeneratedParts,
     RowsBatch,
     RowsColumn,
@@ -76,6 +78,16 @@ class SparkEngine(ClusterEngine):
             )
         setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
         return frame
+
+    def exchange_frame(self, parts: ExchangedParts) -> Any:
+        schema = _spark_schema(zip(parts.names, parts.types, strict=True))
+        frame = self.cluster.exchange(parts, self.limits.batch_rows, schema)
+        setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry it
+        return frame
+
+    def exchangeable(self, kind: pa.DataType) -> bool:
+        """Hold the types of :data:`_SPARK_TYPES` (a Spark frame's released columns)."""
+        return kind in _SPARK_TYPES
 
     def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
         schema = _spark_schema((c.name, c.arrow_type) for c in columns)

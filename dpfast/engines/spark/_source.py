@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore import Ranges, source_under
+from dpfast.engines.outofcore import ExchangedParts, Ranges, source_under
+from dpfast.engines.spark._exchange import EMITTED, assembled, emitted
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -276,6 +277,23 @@ class SparkSource:
         with quietly():
             data = frame.mapInArrow(transform, out_schema)
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
+
+    def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
+        """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
+
+        One shuffle: every input batch's pieces (:meth:`ExchangedParts.emit`), tagged so
+        that ``repartition`` sends part ``p``'s to partition ``p``, where they are
+        assembled (:mod:`dpfast.engines.spark._exchange`).
+        """
+        frame, numbering = self._input(parts.inputs, batch_rows)
+        tags = partition_tags(parts.count)
+        emit = functools.partial(
+            emitted, parts=parts, tags=tags, batch_rows=int(batch_rows), numbering=numbering
+        )
+        assemble = functools.partial(assembled, parts=parts, batch_rows=int(batch_rows))
+        with quietly():
+            tagged = frame.mapInArrow(emit, EMITTED)
+            return tagged.repartition(parts.count, "tag").mapInArrow(assemble, schema)
 
     @property
     def sort_tasks(self) -> int:

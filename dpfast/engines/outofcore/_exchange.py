@@ -1,0 +1,279 @@
+"""A release frame computed by a cluster's workers through one exchange (docs/scale.md).
+
+The columns a release copies in a keyed permutation of the rows (``unprotected =
+"shuffle"``), beside columns released row by row or in rank groups, are computed by the
+workers without passing through the driver:
+
+1. **Emit**, on every batch of the input (a task per input partition): the rows' released
+   values (:class:`~dpfast.engines.outofcore._lazy.RowsColumn`) and the columns copied in
+   the rows' order go to the output parts holding those rows; each row of a permuted column
+   goes, with its bucket (:func:`dpfast.noise.permutation_buckets`: a function of the
+   row's lane of the permutation's stream), to the output parts holding its bucket.
+2. **Assemble**, in output part ``p`` (output rows ``[bounds[p], bounds[p + 1])``): the
+   pieces sent to it, in the order of their first rows, give the part's rows in row
+   order, and its buckets' rows, which :func:`dpfast.noise.permutation_order` puts in the
+   permutation's order; columns of rank groups are computed there from their state
+   (:class:`~dpfast.engines.outofcore._lazy.GroupsColumn`).
+
+Where a column is permuted, the parts' bounds are bucket starts (:func:`part_bounds`), so
+each row is read once and sent once: the work is O(n) whatever the number of parts, and
+the driver holds only the permutation's bucket starts. Everything is keyed: the frame is
+the same however the input is partitioned, and after any retry.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast import noise
+from dpfast.engines.outofcore._lazy import GroupsColumn, RowsBatch, RowsColumn, bucket_span
+from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+
+__all__ = ["EXCHANGE_ATTRIBUTE", "ExchangedParts", "Shuffled", "exchanged_parts", "part_bounds"]
+
+#: The attribute of a release frame holding its :class:`ExchangedParts`.
+EXCHANGE_ATTRIBUTE = "_dpfast_exchanged_parts"
+
+
+@dataclass(frozen=True)
+class Shuffled:
+    """Columns copied unchanged in a keyed permutation of the rows.
+
+    Output row ``r`` holds input row ``order[r]``, ``order`` being ``permutation(key, n)``.
+    """
+
+    names: tuple[str, ...]
+    key: np.ndarray
+    starts: np.ndarray  # the permutation's bucket starts, and n
+
+    @classmethod
+    def of(cls, names: tuple[str, ...], key: np.ndarray, n: int) -> Shuffled:
+        sizes = noise.permutation_bucket_sizes(key, n)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return cls(names, key, starts)
+
+
+def part_bounds(n: int, part_rows: int, starts: np.ndarray | None = None) -> np.ndarray:
+    """Return the first output row of every part of about ``part_rows`` rows, and ``n``.
+
+    With a permutation's bucket starts, each bound is the first bucket start at or after
+    ``p * part_rows``: no bucket is cut between two parts (a part then holds one bucket
+    at least).
+    """
+    targets = np.arange(0, max(n, 1), max(1, part_rows), dtype=np.int64)
+    if starts is not None:
+        targets = np.unique(starts[np.searchsorted(starts, targets, side="left")])
+        targets = targets[targets < n] if n else targets[:1]
+    return np.append(targets, n).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """What one batch of the input sends to one output part."""
+
+    first_row: int
+    rows: list[pa.Array] | None  # the part's rows among the batch's, row-ordered columns
+    buckets: np.ndarray | None  # the batch's rows of the part's buckets: their buckets,
+    shuffled: list[pa.Array] | None  # and their values, by bucket (rows increasing)
+
+
+@dataclass(frozen=True)
+class ExchangedParts:
+    """A release frame of row-ordered, permuted and rank-group columns, part by part.
+
+    Part ``p`` holds output rows ``[bounds[p], bounds[p + 1])`` (:func:`part_bounds`).
+    ``names`` and ``types`` are the released columns in output order; ``rows`` are released
+    row by row from the input, ``kept`` copied in the rows' order, ``shuffled`` copied in a
+    keyed permutation, and ``groups`` (rank groups of ``k``) computed from their state.
+    ``input_types`` are the types the copied columns are read as.
+    """
+
+    n: int
+    bounds: np.ndarray
+    names: tuple[str, ...]
+    types: tuple[pa.DataType, ...]
+    rows: tuple[RowsColumn, ...] = ()
+    kept: tuple[str, ...] = ()
+    shuffled: Shuffled | None = None
+    groups: tuple[GroupsColumn, ...] = ()
+    k: int = 1
+    input_types: tuple[tuple[str, pa.DataType], ...] = ()
+
+    def __post_init__(self) -> None:
+        b = self.bounds
+        rising = self.n == 0 or bool(np.all(b[1:] > b[:-1]))
+        if b.ndim != 1 or b.shape[0] < 2 or b[0] != 0 or b[-1] != self.n or not rising:
+            raise DPFastValueError("the parts' bounds must rise from 0 to n")
+
+    @property
+    def count(self) -> int:
+        """The number of parts."""
+        return int(self.bounds.shape[0]) - 1
+
+    def span(self, part: int) -> tuple[int, int]:
+        """Return the output rows ``[lo, hi)`` of part ``part``."""
+        return int(self.bounds[part]), int(self.bounds[part + 1])
+
+    @property
+    def inputs(self) -> list[str]:
+        """The input columns the emitting tasks read."""
+        shuffled = self.shuffled.names if self.shuffled is not None else ()
+        return list(dict.fromkeys([*(r.name for r in self.rows), *self.kept, *shuffled]))
+
+    # -- on the input's tasks ---------------------------------------------------------------
+
+    def emit(self, batch: pa.RecordBatch, first_row: int) -> list[tuple[int, bytes]]:
+        """Return the pieces a batch of the input (rows ``first_row ...``) sends, by part."""
+        m = batch.num_rows
+        if m == 0:
+            return []
+        kinds = dict(self.input_types)
+        columns = {
+            name: _as(batch.column(batch.schema.get_field_index(name)), kinds.get(name))
+            for name in self.inputs
+        }
+        in_order = self._in_order(batch, columns, first_row)
+        by_bucket = self._by_bucket(columns, first_row, m)
+        out = []
+        for part in sorted(set(in_order) | set(by_bucket)):
+            buckets, values = by_bucket.get(part, (None, None))
+            piece = _Piece(first_row, in_order.get(part), buckets, values)
+            out.append((part, pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)))
+        return out
+
+    def _in_order(
+        self, batch: pa.RecordBatch, columns: dict[str, pa.Array], first_row: int
+    ) -> dict[int, list[pa.Array]]:
+        """Return the row-ordered columns' slices of the batch, for each part its rows fall in."""
+        if not self.rows and not self.kept:
+            return {}
+        arrays: list[pa.Array] = []
+        if self.rows:
+            inputs = pa.RecordBatch.from_arrays(
+                [columns[r.name] for r in self.rows], names=[r.name for r in self.rows]
+            )
+            arrays.extend(RowsBatch(self.rows)(inputs, first_row).columns)
+        arrays.extend(columns[name] for name in self.kept)
+        last = first_row + batch.num_rows
+        out = {}
+        top = int(np.searchsorted(self.bounds, last - 1, side="right")) - 1
+        for part in range(int(np.searchsorted(self.bounds, first_row, side="right")) - 1, top + 1):
+            lo, hi = self.span(part)
+            a, b = max(lo, first_row) - first_row, min(hi, last) - first_row
+            out[part] = [array.slice(a, b - a) for array in arrays]
+        return out
+
+    def _by_bucket(
+        self, columns: dict[str, pa.Array], first_row: int, m: int
+    ) -> dict[int, tuple[np.ndarray, list[pa.Array]]]:
+        """Return the permuted columns' rows of the batch, for each part holding their buckets."""
+        if self.shuffled is None:
+            return {}
+        shuffled = self.shuffled
+        buckets = noise.permutation_buckets(shuffled.key, self.n, first_row, m)
+        order = np.argsort(buckets, kind="stable")
+        ordered = buckets[order]
+        arrays = [columns[name] for name in shuffled.names]
+        firsts, lasts = bucket_span(shuffled.starts, self.bounds[:-1], self.bounds[1:])
+        starts = np.searchsorted(ordered, firsts)
+        stops = np.searchsorted(ordered, lasts)
+        kind = np.int32 if shuffled.starts.shape[0] <= 2**31 else np.int64
+        out = {}
+        for part in np.flatnonzero(stops > starts).tolist():
+            a, b = int(starts[part]), int(stops[part])
+            rows = pa.array(order[a:b])
+            out[part] = (ordered[a:b].astype(kind), [x.take(rows) for x in arrays])
+        return out
+
+    # -- on the output's tasks --------------------------------------------------------------
+
+    def assemble(self, part: int, payloads: list[bytes]) -> pa.Table:
+        """Return output part ``part`` from every piece the input's batches sent it."""
+        pieces = sorted((pickle.loads(p) for p in payloads), key=lambda piece: piece.first_row)
+        lo, hi = self.span(part)
+        columns: dict[str, pa.Array] = {}
+        if self.rows or self.kept:
+            names = [*(r.name for r in self.rows), *self.kept]
+            held = [p.rows for p in pieces if p.rows is not None]
+            for i, name in enumerate(names):
+                columns[name] = _concat([arrays[i] for arrays in held], self._type(name))
+            if sum(len(arrays[0]) for arrays in held) != hi - lo:
+                raise DPFastRuntimeError(_CHANGED.format(part=part))
+        if self.shuffled is not None:
+            columns.update(self._permuted(part, pieces))
+        if self.groups:
+            WORKER_BUFFERS.clear()  # the sorts are over: their kept buffers go
+            columns.update((c.name, c.rows(self.n, self.k, lo, hi)) for c in self.groups)
+        return pa.Table.from_arrays([columns[name] for name in self.names], names=list(self.names))
+
+    def _permuted(self, part: int, pieces: list[_Piece]) -> dict[str, pa.Array]:
+        """Return the permuted columns of part ``part``: its buckets' rows in permutation order."""
+        shuffled = self.shuffled
+        assert shuffled is not None
+        lo, hi = self.span(part)
+        first, last = bucket_span(shuffled.starts, lo, hi)
+        held = [p for p in pieces if p.buckets is not None]
+        empty = np.empty(0, dtype=np.int32)
+        buckets = np.concatenate([p.buckets for p in held]) if held else empty
+        try:
+            at = noise.permutation_order(
+                shuffled.key, self.n, first, last, buckets, np.diff(shuffled.starts)
+            )
+        except DPFastValueError as exc:
+            raise DPFastRuntimeError(_CHANGED.format(part=part)) from exc
+        offset = lo - int(shuffled.starts[first])
+        rows = pa.array(at[offset : offset + hi - lo])
+        out = {}
+        for i, name in enumerate(shuffled.names):
+            values = _concat([p.shuffled[i] for p in held if p.shuffled], self._type(name))
+            out[name] = values.take(rows)
+        return out
+
+    def _type(self, name: str) -> pa.DataType:
+        return self.types[self.names.index(name)]
+
+    def scanned(self, part: int) -> tuple[int, int]:
+        """Return the items part ``part``'s task places, and the items it writes.
+
+        The permuted columns' rows of its buckets (once, for all of them: one order), and
+        the rank-group columns' whole bucket streams (``n`` items each,
+        :func:`dpfast.noise.permutation_part_groups`).
+        """
+        lo, hi = self.span(part)
+        scanned, written = 0, 0
+        if self.shuffled is not None:
+            first, last = bucket_span(self.shuffled.starts, lo, hi)
+            scanned += int(self.shuffled.starts[last] - self.shuffled.starts[first])
+            written += (hi - lo) * len(self.shuffled.names)
+        scanned += self.n * len(self.groups)
+        written += (hi - lo) * len(self.groups)
+        return scanned, written
+
+
+_CHANGED = (
+    "part {part} of the release did not receive its rows: the input gave other rows than "
+    "when it was counted; make it deterministic (persist it) and release it again"
+)
+
+
+def _as(array: pa.Array | pa.ChunkedArray, kind: pa.DataType | None) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array if kind is None or array.type == kind else array.cast(kind)
+
+
+def _concat(arrays: list[pa.Array], kind: pa.DataType) -> pa.Array:
+    arrays = [a if a.type == kind else a.cast(kind) for a in arrays]
+    return pa.concat_arrays(arrays) if arrays else pa.array([], kind)
+
+
+def exchanged_parts(frame: Any) -> ExchangedParts | None:
+    """Return the parts of a release frame made through the exchange, else None."""
+    found = vars(frame).get(EXCHANGE_ATTRIBUTE) if hasattr(frame, "__dict__") else None
+    return found if isinstance(found, ExchangedParts) else None
