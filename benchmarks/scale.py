@@ -47,9 +47,13 @@ import dpfast
 from dpfast.engines import EngineChoice, register
 from dpfast.engines.outofcore import (
     EXCHANGE_ATTRIBUTE,
+    FAN,
     ClusterEngine,
     ExchangedParts,
     GeneratedParts,
+    combined,
+    partials_of,
+    totals,
 )
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore._passes import Limits
@@ -78,12 +82,23 @@ class SimulatedSource(ArrowSource):
 
     def _batches(self, name: str, batch_rows: int) -> Iterator[tuple[pa.Array, int]]:
         """Each partition's batches of column ``name``: ``(batch, first_row)``."""
-        column, firsts = self.table.column(name), self.firsts
         for p in range(self.partitions):
-            lo, hi = firsts[p], firsts[p + 1]
-            for first in range(lo, hi, batch_rows):
-                count = min(batch_rows, hi - first)
-                yield column.slice(first, count).combine_chunks(), first
+            yield from self._partition(name, batch_rows, p)
+
+    def _partition(self, name: str, batch_rows: int, p: int) -> Iterator[tuple[pa.Array, int]]:
+        """Partition ``p``'s batches of column ``name``."""
+        column, lo, hi = self.table.column(name), self.firsts[p], self.firsts[p + 1]
+        for first in range(lo, hi, batch_rows):
+            yield column.slice(first, min(batch_rows, hi - first)).combine_chunks(), first
+
+    def add_column(self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
+        """A partial total a partition, then partials added ``FAN`` at a time, as on Dask."""
+        partials = [
+            partials_of(self._partition(name, batch_rows, p), fn) for p in range(self.partitions)
+        ]
+        while len(partials) > FAN:
+            partials = [combined(partials[i : i + FAN]) for i in range(0, len(partials), FAN)]
+        return totals(partials)
 
     def map_column(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]

@@ -161,7 +161,7 @@ class _FailingOnce(SparkSource):
         super().__init__(frame)
         self.marker = str(marker)
 
-    def map_column(self, name, batch_rows, fn):
+    def _flaky(self, fn):
         marker = self.marker
 
         def flaky(array, first_row):
@@ -173,7 +173,13 @@ class _FailingOnce(SparkSource):
                 raise RuntimeError("a lost executor, simulated")
             return fn(array, first_row)
 
-        return super().map_column(name, batch_rows, flaky)
+        return flaky
+
+    def map_column(self, name, batch_rows, fn):
+        return super().map_column(name, batch_rows, self._flaky(fn))
+
+    def add_column(self, name, batch_rows, fn):  # the passes whose results add up
+        return super().add_column(name, batch_rows, self._flaky(fn))
 
 
 def test_a_retried_task_gives_the_same_release(spark, parquet, expected, tmp_path):
@@ -214,10 +220,14 @@ class _FailingAlways(SparkSource):
     """A source whose every batch fails with an error Spark retries."""
 
     def map_column(self, name, batch_rows, fn):
-        def failing(array, first_row):
-            raise OSError("no space left on the executor's disk")
+        return super().map_column(name, batch_rows, _failing)
 
-        return super().map_column(name, batch_rows, failing)
+    def add_column(self, name, batch_rows, fn):  # the passes whose results add up
+        return super().add_column(name, batch_rows, _failing)
+
+
+def _failing(array, first_row):
+    raise OSError("no space left on the executor's disk")
 
 
 def test_a_task_failing_every_attempt_raises_its_error(spark, parquet, tmp_path):

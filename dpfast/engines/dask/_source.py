@@ -22,7 +22,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines.outofcore import Ranges, keys_by_range, source_under
+from dpfast.engines.outofcore import (
+    FAN,
+    Partial,
+    Ranges,
+    combined,
+    keys_by_range,
+    partials_of,
+    source_under,
+    totals,
+)
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
@@ -172,21 +181,46 @@ class DaskSource:
             What ``fn`` raised on a worker (of the first failing batch, in row order).
         """
         from dask.base import compute
+
+        results = compute(*self._batch_tasks(name, batch_rows, fn, _apply))
+        failed = sorted((r[0], r[2]) for part in results for r in part if r[1])
+        if failed:
+            raise failed[0][1]
+        return (r[2] for part in results for r in part)
+
+    def add_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> list[tuple[T, int]]:
+        """Return ``fn``'s results over the batches of column ``name``, added on the workers.
+
+        One graph: a task per partition adds its batches' results, then tasks add
+        :data:`~dpfast.engines.outofcore._totals.FAN` partials at a time until at most
+        that many remain, which alone come back, each with the rows of its largest reading
+        task (:func:`dpfast.engines.outofcore.totals`).
+        """
+        from dask.base import compute
+        from dask.delayed import delayed
+
+        partials = self._batch_tasks(name, batch_rows, fn, _partial)
+        add = delayed(combined, pure=False)
+        while len(partials) > FAN:
+            partials = [add(partials[i : i + FAN]) for i in range(0, len(partials), FAN)]
+        return totals(compute(*partials))
+
+    def _batch_tasks(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
+    ) -> list[Any]:
+        """Return a delayed ``task`` per partition running ``fn`` on its batches of ``name``."""
         from dask.delayed import delayed
 
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         kind = self.schema.field(name).type
-        apply = delayed(_apply, pure=False)
-        tasks = [
+        apply = delayed(task, pure=False)
+        return [
             apply(part, first, rows, name, kind, fn, int(batch_rows))
             for part, first, rows in self.parts([name])
         ]
-        results = compute(*tasks)
-        failed = sorted((r[0], r[2]) for part in results for r in part if r[1])
-        if failed:
-            raise failed[0][1]
-        return (r[2] for part in results for r in part)
 
     @property
     def sort_tasks(self) -> int:
@@ -280,6 +314,21 @@ def _apply(
     except _SENT_BACK as exc:
         out.append((first + lo, True, exc))
     return out
+
+
+def _partial(
+    part: Any,
+    first: int,
+    rows: int,
+    name: str,
+    kind: pa.DataType,
+    fn: Callable[[pa.Array, int], Any],
+    batch_rows: int,
+) -> Partial:
+    """Add ``fn`` of one partition's batches of a column, on a worker."""
+    array = arrow_column(part, name, kind, rows)
+    batches = ((array.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows))
+    return partials_of(batches, fn)
 
 
 def _split(

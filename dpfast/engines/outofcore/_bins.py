@@ -26,6 +26,7 @@ from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import Bins, NumericColumn
 
 __all__ = ["Replacements", "bin_counts", "find_replacements", "write_replaced"]
@@ -39,10 +40,9 @@ def bin_counts(
     dataset: ColumnSource, column: NumericColumn, lo: float, scale: float, m: int, limits: Limits
 ) -> np.ndarray:
     """Return how many values of a column each of ``m`` equal-width bins holds, in one pass."""
-    total = np.zeros(m, dtype=np.int64)
     counts = _BinCounts(column, lo, scale, m)
-    for part in dataset.map_column(str(column.name), limits.batch_rows, counts):
-        total += part
+    start = np.zeros(m, dtype=np.int64)
+    total: np.ndarray = column_total(dataset, str(column.name), limits.batch_rows, counts, start)
     return total
 
 

@@ -58,6 +58,7 @@ from dpfast.engines.outofcore._lazy import (
 from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
 from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import (
     Cells,
     NumericColumn,
@@ -247,13 +248,11 @@ class ClusterEngine(OutOfCoreEngine):
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
         self._tick(f"column {column.name}", 0, 1)
         rows = RowsColumn(column, cells)
-        total = np.zeros(0, dtype=np.int64)
-        for counts in self.source.map_column(
-            str(column.name), self.limits.batch_rows, RowsCounts(rows)
-        ):
-            total = counts if not total.shape[0] else total + counts
-        self._rows[str(column.name)] = rows
-        return total
+        name, batch_rows = str(column.name), self.limits.batch_rows
+        start: Any = 0  # the counts' total, as many as a batch gives: none without a batch
+        total = column_total(self.source, name, batch_rows, RowsCounts(rows), start)
+        self._rows[name] = rows
+        return np.zeros(0, dtype=np.int64) if np.ndim(total) == 0 else np.asarray(total)
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         """Keep the copy as state: the workers make it in the frame, or :meth:`_materialize`."""

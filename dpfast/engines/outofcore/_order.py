@@ -21,6 +21,7 @@ from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import NumericColumn, OrderStatistics
 from dpfast.exceptions import DPFastValueError
 
@@ -143,11 +144,10 @@ def order_statistics(
 
     def histogram(range_lo: int, range_hi: int, shift: int) -> np.ndarray:
         step()
-        counts = np.zeros(((range_hi - 1 - range_lo) >> shift) + 1, dtype=np.int64)
+        start = np.zeros(((range_hi - 1 - range_lo) >> shift) + 1, dtype=np.int64)
         keys = _InKeys(column, base, range_lo, range_hi)
-        select = _KeyBuckets(keys, shift, counts.shape[0])
-        for part in dataset.map_column(name, limits.batch_rows, select):
-            counts += part
+        select = _KeyBuckets(keys, shift, start.shape[0])
+        counts: np.ndarray = column_total(dataset, name, limits.batch_rows, select, start)
         return counts
 
     def process(range_lo: int, range_hi: int, first_rank: int, count: int) -> None:

@@ -29,6 +29,7 @@ from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
@@ -185,11 +186,7 @@ def group_sums(
 
     def histogram(lo: int, hi: int, shift: int) -> np.ndarray:
         step()
-        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
-        select = _BucketCounts(lo, hi, shift, counts.shape[0])
-        for part, _ in _quantised(dataset, column, grid, limits, select):
-            counts += part
-        return counts
+        return _histogram(dataset, column, grid, limits, lo, hi, shift)[0]
 
     def add_sorted(words: np.ndarray, first_rank: int) -> None:
         ordered = ranking.radix_sort_packed(words, 0, key_bits)
@@ -227,11 +224,7 @@ def group_sums(
     else:
         shift = max(0, key_bits - HISTOGRAM_BITS)
         step()
-        counts = np.zeros((grid.d_int >> shift) + 1, dtype=np.int64)
-        select = _BucketCounts(0, top, shift, counts.shape[0])
-        for part, count in _quantised(dataset, column, grid, limits, select):
-            counts += part
-            clamped += count
+        counts, clamped = _histogram(dataset, column, grid, limits, 0, top, shift)
         cut_ranges(counts, 0, top, shift, 0, limits.sorted_values, process)
     return sums, clamped
 
@@ -268,14 +261,7 @@ def _cluster_group_sums(
 
     def histogram(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
         tick()
-        counts = np.zeros(((hi - 1 - lo) >> shift) + 1, dtype=np.int64)
-        clamped = 0
-        for part, count in _quantised(
-            dataset, column, grid, limits, _BucketCounts(lo, hi, shift, counts.shape[0])
-        ):
-            counts += part
-            clamped += count
-        return counts, clamped
+        return _histogram(dataset, column, grid, limits, lo, hi, shift)
 
     def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
         if count == 0:
@@ -403,11 +389,12 @@ class _BucketCounts:
 
 
 def rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: Limits) -> np.ndarray:
-    """Count a categorical column's records per taxonomy rank, batch by batch."""
+    """Count a categorical column's records per taxonomy rank, added where batches are read."""
     taxonomy: Taxonomy = cat.taxonomy
-    counts = np.zeros(len(taxonomy.domain), dtype=np.int64)
-    for part in dataset.map_column(str(cat.name), limits.batch_rows, _RankCounts(cat)):
-        counts += part
+    start = np.zeros(len(taxonomy.domain), dtype=np.int64)
+    counts: np.ndarray = column_total(
+        dataset, str(cat.name), limits.batch_rows, _RankCounts(cat), start
+    )
     return counts
 
 
@@ -420,6 +407,27 @@ class _RankCounts:
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
         taxonomy: Taxonomy = self.cat.taxonomy
         return np.asarray(taxonomy.rank_counts(category_codes(array, self.cat)), dtype=np.int64)
+
+
+def _histogram(
+    dataset: ColumnSource,
+    column: NumericColumn,
+    grid: Grid,
+    limits: Limits,
+    lo: int,
+    hi: int,
+    shift: int,
+) -> tuple[np.ndarray, int]:
+    """Count the grid values in ``[lo, hi)`` per bucket of ``2**shift``; and the clamped.
+
+    Added up where the batches are read (:func:`column_total`): on a cluster, the workers
+    add the histograms, and only a few come to the driver.
+    """
+    size = ((hi - 1 - lo) >> shift) + 1
+    batch = _QuantisedBatch(column, grid, _BucketCounts(lo, hi, shift, size))
+    start = (np.zeros(size, dtype=np.int64), 0)
+    counts, clamped = column_total(dataset, str(column.name), limits.batch_rows, batch, start)
+    return counts, int(clamped)
 
 
 def _quantised(

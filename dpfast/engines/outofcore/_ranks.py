@@ -24,6 +24,7 @@ from dpfast._kernels import ranking
 from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._totals import column_total
 
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.
@@ -80,12 +81,7 @@ class RankPasses:
 
     def _batches(self, select: Callable[[np.ndarray, int], Any], count: bool) -> Iterator[Any]:
         self.tick()
-        keys_of = self.keys  # not self: the function may be shipped to Spark's executors
-
-        def batch(array: pa.Array, first_row: int) -> tuple[Any, int]:
-            keys, counted = keys_of(array, first_row)
-            return select(keys, first_row), counted
-
+        batch = _Selected(self.keys, select)  # not self: it may be shipped to Spark's executors
         for result, counted in self.dataset.map_column(self.name, self.batch_rows, batch):
             if count:
                 self.counted += counted
@@ -141,9 +137,12 @@ class RankPasses:
             buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
             return np.bincount(buckets, minlength=size)
 
-        counts = np.zeros(size, dtype=np.int64)
-        for part in self._batches(select, count):
-            counts += part
+        self.tick()
+        start = (np.zeros(size, dtype=np.int64), 0)
+        batch = _Selected(self.keys, select)
+        counts, counted = column_total(self.dataset, self.name, self.batch_rows, batch, start)
+        if count:
+            self.counted += int(counted)
         return counts
 
     def _process(self, lo: int, hi: int, first_rank: int, count: int) -> None:
@@ -160,6 +159,18 @@ class RankPasses:
     def _chunks(self, counts: np.ndarray, lo: int, hi: int, shift: int, first_rank: int) -> None:
         """Cut ``[lo, hi)`` into runs of buckets of at most ``capacity`` rows, in order."""
         cut_ranges(counts, lo, hi, shift, first_rank, self.capacity, self._process)
+
+
+@dataclass(frozen=True)
+class _Selected:
+    """``(select(keys, first_row), count)`` of a batch's keys and count."""
+
+    keys: Keys
+    select: Callable[[np.ndarray, int], Any]
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[Any, int]:
+        keys, counted = self.keys(array, first_row)
+        return self.select(keys, first_row), counted
 
 
 def _within(keys: np.ndarray, lo: int, hi: int) -> np.ndarray:

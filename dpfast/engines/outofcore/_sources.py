@@ -252,17 +252,23 @@ class SchemaCheckedSource(WrappedSource):
         yield from self._dataset.map_column(name, batch_rows, self._checked(name, fn))
 
     def __getattr__(self, attribute: str) -> Any:
-        """Return a cluster source's ``sort_ranges`` (over checked batches) or ``sort_tasks``.
+        """Return a cluster source's ``sort_ranges``, ``add_column`` or ``sort_tasks``.
 
         Only where the source has them (``hasattr`` tells the engine whether the workers
-        sort): the keys of ``sort_ranges`` are computed from checked batches, as
-        :meth:`map_column`'s results are.
+        sort, or add): the keys of ``sort_ranges`` and the results of ``add_column`` are
+        computed from checked batches, as :meth:`map_column`'s results are.
         """
-        if attribute not in ("sort_ranges", "sort_tasks"):
+        if attribute not in ("sort_ranges", "sort_tasks", "add_column"):
             raise AttributeError(attribute)
         found = getattr(self._dataset, attribute)
         if attribute == "sort_tasks":
             return found
+        if attribute == "add_column":
+
+            def add_column(name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]) -> Any:
+                return found(name, batch_rows, self._checked(name, fn))
+
+            return add_column
 
         def sort_ranges(
             name: str, batch_rows: int, keys: Callable[[pa.Array, int], Any], *rest: Any

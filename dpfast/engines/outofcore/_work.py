@@ -1,12 +1,13 @@
 """What a release's passes did: the counters of the private report's ``work``.
 
 Every pass of the out-of-core engine, on one machine or on a cluster, runs through its
-source's ``map_column`` (one result a batch) or ``sort_ranges`` (one result a sorted
-range). :class:`CountedSource` wraps the engine's source: each batch's or range's function
-also returns how many rows it had, and the driver adds up, as the results arrive, the
-tasks, the largest task's rows and the bytes of the results. The output passes that read
-a permutation's bucket stream add what they scanned and what they wrote
-(:meth:`Work.output_pass`). docs/scale.md reads these counters against its cost model.
+source's ``map_column`` (one result a batch), ``sort_ranges`` (one result a sorted range)
+or ``add_column`` (a result a partial total added on the workers). :class:`CountedSource`
+wraps the engine's source: each batch's or range's function also returns how many rows
+it had, and the driver adds up, as the results arrive, the tasks, the largest task's rows
+and the bytes of the results. The output passes that read a permutation's bucket stream
+add what they scanned and what they wrote (:meth:`Work.output_pass`). docs/scale.md reads
+these counters against its cost model.
 
 The counters describe the run, not the data: a release's rows and reports are the same
 whatever they say, and like the timings they differ from engine to engine.
@@ -70,13 +71,18 @@ class Work:
     output_items: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def task(self, rows: int, result: Any) -> None:
-        """Count one task of ``rows`` rows whose ``result`` came to the driver."""
+    def task(self, rows: int, result: Any, largest: int | None = None) -> None:
+        """Count one result of ``rows`` rows that came to the driver.
+
+        ``largest``: the rows of the largest task behind it, where the workers added
+        several tasks' results into it (else ``rows``).
+        """
         size = result_bytes(result)
+        biggest = int(rows if largest is None else largest)
         with self._lock:
             self.tasks += 1
             self.task_rows += int(rows)
-            self.largest_task_rows = max(self.largest_task_rows, int(rows))
+            self.largest_task_rows = max(self.largest_task_rows, biggest)
             self.driver_bytes += size
 
     def output_pass(self, scanned: int, items: int) -> None:
@@ -146,10 +152,20 @@ class CountedSource(WrappedSource):
             yield result
 
     def __getattr__(self, attribute: str) -> Any:
-        """Return the source's attribute; its ``sort_ranges`` counts each range."""
+        """Return the source's attribute; ``sort_ranges`` and ``add_column`` count each result."""
         if attribute.startswith("__") or attribute in ("_dataset", "work"):
             raise AttributeError(attribute)
         found = getattr(self._dataset, attribute)
+        if attribute == "add_column":
+
+            def add_column(name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
+                results = []
+                for (rows, result), largest in found(name, batch_rows, _Sized(fn)):
+                    self.work.task(rows, result, largest)
+                    results.append((result, largest))
+                return results
+
+            return add_column
         if attribute != "sort_ranges":
             return found
 

@@ -26,7 +26,6 @@ from dpfast.engines.spark._rows import (
     partition_index,
     regroup,
 )
-from dpfast.exceptions import DPFastRuntimeError
 
 T = TypeVar("T")
 
@@ -210,13 +209,3 @@ def _cast_first(
 
 def _dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _dumps_error(exc: BaseException) -> bytes:
-    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
-    try:
-        payload = _dumps(exc)
-        pickle.loads(payload)
-    except Exception:
-        payload = _dumps(DPFastRuntimeError(f"{type(exc).__name__}: {exc}"))
-    return payload

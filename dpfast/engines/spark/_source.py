@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore import ExchangedParts, Ranges, source_under
+from dpfast.engines.outofcore import (
+    FAN,
+    ExchangedParts,
+    Partial,
+    Ranges,
+    combined,
+    dumps_error,
+    partials_of,
+    source_under,
+    totals,
+)
 from dpfast.engines.spark._exchange import EMITTED, assembled, emitted
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
@@ -45,7 +55,6 @@ from dpfast.engines.spark._sort import (
     _TAGGED,
     _cast_first,
     _dumps,
-    _dumps_error,
     _read_sorted,
     _sort,
     _split,
@@ -239,13 +248,7 @@ class SparkSource:
             A built-in exception that failed a task more times than Spark retries it, with
             its type and the last line of its message; any other failure as Spark raised it.
         """
-        if batch_rows < 1:
-            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
-        frame, numbering = self._input([name], batch_rows)
-        if self._file_schema is not None:
-            target = self._file_schema.field(name).type
-            fn = functools.partial(_cast_first, fn=fn, target=target)
-        apply = functools.partial(_apply, fn=fn, batch_rows=int(batch_rows), numbering=numbering)
+        frame, apply = self._batch_task(name, batch_rows, fn, _apply)
         rows = self._run(frame, apply, _RESULTS)
         failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
         if failed:
@@ -277,6 +280,24 @@ class SparkSource:
         with quietly():
             data = frame.mapInArrow(transform, out_schema)
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
+
+    def add_column(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> list[tuple[T, int]]:
+        """Return ``fn``'s results over the batches of column ``name``, added on the executors.
+
+        One job: each task adds its batches' results into one partial; where there are
+        more than :data:`~dpfast.engines.outofcore.FAN` tasks, a shuffle of the partials
+        into ``tasks / FAN`` tasks adds them again; only those come back, each with the
+        rows of its largest reading task (:func:`dpfast.engines.outofcore.totals`).
+        """
+        frame, apply = self._batch_task(name, batch_rows, fn, _partial)
+        with quietly():
+            planned = frame.mapInArrow(apply, _PARTIALS)
+            tasks = frame.rdd.getNumPartitions()
+            if tasks > FAN:
+                planned = planned.repartition(-(-tasks // FAN)).mapInArrow(_added, _PARTIALS)
+        return totals(self._reductions(planned))
 
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
         """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
@@ -364,7 +385,7 @@ class SparkSource:
 
     @staticmethod
     def _reductions(planned: DataFrame) -> list[Any]:
-        """Collect a sort job's pickled reductions, in range order, unwrapping errors."""
+        """Collect a job's pickled results (column ``payload``), in order, unwrapping errors."""
         try:
             table = planned.toArrow() if hasattr(planned, "toArrow") else None
             payloads = (
@@ -378,6 +399,23 @@ class SparkSource:
                 raise
             raise error from exc
         return [pickle.loads(payload) for payload in payloads]
+
+    def _batch_task(
+        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
+    ) -> tuple[DataFrame, Any]:
+        """Return the frame of column ``name``'s pass and ``task`` running ``fn`` on its batches.
+
+        ``fn`` gets the batches in the files' own type of the column where Spark reads them.
+        """
+        if batch_rows < 1:
+            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        frame, numbering = self._input([name], batch_rows)
+        if self._file_schema is not None:
+            target = self._file_schema.field(name).type
+            fn = functools.partial(_cast_first, fn=fn, target=target)
+        return frame, functools.partial(
+            task, fn=fn, batch_rows=int(batch_rows), numbering=numbering
+        )
 
     def _input(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
         """Return the frame a pass over columns ``names`` maps, and how it numbers rows."""
@@ -477,7 +515,33 @@ def _apply(
         for batch, first in regroup(numbering.pieces(batches, partition), batch_rows):
             yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
     except _SENT_BACK as exc:
-        yield _result(partition, first, True, _dumps_error(exc))
+        yield _result(partition, first, True, dumps_error(exc))
+
+
+#: The schema of ``add_column``'s partial totals.
+_PARTIALS = "payload binary"
+
+
+def _partial(
+    batches: Iterable[pa.RecordBatch],
+    fn: Callable[[pa.Array, int], Any],
+    batch_rows: int,
+    numbering: Numbering,
+) -> Iterator[pa.RecordBatch]:
+    """Yield one partition's batches' results of ``fn``, added up (on an executor)."""
+    pieces = regroup(numbering.pieces(batches, partition_index()), batch_rows)
+    partial = partials_of(((batch.column(0), first) for batch, first in pieces), fn)
+    yield pa.RecordBatch.from_arrays([pa.array([_dumps(partial)], pa.binary())], ["payload"])
+
+
+def _added(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield the partials this task received, added up (on an executor)."""
+    partials: list[Partial] = [
+        pickle.loads(payload) for batch in batches for payload in batch.column(0).to_pylist()
+    ]
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([_dumps(combined(partials))], pa.binary())], ["payload"]
+    )
 
 
 def _result(partition: int, first: int, failed: bool, payload: bytes) -> pa.RecordBatch:

@@ -1,0 +1,137 @@
+"""Totals of a batch function over a column, added where the batches are read.
+
+A pass whose results are added up (a histogram, counts) need not send one result a batch
+to the driver. A source that runs its batches elsewhere may offer ``add_column(name,
+batch_rows, fn)``: each task adds its batches' results into a :class:`Partial`,
+partials are added together on the workers, :data:`FAN` at a time, until at most
+:data:`FAN` remain, and those come back (:func:`totals`: each partial's total, with the
+rows of the largest task that read batches for it). :func:`column_total` adds them, or
+every batch's result of a source without ``add_column``.
+
+Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total
+does not depend on the order of the additions, the partitioning or retries. A batch that
+raises ``ValueError`` or ``TypeError`` ends its task's partial, and the failure of the
+first row among all partials is raised, as ``map_column`` raises it.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from dpfast.exceptions import DPFastRuntimeError
+
+__all__ = [
+    "FAN",
+    "SENT_BACK",
+    "Partial",
+    "add_up",
+    "column_total",
+    "combined",
+    "dumps_error",
+    "partials_of",
+    "totals",
+]
+
+T = TypeVar("T")
+
+#: Partials added together by one task, and the most that come back to the driver.
+FAN = 32
+
+#: The exceptions a batch function raises to say the data is bad (sent back as they are).
+SENT_BACK = (ValueError, TypeError)
+
+
+def add_up(a: Any, b: Any) -> Any:
+    """Add two results of a batch function: numbers, NumPy arrays, or tuples of them."""
+    if isinstance(a, tuple):
+        return tuple(add_up(x, y) for x, y in zip(a, b, strict=True))
+    return a + b
+
+
+@dataclass(frozen=True)
+class Partial:
+    """Some batches' results added up, or the failure of the first row among them.
+
+    ``error`` is the pickled exception of the failing batch that starts at row
+    ``failed_row`` (a task stops at its first); ``total`` is ``None`` where no batch was
+    added; ``largest`` is the rows of the largest task that read batches for it.
+    """
+
+    total: Any = None
+    failed_row: int = -1
+    error: bytes = b""
+    largest: int = 0
+
+    def __add__(self, other: Partial) -> Partial:
+        total = (
+            self.total
+            if other.total is None
+            else other.total
+            if self.total is None
+            else add_up(self.total, other.total)
+        )
+        largest = max(self.largest, other.largest)
+        failures = [p for p in (self, other) if p.error]
+        if not failures:
+            return Partial(total, largest=largest)
+        first = min(failures, key=lambda p: p.failed_row)
+        return Partial(total, first.failed_row, first.error, largest)
+
+
+def partials_of(
+    batches: Iterable[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
+) -> Partial:
+    """Add ``fn`` of one task's batches ``(batch, first_row)``; stop at the first failure."""
+    partial, rows = Partial(), 0
+    for array, first_row in batches:
+        rows += len(array)
+        try:
+            result = fn(array, first_row)
+        except SENT_BACK as exc:
+            return partial + Partial(None, first_row, dumps_error(exc), rows)
+        partial = partial + Partial(result)
+    return partial + Partial(largest=rows)
+
+
+def combined(partials: Sequence[Partial]) -> Partial:
+    """Add partials (a task of the workers' tree)."""
+    return functools.reduce(Partial.__add__, partials, Partial())
+
+
+def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
+    """Return each partial's total and largest task's rows, or raise the first row's failure."""
+    held = list(partials)
+    failures = [p for p in held if p.error]
+    if failures:
+        raise pickle.loads(min(failures, key=lambda p: p.failed_row).error)
+    return [(p.total, p.largest) for p in held if p.total is not None]
+
+
+def column_total(
+    source: Any, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T], start: T
+) -> T:
+    """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
+
+    Added on the workers where the source offers ``add_column``, else here as the
+    batches' results come.
+    """
+    adding = getattr(source, "add_column", None)
+    if adding is None:
+        return functools.reduce(add_up, source.map_column(name, batch_rows, fn), start)
+    return functools.reduce(add_up, (total for total, _ in adding(name, batch_rows, fn)), start)
+
+
+def dumps_error(exc: BaseException) -> bytes:
+    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
+    try:
+        payload = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(payload)
+    except Exception:
+        payload = pickle.dumps(DPFastRuntimeError(f"{type(exc).__name__}: {exc}"))
+    return payload
