@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 if __name__ == "__main__":
-    from dpfast.cli import main
+    from dpfast.cli import run
 
-    raise SystemExit(main())
+    run()

@@ -734,3 +734,32 @@ def test_cli_shows_reading_and_writing_on_a_pipe_when_slow(
     err = capsys.readouterr().err
     assert "dpfast: reading people.csv..." in err
     assert "dpfast: writing out.csv..." in err
+
+
+def test_the_program_ends_with_its_code_after_pythons_exit_handlers(tmp_path):
+    # run() ends the process without C++ static destructors (pyarrow's thread pools can
+    # abort there, apache/arrow#34314), but only after what Python runs at exit
+    script = f"""
+import atexit, sys, threading, time
+from pathlib import Path
+atexit.register(lambda: Path({str(tmp_path / "atexit")!r}).write_text("ran"))
+def late():
+    time.sleep(0.3)
+    Path({str(tmp_path / "thread")!r}).write_text("joined")
+threading.Thread(target=late).start()
+sys.argv = ["dpfast", "release", "laplace", "missing.parquet", "-o", "out", "--epsilon", "1"]
+from dpfast.cli import run
+run()
+print("never")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("dpfast: error:") and done.stdout == ""
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "joined"
+    shown = subprocess.run(
+        [sys.executable, "-m", "dpfast", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0 and shown.stdout.startswith("dpfast ")  # flushed into a pipe

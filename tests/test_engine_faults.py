@@ -674,8 +674,11 @@ def test_a_full_disk_under_the_drivers_files_on_spark_stops_cleanly(spark, monke
     try:
         where = scratch_directory(spark)
         _full_disk_at(monkeypatch, [_scratch("a")])
-        frame = _spark_frame(spark, _table())
-        with pytest.raises(OSError) as failed:  # the driver writes: "b" is kept
+        table = _table()
+        table["t"] = pd.Timestamp("2026-01-01") + pd.to_timedelta(np.arange(len(table)), "s")
+        frame = _spark_frame(spark, table)
+        # the driver writes: "t" is kept, a timestamp, which no lazy frame of dpfast holds
+        with pytest.raises(OSError) as failed:
             dpfast.laplace_dp(frame, unprotected="keep", **_laplace_args(["a"]))
         assert failed.value.errno == errno.ENOSPC
         assert list(where.iterdir()) == []  # no release file, no scratch directory

@@ -30,7 +30,7 @@ from dpfast.cli._parsing import Parser, UsageError, measuring_risk, releasing
 from dpfast.cli._progress import ProgressLine as ProgressLine
 from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 _MAIN_EXAMPLES = """\
 examples:
@@ -200,6 +200,33 @@ def _os_error_message(exc: OSError) -> str:
             "file system's; raise the limit, or write OUTPUT to another file system"
         )
     return f"{exc.strerror}{target}; check the path and its permissions"
+
+
+def run() -> None:
+    """Run the ``dpfast`` program: :func:`main`, then end the process with its exit code.
+
+    The process ends without C++ static destructors: pyarrow's thread pools may still be
+    winding down after a Parquet read, and their teardown then calls ``std::terminate``,
+    which would turn the exit code into SIGABRT (apache/arrow#34314, #39862). What Python
+    runs at exit runs first: the other threads are joined, then the ``atexit`` handlers
+    (scratch directories, a Spark session's JVM), and the standard streams are flushed.
+    """
+    code = main()
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+                pass
+        os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
