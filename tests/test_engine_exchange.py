@@ -282,3 +282,20 @@ def test_a_dask_shuffle_brings_no_row_to_the_driver(client):
         got[n] = private.to_dict()["work"]["driver_bytes"]
     assert got[200_000] <= 1.5 * got[20_000]
     assert got[200_000] < 1000  # a count a batch, not 24 bytes a row
+
+
+def test_a_piece_carries_only_its_own_rows():
+    # a slice of an Arrow array pickles its whole buffer: a piece copies its rows out
+    n = 100_000
+    table = _input(n)
+    names = ("x", "s", "i")
+    types = tuple(table.schema.field(name).type for name in names)
+    parts = ExchangedParts(n, part_bounds(n, 10_000), names, types, kept=names)
+    batch = table.slice(0, n).to_batches()[0]
+    emitted = parts.emit(batch.slice(35_000, 30_000), 35_000)
+    assert [part for part, _ in emitted] == [3, 4, 5, 6]
+    whole = len(pickle.dumps(batch))
+    for part, payload in emitted:
+        lo, hi = parts.span(part)
+        rows = min(hi, 65_000) - max(lo, 35_000)
+        assert len(payload) < whole * rows / n * 1.5 + 10_000  # its rows' share, not the batch

@@ -166,7 +166,8 @@ class ExchangedParts:
         for part in range(int(np.searchsorted(self.bounds, first_row, side="right")) - 1, top + 1):
             lo, hi = self.span(part)
             a, b = max(lo, first_row) - first_row, min(hi, last) - first_row
-            out[part] = [array.slice(a, b - a) for array in arrays]
+            # copied out of the batch: a pickled slice would carry the whole buffer
+            out[part] = [pa.concat_arrays([array.slice(a, b - a)]) for array in arrays]
         return out
 
     def _by_bucket(

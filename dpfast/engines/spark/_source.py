@@ -297,7 +297,7 @@ class SparkSource:
             tasks = frame.rdd.getNumPartitions()
             if tasks > FAN:
                 planned = planned.repartition(-(-tasks // FAN)).mapInArrow(_added, _PARTIALS)
-        return totals(self._reductions(planned))
+        return totals(pickle.loads(payload) for payload in self._payloads(planned))
 
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
         """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
@@ -383,9 +383,14 @@ class SparkSource:
             planned = shuffled.mapInArrow(sort, _SORTED)
         return self._reductions(planned)
 
+    @classmethod
+    def _reductions(cls, planned: DataFrame) -> list[Any]:
+        """Collect a sort job's pickled reductions, in range order, unwrapping errors."""
+        return [pickle.loads(payload) for payload in cls._payloads(planned)]
+
     @staticmethod
-    def _reductions(planned: DataFrame) -> list[Any]:
-        """Collect a job's pickled results (column ``payload``), in order, unwrapping errors."""
+    def _payloads(planned: DataFrame) -> list[bytes]:
+        """Collect a job's column ``payload``, in order, unwrapping errors."""
         try:
             table = planned.toArrow() if hasattr(planned, "toArrow") else None
             payloads = (
@@ -398,7 +403,7 @@ class SparkSource:
             if error is exc:
                 raise
             raise error from exc
-        return [pickle.loads(payload) for payload in payloads]
+        return list(payloads)
 
     def _batch_task(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
