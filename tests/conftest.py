@@ -9,6 +9,28 @@ import pytest
 collect_ignore = ["reference"]
 
 
+@pytest.fixture(scope="module")
+def client(request):
+    """A Dask client of two worker processes of one thread: a cluster per test module.
+
+    The workers cannot import a test module (pytest imports it by path): the module's
+    functions are sent by value. A module whose workers must receive no test code defines
+    its own ``client``.
+    """
+    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
+    import cloudpickle
+    from distributed import Client
+
+    from dpfast.engines.dask import local_cluster
+
+    cloudpickle.register_pickle_by_value(request.module)
+    try:
+        with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as running:
+            yield running
+    finally:
+        cloudpickle.unregister_pickle_by_value(request.module)
+
+
 def _java_major() -> int | None:
     """The major version of the java that Spark would run (JAVA_HOME's, else PATH's)."""
     import os

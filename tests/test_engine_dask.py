@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,6 @@ from tests.engine_runs import on_engine
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 
-import cloudpickle
 import dask.dataframe as dd
 
 from dpfast.engines.dask import DaskEngine, DaskSource
@@ -28,25 +26,6 @@ from dpfast.engines.dask import DaskEngine, DaskSource
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 EPSILON, SEED = 8.0, 11
 COLUMNS = ["a", "b"]
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A client of two worker processes of one thread, shared by the module's tests.
-
-    Numba's cache is the default one (``NUMBA_CACHE_DIR``, else in the temporary
-    directory), kept between runs: the workers compile dpfast's kernels once.
-    """
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    # the workers cannot import this module (pytest imports it by path): send its functions
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def _table(n: int = 3001) -> pd.DataFrame:

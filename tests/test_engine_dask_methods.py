@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from dpfast.exceptions import UnprovenReleaseWarning
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 
-import cloudpickle
 import dask
 import dask.dataframe as dd
 
@@ -35,21 +33,6 @@ from dpfast.engines.dask._methods import MEMORY_KEY, SCRATCH_KEY, scratch_direct
 N = 2500
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
 NUMERIC = {"bounds": BOUNDS, "columns": ["a", "b"], "seed": 3}
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A client of two worker processes of one thread, shared by the module's tests."""
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    # the workers cannot import this module (pytest imports it by path): send its functions
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def _table(n: int = N) -> pd.DataFrame:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pickle
 import random
-import sys
 import warnings
 from itertools import pairwise
 
@@ -224,22 +223,6 @@ def _check(engine: str, data, expected, name: str, tmp_path, to_pandas) -> None:
         assert work["output_items"] == N * (2 + groups)  # note and f, and a and b
     else:  # in the rows' order: 5 parts of at most 45,000 rows, no permutation
         assert files == 5 and work["output_passes"] == 0
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A client of two worker processes of one thread."""
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")  # the table, from pandas

@@ -690,22 +690,6 @@ def test_a_full_disk_under_the_drivers_files_on_spark_stops_cleanly(spark, monke
 # Dask: a full disk on a worker, an interrupt
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A client of two worker processes of one thread, shared by the module's tests."""
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    # the workers cannot import this module (pytest imports it by path): send its functions
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as running:
-        yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def _disk_full_on_worker(full: bool) -> None:
     """On a worker: make Arrow's ``ParquetWriter.write_table`` raise ENOSPC, or not."""
     writer: Any = pq.ParquetWriter

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import pickle
-import sys
 
 import numpy as np
 import pandas as pd
@@ -374,22 +373,6 @@ def test_spark_hash_and_partition_tags_agree_with_spark(spark):
         placed = tagged.repartition(parts, "range").select("range", F.spark_partition_id())
         where = dict(placed.toArrow().to_pandas().itertuples(index=False, name=None))
         assert [where[int(t)] for t in tags] == list(range(parts))
-
-
-@pytest.fixture(scope="module")
-def client():
-    """Two worker processes of one thread (this module's own cluster)."""
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.mark.parametrize("memory_limit", [1 << 15, 1 << 30])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import pickle
 import random
-import sys
 
 import numpy as np
 import pandas as pd
@@ -122,21 +121,6 @@ def _values(n: int) -> pd.DataFrame:
     x = np.arange(n, dtype=np.int64) * 7919 % 100_003 + 20  # none of 13 and 17 ...
     x[[31_337, 12_345]] = [13, 17]  # ... but two
     return pd.DataFrame({"x": x})
-
-
-@pytest.fixture(scope="module")
-def client():
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        with Client(cluster) as running:
-            yield running
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def _check_cluster_totals(source, values: np.ndarray, partials: int) -> None:

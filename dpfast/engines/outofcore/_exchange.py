@@ -31,7 +31,13 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast.engines.outofcore._lazy import GroupsColumn, RowsBatch, RowsColumn, bucket_span
+from dpfast.engines.outofcore._lazy import (
+    GroupsColumn,
+    RowsBatch,
+    RowsColumn,
+    bucket_span,
+    bucket_starts,
+)
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 
@@ -54,9 +60,7 @@ class Shuffled:
 
     @classmethod
     def of(cls, names: tuple[str, ...], key: np.ndarray, n: int) -> Shuffled:
-        sizes = noise.permutation_bucket_sizes(key, n)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return cls(names, key, starts)
+        return cls(names, key, bucket_starts(key, n))
 
 
 def part_bounds(n: int, part_rows: int, starts: np.ndarray | None = None) -> np.ndarray:

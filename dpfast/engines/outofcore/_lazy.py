@@ -39,6 +39,7 @@ __all__ = [
     "RowsColumn",
     "RowsCounts",
     "bucket_span",
+    "bucket_starts",
     "generated_parts",
     "output_part_rows",
 ]
@@ -71,6 +72,12 @@ def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) ->
     if parts > tasks and parts % tasks:
         rows = max(PART_ROWS, -(-n // (parts + tasks - parts % tasks)))
     return rows
+
+
+def bucket_starts(key: np.ndarray, n: int) -> np.ndarray:
+    """Return the first output row of every bucket of ``permutation(key, n)``, and ``n``."""
+    sizes = noise.permutation_bucket_sizes(key, n)
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
 def bucket_span(starts: np.ndarray, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -112,8 +119,7 @@ class GroupsColumn:
 
         ``original`` is the column's input type.
         """
-        sizes = noise.permutation_bucket_sizes(key, n)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        starts = bucket_starts(key, n)
         name = str(column.name)
         if isinstance(column, NumericColumn):
             kind = "int" if column.integer else "float"
