@@ -18,6 +18,15 @@ private report (``work``), at partition counts this machine cannot have as execu
     4 GiB.
     Writes each run's wall seconds and ``work`` counters to ``--json``.
 
+``parts``
+    The output of one rank-group column of ``--rows`` ranks, placed two ways in one
+    process, alternated ``--repeats`` times (medians): through the exchange's parts
+    (:class:`~dpfast.engines.outofcore._ranked.RankedColumn`: ``--tasks`` tasks of sorted
+    ranks emit, with pickling, and each part assembles), and as the cluster engine places
+    it today (the groups' sums and values in one process, then each part placing its
+    buckets' items from every group's value, :func:`dpfast.noise.permutation_part_groups`),
+    once per part count in ``--parts``. Both give the same values; it is checked.
+
 Example::
 
     python benchmarks/scale.py simulate --rows 10_000_000 --columns 2 \\
@@ -27,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import platform
@@ -44,6 +54,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import dpfast
+from dpfast._kernels import ranking
 from dpfast.engines import EngineChoice, register
 from dpfast.engines.outofcore import (
     EXCHANGE_ATTRIBUTE,
@@ -116,17 +127,27 @@ class SimulatedSource(ArrowSource):
         reduce: Callable[[int, np.ndarray], Any],
     ) -> list[Any]:
         """Split every batch's keys by range, then sort and reduce each range (one task each)."""
+        sorted_keys = self.sorted_by_range(name, batch_rows, keys, ranges, key_bits)
+        return [reduce(index, run) for index, run in sorted_keys]
+
+    def sorted_by_range(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Ranges,
+        key_bits: int,
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield each range's sorted keys: every batch's keys split by range, a sort each."""
         pieces: list[list[np.ndarray]] = [[] for _ in range(len(ranges))]
         for batch, first in self._batches(name, batch_rows):
             for i, piece in enumerate(keys_by_range(keys(batch, first), ranges)):
                 if piece.shape[0]:
                     pieces[i].append(piece.copy())
-        results = []
         for i in range(len(ranges)):
             held = np.concatenate(pieces[i]) if pieces[i] else np.empty(0, dtype=np.uint64)
             pieces[i] = []
-            results.extend(reduce(index, run) for index, run in sorted_runs(held, key_bits, ranges))
-        return results
+            yield from sorted_runs(held, key_bits, ranges)
 
 
 @dataclass
@@ -144,34 +165,52 @@ class _Exchanged:
     source: SimulatedSource
     batch_rows: int
 
-    def tables(self) -> Iterator[pa.Table]:
-        """Each input task emits its batches' pieces; then each output task assembles its part."""
+    def tables(self) -> Iterator[tuple[pa.Table, list[int]]]:
+        """The tasks emit their pieces; then each output task assembles its part.
+
+        The input's tasks emit their batches' pieces; each ranked column's sort tasks,
+        their ranks' (and each run of ties, its own).
+        """
         parts, source = self.parts, self.source
         inbox: list[list[bytes]] = [[] for _ in range(parts.count)]
         table, firsts = source.table.select(parts.inputs), source.firsts
-        for p in range(source.partitions):
+        for p in range(source.partitions if parts.inputs else 0):
             for first in range(firsts[p], firsts[p + 1], self.batch_rows):
                 rows = min(self.batch_rows, firsts[p + 1] - first)
                 batch = table.slice(first, rows).combine_chunks().to_batches()[0]
                 for part, payload in parts.emit(batch, first):
                     inbox[part].append(payload)
+        for column, ranked in enumerate(parts.ranked):
+            plan = ranked.plan
+            sent = [
+                parts.emit_sorted(column, index, ordered)
+                for index, ordered in source.sorted_by_range(
+                    ranked.name, self.batch_rows, ranked.keys, plan.ranges, plan.key_bits
+                )
+            ]
+            sent.extend(parts.emit_ties(column, i) for i in range(len(plan.runs)))
+            for by_part in sent:
+                for part, held in enumerate(by_part):
+                    inbox[part].extend(held)
         for part in range(parts.count):
             pieces, inbox[part] = inbox[part], []
-            yield parts.assemble(part, pieces)
+            yield parts.assemble_counted(part, pieces)
 
 
 class SimulatedEngine(ClusterEngine):
     """The cluster engine over :class:`SimulatedSource`: its task functions, in this process.
 
-    Each sort task may hold ``n / partitions`` values (:meth:`sort_limits`); the releases
-    into ``output`` of lazy frames of generated parts (``ir_dp`` of numeric columns) and
-    of the exchange (``laplace_dp`` with ``unprotected="shuffle"``) are simulated.
+    Each sort task may hold ``n / partitions`` values (:meth:`sort_limits`), so no
+    column fits one and ``ir_dp``'s ranks are sent by the sort's tasks; the releases
+    into ``output`` of frames of generated parts and of the exchange (``ir_dp`` of
+    numeric columns, ``laplace_dp`` with ``unprotected="shuffle"``) are simulated.
     """
 
     name = "simulated"
     frame = "a simulated cluster"
     in_memory = "a table"
     source_type = SimulatedSource
+    ranks_exchanged = True
 
     @staticmethod
     def cluster_of(source: Any) -> SimulatedSource:
@@ -205,16 +244,22 @@ class SimulatedEngine(ClusterEngine):
         raise NotImplementedError("the simulated cluster releases ir_dp only")
 
     @classmethod
-    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
-        """Each output task computes its part and writes it as one Parquet file."""
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> Any:
+        """Each output task computes its part and writes it as one Parquet file.
+
+        Returns the counts of an exchange's parts, by part; else None.
+        """
         directory.mkdir(parents=True)
         if isinstance(frame, _Exchanged):
-            for part, table in enumerate(frame.tables()):
+            counts = {}
+            for part, (table, counted) in enumerate(frame.tables()):
                 pq.write_table(table, directory / f"part-{part:05d}.parquet")
-            return
+                counts[part] = counted
+            return counts
         parts: GeneratedParts = frame.parts
         for part in range(parts.count):
             pq.write_table(parts.table(part), directory / f"part-{part:05d}.parquet")
+        return None
 
 
 register("simulated", "__main__", "SimulatedEngine", lambda data: isinstance(data, SimulatedSource))
@@ -261,6 +306,60 @@ def simulate(
     return runs
 
 
+def place_parts(rows: int, k: int, tasks: int, part_counts: list[int], repeats: int) -> list[Any]:
+    """Time one column's output through the exchange's parts and as placed today."""
+    import pickle
+    import statistics
+
+    from dpfast import noise
+    from dpfast.engines.outofcore._lazy import bucket_span, bucket_starts
+    from dpfast.engines.outofcore._ranked import RankedColumn
+    from dpfast.methods.ir_dp import _NoisyCentroids
+    from dpfast.partitions.grid import Grid
+
+    d_int = 1 << 20
+    words = np.sort(np.random.default_rng(0).integers(0, d_int + 1, rows)).astype(np.uint64)
+    key = noise.NoiseSource.from_seed(0).key("order")
+    starts = bucket_starts(key, rows)
+    grid = Grid(0.0, float(d_int), 1.0, d_int, 0)  # noiseless means: the placement is timed
+    means = _NoisyCentroids("x", grid, k, 0, False, key, rows)
+    column = RankedColumn(rows, k, key, starts, means, 0.0, float(d_int))
+    cuts = np.linspace(0, rows, tasks + 1).astype(np.int64)
+    runs = []
+    for count in part_counts:
+        bounds = np.linspace(0, rows, count + 1).astype(np.int64)
+        exchange, today = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            by_part: list[list[Any]] = [[] for _ in range(count)]
+            for a, b in itertools.pairwise(cuts):
+                for part, piece in column.emit(bounds, int(a), words[a:b]):
+                    by_part[part].append(pickle.loads(pickle.dumps(piece, protocol=5)))
+            placed = [column.assemble(bounds, p, pieces)[0] for p, pieces in enumerate(by_part)]
+            exchange.append(time.perf_counter() - start)
+            del by_part
+            start = time.perf_counter()
+            sums = np.zeros(rows // k, dtype=np.int64)
+            ranking.add_group_sums(words, 0, 0, k, sums)
+            values = means(sums, 0)
+            sizes = np.diff(starts)
+            old = []
+            for p in range(count):
+                first, last = bucket_span(starts, bounds[p], bounds[p + 1])
+                out = noise.permutation_part_groups(key, rows, first, last, values, k, sizes)
+                old.append(out[bounds[p] - starts[first] : bounds[p + 1] - starts[first]])
+            today.append(time.perf_counter() - start)
+            if not np.array_equal(np.concatenate(placed), np.concatenate(old)):
+                raise AssertionError("the two placements differ")
+        runs.append({
+            "parts": count, "tasks": tasks,
+            "exchange_seconds": statistics.median(exchange),
+            "today_seconds": statistics.median(today),
+        })  # fmt: skip
+        print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -272,7 +371,24 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--k", type=int, default=10)
     sim.add_argument("--epsilon", type=float, default=1.0)
     sim.add_argument("--json", type=Path, required=True)
+    place = commands.add_parser("parts", help="one column's output: the exchange against today")
+    place.add_argument("--rows", type=lambda t: int(t.replace("_", "")), default=10_000_000)
+    place.add_argument("--k", type=int, default=10)
+    place.add_argument("--tasks", type=int, default=4)
+    place.add_argument("--parts", default="4,16,64")
+    place.add_argument("--repeats", type=int, default=3)
+    place.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "parts":
+        counts = [int(p) for p in args.parts.split(",")]
+        found = place_parts(args.rows, args.k, args.tasks, counts, args.repeats)
+        document = {
+            "rows": args.rows, "k": args.k, "machine": platform.platform(),
+            "dpfast": dpfast.__version__, "runs": found,
+        }  # fmt: skip
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        return 0
     counts = [int(p) for p in args.partitions.split(",")]
     runs = simulate(args.rows, args.columns, counts, args.k, args.epsilon, args.method)
     document = {

@@ -2,8 +2,8 @@
 
 ``on_engine("spark", dpfast.ir_dp, frame, part_rows=700, k=7, ...)`` runs the public
 function with ``engine=EngineChoice("spark", {"part_rows": 700})`` and returns ``(data,
-report, private)``: the options an engine takes (``batch_rows``, ``part_rows``) go to it,
-the rest to the function.
+report, private)``: the options an engine takes (``batch_rows``, ``part_rows``,
+``send_ranks``) go to it, the rest to the function.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from dpfast.engines import EngineChoice
 
 #: The options of the engines (EngineChoice), as opposed to the functions' arguments.
-ENGINE_OPTIONS = ("batch_rows", "part_rows")
+ENGINE_OPTIONS = ("batch_rows", "part_rows", "send_ranks")
 
 
 def on_engine(

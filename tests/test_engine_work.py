@@ -16,6 +16,7 @@ import pytest
 
 import dpfast
 from dpfast.accounting import report_schema
+from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource
 from dpfast.engines.outofcore._work import CountedSource, Work, result_bytes
 from tests.engine_runs import on_engine
@@ -113,20 +114,36 @@ def client():
         yield running
 
 
-def _assert_cluster_work(work: dict[str, int], n: int, parts: int) -> None:
-    """The counters of an ``ir_dp`` release of two columns written by ``parts`` tasks."""
-    columns = 2
-    # every rank group's sum comes to the driver: the O(n / k) bytes of docs/scale.md
-    assert work["driver_bytes"] >= columns * 8 * (n // K)
+def _assert_sent_ranks(work: dict[str, int], n: int, parts: int) -> None:
+    """The counters of an ``ir_dp`` release of two columns written in ``parts`` parts.
+
+    The sort's tasks send each rank to the parts holding its bucket; 6,001 ranks are one
+    bucket, which every part's bounds cut, so each part receives all of it. No sort's
+    result comes to the driver: only the histogram pass's partial totals, one a partition
+    (of three) for each of the two columns.
+    """
     assert work["output_passes"] == parts
-    assert work["output_items"] == columns * n
+    assert work["output_items"] == 2 * n
+    assert work["output_scanned"] == parts * 2 * n
+    assert work["tasks"] == 2 * 3
+
+
+def _assert_driver_groups(work: dict[str, int], n: int, parts: int) -> None:
+    """The counters of a release of two columns whose rank groups come to the driver."""
+    # every rank group's sum comes to the driver: the O(n / k) bytes of docs/scale.md
+    assert work["driver_bytes"] >= 2 * 8 * (n // K)
+    assert work["output_passes"] == parts
+    assert work["output_items"] == 2 * n
     # each part's task reads every column's whole bucket stream: parts x n a column
-    assert work["output_scanned"] == parts * columns * n
+    assert work["output_scanned"] == parts * 2 * n
 
 
-@pytest.mark.parametrize("memory_limit", [1 << 15, 1 << 30])
+@pytest.mark.parametrize(
+    ("memory_limit", "send_ranks"),
+    [(1 << 15, None), (1 << 30, True), (1 << 30, None), (1 << 15, False)],
+)
 def test_a_dask_release_counts_its_driver_bytes_and_its_output_scans(
-    client, tmp_path, memory_limit
+    client, tmp_path, memory_limit, send_ranks
 ):
     import dask.dataframe as dd
 
@@ -135,15 +152,50 @@ def test_a_dask_release_counts_its_driver_bytes_and_its_output_scans(
     _, _, private = on_engine("dask", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         output=tmp_path / "out", batch_rows=500, part_rows=part_rows, n_threads=1,
+        send_ranks=send_ranks,
     )  # fmt: skip
     work = private.to_dict()["work"]
-    _assert_cluster_work(work, n, -(-n // part_rows))
-    if memory_limit == 1 << 15:
-        # many ranges, each a task of at most 1,024 keys; the histogram passes' partial
-        # totals come back one a partition (2,001 rows at most), not one a batch of 500
+    parts = -(-n // part_rows)
+    # by cost (None): a column larger than a sort task's 1,024 keys sends its ranks; one
+    # that fits, on 7 parts, brings its groups to the driver
+    if send_ranks or (send_ranks is None and memory_limit == 1 << 15):
+        _assert_sent_ranks(work, n, parts)
+        # however many ranges the limit cuts: partial totals of at most 2,001 rows
+        assert work["largest_task_rows"] == 2001
+    elif memory_limit == 1 << 15:  # many ranges, each a task of at most 1,024 keys
+        _assert_driver_groups(work, n, parts)
         assert work["tasks"] > 2 * 6 and work["largest_task_rows"] == 2001
     else:  # one range a column: its task sorts the whole column
-        assert work["largest_task_rows"] == n
+        _assert_driver_groups(work, n, parts)
+        assert work["tasks"] == 2 and work["largest_task_rows"] == n
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_a_dask_release_brings_the_driver_no_rank_group(client, tmp_path):
+    """The driver's bytes at 10M rows are those at 1M rows; each rank is placed once."""
+    import dask.dataframe as dd
+
+    got = {}
+    for n in (1_000_000, 10_000_000):
+        rng = np.random.default_rng(n)
+        path = tmp_path / f"in-{n}"
+        path.mkdir()
+        for i in range(4):  # four partitions of uniform values and of integers
+            columns = {"a": rng.uniform(0, 100, n // 4), "b": rng.integers(0, 1000, n // 4)}
+            pq.write_table(pa.table(columns), path / f"part-{i}.parquet")
+        release = dpfast.ir_dp(
+            dd.read_parquet(path), k=10, epsilon=1.0, bounds={"a": (0, 100), "b": (0, 1000)},
+            seed=SEED, output=tmp_path / f"out-{n}",
+            engine=EngineChoice("dask", {"send_ranks": True}),
+        )  # fmt: skip
+        work = release.private.to_dict()["work"]
+        got[n] = work["driver_bytes"]
+        assert work["output_items"] == 2 * n
+        # each rank placed once, but for a bucket (about 2**16 ranks) a part's bound cuts
+        cut = 2 * (work["output_passes"] - 1) * 1.2 * 2**16
+        assert 2 * n <= work["output_scanned"] <= 2 * n + cut
+    assert got[10_000_000] <= 1.5 * got[1_000_000]
+    assert got[10_000_000] < 2 * 8 * (10_000_000 // 10)  # below the groups' sums
 
 
 def test_a_spark_release_counts_its_driver_bytes_and_its_output_scans(spark, tmp_path):
@@ -152,12 +204,11 @@ def test_a_spark_release_counts_its_driver_bytes_and_its_output_scans(spark, tmp
     _, _, private = on_engine("spark", dpfast.ir_dp,
         frame.repartition(3), k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED,
         memory_limit=1 << 15, output=tmp_path / "out", batch_rows=500, part_rows=part_rows,
-        n_threads=1,
+        n_threads=1, send_ranks=True,
     )  # fmt: skip
     work = private.to_dict()["work"]
-    _assert_cluster_work(work, n, -(-n // part_rows))
-    # a histogram pass's partial totals: one a partition of 2,000 or 2,001 rows
-    assert 2000 <= work["largest_task_rows"] <= 2001
+    _assert_sent_ranks(work, n, -(-n // part_rows))
+    assert 2000 <= work["largest_task_rows"] <= 2001  # partitions of 2,000 or 2,001 rows
 
 
 def test_a_lazy_cluster_frame_counts_no_output_pass_before_it_is_computed(client):

@@ -40,6 +40,29 @@ def bucket_ids(key, bits, first, out):
 
 
 @jit
+def order_by_bucket(buckets, n_buckets):
+    """Return a stable order of items by bucket: a counting sort, O(items + buckets).
+
+    Returns ``order`` (``int64``), the items' places by bucket (places increasing within
+    a bucket), and ``counts`` (``int64[n_buckets]``), the items of each bucket.
+    """
+    counts = np.zeros(n_buckets, dtype=np.int64)
+    for i in range(buckets.shape[0]):
+        counts[buckets[i]] += 1
+    at = np.empty(n_buckets, dtype=np.int64)
+    total = 0
+    for b in range(n_buckets):
+        at[b] = total
+        total += counts[b]
+    order = np.empty(buckets.shape[0], dtype=np.int64)
+    for i in range(buckets.shape[0]):
+        b = buckets[i]
+        order[at[b]] = i
+        at[b] += 1
+    return order, counts
+
+
+@jit
 def add_float_group_sums(sorted_values, first_rank, k, sums):
     """Add the values of ranks ``first_rank ..``, one by one in rank order, to their groups.
 

@@ -290,8 +290,8 @@ def add_group_sums(sorted_words, shift, first_rank, k, sums):
 
 
 @jit
-def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_values):
-    """Every group's released value from its exact sum and its noise draw.
+def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_values, first_group=0):
+    """Return groups' released values from their exact sums and their noise draws.
 
     The mean rounded to the grid (half to even), plus the group's draw, clamped to
     ``[0, d_int]``, mapped to ``lower + gamma * value`` (rounded to an integer for integer
@@ -299,25 +299,31 @@ def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_valu
 
     Parameters
     ----------
-    sums : int64[n_groups]
-        From :func:`add_group_sums` over all ``n`` ranks.
+    sums : int64[m]
+        The sums of groups ``first_group .. first_group + m - 1`` (of the ``n // k``
+        groups of the column, the last holding the remainder), from
+        :func:`add_group_sums` over their ranks.
     n, k : int
-    noise : int64[n_groups]
+    noise : int64[m]
         One discrete Laplace draw per group, in grid steps (zeros for no noise).
     d_int : int
     lower, upper, gamma : float
     round_values : bool
+    first_group : int
+        The first group's number: a task holding some of the groups computes theirs.
 
     Returns
     -------
-    float64[n_groups]
+    float64[m]
     """
-    n_groups = sums.shape[0]
-    out = np.empty(n_groups, dtype=np.float64)
-    for g in range(n_groups):
-        size = n - g * k if g == n_groups - 1 else k
-        out[g] = grid_value(
-            noisy_mean(sums[g], size, noise[g], d_int), lower, upper, gamma, round_values
+    last = n // k - 1
+    m = sums.shape[0]
+    out = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        g = first_group + i
+        size = n - g * k if g == last else k
+        out[i] = grid_value(
+            noisy_mean(sums[i], size, noise[i], d_int), lower, upper, gamma, round_values
         )
     return out
 

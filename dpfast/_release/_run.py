@@ -6,7 +6,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +20,7 @@ from dpfast._release.options import BudgetLike, Progress, Reservation, release_o
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import open_engine
 from dpfast.engines.base import Engine
-from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.engines.values import CategoricalColumn, Count, NumericColumn, PublishHook
 from dpfast.exceptions import NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
@@ -91,6 +91,7 @@ class Run(Reporting):
         self.policy: UnprotectedPolicy | None = None
         self.clamped: dict[str, int] = {}
         self.on_bound: dict[str, int] = {}
+        self._later: dict[str, Callable[[], int]] = {}
         self.alerts: list[str] = []
         self.timings_extra: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -144,13 +145,20 @@ class Run(Reporting):
             )
 
     def keep(
-        self, name: Hashable, *, clamped: int | None = None, on_bound: int | None = None
+        self, name: Hashable, *, clamped: int | None = None, on_bound: Count | None = None
     ) -> None:
-        """Record a released protected column: its clamped inputs and its outputs on a bound."""
+        """Record a released protected column: its clamped inputs and its outputs on a bound.
+
+        ``on_bound`` may be a function, called once the release is written
+        (:meth:`Engine.write_rank_groups`); the private report holds its count from then.
+        """
         self._released.append(name)
         if clamped is not None:
             self.clamped[str(name)] = int(clamped)
-        if on_bound is not None:
+        if callable(on_bound):
+            self._later[str(name)] = on_bound
+            self.on_bound[str(name)] = 0
+        elif on_bound is not None:
             self.on_bound[str(name)] = int(on_bound)
 
     def released_names(self) -> list[Hashable]:
@@ -250,6 +258,10 @@ class Run(Reporting):
         with self.phase("write"):
             data = self.engine.publish(report, reindex=reindex, before=before)
         private.timings["write"] = self.timer.timings["write"]
+        for name, count in self._later.items():  # counted where the output was made
+            self.on_bound[name] = int(count())
+            if name in private.clamped_output:
+                private.clamped_output[name] = self.on_bound[name]
         work = self.engine.work()
         if work is not None:
             private.extra["work"] = work

@@ -35,12 +35,14 @@ from dpfast.engines.values import (
     Clusters,
     ClusterTotals,
     CodeCells,
+    Count,
     GroupValues,
     NumericColumn,
     Opening,
     OrderStatistics,
     Progress,
     PublishHook,
+    RangeValues,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
@@ -51,6 +53,7 @@ __all__ = [
     "ClusterTotals",
     "Clusters",
     "CodeCells",
+    "Count",
     "Engine",
     "EngineChoice",
     "GroupValues",
@@ -59,6 +62,7 @@ __all__ = [
     "OrderStatistics",
     "Progress",
     "PublishHook",
+    "RangeValues",
     "engine_name",
     "engines",
     "open_engine",

@@ -66,6 +66,7 @@ from dpfast.engines.values import (
     CodeCells,
     CodedNumeric,
     Contingency,
+    Count,
     GroupValues,
     Lookup,
     NumericColumn,
@@ -73,7 +74,9 @@ from dpfast.engines.values import (
     OrderStatistics,
     ProtectedColumn,
     PublishHook,
+    RangeValues,
     column_threads,
+    groups_on_bound,
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
@@ -217,6 +220,28 @@ class Engine(ABC):
         rank groups' released values (float64, or taxonomy codes of a categorical
         column; the last group holds the remainder).
         """
+
+    def write_rank_groups(
+        self,
+        column: NumericColumn,
+        grid: Grid,
+        k: int,
+        values: RangeValues,
+        key: np.ndarray,
+        domain: tuple[float, float],
+    ) -> tuple[int, Count]:
+        """Release a numeric column in rank groups; return its clamped and on-bound counts.
+
+        The release of :meth:`group_sums`, then ``values(sums, 0)`` for every group, then
+        :meth:`write_groups` with ``key``. Returns the clamped count and the rows whose
+        value is on a bound of ``domain`` (the private report's ``clamped_output``). An
+        engine whose tasks compute the groups' values where the output is made may return
+        that count as a function, called once the release is written.
+        """
+        sums, clamped = self.group_sums(column, grid, k)
+        group_values = values(sums, 0)
+        self.write_groups(column, group_values, k, key)
+        return clamped, groups_on_bound(group_values, self.n_rows, k, *domain)
 
     @abstractmethod
     def write_linked(

@@ -33,6 +33,7 @@ __all__ = [
     "CodeCells",
     "CodedNumeric",
     "Contingency",
+    "Count",
     "GroupValues",
     "Lookup",
     "NumericColumn",
@@ -41,9 +42,11 @@ __all__ = [
     "Progress",
     "ProtectedColumn",
     "PublishHook",
+    "RangeValues",
     "check_in_domain",
     "code_dtype",
     "column_threads",
+    "groups_on_bound",
     "holding_dtype",
     "inverse_permutation",
     "own_dtype",
@@ -283,6 +286,26 @@ class Cells(Protocol):
 
 #: ``values(sums)``: every rank group's released value from the groups' exact sums.
 GroupValues = Callable[[np.ndarray], np.ndarray]
+
+#: ``values(sums, first_group)``: the released values of groups ``first_group ..`` from
+#: their exact sums, alone (each group's noise is keyed by the group): a task holding some
+#: of a column's groups computes theirs (:meth:`Engine.write_rank_groups`).
+RangeValues = Callable[[np.ndarray, int], np.ndarray]
+
+#: A count known now, or once the release is written (called then, once).
+Count = int | Callable[[], int]
+
+
+def groups_on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
+    """Count the rows whose rank group's value is on a bound (``clamped_output``).
+
+    Every row holds its rank group's value, so the count is the sizes of the groups whose
+    value is on a bound: ``k`` rows each, the remainder in the last group.
+    """
+    on = (values <= lower) | (values >= upper)
+    sizes = np.full(values.shape[0], k, dtype=np.int64)
+    sizes[-1] = n - k * (values.shape[0] - 1)
+    return int(sizes[on].sum())
 
 
 #: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.

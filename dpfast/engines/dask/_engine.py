@@ -10,6 +10,7 @@ read back by the workers in row order (:class:`~dpfast.engines.outofcore.Cluster
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow as pa
 
 from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
 from dpfast.engines.dask._methods import memory_limit as configured_memory
-from dpfast.engines.dask._source import DaskSource, arrow_column, dask_of
+from dpfast.engines.dask._source import DaskSource, _sort, _split, arrow_column, dask_of
 from dpfast.engines.dask._write import EXCHANGE_TABLES, write_dataset
 from dpfast.engines.outofcore import (
     EXCHANGE_ATTRIBUTE,
@@ -47,6 +48,7 @@ class DaskEngine(ClusterEngine):
 
     source_type = DaskSource
     cluster_of = staticmethod(dask_of)
+    ranks_exchanged = True
 
     @classmethod
     def settings(cls, source: Any) -> tuple[int, Path]:
@@ -77,8 +79,8 @@ class DaskEngine(ClusterEngine):
             return dd.from_pandas(table.to_pandas(), npartitions=1, sort=False)
 
     @classmethod
-    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
-        write_dataset(frame, directory, target, progress)
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> Any:
+        return write_dataset(frame, directory, target, progress)
 
 
 def _dtype(column: GroupsColumn | RowsColumn) -> Any:
@@ -192,13 +194,18 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
     names = parts.inputs
     kinds = [source.schema.field(name).type for name in names]
     state = delayed(parts, name=f"dpfast-exchange-{uuid.uuid4().hex}", traverse=False)
-    emit = delayed(_emit_part, pure=False)
-    emitted = [
-        emit(state, part, first, rows, names, kinds, batch_rows)
-        for part, first, rows in source.parts(names)
-    ]
-    assemble = delayed(_assemble_part, pure=False)
-    tables = [assemble(state, p, [e[p] for e in emitted]) for p in range(parts.count)]
+    emitted = []
+    if names:
+        emit = delayed(_emit_part, pure=False)
+        emitted = [
+            emit(state, part, first, rows, names, kinds, batch_rows)
+            for part, first, rows in source.parts(names)
+        ]
+    for column in range(len(parts.ranked)):
+        emitted.extend(_ranked_emits(source, parts, state, column, batch_rows))
+    assemble = delayed(_assemble_part, pure=False, nout=2)
+    assembled = [assemble(state, p, [e[p] for e in emitted]) for p in range(parts.count)]
+    tables = [table for table, _ in assembled]
     convert = delayed(_exchanged_pandas, pure=False)
     groups = {c.name: c for c in parts.groups}
     empty = pa.schema(list(zip(parts.names, parts.types, strict=True))).empty_table().to_pandas()
@@ -215,8 +222,50 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
             verify_meta=False,
         )
     setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry them
-    setattr(frame, EXCHANGE_TABLES, tables)
+    setattr(frame, EXCHANGE_TABLES, assembled)
     return frame
+
+
+def _ranked_emits(
+    source: DaskSource, parts: ExchangedParts, state: Any, column: int, batch_rows: int
+) -> list[Any]:
+    """Return the tasks sending a ranked column's values: one per sorted range and run of ties.
+
+    A task per input partition splits its keys by range (:func:`_split`, as
+    :meth:`DaskSource.sort_ranges` does); a task per range sorts its keys and sends its
+    ranks (:meth:`ExchangedParts.emit_sorted`); a task per run of ties sends its ranks.
+    """
+    from dask.delayed import delayed
+
+    ranked = parts.ranked[column]
+    ranges, name = ranked.plan.ranges, ranked.name
+    out = []
+    if len(ranges):
+        kind = source.schema.field(name).type
+        split = delayed(_split, pure=False, nout=len(ranges))
+        pieces = [
+            split(part, first, rows, name, kind, ranked.keys, ranges, batch_rows)
+            for part, first, rows in source.parts([name])
+        ]
+        sort = delayed(_sort_emit, pure=False)
+        key_bits = ranked.plan.key_bits
+        for i in range(len(ranges)):
+            out.append(sort(state, column, [piece[i] for piece in pieces], i, key_bits))
+    ties = delayed(_emit_ties, pure=False)
+    out.extend(ties(state, column, i) for i in range(len(ranked.plan.runs)))
+    return out
+
+
+def _sort_emit(
+    parts: ExchangedParts, column: int, pieces: list[Any], index: int, key_bits: int
+) -> list[list[bytes]]:
+    """Sort range ``index`` of a ranked column and return its pieces by part, on a worker."""
+    return _sort(pieces, index, key_bits, functools.partial(parts.emit_sorted, column))
+
+
+def _emit_ties(parts: ExchangedParts, column: int, index: int) -> list[list[bytes]]:
+    """Return the pieces of a ranked column's run of ties ``index`` by part, on a worker."""
+    return parts.emit_ties(column, index)
 
 
 def _emit_part(
@@ -238,9 +287,11 @@ def _emit_part(
     return out
 
 
-def _assemble_part(parts: ExchangedParts, part: int, pieces: list[list[bytes]]) -> pa.Table:
-    """Return output part ``part`` from every input partition's pieces, on a worker."""
-    return parts.assemble(part, [payload for held in pieces for payload in held])
+def _assemble_part(
+    parts: ExchangedParts, part: int, pieces: list[list[bytes]]
+) -> tuple[pa.Table, list[int]]:
+    """Return output part ``part`` from every task's pieces, and its counts, on a worker."""
+    return parts.assemble_counted(part, [payload for held in pieces for payload in held])
 
 
 def _exchanged_pandas(parts: ExchangedParts, table: pa.Table, part: int) -> pd.DataFrame:

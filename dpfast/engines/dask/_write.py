@@ -24,13 +24,15 @@ EXCHANGE_TABLES = "_dpfast_exchange_tables"
 _POLL_SECONDS = 0.5
 
 
-def write_dataset(data: Any, written: Path, target: Path, progress: Progress | None) -> None:
+def write_dataset(data: Any, written: Path, target: Path, progress: Progress | None) -> Any:
     """Have the workers write a release frame as the dataset directory ``written``.
 
     ``part-000000.parquet``, ... one per partition, names sorting in row order; a lazy
     frame of rank groups is written by the tasks that compute its parts (the same rows,
     without a pandas frame between two tasks). A failed or interrupted write cancels its
-    tasks.
+    tasks. A frame made through the exchange returns each part's counts
+    (:meth:`~dpfast.engines.outofcore.ExchangedParts.assemble_counted`) by part; any
+    other, None.
     """
     from dask.delayed import delayed
 
@@ -40,10 +42,11 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
         return str((written / f"part-{i:06d}.parquet").absolute())
 
     parts = generated_parts(data)
-    tables = vars(data).get(EXCHANGE_TABLES) if hasattr(data, "__dict__") else None
-    if tables is not None:  # each part's table, as its task assembled it
-        write_table = delayed(_write_table, pure=False)
-        tasks = [write_table(table, path(i)) for i, table in enumerate(tables)]
+    assembled = vars(data).get(EXCHANGE_TABLES) if hasattr(data, "__dict__") else None
+    if assembled is not None:  # each part's table and counts, as its task assembled them
+        write_counted = delayed(_write_counted, pure=False)
+        tasks = [write_counted(t, counts, path(i)) for i, (t, counts) in enumerate(assembled)]
+        return dict(enumerate(_run(tasks, f"writing {target.name}", progress)))
     elif parts is not None:  # each task computes its part and writes it
         name = f"dpfast-parts-{uuid.uuid4().hex}"
         state = delayed(parts, name=name, traverse=False)
@@ -53,6 +56,13 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
         write = delayed(_write_part, pure=False)
         tasks = [write(part, path(i)) for i, part in enumerate(data.to_delayed())]
     _run(tasks, f"writing {target.name}", progress)
+    return None
+
+
+def _write_counted(table: pa.Table, counts: list[int], path: str) -> list[int]:
+    """Write an assembled part, on a worker; return its counts (they stay off the file)."""
+    _write_table(table, path)
+    return counts
 
 
 def _write_part(part: Any, path: str) -> int:
@@ -86,31 +96,33 @@ def _is_number(kind: pa.DataType) -> bool:
     return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
 
 
-def _run(tasks: list[Any], phase: str, progress: Progress | None) -> None:
+def _run(tasks: list[Any], phase: str, progress: Progress | None) -> list[Any]:
     """Compute ``tasks`` on the current distributed client, else on Dask's default scheduler.
 
     On a client, progress is shown and the tasks are cancelled if the block is left early.
+    Returns the tasks' results.
     """
     from dask.base import compute
 
     client = _client()
     if client is None:
-        compute(*tasks)
+        results = list(compute(*tasks))
         if progress is not None:
             progress(phase, 1, 1)
-        return
+        return results
     futures = client.compute(tasks)
     try:
         while not all(f.done() for f in futures):
             if progress is not None:
                 progress(phase, sum(f.done() for f in futures), len(futures))
             time.sleep(_POLL_SECONDS)
-        client.gather(futures)  # raises the first task's error
+        gathered = list(client.gather(futures))  # raises the first task's error
     except BaseException:
         client.cancel(futures)
         raise
     if progress is not None:
         progress(phase, len(futures), len(futures))
+    return gathered
 
 
 def _client() -> Any:

@@ -13,7 +13,10 @@ computed by the workers from small state whenever every released column allows i
 * columns copied unprotected, in the rows' order or in a keyed permutation, alone or
   beside either of the two above (:meth:`ClusterEngine.copy_columns`): a frame of
   :class:`ExchangedParts`, whose input tasks send every row to its output part and whose
-  output tasks put their parts in order (one exchange, no pass on the driver).
+  output tasks put their parts in order (one exchange, no pass on the driver);
+* with ``output``, numeric columns of rank groups whose sort's tasks send their ranks
+  (:meth:`ClusterEngine.write_rank_groups`, where the engine chooses it): in the same
+  frame, each range's task computing its groups' values and sending them to the parts.
 
 A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
 frame made here from it (with ``output``, this process writes it there too). Any other
@@ -26,6 +29,7 @@ published in one rename.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import uuid
@@ -52,25 +56,37 @@ from dpfast.engines.outofcore._lazy import (
     GroupsColumn,
     RowsColumn,
     RowsCounts,
+    bucket_starts,
     generated_parts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits
+from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits, plan_ranks, quantised_keys
+from dpfast.engines.outofcore._ranked import BYTES_PER_SENT_RANK, RankedColumn, RankedState
 from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import (
     Cells,
+    Count,
     NumericColumn,
     Opening,
     ProtectedColumn,
     PublishHook,
+    RangeValues,
 )
+from dpfast.exceptions import DPFastRuntimeError
 from dpfast.io import build_table
+from dpfast.partitions.grid import Grid
 
 __all__ = ["ClusterEngine", "worker_numba_cache"]
 
 C = TypeVar("C", bound="ClusterEngine")
+
+#: The output parts from which the sort's tasks send a column's ranks though the column
+#: fits one task (:meth:`ClusterEngine._sends_ranks`): placing an item costs each part
+#: about 3.2 ns, sending it once 62 ns in one process and 118 ns on Dask's workers
+#: (docs/scale.md), so sending is the cheaper from 20 to 37 parts.
+SEND_RANKS_PARTS = 32
 
 
 class ClusterEngine(OutOfCoreEngine):
@@ -89,6 +105,7 @@ class ClusterEngine(OutOfCoreEngine):
         memory_limit: int,
         batch_rows: int = BATCH_ROWS,
         part_rows: int | None = None,
+        send_ranks: bool | None = None,
         progress: Any = None,
     ) -> None:
         self.final = None if output is None else Path(output)
@@ -97,6 +114,7 @@ class ClusterEngine(OutOfCoreEngine):
             source, target, memory_limit=memory_limit, batch_rows=batch_rows, progress=progress
         )
         self.part_rows = part_rows
+        self.send_ranks = send_ranks
         # columns kept as state until the release is published: each group column's
         # (column, values, k, key), each row-wise column's cells
         self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, int, np.ndarray]] = {}
@@ -105,8 +123,16 @@ class ClusterEngine(OutOfCoreEngine):
         # each copy asked for (names, key), kept until the release is published
         self._copies: list[tuple[tuple[str, ...], np.ndarray | None]] = []
         self._table: pa.Table | None = None
+        # numeric columns of rank groups sorted and sent by the workers (with output=),
+        # and their rows on a bound once written
+        self._ranked: dict[str, RankedState] = {}
+        self._on_bound: dict[str, int] = {}
 
     writes_dataset = True
+
+    #: Whether :meth:`exchange_frame` sends rank groups from the sort's tasks
+    #: (:meth:`write_rank_groups`), and :meth:`write_dataset` returns their counts.
+    ranks_exchanged: ClassVar[bool] = False
 
     #: The input this engine releases, and how a user brings it into memory instead.
     frame: ClassVar[str]
@@ -120,8 +146,14 @@ class ClusterEngine(OutOfCoreEngine):
         *,
         batch_rows: int = BATCH_ROWS,
         part_rows: int | None = None,
+        send_ranks: bool | None = None,
     ) -> C:
-        """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting."""
+        """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting.
+
+        ``send_ranks`` chooses how ``ir_dp`` with ``output`` releases its numeric columns
+        (:meth:`write_rank_groups`): ``True``, the sort's tasks send them; ``False``, the
+        groups come to the driver; ``None``, by the cost of each.
+        """
         opening.refuse_comparisons(f"on {cls.frame}", cls.in_memory)
         if opening.output is not None:
             refuse_text_output(opening.output)
@@ -134,6 +166,7 @@ class ClusterEngine(OutOfCoreEngine):
             memory_limit=memory if opening.memory_limit is None else opening.memory_limit,
             batch_rows=batch_rows,
             part_rows=part_rows,
+            send_ranks=send_ranks,
             progress=opening.progress,
         )
 
@@ -199,12 +232,14 @@ class ClusterEngine(OutOfCoreEngine):
 
     @classmethod
     @abstractmethod
-    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> Any:
         """Have the workers write ``frame`` as the new dataset directory ``directory``.
 
         One Parquet file per part, names sorting in row order; ``progress`` follows the
         write's tasks, and errors name ``target``, where it will be published. A failed or
-        interrupted write stops its tasks.
+        interrupted write stops its tasks. Returns, for a frame of :class:`ExchangedParts`
+        with ranked columns (where :attr:`ranks_exchanged`), each part's rows on a bound
+        per ranked column (``{part: [count, ...]}``); else None.
         """
 
     @classmethod
@@ -216,7 +251,7 @@ class ClusterEngine(OutOfCoreEngine):
         *,
         progress: Any = None,
         before_publish: PublishHook | None = None,
-    ) -> None:
+    ) -> Any:
         """Write a release frame as a dataset directory named ``output``, atomically.
 
         The workers write it (:meth:`write_dataset`) into a hidden scratch directory
@@ -224,15 +259,16 @@ class ClusterEngine(OutOfCoreEngine):
         too, as the cluster's own writers make it); ``before_publish(report)`` runs once
         it is complete, then it is renamed into place. A failed or interrupted write
         leaves nothing at ``output``. On a cluster, ``output``'s directory must be one
-        the workers share with this process.
+        the workers share with this process. Returns what :meth:`write_dataset` returned.
         """
         target = Path(output)
         with scratch_beside(target) as scratch:
             written = scratch / "release"
-            cls.write_dataset(frame, written, target, progress)
+            counts = cls.write_dataset(frame, written, target, progress)
             if before_publish is not None:
                 before_publish(report)
             publish_at(written, target)
+        return counts
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -244,6 +280,75 @@ class ClusterEngine(OutOfCoreEngine):
         self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
     ) -> None:
         self._groups[str(column.name)] = (column, values, k, key)
+
+    def write_rank_groups(
+        self,
+        column: NumericColumn,
+        grid: Grid,
+        k: int,
+        values: RangeValues,
+        key: np.ndarray,
+        domain: tuple[float, float],
+    ) -> tuple[int, Count]:
+        """With ``output``, the workers sort the column, compute its groups and send them.
+
+        The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`)
+        and keeps that plan; the release's write job sorts each range on a worker, which
+        computes the values of its groups and sends each rank's value to its output part
+        (:class:`~dpfast.engines.outofcore._ranked.RankedColumn`). No group's sum or value
+        comes to the driver. The rows on a bound are counted by the parts, and known once
+        the release is written. Without ``output`` (a lazy frame, whose report is complete
+        when it is returned), or where the release could not be made through the
+        exchange, the groups come to the driver as on one machine.
+        """
+        if not self._sends_ranks(grid):
+            return super().write_rank_groups(column, grid, k, values, key, domain)
+        name = str(column.name)
+        passes = self._passes(column.name)
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            passes(done[0])
+
+        # each range's task sends its keys' values: its ranges are cut smaller than a sort's
+        limits = (self.sort_limits() or self.limits).sorting(BYTES_PER_SENT_RANK)
+        plan = plan_ranks(self.source, column, grid, limits, tick)
+        n = self.n_rows
+        placed = RankedColumn(n, k, key, bucket_starts(key, n), values, *domain)
+        self._ranked[name] = RankedState(name, placed, plan, quantised_keys(column, grid), column)
+        return plan.clamped, functools.partial(self._counted_on_bound, name)
+
+    def _sends_ranks(self, grid: Grid) -> bool:
+        """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).
+
+        Only with ``output``, on an engine that can, and where every input column's type
+        goes through the exchange. Then as :attr:`send_ranks` says, or by cost: the
+        groups come to the driver where the column fits one sort task (so the driver
+        holds at most ``24 / (32 k)`` of the memory limit) and the release has fewer than
+        :data:`SEND_RANKS_PARTS` parts (each part scans the column's whole bucket stream,
+        about 3 ns an item, where sending costs 60 to 120 ns an item once:
+        docs/scale.md, "Rank groups through the exchange").
+        """
+        schema = self.source.schema
+        if (
+            self.final is None
+            or not self.ranks_exchanged
+            or not all(self.exchangeable(field.type) for field in schema)
+        ):
+            return False
+        if self.send_ranks is not None:
+            return self.send_ranks
+        n = self.n_rows
+        fits = n <= (self.sort_limits() or self.limits).sorted_values
+        parts = -(-n // self._part_rows(1))
+        return not fits or grid.d_int.bit_length() >= 63 or parts >= SEND_RANKS_PARTS
+
+    def _counted_on_bound(self, name: str) -> int:
+        """Return a ranked column's rows on a bound, as its parts counted them."""
+        if name not in self._on_bound:
+            raise DPFastRuntimeError(f"column {name!r} was not written, so it was not counted")
+        return self._on_bound[name]
 
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
         self._tick(f"column {column.name}", 0, 1)
@@ -275,7 +380,10 @@ class ClusterEngine(OutOfCoreEngine):
         if self._table is not None:
             return self._publish_table(report, before)
         order = [str(n) for n in self.source.names]
-        exchanged = self._exchanged(order) if not self._written and self._copies else None
+        exchange = not self._written and bool(self._copies or self._ranked)
+        exchanged = self._exchanged(order) if exchange else None
+        if self._ranked and exchanged is None:
+            raise DPFastRuntimeError("columns sorted by the workers need the exchange")
         if exchanged is not None:
             frame = self.exchange_frame(exchanged)
         elif not self._written and not self._copies and self._groups and not self._rows:
@@ -292,7 +400,11 @@ class ClusterEngine(OutOfCoreEngine):
             if before is not None:
                 before(report)
             return frame
-        self.write_release(frame, self.final, report, progress=self.progress, before_publish=before)
+        written = self.write_release(
+            frame, self.final, report, progress=self.progress, before_publish=before
+        )
+        if self._ranked:
+            self._add_on_bound(written, exchanged)
         parts = generated_parts(frame) or exchanged_parts(frame)
         if parts is not None:  # the workers computed and wrote every part
             for part in range(parts.count):
@@ -300,6 +412,15 @@ class ClusterEngine(OutOfCoreEngine):
                 if written:  # a part placed in a permutation's order
                     self.counters.output_pass(scanned, written)
         return frame
+
+    def _add_on_bound(self, written: Any, parts: ExchangedParts | None) -> None:
+        """Add the ranked columns' rows on a bound over the parts' counts of the write."""
+        assert parts is not None
+        counts = dict(written or {})
+        if sorted(counts) != list(range(parts.count)):
+            raise DPFastRuntimeError("the write did not return every part's counts")
+        for i, state in enumerate(parts.ranked):
+            self._on_bound[state.name] = sum(int(counts[p][i]) for p in counts)
 
     def _exchanged(self, order: Sequence[str]) -> ExchangedParts | None:
         """Return the frame's parts through the exchange, or None if it cannot hold them.
@@ -321,6 +442,8 @@ class ClusterEngine(OutOfCoreEngine):
         types = {name: schema.field(name).type for name in copied}
         types.update((r.name, r.arrow_type) for r in self._rows.values())
         types.update((c.name, c.arrow_type) for c in groups)
+        ranked = tuple(self._ranked[n] for n in order if n in self._ranked)
+        types.update((r.name, pa.from_numpy_dtype(r.numeric.dtype)) for r in ranked)
         names = tuple(n for n in order if n in types)
         starts = shuffled.starts if shuffled is not None else None
         return ExchangedParts(
@@ -334,6 +457,7 @@ class ClusterEngine(OutOfCoreEngine):
             groups,
             held[0][2] if held else 1,
             tuple((name, schema.field(name).type) for name in copied),
+            ranked,
         )
 
     def _group_state(

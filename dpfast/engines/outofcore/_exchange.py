@@ -35,8 +35,16 @@ from dpfast.engines.outofcore._lazy import (
     GroupsColumn,
     RowsBatch,
     RowsColumn,
+    bucket_order,
+    bucket_run,
     bucket_span,
     bucket_starts,
+)
+from dpfast.engines.outofcore._ranked import (
+    CHANGED_PART,
+    RankedPiece,
+    RankedState,
+    part_places,
 )
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
@@ -108,6 +116,7 @@ class ExchangedParts:
     groups: tuple[GroupsColumn, ...] = ()
     k: int = 1
     input_types: tuple[tuple[str, pa.DataType], ...] = ()
+    ranked: tuple[RankedState, ...] = ()
 
     def __post_init__(self) -> None:
         b = self.bounds
@@ -182,25 +191,52 @@ class ExchangedParts:
             return {}
         shuffled = self.shuffled
         buckets = noise.permutation_buckets(shuffled.key, self.n, first_row, m)
-        order = np.argsort(buckets, kind="stable")
-        ordered = buckets[order]
+        order, at = bucket_order(buckets, shuffled.starts.shape[0] - 1)
         arrays = [columns[name] for name in shuffled.names]
         firsts, lasts = bucket_span(shuffled.starts, self.bounds[:-1], self.bounds[1:])
-        starts = np.searchsorted(ordered, firsts)
-        stops = np.searchsorted(ordered, lasts)
+        starts, stops = at[firsts], at[lasts]
         kind = np.int32 if shuffled.starts.shape[0] <= 2**31 else np.int64
         out = {}
         for part in np.flatnonzero(stops > starts).tolist():
             a, b = int(starts[part]), int(stops[part])
             rows = pa.array(order[a:b])
-            out[part] = (ordered[a:b].astype(kind), [x.take(rows) for x in arrays])
+            run = bucket_run(at, int(firsts[part]), int(lasts[part]), kind)
+            out[part] = (run, [x.take(rows) for x in arrays])
+        return out
+
+    # -- on the tasks of a ranked column's sort -------------------------------------------
+
+    def emit_sorted(self, column: int, index: int, ordered: np.ndarray) -> list[list[bytes]]:
+        """Return, by part, the pieces of sorted range ``index`` of ranked column ``column``."""
+        state = self.ranked[column]
+        return self._by_part(column, state.emit_sorted(self.bounds, index, ordered))
+
+    def emit_ties(self, column: int, index: int) -> list[list[bytes]]:
+        """Return, by part, the pieces of run of ties ``index`` of ranked column ``column``."""
+        return self._by_part(column, self.ranked[column].emit_ties(self.bounds, index))
+
+    def _by_part(self, column: int, sent: list[tuple[int, RankedPiece]]) -> list[list[bytes]]:
+        out: list[list[bytes]] = [[] for _ in range(self.count)]
+        for part, piece in sent:
+            out[part].append(pickle.dumps((column, piece), protocol=pickle.HIGHEST_PROTOCOL))
         return out
 
     # -- on the output's tasks --------------------------------------------------------------
 
     def assemble(self, part: int, payloads: list[bytes]) -> pa.Table:
-        """Return output part ``part`` from every piece the input's batches sent it."""
-        pieces = sorted((pickle.loads(p) for p in payloads), key=lambda piece: piece.first_row)
+        """Return output part ``part`` from every piece sent to it."""
+        return self.assemble_counted(part, payloads)[0]
+
+    def assemble_counted(self, part: int, payloads: list[bytes]) -> tuple[pa.Table, list[int]]:
+        """Return output part ``part``, and each ranked column's rows on a bound in it."""
+        loaded = [pickle.loads(p) for p in payloads]
+        ranked: list[list[RankedPiece]] = [[] for _ in self.ranked]
+        for item in loaded:
+            if isinstance(item, tuple):
+                ranked[item[0]].append(item[1])
+        pieces = sorted(
+            (p for p in loaded if isinstance(p, _Piece)), key=lambda piece: piece.first_row
+        )
         lo, hi = self.span(part)
         columns: dict[str, pa.Array] = {}
         if self.rows or self.kept:
@@ -209,31 +245,29 @@ class ExchangedParts:
             for i, name in enumerate(names):
                 columns[name] = _concat([arrays[i] for arrays in held], self._type(name))
             if sum(len(arrays[0]) for arrays in held) != hi - lo:
-                raise DPFastRuntimeError(_CHANGED.format(part=part))
+                raise DPFastRuntimeError(CHANGED_PART.format(part=part))
         if self.shuffled is not None:
             columns.update(self._permuted(part, pieces))
         if self.groups:
             WORKER_BUFFERS.clear()  # the sorts are over: their kept buffers go
             columns.update((c.name, c.rows(self.n, self.k, lo, hi)) for c in self.groups)
-        return pa.Table.from_arrays([columns[name] for name in self.names], names=list(self.names))
+        on_bound = []
+        for state, sent in zip(self.ranked, ranked, strict=True):
+            values, count = state.column.assemble(self.bounds, part, sent)
+            columns[state.name] = state.arrow(values)
+            on_bound.append(count)
+        table = pa.Table.from_arrays([columns[name] for name in self.names], names=list(self.names))
+        return table, on_bound
 
     def _permuted(self, part: int, pieces: list[_Piece]) -> dict[str, pa.Array]:
         """Return the permuted columns of part ``part``: its buckets' rows in permutation order."""
         shuffled = self.shuffled
         assert shuffled is not None
         lo, hi = self.span(part)
-        first, last = bucket_span(shuffled.starts, lo, hi)
         held = [p for p in pieces if p.buckets is not None]
-        empty = np.empty(0, dtype=np.int32)
-        buckets = np.concatenate([p.buckets for p in held]) if held else empty
-        try:
-            at = noise.permutation_order(
-                shuffled.key, self.n, first, last, buckets, np.diff(shuffled.starts)
-            )
-        except DPFastValueError as exc:
-            raise DPFastRuntimeError(_CHANGED.format(part=part)) from exc
-        offset = lo - int(shuffled.starts[first])
-        rows = pa.array(at[offset : offset + hi - lo])
+        buckets = [p.buckets for p in held if p.buckets is not None]
+        at = part_places(shuffled.key, self.n, shuffled.starts, (lo, hi, part), buckets)
+        rows = pa.array(at)
         out = {}
         for i, name in enumerate(shuffled.names):
             values = _concat([p.shuffled[i] for p in held if p.shuffled], self._type(name))
@@ -258,13 +292,11 @@ class ExchangedParts:
             written += (hi - lo) * len(self.shuffled.names)
         scanned += self.n * len(self.groups)
         written += (hi - lo) * len(self.groups)
+        for state in self.ranked:  # its buckets' items, each placed once
+            first, last = bucket_span(state.column.starts, lo, hi)
+            scanned += int(state.column.starts[last] - state.column.starts[first])
+            written += hi - lo
         return scanned, written
-
-
-_CHANGED = (
-    "part {part} of the release did not receive its rows: the input gave other rows than "
-    "when it was counted; make it deterministic (persist it) and release it again"
-)
 
 
 def _as(array: pa.Array | pa.ChunkedArray, kind: pa.DataType | None) -> pa.Array:

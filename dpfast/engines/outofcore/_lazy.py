@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
+from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast.engines.outofcore._passes import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
@@ -78,6 +79,23 @@ def bucket_starts(key: np.ndarray, n: int) -> np.ndarray:
     """Return the first output row of every bucket of ``permutation(key, n)``, and ``n``."""
     sizes = noise.permutation_bucket_sizes(key, n)
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def bucket_order(buckets: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return a stable order of items by bucket, and where each bucket starts in it.
+
+    One counting sort (:func:`dpfast._kernels.outofcore.order_by_bucket`): ``order``
+    lists the items' places by bucket, places increasing within one; bucket ``b``'s items
+    are ``order[at[b] : at[b + 1]]`` (``at``: ``n_buckets + 1`` offsets).
+    """
+    order, counts = outofcore_kernels.order_by_bucket(buckets, int(n_buckets))
+    return order, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def bucket_run(at: np.ndarray, first: int, last: int, kind: Any) -> np.ndarray:
+    """Return the buckets of the items of buckets ``[first, last)`` in :func:`bucket_order`."""
+    sizes = np.diff(at[first : last + 1])
+    return np.repeat(np.arange(first, last, dtype=kind), sizes)
 
 
 def bucket_span(starts: np.ndarray, lo: Any, hi: Any) -> tuple[Any, Any]:

@@ -39,11 +39,14 @@ __all__ = [
     "BATCH_ROWS",
     "Limits",
     "NonFiniteValue",
+    "RankPlan",
     "batch_dictionary",
     "category_codes",
     "category_ranks",
     "group_sums",
     "numeric_values",
+    "plan_ranks",
+    "quantised_keys",
     "rank_counts",
 ]
 
@@ -73,6 +76,10 @@ class Limits:
     @property
     def ordered_rows(self) -> int:
         return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
+
+    def sorting(self, bytes_per_value: int) -> Limits:
+        """Return the limits of sorts holding ``bytes_per_value`` bytes for each value."""
+        return Limits(self.memory * _BYTES_PER_SORTED_VALUE // bytes_per_value, self.batch_rows)
 
 
 class NonFiniteValue(DPFastValueError):
@@ -136,6 +143,11 @@ class _QuantisedKeys:
             )
         q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
         return cast(np.ndarray, q)
+
+
+def quantised_keys(column: NumericColumn, grid: Grid) -> Callable[[pa.Array, int], np.ndarray]:
+    """Return the function mapping a batch of a numeric column to its grid values."""
+    return _QuantisedKeys(column, grid)
 
 
 @dataclass(frozen=True)
@@ -229,6 +241,64 @@ def group_sums(
     return sums, clamped
 
 
+@dataclass(frozen=True)
+class RankPlan:
+    """How a cluster sorts a column: ranges of grid values, each with its first rank.
+
+    ``ranges`` (their ``counts`` from the histograms) are sorted by the workers, range
+    ``i`` holding ranks ``first_ranks[i] ..``; each of ``runs`` is ``(grid value, first
+    rank, count)``, a range of one grid value (a tie), which needs no sort. ``clamped`` is
+    the column's clamped count, from its first histogram.
+    """
+
+    ranges: Ranges
+    first_ranks: np.ndarray
+    runs: tuple[tuple[int, int, int], ...]
+    clamped: int
+    key_bits: int
+
+
+def plan_ranks(
+    dataset: Any, column: NumericColumn, grid: Grid, limits: Limits, tick: Callable[[], None]
+) -> RankPlan:
+    """Cut a column's grid values into ranges the workers sort, by histogram passes.
+
+    The first pass over the top bits of the grid values cuts the grid into ranges of
+    balanced counts (about ``n / (2 * tasks)`` values, and never more than the memory
+    limit's sorted values, narrowed by more histogram passes where a bucket holds more).
+    See docs/engines.md, "Ranks on a cluster".
+    """
+    n = dataset.n_rows
+    key_bits = max(1, grid.d_int.bit_length())
+    top = grid.d_int + 1
+    tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
+    balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
+    planned: list[tuple[int, int, int, int]] = []
+    runs: list[tuple[int, int, int]] = []
+
+    def histogram(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
+        tick()
+        return _histogram(dataset, column, grid, limits, lo, hi, shift)
+
+    def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
+        if count == 0:
+            return
+        if hi - lo == 1:
+            runs.append((lo, first_rank, count))
+        elif count <= limits.sorted_values:  # above the balanced size: one bucket alone
+            planned.append((lo, hi, first_rank, count))
+        else:
+            shift = refined_shift(lo, hi)
+            cut_ranges(histogram(lo, hi, shift)[0], lo, hi, shift, first_rank, balanced, plan)
+
+    shift = max(0, key_bits - HISTOGRAM_BITS)
+    counts, clamped = histogram(0, top, shift)
+    cut_ranges(counts, 0, top, shift, 0, balanced, plan)
+    table = np.array(planned, dtype=np.int64).reshape(-1, 4)
+    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64), table[:, 3])
+    return RankPlan(ranges, table[:, 2].copy(), tuple(runs), int(clamped), key_bits)
+
+
 def _cluster_group_sums(
     dataset: Any,
     column: NumericColumn,
@@ -242,52 +312,27 @@ def _cluster_group_sums(
 
     A column of at most the memory limit's sorted values is sorted whole by one task of
     one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
-    before it). A larger one is cut first: a histogram pass cuts the grid into ranges of
-    balanced counts (about ``n / (2 * tasks)`` values, and never more than the memory
-    limit's sorted values, narrowed by more histogram passes where a bucket holds more);
-    one ``sort_ranges`` job sorts each range on a worker and returns its groups' sums. A
-    range of one grid value (a tie) is added here. See docs/engines.md, "Ranks on a
-    cluster".
+    before it). A larger one is cut first (:func:`plan_ranks`); one ``sort_ranges`` job
+    sorts each range on a worker and returns its groups' sums. A range of one grid value
+    (a tie) is added here.
     """
     n = dataset.n_rows
-    key_bits = max(1, grid.d_int.bit_length())
-    top = grid.d_int + 1
-    name, rows = str(column.name), limits.batch_rows
-    if n <= limits.sorted_values and key_bits < 63:
+    if n <= limits.sorted_values and grid.d_int.bit_length() < 63:
         return _whole_column_sums(dataset, column, grid, k, limits, tick, sums)
-    tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
-    balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
-    planned: list[tuple[int, int, int, int]] = []
-
-    def histogram(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
-        tick()
-        return _histogram(dataset, column, grid, limits, lo, hi, shift)
-
-    def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
-        if count == 0:
-            return
-        if hi - lo == 1:
-            ranking.add_group_run(lo, count, first_rank, k, sums)
-        elif count <= limits.sorted_values:  # above the balanced size: one bucket alone
-            planned.append((lo, hi, first_rank, count))
-        else:
-            shift = refined_shift(lo, hi)
-            cut_ranges(histogram(lo, hi, shift)[0], lo, hi, shift, first_rank, balanced, plan)
-
-    shift = max(0, key_bits - HISTOGRAM_BITS)
-    counts, clamped = histogram(0, top, shift)
-    cut_ranges(counts, 0, top, shift, 0, balanced, plan)
-    if not planned:
-        return clamped
-    table = np.array(planned, dtype=np.int64)
-    ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64), table[:, 3])
-    reduce = GroupSums(table[:, 2].copy(), int(k), int(sums.shape[0]))
-
+    planned = plan_ranks(dataset, column, grid, limits, tick)
+    for value, first_rank, count in planned.runs:
+        ranking.add_group_run(value, count, first_rank, k, sums)
+    ranges = planned.ranges
+    if not len(ranges):
+        return planned.clamped
+    reduce = GroupSums(planned.first_ranks, int(k), int(sums.shape[0]))
     tick()
     keys = _QuantisedKeys(column, grid)
-    results = _sorted_on_workers(dataset, name, rows, keys, ranges, key_bits, reduce)
-    add_parts(results, sums, table[:, 3], lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
-    return clamped
+    name, rows = str(column.name), limits.batch_rows
+    results = _sorted_on_workers(dataset, name, rows, keys, ranges, planned.key_bits, reduce)
+    assert ranges.counts is not None
+    add_parts(results, sums, ranges.counts, lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
+    return planned.clamped
 
 
 def _sorted_on_workers(

@@ -31,7 +31,7 @@ from dpfast.engines.spark._methods import memory_limit as configured_memory
 from dpfast.engines.spark._methods import read_in_order, scratch_directory
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._source import SparkSource, spark_of
-from dpfast.engines.spark._write import write_dataset
+from dpfast.engines.spark._write import PIECES_ATTRIBUTE, write_dataset
 from dpfast.engines.values import column_threads
 from dpfast.exceptions import interrupt_in
 
@@ -48,6 +48,7 @@ class SparkEngine(ClusterEngine):
 
     source_type = SparkSource
     cluster_of = staticmethod(spark_of)
+    ranks_exchanged = True
 
     @classmethod
     def settings(cls, source: Any) -> tuple[int, Path]:
@@ -83,6 +84,8 @@ class SparkEngine(ClusterEngine):
         schema = _spark_schema(zip(parts.names, parts.types, strict=True))
         frame = self.cluster.exchange(parts, self.limits.batch_rows, schema)
         setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry it
+        pieces = functools.partial(self.cluster.exchange_pieces, parts, self.limits.batch_rows)
+        setattr(frame, PIECES_ATTRIBUTE, pieces)  # what write_dataset writes part by part
         return frame
 
     def exchangeable(self, kind: pa.DataType) -> bool:
@@ -109,8 +112,8 @@ class SparkEngine(ClusterEngine):
         )
 
     @classmethod
-    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> None:
-        write_dataset(frame, directory, target, progress)
+    def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> Any:
+        return write_dataset(frame, directory, target, progress)
 
     def explain(self, error: Exception) -> BaseException:
         """Give an interrupt that Spark reported as a cancelled job back as the interrupt."""

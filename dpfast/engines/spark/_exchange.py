@@ -8,15 +8,21 @@ The input's tasks emit each batch's pieces as rows ``(tag, part, payload)``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from dpfast.engines.outofcore import ExchangedParts
-from dpfast.engines.spark._rows import Numbering, partition_index, regroup
+from dpfast.engines.spark._rows import Numbering, partition_index, quietly, regroup, tagged
+from dpfast.engines.spark._sort import partition_tags, sort_emitted, ties_emitted
 
-__all__ = ["EMITTED", "assembled", "emitted"]
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["EMITTED", "assembled", "emitted", "exchange_pieces", "received"]
 
 #: The schema of the pieces the input's tasks emit.
 EMITTED = "tag int, part int, payload binary"
@@ -31,22 +37,20 @@ def emitted(
 ) -> Iterator[pa.RecordBatch]:
     """Yield the pieces of one input partition's batches, each tagged with its part's tag."""
     for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        out = parts.emit(batch, first)
-        if out:
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array([int(tags[part]) for part, _ in out], pa.int32()),
-                    pa.array([part for part, _ in out], pa.int32()),
-                    pa.array([payload for _, payload in out], pa.binary()),
-                ],
-                names=["tag", "part", "payload"],
-            )
+        yield from tagged(parts.emit(batch, first), tags)
 
 
 def assembled(
     batches: Iterable[pa.RecordBatch], parts: ExchangedParts, batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
     """Yield the parts whose pieces this task received, in part order."""
+    for part, payloads in received(batches):
+        table = parts.assemble(part, payloads)
+        yield from table.to_batches(max_chunksize=batch_rows)
+
+
+def received(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, list[bytes]]]:
+    """Yield each part whose pieces this task received, with its pieces, in part order."""
     pieces: dict[int, list[bytes]] = {}
     for batch in batches:
         for part, payload in zip(
@@ -54,5 +58,41 @@ def assembled(
         ):
             pieces.setdefault(part, []).append(payload)
     for part in sorted(pieces):
-        table = parts.assemble(part, pieces.pop(part))
-        yield from table.to_batches(max_chunksize=batch_rows)
+        yield part, pieces.pop(part)
+
+
+def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> DataFrame:
+    """Return the pieces of ``parts`` as rows ``(tag, part, payload)``, before the shuffle.
+
+    Every input batch's pieces (:meth:`ExchangedParts.emit`) of ``source`` (a
+    :class:`~dpfast.engines.spark.SparkSource`); and for each ranked column, each sorted
+    range's (the keys split by range and shuffled as its ``sort_ranges`` does, each
+    range's task sorting them and sending its ranks, :meth:`ExchangedParts.emit_sorted`)
+    and each run of ties' (:meth:`ExchangedParts.emit_ties`). The tags send part ``p``'s
+    pieces to partition ``p`` of a ``repartition`` by tag.
+    """
+    tags = partition_tags(parts.count)
+    sent = []
+    with quietly():
+        if parts.inputs:
+            frame, numbering = source._input(parts.inputs, batch_rows)
+            emit = functools.partial(
+                emitted, parts=parts, tags=tags, batch_rows=int(batch_rows), numbering=numbering
+            )
+            sent.append(frame.mapInArrow(emit, EMITTED))
+        for column, ranked in enumerate(parts.ranked):
+            ranges, key_bits = ranked.plan.ranges, ranked.plan.key_bits
+            if len(ranges):
+                shuffled = source._split_by_range(ranked.name, batch_rows, ranked.keys, ranges)
+                emit = functools.partial(
+                    sort_emitted, ranges=ranges, key_bits=int(key_bits), parts=parts,
+                    column=column, tags=tags,
+                )  # fmt: skip
+                sent.append(shuffled.mapInArrow(emit, EMITTED))
+            runs = len(ranked.plan.runs)
+            if runs:
+                ties = functools.partial(ties_emitted, parts=parts, column=column, tags=tags)
+                numbered = source.session.range(runs, numPartitions=min(runs, source.sort_tasks))
+                sent.append(numbered.mapInArrow(ties, EMITTED))
+    pieces: DataFrame = functools.reduce(lambda a, b: a.union(b), sent)
+    return pieces

@@ -43,6 +43,7 @@ __all__ = [
     "partition_index",
     "quietly",
     "regroup",
+    "tagged",
 ]
 
 #: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
@@ -50,7 +51,7 @@ __all__ = [
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 #: Held while a filter for it is in place: ``warnings.catch_warnings`` swaps process-wide
 #: state, so two threads inside it at once could drop each other's filter.
-_PLANNING = threading.Lock()
+_PLANNING = threading.RLock()  # reentrant: a plan may be made of plans
 
 
 @contextmanager
@@ -338,3 +339,16 @@ def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     if len(batches) == 1:
         return batches[0]
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def tagged(sent: list[tuple[int, bytes]], tags: np.ndarray) -> Iterator[pa.RecordBatch]:
+    """Yield pieces ``(part, payload)`` as rows ``(tag, part, payload)`` (:data:`EMITTED`)."""
+    if sent:
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([int(tags[part]) for part, _ in sent], pa.int32()),
+                pa.array([part for part, _ in sent], pa.int32()),
+                pa.array([payload for _, payload in sent], pa.binary()),
+            ],
+            names=["tag", "part", "payload"],
+        )

@@ -18,13 +18,20 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
+from dpfast.engines.outofcore import (
+    WORKER_BUFFERS,
+    ExchangedParts,
+    Ranges,
+    keys_by_range,
+    sorted_runs,
+)
 from dpfast.engines.spark._rows import (
     FileTasks,
     Numbering,
     TaskRows,
     partition_index,
     regroup,
+    tagged,
 )
 
 T = TypeVar("T")
@@ -115,16 +122,23 @@ def _sort(
     reduce: Callable[[int, np.ndarray], Any],
 ) -> Iterator[pa.RecordBatch]:
     """Sort one shuffled partition's keys; yield ``reduce`` of each of its ranges."""
+    keys = _joined_keys(batches)
+    if keys is not None:
+        yield from _reduced(keys, ranges, key_bits, reduce, keys)
+
+
+def _joined_keys(batches: Iterable[pa.RecordBatch]) -> np.ndarray | None:
+    """Return one shuffled partition's keys in one writable buffer (None: no key)."""
     parts = [
         np.frombuffer(cell, dtype=np.uint64)
         for batch in batches
         for cell in batch.column(1).to_pylist()
     ]
-    if parts:
-        keys = WORKER_BUFFERS.take(sum(part.shape[0] for part in parts))
-        np.concatenate(parts, out=keys)  # a writable array: the sort's scratch
-        parts.clear()
-        yield from _reduced(keys, ranges, key_bits, reduce, keys)
+    if not parts:
+        return None
+    keys = WORKER_BUFFERS.take(sum(part.shape[0] for part in parts))
+    np.concatenate(parts, out=keys)  # a writable array: the sort's scratch
+    return keys
 
 
 def _read_sorted(
@@ -180,7 +194,22 @@ def _reduced(
     reduce: Callable[[int, np.ndarray], Any],
     taken: np.ndarray,
 ) -> Iterator[pa.RecordBatch]:
-    """Sort ``keys`` (writable, used as scratch); yield ``reduce`` of each range present.
+    """Sort ``keys`` (writable, used as scratch); yield ``reduce`` of each range present."""
+    for index, result in _sorted_results(keys, ranges, key_bits, reduce, taken):
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([index], pa.int32()), pa.array([_dumps(result)])],
+            names=["range", "payload"],
+        )
+
+
+def _sorted_results(
+    keys: np.ndarray,
+    ranges: Ranges,
+    key_bits: int,
+    reduce: Callable[[int, np.ndarray], T],
+    taken: np.ndarray,
+) -> list[tuple[int, T]]:
+    """Sort ``keys`` (writable, used as scratch); return ``reduce`` of each range present.
 
     The sort's second buffer comes from :data:`WORKER_BUFFERS`; it and ``taken`` (the
     buffer the keys were read into) go back there when the task is done, for this
@@ -188,16 +217,46 @@ def _reduced(
     """
     scratch = WORKER_BUFFERS.take(keys.shape[0])
     try:
-        results = [
-            (index, _dumps(reduce(index, ordered)))
+        return [
+            (index, reduce(index, ordered))
             for index, ordered in sorted_runs(keys, key_bits, ranges, scratch)
         ]
     finally:
         WORKER_BUFFERS.give(taken, scratch)
-    for index, payload in results:
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([index], pa.int32()), pa.array([payload])], names=["range", "payload"]
-        )
+
+
+def sort_emitted(
+    batches: Iterable[pa.RecordBatch],
+    ranges: Ranges,
+    key_bits: int,
+    parts: ExchangedParts,
+    column: int,
+    tags: np.ndarray,
+) -> Iterator[pa.RecordBatch]:
+    """Sort one shuffled partition's keys of ranked column ``column``; yield their pieces.
+
+    Each range's sorted keys become the pieces its ranks send to the output parts
+    (:meth:`ExchangedParts.emit_sorted`), as rows ``(tag, part, payload)``.
+    """
+    keys = _joined_keys(batches)
+    if keys is None:
+        return
+    emit = functools.partial(parts.emit_sorted, column)
+    for _, by_part in _sorted_results(keys, ranges, key_bits, emit, keys):
+        yield from tagged(_flat(by_part), tags)
+
+
+def _flat(by_part: list[list[bytes]]) -> list[tuple[int, bytes]]:
+    return [(part, payload) for part, held in enumerate(by_part) for payload in held]
+
+
+def ties_emitted(
+    batches: Iterable[pa.RecordBatch], parts: ExchangedParts, column: int, tags: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Yield the pieces of the runs of ties of ranked column ``column`` this task numbers."""
+    for batch in batches:
+        for index in batch.column(0).to_pylist():
+            yield from tagged(_flat(parts.emit_ties(column, int(index))), tags)
 
 
 def _cast_first(

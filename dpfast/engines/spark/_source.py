@@ -37,7 +37,7 @@ from dpfast.engines.outofcore import (
     source_under,
     totals,
 )
-from dpfast.engines.spark._exchange import EMITTED, assembled, emitted
+from dpfast.engines.spark._exchange import assembled, exchange_pieces
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
     FileRows,
@@ -302,19 +302,18 @@ class SparkSource:
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
         """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
 
-        One shuffle: every input batch's pieces (:meth:`ExchangedParts.emit`), tagged so
-        that ``repartition`` sends part ``p``'s to partition ``p``, where they are
-        assembled (:mod:`dpfast.engines.spark._exchange`).
+        One shuffle of the pieces :meth:`exchange_pieces` emits, ``repartition``-ed so
+        that part ``p``'s go to partition ``p``, where they are assembled
+        (:mod:`dpfast.engines.spark._exchange`).
         """
-        frame, numbering = self._input(parts.inputs, batch_rows)
-        tags = partition_tags(parts.count)
-        emit = functools.partial(
-            emitted, parts=parts, tags=tags, batch_rows=int(batch_rows), numbering=numbering
-        )
         assemble = functools.partial(assembled, parts=parts, batch_rows=int(batch_rows))
         with quietly():
-            tagged = frame.mapInArrow(emit, EMITTED)
-            return tagged.repartition(parts.count, "tag").mapInArrow(assemble, schema)
+            pieces = self.exchange_pieces(parts, batch_rows)
+            return pieces.repartition(parts.count, "tag").mapInArrow(assemble, schema)
+
+    def exchange_pieces(self, parts: ExchangedParts, batch_rows: int) -> DataFrame:
+        """Return the pieces of ``parts`` before the shuffle (:func:`exchange_pieces`)."""
+        return exchange_pieces(self, parts, batch_rows)
 
     @property
     def sort_tasks(self) -> int:
@@ -363,6 +362,20 @@ class SparkSource:
             with quietly():
                 planned = whole.frame(self.session).mapInArrow(read, _SORTED)
             return self._reductions(planned)
+        sort = functools.partial(_sort, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
+        with quietly():
+            shuffled = self._split_by_range(name, batch_rows, keys, ranges)
+            planned = shuffled.mapInArrow(sort, _SORTED)
+        return self._reductions(planned)
+
+    def _split_by_range(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Ranges,
+    ) -> DataFrame:
+        """Return column ``name``'s keys split by range, range ``i``'s in partition ``i``."""
         frame, numbered = self._input([name], batch_rows)
         numbering: Numbering | TaskRows = numbered
         if isinstance(numbered, FileRows):
@@ -376,12 +389,8 @@ class SparkSource:
             _split, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
             numbering=numbering,
         )  # fmt: skip
-        sort = functools.partial(_sort, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
         with quietly():
-            tagged = frame.mapInArrow(split, _TAGGED)
-            shuffled = tagged.repartition(len(ranges), "range")
-            planned = shuffled.mapInArrow(sort, _SORTED)
-        return self._reductions(planned)
+            return frame.mapInArrow(split, _TAGGED).repartition(len(ranges), "range")
 
     @classmethod
     def _reductions(cls, planned: DataFrame) -> list[Any]:

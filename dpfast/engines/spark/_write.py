@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import os
+import pickle
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -18,9 +19,12 @@ import pyarrow.parquet as pq
 
 from dpfast.engines.outofcore import (
     WORKER_BUFFERS,
+    ExchangedParts,
     GeneratedParts,
+    exchanged_parts,
     generated_parts,
 )
+from dpfast.engines.spark._exchange import received
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, interrupt_in
@@ -28,7 +32,11 @@ from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, interrupt_in
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["write_dataset"]
+__all__ = ["PIECES_ATTRIBUTE", "write_dataset"]
+
+#: The attribute of a release frame made through the exchange holding a function that
+#: returns its pieces before the shuffle (:meth:`SparkSource.exchange_pieces`).
+PIECES_ATTRIBUTE = "_dpfast_exchange_pieces"
 
 #: The thread's local properties that ``setJobGroup`` sets.
 _JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -38,17 +46,24 @@ _TEMPORARY = ".dpfast-part-*"
 _POLL_SECONDS = 0.5
 
 
-def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progress | None) -> None:
+def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progress | None) -> Any:
     """Have the executors write a release frame as the dataset directory ``written``.
 
     ``part-*.parquet``, one per partition, in row order; a lazy frame of rank groups part
-    by part with pyarrow (:func:`_write_parts`). Spark's checksums and marker are removed.
-    A full disk on an executor is an ``OSError``; a cancelled job, the interrupt.
+    by part with pyarrow (:func:`_write_parts`), and so is a frame made through the
+    exchange with columns sent by their sort's tasks (:func:`_write_exchanged`, which
+    returns its parts' counts). Spark's checksums and marker are removed. A full disk on
+    an executor is an ``OSError``; a cancelled job, the interrupt.
     """
+    counts = None
     with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
         parts = generated_parts(data)
+        exchanged = exchanged_parts(data)
+        pieces = vars(data).get(PIECES_ATTRIBUTE)
         try:
-            if parts is None:
+            if exchanged is not None and exchanged.ranked and pieces is not None:
+                counts = _write_exchanged(pieces(), exchanged, written)
+            elif parts is None:
                 data.write.option("compression", "zstd").parquet(str(written.absolute()))
             else:
                 _write_parts(data.sparkSession, parts, written)
@@ -59,6 +74,7 @@ def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progre
             raise stop from exc
     for extra in [*written.glob(".*.crc"), *written.glob("_SUCCESS"), *written.glob(_TEMPORARY)]:
         extra.unlink()  # Spark's checksums and marker; a killed attempt's temporary
+    return counts
 
 
 def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
@@ -81,10 +97,77 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
         if table is not None
         else {int(row.part): int(row.rows) for row in planned.collect()}
     )
-    if sorted(rows) != list(range(parts.count)) or sum(rows.values()) != parts.n:
+    _check_parts(rows, parts.count, parts.n)
+
+
+def _write_exchanged(pieces: Any, parts: ExchangedParts, directory: Path) -> dict[int, list[int]]:
+    """Have the executors assemble and write each part of an exchange; return their counts.
+
+    ``pieces`` are the parts' pieces (:meth:`SparkSource.exchange_pieces`), shuffled so
+    that task ``p`` assembles part ``p`` (:meth:`ExchangedParts.assemble_counted`) and
+    writes it as :func:`_write_parts` does. Each task returns its part's rows and counts;
+    the driver checks that every part arrived with its rows.
+    """
+    directory.mkdir()
+    write = functools.partial(_write_assembled, parts=parts, directory=str(directory.absolute()))
+    with quietly():
+        planned = pieces.repartition(parts.count, "tag").mapInArrow(
+            write, "part long, rows long, counts binary"
+        )
+    table = planned.toArrow() if hasattr(planned, "toArrow") else None
+    found = (
+        zip(*(table.column(i).to_pylist() for i in range(3)), strict=True)
+        if table is not None
+        else ((row.part, row.rows, row.counts) for row in planned.collect())
+    )
+    written = {int(part): (int(rows), pickle.loads(counts)) for part, rows, counts in found}
+    _check_parts({part: rows for part, (rows, _) in written.items()}, parts.count, parts.n)
+    return {part: counts for part, (_, counts) in written.items()}
+
+
+def _write_assembled(
+    batches: Iterable[pa.RecordBatch], parts: ExchangedParts, directory: str
+) -> Iterator[pa.RecordBatch]:
+    """Assemble and write the parts whose pieces this task received (on an executor)."""
+    text = [
+        name for name, kind in zip(parts.names, parts.types, strict=True) if not _is_number(kind)
+    ]
+    for part, payloads in received(batches):
+        table, counts = parts.assemble_counted(part, payloads)
+        _write_file(table, directory, part, text)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([part], pa.int64()),
+                pa.array([table.num_rows], pa.int64()),
+                pa.array([pickle.dumps(counts)], pa.binary()),
+            ],
+            names=["part", "rows", "counts"],
+        )
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
+
+
+def _write_file(table: pa.Table, directory: str, part: int, text: list[str]) -> None:
+    """Write part ``part`` through a temporary file renamed into place (a retry: the same bytes)."""
+    final = os.path.join(directory, f"part-{part:06d}.parquet")
+    temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
+    try:
+        pq.write_table(table, temporary, compression="zstd", use_dictionary=text)
+        os.replace(temporary, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+
+
+def _check_parts(rows: dict[int, int], count: int, n: int) -> None:
+    """Refuse a write whose parts did not all arrive with their rows."""
+    if sorted(rows) != list(range(count)) or sum(rows.values()) != n:
         raise DPFastRuntimeError(
-            f"the executors wrote {len(rows)} of {parts.count} parts ({sum(rows.values())} of "
-            f"{parts.n} rows); nothing was published"
+            f"the executors wrote {len(rows)} of {count} parts ({sum(rows.values())} of "
+            f"{n} rows); nothing was published"
         )
 
 
@@ -106,15 +189,7 @@ def _write_part(
             WORKER_BUFFERS.clear()  # the sort buffers that did not serve
             table = parts.table(part, buffer)
             rows = table.num_rows
-            final = os.path.join(directory, f"part-{part:06d}.parquet")
-            temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
-            try:
-                pq.write_table(table, temporary, compression="zstd", use_dictionary=labels)
-                os.replace(temporary, final)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.remove(temporary)
-                raise
+            _write_file(table, directory, part, labels)
             del table  # the buffer's views: none is left when it goes back
             WORKER_BUFFERS.give(buffer)
             yield pa.RecordBatch.from_arrays(

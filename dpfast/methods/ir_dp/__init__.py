@@ -31,6 +31,8 @@ from dpfast._release import (
     warn_unproven,
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
+from dpfast.engines import Count
+from dpfast.engines.values import groups_on_bound
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._arguments import (
     Arguments,
@@ -256,11 +258,21 @@ class _NoisyCentroids:
     key: np.ndarray
     n: int
 
-    def __call__(self, sums: np.ndarray) -> np.ndarray:
+    def __call__(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        """Return the values of groups ``first_group ..`` from their sums."""
         g = self.grid
-        draws = noise.discrete_laplace(self.key, self.steps, sums.shape[0])
+        draws = noise.discrete_laplace(self.key, self.steps, sums.shape[0], start=first_group)
         return ranking.noisy_group_values(  # type: ignore[no-any-return]
-            sums, self.n, self.k, draws, g.d_int, g.lower, g.upper, g.gamma, self.integer
+            sums,
+            self.n,
+            self.k,
+            draws,
+            g.d_int,
+            g.lower,
+            g.upper,
+            g.gamma,
+            self.integer,
+            first_group,
         )
 
 
@@ -281,27 +293,15 @@ class _ChosenCodes:
 class _Clock:
     """A group-values function that adds up the seconds spent in it (the report's timings)."""
 
-    inner: Callable[[np.ndarray], np.ndarray]
+    inner: Callable[..., np.ndarray]
     seconds: float = 0.0
 
-    def __call__(self, sums: np.ndarray) -> np.ndarray:
+    def __call__(self, sums: np.ndarray, *first_group: int) -> np.ndarray:
         start = time.perf_counter()
         try:
-            return self.inner(sums)
+            return self.inner(sums, *first_group)
         finally:
             self.seconds += time.perf_counter() - start
-
-
-def on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
-    """Count the released values on a bound (the private report's ``clamped_output``).
-
-    Every row holds its rank group's value, so the count is the sizes of the groups whose
-    value is on a bound: ``k`` rows each, the remainder in the last group.
-    """
-    on = (values <= lower) | (values >= upper)
-    sizes = np.full(values.shape[0], k, dtype=np.int64)
-    sizes[-1] = n - k * (values.shape[0] - 1)
-    return int(sizes[on].sum())
 
 
 def _release_numeric(
@@ -316,23 +316,26 @@ def _release_numeric(
     engine, n, k = run.engine, run.n_rows, args.k
     total = len(args.numeric) + len(args.categorical)
 
-    def release(column: NumericColumn) -> tuple[int, int]:
+    def release(column: NumericColumn) -> tuple[int, Count]:
         start = time.perf_counter()
         grid, steps = plan.grids[column.name]
         name = str(column.name)
         key = source.key("ir_dp", "centroid-noise", name)
         centroids = _Clock(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
+        lower, upper = args.domains[column.name]
+        bound: Count
         if args.linkage == "records":
             values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
+            bound = groups_on_bound(values, n, k, lower, upper)
         else:
-            sums, clamped = engine.group_sums(column, grid, k)
-            values = centroids(sums)
-            engine.write_groups(column, values, k, source.key("ir_dp", "column-order", name))
-        lower, upper = args.domains[column.name]
+            order = source.key("ir_dp", "column-order", name)
+            clamped, bound = engine.write_rank_groups(
+                column, grid, k, centroids, order, (lower, upper)
+            )
         run.add_seconds("noise (thread seconds)", centroids.seconds)
         elapsed = time.perf_counter() - start - centroids.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)
-        return clamped, on_bound(values, n, k, lower, upper)
+        return clamped, bound
 
     held = _group_bytes(n, k)
     done = engine.each_column(args.numeric, release, n_threads=n_threads, held_bytes=held)

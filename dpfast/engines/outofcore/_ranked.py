@@ -1,0 +1,335 @@
+"""Rank-group values made by the tasks that sort a column, sent through the exchange.
+
+``ir_dp`` releases a column in rank groups: rank ``r`` of the sorted column (its grid
+values) holds its group's value, group ``min(r // k, n // k - 1)``, and output row ``i``
+holds rank ``order[i]``, ``order`` being :func:`dpfast.noise.permutation` ``(key, n)``.
+Here the tasks that hold the sorted ranks compute those values and send them to the output
+parts, so that neither the groups' sums nor their values pass through the driver
+(docs/scale.md, "Rank groups through the exchange"):
+
+1. **Emit**, on a task holding ranks ``[a, a + c)`` sorted (:meth:`RankedColumn.emit`):
+   the groups whose ranks all lie there get their values there: their sums, then the
+   column's group values (``values(sums, first_group)``, which draws each group's noise
+   from the group's own nonce). Each rank's value goes, with its bucket
+   (:func:`dpfast.noise.permutation_buckets` of the ranks), to the parts holding its
+   bucket. A group cut between two tasks (at most two a task) is sent as the ranks'
+   places and, to every part holding one of its ranks, this task's share of its sum.
+2. **Assemble**, in output part ``p`` (:meth:`RankedColumn.assemble`): the shares of each
+   cut group are added (exact integers) and its value computed there; the part's buckets'
+   items are put in the permutation's order (:func:`dpfast.noise.permutation_order`).
+
+Every value is a function of the column's sums and keyed draws alone, so the parts are the
+release that holds every group's value on the driver, bit for bit, however the ranks are
+cut into tasks and in whatever order the pieces arrive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise
+from dpfast._kernels import ranking
+from dpfast.engines.outofcore._lazy import bucket_order, bucket_run, bucket_span
+from dpfast.engines.outofcore._passes import RankPlan
+from dpfast.engines.values import NumericColumn
+from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+
+__all__ = [
+    "BYTES_PER_SENT_RANK",
+    "CHANGED_PART",
+    "RankedColumn",
+    "RankedPiece",
+    "RankedState",
+    "part_places",
+]
+
+#: Ranks of one run of ties emitted at once (:meth:`RankedColumn.emit_run`).
+RUN_CHUNK = 1 << 20
+
+#: Bytes of a sort task's memory per key it sends (the pieces of the range's keys, the
+#: sorted keys, their buckets, order and values, and the pieces sent: 47 bytes a key
+#: beyond the keys measured with ``tracemalloc`` at 2.5M keys, 2026-11-29), so that a
+#: range of ``memory // BYTES_PER_SENT_RANK`` keys fits a task's memory limit.
+BYTES_PER_SENT_RANK = 80
+
+#: ``values(sums, first_group)``: the released values of groups ``first_group ..``.
+RangeValues = Callable[[np.ndarray, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class RankedPiece:
+    """What one task of sorted ranks sends to one output part, for one column.
+
+    ``buckets`` and ``values`` are the part's items among the task's ranks, by bucket
+    (ranks increasing within one); ``pending`` are the places among them whose group is
+    cut between tasks, and ``pending_groups`` those groups. ``shares`` holds this task's
+    share of each cut group with a rank in the part: ``(group, sum, ranks)`` rows.
+    """
+
+    first_rank: int
+    buckets: np.ndarray
+    values: np.ndarray
+    pending: np.ndarray
+    pending_groups: np.ndarray
+    shares: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class RankedColumn:
+    """A numeric column released in rank groups of ``k`` by the tasks that sort it.
+
+    ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``);
+    ``values`` computes groups' released values from their exact sums; ``lower`` and
+    ``upper`` bound the released values (a value on either is counted by :meth:`assemble`,
+    the private report's ``clamped_output``).
+    """
+
+    n: int
+    k: int
+    key: np.ndarray
+    starts: np.ndarray
+    values: RangeValues
+    lower: float
+    upper: float
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= self.n:
+            raise DPFastValueError("a column of rank groups needs 1 <= k <= n")
+
+    @property
+    def n_groups(self) -> int:
+        return self.n // self.k
+
+    def group_span(self, group: int) -> tuple[int, int]:
+        """Return group ``group``'s ranks ``[lo, hi)``: ``k`` of them, the last holds the rest."""
+        hi = self.n if group == self.n_groups - 1 else (group + 1) * self.k
+        return group * self.k, hi
+
+    def group_of(self, rank: int) -> int:
+        return min(rank // self.k, self.n_groups - 1)
+
+    # -- on the tasks holding sorted ranks ----------------------------------------------
+
+    def emit(
+        self, bounds: np.ndarray, first_rank: int, words: np.ndarray
+    ) -> list[tuple[int, RankedPiece]]:
+        """Return the pieces the sorted ranks ``first_rank ..`` (grid values ``words``) send.
+
+        ``bounds`` are the output parts' first rows, and ``n``.
+        """
+        count = int(words.shape[0])
+        a, b = int(first_rank), int(first_rank) + count
+        if count == 0:
+            return []
+        if a < 0 or b > self.n:
+            raise DPFastValueError(f"ranks {a} .. {b - 1} lie outside the column's {self.n}")
+        g0, g1 = self.group_of(a), self.group_of(b - 1)
+        sums = np.zeros(g1 - g0 + 1, dtype=np.int64)
+        ranking.add_group_sums(words, 0, a - g0 * self.k, self.k, sums)
+        spans = self.group_span(g0), self.group_span(g1)
+        held = [min(hi, b) - max(lo, a) for lo, hi in spans]
+        first_whole = g0 if spans[0][0] >= a else g0 + 1
+        last_whole = g1 if spans[1][1] <= b else g1 - 1
+        per_group = np.zeros(g1 - g0 + 1, dtype=np.float64)
+        if last_whole >= first_whole:
+            inside = sums[first_whole - g0 : last_whole - g0 + 1]
+            per_group[first_whole - g0 : last_whole - g0 + 1] = self.values(inside, first_whole)
+        sizes = np.full(g1 - g0 + 1, self.k, dtype=np.int64)
+        sizes[0], sizes[-1] = held[0], held[1]
+        values = np.repeat(per_group, sizes) if g1 > g0 else np.full(count, per_group[0])
+        cut = [g for g in sorted({g0, g1}) if not (first_whole <= g <= last_whole)]
+        # the places of the cut groups' ranks: a head and a tail of the task's ranks
+        head = held[0] if g0 in cut else 0
+        tail = count - held[1] if g1 in cut and g1 > g0 else count
+        return self._pieces(bounds, a, values, (head, tail), sums, g0, cut)
+
+    def emit_run(
+        self, bounds: np.ndarray, first_rank: int, count: int, word: int
+    ) -> Iterable[tuple[int, RankedPiece]]:
+        """Yield the pieces of ``count`` ranks from ``first_rank`` that all hold ``word``.
+
+        A run of ties needs no data: it is emitted a chunk of :data:`RUN_CHUNK` ranks at a
+        time, each chunk as a task of its own would.
+        """
+        for start in range(int(first_rank), int(first_rank) + int(count), RUN_CHUNK):
+            m = min(RUN_CHUNK, int(first_rank) + int(count) - start)
+            yield from self.emit(bounds, start, np.full(m, word, dtype=np.uint64))
+
+    def _pieces(
+        self,
+        bounds: np.ndarray,
+        a: int,
+        values: np.ndarray,
+        whole: tuple[int, int],
+        sums: np.ndarray,
+        g0: int,
+        cut: list[int],
+    ) -> list[tuple[int, RankedPiece]]:
+        buckets = noise.permutation_buckets(self.key, self.n, a, values.shape[0])
+        order, at = bucket_order(buckets, self.starts.shape[0] - 1)
+        firsts, lasts = bucket_span(self.starts, bounds[:-1], bounds[1:])
+        starts, stops = at[firsts], at[lasts]
+        shares = self._shares(firsts, lasts, a, a + values.shape[0], sums, g0, cut)
+        kind = np.int32 if self.starts.shape[0] <= 2**31 else np.int64
+        out = []
+        for part in np.flatnonzero((stops > starts) | np.isin(np.arange(len(firsts)), [*shares])):
+            lo, hi = int(starts[part]), int(stops[part])
+            taken = order[lo:hi]
+            pending = np.flatnonzero((taken < whole[0]) | (taken >= whole[1])).astype(np.int32)
+            groups = np.minimum((a + taken[pending]) // self.k, self.n_groups - 1)
+            piece = RankedPiece(
+                a,
+                bucket_run(at, int(firsts[part]), int(lasts[part]), kind),
+                values[taken],
+                pending,
+                groups,
+                shares.get(int(part), np.zeros((0, 3), dtype=np.int64)),
+            )
+            out.append((int(part), piece))
+        return out
+
+    def _shares(
+        self,
+        firsts: np.ndarray,
+        lasts: np.ndarray,
+        a: int,
+        b: int,
+        sums: np.ndarray,
+        g0: int,
+        cut: list[int],
+    ) -> dict[int, np.ndarray]:
+        """Return, by part, this task's shares of the cut groups with a rank in the part."""
+        rows: dict[int, list[tuple[int, int, int]]] = {}
+        for group in cut:
+            lo, hi = self.group_span(group)
+            held = min(hi, b) - max(lo, a)
+            ub = np.unique(noise.permutation_buckets(self.key, self.n, lo, hi - lo))
+            present = np.searchsorted(ub, lasts) > np.searchsorted(ub, firsts)
+            for part in np.flatnonzero(present).tolist():
+                rows.setdefault(part, []).append((group, int(sums[group - g0]), held))
+        return {part: np.array(r, dtype=np.int64) for part, r in rows.items()}
+
+    # -- on the output's tasks ----------------------------------------------------------
+
+    def assemble(
+        self, bounds: np.ndarray, part: int, pieces: Iterable[RankedPiece]
+    ) -> tuple[np.ndarray, int]:
+        """Return output rows ``[bounds[part], bounds[part + 1])`` and how many lie on a bound.
+
+        ``pieces`` are every piece the column's tasks sent to the part, in any order.
+        """
+        held = sorted(pieces, key=lambda piece: piece.first_rank)
+        lo, hi = int(bounds[part]), int(bounds[part + 1])
+        values = np.concatenate([p.values for p in held]) if held else np.empty(0)
+        self._fill_cut(part, held, values)
+        at = part_places(self.key, self.n, self.starts, (lo, hi, part), [p.buckets for p in held])
+        out = values[at]
+        return out, int(np.count_nonzero((out <= self.lower) | (out >= self.upper)))
+
+    def _fill_cut(self, part: int, held: list[RankedPiece], values: np.ndarray) -> None:
+        """Give the cut groups' places their values, from the shares of their sums."""
+        shares = [p.shares for p in held if p.shares.shape[0]]
+        if not shares:
+            if any(p.pending.shape[0] for p in held):
+                raise DPFastRuntimeError(CHANGED_PART.format(part=part))
+            return
+        rows = np.concatenate(shares)
+        groups, index = np.unique(rows[:, 0], return_inverse=True)
+        totals = np.zeros(groups.shape[0], dtype=np.int64)
+        ranks = np.zeros(groups.shape[0], dtype=np.int64)
+        np.add.at(totals, index, rows[:, 1])
+        np.add.at(ranks, index, rows[:, 2])
+        group_values = np.empty(groups.shape[0], dtype=np.float64)
+        for i, group in enumerate(groups.tolist()):
+            lo, hi = self.group_span(group)
+            if ranks[i] != hi - lo:
+                raise DPFastRuntimeError(CHANGED_PART.format(part=part))
+            group_values[i] = self.values(totals[i : i + 1], group)[0]
+        offset = 0
+        for piece in held:
+            if piece.pending.shape[0]:
+                found = np.searchsorted(groups, piece.pending_groups)
+                if np.any(found >= groups.shape[0]) or np.any(
+                    groups[np.minimum(found, groups.shape[0] - 1)] != piece.pending_groups
+                ):
+                    raise DPFastRuntimeError(CHANGED_PART.format(part=part))
+                values[offset + piece.pending] = group_values[found]
+            offset += piece.values.shape[0]
+
+
+@dataclass(frozen=True)
+class RankedState:
+    """What the tasks of a release need to sort a numeric column and send its rank groups.
+
+    ``plan`` cuts the column's grid values into the ranges the workers sort (and the ties
+    that need no sort); ``keys(batch, first_row)`` maps a batch to its grid values;
+    ``column`` places the values; ``numeric`` gives the output type.
+    """
+
+    name: str
+    column: RankedColumn
+    plan: RankPlan
+    keys: Callable[[Any, int], np.ndarray]
+    numeric: NumericColumn
+
+    def emit_sorted(
+        self, bounds: np.ndarray, index: int, ordered: np.ndarray
+    ) -> list[tuple[int, RankedPiece]]:
+        """Return the pieces of range ``index``'s sorted keys; check the range's count."""
+        counts = self.plan.ranges.counts
+        if counts is not None and ordered.shape[0] != int(counts[index]):
+            raise DPFastRuntimeError(_CHANGED_RANGE.format(name=self.name))
+        return self.column.emit(bounds, int(self.plan.first_ranks[index]), ordered)
+
+    def emit_ties(self, bounds: np.ndarray, index: int) -> list[tuple[int, RankedPiece]]:
+        """Return the pieces of the plan's run of ties ``index`` (no data is read)."""
+        word, first_rank, count = self.plan.runs[index]
+        return list(self.column.emit_run(bounds, first_rank, count, word))
+
+    def arrow(self, values: np.ndarray) -> Any:
+        """Return released values as the column's output array."""
+        import pyarrow as pa
+
+        return pa.array(self.numeric.restore_dtype(values))
+
+
+_CHANGED_RANGE = (
+    "column {name!r} gave other values than when it was counted: a release reads it "
+    "several times, so make it deterministic (persist it) and release it again"
+)
+
+
+def part_places(
+    key: np.ndarray,
+    n: int,
+    starts: np.ndarray,
+    span: tuple[int, int, int],
+    buckets: list[np.ndarray],
+) -> np.ndarray:
+    """Return where output rows ``[lo, hi)`` of part ``part`` stand among its items.
+
+    ``span`` is ``(lo, hi, part)``; ``buckets`` are the buckets of the items the part
+    received, piece by piece in the order of their first items (each piece by bucket),
+    of the permutation of ``key`` over ``n`` items (``starts``: its bucket starts, and
+    ``n``). Item ``at[i]`` holds output row ``lo + i``.
+    """
+    lo, hi, part = span
+    first, last = bucket_span(starts, lo, hi)
+    held = np.concatenate(buckets) if buckets else np.empty(0, dtype=np.int32)
+    try:
+        at = noise.permutation_order(key, n, int(first), int(last), held, np.diff(starts))
+    except DPFastValueError as exc:
+        raise DPFastRuntimeError(CHANGED_PART.format(part=part)) from exc
+    offset = lo - int(starts[first])
+    return at[offset : offset + hi - lo]
+
+
+#: Why an output part did not receive all of its items (rows, or ranks).
+CHANGED_PART = (
+    "part {part} of the release did not receive its rows: the input gave other rows than "
+    "when it was counted; make it deterministic (persist it) and release it again"
+)
