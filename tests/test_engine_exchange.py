@@ -292,3 +292,28 @@ def test_a_piece_carries_only_its_own_rows():
         lo, hi = parts.span(part)
         rows = min(hi, 65_000) - max(lo, 35_000)
         assert len(payload) < whole * rows / n * 1.5 + 10_000  # its rows' share, not the batch
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_a_dask_release_sending_ranks_holds_no_group_on_the_driver(client, tmp_path):
+    """More groups than the memory limit holds: refused on the driver, sent by the sorts."""
+    import dask.dataframe as dd
+
+    from tests.engine_runs import on_engine
+
+    n = 100_000
+    table = pd.DataFrame({"x": np.random.default_rng(5).uniform(0, 1e5, n)})
+    data = dd.from_pandas(table, npartitions=3)
+    arguments = {"k": 3, "epsilon": 1.0, "bounds": {"x": (0.0, 1e5)}, "seed": 3}
+    with pytest.raises(ValueError, match="33,333 rank groups per column"):
+        on_engine("dask", dpfast.ir_dp, data, output=tmp_path / "driver", send_ranks=False,
+                  memory_limit=200_000, **arguments)  # fmt: skip
+    # by cost: the column does not fit a sort task of 200,000 bytes, so its ranks are sent
+    _, _, private = on_engine(
+        "dask", dpfast.ir_dp, data, output=tmp_path / "sent", memory_limit=200_000, **arguments
+    )
+    want = dpfast.ir_dp(table, **arguments)
+    _same(pq.read_table(tmp_path / "sent").to_pandas(), want.data)
+    assert private.clamped_output == want.private.clamped_output
+    work = private.to_dict()["work"]  # one part: each rank placed once
+    assert work["output_passes"] == 1 and work["output_scanned"] == work["output_items"] == n

@@ -221,6 +221,13 @@ class Engine(ABC):
         column; the last group holds the remainder).
         """
 
+    def rank_group_bytes(self, n: int, k: int) -> int:
+        """Return the bytes this process holds for a column of :meth:`write_rank_groups`.
+
+        Its groups' sums, draws and values: three 8-byte numbers a group.
+        """
+        return (n // k) * 8 * 3
+
     def write_rank_groups(
         self,
         column: NumericColumn,

@@ -301,7 +301,7 @@ class ClusterEngine(OutOfCoreEngine):
         when it is returned), or where the release could not be made through the
         exchange, the groups come to the driver as on one machine.
         """
-        if not self._sends_ranks(grid):
+        if not self._sends_ranks():
             return super().write_rank_groups(column, grid, k, values, key, domain)
         name = str(column.name)
         passes = self._passes(column.name)
@@ -319,7 +319,11 @@ class ClusterEngine(OutOfCoreEngine):
         self._ranked[name] = RankedState(name, placed, plan, quantised_keys(column, grid), column)
         return plan.clamped, functools.partial(self._counted_on_bound, name)
 
-    def _sends_ranks(self, grid: Grid) -> bool:
+    def rank_group_bytes(self, n: int, k: int) -> int:
+        """Nothing where the sort's tasks send the ranks (:meth:`write_rank_groups`)."""
+        return 0 if self._sends_ranks() else super().rank_group_bytes(n, k)
+
+    def _sends_ranks(self) -> bool:
         """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).
 
         Only with ``output``, on an engine that can, and where every input column's type
@@ -342,7 +346,7 @@ class ClusterEngine(OutOfCoreEngine):
         n = self.n_rows
         fits = n <= (self.sort_limits() or self.limits).sorted_values
         parts = -(-n // self._part_rows(1))
-        return not fits or grid.d_int.bit_length() >= 63 or parts >= SEND_RANKS_PARTS
+        return not fits or parts >= SEND_RANKS_PARTS
 
     def _counted_on_bound(self, name: str) -> int:
         """Return a ranked column's rows on a bound, as its parts counted them."""

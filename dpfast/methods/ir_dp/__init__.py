@@ -224,15 +224,22 @@ def ir_dp(
         )
 
 
-def _group_bytes(n: int, k: int) -> int:
-    """Bytes a column's rank group values take while it is released (three int64 a group)."""
+def _group_bytes(run: Run, args: Arguments) -> int:
+    """Bytes this process holds for a column's rank groups while it is released.
+
+    Three 8-byte numbers a group, or what the engine holds for a numeric column of
+    :meth:`~dpfast.engines.base.Engine.write_rank_groups` where every column is one.
+    """
+    n, k = run.n_rows, args.k
+    if args.linkage == "columns" and not args.categorical:
+        return run.engine.rank_group_bytes(n, k)
     return (n // k) * 8 * 3
 
 
 def _check_groups_fit(run: Run, args: Arguments, n_threads: int | None) -> None:
     """Refuse a memory limit whose share per column cannot hold the column's group values."""
     n = run.n_rows
-    needed = _group_bytes(n, args.k)
+    needed = _group_bytes(run, args)
     count = len(args.numeric) or 1
     if needed > run.engine.column_memory(count, n_threads=n_threads, held_bytes=needed):
         raise DPFastValueError(
@@ -337,7 +344,7 @@ def _release_numeric(
         run.add_seconds("microaggregation (thread seconds)", elapsed)
         return clamped, bound
 
-    held = _group_bytes(n, k)
+    held = _group_bytes(run, args)
     done = engine.each_column(args.numeric, release, n_threads=n_threads, held_bytes=held)
     for i, (column, (clamped, bound)) in enumerate(done):
         plan.ledger.spend(plan.entries[column.name])
