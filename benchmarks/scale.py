@@ -188,7 +188,7 @@ class _Exchanged:
                     ranked.name, self.batch_rows, ranked.keys, plan.ranges, plan.key_bits
                 )
             ]
-            sent.extend(parts.emit_ties(column, i) for i in range(len(plan.runs)))
+            sent.extend(parts.emit_ties(column, i) for i in range(len(ranked.ties)))
             for by_part in sent:
                 for part, held in enumerate(by_part):
                     inbox[part].extend(held)

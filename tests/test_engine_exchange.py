@@ -302,9 +302,12 @@ def test_a_dask_release_sending_ranks_holds_no_group_on_the_driver(client, tmp_p
     from tests.engine_runs import on_engine
 
     n = 100_000
-    table = pd.DataFrame({"x": np.random.default_rng(5).uniform(0, 1e5, n)})
+    rng = np.random.default_rng(5)
+    # y: four values, each a run of ties larger than a sort task: sent with no sort
+    table = pd.DataFrame({"x": rng.uniform(0, 1e5, n), "y": rng.integers(0, 4, n)})
     data = dd.from_pandas(table, npartitions=3)
-    arguments = {"k": 3, "epsilon": 1.0, "bounds": {"x": (0.0, 1e5)}, "seed": 3}
+    bounds = {"x": (0.0, 1e5), "y": (0, 3)}
+    arguments = {"k": 3, "epsilon": 1.0, "bounds": bounds, "seed": 3}
     with pytest.raises(ValueError, match="33,333 rank groups per column"):
         on_engine("dask", dpfast.ir_dp, data, output=tmp_path / "driver", send_ranks=False,
                   memory_limit=200_000, **arguments)  # fmt: skip
@@ -316,4 +319,4 @@ def test_a_dask_release_sending_ranks_holds_no_group_on_the_driver(client, tmp_p
     _same(pq.read_table(tmp_path / "sent").to_pandas(), want.data)
     assert private.clamped_output == want.private.clamped_output
     work = private.to_dict()["work"]  # one part: each rank placed once
-    assert work["output_passes"] == 1 and work["output_scanned"] == work["output_items"] == n
+    assert work["output_passes"] == 1 and work["output_scanned"] == work["output_items"] == 2 * n

@@ -57,8 +57,14 @@ def _release(
     """Emit every task's ranks (a run of ties with ``emit_run``); return the pieces by part."""
     by_part: list[list[_ranked.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
     for a, b in itertools.pairwise(tasks):
-        if words[a] == words[b - 1]:
-            sent = list(column.emit_run(bounds, a, b - a, int(words[a])))
+        if words[a] == words[b - 1]:  # a run of ties, in chunks as the tasks send them
+            chunks = _ranked.tie_chunks([(int(words[a]), a, b - a)])
+            assert sum(count for _, _, count in chunks) == b - a
+            sent = [
+                sent_piece
+                for word, first, count in chunks
+                for sent_piece in column.emit_run(bounds, first, count, word)
+            ]
         else:
             sent = column.emit(bounds, a, words[a:b].copy())
         for part, piece in sent:

@@ -252,7 +252,7 @@ def _ranked_emits(
         for i in range(len(ranges)):
             out.append(sort(state, column, [piece[i] for piece in pieces], i, key_bits))
     ties = delayed(_emit_ties, pure=False)
-    out.extend(ties(state, column, i) for i in range(len(ranked.plan.runs)))
+    out.extend(ties(state, column, i) for i in range(len(ranked.ties)))
     return out
 
 
@@ -264,7 +264,7 @@ def _sort_emit(
 
 
 def _emit_ties(parts: ExchangedParts, column: int, index: int) -> list[list[bytes]]:
-    """Return the pieces of a ranked column's run of ties ``index`` by part, on a worker."""
+    """Return the pieces of a ranked column's chunk of ties ``index`` by part, on a worker."""
     return parts.emit_ties(column, index)
 
 

@@ -212,7 +212,7 @@ class ExchangedParts:
         return self._by_part(column, state.emit_sorted(self.bounds, index, ordered))
 
     def emit_ties(self, column: int, index: int) -> list[list[bytes]]:
-        """Return, by part, the pieces of run of ties ``index`` of ranked column ``column``."""
+        """Return, by part, the pieces of chunk ``index`` of ranked column ``column``'s ties."""
         return self._by_part(column, self.ranked[column].emit_ties(self.bounds, index))
 
     def _by_part(self, column: int, sent: list[tuple[int, RankedPiece]]) -> list[list[bytes]]:

@@ -45,9 +45,10 @@ __all__ = [
     "RankedPiece",
     "RankedState",
     "part_places",
+    "tie_chunks",
 ]
 
-#: Ranks of one run of ties emitted at once (:meth:`RankedColumn.emit_run`).
+#: Ranks of a run of ties one task sends (:func:`tie_chunks`).
 RUN_CHUNK = 1 << 20
 
 #: Bytes of a sort task's memory per key it sends (the pieces of the range's keys, the
@@ -149,15 +150,13 @@ class RankedColumn:
 
     def emit_run(
         self, bounds: np.ndarray, first_rank: int, count: int, word: int
-    ) -> Iterable[tuple[int, RankedPiece]]:
-        """Yield the pieces of ``count`` ranks from ``first_rank`` that all hold ``word``.
+    ) -> list[tuple[int, RankedPiece]]:
+        """Return the pieces of ``count`` ranks from ``first_rank`` that all hold ``word``.
 
-        A run of ties needs no data: it is emitted a chunk of :data:`RUN_CHUNK` ranks at a
-        time, each chunk as a task of its own would.
+        A run of ties needs no data; a long one is cut into chunks (:func:`tie_chunks`),
+        each a task of its own.
         """
-        for start in range(int(first_rank), int(first_rank) + int(count), RUN_CHUNK):
-            m = min(RUN_CHUNK, int(first_rank) + int(count) - start)
-            yield from self.emit(bounds, start, np.full(m, word, dtype=np.uint64))
+        return self.emit(bounds, first_rank, np.full(int(count), word, dtype=np.uint64))
 
     def _pieces(
         self,
@@ -285,16 +284,33 @@ class RankedState:
             raise DPFastRuntimeError(_CHANGED_RANGE.format(name=self.name))
         return self.column.emit(bounds, int(self.plan.first_ranks[index]), ordered)
 
+    @property
+    def ties(self) -> list[tuple[int, int, int]]:
+        """The plan's runs of ties cut into chunks: ``(grid value, first rank, count)``."""
+        return tie_chunks(self.plan.runs)
+
     def emit_ties(self, bounds: np.ndarray, index: int) -> list[tuple[int, RankedPiece]]:
-        """Return the pieces of the plan's run of ties ``index`` (no data is read)."""
-        word, first_rank, count = self.plan.runs[index]
-        return list(self.column.emit_run(bounds, first_rank, count, word))
+        """Return the pieces of chunk ``index`` of the runs of ties (no data is read)."""
+        word, first_rank, count = self.ties[index]
+        return self.column.emit_run(bounds, first_rank, count, word)
 
     def arrow(self, values: np.ndarray) -> Any:
         """Return released values as the column's output array."""
         import pyarrow as pa
 
         return pa.array(self.numeric.restore_dtype(values))
+
+
+def tie_chunks(runs: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Cut runs of ties ``(grid value, first rank, count)`` into chunks of :data:`RUN_CHUNK`.
+
+    A run of ties may hold most of a column; a chunk is what one task sends.
+    """
+    return [
+        (word, start, min(RUN_CHUNK, first + count - start))
+        for word, first, count in runs
+        for start in range(first, first + count, RUN_CHUNK)
+    ]
 
 
 _CHANGED_RANGE = (

@@ -89,7 +89,7 @@ def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> Data
                     column=column, tags=tags,
                 )  # fmt: skip
                 sent.append(shuffled.mapInArrow(emit, EMITTED))
-            runs = len(ranked.plan.runs)
+            runs = len(ranked.ties)
             if runs:
                 ties = functools.partial(ties_emitted, parts=parts, column=column, tags=tags)
                 numbered = source.session.range(runs, numPartitions=min(runs, source.sort_tasks))

@@ -253,7 +253,7 @@ def _flat(by_part: list[list[bytes]]) -> list[tuple[int, bytes]]:
 def ties_emitted(
     batches: Iterable[pa.RecordBatch], parts: ExchangedParts, column: int, tags: np.ndarray
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the pieces of the runs of ties of ranked column ``column`` this task numbers."""
+    """Yield the pieces of the chunks of ties of ranked column ``column`` this task numbers."""
     for batch in batches:
         for index in batch.column(0).to_pylist():
             yield from tagged(_flat(parts.emit_ties(column, int(index))), tags)
