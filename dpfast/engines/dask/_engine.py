@@ -229,11 +229,11 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
 def _ranked_emits(
     source: DaskSource, parts: ExchangedParts, state: Any, column: int, batch_rows: int
 ) -> list[Any]:
-    """Return the tasks sending a ranked column's values: one per sorted range and run of ties.
+    """Return the tasks sending a ranked column's values: a task per range and chunk of ties.
 
     A task per input partition splits its keys by range (:func:`_split`, as
     :meth:`DaskSource.sort_ranges` does); a task per range sorts its keys and sends its
-    ranks (:meth:`ExchangedParts.emit_sorted`); a task per run of ties sends its ranks.
+    ranks (:meth:`ExchangedParts.emit_sorted`); a task per chunk of ties sends its ranks.
     """
     from dask.delayed import delayed
 
