@@ -15,6 +15,11 @@ workers without passing through the driver:
    permutation's order; columns of rank groups are computed there from their state
    (:class:`~dpfast.engines.outofcore._lazy.GroupsColumn`).
 
+A numeric column of rank groups may instead be sent by the tasks that sort it
+(:mod:`dpfast.engines.outofcore._ranked`): its pieces reach the same parts, which
+assemble it beside the others and count its values on a bound
+(:meth:`ExchangedParts.assemble_counted`).
+
 Where a column is permuted, the parts' bounds are bucket starts (:func:`part_bounds`), so
 each row is read once and sent once: the work is O(n) whatever the number of parts, and
 the driver holds only the permutation's bucket starts. Everything is keyed: the frame is

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import ranking
@@ -294,10 +295,8 @@ class RankedState:
         word, first_rank, count = self.ties[index]
         return self.column.emit_run(bounds, first_rank, count, word)
 
-    def arrow(self, values: np.ndarray) -> Any:
+    def arrow(self, values: np.ndarray) -> pa.Array:
         """Return released values as the column's output array."""
-        import pyarrow as pa
-
         return pa.array(self.numeric.restore_dtype(values))
 
 
