@@ -11,7 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.engines.outofcore import GeneratedParts, generated_parts, worker_numba_cache
+from dpfast.engines.outofcore import (
+    GeneratedParts,
+    generated_parts,
+    text_columns,
+    worker_numba_cache,
+)
 from dpfast.engines.values import Progress
 
 __all__ = ["EXCHANGE_TABLES", "local_cluster", "write_dataset"]
@@ -87,13 +92,8 @@ def _write_table(table: pa.Table, path: str) -> int:
     numbers are near-random, so a dictionary costs time and saves nothing).
     """
     table = table.replace_schema_metadata(None)
-    text = [f.name for f in table.schema if not _is_number(f.type)]
-    pq.write_table(table, path, compression="zstd", use_dictionary=text)
+    pq.write_table(table, path, compression="zstd", use_dictionary=text_columns(table.schema))
     return int(table.num_rows)
-
-
-def _is_number(kind: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
 
 
 def _run(tasks: list[Any], phase: str, progress: Progress | None) -> list[Any]:

@@ -26,6 +26,7 @@ from dpfast.engines.outofcore._lazy import (
     RowsColumn,
     generated_parts,
     output_part_rows,
+    text_columns,
 )
 from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
 from dpfast.engines.outofcore._passes import (
@@ -114,6 +115,7 @@ __all__ = [
     "sorted_runs",
     "source_of",
     "source_under",
+    "text_columns",
     "totals",
     "worker_numba_cache",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "bucket_starts",
     "generated_parts",
     "output_part_rows",
+    "text_columns",
 ]
 
 #: The fewest output rows per task of an ``ir_dp`` release frame.
@@ -73,6 +74,17 @@ def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) ->
     if parts > tasks and parts % tasks:
         rows = max(PART_ROWS, -(-n // (parts + tasks - parts % tasks)))
     return rows
+
+
+def text_columns(schema: pa.Schema) -> list[str]:
+    """Return the columns of a release part that Parquet writes with a dictionary.
+
+    Its text (labels, copied strings): released numbers are near-random, so a
+    dictionary costs time and saves nothing.
+    """
+    return [
+        f.name for f in schema if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+    ]
 
 
 def bucket_starts(key: np.ndarray, n: int) -> np.ndarray:

@@ -25,6 +25,7 @@ cut into tasks and in whatever order the pieces arrive.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -285,7 +286,7 @@ class RankedState:
             raise DPFastRuntimeError(_CHANGED_RANGE.format(name=self.name))
         return self.column.emit(bounds, int(self.plan.first_ranks[index]), ordered)
 
-    @property
+    @functools.cached_property
     def ties(self) -> list[tuple[int, int, int]]:
         """The plan's runs of ties cut into chunks: ``(grid value, first rank, count)``."""
         return tie_chunks(self.plan.runs)

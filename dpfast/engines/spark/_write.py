@@ -23,6 +23,7 @@ from dpfast.engines.outofcore import (
     GeneratedParts,
     exchanged_parts,
     generated_parts,
+    text_columns,
 )
 from dpfast.engines.spark._exchange import received
 from dpfast.engines.spark._rows import quietly
@@ -129,12 +130,9 @@ def _write_assembled(
     batches: Iterable[pa.RecordBatch], parts: ExchangedParts, directory: str
 ) -> Iterator[pa.RecordBatch]:
     """Assemble and write the parts whose pieces this task received (on an executor)."""
-    text = [
-        name for name, kind in zip(parts.names, parts.types, strict=True) if not _is_number(kind)
-    ]
     for part, payloads in received(batches):
         table, counts = parts.assemble_counted(part, payloads)
-        _write_file(table, directory, part, text)
+        _write_file(table, directory, part)
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array([part], pa.int64()),
@@ -145,14 +143,14 @@ def _write_assembled(
         )
 
 
-def _is_number(kind: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
+def _write_file(table: pa.Table, directory: str, part: int) -> None:
+    """Write part ``part`` through a temporary file renamed into place (a retry: the same bytes).
 
-
-def _write_file(table: pa.Table, directory: str, part: int, text: list[str]) -> None:
-    """Write part ``part`` through a temporary file renamed into place (a retry: the same bytes)."""
+    As the column engine writes: zstd, a dictionary for text columns only.
+    """
     final = os.path.join(directory, f"part-{part:06d}.parquet")
     temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
+    text = text_columns(table.schema)
     try:
         pq.write_table(table, temporary, compression="zstd", use_dictionary=text)
         os.replace(temporary, final)
@@ -182,14 +180,13 @@ def _write_part(
     goes back only once the part's table is written and dropped; a failed part drops it.
     """
     words = parts.most_words()
-    labels = [c.name for c in parts.columns if c.kind == "labels"]
     for batch in batches:
         for part in batch.column(0).to_pylist():
             buffer = WORKER_BUFFERS.take(words)
             WORKER_BUFFERS.clear()  # the sort buffers that did not serve
             table = parts.table(part, buffer)
             rows = table.num_rows
-            _write_file(table, directory, part, labels)
+            _write_file(table, directory, part)
             del table  # the buffer's views: none is left when it goes back
             WORKER_BUFFERS.give(buffer)
             yield pa.RecordBatch.from_arrays(
