@@ -120,6 +120,27 @@ def fit_domains(
     return fitted, notes
 
 
+def protected_domains(
+    engine: TableView, columns: Any, taxonomies: Any, bounds: Any
+) -> tuple[
+    list[NumericColumn],
+    list[CategoricalColumn],
+    dict[Hashable, tuple[float, float]],
+    bool,
+    list[str],
+]:
+    """Return the protected columns, the numeric ones' domains and the widened types' notes.
+
+    In order: the numeric columns, each in a type that holds its domain
+    (:func:`fit_domains`); the categorical columns (:func:`protected_columns`); the
+    domains and whether the data gave them (:func:`column_domains`); the notes.
+    """
+    numeric, categorical = protected_columns(engine, columns, taxonomies)
+    domains, derived = column_domains(engine, numeric, bounds)
+    numeric, notes = fit_domains(numeric, domains)
+    return numeric, categorical, domains, derived, notes
+
+
 def column_names(
     numeric: Sequence[NumericColumn], categorical: Sequence[CategoricalColumn] = ()
 ) -> list[Hashable]:

@@ -234,14 +234,23 @@ def smallest_k(worst: Callable[[int], float], n_rows: int) -> int | None:
 
     if n_rows < 1 or not under(n_rows):
         return None
-    low, high = 0, n_rows  # under(high); not under(low), or low = 0
+    return bisect_edge(0, n_rows, under)[1]  # low = 0 is never asked
+
+
+def bisect_edge(low: int, high: int, right: Callable[[int], bool]) -> tuple[int, int]:
+    """Return ``(m - 1, m)`` for the smallest ``m`` in ``(low, high]`` where ``right`` holds.
+
+    ``right`` must be false up to an edge and true from it on, and true at ``high``; it is
+    asked only strictly between ``low`` and ``high`` (``low`` is taken to be left of the
+    edge). Where ``high - low <= 1``, nothing is asked and ``(low, high)`` comes back.
+    """
     while high - low > 1:
         middle = (low + high) // 2
-        if under(middle):
+        if right(middle):
             high = middle
         else:
             low = middle
-    return high
+    return low, high
 
 
 def advise_k(

@@ -10,11 +10,11 @@ from typing import Any
 from dpfast.cli._inputs import protected_arguments, schema_taxonomies
 from dpfast.cli._parsing import (
     Command,
+    bounded_arguments,
     column_list,
     columns_argument,
     integer,
     io_arguments,
-    number,
     quiet_argument,
     run_arguments,
     unprotected_argument,
@@ -92,10 +92,7 @@ def _check_mdav_fits(args: argparse.Namespace) -> None:
 
 
 def _mdav_dp_arguments(parser: argparse.ArgumentParser) -> None:
-    io_arguments(parser)
-    parser.add_argument("--k", type=integer, required=True, help="minimum cluster size")
-    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
-    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    bounded_arguments(parser, k_help="minimum cluster size")
     parser.add_argument(
         "--reference",
         choices=("corners", "cycling"),

@@ -8,11 +8,11 @@ from typing import Any
 from dpfast.cli._inputs import numeric_columns, protected_arguments
 from dpfast.cli._parsing import (
     Command,
+    bounded_arguments,
     column_list,
     columns_argument,
     integer,
     io_arguments,
-    number,
     run_arguments,
     unprotected_argument,
 )
@@ -68,10 +68,7 @@ Protects --columns, or else the schema's protected numeric columns, or else ever
 
 
 def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
-    io_arguments(parser)
-    parser.add_argument("--k", type=integer, required=True, help="group size (>= 1)")
-    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
-    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    bounded_arguments(parser, k_help="group size (>= 1)")
     parser.add_argument(
         "--linkage",
         choices=("columns", "records"),
@@ -100,9 +97,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _laplace_arguments(parser: argparse.ArgumentParser) -> None:
-    io_arguments(parser)
-    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
-    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    bounded_arguments(parser, k_help=None)
     columns_argument(parser)
     unprotected_argument(parser, None)
     run_arguments(parser)

@@ -222,6 +222,18 @@ def io_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def bounded_arguments(parser: argparse.ArgumentParser, k_help: str | None) -> None:
+    """INPUT and OUTPUT, ``--k`` (where ``k_help`` is given), ``--epsilon`` and ``--schema``.
+
+    For the releases whose numeric columns need public bounds, which the schema gives.
+    """
+    io_arguments(parser)
+    if k_help is not None:
+        parser.add_argument("--k", type=integer, required=True, help=k_help)
+    parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
+    parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+
+
 def columns_argument(parser: argparse.ArgumentParser) -> None:
     """``--columns``: a subset of the schema's protected columns."""
     parser.add_argument(

@@ -18,6 +18,7 @@ from dpfast._release import (
     Release,
     SeededReleaseOptions,
     Unpack,
+    bisect_edge,
     column_threads,
     keep_numerator,
     noise_source,
@@ -71,15 +72,9 @@ def search_intervals(
             return bool(interval_counts(m).min() >= k)
         return bool(status == 1)
 
-    low, high = 1, n // k
-    if not valid(high):
-        while high - low > 1:
-            middle = (low + high) // 2
-            if valid(middle):
-                low = middle
-            else:
-                high = middle
-        high = low
+    high = n // k
+    if not valid(high):  # valid(1): one interval holds all n >= k values
+        high = bisect_edge(1, high, lambda m: not valid(m))[0]
     counts = interval_counts(high)
     if counts.min() < k:  # pragma: no cover - the checks above are exact
         raise AssertionError("k-PRAM interval search returned an invalid split")

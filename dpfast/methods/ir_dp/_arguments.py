@@ -10,11 +10,9 @@ from dpfast._release import (
     CategoricalColumn,
     NumericColumn,
     TableView,
-    column_domains,
-    fit_domains,
     grid_noise_entry,
     option,
-    protected_columns,
+    protected_domains,
 )
 from dpfast._validation import (
     check_bool,
@@ -108,9 +106,6 @@ def validate(
         )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    numeric, categorical = protected_columns(table, columns, taxonomies)
-    domains, derived = column_domains(table, numeric, bounds)
-    numeric, notes = fit_domains(numeric, domains)
     return Arguments(
         k,
         epsilon,
@@ -118,11 +113,7 @@ def validate(
         shuffle,
         seed,
         cast(Sensitivity, sensitivity),
-        numeric,
-        categorical,
-        domains,
-        derived,
-        notes,
+        *protected_domains(table, columns, taxonomies, bounds),
     )
 
 

@@ -26,15 +26,13 @@ from dpfast._release import (
     advise_k,
     check_unprotected,
     choice_forecast,
-    column_domains,
     column_names,
-    fit_domains,
     grid_noise_entry,
     noise_source,
     numeric_forecast,
     open_run,
     option,
-    protected_columns,
+    protected_domains,
     taxonomy_parameters,
 )
 from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
@@ -245,19 +243,12 @@ def _validate(
     epsilon = check_epsilon(epsilon)
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
     seed = check_seed(seed)
-    numeric, categorical = protected_columns(table, columns, taxonomies)
-    domains, derived = column_domains(table, numeric, bounds)
-    numeric, notes = fit_domains(numeric, domains)
     return _Arguments(
         k,
         epsilon,
         cast(Calibration, calibration),
         seed,
-        numeric,
-        categorical,
-        domains,
-        derived,
-        notes,
+        *protected_domains(table, columns, taxonomies, bounds),
     )
 
 
