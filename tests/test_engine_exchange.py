@@ -26,6 +26,7 @@ from dpfast import noise
 from dpfast.engines.outofcore import ExchangedParts
 from dpfast.engines.outofcore._exchange import Shuffled, part_bounds
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError, NoiseDominatesWarning
+from dpfast.taxonomy import Taxonomy
 from tests.engine_runs import on_engine
 
 KEY = noise.NoiseSource.from_seed(5).key("exchange")
@@ -320,3 +321,92 @@ def test_a_dask_release_sending_ranks_holds_no_group_on_the_driver(client, tmp_p
     assert private.clamped_output == want.private.clamped_output
     work = private.to_dict()["work"]  # one part: each rank placed once
     assert work["output_passes"] == 1 and work["output_scanned"] == work["output_items"] == 2 * n
+
+
+# ------------------------------------------------ a categorical column's codes, sent
+
+
+#: A taxonomy of the frame's "note" column (``n0`` .. ``n16``).
+NOTES = Taxonomy.from_mapping(
+    {"*": {"low": [f"n{i}" for i in range(9)], "high": [f"n{i}" for i in range(9, 17)]}}
+)
+
+
+def _categorical_release(engine: str, data, **more):
+    arguments = {
+        "k": 7,
+        "epsilon": 4.0,
+        "bounds": {"a": BOUNDS["a"]},
+        "columns": ["a", "note"],
+        "taxonomies": {"note": NOTES},
+        "unprotected": "shuffle",
+        "seed": 3,
+    }
+    if engine == "memory":
+        release = dpfast.ir_dp(data, **arguments)
+        return release.data, release.report, release.private
+    return on_engine(engine, dpfast.ir_dp, data, **arguments, **more)
+
+
+def _check_categorical(engine: str, data, local: pd.DataFrame, tmp_path) -> None:
+    """ir_dp of a categorical column, its codes drawn and sent by the write's tasks."""
+    want, report, private = _categorical_release("memory", local)
+    work = {}
+    for sent in (True, False):
+        out = tmp_path / f"{engine}-{sent}"
+        _, got_report, got = _categorical_release(
+            engine, data, output=out, part_rows=45_000, send_ranks=sent
+        )
+        written = pq.read_table(out).to_pandas()
+        assert written["note"].tolist() == want["note"].tolist()  # the same rows, in order
+        _same(written, want)
+        assert got_report.to_dict() == report.to_dict()
+        assert got.clamped == private.clamped
+        assert got.clamped_output == private.clamped_output
+        work[sent] = got.to_dict()["work"]
+    # f, shuffled, is placed once. Sent, each rank of a and of note is placed once, but
+    # for the buckets that a part's bound cuts (sent to both parts); on the driver's path
+    # each of the 4 parts scans their whole bucket streams
+    assert work[False]["output_scanned"] == N + 2 * 4 * N
+    assert 3 * N <= work[True]["output_scanned"] <= 3 * N + 2 * 3 * 60_000
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_a_dask_release_sends_a_categorical_columns_codes_drawn_by_its_tasks(client, tmp_path):
+    import dask
+    import dask.dataframe as dd
+
+    table = _frame(N)
+    with dask.config.set({"dataframe.convert-string": False}):
+        data = dd.from_pandas(table, npartitions=3)
+    _check_categorical("dask", data, table, tmp_path)
+
+
+def test_a_spark_release_sends_a_categorical_columns_codes_drawn_by_its_tasks(spark, tmp_path):
+    table = _frame(N)
+    data = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
+    data = data.repartition(3).cache()
+    _check_categorical("spark", data, data.toArrow().to_pandas(), tmp_path)
+    data.unpersist()
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_a_dask_release_of_categories_sending_codes_holds_no_group_on_the_driver(client, tmp_path):
+    """More groups than the memory limit holds: refused on the driver, drawn by the tasks."""
+    import dask.dataframe as dd
+
+    n = 100_000
+    rng = np.random.default_rng(11)
+    notes = pd.Categorical([f"n{i}" for i in rng.integers(0, 17, n)], [f"n{i}" for i in range(17)])
+    table = pd.DataFrame({"note": notes})
+    data = dd.from_pandas(table, npartitions=3)
+    arguments = {"k": 3, "epsilon": 1.0, "taxonomies": {"note": NOTES}, "seed": 3}
+    with pytest.raises(ValueError, match="33,333 rank groups per column"):
+        on_engine("dask", dpfast.ir_dp, data, output=tmp_path / "driver", send_ranks=False,
+                  memory_limit=200_000, **arguments)  # fmt: skip
+    on_engine("dask", dpfast.ir_dp, data, output=tmp_path / "sent", memory_limit=200_000,
+              **arguments)  # fmt: skip
+    want = dpfast.ir_dp(table, **arguments).data
+    got = pq.read_table(tmp_path / "sent").to_pandas()
+    assert got["note"].tolist() == want["note"].tolist()
+    assert got["note"].dtype == want["note"].dtype  # a dictionary, as the input

@@ -177,3 +177,53 @@ def test_the_order_by_bucket_is_a_stable_sort(seed: int) -> None:
     assert np.array_equal(at, np.searchsorted(np.sort(buckets), np.arange(n_buckets + 1)))
     lo, hi = sorted(rng.integers(0, n_buckets + 1, 2).tolist())
     assert np.array_equal(bucket_run(at, lo, hi, np.int32), np.sort(buckets)[at[lo] : at[hi]])
+
+
+# ---------------------------------------- a categorical column: its ranks from its counts
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codes drawn by chunks of the counts' runs, as the tasks draw them, then assembled."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(_ranked, "RUN_CHUNK", rng.choice([1, 5, 64, 1 << 20]))
+    m = rng.randint(1, 6)
+    counts = np.array([rng.choice([0, 1, 3, 40, 900]) for _ in range(m)], dtype=np.int64)
+    counts[rng.randrange(m)] += 1
+    n = int(counts.sum())
+    k = rng.randint(1, min(n, 30))
+    distance = np.abs(np.subtract.outer(np.arange(m), np.arange(m))) * 1_000
+    source = noise.NoiseSource.from_seed(seed)
+    draw_key, key = source.key("codes"), source.key("order")
+
+    def codes(counts: np.ndarray, first: int, stop: int) -> np.ndarray:
+        return noise.exponential_mechanism_sorted_groups(
+            draw_key, counts, k, distance, epsilon=2.0, sensitivity=1_000, groups=(first, stop)
+        )
+
+    values = _ranked.CodedGroups(codes, counts)
+    column = RankedColumn(n, k, key, bucket_starts(key, n), values, -np.inf, np.inf)
+    plan = _ranked.ranks_of_counts(counts)
+    assert len(plan.ranges) == 0 and sum(c for _, _, c in plan.runs) == n
+    bounds = np.array(_cuts(rng, n, rng.choice([0, 2, 30])), dtype=np.int64)
+    by_part: list[list[_ranked.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
+    for word, first, count in _ranked.tie_chunks(plan.runs):
+        for part, piece in column.emit_run(bounds, first, count, word):
+            by_part[part].append(piece)
+    for pieces in by_part:
+        random.Random(seed).shuffle(pieces)
+    parts = [column.assemble(bounds, p, pieces) for p, pieces in enumerate(by_part)]
+    whole = noise.exponential_mechanism_sorted_groups(
+        draw_key, counts, k, distance, epsilon=2.0, sensitivity=1_000
+    )
+    order = noise.permutation(key, n)
+    expected = whole[np.minimum(order // k, n // k - 1)]
+    assert np.array_equal(np.concatenate([v for v, _ in parts]), expected)
+    assert sum(on_bound for _, on_bound in parts) == 0  # no bound: nothing is clamped
+
+
+def test_a_column_planned_by_its_counts_is_never_read() -> None:
+    with pytest.raises(DPFastRuntimeError, match="never read"):
+        _ranked.no_keys(None, 0)

@@ -249,6 +249,42 @@ def test_forced_slow_path_of_sorted_groups(monkeypatch):
     assert fast.tolist() == slow.tolist()
 
 
+@pytest.mark.parametrize("slack", [None, 2.0])
+def test_a_run_of_sorted_groups_draws_what_the_whole_column_draws(monkeypatch, slack):
+    """``groups=(first, stop)``: each group as in the whole column, the fast and exact paths."""
+    if slack is not None:
+        monkeypatch.setattr(em, "fast_path_slack", lambda m: slack)
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        m = int(rng.integers(1, 7))
+        distance = rng.integers(0, 40, size=(m, m))
+        distance = distance + distance.T
+        np.fill_diagonal(distance, 0)
+        counts = rng.integers(0, 12, m)
+        counts[0] += 3
+        k = int(rng.integers(1, counts.sum() + 1))
+        arguments = {"epsilon": float(rng.choice([0.1, 1.0, 20.0])), "sensitivity": 80}
+        whole = noise.exponential_mechanism_sorted_groups(
+            KEY, counts, k, distance, start=trial, **arguments
+        )
+        size = whole.shape[0]
+        for first, stop in [(0, size), (0, 0), (size, size), (size - 1, size), (0, 1)]:
+            part = noise.exponential_mechanism_sorted_groups(
+                KEY, counts, k, distance, start=trial, groups=(first, stop), **arguments
+            )
+            assert part.tolist() == whole[first:stop].tolist()
+        first = int(rng.integers(0, size + 1))
+        stop = int(rng.integers(first, size + 1))
+        part = noise.exponential_mechanism_sorted_groups(
+            KEY, counts, k, distance, start=trial, groups=(first, stop), **arguments
+        )
+        assert part.tolist() == whole[first:stop].tolist()
+    with pytest.raises(ValueError, match="groups"):
+        noise.exponential_mechanism_sorted_groups(
+            KEY, counts, k, distance, groups=(1, size + 1), **arguments
+        )
+
+
 def test_exact_path_terminates_when_u_equals_a_dyadic_threshold():
     # b = 1/2 (rate ln 2 would need an irrational; take the base by hand): weights 1, 1/2,
     # thresholds 2/3 and 1; with two equal weights t_0 = 1/2 is dyadic and U = 1/2 exactly

@@ -130,6 +130,16 @@ class Run(Reporting):
             self.alerts.append(text)
             warnings.warn(text, NoiseDominatesWarning, stacklevel=3)
 
+    def protect(self, columns: Sequence[Hashable]) -> None:
+        """Tell the engine the columns the release protects, once its arguments are checked.
+
+        The others are copied as :attr:`policy` says, none where it drops them
+        (:meth:`Engine.expect_copies`).
+        """
+        protected = {str(c) for c in columns}
+        names = [str(n) for n in self.engine.names if str(n) not in protected]
+        self.engine.expect_copies([] if self.policy == "drop" else names)
+
     def reserve(self, epsilon: float, columns: Sequence[Hashable]) -> None:
         """Hold ``epsilon`` in the run's budget, if it has one, before any work.
 

@@ -67,6 +67,7 @@ from dpfast.engines.values import (
     CodedNumeric,
     Contingency,
     Count,
+    GroupCodes,
     GroupValues,
     Lookup,
     NumericColumn,
@@ -221,6 +222,23 @@ class Engine(ABC):
         column; the last group holds the remainder).
         """
 
+    def write_category_groups(
+        self,
+        column: CategoricalColumn,
+        counts: np.ndarray,
+        k: int,
+        codes: GroupCodes,
+        key: np.ndarray,
+    ) -> None:
+        """Release a categorical column in rank groups of ``k``, in the order of ``key``.
+
+        ``counts`` are the column's records per taxonomy rank (:meth:`rank_counts`), so
+        its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
+        groups ``first .. stop - 1``. By default every group's code is drawn here and
+        written by :meth:`write_groups`.
+        """
+        self.write_groups(column, codes(counts, 0, int(counts.sum()) // k), k, key)
+
     def rank_group_bytes(self, n: int, k: int) -> int:
         """Return the bytes this process holds for a column of :meth:`write_rank_groups`.
 
@@ -276,6 +294,14 @@ class Engine(ABC):
         sum, its values added one by one in rank order (the remainder in the last group),
         and gives every group's released value.
         """
+
+    def expect_copies(self, names: Sequence[str]) -> None:
+        """Learn, once the release's arguments are checked, the columns it will copy.
+
+        :meth:`copy_columns` copies them at the end; an engine may choose how it writes the
+        released columns by their types. By default nothing is done.
+        """
+        return None
 
     @abstractmethod
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "CodedNumeric",
     "Contingency",
     "Count",
+    "GroupCodes",
     "GroupValues",
     "Lookup",
     "NumericColumn",
@@ -291,6 +292,12 @@ GroupValues = Callable[[np.ndarray], np.ndarray]
 #: their exact sums, alone (each group's noise is keyed by the group): a task holding some
 #: of a column's groups computes theirs (:meth:`Engine.write_rank_groups`).
 RangeValues = Callable[[np.ndarray, int], np.ndarray]
+
+#: ``codes(counts, first, stop)``: the released codes of a categorical column's rank
+#: groups ``first .. stop - 1``, from its records per taxonomy rank (``counts``) alone
+#: (each group's draw is keyed by the group): a task holding some of the column's ranks
+#: computes their groups' codes (:meth:`Engine.write_category_groups`).
+GroupCodes = Callable[[np.ndarray, int, int], np.ndarray]
 
 #: A count known now, or once the release is written (called then, once).
 Count = int | Callable[[], int]

@@ -267,6 +267,7 @@ def exponential_mechanism_sorted_groups(
     epsilon: float | Fraction,
     sensitivity: float | Fraction,
     start: int = 0,
+    groups: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Exponential-mechanism centroid of each rank group of a sorted categorical column.
 
@@ -293,11 +294,16 @@ def exponential_mechanism_sorted_groups(
         As for :func:`exponential_mechanism` (``sensitivity`` in the distance's units).
     start : int, optional
         Nonce of group 0.
+    groups : (int, int), optional
+        ``(first, stop)``: draw only groups ``first .. stop - 1`` of the column, each as
+        the whole column's draw would (so any task that knows ``counts`` can draw any
+        group). Default: every group.
 
     Returns
     -------
     numpy.ndarray
-        ``int64`` array of shape ``(n // k,)``: the chosen candidate of each group.
+        ``int64`` array of shape ``(n // k,)`` (or ``stop - first``): the chosen candidate
+        of each group.
 
     Examples
     --------
@@ -327,6 +333,8 @@ def exponential_mechanism_sorted_groups(
     if n * int(distance.max()) >= _MAX_QUALITY:
         raise DPFastValueError("n * max(distance) must be below 2**62; use coarser units")
     size, start = _check_range(n // k, start)
+    if groups is not None:
+        counts, n, size, start = _group_slice(counts, n, k, size, start, groups)
     out = np.empty(size, dtype=np.int64)
     slack = fast_path_slack(m)
     _em.em_sorted_groups(key, counts, k, distance, base.table(), slack, np.uint64(start), out)
@@ -338,6 +346,20 @@ def exponential_mechanism_sorted_groups(
             quality = -(distance @ _group_histogram(ends, g * k, n if g == size - 1 else g * k + k))
             out[g] = _exact_row(key, start + g, quality.tolist(), ones, base)
     return out
+
+
+def _group_slice(
+    counts: np.ndarray, n: int, k: int, size: int, start: int, groups: tuple[int, int]
+) -> tuple[np.ndarray, int, int, int]:
+    """Return the counts, values, groups and first nonce of groups ``first .. stop - 1``.
+
+    The slice of the sorted column they cover is a sorted column of its own: ``k`` values
+    a group, and the remainder of the last group where the slice holds it.
+    """
+    first = check_int(groups[0], "groups[0]", low=0, high=size)
+    stop = check_int(groups[1], "groups[1]", low=first, high=size)
+    lo, hi = first * k, (n if stop == size else stop * k)
+    return _group_histogram(np.cumsum(counts), lo, hi), hi - lo, stop - first, start + first
 
 
 def _group_histogram(ends: np.ndarray, first: int, stop: int) -> np.ndarray:

@@ -207,7 +207,7 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
     assembled = [assemble(state, p, [e[p] for e in emitted]) for p in range(parts.count)]
     tables = [table for table, _ in assembled]
     convert = delayed(_exchanged_pandas, pure=False)
-    groups = {c.name: c for c in parts.groups}
+    groups = parts.group_columns
     empty = pa.schema(list(zip(parts.names, parts.types, strict=True))).empty_table().to_pandas()
     meta = pd.DataFrame(
         {
@@ -297,7 +297,7 @@ def _assemble_part(
 def _exchanged_pandas(parts: ExchangedParts, table: pa.Table, part: int) -> pd.DataFrame:
     """Return an assembled part as the in-memory release's pandas frame."""
     lo, hi = parts.span(part)
-    groups = {c.name: c for c in parts.groups}
+    groups = parts.group_columns
     data = {}
     for name, array in zip(table.column_names, table.columns, strict=True):
         chunk = array.combine_chunks()

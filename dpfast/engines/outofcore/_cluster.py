@@ -34,7 +34,7 @@ import os
 import tempfile
 import uuid
 from abc import abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -60,14 +60,29 @@ from dpfast.engines.outofcore._lazy import (
     generated_parts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._passes import BATCH_ROWS, Limits, plan_ranks, quantised_keys
-from dpfast.engines.outofcore._ranked import BYTES_PER_SENT_RANK, RankedColumn, RankedState
+from dpfast.engines.outofcore._passes import (
+    BATCH_ROWS,
+    Limits,
+    RankPlan,
+    plan_ranks,
+    quantised_keys,
+)
+from dpfast.engines.outofcore._ranked import (
+    BYTES_PER_SENT_RANK,
+    CodedGroups,
+    RankedColumn,
+    RankedState,
+    no_keys,
+    ranks_of_counts,
+)
 from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import (
+    CategoricalColumn,
     Cells,
     Count,
+    GroupCodes,
     NumericColumn,
     Opening,
     ProtectedColumn,
@@ -120,6 +135,7 @@ class ClusterEngine(OutOfCoreEngine):
         self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, int, np.ndarray]] = {}
         self._rows: dict[str, RowsColumn] = {}
         self.copied: set[str] = set()  # the columns released unprotected, unchanged
+        self._will_copy: list[str] | None = None  # those the release said it will copy
         # each copy asked for (names, key), kept until the release is published
         self._copies: list[tuple[tuple[str, ...], np.ndarray | None]] = []
         self._table: pa.Table | None = None
@@ -314,10 +330,44 @@ class ClusterEngine(OutOfCoreEngine):
         # each range's task sends its keys' values: its ranges are cut smaller than a sort's
         limits = (self.sort_limits() or self.limits).sorting(BYTES_PER_SENT_RANK)
         plan = plan_ranks(self.source, column, grid, limits, tick)
-        n = self.n_rows
-        placed = RankedColumn(n, k, key, bucket_starts(key, n), values, *domain)
-        self._ranked[name] = RankedState(name, placed, plan, quantised_keys(column, grid), column)
+        self._rank(column, plan, k, key, values, domain, quantised_keys(column, grid))
         return plan.clamped, functools.partial(self._counted_on_bound, name)
+
+    def write_category_groups(
+        self,
+        column: CategoricalColumn,
+        counts: np.ndarray,
+        k: int,
+        codes: GroupCodes,
+        key: np.ndarray,
+    ) -> None:
+        """With ``output``, the write's tasks draw the groups' codes and send them.
+
+        The column's records per taxonomy rank give its sorted ranks, so no task sorts or
+        reads it: each chunk of a taxonomy rank's ranks draws the codes of its groups and
+        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Otherwise
+        (as :meth:`_sends_ranks` says) the codes come to the driver as on one machine.
+        """
+        if not self._sends_ranks():
+            return super().write_category_groups(column, counts, k, codes, key)
+        values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
+        self._rank(column, ranks_of_counts(values.counts), k, key, values, (-np.inf, np.inf))
+
+    def _rank(
+        self,
+        column: ProtectedColumn,
+        plan: RankPlan,
+        k: int,
+        key: np.ndarray,
+        values: RangeValues,
+        domain: tuple[float, float],
+        keys: Callable[[Any, int], np.ndarray] = no_keys,
+    ) -> None:
+        """Keep a column whose ranks the write's tasks send (:class:`RankedState`)."""
+        n, name = self.n_rows, str(column.name)
+        placed = RankedColumn(n, k, key, bucket_starts(key, n), values, *domain)
+        output = self._group_state(column, np.zeros(0), key)
+        self._ranked[name] = RankedState(name, placed, plan, keys, output)
 
     def rank_group_bytes(self, n: int, k: int) -> int:
         """Nothing where the sort's tasks send the ranks (:meth:`write_rank_groups`)."""
@@ -326,8 +376,10 @@ class ClusterEngine(OutOfCoreEngine):
     def _sends_ranks(self) -> bool:
         """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).
 
-        Only with ``output``, on an engine that can, and where every input column's type
-        goes through the exchange. Then as :attr:`send_ranks` says, or by cost: the
+        Only with ``output``, on an engine that can, and where the type of every column
+        the release will copy goes through the exchange (every input column's, unless the
+        release said which it copies: :meth:`expect_copies`). Then as :attr:`send_ranks`
+        says, or by cost: the
         groups come to the driver where the column fits one sort task (so the driver
         holds at most ``24 / (32 k)`` of the memory limit) and the release has fewer than
         :data:`SEND_RANKS_PARTS` parts (each part scans the column's whole bucket stream,
@@ -335,10 +387,11 @@ class ClusterEngine(OutOfCoreEngine):
         docs/scale.md, "Rank groups through the exchange").
         """
         schema = self.source.schema
+        copied = schema.names if self._will_copy is None else self._will_copy
         if (
             self.final is None
             or not self.ranks_exchanged
-            or not all(self.exchangeable(field.type) for field in schema)
+            or not all(self.exchangeable(schema.field(name).type) for name in copied)
         ):
             return False
         if self.send_ranks is not None:
@@ -362,6 +415,9 @@ class ClusterEngine(OutOfCoreEngine):
         total = column_total(self.source, name, batch_rows, RowsCounts(rows), start)
         self._rows[name] = rows
         return np.zeros(0, dtype=np.int64) if np.ndim(total) == 0 else np.asarray(total)
+
+    def expect_copies(self, names: Sequence[str]) -> None:
+        self._will_copy = list(names)
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         """Keep the copy as state: the workers make it in the frame, or :meth:`_materialize`."""
@@ -447,7 +503,7 @@ class ClusterEngine(OutOfCoreEngine):
         types.update((r.name, r.arrow_type) for r in self._rows.values())
         types.update((c.name, c.arrow_type) for c in groups)
         ranked = tuple(self._ranked[n] for n in order if n in self._ranked)
-        types.update((r.name, pa.from_numpy_dtype(r.numeric.dtype)) for r in ranked)
+        types.update((r.name, r.output.arrow_type) for r in ranked)
         names = tuple(n for n in order if n in types)
         starts = shuffled.starts if shuffled is not None else None
         return ExchangedParts(

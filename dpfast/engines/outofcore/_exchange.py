@@ -139,6 +139,13 @@ class ExchangedParts:
         return int(self.bounds[part]), int(self.bounds[part + 1])
 
     @property
+    def group_columns(self) -> dict[str, GroupsColumn]:
+        """The rank-group columns' output states by name, the ranked columns' too."""
+        out = {c.name: c for c in self.groups}
+        out.update((r.name, r.output) for r in self.ranked)
+        return out
+
+    @property
     def inputs(self) -> list[str]:
         """The input columns the emitting tasks read."""
         shuffled = self.shuffled.names if self.shuffled is not None else ()

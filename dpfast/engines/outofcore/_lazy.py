@@ -197,9 +197,13 @@ class GroupsColumn:
             self.key, n, first, last, self.values, k, sizes, out=out
         )
         out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
+        return self.array(out)
+
+    def array(self, values: np.ndarray) -> pa.Array:
+        """Return released values (float64, or a categorical column's codes) as the output."""
         if self.numeric is None:
-            return self.labels_of(out)
-        return pa.array(self.numeric.restore_dtype(out))
+            return self.labels_of(np.asarray(values, dtype=np.int64))
+        return pa.array(self.numeric.restore_dtype(values))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ parts, so that neither the groups' sums nor their values pass through the driver
 Every value is a function of the column's sums and keyed draws alone, so the parts are the
 release that holds every group's value on the driver, bit for bit, however the ranks are
 cut into tasks and in whatever order the pieces arrive.
+
+A categorical column needs no sort: its records per taxonomy rank give its sorted ranks
+(:func:`ranks_of_counts`: runs of ties only), and a group's code depends on those counts
+and the group's number alone (:class:`CodedGroups`).
 """
 
 from __future__ import annotations
@@ -35,18 +39,22 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import ranking
-from dpfast.engines.outofcore._lazy import bucket_order, bucket_run, bucket_span
+from dpfast.engines.outofcore._lazy import GroupsColumn, bucket_order, bucket_run, bucket_span
 from dpfast.engines.outofcore._passes import RankPlan
-from dpfast.engines.values import NumericColumn
+from dpfast.engines.outofcore._sorted import Ranges
+from dpfast.engines.values import GroupCodes, RangeValues
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 
 __all__ = [
     "BYTES_PER_SENT_RANK",
     "CHANGED_PART",
+    "CodedGroups",
     "RankedColumn",
     "RankedPiece",
     "RankedState",
+    "no_keys",
     "part_places",
+    "ranks_of_counts",
     "tie_chunks",
 ]
 
@@ -58,9 +66,6 @@ RUN_CHUNK = 1 << 20
 #: beyond the keys measured with ``tracemalloc`` at 2.5M keys, 2026-11-29), so that a
 #: range of ``memory // BYTES_PER_SENT_RANK`` keys fits a task's memory limit.
 BYTES_PER_SENT_RANK = 80
-
-#: ``values(sums, first_group)``: the released values of groups ``first_group ..``.
-RangeValues = Callable[[np.ndarray, int], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class RankedPiece:
 
 @dataclass(frozen=True)
 class RankedColumn:
-    """A numeric column released in rank groups of ``k`` by the tasks that sort it.
+    """A column released in rank groups of ``k`` by the tasks that hold its sorted ranks.
 
     ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``);
     ``values`` computes groups' released values from their exact sums; ``lower`` and
@@ -263,19 +268,58 @@ class RankedColumn:
 
 
 @dataclass(frozen=True)
+class CodedGroups:
+    """A categorical column's group values: ``codes(counts, first, stop)`` as floats.
+
+    The codes of a run of groups depend on the column's records per taxonomy rank
+    (``counts``) and the groups' numbers alone, not on the ranks' sums: a task sending
+    any ranks of the column draws their groups' codes.
+    """
+
+    codes: GroupCodes
+    counts: np.ndarray
+
+    def __call__(self, sums: np.ndarray, first_group: int) -> np.ndarray:
+        stop = first_group + int(sums.shape[0])
+        return np.asarray(self.codes(self.counts, first_group, stop), dtype=np.float64)
+
+
+def ranks_of_counts(counts: np.ndarray) -> RankPlan:
+    """Return the plan of a column whose sorted ranks ``counts`` gives: runs of ties only.
+
+    Taxonomy rank ``r`` holds ranks ``sum(counts[:r]) ..``, ``counts[r]`` of them; no
+    task sorts or reads the column.
+    """
+    ends = np.cumsum(counts)
+    runs = tuple(
+        (r, int(end - count), int(count))
+        for r, (end, count) in enumerate(zip(ends.tolist(), counts.tolist(), strict=True))
+        if count > 0
+    )
+    none, no_ranks = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    return RankPlan(Ranges(none, none, no_ranks), no_ranks, runs, 0, 0)
+
+
+def no_keys(batch: Any, first_row: int) -> np.ndarray:
+    """Refuse to read a column whose ranks need no sort (:func:`ranks_of_counts`)."""
+    raise DPFastRuntimeError("a column planned by its counts is never read")
+
+
+@dataclass(frozen=True)
 class RankedState:
-    """What the tasks of a release need to sort a numeric column and send its rank groups.
+    """What the tasks of a release need to sort a column and send its rank groups.
 
     ``plan`` cuts the column's grid values into the ranges the workers sort (and the ties
     that need no sort); ``keys(batch, first_row)`` maps a batch to its grid values;
-    ``column`` places the values; ``numeric`` gives the output type.
+    ``column`` places the values; ``output`` gives the output type (its group values are
+    not used).
     """
 
     name: str
     column: RankedColumn
     plan: RankPlan
     keys: Callable[[Any, int], np.ndarray]
-    numeric: NumericColumn
+    output: GroupsColumn
 
     def emit_sorted(
         self, bounds: np.ndarray, index: int, ordered: np.ndarray
@@ -298,7 +342,7 @@ class RankedState:
 
     def arrow(self, values: np.ndarray) -> pa.Array:
         """Return released values as the column's output array."""
-        return pa.array(self.numeric.restore_dtype(values))
+        return self.output.array(values)
 
 
 def tie_chunks(runs: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

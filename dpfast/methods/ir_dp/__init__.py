@@ -196,9 +196,11 @@ def ir_dp(
                 warn_unproven(guarantee[0])
         with run.phase("plan"):
             plan = make_plan(args, run.n_rows)
+            protected = column_names(args.numeric, args.categorical)
+            run.protect(protected)
             _check_groups_fit(run, args, n_threads)
             run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
-            run.reserve(args.epsilon, column_names(args.numeric, args.categorical))
+            run.reserve(args.epsilon, protected)
         source = noise_source(args.seed)
         linked = args.linkage == "records"
         row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
@@ -227,11 +229,12 @@ def ir_dp(
 def _group_bytes(run: Run, args: Arguments) -> int:
     """Bytes this process holds for a column's rank groups while it is released.
 
-    Three 8-byte numbers a group, or what the engine holds for a numeric column of
-    :meth:`~dpfast.engines.base.Engine.write_rank_groups` where every column is one.
+    Three 8-byte numbers a group where the rows stay linked; else what the engine holds
+    for a column of :meth:`~dpfast.engines.base.Engine.write_rank_groups` (and of
+    :meth:`~dpfast.engines.base.Engine.write_category_groups`, which holds the same).
     """
     n, k = run.n_rows, args.k
-    if args.linkage == "columns" and not args.categorical:
+    if args.linkage == "columns":
         return run.engine.rank_group_bytes(n, k)
     return (n // k) * 8 * 3
 
@@ -292,8 +295,10 @@ class _ChosenCodes:
     key: np.ndarray
     entry: LedgerEntry
 
-    def __call__(self, counts: np.ndarray) -> np.ndarray:
-        return group_codes(self.taxonomy, counts, self.k, self.key, self.entry)
+    def __call__(self, counts: np.ndarray, first: int = 0, stop: int | None = None) -> np.ndarray:
+        """Return the codes of groups ``first .. stop - 1`` (default: every group)."""
+        groups = None if stop is None else (first, stop)
+        return group_codes(self.taxonomy, counts, self.k, self.key, self.entry, groups)
 
 
 @dataclass
@@ -375,8 +380,8 @@ def _release_categorical(
         if args.linkage == "records":
             engine.write_linked(cat, None, k, row_key, choose)
         else:
-            codes = choose(counts[cat.name])
-            engine.write_groups(cat, codes, k, source.key("ir_dp", "column-order", name))
+            order = source.key("ir_dp", "column-order", name)
+            engine.write_category_groups(cat, counts[cat.name], k, choose, order)
         run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
         elapsed = time.perf_counter() - start - choose.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)

@@ -55,12 +55,21 @@ def categorical_entry(
 
 
 def group_codes(
-    taxonomy: Taxonomy, rank_counts: np.ndarray, k: int, key: np.ndarray, entry: LedgerEntry
+    taxonomy: Taxonomy,
+    rank_counts: np.ndarray,
+    k: int,
+    key: np.ndarray,
+    entry: LedgerEntry,
+    groups: tuple[int, int] | None = None,
 ) -> np.ndarray:
-    """Draw every rank group's released code from the records per taxonomy rank."""
-    n_groups = int(rank_counts.sum()) // k
+    """Draw the rank groups' released codes from the records per taxonomy rank.
+
+    Every group's, or groups ``first .. stop - 1`` where ``groups`` is ``(first, stop)``:
+    each group's draw is the same either way.
+    """
+    first, stop = (0, int(rank_counts.sum()) // k) if groups is None else groups
     if entry.sensitivity == 0:  # a one-value domain: nothing to choose
-        return np.zeros(n_groups, dtype=np.int64)
+        return np.zeros(stop - first, dtype=np.int64)
     chosen = noise.exponential_mechanism_sorted_groups(
         key,
         rank_counts,
@@ -68,6 +77,7 @@ def group_codes(
         distance_units(taxonomy.rank_distance_matrix()),
         epsilon=entry.epsilon,
         sensitivity=int(entry.details["sensitivity_units"]),
+        groups=groups,
     )
     return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
 
