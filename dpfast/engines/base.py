@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -84,7 +85,7 @@ from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "in_threads"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Engine")
@@ -155,7 +156,6 @@ class Engine(ABC):
 
     # -- work over columns --------------------------------------------------------------
 
-    @abstractmethod
     def each_column(
         self,
         columns: Sequence[T],
@@ -172,7 +172,16 @@ class Engine(ABC):
         a share too small for them, saying what to change). Results are yielded in
         order, whatever order they finish in; on an error or interrupt, the columns not
         started are not started.
+
+        An engine without a memory limit runs them in threads (default one per core, at
+        most one per column), or one after the other in this thread where that is one.
         """
+        threads = column_threads(n_threads, len(columns) or 1)
+        if threads == 1:
+            for column in columns:
+                yield column, work(column)
+            return
+        yield from in_threads(columns, work, threads)
 
     def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
         """Bytes each column may hold when ``n_columns`` run in :meth:`each_column`.
@@ -530,3 +539,15 @@ class Engine(ABC):
 
 
 # -- small helpers the engines share --------------------------------------------------------
+
+
+def in_threads(columns: Sequence[T], work: Callable[[T], R], threads: int) -> Iterator[tuple[T, R]]:
+    """Yield ``(column, work(column))`` for every column, ``threads`` at once, in order.
+
+    On an error or an interrupt, the columns not started are not started.
+    """
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        yield from zip(columns, pool.map(work, columns), strict=True)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

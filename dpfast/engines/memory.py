@@ -9,10 +9,9 @@ its output written into one array, and the columns run in threads, one per core.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +50,6 @@ from dpfast.engines.values import (
     Progress,
     ProtectedColumn,
     PublishHook,
-    column_threads,
     inverse_permutation,
     own_dtype,
     partition_inputs,
@@ -64,9 +62,6 @@ from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["MemoryEngine"]
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 class MemoryEngine(Engine):
@@ -167,27 +162,6 @@ class MemoryEngine(Engine):
     def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
         declared = self.table.declared_categories(name)
         return None if declared is None else tuple(declared)
-
-    # -- work over columns --------------------------------------------------------------
-
-    def each_column(
-        self,
-        columns: Sequence[T],
-        work: Callable[[T], R],
-        *,
-        n_threads: int | None = None,
-        held_bytes: int = 0,
-    ) -> Iterator[tuple[T, R]]:
-        threads = column_threads(n_threads, len(columns) or 1)
-        if threads == 1:
-            for column in columns:
-                yield column, work(column)
-            return
-        pool = ThreadPoolExecutor(max_workers=threads)
-        try:
-            yield from zip(columns, pool.map(work, columns), strict=True)
-        finally:  # on an error or an interrupt, columns not started are not started
-            pool.shutdown(wait=True, cancel_futures=True)
 
     # -- passes -------------------------------------------------------------------------
 

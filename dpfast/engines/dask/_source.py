@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 from dpfast._kernels import ranking
 from dpfast.engines.outofcore import (
     FAN,
-    Partial,
     Ranges,
+    batch_results,
     combined,
     keys_by_range,
     partials_of,
@@ -37,10 +37,6 @@ from dpfast.exceptions import DPFastValueError
 __all__ = ["DaskSource", "Piece"]
 
 T = TypeVar("T")
-
-#: Exceptions of the engine's function returned to the client as results: the refusals
-#: of bad data, raised there for the first failing batch in row order.
-_SENT_BACK = (ValueError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ class DaskSource:
         """
         from dask.base import compute
 
-        results = compute(*self._batch_tasks(name, batch_rows, fn, _apply))
+        results = compute(*self._batch_tasks(name, batch_rows, fn, _results))
         failed = sorted((r[0], r[2]) for part in results for r in part if r[1])
         if failed:
             raise failed[0][1]
@@ -201,7 +197,7 @@ class DaskSource:
         from dask.base import compute
         from dask.delayed import delayed
 
-        partials = self._batch_tasks(name, batch_rows, fn, _partial)
+        partials = self._batch_tasks(name, batch_rows, fn, partials_of)
         add = delayed(combined, pure=False)
         while len(partials) > FAN:
             partials = [add(partials[i : i + FAN]) for i in range(0, len(partials), FAN)]
@@ -210,15 +206,15 @@ class DaskSource:
     def _batch_tasks(
         self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
     ) -> list[Any]:
-        """Return a delayed ``task`` per partition running ``fn`` on its batches of ``name``."""
+        """Return a delayed ``task(batches, fn)`` per partition, of its batches of ``name``."""
         from dask.delayed import delayed
 
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         kind = self.schema.field(name).type
-        apply = delayed(task, pure=False)
+        apply = delayed(_on_batches, pure=False)
         return [
-            apply(part, first, rows, name, kind, fn, int(batch_rows))
+            apply(part, first, rows, name, kind, int(batch_rows), task, fn)
             for part, first, rows in self.parts([name])
         ]
 
@@ -291,44 +287,34 @@ def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array
     return array if array.type == kind or kind == pa.null() else array.cast(kind)
 
 
-def _apply(
+def _on_batches(
     part: Any,
     first: int,
     rows: int,
     name: str,
     kind: pa.DataType,
-    fn: Callable[[pa.Array, int], Any],
     batch_rows: int,
-) -> list[tuple[int, bool, Any]]:
-    """Run ``fn`` on one partition's batches of a column, on a worker.
+    task: Callable[[Iterator[tuple[pa.Array, int]], Callable[[pa.Array, int], Any]], T],
+    fn: Callable[[pa.Array, int], Any],
+) -> T:
+    """Return ``task(batches, fn)`` of one partition's batches of a column, on a worker.
 
-    Returns ``(first_row, failed, result)`` per batch; the first exception of
-    :data:`_SENT_BACK` is returned as a failed result and ends the partition.
+    The batches are ``(array, first_row)``, of at most ``batch_rows`` rows each.
     """
     array = arrow_column(part, name, kind, rows)
-    out: list[tuple[int, bool, Any]] = []
-    lo = 0
-    try:
-        for lo in range(0, len(array), batch_rows):
-            out.append((first + lo, False, fn(array.slice(lo, batch_rows), first + lo)))
-    except _SENT_BACK as exc:
-        out.append((first + lo, True, exc))
-    return out
-
-
-def _partial(
-    part: Any,
-    first: int,
-    rows: int,
-    name: str,
-    kind: pa.DataType,
-    fn: Callable[[pa.Array, int], Any],
-    batch_rows: int,
-) -> Partial:
-    """Add ``fn`` of one partition's batches of a column, on a worker."""
-    array = arrow_column(part, name, kind, rows)
     batches = ((array.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows))
-    return partials_of(batches, fn)
+    return task(batches, fn)
+
+
+def _results(
+    batches: Iterator[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
+) -> list[tuple[int, bool, Any]]:
+    """Return ``(first_row, failed, result)`` per batch of a partition: ``map_column``'s task.
+
+    The first exception of :data:`~dpfast.engines.outofcore.SENT_BACK` is returned as a
+    failed result and ends the partition (:func:`~dpfast.engines.outofcore.batch_results`).
+    """
+    return list(batch_results(batches, fn))
 
 
 def _split(

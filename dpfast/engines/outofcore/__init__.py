@@ -61,6 +61,7 @@ from dpfast.engines.outofcore._sources import (
 from dpfast.engines.outofcore._totals import (
     FAN,
     Partial,
+    batch_results,
     column_total,
     combined,
     dumps_error,
@@ -98,6 +99,7 @@ __all__ = [
     "SchemaCheckedSource",
     "ScratchColumn",
     "add_parts",
+    "batch_results",
     "category_ranks",
     "column_total",
     "combined",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -19,7 +18,7 @@ from dpfast._validation import (
     not_numeric_error,
     option,
 )
-from dpfast.engines.base import Engine
+from dpfast.engines.base import Engine, in_threads
 from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
 from dpfast.engines.outofcore._clusters import (
     cluster_limits,
@@ -269,11 +268,7 @@ class OutOfCoreEngine(Engine):
             finally:
                 self._local.limits = None
 
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            yield from zip(columns, pool.map(shared, columns), strict=True)
-        finally:  # on an error or an interrupt, columns not started are not started
-            pool.shutdown(wait=True, cancel_futures=True)
+        yield from in_threads(columns, shared, workers)
 
     def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
         """Bytes of the memory limit each column gets when ``n_columns`` run at once."""

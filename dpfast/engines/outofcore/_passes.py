@@ -248,7 +248,8 @@ class RankPlan:
     ``ranges`` (their ``counts`` from the histograms) are sorted by the workers, range
     ``i`` holding ranks ``first_ranks[i] ..``; each of ``runs`` is ``(grid value, first
     rank, count)``, a range of one grid value (a tie), which needs no sort. ``clamped`` is
-    the column's clamped count, from its first histogram.
+    the column's clamped count, from its first histogram (0 where the sort counts it from
+    flagged keys: :func:`_whole_column`).
     """
 
     ranges: Ranges
@@ -312,27 +313,42 @@ def _cluster_group_sums(
 
     A column of at most the memory limit's sorted values is sorted whole by one task of
     one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
-    before it). A larger one is cut first (:func:`plan_ranks`); one ``sort_ranges`` job
-    sorts each range on a worker and returns its groups' sums. A range of one grid value
-    (a tie) is added here.
+    before it, :func:`_whole_column`). A larger one is cut first (:func:`plan_ranks`); one
+    ``sort_ranges`` job sorts each range on a worker and returns its groups' sums. A range
+    of one grid value (a tie) is added here.
     """
     n = dataset.n_rows
-    if n <= limits.sorted_values and grid.d_int.bit_length() < 63:
-        return _whole_column_sums(dataset, column, grid, k, limits, tick, sums)
-    planned = plan_ranks(dataset, column, grid, limits, tick)
+    whole = n <= limits.sorted_values and grid.d_int.bit_length() < 63
+    planned = _whole_column(n, grid) if whole else plan_ranks(dataset, column, grid, limits, tick)
     for value, first_rank, count in planned.runs:
         ranking.add_group_run(value, count, first_rank, k, sums)
     ranges = planned.ranges
     if not len(ranges):
         return planned.clamped
-    reduce = GroupSums(planned.first_ranks, int(k), int(sums.shape[0]))
+    reduce = GroupSums(planned.first_ranks, int(k), int(sums.shape[0]), flagged=whole)
     tick()
-    keys = _QuantisedKeys(column, grid)
+    keys = _QuantisedKeys(column, grid, flagged=whole)
     name, rows = str(column.name), limits.batch_rows
     results = _sorted_on_workers(dataset, name, rows, keys, ranges, planned.key_bits, reduce)
     assert ranges.counts is not None
-    add_parts(results, sums, ranges.counts, lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
-    return planned.clamped
+    changed = _CHANGED_BETWEEN_PASSES
+    flagged = add_parts(results, sums, ranges.counts, lambda: DPFastValueError(changed))
+    return planned.clamped + flagged
+
+
+def _whole_column(n: int, grid: Grid) -> RankPlan:
+    """Return the plan of a column sorted whole, in one range of ``n`` flagged keys.
+
+    Each key carries its clamped flag in its low bit (``q << 1 | clamped``): the sort
+    counts the clamped values, so the plan's own count is 0.
+    """
+    ranges = Ranges(
+        np.array([0], dtype=np.uint64),
+        np.array([(grid.d_int + 1) << 1], dtype=np.uint64),
+        np.array([n], dtype=np.int64),
+    )
+    key_bits = max(1, grid.d_int.bit_length()) + 1
+    return RankPlan(ranges, np.zeros(1, dtype=np.int64), (), 0, key_bits)
 
 
 def _sorted_on_workers(
@@ -365,37 +381,6 @@ def _sorted_on_workers(
 def _checked(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> None:
     """Run ``fn`` on a batch for its errors only."""
     fn(array, first_row)
-
-
-def _whole_column_sums(
-    dataset: Any,
-    column: NumericColumn,
-    grid: Grid,
-    k: int,
-    limits: Limits,
-    tick: Callable[[], None],
-    sums: np.ndarray,
-) -> int:
-    """Sort a whole column in one task of a cluster, add its group sums, return its clamped count.
-
-    Each key carries its clamped flag in its low bit, so no pass is needed before the sort.
-    """
-    n = dataset.n_rows
-    key_bits = max(1, grid.d_int.bit_length()) + 1
-    ranges = Ranges(
-        np.array([0], dtype=np.uint64),
-        np.array([(grid.d_int + 1) << 1], dtype=np.uint64),
-        np.array([n], dtype=np.int64),
-    )
-    reduce = GroupSums(np.zeros(1, dtype=np.int64), int(k), int(sums.shape[0]), flagged=True)
-
-    tick()
-    keys = _QuantisedKeys(column, grid, flagged=True)
-    results = _sorted_on_workers(
-        dataset, str(column.name), limits.batch_rows, keys, ranges, key_bits, reduce
-    )
-    expected = np.array([n], dtype=np.int64)
-    return add_parts(results, sums, expected, lambda: DPFastValueError(_CHANGED_BETWEEN_PASSES))
 
 
 #: Why a range's count differs between the histogram and the sort.

@@ -11,14 +11,15 @@ every batch's result of a source without ``add_column``.
 Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total
 does not depend on the order of the additions, the partitioning or retries. A batch that
 raises ``ValueError`` or ``TypeError`` ends its task's partial, and the failure of the
-first row among all partials is raised, as ``map_column`` raises it.
+first row among all partials is raised, as ``map_column`` raises it (whose tasks end at
+that failure too: :func:`batch_results`).
 """
 
 from __future__ import annotations
 
 import functools
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -31,6 +32,7 @@ __all__ = [
     "SENT_BACK",
     "Partial",
     "add_up",
+    "batch_results",
     "column_total",
     "combined",
     "dumps_error",
@@ -82,6 +84,23 @@ class Partial:
             return Partial(total, largest=largest)
         first = min(failures, key=lambda p: p.failed_row)
         return Partial(total, first.failed_row, first.error, largest)
+
+
+def batch_results(
+    batches: Iterable[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
+) -> Iterator[tuple[int, bool, Any]]:
+    """Yield ``(first_row, False, fn(batch, first_row))`` for one task's batches, in order.
+
+    The first exception of :data:`SENT_BACK`, raised by ``fn`` or while the batches are
+    read, is yielded as ``(first_row, True, exception)`` (the row of the last batch read,
+    0 before the first) and ends them: a ``map_column`` task's results.
+    """
+    first_row = 0
+    try:
+        for array, first_row in batches:
+            yield first_row, False, fn(array, first_row)
+    except SENT_BACK as exc:
+        yield first_row, True, exc
 
 
 def partials_of(

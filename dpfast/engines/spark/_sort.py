@@ -268,3 +268,8 @@ def _cast_first(
 
 def _dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _dumped(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> bytes:
+    """Return ``fn`` of a batch, pickled."""
+    return _dumps(fn(array, first_row))

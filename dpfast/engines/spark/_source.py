@@ -31,6 +31,7 @@ from dpfast.engines.outofcore import (
     ExchangedParts,
     Partial,
     Ranges,
+    batch_results,
     combined,
     dumps_error,
     partials_of,
@@ -54,6 +55,7 @@ from dpfast.engines.spark._sort import (
     _SORTED,
     _TAGGED,
     _cast_first,
+    _dumped,
     _dumps,
     _read_sorted,
     _sort,
@@ -69,10 +71,6 @@ __all__ = ["SparkSource"]
 
 T = TypeVar("T")
 
-#: Exceptions of the engine's function that are sent back to the driver as they are: the
-#: refusals of bad data (a NaN in a protected column, a category outside the taxonomy).
-#: They are not worth a retry; other exceptions fail the task, which Spark retries.
-_SENT_BACK = (ValueError, TypeError)
 #: The schema of ``map_column``'s results: where a batch starts, and its pickled result
 #: or exception.
 _RESULTS = "partition int, first_row long, failed boolean, payload binary"
@@ -248,7 +246,7 @@ class SparkSource:
             A built-in exception that failed a task more times than Spark retries it, with
             its type and the last line of its message; any other failure as Spark raised it.
         """
-        frame, apply = self._batch_task(name, batch_rows, fn, _apply)
+        frame, apply = self._batch_task(name, batch_rows, fn, _results)
         rows = self._run(frame, apply, _RESULTS)
         failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
         if failed:
@@ -428,7 +426,7 @@ class SparkSource:
             target = self._file_schema.field(name).type
             fn = functools.partial(_cast_first, fn=fn, target=target)
         return frame, functools.partial(
-            task, fn=fn, batch_rows=int(batch_rows), numbering=numbering
+            _on_batches, task=task, fn=fn, batch_rows=int(batch_rows), numbering=numbering
         )
 
     def _input(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
@@ -512,24 +510,35 @@ def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
         ) from exc
 
 
-def _apply(
+def _on_batches(
     batches: Iterable[pa.RecordBatch],
+    task: Callable[[Iterator[tuple[pa.Array, int]], Callable[[pa.Array, int], Any]], Any],
     fn: Callable[[pa.Array, int], Any],
     batch_rows: int,
     numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
-    """Run ``fn`` on one partition's batches of a column, on an executor.
+    """Yield what ``task(batches, fn)`` yields of one partition's batches, on an executor.
 
-    Yields one record batch of :data:`_RESULTS` per batch; the first exception of
-    :data:`_SENT_BACK` is yielded as a failed result and ends the partition.
+    The batches are ``(array, first_row)``, of at most ``batch_rows`` consecutive rows.
+    """
+    pieces = regroup(numbering.pieces(batches, partition_index()), batch_rows)
+    yield from task(((batch.column(0), first) for batch, first in pieces), fn)
+
+
+def _results(
+    batches: Iterator[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
+) -> Iterator[pa.RecordBatch]:
+    """Yield one record batch of :data:`_RESULTS` per batch: ``map_column``'s task.
+
+    The first exception of :data:`~dpfast.engines.outofcore.SENT_BACK` (the refusals of bad
+    data, not worth a retry) is yielded as a failed result and ends the partition
+    (:func:`~dpfast.engines.outofcore.batch_results`); other exceptions fail the task,
+    which Spark retries.
     """
     partition = partition_index()
-    first = 0
-    try:
-        for batch, first in regroup(numbering.pieces(batches, partition), batch_rows):
-            yield _result(partition, first, False, _dumps(fn(batch.column(0), first)))
-    except _SENT_BACK as exc:
-        yield _result(partition, first, True, dumps_error(exc))
+    dumped = functools.partial(_dumped, fn=fn)
+    for first, failed, payload in batch_results(batches, dumped):
+        yield _result(partition, first, failed, dumps_error(payload) if failed else payload)
 
 
 #: The schema of ``add_column``'s partial totals.
@@ -537,14 +546,10 @@ _PARTIALS = "payload binary"
 
 
 def _partial(
-    batches: Iterable[pa.RecordBatch],
-    fn: Callable[[pa.Array, int], Any],
-    batch_rows: int,
-    numbering: Numbering,
+    batches: Iterator[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's batches' results of ``fn``, added up (on an executor)."""
-    pieces = regroup(numbering.pieces(batches, partition_index()), batch_rows)
-    partial = partials_of(((batch.column(0), first) for batch, first in pieces), fn)
+    partial = partials_of(batches, fn)
     yield pa.RecordBatch.from_arrays([pa.array([_dumps(partial)], pa.binary())], ["payload"])
 
 
