@@ -6,7 +6,9 @@ private report (``work``), at partition counts this machine cannot have as execu
 ``simulate``
     Release ``--rows`` x ``--columns`` (uniform floats, generated in memory) with
     ``dpfast.ir_dp`` (``--method laplace_dp``: ``dpfast.laplace_dp`` with one more column
-    copied in a keyed permutation, through the exchange) on the ``simulated`` engine, once
+    copied in a keyed permutation, through the exchange; ``--method ir_dp_categorical``:
+    ``dpfast.ir_dp`` of text columns of 16 labels under a two-level taxonomy) on the
+    ``simulated`` engine (``--send-ranks yes`` or ``no`` forces the engine's choice), once
     per partition count in ``--partitions``. The engine is dpfast's cluster engine
     (``ClusterEngine``) over :class:`SimulatedSource`, which runs the same task functions
     Spark and Dask run (a batch pass per partition's batches; a sort that splits every
@@ -182,12 +184,14 @@ class _Exchanged:
                     inbox[part].append(payload)
         for column, ranked in enumerate(parts.ranked):
             plan = ranked.plan
-            sent = [
-                parts.emit_sorted(column, index, ordered)
-                for index, ordered in source.sorted_by_range(
+            ordered_ranges = (
+                source.sorted_by_range(
                     ranked.name, self.batch_rows, ranked.keys, plan.ranges, plan.key_bits
                 )
-            ]
+                if len(plan.ranges)  # else only runs of ties: the column is not read
+                else iter(())
+            )
+            sent = [parts.emit_sorted(column, index, ordered) for index, ordered in ordered_ranges]
             sent.extend(parts.emit_ties(column, i) for i in range(len(ranked.ties)))
             for by_part in sent:
                 for part, held in enumerate(by_part):
@@ -265,27 +269,46 @@ class SimulatedEngine(ClusterEngine):
 register("simulated", "__main__", "SimulatedEngine", lambda data: isinstance(data, SimulatedSource))
 
 
+#: The taxonomy of ``--method ir_dp_categorical``'s columns: 16 labels in 4 groups.
+LABELS = [f"v{i}" for i in range(16)]
+TAXONOMY = {"*": {f"g{g}": LABELS[4 * g : 4 * g + 4] for g in range(4)}}
+
+
 def simulate(
-    rows: int, columns: int, partitions: list[int], k: int, epsilon: float, method: str = "ir_dp"
+    rows: int,
+    columns: int,
+    partitions: list[int],
+    k: int,
+    epsilon: float,
+    method: str = "ir_dp",
+    send_ranks: bool | None = None,
 ) -> list[Any]:
     """Release the same table on each partition count; return each run's figures.
 
-    ``method`` ``"ir_dp"``: ``columns`` protected columns; ``"laplace_dp"``: as many
-    protected columns and one more copied unprotected, in a keyed permutation.
+    ``method`` ``"ir_dp"``: ``columns`` protected columns; ``"ir_dp_categorical"``: as
+    many text columns; ``"laplace_dp"``: as many protected columns and one more copied
+    unprotected, in a keyed permutation. ``send_ranks`` is the engine's option.
     """
     rng = np.random.default_rng(1)
     names = [f"x{j}" for j in range(columns)]
-    data = {name: rng.uniform(*BOUNDS, rows) for name in names}
+    data: dict[str, Any] = {name: rng.uniform(*BOUNDS, rows) for name in names}
+    if method == "ir_dp_categorical":
+        data = {name: pa.array(LABELS).take(rng.integers(0, 16, rows)) for name in names}
     if method == "laplace_dp":
         data["u"] = rng.uniform(*BOUNDS, rows)
     table = pa.table(data)
-    bounds = {name: BOUNDS for name in names}
+    bounds: Any = {name: BOUNDS for name in names}
+    taxonomies = None
+    if method == "ir_dp_categorical":
+        bounds = None
+        taxonomies = {name: dpfast.Taxonomy.from_mapping(TAXONOMY) for name in names}
     runs = []
     for count in partitions:
         out = Path(tempfile.mkdtemp(prefix="dpfast-scale-"))
+        engine = {"part_rows": math.ceil(rows / count), "send_ranks": send_ranks}
         options = {
             "bounds": bounds, "seed": 1, "output": out / "release",
-            "engine": EngineChoice("simulated", {"part_rows": math.ceil(rows / count)}),
+            "engine": EngineChoice("simulated", engine),
         }  # fmt: skip
         try:
             start = time.perf_counter()
@@ -295,7 +318,9 @@ def simulate(
                     source, epsilon=epsilon, columns=names, unprotected="shuffle", **options
                 )
             else:
-                release = dpfast.ir_dp(source, k=k, epsilon=epsilon, **options)
+                release = dpfast.ir_dp(
+                    source, k=k, epsilon=epsilon, taxonomies=taxonomies, **options
+                )
             seconds = time.perf_counter() - start
             work = release.private.to_dict()["work"]
         finally:
@@ -364,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     sim = commands.add_parser("simulate", help="a release on a simulated cluster of P partitions")
-    sim.add_argument("--method", choices=["ir_dp", "laplace_dp"], default="ir_dp")
+    sim.add_argument(
+        "--method", choices=["ir_dp", "ir_dp_categorical", "laplace_dp"], default="ir_dp"
+    )
+    sim.add_argument("--send-ranks", choices=["auto", "yes", "no"], default="auto")
     sim.add_argument("--rows", type=lambda t: int(t.replace("_", "")), default=10_000_000)
     sim.add_argument("--columns", type=int, default=2)
     sim.add_argument("--partitions", default="4,64,1024")
@@ -390,10 +418,11 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(document, indent=2) + "\n")
         return 0
     counts = [int(p) for p in args.partitions.split(",")]
-    runs = simulate(args.rows, args.columns, counts, args.k, args.epsilon, args.method)
+    send = {"auto": None, "yes": True, "no": False}[args.send_ranks]
+    runs = simulate(args.rows, args.columns, counts, args.k, args.epsilon, args.method, send)
     document = {
         "method": args.method, "rows": args.rows, "columns": args.columns, "k": args.k,
-        "epsilon": args.epsilon,
+        "epsilon": args.epsilon, "send_ranks": args.send_ranks,
         "machine": platform.platform(), "dpfast": dpfast.__version__, "runs": runs,
     }  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)
