@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._jit import jit
+from dpfast._jit import jit, jit_inline
 from dpfast._kernels.chacha import chacha20_block64
 from dpfast._kernels.lanes import counter_blocks, key_tuple, new_lanes
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1) << np.uint64(32)
+
+
+@jit_inline
+def _load_window(key, base, q0, q_end, lanes):
+    # Words base .. base + 127 (base a multiple of 128) of the stream (key, 0) into
+    # lanes.words; returns the range [lo, hi) of the words q0 .. q_end - 1 they hold.
+    counter_blocks(key, 0, base // 8, lanes)
+    return max(base, q0), min(base + 128, q_end)
 
 
 @jit
@@ -38,21 +46,16 @@ def uniform_add_kernel(key, start, first, last, values, half_width, out):
     lanes = new_lanes()
     buf = lanes.words
     q0 = start + first
-    base = (q0 // 128) * 128
     q_end = start + last
     scale = 2.0**-53
     offset = np.int64(1) - (np.int64(1) << np.int64(53))
-    while base < q_end:
-        # buf[j] is word base + j of the stream (key, 0)
-        counter_blocks(key, 0, base // 8, lanes)
-        lo = max(base, q0)
-        hi = min(base + 128, q_end)
+    for base in range((q0 // 128) * 128, q_end, 128):
+        lo, hi = _load_window(key, base, q0, q_end, lanes)
         for q in range(lo, hi):
             w = buf[q - base]
             t = np.float64(np.int64(w >> np.uint64(11)) * 2 + offset) * scale
             i = q - start
             out[i] = values[i] + half_width * t
-        base += 128
 
 
 @jit
@@ -74,6 +77,18 @@ def _spill_uniform(kt, q, high):
         counter += 1
 
 
+@jit_inline
+def _replacement(kt, q, w, size):
+    # Exact Unif{0..size-1} (size <= 2**32) for row q by Lemire's method on w >> 32, the
+    # high half of the row's word w; a rejected draw continues on the row's own stream.
+    hu = np.uint64(size)
+    prod = (w >> np.uint64(32)) * hu
+    low = prod & _MASK32
+    if low < hu and low < (_TWO32 - hu) % hu:
+        return _spill_uniform(kt, q, size)
+    return np.int64(prod >> np.uint64(32))
+
+
 @jit
 def retain_or_replace_kernel(
     key, start, first, last, keep, values, groups, group_start, group_size, pool, out
@@ -87,7 +102,7 @@ def retain_or_replace_kernel(
     Word ``w`` (``start + i`` of stream ``(key, 0)``): the Bernoulli is exact, ``(w & (2**32
     - 1)) < keep``; ``U`` is Lemire's exact bounded draw on ``w >> 32`` (``group_size <=
     2**32``), rejected with probability ``(2**32 mod size) / 2**32``, in which case it comes
-    from the row's own stream (:func:`_spill_uniform`). ``keep``: uint64 in ``[0, 2**32]``.
+    from the row's own stream (:func:`_replacement`). ``keep``: uint64 in ``[0, 2**32]``.
     ``values``, ``pool``, ``out`` share a dtype; inputs are never written. O(last - first).
     """
     lanes = new_lanes()
@@ -98,13 +113,9 @@ def retain_or_replace_kernel(
     sources = np.empty(128, dtype=np.int64)
     n_replaced = 0
     q0 = start + first
-    base = (q0 // 128) * 128
     q_end = start + last
-    while base < q_end:
-        # buf[j] is word base + j of the stream (key, 0)
-        counter_blocks(key, 0, base // 8, lanes)
-        lo = max(base, q0)
-        hi = min(base + 128, q_end)
+    for base in range((q0 // 128) * 128, q_end, 128):
+        lo, hi = _load_window(key, base, q0, q_end, lanes)
         for q in range(lo, hi):
             w = buf[q - base]
             i = q - start
@@ -112,23 +123,14 @@ def retain_or_replace_kernel(
             if (w & _MASK32) < keep:
                 continue
             g = 0 if single else groups[i]
-            size = group_size[g]
-            hu = np.uint64(size)
-            prod = (w >> np.uint64(32)) * hu
-            low = prod & _MASK32
-            if low < hu and low < (_TWO32 - hu) % hu:
-                u = _spill_uniform(kt, q, size)
-            else:
-                u = np.int64(prod >> np.uint64(32))
             rows[n_replaced] = i
-            sources[n_replaced] = group_start[g] + u
+            sources[n_replaced] = group_start[g] + _replacement(kt, q, w, group_size[g])
             n_replaced += 1
         # The pool reads are gathered in a loop of their own: interleaved with the
         # ChaCha20 rounds, only one or two cache misses would be in flight at a time.
         for t in range(n_replaced):
             out[rows[t]] = pool[sources[t]]
         n_replaced = 0
-        base += 128
 
 
 @jit
@@ -145,24 +147,13 @@ def retain_draws_kernel(key, start, first, last, keep, groups, group_size, out):
     kt = key_tuple(key)
     single = groups.shape[0] == 0
     q0 = start + first
-    base = (q0 // 128) * 128
     q_end = start + last
-    while base < q_end:
-        counter_blocks(key, 0, base // 8, lanes)
-        lo = max(base, q0)
-        hi = min(base + 128, q_end)
+    for base in range((q0 // 128) * 128, q_end, 128):
+        lo, hi = _load_window(key, base, q0, q_end, lanes)
         for q in range(lo, hi):
             w = buf[q - base]
             i = q - start
             if (w & _MASK32) < keep:
                 out[i] = -1
                 continue
-            size = group_size[0 if single else groups[i]]
-            hu = np.uint64(size)
-            prod = (w >> np.uint64(32)) * hu
-            low = prod & _MASK32
-            if low < hu and low < (_TWO32 - hu) % hu:
-                out[i] = _spill_uniform(kt, q, size)
-            else:
-                out[i] = np.int64(prod >> np.uint64(32))
-        base += 128
+            out[i] = _replacement(kt, q, w, group_size[0 if single else groups[i]])
