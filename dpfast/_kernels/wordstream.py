@@ -25,14 +25,6 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1) << np.uint64(32)
 
 
-@jit_inline
-def _load_window(key, base, q0, q_end, lanes):
-    # Words base .. base + 127 (base a multiple of 128) of the stream (key, 0) into
-    # lanes.words; returns the range [lo, hi) of the words q0 .. q_end - 1 they hold.
-    counter_blocks(key, 0, base // 8, lanes)
-    return max(base, q0), min(base + 128, q_end)
-
-
 @jit
 def uniform_add_kernel(key, start, first, last, values, half_width, out):
     """``out[i] = values[i] + half_width * T_i`` for ``first <= i < last``.
@@ -46,16 +38,21 @@ def uniform_add_kernel(key, start, first, last, values, half_width, out):
     lanes = new_lanes()
     buf = lanes.words
     q0 = start + first
+    base = (q0 // 128) * 128
     q_end = start + last
     scale = 2.0**-53
     offset = np.int64(1) - (np.int64(1) << np.int64(53))
-    for base in range((q0 // 128) * 128, q_end, 128):
-        lo, hi = _load_window(key, base, q0, q_end, lanes)
+    while base < q_end:
+        # buf[j] is word base + j of the stream (key, 0)
+        counter_blocks(key, 0, base // 8, lanes)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
         for q in range(lo, hi):
             w = buf[q - base]
             t = np.float64(np.int64(w >> np.uint64(11)) * 2 + offset) * scale
             i = q - start
             out[i] = values[i] + half_width * t
+        base += 128
 
 
 @jit
@@ -113,9 +110,13 @@ def retain_or_replace_kernel(
     sources = np.empty(128, dtype=np.int64)
     n_replaced = 0
     q0 = start + first
+    base = (q0 // 128) * 128
     q_end = start + last
-    for base in range((q0 // 128) * 128, q_end, 128):
-        lo, hi = _load_window(key, base, q0, q_end, lanes)
+    while base < q_end:
+        # buf[j] is word base + j of the stream (key, 0)
+        counter_blocks(key, 0, base // 8, lanes)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
         for q in range(lo, hi):
             w = buf[q - base]
             i = q - start
@@ -131,6 +132,7 @@ def retain_or_replace_kernel(
         for t in range(n_replaced):
             out[rows[t]] = pool[sources[t]]
         n_replaced = 0
+        base += 128
 
 
 @jit
@@ -147,9 +149,12 @@ def retain_draws_kernel(key, start, first, last, keep, groups, group_size, out):
     kt = key_tuple(key)
     single = groups.shape[0] == 0
     q0 = start + first
+    base = (q0 // 128) * 128
     q_end = start + last
-    for base in range((q0 // 128) * 128, q_end, 128):
-        lo, hi = _load_window(key, base, q0, q_end, lanes)
+    while base < q_end:
+        counter_blocks(key, 0, base // 8, lanes)
+        lo = max(base, q0)
+        hi = min(base + 128, q_end)
         for q in range(lo, hi):
             w = buf[q - base]
             i = q - start
@@ -157,3 +162,4 @@ def retain_draws_kernel(key, start, first, last, keep, groups, group_size, out):
                 out[i] = -1
                 continue
             out[i] = _replacement(kt, q, w, group_size[0 if single else groups[i]])
+        base += 128
