@@ -338,7 +338,7 @@ def floor_div(i, k, inv_k):
     return g
 
 
-@jit_inline
+@jit
 def _window_of(key, bits, n, window, per_window, lanes, buckets):
     """Write the buckets of window ``window``'s items (of ``range(n)``) to ``buckets``.
 
