@@ -143,9 +143,9 @@ def chacha20_block64(kt, counter, nonce):
 
 @jit_inline
 def _qr16(x, a, b, c, d):
-    # x is uint32[16 * 16] laid out as x[word * 16 + lane]: one quarter round on all 16
-    # lanes. The lane loop is innermost and every intermediate is truncated to uint32, so
-    # the loop becomes one AVX-512 vpaddd/vpxord/vprold sequence.
+    # x is uint32[16 * 16] laid out as x[word * 16 + lane]: the quarter round _qr on all
+    # 16 lanes. The lane loop is innermost and _qr truncates every intermediate to uint32,
+    # so the loop becomes one AVX-512 vpaddd/vpxord/vprold sequence.
     a0 = a * 16
     b0 = b * 16
     c0 = c * 16
@@ -155,14 +155,7 @@ def _qr16(x, a, b, c, d):
         xb = x[b0 + lane]
         xc = x[c0 + lane]
         xd = x[d0 + lane]
-        xa = np.uint32(xa + xb)
-        xd = _rotl32(np.uint32(xd ^ xa), 16)
-        xc = np.uint32(xc + xd)
-        xb = _rotl32(np.uint32(xb ^ xc), 12)
-        xa = np.uint32(xa + xb)
-        xd = _rotl32(np.uint32(xd ^ xa), 8)
-        xc = np.uint32(xc + xd)
-        xb = _rotl32(np.uint32(xb ^ xc), 7)
+        xa, xb, xc, xd = _qr(xa, xb, xc, xd)
         x[a0 + lane] = xa
         x[b0 + lane] = xb
         x[c0 + lane] = xc

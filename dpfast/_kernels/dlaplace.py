@@ -12,8 +12,9 @@ draws read their bits with the reader of :mod:`dpfast._kernels.uniform` and use 
   ``K = 1; while Bernoulli(a/(bK)): K += 1; return K odd``, with
   ``Bernoulli(a/(bK)) = Bernoulli(1/K) and Bernoulli(a/b)`` (in that order, the second
   only drawn when the first is true) so that ``b*K`` never overflows.
-* Discrete Laplace with integer scale ``t`` (CKS20 Algorithm 2 with ``s = 1``), see
-  :func:`discrete_laplace_kernel`.
+* Discrete Laplace of rational rate ``s/t`` (CKS20 Algorithm 2), see
+  :func:`discrete_laplace_rate_kernel`; with ``s = 1`` it is the sampler of integer
+  scale ``t``.
 
 About 170-180 random bits per draw at ``t`` near ``2**40`` (99th percentile about 500), so
 about 1% of the draws need a second block. ``benchmarks/bench_noise.py`` measures about
@@ -72,49 +73,7 @@ def _accepted_pair(t, k, lim, cur, nb, widx, ctr, blk, kt, nonce):
     return u, v, cur, nb, widx, ctr, blk
 
 
-@jit_inline
-def _dlaplace_draw(params, blk, kt, nonce):
-    t, k, lim, cap = params
-    cur = np.uint64(0)
-    nb = 0
-    widx = 0
-    ctr = 0
-    while True:
-        u, v, cur, nb, widx, ctr, blk = _accepted_pair(
-            t, k, lim, cur, nb, widx, ctr, blk, kt, nonce
-        )
-        if u >= cap or v > (cap - u) // t:
-            x = cap
-        else:
-            x = u + t * v
-        sign, cur, nb, widx, ctr, blk = read_bit(cur, nb, widx, ctr, blk, kt, nonce)
-        if sign == 1 and x == 0:
-            continue
-        return -x if sign == 1 else x
-
-
-@jit
-def discrete_laplace_kernel(key, t, start, cap, out):
-    """Fill ``out`` (``int64[n]``) with exact discrete Laplace draws of integer scale ``t``.
-
-    ``out[i]`` has ``P(Y = y) = (e^{1/t} - 1)/(e^{1/t} + 1) * exp(-|y|/t)`` with ``|Y|``
-    saturated at ``cap``, and reads only the stream ``(key, start + i)``. ``key``:
-    ``uint64[8]``; ``t``: int64 in ``[1, 2**62)``; ``start``: uint64; ``cap``: int64 in
-    ``[1, 2**62]``. O(n) expected; the expected cost does not depend on ``t``.
-
-    Per draw (CKS20 Algorithm 2, ``s = 1``)::
-
-        loop: U <- Unif{0..t-1}; if not Bernoulli(exp(-U/t)): continue
-              V <- 0; while Bernoulli(exp(-1)): V <- V + 1
-              X <- min(U + t*V, cap); B <- one bit
-              if B == 1 and X == 0: continue
-              return (1 - 2B) X
-    """
-    k, lim = uniform_params(t)
-    per_element(_dlaplace_draw, (t, k, lim, cap), key, start, out)
-
-
-# Largest X = U + t * V computed by the rational-rate sampler; beyond it X saturates.
+# Largest X = U + t * V computed; beyond it the draw's magnitude is cap.
 _X_MAX = 2**62
 
 
@@ -132,7 +91,9 @@ def _dlaplace_rate_draw(params, blk, kt, nonce):
         if v > (_X_MAX - u) // t:
             y = cap
         else:
-            y = (u + t * v) // s
+            y = u + t * v
+            if s != 1:  # integer scale t: no division
+                y //= s
             if y > cap:
                 y = cap
         sign, cur, nb, widx, ctr, blk = read_bit(cur, nb, widx, ctr, blk, kt, nonce)
@@ -160,7 +121,8 @@ def discrete_laplace_rate_kernel(key, s, t, start, cap, out):
               if B == 1 and Y == 0: continue
               return (1 - 2B) Y
 
-    With ``s = 1`` it consumes the same bits as :func:`discrete_laplace_kernel`.
+    With ``s = 1`` it is the sampler of integer scale ``t``, ``P(Y = y) = (e^{1/t} -
+    1)/(e^{1/t} + 1) * exp(-|y|/t)``, and does no division by ``s``.
     """
     k, lim = uniform_params(t)
     per_element(_dlaplace_rate_draw, (s, t, k, lim, cap), key, start, out)

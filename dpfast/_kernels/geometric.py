@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import count_trailing_zeros as _cttz
-from dpfast._jit import jit
+from dpfast._jit import jit, jit_inline
 from dpfast._kernels.lanes import counter_blocks, new_lanes
 
 #: Draws per stream (the unit of threading).
@@ -37,28 +37,31 @@ SEGMENT = 4096
 _ONE = np.uint64(1)
 
 
+@jit_inline
+def _failures_of(buf, mu, fb, b):
+    # Bit t of fb[t // 64] = trial t of buf failed (u >= m); trial t is lane t % (64/b) of
+    # word t // (64/b), lowest lane first. b is a constant at each call (see _failures),
+    # so the shifts and masks of the loops are constants.
+    per_word = 64 // b
+    words = 64 // per_word  # buffer words per bitmap word
+    mask = (_ONE << np.uint64(b)) - _ONE
+    for k in range(128 // words):
+        acc = np.uint64(0)
+        for w in range(words):
+            word = buf[k * words + w]
+            for j in range(per_word):
+                u = (word >> np.uint64(b * j)) & mask
+                acc |= np.uint64(u >= mu) << np.uint64(w * per_word + j)
+        fb[k] = acc
+
+
 @jit
 def _failures(buf, b, mu, fb):
-    # Bit t of fb[t // 64] = trial t of buf failed (u >= m); trial t is lane t % (64/b) of
-    # word t // (64/b), lowest lane first. Two copies so that each loop has constant shifts.
+    # The bitmap of failures of the 128 words of buf, for b in {16, 32}.
     if b == 16:
-        for k in range(8):
-            acc = np.uint64(0)
-            for w in range(16):
-                word = buf[k * 16 + w]
-                for j in range(4):
-                    u = (word >> np.uint64(16 * j)) & np.uint64(0xFFFF)
-                    acc |= np.uint64(u >= mu) << np.uint64(w * 4 + j)
-            fb[k] = acc
+        _failures_of(buf, mu, fb, 16)
     else:
-        for k in range(4):
-            acc = np.uint64(0)
-            for w in range(32):
-                word = buf[k * 32 + w]
-                for j in range(2):
-                    u = (word >> np.uint64(32 * j)) & np.uint64(0xFFFFFFFF)
-                    acc |= np.uint64(u >= mu) << np.uint64(w * 2 + j)
-            fb[k] = acc
+        _failures_of(buf, mu, fb, 32)
 
 
 @jit

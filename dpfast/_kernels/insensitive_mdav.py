@@ -77,6 +77,15 @@ def _before(key_a, a, key_b, b, values, codes):
     return a < b
 
 
+@jit_inline
+def _label_rest(labels, cluster):
+    """Put every row not labelled yet in the last cluster, ``cluster``; return ``labels``."""
+    for row in range(labels.shape[0]):
+        if labels[row] < 0:
+            labels[row] = cluster
+    return labels
+
+
 @jit
 def insensitive_general(values, k, points, sequence, widths, codes, terms):
     """Insensitive MDAV with any reference sequence: O(n^2 m / k).
@@ -160,10 +169,7 @@ def insensitive_general(values, k, points, sequence, widths, codes, terms):
             labels[heap_row[i]] = cluster
         remaining -= size
         cluster += 1
-    for row in range(n):
-        if labels[row] < 0:
-            labels[row] = cluster
-    return labels
+    return _label_rest(labels, cluster)
 
 
 @jit
@@ -200,10 +206,7 @@ def take_in_order(orders, sequence, k):
         cursor[which] = c
         remaining -= k
         cluster += 1
-    for row in range(n):
-        if labels[row] < 0:
-            labels[row] = cluster
-    return labels
+    return _label_rest(labels, cluster)
 
 
 # -- release -----------------------------------------------------------------------------

@@ -339,16 +339,27 @@ def floor_div(i, k, inv_k):
 
 
 @jit
+def _window_of(key, bits, n, window, per_window, lanes, buckets):
+    """Write the buckets of window ``window``'s items (of ``range(n)``) to ``buckets``.
+
+    ``per_window`` items per window (one call of :func:`counter_blocks`, 16 blocks).
+    Returns the window's first item and its number of items.
+    """
+    counter_blocks(key, 0, window * 16, lanes)
+    base = window * per_window
+    count = min(per_window, n - base)
+    window_buckets(lanes.words, count, bits, buckets)
+    return base, count
+
+
+@jit
 def bucket_counts(key, bits, n, counts):
     """Add to ``counts[b]`` the number of items of ``range(n)`` in bucket ``b`` (bits >= 1)."""
     lanes = new_lanes()
-    words = lanes.words
     buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
-    per_window = 128 * lane_layout(bits)[1]  # items per call of counter_blocks (16 blocks)
+    per_window = 128 * lane_layout(bits)[1]
     for window in range((n + per_window - 1) // per_window):
-        counter_blocks(key, 0, window * 16, lanes)
-        count = min(per_window, n - window * per_window)
-        window_buckets(words, count, bits, buckets)
+        count = _window_of(key, bits, n, window, per_window, lanes, buckets)[1]
         for j in range(count):
             counts[buckets[j]] += 1
 
@@ -382,14 +393,10 @@ def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
     ``next_slot[b - lo]`` is where bucket ``b``'s next item goes; it is advanced (bits >= 1).
     """
     lanes = new_lanes()
-    words = lanes.words
     buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
     per_window = 128 * lane_layout(bits)[1]
     for window in range((n + per_window - 1) // per_window):
-        counter_blocks(key, 0, window * 16, lanes)
-        base = window * per_window
-        count = min(per_window, n - base)
-        window_buckets(words, count, bits, buckets)
+        base, count = _window_of(key, bits, n, window, per_window, lanes, buckets)
         for j in range(count):
             b = buckets[j]
             if lo <= b < hi:
@@ -406,16 +413,12 @@ def bucket_scatter_groups(key, bits, n, lo, hi, next_slot, group_values, k, out)
     jumping across it as a lookup after the shuffle does (bits >= 1).
     """
     lanes = new_lanes()
-    words = lanes.words
     buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
     per_window = 128 * lane_layout(bits)[1]
     last = group_values.shape[0] - 1
     inv_k = 1.0 / k
     for window in range((n + per_window - 1) // per_window):
-        counter_blocks(key, 0, window * 16, lanes)
-        base = window * per_window
-        count = min(per_window, n - base)
-        window_buckets(words, count, bits, buckets)
+        base, count = _window_of(key, bits, n, window, per_window, lanes, buckets)
         for j in range(count):
             b = buckets[j]
             if lo <= b < hi:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast._jit import jit
+from dpfast._jit import jit, jit_inline
 from dpfast._kernels.chacha import chacha20_block64
 from dpfast._kernels.lanes import counter_blocks, key_tuple, new_lanes
 
@@ -74,6 +74,18 @@ def _spill_uniform(kt, q, high):
         counter += 1
 
 
+@jit_inline
+def _replacement(kt, q, w, size):
+    # Exact Unif{0..size-1} (size <= 2**32) for row q by Lemire's method on w >> 32, the
+    # high half of the row's word w; a rejected draw continues on the row's own stream.
+    hu = np.uint64(size)
+    prod = (w >> np.uint64(32)) * hu
+    low = prod & _MASK32
+    if low < hu and low < (_TWO32 - hu) % hu:
+        return _spill_uniform(kt, q, size)
+    return np.int64(prod >> np.uint64(32))
+
+
 @jit
 def retain_or_replace_kernel(
     key, start, first, last, keep, values, groups, group_start, group_size, pool, out
@@ -87,7 +99,7 @@ def retain_or_replace_kernel(
     Word ``w`` (``start + i`` of stream ``(key, 0)``): the Bernoulli is exact, ``(w & (2**32
     - 1)) < keep``; ``U`` is Lemire's exact bounded draw on ``w >> 32`` (``group_size <=
     2**32``), rejected with probability ``(2**32 mod size) / 2**32``, in which case it comes
-    from the row's own stream (:func:`_spill_uniform`). ``keep``: uint64 in ``[0, 2**32]``.
+    from the row's own stream (:func:`_replacement`). ``keep``: uint64 in ``[0, 2**32]``.
     ``values``, ``pool``, ``out`` share a dtype; inputs are never written. O(last - first).
     """
     lanes = new_lanes()
@@ -112,16 +124,8 @@ def retain_or_replace_kernel(
             if (w & _MASK32) < keep:
                 continue
             g = 0 if single else groups[i]
-            size = group_size[g]
-            hu = np.uint64(size)
-            prod = (w >> np.uint64(32)) * hu
-            low = prod & _MASK32
-            if low < hu and low < (_TWO32 - hu) % hu:
-                u = _spill_uniform(kt, q, size)
-            else:
-                u = np.int64(prod >> np.uint64(32))
             rows[n_replaced] = i
-            sources[n_replaced] = group_start[g] + u
+            sources[n_replaced] = group_start[g] + _replacement(kt, q, w, group_size[g])
             n_replaced += 1
         # The pool reads are gathered in a loop of their own: interleaved with the
         # ChaCha20 rounds, only one or two cache misses would be in flight at a time.
@@ -157,12 +161,5 @@ def retain_draws_kernel(key, start, first, last, keep, groups, group_size, out):
             if (w & _MASK32) < keep:
                 out[i] = -1
                 continue
-            size = group_size[0 if single else groups[i]]
-            hu = np.uint64(size)
-            prod = (w >> np.uint64(32)) * hu
-            low = prod & _MASK32
-            if low < hu and low < (_TWO32 - hu) % hu:
-                out[i] = _spill_uniform(kt, q, size)
-            else:
-                out[i] = np.int64(prod >> np.uint64(32))
+            out[i] = _replacement(kt, q, w, group_size[0 if single else groups[i]])
         base += 128

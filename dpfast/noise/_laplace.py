@@ -91,16 +91,9 @@ def discrete_laplace(
     scale = check_int(scale, "scale", low=0, high=_MAX_SCALE - 1)
     size, start = _check_range(size, start)
     cap = check_int(cap, "cap", low=1, high=_MAX_SCALE)
-    out = np.zeros(size, dtype=np.int64)
-    if scale > 0 and size > 0:
-        _run_chunks(
-            lambda lo, hi: _dl.discrete_laplace_kernel(
-                key, scale, np.uint64(start + lo), cap, out[lo:hi]
-            ),
-            size,
-            _threads_for(size, n_threads),
-        )
-    return out
+    if scale == 0:
+        return np.zeros(size, dtype=np.int64)
+    return _rate_draws(key, 1, scale, size, start, cap, n_threads)
 
 
 RATE_SAMPLER_NAME = (
@@ -224,6 +217,13 @@ def discrete_laplace_rate(
     t = check_int(t, "t", low=1, high=_MAX_SCALE - 1)
     size, start = _check_range(size, start)
     cap = check_int(cap, "cap", low=1, high=_MAX_SCALE)
+    return _rate_draws(key, s, t, size, start, cap, n_threads)
+
+
+def _rate_draws(
+    key: np.ndarray, s: int, t: int, size: int, start: int, cap: int, n_threads: int | None
+) -> np.ndarray:
+    # The draws of discrete_laplace_rate, from checked arguments, in threaded chunks.
     out = np.zeros(size, dtype=np.int64)
     if size > 0:
         _run_chunks(
