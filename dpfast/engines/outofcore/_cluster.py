@@ -56,7 +56,6 @@ from dpfast.engines.outofcore._lazy import (
     GroupsColumn,
     RowsColumn,
     RowsCounts,
-    bucket_starts,
     generated_parts,
     output_part_rows,
 )
@@ -364,9 +363,9 @@ class ClusterEngine(OutOfCoreEngine):
         keys: Callable[[Any, int], np.ndarray] = no_keys,
     ) -> None:
         """Keep a column whose ranks the write's tasks send (:class:`RankedState`)."""
-        n, name = self.n_rows, str(column.name)
-        placed = RankedColumn(n, k, key, bucket_starts(key, n), values, *domain)
-        output = self._group_state(column, np.zeros(0), key)
+        name = str(column.name)
+        output = self._group_state(column, np.zeros(0), key)  # its bucket starts too
+        placed = RankedColumn(self.n_rows, k, key, output.starts, values, *domain)
         self._ranked[name] = RankedState(name, placed, plan, keys, output)
 
     def rank_group_bytes(self, n: int, k: int) -> int:
