@@ -71,7 +71,13 @@ from dpfast.engines.outofcore import (
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore._passes import Limits
 from dpfast.engines.outofcore._sorted import Ranges, keys_by_range, sorted_runs
-from dpfast.engines.outofcore._sources import ArrowSource, source_under
+from dpfast.engines.outofcore._sources import (
+    ArrowSource,
+    Columns,
+    column_batch,
+    column_names,
+    source_under,
+)
 
 BOUNDS = (0.0, 1000.0)
 
@@ -93,18 +99,23 @@ class SimulatedSource(ArrowSource):
         """One task slot a partition, as on a cluster with as many executors."""
         return self.partitions
 
-    def _batches(self, name: str, batch_rows: int) -> Iterator[tuple[pa.Array, int]]:
+    def _batches(self, name: Columns, batch_rows: int) -> Iterator[tuple[pa.Array, int]]:
         """Each partition's batches of column ``name``: ``(batch, first_row)``."""
         for p in range(self.partitions):
             yield from self._partition(name, batch_rows, p)
 
-    def _partition(self, name: str, batch_rows: int, p: int) -> Iterator[tuple[pa.Array, int]]:
-        """Partition ``p``'s batches of column ``name``."""
-        column, lo, hi = self.table.column(name), self.firsts[p], self.firsts[p + 1]
+    def _partition(self, name: Columns, batch_rows: int, p: int) -> Iterator[tuple[pa.Array, int]]:
+        """Partition ``p``'s batches of column ``name`` (a struct array of a tuple's columns)."""
+        columns = [self.table.column(c) for c in column_names(name)]
+        lo, hi = self.firsts[p], self.firsts[p + 1]
         for first in range(lo, hi, batch_rows):
-            yield column.slice(first, min(batch_rows, hi - first)).combine_chunks(), first
+            rows = min(batch_rows, hi - first)
+            yield (
+                column_batch(name, [c.slice(first, rows).combine_chunks() for c in columns]),
+                first,
+            )
 
-    def add_column(self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
+    def add_column(self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
         """A partial total a partition, then partials added ``FAN`` at a time, as on Dask."""
         partials = [
             partials_of(self._partition(name, batch_rows, p), fn) for p in range(self.partitions)
@@ -114,7 +125,7 @@ class SimulatedSource(ArrowSource):
         return totals(partials)
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
     ) -> Iterator[Any]:
         for batch, first in self._batches(name, batch_rows):
             yield fn(batch, first)

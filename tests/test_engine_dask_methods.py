@@ -222,6 +222,33 @@ def test_diffgen_of_a_dask_frame_gives_the_in_memory_counts(client):
     assert got.private.input_rows == expected.private.input_rows
 
 
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_diffgen_on_dask_brings_no_row_to_the_driver(client):
+    """The passes' counts are added on the workers: the driver's bytes do not grow with n."""
+    names = ["age", "hours-per-week", "education", "sex", "income"]
+    whole = adult("train", drop_missing=True)[names]
+    options = {
+        "target": "income",
+        "epsilon": 1.0,
+        "steps": 6,
+        "taxonomies": {n: adult_taxonomy(n) for n in ("education", "sex")},
+        "bounds": {"age": (17, 90), "hours-per-week": (1.0, 99.0)},
+        "classes": ["<=50K", ">50K"],
+        "seed": 7,
+    }
+    got = {}
+    for n in (20_000, 200_000):
+        rows = np.random.default_rng(n).integers(0, len(whole), n)
+        table = whole.iloc[rows].reset_index(drop=True)
+        engine = dpfast.engines.EngineChoice("dask", {"batch_rows": 4096})
+        release = dpfast.diffgen(dd.from_pandas(table, npartitions=4), engine=engine, **options)
+        expected = dpfast.diffgen(table, **options)
+        pd.testing.assert_frame_equal(release.counts.compute(), expected.counts)
+        got[n] = release.private.to_dict()["work"]["driver_bytes"]
+    assert got[200_000] <= 1.5 * got[20_000], got
+    assert got[200_000] < 200_000, got  # count tables, not a byte a row
+
+
 def test_release_files_live_in_the_configured_scratch_directory(client, tmp_path):
     frame = dd.from_pandas(_table(50), npartitions=2)
     with dask.config.set({SCRATCH_KEY: str(tmp_path / "shared")}):

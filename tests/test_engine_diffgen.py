@@ -161,8 +161,7 @@ def test_one_predictor_one_row(tmp_path):
     _assert_same(tmp_path / "c.parquet", expected, release.report, release.private)
 
 
-def _with_value(frame: pd.DataFrame, column: str, row: int, value) -> pa.Table:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+def _with_value(table: pa.Table, column: str, row: int, value) -> pa.Table:
     values = table.column(column).to_pylist()
     values[row] = value
     index = table.schema.get_field_index(column)
@@ -170,18 +169,27 @@ def _with_value(frame: pd.DataFrame, column: str, row: int, value) -> pa.Table:
 
 
 @pytest.mark.parametrize(
-    ("column", "value", "error"),
+    ("bad", "error"),
     [
-        ("income", None, ValueError),
-        ("income", "maybe", ValueError),
-        ("occupation", "Astronaut", TaxonomyError),
-        ("hours", float("nan"), ValueError),
+        ({"income": None}, ValueError),
+        ({"income": "maybe"}, ValueError),
+        ({"occupation": "Astronaut"}, TaxonomyError),
+        ({"hours": float("nan")}, ValueError),
+        # several columns: the first one's error (in the predictors' order), whichever
+        # bad row comes first, as passes column by column raise it
+        ({"occupation": "Astronaut", ("age", 2900): None}, ValueError),
+        ({("education", 10): "Astronaut", ("occupation", 2900): "Astronaut"}, TaxonomyError),
+        ({("hours", 10): float("nan"), ("capital-gain", 2900): None}, ValueError),
+        ({("fnlwgt", 10): None, ("age", 2900): None}, ValueError),
+        ({("hours", 10): float("nan"), ("fnlwgt", 2900): None}, ValueError),
     ],
 )
-def test_bad_values_give_the_in_memory_error_and_leave_nothing(
-    tmp_path, frame, column, value, error
-):
-    table = _with_value(frame, column, 2500, value)
+@pytest.mark.parametrize("memory", [2**20, 2**30], ids=["3 counting passes", "1"])
+def test_bad_values_give_the_in_memory_error_and_leave_nothing(tmp_path, frame, bad, error, memory):
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    for where, value in bad.items():
+        column, row = where if isinstance(where, tuple) else (where, 2500)
+        table = _with_value(table, column, row, value)
     with pytest.raises(error) as in_memory:
         diffgen(table, **_options())
     (tmp_path / "in").mkdir()
@@ -192,7 +200,7 @@ def test_bad_values_give_the_in_memory_error_and_leave_nothing(
         _out_of_core(
             ParquetDataset.open(tmp_path / "in"),
             tmp_path / "out.parquet",
-            memory_limit=2**20,
+            memory_limit=memory,
             batch_rows=300,
             **_options(),
         )
@@ -269,24 +277,37 @@ def test_interrupt_while_writing_leaves_no_output(tmp_path, frame, monkeypatch):
     assert budget.events[2:] == ["reserve 1.0 diffgen", "commit"]
 
 
-def test_the_passes_read_each_batch_of_every_predictor(tmp_path, frame, monkeypatch):
-    # the counts come from the batches: a builder given other counts draws another cut
-    calls = []
-    original = _contingency.CodedPasses._histogram
+# the counts held three times: capital-gain's 100,000 codes (4.8 MB) fill a pass of their
+# own at 1 MiB, and fnlwgt's 2,863 distinct values (137 KB) one at 100 kB
+@pytest.mark.parametrize(("memory", "passes"), [(2**30, 1), (2**20, 3), (100_000, 4)])
+def test_the_passes_read_each_batch_of_every_predictor(
+    tmp_path, frame, monkeypatch, memory, passes
+):
+    # the counts come from the batches: a builder given other counts draws another cut;
+    # the columns are counted in one pass, or in groups whose counts fit the memory limit
+    seen = []  # per counting pass, each column's name and counted records
+    original = _contingency.CodedPasses._counts
 
-    def spy(passes, coder, n_codes, classes):
-        hist, clamped = original(passes, coder, n_codes, classes)
-        column = coder.column
-        name = column.name if isinstance(column, CategoricalColumn) else column.column.name
-        calls.append((name, int(hist.sum())))
-        return hist, clamped
+    def spy(coded, coders, classes):
+        hists, clamped = original(coded, coders, classes)
+        names = [
+            c.column.name if isinstance(c.column, CategoricalColumn) else c.column.column.name
+            for c in coders
+        ]
+        seen.append([(name, int(hist.sum())) for name, hist in zip(names, hists, strict=True)])
+        return hists, clamped
 
-    monkeypatch.setattr(_contingency.CodedPasses, "_histogram", spy)
+    monkeypatch.setattr(_contingency.CodedPasses, "_counts", spy)
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
-    _out_of_core(source, tmp_path / "o.parquet", memory_limit=2**20, batch_rows=128, **_options())
-    names = [*BOUNDS, *CATEGORICAL]
-    assert sorted(name for name, _ in calls) == sorted(names)
-    assert all(total == N for _, total in calls)
+    expected = diffgen(pa.Table.from_pandas(frame, preserve_index=False), **_options())
+    release = _out_of_core(
+        source, tmp_path / "o.parquet", memory_limit=memory, batch_rows=128, **_options()
+    )
+    _assert_same(tmp_path / "o.parquet", expected, release.report, release.private)
+    counted = [column for group in seen for column in group]
+    assert sorted(name for name, _ in counted) == sorted([*BOUNDS, *CATEGORICAL])
+    assert all(total == N for _, total in counted)
+    assert len(seen) == passes
 
 
 class _Unread(ArrowSource):

@@ -439,7 +439,8 @@ class Classes:
 
     ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
     (each once); the release may use it only when both are empty. ``codes`` is the
-    engine's own (the codes in memory, a scratch file out of core).
+    engine's own (the codes in memory; out of core, the function that codes a batch of
+    the column again in each pass).
     """
 
     size: int

@@ -24,8 +24,11 @@ import pyarrow.parquet as pq
 from dpfast._kernels import ranking
 from dpfast.engines.outofcore import (
     FAN,
+    Columns,
     Ranges,
     batch_results,
+    column_batch,
+    column_names,
     combined,
     keys_by_range,
     partials_of,
@@ -164,12 +167,13 @@ class DaskSource:
         return list(zip(partitions, firsts, counts, strict=True))
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
 
         ``fn`` runs on the workers, on batches of at most ``batch_rows`` consecutive rows;
         ``first_row`` is the global number of the batch's first row (see the class notes).
+        A tuple of names gives each batch as a struct array of those columns.
 
         Raises
         ------
@@ -185,7 +189,7 @@ class DaskSource:
         return (r[2] for part in results for r in part)
 
     def add_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> list[tuple[T, int]]:
         """Return ``fn``'s results over the batches of column ``name``, added on the workers.
 
@@ -204,18 +208,19 @@ class DaskSource:
         return totals(compute(*partials))
 
     def _batch_tasks(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
     ) -> list[Any]:
         """Return a delayed ``task(batches, fn)`` per partition, of its batches of ``name``."""
         from dask.delayed import delayed
 
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
-        kind = self.schema.field(name).type
+        names = column_names(name)
+        kinds = tuple(self.schema.field(c).type for c in names)
         apply = delayed(_on_batches, pure=False)
         return [
-            apply(part, first, rows, name, kind, int(batch_rows), task, fn)
-            for part, first, rows in self.parts([name])
+            apply(part, first, rows, name, kinds, int(batch_rows), task, fn)
+            for part, first, rows in self.parts(names)
         ]
 
     @property
@@ -291,17 +296,20 @@ def _on_batches(
     part: Any,
     first: int,
     rows: int,
-    name: str,
-    kind: pa.DataType,
+    name: Columns,
+    kinds: tuple[pa.DataType, ...],
     batch_rows: int,
     task: Callable[[Iterator[tuple[pa.Array, int]], Callable[[pa.Array, int], Any]], T],
     fn: Callable[[pa.Array, int], Any],
 ) -> T:
-    """Return ``task(batches, fn)`` of one partition's batches of a column, on a worker.
+    """Return ``task(batches, fn)`` of one partition's batches of ``name``, on a worker.
 
     The batches are ``(array, first_row)``, of at most ``batch_rows`` rows each.
     """
-    array = arrow_column(part, name, kind, rows)
+    arrays = [
+        arrow_column(part, c, kind, rows) for c, kind in zip(column_names(name), kinds, strict=True)
+    ]
+    array = column_batch(name, arrays)
     batches = ((array.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows))
     return task(batches, fn)
 

@@ -53,9 +53,13 @@ from dpfast.engines.outofcore._sorted import (
 )
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
+    Columns,
     ColumnSource,
     ParquetDataset,
     SchemaCheckedSource,
+    batch_fields,
+    column_batch,
+    column_names,
     source_under,
 )
 from dpfast.engines.outofcore._totals import (
@@ -82,6 +86,7 @@ __all__ = [
     "ArrowSource",
     "ClusterEngine",
     "ColumnSource",
+    "Columns",
     "ExchangedParts",
     "GeneratedParts",
     "GroupSums",
@@ -99,8 +104,11 @@ __all__ = [
     "SchemaCheckedSource",
     "ScratchColumn",
     "add_parts",
+    "batch_fields",
     "batch_results",
     "category_ranks",
+    "column_batch",
+    "column_names",
     "column_total",
     "combined",
     "dumps_error",

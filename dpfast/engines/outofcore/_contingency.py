@@ -1,81 +1,57 @@
-"""Class counts of coded columns out of core: passes over one column at a time.
+"""Class counts of coded columns out of core: passes that sum counts over the batches.
 
 A record's label on a column depends on its code there only (base.Contingency), so every
 count a refinement needs is a slice of the column's (code, class) counts over all
-records, and the cells' counts need one pass per column at the end. The passes, each
-over one column, batch by batch, with sums that do not depend on the batches' order
-(docs/engines.md, "DiffGen out of core"):
+records, and the cells' counts need one pass over every column at the end. The passes,
+batch by batch, with sums that do not depend on the batches' order (docs/engines.md,
+"DiffGen out of core"):
 
-1. **classes**: every row's class code, written by row to a scratch file of one byte per
-   row (two or four for many classes); the values that occur, when asked, in a pass
-   before it;
+1. **classes**: the target's missing values and values outside the classes (one pass);
+   the values that occur, when asked, in a pass before it. Each later pass reads the
+   target beside its columns and codes the classes of its batch again (:class:`_Classify`);
 2. **columns**: a numeric column coded by rank collects its distinct clamped values (a
-   pass); then each column's (code, class) counts are summed over the batches (a pass),
-   the batch's classes read back from the scratch file by row range;
-3. **cells**: each column's code is mapped to its label's position, times the column's
-   stride, and added into a by-row scratch file of cell numbers (int32: at most 2**24
-   cells); the last column's pass counts the (cell, class) pairs.
+   pass); then each column's (code, class) counts are summed over the batches of the
+   column and the target (a pass);
+3. **cells**: one pass over every coded column and the target: each row's cell number
+   (each column's code mapped to its label's position, times the column's stride,
+   summed) and class give the (cell, class) counts.
 
-The functions the passes run are module-level classes (a cluster ships them to its
-workers); the file work stays in this process.
+No pass keeps anything by row: the sums are added where the batches are read
+(:func:`~dpfast.engines.outofcore._totals.column_total`), so on a cluster the driver
+receives count tables, never rows. The functions the passes run are module-level
+classes (a cluster ships them to its workers).
 """
 
 from __future__ import annotations
 
 import math
-import os
+import pickle
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
-from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._passes import Limits, numeric_values
-from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._sources import Columns, ColumnSource
+from dpfast.engines.outofcore._totals import SENT_BACK, column_total, dumps_error
 from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
-from dpfast.exceptions import DPFastOSError, DPFastValueError
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data
 
 __all__ = ["CodedPasses", "PassContingency"]
 
-#: Bytes of working memory per row of a batch (the Arrow batch, its float64 values,
-#: codes, classes and cell numbers, and slack).
+T = TypeVar("T")
+
+#: Bytes of working memory per value of a batch (the Arrow batch, its float64 values,
+#: codes, classes and cell numbers, and slack). A batch of several columns holds as many
+#: values as a batch of one: its rows are cut by the number of columns.
 BYTES_PER_BATCH_ROW = 64
 #: Bytes per distinct value of a numeric column coded by rank: the value, its position
 #: in the cut and its counts per class (8 bytes each).
 _BYTES_PER_DISTINCT = 16
-
-
-class RowFile:
-    """A scratch file of one fixed-size number per row, written and read by row range."""
-
-    def __init__(self, path: Path, dtype: Any, n_rows: int) -> None:
-        self.dtype = np.dtype(dtype)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(self.fd, n_rows * self.dtype.itemsize)
-
-    def write(self, first: int, values: np.ndarray) -> None:
-        write_at(
-            self.fd, np.ascontiguousarray(values, dtype=self.dtype), first * self.dtype.itemsize
-        )
-
-    def read(self, first: int, count: int) -> np.ndarray:
-        size = count * self.dtype.itemsize
-        parts, offset = [], first * self.dtype.itemsize
-        while size:
-            part = os.pread(self.fd, size, offset)
-            if not part:
-                raise DPFastOSError("a scratch file ended early; is the disk full?")
-            parts.append(part)
-            size, offset = size - len(part), offset + len(part)
-        return np.frombuffer(b"".join(parts), dtype=self.dtype)
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 def _batch_table(name: Hashable, array: pa.Array) -> TableData:
@@ -94,22 +70,35 @@ class _Occurring:
 
 
 @dataclass(frozen=True)
-class _ClassBatch:
-    """A batch's class codes, its missing values, and its values outside the lookup."""
+class _ClassCheck:
+    """A batch's missing values of the target, and its values outside the lookup."""
 
     name: Hashable
     lookup: Lookup
-    dtype: np.dtype[Any]
 
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, int, list[Any]]:
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, list[Any]]:
         codes, categories = _batch_table(self.name, array).category_codes(str(self.name))
         missing = int((codes < 0).sum())
-        lookup, outside = self.lookup(categories)
+        _, outside = self.lookup(categories)
         present = np.zeros(len(categories), dtype=bool)
         present[codes[codes >= 0]] = True
-        unknown = [categories[i] for i in outside if present[i]]
-        classes = lookup[np.maximum(codes, 0)] if codes.size else codes
-        return first_row, classes.astype(self.dtype), missing, unknown
+        return missing, [categories[i] for i in outside if present[i]]
+
+
+@dataclass(frozen=True)
+class _Classify:
+    """A batch of the target as class codes (int64), once :class:`_ClassCheck` found all known."""
+
+    name: Hashable
+    lookup: Lookup
+
+    def __call__(self, array: pa.Array) -> np.ndarray:
+        codes, categories = _batch_table(self.name, array).category_codes(str(self.name))
+        lookup, _ = self.lookup(categories)
+        if not codes.size:
+            return np.zeros(0, dtype=np.int64)
+        classes: np.ndarray = lookup[np.maximum(codes, 0)].astype(np.int64)
+        return classes
 
 
 @dataclass(frozen=True)
@@ -145,53 +134,121 @@ class _Codes:
         return first_row, np.searchsorted(self.code_values, clipped).astype(np.int64), clamped
 
 
+#: What a batch of the counting pass gives: per column its (code, class) counts and its
+#: clamped count, and the columns whose batch was refused: ``(column, first_row, error)``.
+_Counted = tuple[tuple[np.ndarray, ...], tuple[int, ...], list[tuple[int, int, bytes]]]
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """A batch's (code, class) counts and clamped count of each of some coded columns.
+
+    The batch holds the columns and then the target, as a struct array. A column whose
+    batch is refused (a bad value) adds nothing: its pickled error comes back instead, so
+    that the release raises the first column's, as passes column by column would.
+    """
+
+    coders: tuple[_Codes, ...]
+    n_codes: tuple[int, ...]
+    classify: _Classify
+    n_classes: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> _Counted:
+        classes = self.classify(array.field(len(self.coders)))
+        hists, clamped, failed = [], [], []
+        for j, (coder, n_codes) in enumerate(zip(self.coders, self.n_codes, strict=True)):
+            try:
+                _, codes, found = coder(array.field(j), first_row)
+            except SENT_BACK as exc:
+                failed.append((j, first_row, dumps_error(exc)))
+                found = 0
+                hists.append(np.zeros((n_codes, self.n_classes), dtype=np.int64))
+            else:
+                hists.append(kernels.class_histogram(codes, classes, n_codes, self.n_classes))
+            clamped.append(found)
+        return tuple(hists), tuple(clamped), failed
+
+    def start(self) -> _Counted:
+        """Return the counts of no batch."""
+        hists = tuple(np.zeros((n, self.n_classes), dtype=np.int64) for n in self.n_codes)
+        return hists, (0,) * len(self.coders), []
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """A batch's (cell, class) counts, flat: every coded column and the target, as a struct.
+
+    ``at[j][code]`` is the position of column ``j``'s code's label in the final cut,
+    times the column's stride, so a row's cell is the sum over its columns.
+    """
+
+    coders: tuple[_Codes, ...]
+    at: tuple[np.ndarray, ...]
+    classify: _Classify
+    n_cells: int
+    n_classes: int
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        cells = np.zeros(len(array), dtype=np.int64)
+        for j, (coder, at) in enumerate(zip(self.coders, self.at, strict=True)):
+            _, codes, _ = coder(array.field(j), first_row)
+            cells += at[codes]
+        classes = self.classify(array.field(len(self.coders)))
+        return np.bincount(
+            cells * self.n_classes + classes, minlength=self.n_cells * self.n_classes
+        )
+
+
 def _name(column: CodedNumeric | CategoricalColumn) -> Hashable:
     return column.name if isinstance(column, CategoricalColumn) else column.column.name
 
 
-def _small_dtype(n: int) -> np.dtype[Any]:
-    return np.dtype(np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32)
+def _n_codes(coder: _Codes) -> int:
+    """Return how many codes a coder's column has: its taxonomy's leaves, or code values."""
+    if isinstance(coder.column, CategoricalColumn):
+        return len(coder.column.taxonomy.domain)
+    if coder.code_values is not None:
+        return int(coder.code_values.shape[0])
+    return int(coder.column.upper - coder.column.lower) + 1
 
 
 class CodedPasses:
-    """The passes of one release over ``source``: batch size, scratch files, progress.
+    """The passes of one release over ``source``: batch size and progress.
 
-    Passes are numbered across the release for the progress line; the scratch files go
-    to ``directory()`` and are closed by :meth:`close`.
+    Passes are numbered across the release for the progress line.
     """
 
     def __init__(
-        self,
-        source: ColumnSource,
-        directory: Callable[[], Path],
-        limits: Limits,
-        tick: Callable[[str, int, int], None],
+        self, source: ColumnSource, limits: Limits, tick: Callable[[str, int, int], None]
     ) -> None:
-        rows = max(1024, limits.memory // BYTES_PER_BATCH_ROW)
         self.source = source
-        self.directory = directory
         self.memory = limits.memory
-        self.batch_rows = max(1, min(limits.batch_rows, rows))
+        self.most_rows = limits.batch_rows
         self.tick = tick
         self.done = 0
-        self.files: list[RowFile] = []
+
+    def batch_rows(self, columns: int) -> int:
+        """Return the rows of a batch of ``columns`` columns: the values of a one-column batch."""
+        rows = min(self.most_rows, max(1024, self.memory // BYTES_PER_BATCH_ROW))
+        return max(1, rows // columns)
+
+    def _count(self, what: str) -> None:
+        self.done += 1
+        self.tick(f"pass {self.done} ({what})", self.done, self.done + 1)
 
     def map(self, name: Hashable, fn: Callable[[pa.Array, int], Any]) -> Iterator[Any]:
         """Run ``fn`` on every batch of column ``name``, counting the pass for progress."""
-        self.done += 1
-        self.tick(f"pass {self.done} (column {name})", self.done, self.done + 1)
-        return self.source.map_column(str(name), self.batch_rows, fn)
+        self._count(f"column {name}")
+        return self.source.map_column(str(name), self.batch_rows(1), fn)
 
-    def row_file(self, name: str, dtype: Any) -> RowFile:
-        """Return a new scratch file of one ``dtype`` number per row."""
-        made = RowFile(self.directory() / f"{name}.bin", dtype, self.source.n_rows)
-        self.files.append(made)
-        return made
+    def total(self, name: Columns, what: str, fn: Callable[[pa.Array, int], T], start: T) -> T:
+        """Return ``start`` plus ``fn`` of every batch of ``name``, added where it is read.
 
-    def close(self) -> None:
-        for made in self.files:
-            made.close()
-        self.files.clear()
+        ``what`` names the pass on the progress line.
+        """
+        self._count(what)
+        columns = 1 if isinstance(name, str) else len(name)
+        return column_total(self.source, name, self.batch_rows(columns), fn, start)
 
     # -- the passes ---------------------------------------------------------------------
 
@@ -203,40 +260,64 @@ class CodedPasses:
         return list(found)
 
     def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
-        """Write every row's class code to a scratch file (one pass)."""
-        dtype = _small_dtype(lookup.size)
-        file = self.row_file("classes", dtype)
-        missing = 0
-        unknown: list[Any] = []
-        for first_row, codes, batch_missing, batch_unknown in self.map(
-            name, _ClassBatch(name, lookup, dtype)
-        ):
-            file.write(first_row, codes)
-            missing += batch_missing
-            unknown.extend(v for v in batch_unknown if v not in unknown)
-        return Classes(lookup.size, missing, unknown, file)
+        """Check the target's values (one pass); its classes are coded again by each pass."""
+        start: tuple[int, list[Any]] = (0, [])
+        missing, found = self.total(str(name), f"column {name}", _ClassCheck(name, lookup), start)
+        unknown = list(dict.fromkeys(found))
+        return Classes(lookup.size, missing, unknown, _Classify(name, lookup))
 
     def contingency(
         self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
     ) -> PassContingency:
-        """Code every column and sum its (code, class) counts (a pass, two if by rank)."""
-        hists, code_values, clamped, coders = [], [], [], []
+        """Code every column and sum its (code, class) counts.
+
+        A pass collects the distinct values of each column coded by rank; then one pass
+        counts every column, or a pass per group of columns whose counts fit the memory
+        limit. A bad value raises the error of the first column holding one (in order),
+        at its first bad row, as passes column by column would.
+        """
+        coders: list[_Codes] = []
+        code_values: list[np.ndarray | None] = []
+        refused: BaseException | None = None
         for column in columns:
             values: np.ndarray | None = None
             if isinstance(column, CategoricalColumn):
-                coder, n_codes = _Codes(column), len(column.taxonomy.domain)
+                coder = _Codes(column)
             elif column.by_offset:
                 values = np.arange(column.lower, column.upper + 1, dtype=np.float64)
-                coder, n_codes = _Codes(column), values.shape[0]
+                coder = _Codes(column)
             else:
-                values = self._distinct(column, classes.size)
-                coder, n_codes = _Codes(column, values), values.shape[0]
-            hist, found = self._histogram(coder, n_codes, classes)
-            hists.append(hist)
-            code_values.append(values)
-            clamped.append(found)
+                try:
+                    values = self._distinct(column, classes.size)
+                except SENT_BACK as exc:  # raised unless an earlier column has a bad value
+                    refused = exc
+                    break
+                coder = _Codes(column, values)
             coders.append(coder)
+            code_values.append(values)
+        hists: list[np.ndarray] = []
+        clamped: list[int] = []
+        for group in self._groups(coders, classes.size):
+            counted, found = self._counts(group, classes)
+            hists.extend(counted)
+            clamped.extend(found)
+        if refused is not None:
+            raise refused
         return PassContingency(self, classes, coders, hists, code_values, clamped)
+
+    def _groups(self, coders: list[_Codes], n_classes: int) -> Iterator[list[_Codes]]:
+        """Cut ``coders`` in order into groups whose counts (held three times) fit memory."""
+        group: list[_Codes] = []
+        held = 0
+        for coder in coders:
+            size = 3 * 8 * n_classes * _n_codes(coder)
+            if group and held + size > self.memory:
+                yield group
+                group, held = [], 0
+            group.append(coder)
+            held += size
+        if group:
+            yield group
 
     def _distinct(self, column: CodedNumeric, n_classes: int) -> np.ndarray:
         """Return the distinct clamped values of a column coded by rank (a pass)."""
@@ -253,15 +334,18 @@ class CodedPasses:
                 )
         return found
 
-    def _histogram(self, coder: _Codes, n_codes: int, classes: Classes) -> tuple[np.ndarray, int]:
-        """Return a column's (code, class) counts over every record and its clamped count."""
-        hist = np.zeros((n_codes, classes.size), dtype=np.int64)
-        clamped = 0
-        for first_row, codes, batch_clamped in self.map(_name(coder.column), coder):
-            batch_classes = classes.codes.read(first_row, codes.shape[0]).astype(np.int64)
-            hist += kernels.class_histogram(codes, batch_classes, n_codes, classes.size)
-            clamped += batch_clamped
-        return hist, clamped
+    def _counts(
+        self, coders: list[_Codes], classes: Classes
+    ) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+        """Return the columns' (code, class) counts and clamped counts (one pass)."""
+        counts = _Counts(tuple(coders), tuple(map(_n_codes, coders)), classes.codes, classes.size)
+        names = (*(str(_name(c.column)) for c in coders), str(classes.codes.name))
+        shown = ", ".join(str(_name(c.column)) for c in coders)
+        what = f"column{'s' if len(coders) > 1 else ''} {shown}"
+        hists, clamped, failed = self.total(names, what, counts, counts.start())
+        if failed:
+            raise pickle.loads(min(failed)[2])
+        return hists, tuple(int(c) for c in clamped)
 
 
 class PassContingency(Contingency):
@@ -303,22 +387,13 @@ class PassContingency(Contingency):
         return hist
 
     def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-        """Count every (cell, class) pair in one pass per column (see the module docstring)."""
+        """Count every (cell, class) pair in one pass (see the module docstring)."""
         n_cells = math.prod(sizes)
         strides = [math.prod(sizes[j + 1 :]) for j in range(len(sizes))]
-        counts = np.zeros(n_cells * self.n_classes, dtype=np.int64)
-        last = len(self.coders) - 1
-        cells_file = self.passes.row_file("cells", np.int32)
-        for j, coder in enumerate(self.coders):
-            at = position[self.labels[j]] * strides[j]
-            for first_row, codes, _ in self.passes.map(_name(coder.column), coder):
-                cells = at[codes]
-                if j > 0:
-                    cells += cells_file.read(first_row, codes.shape[0])
-                if j < last:
-                    cells_file.write(first_row, cells)
-                    continue
-                classes = self.classes.codes.read(first_row, codes.shape[0]).astype(np.int64)
-                part = np.bincount(cells * self.n_classes + classes)
-                counts[: part.shape[0]] += part
+        at = tuple(position[self.labels[j]] * strides[j] for j in range(len(self.coders)))
+        classify = self.classes.codes
+        fn = _Cells(tuple(self.coders), at, classify, n_cells, self.n_classes)
+        names = (*(str(_name(c.column)) for c in self.coders), str(classify.name))
+        start = np.zeros(n_cells * self.n_classes, dtype=np.int64)
+        counts = self.passes.total(names, "the cells", fn, start)
         return counts.reshape(n_cells, self.n_classes)

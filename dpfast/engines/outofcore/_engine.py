@@ -428,11 +428,9 @@ class OutOfCoreEngine(Engine):
         self.out.table(*made)
 
     def _coded_passes(self) -> CodedPasses:
-        """Return the passes of this release's coded columns (scratch files beside the output)."""
+        """Return the passes of this release's coded columns."""
         if self._coded is None:
-            self._coded = CodedPasses(
-                self.source, lambda: self.out.directory, self._limits(), self._tick
-            )
+            self._coded = CodedPasses(self.source, self._limits(), self._tick)
         return self._coded
 
     # -- row-wise statistics and outputs -------------------------------------------------
@@ -491,8 +489,6 @@ class OutOfCoreEngine(Engine):
         return self.counters.to_dict()
 
     def close(self) -> None:
-        if self._coded is not None:
-            self._coded.close()
         self.out.close()
 
     def explain(self, error: Exception) -> BaseException:

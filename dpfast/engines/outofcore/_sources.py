@@ -4,7 +4,8 @@ A source gives its column names, Arrow schema and row count, and runs one primit
 :meth:`map_column`: a function applied to every batch of one column, whose results the
 caller combines with an operation that does not depend on their order (a sum, or a
 concatenation that is sorted next). An engine that runs batches elsewhere (a cluster)
-implements the same primitive.
+implements the same primitive. Given a tuple of names, the function gets the same rows
+of those columns as one struct array (:func:`column_batch`), whose fields are the columns.
 
 Rows of a Parquet dataset are numbered by file (in sorted path order) and by row within
 the file, so a row's number never depends on how the dataset is read.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -27,6 +28,33 @@ from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 T = TypeVar("T")
 S = TypeVar("S")
+
+#: What a pass reads: one column, or the same rows of several as a struct array.
+Columns = str | tuple[str, ...]
+
+
+def column_names(name: Columns) -> list[str]:
+    """Return the columns a pass over ``name`` reads."""
+    return [name] if isinstance(name, str) else list(name)
+
+
+def column_batch(name: Columns, arrays: Sequence[pa.Array]) -> pa.Array:
+    """Return a batch of ``name``: its array, or the arrays of a tuple's columns as a struct.
+
+    ``arrays`` holds the columns of :func:`column_names` first (and may hold more).
+    """
+    if isinstance(name, str):
+        return arrays[0]
+    return pa.StructArray.from_arrays(list(arrays[: len(name)]), names=list(name))
+
+
+def batch_fields(
+    name: Columns, array: pa.Array, each: Callable[[pa.Array, str], pa.Array]
+) -> pa.Array:
+    """Return a batch of ``name`` with ``each(field, its column)`` applied to every column."""
+    if isinstance(name, str):
+        return each(array, name)
+    return column_batch(name, [each(array.field(i), c) for i, c in enumerate(name)])
 
 
 class ColumnSource(Protocol):
@@ -48,9 +76,12 @@ class ColumnSource(Protocol):
         ...
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
-        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order."""
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
+
+        A tuple of names gives each batch as a struct array of those columns.
+        """
         ...
 
 
@@ -151,14 +182,15 @@ class ParquetDataset:
         return list(self.schema.names)
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
         first = 0
         for path in self.files:
             with pq.ParquetFile(path) as file:
-                for batch in file.iter_batches(batch_size=batch_rows, columns=[name]):
-                    yield fn(batch.column(0), first)
+                read = file.iter_batches(batch_size=batch_rows, columns=column_names(name))
+                for batch in read:
+                    yield fn(column_batch(name, batch.columns), first)
                     first += batch.num_rows
 
 
@@ -184,12 +216,13 @@ class ArrowSource:
         return int(self.table.num_rows)
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
     ) -> Iterator[Any]:
         """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
-        column = self.table.column(name)
+        columns = [self.table.column(c) for c in column_names(name)]
         for first in range(0, self.n_rows, batch_rows):
-            yield fn(column.slice(first, batch_rows).combine_chunks(), first)
+            arrays = [c.slice(first, batch_rows).combine_chunks() for c in columns]
+            yield fn(column_batch(name, arrays), first)
 
 
 class WrappedSource:
@@ -246,7 +279,7 @@ class SchemaCheckedSource(WrappedSource):
         return pa.schema(fields)
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(checked batch, first_row)`` for the batches of column ``name``."""
         yield from self._dataset.map_column(name, batch_rows, self._checked(name, fn))
@@ -265,7 +298,7 @@ class SchemaCheckedSource(WrappedSource):
             return found
         if attribute == "add_column":
 
-            def add_column(name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]) -> Any:
+            def add_column(name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]) -> Any:
                 return found(name, batch_rows, self._checked(name, fn))
 
             return add_column
@@ -277,22 +310,28 @@ class SchemaCheckedSource(WrappedSource):
 
         return sort_ranges
 
-    def _checked(self, name: str, fn: Callable[[pa.Array, int], T]) -> Callable[[pa.Array, int], T]:
+    def _checked(
+        self, name: Columns, fn: Callable[[pa.Array, int], T]
+    ) -> Callable[[pa.Array, int], T]:
         """Return ``fn`` of a batch of column ``name`` checked and cast as declared."""
         schema = self._schema  # not self: the function may be shipped to a cluster's workers
-        spec = schema[name] if name in schema.names else None
+        specs = {c: schema[c] for c in column_names(name) if c in schema.names}
+
+        def one(array: pa.Array, column: str, first_row: int) -> pa.Array:
+            spec = specs.get(column)
+            if spec is None or not spec.is_numeric:
+                return array
+            if spec.protect and array.null_count:
+                nulls = array.is_null().to_numpy(zero_copy_only=False)
+                raise DPFastValueError(
+                    f"protected column {column!r} has a missing value at row "
+                    f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
+                    'set "protect": false for the column'
+                )
+            return schema.cast_column(array, column, first_row)
 
         def checked(array: pa.Array, first_row: int) -> T:
-            if spec is not None and spec.is_numeric:
-                if spec.protect and array.null_count:
-                    nulls = array.is_null().to_numpy(zero_copy_only=False)
-                    raise DPFastValueError(
-                        f"protected column {name!r} has a missing value at row "
-                        f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
-                        'set "protect": false for the column'
-                    )
-                array = schema.cast_column(array, name, first_row)
-            return fn(array, first_row)
+            return fn(batch_fields(name, array, lambda a, c: one(a, c, first_row)), first_row)
 
         return checked
 

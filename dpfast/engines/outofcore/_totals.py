@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from dpfast.engines.outofcore._sources import Columns
 from dpfast.exceptions import DPFastRuntimeError
 
 __all__ = [
@@ -133,9 +134,11 @@ def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
 
 
 def column_total(
-    source: Any, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T], start: T
+    source: Any, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], start: T
 ) -> T:
     """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
+
+    ``name`` is a column's, or a tuple of columns' (read as a struct array).
 
     Added on the workers where the source offers ``add_column``, else here as the
     batches' results come.

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore._sources import WrappedSource
+from dpfast.engines.outofcore._sources import Columns, WrappedSource
 
 __all__ = ["CountedSource", "Work", "result_bytes"]
 
@@ -144,7 +144,7 @@ class CountedSource(WrappedSource):
         return schema
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` as the source does, counting each batch."""
         for rows, result in self._dataset.map_column(name, batch_rows, _Sized(fn)):
@@ -158,7 +158,9 @@ class CountedSource(WrappedSource):
         found = getattr(self._dataset, attribute)
         if attribute == "add_column":
 
-            def add_column(name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
+            def add_column(
+                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+            ) -> Any:
                 results = []
                 for (rows, result), largest in found(name, batch_rows, _Sized(fn)):
                     self.work.task(rows, result, largest)

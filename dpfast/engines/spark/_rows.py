@@ -10,8 +10,10 @@ through Spark's reader, and knows each row group's first row.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import os
+import re
 import threading
 import urllib.parse
 import warnings
@@ -40,8 +42,10 @@ __all__ = [
     "TaskRows",
     "count_partitions",
     "file_key",
+    "job_errors",
     "partition_index",
     "quietly",
+    "raised",
     "regroup",
     "tagged",
 ]
@@ -352,3 +356,47 @@ def tagged(sent: list[tuple[int, bytes]], tags: np.ndarray) -> Iterator[pa.Recor
             ],
             names=["tag", "part", "payload"],
         )
+
+
+@contextmanager
+def job_errors() -> Iterator[None]:
+    """Raise what a failed job raises (:func:`raised`) in place of Spark's error."""
+    try:
+        yield
+    except Exception as exc:
+        error = raised(exc)
+        if error is exc:
+            raise
+        raise error from exc
+
+
+def raised(exc: Exception) -> BaseException:
+    """Return what a failed job raises: Ctrl-C's interrupt, else the task's own exception.
+
+    pyspark turns Ctrl-C during a job into the cancelled job's error, with the interrupt
+    as its context (:func:`dpfast._release.dispatch.interrupt_in`).
+    """
+    if interrupt_in(exc) is not None:
+        return KeyboardInterrupt()
+    return _unwrapped(exc)
+
+
+def _unwrapped(exc: Exception) -> Exception:
+    """Return the built-in exception that failed a Python task, else ``exc`` itself.
+
+    Spark raises a task's Python exception as a ``PythonException`` holding the worker's
+    traceback, whose last line is ``Type: message``.
+    """
+    from pyspark.errors import PythonException
+
+    if not isinstance(exc, PythonException):
+        return exc
+    for line in reversed(str(exc).splitlines()):
+        match = re.fullmatch(r"([A-Za-z_]\w*): (.*)", line.strip())
+        kind = getattr(builtins, match.group(1), None) if match else None
+        if match and isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                return kind(match.group(2))
+            except Exception:
+                return exc
+    return exc

@@ -20,8 +20,10 @@ import pyarrow as pa
 
 from dpfast.engines.outofcore import (
     WORKER_BUFFERS,
+    Columns,
     ExchangedParts,
     Ranges,
+    batch_fields,
     keys_by_range,
     sorted_runs,
 )
@@ -259,11 +261,23 @@ def ties_emitted(
             yield from tagged(_flat(parts.emit_ties(column, int(index))), tags)
 
 
-def _cast_first(
-    array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any], target: pa.DataType
+def as_files(
+    array: pa.Array,
+    first_row: int,
+    fn: Callable[[pa.Array, int], Any],
+    name: Columns,
+    targets: dict[str, pa.DataType],
 ) -> Any:
-    """Return ``fn`` of a batch cast to the files' type of its column (as read by Spark)."""
-    return fn(array if array.type == target else array.cast(target), first_row)
+    """Return ``fn`` of a batch of ``name``, each column cast to its files' type (``targets``).
+
+    Spark reads a column of Parquet files in a type of its own; dpfast's passes read the
+    files' (``ParquetDataset``'s).
+    """
+
+    def cast(field: pa.Array, column: str) -> pa.Array:
+        return field if field.type == targets[column] else field.cast(targets[column])
+
+    return fn(batch_fields(name, array, cast), first_row)
 
 
 def _dumps(value: Any) -> bytes:

@@ -15,11 +15,9 @@ computed on the executors, in row order.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import os
 import pickle
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -28,10 +26,13 @@ import pyarrow as pa
 
 from dpfast.engines.outofcore import (
     FAN,
+    Columns,
     ExchangedParts,
     Partial,
     Ranges,
     batch_results,
+    column_batch,
+    column_names,
     combined,
     dumps_error,
     partials_of,
@@ -47,6 +48,7 @@ from dpfast.engines.spark._rows import (
     TaskRows,
     count_partitions,
     file_key,
+    job_errors,
     partition_index,
     quietly,
     regroup,
@@ -54,15 +56,15 @@ from dpfast.engines.spark._rows import (
 from dpfast.engines.spark._sort import (
     _SORTED,
     _TAGGED,
-    _cast_first,
     _dumped,
     _dumps,
     _read_sorted,
     _sort,
     _split,
+    as_files,
     partition_tags,
 )
-from dpfast.exceptions import DPFastTypeError, DPFastValueError, interrupt_in
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -229,13 +231,14 @@ class SparkSource:
         return self._numbering
 
     def map_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
 
         ``fn`` runs on the executors, on batches of at most ``batch_rows`` consecutive
         rows; ``first_row`` is the global number of the batch's first row (see the class
         notes), so messages citing rows and noise keyed by row are those of the whole table.
+        A tuple of names gives each batch as a struct array of those columns.
 
         Raises
         ------
@@ -280,7 +283,7 @@ class SparkSource:
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
 
     def add_column(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> list[tuple[T, int]]:
         """Return ``fn``'s results over the batches of column ``name``, added on the executors.
 
@@ -381,7 +384,7 @@ class SparkSource:
             frame = self.frame.select(name)
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
-            keys = functools.partial(_cast_first, fn=keys, target=target)
+            keys = functools.partial(as_files, fn=keys, name=name, targets={name: target})
         tags = partition_tags(len(ranges))
         split = functools.partial(
             _split, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
@@ -398,22 +401,17 @@ class SparkSource:
     @staticmethod
     def _payloads(planned: DataFrame) -> list[bytes]:
         """Collect a job's column ``payload``, in order, unwrapping errors."""
-        try:
+        with job_errors():
             table = planned.toArrow() if hasattr(planned, "toArrow") else None
             payloads = (
                 table.column("payload").to_pylist()
                 if table is not None
                 else [row.payload for row in planned.collect()]
             )
-        except Exception as exc:
-            error = _raised(exc)
-            if error is exc:
-                raise
-            raise error from exc
         return list(payloads)
 
     def _batch_task(
-        self, name: str, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
     ) -> tuple[DataFrame, Any]:
         """Return the frame of column ``name``'s pass and ``task`` running ``fn`` on its batches.
 
@@ -421,12 +419,17 @@ class SparkSource:
         """
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
-        frame, numbering = self._input([name], batch_rows)
+        frame, numbering = self._input(column_names(name), batch_rows)
         if self._file_schema is not None:
-            target = self._file_schema.field(name).type
-            fn = functools.partial(_cast_first, fn=fn, target=target)
+            targets = {c: self._file_schema.field(c).type for c in column_names(name)}
+            fn = functools.partial(as_files, fn=fn, name=name, targets=targets)
         return frame, functools.partial(
-            _on_batches, task=task, fn=fn, batch_rows=int(batch_rows), numbering=numbering
+            _on_batches,
+            task=task,
+            fn=fn,
+            name=name,
+            batch_rows=int(batch_rows),
+            numbering=numbering,
         )
 
     def _input(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
@@ -443,13 +446,8 @@ class SparkSource:
         # their jobs one at a time, so that one thread's exit cannot drop another's filter
         with quietly():
             planned = frame.mapInArrow(fn, schema)
-        try:
+        with job_errors():
             return _collect(planned)
-        except Exception as exc:
-            error = _raised(exc)
-            if error is exc:
-                raise
-            raise error from exc
 
 
 def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
@@ -458,38 +456,6 @@ def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
         return [tuple(row) for row in results.collect()]
     table = results.toArrow()
     return list(zip(*(table.column(i).to_pylist() for i in range(4)), strict=True))
-
-
-def _raised(exc: Exception) -> BaseException:
-    """Return what a failed job raises: Ctrl-C's interrupt, else the task's own exception.
-
-    pyspark turns Ctrl-C during a job into the cancelled job's error, with the interrupt
-    as its context (:func:`dpfast._release.dispatch.interrupt_in`).
-    """
-    if interrupt_in(exc) is not None:
-        return KeyboardInterrupt()
-    return _unwrapped(exc)
-
-
-def _unwrapped(exc: Exception) -> Exception:
-    """Return the built-in exception that failed a Python task, else ``exc`` itself.
-
-    Spark raises a task's Python exception as a ``PythonException`` holding the worker's
-    traceback, whose last line is ``Type: message``.
-    """
-    from pyspark.errors import PythonException
-
-    if not isinstance(exc, PythonException):
-        return exc
-    for line in reversed(str(exc).splitlines()):
-        match = re.fullmatch(r"([A-Za-z_]\w*): (.*)", line.strip())
-        kind = getattr(builtins, match.group(1), None) if match else None
-        if match and isinstance(kind, type) and issubclass(kind, Exception):
-            try:
-                return kind(match.group(2))
-            except Exception:
-                return exc
-    return exc
 
 
 def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
@@ -514,15 +480,17 @@ def _on_batches(
     batches: Iterable[pa.RecordBatch],
     task: Callable[[Iterator[tuple[pa.Array, int]], Callable[[pa.Array, int], Any]], Any],
     fn: Callable[[pa.Array, int], Any],
+    name: Columns,
     batch_rows: int,
     numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
     """Yield what ``task(batches, fn)`` yields of one partition's batches, on an executor.
 
-    The batches are ``(array, first_row)``, of at most ``batch_rows`` consecutive rows.
+    The batches are ``(array, first_row)``, of at most ``batch_rows`` consecutive rows:
+    column ``name``'s, or a struct array of a tuple's columns.
     """
     pieces = regroup(numbering.pieces(batches, partition_index()), batch_rows)
-    yield from task(((batch.column(0), first) for batch, first in pieces), fn)
+    yield from task(((column_batch(name, batch.columns), first) for batch, first in pieces), fn)
 
 
 def _results(
