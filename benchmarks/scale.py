@@ -115,12 +115,14 @@ class SimulatedSource(ArrowSource):
                 first,
             )
 
-    def add_column(self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]) -> Any:
+    def add_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], most: int = FAN
+    ) -> Any:
         """A partial total a partition, then partials added ``FAN`` at a time, as on Dask."""
         partials = [
             partials_of(self._partition(name, batch_rows, p), fn) for p in range(self.partitions)
         ]
-        while len(partials) > FAN:
+        while len(partials) > max(1, most):
             partials = [combined(partials[i : i + FAN]) for i in range(0, len(partials), FAN)]
         return totals(partials)
 

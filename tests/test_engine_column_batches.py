@@ -84,6 +84,16 @@ def _expected_pair_sum(table: pa.Table) -> np.ndarray:
     return _pair_sum(column_batch(("a", "s"), columns), 0)
 
 
+def _assert_added(source, table: pa.Table) -> None:
+    """``add_column`` of two columns: a partial a partition, or ``most`` of them, added."""
+    partitions = len(source.add_column("a", 128, lambda array, first: 1))
+    assert partitions > 1
+    for most, count in ((32, partitions), (partitions - 1, 1), (1, 1)):  # FAN at a time
+        totals = source.add_column(("a", "s"), 128, _pair_sum, most)
+        assert len(totals) == count
+        assert np.array_equal(sum(total for total, _ in totals), _expected_pair_sum(table))
+
+
 def test_column_batch_of_one_name_is_the_array_and_of_a_tuple_a_struct():
     table = _table(10)
     arrays = [c.combine_chunks() for c in table.columns]
@@ -149,8 +159,7 @@ def test_dask_sources_give_the_same_rows_and_totals(client, tmp_path, reader):
     else:
         source = DaskSource.from_parquet(_files(table, tmp_path / "in"))
     _assert_rows_of(source, table, ("a", "s", "i"), 128)
-    totals = source.add_column(("a", "s"), 128, _pair_sum)
-    assert np.array_equal(sum(total for total, _ in totals), _expected_pair_sum(table))
+    _assert_added(source, table)
 
 
 @pytest.mark.parametrize("reader", ["frame", "from_parquet"])
@@ -160,10 +169,9 @@ def test_spark_sources_give_the_same_rows_and_totals(spark, tmp_path, reader):
     table = _table()
     if reader == "frame":
         plain = table.set_column(1, "s", table.column("s").cast(pa.string()))
-        frame = spark.createDataFrame(plain).coalesce(1)  # one partition: in order
+        frame = spark.createDataFrame(plain).coalesce(3)
         source = SparkSource(frame)
     else:
         source = SparkSource.from_parquet(spark, _files(table, tmp_path / "in"))
     _assert_rows_of(source, table, ("a", "s", "i"), 128)
-    totals = source.add_column(("a", "s"), 128, _pair_sum)
-    assert np.array_equal(sum(total for total, _ in totals), _expected_pair_sum(table))
+    _assert_added(source, table)

@@ -178,8 +178,8 @@ class _FailingOnce(SparkSource):
     def map_column(self, name, batch_rows, fn):
         return super().map_column(name, batch_rows, self._flaky(fn))
 
-    def add_column(self, name, batch_rows, fn):  # the passes whose results add up
-        return super().add_column(name, batch_rows, self._flaky(fn))
+    def add_column(self, name, batch_rows, fn, *most):  # the passes whose results add up
+        return super().add_column(name, batch_rows, self._flaky(fn), *most)
 
 
 def test_a_retried_task_gives_the_same_release(spark, parquet, expected, tmp_path):
@@ -222,8 +222,8 @@ class _FailingAlways(SparkSource):
     def map_column(self, name, batch_rows, fn):
         return super().map_column(name, batch_rows, _failing)
 
-    def add_column(self, name, batch_rows, fn):  # the passes whose results add up
-        return super().add_column(name, batch_rows, _failing)
+    def add_column(self, name, batch_rows, fn, *most):  # the passes whose results add up
+        return super().add_column(name, batch_rows, _failing, *most)
 
 
 def _failing(array, first_row):

@@ -189,13 +189,13 @@ class DaskSource:
         return (r[2] for part in results for r in part)
 
     def add_column(
-        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = FAN
     ) -> list[tuple[T, int]]:
         """Return ``fn``'s results over the batches of column ``name``, added on the workers.
 
         One graph: a task per partition adds its batches' results, then tasks add
         :data:`~dpfast.engines.outofcore._totals.FAN` partials at a time until at most
-        that many remain, which alone come back, each with the rows of its largest reading
+        ``most`` remain, which alone come back, each with the rows of its largest reading
         task (:func:`dpfast.engines.outofcore.totals`).
         """
         from dask.base import compute
@@ -203,7 +203,7 @@ class DaskSource:
 
         partials = self._batch_tasks(name, batch_rows, fn, partials_of)
         add = delayed(combined, pure=False)
-        while len(partials) > FAN:
+        while len(partials) > max(1, most):
             partials = [add(partials[i : i + FAN]) for i in range(0, len(partials), FAN)]
         return totals(compute(*partials))
 

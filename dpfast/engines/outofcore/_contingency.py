@@ -248,7 +248,7 @@ class CodedPasses:
         """
         self._count(what)
         columns = 1 if isinstance(name, str) else len(name)
-        return column_total(self.source, name, self.batch_rows(columns), fn, start)
+        return column_total(self.source, name, self.batch_rows(columns), fn, start, most=1)
 
     # -- the passes ---------------------------------------------------------------------
 

@@ -298,8 +298,10 @@ class SchemaCheckedSource(WrappedSource):
             return found
         if attribute == "add_column":
 
-            def add_column(name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]) -> Any:
-                return found(name, batch_rows, self._checked(name, fn))
+            def add_column(
+                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], *most: int
+            ) -> Any:
+                return found(name, batch_rows, self._checked(name, fn), *most)
 
             return add_column
 

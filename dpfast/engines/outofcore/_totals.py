@@ -134,19 +134,26 @@ def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
 
 
 def column_total(
-    source: Any, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], start: T
+    source: Any,
+    name: Columns,
+    batch_rows: int,
+    fn: Callable[[pa.Array, int], T],
+    start: T,
+    most: int = FAN,
 ) -> T:
     """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
 
     ``name`` is a column's, or a tuple of columns' (read as a struct array).
 
-    Added on the workers where the source offers ``add_column``, else here as the
-    batches' results come.
+    Added on the workers where the source offers ``add_column``, until at most ``most``
+    partial totals remain (1 for results as large as a release's table), else here as
+    the batches' results come.
     """
     adding = getattr(source, "add_column", None)
     if adding is None:
         return functools.reduce(add_up, source.map_column(name, batch_rows, fn), start)
-    return functools.reduce(add_up, (total for total, _ in adding(name, batch_rows, fn)), start)
+    partials = adding(name, batch_rows, fn, most)
+    return functools.reduce(add_up, (total for total, _ in partials), start)
 
 
 def dumps_error(exc: BaseException) -> bytes:

@@ -159,10 +159,10 @@ class CountedSource(WrappedSource):
         if attribute == "add_column":
 
             def add_column(
-                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
+                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], *most: int
             ) -> Any:
                 results = []
-                for (rows, result), largest in found(name, batch_rows, _Sized(fn)):
+                for (rows, result), largest in found(name, batch_rows, _Sized(fn), *most):
                     self.work.task(rows, result, largest)
                     results.append((result, largest))
                 return results

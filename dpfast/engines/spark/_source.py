@@ -283,21 +283,23 @@ class SparkSource:
         return data.orderBy(ROW_COLUMN).drop(ROW_COLUMN) if ordered else data
 
     def add_column(
-        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = FAN
     ) -> list[tuple[T, int]]:
         """Return ``fn``'s results over the batches of column ``name``, added on the executors.
 
-        One job: each task adds its batches' results into one partial; where there are
-        more than :data:`~dpfast.engines.outofcore.FAN` tasks, a shuffle of the partials
-        into ``tasks / FAN`` tasks adds them again; only those come back, each with the
-        rows of its largest reading task (:func:`dpfast.engines.outofcore.totals`).
+        One job: each task adds its batches' results into one partial; while there are
+        more than ``most`` partials, a shuffle into ``partials /``
+        :data:`~dpfast.engines.outofcore.FAN` tasks adds them again; only the last come
+        back, each with the rows of its largest reading task
+        (:func:`dpfast.engines.outofcore.totals`).
         """
         frame, apply = self._batch_task(name, batch_rows, fn, _partial)
         with quietly():
             planned = frame.mapInArrow(apply, _PARTIALS)
-            tasks = frame.rdd.getNumPartitions()
-            if tasks > FAN:
-                planned = planned.repartition(-(-tasks // FAN)).mapInArrow(_added, _PARTIALS)
+            partials = frame.rdd.getNumPartitions()
+            while partials > max(1, most):
+                partials = -(-partials // FAN)
+                planned = planned.repartition(partials).mapInArrow(_added, _PARTIALS)
         return totals(pickle.loads(payload) for payload in self._payloads(planned))
 
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
