@@ -69,6 +69,18 @@ def test_frame_rows_are_numbered_in_the_frames_order(client, partitions):
     _assert_numbered_as(source, table["a"].to_numpy(), 64)
 
 
+def test_a_task_reads_its_row_group_batch_by_batch_and_refuses_a_changed_file(client, tmp_path):
+    table = _table()
+    files = _write_files(table, tmp_path / "in", [1000], 2000)
+    source = DaskSource.from_parquet(files)
+    _assert_numbered_as(source, table["a"].to_numpy(), 300)  # batches of 300 rows, read so
+    assert source.n_rows == len(table)  # counted from the footers, when planned
+    shorter = pa.Table.from_pandas(table.iloc[:900], preserve_index=False)
+    pq.write_table(shorter, files / "part-000.parquet", row_group_size=2000)
+    with pytest.raises(ValueError, match="gave other rows than when its partitions were counted"):
+        list(source.map_column("a", 300, lambda array, first: len(array)))
+
+
 @pytest.mark.parametrize("reader", ["from_parquet", "dd.read_parquet"])
 def test_parquet_rows_are_numbered_as_parquet_dataset_numbers_them(client, tmp_path, reader):
     table = _table()

@@ -61,6 +61,13 @@ class Piece:
         """Read the row group as a pandas DataFrame (a partition of the source's frame)."""
         return self.read(names).to_pandas()
 
+    def batches(self, names: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
+        """Yield the row group's columns ``names``, ``batch_rows`` rows at a time, as read."""
+        with pq.ParquetFile(self.path) as file:
+            read = file.iter_batches(batch_rows, row_groups=[self.row_group], columns=list(names))
+            for batch in read:
+                yield pa.Table.from_batches([batch]).replace_schema_metadata(None)
+
 
 class DaskSource:
     """A Dask DataFrame read column by column on Dask's workers, for the out-of-core engine.
@@ -218,9 +225,13 @@ class DaskSource:
         names = column_names(name)
         kinds = tuple(self.schema.field(c).type for c in names)
         apply = delayed(_on_batches, pure=False)
+        if self._pieces is not None:  # each task reads its row group batch by batch
+            partitions = [(p, p.first_row, p.rows) for p in self._pieces]
+        else:
+            partitions = self.parts(names)
         return [
             apply(part, first, rows, name, kinds, int(batch_rows), task, fn)
-            for part, first, rows in self.parts(names)
+            for part, first, rows in partitions
         ]
 
     @property
@@ -304,14 +315,38 @@ def _on_batches(
 ) -> T:
     """Return ``task(batches, fn)`` of one partition's batches of ``name``, on a worker.
 
-    The batches are ``(array, first_row)``, of at most ``batch_rows`` rows each.
+    The batches are ``(array, first_row)``, of at most ``batch_rows`` rows each. A
+    partition of :meth:`DaskSource.from_parquet` (a :class:`Piece`) is read batch by batch:
+    the task holds one batch of the columns, not the row group.
     """
+    if isinstance(part, Piece):
+        return task(_piece_batches(part, first, rows, name, kinds, batch_rows), fn)
     arrays = [
         arrow_column(part, c, kind, rows) for c, kind in zip(column_names(name), kinds, strict=True)
     ]
     array = column_batch(name, arrays)
     batches = ((array.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows))
     return task(batches, fn)
+
+
+def _piece_batches(
+    piece: Piece,
+    first: int,
+    rows: int,
+    name: Columns,
+    kinds: tuple[pa.DataType, ...],
+    batch_rows: int,
+) -> Iterator[tuple[pa.Array, int]]:
+    """Yield a row group's batches of ``name`` and their first rows, read as they are needed."""
+    names = column_names(name)
+    done = 0
+    for table in piece.batches(names, batch_rows):
+        count = table.num_rows
+        arrays = [arrow_column(table, c, kind, count) for c, kind in zip(names, kinds, strict=True)]
+        yield column_batch(name, arrays), first + done
+        done += count
+    if done != rows:
+        raise DPFastValueError(CHANGED)
 
 
 def _results(
