@@ -10,8 +10,9 @@ batch by batch, with sums that do not depend on the batches' order (docs/engines
    the values that occur, when asked, in a pass before it. Each later pass reads the
    target beside its columns and codes the classes of its batch again (:class:`_Classify`);
 2. **columns**: a numeric column coded by rank collects its distinct clamped values (a
-   pass); then each column's (code, class) counts are summed over the batches of the
-   column and the target (a pass);
+   pass); then every column's (code, class) counts are summed over the batches of the
+   columns and the target (one pass, or one per group of columns whose counts fit the
+   memory limit);
 3. **cells**: one pass over every coded column and the target: each row's cell number
    (each column's code mapped to its label's position, times the column's stride,
    summed) and class give the (cell, class) counts.
@@ -340,8 +341,7 @@ class CodedPasses:
         """Return the columns' (code, class) counts and clamped counts (one pass)."""
         counts = _Counts(tuple(coders), tuple(map(_n_codes, coders)), classes.codes, classes.size)
         names = (*(str(_name(c.column)) for c in coders), str(classes.codes.name))
-        shown = ", ".join(str(_name(c.column)) for c in coders)
-        what = f"column{'s' if len(coders) > 1 else ''} {shown}"
+        what = f"the counts of {len(coders)} columns" if len(coders) > 1 else f"column {names[0]}"
         hists, clamped, failed = self.total(names, what, counts, counts.start())
         if failed:
             raise pickle.loads(min(failed)[2])
