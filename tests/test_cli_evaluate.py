@@ -105,7 +105,7 @@ class Page(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {key: value or "" for key, value in attrs}
-        if tag == "circle" and attributes.get("class") == "point":
+        if attributes.get("class") == "point":  # a circle, rect or polygon by its guarantee
             self.points.append(attributes)
 
 
