@@ -300,7 +300,8 @@ def test_help_names_every_option_and_says_private(capsys):
     assert cli.main(["evaluate", "--help"]) == 0
     text = capsys.readouterr().out
     for flag in ("--schema", "--quasi-identifiers", "--k", "--labels", "--risk-measure",
-                 "--utility-measure", "--width", "--p", "--force", "PRIVATE", "0600"):  # fmt: skip
+                 "--utility-measure", "--width", "--p", "--force", "--aligned", "--no-aligned",
+                 "PRIVATE", "0600", "verdict"):  # fmt: skip
         assert flag in text
     assert cli.main(["--help"]) == 0
     assert "dpfast evaluate" in capsys.readouterr().out

@@ -27,7 +27,7 @@ import pytest
 
 from dpfast import cli, risk
 from dpfast.compare import Candidate, evaluate
-from dpfast.compare._format import SIGNIFICANT, percent, rounded
+from dpfast.compare._format import percent, rounded
 from dpfast.compare._rumap import Box, label_box, plot_area, ru_map_svg
 from dpfast.compare._verdict import best_point, evaluation_verdict
 from dpfast.datasets import adult, adult_schema_path
@@ -37,6 +37,8 @@ N_ROWS = 1500
 COLUMNS = "age,education-num,hours-per-week,capital-gain"
 NUMERIC = COLUMNS.split(",")
 MDAV_DP_EPSILON = 40.0
+#: Significant digits a shown figure may have (docs/risk.md#evaluate).
+SIGNIFICANT = 3
 
 
 def _dpfast(*arguments: Any) -> int:
