@@ -105,7 +105,7 @@ class Page(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {key: value or "" for key, value in attrs}
-        if tag == "circle" and attributes.get("class") == "point":
+        if attributes.get("class") == "point":  # a circle, rect or polygon by its guarantee
             self.points.append(attributes)
 
 
@@ -300,7 +300,8 @@ def test_help_names_every_option_and_says_private(capsys):
     assert cli.main(["evaluate", "--help"]) == 0
     text = capsys.readouterr().out
     for flag in ("--schema", "--quasi-identifiers", "--k", "--labels", "--risk-measure",
-                 "--utility-measure", "--width", "--p", "--force", "PRIVATE", "0600"):  # fmt: skip
+                 "--utility-measure", "--width", "--p", "--force", "--aligned", "--no-aligned",
+                 "PRIVATE", "0600", "verdict"):  # fmt: skip
         assert flag in text
     assert cli.main(["--help"]) == 0
     assert "dpfast evaluate" in capsys.readouterr().out

@@ -26,7 +26,13 @@ from dpfast.cli import _budget_command, _diffgen, _mdav, _mechanisms, _numeric, 
 from dpfast.cli._compare_command import COMPARE
 from dpfast.cli._demo_command import DEMO, _demo
 from dpfast.cli._evaluate_command import EVALUATE
-from dpfast.cli._parsing import Parser, UsageError, measuring_risk, releasing
+from dpfast.cli._parsing import (
+    Parser,
+    UsageError,
+    measuring_metrics,
+    measuring_risk,
+    releasing,
+)
 from dpfast.cli._progress import ProgressLine as ProgressLine
 from dpfast.exceptions import EpsilonRangeError, interrupt_in
 
@@ -55,6 +61,9 @@ RELEASE_COMMANDS = (
     *_mechanisms.COMMANDS,
     *_diffgen.COMMANDS,
 )
+
+# The release methods whose function takes metrics=True: they take --metrics.
+METRICS_COMMANDS = ("ir-dp", "laplace", "individual-ranking", "mdav", "mdav-dp")
 
 # Command groups besides `release`: (name, help, description, commands).
 _GROUPS = (
@@ -111,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="method", metavar="METHOD", required=True, title="methods"
     )
     for command in RELEASE_COMMANDS:
+        if command.name in METRICS_COMMANDS:
+            command = measuring_metrics(command)
         releasing(measuring_risk(command)).add_to(methods, formatter)
     for name, help_text, description, group in _GROUPS:
         parser_of_group = commands.add_parser(

@@ -25,18 +25,22 @@ examples:
   dpfast compare people.csv released.csv --schema people.schema.json -o report.html
   dpfast compare people.parquet released.parquet --schema s.json -o report.html \\
       --columns age,income --force
-  dpfast compare people.csv noisy.csv --schema s.json -o report.html --linked
+  dpfast compare people.csv noisy.csv --schema s.json -o report.html --aligned
       (laplace --unprotected keep: row i of the release is row i of the original)
 
 The page is PRIVATE: it is computed from the original data, and written readable by its
-owner only (mode 0600, whatever the umask). It holds per-column plots
-(histograms; bar charts for categories), the order-free utility metrics (Jensen-Shannon
-divergence, variance variation, summaries), the noise scale of each column against its
-public domain, the clamping counts, and the disclosure risk: record linkage and interval
-disclosure with --linked (or from the private report of a release made with --risk), and
-the uniqueness of --quasi-identifiers in both tables. It reads RELEASED.public-report.json and
-RELEASED.private-report.json when they exist (--public-report, --private-report to point
-elsewhere). Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
+owner only (mode 0600, whatever the umask). It opens with a verdict, also printed here:
+whether the release is differentially private (at what epsilon, with the guarantee its
+public report states), its utility, its values on a bound and its risk. Then the
+order-free utility metrics (Jensen-Shannon divergence, variance variation), the clamping
+counts with their shares of the rows, the noise scale of each column against its public
+domain, the disclosure risk (record linkage and interval disclosure with --aligned, or
+from the private report of a release made with --risk; the uniqueness of
+--quasi-identifiers in both tables), and per-column plots (histograms; bar charts for
+categories) with summaries. It reads RELEASED.public-report.json and
+RELEASED.private-report.json (--public-report, --private-report to point elsewhere); a
+RELEASED without its public report is refused unless --aligned or --no-aligned says how
+its rows lie. Needs matplotlib: pip install 'dpfast[plots]'. See docs/metrics.md.
 """
 
 
@@ -67,15 +71,55 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare only these schema columns (comma-separated, or a JSON list); default: "
         "every column the schema protects that RELEASED has",
     )
-    parser.add_argument(
-        "--linked",
-        action="store_true",
-        help="row i of RELEASED is the release of row i of ORIGINAL (e.g. laplace with "
-        "--unprotected keep): add the record-linked relative error. Default: only "
-        "order-free metrics, since releases shuffle their rows",
-    )
+    aligned_argument(parser, "RELEASED", linked=True)
     shared_arguments(parser, "RELEASED")
     parser.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+
+
+def aligned_argument(parser: argparse.ArgumentParser, released: str, linked: bool = False) -> None:
+    """Add ``--aligned`` / ``--no-aligned``: how the rows of a release lie (default: unsaid).
+
+    ``linked`` adds ``--linked``, compare's earlier name of ``--aligned``.
+    """
+    if linked:
+        what = (
+            "row i of RELEASED is the release of row i of ORIGINAL (e.g. laplace with "
+            "--unprotected keep): add the record-linked relative error and risk measures "
+            "(--linked is the same). --no-aligned: it is not (only order-free metrics). "
+            "Default: not aligned, as the public report says; a RELEASED without its public "
+            "report is refused unless one of them is given"
+        )
+    else:
+        what = (
+            f"each {released} without a public report has row i from row i of ORIGINAL: "
+            "measure its row-paired measures on the files. --no-aligned: its rows are not "
+            "ORIGINAL's (they are left out). Default: such a RELEASE is refused, since "
+            "pairing shuffled rows would compare unrelated records; a RELEASE with its "
+            "public report is measured as the report says"
+        )
+    flags = ("--aligned", "--linked") if linked else ("--aligned",)
+    parser.add_argument(
+        *flags, dest="aligned", action="store_const", const=True, default=None, help=what
+    )
+    parser.add_argument(
+        "--no-aligned",
+        dest="aligned",
+        action="store_const",
+        const=False,
+        help="the opposite of --aligned: the rows are not ORIGINAL's",
+    )
+
+
+def print_verdict(args: argparse.Namespace, text: str) -> None:
+    """Print a page's verdict on standard output, wrapped (unless ``--quiet``)."""
+    import shutil
+    import textwrap
+
+    if args.quiet:
+        return
+    width = min(max(shutil.get_terminal_size((100, 24)).columns, 40), 100)
+    shown = f"Verdict (PRIVATE): {text}"
+    print(textwrap.fill(shown, width=width, break_long_words=False, break_on_hyphens=False))
 
 
 def shared_arguments(parser: argparse.ArgumentParser, released: str) -> None:
@@ -168,6 +212,12 @@ def _compare(args: argparse.Namespace) -> int:
             f"{args.released} is a DiffGen release (a generalized count table, not microdata); "
             "compare supports microdata releases (ir-dp, laplace, mdav-dp, ...) only"
         )
+    if not os.path.isfile(args.released):
+        _read(args.released, args)  # refuses it as the reading would: it does not exist
+    compare.check_releases(
+        [compare.Candidate("RELEASED", None, public, private, args.released)],
+        aligned=args.aligned,
+    )
     try:
         compare.require_matplotlib()
     except ImportError:
@@ -183,7 +233,7 @@ def _compare(args: argparse.Namespace) -> int:
         columns=args.columns,
         public_report=public,
         private_report=private,
-        linked=args.linked,
+        linked=bool(args.aligned),
         quasi_identifiers=args.quasi_identifiers,
         k=args.k,
         sources={
@@ -202,6 +252,7 @@ def _compare(args: argparse.Namespace) -> int:
         f"wrote {args.output} (PRIVATE: computed from the original data; do not publish)"
         + (f"; {' and '.join(missing)} report not found, its sections say so" if missing else ""),
     )
+    print_verdict(args, compare.page_verdict(page))
     return 0
 
 

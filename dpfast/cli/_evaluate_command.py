@@ -7,7 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpfast.cli._compare_command import check_output, read_report, shared_arguments
+from dpfast.cli._compare_command import (
+    aligned_argument,
+    check_output,
+    print_verdict,
+    read_report,
+    shared_arguments,
+)
 from dpfast.cli._outputs import report_paths
 from dpfast.cli._parsing import (
     FORMATS_HELP,
@@ -29,19 +35,29 @@ examples:
   # with the uniqueness of the quasi-identifiers, as JSON
   dpfast evaluate people.parquet a.parquet b.parquet --schema s.json \\
       --quasi-identifiers age,sex,zip --k 5 -o evaluation.json
-  # releases that shuffle their rows: an order-free loss on the map
+  # DP releases that shuffle their rows, on the default map: release them with
+  # --risk --metrics (both measured through the release's own order, kept private)
+  dpfast release ir-dp people.csv -o irdp.csv --k 25 --epsilon 1 --schema s.json \\
+      --risk --metrics
+  dpfast evaluate people.csv irdp.csv mdav5.csv --schema s.json -o e.html
+  # releases that shuffle their rows, made without them: an order-free loss on the map
   dpfast evaluate people.csv irdp.csv mdavdp.csv --schema s.json -o e.html \\
       --utility-measure jensen_shannon
+  # a release copied without its reports, whose rows are ORIGINAL's, in order
+  dpfast evaluate people.csv copy.csv --schema s.json -o e.html --aligned
 
 The output is PRIVATE: it is computed from the original data, says so, and is written
-readable by its owner only (mode 0600, whatever the umask). Per release: the utility
+readable by its owner only (mode 0600, whatever the umask). It opens with a verdict, also
+printed here: which releases are differentially private (at what epsilon, with the
+guarantee their public reports state) and which is best on the map. Per release: the utility
 metrics (Jensen-Shannon divergence, variance variation, relative error, the error of the
 correlation matrix) and the risk measures (record linkage, interval disclosure, neighbourhood
 counts, uniqueness of --quasi-identifiers), and a risk-utility map, one point per release.
-RELEASE.public-report.json and RELEASE.private-report.json are read when they exist. The
-row-paired measures need row i of RELEASE to come from row i of ORIGINAL: a release whose
-public report shows shuffled rows gets them from its private report if it was released
-with risk=True (and metrics=True), and otherwise goes without them, saying why.
+RELEASE.public-report.json and RELEASE.private-report.json are read. The row-paired
+measures need row i of RELEASE to come from row i of ORIGINAL: a release whose public
+report shows shuffled rows gets them from its private report if it was released with
+--risk (and --metrics), and otherwise goes without them, saying why. A RELEASE without
+its public report is refused unless --aligned or --no-aligned says how its rows lie.
 See docs/risk.md#evaluate.
 """
 
@@ -101,6 +117,7 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         help="the map's horizontal axis, an information loss (default relative_error; "
         "jensen_shannon, variance_variation and correlation_error need no row pairing)",
     )
+    aligned_argument(parser, "RELEASE")
     shared_arguments(parser, "each RELEASE")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
 
@@ -143,22 +160,40 @@ def _read(path: str, args: argparse.Namespace, progress: Any) -> Any:
     )
 
 
-def _candidates(args: argparse.Namespace, progress: Any) -> list[Any]:
-    from dpfast.compare import Candidate
+def _reported(args: argparse.Namespace) -> list[Any]:
+    """Return each RELEASE as a Candidate with its reports, its table not yet read.
+
+    What evaluate would refuse in them (a DiffGen release, a release without its public
+    report and neither --aligned nor --no-aligned) is refused now, before any table is read.
+    """
+    from dpfast.compare import Candidate, check_releases
 
     found = []
     for label, path in zip(_labels(args), args.releases, strict=True):
+        if not os.path.isfile(path):
+            _read(path, args, None)  # refuses it as the reading would: it does not exist
         public_path, private_path = report_paths(path)
         found.append(
             Candidate(
                 label=label,
-                data=_read(path, args, progress),
+                data=None,
                 public_report=read_report(None, public_path)[0],
                 private_report=read_report(None, private_path)[0],
                 path=path,
             )
         )
+    check_releases(found, aligned=args.aligned)
     return found
+
+
+def _candidates(args: argparse.Namespace, reported: list[Any], progress: Any) -> list[Any]:
+    """Return the candidates with their tables read."""
+    import dataclasses
+
+    return [
+        dataclasses.replace(candidate, data=_read(candidate.path, args, progress))
+        for candidate in reported
+    ]
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -168,9 +203,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     _check_arguments(args)
     schema = Schema.from_json(args.schema)
+    reported = _reported(args)
     with delayed_progress(args) as reading:
         original = _read(args.original, args, reading)
-        candidates = _candidates(args, reading)
+        candidates = _candidates(args, reported, reading)
     line = progress_line(args)
     try:
         found = evaluate(
@@ -184,6 +220,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             width=args.width,
             risk_measure=args.risk_measure,
             utility_measure=args.utility_measure,
+            aligned=args.aligned,
             progress=line,
             original_path=args.original,
         )
@@ -201,6 +238,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     for label, why in content["map"]["left_out"].items():
         note(args, f"{label} is not on the map: {why}")
+    print_verdict(args, content["verdict"]["text"])
     return 0
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "delimiter",
     "integer",
     "io_arguments",
+    "measuring_metrics",
     "measuring_risk",
     "number",
     "quiet_argument",
@@ -117,6 +118,20 @@ def measuring_risk(command: Command) -> Command:
         "neighbourhood counts for k-noise) with each released row paired with its source "
         "through the release's own row order, into OUTPUT.private-report.json (PRIVATE), "
         "where dpfast evaluate reads it. In memory only (docs/risk.md)",
+    )
+
+
+def measuring_metrics(command: Command) -> Command:
+    """Return release ``command`` with a ``--metrics`` option (its metrics, private)."""
+    return _switch(
+        command,
+        "--metrics",
+        "measure the release's utility (per protected column the relative error, with each "
+        "released value paired with its source through the release's own row order, the "
+        "Jensen-Shannon divergence and the variance variation) into "
+        "OUTPUT.private-report.json (PRIVATE; never the public report), where dpfast "
+        "evaluate reads it: with --risk, a release that shuffles its rows is then on "
+        "evaluate's default risk-utility map. In memory only (docs/metrics.md)",
     )
 
 

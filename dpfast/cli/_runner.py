@@ -92,6 +92,8 @@ def release(args: argparse.Namespace, method: Method) -> int:
         arguments = method.arguments(args, found.schema)
         if getattr(args, "risk", False):
             arguments["risk"] = True
+        if getattr(args, "metrics", False):
+            arguments["metrics"] = True
         if found.in_passes:  # every option refused before the forecast's advice
             arguments["memory_limit"] = _memory(args)
         expected = _forecast(method, found, arguments)

@@ -1,9 +1,11 @@
 """Compare an original table with its release on one private HTML page (``dpfast compare``).
 
-The page is for the data holder only: it is computed from the original data. It shows, per
-column, the original against the release (histograms, or bar charts of categories), the
-order-free utility metrics of :mod:`dpfast.metrics`, the noise scale of the public report's
-ledger against the column's public domain, and the clamping counts of the private report.
+The page is for the data holder only: it is computed from the original data. It opens
+with a verdict (is the release DP, at what ε; its utility, its values on a bound, its
+risk), then shows the order-free utility metrics of :mod:`dpfast.metrics`, the clamping
+counts of the private report with their shares of the rows, the noise scale of the public
+report's ledger against the column's public domain, and per column the original against
+the release (histograms, or bar charts of categories).
 See docs/metrics.md#comparing-a-release-with-its-original.
 
 matplotlib (the ``plots`` extra: ``pip install 'dpfast[plots]'``) draws the plots.
@@ -11,6 +13,7 @@ matplotlib (the ``plots`` extra: ``pip install 'dpfast[plots]'``) draws the plot
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,15 +21,14 @@ from typing import Any
 from dpfast._validation import option
 from dpfast.compare._columns import chosen_columns, compare_column
 from dpfast.compare._evaluation import (
-    RISK_MEASURES,
-    UTILITY_MEASURES,
     Candidate,
     Evaluation,
     Settings,
+    check_releases,
     evaluate,
-    map_points,
     measure_risk,
 )
+from dpfast.compare._map import RISK_MEASURES, UTILITY_MEASURES, map_points
 from dpfast.compare._page import BANNER, render_page
 from dpfast.compare._plots import INSTALL_HINT, require_matplotlib
 from dpfast.exceptions import DPFastValueError
@@ -41,9 +43,11 @@ __all__ = [
     "UTILITY_MEASURES",
     "Candidate",
     "Evaluation",
+    "check_releases",
     "compare_html",
     "evaluate",
     "map_points",
+    "page_verdict",
     "require_matplotlib",
 ]
 
@@ -119,9 +123,13 @@ def compare_html(
     """Return a self-contained HTML page comparing ``original`` with its release.
 
     The page is PRIVATE: it is computed from the original data and says so in its title
-    and in a banner. Plots are inline PNGs; nothing is loaded from elsewhere. Every number
-    is also given exactly, in ``data-value`` attributes and in the JSON block
-    ``<script type="application/json" id="dpfast-compare">``.
+    and in a banner. Its verdict comes first: whether the release is differentially
+    private and at what ε (from ``public_report``), its utility, its values on a bound and
+    its risk, in one paragraph. Plots are inline PNGs; nothing is loaded from elsewhere.
+    Numbers are shown rounded to 3 significant digits (counts exactly)
+    and given exactly in ``data-value`` attributes and in the JSON block
+    ``<script type="application/json" id="dpfast-compare">`` (its ``"verdict"`` holds the
+    paragraph).
 
     Parameters
     ----------
@@ -204,4 +212,35 @@ def compare_html(
         private=private_report,
         sources=dict(sources or {}),
         linked=linked,
+    )
+
+
+def page_verdict(page: str) -> str:
+    """Return the verdict paragraph of a page of :func:`compare_html` or ``Evaluation.to_html``.
+
+    It is read from the page's JSON block (``"verdict"``), as the page shows it first.
+
+    Raises
+    ------
+    ValueError
+        ``page`` is not such a page.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> schema = Schema.from_dict({"columns": {"age": {"type": "integer", "bounds": [0, 100]}}})
+    >>> page = compare_html(pd.DataFrame({"age": [20, 30, 40]}),
+    ...                     pd.DataFrame({"age": [22, 31, 35]}), schema=schema)
+    >>> page_verdict(page)[:58]
+    'Whether this release is differentially private is unknown:'
+    """
+    for block in ("dpfast-compare", "dpfast-evaluation"):
+        opening = f'<script type="application/json" id="{block}">'
+        if opening in page:
+            data = json.loads(page.split(opening, 1)[1].split("</script>", 1)[0])
+            verdict = data.get("verdict") if isinstance(data, dict) else None
+            if isinstance(verdict, dict) and isinstance(verdict.get("text"), str):
+                return str(verdict["text"])
+    raise DPFastValueError(
+        "the page holds no verdict: give a page that compare_html or Evaluation.to_html wrote"
     )

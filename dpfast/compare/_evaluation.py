@@ -6,8 +6,10 @@ of :mod:`dpfast.risk`. The row-paired ones (relative error, record linkage, inte
 disclosure, neighbourhood counts) need row ``i`` of the release to come from row ``i`` of
 the original; a release whose public report shows another row order gets them from its
 private report when it was released with ``risk=True`` (and ``metrics=True``), and
-otherwise goes without them, saying why. One point per release then places it on Duncan's
-risk-utility map (docs/risk.md#the-risk-utility-map).
+otherwise goes without them, saying why. A release without a public report is measured
+only once the caller says whether its rows are aligned (``aligned=``). One point per
+release then places it on Duncan's risk-utility map (docs/risk.md#the-risk-utility-map),
+marked by its guarantee, and a verdict names the DP releases and the best on the map.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from typing import Any
 import numpy as np
 
 from dpfast import metrics, risk
-from dpfast._validation import option
+from dpfast._validation import in_cli, option
+from dpfast.compare._advice import release_again
 from dpfast.compare._columns import ColumnComparison, chosen_columns, compare_column, per_column
+from dpfast.compare._map import RISK_MEASURES, UTILITY_MEASURES, map_points
 from dpfast.compare._page import _jsonable
+from dpfast.compare._verdict import evaluation_verdict
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data
 from dpfast.schema import Schema
@@ -36,34 +41,6 @@ EVALUATION_WARNING = (
     "computed from the original data: keep this evaluation private, never publish it with "
     "the releases"
 )
-
-#: The risk measures the map can show: name -> (axis title, where in a release's risk).
-RISK_MEASURES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "record_linkage": (
-        "record linkage (distance)",
-        ("record_linkage", "distance"),
-    ),
-    "rank_linkage": (
-        "record linkage (rank)",
-        ("record_linkage", "rank"),
-    ),
-    "interval_disclosure": (
-        "interval disclosure (rank, mean)",
-        ("interval_disclosure", "rank_mean"),
-    ),
-    "uniqueness": (
-        "share in classes below k",
-        ("uniqueness", "released", "share_below_k"),
-    ),
-}
-
-#: The information-loss measures the map can show: name -> (axis title, key of the utility).
-UTILITY_MEASURES: dict[str, tuple[str, str]] = {
-    "relative_error": ("mean relative error", "mean_relative_error"),
-    "jensen_shannon": ("mean Jensen-Shannon divergence", "mean_jensen_shannon"),
-    "variance_variation": ("mean variance variation", "mean_variance_variation"),
-    "correlation_error": ("correlation error", "correlation_error"),
-}
 
 Progress = Callable[[str, int, int], None]
 
@@ -94,6 +71,7 @@ class Settings:
     k: int | None
     p: float
     width: float | None
+    aligned: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -117,16 +95,19 @@ class Evaluation:
         return evaluation_page(self.content)
 
 
-def _alignment(candidate: Candidate, rows: int, n: int) -> tuple[bool, str]:
+def _alignment(candidate: Candidate, rows: int, n: int, aligned: bool | None) -> tuple[bool, str]:
     """Whether row ``i`` of the release comes from row ``i`` of the original, and why."""
     if rows != n:
         return False, f"it has {rows:,} rows and ORIGINAL {n:,}: its rows are not ORIGINAL's"
     public = candidate.public_report
     if public is None:
-        return True, (
-            "no public report was found, so it is taken to be row-aligned with ORIGINAL (it "
-            "has as many rows); if its rows were shuffled, its row-paired measures compare "
-            "unrelated rows"
+        if aligned:
+            return True, (
+                f"no public report; row-aligned with ORIGINAL as {option('aligned', True)} "
+                "states: its row-paired measures pair row i with row i"
+            )
+        return False, (
+            f"no public report; not row-aligned with ORIGINAL, as {option('aligned', False)} states"
         )
     reason = risk.misalignment(public)
     if reason is not None:
@@ -151,11 +132,12 @@ def _correlation_error(comparisons: Sequence[ColumnComparison]) -> float | None:
 
 
 def _utility(
-    comparisons: Sequence[ColumnComparison], private: Mapping[str, Any] | None, aligned: bool
+    comparisons: Sequence[ColumnComparison], candidate: Candidate, aligned: bool
 ) -> dict[str, Any]:
     """Per-column metrics, their means and the correlation error of one release."""
     columns = {c.name: dict(c.metrics) for c in comparisons}
     notes = []
+    private = candidate.private_report
     stored = None if private is None else private.get("metrics")
     if (
         not aligned
@@ -167,8 +149,8 @@ def _utility(
             if name in linked:
                 values["relative_error"] = linked[name]
         notes.append(
-            "relative error from the release's private report (metrics=True): each row "
-            "paired with its source through the release's own order"
+            f"relative error from the release's private report ({option('metrics', True)}): "
+            "each row paired with its source through the release's own order"
         )
     out: dict[str, Any] = {"columns": columns, "not_measured": {}}
     for metric in ("relative_error", "jensen_shannon", "variance_variation"):
@@ -177,8 +159,8 @@ def _utility(
         out["not_measured"]["mean_relative_error"] = (
             "its rows are not paired with ORIGINAL's; choose an order-free "
             f"{option('utility_measure')} (jensen_shannon, variance_variation, "
-            "correlation_error), or release it in Python with metrics=True to have it "
-            "computed through the release's own order"
+            "correlation_error), or, to have it computed through the release's own order, "
+            + release_again(candidate.public_report, "metrics")
         )
     if out["mean_variance_variation"] is None:
         out["not_measured"]["mean_variance_variation"] = "no numeric column"
@@ -246,8 +228,8 @@ def _paired_risk(
         reason = (
             "no numeric column, nor one with a taxonomy, to compare"
             if not compared
-            else f"the rows are not paired with ORIGINAL's: {why}. Release it again with "
-            f"{option('risk', True)} to have them measured through the release's own order"
+            else f"the rows are not paired with ORIGINAL's: {why}. To have them measured "
+            "through the release's own order, " + release_again(candidate.public_report, "risk")
         )
         out["not_measured"] = dict.fromkeys(_PAIRED, reason)
         out["source"] = "not measured"
@@ -325,7 +307,7 @@ def _evaluate_one(
 ) -> dict[str, Any]:
     """Measure one release: its row pairing, utility and risk."""
     table = as_table_data(candidate.data)
-    aligned, why = _alignment(candidate, table.n_rows, original.n_rows)
+    aligned, why = _alignment(candidate, table.n_rows, original.n_rows, settings.aligned)
     comparisons = [
         compare_column(name, settings.schema, original, table, linked=aligned)
         for name in settings.columns
@@ -337,52 +319,14 @@ def _evaluate_one(
         "path": candidate.path,
         "method": public.get("method"),
         "parameters": public.get("parameters"),
+        "epsilon": public.get("epsilon"),
         "guarantee_level": public.get("guarantee_level"),
         "rows": table.n_rows,
         "aligned": aligned,
         "alignment": why,
-        "utility": _utility(comparisons, candidate.private_report, aligned),
+        "utility": _utility(comparisons, candidate, aligned),
         "risk": found,
     }
-
-
-def _dig(value: Any, keys: Sequence[str]) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
-def map_points(
-    releases: Sequence[Mapping[str, Any]], risk_measure: str, utility_measure: str
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Return the R-U map's points (label, utility, risk, dominated) and why others are not.
-
-    A release is dominated when another has no more risk and no more information loss,
-    and less of one of them: it is never the better choice.
-    """
-    risk_title, risk_keys = RISK_MEASURES[risk_measure]
-    utility_title, utility_key = UTILITY_MEASURES[utility_measure]
-    points, left_out = [], {}
-    for release in releases:
-        x, y = release["utility"].get(utility_key), _dig(release["risk"], risk_keys)
-        if not isinstance(x, (int, float)) or not math.isfinite(x):
-            why = release["utility"]["not_measured"].get(utility_key, f"it is {x}")
-            left_out[release["label"]] = f"no {utility_title}: {why}"
-        elif not isinstance(y, (int, float)):
-            why = release["risk"]["not_measured"].get(risk_keys[0], "not measured")
-            left_out[release["label"]] = f"no {risk_title}: {why}"
-        else:
-            points.append({"label": release["label"], "utility": float(x), "risk": float(y)})
-    for point in points:
-        point["dominated"] = any(
-            other["utility"] <= point["utility"]
-            and other["risk"] <= point["risk"]
-            and (other["utility"] < point["utility"] or other["risk"] < point["risk"])
-            for other in points
-        )
-    return points, left_out
 
 
 def _settings(
@@ -390,10 +334,10 @@ def _settings(
     columns: Sequence[str] | None,
     original: TableData,
     tables: Sequence[TableData],
-    options: tuple[Sequence[str] | None, int | None, float, float | None],
+    options: tuple[Sequence[str] | None, int | None, float, float | None, bool | None],
 ) -> Settings:
     """Check what every release is measured with; the compared columns all releases hold."""
-    quasi_identifiers, k, p, width = options
+    quasi_identifiers, k, p, width, aligned = options
     if not isinstance(schema, Schema):
         schema = Schema.from_json(schema)
     chosen = [chosen_columns(schema, columns, original, table) for table in tables]
@@ -416,12 +360,50 @@ def _settings(
                 f"({option('quasi_identifiers')}); "
                 f"its columns are {', '.join(map(str, original.names))}"
             )
-    return Settings(
-        schema, common, None if quasi_identifiers is None else list(quasi_identifiers), k, p, width
+    qis = None if quasi_identifiers is None else list(quasi_identifiers)
+    return Settings(schema, common, qis, k, p, width, aligned)
+
+
+def _unreported(candidate: Candidate) -> str:
+    """Refuse a release without its public report: whether its rows are aligned is unknown."""
+    name = candidate.path or candidate.label
+    if in_cli():
+        where = (
+            f"copy its reports beside it ({name}.public-report.json and {name}.private-report.json)"
+        )
+    else:
+        where = "give its reports (Candidate(public_report=..., private_report=...))"
+    return (
+        f"{name} has no public report, so dpfast cannot tell whether its rows are in "
+        "ORIGINAL's order, which the relative error, record linkage, interval disclosure "
+        f"and neighbourhood counts need; {where}, or say how its rows lie: "
+        f"{option('aligned', True)} if row i of it is the release of row i of ORIGINAL, "
+        f"{option('aligned', False)} if not (its row-paired measures are then left out). "
+        "Either applies to every release without a public report"
     )
 
 
-def _check_candidates(candidates: Sequence[Candidate]) -> None:
+def check_releases(candidates: Sequence[Candidate], *, aligned: bool | None = None) -> None:
+    """Refuse what :func:`evaluate` refuses in its releases, before any table is read.
+
+    No release, two with one label, a DiffGen release (counts, not microdata), or a
+    release without a public report while ``aligned`` is None: nothing would say whether
+    its rows are in the original's order, which the row-paired measures need. A
+    candidate's ``data`` is not looked at (it may still be None).
+
+    Raises
+    ------
+    ValueError
+        The first of these found, saying how to fix it.
+
+    Examples
+    --------
+    >>> check_releases([Candidate("copy", None, None, None, "copy.csv")])
+    Traceback (most recent call last):
+    ...
+    dpfast.exceptions.DPFastValueError: copy.csv has no public report, so dpfast cannot tell ...
+    >>> check_releases([Candidate("copy", None, None, None, "copy.csv")], aligned=True)
+    """
     if not candidates:
         raise DPFastValueError("give at least one release to evaluate")
     labels = [candidate.label for candidate in candidates]
@@ -437,6 +419,8 @@ def _check_candidates(candidates: Sequence[Candidate]) -> None:
                 "counts, not microdata); evaluate compares microdata releases (ir-dp, "
                 "laplace, mdav, k-noise, ...)"
             )
+        if candidate.public_report is None and aligned is None:
+            raise DPFastValueError(_unreported(candidate))
 
 
 def evaluate(
@@ -451,6 +435,7 @@ def evaluate(
     width: float | None = None,
     risk_measure: str = "record_linkage",
     utility_measure: str = "relative_error",
+    aligned: bool | None = None,
     progress: Progress | None = None,
     original_path: str | None = None,
 ) -> Evaluation:
@@ -479,6 +464,11 @@ def evaluate(
         ``2δ`` from its private report, else none).
     risk_measure, utility_measure : str
         The map's axes: a key of :data:`RISK_MEASURES` and of :data:`UTILITY_MEASURES`.
+    aligned : bool, optional
+        For the releases without a public report, which would say: True if row ``i`` of
+        each is the release of row ``i`` of ``original``, False if not (their row-paired
+        measures are left out). Default None: such a release is refused, since pairing
+        shuffled rows would compare unrelated records.
     progress : callable, optional
         Called as ``progress(phase, done, total)`` as each release is measured.
     original_path : str, optional
@@ -487,6 +477,14 @@ def evaluate(
     Returns
     -------
     Evaluation
+        Its ``verdict`` (``to_dict()["verdict"]``) names the differentially private
+        releases and the best on the map, in one paragraph (``"text"``).
+
+    Raises
+    ------
+    ValueError
+        No release, two with one label, a DiffGen release, a release without a public
+        report while ``aligned`` is None, an empty ``original``, or bad settings.
 
     Examples
     --------
@@ -506,12 +504,14 @@ def evaluate(
             f"risk_measure must be one of {list(RISK_MEASURES)} and utility_measure one of "
             f"{list(UTILITY_MEASURES)}, got {risk_measure!r} and {utility_measure!r}"
         )
-    _check_candidates(releases)
+    check_releases(releases, aligned=aligned)
     original_table = as_table_data(original)
     if original_table.n_rows == 0:
         raise DPFastValueError("ORIGINAL is empty (0 rows); there is nothing to evaluate")
     tables = [as_table_data(candidate.data) for candidate in releases]
-    settings = _settings(schema, columns, original_table, tables, (quasi_identifiers, k, p, width))
+    settings = _settings(
+        schema, columns, original_table, tables, (quasi_identifiers, k, p, width, aligned)
+    )
     original_uniqueness = None
     if settings.quasi_identifiers is not None and settings.k is not None:
         found = risk.uniqueness(original_table.source, settings.quasi_identifiers, k=settings.k)
@@ -522,6 +522,14 @@ def evaluate(
             progress(f"evaluating {candidate.label}", done, len(releases))
         measured.append(_evaluate_one(candidate, original_table, settings, original_uniqueness))
     points, left_out = map_points(measured, risk_measure, utility_measure)
+    found_map = {
+        "risk_measure": risk_measure,
+        "risk_title": RISK_MEASURES[risk_measure][0],
+        "utility_measure": utility_measure,
+        "utility_title": UTILITY_MEASURES[utility_measure][0],
+        "points": points,
+        "left_out": left_out,
+    }
     content = {
         "report": EVALUATION_KIND,
         "warning": EVALUATION_WARNING,
@@ -530,14 +538,8 @@ def evaluate(
         "quasi_identifiers": settings.quasi_identifiers,
         "k": settings.k,
         "p": settings.p,
-        "map": {
-            "risk_measure": risk_measure,
-            "risk_title": RISK_MEASURES[risk_measure][0],
-            "utility_measure": utility_measure,
-            "utility_title": UTILITY_MEASURES[utility_measure][0],
-            "points": points,
-            "left_out": left_out,
-        },
+        "verdict": evaluation_verdict(measured, found_map),
+        "map": found_map,
         "releases": measured,
     }
     return Evaluation(_jsonable(content))

@@ -1,7 +1,8 @@
-"""The evaluation page: releases side by side, and their risk-utility map (inline SVG).
+"""The evaluation page: its verdict, the risk-utility map (inline SVG), the releases.
 
-Every number is printed with 6 significant digits and carried exactly in a ``data-value``
-attribute and in the JSON block ``<script type="application/json"
+The verdict comes first, below the PRIVATE banner and the title. Every measured number is
+printed rounded to 3 significant digits (counts exactly) and carried exactly in a
+``data-value`` attribute and in the JSON block ``<script type="application/json"
 id="dpfast-evaluation">``; every data-derived string goes through :func:`html.escape`.
 """
 
@@ -11,8 +12,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpfast.compare._format import count, rounded
 from dpfast.compare._page import _STYLE, BANNER, _number_cell, _text
-from dpfast.compare._rumap import ru_map_svg
+from dpfast.compare._rumap import SHAPES, ru_map_svg
+from dpfast.compare._verdict import guarantee_words
 
 _UTILITY = (
     ("mean_relative_error", "mean relative error"),
@@ -24,13 +27,16 @@ _UTILITY = (
 _READING = (
     "How to read the map (Duncan's R-U confidentiality map): each release is one point, its "
     "information loss along the bottom (left: closer to the original) and its disclosure "
-    "risk up the side (bottom: safer). Lower left is better on both. A hollow point is "
-    "dominated: another release loses no more and risks no more, and is better on one, so "
-    "it is never the better choice; the filled points are the frontier among which the "
-    "choice is a trade-off. Risk figures are worst cases for their intruder (one who knows "
-    "every compared attribute of every person); a differentially private release has a "
-    "guarantee beyond them, an SDC release only them. Compare releases of the same table "
-    "on the same columns only."
+    "risk up the side (bottom: safer). Lower left is better on both. A point's shape says "
+    "what its public report guarantees: a circle, differential privacy (proven); a "
+    "triangle, DP of part of the table only; a square, no DP; a diamond, no public report. "
+    "A hollow point is dominated: another release loses no more and risks no more, and is "
+    "better on one, so it is never the better choice; the filled points are the frontier "
+    "among which the choice is a trade-off. A label that does not fit beside its point is "
+    "replaced by its number in the table below the map. Risk figures are worst cases for "
+    "their intruder (one who knows every compared attribute of every person); a "
+    "differentially private release has a guarantee beyond them, an SDC release only them. "
+    "Compare releases of the same table on the same columns only."
 )
 
 
@@ -57,9 +63,14 @@ def _dig(value: Any, *keys: str) -> Any:
     return value
 
 
+def _shown(value: Any) -> str:
+    number = _number(value)
+    return str(value) if number is None else rounded(number)
+
+
 def _parameters(release: Mapping[str, Any]) -> str:
     parameters = release.get("parameters") or {}
-    shown = [f"{key}={parameters[key]}" for key in ("k", "epsilon") if key in parameters]
+    shown = [f"{key}={_shown(parameters[key])}" for key in ("k", "epsilon") if key in parameters]
     method = release.get("method") or "unknown method (no public report)"
     return method + (f" ({', '.join(shown)})" if shown else "")
 
@@ -68,7 +79,7 @@ def _files_section(releases: Sequence[Mapping[str, Any]]) -> str:
     rows = [
         f'<tr data-release="{_text(r["label"])}"><td>{_text(r["label"])}</td>'
         f"<td><code>{_text(r.get('path') or '')}</code></td><td>{_text(_parameters(r))}</td>"
-        f'<td data-value="{r["rows"]}">{r["rows"]:,}</td>'
+        f'<td data-value="{r["rows"]}">{count(r["rows"])}</td>'
         f'<td data-aligned="{str(r["aligned"]).lower()}">'
         f"{'row-aligned' if r['aligned'] else 'NOT row-aligned'}: {_text(r['alignment'])}</td>"
         "</tr>"
@@ -81,13 +92,46 @@ def _files_section(releases: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def _map_section(found: Mapping[str, Any]) -> str:
+#: The shape of each kind of point, as a character: (filled, hollow).
+_SYMBOLS = {
+    "circle": ("●", "○"),
+    "triangle": ("▲", "△"),
+    "square": ("■", "□"),
+    "diamond": ("◆", "◇"),
+}
+
+
+def _points_table(found: Mapping[str, Any], releases: Sequence[Mapping[str, Any]]) -> str:
+    """Return the map's points by number: marker, label, guarantee, measures, frontier."""
+    by_label = {r["label"]: r for r in releases}
+    rows = []
+    for point in found["points"]:
+        release = by_label.get(point["label"], {})
+        shape = SHAPES.get(point.get("kind", "unknown"), SHAPES["unknown"])[0]
+        symbol = _SYMBOLS[shape][1 if point.get("dominated") else 0]
+        words = guarantee_words(
+            release.get("method"), release.get("epsilon"), release.get("guarantee_level")
+        )
+        rows.append(
+            f'<tr data-release="{_text(point["label"])}" data-kind="{_text(point["kind"])}">'
+            f"<td>{point['number']}</td><td>{symbol}</td><td>{_text(point['label'])}</td>"
+            f"<td>{_text(words)}</td>{_cell(point['utility'])}{_cell(point['risk'])}"
+            f"<td>{'dominated' if point.get('dominated') else 'frontier'}</td></tr>"
+        )
+    return (
+        '<table class="points"><tr><th>#</th><th>marker</th><th>release</th>'
+        f"<th>guarantee</th><th>{_text(found['utility_title'])}</th>"
+        f"<th>{_text(found['risk_title'])}</th><th>on the map</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _map_section(found: Mapping[str, Any], releases: Sequence[Mapping[str, Any]]) -> str:
     points = found["points"]
     title = '<section id="ru-map"><h2>Risk-utility map</h2>'
     if points:
         drawn = ru_map_svg(
             points, risk_title=found["risk_title"], utility_title=found["utility_title"]
-        )
+        ) + _points_table(found, releases)
     else:
         drawn = "<p>No release has both measures: there is nothing to place on the map.</p>"
     left_out = "".join(
@@ -205,8 +249,9 @@ def _settings_text(content: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        f"ORIGINAL{where}: {original['rows']:,} rows. Compared columns: "
-        f"{', '.join(map(str, content['columns']))}. Interval disclosure at ±{content['p']:g}%."
+        f"ORIGINAL{where}: {count(original['rows'])} rows. Compared columns: "
+        f"{', '.join(map(str, content['columns']))}. Interval disclosure at "
+        f"±{rounded(content['p'])}%."
         f"{uniqueness}"
     )
 
@@ -221,9 +266,11 @@ def evaluation_page(content: Mapping[str, Any]) -> str:
             f"<style>{_STYLE}</style></head><body>",
             f'<div class="private-banner" role="alert">{_text(BANNER)}</div>',
             "<h1>Releases of one table: utility and disclosure risk</h1>",
+            '<section id="verdict"><h2>Verdict</h2>',
+            f'<p class="verdict">{_text(content["verdict"]["text"])}</p></section>',
+            _map_section(content["map"], releases),
             f"<p>{_text(_settings_text(content))}</p>",
             _files_section(releases),
-            _map_section(content["map"]),
             _side_by_side(releases),
             '<section id="details"><h2>Each release</h2>',
             "".join(_release_section(release) for release in releases),

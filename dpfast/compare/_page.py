@@ -1,6 +1,7 @@
 """The comparison page: one self-contained HTML document (styles and PNGs inline).
 
-Every number is printed with 6 significant digits and also carried exactly: in a
+Its verdict comes first, below the PRIVATE banner and the title. Every measured number is
+printed rounded to 3 significant digits (counts exactly) and also carried exactly: in a
 ``data-value`` attribute (Python's ``repr`` of the float, which reads back to the same
 float) and in the JSON block ``<script type="application/json" id="dpfast-compare">``.
 Every data-derived string goes through :func:`html.escape`.
@@ -15,8 +16,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpfast._validation import option
 from dpfast.compare._columns import QUANTILES, ColumnComparison, noise_rows, per_column
+from dpfast.compare._format import count, percent, rounded
 from dpfast.compare._plots import column_png
+from dpfast.compare._verdict import comparison_verdict
 
 BANNER = "PRIVATE — computed from the original data; do not publish"
 
@@ -30,6 +34,8 @@ th:first-child, td:first-child { text-align: left; }
 .note { color: #555; font-size: 0.92em; }
 .missing { color: #8a4b00; }
 figure { margin: 0.5em 0 1.5em; }
+.verdict { font-size: 1.08em; line-height: 1.45; background: #f3f6fa; padding: 0.7em 1em;
+  border-left: 4px solid #1f5fa8; }
 """
 
 _METRIC_TITLES = {
@@ -43,11 +49,14 @@ def _text(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _number_cell(value: float | None, tag: str = "td") -> str:
-    """Return a cell showing ``value`` to 6 significant digits, exactly in data-value."""
+def _number_cell(value: float | None, tag: str = "td", *, whole: bool = False) -> str:
+    """Return a cell showing ``value`` rounded, and exactly in its ``data-value``.
+
+    A count (``whole``) is shown exactly, with thousands separators.
+    """
     if value is None:
         return f"<{tag}>—</{tag}>"
-    shown = f"{value:.6g}" if math.isfinite(value) else str(value)
+    shown = count(value) if whole and math.isfinite(value) else rounded(value)
     return f'<{tag} data-value="{_text(repr(float(value)))}">{_text(shown)}</{tag}>'
 
 
@@ -98,7 +107,7 @@ def _summary_table(column: ColumnComparison) -> str:
     rows = []
     for which in ("original", "released"):
         stats = column.summary[which]
-        cells = "".join(_number_cell(stats[label]) for label in labels)
+        cells = "".join(_number_cell(stats[label], whole=label == "count") for label in labels)
         rows.append(f'<tr data-table="{which}"><td>{which}</td>{cells}</tr>')
     return f'<table class="summary"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
 
@@ -116,7 +125,7 @@ def _column_section(column: ColumnComparison) -> str:
     if column.kind == "numeric":
         parts.append(_summary_table(column))
         domain = (
-            f"public domain [{column.bounds[0]:.6g}, {column.bounds[1]:.6g}]"
+            f"public domain [{rounded(column.bounds[0], 6)}, {rounded(column.bounds[1], 6)}]"
             if column.bounds is not None
             else "no public bounds in the schema: the plot spans the values of both tables"
         )
@@ -170,6 +179,18 @@ def _noise_section(
     )
 
 
+def _count_cell(value: float | None, rows: int) -> str:
+    """Return a cell showing a count and its share of ``rows``; both exactly in attributes."""
+    if value is None:
+        return "<td>—</td>"
+    share = value / rows if rows > 0 else math.nan
+    shown = f"{count(value)} ({percent(share)})" if rows > 0 else count(value)
+    return (
+        f'<td data-value="{_text(repr(float(value)))}" data-share="{_text(repr(share))}">'
+        f"{_text(shown)}</td>"
+    )
+
+
 def _clamped_section(
     columns: Sequence[ColumnComparison], private: Mapping[str, Any] | None, where: str | None
 ) -> str:
@@ -184,24 +205,28 @@ def _clamped_section(
         clamped_output = per_column(private.get("clamped_output") or {})
     head = (
         "<tr><th>column</th><th>input values clamped (private report)</th>"
-        "<th>output values clamped (private report)</th><th>original below the lower bound</th>"
-        "<th>original above the upper bound</th></tr>"
+        "<th>released values on a bound (private report)</th>"
+        "<th>original below the lower bound</th><th>original above the upper bound</th></tr>"
     )
     rows = []
     for column in columns:
         below, above = column.outside.get("original", (None, None))
+        n_original, n_released = column.original.shape[0], column.released.shape[0]
         rows.append(
             f'<tr data-column="{_text(column.name)}"><td>{_text(column.name)}</td>'
-            f"{_number_cell(clamped.get(column.name))}{_number_cell(clamped_output.get(column.name))}"
-            f"{_number_cell(None if below is None else float(below))}"
-            f"{_number_cell(None if above is None else float(above))}</tr>"
+            f"{_count_cell(clamped.get(column.name), n_original)}"
+            f"{_count_cell(clamped_output.get(column.name), n_released)}"
+            f"{_count_cell(None if below is None else float(below), n_original)}"
+            f"{_count_cell(None if above is None else float(above), n_original)}</tr>"
         )
     parts.append(f'<table class="clamped">{head}{"".join(rows)}</table>')
     parts.append(
-        '<p class="note">Input values clamped: original values moved onto the public bounds '
-        "before the noise. Output values clamped: released values that the noise pushed past a "
-        "bound and that were put back on it. The last two columns count, in the original file, "
-        "the values outside the schema's bounds (numeric columns).</p>"
+        '<p class="note">Each cell: how many values, and their share of the rows (of the '
+        "original for input values, of the release for released ones). Input values clamped: "
+        "original values moved onto the public bounds before the noise. Released values on a "
+        "bound: released values that the noise pushed past a bound and that were put back on "
+        "it. The last two columns count, in the original file, the values outside the "
+        "schema's bounds (numeric columns).</p>"
     )
     return title + "".join(parts) + "</section>"
 
@@ -212,8 +237,8 @@ def _release_metrics_section(private: Mapping[str, Any] | None) -> str:
     if not isinstance(stored, Mapping):
         reason = "No private report" if private is None else "The private report holds no metrics"
         return (
-            title + f"<p>{reason}: the release was run without metrics=True, so there are no "
-            "record-linked figures from inside it.</p></section>"
+            title + f"<p>{reason}: the release was made without {option('metrics', True)}, so "
+            "there are no record-linked figures from inside it.</p></section>"
         )
     names = [
         n
@@ -285,9 +310,11 @@ def _data_block(
     public: Mapping[str, Any] | None,
     private: Mapping[str, Any] | None,
     risk: Mapping[str, Any] | None = None,
+    verdict: Mapping[str, Any] | None = None,
 ) -> str:
     data = {
         "banner": BANNER,
+        "verdict": verdict,
         "method": None if public is None else public.get("method"),
         "columns": {
             column.name: {
@@ -323,8 +350,10 @@ def render_page(
     linked: bool,
     risk: Mapping[str, Any] | None = None,
 ) -> str:
-    """Return the whole HTML page."""
+    """Return the whole HTML page: its verdict first, then the tables, then the plots."""
     found = {"public report": public is not None, "private report": private is not None}
+    rows = (columns[0].original.shape[0], columns[0].released.shape[0]) if columns else (0, 0)
+    verdict = comparison_verdict(public, private, {c.name: c.metrics for c in columns}, risk, rows)
     files = "".join(
         f"<li>{_text(role)}: <code>{_text(path)}</code>"
         f"{'' if found.get(role, True) else ' (not found)'}</li>"
@@ -338,16 +367,18 @@ def render_page(
             f"<style>{_STYLE}</style></head><body>",
             f'<div class="private-banner" role="alert">{_text(BANNER)}</div>',
             "<h1>Original against release</h1>",
+            '<section id="verdict"><h2>Verdict</h2>',
+            f'<p class="verdict">{_text(verdict["text"])}</p></section>',
             f"<p>{_text(method)} Files compared:</p><ul>{files}</ul>",
             _metrics_section(columns, linked),
+            _clamped_section(columns, private, sources.get("private report")),
+            _noise_section(columns, public, sources.get("public report")),
+            "" if risk is None else _risk_section(risk),
+            _release_metrics_section(private),
             '<section id="columns"><h2>Columns</h2>',
             "".join(_column_section(column) for column in columns),
             "</section>",
-            _noise_section(columns, public, sources.get("public report")),
-            _clamped_section(columns, private, sources.get("private report")),
-            _release_metrics_section(private),
-            "" if risk is None else _risk_section(risk),
-            _data_block(columns, public, private, risk),
+            _data_block(columns, public, private, risk, verdict),
             "</body></html>\n",
         ]
     )

@@ -115,11 +115,26 @@ def release_data(released: Any, function: str, *, aligned: bool = True) -> Any:
                 f"of the original), but this {method} release is not: {reason}. Release it "
                 "again with risk=True: the release then pairs each row with its source "
                 "through its own order and puts the measures in release.private.risk "
-                "(docs/risk.md#risk-at-release-time). Or measure a release that keeps the row "
+                f"(docs/risk.md#risk-at-release-time); {_again(report)}. Or measure a "
+                "release that keeps the row "
                 f"order: one of {list(ROW_ORDER_METHODS)} (ir_dp with linkage='records' and "
                 "shuffle=False), with unprotected='drop' or 'keep'"
             )
     return released.data
+
+
+def _again(report: Any) -> str:
+    """Say what releasing the same data again costs: its ε again, from its report."""
+    epsilon = getattr(report, "epsilon", None)
+    if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool):
+        return (
+            f"that is a second release of the same data, which spends its ε = {epsilon:.3g} "
+            "again, on top of this one's"
+        )
+    return (
+        "that is a second release of the same data, which discloses more together with this "
+        "one than either alone"
+    )
 
 
 def as_table(data: Any, role: str) -> TableData:
