@@ -149,6 +149,7 @@ def summary(
     if report.guarantee_level not in ("proven", "protected_only"):
         lines.append(f"why: {report.guarantee}")
     lines.extend(_on_bound(private) + _linkage(report))
+    lines.extend(_accuracy(report))
     if spend is not None and spend.reservation is not None:
         left = spend.reservation.budget.remaining()
         lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
@@ -168,6 +169,28 @@ def _on_bound(private: Any) -> list[str]:
     return [
         f"released values on a bound (PRIVATE: counted in this release, do not publish): "
         f"{overall:.1%} of them ({shown}{more})"
+    ]
+
+
+def _accuracy(report: Any) -> list[str]:
+    """State the public report's intervals: public, and what a user of the file can rely on."""
+    section = getattr(report, "accuracy", None)
+    if not section or not section["columns"]:
+        return []
+    parts = []
+    for name, column in list(section["columns"].items())[:10]:
+        shown = ", ".join(
+            f"{statistic} ± {found['half_width']:.4g}"
+            + (f" (+ {found['rounding']:.3g} rounding)" if found["rounding"] else "")
+            for statistic, found in column["intervals"].items()
+        )
+        parts.append(f"{name}: {shown}")
+    more = "; ..." if len(section["columns"]) > 10 else ""
+    return [
+        f"accuracy ({section['level']:.0%} intervals, from public values; in the public "
+        "report): " + "; ".join(parts) + more + ". Values clamped onto a bound by the noise "
+        "bias these statistics beyond the intervals; dpfast.accuracy() gives the interval "
+        "of a subset's mean, sum or count"
     ]
 
 
