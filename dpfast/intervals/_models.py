@@ -168,7 +168,11 @@ class ValueNoise:
             if self.unit == "cell"
             else f"one draw per {self.unit}, shared by its rows: "
             f"{_groups_text(self.groups, self.unit)}"
-            + (f" (the remainder in the {self.rule} {self.unit})" if self.rule else "")
+            + (
+                f" (the remainder in the {self.rule} {self.unit})"
+                if self.rule and len(self.groups) > 1
+                else ""
+            )
         )
         return (
             f"discrete Laplace of scale {self.scale:.6g} ({self.steps:,} grid steps of "
