@@ -198,9 +198,10 @@ class ValueNoise:
                 'for statistic="mean" or "sum"'
             )
         whole = rows == self.rows
-        weights = self.groups if whole or self.unit == "cell" else greedy_weights(self.groups, rows)
-        if self.unit == "cell":
-            weights = ((1, rows),)
+        if self.unit == "cell":  # every value its own draw, whichever rows
+            weights: Weights = ((1, rows),)
+        else:  # the whole column's groups, or the worst way a subset can fall into them
+            weights = self.groups if whole else greedy_weights(self.groups, rows)
         steps, computed = steps_quantile(weights, self.steps, level)
         # grid: each value quantised, each group's mean rounded (half a step each); float output
         slack = 2 * self.grid_step + math.ulp(max(abs(self.bounds[0]), abs(self.bounds[1])))
