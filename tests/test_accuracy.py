@@ -319,6 +319,13 @@ def test_the_remainder_rule_does_not_change_the_intervals(ir_report: Any) -> Non
         assert got == dpfast.accuracy(ir_report, "mean", "x", rows=rows).half_width
 
 
+def test_a_zero_width_domain_is_exact() -> None:
+    table = pd.DataFrame({"x": [5.0] * 12, "y": np.linspace(0, 1, 12)})
+    release = dpfast.ir_dp(table, k=3, epsilon=1.0, bounds={"x": (5, 5), "y": (0, 1)}, seed=0)
+    found = dpfast.accuracy(release.report, "mean", "x")
+    assert (found.half_width, float(release.data["x"].mean())) == (0.0, 5.0)
+
+
 def test_laplace_dp_subsets_average_independent_draws() -> None:
     report = RELEASES["laplace_dp"](_table(0), 1).report
     entry = report.ledger[0]

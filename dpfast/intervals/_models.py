@@ -203,8 +203,10 @@ class ValueNoise:
         else:  # the whole column's groups, or the worst way a subset can fall into them
             weights = self.groups if whole else greedy_weights(self.groups, rows)
         steps, computed = steps_quantile(weights, self.steps, level)
-        # grid: each value quantised, each group's mean rounded (half a step each); float output
-        slack = 2 * self.grid_step + math.ulp(max(abs(self.bounds[0]), abs(self.bounds[1])))
+        lower, upper = self.bounds
+        # grid: each value quantised, each group's mean rounded (half a step each); float
+        # output. A zero-width domain releases its one value exactly.
+        slack = 2 * self.grid_step + math.ulp(max(abs(lower), abs(upper))) if upper > lower else 0.0
         mean = self.grid_step * steps / rows + slack
         rounding = 0.5 if self.integer is not False else 0.0
         factor = 1 if statistic == "mean" else rows
