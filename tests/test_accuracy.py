@@ -96,7 +96,7 @@ def test_remainder_rule_reads_every_spelling_and_refuses_others() -> None:
 def test_laplace_sum_quantile_matches_the_closed_forms(draws: int, closed_form: Any) -> None:
     for level in (0.5, 0.9, 0.95, 0.99):
         got = laplace_sum_quantile(((1, draws),), level)
-        assert closed_form(got) == pytest.approx(level, abs=1e-9)
+        assert closed_form(got) == pytest.approx(level, abs=3e-9)
         assert closed_form(got) >= level - 1e-12  # never below the level
 
 
@@ -251,6 +251,9 @@ def test_the_section_names_the_noise_and_what_is_outside() -> None:
     assert x["intervals"]["total"]["half_width"] == pytest.approx(
         60 * x["intervals"]["mean"]["half_width"]
     )
+    for statistic in ("mean", "total"):  # rounded up to 8 significant digits
+        stated = x["intervals"][statistic]["half_width"]
+        assert float(f"{stated:.8g}") == stated
     assert "exponential mechanism" in section["not_covered"]["job"]
     assert any(text.startswith("clamping after the noise") for text in section["outside"])
     assert any(text.startswith("rounding after the noise") for text in section["outside"])
@@ -303,7 +306,7 @@ def test_a_subset_takes_the_worst_case_over_the_rank_groups(ir_report: Any) -> N
     steps, gamma = entry.details["scale_in_grid_steps"], entry.details["grid_step"]
     # 14 rows can fill the group of 11 and 3 rows of a group of 7
     worst = steps * laplace_sum_quantile(((3, 1), (11, 1)), 0.95) + 14
-    assert found.half_width == pytest.approx(gamma * worst / 14, rel=1e-9)
+    assert found.half_width == pytest.approx(gamma * worst / 14, rel=1e-7)
     assert found.half_width > dpfast.accuracy(ir_report, "mean", "x").half_width
     assert any("widest over every way 14 rows" in text for text in found.assumptions)
     assert any(text.startswith("microaggregation") for text in found.outside)
@@ -332,7 +335,7 @@ def test_laplace_dp_subsets_average_independent_draws() -> None:
     found = dpfast.accuracy(report, "mean", "x", rows=10)
     steps, gamma = entry.details["scale_in_grid_steps"], entry.details["grid_step"]
     expected = gamma * (steps * laplace_sum_quantile(((1, 10),), 0.95) + 10) / 10
-    assert found.half_width == pytest.approx(expected, rel=1e-9)
+    assert found.half_width == pytest.approx(expected, rel=1e-7)
     assert not any("widest" in text for text in found.assumptions)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 from dpfast.exceptions import DPFastValueError
@@ -23,12 +24,14 @@ from dpfast.intervals._quantiles import (
 
 __all__ = [
     "CLAMPING",
+    "DIGITS",
     "INPUT_CLAMPING",
     "ROUNDING",
     "Accuracy",
     "CountNoise",
     "ResponseNoise",
     "ValueNoise",
+    "round_up",
     "steps_quantile",
 ]
 
@@ -107,6 +110,29 @@ _CONTINUOUS = (
     "far the discrete draws are from them: never narrower than the exact interval"
 )
 _LATTICE = "exact: the discrete Laplace draws' convolution on the integers (inverse FFT)"
+
+
+#: Significant digits of a stated half-width.
+DIGITS = 8
+
+
+def round_up(value: float) -> float:
+    """Round ``value`` up to :data:`DIGITS` significant digits (never narrower).
+
+    The quantiles are computed to about ten digits, with float functions whose last bits may
+    differ from machine to machine; a stated half-width keeps eight, so the report is the
+    same everywhere.
+
+    Examples
+    --------
+    >>> round_up(124.6297242554567), round_up(0.0)
+    (124.62973, 0.0)
+    """
+    if value == 0 or not math.isfinite(value):
+        return value
+    exact = Decimal(value)
+    step = Decimal(1).scaleb(exact.adjusted() - DIGITS + 1)
+    return float(exact.quantize(step, rounding=ROUND_CEILING))
 
 
 def steps_quantile(weights: Weights, scale: float, level: float) -> tuple[float, str]:
@@ -215,7 +241,7 @@ class ValueNoise:
             column=self.column,
             rows=rows,
             level=level,
-            half_width=mean * factor,
+            half_width=round_up(mean * factor),
             rounding=rounding * factor,
             noise=self.noise(),
             computed=computed + "; plus two grid steps and one float spacing of the bounds "
@@ -360,7 +386,7 @@ class ResponseNoise:
             column=self.column,
             rows=rows,
             level=level,
-            half_width=half,
+            half_width=round_up(half),
             rounding=0.0,
             noise=self.noise(),
             computed="normal approximation of the released count with the largest variance "
