@@ -314,6 +314,22 @@ def test_a_subset_takes_the_worst_case_over_the_rank_groups(ir_report: Any) -> N
     assert total.half_width == pytest.approx(14 * found.half_width)
 
 
+def test_a_subset_of_shared_draws_takes_the_proven_continuous_bound(ir_report: Any) -> None:
+    # a small scale in grid steps: the whole column's sum is exact on the integers, but the
+    # worst case over allocations is proven for continuous draws only
+    report = ir_report.to_dict()
+    entry = next(e for e in report["ledger"] if e["columns"] == ["x"])
+    entry["details"]["scale_in_grid_steps"] = 3
+    whole = dpfast.accuracy(report, "mean", "x")
+    subset = dpfast.accuracy(report, "mean", "x", rows=14)
+    assert whole.computed.startswith("exact: the discrete Laplace draws' convolution")
+    assert subset.computed.startswith("exact for continuous Laplace draws")
+    gamma = entry["details"]["grid_step"]
+    bound = 3 * laplace_sum_quantile(((3, 1), (11, 1)), 0.95) + 14
+    grid = 2 * gamma + math.ulp(1000.0)  # quantisation, the groups' rounding, the floats
+    assert subset.half_width == pytest.approx(gamma * bound / 14 + grid, rel=1e-7)
+
+
 def test_the_remainder_rule_does_not_change_the_intervals(ir_report: Any) -> None:
     middle = ir_report.to_dict()
     middle["parameters"]["remainder"] = "middle"

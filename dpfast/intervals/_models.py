@@ -135,13 +135,17 @@ def round_up(value: float) -> float:
     return float(exact.quantize(step, rounding=ROUND_CEILING))
 
 
-def steps_quantile(weights: Weights, scale: float, level: float) -> tuple[float, str]:
+def steps_quantile(
+    weights: Weights, scale: float, level: float, *, lattice: bool = True
+) -> tuple[float, str]:
     """Half-width, in grid steps, of ``Σ w η`` for discrete Laplace ``η`` of scale ``scale``.
 
     ``P(η = y) ∝ exp(-|y| / scale)``. Exact on the integers where the sum's support is
     small; otherwise the continuous Laplace sum's exact quantile plus ``Σ w`` (each
     discrete draw is ``⌊E1⌋ - ⌊E2⌋`` for the continuous one ``E1 - E2``, so it differs
-    from it by less than one step).
+    from it by less than one step). ``lattice=False`` takes the latter always: for the
+    worst case over allocations (:func:`~dpfast.intervals.greedy_weights`), which is
+    proven for continuous draws.
 
     Examples
     --------
@@ -150,7 +154,7 @@ def steps_quantile(weights: Weights, scale: float, level: float) -> tuple[float,
     """
     if scale == 0:
         return 0.0, "exact: no noise"
-    exact = lattice_quantile(weights, math.exp(-1 / scale), level)
+    exact = lattice_quantile(weights, math.exp(-1 / scale), level) if lattice else None
     if exact is not None:
         return float(exact), _LATTICE
     return scale * laplace_sum_quantile(weights, level) + total_weight(weights), _CONTINUOUS
@@ -228,7 +232,8 @@ class ValueNoise:
             weights: Weights = ((1, rows),)
         else:  # the whole column's groups, or the worst way a subset can fall into them
             weights = self.groups if whole else greedy_weights(self.groups, rows)
-        steps, computed = steps_quantile(weights, self.steps, level)
+        worst = not whole and self.unit != "cell"
+        steps, computed = steps_quantile(weights, self.steps, level, lattice=not worst)
         lower, upper = self.bounds
         # grid: each value quantised, each group's mean rounded (half a step each); float
         # output. A zero-width domain releases its one value exactly.
