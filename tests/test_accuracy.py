@@ -492,8 +492,9 @@ def test_the_cli_summary_states_the_intervals(tmp_path: Path, capsys: Any) -> No
     line = next(line for line in out.splitlines() if line.startswith("accuracy (95% intervals"))
     report = tmp_path / "out.csv.public-report.json"
     stated = json.loads(report.read_text(encoding="utf-8"))["accuracy"]["columns"]["age"]
-    assert f"age: mean ± {stated['intervals']['mean']['half_width']:.4g} (+ 0.5 rounding)" in line
-    assert "clamped onto a bound by the noise" in line
+    assert f"age: mean ± {stated['intervals']['mean']['half_width']:.3g}, total ± " in line
+    assert "rounding to integers may move each value of age by up to 0.5 more" in line
+    assert "pushed onto a bound bias these statistics" in line
     assert (
         dpfast.accuracy(report, "mean", "age").half_width
         == stated["intervals"]["mean"]["half_width"]

@@ -177,20 +177,23 @@ def _accuracy(report: Any) -> list[str]:
     section = getattr(report, "accuracy", None)
     if not section or not section["columns"]:
         return []
-    parts = []
+    parts, rounded = [], []
     for name, column in list(section["columns"].items())[:10]:
-        shown = ", ".join(
-            f"{statistic} ± {found['half_width']:.4g}"
-            + (f" (+ {found['rounding']:.3g} rounding)" if found["rounding"] else "")
-            for statistic, found in column["intervals"].items()
-        )
+        intervals = column["intervals"]
+        shown = ", ".join(f"{key} ± {found['half_width']:.3g}" for key, found in intervals.items())
         parts.append(f"{name}: {shown}")
+        if any(found["rounding"] for found in intervals.values()):
+            rounded.append(name)
     more = "; ..." if len(section["columns"]) > 10 else ""
+    rounding = (
+        f"; rounding to integers may move each value of {', '.join(rounded)} by up to 0.5 more"
+        if rounded
+        else ""
+    )
     return [
-        f"accuracy ({section['level']:.0%} intervals, from public values; in the public "
-        "report): " + "; ".join(parts) + more + ". Values clamped onto a bound by the noise "
-        "bias these statistics beyond the intervals; dpfast.accuracy() gives the interval "
-        "of a subset's mean, sum or count"
+        f"accuracy ({section['level']:.0%} intervals from public values, in the public "
+        f"report): {'; '.join(parts)}{more}{rounding}. Values the noise pushed onto a bound "
+        "bias these statistics beyond the intervals; dpfast.accuracy() gives a subset's"
     ]
 
 
