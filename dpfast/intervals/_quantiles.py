@@ -110,11 +110,13 @@ def laplace_sum_quantile(weights: Weights, level: float) -> float:
         end *= 2
     theta = np.arange(step, end + step, step)
     phi = np.exp(_log_phi(theta, weights)) * step
+    weighted = phi / theta
 
     def probability(h: float) -> tuple[float, float]:
         """Gil-Pelaez: ``P(|S| <= h) = (2/π) ∫ sin(hθ)/θ φ(θ) dθ``, and its derivative."""
-        inside = np.sin(h * theta) @ (phi / theta) + h * step / 2
-        density = np.cos(h * theta) @ phi + step / 2
+        # sums, not BLAS dot products: no threads, and the same summation order everywhere
+        inside = float(np.sum(np.sin(h * theta) * weighted)) + h * step / 2
+        density = float(np.sum(np.cos(h * theta) * phi)) + step / 2
         return float(2 / math.pi * inside), float(2 / math.pi * density)
 
     # the computed probability is within _TAIL of the true one: aim that much higher
