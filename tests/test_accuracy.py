@@ -107,10 +107,10 @@ def test_laplace_sum_quantile_matches_numeric_convolution(weights: Any) -> None:
     assert continuous_probability(scales, got) == pytest.approx(0.95, abs=1e-7)
 
 
-@pytest.mark.parametrize("alpha", [0.2, 0.6065, 0.9, 0.98])
+@pytest.mark.parametrize("alpha", [0.2, 0.6065, 0.9, 0.97])
 @pytest.mark.parametrize("weights", [((1, 1),), ((1, 4),), ((2, 3), (3, 1)), ((5, 2),)])
 def test_lattice_quantile_matches_the_reference_convolution(alpha: float, weights: Any) -> None:
-    radius = math.ceil(60 / -math.log(alpha))
+    radius = math.ceil(36 / -math.log(alpha))  # beyond it a draw has mass below e^-36
     expected = two_sided_quantile(weighted_pmf(weights, alpha, radius), 0.95)
     assert lattice_quantile(weights, alpha, 0.95) == expected
 
