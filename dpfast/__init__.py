@@ -32,6 +32,7 @@ from dpfast.exceptions import (
     UnprovenReleaseWarning,
     UnsafeSamplerWarning,
 )
+from dpfast.intervals import Accuracy, accuracy
 from dpfast.methods.diffgen import Cut, CutColumn, DiffGenRelease, diffgen
 from dpfast.methods.forecast import forecast
 from dpfast.methods.individual_ranking import individual_ranking
@@ -45,6 +46,7 @@ from dpfast.methods.randomized_response import randomized_response
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
+    "Accuracy",
     "BudgetEntry",
     "BudgetExceededError",
     "BudgetFile",
@@ -76,6 +78,7 @@ __all__ = [
     "UnprovenReleaseWarning",
     "UnsafeSamplerWarning",
     "__version__",
+    "accuracy",
     "datasets",
     "diffgen",
     "forecast",

@@ -195,6 +195,11 @@ class Report:
         publication).
     warnings : list of str
         Warnings raised from public quantities (e.g. noise that swamps a column).
+    accuracy : dict or None
+        Per column with DP noise of a known distribution, the noise in words and
+        parameters and the 95 % intervals of its released mean and total, computed from
+        the fields above only (:func:`dpfast.intervals.accuracy_section`,
+        docs/accuracy.md); None for a release with no DP noise.
     extra : dict
         Method-specific public fields (merged into :meth:`to_dict`).
 
@@ -225,6 +230,7 @@ class Report:
     released_rows: int
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    accuracy: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     #: The value of :meth:`to_dict`'s ``"report"`` field.

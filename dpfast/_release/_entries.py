@@ -59,7 +59,9 @@ def grid_noise_entry(
     """Return the ledger entry of discrete Laplace noise on a column's grid.
 
     ``sensitivity`` and ``steps`` (the scale) are in grid steps; the entry states them in
-    the data's units, with the grid step and the scale in steps among the details.
+    the data's units, with the grid step, the scale in steps and whether the released
+    values are rounded to integers after the noise (the column's declared type) among the
+    details.
     """
     return LedgerEntry(
         step=step,
@@ -69,7 +71,12 @@ def grid_noise_entry(
         sensitivity=float(sensitivity) * grid.gamma,
         noise_scale=steps * grid.gamma,
         sampler=noise.SAMPLER_NAME,
-        details={**details, "grid_step": grid.gamma, "scale_in_grid_steps": steps},
+        details={
+            **details,
+            "grid_step": grid.gamma,
+            "scale_in_grid_steps": steps,
+            "rounded_to_integers": bool(column.integer),
+        },
     )
 
 

@@ -21,6 +21,7 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
+from dpfast.intervals import accuracy_section
 
 __all__ = ["SEEDED_NOTE", "Reporting", "unprotected_guarantee", "unprotected_note"]
 
@@ -144,7 +145,8 @@ class Reporting:
         ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
         numeric columns) let the private report count the released values on a bound. The
         public report's warnings are the run's ``alerts`` (:meth:`Run.expect`). A seeded
-        run is noted as not for publication. The report's ε is the ledger's total.
+        run is noted as not for publication. The report's ε is the ledger's total. Its
+        ``accuracy`` is computed from its other fields alone (docs/accuracy.md).
         """
         copied = self.unprotected() if unprotected is None else list(unprotected)
         if self.policy is None:
@@ -171,6 +173,9 @@ class Reporting:
             warnings=list(self.alerts),
             extra=dict(extra or {}),
         )
+        # from the public fields only (shallow: to_dict would copy every ledger entry)
+        fields = {**vars(report), "ledger": [vars(entry) for entry in report.ledger]}
+        report.accuracy = accuracy_section(fields)
         private_report = PrivateReport(
             method=self.method,
             input_rows=self.input_rows(),

@@ -149,6 +149,7 @@ def summary(
     if report.guarantee_level not in ("proven", "protected_only"):
         lines.append(f"why: {report.guarantee}")
     lines.extend(_on_bound(private) + _linkage(report))
+    lines.extend(_accuracy(report))
     if spend is not None and spend.reservation is not None:
         left = spend.reservation.budget.remaining()
         lines.append(f"budget {args.budget}: epsilon {left:.6g} left")
@@ -168,6 +169,31 @@ def _on_bound(private: Any) -> list[str]:
     return [
         f"released values on a bound (PRIVATE: counted in this release, do not publish): "
         f"{overall:.1%} of them ({shown}{more})"
+    ]
+
+
+def _accuracy(report: Any) -> list[str]:
+    """State the public report's intervals: public, and what a user of the file can rely on."""
+    section = getattr(report, "accuracy", None)
+    if not section or not section["columns"]:
+        return []
+    parts, rounded = [], []
+    for name, column in list(section["columns"].items())[:10]:
+        intervals = column["intervals"]
+        shown = ", ".join(f"{key} ± {found['half_width']:.3g}" for key, found in intervals.items())
+        parts.append(f"{name}: {shown}")
+        if any(found["rounding"] for found in intervals.values()):
+            rounded.append(name)
+    more = "; ..." if len(section["columns"]) > 10 else ""
+    rounding = (
+        f"; rounding to integers may move each value of {', '.join(rounded)} by up to 0.5 more"
+        if rounded
+        else ""
+    )
+    return [
+        f"accuracy ({section['level']:.0%} intervals from public values, in the public "
+        f"report): {'; '.join(parts)}{more}{rounding}. Values the noise pushed onto a bound "
+        "bias these statistics beyond the intervals; dpfast.accuracy() gives a subset's"
     ]
 
 
