@@ -42,6 +42,7 @@ from dpfast.methods.laplace_dp import laplace_dp
 from dpfast.methods.mdav import mdav
 from dpfast.methods.mdav_dp import mdav_dp
 from dpfast.methods.randomized_response import randomized_response
+from dpfast.schema import DPBounds
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "ColumnForecast",
     "Cut",
     "CutColumn",
+    "DPBounds",
     "DPFastError",
     "DPMetricsReleaseOptions",
     "DPReleaseOptions",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,8 +23,12 @@ from dpfast._release import (
     Release,
     Run,
     Unpack,
+    bounds_guarantee,
+    bounds_parameters,
     check_unprotected,
+    choose_bounds,
     column_names,
+    fit_domains,
     noise_source,
     open_run,
     taxonomy_parameters,
@@ -202,6 +206,8 @@ def ir_dp(
             run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
             run.reserve(args.epsilon, protected)
         source = noise_source(args.seed)
+        if args.dp_bounds:  # the whole epsilon is reserved: choose them, plan over them
+            args, plan = _with_dp_bounds(run, args, plan, source)
         linked = args.linkage == "records"
         row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
         with run.phase("columns"):
@@ -215,7 +221,7 @@ def ir_dp(
             order_key=row_key,
             reindex=args.shuffle,
             parameters=_parameters(args),
-            guarantee=guarantee,
+            guarantee=(bounds_guarantee(guarantee[0], plan.bounds), guarantee[1]),
             ledger=plan.ledger,
             seed=args.seed,
             sampler=_sampler(args),
@@ -224,6 +230,27 @@ def ir_dp(
             domains=args.domains,
             notes=args.notes,
         )
+
+
+def _with_dp_bounds(
+    run: Run, args: Arguments, plan: Plan, source: noise.NoiseSource
+) -> tuple[Arguments, Plan]:
+    """Choose the bounds of ``args.dp_bounds``, plan over them, and spend their entries.
+
+    ``plan`` is the plan over the outer ranges, whose ε the run has reserved; the bounds
+    chosen are DP outputs, so the plan over them (noise scales, grids) is public.
+    """
+    with run.phase("bounds"):
+        chosen = choose_bounds(
+            run.engine, "ir_dp", args.numeric, args.dp_bounds, plan.bounds, source
+        )
+    domains = {**args.domains, **chosen}
+    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
+    args = replace(args, numeric=numeric, domains=domains)
+    plan = make_plan(args, run.n_rows)
+    for entry in plan.bounds.values():  # drawn above, with the same epsilon
+        plan.ledger.spend(entry)
+    return args, plan
 
 
 def _group_bytes(run: Run, args: Arguments) -> int:
@@ -400,6 +427,7 @@ def _parameters(args: Arguments) -> dict[str, Any]:
         "bounds_from_data": args.derived,
         "remainder": "last group",
         "budget_split": "equal over protected columns",
+        **bounds_parameters(args.dp_bounds, args.domains),
     }
     if args.categorical:
         parameters["sensitivity"] = args.sensitivity
