@@ -55,7 +55,7 @@ def laplace_dp(
     data: Any,
     *,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
     **options: Unpack[DPMetricsReleaseOptions],
@@ -80,6 +80,9 @@ def laplace_dp(
     epsilon : float
     bounds : mapping
         Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     columns : sequence, optional
         Columns to protect (default all).
     unprotected : {"drop", "shuffle", "keep"}

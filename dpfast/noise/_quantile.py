@@ -79,7 +79,8 @@ def quantile_quality(below: Any, at_most: Any, *, quantile: float, n: int) -> np
     if not 0 <= exact <= 1:
         raise DPFastValueError(f"quantile must be in [0, 1], got {quantile!r}")
     target = round(exact * n * QUANTILE_SENSITIVITY)  # half to even, exactly
-    return -np.maximum(np.maximum(low - target, target - high), 0)
+    quality: np.ndarray = -np.maximum(np.maximum(low - target, target - high), 0)
+    return quality
 
 
 def exponential_quantile(

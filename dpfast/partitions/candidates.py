@@ -7,11 +7,11 @@ data. It is geometric in the distance from an anchor (the outer lower bound when
 is non-negative, the outer upper bound when it is non-positive, else 0): the offsets are
 the numbers ``m * 2**e`` with ``m`` in ``[32, 64)``, 32 to an octave (consecutive ones
 differ by at most 1/32 of their size), over the :data:`OCTAVES` octaves below the distance
-from the anchor to each side's outer bound. A skewed column (incomes, revenues) whose values sit far below a generous outer
-upper bound thus finds candidates within about 3 % of any of its quantiles, where an
-equal-width grid of the same size would leave its bulk between two candidates. Offsets are
-exact binary fractions and the sums with the anchor are IEEE additions, so the grid is the
-same on every machine.
+from the anchor to each side's outer bound. A skewed column (incomes, revenues) whose
+values sit far below a generous outer upper bound thus finds candidates within about 3 %
+of any of its quantiles, where an equal-width grid of the same size would leave its bulk
+between two candidates. Offsets are exact binary fractions and the sums with the anchor
+are IEEE additions, so the grid is the same on every machine.
 """
 
 from __future__ import annotations

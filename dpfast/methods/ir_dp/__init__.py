@@ -18,6 +18,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._release import (
+    DPBounds,
     DPMetricsReleaseOptions,
     NumericColumn,
     Release,
@@ -61,7 +62,7 @@ def ir_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     sensitivity: Sensitivity = "proven",
     columns: Sequence[Hashable] | None = None,
@@ -109,6 +110,9 @@ def ir_dp(
         clamped (the report counts them). ``"data"`` derives them from the data: not
         private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`. May be omitted
         when every protected column is categorical.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     taxonomies : mapping, optional
         ``{column: Taxonomy}``: the protected categorical columns and their taxonomies
         (:class:`~dpfast.taxonomy.Taxonomy`). Every value must be a leaf of its taxonomy.

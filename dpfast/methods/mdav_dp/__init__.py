@@ -70,7 +70,7 @@ def mdav_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
@@ -118,6 +118,9 @@ def mdav_dp(
     bounds : mapping
         Public ``{column: (lower, upper)}`` of the numeric columns; ``"data"`` is not
         private and warns. May be omitted when every protected column is categorical.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     taxonomies : mapping, optional
         ``{column: Taxonomy}``: the protected categorical columns, as in
         :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
