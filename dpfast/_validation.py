@@ -479,10 +479,11 @@ def check_bounds(
     for name in columns:
         pair = bounds[name]
         if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
-            dp = type(pair).__name__ == "DPBounds"  # schema's class: a layer above this one
+            hint = ""
+            if type(pair).__name__ == "DPBounds":  # dpfast.schema's, a layer above this one
+                hint = "; bounds chosen with DP are taken by ir_dp, mdav_dp and laplace_dp"
             raise DPFastValueError(
-                f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}"
-                + ("; bounds chosen with DP are taken by ir_dp, mdav_dp and laplace_dp" * dp)
+                f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}{hint}"
             )
         try:
             lower, upper = float(pair[0]), float(pair[1])
