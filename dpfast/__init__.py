@@ -43,6 +43,7 @@ from dpfast.methods.laplace_dp import laplace_dp
 from dpfast.methods.mdav import mdav
 from dpfast.methods.mdav_dp import mdav_dp
 from dpfast.methods.randomized_response import randomized_response
+from dpfast.schema import DPBounds
 from dpfast.taxonomy import Taxonomy, TaxonomyError
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "ColumnForecast",
     "Cut",
     "CutColumn",
+    "DPBounds",
     "DPFastError",
     "DPMetricsReleaseOptions",
     "DPReleaseOptions",

@@ -479,7 +479,12 @@ def check_bounds(
     for name in columns:
         pair = bounds[name]
         if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
-            raise DPFastValueError(f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}")
+            hint = ""
+            if type(pair).__name__ == "DPBounds":  # dpfast.schema's, a layer above this one
+                hint = "; bounds chosen with DP are taken by ir_dp, mdav_dp and laplace_dp"
+            raise DPFastValueError(
+                f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}{hint}"
+            )
         try:
             lower, upper = float(pair[0]), float(pair[1])
         except (TypeError, ValueError) as exc:

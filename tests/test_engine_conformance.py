@@ -408,6 +408,42 @@ CASES += [
         keeps_order=True,
     ),
 ]
+# clamping bounds chosen with DP (one pass over each such column, then the release over
+# the chosen bounds): an integer column with both bounds chosen, a float one with its upper
+# bound, the sliver below a generous outer bound, and a column of public bounds beside them
+_DP_BOUNDS = {
+    "age": dpfast.DPBounds(
+        outer=(0, 120), lower_quantile=0.02, upper_quantile=0.98, epsilon_share=0.3
+    ),
+    "share": dpfast.DPBounds(outer=(-10.0, 1000.0), upper_quantile=0.95, epsilon_share=0.2),
+    "tiny": dpfast.DPBounds(outer=(0.0, 1e6), upper_quantile=0.9, epsilon_share=0.2),
+}
+CASES += [
+    Case(
+        "ir_dp-dp-bounds",
+        dpfast.ir_dp,
+        ("age", "share", "tiny", "small"),
+        {"k": K, "epsilon": 2.0, "bounds": {**_DP_BOUNDS, "small": (-3, 3)}, "seed": SEED},
+        keeps_order=False,
+    ),
+    Case(
+        "laplace_dp-dp-bounds",
+        dpfast.laplace_dp,
+        ("age", "share", "tiny"),
+        {"epsilon": 30.0, "bounds": _DP_BOUNDS, "seed": SEED},
+        keeps_order=True,
+        spills=False,
+    ),
+    Case(
+        "mdav_dp-dp-bounds",
+        dpfast.mdav_dp,
+        ("age", "share"),
+        {"k": 25, "epsilon": 200.0, "bounds": _DP_BOUNDS, "seed": SEED},
+        keeps_order=False,
+        tiny_memory=150_000,
+        spills=False,
+    ),
+]
 # a method written in the tests alone (tests/toy_method.py): one case here is all it takes
 # to run it on every engine
 CASES.append(
@@ -845,6 +881,8 @@ BAD_INPUTS = [
     # the column engine stops at the first batch with a NaN, then counts them all
     # (counts_non_finite), so its error is the in-memory one
     *(BadInput("NaN", case, damage=_nan_share) for case in (*_NUMERIC_METHODS, "diffgen")),
+    # bounds chosen with DP: their pass is the first over the column, and finds the NaN
+    *(BadInput("NaN", f"{m}-dp-bounds", damage=_nan_share) for m in _BOUNDED[:3]),
 ]
 
 

@@ -26,6 +26,17 @@ from dpfast._release._reports import (
     unprotected_note,
 )
 from dpfast._release._run import Release, Run, open_run
+from dpfast._release.bounds import (
+    BOUNDS_STEP,
+    DPBounds,
+    bounds_guarantee,
+    bounds_note,
+    bounds_parameters,
+    bounds_share,
+    choose_bounds,
+    protected_specs,
+    split_bounds,
+)
 from dpfast._release.columns import (
     TableView,
     check_taxonomies,
@@ -78,6 +89,7 @@ from dpfast.engines.values import (
 )
 
 __all__ = [
+    "BOUNDS_STEP",
     "SEEDED_NOTE",
     "THRESHOLD",
     "Bins",
@@ -87,6 +99,7 @@ __all__ = [
     "CodedNumeric",
     "ColumnForecast",
     "Contingency",
+    "DPBounds",
     "DPMetricsReleaseOptions",
     "DPReleaseOptions",
     "Engine",
@@ -106,11 +119,16 @@ __all__ = [
     "advise_k",
     "bisect_edge",
     "bound_steps",
+    "bounds_guarantee",
+    "bounds_note",
+    "bounds_parameters",
+    "bounds_share",
     "check_taxonomies",
     "check_unprotected",
     "check_width",
     "choice_entry",
     "choice_forecast",
+    "choose_bounds",
     "cli_spelling",
     "column_names",
     "column_threads",
@@ -129,7 +147,9 @@ __all__ = [
     "partition_inputs",
     "protected_columns",
     "protected_domains",
+    "protected_specs",
     "release_options",
+    "split_bounds",
     "taxonomy_parameters",
     "unprotected_guarantee",
     "unprotected_note",

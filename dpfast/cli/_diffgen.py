@@ -113,6 +113,13 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     bounds: dict[Hashable, tuple[float, float]] = {
         c: b for c, b in schema.bounds().items() if c != args.target
     }
+    chosen = [c for c in schema.dp_bounds() if c in bounds]
+    if chosen:
+        raise DPFastValueError(
+            f'{args.schema} declares "dp_bounds" for {", ".join(repr(c) for c in chosen)}, '
+            "but diffgen takes public bounds only (bounds chosen with DP are for ir-dp, "
+            'mdav-dp and laplace); remove "dp_bounds" there, or use a schema without them'
+        )
     return {
         "target": args.target,
         "epsilon": args.epsilon,

@@ -228,13 +228,15 @@ def protected_arguments(
 ) -> dict[str, Any]:
     """Return the arguments of a release of the schema's protected columns, from the options.
 
-    ``columns`` (:func:`selected`), their public ``bounds`` and, if ``categorical``, their
+    ``columns`` (:func:`selected`), their public ``bounds`` (a :class:`~dpfast.DPBounds`
+    where the schema declares ``"dp_bounds"``) and, if ``categorical``, their
     ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``.
     """
     columns = selected(args, schema, categorical=categorical)
+    bounds = {**schema.bounds(), **schema.dp_bounds()}  # "dp_bounds": chosen with DP within
     arguments: dict[str, Any] = {
         "epsilon": args.epsilon,
-        "bounds": {name: bound for name, bound in schema.bounds().items() if name in columns},
+        "bounds": {name: bound for name, bound in bounds.items() if name in columns},
         "columns": columns,
         "unprotected": args.unprotected,
         "seed": args.seed,

@@ -36,7 +36,8 @@ The primitives:
   method computed from them is its output (:meth:`Engine.write_table`);
 * **row-wise statistics and outputs**: :meth:`Engine.order_statistics` (the extremes of
   the spacings between every ``k`` consecutive ranks), :meth:`Engine.bin_counts` (an
-  equal-width histogram), :meth:`Engine.write_resampled` (each row kept or replaced by a
+  equal-width histogram), :meth:`Engine.edge_counts` (a histogram between public edges,
+  for a DP quantile), :meth:`Engine.write_resampled` (each row kept or replaced by a
   keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
   (a column coded by a public domain, released row by row as its labels);
 * **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
@@ -438,6 +439,16 @@ class Engine(ABC):
 
         Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)`` (:class:`Bins`);
         int64[m].
+        """
+
+    @abstractmethod
+    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
+        """Return how many values of a numeric column lie between consecutive public edges.
+
+        ``counts[i]`` holds the values ``v`` with ``edges[i - 1] <= v < edges[i]``
+        (:func:`~dpfast.partitions.candidates.count_between`; ``edges`` strictly
+        increasing float64); int64[len(edges) + 1]. One pass; every engine gives the same
+        counts.
         """
 
     @abstractmethod

@@ -56,6 +56,7 @@ from dpfast.engines.values import (
 )
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
+from dpfast.partitions.candidates import count_between
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
 from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
@@ -432,6 +433,10 @@ class MemoryEngine(Engine):
     def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
         """Count the values per bin in one scan."""
         return mechanism_kernels.interval_counts(column.values, lo, scale, m)  # type: ignore[no-any-return]
+
+    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
+        """Place every value among the edges in one scan."""
+        return count_between(column.values, edges)
 
     def write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,18 +11,27 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import perturb
 from dpfast._release import (
+    DPBounds,
     DPMetricsReleaseOptions,
     Forecast,
     NumericColumn,
     Release,
+    Run,
     TableView,
     Unpack,
+    bounds_guarantee,
+    bounds_note,
+    bounds_parameters,
+    bounds_share,
     check_unprotected,
+    choose_bounds,
     fit_domains,
     grid_noise_entry,
     noise_source,
     numeric_forecast,
     open_run,
+    protected_specs,
+    split_bounds,
 )
 from dpfast._validation import (
     check_bounds,
@@ -46,7 +55,7 @@ def laplace_dp(
     data: Any,
     *,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
     **options: Unpack[DPMetricsReleaseOptions],
@@ -71,6 +80,9 @@ def laplace_dp(
     epsilon : float
     bounds : mapping
         Public ``{column: (lower, upper)}``; see :func:`ir_dp`.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     columns : sequence, optional
         Columns to protect (default all).
     unprotected : {"drop", "shuffle", "keep"}
@@ -105,21 +117,25 @@ def laplace_dp(
     """
     with open_run("laplace_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
-            epsilon, protected, domains, derived = _validate(
+            epsilon, protected, domains, derived, specs = _validate(
                 run.engine, epsilon, bounds, columns, run.seed
             )
             seed = check_seed(run.seed)
             run.policy = check_unprotected(unprotected)
             protected, notes = fit_domains(protected, domains)
-            plans = _plans(protected, domains, epsilon, run.n_rows)
-            run.expect(_forecast(epsilon, run.n_rows, protected, plans))  # before any ε is reserved
+            plan = _plans(protected, domains, epsilon, run.n_rows, specs)
+            run.expect(_forecast(epsilon, run.n_rows, protected, plan))  # before any ε is reserved
             run.reserve(epsilon, [c.name for c in protected])
-        ledger = Ledger(epsilon)
-        for _, _, entry in plans:  # every column's spend reserved before any draw
-            ledger.plan(entry)
+        ledger = plan.ledger(epsilon)  # every column's spend reserved before any draw
         source = noise_source(seed)
+        if specs:  # the bounds chosen with DP first, then the plan over them
+            protected, domains, plan, ledger = _with_dp_bounds(
+                run, epsilon, protected, domains, plan, source
+            )
         with run.phase("noise"):
-            for i, (column, (grid, steps, entry)) in enumerate(zip(protected, plans, strict=True)):
+            for i, (column, (grid, steps, entry)) in enumerate(
+                zip(protected, plan.columns, strict=True)
+            ):
                 key = source.key("laplace_dp", "cell-noise", str(column.name))
                 cells = LaplaceCells(grid, key, steps, column.integer, domains[column.name])
                 clamped, on_bound = run.engine.write_rows(column, cells)
@@ -128,8 +144,8 @@ def laplace_dp(
                 run.tick("noise", i + 1, len(protected))
         return run.finish(
             source=source,
-            parameters=_parameters(epsilon, domains, derived),
-            guarantee=_guarantee(epsilon, protected, derived),
+            parameters=_parameters(epsilon, domains, derived, specs),
+            guarantee=_guarantee(epsilon, protected, derived, plan.bounds),
             ledger=ledger,
             seed=seed,
             sampler=noise.SAMPLER_NAME,
@@ -139,17 +155,65 @@ def laplace_dp(
         )
 
 
+def _with_dp_bounds(
+    run: Run,
+    epsilon: float,
+    protected: list[NumericColumn],
+    domains: dict[Hashable, tuple[float, float]],
+    plan: _Plans,
+    source: noise.NoiseSource,
+) -> tuple[list[NumericColumn], dict[Hashable, tuple[float, float]], _Plans, Ledger]:
+    """Choose the bounds of ``plan.specs``, plan over them; the ledger with their spend.
+
+    ``plan`` is over the outer ranges, its ε reserved; the chosen bounds are DP outputs.
+    """
+    with run.phase("bounds"):
+        chosen = choose_bounds(run.engine, "laplace_dp", protected, plan.specs, plan.bounds, source)
+    domains = {**domains, **chosen}
+    protected, _ = fit_domains(protected, domains)  # their types hold the outer ranges
+    plan = _plans(protected, domains, epsilon, run.n_rows, plan.specs)
+    ledger = Ledger(epsilon)
+    for entry in plan.bounds.values():  # drawn above, with the same epsilon
+        ledger.spend(entry)
+    for _, _, entry in plan.columns:
+        ledger.plan(entry)
+    return protected, domains, plan, ledger
+
+
 def _validate(
     table: TableView, epsilon: Any, bounds: Any, columns: Any, seed: Any
-) -> tuple[float, list[NumericColumn], dict[Hashable, tuple[float, float]], bool]:
-    """Check the arguments; return ε, the protected columns, their bounds, and whether derived."""
+) -> tuple[
+    float, list[NumericColumn], dict[Hashable, tuple[float, float]], bool, dict[Hashable, DPBounds]
+]:
+    """Check the arguments; return ε, the protected columns, their bounds and more.
+
+    After the bounds: whether the data gave them, and the columns whose bounds are chosen
+    with DP.
+    """
     check_nonempty(table.n_rows)
     epsilon = check_epsilon(epsilon)
     check_seed(seed)
     selected = check_columns(columns, table.names)
     protected = table.numeric_columns(selected, categorical=False)
+    bounds, specs = split_bounds(bounds)
     domains, derived = check_bounds(bounds, [c.name for c in protected], _ranges(table, protected))
-    return epsilon, protected, domains, derived
+    return epsilon, protected, domains, derived, protected_specs(specs, protected)
+
+
+@dataclass(frozen=True)
+class _Plans:
+    """Every protected column's grid, scale in steps and noise entry; the bounds' entries."""
+
+    columns: list[tuple[Grid, int, LedgerEntry]]
+    specs: dict[Hashable, DPBounds] = field(default_factory=dict)
+    bounds: dict[Hashable, LedgerEntry] = field(default_factory=dict)  # chosen with DP
+
+    def ledger(self, epsilon: float) -> Ledger:
+        """Return a ledger of ``epsilon`` with every entry planned, the bounds' first."""
+        ledger = Ledger(epsilon)
+        for entry in [*self.bounds.values(), *(entry for _, _, entry in self.columns)]:
+            ledger.plan(entry)
+        return ledger
 
 
 def _plans(
@@ -157,10 +221,20 @@ def _plans(
     domains: Mapping[Hashable, tuple[float, float]],
     epsilon: float,
     n_records: int,
-) -> list[tuple[Grid, int, LedgerEntry]]:
-    """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`)."""
+    specs: Mapping[Hashable, DPBounds],
+) -> _Plans:
+    """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`).
+
+    A column in ``specs`` gives its bounds' part of its share ``ε / m`` to their entry.
+    """
     m = len(protected)
-    return [_plan(c, domains[c.name], epsilon, m, n_records) for c in protected]
+    plans = _Plans([], dict(specs))
+    for column in protected:
+        share, bounds = bounds_share(specs, column, epsilon / m)
+        if bounds is not None:
+            plans.bounds[column.name] = bounds
+        plans.columns.append(_plan(column, domains[column.name], share, m, n_records))
+    return plans
 
 
 def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -170,29 +244,26 @@ def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forec
     only; nothing is spent or written (docs/forecast.md).
     """
     a = arguments
-    epsilon, protected, domains, _ = _validate(
+    epsilon, protected, domains, _, specs = _validate(
         table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
     )
-    plans = _plans(protected, domains, epsilon, table.n_rows)
+    plans = _plans(protected, domains, epsilon, table.n_rows, specs)
     return _forecast(epsilon, table.n_rows, protected, plans)
 
 
 def _forecast(
-    epsilon: float,
-    n: int,
-    protected: Sequence[NumericColumn],
-    plans: Sequence[tuple[Grid, int, LedgerEntry]],
+    epsilon: float, n: int, protected: Sequence[NumericColumn], plans: _Plans
 ) -> Forecast:
     """Return the forecast of the columns' plans: every cell gets its own draw."""
     columns = tuple(
         numeric_forecast(entry, grid, steps, _CELL, column.integer)
-        for column, (grid, steps, entry) in zip(protected, plans, strict=True)
+        for column, (grid, steps, entry) in zip(protected, plans.columns, strict=True)
     )
     note = (
         "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
         "only fewer protected columns or a larger epsilon lower the noise"
     )
-    return Forecast("laplace_dp", epsilon, n, columns, notes=(note,))
+    return Forecast("laplace_dp", epsilon, n, columns, notes=(note, *bounds_note(plans.specs)))
 
 
 _CELL = "every cell, clamped to the bounds"
@@ -227,22 +298,26 @@ class LaplaceCells:
 
 
 def _parameters(
-    epsilon: float, domains: Mapping[Hashable, tuple[float, float]], derived: bool
+    epsilon: float,
+    domains: Mapping[Hashable, tuple[float, float]],
+    derived: bool,
+    specs: Mapping[Hashable, DPBounds],
 ) -> dict[str, Any]:
     return {
         "epsilon": epsilon,
         "bounds": {str(c): list(b) for c, b in domains.items()},
         "bounds_from_data": derived,
         "budget_split": "equal over protected columns",
+        **bounds_parameters(specs, domains),
     }
 
 
 def _plan(
-    column: NumericColumn, domain: tuple[float, float], epsilon: float, m: int, n_records: int
+    column: NumericColumn, domain: tuple[float, float], share: float, m: int, n_records: int
 ) -> tuple[Grid, int, LedgerEntry]:
+    """Return a column's grid, scale and entry: its noise spends ``share`` (of ``m`` columns')."""
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
-    share = epsilon / m
     steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
     entry = grid_noise_entry(
         column,
@@ -285,7 +360,10 @@ def laplace_column(
 
 
 def _guarantee(
-    epsilon: float, protected: Sequence[NumericColumn], derived: bool
+    epsilon: float,
+    protected: Sequence[NumericColumn],
+    derived: bool,
+    bounds: Mapping[Hashable, LedgerEntry],
 ) -> tuple[str, GuaranteeLevel]:
     if derived:
         return (
@@ -293,9 +371,9 @@ def _guarantee(
             "none",
         )
     m = len(protected)
-    return (
+    text = (
         f"{epsilon:g}-differential privacy (bounded DP: neighbouring tables differ in one "
         f"record's values) for columns {names([c.name for c in protected])}: each record's "
-        f"{m} cell(s) get independent noise spending {epsilon / m:g} each.",
-        "proven",
+        f"{m} cell(s) get independent noise spending {epsilon / m:g} each."
     )
+    return bounds_guarantee(text, bounds), "proven"

@@ -48,6 +48,12 @@ from dpfast.noise._laplace import (
     rate_at_most,
     unsafe_float_laplace,
 )
+from dpfast.noise._quantile import (
+    QUANTILE_BITS,
+    QUANTILE_SENSITIVITY,
+    exponential_quantile,
+    quantile_quality,
+)
 from dpfast.noise._source import NoiseSource
 from dpfast.noise._tails import discrete_laplace_sd, on_bound_share
 from dpfast.noise._uniform import (
@@ -76,6 +82,8 @@ __all__ = [
     "DYADIC_SAMPLER_NAME",
     "EM_SAMPLER_NAME",
     "KEEP_DENOMINATOR",
+    "QUANTILE_BITS",
+    "QUANTILE_SENSITIVITY",
     "RATE_SAMPLER_NAME",
     "RETAIN_SAMPLER_NAME",
     "SAMPLER_NAME",
@@ -99,6 +107,7 @@ __all__ = [
     "exponential_mechanism",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
+    "exponential_quantile",
     "on_bound_share",
     "permutation",
     "permutation_bucket_bits",
@@ -108,6 +117,7 @@ __all__ = [
     "permutation_part",
     "permutation_part_groups",
     "quality_units",
+    "quantile_quality",
     "rate_at_most",
     "retain_draws",
     "retain_or_replace",

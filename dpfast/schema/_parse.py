@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from dpfast._validation import did_you_mean
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastError, DPFastValueError
+from dpfast.schema._dp_bounds import DPBounds
 
 #: The column types a schema may declare.
 COLUMN_TYPES: tuple[str, ...] = ("integer", "float", "categorical", "string")
@@ -44,6 +45,9 @@ class ColumnSpec:
         The fields (``"bounds"``, ``"taxonomy"``) that were read from the data (by
         ``dpfast schema init --bounds-from-data`` or ``--domains-from-data``): a release
         that uses them is not differentially private, and says so.
+    dp_bounds : DPBounds or None
+        A protected numeric column's clamping bounds chosen with DP within ``bounds``
+        (its public outer range), from the column's ``"dp_bounds"`` (docs/schema.md).
     """
 
     name: str
@@ -53,6 +57,7 @@ class ColumnSpec:
     taxonomy: Path | list[str] | dict[str, Any] | None = None
     description: str | None = None
     from_data: tuple[str, ...] = ()
+    dp_bounds: DPBounds | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -61,7 +66,9 @@ class ColumnSpec:
 
 
 _TOP_KEYS = ("version", "description", "columns")
-_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description", "from_data")
+_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description", "from_data", "dp_bounds")
+#: The keys of a column's ``"dp_bounds"`` (the fields of :class:`DPBounds` but ``outer``).
+_DP_BOUNDS_KEYS = ("upper_quantile", "lower_quantile", "epsilon_share")
 
 #: What ``dpfast schema init`` writes where a public value must be filled in by hand.
 PLACEHOLDER = "FILL IN"
@@ -209,7 +216,8 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
         raise DPFastValueError(
             f'{col}: "from_data" names {missing}, which the column does not have'
         )
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+    dp_bounds = _column_dp_bounds(entry, kind, protect, bounds, col)
+    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data, dp_bounds)
 
 
 def _check_column_keys(entry: Any, col: str) -> None:
@@ -298,6 +306,40 @@ def _column_bounds(
             'it unprotected (docs/schema.md, "Columns not protected")'
         )
     return None
+
+
+def _column_dp_bounds(
+    entry: Mapping[str, Any], kind: str, protect: bool, bounds: Any, col: str
+) -> DPBounds | None:
+    """Return a column's clamping bounds chosen with DP within its ``"bounds"``, if declared."""
+    if "dp_bounds" not in entry:
+        return None
+    raw = entry["dp_bounds"]
+    if kind not in _NUMERIC or not protect or bounds is None:
+        raise DPFastValueError(
+            f'{col} has "dp_bounds", which only a protected integer or float column with '
+            '"bounds" (its public outer range) takes; remove it or declare the column so'
+        )
+    if not isinstance(raw, Mapping):
+        raise DPFastValueError(
+            f'{col}: "dp_bounds" must be an object such as {{"upper_quantile": 0.99, '
+            f'"epsilon_share": 0.1}}, got {_json_type(raw)}'
+        )
+    _check_known_keys(raw, _DP_BOUNDS_KEYS, f'{col}: "dp_bounds" has unknown key')
+    if "epsilon_share" not in raw:
+        raise DPFastValueError(
+            f'{col}: "dp_bounds" has no "epsilon_share"; add the share of the column\'s '
+            'epsilon spent on its bounds, e.g. "epsilon_share": 0.1'
+        )
+    if not bounds[0] < bounds[1]:
+        raise DPFastValueError(
+            f'{col}: "dp_bounds" chooses bounds within "bounds", which must then have '
+            f"lower < upper, got {list(bounds)}; widen them to the column's public range"
+        )
+    try:
+        return DPBounds(outer=bounds, **raw)
+    except DPFastError as exc:
+        raise DPFastValueError(f'{col}: "dp_bounds" {str(exc).removeprefix("DPBounds ")}') from None
 
 
 def _parse_from_data(raw: Any, col: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from dpfast._validation import check_unique_names, did_you_mean
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
+from dpfast.schema._dp_bounds import DPBounds
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
 
 
@@ -158,6 +159,15 @@ class Schema:
                 out[spec.name] = spec.bounds
         return out
 
+    def dp_bounds(self) -> dict[str, DPBounds]:
+        """Clamping bounds chosen with DP, ``{name: DPBounds}``, of the columns that declare them.
+
+        Each lies within the column's :meth:`bounds` (its public outer range); a release
+        takes them in place of those bounds (``bounds={**schema.bounds(),
+        **schema.dp_bounds()}``).
+        """
+        return {spec.name: spec.dp_bounds for spec in self if spec.dp_bounds is not None}
+
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (taxonomy paths as absolute strings)."""
         columns: dict[str, Any] = {}
@@ -170,6 +180,8 @@ class Schema:
                 entry["taxonomy"] = str(spec.taxonomy)
             elif spec.taxonomy is not None:
                 entry["taxonomy"] = spec.taxonomy
+            if spec.dp_bounds is not None:
+                entry["dp_bounds"] = spec.dp_bounds.to_dict()
             if spec.from_data:
                 entry["from_data"] = list(spec.from_data)
             if spec.description is not None:

@@ -19,7 +19,12 @@ from dpfast._validation import (
     option,
 )
 from dpfast.engines.base import Engine, in_threads
-from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
+from dpfast.engines.outofcore._bins import (
+    bin_counts,
+    edge_counts,
+    find_replacements,
+    write_replaced,
+)
 from dpfast.engines.outofcore._clusters import (
     cluster_limits,
     cluster_totals,
@@ -444,6 +449,9 @@ class OutOfCoreEngine(Engine):
 
     def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
         return bin_counts(self.source, column, lo, scale, m, self._limits())
+
+    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
+        return edge_counts(self.source, column, edges, self._limits())
 
     def write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,13 +18,18 @@ import numpy as np
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._release import (
+    DPBounds,
     DPMetricsReleaseOptions,
     NumericColumn,
     Release,
     Run,
     Unpack,
+    bounds_guarantee,
+    bounds_parameters,
     check_unprotected,
+    choose_bounds,
     column_names,
+    fit_domains,
     noise_source,
     open_run,
     taxonomy_parameters,
@@ -57,7 +62,7 @@ def ir_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     sensitivity: Sensitivity = "proven",
     columns: Sequence[Hashable] | None = None,
@@ -105,6 +110,9 @@ def ir_dp(
         clamped (the report counts them). ``"data"`` derives them from the data: not
         private, warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`. May be omitted
         when every protected column is categorical.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     taxonomies : mapping, optional
         ``{column: Taxonomy}``: the protected categorical columns and their taxonomies
         (:class:`~dpfast.taxonomy.Taxonomy`). Every value must be a leaf of its taxonomy.
@@ -202,6 +210,8 @@ def ir_dp(
             run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
             run.reserve(args.epsilon, protected)
         source = noise_source(args.seed)
+        if args.dp_bounds:  # the whole epsilon is reserved: choose them, plan over them
+            args, plan = _with_dp_bounds(run, args, plan, source)
         linked = args.linkage == "records"
         row_key = source.key("ir_dp", "row-order") if linked and args.shuffle else None
         with run.phase("columns"):
@@ -215,7 +225,7 @@ def ir_dp(
             order_key=row_key,
             reindex=args.shuffle,
             parameters=_parameters(args),
-            guarantee=guarantee,
+            guarantee=(bounds_guarantee(guarantee[0], plan.bounds), guarantee[1]),
             ledger=plan.ledger,
             seed=args.seed,
             sampler=_sampler(args),
@@ -224,6 +234,27 @@ def ir_dp(
             domains=args.domains,
             notes=args.notes,
         )
+
+
+def _with_dp_bounds(
+    run: Run, args: Arguments, plan: Plan, source: noise.NoiseSource
+) -> tuple[Arguments, Plan]:
+    """Choose the bounds of ``args.dp_bounds``, plan over them, and spend their entries.
+
+    ``plan`` is the plan over the outer ranges, whose ε the run has reserved; the bounds
+    chosen are DP outputs, so the plan over them (noise scales, grids) is public.
+    """
+    with run.phase("bounds"):
+        chosen = choose_bounds(
+            run.engine, "ir_dp", args.numeric, args.dp_bounds, plan.bounds, source
+        )
+    domains = {**args.domains, **chosen}
+    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
+    args = replace(args, numeric=numeric, domains=domains)
+    plan = make_plan(args, run.n_rows)
+    for entry in plan.bounds.values():  # drawn above, with the same epsilon
+        plan.ledger.spend(entry)
+    return args, plan
 
 
 def _group_bytes(run: Run, args: Arguments) -> int:
@@ -400,6 +431,7 @@ def _parameters(args: Arguments) -> dict[str, Any]:
         "bounds_from_data": args.derived,
         "remainder": "last group",
         "budget_split": "equal over protected columns",
+        **bounds_parameters(args.dp_bounds, args.domains),
     }
     if args.categorical:
         parameters["sensitivity"] = args.sensitivity

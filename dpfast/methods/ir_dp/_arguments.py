@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from dpfast._release import (
     CategoricalColumn,
+    DPBounds,
     NumericColumn,
     TableView,
+    bounds_share,
     grid_noise_entry,
     option,
     protected_domains,
+    protected_specs,
+    split_bounds,
 )
 from dpfast._validation import (
     check_bool,
@@ -76,6 +80,8 @@ class Arguments:
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
     notes: list[str]  # the columns released in a wider type than their own
+    # the columns whose clamping bounds are chosen with DP within their outer range
+    dp_bounds: dict[Hashable, DPBounds] = field(default_factory=dict)
 
     @property
     def epsilon_column(self) -> float:
@@ -106,6 +112,8 @@ def validate(
         )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
+    bounds, specs = split_bounds(bounds)
+    found = protected_domains(table, columns, taxonomies, bounds)
     return Arguments(
         k,
         epsilon,
@@ -113,7 +121,8 @@ def validate(
         shuffle,
         seed,
         cast(Sensitivity, sensitivity),
-        *protected_domains(table, columns, taxonomies, bounds),
+        *found,
+        dp_bounds=protected_specs(specs, found[0]),
     )
 
 
@@ -122,6 +131,7 @@ class Plan:
     ledger: Ledger
     grids: dict[Hashable, tuple[Grid, int]]
     entries: dict[Hashable, LedgerEntry]
+    bounds: dict[Hashable, LedgerEntry] = field(default_factory=dict)  # bounds chosen with DP
 
 
 def make_plan(args: Arguments, n_records: int) -> Plan:
@@ -133,13 +143,16 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
         grid = Grid.for_column(lower, upper, n_records, args.k)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
         what = f"column {column.name!r}"
-        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
+        noise_share, bounds = bounds_share(args.dp_bounds, column, share)
+        if bounds is not None:  # the bounds chosen with DP take their part of the share
+            plan.bounds[column.name] = plan.ledger.plan(bounds)
+        steps = scale_steps(list_sensitivity, noise_share, what=what, shares=m) if grid.d_int else 0
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
             grid_noise_entry(
                 column,
                 step="centroid noise",
-                epsilon=share,
+                epsilon=noise_share,
                 mechanism="discrete Laplace, one draw per rank group",
                 grid=grid,
                 sensitivity=list_sensitivity,

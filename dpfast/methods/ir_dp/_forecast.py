@@ -13,6 +13,7 @@ from dpfast._release import (
     NumericColumn,
     TableView,
     advise_k,
+    bounds_note,
     check_unprotected,
     choice_forecast,
     numeric_forecast,
@@ -78,7 +79,9 @@ def release_forecast(args: Arguments, n: int, plan: Plan, *, advice: bool = Fals
     columns = numeric_forecasts(args, plan) + tuple(
         choice_forecast(plan.entries[c.name], CATEGORICAL_DRAW) for c in args.categorical
     )
-    notes = forecast_notes(args.numeric, args.categorical, args.linkage)
+    notes = forecast_notes(args.numeric, args.categorical, args.linkage) + bounds_note(
+        args.dp_bounds
+    )
     forecast = Forecast("ir_dp", args.epsilon, n, columns, k=args.k, notes=notes)
     if args.numeric and (advice or forecast.affected):
         worst = lambda k: worst_share(replace(args, k=k), n)  # noqa: E731

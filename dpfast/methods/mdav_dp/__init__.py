@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Literal, cast
 
@@ -16,6 +16,7 @@ from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
     CategoricalColumn,
     ColumnForecast,
+    DPBounds,
     DPMetricsReleaseOptions,
     Forecast,
     NumericColumn,
@@ -24,15 +25,23 @@ from dpfast._release import (
     TableView,
     Unpack,
     advise_k,
+    bounds_guarantee,
+    bounds_note,
+    bounds_parameters,
+    bounds_share,
     check_unprotected,
     choice_forecast,
+    choose_bounds,
     column_names,
+    fit_domains,
     grid_noise_entry,
     noise_source,
     numeric_forecast,
     open_run,
     option,
     protected_domains,
+    protected_specs,
+    split_bounds,
     taxonomy_parameters,
 )
 from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
@@ -46,7 +55,7 @@ from dpfast.accounting import (
     scale_steps,
 )
 from dpfast.engines import Clusters
-from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.exceptions import DPFastValueError, PrivacyLeakWarning
 from dpfast.methods.mdav_dp._categorical import categorical_plan, choose_codes
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import Reference, ReferenceGeometry, reference_geometry
@@ -61,7 +70,7 @@ def mdav_dp(
     *,
     k: int,
     epsilon: float,
-    bounds: Mapping[Hashable, tuple[float, float]] | str | None = None,
+    bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str | None = None,
     taxonomies: Mapping[Hashable, Taxonomy] | None = None,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
@@ -109,6 +118,9 @@ def mdav_dp(
     bounds : mapping
         Public ``{column: (lower, upper)}`` of the numeric columns; ``"data"`` is not
         private and warns. May be omitted when every protected column is categorical.
+        A :class:`~dpfast.DPBounds` in place of a column's pair chooses its clamping bounds
+        with DP inside a public outer range, for a share of the column's ε (its own
+        ledger entry; the release stays proven; docs/privacy.md#bounds-chosen-with-dp).
     taxonomies : mapping, optional
         ``{column: Taxonomy}``: the protected categorical columns, as in
         :func:`dpfast.ir_dp`. Their values must be leaves of the taxonomy; the released
@@ -177,12 +189,15 @@ def mdav_dp(
             geometry = _geometry(args, reference, run.n_rows)
             run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
             run.reserve(plan.ledger.total, column_names(args.numeric, args.categorical))
+        source = noise_source(args.seed)
+        if args.dp_bounds:  # the bounds chosen with DP first, then the plan over them
+            args, plan = _with_dp_bounds(run, args, plan, source)
+            geometry = _geometry(args, reference, run.n_rows)
         with run.phase("partition"):
             clusters = run.engine.insensitive_clusters(
                 args.numeric, args.categorical, geometry, args.k
             )
             run.tick("partition", 1, 1)
-        source = noise_source(args.seed)
         row_key = source.key("mdav_dp", "row-order")
         with run.phase("columns"):
             _release_columns(run, args, plan, source, clusters, row_key)
@@ -202,6 +217,7 @@ def mdav_dp(
                 args.calibration,
                 args.derived,
                 names([c.name for c in args.categorical]),
+                plan.bounds,
             ),
             ledger=plan.ledger,
             seed=args.seed,
@@ -227,6 +243,8 @@ class _Arguments:
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
     notes: list[str]  # the columns released in a wider type than their own
+    # the columns whose clamping bounds are chosen with DP within their outer range
+    dp_bounds: dict[Hashable, DPBounds] = field(default_factory=dict)
 
 
 def _validate(
@@ -243,13 +261,17 @@ def _validate(
     epsilon = check_epsilon(epsilon)
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
     seed = check_seed(seed)
-    return _Arguments(
-        k,
-        epsilon,
-        cast(Calibration, calibration),
-        seed,
-        *protected_domains(table, columns, taxonomies, bounds),
-    )
+    bounds, specs = split_bounds(bounds)
+    found = protected_domains(table, columns, taxonomies, bounds)
+    specs = protected_specs(specs, found[0])
+    if specs and calibration != "l1":
+        raise DPFastValueError(
+            f"bounds of column(s) {names(list(specs))} are to be chosen with DP, which "
+            f"takes its share of each column's epsilon; {option('calibration', calibration)} "
+            f"spends the paper's per-column epsilon instead. Use {option('calibration', 'l1')} "
+            "(the default), or give public bounds (lower, upper)"
+        )
+    return _Arguments(k, epsilon, cast(Calibration, calibration), seed, *found, dp_bounds=specs)
 
 
 def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -278,7 +300,8 @@ def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) ->
         "scale that grows with the number of clusters n // k; the forecast takes the "
         "centroids as spread evenly over the bounds"
     )
-    forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=(note,))
+    notes = (note, *bounds_note(args.dp_bounds))
+    forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=notes)
     if args.numeric and (advice or forecast.affected):
         m = len(columns)
         worst = lambda k: _worst_share(replace(args, k=k), n)  # noqa: E731
@@ -315,18 +338,20 @@ class _Plan:
     grids: dict[Hashable, tuple[Grid, int]]
     entries: dict[Hashable, LedgerEntry]
     choices: dict[Hashable, tuple[float, Fraction]]
+    bounds: dict[Hashable, LedgerEntry] = field(default_factory=dict)  # chosen with DP
 
 
 def _numeric_entry(
     column: NumericColumn, args: _Arguments, n_records: int, n_clusters: int
-) -> tuple[Grid, int, LedgerEntry]:
+) -> tuple[Grid, int, LedgerEntry, LedgerEntry | None]:
     lower, upper = args.domains[column.name]
     grid = Grid.for_column(lower, upper, n_records, args.k)
     # n_c centroids each move by at most d_int / k, plus one step of rounding.
     sensitivity = Fraction(n_clusters * grid.d_int, args.k) + n_clusters
+    bounds = None  # the entry of bounds chosen with DP, which take their part of the share
     if args.calibration == "l1":
         m = len(args.numeric) + len(args.categorical)
-        spent = args.epsilon / m
+        spent, bounds = bounds_share(args.dp_bounds, column, args.epsilon / m)
         what = f"column {column.name!r}"
         steps = scale_steps(sensitivity, spent, what=what, shares=m) if grid.d_int else 0
     else:
@@ -352,27 +377,53 @@ def _numeric_entry(
             "grid_rounding_term": n_clusters * grid.gamma,
         },
     )
-    return grid, steps, entry
+    return grid, steps, entry, bounds
 
 
 def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
     """Every column's scale and entry; the ledger's total is what they really spend."""
     m = len(args.numeric) + len(args.categorical)
-    grids, entries, choices = {}, {}, {}
+    grids, entries, choices, bounds = {}, {}, {}, {}
     for column in args.numeric:
-        grid, steps, entry = _numeric_entry(column, args, n_records, n_clusters)
+        grid, steps, entry, chosen = _numeric_entry(column, args, n_records, n_clusters)
         grids[column.name] = (grid, steps)
         entries[column.name] = entry
+        if chosen is not None:
+            bounds[column.name] = chosen
     for cat in args.categorical:
         em_epsilon, em_sensitivity, entry = categorical_plan(
             cat, args.epsilon, m, n_records, args.k, n_clusters, args.calibration
         )
         choices[cat.name] = (em_epsilon, em_sensitivity)
         entries[cat.name] = entry
-    ledger = Ledger(math.fsum(entry.epsilon for entry in entries.values()))
-    for entry in entries.values():
+    planned = [*bounds.values(), *entries.values()]
+    ledger = Ledger(math.fsum(entry.epsilon for entry in planned))
+    for entry in planned:
         ledger.plan(entry)
-    return _Plan(ledger, grids, entries, choices)
+    return _Plan(ledger, grids, entries, choices, bounds)
+
+
+def _with_dp_bounds(
+    run: Run, args: _Arguments, plan: _Plan, source: noise.NoiseSource
+) -> tuple[_Arguments, _Plan]:
+    """Choose the bounds of ``args.dp_bounds``, plan over them, and spend their entries.
+
+    ``plan`` is the plan over the outer ranges, whose ε the run has reserved; the bounds
+    chosen are DP outputs, so the plan over them (noise scales, grids, the reference
+    corners) is public.
+    """
+    with run.phase("bounds"):
+        chosen = choose_bounds(
+            run.engine, "mdav_dp", args.numeric, args.dp_bounds, plan.bounds, source
+        )
+    domains = {**args.domains, **chosen}
+    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
+    args = replace(args, numeric=numeric, domains=domains)
+    n = run.n_rows
+    plan = _plan(args, n, n // args.k)
+    for entry in plan.bounds.values():  # drawn above, with the same epsilon
+        plan.ledger.spend(entry)
+    return args, plan
 
 
 def _release_columns(
@@ -449,6 +500,7 @@ def _parameters(args: _Arguments, total: float, reference: Any, n_clusters: int)
         else np.asarray(reference, dtype=float).tolist(),
         "bounds": {str(c): list(b) for c, b in args.domains.items()},
         "bounds_from_data": args.derived,
+        **bounds_parameters(args.dp_bounds, args.domains),
         "n_clusters": n_clusters,
         "remainder": "last cluster",
         "shuffle": True,
@@ -477,6 +529,7 @@ def _guarantee(
     calibration: str,
     derived: bool,
     categorical: list[str],
+    bounds: Mapping[Hashable, LedgerEntry],
 ) -> tuple[str, GuaranteeLevel]:
     if derived:
         return (
@@ -509,4 +562,4 @@ def _guarantee(
             f"noise scale, which really spends epsilon={total:g}; the figure above is the "
             "real one."
         )
-    return text, "proven"
+    return bounds_guarantee(text, bounds), "proven"
