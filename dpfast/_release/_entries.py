@@ -59,8 +59,17 @@ def grid_noise_entry(
     """Return the ledger entry of discrete Laplace noise on a column's grid.
 
     ``sensitivity`` and ``steps`` (the scale) are in grid steps; the entry states them in
-    the data's units, with the grid step and the scale in steps among the details.
+    the data's units, with the grid step and the scale in steps among the details. A
+    transformed grid's steps are on the transformed scale, and so are the entry's
+    sensitivity and scale: the details name the transform.
     """
+    if grid.transform is not None:
+        function = "log1p" if grid.transform == "log" else "asinh"
+        details = {
+            **details,
+            "transform": grid.transform,
+            "units": f"sensitivity and noise_scale are on the {function} scale of the data",
+        }
     return LedgerEntry(
         step=step,
         columns=(str(column.name),),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from fractions import Fraction
+from typing import Any, Literal
 
 import numpy as np
 
@@ -17,12 +18,21 @@ from dpfast._release import (
     Release,
     TableView,
     Unpack,
+    budget_parts,
+    check_epsilon_weights,
+    check_transforms,
     check_unprotected,
+    epsilon_shares,
     fit_domains,
     grid_noise_entry,
+    noise_grid,
     noise_source,
     numeric_forecast,
     open_run,
+    transform_notes,
+    transform_parameters,
+    warn_uncorrected,
+    weight_parameters,
 )
 from dpfast._validation import (
     check_bounds,
@@ -41,6 +51,8 @@ from dpfast.accounting import (
 )
 from dpfast.partitions.grid import Grid
 
+Transform = Literal["log", "asinh"]
+
 
 def laplace_dp(
     data: Any,
@@ -49,6 +61,8 @@ def laplace_dp(
     bounds: Mapping[Hashable, tuple[float, float]] | str,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
+    epsilon_weights: Mapping[Hashable, float] | None = None,
+    transforms: Mapping[Hashable, Transform] | None = None,
     **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
@@ -80,6 +94,15 @@ def laplace_dp(
         guarantee becomes ``"protected_only"``: ε-DP for a change of one record's protected
         values (each row's noise is independent of the other rows, so keeping them in
         place shows nothing more).
+    epsilon_weights : mapping, optional
+        Public ``{column: weight}`` for every protected column: column ``j`` spends
+        ``w_j / Σ w · ε`` with scale ``Δ_j / ε_j`` (docs/privacy.md#weights). Default: an
+        equal split.
+    transforms : mapping, optional
+        Public ``{column: "log" | "asinh"}``: each cell is noised on the ``log1p`` (lower
+        bound ``>= 0``) or ``asinh`` scale, with sensitivity ``T(U) - T(L)``, and mapped
+        back corrected for the noise's mean, as in :func:`ir_dp`
+        (docs/privacy.md#transforms).
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
         ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
@@ -89,7 +112,7 @@ def laplace_dp(
     Returns
     -------
     Release
-        The ledger has one entry per column, ``ε / m`` each.
+        The ledger has one entry per column, ``ε / m`` each (or by ``epsilon_weights``).
 
     Raises
     ------
@@ -111,8 +134,10 @@ def laplace_dp(
             seed = check_seed(run.seed)
             run.policy = check_unprotected(unprotected)
             protected, notes = fit_domains(protected, domains)
-            plans = _plans(protected, domains, epsilon, run.n_rows)
+            split = _split(protected, domains, epsilon_weights, transforms)
+            plans = _plans(protected, domains, epsilon, run.n_rows, split)
             run.expect(_forecast(epsilon, run.n_rows, protected, plans))  # before any ε is reserved
+            warn_uncorrected(run.alerts, _grids(protected, plans), k=False)
             run.reserve(epsilon, [c.name for c in protected])
         ledger = Ledger(epsilon)
         for _, _, entry in plans:  # every column's spend reserved before any draw
@@ -128,8 +153,8 @@ def laplace_dp(
                 run.tick("noise", i + 1, len(protected))
         return run.finish(
             source=source,
-            parameters=_parameters(epsilon, domains, derived),
-            guarantee=_guarantee(epsilon, protected, derived),
+            parameters=_parameters(epsilon, domains, derived, split, _grids(protected, plans)),
+            guarantee=_guarantee(epsilon, protected, derived, split.weights),
             ledger=ledger,
             seed=seed,
             sampler=noise.SAMPLER_NAME,
@@ -152,15 +177,52 @@ def _validate(
     return epsilon, protected, domains, derived
 
 
+@dataclass(frozen=True)
+class _Split:
+    """The public remedies: each column's weight (``None``: equal) and transform."""
+
+    weights: dict[Hashable, Fraction] | None
+    transforms: dict[Hashable, str]
+
+
+def _split(
+    protected: Sequence[NumericColumn],
+    domains: Mapping[Hashable, tuple[float, float]],
+    epsilon_weights: Any,
+    transforms: Any,
+) -> _Split:
+    """Check ``epsilon_weights`` and ``transforms`` against the protected columns."""
+    weights = check_epsilon_weights(epsilon_weights, [c.name for c in protected])
+    return _Split(weights, check_transforms(transforms, protected, [], domains))
+
+
 def _plans(
     protected: Sequence[NumericColumn],
     domains: Mapping[Hashable, tuple[float, float]],
     epsilon: float,
     n_records: int,
+    split: _Split,
 ) -> list[tuple[Grid, int, LedgerEntry]]:
     """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`)."""
-    m = len(protected)
-    return [_plan(c, domains[c.name], epsilon, m, n_records) for c in protected]
+    names = [c.name for c in protected]
+    shares = epsilon_shares(epsilon, names, split.weights)
+    return [
+        _plan(
+            c,
+            domains[c.name],
+            shares[c.name],
+            budget_parts(c.name, names, split.weights),
+            n_records,
+            split.transforms.get(c.name),
+        )
+        for c in protected
+    ]
+
+
+def _grids(
+    protected: Sequence[NumericColumn], plans: Sequence[tuple[Grid, int, LedgerEntry]]
+) -> dict[Hashable, tuple[Grid, int]]:
+    return {c.name: (grid, steps) for c, (grid, steps, _) in zip(protected, plans, strict=True)}
 
 
 def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -173,7 +235,8 @@ def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forec
     epsilon, protected, domains, _ = _validate(
         table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
     )
-    plans = _plans(protected, domains, epsilon, table.n_rows)
+    split = _split(protected, domains, a["epsilon_weights"], a["transforms"])
+    plans = _plans(protected, domains, epsilon, table.n_rows, split)
     return _forecast(epsilon, table.n_rows, protected, plans)
 
 
@@ -192,7 +255,8 @@ def _forecast(
         "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
         "only fewer protected columns or a larger epsilon lower the noise"
     )
-    return Forecast("laplace_dp", epsilon, n, columns, notes=(note,))
+    notes = (note, *transform_notes(_grids(protected, plans), k=False))
+    return Forecast("laplace_dp", epsilon, n, columns, notes=notes)
 
 
 _CELL = "every cell, clamped to the bounds"
@@ -227,23 +291,34 @@ class LaplaceCells:
 
 
 def _parameters(
-    epsilon: float, domains: Mapping[Hashable, tuple[float, float]], derived: bool
+    epsilon: float,
+    domains: Mapping[Hashable, tuple[float, float]],
+    derived: bool,
+    split: _Split,
+    grids: Mapping[Hashable, tuple[Grid, int]],
 ) -> dict[str, Any]:
     return {
         "epsilon": epsilon,
         "bounds": {str(c): list(b) for c, b in domains.items()},
         "bounds_from_data": derived,
-        "budget_split": "equal over protected columns",
+        **weight_parameters(split.weights),
+        **transform_parameters(grids),
     }
 
 
 def _plan(
-    column: NumericColumn, domain: tuple[float, float], epsilon: float, m: int, n_records: int
+    column: NumericColumn,
+    domain: tuple[float, float],
+    share: float,
+    parts: float,
+    n_records: int,
+    transform: str | None,
 ) -> tuple[Grid, int, LedgerEntry]:
+    """One column's grid, scale and entry: ``share`` of ε, ``parts`` of them the total."""
     lower, upper = domain
-    grid = Grid.for_column(lower, upper, n_records)
-    share = epsilon / m
-    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
+    grid = Grid.for_column(lower, upper, n_records, transform=transform)
+    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=parts)
+    grid = noise_grid(grid, steps)  # the mapping back of a transformed column
     entry = grid_noise_entry(
         column,
         step="cell noise",
@@ -252,7 +327,7 @@ def _plan(
         grid=grid,
         sensitivity=grid.d_int,
         steps=steps,
-        details={"nominal_sensitivity": upper - lower},
+        details={"nominal_sensitivity": grid.width},
     )
     return grid, steps, entry
 
@@ -278,14 +353,18 @@ def laplace_column(
         Inputs that lay outside the domain.
     """
     out = np.empty(values.shape[0], dtype=np.float64)
+    g = grid
     n_clamped = perturb.laplace_cells(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, draws, round_values, out
+        values, g.lower, g.upper, g.gamma, g.d_int, draws, round_values, out, g.warp
     )
     return out, int(n_clamped)
 
 
 def _guarantee(
-    epsilon: float, protected: Sequence[NumericColumn], derived: bool
+    epsilon: float,
+    protected: Sequence[NumericColumn],
+    derived: bool,
+    weights: Mapping[Hashable, Fraction] | None,
 ) -> tuple[str, GuaranteeLevel]:
     if derived:
         return (
@@ -293,9 +372,14 @@ def _guarantee(
             "none",
         )
     m = len(protected)
+    each = (
+        f"{epsilon / m:g} each"
+        if weights is None
+        else "their shares by the public epsilon_weights (the ledger lists each)"
+    )
     return (
         f"{epsilon:g}-differential privacy (bounded DP: neighbouring tables differ in one "
         f"record's values) for columns {names([c.name for c in protected])}: each record's "
-        f"{m} cell(s) get independent noise spending {epsilon / m:g} each.",
+        f"{m} cell(s) get independent noise spending {each}.",
         "proven",
     )

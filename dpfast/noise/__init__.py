@@ -49,7 +49,7 @@ from dpfast.noise._laplace import (
     unsafe_float_laplace,
 )
 from dpfast.noise._source import NoiseSource
-from dpfast.noise._tails import discrete_laplace_sd, on_bound_share
+from dpfast.noise._tails import discrete_laplace_sd, log_mean_exp, on_bound_share
 from dpfast.noise._uniform import (
     bernoulli_rational,
     permutation,
@@ -99,6 +99,7 @@ __all__ = [
     "exponential_mechanism",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
+    "log_mean_exp",
     "on_bound_share",
     "permutation",
     "permutation_bucket_bits",

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, Literal, cast
 
 from dpfast._release import (
     CategoricalColumn,
     NumericColumn,
     TableView,
+    budget_parts,
+    check_epsilon_weights,
+    check_transforms,
+    column_names,
+    epsilon_shares,
     grid_noise_entry,
+    noise_grid,
     option,
     protected_domains,
 )
@@ -37,6 +44,7 @@ from dpfast.partitions.grid import Grid
 
 Linkage = Literal["records", "columns"]
 Sensitivity = Literal["paper", "proven"]
+Transform = Literal["log", "asinh"]
 
 
 def check_linkage(linkage: Any) -> Linkage:
@@ -76,11 +84,25 @@ class Arguments:
     domains: dict[Hashable, tuple[float, float]]
     derived: bool
     notes: list[str]  # the columns released in a wider type than their own
+    # the public remedies for skewed columns (docs/privacy.md#weights, #transforms)
+    weights: dict[Hashable, Fraction] | None = None
+    transforms: dict[Hashable, str] = field(default_factory=dict)
 
     @property
     def epsilon_column(self) -> float:
         """The equal share of ε of each protected column."""
         return self.epsilon / (len(self.numeric) + len(self.categorical))
+
+    @property
+    def shares(self) -> dict[Hashable, float]:
+        """Each protected column's ε: its weight's share, or the equal one."""
+        return epsilon_shares(
+            self.epsilon, column_names(self.numeric, self.categorical), self.weights
+        )
+
+    def parts(self, column: Hashable) -> float:
+        """How many of ``column``'s shares make the total (for the error messages)."""
+        return budget_parts(column, column_names(self.numeric, self.categorical), self.weights)
 
 
 def validate(
@@ -94,6 +116,8 @@ def validate(
     linkage: Any,
     shuffle: Any,
     seed: Any,
+    epsilon_weights: Any = None,
+    transforms: Any = None,
 ) -> Arguments:
     k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
@@ -106,7 +130,7 @@ def validate(
         )
     seed = check_seed(seed)
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
-    return Arguments(
+    args = Arguments(
         k,
         epsilon,
         cast(Linkage, linkage),
@@ -114,6 +138,19 @@ def validate(
         seed,
         cast(Sensitivity, sensitivity),
         *protected_domains(table, columns, taxonomies, bounds),
+    )
+    return _with_remedies(args, epsilon_weights, transforms)
+
+
+def _with_remedies(args: Arguments, epsilon_weights: Any, transforms: Any) -> Arguments:
+    """Return ``args`` with the checked ``epsilon_weights`` and ``transforms``."""
+    categorical = [c.name for c in args.categorical]
+    return replace(
+        args,
+        weights=check_epsilon_weights(
+            epsilon_weights, column_names(args.numeric, args.categorical)
+        ),
+        transforms=check_transforms(transforms, args.numeric, categorical, args.domains),
     )
 
 
@@ -127,13 +164,15 @@ class Plan:
 def make_plan(args: Arguments, n_records: int) -> Plan:
     plan = Plan(Ledger(args.epsilon), {}, {})
     n_groups = n_records // args.k
-    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
+    shares = args.shares
     for column in args.numeric:
         lower, upper = args.domains[column.name]
-        grid = Grid.for_column(lower, upper, n_records, args.k)
+        transform = args.transforms.get(column.name)
+        grid = Grid.for_column(lower, upper, n_records, args.k, transform)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what = f"column {column.name!r}"
-        steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
+        what, share, parts = f"column {column.name!r}", shares[column.name], args.parts(column.name)
+        steps = scale_steps(list_sensitivity, share, what=what, shares=parts) if grid.d_int else 0
+        grid = noise_grid(grid, steps)  # the mapping back of a transformed column
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
             grid_noise_entry(
@@ -146,13 +185,14 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
                 steps=steps,
                 details={
                     "n_groups": n_groups,
-                    "nominal_sensitivity": (upper - lower) / args.k,
+                    "nominal_sensitivity": grid.width / args.k,
                     "grid_rounding_term": n_groups * grid.gamma,
                 },
             )
         )
     for cat in args.categorical:
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
+        share, parts = shares[cat.name], args.parts(cat.name)
+        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=parts)
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan
