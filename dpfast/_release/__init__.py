@@ -67,6 +67,7 @@ from dpfast._release.shares import (
     check_epsilon_weights,
     epsilon_shares,
     weight_parameters,
+    weights_option,
 )
 from dpfast._release.transforms import (
     check_transforms,
@@ -157,4 +158,5 @@ __all__ = [
     "warn_uncorrected",
     "warn_unproven",
     "weight_parameters",
+    "weights_option",
 ]

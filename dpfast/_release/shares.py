@@ -13,10 +13,27 @@ from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpfast._validation import option
+from dpfast._validation import in_cli, option
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
-__all__ = ["budget_parts", "check_epsilon_weights", "epsilon_shares", "weight_parameters"]
+__all__ = [
+    "budget_parts",
+    "check_epsilon_weights",
+    "epsilon_shares",
+    "weight_parameters",
+    "weights_option",
+]
+
+
+def weights_option() -> str:
+    """Name the weights as the caller gives them: ``epsilon_weights`` or the schema's field.
+
+    Examples
+    --------
+    >>> weights_option()
+    'epsilon_weights'
+    """
+    return 'the schema\'s "epsilon_weight"' if in_cli() else option("epsilon_weights")
 
 
 def check_epsilon_weights(
@@ -36,7 +53,7 @@ def check_epsilon_weights(
     """
     if weights is None:
         return None
-    name = option("epsilon_weights")
+    name = weights_option()
     if not isinstance(weights, Mapping):
         raise DPFastTypeError(
             f"{name} must be a mapping {{column: weight}}, got {type(weights).__name__}; "

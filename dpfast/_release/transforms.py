@@ -18,7 +18,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from dpfast import noise
-from dpfast._validation import did_you_mean, option
+from dpfast._release.shares import weights_option
+from dpfast._validation import did_you_mean, in_cli, option
 from dpfast.engines.values import NumericColumn
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, TransformBiasWarning
 from dpfast.partitions.grid import TRANSFORM_CODES, Grid
@@ -54,7 +55,7 @@ def check_transforms(
     """
     if transforms is None:
         return {}
-    name = option("transforms")
+    name = 'the schema\'s "transform"' if in_cli() else option("transforms")
     if not isinstance(transforms, Mapping):
         raise DPFastTypeError(
             f'{name} must be a mapping {{column: "log" or "asinh"}}, got '
@@ -176,7 +177,7 @@ def uncorrected(grids: Mapping[Hashable, tuple[Grid, int]], k: bool = True) -> s
         "scale, where the noise's mean factor E[e^Y] is infinite: their values are mapped "
         f"back without correction, biased away from 0. Raise {option('epsilon')}"
         f"{' or ' + option('k') if k else ''}, or give the column(s) a larger share of it "
-        f"({option('epsilon_weights')})"
+        f"({weights_option()})"
     )
 
 

@@ -229,7 +229,8 @@ def protected_arguments(
     """Return the arguments of a release of the schema's protected columns, from the options.
 
     ``columns`` (:func:`selected`), their public ``bounds`` and, if ``categorical``, their
-    ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``.
+    ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``; and where the schema gives
+    them, the columns' ``epsilon_weights`` and ``transforms``.
     """
     columns = selected(args, schema, categorical=categorical)
     arguments: dict[str, Any] = {
@@ -241,6 +242,12 @@ def protected_arguments(
     }
     if categorical:
         arguments["taxonomies"] = schema_taxonomies(schema, columns)
+    weights = schema.epsilon_weights(columns)
+    if weights is not None:
+        arguments["epsilon_weights"] = weights
+    transforms = {c: t for c, t in schema.transforms().items() if c in columns}
+    if transforms:
+        arguments["transforms"] = transforms
     return arguments
 
 

@@ -16,6 +16,8 @@ from dpfast.exceptions import DPFastValueError
 #: The column types a schema may declare.
 COLUMN_TYPES: tuple[str, ...] = ("integer", "float", "categorical", "string")
 _NUMERIC = ("integer", "float")
+#: The public monotone transforms a protected numeric column may take (docs/schema.md).
+TRANSFORMS: tuple[str, ...] = ("log", "asinh")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,12 @@ class ColumnSpec:
         The fields (``"bounds"``, ``"taxonomy"``) that were read from the data (by
         ``dpfast schema init --bounds-from-data`` or ``--domains-from-data``): a release
         that uses them is not differentially private, and says so.
+    transform : {"log", "asinh"} or None
+        A protected numeric column's public monotone transform (the ``transforms=`` of
+        ``ir_dp``, ``laplace_dp`` and ``mdav_dp``; docs/privacy.md#transforms).
+    epsilon_weight : float or None
+        A protected column's public weight in the split of ε (``epsilon_weights=``;
+        docs/privacy.md#weights); a column without one weighs 1 when another has one.
     """
 
     name: str
@@ -53,6 +61,8 @@ class ColumnSpec:
     taxonomy: Path | list[str] | dict[str, Any] | None = None
     description: str | None = None
     from_data: tuple[str, ...] = ()
+    transform: str | None = None
+    epsilon_weight: float | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -61,7 +71,16 @@ class ColumnSpec:
 
 
 _TOP_KEYS = ("version", "description", "columns")
-_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description", "from_data")
+_COLUMN_KEYS = (
+    "type",
+    "bounds",
+    "protect",
+    "taxonomy",
+    "description",
+    "from_data",
+    "transform",
+    "epsilon_weight",
+)
 
 #: What ``dpfast schema init`` writes where a public value must be filled in by hand.
 PLACEHOLDER = "FILL IN"
@@ -209,7 +228,64 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
         raise DPFastValueError(
             f'{col}: "from_data" names {missing}, which the column does not have'
         )
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data)
+    transform = _parse_transform(entry, kind, protect, bounds, col)
+    weight = _parse_weight(entry, protect, col)
+    return ColumnSpec(
+        name, kind, bounds, protect, taxonomy, description, from_data, transform, weight
+    )
+
+
+def _parse_transform(
+    entry: Mapping[str, Any],
+    kind: str,
+    protect: bool,
+    bounds: tuple[float, float] | None,
+    col: str,
+) -> str | None:
+    """Return a protected numeric column's ``"transform"``, or ``None`` without one."""
+    if "transform" not in entry:
+        return None
+    raw = entry["transform"]
+    if kind not in _NUMERIC or not protect:
+        raise DPFastValueError(
+            f"{col} is {'a protected ' + kind if protect else 'not protected'}, but only "
+            'protected integer and float columns take a "transform"; remove it'
+        )
+    if not isinstance(raw, str) or raw not in TRANSFORMS:
+        hint = did_you_mean(raw, TRANSFORMS) if isinstance(raw, str) else ""
+        shown = repr(raw) if isinstance(raw, str) else _json_type(raw)
+        raise DPFastValueError(
+            f'{col}: "transform" must be "log" (log1p, for values >= 0) or "asinh" (for '
+            f"signed values), got {shown}; {hint}".rstrip("; ")
+        )
+    if raw == "log" and bounds is not None and bounds[0] < 0:
+        raise DPFastValueError(
+            f'{col}: "transform": "log" (log1p) needs values >= 0, but the lower bound is '
+            f'{bounds[0]}; use "asinh" for a column with negative values'
+        )
+    return raw
+
+
+def _parse_weight(entry: Mapping[str, Any], protect: bool, col: str) -> float | None:
+    """Return a protected column's ``"epsilon_weight"``, or ``None`` without one."""
+    if "epsilon_weight" not in entry:
+        return None
+    raw = entry["epsilon_weight"]
+    if not protect:
+        raise DPFastValueError(
+            f'{col} is not protected, but only protected columns take an "epsilon_weight"; '
+            "remove it"
+        )
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise DPFastValueError(
+            f'{col}: "epsilon_weight" must be a number > 0, got {_json_type(raw)}'
+        )
+    if not (math.isfinite(raw) and raw > 0):
+        raise DPFastValueError(
+            f'{col}: "epsilon_weight" must be a finite number > 0, got {raw!r}; a column '
+            'that should get no budget cannot be protected: set "protect": false'
+        )
+    return float(raw)
 
 
 def _check_column_keys(entry: Any, col: str) -> None:

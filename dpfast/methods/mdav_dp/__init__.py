@@ -43,6 +43,7 @@ from dpfast._release import (
     transform_parameters,
     warn_uncorrected,
     weight_parameters,
+    weights_option,
 )
 from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
 from dpfast.accounting import (
@@ -271,10 +272,9 @@ def _with_remedies(args: _Arguments, epsilon_weights: Any, transforms: Any) -> _
     categorical = [c.name for c in args.categorical]
     if epsilon_weights is not None and args.calibration != "l1":
         raise DPFastValueError(
-            f"{option('epsilon_weights')} splits epsilon over the columns, but "
+            f"{weights_option()} splits epsilon over the columns, but "
             f"{option('calibration', 'as_published')} gives every column the paper's scale "
-            f"with no split; drop {option('epsilon_weights')} or use "
-            f"{option('calibration', 'l1')}"
+            f"with no split; drop {weights_option()} or use {option('calibration', 'l1')}"
         )
     return replace(
         args,
