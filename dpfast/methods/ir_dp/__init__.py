@@ -212,10 +212,11 @@ def ir_dp(
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
     >>> incomes = pd.DataFrame({"income": [0.0, 12e3, 30e3, 41e3, 95e3, 2e6]})
-    >>> release = ir_dp(incomes, k=3, epsilon=1.0, bounds={"income": (0, 5e6)},
+    >>> release = ir_dp(incomes, k=3, epsilon=20.0, bounds={"income": (0, 5e6)},
     ...                 transforms={"income": "log"}, seed=7)
-    >>> release.report.parameters["transforms"]["income"]["transform"]
-    'log'
+    >>> transform = release.report.parameters["transforms"]["income"]
+    >>> transform["function"], transform["corrected"], round(transform["noise_scale"], 3)
+    ('log1p', True, 0.257)
     """
     with open_run("ir_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
