@@ -7,15 +7,16 @@ rounded half to even, noise is added and the result clamped to ``[0, d_int]``; a
 domain). Keeping the three steps here makes every mechanism use the same arithmetic.
 
 A grid may apply a public monotone transform ``T`` (docs/privacy.md#transforms): its
-``warp`` is the tuple ``(code, origin, shift)``, with ``code`` one of :data:`IDENTITY`,
-:data:`LOG1P` and :data:`ASINH`, ``origin = T(lower)`` and ``shift`` the logarithm of the
-noise's mean factor ``E[e^Y]`` (0 for no correction). The clamped value is then quantised
-as ``rint((T(x) - origin) / gamma)``, and a grid value ``y`` strictly inside ``(0, d_int)``
+``warp`` is then the tuple ``(code, origin, shift)``, with ``code`` :data:`LOG1P` or
+:data:`ASINH`, ``origin = T(lower)`` and ``shift`` the logarithm of the noise's mean
+factor ``E[e^Y]`` (0 for no correction). The clamped value is quantised as
+``rint((T(x) - origin) / gamma)``, and a grid value ``y`` strictly inside ``(0, d_int)``
 maps back to ``T^-1(origin + gamma * y)`` divided by that factor on the data's scale:
 ``expm1(z - shift)`` for ``log1p``, ``sinh(z) * exp(-shift)`` for ``asinh``; the grid's
-end points map to the bounds themselves. The identity keeps the arithmetic above bit for
-bit, in its own branch (the code is the same for every value of a column, so the branch
-is predicted, and the benchmark of ``scripts/bench-compare`` shows no cost).
+end points map to the bounds themselves. Without a transform ``warp`` is ``None``: Numba
+prunes the ``warp is None`` branches when it compiles a kernel for that type, so the
+untransformed kernels are the arithmetic above, bit for bit and as fast as before (a
+kernel is compiled once more, lazily, for a transformed grid).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import numpy as np
 from dpfast._jit import jit_inline
 
 #: The transform codes of a grid's ``warp`` (``dpfast.partitions.grid.TRANSFORM_CODES``).
-IDENTITY = 0
 LOG1P = 1
 ASINH = 2
 
@@ -50,11 +50,10 @@ def quantise(x, lower, upper, gamma, d_int, warp):
     elif x > upper:
         x = upper
         clamped = True
-    code = warp[0]
-    if code == IDENTITY:
+    if warp is None:
         q = np.int64(np.rint((x - lower) / gamma))
     else:
-        q = np.int64(np.rint((forward(x, code) - warp[1]) / gamma))
+        q = np.int64(np.rint((forward(x, warp[0]) - warp[1]) / gamma))
         if q < 0:
             q = np.int64(0)
     if q > d_int:
@@ -80,8 +79,7 @@ def noisy_mean(total, size, noise, d_int):
 @jit_inline
 def grid_value(y, lower, upper, gamma, round_values, d_int, warp):
     """Map grid value ``y`` back to the data's units, rounded if asked, within the domain."""
-    code = warp[0]
-    if code == IDENTITY:
+    if warp is None:
         value = lower + gamma * y
     elif y <= 0:
         value = lower
@@ -89,7 +87,7 @@ def grid_value(y, lower, upper, gamma, round_values, d_int, warp):
         value = upper
     else:
         z = warp[1] + gamma * y
-        if code == LOG1P:
+        if warp[0] == LOG1P:
             value = np.expm1(z - warp[2])
         else:
             value = np.sinh(z) * np.exp(-warp[2])

@@ -224,8 +224,8 @@ def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int, wa
     n_clusters : int
     lower, upper, gamma : float
     d_int : int
-    warp : tuple
-        The grid's transform, ``(code, origin, shift)`` (:mod:`dpfast._kernels.grid`).
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------

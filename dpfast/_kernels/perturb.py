@@ -24,8 +24,8 @@ def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out, 
         Round to integers after the noise (post-processing).
     out : float64[n]
         Receives the released values.
-    warp : tuple
-        The grid's transform, ``(code, origin, shift)`` (:mod:`dpfast._kernels.grid`).
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------

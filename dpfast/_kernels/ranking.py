@@ -97,8 +97,8 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position, war
         Bits reserved for the position in each packed word.
     position : int64[n] or int64[0]
         Output position of each row (a shuffle); empty means the row's own index.
-    warp : tuple
-        The grid's transform, ``(code, origin, shift)`` (:mod:`dpfast._kernels.grid`).
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------
@@ -315,8 +315,8 @@ def noisy_group_values(
     d_int : int
     lower, upper, gamma : float
     round_values : bool
-    warp : tuple
-        The grid's transform, ``(code, origin, shift)`` (:mod:`dpfast._kernels.grid`).
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
     first_group : int
         The first group's number: a task holding some of the groups computes theirs.
 

@@ -108,10 +108,14 @@ class Grid:
         return forward(self.upper, self.transform) - self.origin
 
     @property
-    def warp(self) -> tuple[int, float, float]:
-        """The kernels' ``(code, origin, shift)`` (:mod:`dpfast._kernels.grid`)."""
+    def warp(self) -> tuple[int, float, float] | None:
+        """The kernels' ``(code, origin, shift)``, ``None`` for the identity.
+
+        The kernels are compiled once for ``None`` and once for a tuple, so the identity
+        runs its own specialised code (:mod:`dpfast._kernels.grid`).
+        """
         if self.transform is None:
-            return (_grid_kernels.IDENTITY, self.lower, 0.0)
+            return None
         return (TRANSFORM_CODES[self.transform], self.origin, self.shift)
 
     def corrected(self, shift: float) -> Grid:
