@@ -111,7 +111,8 @@ def ir_dp(
     k : int
         Group size, ``1 <= k <= n_rows``.
     epsilon : float
-        Total privacy budget, split equally over the protected columns.
+        Total privacy budget, split equally over the protected columns (or by
+        ``epsilon_weights``).
     bounds : mapping
         Public ``{column: (lower, upper)}`` for every protected column. Values outside are
         clamped (the report counts them). ``"data"`` derives them from the data: not

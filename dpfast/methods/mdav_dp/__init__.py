@@ -118,7 +118,7 @@ def mdav_dp(
         Minimum cluster size, ``1 <= k <= n_rows``.
     epsilon : float
         Total privacy budget, split equally over the protected columns, numeric and
-        categorical.
+        categorical (or by ``epsilon_weights``).
     bounds : mapping
         Public ``{column: (lower, upper)}`` of the numeric columns; ``"data"`` is not
         private and warns. May be omitted when every protected column is categorical.
