@@ -600,7 +600,9 @@ def floor(data: Path, out: Path, schema: Path, k: int) -> dict[str, float]:
         values = pq.read_table(files, columns=[name]).column(0).to_numpy()
         read = time.perf_counter()
         grid = Grid.for_column(*bounds[name], n_rows, k)
-        keys, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        keys, _ = ranking.quantise_column(
+            values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
+        )
         ranking.radix_sort_packed(keys, 0, max(1, grid.d_int.bit_length()))
         del keys
         sort = time.perf_counter()

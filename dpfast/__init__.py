@@ -29,6 +29,7 @@ from dpfast.exceptions import (
     IndexDroppedWarning,
     NoiseDominatesWarning,
     PrivacyLeakWarning,
+    TransformBiasWarning,
     UnprovenReleaseWarning,
     UnsafeSamplerWarning,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "SeededReleaseOptions",
     "Taxonomy",
     "TaxonomyError",
+    "TransformBiasWarning",
     "UnprovenReleaseWarning",
     "UnsafeSamplerWarning",
     "__version__",

@@ -381,7 +381,7 @@ MAX_SCALE_STEPS = 2**62 - 1
 
 
 def scale_steps(
-    sensitivity: Fraction | int, epsilon: float, *, what: str = "the noise", shares: int = 1
+    sensitivity: Fraction | int, epsilon: float, *, what: str = "the noise", shares: float = 1
 ) -> int:
     """Return the privacy map's smallest integer scale ``t >= sensitivity / epsilon``.
 
@@ -393,11 +393,12 @@ def scale_steps(
     sensitivity : Fraction or int
         L1 sensitivity in grid steps, ``>= 0``.
     epsilon : float
-        The step's budget: one of ``shares`` equal parts of the release's total.
+        The step's budget: its share of the release's total.
     what : str
         What the noise protects, for the error message (e.g. ``"column 'age'"``).
-    shares : int
-        How many equal parts the total budget is split in.
+    shares : float
+        How many of this step's parts make the total budget (``m`` for an equal split in
+        ``m``; ``1 / w`` for a column of weight ``w``).
 
     Raises
     ------

@@ -93,6 +93,17 @@ class NoiseDominatesWarning(UserWarning):
     """
 
 
+class TransformBiasWarning(UserWarning):
+    """A transformed column's noise is too wide for its mapping back to be corrected.
+
+    The noise ``Y`` of a column released with ``transform`` ``"log"`` or ``"asinh"`` is
+    added on the transformed scale; the mapping back divides out its mean factor
+    ``E[e^Y]``, which is infinite once the noise scale reaches 1 there. The release then
+    maps back uncorrected, and its values are biased upwards in size (the report's
+    ``transforms`` parameter and ``warnings`` say so; docs/privacy.md#transforms).
+    """
+
+
 class IndexDroppedWarning(UserWarning):
     """A release in a new row order dropped the input's pandas index (it would show the order).
 

@@ -444,6 +444,48 @@ CASES += [
         spills=False,
     ),
 ]
+# public transforms and shares of ε (docs/privacy.md#transforms, #weights): every engine
+# quantises through the grid's transform, and the mapping back is the method's
+_TRANSFORMED = {
+    "bounds": BOUNDS,
+    "transforms": {"age": "log", "share": "asinh", "tiny": "log"},
+    "epsilon_weights": {"age": 1.0, "share": 2.0, "tiny": 5.0},
+    "seed": SEED,
+}
+CASES += [
+    Case(
+        "ir_dp-transforms",
+        dpfast.ir_dp,
+        ("age", "share", "tiny"),
+        {"k": K, "epsilon": 4.0, **_TRANSFORMED},
+        keeps_order=False,
+    ),
+    Case(
+        "ir_dp-records-transforms",
+        dpfast.ir_dp,
+        ("age", "share", "tiny"),
+        {"k": K, "epsilon": 4.0, "linkage": "records", "shuffle": False, **_TRANSFORMED},
+        keeps_order=True,
+        warning=UnprovenReleaseWarning,
+    ),
+    Case(
+        "laplace_dp-transforms",
+        dpfast.laplace_dp,
+        ("age", "share", "tiny"),
+        {"epsilon": 30.0, **_TRANSFORMED},
+        keeps_order=True,
+        spills=False,
+    ),
+    Case(
+        "mdav_dp-transforms",
+        dpfast.mdav_dp,
+        ("age", "share", "tiny"),
+        {"k": 25, "epsilon": 200.0, **_TRANSFORMED},
+        keeps_order=False,
+        tiny_memory=150_000,
+        spills=False,
+    ),
+]
 # a method written in the tests alone (tests/toy_method.py): one case here is all it takes
 # to run it on every engine
 CASES.append(

@@ -412,7 +412,7 @@ def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_eng
             g = grids[j]
             values = frame[name].to_numpy(np.float64)
             sums, _, clamped = kernels.cluster_grid_sums(
-                values, labels, count, g.lower, g.upper, g.gamma, g.d_int
+                values, labels, count, g.lower, g.upper, g.gamma, g.d_int, g.warp
             )
             np.testing.assert_array_equal(totals.sums[j], sums)
             assert totals.clamped[j] == clamped

@@ -152,8 +152,9 @@ def test_quantise_flagged_is_quantise_column_with_the_clamped_flag_in_the_low_bi
     values = np.r_[rng.uniform(-20, 120, 5000), 0.0, 100.0, -0.0, 1e300, -1e300]
     lower, upper, gamma = 0.0, 100.0, 2.0**-10
     d_int = round((upper - lower) / gamma)
-    flagged = ranking.quantise_flagged(values, lower, upper, gamma, d_int)
-    q, clamped = ranking.quantise_column(values, lower, upper, gamma, d_int)
+    warp = None  # no transform
+    flagged = ranking.quantise_flagged(values, lower, upper, gamma, d_int, warp)
+    q, clamped = ranking.quantise_column(values, lower, upper, gamma, d_int, warp)
     np.testing.assert_array_equal(flagged >> np.uint64(1), q)
     outside = (values < lower) | (values > upper)  # the reference: clamped into the domain
     np.testing.assert_array_equal((flagged & np.uint64(1)).astype(bool), outside)

@@ -87,7 +87,7 @@ def test_radix_sort_is_a_stable_argsort(n_records, distribution):
     }[distribution]()
     grid = Grid.for_column(0.0, 49.0, n_records, 1)
     packed, clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, EMPTY
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, EMPTY, grid.warp
     )
     assert clamped == 0
     ordered = ranking.radix_sort_packed(packed, grid.index_bits, grid.d_int.bit_length())

@@ -316,6 +316,73 @@ def test_column_description_must_be_text() -> None:
     )
 
 
+# -- transforms and epsilon weights (docs/schema.md) -------------------------------------------
+
+
+def test_transforms_and_weights_parse_round_trip_and_default_to_none() -> None:
+    schema = Schema.from_dict(
+        columns(
+            revenue={"type": "float", "bounds": [0, 1e7], "transform": "log", "epsilon_weight": 3},
+            profit={"type": "float", "bounds": [-1e6, 1e6], "transform": "asinh"},
+            age={"type": "integer", "bounds": [17, 90]},
+            job={"type": "categorical", "taxonomy": ["a", "b"], "epsilon_weight": 0.5},
+        )
+    )
+    assert schema.transforms() == {"revenue": "log", "profit": "asinh"}
+    assert schema["age"].transform is None and schema["age"].epsilon_weight is None
+    assert schema.epsilon_weights(["revenue", "age", "job"]) == {
+        "revenue": 3.0,
+        "age": 1.0,
+        "job": 0.5,
+    }
+    assert schema.epsilon_weights(["profit", "age"]) is None  # no weight among them
+    again = Schema.from_dict(schema.to_dict())
+    assert list(again) == list(schema)
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        (
+            {"type": "float", "bounds": [-1, 1], "transform": "log"},
+            r'column \'x\': "transform": "log" \(log1p\) needs values >= 0, but the lower '
+            r'bound is -1.0; use "asinh"',
+        ),
+        (
+            {"type": "float", "bounds": [0, 1], "transform": "sqrt"},
+            r'column \'x\': "transform" must be "log" .* got \'sqrt\'$',
+        ),
+        (
+            {"type": "float", "bounds": [0, 1], "transform": "Log"},
+            r"did you mean 'log'\?$",
+        ),
+        ({"type": "float", "bounds": [0, 1], "transform": 1}, r"got a number$"),
+        (
+            {"type": "categorical", "transform": "log"},
+            r"column 'x' is a protected categorical, but only protected integer and float "
+            'columns take a "transform"',
+        ),
+        (
+            {"type": "float", "protect": False, "transform": "log"},
+            r"column 'x' is not protected, but only protected integer and float",
+        ),
+        (
+            {"type": "float", "bounds": [0, 1], "epsilon_weight": 0},
+            r'"epsilon_weight" must be a finite number > 0, got 0; .* "protect": false',
+        ),
+        ({"type": "float", "bounds": [0, 1], "epsilon_weight": -1}, r"got -1;"),
+        ({"type": "float", "bounds": [0, 1], "epsilon_weight": True}, r"got a boolean$"),
+        ({"type": "float", "bounds": [0, 1], "epsilon_weight": "2"}, r"got a string$"),
+        (
+            {"type": "string", "protect": False, "epsilon_weight": 2},
+            r"column 'x' is not protected, but only protected columns take an",
+        ),
+    ],
+)
+def test_bad_transforms_and_weights_are_refused(entry: dict[str, Any], match: str) -> None:
+    one_line_error(columns(x=entry), match)
+
+
 def test_duplicate_names_in_constructor() -> None:
     spec = ColumnSpec("a", "string", None, False, None)
     with pytest.raises(ValueError, match="declared twice"):

@@ -213,7 +213,7 @@ def take_in_order(orders, sequence, k):
 
 
 @jit
-def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):
+def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int, warp):
     """Clamp and quantise a column to its grid; exact integer sums per cluster.
 
     Parameters
@@ -224,6 +224,8 @@ def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):
     n_clusters : int
     lower, upper, gamma : float
     d_int : int
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------
@@ -237,7 +239,7 @@ def cluster_grid_sums(values, labels, n_clusters, lower, upper, gamma, d_int):
     sizes = np.zeros(n_clusters, dtype=np.int64)
     n_clamped = 0
     for i in range(values.shape[0]):
-        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int, warp)
         n_clamped += clamped
         sums[labels[i]] += q
         sizes[labels[i]] += 1
@@ -277,15 +279,21 @@ def broadcast_clusters(
     round_values,
     destination,
     out,
+    d_int,
+    warp,
 ):
     """Write ``lower + gamma * cluster_values[label]`` of each row to ``out[destination[row]]``.
 
-    ``destination`` empty means the input order; ``round_values`` rounds to integers. O(n).
+    ``destination`` empty means the input order; ``round_values`` rounds to integers;
+    ``d_int`` and ``warp`` are the grid's width and transform (a transformed grid maps
+    its values back through the transform, :mod:`dpfast._kernels.grid`). O(n).
     """
     n = labels.shape[0]
     shuffled = destination.shape[0] == n
     for row in range(n):
-        value = grid_value(cluster_values[labels[row]], lower, upper, gamma, round_values)
+        value = grid_value(
+            cluster_values[labels[row]], lower, upper, gamma, round_values, d_int, warp
+        )
         if shuffled:
             out[destination[row]] = value
         else:

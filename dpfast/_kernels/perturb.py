@@ -7,7 +7,7 @@ from dpfast._kernels.grid import grid_value, quantise
 
 
 @jit
-def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):
+def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out, warp):
     """Clamp, quantise, add one noise draw per cell, clamp again and map back.
 
     Parameters
@@ -24,6 +24,8 @@ def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):
         Round to integers after the noise (post-processing).
     out : float64[n]
         Receives the released values.
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------
@@ -36,8 +38,8 @@ def laplace_cells(values, lower, upper, gamma, d_int, noise, round_values, out):
     n = values.shape[0]
     n_clamped = 0
     for i in range(n):
-        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int, warp)
         n_clamped += clamped
         y = min(max(q + noise[i], 0), d_int)
-        out[i] = grid_value(y, lower, upper, gamma, round_values)
+        out[i] = grid_value(y, lower, upper, gamma, round_values, d_int, warp)
     return n_clamped

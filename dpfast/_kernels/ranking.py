@@ -31,23 +31,24 @@ _RADIX = 1 << RADIX_BITS
 
 
 @jit
-def quantise_column(values, lower, upper, gamma, d_int):
+def quantise_column(values, lower, upper, gamma, d_int, warp):
     """Clamp and quantise a column: ``(q as uint64[n], number of values clamped)``.
 
-    ``values`` may have any stride and is never written. Complexity O(n).
+    ``values`` may have any stride and is never written; ``warp`` is the grid's transform
+    (:mod:`dpfast._kernels.grid`). Complexity O(n).
     """
     n = values.shape[0]
     out = np.empty(n, dtype=np.uint64)
     n_clamped = 0
     for i in range(n):
-        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int, warp)
         n_clamped += clamped
         out[i] = np.uint64(q)
     return out, n_clamped
 
 
 @jit
-def quantise_flagged(values, lower, upper, gamma, d_int):
+def quantise_flagged(values, lower, upper, gamma, d_int, warp):
     """Clamp and quantise a column into ``q << 1 | clamped`` words (``uint64[n]``).
 
     The low bit says whether the value was clamped into the domain, so that a sort of the
@@ -57,7 +58,7 @@ def quantise_flagged(values, lower, upper, gamma, d_int):
     n = values.shape[0]
     out = np.empty(n, dtype=np.uint64)
     for i in range(n):
-        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int, warp)
         out[i] = (np.uint64(q) << np.uint64(1)) | np.uint64(clamped)
     return out
 
@@ -79,7 +80,7 @@ def drop_flags(words):
 
 
 @jit
-def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
+def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position, warp):
     """Clamp, quantise and pack a column with its rows' output positions.
 
     Parameters
@@ -96,6 +97,8 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
         Bits reserved for the position in each packed word.
     position : int64[n] or int64[0]
         Output position of each row (a shuffle); empty means the row's own index.
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
 
     Returns
     -------
@@ -114,7 +117,7 @@ def pack_quantised(values, lower, upper, gamma, d_int, index_bits, position):
     shuffled = position.shape[0] == n
     n_clamped = 0
     for i in range(n):
-        q, clamped = quantise(values[i], lower, upper, gamma, d_int)
+        q, clamped = quantise(values[i], lower, upper, gamma, d_int, warp)
         n_clamped += clamped
         slot = position[i] if shuffled else i
         packed[i] = (np.uint64(q) << shift) | np.uint64(slot)
@@ -290,12 +293,15 @@ def add_group_sums(sorted_words, shift, first_rank, k, sums):
 
 
 @jit
-def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_values, first_group=0):
+def noisy_group_values(
+    sums, n, k, noise, d_int, lower, upper, gamma, round_values, warp, first_group=0
+):
     """Return groups' released values from their exact sums and their noise draws.
 
     The mean rounded to the grid (half to even), plus the group's draw, clamped to
-    ``[0, d_int]``, mapped to ``lower + gamma * value`` (rounded to an integer for integer
-    columns, then clamped to ``[lower, upper]``).
+    ``[0, d_int]``, mapped to ``lower + gamma * value`` (or back through the grid's
+    transform ``warp``; rounded to an integer for integer columns, then clamped to
+    ``[lower, upper]``).
 
     Parameters
     ----------
@@ -309,6 +315,8 @@ def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_valu
     d_int : int
     lower, upper, gamma : float
     round_values : bool
+    warp : tuple or None
+        The grid's transform, ``(code, origin, shift)``, or ``None`` (:mod:`dpfast._kernels.grid`).
     first_group : int
         The first group's number: a task holding some of the groups computes theirs.
 
@@ -322,9 +330,8 @@ def noisy_group_values(sums, n, k, noise, d_int, lower, upper, gamma, round_valu
     for i in range(m):
         g = first_group + i
         size = n - g * k if g == last else k
-        out[i] = grid_value(
-            noisy_mean(sums[i], size, noise[i], d_int), lower, upper, gamma, round_values
-        )
+        y = noisy_mean(sums[i], size, noise[i], d_int)
+        out[i] = grid_value(y, lower, upper, gamma, round_values, d_int, warp)
     return out
 
 

@@ -73,6 +73,20 @@ from dpfast._release.options import (
     options_class,
     release_options,
 )
+from dpfast._release.shares import (
+    budget_parts,
+    check_epsilon_weights,
+    epsilon_shares,
+    weight_parameters,
+    weights_option,
+)
+from dpfast._release.transforms import (
+    check_transforms,
+    noise_grid,
+    transform_notes,
+    transform_parameters,
+    warn_uncorrected,
+)
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
 from dpfast.engines.base import Engine
@@ -123,7 +137,10 @@ __all__ = [
     "bounds_note",
     "bounds_parameters",
     "bounds_share",
+    "budget_parts",
+    "check_epsilon_weights",
     "check_taxonomies",
+    "check_transforms",
     "check_unprotected",
     "check_width",
     "choice_entry",
@@ -132,11 +149,13 @@ __all__ = [
     "cli_spelling",
     "column_names",
     "column_threads",
+    "epsilon_shares",
     "fit_domains",
     "grid_noise_entry",
     "inverse_permutation",
     "keep_numerator",
     "method_call",
+    "noise_grid",
     "noise_source",
     "not_dp_guarantee",
     "numeric_forecast",
@@ -151,8 +170,13 @@ __all__ = [
     "release_options",
     "split_bounds",
     "taxonomy_parameters",
+    "transform_notes",
+    "transform_parameters",
     "unprotected_guarantee",
     "unprotected_note",
     "value_range",
+    "warn_uncorrected",
     "warn_unproven",
+    "weight_parameters",
+    "weights_option",
 ]

@@ -61,8 +61,16 @@ def grid_noise_entry(
     ``sensitivity`` and ``steps`` (the scale) are in grid steps; the entry states them in
     the data's units, with the grid step, the scale in steps and whether the released
     values are rounded to integers after the noise (the column's declared type) among the
-    details.
+    details. A transformed grid's steps are on the transformed scale, and so are the
+    entry's sensitivity and scale: the details name the transform.
     """
+    if grid.transform is not None:
+        function = "log1p" if grid.transform == "log" else "asinh"
+        details = {
+            **details,
+            "transform": grid.transform,
+            "units": f"sensitivity and noise_scale are on the {function} scale of the data",
+        }
     return LedgerEntry(
         step=step,
         columns=(str(column.name),),

@@ -116,9 +116,11 @@ class ColumnForecast:
         The ledger entry's noise scale, in the data's units (the exponential mechanism's
         for a categorical column, a replacement probability for randomized response).
     noise_sd : float or None
-        The numeric noise's standard deviation, in the data's units.
+        The numeric noise's standard deviation, in the data's units (on the transformed
+        scale for a column with a transform, as the noise scale).
     width : float or None
-        The public width ``upper - lower``.
+        The public width ``upper - lower`` (``T(upper) - T(lower)`` for a column with a
+        transform ``T``).
     on_bound : float or None
         The forecast share of released values on a bound if the values before the noise
         were spread evenly over the bounds (docs/forecast.md); ``None`` where nothing is
@@ -166,7 +168,7 @@ def numeric_forecast(
         epsilon=entry.epsilon,
         noise_scale=entry.noise_scale,
         noise_sd=noise.discrete_laplace_sd(steps) * grid.gamma,
-        width=grid.upper - grid.lower,
+        width=grid.width,  # on the transformed scale for a transformed column
         on_bound=noise.on_bound_share(steps, grid.d_int, low, high),
         released=released,
     )
@@ -174,10 +176,7 @@ def numeric_forecast(
 
 def _released(grid: Grid, integer: bool, y: int) -> float:
     """Return the value grid value ``y`` is released as (the kernels' ``grid_value``)."""
-    value = grid.lower + grid.gamma * y
-    if integer:
-        value = float(round(value))  # half to even, as np.rint
-    return min(max(value, grid.lower), grid.upper)
+    return grid.value(y, integer)
 
 
 def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:

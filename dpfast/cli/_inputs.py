@@ -230,7 +230,8 @@ def protected_arguments(
 
     ``columns`` (:func:`selected`), their public ``bounds`` (a :class:`~dpfast.DPBounds`
     where the schema declares ``"dp_bounds"``) and, if ``categorical``, their
-    ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``.
+    ``taxonomies``; ``epsilon``, ``unprotected`` and ``seed``; and where the schema gives
+    them, the columns' ``epsilon_weights`` and ``transforms``.
     """
     columns = selected(args, schema, categorical=categorical)
     bounds = {**schema.bounds(), **schema.dp_bounds()}  # "dp_bounds": chosen with DP within
@@ -243,6 +244,12 @@ def protected_arguments(
     }
     if categorical:
         arguments["taxonomies"] = schema_taxonomies(schema, columns)
+    weights = schema.epsilon_weights(columns)
+    if weights is not None:
+        arguments["epsilon_weights"] = weights
+    transforms = {c: t for c, t in schema.transforms().items() if c in columns}
+    if transforms:
+        arguments["transforms"] = transforms
     return arguments
 
 

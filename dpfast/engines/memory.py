@@ -172,7 +172,7 @@ class MemoryEngine(Engine):
 
     def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
         quantised, clamped = ranking.quantise_column(
-            column.values, grid.lower, grid.upper, grid.gamma, grid.d_int
+            column.values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
         )
         if self.track:
             self._ranks[column.name] = np.argsort(quantised, kind="stable").astype(np.int64)
@@ -238,6 +238,7 @@ class MemoryEngine(Engine):
             grid.d_int,
             grid.index_bits,
             empty if destination is None else destination,
+            grid.warp,
         )
         key_bits = max(1, grid.d_int.bit_length())
         packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
@@ -306,7 +307,14 @@ class MemoryEngine(Engine):
         sums, clamped = [], []
         for column, grid in zip(numeric, grids, strict=True):
             found, _, outside = cluster_kernels.cluster_grid_sums(
-                column.values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int
+                column.values,
+                labels,
+                count,
+                grid.lower,
+                grid.upper,
+                grid.gamma,
+                grid.d_int,
+                grid.warp,
             )
             sums.append(found)
             clamped.append(int(outside))

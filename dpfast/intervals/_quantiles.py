@@ -181,6 +181,8 @@ def lattice_quantile(weights: Weights, alpha: float, level: float) -> int | None
     weights = tuple((w, c) for w, c in weights if c > 0)
     if alpha == 0:
         return 0
+    if alpha >= 1.0:  # a scale of more than about 2**53 steps: far too wide for the FFT
+        return None
     spread = math.sqrt(2 * alpha * sum(c * w * w for w, c in weights)) / -math.expm1(
         math.log(alpha)
     )

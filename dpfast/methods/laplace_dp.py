@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,15 +24,24 @@ from dpfast._release import (
     bounds_note,
     bounds_parameters,
     bounds_share,
+    budget_parts,
+    check_epsilon_weights,
+    check_transforms,
     check_unprotected,
     choose_bounds,
+    epsilon_shares,
     fit_domains,
     grid_noise_entry,
+    noise_grid,
     noise_source,
     numeric_forecast,
     open_run,
     protected_specs,
     split_bounds,
+    transform_notes,
+    transform_parameters,
+    warn_uncorrected,
+    weight_parameters,
 )
 from dpfast._validation import (
     check_bounds,
@@ -50,6 +60,8 @@ from dpfast.accounting import (
 )
 from dpfast.partitions.grid import Grid
 
+Transform = Literal["log", "asinh"]
+
 
 def laplace_dp(
     data: Any,
@@ -58,6 +70,8 @@ def laplace_dp(
     bounds: Mapping[Hashable, tuple[float, float] | DPBounds] | str,
     columns: Sequence[Hashable] | None = None,
     unprotected: UnprotectedPolicy = "drop",
+    epsilon_weights: Mapping[Hashable, float] | None = None,
+    transforms: Mapping[Hashable, Transform] | None = None,
     **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Plain per-cell Laplace noise: the baseline of Sánchez et al. (2016).
@@ -92,6 +106,15 @@ def laplace_dp(
         guarantee becomes ``"protected_only"``: ε-DP for a change of one record's protected
         values (each row's noise is independent of the other rows, so keeping them in
         place shows nothing more).
+    epsilon_weights : mapping, optional
+        Public ``{column: weight}`` for every protected column: column ``j`` spends
+        ``w_j / Σ w · ε`` with scale ``Δ_j / ε_j`` (docs/privacy.md#weights). Default: an
+        equal split.
+    transforms : mapping, optional
+        Public ``{column: "log" | "asinh"}``: each cell is noised on the ``log1p`` (lower
+        bound ``>= 0``) or ``asinh`` scale, with sensitivity ``T(U) - T(L)``, and mapped
+        back corrected for the noise's mean, as in :func:`ir_dp`
+        (docs/privacy.md#transforms).
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
         ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
@@ -101,7 +124,7 @@ def laplace_dp(
     Returns
     -------
     Release
-        The ledger has one entry per column, ``ε / m`` each.
+        The ledger has one entry per column, ``ε / m`` each (or by ``epsilon_weights``).
 
     Raises
     ------
@@ -123,8 +146,10 @@ def laplace_dp(
             seed = check_seed(run.seed)
             run.policy = check_unprotected(unprotected)
             protected, notes = fit_domains(protected, domains)
-            plan = _plans(protected, domains, epsilon, run.n_rows, specs)
+            split = _split(protected, domains, epsilon_weights, transforms)
+            plan = _plans(protected, domains, epsilon, run.n_rows, specs, split)
             run.expect(_forecast(epsilon, run.n_rows, protected, plan))  # before any ε is reserved
+            warn_uncorrected(run.alerts, _grids(protected, plan), k=False)
             run.reserve(epsilon, [c.name for c in protected])
         ledger = plan.ledger(epsilon)  # every column's spend reserved before any draw
         source = noise_source(seed)
@@ -144,8 +169,10 @@ def laplace_dp(
                 run.tick("noise", i + 1, len(protected))
         return run.finish(
             source=source,
-            parameters=_parameters(epsilon, domains, derived, specs),
-            guarantee=_guarantee(epsilon, protected, derived, plan.bounds),
+            parameters=_parameters(
+                epsilon, domains, derived, specs, split, _grids(protected, plan)
+            ),
+            guarantee=_guarantee(epsilon, protected, derived, plan.bounds, split.weights),
             ledger=ledger,
             seed=seed,
             sampler=noise.SAMPLER_NAME,
@@ -171,7 +198,7 @@ def _with_dp_bounds(
         chosen = choose_bounds(run.engine, "laplace_dp", protected, plan.specs, plan.bounds, source)
     domains = {**domains, **chosen}
     protected, _ = fit_domains(protected, domains)  # their types hold the outer ranges
-    plan = _plans(protected, domains, epsilon, run.n_rows, plan.specs)
+    plan = _plans(protected, domains, epsilon, run.n_rows, plan.specs, plan.split)
     ledger = Ledger(epsilon)
     for entry in plan.bounds.values():  # drawn above, with the same epsilon
         ledger.spend(entry)
@@ -207,6 +234,7 @@ class _Plans:
     columns: list[tuple[Grid, int, LedgerEntry]]
     specs: dict[Hashable, DPBounds] = field(default_factory=dict)
     bounds: dict[Hashable, LedgerEntry] = field(default_factory=dict)  # chosen with DP
+    split: _Split = field(default_factory=lambda: _Split(None, {}))  # weights, transforms
 
     def ledger(self, epsilon: float) -> Ledger:
         """Return a ledger of ``epsilon`` with every entry planned, the bounds' first."""
@@ -216,25 +244,56 @@ class _Plans:
         return ledger
 
 
+@dataclass(frozen=True)
+class _Split:
+    """The public remedies: each column's weight (``None``: equal) and transform."""
+
+    weights: dict[Hashable, Fraction] | None
+    transforms: dict[Hashable, str]
+
+
+def _split(
+    protected: Sequence[NumericColumn],
+    domains: Mapping[Hashable, tuple[float, float]],
+    epsilon_weights: Any,
+    transforms: Any,
+) -> _Split:
+    """Check ``epsilon_weights`` and ``transforms`` against the protected columns."""
+    weights = check_epsilon_weights(epsilon_weights, [c.name for c in protected])
+    return _Split(weights, check_transforms(transforms, protected, [], domains))
+
+
 def _plans(
     protected: Sequence[NumericColumn],
     domains: Mapping[Hashable, tuple[float, float]],
     epsilon: float,
     n_records: int,
     specs: Mapping[Hashable, DPBounds],
+    split: _Split,
 ) -> _Plans:
     """Every protected column's grid, scale in steps and ledger entry (:func:`_plan`).
 
-    A column in ``specs`` gives its bounds' part of its share ``ε / m`` to their entry.
+    Each column's share of ε is its weight's (``split``), or the equal one; a column in
+    ``specs`` gives its bounds' part of that share to their entry.
     """
-    m = len(protected)
-    plans = _Plans([], dict(specs))
+    names = [c.name for c in protected]
+    shares = epsilon_shares(epsilon, names, split.weights)
+    plans = _Plans([], dict(specs), split=split)
     for column in protected:
-        share, bounds = bounds_share(specs, column, epsilon / m)
+        share, bounds = bounds_share(specs, column, shares[column.name])
         if bounds is not None:
             plans.bounds[column.name] = bounds
-        plans.columns.append(_plan(column, domains[column.name], share, m, n_records))
+        parts = budget_parts(column.name, names, split.weights)
+        transform = split.transforms.get(column.name)
+        plans.columns.append(
+            _plan(column, domains[column.name], share, parts, n_records, transform)
+        )
     return plans
+
+
+def _grids(protected: Sequence[NumericColumn], plans: _Plans) -> dict[Hashable, tuple[Grid, int]]:
+    columns = zip(protected, plans.columns, strict=True)
+    return {c.name: (grid, steps) for c, (grid, steps, _) in columns}
 
 
 def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -247,7 +306,8 @@ def laplace_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forec
     epsilon, protected, domains, _, specs = _validate(
         table, a["epsilon"], a["bounds"], a["columns"], a["seed"]
     )
-    plans = _plans(protected, domains, epsilon, table.n_rows, specs)
+    split = _split(protected, domains, a["epsilon_weights"], a["transforms"])
+    plans = _plans(protected, domains, epsilon, table.n_rows, specs, split)
     return _forecast(epsilon, table.n_rows, protected, plans)
 
 
@@ -263,7 +323,8 @@ def _forecast(
         "every cell gets its own noise draw and is clamped to its column's bounds; no k: "
         "only fewer protected columns or a larger epsilon lower the noise"
     )
-    return Forecast("laplace_dp", epsilon, n, columns, notes=(note, *bounds_note(plans.specs)))
+    notes = (note, *transform_notes(_grids(protected, plans), k=False), *bounds_note(plans.specs))
+    return Forecast("laplace_dp", epsilon, n, columns, notes=notes)
 
 
 _CELL = "every cell, clamped to the bounds"
@@ -302,23 +363,32 @@ def _parameters(
     domains: Mapping[Hashable, tuple[float, float]],
     derived: bool,
     specs: Mapping[Hashable, DPBounds],
+    split: _Split,
+    grids: Mapping[Hashable, tuple[Grid, int]],
 ) -> dict[str, Any]:
     return {
         "epsilon": epsilon,
         "bounds": {str(c): list(b) for c, b in domains.items()},
         "bounds_from_data": derived,
-        "budget_split": "equal over protected columns",
+        **weight_parameters(split.weights),
+        **transform_parameters(grids),
         **bounds_parameters(specs, domains),
     }
 
 
 def _plan(
-    column: NumericColumn, domain: tuple[float, float], share: float, m: int, n_records: int
+    column: NumericColumn,
+    domain: tuple[float, float],
+    share: float,
+    parts: float,
+    n_records: int,
+    transform: str | None,
 ) -> tuple[Grid, int, LedgerEntry]:
-    """Return a column's grid, scale and entry: its noise spends ``share`` (of ``m`` columns')."""
+    """One column's grid, scale and entry: ``share`` of ε, ``parts`` of them the total."""
     lower, upper = domain
-    grid = Grid.for_column(lower, upper, n_records)
-    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
+    grid = Grid.for_column(lower, upper, n_records, transform=transform)
+    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=parts)
+    grid = noise_grid(grid, steps)  # the mapping back of a transformed column
     entry = grid_noise_entry(
         column,
         step="cell noise",
@@ -327,7 +397,7 @@ def _plan(
         grid=grid,
         sensitivity=grid.d_int,
         steps=steps,
-        details={"nominal_sensitivity": upper - lower},
+        details={"nominal_sensitivity": grid.width},
     )
     return grid, steps, entry
 
@@ -353,8 +423,9 @@ def laplace_column(
         Inputs that lay outside the domain.
     """
     out = np.empty(values.shape[0], dtype=np.float64)
+    g = grid
     n_clamped = perturb.laplace_cells(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, draws, round_values, out
+        values, g.lower, g.upper, g.gamma, g.d_int, draws, round_values, out, g.warp
     )
     return out, int(n_clamped)
 
@@ -364,6 +435,7 @@ def _guarantee(
     protected: Sequence[NumericColumn],
     derived: bool,
     bounds: Mapping[Hashable, LedgerEntry],
+    weights: Mapping[Hashable, Fraction] | None,
 ) -> tuple[str, GuaranteeLevel]:
     if derived:
         return (
@@ -371,9 +443,14 @@ def _guarantee(
             "none",
         )
     m = len(protected)
+    each = (
+        f"{epsilon / m:g} each"
+        if weights is None
+        else "their shares by the public epsilon_weights (the ledger lists each)"
+    )
     text = (
         f"{epsilon:g}-differential privacy (bounded DP: neighbouring tables differ in one "
         f"record's values) for columns {names([c.name for c in protected])}: each record's "
-        f"{m} cell(s) get independent noise spending {epsilon / m:g} each."
+        f"{m} cell(s) get independent noise spending {each}."
     )
     return bounds_guarantee(text, bounds), "proven"

@@ -55,7 +55,7 @@ from dpfast.noise._quantile import (
     quantile_quality,
 )
 from dpfast.noise._source import NoiseSource
-from dpfast.noise._tails import discrete_laplace_sd, on_bound_share
+from dpfast.noise._tails import discrete_laplace_sd, log_mean_exp, on_bound_share
 from dpfast.noise._uniform import (
     bernoulli_rational,
     permutation,
@@ -108,6 +108,7 @@ __all__ = [
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",
     "exponential_quantile",
+    "log_mean_exp",
     "on_bound_share",
     "permutation",
     "permutation_bucket_bits",

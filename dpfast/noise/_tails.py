@@ -116,3 +116,49 @@ def on_bound_share(scale: float, width: int, low: int | None = 0, high: int | No
         return 1.0  # every grid value is released as one bound or the other
     count = sum(_below(t, d, a) for a in ends if a is not None)
     return min(1.0, max(0.0, count / (d + 1)))
+
+
+def log_mean_exp(scale: float, step: float) -> float:
+    """Return ``log E[exp(step * Y)]`` for discrete Laplace ``Y`` of scale ``t`` (grid steps).
+
+    The noise of a transformed column is ``step * Y`` on its transformed scale
+    (docs/privacy.md#transforms); ``E[exp(step * Y)]`` is the factor by which it inflates
+    the mean of ``exp`` of the value, and (``Y`` being symmetric) also ``E[cosh(step *
+    Y)]``. With ``r = exp(-1 / t)``, summing the two geometric tails gives::
+
+        E[exp(step * Y)] = (1 - r)**2 / ((1 - r e**step) (1 - r e**-step))
+                         = 1 / (1 - 4 r sinh(step / 2)**2 / (1 - r)**2)
+
+    finite while ``r e**step < 1``, that is while the scale ``b = t * step`` is below 1 on
+    the transformed scale; it tends to the continuous Laplace's ``1 / (1 - b**2)`` as the
+    grid gets finer.
+
+    Parameters
+    ----------
+    scale : float
+        ``t >= 0``, in grid steps (``0``: no noise).
+    step : float
+        The grid step ``> 0`` on the transformed scale.
+
+    Returns
+    -------
+    float
+        ``>= 0``; ``inf`` where the mean is infinite (``b >= 1``).
+
+    Examples
+    --------
+    >>> round(log_mean_exp(2**20, 2**-22), 6) == round(-math.log1p(-0.25**2), 6)  # b = 1/4
+    True
+    >>> log_mean_exp(2**22, 2**-22), log_mean_exp(0, 1.0)  # b = 1; no noise
+    (inf, 0.0)
+    """
+    t = _check_scale(scale)
+    if not (math.isfinite(step) and step > 0):
+        raise DPFastValueError(f"step must be a finite number > 0, got {step!r}")
+    if t == 0:
+        return 0.0
+    one_minus_r = -math.expm1(-1.0 / t)
+    ratio = 4.0 * math.exp(-1.0 / t) * math.sinh(step / 2.0) ** 2 / one_minus_r**2
+    if not ratio < 1.0:
+        return math.inf
+    return -math.log1p(-ratio)

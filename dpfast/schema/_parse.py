@@ -17,6 +17,8 @@ from dpfast.schema._dp_bounds import DPBounds
 #: The column types a schema may declare.
 COLUMN_TYPES: tuple[str, ...] = ("integer", "float", "categorical", "string")
 _NUMERIC = ("integer", "float")
+#: The public monotone transforms a protected numeric column may take (docs/schema.md).
+TRANSFORMS: tuple[str, ...] = ("log", "asinh")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,12 @@ class ColumnSpec:
     dp_bounds : DPBounds or None
         A protected numeric column's clamping bounds chosen with DP within ``bounds``
         (its public outer range), from the column's ``"dp_bounds"`` (docs/schema.md).
+    transform : {"log", "asinh"} or None
+        A protected numeric column's public monotone transform (the ``transforms=`` of
+        ``ir_dp``, ``laplace_dp`` and ``mdav_dp``; docs/privacy.md#transforms).
+    epsilon_weight : float or None
+        A protected column's public weight in the split of ε (``epsilon_weights=``;
+        docs/privacy.md#weights); a column without one weighs 1 when another has one.
     """
 
     name: str
@@ -58,6 +66,8 @@ class ColumnSpec:
     description: str | None = None
     from_data: tuple[str, ...] = ()
     dp_bounds: DPBounds | None = None
+    transform: str | None = None
+    epsilon_weight: float | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -66,7 +76,17 @@ class ColumnSpec:
 
 
 _TOP_KEYS = ("version", "description", "columns")
-_COLUMN_KEYS = ("type", "bounds", "protect", "taxonomy", "description", "from_data", "dp_bounds")
+_COLUMN_KEYS = (
+    "type",
+    "bounds",
+    "protect",
+    "taxonomy",
+    "description",
+    "from_data",
+    "dp_bounds",
+    "transform",
+    "epsilon_weight",
+)
 #: The keys of a column's ``"dp_bounds"`` (the fields of :class:`DPBounds` but ``outer``).
 _DP_BOUNDS_KEYS = ("upper_quantile", "lower_quantile", "epsilon_share")
 
@@ -217,7 +237,65 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
             f'{col}: "from_data" names {missing}, which the column does not have'
         )
     dp_bounds = _column_dp_bounds(entry, kind, protect, bounds, col)
-    return ColumnSpec(name, kind, bounds, protect, taxonomy, description, from_data, dp_bounds)
+    transform = _parse_transform(entry, kind, protect, bounds, col)
+    weight = _parse_weight(entry, protect, col)
+    return ColumnSpec(
+        name, kind, bounds, protect, taxonomy, description, from_data, dp_bounds, transform,
+        weight,
+    )  # fmt: skip
+
+
+def _parse_transform(
+    entry: Mapping[str, Any],
+    kind: str,
+    protect: bool,
+    bounds: tuple[float, float] | None,
+    col: str,
+) -> str | None:
+    """Return a protected numeric column's ``"transform"``, or ``None`` without one."""
+    if "transform" not in entry:
+        return None
+    raw = entry["transform"]
+    if kind not in _NUMERIC or not protect:
+        raise DPFastValueError(
+            f"{col} is {'a protected ' + kind if protect else 'not protected'}, but only "
+            'protected integer and float columns take a "transform"; remove it'
+        )
+    if not isinstance(raw, str) or raw not in TRANSFORMS:
+        hint = did_you_mean(raw, TRANSFORMS) if isinstance(raw, str) else ""
+        shown = repr(raw) if isinstance(raw, str) else _json_type(raw)
+        raise DPFastValueError(
+            f'{col}: "transform" must be "log" (log1p, for values >= 0) or "asinh" (for '
+            f"signed values), got {shown}; {hint}".rstrip("; ")
+        )
+    if raw == "log" and bounds is not None and bounds[0] < 0:
+        raise DPFastValueError(
+            f'{col}: "transform": "log" (log1p) needs values >= 0, but the lower bound is '
+            f'{bounds[0]}; use "asinh" for a column with negative values'
+        )
+    return raw
+
+
+def _parse_weight(entry: Mapping[str, Any], protect: bool, col: str) -> float | None:
+    """Return a protected column's ``"epsilon_weight"``, or ``None`` without one."""
+    if "epsilon_weight" not in entry:
+        return None
+    raw = entry["epsilon_weight"]
+    if not protect:
+        raise DPFastValueError(
+            f'{col} is not protected, but only protected columns take an "epsilon_weight"; '
+            "remove it"
+        )
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise DPFastValueError(
+            f'{col}: "epsilon_weight" must be a number > 0, got {_json_type(raw)}'
+        )
+    if not (math.isfinite(raw) and raw > 0):
+        raise DPFastValueError(
+            f'{col}: "epsilon_weight" must be a finite number > 0, got {raw!r}; a column '
+            'that should get no budget cannot be protected: set "protect": false'
+        )
+    return float(raw)
 
 
 def _check_column_keys(entry: Any, col: str) -> None:

@@ -168,6 +168,29 @@ class Schema:
         """
         return {spec.name: spec.dp_bounds for spec in self if spec.dp_bounds is not None}
 
+    def transforms(self) -> dict[str, str]:
+        """Return the protected numeric columns' public transforms, ``{name: "log" | "asinh"}``."""
+        return {c.name: c.transform for c in self if c.transform is not None}
+
+    def epsilon_weights(self, columns: Iterable[str]) -> dict[str, float] | None:
+        """Return the weights of ``columns`` in the split of ε, or ``None`` when none has one.
+
+        A column without an ``"epsilon_weight"`` weighs 1 when another one has one.
+
+        Examples
+        --------
+        >>> schema = Schema.from_dict({"columns": {
+        ...     "age": {"type": "integer", "bounds": [17, 90]},
+        ...     "income": {"type": "float", "bounds": [0, 1e6], "transform": "log",
+        ...                "epsilon_weight": 3}}})
+        >>> schema.epsilon_weights(["age", "income"]), schema.transforms()
+        ({'age': 1.0, 'income': 3.0}, {'income': 'log'})
+        """
+        chosen = list(columns)
+        if all(self[c].epsilon_weight is None for c in chosen):
+            return None
+        return {c: self[c].epsilon_weight or 1.0 for c in chosen}
+
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (taxonomy paths as absolute strings)."""
         columns: dict[str, Any] = {}
@@ -184,6 +207,10 @@ class Schema:
                 entry["dp_bounds"] = spec.dp_bounds.to_dict()
             if spec.from_data:
                 entry["from_data"] = list(spec.from_data)
+            if spec.transform is not None:
+                entry["transform"] = spec.transform
+            if spec.epsilon_weight is not None:
+                entry["epsilon_weight"] = spec.epsilon_weight
             if spec.description is not None:
                 entry["description"] = spec.description
             columns[spec.name] = entry

@@ -31,6 +31,13 @@ so that one record moves the one group's released value by the whole sensitivity
   noise spends ``ε / 2``, and the event is the joint tail, probability 1/4 and ratio
   ``e^ε``. A release that gives each column the whole ε is a 2x understatement that one
   column alone would not show.
+- Shares of ε by weight (``epsilon_weights``): the same two columns, one weighted three
+  times the other, so their noise spends ``3ε / 4`` and ``ε / 4``; the joint tail's ratio
+  is still ``e^ε``. A release that gave the heavy column the whole ε, or took the weights
+  unnormalised, would be flagged at the stated ε; one at twice it is flagged as above.
+- A public transform (``transforms={0: "log"}``): the same pair on the ``log1p`` scale,
+  where the group's mean moves by the whole transformed width over ``k``; the event is the
+  release at the upper bound, which the mapping back keeps there (post-processing).
 - The exponential mechanism of categorical columns (``ir_dp``, ``mdav_dp``), quality
   ``-Σ distance`` with the proven sensitivity ``n_groups Δq``: a two-leaf taxonomy, so that
   the one distance is ``Δq``, and one group of ``k = 2``. The table holds ``a, b``, the
@@ -150,6 +157,8 @@ _UPPER = harness.at_least(0, 4.0, likelier="neighbour")
 # Both values of one record move: the joint tail of the two columns.
 _MEANS = (np.array([[0.0, 0.0], [4.0, 4.0]]), np.array([[4.0, 4.0], [4.0, 4.0]]))
 _UPPERS = _UPPER & harness.at_least(1, 4.0, likelier="neighbour")
+# Column 0 weighs three times column 1: its noise spends 3ε/4, the other's ε/4.
+_HEAVY = {0: 3.0, 1: 1.0}
 _CHOICE = (pd.DataFrame({"c": ["a", "b"]}), pd.DataFrame({"c": ["b", "b"]}))
 _A = harness.equal_to("c", "a", likelier="table")
 
@@ -171,6 +180,24 @@ DESIGNS = (
     Design("ir_dp", _numeric(_ir_dp, 1, k=2), *_MEAN, _UPPER, 2.0, 600),
     Design("ir_dp-two-columns", _numeric(_ir_dp, 2, k=2), *_MEANS, _UPPERS, 1.5, 1200, slow=True),
     Design("ir_dp-categorical", _categorical(_ir_dp), *_CHOICE, _A, 2.0, 1000, slow=True),
+    Design(
+        "ir_dp-weighted",
+        _numeric(_ir_dp, 2, k=2, epsilon_weights=_HEAVY),
+        *_MEANS,
+        _UPPERS,
+        1.5,
+        1200,
+        slow=True,
+    ),
+    Design(
+        "ir_dp-log",
+        _numeric(_ir_dp, 1, k=2, transforms={0: "log"}),
+        *_MEAN,
+        _UPPER,
+        2.0,
+        600,
+        slow=True,
+    ),
     Design(
         "laplace_dp",
         _numeric(dpfast.laplace_dp, 1),
@@ -198,6 +225,16 @@ DESIGNS = (
         2.0,
         1000,  # 600 flagged 19 of 20 blocks (exact binomial power 0.946); 1000: 0.9998
         output="bounds",
+    ),
+    Design(
+        "laplace_dp-weighted",
+        _numeric(dpfast.laplace_dp, 2, epsilon_weights=_HEAVY),
+        np.array([[0.0, 0.0]]),
+        np.array([[4.0, 4.0]]),
+        _UPPERS,
+        1.5,
+        1200,
+        slow=True,
     ),
     Design("mdav_dp", _numeric(dpfast.mdav_dp, 1, k=2), *_MEAN, _UPPER, 2.0, 600),
     Design(

@@ -401,7 +401,7 @@ def cluster_totals(
         for j, grid in enumerate(grids):
             values = read_rows(attributes.values[j], np.float64, first, rows)
             part, _, _ = mdav_kernels.cluster_grid_sums(
-                values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int
+                values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
             )
             sums[j] += part
         for j, m in enumerate(leaves):

@@ -139,9 +139,10 @@ class _QuantisedKeys:
         g = self.grid
         if self.flagged:
             return cast(
-                np.ndarray, ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int)
+                np.ndarray,
+                ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int, g.warp),
             )
-        q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
         return cast(np.ndarray, q)
 
 
@@ -161,7 +162,7 @@ class _QuantisedBatch:
     def __call__(self, array: pa.Array, first_row: int) -> tuple[Any, int]:
         values = numeric_values(array, self.column, first_row)
         g = self.grid
-        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int)
+        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
         return self.select(q), int(clamped)
 
 
@@ -494,7 +495,8 @@ def rank_numeric(
 
     def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
         values = numeric_values(array, column, first_row)
-        q, clamped = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+        g = grid
+        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
         return q, int(clamped)
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:

@@ -33,7 +33,10 @@ from dpfast._release import (
     noise_source,
     open_run,
     taxonomy_parameters,
+    transform_parameters,
+    warn_uncorrected,
     warn_unproven,
+    weight_parameters,
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
 from dpfast.engines import Count
@@ -44,6 +47,7 @@ from dpfast.methods.ir_dp._arguments import (
     Linkage,
     Plan,
     Sensitivity,
+    Transform,
     check_linkage,
     make_plan,
     policy,
@@ -70,6 +74,8 @@ def ir_dp(
     linkage: Linkage = "columns",
     shuffle: bool = True,
     n_threads: int | None = None,
+    epsilon_weights: Mapping[Hashable, float] | None = None,
+    transforms: Mapping[Hashable, Transform] | None = None,
     **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
@@ -84,7 +90,13 @@ def ir_dp(
     data-independent order (semantic distance to the most marginal value), cut into rank
     groups the same way, and every group gets one value drawn from the taxonomy's leaves by
     the exponential mechanism with quality ``-Σ semantic distance`` to the group's values
-    (Algorithm 2). The budget is split equally over numeric and categorical columns.
+    (Algorithm 2). The budget is split equally over numeric and categorical columns, or
+    by ``epsilon_weights``.
+
+    A skewed numeric column may take a public monotone transform (``transforms``): its
+    values are ranked, grouped and noised on the ``log1p`` (or ``asinh``) scale, with the
+    bounds in the data's units, and each released value is mapped back and corrected for
+    the noise's mean (docs/privacy.md#transforms).
 
     Guarantee: with the defaults (``linkage="columns"``, ``sensitivity="proven"``, public
     bounds) the release is proven ε-differentially private (bounded DP: neighbouring
@@ -104,7 +116,8 @@ def ir_dp(
     k : int
         Group size, ``1 <= k <= n_rows``.
     epsilon : float
-        Total privacy budget, split equally over the protected columns.
+        Total privacy budget, split equally over the protected columns (or by
+        ``epsilon_weights``).
     bounds : mapping
         Public ``{column: (lower, upper)}`` for every protected column. Values outside are
         clamped (the report counts them). ``"data"`` derives them from the data: not
@@ -145,6 +158,21 @@ def ir_dp(
         Release rows in a random order (default). Must stay on for ``linkage="columns"``.
     n_threads : int, optional
         Threads over columns (default: one per core). Results do not depend on it.
+    epsilon_weights : mapping, optional
+        Public ``{column: weight}``, a finite weight ``> 0`` for every protected column:
+        column ``j`` spends ``w_j / Σ w · ε`` (its own ledger entry), and its noise scale
+        is ``Δ_j / (k ε_j)``. Default: an equal split (docs/privacy.md#weights).
+    transforms : mapping, optional
+        Public ``{column: "log" | "asinh"}`` for numeric columns: ``"log"`` (``log1p``,
+        for a lower bound ``>= 0``) or ``"asinh"`` (signed values). Values are clamped to
+        the bounds (in the data's units), transformed, grouped by rank (the ranking is
+        unchanged) and noised on the transformed scale, where the sensitivity is
+        ``(T(U) - T(L)) / k``; each released value ``z`` is mapped back through
+        ``T^-1`` and divided by the noise's mean factor ``E[e^Y]`` (post-processing), so
+        that where nothing is clamped the noise adds no bias. ``E[e^Y]`` is infinite
+        once the noise scale reaches 1 on the transformed scale: the release then maps
+        back uncorrected and warns (:class:`~dpfast.exceptions.TransformBiasWarning`).
+        The report's ``transforms`` parameter names each transform and its correction.
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
         ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
@@ -162,7 +190,9 @@ def ir_dp(
         Bad values: NaN or inf in a protected column, ``k`` outside ``[1, n]``,
         ``epsilon <= 0``, missing or inverted bounds, unknown columns, an empty table,
         categorical values missing from their taxonomy
-        (:class:`~dpfast.taxonomy.TaxonomyError`).
+        (:class:`~dpfast.taxonomy.TaxonomyError`); weights that are not positive or do not
+        cover exactly the protected columns; an unknown transform, a transform of a
+        categorical column, ``"log"`` with a negative lower bound.
 
     References
     ----------
@@ -190,6 +220,12 @@ def ir_dp(
     ([1.0, 1.0], 'proven')
     >>> set(release.data["job"]) <= set(jobs.domain)
     True
+    >>> incomes = pd.DataFrame({"income": [0.0, 12e3, 30e3, 41e3, 95e3, 2e6]})
+    >>> release = ir_dp(incomes, k=3, epsilon=20.0, bounds={"income": (0, 5e6)},
+    ...                 transforms={"income": "log"}, seed=7)
+    >>> transform = release.report.parameters["transforms"]["income"]
+    >>> transform["function"], transform["corrected"], round(transform["noise_scale"], 3)
+    ('log1p', True, 0.257)
     """
     with open_run("ir_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
@@ -197,7 +233,7 @@ def ir_dp(
             run.policy = policy(check_unprotected(unprotected), check_linkage(linkage))
             args = validate(
                 run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
-                shuffle, run.seed,
+                shuffle, run.seed, epsilon_weights, transforms,
             )  # fmt: skip
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
@@ -208,6 +244,7 @@ def ir_dp(
             run.protect(protected)
             _check_groups_fit(run, args, n_threads)
             run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            warn_uncorrected(run.alerts, plan.grids)
             run.reserve(args.epsilon, protected)
         source = noise_source(args.seed)
         if args.dp_bounds:  # the whole epsilon is reserved: choose them, plan over them
@@ -224,7 +261,7 @@ def ir_dp(
             source=source,
             order_key=row_key,
             reindex=args.shuffle,
-            parameters=_parameters(args),
+            parameters=_parameters(args, plan),
             guarantee=(bounds_guarantee(guarantee[0], plan.bounds), guarantee[1]),
             ledger=plan.ledger,
             seed=args.seed,
@@ -313,6 +350,7 @@ class _NoisyCentroids:
             g.upper,
             g.gamma,
             self.integer,
+            g.warp,
             first_group,
         )
 
@@ -421,7 +459,7 @@ def _release_categorical(
         run.tick("columns", i + 1, total)
 
 
-def _parameters(args: Arguments) -> dict[str, Any]:
+def _parameters(args: Arguments, plan: Plan) -> dict[str, Any]:
     parameters: dict[str, Any] = {
         "k": args.k,
         "epsilon": args.epsilon,
@@ -430,7 +468,8 @@ def _parameters(args: Arguments) -> dict[str, Any]:
         "bounds": {str(c): list(b) for c, b in args.domains.items()},
         "bounds_from_data": args.derived,
         "remainder": "last group",
-        "budget_split": "equal over protected columns",
+        **weight_parameters(args.weights),
+        **transform_parameters({c.name: plan.grids[c.name] for c in args.numeric}),
         **bounds_parameters(args.dp_bounds, args.domains),
     }
     if args.categorical:
@@ -449,8 +488,9 @@ def _sampler(args: Arguments) -> str:
 
 def _guarantee(args: Arguments) -> tuple[str, GuaranteeLevel]:
     protected = names(column_names(args.numeric, args.categorical))
+    share = args.epsilon_column if args.weights is None else None
     guarantee, level = numeric_guarantee(
-        args.epsilon, args.epsilon_column, protected, args.linkage, args.shuffle, args.derived
+        args.epsilon, share, protected, args.linkage, args.shuffle, args.derived
     )
     if args.categorical:
         categorical = names([c.name for c in args.categorical])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, Literal, cast
 
 from dpfast._release import (
@@ -12,7 +13,13 @@ from dpfast._release import (
     NumericColumn,
     TableView,
     bounds_share,
+    budget_parts,
+    check_epsilon_weights,
+    check_transforms,
+    column_names,
+    epsilon_shares,
     grid_noise_entry,
+    noise_grid,
     option,
     protected_domains,
     protected_specs,
@@ -41,6 +48,7 @@ from dpfast.partitions.grid import Grid
 
 Linkage = Literal["records", "columns"]
 Sensitivity = Literal["paper", "proven"]
+Transform = Literal["log", "asinh"]
 
 
 def check_linkage(linkage: Any) -> Linkage:
@@ -82,11 +90,25 @@ class Arguments:
     notes: list[str]  # the columns released in a wider type than their own
     # the columns whose clamping bounds are chosen with DP within their outer range
     dp_bounds: dict[Hashable, DPBounds] = field(default_factory=dict)
+    # the public remedies for skewed columns (docs/privacy.md#weights, #transforms)
+    weights: dict[Hashable, Fraction] | None = None
+    transforms: dict[Hashable, str] = field(default_factory=dict)
 
     @property
     def epsilon_column(self) -> float:
         """The equal share of ε of each protected column."""
         return self.epsilon / (len(self.numeric) + len(self.categorical))
+
+    @property
+    def shares(self) -> dict[Hashable, float]:
+        """Each protected column's ε: its weight's share, or the equal one."""
+        return epsilon_shares(
+            self.epsilon, column_names(self.numeric, self.categorical), self.weights
+        )
+
+    def parts(self, column: Hashable) -> float:
+        """How many of ``column``'s shares make the total (for the error messages)."""
+        return budget_parts(column, column_names(self.numeric, self.categorical), self.weights)
 
 
 def validate(
@@ -100,6 +122,8 @@ def validate(
     linkage: Any,
     shuffle: Any,
     seed: Any,
+    epsilon_weights: Any = None,
+    transforms: Any = None,
 ) -> Arguments:
     k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
@@ -114,7 +138,7 @@ def validate(
     sensitivity = check_choice(sensitivity, "sensitivity", ("paper", "proven"))
     bounds, specs = split_bounds(bounds)
     found = protected_domains(table, columns, taxonomies, bounds)
-    return Arguments(
+    args = Arguments(
         k,
         epsilon,
         cast(Linkage, linkage),
@@ -123,6 +147,19 @@ def validate(
         cast(Sensitivity, sensitivity),
         *found,
         dp_bounds=protected_specs(specs, found[0]),
+    )
+    return _with_remedies(args, epsilon_weights, transforms)
+
+
+def _with_remedies(args: Arguments, epsilon_weights: Any, transforms: Any) -> Arguments:
+    """Return ``args`` with the checked ``epsilon_weights`` and ``transforms``."""
+    categorical = [c.name for c in args.categorical]
+    return replace(
+        args,
+        weights=check_epsilon_weights(
+            epsilon_weights, column_names(args.numeric, args.categorical)
+        ),
+        transforms=check_transforms(transforms, args.numeric, categorical, args.domains),
     )
 
 
@@ -137,16 +174,20 @@ class Plan:
 def make_plan(args: Arguments, n_records: int) -> Plan:
     plan = Plan(Ledger(args.epsilon), {}, {})
     n_groups = n_records // args.k
-    share, m = args.epsilon_column, len(args.numeric) + len(args.categorical)
+    shares = args.shares
     for column in args.numeric:
         lower, upper = args.domains[column.name]
-        grid = Grid.for_column(lower, upper, n_records, args.k)
+        transform = args.transforms.get(column.name)
+        grid = Grid.for_column(lower, upper, n_records, args.k, transform)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what = f"column {column.name!r}"
+        what, share, parts = f"column {column.name!r}", shares[column.name], args.parts(column.name)
         noise_share, bounds = bounds_share(args.dp_bounds, column, share)
         if bounds is not None:  # the bounds chosen with DP take their part of the share
             plan.bounds[column.name] = plan.ledger.plan(bounds)
-        steps = scale_steps(list_sensitivity, noise_share, what=what, shares=m) if grid.d_int else 0
+        steps = (
+            scale_steps(list_sensitivity, noise_share, what=what, shares=parts) if grid.d_int else 0
+        )
+        grid = noise_grid(grid, steps)  # the mapping back of a transformed column
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
             grid_noise_entry(
@@ -159,13 +200,14 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
                 steps=steps,
                 details={
                     "n_groups": n_groups,
-                    "nominal_sensitivity": (upper - lower) / args.k,
+                    "nominal_sensitivity": grid.width / args.k,
                     "grid_rounding_term": n_groups * grid.gamma,
                 },
             )
         )
     for cat in args.categorical:
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
+        share, parts = shares[cat.name], args.parts(cat.name)
+        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=parts)
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan

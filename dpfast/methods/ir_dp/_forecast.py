@@ -18,6 +18,7 @@ from dpfast._release import (
     choice_forecast,
     numeric_forecast,
     option,
+    transform_notes,
 )
 from dpfast.accounting import names
 from dpfast.methods.ir_dp._arguments import (
@@ -69,7 +70,8 @@ def ir_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
     policy(check_unprotected(a["unprotected"]), check_linkage(a["linkage"]))  # as the release
     args = validate(
         table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
-        a["columns"], a["linkage"], a["shuffle"], a["seed"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"], a["epsilon_weights"],
+        a["transforms"],
     )  # fmt: skip
     return release_forecast(args, table.n_rows, make_plan(args, table.n_rows), advice=True)
 
@@ -79,9 +81,9 @@ def release_forecast(args: Arguments, n: int, plan: Plan, *, advice: bool = Fals
     columns = numeric_forecasts(args, plan) + tuple(
         choice_forecast(plan.entries[c.name], CATEGORICAL_DRAW) for c in args.categorical
     )
-    notes = forecast_notes(args.numeric, args.categorical, args.linkage) + bounds_note(
-        args.dp_bounds
-    )
+    notes = forecast_notes(args.numeric, args.categorical, args.linkage)
+    notes += transform_notes({c.name: plan.grids[c.name] for c in args.numeric})
+    notes += bounds_note(args.dp_bounds)
     forecast = Forecast("ir_dp", args.epsilon, n, columns, k=args.k, notes=notes)
     if args.numeric and (advice or forecast.affected):
         worst = lambda k: worst_share(replace(args, k=k), n)  # noqa: E731

@@ -59,7 +59,7 @@ def release_shuffled(
         Receives the released column.
     """
     quantised, n_clamped = ranking.quantise_column(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
     )
     ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
     del quantised
@@ -70,7 +70,8 @@ def release_shuffled(
 
 def grid_ranks(values: np.ndarray, grid: Grid) -> np.ndarray:
     """Return the rows in rank order on ``grid``: by grid value, ties by row (for metrics)."""
-    quantised, _ = ranking.quantise_column(values, grid.lower, grid.upper, grid.gamma, grid.d_int)
+    g = grid
+    quantised, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
     return np.argsort(quantised, kind="stable").astype(np.int64, copy=False)
 
 
@@ -90,6 +91,7 @@ def group_values(
         grid.upper,
         grid.gamma,
         round_values,
+        grid.warp,
     )
 
 
@@ -112,8 +114,9 @@ def release_linked(
         Output position of each input row (empty: input order). Ranking ties go to the
         lower input row.
     """
+    g = grid
     packed, n_clamped = ranking.pack_quantised(
-        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.index_bits, destination
+        values, g.lower, g.upper, g.gamma, g.d_int, g.index_bits, destination, g.warp
     )
     key_bits = max(1, grid.d_int.bit_length())
     packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
@@ -158,13 +161,26 @@ def draw_numeric(
 
 def numeric_guarantee(
     epsilon: float,
-    epsilon_column: float,
+    epsilon_column: float | None,
     protected: list[str],
     linkage: str,
     shuffle: bool,
     derived: bool,
 ) -> tuple[str, GuaranteeLevel]:
-    """State what holds for the protected columns, by linkage and shuffling."""
+    """State what holds for the protected columns, by linkage and shuffling.
+
+    ``epsilon_column`` is each column's equal share, ``None`` for shares by weight.
+    """
+    spending = (
+        f"spending {epsilon_column:g}"
+        if epsilon_column is not None
+        else "spending its share of it by the public epsilon_weights (the ledger lists each)"
+    )
+    each = (
+        f"{epsilon_column:g}-DP"
+        if epsilon_column is not None
+        else "DP for its share by the public epsilon_weights (the ledger lists each)"
+    )
     bounded = (
         "bounded DP: neighbouring tables differ in one record's values, and the number of "
         "rows is public"
@@ -178,8 +194,8 @@ def numeric_guarantee(
     if linkage == "columns":
         return (
             f"{epsilon:g}-differential privacy ({bounded}) for columns {protected}: each "
-            f"column is an independently shuffled list of noisy centroids spending "
-            f"{epsilon_column:g}; rows are not linked across these columns.",
+            f"column is an independently shuffled list of noisy centroids {spending}; rows "
+            "are not linked across these columns.",
             "proven",
         )
     if len(protected) == 1 and shuffle:
@@ -197,7 +213,7 @@ def numeric_guarantee(
     return (
         f"NOT proven differentially private: the record-linked release of Sánchez et al. "
         f"(2016), who claim {epsilon:g}-differential privacy ({bounded}). Each column's list "
-        f"of noisy centroids is {epsilon_column:g}-DP, but the record-linked release also "
+        f"of noisy centroids is {each}, but the record-linked release also "
         f"shows {why}, and no proof covers that pattern (docs/design.md#record-linkage). "
         f"For a proven release choose {option('linkage', 'columns')} (rows not linked "
         f"across columns), or {method_call('mdav_dp')} for linked records.",

@@ -29,12 +29,17 @@ from dpfast._release import (
     bounds_note,
     bounds_parameters,
     bounds_share,
+    budget_parts,
+    check_epsilon_weights,
+    check_transforms,
     check_unprotected,
     choice_forecast,
     choose_bounds,
     column_names,
+    epsilon_shares,
     fit_domains,
     grid_noise_entry,
+    noise_grid,
     noise_source,
     numeric_forecast,
     open_run,
@@ -43,6 +48,11 @@ from dpfast._release import (
     protected_specs,
     split_bounds,
     taxonomy_parameters,
+    transform_notes,
+    transform_parameters,
+    warn_uncorrected,
+    weight_parameters,
+    weights_option,
 )
 from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
 from dpfast.accounting import (
@@ -62,6 +72,7 @@ from dpfast.partitions.insensitive_mdav import Reference, ReferenceGeometry, ref
 from dpfast.taxonomy import Taxonomy
 
 Calibration = Literal["l1", "as_published"]
+Transform = Literal["log", "asinh"]
 CALIBRATIONS: tuple[Calibration, ...] = ("l1", "as_published")
 
 
@@ -76,6 +87,8 @@ def mdav_dp(
     unprotected: UnprotectedPolicy = "drop",
     reference: Reference = "corners",
     calibration: Calibration = "l1",
+    epsilon_weights: Mapping[Hashable, float] | None = None,
+    transforms: Mapping[Hashable, Transform] | None = None,
     **options: Unpack[DPMetricsReleaseOptions],
 ) -> Release:
     """Release with DP via insensitive MDAV: noisy cluster centroids, rows shuffled.
@@ -114,7 +127,7 @@ def mdav_dp(
         Minimum cluster size, ``1 <= k <= n_rows``.
     epsilon : float
         Total privacy budget, split equally over the protected columns, numeric and
-        categorical.
+        categorical (or by ``epsilon_weights``).
     bounds : mapping
         Public ``{column: (lower, upper)}`` of the numeric columns; ``"data"`` is not
         private and warns. May be omitted when every protected column is categorical.
@@ -146,6 +159,18 @@ def mdav_dp(
         categorical column), and the ledger and guarantee state the ε it really spends.
         An explicit opt-in: it warns with :class:`~dpfast.exceptions.PrivacyLeakWarning`
         whenever it spends more than ``epsilon``.
+    epsilon_weights : mapping, optional
+        Public ``{column: weight}`` for every protected column (``calibration="l1"``
+        only): column ``j`` spends ``ε_j = w_j / Σ w · ε``, with scale
+        ``n_c Δ_j / (k ε_j)`` for a numeric column and ``ε_j`` with sensitivity
+        ``n_c · Δq`` for a categorical one (docs/privacy.md#weights). Default: an equal
+        split.
+    transforms : mapping, optional
+        Public ``{column: "log" | "asinh"}`` for numeric columns, as in
+        :func:`dpfast.ir_dp`: each cluster's centroid is the mean of the transformed
+        values, noised on that scale (``Δ_j = T(U) - T(L)``) and mapped back corrected
+        for the noise's mean (docs/privacy.md#transforms). The clusters themselves are
+        formed on the data's units, as without a transform.
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
         ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
@@ -160,8 +185,9 @@ def mdav_dp(
     ------
     TypeError, ValueError
         Bad arguments, as :func:`dpfast.ir_dp`; an unknown ``reference`` or
-        ``calibration``; out of core, a reference sequence of more than 64 distinct
-        points, or per-cluster arrays that take more than half of ``memory_limit``.
+        ``calibration``; ``epsilon_weights`` with ``calibration="as_published"``; out of
+        core, a reference sequence of more than 64 distinct points, or per-cluster arrays
+        that take more than half of ``memory_limit``.
 
     References
     ----------
@@ -184,10 +210,12 @@ def mdav_dp(
             args = _validate(
                 run.engine, k, epsilon, bounds, taxonomies, columns, calibration, run.seed
             )
+            args = _with_remedies(args, epsilon_weights, transforms)
             run.policy = check_unprotected(unprotected)
             plan = _plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
             geometry = _geometry(args, reference, run.n_rows)
             run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            warn_uncorrected(run.alerts, plan.grids)
             run.reserve(plan.ledger.total, column_names(args.numeric, args.categorical))
         source = noise_source(args.seed)
         if args.dp_bounds:  # the bounds chosen with DP first, then the plan over them
@@ -209,7 +237,7 @@ def mdav_dp(
             source=source,
             order_key=row_key,
             reindex=True,
-            parameters=_parameters(args, total, reference, clusters.count),
+            parameters=_parameters(args, total, reference, clusters.count, plan),
             guarantee=_guarantee(
                 args.epsilon,
                 total,
@@ -245,6 +273,34 @@ class _Arguments:
     notes: list[str]  # the columns released in a wider type than their own
     # the columns whose clamping bounds are chosen with DP within their outer range
     dp_bounds: dict[Hashable, DPBounds] = field(default_factory=dict)
+    # the public remedies for skewed columns (docs/privacy.md#weights, #transforms)
+    weights: dict[Hashable, Fraction] | None = None
+    transforms: dict[Hashable, str] = field(default_factory=dict)
+
+    @property
+    def shares(self) -> dict[Hashable, float]:
+        """Each protected column's ε under ``"l1"``: its weight's share, or the equal one."""
+        return epsilon_shares(
+            self.epsilon, column_names(self.numeric, self.categorical), self.weights
+        )
+
+
+def _with_remedies(args: _Arguments, epsilon_weights: Any, transforms: Any) -> _Arguments:
+    """Return ``args`` with the checked ``epsilon_weights`` and ``transforms``."""
+    categorical = [c.name for c in args.categorical]
+    if epsilon_weights is not None and args.calibration != "l1":
+        raise DPFastValueError(
+            f"{weights_option()} splits epsilon over the columns, but "
+            f"{option('calibration', 'as_published')} gives every column the paper's scale "
+            f"with no split; drop {weights_option()} or use {option('calibration', 'l1')}"
+        )
+    return replace(
+        args,
+        weights=check_epsilon_weights(
+            epsilon_weights, column_names(args.numeric, args.categorical)
+        ),
+        transforms=check_transforms(transforms, args.numeric, categorical, args.domains),
+    )
 
 
 def _validate(
@@ -285,6 +341,7 @@ def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast
         table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["columns"],
         a["calibration"], a["seed"],
     )  # fmt: skip
+    args = _with_remedies(args, a["epsilon_weights"], a["transforms"])
     _geometry(args, a["reference"], n)
     return _forecast(args, n, _plan(args, n, n // args.k), advice=True)
 
@@ -300,7 +357,7 @@ def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) ->
         "scale that grows with the number of clusters n // k; the forecast takes the "
         "centroids as spread evenly over the bounds"
     )
-    notes = (note, *bounds_note(args.dp_bounds))
+    notes = (note, *transform_notes(plan.grids), *bounds_note(args.dp_bounds))
     forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=notes)
     if args.numeric and (advice or forecast.affected):
         m = len(columns)
@@ -345,15 +402,17 @@ def _numeric_entry(
     column: NumericColumn, args: _Arguments, n_records: int, n_clusters: int
 ) -> tuple[Grid, int, LedgerEntry, LedgerEntry | None]:
     lower, upper = args.domains[column.name]
-    grid = Grid.for_column(lower, upper, n_records, args.k)
+    transform = args.transforms.get(column.name)
+    grid = Grid.for_column(lower, upper, n_records, args.k, transform)
     # n_c centroids each move by at most d_int / k, plus one step of rounding.
     sensitivity = Fraction(n_clusters * grid.d_int, args.k) + n_clusters
     bounds = None  # the entry of bounds chosen with DP, which take their part of the share
     if args.calibration == "l1":
-        m = len(args.numeric) + len(args.categorical)
-        spent, bounds = bounds_share(args.dp_bounds, column, args.epsilon / m)
+        protected = column_names(args.numeric, args.categorical)
+        parts = budget_parts(column.name, protected, args.weights)
+        spent, bounds = bounds_share(args.dp_bounds, column, args.shares[column.name])
         what = f"column {column.name!r}"
-        steps = scale_steps(sensitivity, spent, what=what, shares=m) if grid.d_int else 0
+        steps = scale_steps(sensitivity, spent, what=what, shares=parts) if grid.d_int else 0
     else:
         paper = Fraction(n_records * grid.d_int, args.k**2)
         steps = scale_steps(paper, args.epsilon, what=f"column {column.name!r}")
@@ -362,6 +421,7 @@ def _numeric_entry(
             if steps
             else args.epsilon * n_clusters * args.k / n_records
         )
+    grid = noise_grid(grid, steps)  # the mapping back of a transformed column
     entry = grid_noise_entry(
         column,
         step="centroid noise",
@@ -373,7 +433,7 @@ def _numeric_entry(
         details={
             "n_clusters": n_clusters,
             "calibration": args.calibration,
-            "nominal_sensitivity": n_clusters * (upper - lower) / args.k,
+            "nominal_sensitivity": n_clusters * grid.width / args.k,
             "grid_rounding_term": n_clusters * grid.gamma,
         },
     )
@@ -382,8 +442,8 @@ def _numeric_entry(
 
 def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
     """Every column's scale and entry; the ledger's total is what they really spend."""
-    m = len(args.numeric) + len(args.categorical)
     grids, entries, choices, bounds = {}, {}, {}, {}
+    shares = args.shares
     for column in args.numeric:
         grid, steps, entry, chosen = _numeric_entry(column, args, n_records, n_clusters)
         grids[column.name] = (grid, steps)
@@ -392,7 +452,7 @@ def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
             bounds[column.name] = chosen
     for cat in args.categorical:
         em_epsilon, em_sensitivity, entry = categorical_plan(
-            cat, args.epsilon, m, n_records, args.k, n_clusters, args.calibration
+            cat, args.epsilon, shares[cat.name], n_records, args.k, n_clusters, args.calibration
         )
         choices[cat.name] = (em_epsilon, em_sensitivity)
         entries[cat.name] = entry
@@ -485,11 +545,15 @@ def _numeric_values(
         column.integer,
         np.empty(0, dtype=np.int64),
         out,
+        grid.d_int,
+        grid.warp,
     )
     return out
 
 
-def _parameters(args: _Arguments, total: float, reference: Any, n_clusters: int) -> dict[str, Any]:
+def _parameters(
+    args: _Arguments, total: float, reference: Any, n_clusters: int, plan: _Plan
+) -> dict[str, Any]:
     parameters: dict[str, Any] = {
         "k": args.k,
         "epsilon": total,
@@ -504,9 +568,12 @@ def _parameters(args: _Arguments, total: float, reference: Any, n_clusters: int)
         "n_clusters": n_clusters,
         "remainder": "last cluster",
         "shuffle": True,
-        "budget_split": "equal over protected columns"
-        if args.calibration == "l1"
-        else "none (the paper's per-column scale)",
+        **(
+            weight_parameters(args.weights)
+            if args.calibration == "l1"
+            else {"budget_split": "none (the paper's per-column scale)"}
+        ),
+        **transform_parameters(plan.grids),
     }
     if args.categorical:
         parameters["taxonomies"] = taxonomy_parameters(args.categorical)

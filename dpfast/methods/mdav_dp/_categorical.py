@@ -25,7 +25,7 @@ _UNIT = 2.0**-DISTANCE_BITS
 def categorical_plan(
     column: CategoricalColumn,
     epsilon: float,
-    m: int,
+    share: float,
     n_records: int,
     k: int,
     n_clusters: int,
@@ -35,14 +35,15 @@ def categorical_plan(
 
     Distances are in units of ``2**-DISTANCE_BITS`` (:func:`distance_units`), so the
     sensitivity is the largest distance in units, ``Δq``.
-    ``"l1"``: ``ε / m`` with the proven sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical).
+    ``"l1"``: the column's ``share`` of ε (``ε / m``, or by weight) with the proven
+    sensitivity ``n_c · Δq`` (docs/design.md#imdav-categorical).
     ``"as_published"``: the thesis code's ``ε`` with ``(n / k) · Δq``; the same
     distribution is ``ε n_c k / n`` with ``n_c · Δq``, which is what it really spends.
     """
     units = int(distance_units(column.taxonomy.distance_matrix()).max(initial=0))
     proven = n_clusters * units
     if calibration == "l1":
-        em_epsilon, em_sensitivity = epsilon / m, Fraction(proven)
+        em_epsilon, em_sensitivity = share, Fraction(proven)
         spent = em_epsilon
     else:
         em_epsilon, em_sensitivity = epsilon, Fraction(n_records, k) * units
