@@ -24,9 +24,12 @@ BASE = {"risk", "progress", "engine", "output", "memory_limit"}
 
 #: Each release's options, and its own required arguments (a call that binds).
 RELEASES: dict[str, tuple[set[str], dict[str, Any]]] = {
-    "ir_dp": (BASE | {"seed", "metrics", "budget"}, {"k": 2, "epsilon": 1.0}),
-    "laplace_dp": (BASE | {"seed", "metrics", "budget"}, {"epsilon": 1.0, "bounds": {}}),
-    "mdav_dp": (BASE | {"seed", "metrics", "budget"}, {"k": 2, "epsilon": 1.0}),
+    "ir_dp": (BASE | {"seed", "metrics", "budget", "max_on_bound"}, {"k": 2, "epsilon": 1.0}),
+    "laplace_dp": (
+        BASE | {"seed", "metrics", "budget", "max_on_bound"},
+        {"epsilon": 1.0, "bounds": {}},
+    ),
+    "mdav_dp": (BASE | {"seed", "metrics", "budget", "max_on_bound"}, {"k": 2, "epsilon": 1.0}),
     "mdav": (BASE | {"metrics"}, {"k": 2}),
     "individual_ranking": (BASE | {"metrics"}, {"k": 2}),
     "k_noise": (BASE | {"seed"}, {"k": 2}),

@@ -26,7 +26,15 @@ from dpfast._release._reports import (
     unprotected_note,
 )
 from dpfast._release._run import Release, Run, open_run
+from dpfast._release.choices import (
+    Choices,
+    distinct_groups,
+    expected_tvd,
+    group_tvd,
+    sorted_group_kinds,
+)
 from dpfast._release.columns import (
+    ClassLookup,
     TableView,
     check_taxonomies,
     check_width,
@@ -38,6 +46,13 @@ from dpfast._release.columns import (
     taxonomy_parameters,
     value_range,
 )
+from dpfast._release.data_forecast import (
+    ColumnDataForecast,
+    DataForecast,
+    advise_k_from_data,
+    forecast_check,
+)
+from dpfast._release.expected import NumericOutcome, numeric_outcome, pushed_share
 from dpfast._release.forecast import (
     THRESHOLD,
     ColumnForecast,
@@ -48,6 +63,7 @@ from dpfast._release.forecast import (
     bound_steps,
     choice_forecast,
     numeric_forecast,
+    refuse_over,
 )
 from dpfast._release.options import (
     BudgetLike,
@@ -65,6 +81,7 @@ from dpfast._release.options import (
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
 from dpfast.engines.base import Engine
+from dpfast.engines.on_bound import rank_group_sizes
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -72,6 +89,7 @@ from dpfast.engines.values import (
     CodedNumeric,
     Contingency,
     NumericColumn,
+    check_in_domain,
     column_threads,
     inverse_permutation,
     partition_inputs,
@@ -83,17 +101,22 @@ __all__ = [
     "Bins",
     "BudgetLike",
     "CategoricalColumn",
+    "Choices",
+    "ClassLookup",
     "CodeCells",
     "CodedNumeric",
+    "ColumnDataForecast",
     "ColumnForecast",
     "Contingency",
     "DPMetricsReleaseOptions",
     "DPReleaseOptions",
+    "DataForecast",
     "Engine",
     "EngineChoice",
     "Forecast",
     "MetricsReleaseOptions",
     "NumericColumn",
+    "NumericOutcome",
     "Progress",
     "PublicTable",
     "Release",
@@ -104,8 +127,10 @@ __all__ = [
     "TableView",
     "Unpack",
     "advise_k",
+    "advise_k_from_data",
     "bisect_edge",
     "bound_steps",
+    "check_in_domain",
     "check_taxonomies",
     "check_unprotected",
     "check_width",
@@ -114,14 +139,19 @@ __all__ = [
     "cli_spelling",
     "column_names",
     "column_threads",
+    "distinct_groups",
+    "expected_tvd",
     "fit_domains",
+    "forecast_check",
     "grid_noise_entry",
+    "group_tvd",
     "inverse_permutation",
     "keep_numerator",
     "method_call",
     "noise_source",
     "not_dp_guarantee",
     "numeric_forecast",
+    "numeric_outcome",
     "numeric_ranges",
     "open_run",
     "option",
@@ -129,7 +159,11 @@ __all__ = [
     "partition_inputs",
     "protected_columns",
     "protected_domains",
+    "pushed_share",
+    "rank_group_sizes",
+    "refuse_over",
     "release_options",
+    "sorted_group_kinds",
     "taxonomy_parameters",
     "unprotected_guarantee",
     "unprotected_note",

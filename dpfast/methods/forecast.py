@@ -10,9 +10,12 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from dpfast._release import (
+    DataForecast,
+    Engine,
     Forecast,
     PublicTable,
     ReleaseOptions,
@@ -32,13 +35,17 @@ from dpfast._validation import (
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.methods.diffgen import diffgen, diffgen_forecast
 from dpfast.methods.individual_ranking import individual_ranking
-from dpfast.methods.ir_dp import ir_dp, ir_dp_forecast
+from dpfast.methods.ir_dp import ir_dp, ir_dp_data_forecast, ir_dp_forecast
 from dpfast.methods.k_noise import k_noise
 from dpfast.methods.k_pram import k_pram
 from dpfast.methods.laplace_dp import laplace_dp, laplace_dp_forecast
 from dpfast.methods.mdav import mdav
-from dpfast.methods.mdav_dp import mdav_dp, mdav_dp_forecast
-from dpfast.methods.randomized_response import randomized_response, randomized_response_forecast
+from dpfast.methods.mdav_dp import mdav_dp, mdav_dp_data_forecast, mdav_dp_forecast
+from dpfast.methods.randomized_response import (
+    randomized_response,
+    randomized_response_data_forecast,
+    randomized_response_forecast,
+)
 
 __all__ = ["forecast"]
 
@@ -96,17 +103,24 @@ def _k_pram(table: TableView, a: Mapping[str, Any]) -> Forecast:
     return _no_epsilon("k_pram", table, k, a, does)
 
 
-_METHODS: dict[str, tuple[Callable[..., Any], Callable[[TableView, Mapping[str, Any]], Forecast]]]
-_METHODS = {
-    "ir_dp": (ir_dp, ir_dp_forecast),
-    "laplace_dp": (laplace_dp, laplace_dp_forecast),
-    "mdav_dp": (mdav_dp, mdav_dp_forecast),
-    "randomized_response": (randomized_response, randomized_response_forecast),
-    "diffgen": (diffgen, diffgen_forecast),
-    "individual_ranking": (individual_ranking, _individual_ranking),
-    "mdav": (mdav, _mdav),
-    "k_noise": (k_noise, _k_noise),
-    "k_pram": (k_pram, _k_pram),
+_Public = Callable[[TableView, Mapping[str, Any]], Forecast]
+_FromData = Callable[[Engine, Mapping[str, Any]], DataForecast]
+
+#: Per method: the release, its forecast from public values, its forecast from the data.
+_METHODS: dict[str, tuple[Callable[..., Any], _Public, _FromData | None]] = {
+    "ir_dp": (ir_dp, ir_dp_forecast, ir_dp_data_forecast),
+    "laplace_dp": (laplace_dp, laplace_dp_forecast, None),
+    "mdav_dp": (mdav_dp, mdav_dp_forecast, mdav_dp_data_forecast),
+    "randomized_response": (
+        randomized_response,
+        randomized_response_forecast,
+        randomized_response_data_forecast,
+    ),
+    "diffgen": (diffgen, diffgen_forecast, None),
+    "individual_ranking": (individual_ranking, _individual_ranking, None),
+    "mdav": (mdav, _mdav, None),
+    "k_noise": (k_noise, _k_noise, None),
+    "k_pram": (k_pram, _k_pram, None),
 }
 
 
@@ -173,9 +187,27 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     (0.02, 10)
     """
     name = _name(method)
-    release, build = _METHODS[name]
+    release, build, from_data = _METHODS[name]
     bound = _bind(name, release, data, arguments)
-    return build(_table(name, data, bound), bound)
+    if isinstance(data, PublicTable) or (
+        isinstance(data, numbers.Integral) and not isinstance(data, bool)
+    ):
+        return build(_table(name, data, bound), bound)
+    where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
+    with open_run(name, data, where, ReleaseOptions) as run:
+        expected = build(_read(run.engine, run.n_rows, bound), bound)
+        if from_data is None:
+            return expected
+        found = from_data(run.engine, bound)
+    if expected.k is None:
+        return replace(expected, from_data=found)
+    return replace(
+        expected,
+        from_data=found,
+        suggested_k=found.suggested_k,
+        k_advice=found.k_advice,
+        public_advice=(expected.suggested_k, expected.k_advice),
+    )
 
 
 def _name(method: Any) -> str:
@@ -207,18 +239,19 @@ def _bind(
 
 
 def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
-    """Return what the forecast reads of ``data``: its row count, names and integer columns."""
+    """Return the public table of a forecast given one, or a row count."""
     if isinstance(data, PublicTable):
         return data
-    if isinstance(data, numbers.Integral) and not isinstance(data, bool):
-        return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
-    where = {key: arguments[key] for key in ("engine", "output", "memory_limit")}
-    with open_run(name, data, where, ReleaseOptions) as run:
-        names = list(run.engine.names)
-        bounds = arguments.get("bounds")
-        bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
-        integer = frozenset(c for c in bounded if run.engine.value_dtype(c).kind in "iu")
-        return PublicTable(run.n_rows, names, integer)
+    return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
+
+
+def _read(engine: Engine, n_rows: int, arguments: Mapping[str, Any]) -> PublicTable:
+    """Return what the public forecast reads of a table: its row count, names, integer columns."""
+    names = list(engine.names)
+    bounds = arguments.get("bounds")
+    bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
+    integer = frozenset(c for c in bounded if engine.value_dtype(c).kind in "iu")
+    return PublicTable(n_rows, names, integer)
 
 
 def _named(name: str, arguments: Mapping[str, Any]) -> list[Hashable]:
