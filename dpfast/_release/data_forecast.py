@@ -212,6 +212,10 @@ class DataForecast:
 
     def levers(self) -> str:
         """Say what lowers the noise's effect: the suggested ``k``, fewer columns, more ε."""
+        if all(c.pushed is None for c in self.columns):  # categorical columns only
+            return f"Raise {option('epsilon')}" + (
+                " or protect fewer columns." if len(self.columns) > 1 or self.k else "."
+            )
         fewer = f"protect fewer columns (each gets a share of {option('epsilon')})"
         if self.suggested_k is not None and (self.k is None or self.suggested_k > self.k):
             return (

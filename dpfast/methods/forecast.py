@@ -125,25 +125,34 @@ _METHODS: dict[str, tuple[Callable[..., Any], _Public, _FromData | None]] = {
 
 
 def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -> Forecast:
-    """Forecast a release from public values only: its noise per column; nothing is spent.
+    """Forecast a release: from public values, and from the data when given a table.
 
     The dry run of a release: ``forecast("ir_dp", data, **arguments)`` takes the arguments
     ``dpfast.ir_dp(data, **arguments)`` takes, checks them as the release does, and makes
-    the release's own plan (the same ε split, sensitivities and noise scales) from the
-    row count, the column names and the arguments. It reserves no budget, spends no ε and
-    writes nothing. Per protected column it gives the ε share, the noise scale, the
-    noise's standard deviation as a share of the public width, and a forecast of the
-    share of released values on a bound if the values were spread evenly over the bounds
-    (docs/forecast.md). For a method with a ``k`` it gives the smallest ``k`` that brings
-    every column under 10 %, or says why none does. A release warns
-    (:class:`~dpfast.exceptions.NoiseDominatesWarning`) from the same forecast, before it
-    reserves its ε.
+    the release's own plan (the same ε split, sensitivities and noise scales). It
+    reserves no budget, spends no ε and writes nothing (docs/forecast.md).
 
-    Guarantee: none, and none is needed: a forecast is not a release and spends no ε. It
-    reads no value of the data, only public values (bounds, taxonomies, the arguments) and
-    the row count, which every bounded-DP release publishes in its report anyway
-    (DiffGen's forecast, under unbounded DP, does not use it). The release it forecasts
-    has the guarantee its own function states.
+    From public values (the row count, the column names and the arguments), per protected
+    column: the ε share, the noise scale, the noise's standard deviation as a share of the
+    public width, and the share of released values on a bound if the values were spread
+    evenly over the bounds. Given a table, ``ir_dp``, ``mdav_dp`` and
+    ``randomized_response`` also read its values for the forecast from the data,
+    ``from_data`` (PRIVATE, docs/forecast.md#from-the-data): the expected outcome of this
+    release on these values, without drawing noise (the share the noise pushes onto a
+    bound, the bias and standard error of each column's mean and of one released value,
+    a categorical column's expected total-variation distance). For a method with a ``k``
+    it gives the smallest ``k`` that brings every column under 10 % (from the data when it
+    was read), or says why none does. A release warns
+    (:class:`~dpfast.exceptions.NoiseDominatesWarning`) from the public forecast, before
+    it reserves its ε.
+
+    Guarantee: none, and none is needed: a forecast is not a release and spends no ε. The
+    public forecast reads only public values (bounds, taxonomies, the arguments) and the
+    row count, which every bounded-DP release publishes in its report anyway (DiffGen's,
+    under unbounded DP, does not use it). The forecast from the data is an exact function
+    of the data without noise: it must not be published, and a parameter chosen from it
+    is chosen from the data (docs/forecast.md#private). The release it forecasts has the
+    guarantee its own function states.
 
     Parameters
     ----------
@@ -152,8 +161,9 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
         ``"randomized_response"``, ``"diffgen"``, ``"individual_ranking"``, ``"mdav"``,
         ``"k_noise"``, ``"k_pram"``, or the function itself (``dpfast.ir_dp``).
     data : table, int or PublicTable
-        The table the release would read (only its row count, its column names and the
-        types of the bounded columns are read); or its row count, and then the protected
+        The table the release would read (its row count, its column names and the types
+        of the bounded columns for the public forecast, its values for the forecast from
+        the data), on any engine the release runs on; or its row count, and then the protected
         columns are ``columns`` (``column`` for randomized response), or else those
         ``bounds`` and ``taxonomies`` name, all taken as float columns; or a
         :class:`~dpfast.PublicTable` (row count, names, integer columns).
@@ -165,9 +175,10 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     Returns
     -------
     Forecast
-        ``str(forecast)`` is the table the CLI's ``--dry-run`` prints; ``to_dict()`` its
-        fields; ``warning`` the one line a release warns with (``None``: no column reaches
-        10 % on a bound).
+        ``str(forecast)`` is what the CLI's ``--dry-run`` prints; ``to_dict()`` its fields;
+        ``from_data`` the forecast from the data (PRIVATE; ``None`` unless a table was
+        read); ``warning`` the one line a release warns with (``None``: no column reaches
+        10 %), ``public_warning`` the one from public values only.
 
     Raises
     ------
@@ -180,7 +191,7 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     >>> expected = forecast("laplace_dp", 1000, epsilon=1.0, bounds={"age": (0, 100)})
     >>> round(expected.columns[0].on_bound, 3)
     0.632
-    >>> expected.warning.startswith("the noise will put 10% or more")
+    >>> expected.warning.startswith("the noise would put 10% or more")
     True
     >>> expected = forecast("ir_dp", 1000, k=50, epsilon=1.0, bounds={"age": (0, 100)})
     >>> round(expected.columns[0].on_bound, 3), expected.suggested_k
