@@ -388,3 +388,51 @@ def test_cli_release_compares_the_share_pushed_with_the_forecast_from_the_data(t
     assert private["forecast"]["from_data"] and private["forecast"]["line"] == lines[0]
     public = (tmp_path / "out.parquet.public-report.json").read_text()
     assert "pushed" not in public and "from the data" not in public
+
+
+# -- every engine the release runs on ----------------------------------------------------
+
+
+def _mixed(n: int = 3000) -> pd.DataFrame:
+    rng = np.random.default_rng(8)
+    return pd.DataFrame(
+        {
+            "income": rng.lognormal(9, 1.5, n),
+            "age": rng.integers(18, 90, n),
+            "job": rng.choice(["x1", "x2", "y1", "y2"], n, p=[0.7, 0.2, 0.06, 0.04]),
+        }
+    )
+
+
+JOBS = dpfast.Taxonomy.from_mapping({"*": {"x": ["x1", "x2"], "y": ["y1", "y2"]}})
+ENGINE_CASES = {
+    "ir_dp": {"k": 30, "epsilon": 2.0, "bounds": SKEWED, "taxonomies": {"job": JOBS}},
+    "mdav_dp": {"k": 60, "epsilon": 20.0, "bounds": SKEWED, "taxonomies": {"job": JOBS}},
+    "randomized_response": {"column": "job", "domain": JOBS, "epsilon": 1.0},
+}
+
+
+@pytest.mark.parametrize("method", sorted(ENGINE_CASES))
+def test_every_engine_gives_the_in_memory_forecast_from_the_data(method, tmp_path: Path):
+    dd = pytest.importorskip("dask.dataframe")
+    table = _mixed()
+    arguments = ENGINE_CASES[method]
+    expected = dpfast.forecast(method, table, **arguments).from_data
+    table.to_parquet(tmp_path / "in.parquet", index=False)
+    output = tmp_path / "out.parquet"
+    out_of_core = dpfast.forecast(method, str(tmp_path / "in.parquet"), output=output, **arguments)
+    on_dask = dpfast.forecast(
+        method, dd.from_pandas(table, npartitions=3), output=output, **arguments
+    )
+    assert out_of_core.from_data == expected == on_dask.from_data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]  # nothing written
+
+
+def test_cli_dry_run_out_of_core_reads_the_data_and_writes_nothing(tmp_path: Path, capsys):
+    argv = _cli(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    dry = [*argv, "--k", "20", "--epsilon", "1", "--memory-limit", "256MiB", "--dry-run"]
+    assert main(dry) == 0
+    out = capsys.readouterr().out
+    assert "forecast from the data (PRIVATE" in out and "pushed*" in out
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
