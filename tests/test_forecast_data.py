@@ -436,3 +436,28 @@ def test_cli_dry_run_out_of_core_reads_the_data_and_writes_nothing(tmp_path: Pat
     out = capsys.readouterr().out
     assert "forecast from the data (PRIVATE" in out and "pushed*" in out
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", sorted(ENGINE_CASES))
+def test_the_expected_tvd_is_what_the_releases_measure(method):
+    table = _mixed(2000)
+    arguments = ENGINE_CASES[method]
+    (expected,) = [
+        c
+        for c in dpfast.forecast(method, table, **arguments).from_data.columns
+        if c.tvd is not None
+    ]
+    categories = ["x1", "x2", "y1", "y2"]
+    original = table["job"].value_counts().reindex(categories, fill_value=0).to_numpy() / len(table)
+    seeds = 200
+    measured = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        for seed in range(seeds):
+            release = getattr(dpfast, method)(table, seed=seed, **arguments)
+            counts = pd.Series(np.asarray(release.data["job"])).value_counts()
+            released = counts.reindex(categories, fill_value=0).to_numpy() / len(table)
+            measured.append(0.5 * float(np.abs(released - original).sum()))
+    error = float(np.std(measured, ddof=1)) / math.sqrt(seeds)
+    assert abs(np.mean(measured) - expected.tvd) <= 4 * error + 1e-9
