@@ -10,7 +10,7 @@ it reserves its ε; a dry run prints it and stops.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -401,6 +401,24 @@ class Forecast:
             return f"No {option('k')} is enough: {fewer} or raise {option('epsilon')}."
         return f"{fewer[0].upper()}{fewer[1:]} or raise {option('epsilon')}."
 
+    def with_data(self, found: DataForecastLike | None) -> Forecast:
+        """Return this forecast with its forecast from the data ``found`` (if any).
+
+        Its suggested ``k`` and advice become the data's; the public ones are kept as
+        :attr:`public_advice`, which :attr:`public_warning` names.
+        """
+        if found is None:
+            return self
+        if self.k is None:
+            return replace(self, from_data=found)
+        return replace(
+            self,
+            from_data=found,
+            suggested_k=found.suggested_k,
+            k_advice=found.k_advice,
+            public_advice=(self.suggested_k, self.k_advice),
+        )
+
     def refuse_above(self, limit: float) -> None:
         """Refuse a release (``max_on_bound``) whose forecast exceeds ``limit`` in a column.
 
@@ -456,6 +474,12 @@ class Forecast:
 
 class DataForecastLike(Protocol):
     """What :class:`Forecast` reads of its forecast from the data (:class:`DataForecast`)."""
+
+    @property
+    def suggested_k(self) -> int | None: ...
+
+    @property
+    def k_advice(self) -> str | None: ...
 
     @property
     def warning(self) -> str | None: ...

@@ -119,17 +119,18 @@ def _forecast(
     spent or written.
     """
     from dpfast._release import PublicTable
-    from dpfast.methods.forecast import forecast
+    from dpfast.methods.forecast import forecast, forecast_from_data
 
     data, schema = found.data, found.schema
-    if read:
-        where = {"output": args.output} if found.in_passes else {}
-        return forecast(method.function, data, **arguments, **where)
     names = list(data.column_names) if hasattr(data, "column_names") else list(data.names)
     integer = [] if schema is None else [c for c in schema.names if schema[c].type == "integer"]
-    return forecast(
+    public = forecast(
         method.function, PublicTable(found.n_rows, names, frozenset(integer)), **arguments
     )
+    if not read:
+        return public
+    where = {"output": args.output} if found.in_passes else {}
+    return public.with_data(forecast_from_data(method.function, data, **arguments, **where))
 
 
 @contextmanager

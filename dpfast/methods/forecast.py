@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from dpfast._release import (
@@ -47,7 +46,7 @@ from dpfast.methods.randomized_response import (
     randomized_response_forecast,
 )
 
-__all__ = ["forecast"]
+__all__ = ["forecast", "forecast_from_data"]
 
 
 def _no_epsilon(method: str, table: TableView, k: int, a: Mapping[str, Any], does: str) -> Forecast:
@@ -207,18 +206,26 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
     with open_run(name, data, where, ReleaseOptions) as run:
         expected = build(_read(run.engine, run.n_rows, bound), bound)
-        if from_data is None:
-            return expected
-        found = from_data(run.engine, bound)
-    if expected.k is None:
-        return replace(expected, from_data=found)
-    return replace(
-        expected,
-        from_data=found,
-        suggested_k=found.suggested_k,
-        k_advice=found.k_advice,
-        public_advice=(expected.suggested_k, expected.k_advice),
-    )
+        found = None if from_data is None else from_data(run.engine, bound)
+    return expected.with_data(found)
+
+
+def forecast_from_data(
+    method: str | Callable[..., Any], data: Any, /, **arguments: Any
+) -> DataForecast | None:
+    """Return the forecast from the data alone (PRIVATE), or ``None`` for a method without one.
+
+    As :func:`forecast` given a table, without its public part (the command line makes
+    that one from the schema): ``forecast(...).with_data(forecast_from_data(...))``.
+    """
+    name = _name(method)
+    release, _, from_data = _METHODS[name]
+    if from_data is None:
+        return None
+    bound = _bind(name, release, data, arguments)
+    where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
+    with open_run(name, data, where, ReleaseOptions) as run:
+        return from_data(run.engine, bound)
 
 
 def _name(method: Any) -> str:
