@@ -270,6 +270,18 @@ def check_retention(retention: Any) -> float:
     return value
 
 
+def check_share(value: Any, name: str) -> float:
+    """Check a share: a number in ``[0, 1]`` (``0.1`` for 10 %)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise DPFastTypeError(f"{option(name)} must be a number in [0, 1], got {value!r}")
+    share = float(value)
+    if not 0.0 <= share <= 1.0:
+        raise DPFastValueError(
+            f"{option(name)} must be a share in [0, 1] (0.1 for 10%), got {value!r}"
+        )
+    return share
+
+
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
     if not isinstance(value, (bool, np.bool_)):

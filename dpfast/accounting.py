@@ -277,6 +277,16 @@ class PrivateReport:
         Disclosure risk against the input, each released row paired with its source
         through the release's own order, when asked for (``risk=True``;
         docs/risk.md#risk-at-release-time).
+    on_bound_before_noise : dict
+        Per protected numeric column, the rows whose value before the noise (their
+        group's mean on the grid, clamped and rounded as released) lies on a bound.
+    pushed_onto_bound : dict
+        Per protected numeric column, the rows pushed onto a bound by the noise: released
+        on a bound, and not on one before the noise (docs/forecast.md#pushed).
+    forecast : dict or None
+        The forecast the release was checked against and what it measured, per numeric
+        column (docs/forecast.md#after-the-release); the forecast from the data, when the
+        release read the data for it (``max_on_bound``).
     extra : dict
         Method-specific private fields.
 
@@ -298,6 +308,9 @@ class PrivateReport:
     timings: dict[str, float]
     metrics: dict[str, Any] | None = None
     risk: dict[str, Any] | None = None
+    on_bound_before_noise: dict[str, int] = field(default_factory=dict)
+    pushed_onto_bound: dict[str, int] = field(default_factory=dict)
+    forecast: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     KIND = "PRIVATE: not for publication"

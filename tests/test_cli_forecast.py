@@ -75,9 +75,19 @@ def test_dry_run_prints_the_forecast_spends_nothing_writes_nothing(workdir, caps
     assert _files(workdir) == before  # no output, no report, the budget file byte for byte
     if command in ("ir-dp", "laplace", "mdav-dp"):
         assert "on a bound*" in out and "age" in out and "income" in out
-        assert "* on a bound: a forecast from public values only" in out
+        assert "* on a bound: the share of released values on a bound if the values were " in out
+    private = "forecast from the data (PRIVATE: computed from the values of this table"
+    if command in ("ir-dp", "mdav-dp", "randomized-response"):  # the data was read
+        head, data = out.split(private)
+        assert "not for publication" in data and "chosen from the data" in data
+        assert "not for publication" not in head  # the public forecast comes first
+    else:
+        assert private not in out
     if command in ("ir-dp", "mdav-dp"):
-        assert "--k that brings every column under 10%" in out
+        assert "pushed*" in data and "mean bias" in data
+        assert "--k whose forecast from the data puts under 10%" in data
+    if command == "randomized-response":
+        assert "tvd" in data
     if command in ("individual-ranking", "mdav", "k-noise", "k-pram"):
         assert "NOT differential privacy: no epsilon" in out
 
@@ -104,7 +114,8 @@ def test_the_warning_is_one_line_printed_before_the_budget_is_asked(workdir, cap
     err = seen_at_reserve[0] + capsys.readouterr().err
     warned = [line for line in err.splitlines() if line.startswith("dpfast: warning:")]
     assert len(warned) == 1, err  # the release's own warning is not shown again
-    assert "the noise will put 10% or more" in warned[0]
+    assert "the noise would put 10% or more" in warned[0]
+    assert "if the values were spread evenly" in warned[0]
     assert "in 'age', 'income'" in warned[0]
     assert "raise --epsilon" in warned[0]
     assert warned[0] in seen_at_reserve[0]  # printed before any epsilon was reserved
@@ -120,18 +131,26 @@ def _summary(workdir: Path, capsys, command: str, *extra: str) -> tuple[str, dic
     return out, public, private
 
 
+def _shares(counts: dict[str, int], rows: int) -> str:
+    overall = sum(counts.values()) / (rows * len(counts))
+    return f"{overall:.1%} (age {counts['age'] / rows:.1%}, income {counts['income'] / rows:.1%})"
+
+
 def test_summary_shows_the_private_share_on_a_bound_and_that_rows_are_not_records(workdir, capsys):
     out, public, private = _summary(workdir, capsys, "ir-dp")
-    counts, rows = private["clamped_output"], private["input_rows"]
-    assert set(counts) == {"age", "income"}
-    overall = sum(counts.values()) / (rows * len(counts))
+    rows = private["input_rows"]
+    pushed, released = private["pushed_onto_bound"], private["clamped_output"]
+    before = private["on_bound_before_noise"]
+    assert set(pushed) == set(released) == set(before) == {"age", "income"}
     expected = (
-        "released values on a bound (PRIVATE: counted in this release, do not publish): "
-        f"{overall:.1%} of them (age {counts['age'] / rows:.1%}, "
-        f"income {counts['income'] / rows:.1%})"
+        "values on a bound (PRIVATE: counted in this release, do not publish): pushed there "
+        f"by the noise {_shares(pushed, rows)}; released on a bound {_shares(released, rows)}; "
+        f"there before the noise {_shares(before, rows)}"
     )
     assert expected in out.splitlines()
-    assert "clamped_output" not in public and "on a bound (PRIVATE" not in json.dumps(public)
+    for field in ("clamped_output", "pushed_onto_bound", "on_bound_before_noise"):
+        assert field not in public
+    assert "on a bound (PRIVATE" not in json.dumps(public)
     lines = [line for line in out.splitlines() if line.startswith("rows are not records")]
     assert len(lines) == 1
     assert "relationships between columns" in lines[0] and "are not kept" in lines[0]
@@ -140,7 +159,7 @@ def test_summary_shows_the_private_share_on_a_bound_and_that_rows_are_not_record
 
 def test_summary_of_linked_releases_does_not_say_rows_are_not_records(workdir, capsys):
     out, _, _ = _summary(workdir, capsys, "laplace")
-    assert "released values on a bound (PRIVATE" in out
+    assert "values on a bound (PRIVATE" in out
     assert "rows are not records" not in out
     (workdir / "budget.json").unlink()
     BudgetFile.create(workdir / "budget.json", 10.0)

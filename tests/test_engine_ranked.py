@@ -15,6 +15,7 @@ import pytest
 
 from dpfast import noise
 from dpfast._kernels import ranking
+from dpfast.engines.on_bound import OnBound, rank_groups_on_bound
 from dpfast.engines.outofcore import _ranked
 from dpfast.engines.outofcore._lazy import bucket_starts
 from dpfast.engines.outofcore._ranked import RankedColumn
@@ -34,7 +35,8 @@ def _column(n: int, k: int, d_int: int, scale: int, seed: int) -> RankedColumn:
     source = noise.NoiseSource.from_seed(seed)
     values = _values(n, k, d_int, scale, source.key("values"))
     key = source.key("order")
-    return RankedColumn(n, k, key, bucket_starts(key, n), values, 0.0, float(d_int))
+    lower, upper = 0.0, float(d_int)
+    return RankedColumn(n, k, key, bucket_starts(key, n), values, lower, upper, values.before_noise)
 
 
 def _expected(words: np.ndarray, column: RankedColumn) -> np.ndarray:
@@ -93,8 +95,14 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     released = np.concatenate([values for values, _ in parts])
     expected = _expected(words, column)
     assert np.array_equal(released, expected)
-    on_bound = sum(count for _, count in parts)
-    assert on_bound == int(np.count_nonzero((expected <= 0) | (expected >= d_int)))
+    on_bound = sum((count for _, count in parts), OnBound())
+    sums = np.zeros(n // k, dtype=np.int64)
+    ranking.add_group_sums(words, 0, 0, k, sums)
+    assert isinstance(column.values, _NoisyCentroids)
+    before = column.values.before_noise(sums)
+    # every row counted as its group: released on a bound, there before, pushed there
+    assert on_bound == rank_groups_on_bound(column.values(sums), before, n, k, (0.0, d_int))
+    assert on_bound.released == int(np.count_nonzero((expected <= 0) | (expected >= d_int)))
 
 
 def test_a_group_cut_across_many_tasks_and_parts_gets_one_value() -> None:
@@ -221,7 +229,7 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
     order = noise.permutation(key, n)
     expected = whole[np.minimum(order // k, n // k - 1)]
     assert np.array_equal(np.concatenate([v for v, _ in parts]), expected)
-    assert sum(on_bound for _, on_bound in parts) == 0  # no bound: nothing is clamped
+    assert sum((on_bound for _, on_bound in parts), OnBound()) == OnBound()  # no bound
 
 
 def test_a_column_planned_by_its_counts_is_never_read() -> None:

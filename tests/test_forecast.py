@@ -220,7 +220,10 @@ def test_forecast_scales_are_the_ledgers(method, arguments):
     assert got.n_rows == len(table)
     # the row count, the names and the integer column give the same forecast as the table
     public = dpfast.PublicTable(len(table), list(table.columns), frozenset({"c"}))
-    assert _quiet(dpfast.forecast, method, public, **arguments) == got
+    from_public = _quiet(dpfast.forecast, method, public, **arguments)
+    assert from_public.from_data is None
+    assert (from_public.columns, from_public.notes) == (got.columns, got.notes)
+    assert from_public.public_warning == got.public_warning
 
 
 def test_laplace_hand_case():
@@ -369,7 +372,8 @@ def test_forecast_as_text_and_as_dict():
     assert "200 rows, k=4, epsilon=1.0" in text
     for name in BOUNDS:
         assert name in text
-    assert "* on a bound: a forecast from public values only" in text
+    assert "* on a bound: the share of released values on a bound if the values were " in text
+    assert "(the bounds, epsilon, k and the row count)" in text
     assert text.splitlines()[-1] == f"warning: {got.warning}"
     as_dict = json.loads(json.dumps(got.to_dict()))
     assert as_dict["suggested_k"] == got.suggested_k
@@ -423,7 +427,7 @@ def test_one_warning_naming_every_column_before_any_reservation(method, argument
     assert noisy[0].filename == __file__  # points at the caller's line
     assert release.report.warnings == [message]
     expected = dpfast.forecast(method, table, epsilon=1.0, bounds=BOUNDS, **arguments)
-    assert message == expected.warning
+    assert message == expected.public_warning  # the release read no more than public values
 
 
 def test_the_warning_depends_on_public_values_only():

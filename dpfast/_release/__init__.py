@@ -37,7 +37,15 @@ from dpfast._release.bounds import (
     protected_specs,
     split_bounds,
 )
+from dpfast._release.choices import (
+    Choices,
+    distinct_groups,
+    expected_tvd,
+    group_tvd,
+    sorted_group_kinds,
+)
 from dpfast._release.columns import (
+    ClassLookup,
     TableView,
     check_taxonomies,
     check_width,
@@ -49,6 +57,13 @@ from dpfast._release.columns import (
     taxonomy_parameters,
     value_range,
 )
+from dpfast._release.data_forecast import (
+    ColumnDataForecast,
+    DataForecast,
+    advise_k_from_data,
+    forecast_check,
+)
+from dpfast._release.expected import NumericOutcome, numeric_outcome, pushed_share
 from dpfast._release.forecast import (
     THRESHOLD,
     ColumnForecast,
@@ -59,6 +74,7 @@ from dpfast._release.forecast import (
     bound_steps,
     choice_forecast,
     numeric_forecast,
+    refuse_over,
 )
 from dpfast._release.options import (
     BudgetLike,
@@ -90,6 +106,7 @@ from dpfast._release.transforms import (
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
 from dpfast.engines.base import Engine
+from dpfast.engines.on_bound import rank_group_sizes
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -97,6 +114,7 @@ from dpfast.engines.values import (
     CodedNumeric,
     Contingency,
     NumericColumn,
+    check_in_domain,
     column_threads,
     inverse_permutation,
     partition_inputs,
@@ -109,18 +127,23 @@ __all__ = [
     "Bins",
     "BudgetLike",
     "CategoricalColumn",
+    "Choices",
+    "ClassLookup",
     "CodeCells",
     "CodedNumeric",
+    "ColumnDataForecast",
     "ColumnForecast",
     "Contingency",
     "DPBounds",
     "DPMetricsReleaseOptions",
     "DPReleaseOptions",
+    "DataForecast",
     "Engine",
     "EngineChoice",
     "Forecast",
     "MetricsReleaseOptions",
     "NumericColumn",
+    "NumericOutcome",
     "Progress",
     "PublicTable",
     "Release",
@@ -131,6 +154,7 @@ __all__ = [
     "TableView",
     "Unpack",
     "advise_k",
+    "advise_k_from_data",
     "bisect_edge",
     "bound_steps",
     "bounds_guarantee",
@@ -139,6 +163,7 @@ __all__ = [
     "bounds_share",
     "budget_parts",
     "check_epsilon_weights",
+    "check_in_domain",
     "check_taxonomies",
     "check_transforms",
     "check_unprotected",
@@ -149,9 +174,13 @@ __all__ = [
     "cli_spelling",
     "column_names",
     "column_threads",
+    "distinct_groups",
     "epsilon_shares",
+    "expected_tvd",
     "fit_domains",
+    "forecast_check",
     "grid_noise_entry",
+    "group_tvd",
     "inverse_permutation",
     "keep_numerator",
     "method_call",
@@ -159,6 +188,7 @@ __all__ = [
     "noise_source",
     "not_dp_guarantee",
     "numeric_forecast",
+    "numeric_outcome",
     "numeric_ranges",
     "open_run",
     "option",
@@ -167,7 +197,11 @@ __all__ = [
     "protected_columns",
     "protected_domains",
     "protected_specs",
+    "pushed_share",
+    "rank_group_sizes",
+    "refuse_over",
     "release_options",
+    "sorted_group_kinds",
     "split_bounds",
     "taxonomy_parameters",
     "transform_notes",

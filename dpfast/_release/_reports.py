@@ -21,6 +21,7 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
+from dpfast.engines.on_bound import OnBound
 from dpfast.intervals import accuracy_section
 
 __all__ = ["SEEDED_NOTE", "Reporting", "unprotected_guarantee", "unprotected_note"]
@@ -94,7 +95,7 @@ class Reporting:
     A run gives ``method``, ``policy``, ``timer``, ``clamped``, ``alerts`` (the warning of
     its forecast, if any), ``timings_extra``,
     :meth:`unprotected`, :meth:`input_rows`, :meth:`released_names` and
-    :meth:`clamped_output`.
+    :meth:`bound_counts`.
     """
 
     method: str
@@ -113,7 +114,7 @@ class Reporting:
     def released_names(self) -> list[Hashable]:
         raise NotImplementedError
 
-    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
+    def bound_counts(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, OnBound]:
         raise NotImplementedError
 
     def reports(
@@ -143,7 +144,8 @@ class Reporting:
         ``groups`` naming what rows share); a method that takes no ``unprotected``
         argument keeps them in their rows and names them after the guarantee (with
         ``emphasis``, in capitals: NOT protected). ``domains`` (public bounds of the
-        numeric columns) let the private report count the released values on a bound. The
+        numeric columns) let the private report count the rows on a bound (released there,
+        there before the noise, pushed there by the noise). The
         public report's warnings are the run's ``alerts`` (:meth:`Run.expect`). A seeded
         run is noted as not for publication. The report's ε is the ledger's total. Its
         ``accuracy`` is computed from its other fields alone (docs/accuracy.md).
@@ -176,13 +178,16 @@ class Reporting:
         # from the public fields only (shallow: to_dict would copy every ledger entry)
         fields = {**vars(report), "ledger": [vars(entry) for entry in report.ledger]}
         report.accuracy = accuracy_section(fields)
+        counted = self.bound_counts(domains or {})
         private_report = PrivateReport(
             method=self.method,
             input_rows=self.input_rows(),
             clamped=dict(self.clamped),
-            clamped_output=self.clamped_output(domains or {}),
+            clamped_output={name: c.released for name, c in counted.items()},
             timings={**self.timer.timings, **self.timings_extra},
             metrics=metrics,
+            on_bound_before_noise={name: c.before for name, c in counted.items()},
+            pushed_onto_bound={name: c.pushed for name, c in counted.items()},
             extra=dict(private or {}),
         )
         return report, private_report

@@ -15,12 +15,15 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release._reports import Reporting
+from dpfast._release.data_forecast import DataForecast, forecast_check
 from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
+from dpfast._validation import check_share
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import open_engine
 from dpfast.engines.base import Engine
-from dpfast.engines.values import CategoricalColumn, Count, NumericColumn, PublishHook
+from dpfast.engines.on_bound import BoundCount, OnBound
+from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
 from dpfast.exceptions import NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
@@ -90,8 +93,12 @@ class Run(Reporting):
         self.timer = PhaseTimer()
         self.policy: UnprotectedPolicy | None = None
         self.clamped: dict[str, int] = {}
-        self.on_bound: dict[str, int] = {}
-        self._later: dict[str, Callable[[], int]] = {}
+        self.on_bound: dict[str, OnBound] = {}
+        self._later: dict[str, Callable[[], OnBound]] = {}
+        limit = options.get("max_on_bound")
+        self.max_on_bound = None if limit is None else check_share(limit, "max_on_bound")
+        self.expected: Forecast | None = None
+        self.data_forecast: DataForecast | None = None
         self.alerts: list[str] = []
         self.timings_extra: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -119,16 +126,33 @@ class Run(Reporting):
         with self._lock:
             self.timings_extra[name] = self.timings_extra.get(name, 0.0) + seconds
 
-    def expect(self, forecast: Forecast) -> None:
-        """Warn once, before any ε is reserved, when the forecast finds noise that swamps a column.
+    def expect(
+        self, forecast: Forecast, from_data: Callable[[float], DataForecast] | None = None
+    ) -> None:
+        """Check the release's forecast, before any ε is reserved; warn once if noise swamps.
 
         ``forecast`` is the method's own, from its plan and public values only
-        (docs/forecast.md#warning); its one line also goes to the public report's warnings.
+        (docs/forecast.md#warning); its warning goes to the public report's warnings.
+        With ``max_on_bound``, ``from_data(max_on_bound)`` (where the method has one)
+        reads the data for the forecast from the data (PRIVATE: kept for the private
+        report), and the release is refused if the forecast (that one, else the public
+        one) puts more than ``max_on_bound`` of a column's values onto a bound. The
+        warning shown is the forecast from the data's when it was read.
         """
-        text = forecast.warning
-        if text is not None and not self.alerts:
-            self.alerts.append(text)
-            warnings.warn(text, NoiseDominatesWarning, stacklevel=3)
+        self.expected = forecast
+        public = forecast.public_warning
+        if public is not None and public not in self.alerts:
+            self.alerts.append(public)
+        shown = public
+        if self.max_on_bound is not None:
+            if from_data is not None:
+                self.data_forecast = from_data(self.max_on_bound)
+                shown = self.data_forecast.warning
+                self.data_forecast.refuse_above(self.max_on_bound)
+            else:
+                forecast.refuse_above(self.max_on_bound)
+        if shown is not None:
+            warnings.warn(shown, NoiseDominatesWarning, stacklevel=3)
 
     def protect(self, columns: Sequence[Hashable]) -> None:
         """Tell the engine the columns the release protects, once its arguments are checked.
@@ -155,21 +179,23 @@ class Run(Reporting):
             )
 
     def keep(
-        self, name: Hashable, *, clamped: int | None = None, on_bound: Count | None = None
+        self, name: Hashable, *, clamped: int | None = None, on_bound: BoundCount | None = None
     ) -> None:
-        """Record a released protected column: its clamped inputs and its outputs on a bound.
+        """Record a released protected column: its clamped inputs and its rows on a bound.
 
-        ``on_bound`` may be a function, called once the release is written
-        (:meth:`Engine.write_rank_groups`); the private report holds its count from then.
+        ``on_bound`` (:class:`~dpfast.engines.on_bound.OnBound`: released on a bound, on
+        one before the noise, pushed there by the noise) may be a function, called once
+        the release is written (:meth:`Engine.write_rank_groups`); the private report
+        holds its counts from then.
         """
         self._released.append(name)
         if clamped is not None:
             self.clamped[str(name)] = int(clamped)
         if callable(on_bound):
             self._later[str(name)] = on_bound
-            self.on_bound[str(name)] = 0
+            self.on_bound[str(name)] = OnBound()
         elif on_bound is not None:
-            self.on_bound[str(name)] = int(on_bound)
+            self.on_bound[str(name)] = on_bound
 
     def released_names(self) -> list[Hashable]:
         """Return the protected columns released, in the order they were kept."""
@@ -184,8 +210,8 @@ class Run(Reporting):
         """Return the number of rows of the input."""
         return self.n_rows
 
-    def clamped_output(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, int]:
-        """Return the released values on a bound, as the method counted them."""
+    def bound_counts(self, domains: Mapping[Hashable, tuple[float, float]]) -> dict[str, OnBound]:
+        """Return the rows on a bound of the columns of ``domains``, as the method counted them."""
         return {str(n): self.on_bound[str(n)] for n in domains if str(n) in self.on_bound}
 
     def metrics(
@@ -269,9 +295,14 @@ class Run(Reporting):
             data = self.engine.publish(report, reindex=reindex, before=before)
         private.timings["write"] = self.timer.timings["write"]
         for name, count in self._later.items():  # counted where the output was made
-            self.on_bound[name] = int(count())
+            self.on_bound[name] = count()
             if name in private.clamped_output:
-                private.clamped_output[name] = self.on_bound[name]
+                counted = self.on_bound[name]
+                private.clamped_output[name] = counted.released
+                private.on_bound_before_noise[name] = counted.before
+                private.pushed_onto_bound[name] = counted.pushed
+        if self.expected is not None and private.clamped_output:
+            private.forecast = forecast_check(private, self.expected, self.data_forecast)
         work = self.engine.work()
         if work is not None:
             private.extra["work"] = work

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -196,3 +197,42 @@ def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, fl
             f"(range {width!r}); rescale the column first"
         )
     return float(lo), float(hi)
+
+
+def class_lookup(categories: Sequence[Any], labels: list[Any]) -> tuple[np.ndarray, list[int]]:
+    """Map each category to its class code (by value, else by text); ``-1`` when outside.
+
+    Returns the lookup (int64, at least one entry) and the indices of the categories
+    outside ``labels``.
+    """
+    exact = {label: i for i, label in enumerate(labels)}
+    text = {str(label): i for i, label in enumerate(labels)}
+    lookup = np.full(max(len(categories), 1), -1, dtype=np.int64)
+    outside = []
+    for i, category in enumerate(categories):
+        j = exact.get(category) if isinstance(category, Hashable) else None
+        if j is None:
+            j = text.get(str(category))
+        if j is not None:
+            lookup[i] = j
+        else:
+            outside.append(i)
+    return lookup, outside
+
+
+@dataclass(frozen=True)
+class ClassLookup:
+    """The codes of a column's categories in a public list (:class:`~dpfast.engines.base.Lookup`).
+
+    DiffGen codes its target's classes with it, randomized response its column's domain.
+    """
+
+    labels: tuple[Any, ...]
+
+    @property
+    def size(self) -> int:
+        """The number of codes."""
+        return len(self.labels)
+
+    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+        return class_lookup(categories, list(self.labels))

@@ -10,8 +10,8 @@ it reserves its ε; a dry run prints it and stops.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -217,8 +217,10 @@ def choice_forecast(entry: LedgerEntry, released: str) -> ColumnForecast:
     return ColumnForecast(entry.columns[0], entry.epsilon, entry.noise_scale, released=released)
 
 
-def smallest_k(worst: Callable[[int], float], n_rows: int) -> int | None:
-    """Return the smallest ``k`` in ``[1, n_rows]`` whose worst forecast is under the threshold.
+def smallest_k(
+    worst: Callable[[int], float], n_rows: int, threshold: float = THRESHOLD
+) -> int | None:
+    """Return the smallest ``k`` in ``[1, n_rows]`` whose worst forecast is under ``threshold``.
 
     ``worst(k)`` is the largest forecast share of the columns at ``k`` (an error: the plan
     cannot be made at that ``k``); it falls as ``k`` grows, so a bisection finds the edge.
@@ -227,7 +229,7 @@ def smallest_k(worst: Callable[[int], float], n_rows: int) -> int | None:
 
     def under(k: int) -> bool:
         try:
-            return worst(k) < THRESHOLD
+            return worst(k) < threshold
         except DPFastError:
             return False
 
@@ -284,9 +286,9 @@ def advise_k(
 def _assumption(k: bool) -> str:
     """Say what the share on a bound is: a forecast, and from what."""
     return (
-        f"a forecast from public values only (the bounds, epsilon{', k' if k else ''} and the "
-        "row count), if the values before the noise were spread evenly over their bounds; "
-        "not a measurement of the data"
+        "the share of released values on a bound if the values were spread evenly over "
+        f"their bounds: a forecast from public values only (the bounds, epsilon"
+        f"{', k' if k else ''} and the row count), not a measurement of the data"
     )
 
 
@@ -316,6 +318,14 @@ class Forecast:
     threshold : float
         The share on a bound from which a column is affected (:attr:`affected`) and the
         release warns: :data:`THRESHOLD`, 10 %.
+    from_data : DataForecast or None
+        PRIVATE, when the data was read (:func:`dpfast.forecast` given a table): the
+        expected outcome of this release on these values
+        (:class:`~dpfast._release.data_forecast.DataForecast`, docs/forecast.md#from-the-data).
+        Then :attr:`warning`, ``suggested_k`` and ``k_advice`` are its own.
+    public_advice : tuple or None
+        When the data was read, the ``(suggested_k, k_advice)`` from public values only,
+        which :attr:`public_warning` names.
 
     Examples
     --------
@@ -336,6 +346,8 @@ class Forecast:
     k_advice: str | None = None
     notes: tuple[str, ...] = ()
     threshold: float = field(default=THRESHOLD)
+    from_data: DataForecastLike | None = None
+    public_advice: tuple[int | None, str | None] | None = None
 
     @property
     def affected(self) -> tuple[ColumnForecast, ...]:
@@ -346,7 +358,20 @@ class Forecast:
 
     @property
     def warning(self) -> str | None:
-        """One line naming every affected column, or ``None`` when there is none."""
+        """The line a release warns with: the forecast from the data's when the data was read.
+
+        That one is PRIVATE (:attr:`from_data`); :attr:`public_warning` is the public one.
+        """
+        if self.from_data is not None:
+            return self.from_data.warning
+        return self.public_warning
+
+    @property
+    def public_warning(self) -> str | None:
+        """One line naming every affected column, from public values only, or ``None``.
+
+        The same for any data of this shape: the public report holds it.
+        """
         affected = self.affected
         if not affected:
             return None
@@ -356,28 +381,67 @@ class Forecast:
         order = sorted(shares, key=lambda share: -float(share[:-1]))
         named = "; ".join(f"{share} in {', '.join(shares[share])}" for share in order)
         return (
-            f"the noise will put {self.threshold:.0%} or more of the released values of "
-            f"{len(affected)} column(s) on a bound: {named} (forecast from public values "
-            f"only, the values taken as spread evenly over their bounds). {self._levers()}"
+            f"the noise would put {self.threshold:.0%} or more of the released values of "
+            f"{len(affected)} column(s) on a bound if the values were spread evenly over "
+            f"their bounds: {named} (forecast from public values only). {self._levers()}"
         )
 
     def _levers(self) -> str:
+        """Say what lowers the noise, from public values only (the public advice)."""
         fewer = f"protect fewer columns (each gets a share of {option('epsilon')})"
-        if self.suggested_k is not None:
+        public = self.public_advice if self.from_data is not None else None
+        suggested, advice = public or (self.suggested_k, self.k_advice)
+        if suggested is not None:
             return (
-                f"Raise {option('k')} to {self.suggested_k} or more, {fewer}, or raise "
+                f"Raise {option('k')} to {suggested} or more, {fewer}, or raise "
                 f"{option('epsilon')}."
             )
-        if self.k is not None and self.k_advice is not None:
+        if self.k is not None and advice is not None:
             return f"No {option('k')} is enough: {fewer} or raise {option('epsilon')}."
         return f"{fewer[0].upper()}{fewer[1:]} or raise {option('epsilon')}."
 
+    def with_data(self, found: DataForecastLike | None) -> Forecast:
+        """Return this forecast with its forecast from the data ``found`` (if any).
+
+        Its suggested ``k`` and advice become the data's; the public ones are kept as
+        :attr:`public_advice`, which :attr:`public_warning` names.
+        """
+        if found is None:
+            return self
+        if self.k is None:
+            return replace(self, from_data=found)
+        return replace(
+            self,
+            from_data=found,
+            suggested_k=found.suggested_k,
+            k_advice=found.k_advice,
+            public_advice=(self.suggested_k, self.k_advice),
+        )
+
+    def refuse_above(self, limit: float) -> None:
+        """Refuse a release (``max_on_bound``) whose forecast exceeds ``limit`` in a column.
+
+        The forecast from the data's share pushed onto a bound when the data was read,
+        else the public share on a bound if the values were spread evenly.
+        """
+        if self.from_data is not None:
+            self.from_data.refuse_above(limit)
+            return
+        over = [(c.column, c.on_bound or 0.0) for c in self.columns if (c.on_bound or 0.0) > limit]
+        source = "from public values only (the values taken as spread evenly)"
+        refuse_over(over, limit, self.suggested_k, source)
+
     def to_dict(self) -> dict[str, Any]:
-        """Return the forecast as plain JSON-serialisable Python objects."""
+        """Return the forecast as plain JSON-serialisable Python objects.
+
+        ``from_data`` (PRIVATE) holds the forecast from the data, when the data was read.
+        """
         out = asdict(self)
         out["columns"] = [{**asdict(c), "sd_share": c.sd_share} for c in self.columns]
         out["notes"] = list(self.notes)
         out["warning"] = self.warning
+        out["public_warning"] = self.public_warning
+        out["from_data"] = None if self.from_data is None else self.from_data.to_dict()
         return out
 
     def __str__(self) -> str:
@@ -389,10 +453,12 @@ class Forecast:
             lines.extend(_table(self.columns))
             if any(c.on_bound is not None for c in self.columns):
                 lines.append(f"* on a bound: {_assumption(self.k is not None)}")
-        if self.k_advice is not None:
+        if self.from_data is None and self.k_advice is not None:
             lines.append(self.k_advice)
         lines.extend(self.notes)
-        if self.warning is not None:
+        if self.from_data is not None:
+            lines.extend(self.from_data.lines())
+        elif self.warning is not None:
             lines.append(f"warning: {self.warning}")
         return "\n".join(lines)
 
@@ -403,6 +469,48 @@ class Forecast:
         if self.epsilon is not None:
             parts.append(option("epsilon", float(f"{self.epsilon:.6g}")))
         return ", ".join(parts)
+
+
+class DataForecastLike(Protocol):
+    """What :class:`Forecast` reads of its forecast from the data (:class:`DataForecast`)."""
+
+    @property
+    def suggested_k(self) -> int | None: ...
+
+    @property
+    def k_advice(self) -> str | None: ...
+
+    @property
+    def warning(self) -> str | None: ...
+
+    def refuse_above(self, limit: float) -> None: ...
+
+    def lines(self) -> list[str]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def refuse_over(
+    over: Sequence[tuple[str, float]], limit: float, suggested_k: int | None, source: str
+) -> None:
+    """Raise the refusal of ``max_on_bound``: the ``(column, share)`` over ``limit``, the levers.
+
+    ``source`` says which forecast found them. Nothing when ``over`` is empty.
+    """
+    if not over:
+        return
+    named = ", ".join(f"{column!r} {share:.1%}" for column, share in over)
+    raise_k = (
+        f"raise {option('k')} to {suggested_k} or more, "
+        if suggested_k is not None
+        else f"raise {option('k')} (where the method has one), "
+    )
+    raise DPFastValueError(
+        f"the forecast {source} puts more than {limit:.1%} of the values of {len(over)} "
+        f"column(s) onto a bound, the most {option('max_on_bound')} allows: {named}; "
+        f"nothing was reserved or written. To release, {raise_k}protect fewer columns, "
+        f"raise {option('epsilon')}, narrow the bounds, or raise {option('max_on_bound')}"
+    )
 
 
 def _number(value: float | None, percent: bool = False) -> str:

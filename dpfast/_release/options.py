@@ -157,11 +157,25 @@ class DPReleaseOptions(SeededReleaseOptions, total=False):
 
 
 class DPMetricsReleaseOptions(DPReleaseOptions, MetricsReleaseOptions, total=False):
-    """The options of a release that spends ε and measures its utility.
+    """The options of a release that spends ε on numeric columns and measures its utility.
 
     Those of :class:`DPReleaseOptions` (``seed``, ``budget``) and of
-    :class:`MetricsReleaseOptions` (``metrics``), besides :class:`ReleaseOptions`'.
+    :class:`MetricsReleaseOptions` (``metrics``), besides :class:`ReleaseOptions`', and
+    this.
+
+    Attributes
+    ----------
+    max_on_bound : float, optional
+        A share in ``[0, 1]``: refuse the release (:class:`~dpfast.exceptions.DPFastValueError`),
+        before anything is reserved or written, when its forecast puts more than this
+        share of a numeric column's values onto a bound. The release then reads the data
+        once more for its forecast from the data (PRIVATE: the share the noise is expected
+        to push onto a bound, docs/forecast.md#from-the-data) where its method has one
+        (``ir_dp``, ``mdav_dp``), else uses its public forecast (the share on a bound if
+        the values were spread evenly). Default ``None``: no check, no extra read.
     """
+
+    max_on_bound: float | None
 
 
 #: Every option's value when a call leaves it out.
@@ -174,6 +188,7 @@ DEFAULTS: dict[str, Any] = {
     "metrics": False,
     "seed": None,
     "budget": None,
+    "max_on_bound": None,
 }
 
 

@@ -124,9 +124,10 @@ def summary(
 ) -> int:
     """Print what was written and what holds (unless --quiet); return exit code 0.
 
-    Besides the public facts it prints two lines for the data holder's eyes: the share of
-    released values on a bound (from the private report), and, under column linkage, that
-    rows are not records.
+    Besides the public facts it prints lines for the data holder's eyes: the share of
+    values the noise pushed onto a bound, beside those released there and there before
+    the noise, and how the share pushed compares with its forecast (from the private
+    report); and, under column linkage, that rows are not records.
     """
     if args.quiet:
         return 0
@@ -158,18 +159,35 @@ def summary(
 
 
 def _on_bound(private: Any) -> list[str]:
-    """Say how many released values sit on a bound: exact, so private (this terminal only)."""
-    counts = private.clamped_output
+    """Say how many values the noise pushed onto a bound: exact, so private (this terminal only).
+
+    Beside it, the share released on a bound and the share there before the noise (the
+    groups' means, clamped and rounded as released: docs/forecast.md#pushed); then the
+    line that compares the share pushed with its forecast, if the release kept one.
+    """
     rows = private.input_rows
-    if not counts or not rows:
+    counts = {
+        "pushed there by the noise": private.pushed_onto_bound,
+        "released on a bound": private.clamped_output,
+        "there before the noise": private.on_bound_before_noise,
+    }
+    if not private.clamped_output or not rows:
         return []
-    overall = sum(counts.values()) / (rows * len(counts))
+    parts = [f"{what} {_shares(found, rows)}" for what, found in counts.items()]
+    lines = [
+        "values on a bound (PRIVATE: counted in this release, do not publish): " + "; ".join(parts)
+    ]
+    if private.forecast is not None and private.forecast.get("line"):
+        lines.append(private.forecast["line"])
+    return lines
+
+
+def _shares(counts: dict[str, int], rows: int) -> str:
+    """Return ``"3.1% (age 0.0%, income 6.2%)"``: the share over every column, then each's."""
+    overall = sum(counts.values()) / (rows * len(counts)) if counts else 0.0
     shown = ", ".join(f"{name} {count / rows:.1%}" for name, count in list(counts.items())[:10])
     more = ", ..." if len(counts) > 10 else ""
-    return [
-        f"released values on a bound (PRIVATE: counted in this release, do not publish): "
-        f"{overall:.1%} of them ({shown}{more})"
-    ]
+    return f"{overall:.1%} ({shown}{more})"
 
 
 def _accuracy(report: Any) -> list[str]:

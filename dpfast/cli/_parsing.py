@@ -142,8 +142,11 @@ def releasing(command: Command) -> Command:
         "--dry-run",
         "print the release's forecast from public values only (the schema, the options and "
         "the row count): per protected column its share of epsilon, its noise, and the share "
-        "of values the noise would put on a bound (docs/forecast.md); reserves no budget, "
-        "spends nothing, writes nothing",
+        "of values on a bound if they were spread evenly; then the forecast from the data "
+        "(PRIVATE, computed from INPUT's values: not for publication): the share the noise is "
+        "expected to push onto a bound, the bias and standard error of each column's mean, "
+        "a categorical column's expected total-variation distance (docs/forecast.md); "
+        "reserves no budget, spends nothing, writes nothing",
     )
     return writing(dry_run)
 
@@ -165,6 +168,17 @@ def number(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def percent(text: str) -> float:
+    """Parse a percentage in ``[0, 100]`` (``10`` or ``10%``)."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"expected a percentage in [0, 100], got {text!r}")
+    return value
 
 
 def column_list(text: str) -> list[str]:
@@ -247,6 +261,16 @@ def bounded_arguments(parser: argparse.ArgumentParser, k_help: str | None) -> No
         parser.add_argument("--k", type=integer, required=True, help=k_help)
     parser.add_argument("--epsilon", type=number, required=True, help="total privacy budget")
     parser.add_argument("--schema", required=True, help="schema JSON with public bounds")
+    parser.add_argument(
+        "--max-on-bound",
+        type=percent,
+        metavar="PCT",
+        help="refuse the release, before any budget is reserved or anything written, when "
+        "its forecast puts more than PCT percent of a numeric column's values onto a bound; "
+        "the data is read once more for the forecast from the data (PRIVATE: the share the "
+        "noise is expected to push there, docs/forecast.md#from-the-data) where the method "
+        "has one (ir-dp, mdav-dp), else the public forecast decides",
+    )
 
 
 def columns_argument(parser: argparse.ArgumentParser) -> None:

@@ -96,28 +96,43 @@ def release(args: argparse.Namespace, method: Method) -> int:
             arguments["metrics"] = True
         if found.in_passes:  # every option refused before the forecast's advice
             arguments["memory_limit"] = _memory(args)
-        expected = _forecast(method, found, arguments)
+        limit = getattr(args, "max_on_bound", None)
+        read = dry_run or limit is not None
+        expected = _forecast(args, method, found, arguments, read=read)
         if dry_run:
             print(expected)
             return 0
+        if limit is not None:  # refused before any ε is reserved
+            expected.refuse_above(limit / 100.0)
         if expected.warning is not None:  # before any ε is reserved
             warnings.warn(expected.warning, NoiseDominatesWarning, stacklevel=2)
         with spending(args, method.name) as spend, _warned_already():
-            made, paths, rows = _run(args, method, found, arguments, spend)
+            made, paths, rows = _run(args, method, found, arguments, spend, expected)
     return summary(args, made.report, made.private, paths, rows, spend)
 
 
-def _forecast(method: Method, found: Any, arguments: dict[str, Any]) -> Any:
-    """Return the release's forecast from the schema, the arguments and the row count."""
+def _forecast(
+    args: argparse.Namespace, method: Method, found: Any, arguments: dict[str, Any], *, read: bool
+) -> Any:
+    """Return the release's forecast; from the data too (PRIVATE) when ``read``.
+
+    From the schema, the arguments and the row count alone; with ``read``, the method's
+    forecast from the data reads INPUT (where the method has one): nothing is reserved,
+    spent or written.
+    """
     from dpfast._release import PublicTable
-    from dpfast.methods.forecast import forecast
+    from dpfast.methods.forecast import forecast, forecast_from_data
 
     data, schema = found.data, found.schema
     names = list(data.column_names) if hasattr(data, "column_names") else list(data.names)
     integer = [] if schema is None else [c for c in schema.names if schema[c].type == "integer"]
-    return forecast(
+    public = forecast(
         method.function, PublicTable(found.n_rows, names, frozenset(integer)), **arguments
     )
+    if not read:
+        return public
+    where = {"output": args.output} if found.in_passes else {}
+    return public.with_data(forecast_from_data(method.function, data, **arguments, **where))
 
 
 @contextmanager
@@ -129,15 +144,26 @@ def _warned_already() -> Iterator[None]:
 
 
 def _run(
-    args: argparse.Namespace, method: Method, found: Any, arguments: dict[str, Any], spend: Any
+    args: argparse.Namespace,
+    method: Method,
+    found: Any,
+    arguments: dict[str, Any],
+    spend: Any,
+    expected: Any,
 ) -> tuple[Any, tuple[str, str], int]:
-    """Release and write: the release (its report as written), the reports' paths, the rows."""
+    """Release and write: the release (its report as written), the reports' paths, the rows.
+
+    Where ``expected`` holds a forecast from the data, the private report compares the
+    release's share pushed onto a bound with it.
+    """
     if found.in_passes:
         made = _in_passes(args, method, found, arguments, spend)
+        _check_forecast(made.private, expected)
         report = mark_from_data(made.report, found.schema, args)
         paths = write_reports(report, made.private, args.output)
         return _Made(report, made.private), paths, _rows_written(args.output, found.n_rows)
     made = _in_memory(method, found, arguments, args)
+    _check_forecast(made.private, expected)
     report = mark_from_data(made.report, found.schema, args)
     data = method.written(made, args)
     with delayed_progress(args) as progress:
@@ -152,6 +178,14 @@ def _run(
         )
     rows = int(data.num_rows if hasattr(data, "num_rows") else len(data))
     return _Made(report, made.private), paths, rows
+
+
+def _check_forecast(private: Any, expected: Any) -> None:
+    """Compare the share pushed onto a bound with the forecast from the data, if read."""
+    from dpfast._release import forecast_check
+
+    if expected.from_data is not None and private.clamped_output:
+        private.forecast = forecast_check(private, expected, expected.from_data)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpfast.engines.base import Engine
+from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -35,7 +36,6 @@ from dpfast.engines.values import (
     Clusters,
     ClusterTotals,
     CodeCells,
-    Count,
     GroupCodes,
     GroupValues,
     NumericColumn,
@@ -49,22 +49,24 @@ from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 __all__ = [
     "Bins",
+    "BoundCount",
     "CategoricalColumn",
     "Cells",
     "ClusterTotals",
     "Clusters",
     "CodeCells",
-    "Count",
     "Engine",
     "EngineChoice",
     "GroupCodes",
     "GroupValues",
     "NumericColumn",
+    "OnBound",
     "Opening",
     "OrderStatistics",
     "Progress",
     "PublishHook",
     "RangeValues",
+    "RankGroupValues",
     "engine_name",
     "engines",
     "open_engine",

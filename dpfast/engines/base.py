@@ -58,6 +58,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from dpfast.engines.on_bound import BoundCount, RankGroupValues, rank_groups_on_bound
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -68,7 +69,6 @@ from dpfast.engines.values import (
     CodeCells,
     CodedNumeric,
     Contingency,
-    Count,
     GroupCodes,
     GroupValues,
     Lookup,
@@ -77,9 +77,7 @@ from dpfast.engines.values import (
     OrderStatistics,
     ProtectedColumn,
     PublishHook,
-    RangeValues,
     column_threads,
-    groups_on_bound,
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
@@ -261,22 +259,25 @@ class Engine(ABC):
         column: NumericColumn,
         grid: Grid,
         k: int,
-        values: RangeValues,
+        values: RankGroupValues,
         key: np.ndarray,
         domain: tuple[float, float],
-    ) -> tuple[int, Count]:
+    ) -> tuple[int, BoundCount]:
         """Release a numeric column in rank groups; return its clamped and on-bound counts.
 
         The release of :meth:`group_sums`, then ``values(sums, 0)`` for every group, then
-        :meth:`write_groups` with ``key``. Returns the clamped count and the rows whose
-        value is on a bound of ``domain`` (the private report's ``clamped_output``). An
-        engine whose tasks compute the groups' values where the output is made may return
-        that count as a function, called once the release is written.
+        :meth:`write_groups` with ``key``. Returns the clamped count and the rows on a
+        bound of ``domain``: released there, there before the noise
+        (``values.before_noise``), and pushed there by the noise
+        (:class:`~dpfast.engines.on_bound.OnBound`). An engine whose tasks compute the
+        groups' values where the output is made may return those counts as a function,
+        called once the release is written.
         """
         sums, clamped = self.group_sums(column, grid, k)
         group_values = values(sums, 0)
         self.write_groups(column, group_values, k, key)
-        return clamped, groups_on_bound(group_values, self.n_rows, k, *domain)
+        before = values.before_noise(sums, 0)
+        return clamped, rank_groups_on_bound(group_values, before, self.n_rows, k, domain)
 
     @abstractmethod
     def write_linked(

@@ -33,7 +33,6 @@ __all__ = [
     "CodeCells",
     "CodedNumeric",
     "Contingency",
-    "Count",
     "GroupCodes",
     "GroupValues",
     "Lookup",
@@ -47,7 +46,6 @@ __all__ = [
     "check_in_domain",
     "code_dtype",
     "column_threads",
-    "groups_on_bound",
     "holding_dtype",
     "inverse_permutation",
     "own_dtype",
@@ -298,22 +296,6 @@ RangeValues = Callable[[np.ndarray, int], np.ndarray]
 #: (each group's draw is keyed by the group): a task holding some of the column's ranks
 #: computes their groups' codes (:meth:`Engine.write_category_groups`).
 GroupCodes = Callable[[np.ndarray, int, int], np.ndarray]
-
-#: A count known now, or once the release is written (called then, once).
-Count = int | Callable[[], int]
-
-
-def groups_on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
-    """Count the rows whose rank group's value is on a bound (``clamped_output``).
-
-    Every row holds its rank group's value, so the count is the sizes of the groups whose
-    value is on a bound: ``k`` rows each, the remainder in the last group.
-    """
-    on = (values <= lower) | (values >= upper)
-    sizes = np.full(values.shape[0], k, dtype=np.int64)
-    sizes[-1] = n - k * (values.shape[0] - 1)
-    return int(sizes[on].sum())
-
 
 #: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
 OrderStatistics = tuple[float, float, float, float, float, float, bool]

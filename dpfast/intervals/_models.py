@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 CLAMPING = (
-    "clamping after the noise: released values pushed onto a bound by the noise (or a "
-    "count pushed up to 0) move the statistic by an amount that depends on the data, "
+    "clamping after the noise: released values that the noise takes past a bound are "
+    "clamped onto it (and a count below 0 is raised to 0), which moves the statistic by "
+    "an amount that depends on the data, "
     "so it is not in the interval; the data holder's private forecast estimates it"
 )
 ROUNDING = (

@@ -13,6 +13,8 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from dpfast._release import (
+    DataForecast,
+    Engine,
     Forecast,
     PublicTable,
     ReleaseOptions,
@@ -32,15 +34,19 @@ from dpfast._validation import (
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.methods.diffgen import diffgen, diffgen_forecast
 from dpfast.methods.individual_ranking import individual_ranking
-from dpfast.methods.ir_dp import ir_dp, ir_dp_forecast
+from dpfast.methods.ir_dp import ir_dp, ir_dp_data_forecast, ir_dp_forecast
 from dpfast.methods.k_noise import k_noise
 from dpfast.methods.k_pram import k_pram
 from dpfast.methods.laplace_dp import laplace_dp, laplace_dp_forecast
 from dpfast.methods.mdav import mdav
-from dpfast.methods.mdav_dp import mdav_dp, mdav_dp_forecast
-from dpfast.methods.randomized_response import randomized_response, randomized_response_forecast
+from dpfast.methods.mdav_dp import mdav_dp, mdav_dp_data_forecast, mdav_dp_forecast
+from dpfast.methods.randomized_response import (
+    randomized_response,
+    randomized_response_data_forecast,
+    randomized_response_forecast,
+)
 
-__all__ = ["forecast"]
+__all__ = ["forecast", "forecast_from_data"]
 
 
 def _no_epsilon(method: str, table: TableView, k: int, a: Mapping[str, Any], does: str) -> Forecast:
@@ -96,40 +102,56 @@ def _k_pram(table: TableView, a: Mapping[str, Any]) -> Forecast:
     return _no_epsilon("k_pram", table, k, a, does)
 
 
-_METHODS: dict[str, tuple[Callable[..., Any], Callable[[TableView, Mapping[str, Any]], Forecast]]]
-_METHODS = {
-    "ir_dp": (ir_dp, ir_dp_forecast),
-    "laplace_dp": (laplace_dp, laplace_dp_forecast),
-    "mdav_dp": (mdav_dp, mdav_dp_forecast),
-    "randomized_response": (randomized_response, randomized_response_forecast),
-    "diffgen": (diffgen, diffgen_forecast),
-    "individual_ranking": (individual_ranking, _individual_ranking),
-    "mdav": (mdav, _mdav),
-    "k_noise": (k_noise, _k_noise),
-    "k_pram": (k_pram, _k_pram),
+_Public = Callable[[TableView, Mapping[str, Any]], Forecast]
+_FromData = Callable[[Engine, Mapping[str, Any]], DataForecast]
+
+#: Per method: the release, its forecast from public values, its forecast from the data.
+_METHODS: dict[str, tuple[Callable[..., Any], _Public, _FromData | None]] = {
+    "ir_dp": (ir_dp, ir_dp_forecast, ir_dp_data_forecast),
+    "laplace_dp": (laplace_dp, laplace_dp_forecast, None),
+    "mdav_dp": (mdav_dp, mdav_dp_forecast, mdav_dp_data_forecast),
+    "randomized_response": (
+        randomized_response,
+        randomized_response_forecast,
+        randomized_response_data_forecast,
+    ),
+    "diffgen": (diffgen, diffgen_forecast, None),
+    "individual_ranking": (individual_ranking, _individual_ranking, None),
+    "mdav": (mdav, _mdav, None),
+    "k_noise": (k_noise, _k_noise, None),
+    "k_pram": (k_pram, _k_pram, None),
 }
 
 
 def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -> Forecast:
-    """Forecast a release from public values only: its noise per column; nothing is spent.
+    """Forecast a release: from public values, and from the data when given a table.
 
     The dry run of a release: ``forecast("ir_dp", data, **arguments)`` takes the arguments
     ``dpfast.ir_dp(data, **arguments)`` takes, checks them as the release does, and makes
-    the release's own plan (the same ε split, sensitivities and noise scales) from the
-    row count, the column names and the arguments. It reserves no budget, spends no ε and
-    writes nothing. Per protected column it gives the ε share, the noise scale, the
-    noise's standard deviation as a share of the public width, and a forecast of the
-    share of released values on a bound if the values were spread evenly over the bounds
-    (docs/forecast.md). For a method with a ``k`` it gives the smallest ``k`` that brings
-    every column under 10 %, or says why none does. A release warns
-    (:class:`~dpfast.exceptions.NoiseDominatesWarning`) from the same forecast, before it
-    reserves its ε.
+    the release's own plan (the same ε split, sensitivities and noise scales). It
+    reserves no budget, spends no ε and writes nothing (docs/forecast.md).
 
-    Guarantee: none, and none is needed: a forecast is not a release and spends no ε. It
-    reads no value of the data, only public values (bounds, taxonomies, the arguments) and
-    the row count, which every bounded-DP release publishes in its report anyway
-    (DiffGen's forecast, under unbounded DP, does not use it). The release it forecasts
-    has the guarantee its own function states.
+    From public values (the row count, the column names and the arguments), per protected
+    column: the ε share, the noise scale, the noise's standard deviation as a share of the
+    public width, and the share of released values on a bound if the values were spread
+    evenly over the bounds. Given a table, ``ir_dp``, ``mdav_dp`` and
+    ``randomized_response`` also read its values for the forecast from the data,
+    ``from_data`` (PRIVATE, docs/forecast.md#from-the-data): the expected outcome of this
+    release on these values, without drawing noise (the share the noise pushes onto a
+    bound, the bias and standard error of each column's mean and of one released value,
+    a categorical column's expected total-variation distance). For a method with a ``k``
+    it gives the smallest ``k`` that brings every column under 10 % (from the data when it
+    was read), or says why none does. A release warns
+    (:class:`~dpfast.exceptions.NoiseDominatesWarning`) from the public forecast, before
+    it reserves its ε.
+
+    Guarantee: none, and none is needed: a forecast is not a release and spends no ε. The
+    public forecast reads only public values (bounds, taxonomies, the arguments) and the
+    row count, which every bounded-DP release publishes in its report anyway (DiffGen's,
+    under unbounded DP, does not use it). The forecast from the data is an exact function
+    of the data without noise: it must not be published, and a parameter chosen from it
+    is chosen from the data (docs/forecast.md#private). The release it forecasts has the
+    guarantee its own function states.
 
     Parameters
     ----------
@@ -138,8 +160,9 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
         ``"randomized_response"``, ``"diffgen"``, ``"individual_ranking"``, ``"mdav"``,
         ``"k_noise"``, ``"k_pram"``, or the function itself (``dpfast.ir_dp``).
     data : table, int or PublicTable
-        The table the release would read (only its row count, its column names and the
-        types of the bounded columns are read); or its row count, and then the protected
+        The table the release would read (its row count, its column names and the types
+        of the bounded columns for the public forecast, its values for the forecast from
+        the data), on any engine the release runs on; or its row count, and then the protected
         columns are ``columns`` (``column`` for randomized response), or else those
         ``bounds`` and ``taxonomies`` name, all taken as float columns; or a
         :class:`~dpfast.PublicTable` (row count, names, integer columns).
@@ -151,9 +174,10 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     Returns
     -------
     Forecast
-        ``str(forecast)`` is the table the CLI's ``--dry-run`` prints; ``to_dict()`` its
-        fields; ``warning`` the one line a release warns with (``None``: no column reaches
-        10 % on a bound).
+        ``str(forecast)`` is what the CLI's ``--dry-run`` prints; ``to_dict()`` its fields;
+        ``from_data`` the forecast from the data (PRIVATE; ``None`` unless a table was
+        read); ``warning`` the one line a release warns with (``None``: no column reaches
+        10 %), ``public_warning`` the one from public values only.
 
     Raises
     ------
@@ -166,16 +190,42 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     >>> expected = forecast("laplace_dp", 1000, epsilon=1.0, bounds={"age": (0, 100)})
     >>> round(expected.columns[0].on_bound, 3)
     0.632
-    >>> expected.warning.startswith("the noise will put 10% or more")
+    >>> expected.warning.startswith("the noise would put 10% or more")
     True
     >>> expected = forecast("ir_dp", 1000, k=50, epsilon=1.0, bounds={"age": (0, 100)})
     >>> round(expected.columns[0].on_bound, 3), expected.suggested_k
     (0.02, 10)
     """
     name = _name(method)
-    release, build = _METHODS[name]
+    release, build, from_data = _METHODS[name]
     bound = _bind(name, release, data, arguments)
-    return build(_table(name, data, bound), bound)
+    if isinstance(data, PublicTable) or (
+        isinstance(data, numbers.Integral) and not isinstance(data, bool)
+    ):
+        return build(_table(name, data, bound), bound)
+    where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
+    with open_run(name, data, where, ReleaseOptions) as run:
+        expected = build(_read(run.engine, run.n_rows, bound), bound)
+        found = None if from_data is None else from_data(run.engine, bound)
+    return expected.with_data(found)
+
+
+def forecast_from_data(
+    method: str | Callable[..., Any], data: Any, /, **arguments: Any
+) -> DataForecast | None:
+    """Return the forecast from the data alone (PRIVATE), or ``None`` for a method without one.
+
+    As :func:`forecast` given a table, without its public part (the command line makes
+    that one from the schema): ``forecast(...).with_data(forecast_from_data(...))``.
+    """
+    name = _name(method)
+    release, _, from_data = _METHODS[name]
+    if from_data is None:
+        return None
+    bound = _bind(name, release, data, arguments)
+    where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
+    with open_run(name, data, where, ReleaseOptions) as run:
+        return from_data(run.engine, bound)
 
 
 def _name(method: Any) -> str:
@@ -207,18 +257,19 @@ def _bind(
 
 
 def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
-    """Return what the forecast reads of ``data``: its row count, names and integer columns."""
+    """Return the public table of a forecast given one, or a row count."""
     if isinstance(data, PublicTable):
         return data
-    if isinstance(data, numbers.Integral) and not isinstance(data, bool):
-        return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
-    where = {key: arguments[key] for key in ("engine", "output", "memory_limit")}
-    with open_run(name, data, where, ReleaseOptions) as run:
-        names = list(run.engine.names)
-        bounds = arguments.get("bounds")
-        bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
-        integer = frozenset(c for c in bounded if run.engine.value_dtype(c).kind in "iu")
-        return PublicTable(run.n_rows, names, integer)
+    return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
+
+
+def _read(engine: Engine, n_rows: int, arguments: Mapping[str, Any]) -> PublicTable:
+    """Return what the public forecast reads of a table: its row count, names, integer columns."""
+    names = list(engine.names)
+    bounds = arguments.get("bounds")
+    bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
+    integer = frozenset(c for c in bounded if engine.value_dtype(c).kind in "iu")
+    return PublicTable(n_rows, names, integer)
 
 
 def _named(name: str, arguments: Mapping[str, Any]) -> list[Hashable]:

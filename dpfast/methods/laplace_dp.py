@@ -58,6 +58,7 @@ from dpfast.accounting import (
     names,
     scale_steps,
 )
+from dpfast.engines import OnBound
 from dpfast.partitions.grid import Grid
 
 Transform = Literal["log", "asinh"]
@@ -117,8 +118,8 @@ def laplace_dp(
         (docs/privacy.md#transforms).
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
-        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
-        ``output`` and ``memory_limit``. ``progress`` is called as
+        ``seed``, ``metrics``, ``budget``, ``max_on_bound``, ``risk``, ``progress``,
+        ``engine``, ``output`` and ``memory_limit``. ``progress`` is called as
         ``progress("noise", done, total)`` after each column.
 
     Returns
@@ -163,9 +164,9 @@ def laplace_dp(
             ):
                 key = source.key("laplace_dp", "cell-noise", str(column.name))
                 cells = LaplaceCells(grid, key, steps, column.integer, domains[column.name])
-                clamped, on_bound = run.engine.write_rows(column, cells)
+                clamped, *counts = run.engine.write_rows(column, cells)
                 ledger.spend(entry)
-                run.keep(column.name, clamped=int(clamped), on_bound=int(on_bound))
+                run.keep(column.name, clamped=int(clamped), on_bound=OnBound.of_counts(counts))
                 run.tick("noise", i + 1, len(protected))
         return run.finish(
             source=source,
@@ -340,7 +341,9 @@ def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:
 class LaplaceCells:
     """One column's cells noised: row ``i`` gets the draw of nonce ``i`` of the column's key.
 
-    Returns the released values, and the counts ``[clamped inputs, outputs on a bound]``.
+    Returns the released values, and the counts ``[clamped inputs, released on a bound,
+    on a bound before the noise, pushed onto a bound by the noise]`` (a cell is its own
+    group: :class:`~dpfast.engines.on_bound.OnBound`).
     """
 
     grid: Grid
@@ -353,9 +356,11 @@ class LaplaceCells:
         """Release the rows from ``first_row`` on; count the clamped and on-bound values."""
         draws = noise.discrete_laplace(self.key, self.steps, values.shape[0], start=first_row)
         out, clamped = laplace_column(values, self.grid, draws, self.integer)
-        lower, upper = self.domain
-        on_bound = np.count_nonzero(out <= lower) + np.count_nonzero(out >= upper)
-        return out, np.array([clamped, on_bound], dtype=np.int64)
+        draws[:] = 0
+        before, _ = laplace_column(values, self.grid, draws, self.integer)
+        ones = np.ones(1, dtype=np.int64)
+        counted = OnBound.of(out, before, np.broadcast_to(ones, out.shape), *self.domain)
+        return out, np.array([clamped, *counted.counts()], dtype=np.int64)
 
 
 def _parameters(

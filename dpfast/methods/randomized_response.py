@@ -17,13 +17,20 @@ import pandas as pd
 
 from dpfast import noise
 from dpfast._release import (
+    Choices,
+    ClassLookup,
+    ColumnDataForecast,
+    DataForecast,
     DPReleaseOptions,
+    Engine,
     Forecast,
     Release,
     TableView,
     Unpack,
+    check_in_domain,
     choice_forecast,
     column_threads,
+    expected_tvd,
     keep_numerator,
     noise_source,
     open_run,
@@ -268,6 +275,40 @@ def randomized_response_forecast(table: TableView, arguments: Mapping[str, Any])
     )
     column = choice_forecast(_entry(name, epsilon, p), "every value of the column")
     return Forecast("randomized_response", epsilon, table.n_rows, (column,), notes=notes)
+
+
+def randomized_response_data_forecast(engine: Engine, arguments: Mapping[str, Any]) -> DataForecast:
+    """Return the forecast from the data of :func:`randomized_response` (PRIVATE).
+
+    The column's rows per category of the domain (read with the engine's
+    :meth:`~dpfast.engines.base.Engine.class_codes`), and the expected total-variation
+    distance between its distribution and the release's: a row of category ``x`` is
+    released as ``v`` with chance ``p [x = v] + (1 - p) / m``, independently
+    (docs/forecast.md#categorical). Nothing is drawn, spent or written.
+    """
+    a = arguments
+    check_nonempty(engine.n_rows)
+    (name,) = check_columns([a["column"]], engine.names, name="column")
+    categories = _domain_values(a["domain"])
+    m = len(categories)
+    keep, _, _ = _keep(a["epsilon"], a["retention"], m)
+    p = keep / noise.KEEP_DENOMINATOR
+    typed = _in_column_type(categories, engine.value_dtype(name))
+    found = engine.class_codes(name, ClassLookup(tuple(typed)))
+    check_in_domain(name, found.missing, found.unknown)
+    table = engine.contingency(found, [])
+    table.start([])
+    counts = table.cells(np.zeros(0, dtype=np.int64), [])[0]
+    chances = np.full((m, m), (1 - p) / m) + p * np.eye(m)
+    choices = Choices(chances, np.ones(m, dtype=np.int64), counts.astype(np.int64))
+    tvd, exact = expected_tvd(choices, counts)
+    note = (
+        "each row's release is kept or replaced independently, with the chances the "
+        "retention gives: the expected distance between the column's distribution and the "
+        "release's, from its rows per category"
+    )
+    column = ColumnDataForecast(str(name), tvd=tvd, exact=exact)
+    return DataForecast("randomized_response", engine.n_rows, (column,), notes=(note,))
 
 
 @dataclass(frozen=True)

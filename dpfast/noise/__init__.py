@@ -35,6 +35,7 @@ from dpfast.noise._em_exact import ExponentialBase, exponential_base
 from dpfast.noise._exponential import (
     EM_SAMPLER_NAME,
     SCORE_BITS,
+    exponential_chances,
     exponential_mechanism,
     exponential_mechanism_sorted_groups,
     exponential_probabilities,
@@ -55,7 +56,13 @@ from dpfast.noise._quantile import (
     quantile_quality,
 )
 from dpfast.noise._source import NoiseSource
-from dpfast.noise._tails import discrete_laplace_sd, log_mean_exp, on_bound_share
+from dpfast.noise._tails import (
+    clamped_moments,
+    discrete_laplace_at_least,
+    discrete_laplace_sd,
+    log_mean_exp,
+    on_bound_share,
+)
 from dpfast.noise._uniform import (
     bernoulli_rational,
     permutation,
@@ -97,13 +104,16 @@ __all__ = [
     "add_uniform",
     "apply_count_noise",
     "bernoulli_rational",
+    "clamped_moments",
     "count_noise_plan",
     "discrete_laplace",
+    "discrete_laplace_at_least",
     "discrete_laplace_rate",
     "discrete_laplace_sd",
     "dyadic_base_at_most",
     "dyadic_epsilon",
     "exponential_base",
+    "exponential_chances",
     "exponential_mechanism",
     "exponential_mechanism_sorted_groups",
     "exponential_probabilities",

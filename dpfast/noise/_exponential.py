@@ -258,6 +258,39 @@ def exponential_probabilities(
     return out
 
 
+def exponential_chances(
+    quality: Any, *, epsilon: float | Fraction, sensitivity: float | Fraction
+) -> np.ndarray:
+    """Return every candidate's chance in each row of :func:`exponential_mechanism`, in float64.
+
+    ``b**(q_max - q_c)`` normalised over the row, with the dyadic base ``b`` of
+    :func:`exponential_base` (the draws' own): each within float64 rounding of the exact
+    probability (:func:`exponential_probabilities` gives it as a fraction, one row at a
+    time). It draws nothing: a forecast reads it (docs/forecast.md#categorical).
+
+    Parameters
+    ----------
+    quality : array-like of int, shape (n, m)
+        Qualities in integer units.
+    epsilon, sensitivity
+        As for :func:`exponential_mechanism`.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, m)
+
+    Examples
+    --------
+    >>> exponential_chances([[0, -1]], epsilon=2.0, sensitivity=1).round(4)
+    array([[0.7311, 0.2689]])
+    """
+    base = exponential_base(epsilon=epsilon, sensitivity=sensitivity)
+    array = _check_quality(quality)
+    rate = 1.0 / base.scale()  # ln(1/b)
+    weights = np.exp((array - array.max(axis=1, keepdims=True)).astype(np.float64) * rate)
+    return weights / weights.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
+
+
 def exponential_mechanism_sorted_groups(
     key: np.ndarray,
     counts: np.ndarray,

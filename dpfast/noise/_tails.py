@@ -1,13 +1,18 @@
 """What discrete Laplace noise does to values clamped to a public range, in closed form.
 
-A release's forecast (docs/forecast.md) reads these from the noise scale and the public
-width alone: the noise's standard deviation, and the share of released values that the
-clamp puts on a bound when the values before the noise are spread evenly over the range.
+A release's public forecast (docs/forecast.md) reads these from the noise scale and the
+public width alone: the noise's standard deviation, and the share of released values that
+the clamp puts on a bound when the values before the noise are spread evenly over the
+range. Its forecast from the data reads, for each group's value ``q`` on the grid, the
+noise's exact tail sums (:func:`discrete_laplace_at_least`) and the mean and variance of
+``clamp(q + Y, 0, D)`` (:func:`clamped_moments`, docs/forecast.md#from-the-data).
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from dpfast._validation import check_int
 from dpfast.exceptions import DPFastValueError
@@ -116,6 +121,101 @@ def on_bound_share(scale: float, width: int, low: int | None = 0, high: int | No
         return 1.0  # every grid value is released as one bound or the other
     count = sum(_below(t, d, a) for a in ends if a is not None)
     return min(1.0, max(0.0, count / (d + 1)))
+
+
+def _rate(t: float) -> tuple[float, float]:
+    """Return ``(r, 1 - r)`` for ``r = exp(-1/t)``, ``1 - r`` without cancellation."""
+    one_minus_r = -math.expm1(-1.0 / t)
+    return 1.0 - one_minus_r, one_minus_r
+
+
+def discrete_laplace_at_least(scale: float, y: np.ndarray) -> np.ndarray:
+    """Return ``P(Y >= y)`` for discrete Laplace noise ``Y`` of scale ``t``, per ``y``.
+
+    ``P(Y >= j) = r**j / (1 + r)`` for ``j >= 0`` and, by symmetry, ``P(Y >= y) = 1 -
+    r**(1 - y) / (1 + r)`` for ``y <= 0``, with ``r = exp(-1/t)`` (docs/forecast.md#derivation).
+
+    Parameters
+    ----------
+    scale : float
+        ``t >= 0`` in grid steps (``0``: no noise, ``Y = 0``).
+    y : array of int
+        Thresholds in grid steps.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Examples
+    --------
+    >>> discrete_laplace_at_least(1.0, np.array([-1, 0, 1, 2])).round(4)
+    array([0.9011, 0.7311, 0.2689, 0.0989])
+    """
+    t = _check_scale(scale)
+    y = np.asarray(y, dtype=np.float64)
+    if t == 0:
+        return (y <= 0).astype(np.float64)
+    r, _ = _rate(t)
+    upper = np.exp(-np.maximum(y, 0.0) / t) / (1.0 + r)
+    lower = 1.0 - np.exp(-np.maximum(1.0 - y, 0.0) / t) / (1.0 + r)
+    return np.where(y >= 0, upper, lower)
+
+
+def clamped_moments(scale: float, width: int, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the mean shift and the variance of ``clamp(q + Y, 0, D)``, per grid value ``q``.
+
+    ``Y`` is discrete Laplace noise of scale ``t``; ``q`` lies in ``[0, D]``. Write
+    ``clamp(q + Y, 0, D) = q + Y - U + L`` with ``U = (Y - (D - q))⁺`` and ``L = (-Y - q)⁺``
+    (at most one of them is not 0). With ``r = exp(-1/t)`` and, for ``m >= 0``,
+    ``B(m) = E[(Y - m)⁺] = r**(m+1) / ((1 + r)(1 - r))`` and ``C(m) = E[((Y - m)⁺)²] =
+    r**(m+1) / (1 - r)²`` (``L`` has the law of ``(Y - q)⁺``)::
+
+        E[clamp] - q = B(q) - B(D - q)
+        E[(clamp - q)²] = 2 r / (1 - r)² - C(q) - C(D - q) - 2 q B(q) - 2 (D - q) B(D - q)
+
+    (docs/forecast.md#from-the-data). The variance is exact up to float64 rounding, which
+    it loses only where the noise is a million times the width or more (then every value
+    is on a bound); it is kept in ``[0, D²/4]``, the most any value in ``[0, D]`` can have.
+
+    Parameters
+    ----------
+    scale : float
+        ``t >= 0`` in grid steps.
+    width : int
+        ``D >= 0``.
+    q : array of int
+        Grid values in ``[0, D]``.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``E[clamp(q + Y, 0, D)] - q`` and ``Var[clamp(q + Y, 0, D)]``, float64, in grid
+        steps.
+
+    Examples
+    --------
+    >>> shift, variance = clamped_moments(2.0, 10, np.array([0, 5, 10]))
+    >>> shift.round(4), variance.round(4)
+    (array([ 0.9531,  0.    , -0.9531]), array([2.8537, 5.617 , 2.8537]))
+    """
+    t = _check_scale(scale)
+    d = check_int(width, "width", low=0)
+    q = np.asarray(q, dtype=np.float64)
+    if t == 0 or d == 0:
+        return np.zeros(q.shape), np.zeros(q.shape)
+    r, one_minus_r = _rate(t)
+    far = d - q
+
+    def b(m: np.ndarray) -> np.ndarray:
+        return np.exp(-(m + 1.0) / t) / ((1.0 + r) * one_minus_r)
+
+    def c(m: np.ndarray) -> np.ndarray:
+        return np.exp(-(m + 1.0) / t) / one_minus_r**2
+
+    shift = b(q) - b(far)
+    second = 2.0 * r / one_minus_r**2 - c(q) - c(far) - 2.0 * q * b(q) - 2.0 * far * b(far)
+    variance = np.clip(second - shift**2, 0.0, d * d / 4.0)
+    return shift, variance
 
 
 def log_mean_exp(scale: float, step: float) -> float:

@@ -289,7 +289,7 @@ def _emit_part(
 
 def _assemble_part(
     parts: ExchangedParts, part: int, pieces: list[list[bytes]]
-) -> tuple[pa.Table, list[int]]:
+) -> tuple[pa.Table, list[tuple[int, int, int]]]:
     """Return output part ``part`` from every task's pieces, and its counts, on a worker."""
     return parts.assemble_counted(part, [payload for held in pieces for payload in held])
 

@@ -64,7 +64,9 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
     return None
 
 
-def _write_counted(table: pa.Table, counts: list[int], path: str) -> list[int]:
+def _write_counted(
+    table: pa.Table, counts: list[tuple[int, int, int]], path: str
+) -> list[tuple[int, int, int]]:
     """Write an assembled part, on a worker; return its counts (they stay off the file)."""
     _write_table(table, path)
     return counts

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
     OutOfCoreEngine,
     refuse_text_output,
@@ -80,7 +81,6 @@ from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
-    Count,
     GroupCodes,
     NumericColumn,
     Opening,
@@ -141,7 +141,7 @@ class ClusterEngine(OutOfCoreEngine):
         # numeric columns of rank groups sorted and sent by the workers (with output=),
         # and their rows on a bound once written
         self._ranked: dict[str, RankedState] = {}
-        self._on_bound: dict[str, int] = {}
+        self._on_bound: dict[str, OnBound] = {}
 
     writes_dataset = True
 
@@ -301,10 +301,10 @@ class ClusterEngine(OutOfCoreEngine):
         column: NumericColumn,
         grid: Grid,
         k: int,
-        values: RangeValues,
+        values: RankGroupValues,
         key: np.ndarray,
         domain: tuple[float, float],
-    ) -> tuple[int, Count]:
+    ) -> tuple[int, BoundCount]:
         """With ``output``, the workers sort the column, compute its groups and send them.
 
         The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`)
@@ -329,7 +329,8 @@ class ClusterEngine(OutOfCoreEngine):
         # each range's task sends its keys' values: its ranges are cut smaller than a sort's
         limits = (self.sort_limits() or self.limits).sorting(BYTES_PER_SENT_RANK)
         plan = plan_ranks(self.source, column, grid, limits, tick)
-        self._rank(column, plan, k, key, values, domain, quantised_keys(column, grid))
+        keys = quantised_keys(column, grid)
+        self._rank(column, plan, k, key, values, domain, keys, values.before_noise)
         return plan.clamped, functools.partial(self._counted_on_bound, name)
 
     def write_category_groups(
@@ -361,11 +362,15 @@ class ClusterEngine(OutOfCoreEngine):
         values: RangeValues,
         domain: tuple[float, float],
         keys: Callable[[Any, int], np.ndarray] = no_keys,
+        before: RangeValues | None = None,
     ) -> None:
-        """Keep a column whose ranks the write's tasks send (:class:`RankedState`)."""
+        """Keep a column whose ranks the write's tasks send (:class:`RankedState`).
+
+        ``before`` gives a numeric column's group values before the noise (its counts).
+        """
         name = str(column.name)
         output = self._group_state(column, np.zeros(0), key)  # its bucket starts too
-        placed = RankedColumn(self.n_rows, k, key, output.starts, values, *domain)
+        placed = RankedColumn(self.n_rows, k, key, output.starts, values, *domain, before)
         self._ranked[name] = RankedState(name, placed, plan, keys, output)
 
     def rank_group_bytes(self, n: int, k: int) -> int:
@@ -399,7 +404,7 @@ class ClusterEngine(OutOfCoreEngine):
         parts = -(-n // self._part_rows(1))
         return not fits or parts >= SEND_RANKS_PARTS
 
-    def _counted_on_bound(self, name: str) -> int:
+    def _counted_on_bound(self, name: str) -> OnBound:
         """Return a ranked column's rows on a bound, as its parts counted them."""
         if name not in self._on_bound:
             raise DPFastRuntimeError(f"column {name!r} was not written, so it was not counted")
@@ -478,7 +483,9 @@ class ClusterEngine(OutOfCoreEngine):
         if sorted(counts) != list(range(parts.count)):
             raise DPFastRuntimeError("the write did not return every part's counts")
         for i, state in enumerate(parts.ranked):
-            self._on_bound[state.name] = sum(int(counts[p][i]) for p in counts)
+            self._on_bound[state.name] = sum(
+                (OnBound.of_counts(counts[p][i]) for p in counts), OnBound()
+            )
 
     def _exchanged(self, order: Sequence[str]) -> ExchangedParts | None:
         """Return the frame's parts through the exchange, or None if it cannot hold them.

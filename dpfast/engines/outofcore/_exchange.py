@@ -239,8 +239,14 @@ class ExchangedParts:
         """Return output part ``part`` from every piece sent to it."""
         return self.assemble_counted(part, payloads)[0]
 
-    def assemble_counted(self, part: int, payloads: list[bytes]) -> tuple[pa.Table, list[int]]:
-        """Return output part ``part``, and each ranked column's rows on a bound in it."""
+    def assemble_counted(
+        self, part: int, payloads: list[bytes]
+    ) -> tuple[pa.Table, list[tuple[int, int, int]]]:
+        """Return output part ``part``, and each ranked column's rows on a bound in it.
+
+        Per ranked column, ``(released, before, pushed)``
+        (:meth:`~dpfast.engines.on_bound.OnBound.counts`).
+        """
         loaded = [pickle.loads(p) for p in payloads]
         ranked: list[list[RankedPiece]] = [[] for _ in self.ranked]
         for item in loaded:
@@ -263,11 +269,11 @@ class ExchangedParts:
         if self.groups:
             WORKER_BUFFERS.clear()  # the sorts are over: their kept buffers go
             columns.update((c.name, c.rows(self.n, self.k, lo, hi)) for c in self.groups)
-        on_bound = []
+        on_bound: list[tuple[int, int, int]] = []
         for state, sent in zip(self.ranked, ranked, strict=True):
             values, count = state.column.assemble(self.bounds, part, sent)
             columns[state.name] = state.arrow(values)
-            on_bound.append(count)
+            on_bound.append(count.counts())
         table = pa.Table.from_arrays([columns[name] for name in self.names], names=list(self.names))
         return table, on_bound
 

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import ranking
+from dpfast.engines.on_bound import OnBound
 from dpfast.engines.outofcore._lazy import GroupsColumn, bucket_order, bucket_run, bucket_span
 from dpfast.engines.outofcore._passes import RankPlan
 from dpfast.engines.outofcore._sorted import Ranges
@@ -76,6 +77,8 @@ class RankedPiece:
     (ranks increasing within one); ``pending`` are the places among them whose group is
     cut between tasks, and ``pending_groups`` those groups. ``shares`` holds this task's
     share of each cut group with a rank in the part: ``(group, sum, ranks)`` rows.
+    ``before`` marks the items whose group's value before the noise is on a bound (a
+    cut group's are marked where the part computes its value; ``None``: none is).
     """
 
     first_rank: int
@@ -84,6 +87,7 @@ class RankedPiece:
     pending: np.ndarray
     pending_groups: np.ndarray
     shares: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
+    before: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,10 @@ class RankedColumn:
     """A column released in rank groups of ``k`` by the tasks that hold its sorted ranks.
 
     ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``);
-    ``values`` computes groups' released values from their exact sums; ``lower`` and
-    ``upper`` bound the released values (a value on either is counted by :meth:`assemble`,
-    the private report's ``clamped_output``).
+    ``values`` computes groups' released values from their exact sums, ``before`` (a
+    numeric column's) their values before the noise; ``lower`` and ``upper`` bound the
+    released values (:meth:`assemble` counts the rows on either:
+    :class:`~dpfast.engines.on_bound.OnBound`).
     """
 
     n: int
@@ -103,6 +108,7 @@ class RankedColumn:
     values: RangeValues
     lower: float
     upper: float
+    before: RangeValues | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= self.n:
@@ -143,17 +149,27 @@ class RankedColumn:
         first_whole = g0 if spans[0][0] >= a else g0 + 1
         last_whole = g1 if spans[1][1] <= b else g1 - 1
         per_group = np.zeros(g1 - g0 + 1, dtype=np.float64)
+        was = np.zeros(g1 - g0 + 1, dtype=bool)  # the groups on a bound before the noise
         if last_whole >= first_whole:
             inside = sums[first_whole - g0 : last_whole - g0 + 1]
             per_group[first_whole - g0 : last_whole - g0 + 1] = self.values(inside, first_whole)
+            was[first_whole - g0 : last_whole - g0 + 1] = self._on_bound_before(inside, first_whole)
         sizes = np.full(g1 - g0 + 1, self.k, dtype=np.int64)
         sizes[0], sizes[-1] = held[0], held[1]
         values = np.repeat(per_group, sizes) if g1 > g0 else np.full(count, per_group[0])
+        before = np.repeat(was, sizes) if g1 > g0 else np.full(count, was[0])
         cut = [g for g in sorted({g0, g1}) if not (first_whole <= g <= last_whole)]
         # the places of the cut groups' ranks: a head and a tail of the task's ranks
         head = held[0] if g0 in cut else 0
         tail = count - held[1] if g1 in cut and g1 > g0 else count
-        return self._pieces(bounds, a, values, (head, tail), sums, g0, cut)
+        return self._pieces(bounds, a, (values, before), (head, tail), sums, g0, cut)
+
+    def _on_bound_before(self, sums: np.ndarray, first_group: int) -> np.ndarray:
+        """Return whether each group's value before the noise is on a bound (``before``)."""
+        if self.before is None:
+            return np.zeros(sums.shape[0], dtype=bool)
+        values = self.before(sums, first_group)
+        return (values <= self.lower) | (values >= self.upper)
 
     def emit_run(
         self, bounds: np.ndarray, first_rank: int, count: int, word: int
@@ -169,12 +185,13 @@ class RankedColumn:
         self,
         bounds: np.ndarray,
         a: int,
-        values: np.ndarray,
+        held: tuple[np.ndarray, np.ndarray],
         whole: tuple[int, int],
         sums: np.ndarray,
         g0: int,
         cut: list[int],
     ) -> list[tuple[int, RankedPiece]]:
+        values, before = held
         buckets = noise.permutation_buckets(self.key, self.n, a, values.shape[0])
         order, at = bucket_order(buckets, self.starts.shape[0] - 1)
         firsts, lasts = bucket_span(self.starts, bounds[:-1], bounds[1:])
@@ -194,6 +211,7 @@ class RankedColumn:
                 pending,
                 groups,
                 shares.get(int(part), np.zeros((0, 3), dtype=np.int64)),
+                before[taken] if self.before is not None else None,
             )
             out.append((int(part), piece))
         return out
@@ -223,21 +241,30 @@ class RankedColumn:
 
     def assemble(
         self, bounds: np.ndarray, part: int, pieces: Iterable[RankedPiece]
-    ) -> tuple[np.ndarray, int]:
-        """Return output rows ``[bounds[part], bounds[part + 1])`` and how many lie on a bound.
+    ) -> tuple[np.ndarray, OnBound]:
+        """Return output rows ``[bounds[part], bounds[part + 1])`` and their rows on a bound.
 
         ``pieces`` are every piece the column's tasks sent to the part, in any order.
         """
         held = sorted(pieces, key=lambda piece: piece.first_rank)
         lo, hi = int(bounds[part]), int(bounds[part + 1])
         values = np.concatenate([p.values for p in held]) if held else np.empty(0)
-        self._fill_cut(part, held, values)
+        before = np.zeros(values.shape[0], dtype=bool)
+        if self.before is not None and held:
+            before = np.concatenate([_flags(p) for p in held])
+        self._fill_cut(part, held, values, before)
         at = part_places(self.key, self.n, self.starts, (lo, hi, part), [p.buckets for p in held])
-        out = values[at]
-        return out, int(np.count_nonzero((out <= self.lower) | (out >= self.upper)))
+        out, was = values[at], before[at]
+        on = (out <= self.lower) | (out >= self.upper)
+        counted = OnBound(
+            int(np.count_nonzero(on)), int(np.count_nonzero(was)), int(np.count_nonzero(on & ~was))
+        )
+        return out, counted
 
-    def _fill_cut(self, part: int, held: list[RankedPiece], values: np.ndarray) -> None:
-        """Give the cut groups' places their values, from the shares of their sums."""
+    def _fill_cut(
+        self, part: int, held: list[RankedPiece], values: np.ndarray, before: np.ndarray
+    ) -> None:
+        """Give the cut groups' places their values (and flags), from the shares of their sums."""
         shares = [p.shares for p in held if p.shares.shape[0]]
         if not shares:
             if any(p.pending.shape[0] for p in held):
@@ -250,11 +277,13 @@ class RankedColumn:
         np.add.at(totals, index, rows[:, 1])
         np.add.at(ranks, index, rows[:, 2])
         group_values = np.empty(groups.shape[0], dtype=np.float64)
+        group_before = np.zeros(groups.shape[0], dtype=bool)
         for i, group in enumerate(groups.tolist()):
             lo, hi = self.group_span(group)
             if ranks[i] != hi - lo:
                 raise DPFastRuntimeError(CHANGED_PART.format(part=part))
             group_values[i] = self.values(totals[i : i + 1], group)[0]
+            group_before[i] = self._on_bound_before(totals[i : i + 1], group)[0]
         offset = 0
         for piece in held:
             if piece.pending.shape[0]:
@@ -264,7 +293,15 @@ class RankedColumn:
                 ):
                     raise DPFastRuntimeError(CHANGED_PART.format(part=part))
                 values[offset + piece.pending] = group_values[found]
+                before[offset + piece.pending] = group_before[found]
             offset += piece.values.shape[0]
+
+
+def _flags(piece: RankedPiece) -> np.ndarray:
+    """Return a piece's items' flags: on a bound before the noise (none where not sent)."""
+    if piece.before is None:
+        return np.zeros(piece.values.shape[0], dtype=bool)
+    return piece.before
 
 
 @dataclass(frozen=True)

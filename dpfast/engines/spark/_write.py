@@ -101,7 +101,9 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
     _check_parts(rows, parts.count, parts.n)
 
 
-def _write_exchanged(pieces: Any, parts: ExchangedParts, directory: Path) -> dict[int, list[int]]:
+def _write_exchanged(
+    pieces: Any, parts: ExchangedParts, directory: Path
+) -> dict[int, list[tuple[int, int, int]]]:
     """Have the executors assemble and write each part of an exchange; return their counts.
 
     ``pieces`` are the parts' pieces (:meth:`SparkSource.exchange_pieces`), shuffled so

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._release import CategoricalColumn as CategoricalColumnSpec
+from dpfast._release import ClassLookup as ClassLookup
 from dpfast._release import CodedNumeric, Contingency, Engine
 from dpfast._validation import check_bounds, in_cli, option
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
@@ -124,20 +125,6 @@ class Prepared:
     class_categories: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
-class ClassLookup:
-    """The class codes of a column's categories (:class:`~dpfast.engines.base.Lookup`)."""
-
-    labels: tuple[Any, ...]
-
-    @property
-    def size(self) -> int:
-        return len(self.labels)
-
-    def __call__(self, categories: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
-        return class_lookup(categories, list(self.labels))
-
-
 def missing_classes(target: Hashable, missing: int) -> ValueError:
     """Return the error of a target column with ``missing`` missing values."""
     return DPFastValueError(
@@ -158,27 +145,6 @@ def unknown_classes(target: Hashable, unknown: Sequence[Any], labels: list[Any])
 def labels_from_data(used: Iterable[Any]) -> list[Any]:
     """Return the class domain read from the data: the values that occur, in a fixed order."""
     return sorted(used, key=lambda v: (str(type(v)), str(v)))
-
-
-def class_lookup(categories: Sequence[Any], labels: list[Any]) -> tuple[np.ndarray, list[int]]:
-    """Map each category to its class code (by value, else by text); ``-1`` when outside.
-
-    Returns the lookup (int64, at least one entry) and the indices of the categories
-    outside ``labels``.
-    """
-    exact = {label: i for i, label in enumerate(labels)}
-    text = {str(label): i for i, label in enumerate(labels)}
-    lookup = np.full(max(len(categories), 1), -1, dtype=np.int64)
-    outside = []
-    for i, category in enumerate(categories):
-        j = exact.get(category) if isinstance(category, Hashable) else None
-        if j is None:
-            j = text.get(str(category))
-        if j is not None:
-            lookup[i] = j
-        else:
-            outside.append(i)
-    return lookup, outside
 
 
 def prepare(

@@ -39,8 +39,8 @@ from dpfast._release import (
     weight_parameters,
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
-from dpfast.engines import Count
-from dpfast.engines.values import groups_on_bound
+from dpfast.engines import BoundCount
+from dpfast.engines.on_bound import noiseless_group_values, rank_groups_on_bound
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._arguments import (
     Arguments,
@@ -54,8 +54,9 @@ from dpfast.methods.ir_dp._arguments import (
     validate,
 )
 from dpfast.methods.ir_dp._categorical import categorical_guarantee, group_codes
+from dpfast.methods.ir_dp._forecast import data_forecast, release_forecast
+from dpfast.methods.ir_dp._forecast import ir_dp_data_forecast as ir_dp_data_forecast
 from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
-from dpfast.methods.ir_dp._forecast import release_forecast
 from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy
@@ -175,8 +176,8 @@ def ir_dp(
         The report's ``transforms`` parameter names each transform and its correction.
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
-        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
-        ``output`` and ``memory_limit``.
+        ``seed``, ``metrics``, ``budget``, ``max_on_bound``, ``risk``, ``progress``,
+        ``engine``, ``output`` and ``memory_limit``.
 
     Returns
     -------
@@ -243,7 +244,10 @@ def ir_dp(
             protected = column_names(args.numeric, args.categorical)
             run.protect(protected)
             _check_groups_fit(run, args, n_threads)
-            run.expect(release_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            expected = release_forecast(args, run.n_rows, plan)
+            run.expect(  # before any ε is reserved; reads the data with max_on_bound
+                expected, lambda limit: data_forecast(run.engine, args, plan, limit=limit)
+            )
             warn_uncorrected(run.alerts, plan.grids)
             run.reserve(args.epsilon, protected)
         source = noise_source(args.seed)
@@ -354,6 +358,10 @@ class _NoisyCentroids:
             first_group,
         )
 
+    def before_noise(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        """Return the values of groups ``first_group ..`` with no noise (their counts)."""
+        return noiseless_group_values(sums, self.n, self.k, self.grid, self.integer, first_group)
+
 
 @dataclass(frozen=True)
 class _ChosenCodes:
@@ -385,6 +393,32 @@ class _Clock:
             self.seconds += time.perf_counter() - start
 
 
+@dataclass
+class _TimedCentroids:
+    """A numeric column's :class:`_NoisyCentroids`, timed, and its values before the noise.
+
+    Timed as :class:`_Clock` times. It keeps the last sums it was given (a record-linked
+    release gives every group's at once, on this process) for the column's counts on a
+    bound.
+    """
+
+    inner: _NoisyCentroids
+    seconds: float = 0.0
+    sums: np.ndarray | None = None
+
+    def __call__(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        self.sums = sums
+        start = time.perf_counter()
+        try:
+            return self.inner(sums, first_group)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def before_noise(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        """Return the groups' values with no noise (:meth:`_NoisyCentroids.before_noise`)."""
+        return self.inner.before_noise(sums, first_group)
+
+
 def _release_numeric(
     run: Run,
     args: Arguments,
@@ -397,17 +431,19 @@ def _release_numeric(
     engine, n, k = run.engine, run.n_rows, args.k
     total = len(args.numeric) + len(args.categorical)
 
-    def release(column: NumericColumn) -> tuple[int, Count]:
+    def release(column: NumericColumn) -> tuple[int, BoundCount]:
         start = time.perf_counter()
         grid, steps = plan.grids[column.name]
         name = str(column.name)
         key = source.key("ir_dp", "centroid-noise", name)
-        centroids = _Clock(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
+        centroids = _TimedCentroids(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
         lower, upper = args.domains[column.name]
-        bound: Count
+        bound: BoundCount
         if args.linkage == "records":
             values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
-            bound = groups_on_bound(values, n, k, lower, upper)
+            assert centroids.sums is not None  # every group's sums, given on this process
+            before = centroids.before_noise(centroids.sums)
+            bound = rank_groups_on_bound(values, before, n, k, (lower, upper))
         else:
             order = source.key("ir_dp", "column-order", name)
             clamped, bound = engine.write_rank_groups(

@@ -1,4 +1,9 @@
-"""The forecast of ``ir_dp`` from public values only: numbers and notes (docs/forecast.md)."""
+"""The forecasts of ``ir_dp``: from public values only, and from the data (docs/forecast.md).
+
+The forecast from the data (PRIVATE) reads the column's rank groups with the engine's own
+primitives (:meth:`~dpfast.engines.base.Engine.group_sums` on the release's grid,
+:meth:`~dpfast.engines.base.Engine.rank_counts`), draws nothing and writes nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from dpfast._release import (
+    THRESHOLD,
     CategoricalColumn,
+    ColumnDataForecast,
     ColumnForecast,
+    DataForecast,
+    Engine,
     Forecast,
     NumericColumn,
     TableView,
     advise_k,
+    advise_k_from_data,
     bounds_note,
     check_unprotected,
     choice_forecast,
+    group_tvd,
     numeric_forecast,
+    numeric_outcome,
     option,
+    pushed_share,
+    rank_group_sizes,
+    sorted_group_kinds,
     transform_notes,
 )
 from dpfast.accounting import names
@@ -29,6 +46,7 @@ from dpfast.methods.ir_dp._arguments import (
     policy,
     validate,
 )
+from dpfast.partitions.categorical import distance_units
 
 #: What one noise draw covers, in each kind of column.
 NUMERIC_DRAW = "each rank group's mean, one draw for its rows, clamped to the bounds"
@@ -103,3 +121,98 @@ def numeric_forecasts(args: Arguments, plan: Plan) -> tuple[ColumnForecast, ...]
 def worst_share(args: Arguments, n: int) -> float:
     """Return the largest forecast share on a bound of ``args``' numeric columns."""
     return max(c.on_bound or 0.0 for c in numeric_forecasts(args, make_plan(args, n)))
+
+
+def ir_dp_data_forecast(engine: Engine, arguments: Mapping[str, Any]) -> DataForecast:
+    """Return the forecast from the data of :func:`ir_dp` with ``arguments`` on ``engine``'s table.
+
+    PRIVATE (docs/forecast.md#from-the-data): the release's checks and plan, then its rank
+    groups read with the engine's primitives; nothing is drawn, spent or written. The
+    smallest ``k`` whose forecast from the data brings every numeric column under 10 %
+    is found too.
+    """
+    a = arguments
+    args = validate(
+        engine, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"],
+    )  # fmt: skip
+    return data_forecast(engine, args, make_plan(args, engine.n_rows), advice=THRESHOLD)
+
+
+def data_forecast(
+    engine: Engine,
+    args: Arguments,
+    plan: Plan,
+    *,
+    advice: float | None = None,
+    limit: float | None = None,
+) -> DataForecast:
+    """Return ``plan``'s forecast from the data on ``engine``'s table (PRIVATE).
+
+    With ``advice`` (a share), where a numeric column reaches :data:`THRESHOLD`, or where
+    one exceeds ``limit`` (a release's ``max_on_bound``), the smallest ``k`` whose
+    forecast from the data brings every numeric column under ``advice`` (``limit``, else
+    :data:`THRESHOLD`) is found by bisection, one pass over each numeric column a step.
+    """
+    n, k = engine.n_rows, args.k
+    sizes = rank_group_sizes(n, k)
+    columns = []
+    for column in args.numeric:
+        grid, steps = plan.grids[column.name]
+        sums, clamped = engine.group_sums(column, grid, k)
+        outcome = numeric_outcome(sums, sizes, grid, steps, column.integer)
+        columns.append(ColumnDataForecast.numeric(column.name, outcome, clamped))
+    for cat in args.categorical:
+        columns.append(_categorical(engine, cat, sizes, plan))
+    forecast = DataForecast("ir_dp", n, tuple(columns), k=k, notes=_data_notes(args))
+    over = limit is not None and bool(forecast.above(limit))
+    if args.numeric and (advice is not None or forecast.affected or over):
+        threshold = advice if advice is not None else limit if limit is not None else THRESHOLD
+        worst = lambda k: worst_pushed(engine, replace(args, k=k), n)  # noqa: E731
+        suggested, text = advise_k_from_data(worst, n, "rank group", threshold)
+        forecast = replace(forecast, suggested_k=suggested, k_advice=text)
+    return forecast
+
+
+def _categorical(
+    engine: Engine, cat: CategoricalColumn, sizes: np.ndarray, plan: Plan
+) -> ColumnDataForecast:
+    """Return a categorical column's expected TVD: its rank groups' exact chances."""
+    entry = plan.entries[cat.name]
+    counts = engine.rank_counts(cat)
+    if entry.sensitivity == 0:  # a one-value domain: nothing is drawn, nothing moves
+        return ColumnDataForecast(str(cat.name), tvd=0.0)
+    histograms, kind_sizes, multiplicity = sorted_group_kinds(counts, sizes)
+    distance = distance_units(cat.taxonomy.rank_distance_matrix())
+    choice = (entry.epsilon, int(entry.details["sensitivity_units"]))
+    tvd, exact = group_tvd(histograms, kind_sizes, multiplicity, distance, choice)
+    return ColumnDataForecast(str(cat.name), tvd=tvd, exact=exact)
+
+
+def worst_pushed(engine: Engine, args: Arguments, n: int) -> float:
+    """Return the numeric columns' largest expected share pushed onto a bound, from the data."""
+    plan = make_plan(args, n)
+    sizes = rank_group_sizes(n, args.k)
+    worst = 0.0
+    for column in args.numeric:
+        grid, steps = plan.grids[column.name]
+        sums, _ = engine.group_sums(column, grid, args.k)
+        worst = max(worst, pushed_share(sums, sizes, grid, steps, column.integer)[0])
+    return worst
+
+
+def _data_notes(args: Arguments) -> tuple[str, ...]:
+    """Say what the forecast from the data read, and how."""
+    notes = []
+    if args.numeric:
+        notes.append(
+            "numeric columns: each rank group's true mean on the release's grid (clamped "
+            "and rounded as released) and the discrete Laplace's exact tail sums and moments"
+        )
+    if args.categorical:
+        notes.append(
+            "categorical columns: the expected total-variation distance between the "
+            "column's distribution and the release's, from each rank group's exact "
+            "exponential-mechanism chances"
+        )
+    return tuple(notes)

@@ -2,78 +2,55 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from fractions import Fraction
-from typing import Any, Literal, cast
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from dpfast import noise
-from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._release import (
-    CategoricalColumn,
-    ColumnForecast,
     DPBounds,
     DPMetricsReleaseOptions,
-    Forecast,
     NumericColumn,
     Release,
     Run,
-    TableView,
     Unpack,
-    advise_k,
     bounds_guarantee,
-    bounds_note,
     bounds_parameters,
-    bounds_share,
-    budget_parts,
-    check_epsilon_weights,
-    check_transforms,
     check_unprotected,
-    choice_forecast,
     choose_bounds,
     column_names,
-    epsilon_shares,
     fit_domains,
-    grid_noise_entry,
-    noise_grid,
     noise_source,
-    numeric_forecast,
     open_run,
     option,
-    protected_domains,
-    protected_specs,
-    split_bounds,
     taxonomy_parameters,
-    transform_notes,
     transform_parameters,
     warn_uncorrected,
     weight_parameters,
-    weights_option,
 )
-from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
-from dpfast.accounting import (
-    GuaranteeLevel,
-    Ledger,
-    LedgerEntry,
-    UnprotectedPolicy,
-    epsilon_of_scale,
-    names,
-    scale_steps,
+from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
+from dpfast.engines import Clusters, OnBound
+from dpfast.exceptions import PrivacyLeakWarning
+from dpfast.methods.mdav_dp._arguments import (
+    Arguments,
+    Calibration,
+    Plan,
+    Transform,
+    cluster_values,
+    geometry,
+    make_plan,
+    validate,
+    with_remedies,
 )
-from dpfast.engines import Clusters
-from dpfast.exceptions import DPFastValueError, PrivacyLeakWarning
-from dpfast.methods.mdav_dp._categorical import categorical_plan, choose_codes
-from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import Reference, ReferenceGeometry, reference_geometry
+from dpfast.methods.mdav_dp._categorical import choose_codes
+from dpfast.methods.mdav_dp._forecast import data_forecast, release_forecast
+from dpfast.methods.mdav_dp._forecast import mdav_dp_data_forecast as mdav_dp_data_forecast
+from dpfast.methods.mdav_dp._forecast import mdav_dp_forecast as mdav_dp_forecast
+from dpfast.partitions.insensitive_mdav import Reference
 from dpfast.taxonomy import Taxonomy
-
-Calibration = Literal["l1", "as_published"]
-Transform = Literal["log", "asinh"]
-CALIBRATIONS: tuple[Calibration, ...] = ("l1", "as_published")
 
 
 def mdav_dp(
@@ -173,8 +150,8 @@ def mdav_dp(
         formed on the data's units, as without a transform.
     **options : Unpack[DPMetricsReleaseOptions]
         The options the releases share (:class:`dpfast.DPMetricsReleaseOptions`):
-        ``seed``, ``metrics``, ``budget``, ``risk``, ``progress``, ``engine``,
-        ``output`` and ``memory_limit``. Out of core, the per-cluster arrays (``n // k``
+        ``seed``, ``metrics``, ``budget``, ``max_on_bound``, ``risk``, ``progress``,
+        ``engine``, ``output`` and ``memory_limit``. Out of core, the per-cluster arrays (``n // k``
         clusters) and a bitset of the rows take at most half of ``memory_limit``.
 
     Returns
@@ -207,23 +184,26 @@ def mdav_dp(
     """
     with open_run("mdav_dp", data, options, DPMetricsReleaseOptions) as run:
         with run.phase("validate"):
-            args = _validate(
+            args = validate(
                 run.engine, k, epsilon, bounds, taxonomies, columns, calibration, run.seed
             )
-            args = _with_remedies(args, epsilon_weights, transforms)
+            args = with_remedies(args, epsilon_weights, transforms)
             run.policy = check_unprotected(unprotected)
-            plan = _plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
-            geometry = _geometry(args, reference, run.n_rows)
-            run.expect(_forecast(args, run.n_rows, plan))  # before any ε is reserved
+            plan = make_plan(args, run.n_rows, run.n_rows // args.k)  # an unusable ε fails here
+            points = geometry(args, reference, run.n_rows)
+            run.expect(  # before any ε is reserved; reads the data with max_on_bound
+                release_forecast(args, run.n_rows, plan),
+                lambda limit: data_forecast(run.engine, args, plan, reference, limit=limit),
+            )
             warn_uncorrected(run.alerts, plan.grids)
             run.reserve(plan.ledger.total, column_names(args.numeric, args.categorical))
         source = noise_source(args.seed)
         if args.dp_bounds:  # the bounds chosen with DP first, then the plan over them
             args, plan = _with_dp_bounds(run, args, plan, source)
-            geometry = _geometry(args, reference, run.n_rows)
+            points = geometry(args, reference, run.n_rows)
         with run.phase("partition"):
             clusters = run.engine.insensitive_clusters(
-                args.numeric, args.categorical, geometry, args.k
+                args.numeric, args.categorical, points, args.k
             )
             run.tick("partition", 1, 1)
         row_key = source.key("mdav_dp", "row-order")
@@ -260,212 +240,9 @@ def mdav_dp(
         )
 
 
-@dataclass(frozen=True)
-class _Arguments:
-    k: int
-    epsilon: float
-    calibration: Calibration
-    seed: int | None
-    numeric: list[NumericColumn]
-    categorical: list[CategoricalColumn]
-    domains: dict[Hashable, tuple[float, float]]
-    derived: bool
-    notes: list[str]  # the columns released in a wider type than their own
-    # the columns whose clamping bounds are chosen with DP within their outer range
-    dp_bounds: dict[Hashable, DPBounds] = field(default_factory=dict)
-    # the public remedies for skewed columns (docs/privacy.md#weights, #transforms)
-    weights: dict[Hashable, Fraction] | None = None
-    transforms: dict[Hashable, str] = field(default_factory=dict)
-
-    @property
-    def shares(self) -> dict[Hashable, float]:
-        """Each protected column's ε under ``"l1"``: its weight's share, or the equal one."""
-        return epsilon_shares(
-            self.epsilon, column_names(self.numeric, self.categorical), self.weights
-        )
-
-
-def _with_remedies(args: _Arguments, epsilon_weights: Any, transforms: Any) -> _Arguments:
-    """Return ``args`` with the checked ``epsilon_weights`` and ``transforms``."""
-    categorical = [c.name for c in args.categorical]
-    if epsilon_weights is not None and args.calibration != "l1":
-        raise DPFastValueError(
-            f"{weights_option()} splits epsilon over the columns, but "
-            f"{option('calibration', 'as_published')} gives every column the paper's scale "
-            f"with no split; drop {weights_option()} or use {option('calibration', 'l1')}"
-        )
-    return replace(
-        args,
-        weights=check_epsilon_weights(
-            epsilon_weights, column_names(args.numeric, args.categorical)
-        ),
-        transforms=check_transforms(transforms, args.numeric, categorical, args.domains),
-    )
-
-
-def _validate(
-    table: TableView,
-    k: Any,
-    epsilon: Any,
-    bounds: Any,
-    taxonomies: Any,
-    columns: Any,
-    calibration: Any,
-    seed: Any,
-) -> _Arguments:
-    k = check_k(k, table.n_rows)
-    epsilon = check_epsilon(epsilon)
-    calibration = check_choice(calibration, "calibration", CALIBRATIONS)
-    seed = check_seed(seed)
-    bounds, specs = split_bounds(bounds)
-    found = protected_domains(table, columns, taxonomies, bounds)
-    specs = protected_specs(specs, found[0])
-    if specs and calibration != "l1":
-        raise DPFastValueError(
-            f"bounds of column(s) {names(list(specs))} are to be chosen with DP, which "
-            f"takes its share of each column's epsilon; {option('calibration', calibration)} "
-            f"spends the paper's per-column epsilon instead. Use {option('calibration', 'l1')} "
-            "(the default), or give public bounds (lower, upper)"
-        )
-    return _Arguments(k, epsilon, cast(Calibration, calibration), seed, *found, dp_bounds=specs)
-
-
-def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
-    """Return the forecast of :func:`mdav_dp` with ``arguments`` (all its keywords) on ``table``.
-
-    The release's own checks and plan (:func:`_plan`), from the row count, the names and
-    the arguments only; nothing is spent or written (docs/forecast.md).
-    """
-    a, n = arguments, table.n_rows
-    args = _validate(
-        table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["columns"],
-        a["calibration"], a["seed"],
-    )  # fmt: skip
-    args = _with_remedies(args, a["epsilon_weights"], a["transforms"])
-    _geometry(args, a["reference"], n)
-    return _forecast(args, n, _plan(args, n, n // args.k), advice=True)
-
-
-def _forecast(args: _Arguments, n: int, plan: _Plan, *, advice: bool = False) -> Forecast:
-    """Return ``plan``'s forecast; the smallest ``k`` too with ``advice`` or a swamped column."""
-    columns = _numeric_forecasts(args, plan) + tuple(
-        choice_forecast(plan.entries[c.name], "each cluster's value, by the exponential mechanism")
-        for c in args.categorical
-    )
-    note = (
-        "each cluster's centroid gets one noise draw per column, shared by its rows, of a "
-        "scale that grows with the number of clusters n // k; the forecast takes the "
-        "centroids as spread evenly over the bounds"
-    )
-    notes = (note, *transform_notes(plan.grids), *bounds_note(args.dp_bounds))
-    forecast = Forecast("mdav_dp", plan.ledger.total, n, columns, k=args.k, notes=notes)
-    if args.numeric and (advice or forecast.affected):
-        m = len(columns)
-        worst = lambda k: _worst_share(replace(args, k=k), n)  # noqa: E731
-        suggested, text = advise_k(worst, n, m, args.epsilon, "cluster")
-        forecast = replace(forecast, suggested_k=suggested, k_advice=text)
-    return forecast
-
-
-def _numeric_forecasts(args: _Arguments, plan: _Plan) -> tuple[ColumnForecast, ...]:
-    """Return the numeric columns' forecasts: their entries, grids and scales in ``plan``."""
-    draw = "each cluster's centroid, one draw for its rows, clamped to the bounds"
-    return tuple(
-        numeric_forecast(plan.entries[c.name], *plan.grids[c.name], draw, c.integer)
-        for c in args.numeric
-    )
-
-
-def _worst_share(args: _Arguments, n: int) -> float:
-    """Return the largest forecast share on a bound of ``args``' numeric columns."""
-    return max(c.on_bound or 0.0 for c in _numeric_forecasts(args, _plan(args, n, n // args.k)))
-
-
-def _geometry(args: _Arguments, reference: Reference, n: int) -> ReferenceGeometry:
-    """Return the reference sequence of the ``n // k - 1`` clusters formed before the last."""
-    lower = np.array([args.domains[c.name][0] for c in args.numeric], dtype=np.float64)
-    upper = np.array([args.domains[c.name][1] for c in args.numeric], dtype=np.float64)
-    taxonomies = [c.taxonomy for c in args.categorical]
-    return reference_geometry(reference, lower, upper, taxonomies, max(n // args.k - 1, 0))
-
-
-@dataclass(frozen=True)
-class _Plan:
-    ledger: Ledger
-    grids: dict[Hashable, tuple[Grid, int]]
-    entries: dict[Hashable, LedgerEntry]
-    choices: dict[Hashable, tuple[float, Fraction]]
-    bounds: dict[Hashable, LedgerEntry] = field(default_factory=dict)  # chosen with DP
-
-
-def _numeric_entry(
-    column: NumericColumn, args: _Arguments, n_records: int, n_clusters: int
-) -> tuple[Grid, int, LedgerEntry, LedgerEntry | None]:
-    lower, upper = args.domains[column.name]
-    transform = args.transforms.get(column.name)
-    grid = Grid.for_column(lower, upper, n_records, args.k, transform)
-    # n_c centroids each move by at most d_int / k, plus one step of rounding.
-    sensitivity = Fraction(n_clusters * grid.d_int, args.k) + n_clusters
-    bounds = None  # the entry of bounds chosen with DP, which take their part of the share
-    if args.calibration == "l1":
-        protected = column_names(args.numeric, args.categorical)
-        parts = budget_parts(column.name, protected, args.weights)
-        spent, bounds = bounds_share(args.dp_bounds, column, args.shares[column.name])
-        what = f"column {column.name!r}"
-        steps = scale_steps(sensitivity, spent, what=what, shares=parts) if grid.d_int else 0
-    else:
-        paper = Fraction(n_records * grid.d_int, args.k**2)
-        steps = scale_steps(paper, args.epsilon, what=f"column {column.name!r}")
-        spent = (
-            epsilon_of_scale(sensitivity, steps)
-            if steps
-            else args.epsilon * n_clusters * args.k / n_records
-        )
-    grid = noise_grid(grid, steps)  # the mapping back of a transformed column
-    entry = grid_noise_entry(
-        column,
-        step="centroid noise",
-        epsilon=spent,
-        mechanism="discrete Laplace, one draw per insensitive-MDAV cluster",
-        grid=grid,
-        sensitivity=sensitivity,
-        steps=steps,
-        details={
-            "n_clusters": n_clusters,
-            "calibration": args.calibration,
-            "nominal_sensitivity": n_clusters * grid.width / args.k,
-            "grid_rounding_term": n_clusters * grid.gamma,
-        },
-    )
-    return grid, steps, entry, bounds
-
-
-def _plan(args: _Arguments, n_records: int, n_clusters: int) -> _Plan:
-    """Every column's scale and entry; the ledger's total is what they really spend."""
-    grids, entries, choices, bounds = {}, {}, {}, {}
-    shares = args.shares
-    for column in args.numeric:
-        grid, steps, entry, chosen = _numeric_entry(column, args, n_records, n_clusters)
-        grids[column.name] = (grid, steps)
-        entries[column.name] = entry
-        if chosen is not None:
-            bounds[column.name] = chosen
-    for cat in args.categorical:
-        em_epsilon, em_sensitivity, entry = categorical_plan(
-            cat, args.epsilon, shares[cat.name], n_records, args.k, n_clusters, args.calibration
-        )
-        choices[cat.name] = (em_epsilon, em_sensitivity)
-        entries[cat.name] = entry
-    planned = [*bounds.values(), *entries.values()]
-    ledger = Ledger(math.fsum(entry.epsilon for entry in planned))
-    for entry in planned:
-        ledger.plan(entry)
-    return _Plan(ledger, grids, entries, choices, bounds)
-
-
 def _with_dp_bounds(
-    run: Run, args: _Arguments, plan: _Plan, source: noise.NoiseSource
-) -> tuple[_Arguments, _Plan]:
+    run: Run, args: Arguments, plan: Plan, source: noise.NoiseSource
+) -> tuple[Arguments, Plan]:
     """Choose the bounds of ``args.dp_bounds``, plan over them, and spend their entries.
 
     ``plan`` is the plan over the outer ranges, whose ε the run has reserved; the bounds
@@ -480,7 +257,7 @@ def _with_dp_bounds(
     numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
     args = replace(args, numeric=numeric, domains=domains)
     n = run.n_rows
-    plan = _plan(args, n, n // args.k)
+    plan = make_plan(args, n, n // args.k)
     for entry in plan.bounds.values():  # drawn above, with the same epsilon
         plan.ledger.spend(entry)
     return args, plan
@@ -488,8 +265,8 @@ def _with_dp_bounds(
 
 def _release_columns(
     run: Run,
-    args: _Arguments,
-    plan: _Plan,
+    args: Arguments,
+    plan: Plan,
     source: noise.NoiseSource,
     clusters: Clusters,
     row_key: np.ndarray,
@@ -510,9 +287,8 @@ def _release_columns(
     total = len(args.numeric) + len(args.categorical)
     for i, column in enumerate(args.numeric):
         plan.ledger.spend(plan.entries[column.name])
-        lower, upper = args.domains[column.name]
-        on_bound = (values[i] <= lower) | (values[i] >= upper)
-        bound = int(clusters.sizes[on_bound].sum())
+        before = cluster_values(column, plan.grids[column.name][0], clusters.sizes, totals.sums[i])
+        bound = OnBound.of(values[i], before, clusters.sizes, *args.domains[column.name])
         run.keep(column.name, clamped=totals.clamped[i], on_bound=bound)
         run.tick("columns", i + 1, total)
     for i, cat in enumerate(args.categorical, start=len(args.numeric)):
@@ -523,36 +299,21 @@ def _release_columns(
 
 def _numeric_values(
     column: NumericColumn,
-    plan: _Plan,
+    plan: Plan,
     source: noise.NoiseSource,
     clusters: Clusters,
     sums: np.ndarray,
 ) -> np.ndarray:
     """Each cluster's noisy centroid, as released (float64, rounded where integer)."""
     grid, steps = plan.grids[column.name]
-    count = clusters.count
     draws = noise.discrete_laplace(
-        source.key("mdav_dp", "centroid-noise", str(column.name)), steps, count
+        source.key("mdav_dp", "centroid-noise", str(column.name)), steps, clusters.count
     )
-    noisy = mdav_kernels.noisy_cluster_values(sums, clusters.sizes, draws, grid.d_int)
-    out = np.empty(count, dtype=np.float64)
-    mdav_kernels.broadcast_clusters(
-        np.arange(count, dtype=np.int64),
-        noisy,
-        grid.lower,
-        grid.upper,
-        grid.gamma,
-        column.integer,
-        np.empty(0, dtype=np.int64),
-        out,
-        grid.d_int,
-        grid.warp,
-    )
-    return out
+    return cluster_values(column, grid, clusters.sizes, sums, draws)
 
 
 def _parameters(
-    args: _Arguments, total: float, reference: Any, n_clusters: int, plan: _Plan
+    args: Arguments, total: float, reference: Any, n_clusters: int, plan: Plan
 ) -> dict[str, Any]:
     parameters: dict[str, Any] = {
         "k": args.k,
@@ -580,7 +341,7 @@ def _parameters(
     return parameters
 
 
-def _notes(args: _Arguments, total: float) -> list[str]:
+def _notes(args: Arguments, total: float) -> list[str]:
     if args.calibration != "as_published":
         return []
     return [

@@ -1,0 +1,180 @@
+"""A released numeric column's rows on a bound, and the rows the noise pushed there.
+
+Every DP release of a numeric column with public bounds counts, per column, three sets of
+rows (docs/forecast.md#pushed), each a group's rows counted together (a rank group, a
+cluster, or one cell for a release row by row):
+
+* **released** on a bound: the group's released value is ``<= lower`` or ``>= upper``;
+* **before the noise** on a bound: the value the group would be released as without the
+  noise (its mean on the grid, rounded half to even, clamped, rounded to an integer for
+  an integer column: the release's own arithmetic with a draw of 0) is on a bound;
+* **pushed** onto a bound by the noise: released on a bound, and not on one before the
+  noise. Values on a bound in the original and an integer column's rounding floor (a
+  group whose mean rounds onto a bound) are left out, so a domain of a few values, whose
+  rounding puts every group on a bound, has none pushed.
+
+Every engine counts them with the same definition, so a seeded release's counts are the
+same everywhere (the conformance suite compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from dpfast._kernels import ranking
+from dpfast.partitions.grid import Grid
+
+__all__ = [
+    "BoundCount",
+    "OnBound",
+    "RankGroupValues",
+    "noiseless_group_values",
+    "rank_group_sizes",
+    "rank_groups_on_bound",
+]
+
+
+@dataclass(frozen=True)
+class OnBound:
+    """Rows of a released numeric column on a bound (module docstring).
+
+    Attributes
+    ----------
+    released : int
+        Rows whose released value is on a bound.
+    before : int
+        Rows whose value before the noise is on a bound.
+    pushed : int
+        Rows pushed onto a bound by the noise: released on one, not before the noise.
+
+    Examples
+    --------
+    >>> released = np.array([0.0, 5.0, 10.0, 10.0])
+    >>> noiseless = np.array([0.0, 4.0, 9.0, 10.0])
+    >>> OnBound.of(released, noiseless, np.array([3, 3, 3, 4]), 0.0, 10.0)
+    OnBound(released=10, before=7, pushed=3)
+    """
+
+    released: int = 0
+    before: int = 0
+    pushed: int = 0
+
+    def __add__(self, other: OnBound) -> OnBound:
+        return OnBound(
+            self.released + other.released, self.before + other.before, self.pushed + other.pushed
+        )
+
+    @classmethod
+    def of(
+        cls,
+        released: np.ndarray,
+        noiseless: np.ndarray,
+        sizes: np.ndarray,
+        lower: float,
+        upper: float,
+    ) -> OnBound:
+        """Count the rows of groups of ``sizes`` rows released as ``released``.
+
+        ``noiseless`` holds each group's value before the noise, in the same units.
+        """
+        on = (released <= lower) | (released >= upper)
+        was = (noiseless <= lower) | (noiseless >= upper)
+        return cls(int(sizes[on].sum()), int(sizes[was].sum()), int(sizes[on & ~was].sum()))
+
+    @classmethod
+    def of_counts(cls, counts: tuple[int, int, int] | list[int] | np.ndarray) -> OnBound:
+        """Return the counts ``(released, before, pushed)`` as an :class:`OnBound`."""
+        released, before, pushed = (int(c) for c in counts)
+        return cls(released, before, pushed)
+
+    def counts(self) -> tuple[int, int, int]:
+        """Return ``(released, before, pushed)``: plain integers, as a cluster's tasks send them."""
+        return self.released, self.before, self.pushed
+
+
+#: A column's counts known now, or once the release is written (called then, once).
+BoundCount = OnBound | Callable[[], OnBound]
+
+
+class RankGroupValues(Protocol):
+    """A numeric column's rank groups' values from their exact sums, with and without noise.
+
+    ``values(sums, first_group)`` gives the released values of groups ``first_group ..``
+    (each group's noise keyed by the group, so a task holding some of the groups computes
+    theirs); ``values.before_noise(sums, first_group)`` the values the same groups would
+    be released as with no noise, for the counts of :class:`OnBound`.
+    """
+
+    def __call__(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        """Return the released values of groups ``first_group ..``."""
+        ...
+
+    def before_noise(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
+        """Return the values of groups ``first_group ..`` before the noise."""
+        ...
+
+
+def rank_group_sizes(n: int, k: int, first_group: int = 0, count: int | None = None) -> np.ndarray:
+    """Return the sizes of a column's rank groups: the layout of the release's rank groups.
+
+    ``n // k`` groups of ``k`` rows, in rank order; the remainder ``n mod k`` joins the
+    last group (``ir_dp``'s kernels, :func:`dpfast._kernels.ranking.noisy_group_values`,
+    size the groups the same way). Groups ``first_group .. first_group + count - 1``
+    (default: every group).
+
+    Examples
+    --------
+    >>> rank_group_sizes(11, 3)
+    array([3, 3, 5])
+    """
+    groups = n // k
+    stop = groups if count is None else first_group + count
+    sizes = np.full(stop - first_group, k, dtype=np.int64)
+    if groups and first_group <= groups - 1 < stop:
+        sizes[groups - 1 - first_group] += n - groups * k
+    return sizes
+
+
+def noiseless_group_values(
+    sums: np.ndarray, n: int, k: int, grid: Grid, integer: bool, first_group: int = 0
+) -> np.ndarray:
+    """Return rank groups' values as ``ir_dp`` releases them with a draw of 0.
+
+    Each group's mean on ``grid`` rounded half to even, mapped back to the data's units
+    (rounded for an ``integer`` column) and clamped, by the release's own kernel.
+    """
+    zeros = np.zeros(sums.shape[0], dtype=np.int64)
+    return ranking.noisy_group_values(  # type: ignore[no-any-return]
+        sums,
+        n,
+        k,
+        zeros,
+        grid.d_int,
+        grid.lower,
+        grid.upper,
+        grid.gamma,
+        integer,
+        grid.warp,
+        first_group,
+    )
+
+
+def rank_groups_on_bound(
+    released: np.ndarray,
+    before: np.ndarray,
+    n: int,
+    k: int,
+    domain: tuple[float, float],
+    first_group: int = 0,
+) -> OnBound:
+    """Count the rows of rank groups ``first_group ..`` released as ``released``.
+
+    ``before`` holds the same groups' values before the noise; every row holds its group's
+    value, so each group counts its size (:func:`rank_group_sizes`).
+    """
+    sizes = rank_group_sizes(n, k, first_group, released.shape[0])
+    return OnBound.of(released, before, sizes, *domain)
