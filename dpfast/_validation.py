@@ -8,6 +8,7 @@ and how to fix it.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 import numbers
 import sys
@@ -90,7 +91,71 @@ def method_call(name: str) -> str:
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ``"did you mean 'x'? "`` for the choice closest to ``word``, else ``""``."""
     close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+    return f"did you mean {quoted(close[0])}? " if close else ""
+
+
+#: The most characters of one value a message shows, and the most values it lists.
+QUOTED_CHARACTERS = 40
+QUOTED_VALUES = 5
+
+
+def quoted(value: Any, *, listed: bool = False) -> str:
+    """Show a value in a message: briefly, as the caller wrote it, never as a NumPy repr.
+
+    Text is quoted; past :data:`QUOTED_CHARACTERS` characters it is cut, with an ellipsis
+    and its full length. NumPy scalars show as the Python values they hold. A list, tuple,
+    set, mapping or array shows its first :data:`QUOTED_VALUES` items and how many more
+    there are; with ``listed`` the items are joined by commas, without brackets. Anything
+    else shows as its repr, cut the same way.
+
+    Examples
+    --------
+    >>> quoted("age"), quoted(np.int64(48)), quoted(np.float64(0.5)), quoted((17, 90))
+    ("'age'", '48', '0.5', '(17, 90)')
+    >>> quoted("x" * 1_000_000)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…' (1,000,000 characters)"
+    >>> quoted(list(range(17))), quoted(["a", "b"], listed=True)
+    ('[0, 1, 2, 3, 4, … and 12 more]', "'a', 'b'")
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (str, bytes)):
+        return _excerpt(value[:QUOTED_CHARACTERS], len(value), value[QUOTED_CHARACTERS:])
+    if isinstance(value, int) and value.bit_length() > 128:  # str() of a huge int is slow
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+    if isinstance(value, Mapping):
+        pairs = [f"{quoted(k)}: {quoted(v)}" for k, v in itertools.islice(value.items(), QUOTED_VALUES)]
+        return "{" + _listed(pairs, len(value)) + "}"
+    if isinstance(value, np.ndarray):
+        items, total = value.ravel()[:QUOTED_VALUES].tolist(), int(value.size)
+    elif isinstance(value, (list, tuple, set, frozenset, range)):
+        items, total = list(itertools.islice(value, QUOTED_VALUES)), len(value)
+    else:
+        text = repr(value)
+        if len(text) <= QUOTED_CHARACTERS:
+            return text
+        return f"{text[:QUOTED_CHARACTERS]}… ({len(text):,} characters)"
+    shown = _listed([quoted(v) for v in items], total)
+    if listed:
+        return shown
+    if isinstance(value, tuple):
+        return f"({shown},)" if total == 1 else f"({shown})"
+    return f"{{{shown}}}" if isinstance(value, (set, frozenset)) else f"[{shown}]"
+
+
+def _excerpt(head: str | bytes, length: int, rest: str | bytes) -> str:
+    """Quote the first characters of a text of ``length`` characters; the ellipsis if cut."""
+    shown = repr(head)
+    if not rest:
+        return shown
+    unit = "characters" if isinstance(head, str) else "bytes"
+    return f"{shown[:-1]}…{shown[-1]} ({length:,} {unit})"
+
+
+def _listed(shown: Sequence[str], total: int) -> str:
+    """Join quoted items, saying how many of ``total`` are left out."""
+    more = total - len(shown)
+    return ", ".join(shown) + (f", … and {more:,} more" if more > 0 else "")
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
