@@ -24,6 +24,8 @@ from dpfast.exceptions import BudgetFileError
 VERSION = 2
 _SLACK = 1e-9  # relative to the total: ε split into shares does not add up exactly in floats
 _STATUSES = ("reserved", "committed")
+#: The ``output`` of an entry whose release was returned to its caller, not written.
+RETURNED = "(returned to the caller)"
 # What a reserved entry's process is doing, as BudgetEntry.state() says it.
 State = Literal["committed", "running", "stale", "unknown"]
 
@@ -66,7 +68,8 @@ class BudgetEntry:
     method : str
         The release method, as its caller named it (``"laplace"``, ``"ir_dp"``, ...).
     output : str
-        Where the release is published (an absolute path, for files).
+        Where the release is published (an absolute path, for files), or
+        ``"(returned to the caller)"`` for a release given no ``output``.
     columns : tuple of str or None
         The protected columns: asked for at reservation (None: the method's default),
         then those of the report.
