@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -194,3 +196,40 @@ def test_one_except_clause_catches_every_dpfast_error(call):
     assert "DPFastError" in dpfast.__all__
     with pytest.raises(dpfast.DPFastError):
         call()
+
+
+# -- errors that were not DPFastError --------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+@pytest.mark.parametrize("data", [_frame(), pa.table({"a": [1.0], "b": [2]}), "in.parquet"])
+def test_a_cluster_engine_named_for_another_input_says_what_it_releases(engine, data):
+    with pytest.raises(dpfast.DPFastError, match=f"releases a {engine.title()} DataFrame") as got:
+        _call("laplace_dp", data, engine=engine)
+    assert isinstance(got.value, TypeError)
+    assert f'engine="{engine}"' in str(got.value)
+
+
+@pytest.mark.parametrize(
+    ("engine", "module", "extra"),
+    [("dask", "dask.dataframe", "dask"), ("spark", "pyspark.sql", "spark")],
+)
+def test_a_cluster_engine_whose_package_is_missing_says_how_to_install_it(
+    engine, module, extra, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    with pytest.raises(dpfast.DPFastError, match=rf"pip install 'dpfast\[{extra}\]'") as got:
+        _call("laplace_dp", _frame(), engine=engine)
+    assert isinstance(got.value, ImportError)
+
+
+def test_a_memory_limit_below_what_the_engine_keeps_to_is_refused(
+    tmp_path, smallest_memory_limit
+):
+    output = tmp_path / "o.parquet"
+    for limit in ("1KiB", smallest_memory_limit - 1):
+        with pytest.raises(dpfast.DPFastError, match=r"at least 96KiB \(98,304 bytes\)"):
+            _call("laplace_dp", _frame(), engine="outofcore", output=output, memory_limit=limit)
+        assert list(tmp_path.iterdir()) == []
+    _call("laplace_dp", _frame(), engine="outofcore", output=output, memory_limit="96KiB")
+    assert output.exists()

@@ -28,7 +28,7 @@ from dpfast.cli._demo_command import DEMO, _demo
 from dpfast.cli._evaluate_command import EVALUATE
 from dpfast.cli._parsing import Parser, UsageError, measuring_risk, releasing
 from dpfast.cli._progress import ProgressLine as ProgressLine
-from dpfast.exceptions import EpsilonRangeError, interrupt_in
+from dpfast.exceptions import DPFastError, EpsilonRangeError, interrupt_in
 
 __all__ = ["main", "run"]
 
@@ -276,6 +276,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.strerror:
             message = _os_error_message(exc)
         return _error(message or type(exc).__name__)
+    except DPFastError as exc:  # dpfast's other errors: a missing package, a name, a cluster
+        if interrupt_in(exc) is not None:
+            print("dpfast: interrupted", file=sys.stderr)
+            return 130
+        if os.environ.get("DPFAST_DEBUG"):
+            raise
+        return _error(str(exc.args[0]) if exc.args else type(exc).__name__)
     except Exception as exc:
         if interrupt_in(exc) is not None:  # Ctrl-C, turned by pyspark into a cancelled job
             print("dpfast: interrupted", file=sys.stderr)

@@ -21,7 +21,7 @@ from typing import Any
 
 from dpfast.cli._outputs import report_paths
 from dpfast.cli._progress import delayed_progress
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastImportError, DPFastValueError
 
 __all__ = [
     "DEFAULT_MEMORY",
@@ -174,12 +174,13 @@ def _spark_source(args: argparse.Namespace) -> Any:
     from dpfast.engines.outofcore import ParquetDataset
 
     try:
+        from pyspark.sql import SparkSession
+
         from dpfast.engines.spark import SparkSource, local_session
-    except ImportError as exc:  # pragma: no cover - pyspark is in the test extras
-        raise DPFastValueError(
+    except ImportError as exc:
+        raise DPFastImportError(
             "--engine spark needs pyspark: pip install 'dpfast[spark]' (and Java 17 or later)"
         ) from exc
-    from pyspark.sql import SparkSession
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Spark starts
     running = SparkSession.getActiveSession()
@@ -198,8 +199,8 @@ def _dask_source(args: argparse.Namespace) -> Any:
         from distributed import Client
 
         from dpfast.engines import dask as engine
-    except ImportError as exc:  # pragma: no cover - dask is in the test extras
-        raise DPFastValueError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
+    except ImportError as exc:
+        raise DPFastImportError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Dask starts
     cluster = None if args.scheduler else engine.local_cluster(dashboard_address=":0")

@@ -15,6 +15,7 @@ from dpfast.cli._parsing import (
     columns_argument,
     integer,
     io_arguments,
+    memory_size,
     quiet_argument,
     run_arguments,
     unprotected_argument,
@@ -67,6 +68,7 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
+        type=memory_size,
         help="refuse before reading when MDAV would need more than SIZE (e.g. 8GiB; default: "
         "the memory available now). MDAV runs in memory only",
     )

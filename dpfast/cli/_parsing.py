@@ -22,6 +22,7 @@ __all__ = [
     "integer",
     "io_arguments",
     "measuring_risk",
+    "memory_size",
     "number",
     "quiet_argument",
     "releasing",
@@ -150,6 +151,17 @@ def number(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def memory_size(text: str) -> str:
+    """A memory size such as ``4GiB``, checked as it is parsed (kept as written)."""
+    from dpfast.engines import parse_memory
+
+    try:
+        parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def column_list(text: str) -> list[str]:
@@ -336,7 +348,7 @@ def run_arguments(
         parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
     if threads:
         parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
-    parser.add_argument("--memory-limit", metavar="SIZE", help=memory_help)
+    parser.add_argument("--memory-limit", metavar="SIZE", type=memory_size, help=memory_help)
     _engine_arguments(parser)
     if budget:
         _budget_argument(parser)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpfast._validation import option
 from dpfast.engines.base import Engine
 from dpfast.engines.values import (
     Bins,
@@ -45,7 +46,7 @@ from dpfast.engines.values import (
     PublishHook,
     RangeValues,
 )
-from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.exceptions import DPFastError, DPFastImportError, DPFastTypeError, DPFastValueError
 
 __all__ = [
     "Bins",
@@ -344,11 +345,30 @@ def open_engine(
     name = engine_name(data, engine)
     entry = _REGISTRY[name]
     options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
-    kind = getattr(importlib.import_module(entry.module), entry.attribute)
     memory = None if memory_limit is None else parse_memory(memory_limit)
     opening = Opening(method, output, memory, progress, metrics, risk)
-    opened: Engine = kind.open(data, opening, **options)
+    try:
+        kind = getattr(importlib.import_module(entry.module), entry.attribute)
+        opened: Engine = kind.open(data, opening, **options)
+    except ImportError as exc:
+        if isinstance(exc, DPFastError):
+            raise
+        raise _not_installed(name, exc) from exc
     return opened
+
+
+#: The extra that installs each optional engine's dependencies (pyproject.toml).
+_EXTRAS = {"spark": "spark", "dask": "dask"}
+
+
+def _not_installed(name: str, exc: ImportError) -> DPFastImportError:
+    """Say which package engine ``name`` needs and how to install it."""
+    missing = (exc.name or str(exc)).split(".")[0]
+    extra = _EXTRAS.get(name)
+    how = f": pip install 'dpfast[{extra}]'" if extra else ", which is not installed"
+    return DPFastImportError(
+        f"{option('engine', name)} needs {missing}{how} (Python could not import it: {exc})"
+    )
 
 
 def _module_of(data: object) -> str:

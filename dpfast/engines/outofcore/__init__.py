@@ -31,9 +31,11 @@ from dpfast.engines.outofcore._lazy import (
 from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
+    SMALLEST_MEMORY_LIMIT,
     Limits,
     NonFiniteValue,
     category_ranks,
+    check_memory_limit,
     numeric_values,
 )
 from dpfast.engines.outofcore._scratch import (
@@ -82,6 +84,7 @@ __all__ = [
     "PARTS_ATTRIBUTE",
     "PART_BYTES",
     "PART_ROWS",
+    "SMALLEST_MEMORY_LIMIT",
     "WORKER_BUFFERS",
     "ArrowSource",
     "ClusterEngine",
@@ -107,6 +110,7 @@ __all__ = [
     "batch_fields",
     "batch_results",
     "category_ranks",
+    "check_memory_limit",
     "column_batch",
     "column_names",
     "column_total",

@@ -35,7 +35,9 @@ from dpfast.engines.outofcore._passes import (
     Limits,
     NonFiniteValue,
     batch_dictionary,
+    check_memory_limit,
     group_sums,
+    most_columns,
     rank_counts,
 )
 from dpfast.engines.outofcore._rows import column_stats
@@ -146,7 +148,7 @@ class OutOfCoreEngine(Engine):
         )
         self.counters = Work()
         self.source = CountedSource(source, self.counters)
-        self.limits = Limits(int(memory_limit), int(batch_rows))
+        self.limits = Limits(check_memory_limit(int(memory_limit)), int(batch_rows))
         self.progress = progress
         self.out = Output(
             self.source, Path(output), self._tick, self.counters, dataset=self.writes_dataset
@@ -253,8 +255,8 @@ class OutOfCoreEngine(Engine):
         n_threads: int | None = None,
         held_bytes: int = 0,
     ) -> Iterator[tuple[T, R]]:
-        workers = self.column_workers(len(columns), n_threads, held_bytes)
-        share = Limits(max(1, self.limits.memory // workers), self.limits.batch_rows)
+        workers = self._workers(len(columns), n_threads, held_bytes)
+        share = Limits(self.limits.memory // workers, self.limits.batch_rows)
         if held_bytes > share.memory:
             raise DPFastValueError(
                 f"a column's release holds {held_bytes:,} bytes, more than its share of the "
@@ -272,7 +274,12 @@ class OutOfCoreEngine(Engine):
 
     def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
         """Bytes of the memory limit each column gets when ``n_columns`` run at once."""
-        return self.limits.memory // self.column_workers(n_columns, n_threads, held_bytes)
+        return self.limits.memory // self._workers(n_columns, n_threads, held_bytes)
+
+    def _workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
+        """:meth:`column_workers`, as many as the limit gives the least share each."""
+        workers = self.column_workers(n_columns, n_threads, held_bytes)
+        return min(workers, most_columns(self.limits.memory))
 
     def _limits(self) -> Limits:
         """Return the memory this thread may use: its column's share, or the whole limit."""

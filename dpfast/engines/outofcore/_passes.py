@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
+from dpfast._validation import option
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
@@ -37,13 +38,16 @@ from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "BATCH_ROWS",
+    "SMALLEST_MEMORY_LIMIT",
     "Limits",
     "NonFiniteValue",
     "RankPlan",
     "batch_dictionary",
     "category_codes",
     "category_ranks",
+    "check_memory_limit",
     "group_sums",
+    "most_columns",
     "numeric_values",
     "plan_ranks",
     "quantised_keys",
@@ -60,6 +64,27 @@ _BYTES_PER_SORTED_VALUE = 32
 
 #: Bytes per row of a part of the output order (the order and the released values).
 _BYTES_PER_ORDERED_ROW = 24
+
+#: The least working memory each column in flight can be held to: every pass works on at
+#: least 1,024 items (values, rows, positions) at a time, of at most 96 bytes each (rows
+#: placed through spill files, ``_output.py``); below it a pass would exceed the limit.
+SMALLEST_MEMORY_LIMIT = 1024 * 96
+
+
+def most_columns(memory: int) -> int:
+    """How many columns a limit of ``memory`` bytes can run at once, each its least share."""
+    return max(1, memory // SMALLEST_MEMORY_LIMIT)
+
+
+def check_memory_limit(memory: int) -> int:
+    """Return ``memory`` (bytes), refusing less than :data:`SMALLEST_MEMORY_LIMIT`."""
+    if memory < SMALLEST_MEMORY_LIMIT:
+        raise DPFastValueError(
+            f"{option('memory_limit')} must be at least 96KiB ({SMALLEST_MEMORY_LIMIT:,} "
+            f"bytes), got {memory:,} bytes: every pass works on at least 1,024 values of "
+            "up to 96 bytes each, so a smaller limit could not be kept to; raise it"
+        )
+    return memory
 
 
 @dataclass(frozen=True)
