@@ -124,7 +124,9 @@ def quoted(value: Any, *, listed: bool = False) -> str:
     if isinstance(value, int) and value.bit_length() > 128:  # str() of a huge int is slow
         return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
     if isinstance(value, Mapping):
-        pairs = [f"{quoted(k)}: {quoted(v)}" for k, v in itertools.islice(value.items(), QUOTED_VALUES)]
+        pairs = [
+            f"{quoted(k)}: {quoted(v)}" for k, v in itertools.islice(value.items(), QUOTED_VALUES)
+        ]
         return "{" + _listed(pairs, len(value)) + "}"
     if isinstance(value, np.ndarray):
         items, total = value.ravel()[:QUOTED_VALUES].tolist(), int(value.size)

@@ -223,9 +223,7 @@ def test_a_cluster_engine_whose_package_is_missing_says_how_to_install_it(
     assert isinstance(got.value, ImportError)
 
 
-def test_a_memory_limit_below_what_the_engine_keeps_to_is_refused(
-    tmp_path, smallest_memory_limit
-):
+def test_a_memory_limit_below_what_the_engine_keeps_to_is_refused(tmp_path, smallest_memory_limit):
     output = tmp_path / "o.parquet"
     for limit in ("1KiB", smallest_memory_limit - 1):
         with pytest.raises(dpfast.DPFastError, match=r"at least 96KiB \(98,304 bytes\)"):

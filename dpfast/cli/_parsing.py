@@ -154,7 +154,7 @@ def number(text: str) -> float:
 
 
 def memory_size(text: str) -> str:
-    """A memory size such as ``4GiB``, checked as it is parsed (kept as written)."""
+    """Check a memory size such as ``4GiB`` as it is parsed; return it as written."""
     from dpfast.engines import parse_memory
 
     try:
