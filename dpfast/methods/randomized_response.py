@@ -38,6 +38,7 @@ from dpfast._validation import (
 )
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io import check_declared
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -217,6 +218,7 @@ def randomized_response(
             seed = check_seed(run.seed)
             threads = column_threads(n_threads)
             typed = _in_column_type(categories, run.engine.value_dtype(name))
+            check_declared(name, run.engine.declared_categories(name), typed)
             if epsilon is not None:
                 run.reserve(epsilon, [name])
             elif run.budget is not None:

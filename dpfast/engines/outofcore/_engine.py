@@ -65,7 +65,7 @@ from dpfast.engines.values import (
     own_dtype,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import build_table, is_declared_dictionary, same_dictionaries
+from dpfast.io import build_table, check_declared, is_declared_dictionary, same_dictionaries
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -225,7 +225,12 @@ class OutOfCoreEngine(Engine):
     ) -> list[CategoricalColumn]:
         empty = np.empty(0, dtype=np.int64)
         return [
-            CategoricalColumn(name, empty, taxonomy, self.declared_categories(name))
+            CategoricalColumn(
+                name,
+                empty,
+                taxonomy,
+                check_declared(name, self.declared_categories(name), taxonomy.domain),
+            )
             for name, taxonomy in taxonomies.items()
         ]
 

@@ -27,6 +27,7 @@ from dpfast._release import CategoricalColumn as CategoricalColumnSpec
 from dpfast._release import CodedNumeric, Contingency, Engine
 from dpfast._validation import check_bounds, in_cli, option
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
+from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -235,7 +236,7 @@ def prepare(
         bounds_from_data=plan.derived,
         contingency=contingency,
         dropped=[c for c in engine.names if c != target and c not in plan.predictors],
-        class_categories=engine.declared_categories(target),
+        class_categories=check_declared(target, engine.declared_categories(target), labels),
     )
 
 
