@@ -444,6 +444,8 @@ def as_numeric_column(
     ValueError
         If it holds NaN, missing values or infinities.
     """
+    if values.dtype.kind in "mM":
+        raise not_numeric_error(name, values.dtype)
     if values.dtype == object or not (
         np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
     ):
@@ -472,7 +474,21 @@ def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> Value
 
 
 def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
-    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
+    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do).
+
+    Durations and times (``timedelta64``, ``datetime64``) are not numbers to protect:
+    their values would come back as bare integers of an internal unit.
+    """
+    kind = getattr(dtype, "kind", "")
+    if kind in ("m", "M"):
+        what = "durations" if kind == "m" else "dates and times"
+        fix = "dt.total_seconds()" if kind == "m" else "days since a public date"
+        return DPFastTypeError(
+            f"column {quoted(name)} holds {what} ({dtype}), which a release would return as "
+            f"bare integers of its internal unit; convert it to numbers in a unit you choose "
+            f"(e.g. {fix}) and give its bounds in that unit, or leave it out of "
+            f"{option('columns')}"
+        )
     where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
     return DPFastTypeError(
         f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
@@ -490,6 +506,7 @@ def check_bounds(
     bounds: Any,
     columns: Sequence[Hashable],
     data_columns: Mapping[Hashable, np.ndarray] | Callable[[Hashable], tuple[float, float]],
+    names: Sequence[Hashable] | None = None,
 ) -> tuple[dict[Hashable, tuple[float, float]], bool]:
     """Resolve the public domain ``(lower, upper)`` of every protected column.
 
@@ -504,6 +521,10 @@ def check_bounds(
     data_columns : mapping or callable
         The protected columns' float64 values, or a function giving a column's
         ``(min, max)`` (only used when ``bounds == "data"``).
+    names : sequence, optional
+        The table's columns: a ``bounds`` key that names none of them is refused (a
+        misspelt name would otherwise be ignored). Keys of columns left unprotected are
+        accepted.
 
     Returns
     -------
@@ -536,6 +557,8 @@ def check_bounds(
         raise DPFastTypeError(
             f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}"
         )
+    if names is not None:
+        _check_bounds_keys(bounds, names)
     missing = [c for c in columns if c not in bounds]
     if missing:
         raise DPFastValueError(
@@ -559,3 +582,16 @@ def check_bounds(
             )
         result[name] = (lower, upper)
     return result, False
+
+
+def _check_bounds_keys(bounds: Mapping[Hashable, Any], names: Sequence[Hashable]) -> None:
+    """Refuse ``bounds`` keys that name no column of the table."""
+    known = set(names)
+    stray = [key for key in bounds if key not in known]
+    if stray:
+        close = did_you_mean(stray[0], map(str, names)) if isinstance(stray[0], str) else ""
+        raise DPFastValueError(
+            f"bounds names {quoted(stray, listed=True)}, which the table does not have; "
+            f"{close}fix the name or remove it (the table's columns: "
+            f"{quoted(list(names), listed=True)})"
+        )

@@ -231,3 +231,64 @@ def test_a_memory_limit_below_what_the_engine_keeps_to_is_refused(tmp_path, smal
         assert list(tmp_path.iterdir()) == []
     _call("laplace_dp", _frame(), engine="outofcore", output=output, memory_limit="96KiB")
     assert output.exists()
+
+
+# -- silent acceptance, now refused with the reason ----------------------------------------
+
+DURATIONS = {
+    "laplace_dp": lambda t: dpfast.laplace_dp(t, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "ir_dp": lambda t: dpfast.ir_dp(t, k=2, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "mdav_dp": lambda t: dpfast.mdav_dp(t, k=2, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "mdav": lambda t: dpfast.mdav(t, k=2, columns=["d"]),
+    "individual_ranking": lambda t: dpfast.individual_ranking(t, k=2, columns=["d"]),
+    "k_noise": lambda t: dpfast.k_noise(t, k=2, columns=["d"]),
+    "k_pram": lambda t: dpfast.k_pram(t, k=2, columns=["d"]),
+}
+
+
+@pytest.mark.parametrize("method", sorted(DURATIONS))
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+def test_a_duration_column_is_refused_not_released_as_integers(method, kind):
+    frame = _frame().assign(d=pd.to_timedelta(np.arange(6), unit="s"))
+    data = pa.Table.from_pandas(frame) if kind == "arrow" else frame
+    with pytest.raises(dpfast.DPFastError, match=r"column 'd' holds durations") as refused:
+        DURATIONS[method](data)
+    assert isinstance(refused.value, TypeError) and "total_seconds()" in str(refused.value)
+
+
+def test_a_duration_column_is_refused_out_of_core(tmp_path):
+    path = tmp_path / "in.parquet"
+    _frame().assign(d=pd.to_timedelta(np.arange(6), unit="s")).to_parquet(path)
+    with pytest.raises(dpfast.DPFastError, match=r"column 'd' holds durations \(timedelta64"):
+        dpfast.laplace_dp(
+            path, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"], output=tmp_path / "o.parquet"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "laplace_dp"])
+def test_a_bounds_key_that_names_no_column_is_refused(method):
+    bounds = {**BOUNDS, "aa": (0, 1)}
+    with pytest.raises(ValueError, match=r"bounds names 'aa', which the table does not have; "):
+        _call(method, _frame(), bounds=bounds)
+    # a column the release leaves unprotected may have bounds
+    assert _call(method, _frame(), bounds=BOUNDS, columns=["a"]).report.protected_columns == ["a"]
+    with pytest.raises(ValueError, match="did you mean 'b'"):
+        dpfast.forecast(
+            method,
+            _frame(),
+            **({"k": 2} if method == "ir_dp" else {}),
+            epsilon=1.0,
+            bounds={"a": (0, 10), "b": (0, 10), "bb": (0, 1)},
+        )
+
+
+def test_diffgen_refuses_risk_that_would_measure_nothing():
+    frame = _frame().assign(c=["x", "y"] * 3)
+    options = {"target": "c", "epsilon": 1.0, "steps": 1, "bounds": BOUNDS, "classes": ["x", "y"]}
+    with pytest.raises(ValueError, match=r"risk=True measures nothing for dpfast.diffgen\(\)"):
+        dpfast.diffgen(frame, risk=True, **options)
+    with pytest.raises(ValueError, match="quasi_identifiers"):
+        dpfast.diffgen(frame, risk={"k": 2}, **options)
+    measured = dpfast.diffgen(frame, risk={"quasi_identifiers": ["a"], "k": 2}, **options)
+    assert measured.private.risk["uniqueness"]["released"]["k"] == 2

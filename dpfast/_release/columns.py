@@ -99,7 +99,9 @@ def column_domains(
     if not numeric and bounds is None:
         return {}, False
     by_name = {c.name: c for c in numeric}
-    return check_bounds(bounds, list(by_name), lambda name: engine.value_range(by_name[name]))
+    return check_bounds(
+        bounds, list(by_name), lambda name: engine.value_range(by_name[name]), engine.names
+    )
 
 
 def fit_domains(

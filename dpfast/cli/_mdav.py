@@ -16,6 +16,7 @@ from dpfast.cli._parsing import (
     integer,
     io_arguments,
     memory_size,
+    no_epsilon_arguments,
     quiet_argument,
     run_arguments,
     unprotected_argument,
@@ -72,6 +73,7 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse before reading when MDAV would need more than SIZE (e.g. 8GiB; default: "
         "the memory available now). MDAV runs in memory only",
     )
+    no_epsilon_arguments(parser)
     quiet_argument(parser)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "io_arguments",
     "measuring_risk",
     "memory_size",
+    "no_epsilon_arguments",
     "number",
     "quiet_argument",
     "releasing",
@@ -297,6 +298,32 @@ def _budget_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _SpendsNothing(argparse.Action):
+    """A DP-only flag given to a command that spends no ε: refused, saying why."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            f"{parser.prog} spends no epsilon (it is not differential privacy), so it takes "
+            f"no {option_string}; drop it, or release with a differentially private method: "
+            "dpfast release ir-dp, laplace, mdav-dp, diffgen or randomized-response"
+        )
+
+
+def no_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--epsilon`` and ``--budget``, hidden, for a command without ε: refused with the why."""
+    for flag in ("--epsilon", "--budget"):
+        parser.add_argument(
+            flag, nargs="?", action=_SpendsNothing, default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )  # fmt: skip
+
+
 _MEMORY_HELP = (
     "release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
     "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
@@ -342,7 +369,8 @@ def run_arguments(
 
     ``--seed`` (if ``seed``: the release draws noise), ``--threads`` (if ``threads``),
     ``--memory-limit`` (help ``memory_help``), :func:`_engine_arguments`, ``--budget`` (if
-    ``budget``: the release spends epsilon) and ``--quiet``, in this order.
+    ``budget``: the release spends epsilon; else ``--epsilon`` and ``--budget`` are refused,
+    saying why: :func:`no_epsilon_arguments`) and ``--quiet``, in this order.
     """
     if seed:
         parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
@@ -352,4 +380,6 @@ def run_arguments(
     _engine_arguments(parser)
     if budget:
         _budget_argument(parser)
+    else:
+        no_epsilon_arguments(parser)
     quiet_argument(parser)

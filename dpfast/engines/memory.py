@@ -144,7 +144,7 @@ class MemoryEngine(Engine):
             for name in names:
                 kind = table.column(name).dtype
                 numeric = np.issubdtype(kind, np.number) or kind == np.bool_
-                if kind.kind == "O" or not numeric:
+                if kind.kind in "OmM" or not numeric:
                     raise not_numeric_error(name, kind)
         finite = table.kind == "numpy" and all_finite(table.source)
         columns = []

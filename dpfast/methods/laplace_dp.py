@@ -148,7 +148,8 @@ def _validate(
     check_seed(seed)
     selected = check_columns(columns, table.names)
     protected = table.numeric_columns(selected, categorical=False)
-    domains, derived = check_bounds(bounds, [c.name for c in protected], _ranges(table, protected))
+    protected_names = [c.name for c in protected]
+    domains, derived = check_bounds(bounds, protected_names, _ranges(table, protected), table.names)
     return epsilon, protected, domains, derived
 
 

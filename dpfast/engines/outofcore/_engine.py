@@ -207,6 +207,8 @@ class OutOfCoreEngine(Engine):
         arrow_type = self.source.schema.field(str(name)).type
         if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
             dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
+            if dtype.kind in "mM":
+                raise not_numeric_error(name, dtype)
             if dtype.kind == "O" or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
                 if categorical:
                     raise not_numeric_error(name, dtype)

@@ -341,7 +341,7 @@ def _numeric_predictors(
     if not names:
         return [], False
     if isinstance(bounds, Mapping):
-        domains, derived = check_bounds(bounds, names, {})
+        domains, derived = check_bounds(bounds, names, {}, engine.names)
     columns = engine.numeric_columns(names, categorical=False)
     if not isinstance(bounds, Mapping):
         by_name = {c.name: c for c in columns}
