@@ -292,3 +292,37 @@ def test_diffgen_refuses_risk_that_would_measure_nothing():
         dpfast.diffgen(frame, risk={"k": 2}, **options)
     measured = dpfast.diffgen(frame, risk={"quasi_identifiers": ["a"], "k": 2}, **options)
     assert measured.private.risk["uniqueness"]["released"]["k"] == 2
+
+
+# -- the forecast ------------------------------------------------------------------------
+
+
+def test_a_forecast_names_an_unknown_argument_and_the_closest_known_one():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'epsilonn'; did you mean "
+                       r"'epsilon'\?") as refused:  # fmt: skip
+        dpfast.forecast("laplace_dp", _frame(), epsilonn=1, bounds=BOUNDS)
+    assert isinstance(refused.value, dpfast.DPFastError) and "missing" not in str(refused.value)
+
+
+def test_a_forecast_says_whether_the_release_fits_in_the_budget(tmp_path):
+    budget = dpfast.BudgetFile.create(tmp_path / "b.json", 1.5)
+    budget.reserve(1.0, method="laplace_dp", output="earlier.csv")
+    before = (tmp_path / "b.json").read_bytes()
+    too_much = dpfast.forecast("laplace_dp", _frame(), epsilon=1.0, bounds=BOUNDS, budget=budget)
+    assert too_much.budget_note is not None and too_much.budget_note.startswith("will NOT fit")
+    assert "has 0.5 of 1.5 left; lower epsilon to at most 0.5" in too_much.budget_note
+    assert f"budget: {too_much.budget_note}" in str(too_much).splitlines()
+    fits = dpfast.forecast("laplace_dp", _frame(), epsilon=0.5, bounds=BOUNDS, budget=budget)
+    assert fits.budget_note == f"fits: budget file {str(budget.path)!r} has 0.5 of 1.5 left"
+    assert dpfast.forecast("laplace_dp", _frame(), epsilon=1.0, bounds=BOUNDS).budget_note is None
+    assert (tmp_path / "b.json").read_bytes() == before  # read, never reserved
+
+
+def test_a_forecast_of_a_dataset_needs_no_output(tmp_path):
+    import pyarrow.dataset as ds
+
+    _frame().to_parquet(tmp_path / "in.parquet")
+    for data in (ds.dataset(tmp_path / "in.parquet", format="parquet"), tmp_path / "in.parquet"):
+        got = dpfast.forecast("ir_dp", data, k=2, epsilon=1.0, bounds=BOUNDS)
+        assert got.n_rows == 6 and [c.column for c in got.columns] == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]

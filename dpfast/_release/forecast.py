@@ -314,6 +314,10 @@ class Forecast:
         The sentence that gives it, or says why no ``k`` does.
     notes : tuple of str
         What is and is not forecast, in plain words.
+    budget_note : str or None
+        What the ``budget`` given says of the release, read without reserving anything:
+        that it fits (and what is left), or why the release would be refused (``None``:
+        no budget given).
     threshold : float
         The share on a bound from which a column is affected (:attr:`affected`) and the
         release warns: :data:`THRESHOLD`, 10 %.
@@ -336,6 +340,7 @@ class Forecast:
     suggested_k: int | None = None
     k_advice: str | None = None
     notes: tuple[str, ...] = ()
+    budget_note: str | None = None
     threshold: float = field(default=THRESHOLD)
 
     @property
@@ -393,6 +398,8 @@ class Forecast:
         if self.k_advice is not None:
             lines.append(self.k_advice)
         lines.extend(self.notes)
+        if self.budget_note is not None:
+            lines.append(f"budget: {self.budget_note}")
         if self.warning is not None:
             lines.append(f"warning: {self.warning}")
         return "\n".join(lines)

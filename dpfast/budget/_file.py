@@ -162,6 +162,25 @@ class BudgetFile:
         """Return the ε still allowed."""
         return self._contents().left()
 
+    def shortfall(self, epsilon: float) -> str | None:
+        """Say why a release of ``epsilon`` would be refused now; None if it fits.
+
+        What :meth:`reserve` would say, from the file as it is now: nothing is reserved or
+        written (a forecast's check, :func:`dpfast.forecast`).
+
+        Examples
+        --------
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> budget = BudgetFile.create(os.path.join(folder, "b.json"), 1.0)
+        >>> budget.shortfall(0.5) is None, budget.shortfall(2.0).startswith("the release needs")
+        (True, True)
+        >>> shutil.rmtree(folder)
+        """
+        epsilon = check_epsilon(epsilon)
+        contents = self._contents()
+        return None if contents.fits(epsilon) else self._exceeded(contents, epsilon)
+
     # -- changing -------------------------------------------------------------------------
 
     def reserve(

@@ -96,7 +96,7 @@ def release(args: argparse.Namespace, method: Method) -> int:
             arguments["risk"] = True
         if found.in_passes:  # every option refused before the forecast's advice
             arguments["memory_limit"] = _memory(args)
-        expected = _forecast(method, found, arguments)
+        expected = _forecast(method, found, {**arguments, **_read_budget(args, dry_run)})
         if dry_run:
             print(expected)
             return 0
@@ -118,6 +118,15 @@ def _forecast(method: Method, found: Any, arguments: dict[str, Any]) -> Any:
     return forecast(
         method.function, PublicTable(found.n_rows, names, frozenset(integer)), **arguments
     )
+
+
+def _read_budget(args: argparse.Namespace, dry_run: bool) -> dict[str, Any]:
+    """Return a dry run's ``--budget``: its forecast reads it (never reserves) to say if it fits."""
+    if not dry_run or getattr(args, "budget", None) is None:
+        return {}
+    from dpfast.budget import BudgetFile
+
+    return {"budget": BudgetFile(args.budget)}
 
 
 @contextmanager

@@ -294,6 +294,7 @@ def open_engine(
     progress: Progress | None = None,
     metrics: bool = False,
     risk: bool = False,
+    reads_only: bool = False,
 ) -> Engine:
     """Open the engine that releases ``data`` for one release of ``method``.
 
@@ -320,6 +321,9 @@ def open_engine(
     metrics, risk : bool
         Whether the release compares itself with its input (utility metrics, disclosure
         risk).
+    reads_only : bool
+        The run only reads the input's names, size and types (a forecast): no ``output``
+        is needed, and nothing is written.
 
     Returns
     -------
@@ -346,7 +350,7 @@ def open_engine(
     entry = _REGISTRY[name]
     options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
     memory = None if memory_limit is None else parse_memory(memory_limit)
-    opening = Opening(method, output, memory, progress, metrics, risk)
+    opening = Opening(method, output, memory, progress, metrics, risk, reads_only)
     try:
         kind = getattr(importlib.import_module(entry.module), entry.attribute)
         opened: Engine = kind.open(data, opening, **options)

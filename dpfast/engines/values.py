@@ -89,6 +89,9 @@ class Opening:
         The release adds utility metrics to its private report.
     risk : bool
         The release measures its disclosure risk into its private report.
+    reads_only : bool
+        The run reads the input's names, size and types and writes nothing (a forecast):
+        an engine that writes its release then needs no ``output``.
 
     Examples
     --------
@@ -104,6 +107,7 @@ class Opening:
     progress: Progress | None = None
     metrics: bool = False
     risk: bool = False
+    reads_only: bool = False
 
     def refuse_comparisons(self, where: str, in_memory: str = "the table") -> None:
         """Refuse ``metrics`` and ``risk`` on an engine that does not hold the release.

@@ -7,6 +7,7 @@ the release function binds them, and reads the row count and the names.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 from collections.abc import Callable, Hashable, Mapping
@@ -28,6 +29,8 @@ from dpfast._validation import (
     check_k,
     check_k_anonymity,
     check_retention,
+    did_you_mean,
+    quoted,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.methods.diffgen import diffgen, diffgen_forecast
@@ -145,8 +148,10 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
         :class:`~dpfast.PublicTable` (row count, names, integer columns).
     **arguments
         The release's own arguments; those that only change how it runs (``seed``,
-        ``output``, ``budget``, ...) are checked where the release checks them before
-        its plan, and otherwise ignored.
+        ``output``, ...) are checked where the release checks them before its plan, and
+        otherwise ignored. A ``budget`` is read, never reserved: :attr:`Forecast.budget_note`
+        says whether the release would fit in what is left. A name the release does not
+        take is refused, naming it and the closest one it takes.
 
     Returns
     -------
@@ -175,7 +180,22 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     name = _name(method)
     release, build = _METHODS[name]
     bound = _bind(name, release, data, arguments)
-    return build(_table(name, data, bound), bound)
+    expected = build(_table(name, data, bound), bound)
+    return _with_budget(expected, bound.get("budget"))
+
+
+def _with_budget(expected: Forecast, budget: Any) -> Forecast:
+    """Say whether the release fits in ``budget``, read without reserving anything."""
+    shortfall = getattr(budget, "shortfall", None)
+    if expected.epsilon is None or not callable(shortfall):
+        return expected
+    refusal = shortfall(expected.epsilon)
+    if refusal is not None:
+        note = f"will NOT fit: {refusal}"
+    else:
+        left, total = budget.remaining(), budget.total_epsilon
+        note = f"fits: budget file {str(budget.path)!r} has {left:.6g} of {total:g} left"
+    return dataclasses.replace(expected, budget_note=note)
 
 
 def _name(method: Any) -> str:
@@ -195,6 +215,19 @@ def _bind(
     The release's ``**options`` are checked as the release checks them and join its
     other arguments, each at its default where ``arguments`` leave it out.
     """
+    parameters = inspect.signature(release).parameters
+    known = [
+        p
+        for p, kind in parameters.items()
+        if p != "data" and kind.kind is not inspect.Parameter.VAR_KEYWORD
+    ] + sorted(options_class(release).__optional_keys__)
+    unknown = [key for key in arguments if key not in known]
+    if unknown:
+        raise DPFastTypeError(
+            f"{name}() got an unexpected keyword argument {quoted(unknown[0])}; "
+            f"{did_you_mean(unknown[0], known)}a forecast takes the release's arguments: "
+            f"{', '.join(known)}"
+        )
     try:
         bound = inspect.signature(release).bind(data, **arguments)
         bound.apply_defaults()
@@ -213,7 +246,7 @@ def _table(name: str, data: Any, arguments: Mapping[str, Any]) -> PublicTable:
     if isinstance(data, numbers.Integral) and not isinstance(data, bool):
         return PublicTable(check_int(data, "the row count", low=0), _named(name, arguments))
     where = {key: arguments[key] for key in ("engine", "output", "memory_limit")}
-    with open_run(name, data, where, ReleaseOptions) as run:
+    with open_run(name, data, where, ReleaseOptions, reads_only=True) as run:
         names = list(run.engine.names)
         bounds = arguments.get("bounds")
         bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []

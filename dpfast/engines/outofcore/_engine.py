@@ -166,16 +166,19 @@ class OutOfCoreEngine(Engine):
     ) -> OutOfCoreEngine:
         """Open a release of ``data`` read in batches; it is written to ``output``."""
         opening.refuse_comparisons("out of core")
-        if opening.output is None:
+        output = opening.output
+        if output is None and opening.reads_only:  # a forecast: nothing is ever written
+            output = os.devnull
+        if output is None:
             raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "
                 "directory of Parquet files, or a .parquet file)"
             )
-        refuse_text_output(opening.output)
+        refuse_text_output(output)
         memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
         return cls(
             source_of(data),
-            opening.output,
+            output,
             memory_limit=memory,
             batch_rows=batch_rows,
             progress=opening.progress,
