@@ -8,6 +8,10 @@ one reported; Ctrl-C at start-up is one line and exit code 130.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +107,103 @@ def test_compare_writes_html_only_to_a_name_that_says_so(name, workdir, capsys):
     assert cli.main(["compare", "people.csv", "r.csv", "--schema", "schema.json", "-o",
                      str(output), "--quiet"]) == 0  # fmt: skip
     assert output.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+# -- the forecast of a dry run -----------------------------------------------------------
+
+
+def test_a_dry_run_says_the_release_will_not_fit_the_budget_and_spends_nothing(workdir, capsys):
+    assert cli.main(["budget", "init", "b.json", "--total-epsilon", "1.5"]) == 0
+    release = ["release", "laplace", "people.csv", "-o", "r.csv", "--schema", "schema.json",
+               "--budget", "b.json", "--seed", "1", "--quiet"]  # fmt: skip
+    assert cli.main([*release, "--epsilon", "1"]) == 0
+    before = (workdir / "b.json").read_bytes()
+    capsys.readouterr()
+    assert cli.main([*release, "--epsilon", "1", "--dry-run", "-o", "again.csv"]) == 0
+    expected = (
+        "budget: will NOT fit: the release needs --epsilon 1 but budget file 'b.json' has "
+        "0.5 of 1.5 left; lower --epsilon to at most 0.5"
+    )
+    assert any(line.startswith(expected) for line in capsys.readouterr().out.splitlines())
+    assert cli.main([*release, "--epsilon", "0.5", "--dry-run", "-o", "again.csv"]) == 0
+    assert "budget: fits: budget file 'b.json' has 0.5 of 1.5 left" in capsys.readouterr().out
+    assert (workdir / "b.json").read_bytes() == before
+    assert not (workdir / "again.csv").exists()
+
+
+# -- Ctrl-C at start-up and at the end ---------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A ``dpfast`` process that waits, at one stage, for the test's SIGINT: it prints
+#: ``waiting`` and sleeps until the test, once it has sent the signal, makes the file
+#: ``go``, so that the signal always lands in that stage (a stage that lets Ctrl-C
+#: interrupt it raises in the sleep; the clean-up at exit notes it and goes on).
+PAUSED = """
+import atexit, builtins, os, sys, time
+
+import dpfast.cli
+
+def wait():
+    print("waiting", flush=True)
+    for _ in range(2400):
+        if os.path.exists("go"):
+            break
+        time.sleep(0.05)
+
+stage = sys.argv[1]
+if stage == "import":  # an import the command line makes while it parses its arguments
+    real_import = builtins.__import__
+
+    def waiting_import(name, *args, **kwargs):
+        if name == "dpfast.engines":
+            builtins.__import__ = real_import
+            wait()
+        return real_import(name, *args, **kwargs)
+
+    builtins.__import__ = waiting_import
+elif stage == "parser":  # the parser being built
+    build = dpfast.cli.build_parser
+    dpfast.cli.build_parser = lambda: (wait(), build())[1]
+elif stage == "exit":  # the clean-up after the command: an exit handler
+    atexit.register(wait)
+sys.argv = ["dpfast", *sys.argv[2:]]
+dpfast.cli.run()
+"""
+
+
+@pytest.mark.parametrize(
+    ("stage", "argv"),
+    [
+        ("import", ["release", "ir-dp", "in.parquet", "-o", "o.parquet", "--memory-limit",
+                    "1GiB", "--k", "5", "--epsilon", "1", "--schema", "s.json"]),
+        ("parser", ["--version"]),
+        ("exit", ["--version"]),
+    ],
+)  # fmt: skip
+def test_ctrl_c_at_any_stage_is_one_line_and_exit_code_130(stage, argv, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DPFAST_DEBUG", None)
+    process = subprocess.Popen(
+        [sys.executable, "-c", PAUSED, stage, *argv],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:  # the start-up imports take their time: wait for it
+            lines.append(line)
+            if line.strip() == "waiting":
+                break
+        assert lines and lines[-1].strip() == "waiting", lines
+        process.send_signal(signal.SIGINT)
+        (tmp_path / "go").touch()
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert err == "dpfast: interrupted\n"
