@@ -102,11 +102,10 @@ QUOTED_VALUES = 5
 def quoted(value: Any, *, listed: bool = False) -> str:
     """Show a value in a message: briefly, as the caller wrote it, never as a NumPy repr.
 
-    Text is quoted; past :data:`QUOTED_CHARACTERS` characters it is cut, with an ellipsis
-    and its full length. NumPy scalars show as the Python values they hold. A list, tuple,
-    set, mapping or array shows its first :data:`QUOTED_VALUES` items and how many more
-    there are; with ``listed`` the items are joined by commas, without brackets. Anything
-    else shows as its repr, cut the same way.
+    Text is quoted, cut past :data:`QUOTED_CHARACTERS` characters (an ellipsis and its full
+    length); NumPy scalars show as the Python values they hold; a list, tuple, set, mapping
+    or array shows its first :data:`QUOTED_VALUES` items and how many more there are (with
+    ``listed``, joined by commas without brackets); anything else, its repr cut the same way.
 
     Examples
     --------
@@ -119,8 +118,12 @@ def quoted(value: Any, *, listed: bool = False) -> str:
     """
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, (str, bytes)):
-        return _excerpt(value[:QUOTED_CHARACTERS], len(value), value[QUOTED_CHARACTERS:])
+    if isinstance(value, (str, bytes)):  # an excerpt, its ellipsis inside the quotes
+        shown = repr(value[:QUOTED_CHARACTERS])
+        if len(value) <= QUOTED_CHARACTERS:
+            return shown
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{shown[:-1]}…{shown[-1]} ({len(value):,} {unit})"
     if isinstance(value, int) and value.bit_length() > 128:  # str() of a huge int is slow
         return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
     if isinstance(value, Mapping):
@@ -145,15 +148,6 @@ def quoted(value: Any, *, listed: bool = False) -> str:
     return f"{{{shown}}}" if isinstance(value, (set, frozenset)) else f"[{shown}]"
 
 
-def _excerpt(head: str | bytes, length: int, rest: str | bytes) -> str:
-    """Quote the first characters of a text of ``length`` characters; the ellipsis if cut."""
-    shown = repr(head)
-    if not rest:
-        return shown
-    unit = "characters" if isinstance(head, str) else "bytes"
-    return f"{shown[:-1]}…{shown[-1]} ({length:,} {unit})"
-
-
 def _listed(shown: Sequence[str], total: int) -> str:
     """Join quoted items, saying how many of ``total`` are left out."""
     more = total - len(shown)
@@ -175,7 +169,9 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     else:
         expected = "an integer"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise DPFastTypeError(f"{name} must be {expected}, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(
+            f"{name} must be {expected}, got {quoted(value)} ({type(value).__name__})"
+        )
     result = int(value)
     if (low is not None and result < low) or (high is not None and result > high):
         raise DPFastValueError(f"{name} must be {expected}, got {result}")
@@ -185,10 +181,12 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
 def check_positive(value: Any, name: str) -> float:
     """Return ``value`` as a float, requiring a finite real number greater than 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise DPFastTypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(
+            f"{name} must be a number, got {quoted(value)} ({type(value).__name__})"
+        )
     result = float(value)
     if not math.isfinite(result) or result <= 0:
-        raise DPFastValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise DPFastValueError(f"{name} must be a finite number > 0, got {quoted(value)}")
     return result
 
 
@@ -240,12 +238,12 @@ def check_epsilon(epsilon: Any) -> float:
     """
     if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
         raise DPFastTypeError(
-            f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})"
+            f"epsilon must be a number, got {quoted(epsilon)} ({type(epsilon).__name__})"
         )
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise EpsilonRangeError(
-            f"{{parameter}} must be a finite number > 0, got {value!r}; privacy budgets are "
+            f"{{parameter}} must be a finite number > 0, got {quoted(value)}; privacy budgets are "
             "positive, e.g. {parameter}=1"
         )
     return value
@@ -311,7 +309,9 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
-        raise DPFastValueError(f"{option(name)} must be one of {list(choices)}, got {value!r}")
+        raise DPFastValueError(
+            f"{option(name)} must be one of {list(choices)}, got {quoted(value)}"
+        )
     return str(value)
 
 
@@ -327,11 +327,12 @@ def check_retention(retention: Any) -> float:
     if isinstance(retention, (bool, np.bool_)) or not isinstance(
         retention, (int, float, np.number)
     ):
-        raise DPFastTypeError(f"{option('retention')} must be a number, got {retention!r}")
+        raise DPFastTypeError(f"{option('retention')} must be a number, got {quoted(retention)}")
     value = float(retention)
     if not 0.0 <= value < 1.0:
         raise DPFastValueError(
-            f"{option('retention')} must be in [0, 1), got {retention!r}; 1 would release the "
+            f"{option('retention')} must be in [0, 1), got {quoted(retention)}; 1 would release "
+            "the "
             "data unchanged"
         )
     return value
@@ -340,7 +341,7 @@ def check_retention(retention: Any) -> float:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise DPFastTypeError(f"{option(name)} must be True or False, got {value!r}")
+        raise DPFastTypeError(f"{option(name)} must be True or False, got {quoted(value)}")
     return bool(value)
 
 
@@ -381,17 +382,18 @@ def check_columns(
         columns = [columns]
     if not isinstance(columns, Iterable):
         raise DPFastTypeError(
-            f"{option(name)} must be a list of column names or None, got {columns!r}"
+            f"{option(name)} must be a list of column names or None, got {quoted(columns)}"
         )
     selected = list(columns)
     known = set(names)
     unknown = [c for c in selected if c not in known]
     if unknown:
         raise DPFastValueError(
-            f"unknown column(s) {unknown} in {option(name)}; the table has columns {list(names)}"
+            f"unknown column(s) {quoted(unknown)} in {option(name)}; the table has columns "
+            f"{quoted(list(names))}"
         )
     if len(set(selected)) != len(selected):
-        raise DPFastValueError(f"{option(name)} lists a column twice: {selected}")
+        raise DPFastValueError(f"{option(name)} lists a column twice: {quoted(selected)}")
     if not selected:
         every = "" if in_cli() else ", or pass None for every column"
         raise DPFastValueError(
@@ -411,7 +413,10 @@ def check_unique_names(names: Sequence[Hashable], where: str, fix: str) -> None:
         counts[name] = counts.get(name, 0) + 1
     repeated = [(name, count) for name, count in counts.items() if count > 1]
     if repeated:
-        shown = ", ".join(f"{count} columns named {name!r}" for name, count in repeated)
+        shown = _listed(
+            [f"{count} columns named {quoted(name)}" for name, count in repeated[:QUOTED_VALUES]],
+            len(repeated),
+        )
         raise DPFastValueError(
             f"{where} has {shown}; each column needs a name of its own (a release and its "
             f"report name every column): {fix}"
@@ -450,11 +455,13 @@ def as_numeric_column(
         np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
     ):
         raise DPFastTypeError(
-            f"column {name!r} must be numeric to be protected, got dtype {values.dtype}; "
+            f"column {quoted(name)} must be numeric to be protected, got dtype {values.dtype}; "
             f"convert it, or leave it out of {option('columns')}"
         )
     if np.issubdtype(values.dtype, np.complexfloating):
-        raise DPFastTypeError(f"column {name!r} is complex; only real numbers can be protected")
+        raise DPFastTypeError(
+            f"column {quoted(name)} is complex; only real numbers can be protected"
+        )
     floats = np.asarray(values, dtype=np.float64)
     if known_finite:
         return floats
@@ -468,7 +475,7 @@ def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> Value
     """Return the error of a column with ``count`` non-finite values, the first at row ``first``."""
     kind = "NaN or missing" if nan else "infinite"
     return DPFastValueError(
-        f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
+        f"column {quoted(name)} has {count} non-finite value(s) (first at row {first}: "
         f"{kind}); drop or impute them with a public rule before the release"
     )
 
@@ -476,22 +483,20 @@ def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> Value
 def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
     """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do).
 
-    Durations and times (``timedelta64``, ``datetime64``) are not numbers to protect:
-    their values would come back as bare integers of an internal unit.
+    Durations and times (``timedelta64``, ``datetime64``) are refused too: a release would
+    give them back as bare integers of an internal unit.
     """
-    kind = getattr(dtype, "kind", "")
-    if kind in ("m", "M"):
-        what = "durations" if kind == "m" else "dates and times"
-        fix = "dt.total_seconds()" if kind == "m" else "days since a public date"
+    if getattr(dtype, "kind", "") in ("m", "M"):
+        what, fix = ("durations", "dt.total_seconds()") if dtype.kind == "m" else ("times", "")
         return DPFastTypeError(
             f"column {quoted(name)} holds {what} ({dtype}), which a release would return as "
             f"bare integers of its internal unit; convert it to numbers in a unit you choose "
-            f"(e.g. {fix}) and give its bounds in that unit, or leave it out of "
-            f"{option('columns')}"
+            f"(e.g. {fix or 'days since a public date'}) and give its bounds in that unit, or "
+            f"leave it out of {option('columns')}"
         )
     where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
     return DPFastTypeError(
-        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
+        f"column {quoted(name)} must be numeric to be protected, got dtype {dtype}; "
         f"{where} to protect it as a categorical column, or leave it out of "
         f"{option('columns')}"
     )
@@ -523,8 +528,7 @@ def check_bounds(
         ``(min, max)`` (only used when ``bounds == "data"``).
     names : sequence, optional
         The table's columns: a ``bounds`` key that names none of them is refused (a
-        misspelt name would otherwise be ignored). Keys of columns left unprotected are
-        accepted.
+        misspelt name would otherwise be ignored); unprotected columns' keys are accepted.
 
     Returns
     -------
@@ -538,60 +542,55 @@ def check_bounds(
             PrivacyLeakWarning,
             stacklevel=3,
         )
-        derived = {}
-        for name in columns:
-            if callable(data_columns):
-                lo, hi = data_columns(name)
-            else:
-                lo, hi = float(data_columns[name].min()), float(data_columns[name].max())
-            top = max(abs(lo), abs(hi))
-            low = 0.0 if lo >= 0 else lo - 0.5 * top
-            derived[name] = (low, 1.5 * hi if hi > 0 else 0.0)
-        return derived, True
+        return {name: _from_data(name, data_columns) for name in columns}, True
     if bounds is None:
         raise DPFastValueError(
             "bounds are required: pass public bounds={column: (lower, upper)} for every "
-            f"protected column {list(columns)}"
+            f"protected column {quoted(list(columns))}"
         )
     if not isinstance(bounds, Mapping):
         raise DPFastTypeError(
-            f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}"
+            f"bounds must be a mapping {{column: (lower, upper)}}, got {quoted(bounds)}"
         )
-    if names is not None:
-        _check_bounds_keys(bounds, names)
-    missing = [c for c in columns if c not in bounds]
-    if missing:
-        raise DPFastValueError(
-            f"no bounds for protected column(s) {missing}; add them to bounds as "
-            "(lower, upper) public limits, or leave these columns out of columns"
-        )
-    result: dict[Hashable, tuple[float, float]] = {}
-    for name in columns:
-        pair = bounds[name]
-        if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
-            raise DPFastValueError(f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}")
-        try:
-            lower, upper = float(pair[0]), float(pair[1])
-        except (TypeError, ValueError) as exc:
-            raise DPFastTypeError(f"bounds[{name!r}] must hold two numbers, got {pair!r}") from exc
-        if not (math.isfinite(lower) and math.isfinite(upper)):
-            raise DPFastValueError(f"bounds[{name!r}] must be finite, got {pair!r}")
-        if lower > upper:
-            raise DPFastValueError(
-                f"bounds[{name!r}] is inverted: lower {lower} > upper {upper}; swap them"
-            )
-        result[name] = (lower, upper)
-    return result, False
-
-
-def _check_bounds_keys(bounds: Mapping[Hashable, Any], names: Sequence[Hashable]) -> None:
-    """Refuse ``bounds`` keys that name no column of the table."""
-    known = set(names)
-    stray = [key for key in bounds if key not in known]
-    if stray:
+    stray = [key for key in bounds if names is not None and key not in set(names)]
+    if stray and names is not None:
         close = did_you_mean(stray[0], map(str, names)) if isinstance(stray[0], str) else ""
         raise DPFastValueError(
             f"bounds names {quoted(stray, listed=True)}, which the table does not have; "
             f"{close}fix the name or remove it (the table's columns: "
             f"{quoted(list(names), listed=True)})"
         )
+    missing = [c for c in columns if c not in bounds]
+    if missing:
+        raise DPFastValueError(
+            f"no bounds for protected column(s) {quoted(missing)}; add them to bounds as "
+            "(lower, upper) public limits, or leave these columns out of columns"
+        )
+    result: dict[Hashable, tuple[float, float]] = {}
+    for name in columns:
+        pair = bounds[name]
+        if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
+            raise DPFastValueError(
+                f"bounds[{quoted(name)}] must be a pair (lower, upper), got {quoted(pair)}"
+            )
+        try:
+            lower, upper = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError) as exc:
+            raise DPFastTypeError(
+                f"bounds[{quoted(name)}] must hold two numbers, got {quoted(pair)}"
+            ) from exc
+        if not (math.isfinite(lower) and math.isfinite(upper)):
+            raise DPFastValueError(f"bounds[{quoted(name)}] must be finite, got {quoted(pair)}")
+        if lower > upper:
+            raise DPFastValueError(
+                f"bounds[{quoted(name)}] is inverted: lower {lower} > upper {upper}; swap them"
+            )
+        result[name] = (lower, upper)
+    return result, False
+
+
+def _from_data(name: Hashable, data: Any) -> tuple[float, float]:
+    """Return a column's bounds from its values: ``bounds="data"``'s convention."""
+    lo, hi = data(name) if callable(data) else (float(data[name].min()), float(data[name].max()))
+    low = 0.0 if lo >= 0 else lo - 0.5 * max(abs(lo), abs(hi))
+    return low, 1.5 * hi if hi > 0 else 0.0

@@ -28,9 +28,9 @@ def tiny_memory_limits(request, monkeypatch):
     ``smallest_memory_limit``.
     """
     if "smallest_memory_limit" not in request.fixturenames:
-        from dpfast.engines.outofcore import _passes
+        from dpfast.engines.outofcore import _memory
 
-        monkeypatch.setattr(_passes, "SMALLEST_MEMORY_LIMIT", 1)
+        monkeypatch.setattr(_memory, "SMALLEST_MEMORY_LIMIT", 1)
 
 
 @pytest.fixture(scope="module")

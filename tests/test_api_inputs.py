@@ -30,7 +30,9 @@ except ImportError:  # an optional extra: the tests of other inputs still run
 
 needs_polars = pytest.mark.skipif(pl is None, reason="polars is not installed (dpfast[polars])")
 
-BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "income": (0.0, 1000.0)}
+#: The public bounds of the Adult sample's numeric columns; those of the nullable table.
+BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99)}
+NULLABLE_BOUNDS = {"age": (17, 90), "income": (0.0, 1000.0)}
 SEXES = ["Female", "Male"]
 
 
@@ -57,7 +59,7 @@ RELEASES: dict[str, Callable[[Any], Any]] = {
         k=10,
         epsilon=1.0,
         columns=["age", "occupation"],
-        bounds=BOUNDS,
+        bounds={"age": BOUNDS["age"]},
         taxonomies=_taxonomies(),
         unprotected="shuffle",
         seed=1,
@@ -391,7 +393,7 @@ def _ir_nullable(data: pd.DataFrame, unprotected: str) -> Any:
             k=10,
             epsilon=1.0,
             columns=["age", "income", "occupation", "job"],
-            bounds=BOUNDS,
+            bounds=NULLABLE_BOUNDS,
             taxonomies={
                 "occupation": adult_taxonomy("occupation"),
                 "job": adult_taxonomy("occupation"),
@@ -419,7 +421,12 @@ def test_nullable_dtypes_survive_a_release(unprotected):
 def test_nullable_unprotected_columns_kept_in_order_are_unchanged():
     nullable, _ = _nullable()
     got = dpfast.laplace_dp(
-        nullable, epsilon=1.0, columns=["age", "income"], bounds=BOUNDS, unprotected="keep", seed=8
+        nullable,
+        epsilon=1.0,
+        columns=["age", "income"],
+        bounds=NULLABLE_BOUNDS,
+        unprotected="keep",
+        seed=8,
     ).data
     pd.testing.assert_series_equal(got.dtypes, nullable.dtypes)
     for name in ("occupation", "job", "note", "tag"):
@@ -431,8 +438,8 @@ def test_nullable_unprotected_columns_kept_in_order_are_unchanged():
 def test_nullable_numeric_dtype_comes_back(dtype):
     frame = pd.DataFrame({"age": pd.array(np.arange(17, 90), dtype=dtype)})
     for release in (
-        dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS, seed=9),
-        dpfast.laplace_dp(frame, epsilon=1.0, bounds=BOUNDS, seed=9),
+        dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds={"age": BOUNDS["age"]}, seed=9),
+        dpfast.laplace_dp(frame, epsilon=1.0, bounds={"age": BOUNDS["age"]}, seed=9),
         dpfast.individual_ranking(frame, k=3),
     ):
         assert release.data["age"].dtype == frame["age"].dtype

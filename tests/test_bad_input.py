@@ -326,3 +326,74 @@ def test_a_forecast_of_a_dataset_needs_no_output(tmp_path):
         got = dpfast.forecast("ir_dp", data, k=2, epsilon=1.0, bounds=BOUNDS)
         assert got.n_rows == 6 and [c.column for c in got.columns] == ["a", "b"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+# -- messages quote values briefly -------------------------------------------------------
+
+HUGE = "x" * 1_000_000  # a 1 MB category
+LONG = "column_" + "y" * 5_000  # a long column name
+
+
+def _long_named() -> pd.DataFrame:
+    return pd.DataFrame({LONG: [1.0, 2.0, 3.0, 4.0], "b": [1, 2, 3, 4]})
+
+
+def _huge_category() -> pd.DataFrame:
+    return pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "c": [HUGE, "y", "y", "z"]})
+
+
+BRIEF = {
+    "a 1 MB category outside the domain": lambda: dpfast.randomized_response(
+        _huge_category(), column="c", domain=["y", "z"], epsilon=1.0
+    ),
+    "a 1 MB category outside the taxonomy": lambda: dpfast.ir_dp(
+        _huge_category(), k=2, epsilon=1.0, bounds={"a": (0, 5)},
+        taxonomies={"c": dpfast.Taxonomy.from_mapping({"*": {"y": None, "z": None}})},
+    ),
+    "a 1 MB category in mdav without a taxonomy": lambda: dpfast.mdav(
+        _huge_category(), k=2, columns=["c"]
+    ),
+    "a 1 MB column name asked for": lambda: _call("laplace_dp", _frame(), columns=[HUGE]),
+    "a 1 MB bounds key": lambda: _call("laplace_dp", _frame(), bounds={**BOUNDS, HUGE: (0, 1)}),
+    "a long column name without bounds": lambda: dpfast.laplace_dp(
+        _long_named(), epsilon=1.0, bounds={"b": (0, 5)}
+    ),
+    "a long column name, not numeric": lambda: dpfast.laplace_dp(
+        _long_named().assign(**{LONG: ["p", "q", "r", "s"]}), epsilon=1.0,
+        bounds={LONG: (0, 1), "b": (0, 5)},
+    ),
+    "a long column name with NaN": lambda: dpfast.laplace_dp(
+        _long_named().assign(**{LONG: [1.0, np.nan, 3.0, 4.0]}), epsilon=1.0,
+        bounds={LONG: (0, 5), "b": (0, 5)},
+    ),
+    "twenty unknown columns": lambda: _call(
+        "laplace_dp", _frame(), columns=[f"missing{i}" for i in range(20)]
+    ),
+    "numpy k out of range": lambda: _call("ir_dp", _frame(), k=np.int64(48)),
+    "numpy k of a float type": lambda: _call("ir_dp", _frame(), k=np.float64(2.0)),
+    "numpy epsilon": lambda: _call("laplace_dp", _frame(), epsilon=np.float64(-1.0)),
+    "numpy bounds inverted": lambda: _call(
+        "laplace_dp", _frame(), bounds={"a": (np.float64(9), np.int64(1)), "b": (0, 10)}
+    ),
+    "numpy bounds of text": lambda: _call(
+        "laplace_dp", _frame(), bounds={"a": (np.str_("low"), np.int64(1)), "b": (0, 10)}
+    ),
+    "numpy seed": lambda: _call("laplace_dp", _frame(), seed=np.int64(-1)),
+    "numpy retention": lambda: dpfast.k_pram(_frame(), k=2, retention=np.float64(1.5)),
+    "numpy linkage": lambda: _call("ir_dp", _frame(), linkage=np.str_("rows" * 30)),
+    "a numpy array as epsilon": lambda: _call("laplace_dp", _frame(), epsilon=np.arange(10**6)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BRIEF))
+def test_messages_quote_values_briefly_and_never_as_numpy_reprs(case):
+    with pytest.raises(dpfast.DPFastError) as refused:
+        BRIEF[case]()
+    message = str(refused.value)
+    assert len(message) < 800, (len(message), message[:300])
+    assert "x" * 41 not in message and "y" * 41 not in message
+    assert "np." not in message and "numpy." not in message and "array(" not in message
+    if "x" * 10 in message:  # an excerpt of the 1 MB value, and its length
+        assert "x" * 40 + "…' (1,000,000 characters)" in message, message
+    if "long column name" in case:
+        assert "(5,007 characters)" in message, message

@@ -12,6 +12,7 @@ from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
     check_bounds,
     check_columns,
+    quoted,
 )
 from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
@@ -65,8 +66,8 @@ def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hash
     stray = [name for name in checked if name not in selected]
     if stray:
         raise DPFastValueError(
-            f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {list(selected)}: add them to columns or drop their taxonomies"
+            f"taxonomies names column(s) {quoted(stray)} that are not protected; the protected "
+            f"columns are {quoted(list(selected))}: add them to columns or drop their taxonomies"
         )
     return dict(checked)
 
@@ -189,12 +190,13 @@ def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, fl
     width = float(hi) - float(lo)
     if not math.isfinite(width):
         raise DPFastValueError(
-            f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
+            f"column {quoted(name)}: max - min overflows float64 ({quoted(lo)} to {quoted(hi)}); "
+            "rescale the "
             "column first"
         )
     if width > 0 and not math.isfinite(n / width):
         raise DPFastValueError(
-            f"column {name!r}: its values differ by less than float64 can divide "
-            f"(range {width!r}); rescale the column first"
+            f"column {quoted(name)}: its values differ by less than float64 can divide "
+            f"(range {quoted(width)}); rescale the column first"
         )
     return float(lo), float(hi)

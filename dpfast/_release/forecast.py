@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import noise
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.accounting import LedgerEntry
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastError, DPFastValueError
@@ -98,7 +98,7 @@ class PublicTable:
         """Refuse: bounds taken from the data are not public."""
         raise DPFastValueError(
             f"a forecast reads public values only, and {option('bounds', 'data')} takes "
-            f"column {column.name!r}'s bounds from the data; give its public bounds"
+            f"column {quoted(column.name)}'s bounds from the data; give its public bounds"
         )
 
 
@@ -358,7 +358,7 @@ class Forecast:
             return None
         shares: dict[str, list[str]] = {}
         for c in affected:  # columns of one rounded share together, in the columns' order
-            shares.setdefault(f"{c.on_bound:.0%}", []).append(repr(c.column))
+            shares.setdefault(f"{c.on_bound:.0%}", []).append(quoted(c.column))
         order = sorted(shares, key=lambda share: -float(share[:-1]))
         named = "; ".join(f"{share} in {', '.join(shares[share])}" for share in order)
         return (

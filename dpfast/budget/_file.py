@@ -374,7 +374,7 @@ class BudgetFile:
             )
         state = found.state()
         if state != "stale" and not force:
-            holder = f"process {found.pid} on host {found.host!r}"
+            holder = f"process {found.pid} on host {quoted(found.host)}"
             why = (
                 f"{holder}, which still runs: it may yet commit and publish. Stop it "
                 f"first (it then leaves the reservation stale), or pass {switch('force')}"

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from dpfast._validation import in_cli, option
+from dpfast._validation import in_cli, option, quoted
 from dpfast.budget._process import Holder
 from dpfast.exceptions import BudgetFileError
 
@@ -173,7 +173,7 @@ class BudgetEntry:
         if not ok:
             raise BudgetFileError(
                 f"{where} is not a budget entry (expected id, status 'reserved' or "
-                f"'committed', epsilon, method, output, reserved_at), got {data!r}; restore "
+                f"'committed', epsilon, method, output, reserved_at), got {quoted(data)}; restore "
                 "the file from a copy"
             )
         columns = fields["columns"]
@@ -264,7 +264,7 @@ class Contents:
 def _from_version_1(entry: Any, where: str) -> dict[str, Any] | None:
     """Return a version-1 entry as version 2, or None for a cancelled one (dropped)."""
     if not _is_map(entry) or entry.get("status") not in ("spent", "reserved", "cancelled"):
-        raise BudgetFileError(f"{where} is not a version-1 budget entry, got {entry!r}")
+        raise BudgetFileError(f"{where} is not a version-1 budget entry, got {quoted(entry)}")
     if entry["status"] == "cancelled":
         return None
     return {

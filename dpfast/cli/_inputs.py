@@ -256,8 +256,10 @@ def selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> lis
     kinds = "numeric" + (' or categorical (with a "taxonomy")' if categorical else "")
     wrong = [c for c in chosen if c not in declared]
     if wrong:
+        from dpfast._validation import quoted
+
         raise DPFastValueError(
-            f"--columns names {', '.join(repr(c) for c in wrong)}, which {args.schema} does not "
+            f"--columns names {quoted(wrong, listed=True)}, which {args.schema} does not "
             f"declare as a protected {kinds} column; declare it there (with its bounds or "
             "taxonomy), or leave it out of --columns"
         )
@@ -349,11 +351,13 @@ def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None
     if with_taxonomies:
         categorical = [c for c in categorical if schema[c].taxonomy is None]
     if categorical:
+        from dpfast._validation import quoted
+
         also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
         raise DPFastValueError(
             f"{args.schema}: {method} protects numeric columns only{also}, but the "
             f"schema protects categorical column(s) "
-            f"{', '.join(repr(c) for c in categorical)}"
+            f"{quoted(categorical, listed=True)}"
             f"{' without a taxonomy' if also else ''}; "
             + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
             + 'set "protect": false for them (they are then released as --unprotected '

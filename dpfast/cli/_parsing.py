@@ -138,12 +138,19 @@ def releasing(command: Command) -> Command:
 # -- option types ----------------------------------------------------------------------
 
 
+def _quoted(text: str) -> str:
+    """Quote ``text`` as messages quote a value; imported on an error only, not at start-up."""
+    from dpfast._validation import quoted
+
+    return quoted(text)
+
+
 def integer(text: str) -> int:
     """Parse a whole number."""
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {_quoted(text)}") from None
 
 
 def number(text: str) -> float:
@@ -151,7 +158,7 @@ def number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {_quoted(text)}") from None
 
 
 def memory_size(text: str) -> str:
@@ -174,14 +181,15 @@ def column_list(text: str) -> list[str]:
             names = None
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise argparse.ArgumentTypeError(
-                f'expected a JSON list of column names such as \'["a,b", "c"]\', got {text!r}'
+                'expected a JSON list of column names such as \'["a,b", "c"]\', got '
+                f"{_quoted(text)}"
             )
         return names
     names = [part.strip() for part in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(
             f"expected comma-separated column names such as 'age,income' (or a JSON list "
-            f'such as \'["a,b", "c"]\' for names with commas), got {text!r}'
+            f'such as \'["a,b", "c"]\' for names with commas), got {_quoted(text)}'
         )
     return names
 
@@ -192,7 +200,7 @@ def delimiter(text: str) -> str:
         return "\t"
     if len(text) != 1:
         raise argparse.ArgumentTypeError(
-            f"expected one character such as ';' (or 'tab'), got {text!r}"
+            f"expected one character such as ';' (or 'tab'), got {_quoted(text)}"
         )
     return text
 
@@ -325,7 +333,7 @@ def no_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _MEMORY_HELP = (
-    "release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
+    "release out of core within about SIZE of working memory (e.g. 4GiB; at least 96KiB): INPUT "
     "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
     ".parquet file or a dataset directory. An INPUT directory or glob implies it "
     "(default 4GiB). The same release as in memory (docs/engines.md)"

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.engines.base import Engine
 from dpfast.engines.values import (
     Bins,
@@ -115,18 +115,18 @@ def parse_memory(text: str | int) -> int:
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text <= 0:
-            raise DPFastValueError(f"the memory size must be positive, got {text!r}")
+            raise DPFastValueError(f"the memory size must be positive, got {quoted(text)}")
         return text
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
         raise DPFastValueError(
-            f"cannot read {text!r} as a memory size; write a number and a unit, e.g. 4GiB, "
+            f"cannot read {quoted(text)} as a memory size; write a number and a unit, e.g. 4GiB, "
             "512MiB or 2GB"
         )
     value = int(float(match.group(1)) * _UNITS[unit])
     if value <= 0:
-        raise DPFastValueError(f"the memory size must be positive, got {text!r}")
+        raise DPFastValueError(f"the memory size must be positive, got {quoted(text)}")
     return value
 
 
@@ -271,7 +271,7 @@ def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
         if not isinstance(name, str) or name not in _REGISTRY:
             raise DPFastValueError(
                 f"engine must be one of {engines()} or None (chosen from the input's type), "
-                f"got {name!r}"
+                f"got {quoted(name)}"
             )
         return name
     for entry in reversed(list(_REGISTRY.values())):

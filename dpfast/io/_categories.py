@@ -12,7 +12,7 @@ take the public domain's, in its order (:func:`released_categories`).
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +53,7 @@ def same_dictionaries(name: Hashable, dictionaries: Sequence[pa.Array]) -> list[
     first = dictionaries[0]
     if any(not first.equals(other) for other in dictionaries[1:]):
         raise DPFastValueError(
-            f"column {name!r} is an ordered categorical (a dictionary marked ordered) whose "
+            f"column {quoted(name)} is an ordered categorical (a dictionary marked ordered) whose "
             "parts hold different categories, so it has no one order to keep; give every "
             "part the same categories (one pandas CategoricalDtype, one polars Enum), or "
             "make the column text"
@@ -66,9 +66,10 @@ def text_categories(categories: list[Any]) -> list[str] | None:
     return categories if all(isinstance(c, str) for c in categories) else None
 
 
-def check_declared(
-    name: Hashable | None, declared: Sequence[Any] | None, labels: Sequence[Any]
-) -> Sequence[Any] | None:
+D = TypeVar("D", bound=Sequence[Any])
+
+
+def check_declared(name: Hashable | None, declared: D | None, labels: Sequence[Any]) -> D | None:
     """Return the categories a column's type declares if they hold every label; else refuse.
 
     ``labels`` is the public domain the column is released in (a taxonomy's leaves,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast._validation import check_unique_names
+from dpfast._validation import check_unique_names, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io._categories import (
     arrow_labels,
@@ -483,7 +483,8 @@ def _check_names_as_text(names: Sequence[Hashable]) -> None:
         text = str(name)
         if text in seen:
             raise DPFastValueError(
-                f"columns {seen[text]!r} and {name!r} have the same name as text ({text!r}); "
+                f"columns {quoted(seen[text])} and {quoted(name)} have the same name as text "
+                f"({quoted(text)}); "
                 "rename one, e.g. frame.columns = frame.columns.map(str) after making the "
                 "names distinct"
             )

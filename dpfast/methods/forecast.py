@@ -202,7 +202,8 @@ def _name(method: Any) -> str:
     name = method if isinstance(method, str) else getattr(method, "__name__", None)
     if name not in _METHODS:
         raise DPFastValueError(
-            f"method must be one of {sorted(_METHODS)} or the release function, got {method!r}"
+            f"method must be one of {sorted(_METHODS)} or the release function, got "
+            f"{quoted(method)}"
         )
     return str(name)
 

@@ -30,6 +30,7 @@ from dpfast._validation import (
     check_epsilon,
     check_nonempty,
     check_seed,
+    quoted,
 )
 from dpfast.accounting import (
     GuaranteeLevel,
@@ -244,7 +245,7 @@ def _plan(
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records)
     share = epsilon / m
-    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=m)
+    steps = scale_steps(grid.d_int, share, what=f"column {quoted(column.name)}", shares=m)
     entry = grid_noise_entry(
         column,
         step="cell noise",

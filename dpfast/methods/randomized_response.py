@@ -35,6 +35,7 @@ from dpfast._validation import (
     check_retention,
     check_seed,
     option,
+    quoted,
 )
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
@@ -71,7 +72,9 @@ def _domain_values(domain: Any) -> list[Any]:
     if len(set(values)) != len(values):
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
-        raise DPFastValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
+        raise DPFastValueError(
+            f"{option('domain')} lists categories more than once: {quoted(twice)}"
+        )
     if len(values) > noise.KEEP_DENOMINATOR:
         raise DPFastValueError(
             f"{option('domain')} may hold at most 2**32 categories, got {len(values)}"
@@ -314,7 +317,7 @@ def _report_fields(
     return {
         "parameters": _parameters(name, m, keep, epsilon, retention),
         "guarantee": (
-            f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
+            f"{ledger.total:.6g}-local differential privacy for column {quoted(str(name))}: each "
             f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
             f"draw from the public domain of {m} categories, independently of every other "
             "record. Centrally this protects only that column's value of a record.",

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastValueError
 
 
 def _check_scale(scale: float) -> float:
     value = float(scale)
     if not (math.isfinite(value) and value >= 0):
-        raise DPFastValueError(f"scale must be a finite number >= 0, got {scale!r}")
+        raise DPFastValueError(f"scale must be a finite number >= 0, got {quoted(scale)}")
     return value
 
 

@@ -28,14 +28,13 @@ from dpfast.engines.outofcore._lazy import (
     output_part_rows,
     text_columns,
 )
+from dpfast.engines.outofcore._memory import SMALLEST_MEMORY_LIMIT, check_memory_limit
 from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
-    SMALLEST_MEMORY_LIMIT,
     Limits,
     NonFiniteValue,
     category_ranks,
-    check_memory_limit,
     numeric_values,
 )
 from dpfast.engines.outofcore._scratch import (

@@ -42,7 +42,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.engines.outofcore._engine import (
     OutOfCoreEngine,
     refuse_text_output,
@@ -413,7 +413,9 @@ class ClusterEngine(OutOfCoreEngine):
     def _counted_on_bound(self, name: str) -> int:
         """Return a ranked column's rows on a bound, as its parts counted them."""
         if name not in self._on_bound:
-            raise DPFastRuntimeError(f"column {name!r} was not written, so it was not counted")
+            raise DPFastRuntimeError(
+                f"column {quoted(name)} was not written, so it was not counted"
+            )
         return self._on_bound[name]
 
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:

@@ -17,6 +17,7 @@ from dpfast._validation import (
     non_finite_error,
     not_numeric_error,
     option,
+    quoted,
 )
 from dpfast.engines.base import Engine, in_threads
 from dpfast.engines.outofcore._bins import bin_counts, find_replacements, write_replaced
@@ -28,6 +29,7 @@ from dpfast.engines.outofcore._clusters import (
 )
 from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._order import order_statistics
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
@@ -35,9 +37,7 @@ from dpfast.engines.outofcore._passes import (
     Limits,
     NonFiniteValue,
     batch_dictionary,
-    check_memory_limit,
     group_sums,
-    most_columns,
     rank_counts,
 )
 from dpfast.engines.outofcore._rows import column_stats
@@ -217,7 +217,8 @@ class OutOfCoreEngine(Engine):
                     raise not_numeric_error(name, dtype)
                 as_numeric_column(np.empty(0, dtype=dtype), name)
             raise DPFastTypeError(
-                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                f"column {quoted(name)} must be numeric to be protected, got {arrow_type}; give it "
+                "a "
                 '"taxonomy" in the schema to protect it as a categorical column'
             )
         declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
@@ -310,7 +311,8 @@ class OutOfCoreEngine(Engine):
         found = column_stats(self.source, str(column.name), self.limits.batch_rows)
         if found.non_finite:
             raise DPFastValueError(
-                f"column {column.name!r} has {found.non_finite} non-finite value(s) (first at "
+                f"column {quoted(column.name)} has {found.non_finite} non-finite value(s) (first "
+                "at "
                 f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
                 "public rule before the release"
             )

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast._validation import option
+from dpfast._validation import quoted
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
@@ -38,16 +38,13 @@ from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "BATCH_ROWS",
-    "SMALLEST_MEMORY_LIMIT",
     "Limits",
     "NonFiniteValue",
     "RankPlan",
     "batch_dictionary",
     "category_codes",
     "category_ranks",
-    "check_memory_limit",
     "group_sums",
-    "most_columns",
     "numeric_values",
     "plan_ranks",
     "quantised_keys",
@@ -64,27 +61,6 @@ _BYTES_PER_SORTED_VALUE = 32
 
 #: Bytes per row of a part of the output order (the order and the released values).
 _BYTES_PER_ORDERED_ROW = 24
-
-#: The least working memory each column in flight can be held to: every pass works on at
-#: least 1,024 items (values, rows, positions) at a time, of at most 96 bytes each (rows
-#: placed through spill files, ``_output.py``); below it a pass would exceed the limit.
-SMALLEST_MEMORY_LIMIT = 1024 * 96
-
-
-def most_columns(memory: int) -> int:
-    """How many columns a limit of ``memory`` bytes can run at once, each its least share."""
-    return max(1, memory // SMALLEST_MEMORY_LIMIT)
-
-
-def check_memory_limit(memory: int) -> int:
-    """Return ``memory`` (bytes), refusing less than :data:`SMALLEST_MEMORY_LIMIT`."""
-    if memory < SMALLEST_MEMORY_LIMIT:
-        raise DPFastValueError(
-            f"{option('memory_limit')} must be at least 96KiB ({SMALLEST_MEMORY_LIMIT:,} "
-            f"bytes), got {memory:,} bytes: every pass works on at least 1,024 values of "
-            "up to 96 bytes each, so a smaller limit could not be kept to; raise it"
-        )
-    return memory
 
 
 @dataclass(frozen=True)
@@ -129,7 +105,8 @@ def numeric_values(
     if array.null_count:
         row = first_row + int(pc.index(array.is_null(), True).as_py())
         raise NonFiniteValue(
-            f"column {column.name!r} has a missing value at row {row}; {method} needs a value "
+            f"column {quoted(column.name)} has a missing value at row {row}; {method} needs a "
+            "value "
             "in every row of a protected column",
             str(column.name),
         )
@@ -138,15 +115,16 @@ def numeric_values(
     if not finite.all():
         row = first_row + int(np.flatnonzero(~finite)[0])
         raise NonFiniteValue(
-            f"column {column.name!r} has NaN or infinity at row {row}; protected columns must "
+            f"column {quoted(column.name)} has NaN or infinity at row {row}; protected columns "
+            "must "
             "be finite",
             str(column.name),
         )
     if column.integer and not np.array_equal(values, np.rint(values)):
         row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
         raise DPFastValueError(
-            f"column {column.name!r} is declared integer but row {row} holds "
-            f"{values[row - first_row]!r}; declare it float in the schema"
+            f"column {quoted(column.name)} is declared integer but row {row} holds "
+            f"{quoted(values[row - first_row])}; declare it float in the schema"
         )
     return np.asarray(values, dtype=np.float64)
 

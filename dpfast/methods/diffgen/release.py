@@ -14,7 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import DPReleaseOptions, Run, Unpack, method_call, noise_source, open_run
-from dpfast._validation import check_choice, check_epsilon, check_seed, in_cli, option
+from dpfast._validation import check_choice, check_epsilon, check_seed, in_cli, option, quoted
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import released_categories, repeat_rows
@@ -256,7 +256,9 @@ def _check_risk(run: Run) -> None:
 
 def _check_microdata(microdata: Any, output: Any) -> None:
     if not isinstance(microdata, bool):
-        raise DPFastTypeError(f"{option('microdata')} must be True or False, got {microdata!r}")
+        raise DPFastTypeError(
+            f"{option('microdata')} must be True or False, got {quoted(microdata)}"
+        )
     if microdata and output is None:
         raise DPFastValueError(
             f"{option('microdata', True)} writes the records to {option('output')}; give one, "
@@ -325,7 +327,7 @@ def check_prepared(prepared: Prepared, utility: Utility) -> None:
     """Refuse a released column named like the counts, and InfoGain with one class."""
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
         raise DPFastValueError(
-            f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
+            f"a released column is named {quoted(COUNT_COLUMN)}, the name of the released counts; "
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:

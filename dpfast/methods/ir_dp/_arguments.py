@@ -21,6 +21,7 @@ from dpfast._validation import (
     check_epsilon,
     check_k,
     check_seed,
+    quoted,
 )
 from dpfast.accounting import (
     Ledger,
@@ -132,7 +133,7 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
         lower, upper = args.domains[column.name]
         grid = Grid.for_column(lower, upper, n_records, args.k)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what = f"column {column.name!r}"
+        what = f"column {quoted(column.name)}"
         steps = scale_steps(list_sensitivity, share, what=what, shares=m) if grid.d_int else 0
         plan.grids[column.name] = (grid, steps)
         plan.entries[column.name] = plan.ledger.plan(
@@ -152,7 +153,7 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
             )
         )
     for cat in args.categorical:
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=m)
+        check_em_epsilon(share, n_records, what=f"column {quoted(cat.name)}", shares=m)
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan

@@ -35,7 +35,7 @@ from dpfast._release import (
     protected_domains,
     taxonomy_parameters,
 )
-from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
+from dpfast._validation import check_choice, check_epsilon, check_k, check_seed, quoted
 from dpfast.accounting import (
     GuaranteeLevel,
     Ledger,
@@ -327,11 +327,11 @@ def _numeric_entry(
     if args.calibration == "l1":
         m = len(args.numeric) + len(args.categorical)
         spent = args.epsilon / m
-        what = f"column {column.name!r}"
+        what = f"column {quoted(column.name)}"
         steps = scale_steps(sensitivity, spent, what=what, shares=m) if grid.d_int else 0
     else:
         paper = Fraction(n_records * grid.d_int, args.k**2)
-        steps = scale_steps(paper, args.epsilon, what=f"column {column.name!r}")
+        steps = scale_steps(paper, args.epsilon, what=f"column {quoted(column.name)}")
         spent = (
             epsilon_of_scale(sensitivity, steps)
             if steps
