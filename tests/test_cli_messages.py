@@ -207,3 +207,23 @@ def test_ctrl_c_at_any_stage_is_one_line_and_exit_code_130(stage, argv, tmp_path
         process.kill()
     assert process.returncode == 130, err
     assert err == "dpfast: interrupted\n"
+
+
+def test_a_budget_folder_that_cannot_be_written_is_a_usage_error(workdir, capsys, monkeypatch):
+    assert cli.main(["budget", "init", "b.json", "--total-epsilon", "100"]) == 0
+    (workdir / "b.json.lock").unlink()
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):  # as root, chmod would not stop a write
+        if flags & os.O_CREAT and str(workdir) in os.path.abspath(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    for argv in (
+        ["budget", "init", "c.json", "--total-epsilon", "2"],
+        ["release", "laplace", "people.csv", "-o", "r.csv", "--epsilon", "60", "--schema",
+         "schema.json", "--budget", "b.json", "--quiet"],
+    ):  # fmt: skip
+        line = refused(argv, capsys, workdir)
+        assert "cannot be written (Permission denied)" in line and "must be writable" in line
