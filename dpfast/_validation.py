@@ -7,19 +7,27 @@ and how to fix it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 import sys
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import checks
+from dpfast._wording import (  # the words of every message: in __all__, one vocabulary
+    QUOTED_CHARACTERS,
+    QUOTED_VALUES,
+    cli_spelling,
+    did_you_mean,
+    in_cli,
+    join_listed,
+    method_call,
+    option,
+    quoted,
+)
 from dpfast.exceptions import (
     DPFastTypeError,
     DPFastValueError,
@@ -27,70 +35,40 @@ from dpfast.exceptions import (
     PrivacyLeakWarning,
 )
 
-# -- how texts name options: Python keywords, or the CLI's flags ---------------------------
-
-_SPELLING: ContextVar[str] = ContextVar("dpfast_spelling", default="python")
-
-#: Keywords whose CLI flag is not the keyword with dashes.
-_CLI_FLAGS = {"n_threads": "threads"}
-
-
-@contextmanager
-def cli_spelling() -> Iterator[None]:
-    """Within the block, messages, report texts and warnings name the CLI's flags and commands.
-
-    The command line's ``main`` opens it; a context variable, so concurrent library calls in
-    other threads keep the Python spelling.
-    """
-    token = _SPELLING.set("cli")
-    try:
-        yield
-    finally:
-        _SPELLING.reset(token)
-
-
-def in_cli() -> bool:
-    """Whether texts are being spelled for the command line (inside :func:`cli_spelling`)."""
-    return _SPELLING.get() == "cli"
-
-
-def option(name: str, value: Any = None) -> str:
-    """Name an option as the caller knows it: ``linkage="columns"`` or ``--linkage columns``.
-
-    Examples
-    --------
-    >>> option("linkage", "columns")
-    'linkage="columns"'
-    >>> option("n_threads")
-    'n_threads'
-    >>> with cli_spelling():
-    ...     option("linkage", "columns"), option("n_threads"), option("risk", True)
-    ('--linkage columns', '--threads', '--risk')
-    """
-    if in_cli():
-        flag = _CLI_FLAGS.get(name, name).replace("_", "-")
-        if value is False:
-            return "--no-" + flag
-        if value is True:  # a switch
-            return "--" + flag
-        return "--" + flag if value is None else f"--{flag} {value}"
-    if value is None:
-        return name
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
-    return f"{name}={shown}"
-
-
-def method_call(name: str) -> str:
-    """Name a method as the caller knows it: ``mdav_dp()`` or ``dpfast release mdav-dp``."""
-    if in_cli():
-        return "dpfast release " + name.replace("_", "-")
-    return f"dpfast.{name}()"
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """Return ``"did you mean 'x'? "`` for the choice closest to ``word``, else ``""``."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+__all__ = [
+    "QUOTED_CHARACTERS",
+    "QUOTED_VALUES",
+    "all_finite",
+    "as_numeric_column",
+    "check_bool",
+    "check_bounds",
+    "check_choice",
+    "check_columns",
+    "check_em_epsilon",
+    "check_epsilon",
+    "check_int",
+    "check_k",
+    "check_k_anonymity",
+    "check_nonempty",
+    "check_positive",
+    "check_retention",
+    "check_seed",
+    "check_share",
+    "check_threads",
+    "check_unique_names",
+    "cli_spelling",
+    "did_you_mean",
+    "epsilon_too_large",
+    "epsilon_too_small",
+    "in_cli",
+    "is_integer_column",
+    "join_listed",
+    "method_call",
+    "non_finite_error",
+    "not_numeric_error",
+    "option",
+    "quoted",
+]
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
@@ -108,7 +86,9 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     else:
         expected = "an integer"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise DPFastTypeError(f"{name} must be {expected}, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(
+            f"{name} must be {expected}, got {quoted(value)} ({type(value).__name__})"
+        )
     result = int(value)
     if (low is not None and result < low) or (high is not None and result > high):
         raise DPFastValueError(f"{name} must be {expected}, got {result}")
@@ -118,10 +98,12 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
 def check_positive(value: Any, name: str) -> float:
     """Return ``value`` as a float, requiring a finite real number greater than 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise DPFastTypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+        raise DPFastTypeError(
+            f"{name} must be a number, got {quoted(value)} ({type(value).__name__})"
+        )
     result = float(value)
     if not math.isfinite(result) or result <= 0:
-        raise DPFastValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise DPFastValueError(f"{name} must be a finite number > 0, got {quoted(value)}")
     return result
 
 
@@ -173,12 +155,12 @@ def check_epsilon(epsilon: Any) -> float:
     """
     if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
         raise DPFastTypeError(
-            f"epsilon must be a number, got {epsilon!r} ({type(epsilon).__name__})"
+            f"epsilon must be a number, got {quoted(epsilon)} ({type(epsilon).__name__})"
         )
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise EpsilonRangeError(
-            f"{{parameter}} must be a finite number > 0, got {value!r}; privacy budgets are "
+            f"{{parameter}} must be a finite number > 0, got {quoted(value)}; privacy budgets are "
             "positive, e.g. {parameter}=1"
         )
     return value
@@ -244,7 +226,9 @@ def check_em_epsilon(epsilon: float, n_records: int, *, what: str, shares: float
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
-        raise DPFastValueError(f"{option(name)} must be one of {list(choices)}, got {value!r}")
+        raise DPFastValueError(
+            f"{option(name)} must be one of {list(choices)}, got {quoted(value)}"
+        )
     return str(value)
 
 
@@ -260,11 +244,12 @@ def check_retention(retention: Any) -> float:
     if isinstance(retention, (bool, np.bool_)) or not isinstance(
         retention, (int, float, np.number)
     ):
-        raise DPFastTypeError(f"{option('retention')} must be a number, got {retention!r}")
+        raise DPFastTypeError(f"{option('retention')} must be a number, got {quoted(retention)}")
     value = float(retention)
     if not 0.0 <= value < 1.0:
         raise DPFastValueError(
-            f"{option('retention')} must be in [0, 1), got {retention!r}; 1 would release the "
+            f"{option('retention')} must be in [0, 1), got {quoted(retention)}; 1 would release "
+            "the "
             "data unchanged"
         )
     return value
@@ -273,11 +258,11 @@ def check_retention(retention: Any) -> float:
 def check_share(value: Any, name: str) -> float:
     """Check a share: a number in ``[0, 1]`` (``0.1`` for 10 %)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise DPFastTypeError(f"{option(name)} must be a number in [0, 1], got {value!r}")
+        raise DPFastTypeError(f"{option(name)} must be a number in [0, 1], got {quoted(value)}")
     share = float(value)
     if not 0.0 <= share <= 1.0:
         raise DPFastValueError(
-            f"{option(name)} must be a share in [0, 1] (0.1 for 10%), got {value!r}"
+            f"{option(name)} must be a share in [0, 1] (0.1 for 10%), got {quoted(value)}"
         )
     return share
 
@@ -285,7 +270,7 @@ def check_share(value: Any, name: str) -> float:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (NumPy booleans too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise DPFastTypeError(f"{option(name)} must be True or False, got {value!r}")
+        raise DPFastTypeError(f"{option(name)} must be True or False, got {quoted(value)}")
     return bool(value)
 
 
@@ -326,17 +311,18 @@ def check_columns(
         columns = [columns]
     if not isinstance(columns, Iterable):
         raise DPFastTypeError(
-            f"{option(name)} must be a list of column names or None, got {columns!r}"
+            f"{option(name)} must be a list of column names or None, got {quoted(columns)}"
         )
     selected = list(columns)
     known = set(names)
     unknown = [c for c in selected if c not in known]
     if unknown:
         raise DPFastValueError(
-            f"unknown column(s) {unknown} in {option(name)}; the table has columns {list(names)}"
+            f"unknown column(s) {quoted(unknown)} in {option(name)}; the table has columns "
+            f"{quoted(list(names))}"
         )
     if len(set(selected)) != len(selected):
-        raise DPFastValueError(f"{option(name)} lists a column twice: {selected}")
+        raise DPFastValueError(f"{option(name)} lists a column twice: {quoted(selected)}")
     if not selected:
         every = "" if in_cli() else ", or pass None for every column"
         raise DPFastValueError(
@@ -356,7 +342,10 @@ def check_unique_names(names: Sequence[Hashable], where: str, fix: str) -> None:
         counts[name] = counts.get(name, 0) + 1
     repeated = [(name, count) for name, count in counts.items() if count > 1]
     if repeated:
-        shown = ", ".join(f"{count} columns named {name!r}" for name, count in repeated)
+        shown = join_listed(
+            [f"{count} columns named {quoted(name)}" for name, count in repeated[:QUOTED_VALUES]],
+            len(repeated),
+        )
         raise DPFastValueError(
             f"{where} has {shown}; each column needs a name of its own (a release and its "
             f"report name every column): {fix}"
@@ -389,15 +378,19 @@ def as_numeric_column(
     ValueError
         If it holds NaN, missing values or infinities.
     """
+    if values.dtype.kind in "mM":
+        raise not_numeric_error(name, values.dtype)
     if values.dtype == object or not (
         np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
     ):
         raise DPFastTypeError(
-            f"column {name!r} must be numeric to be protected, got dtype {values.dtype}; "
+            f"column {quoted(name)} must be numeric to be protected, got dtype {values.dtype}; "
             f"convert it, or leave it out of {option('columns')}"
         )
     if np.issubdtype(values.dtype, np.complexfloating):
-        raise DPFastTypeError(f"column {name!r} is complex; only real numbers can be protected")
+        raise DPFastTypeError(
+            f"column {quoted(name)} is complex; only real numbers can be protected"
+        )
     floats = np.asarray(values, dtype=np.float64)
     if known_finite:
         return floats
@@ -411,16 +404,28 @@ def non_finite_error(name: Hashable, count: int, first: int, nan: bool) -> Value
     """Return the error of a column with ``count`` non-finite values, the first at row ``first``."""
     kind = "NaN or missing" if nan else "infinite"
     return DPFastValueError(
-        f"column {name!r} has {count} non-finite value(s) (first at row {first}: "
+        f"column {quoted(name)} has {count} non-finite value(s) (first at row {first}: "
         f"{kind}); drop or impute them with a public rule before the release"
     )
 
 
 def not_numeric_error(name: Hashable, dtype: Any) -> TypeError:
-    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do)."""
+    """Return the error of a column of ``dtype`` protected as numeric (a taxonomy would do).
+
+    Durations and times (``timedelta64``, ``datetime64``) are refused too: a release would
+    give them back as bare integers of an internal unit.
+    """
+    if getattr(dtype, "kind", "") in ("m", "M"):
+        what, fix = ("durations", "dt.total_seconds()") if dtype.kind == "m" else ("times", "")
+        return DPFastTypeError(
+            f"column {quoted(name)} holds {what} ({dtype}), which a release would return as "
+            f"bare integers of its internal unit; convert it to numbers in a unit you choose "
+            f"(e.g. {fix or 'days since a public date'}) and give its bounds in that unit, or "
+            f"leave it out of {option('columns')}"
+        )
     where = 'give it a "taxonomy" in the schema' if in_cli() else "pass its taxonomy in taxonomies="
     return DPFastTypeError(
-        f"column {name!r} must be numeric to be protected, got dtype {dtype}; "
+        f"column {quoted(name)} must be numeric to be protected, got dtype {dtype}; "
         f"{where} to protect it as a categorical column, or leave it out of "
         f"{option('columns')}"
     )
@@ -435,6 +440,7 @@ def check_bounds(
     bounds: Any,
     columns: Sequence[Hashable],
     data_columns: Mapping[Hashable, np.ndarray] | Callable[[Hashable], tuple[float, float]],
+    names: Sequence[Hashable] | None = None,
 ) -> tuple[dict[Hashable, tuple[float, float]], bool]:
     """Resolve the public domain ``(lower, upper)`` of every protected column.
 
@@ -449,6 +455,9 @@ def check_bounds(
     data_columns : mapping or callable
         The protected columns' float64 values, or a function giving a column's
         ``(min, max)`` (only used when ``bounds == "data"``).
+    names : sequence, optional
+        The table's columns: a ``bounds`` key that names none of them is refused (a
+        misspelt name would otherwise be ignored); unprotected columns' keys are accepted.
 
     Returns
     -------
@@ -462,29 +471,28 @@ def check_bounds(
             PrivacyLeakWarning,
             stacklevel=3,
         )
-        derived = {}
-        for name in columns:
-            if callable(data_columns):
-                lo, hi = data_columns(name)
-            else:
-                lo, hi = float(data_columns[name].min()), float(data_columns[name].max())
-            top = max(abs(lo), abs(hi))
-            low = 0.0 if lo >= 0 else lo - 0.5 * top
-            derived[name] = (low, 1.5 * hi if hi > 0 else 0.0)
-        return derived, True
+        return {name: _from_data(name, data_columns) for name in columns}, True
     if bounds is None:
         raise DPFastValueError(
             "bounds are required: pass public bounds={column: (lower, upper)} for every "
-            f"protected column {list(columns)}"
+            f"protected column {quoted(list(columns))}"
         )
     if not isinstance(bounds, Mapping):
         raise DPFastTypeError(
-            f"bounds must be a mapping {{column: (lower, upper)}}, got {bounds!r}"
+            f"bounds must be a mapping {{column: (lower, upper)}}, got {quoted(bounds)}"
+        )
+    stray = [key for key in bounds if names is not None and key not in set(names)]
+    if stray and names is not None:
+        close = did_you_mean(stray[0], map(str, names)) if isinstance(stray[0], str) else ""
+        raise DPFastValueError(
+            f"bounds names {quoted(stray, listed=True)}, which the table does not have; "
+            f"{close}fix the name or remove it (the table's columns: "
+            f"{quoted(list(names), listed=True)})"
         )
     missing = [c for c in columns if c not in bounds]
     if missing:
         raise DPFastValueError(
-            f"no bounds for protected column(s) {missing}; add them to bounds as "
+            f"no bounds for protected column(s) {quoted(missing)}; add them to bounds as "
             "(lower, upper) public limits, or leave these columns out of columns"
         )
     result: dict[Hashable, tuple[float, float]] = {}
@@ -495,17 +503,26 @@ def check_bounds(
             if type(pair).__name__ == "DPBounds":  # dpfast.schema's, a layer above this one
                 hint = "; bounds chosen with DP are taken by ir_dp, mdav_dp and laplace_dp"
             raise DPFastValueError(
-                f"bounds[{name!r}] must be a pair (lower, upper), got {pair!r}{hint}"
+                f"bounds[{quoted(name)}] must be a pair (lower, upper), got {quoted(pair)}{hint}"
             )
         try:
             lower, upper = float(pair[0]), float(pair[1])
         except (TypeError, ValueError) as exc:
-            raise DPFastTypeError(f"bounds[{name!r}] must hold two numbers, got {pair!r}") from exc
+            raise DPFastTypeError(
+                f"bounds[{quoted(name)}] must hold two numbers, got {quoted(pair)}"
+            ) from exc
         if not (math.isfinite(lower) and math.isfinite(upper)):
-            raise DPFastValueError(f"bounds[{name!r}] must be finite, got {pair!r}")
+            raise DPFastValueError(f"bounds[{quoted(name)}] must be finite, got {quoted(pair)}")
         if lower > upper:
             raise DPFastValueError(
-                f"bounds[{name!r}] is inverted: lower {lower} > upper {upper}; swap them"
+                f"bounds[{quoted(name)}] is inverted: lower {lower} > upper {upper}; swap them"
             )
         result[name] = (lower, upper)
     return result, False
+
+
+def _from_data(name: Hashable, data: Any) -> tuple[float, float]:
+    """Return a column's bounds from its values: ``bounds="data"``'s convention."""
+    lo, hi = data(name) if callable(data) else (float(data[name].min()), float(data[name].max()))
+    low = 0.0 if lo >= 0 else lo - 0.5 * max(abs(lo), abs(hi))
+    return low, 1.5 * hi if hi > 0 else 0.0

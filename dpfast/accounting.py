@@ -19,7 +19,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any, Literal
 
-from dpfast._validation import epsilon_too_small
+from dpfast._validation import epsilon_too_small, quoted
 from dpfast.exceptions import BudgetExceededError, DPFastValueError
 
 #: What a report's guarantee is: ``"proven"`` ε-DP of everything released, ε-DP of the
@@ -355,7 +355,7 @@ def report_schema(kind: Literal["public", "private"] = "public") -> dict[str, An
     True
     """
     if kind not in _SCHEMA_FILES:
-        raise DPFastValueError(f'kind must be "public" or "private", got {kind!r}')
+        raise DPFastValueError(f'kind must be "public" or "private", got {quoted(kind)}')
     schemas = resources.files("dpfast") / "schemas"
     text = (schemas / _SCHEMA_FILES[kind]).read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]

@@ -9,6 +9,30 @@ import pytest
 collect_ignore = ["reference"]
 
 
+@pytest.fixture
+def smallest_memory_limit() -> int:
+    """The smallest memory limit a release takes, as users get it (not lowered for tests)."""
+    from dpfast.engines.outofcore import SMALLEST_MEMORY_LIMIT
+
+    return SMALLEST_MEMORY_LIMIT
+
+
+@pytest.fixture(autouse=True)
+def tiny_memory_limits(request, monkeypatch):
+    """Let a test give a memory limit below the smallest a release takes.
+
+    Engine tests give tiny limits (2 bytes, 40 kB) so that a small table is sorted in
+    several ranges, placed in several parts: the engine then works on its smallest pieces
+    (1,024 items each), which a release below ``SMALLEST_MEMORY_LIMIT`` refuses to do
+    because they exceed the limit. A test of that refusal asks for
+    ``smallest_memory_limit``.
+    """
+    if "smallest_memory_limit" not in request.fixturenames:
+        from dpfast.engines.outofcore import _memory
+
+        monkeypatch.setattr(_memory, "SMALLEST_MEMORY_LIMIT", 1)
+
+
 @pytest.fixture(scope="module")
 def client(request):
     """A Dask client of two worker processes of one thread: a cluster per test module.

@@ -3,6 +3,8 @@ caller's pandas dtypes and index, and releases called from several threads at on
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 import threading
@@ -28,7 +30,9 @@ except ImportError:  # an optional extra: the tests of other inputs still run
 
 needs_polars = pytest.mark.skipif(pl is None, reason="polars is not installed (dpfast[polars])")
 
-BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "income": (0.0, 1000.0)}
+#: The public bounds of the Adult sample's numeric columns; those of the nullable table.
+BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99)}
+NULLABLE_BOUNDS = {"age": (17, 90), "income": (0.0, 1000.0)}
 SEXES = ["Female", "Male"]
 
 
@@ -55,7 +59,7 @@ RELEASES: dict[str, Callable[[Any], Any]] = {
         k=10,
         epsilon=1.0,
         columns=["age", "occupation"],
-        bounds=BOUNDS,
+        bounds={"age": BOUNDS["age"]},
         taxonomies=_taxonomies(),
         unprotected="shuffle",
         seed=1,
@@ -389,7 +393,7 @@ def _ir_nullable(data: pd.DataFrame, unprotected: str) -> Any:
             k=10,
             epsilon=1.0,
             columns=["age", "income", "occupation", "job"],
-            bounds=BOUNDS,
+            bounds=NULLABLE_BOUNDS,
             taxonomies={
                 "occupation": adult_taxonomy("occupation"),
                 "job": adult_taxonomy("occupation"),
@@ -417,7 +421,12 @@ def test_nullable_dtypes_survive_a_release(unprotected):
 def test_nullable_unprotected_columns_kept_in_order_are_unchanged():
     nullable, _ = _nullable()
     got = dpfast.laplace_dp(
-        nullable, epsilon=1.0, columns=["age", "income"], bounds=BOUNDS, unprotected="keep", seed=8
+        nullable,
+        epsilon=1.0,
+        columns=["age", "income"],
+        bounds=NULLABLE_BOUNDS,
+        unprotected="keep",
+        seed=8,
     ).data
     pd.testing.assert_series_equal(got.dtypes, nullable.dtypes)
     for name in ("occupation", "job", "note", "tag"):
@@ -429,8 +438,8 @@ def test_nullable_unprotected_columns_kept_in_order_are_unchanged():
 def test_nullable_numeric_dtype_comes_back(dtype):
     frame = pd.DataFrame({"age": pd.array(np.arange(17, 90), dtype=dtype)})
     for release in (
-        dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds=BOUNDS, seed=9),
-        dpfast.laplace_dp(frame, epsilon=1.0, bounds=BOUNDS, seed=9),
+        dpfast.mdav_dp(frame, k=10, epsilon=1.0, bounds={"age": BOUNDS["age"]}, seed=9),
+        dpfast.laplace_dp(frame, epsilon=1.0, bounds={"age": BOUNDS["age"]}, seed=9),
         dpfast.individual_ranking(frame, k=3),
     ):
         assert release.data["age"].dtype == frame["age"].dtype
@@ -633,3 +642,89 @@ def test_cli_spelling_in_one_thread_does_not_reach_another():
     checked.set()
     thread.join(timeout=30)
     assert seen == ["--threads", "n_threads"]  # the CLI spells n_threads --threads
+
+
+# -- a budget with a release returned in memory ------------------------------------------
+
+DP_RELEASES: dict[str, Callable[..., Any]] = {
+    "ir_dp": lambda data, **options: dpfast.ir_dp(
+        data, k=10, epsilon=1.0, columns=["age"], bounds=BOUNDS, seed=1, **options
+    ),
+    "mdav_dp": lambda data, **options: dpfast.mdav_dp(
+        data, k=50, epsilon=1.0, columns=["age"], bounds=BOUNDS, seed=2, **options
+    ),
+    "laplace_dp": lambda data, **options: dpfast.laplace_dp(
+        data, epsilon=1.0, columns=["age"], bounds=BOUNDS, seed=3, **options
+    ),
+    "randomized_response": lambda data, **options: dpfast.randomized_response(
+        data, column="sex", domain=SEXES, epsilon=1.0, seed=4, **options
+    ),
+    "diffgen": lambda data, **options: dpfast.diffgen(
+        data,
+        target="sex",
+        epsilon=1.0,
+        steps=2,
+        bounds={"age": BOUNDS["age"]},
+        classes=SEXES,
+        seed=6,
+        **options,
+    ),
+}
+
+
+@pytest.mark.parametrize("method", sorted(DP_RELEASES))
+def test_a_budget_without_output_commits_once_before_the_release_is_returned(
+    method, tmp_path, monkeypatch
+):
+    budget = dpfast.BudgetFile.create(tmp_path / "b.json", 10.0)
+    commits: list[str] = []
+    commit = dpfast.Reservation.commit
+
+    def counted(self: Any, report: Any) -> Any:
+        commits.append(report.method)
+        return commit(self, report)
+
+    monkeypatch.setattr(dpfast.Reservation, "commit", counted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfast.NoiseDominatesWarning)
+        release = DP_RELEASES[method](_adult(), budget=budget)  # docs/python.md#budgets
+    assert commits == [release.report.method]
+    (entry,) = budget.entries()
+    assert entry.status == "committed" and entry.epsilon == release.report.epsilon
+    assert entry.output == "(returned to the caller)"
+    assert budget.remaining() == pytest.approx(10.0 - release.report.epsilon)
+
+
+def test_a_budget_given_as_a_path_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "b.json"
+    dpfast.BudgetFile.create(path, 10.0)
+    for given in (str(path), path):
+        with pytest.raises(dpfast.DPFastError, match=r"BudgetFile\(") as refused:
+            DP_RELEASES["laplace_dp"](_adult(), budget=given)
+        assert isinstance(refused.value, TypeError)
+        assert "must be a dpfast.BudgetFile" in str(refused.value)
+    assert dpfast.BudgetFile(path).entries() == []
+
+
+def test_a_budget_in_a_folder_that_cannot_be_written_is_refused_with_the_fix(tmp_path, monkeypatch):
+    budget = dpfast.BudgetFile.create(tmp_path / "b.json", 10.0)
+    (tmp_path / "b.json.lock").unlink()
+    real_open = os.open
+
+    def read_only(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT and str(path).startswith(str(tmp_path)):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)  # as root, chmod would not stop a write
+    for attempt in (
+        lambda: DP_RELEASES["laplace_dp"](_adult(), budget=budget),
+        lambda: dpfast.BudgetFile.create(tmp_path / "c.json", 1.0),
+        lambda: budget.clear(),
+    ):
+        with pytest.raises(dpfast.DPFastError, match="must be writable") as refused:
+            attempt()
+        assert isinstance(refused.value, OSError)
+        assert repr(str(tmp_path)) in str(refused.value)
+    monkeypatch.undo()
+    assert budget.entries() == []

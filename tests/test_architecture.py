@@ -22,6 +22,7 @@ LAYERS = {
     "exceptions": 0,
     "_version": 0,
     "_kernels": 1,
+    "_wording": 1,
     "_validation": 2,
     "io": 3,
     "schema": 3,

@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -194,3 +196,204 @@ def test_one_except_clause_catches_every_dpfast_error(call):
     assert "DPFastError" in dpfast.__all__
     with pytest.raises(dpfast.DPFastError):
         call()
+
+
+# -- errors that were not DPFastError --------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+@pytest.mark.parametrize("data", [_frame(), pa.table({"a": [1.0], "b": [2]}), "in.parquet"])
+def test_a_cluster_engine_named_for_another_input_says_what_it_releases(engine, data):
+    with pytest.raises(dpfast.DPFastError, match=f"releases a {engine.title()} DataFrame") as got:
+        _call("laplace_dp", data, engine=engine)
+    assert isinstance(got.value, TypeError)
+    assert f'engine="{engine}"' in str(got.value)
+
+
+@pytest.mark.parametrize(
+    ("engine", "module", "extra"),
+    [("dask", "dask.dataframe", "dask"), ("spark", "pyspark.sql", "spark")],
+)
+def test_a_cluster_engine_whose_package_is_missing_says_how_to_install_it(
+    engine, module, extra, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    with pytest.raises(dpfast.DPFastError, match=rf"pip install 'dpfast\[{extra}\]'") as got:
+        _call("laplace_dp", _frame(), engine=engine)
+    assert isinstance(got.value, ImportError)
+
+
+def test_a_memory_limit_below_what_the_engine_keeps_to_is_refused(tmp_path, smallest_memory_limit):
+    output = tmp_path / "o.parquet"
+    for limit in ("1KiB", smallest_memory_limit - 1):
+        with pytest.raises(dpfast.DPFastError, match=r"at least 96KiB \(98,304 bytes\)"):
+            _call("laplace_dp", _frame(), engine="outofcore", output=output, memory_limit=limit)
+        assert list(tmp_path.iterdir()) == []
+    _call("laplace_dp", _frame(), engine="outofcore", output=output, memory_limit="96KiB")
+    assert output.exists()
+
+
+# -- silent acceptance, now refused with the reason ----------------------------------------
+
+DURATIONS = {
+    "laplace_dp": lambda t: dpfast.laplace_dp(t, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "ir_dp": lambda t: dpfast.ir_dp(t, k=2, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "mdav_dp": lambda t: dpfast.mdav_dp(t, k=2, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"]),
+    "mdav": lambda t: dpfast.mdav(t, k=2, columns=["d"]),
+    "individual_ranking": lambda t: dpfast.individual_ranking(t, k=2, columns=["d"]),
+    "k_noise": lambda t: dpfast.k_noise(t, k=2, columns=["d"]),
+    "k_pram": lambda t: dpfast.k_pram(t, k=2, columns=["d"]),
+}
+
+
+@pytest.mark.parametrize("method", sorted(DURATIONS))
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+def test_a_duration_column_is_refused_not_released_as_integers(method, kind):
+    frame = _frame().assign(d=pd.to_timedelta(np.arange(6), unit="s"))
+    data = pa.Table.from_pandas(frame) if kind == "arrow" else frame
+    with pytest.raises(dpfast.DPFastError, match=r"column 'd' holds durations") as refused:
+        DURATIONS[method](data)
+    assert isinstance(refused.value, TypeError) and "total_seconds()" in str(refused.value)
+
+
+def test_a_duration_column_is_refused_out_of_core(tmp_path):
+    path = tmp_path / "in.parquet"
+    _frame().assign(d=pd.to_timedelta(np.arange(6), unit="s")).to_parquet(path)
+    with pytest.raises(dpfast.DPFastError, match=r"column 'd' holds durations \(timedelta64"):
+        dpfast.laplace_dp(
+            path, epsilon=1.0, bounds={"d": (0, 9)}, columns=["d"], output=tmp_path / "o.parquet"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+@pytest.mark.parametrize("method", ["ir_dp", "laplace_dp"])
+def test_a_bounds_key_that_names_no_column_is_refused(method):
+    bounds = {**BOUNDS, "aa": (0, 1)}
+    with pytest.raises(ValueError, match=r"bounds names 'aa', which the table does not have; "):
+        _call(method, _frame(), bounds=bounds)
+    # a column the release leaves unprotected may have bounds
+    assert _call(method, _frame(), bounds=BOUNDS, columns=["a"]).report.protected_columns == ["a"]
+    with pytest.raises(ValueError, match="did you mean 'b'"):
+        dpfast.forecast(
+            method,
+            _frame(),
+            **({"k": 2} if method == "ir_dp" else {}),
+            epsilon=1.0,
+            bounds={"a": (0, 10), "b": (0, 10), "bb": (0, 1)},
+        )
+
+
+def test_diffgen_refuses_risk_that_would_measure_nothing():
+    frame = _frame().assign(c=["x", "y"] * 3)
+    options = {"target": "c", "epsilon": 1.0, "steps": 1, "bounds": BOUNDS, "classes": ["x", "y"]}
+    with pytest.raises(ValueError, match=r"risk=True measures nothing for dpfast.diffgen\(\)"):
+        dpfast.diffgen(frame, risk=True, **options)
+    with pytest.raises(ValueError, match="quasi_identifiers"):
+        dpfast.diffgen(frame, risk={"k": 2}, **options)
+    measured = dpfast.diffgen(frame, risk={"quasi_identifiers": ["a"], "k": 2}, **options)
+    assert measured.private.risk["uniqueness"]["released"]["k"] == 2
+
+
+# -- the forecast ------------------------------------------------------------------------
+
+
+def test_a_forecast_names_an_unknown_argument_and_the_closest_known_one():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'epsilonn'; did you mean "
+                       r"'epsilon'\?") as refused:  # fmt: skip
+        dpfast.forecast("laplace_dp", _frame(), epsilonn=1, bounds=BOUNDS)
+    assert isinstance(refused.value, dpfast.DPFastError) and "missing" not in str(refused.value)
+
+
+def test_a_forecast_says_whether_the_release_fits_in_the_budget(tmp_path):
+    budget = dpfast.BudgetFile.create(tmp_path / "b.json", 1.5)
+    budget.reserve(1.0, method="laplace_dp", output="earlier.csv")
+    before = (tmp_path / "b.json").read_bytes()
+    too_much = dpfast.forecast("laplace_dp", _frame(), epsilon=1.0, bounds=BOUNDS, budget=budget)
+    assert too_much.budget_note is not None and too_much.budget_note.startswith("will NOT fit")
+    assert "has 0.5 of 1.5 left; lower epsilon to at most 0.5" in too_much.budget_note
+    assert f"budget: {too_much.budget_note}" in str(too_much).splitlines()
+    fits = dpfast.forecast("laplace_dp", _frame(), epsilon=0.5, bounds=BOUNDS, budget=budget)
+    assert fits.budget_note == f"fits: budget file {str(budget.path)!r} has 0.5 of 1.5 left"
+    assert dpfast.forecast("laplace_dp", _frame(), epsilon=1.0, bounds=BOUNDS).budget_note is None
+    assert (tmp_path / "b.json").read_bytes() == before  # read, never reserved
+
+
+def test_a_forecast_of_a_dataset_needs_no_output(tmp_path):
+    import pyarrow.dataset as ds
+
+    _frame().to_parquet(tmp_path / "in.parquet")
+    for data in (ds.dataset(tmp_path / "in.parquet", format="parquet"), tmp_path / "in.parquet"):
+        got = dpfast.forecast("ir_dp", data, k=2, epsilon=1.0, bounds=BOUNDS)
+        assert got.n_rows == 6 and [c.column for c in got.columns] == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+# -- messages quote values briefly -------------------------------------------------------
+
+HUGE = "x" * 1_000_000  # a 1 MB category
+LONG = "column_" + "y" * 5_000  # a long column name
+
+
+def _long_named() -> pd.DataFrame:
+    return pd.DataFrame({LONG: [1.0, 2.0, 3.0, 4.0], "b": [1, 2, 3, 4]})
+
+
+def _huge_category() -> pd.DataFrame:
+    return pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "c": [HUGE, "y", "y", "z"]})
+
+
+BRIEF = {
+    "a 1 MB category outside the domain": lambda: dpfast.randomized_response(
+        _huge_category(), column="c", domain=["y", "z"], epsilon=1.0
+    ),
+    "a 1 MB category outside the taxonomy": lambda: dpfast.ir_dp(
+        _huge_category(), k=2, epsilon=1.0, bounds={"a": (0, 5)},
+        taxonomies={"c": dpfast.Taxonomy.from_mapping({"*": {"y": None, "z": None}})},
+    ),
+    "a 1 MB category in mdav without a taxonomy": lambda: dpfast.mdav(
+        _huge_category(), k=2, columns=["c"]
+    ),
+    "a 1 MB column name asked for": lambda: _call("laplace_dp", _frame(), columns=[HUGE]),
+    "a 1 MB bounds key": lambda: _call("laplace_dp", _frame(), bounds={**BOUNDS, HUGE: (0, 1)}),
+    "a long column name without bounds": lambda: dpfast.laplace_dp(
+        _long_named(), epsilon=1.0, bounds={"b": (0, 5)}
+    ),
+    "a long column name, not numeric": lambda: dpfast.laplace_dp(
+        _long_named().assign(**{LONG: ["p", "q", "r", "s"]}), epsilon=1.0,
+        bounds={LONG: (0, 1), "b": (0, 5)},
+    ),
+    "a long column name with NaN": lambda: dpfast.laplace_dp(
+        _long_named().assign(**{LONG: [1.0, np.nan, 3.0, 4.0]}), epsilon=1.0,
+        bounds={LONG: (0, 5), "b": (0, 5)},
+    ),
+    "twenty unknown columns": lambda: _call(
+        "laplace_dp", _frame(), columns=[f"missing{i}" for i in range(20)]
+    ),
+    "numpy k out of range": lambda: _call("ir_dp", _frame(), k=np.int64(48)),
+    "numpy k of a float type": lambda: _call("ir_dp", _frame(), k=np.float64(2.0)),
+    "numpy epsilon": lambda: _call("laplace_dp", _frame(), epsilon=np.float64(-1.0)),
+    "numpy bounds inverted": lambda: _call(
+        "laplace_dp", _frame(), bounds={"a": (np.float64(9), np.int64(1)), "b": (0, 10)}
+    ),
+    "numpy bounds of text": lambda: _call(
+        "laplace_dp", _frame(), bounds={"a": (np.str_("low"), np.int64(1)), "b": (0, 10)}
+    ),
+    "numpy seed": lambda: _call("laplace_dp", _frame(), seed=np.int64(-1)),
+    "numpy retention": lambda: dpfast.k_pram(_frame(), k=2, retention=np.float64(1.5)),
+    "numpy linkage": lambda: _call("ir_dp", _frame(), linkage=np.str_("rows" * 30)),
+    "a numpy array as epsilon": lambda: _call("laplace_dp", _frame(), epsilon=np.arange(10**6)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BRIEF))
+def test_messages_quote_values_briefly_and_never_as_numpy_reprs(case):
+    with pytest.raises(dpfast.DPFastError) as refused:
+        BRIEF[case]()
+    message = str(refused.value)
+    assert len(message) < 800, (len(message), message[:300])
+    assert "x" * 41 not in message and "y" * 41 not in message
+    assert "np." not in message and "numpy." not in message and "array(" not in message
+    if "x" * 10 in message:  # an excerpt of the 1 MB value, and its length
+        assert "x" * 40 + "…' (1,000,000 characters)" in message, message
+    if "long column name" in case:
+        assert "(5,007 characters)" in message, message

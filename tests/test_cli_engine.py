@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -131,10 +132,16 @@ def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsy
         ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "out of core writes Parquet"),
         ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
         ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),
+        # the bad value first, then the output's format
+        ("people.parquet", "r.csv", ["--memory-limit", "lots"], "--memory-limit: cannot read"),
+        ("people.parquet", "r.parquet", ["--memory-limit", "1KiB"], "at least 96KiB"),
+        ("people.parquet", "r.parquet", ["--memory-limit", "98303"], "got 98,303 bytes"),
         ("nothing/*.parquet", "r.parquet", [], "no file matches"),
     ],
 )
-def test_engine_refusals_are_one_line(workdir, capsys, source, output, extra, message):
+def test_engine_refusals_are_one_line(
+    workdir, capsys, source, output, extra, message, smallest_memory_limit
+):
     before = {p.name for p in workdir.iterdir()}
     assert _release(workdir, source, output, *extra) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -278,3 +285,18 @@ def test_small_inputs_take_the_in_memory_function(workdir, monkeypatch):
     assert _release(workdir, "people.parquet", "large.parquet") == 0
     assert calls == ["engine"]
     _check(workdir, "large.parquet", _expected(workdir))
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_a_cluster_engine_that_is_not_installed_is_a_usage_error(
+    workdir, capsys, monkeypatch, engine, dry_run
+):
+    for module in ("pyspark", "pyspark.sql", "dask", "dask.dataframe", "distributed"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if they were not installed
+    before = {p.name for p in workdir.iterdir()}
+    code = _release(workdir, "people.parquet", "r.parquet", "--engine", engine, *dry_run)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"--engine {engine} needs" in err[0] and f"pip install 'dpfast[{engine}]'" in err[0]
+    assert {p.name for p in workdir.iterdir()} == before

@@ -283,3 +283,83 @@ def test_numeric_column_integer_flag_comes_from_the_dtype() -> None:
         engine = MemoryEngine.open(data, Opening("test"))
         got = engine.numeric_columns(engine.names)
         assert [column.integer for column in got] == [integer, integer]
+
+
+# -- ordered categoricals: the declared domain decides, never which values occur ---------
+
+JOBS = ["clerk", "nurse", "pilot", "welder"]
+JOB_TAXONOMY = {"job": dpfast.Taxonomy.from_mapping({"*": {j: None for j in JOBS}})}
+
+
+def _neighbours() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two tables that differ in one row: the only welder becomes a pilot."""
+    rng = np.random.default_rng(3)
+    jobs = rng.choice(JOBS[:3], N_ROWS).astype(object)
+    jobs[7] = "welder"
+    table = pd.DataFrame({"age": rng.integers(17, 91, N_ROWS), "job": jobs})
+    neighbour = table.copy()
+    neighbour.loc[7, "job"] = "pilot"
+    return table, neighbour
+
+
+ORDERED_RELEASES = {
+    "ir_dp": lambda data, **o: dpfast.ir_dp(
+        data, k=5, epsilon=4.0, bounds={"age": (17, 90)}, taxonomies=JOB_TAXONOMY, **o
+    ),
+    "mdav_dp": lambda data, **o: dpfast.mdav_dp(
+        data, k=20, epsilon=50.0, bounds={"age": (17, 90)}, taxonomies=JOB_TAXONOMY, **o
+    ),
+    "mdav": lambda data, seed, **o: dpfast.mdav(data, k=5, taxonomies=JOB_TAXONOMY, **o),
+    "randomized_response": lambda data, **o: dpfast.randomized_response(
+        data, column="job", domain=JOBS, epsilon=1.0, **o
+    ),
+    "diffgen": lambda data, **o: dpfast.diffgen(
+        data, target="job", epsilon=1.0, steps=2, bounds={"age": (17, 90)}, classes=JOBS, **o
+    ),
+}
+
+
+def _categories(release: Any) -> list[tuple[str, list[str], bool]]:
+    """The released table's category metadata: each categorical's categories and flag."""
+    table = release.counts if isinstance(release, dpfast.DiffGenRelease) else release.data
+    return [
+        (str(name), list(table[name].cat.categories), bool(table[name].cat.ordered))
+        for name in table.columns
+        if isinstance(table[name].dtype, pd.CategoricalDtype)
+    ]
+
+
+@pytest.mark.parametrize("method", sorted(ORDERED_RELEASES))
+def test_neighbours_with_a_declared_domain_get_the_same_categories(method) -> None:
+    declared = pd.CategoricalDtype(list(reversed(JOBS)), ordered=True)  # every leaf
+    got = [
+        _categories(ORDERED_RELEASES[method](table.astype({"job": declared}), seed=1))
+        for table in _neighbours()
+    ]
+    assert got[0] == got[1] and ("job", list(reversed(JOBS)), True) in got[0]
+
+
+@pytest.mark.parametrize("method", sorted(ORDERED_RELEASES))
+def test_neighbours_whose_categories_come_from_the_data_never_differ(method, tmp_path) -> None:
+    # pd.Categorical(values, ordered=True) lists the values that occur: the welder's table
+    # lists every leaf, its neighbour lacks one. Released, the two orders would differ
+    # (the missing leaf placed last), telling whether a welder is in the table.
+    got = []
+    for table in _neighbours():
+        data = table.assign(job=pd.Categorical(table["job"], ordered=True))
+        try:
+            got.append(_categories(ORDERED_RELEASES[method](data, seed=1)))
+        except dpfast.DPFastError as refused:
+            assert "categories lack 1 of the 4 values" in str(refused)
+            assert "'welder'" in str(refused) and "pl.Enum(domain)" in str(refused)
+            got.append(None)
+    assert got[1] is None  # refused: its type lacks a leaf
+    assert got[0] is not None and ("job", JOBS, True) in got[0]  # every leaf occurs: sorted
+    # out of core too, from the Parquet file of the type (an ordered dictionary)
+    neighbour = _neighbours()[1]
+    path = tmp_path / "in.parquet"
+    neighbour.assign(job=pd.Categorical(neighbour["job"], ordered=True)).to_parquet(path)
+    if method != "mdav":  # mdav runs in memory only
+        with pytest.raises(dpfast.DPFastError, match="categories lack 1 of the 4 values"):
+            ORDERED_RELEASES[method](path, seed=1, output=tmp_path / "o.parquet")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]

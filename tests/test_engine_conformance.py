@@ -70,11 +70,11 @@ LARGE_MEMORY = 2**30
 OCCUPATIONS = list(adult_taxonomy("occupation").domain)
 
 
-#: The declared categories of ``job``: the occupations in an order of their own, and one
-#: that no row holds.
-JOB_CATEGORIES = [*reversed(OCCUPATIONS), "Retired"]
-#: ``job``'s taxonomy: the occupations and a leaf its type does not declare.
+#: ``job``'s taxonomy: the occupations and a leaf no row holds.
 JOB_LEAVES = [*OCCUPATIONS, "Astronaut"]
+#: ``job``'s declared categories: every leaf, in an order of their own, and one that no
+#: leaf is (a type that lacked a leaf would be refused: docs/categorical.md#column-types).
+JOB_CATEGORIES = [*reversed(JOB_LEAVES), "Retired"]
 #: Public bounds that ``count8`` (uint8) and ``delta8`` (int8) cannot hold, and that
 #: ``ratio32`` (float32) can.
 NARROW_BOUNDS = {"count8": (0, 1000), "delta8": (-1000, 1000), "ratio32": (0.1, 0.9)}

@@ -29,6 +29,11 @@ JOBS = Taxonomy.from_mapping({"*": {"A": ["a1", "a2"], "B": ["b1", "b2", "b3"]}}
 BOUNDS = {"x": (0.0, 100.0), "y": (-50.0, 50.0), "z": (0, 10)}
 
 
+def _own(bounds: dict, *columns: str) -> dict:
+    """The bounds of ``columns`` only: a release refuses a key naming no column of its table."""
+    return {c: bounds[c] for c in columns}
+
+
 def _frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame(
@@ -209,14 +214,15 @@ def test_bad_weights_are_refused_by_the_release_and_its_forecast(method, weights
 def test_mdav_dp_refuses_weights_with_the_papers_calibration():
     with pytest.raises(DPFastValueError, match='calibration="as_published"'):
         dpfast.mdav_dp(
-            _frame()[["x", "y"]], k=20, epsilon=1.0, bounds=BOUNDS, seed=1,
+            _frame()[["x", "y"]], k=20, epsilon=1.0, bounds=_own(BOUNDS, "x", "y"), seed=1,
             calibration="as_published", epsilon_weights={"x": 1, "y": 2},
         )  # fmt: skip
 
 
 def test_a_weight_too_small_to_serve_names_the_column_and_the_usable_budget():
     # x's share serves; y's, 1e-8 of it, needs a total 1e8 times as large
-    arguments = {"bounds": BOUNDS, "seed": 1, "epsilon_weights": {"x": 1, "y": 1e-8}}
+    bounds = _own(BOUNDS, "x", "y")
+    arguments = {"bounds": bounds, "seed": 1, "epsilon_weights": {"x": 1, "y": 1e-8}}
     _quiet(dpfast.laplace_dp, _frame()[["x", "y"]], epsilon=100.0, **arguments)
     with pytest.raises(dpfast.EpsilonRangeError, match=r"column 'y'.*use epsilon >= 18\.7$"):
         dpfast.laplace_dp(_frame()[["x", "y"]], epsilon=1.0, **arguments)

@@ -444,6 +444,8 @@ def test_the_warning_depends_on_public_values_only():
 def test_no_warning_when_every_column_is_under_the_threshold():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)
-        release = dpfast.ir_dp(_table()[["a"]], k=50, epsilon=1.0, bounds=BOUNDS, seed=1)
+        release = dpfast.ir_dp(
+            _table()[["a"]], k=50, epsilon=1.0, bounds={"a": BOUNDS["a"]}, seed=1
+        )
         rr = dpfast.randomized_response(_table(), column="job", domain=JOBS, epsilon=0.1, seed=1)
     assert release.report.warnings == [] and rr.report.warnings == []

@@ -142,7 +142,7 @@ def _ir_arrow() -> Any:
         k=10,
         epsilon=1.0,
         columns=["age", "occupation"],
-        bounds=BOUNDS,
+        bounds={"age": BOUNDS["age"]},
         taxonomies={"occupation": adult_taxonomy("occupation")},
         seed=16,
     )

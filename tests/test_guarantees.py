@@ -95,7 +95,7 @@ def test_single_shuffled_column_with_records_linkage_is_still_proven():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         release = dpfast.ir_dp(
-            _table()[["v"]], k=20, epsilon=1.0, bounds=BOUNDS, linkage="records", seed=0
+            _table()[["v"]], k=20, epsilon=1.0, bounds={"v": BOUNDS["v"]}, linkage="records", seed=0
         )
     assert release.report.guarantee_level == "proven"
 
@@ -293,10 +293,10 @@ def test_noise_that_swamps_the_columns_warns_once_from_public_quantities():
 def test_ir_dp_noise_warning_follows_k():
     table = _table(400)[["v"]]
     with pytest.warns(NoiseDominatesWarning, match="Raise k to 10 or more"):
-        dpfast.ir_dp(table, k=1, epsilon=1.0, bounds=BOUNDS, seed=1)
+        dpfast.ir_dp(table, k=1, epsilon=1.0, bounds={"v": BOUNDS["v"]}, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)
-        release = dpfast.ir_dp(table, k=100, epsilon=1.0, bounds=BOUNDS, seed=1)
+        release = dpfast.ir_dp(table, k=100, epsilon=1.0, bounds={"v": BOUNDS["v"]}, seed=1)
     assert release.report.warnings == []
 
 

@@ -6,7 +6,8 @@
 * A table with two columns of one name is refused, naming the column and the fix.
 * A column whose type declares its categories (a pandas ordered categorical, a polars
   ``Enum``, an Arrow dictionary marked ordered) keeps them, in their order, and its
-  ``ordered`` flag; the taxonomy's leaves it lacks come after them.
+  ``ordered`` flag, when they hold every leaf of its taxonomy; a type that lacks some is
+  refused (its categories may be the values that occur: tests/test_declared_types.py).
 
 Every engine gives the same types: tests/test_engine_conformance.py runs the ``*-narrow-
 types`` and ``*-ordered`` cases on all of them. Here: each rule, its edge cases, every input
@@ -35,8 +36,8 @@ from dpfast.io import read_table
 
 N = 400
 OCCUPATIONS = list(adult_taxonomy("occupation").domain)
-#: An order of its own, with a category that no taxonomy leaf is.
-DECLARED = [*reversed(OCCUPATIONS[2:]), "Retired"]
+#: Every leaf, in an order of their own, with a category that no taxonomy leaf is.
+DECLARED = [*reversed(OCCUPATIONS), "Retired"]
 TAXONOMY = {"job": adult_taxonomy("occupation")}
 
 
@@ -330,8 +331,8 @@ CATEGORICAL_METHODS = {
         data, epsilon=4.0, bounds={"age": (17, 90)}, columns=["age"], unprotected="keep", seed=1
     ),
 }
-#: The released categories: the declared ones in their order, then the leaves they lack.
-RELEASED = [*DECLARED, *OCCUPATIONS[:2]]
+#: The released categories: the declared ones in their order.
+RELEASED = DECLARED
 
 
 @pytest.mark.parametrize("method", sorted(CATEGORICAL_METHODS))
@@ -363,12 +364,14 @@ def test_a_polars_enum_keeps_its_type_and_joins_the_original(method):
     assert got.schema["job"] == enum
     joined = got.select("job").join(frame.select("job").unique(), on="job", how="left")
     assert joined.height == got.height
-    # an Enum that lacks leaves: its categories first, in order, then the missing leaves
-    short = polars.Enum(DECLARED)
+    # an Enum that lacks leaves: copied unprotected as it is, else refused
+    short = polars.Enum(OCCUPATIONS[2:])
     frame = polars.from_pandas(_jobs()).with_columns(polars.col("job").cast(short))
-    got = _quiet(CATEGORICAL_METHODS[method], frame).data
-    expected = DECLARED if method == "laplace_dp-keep" else RELEASED
-    assert got.schema["job"] == polars.Enum(expected)
+    if method == "laplace_dp-keep":
+        assert _quiet(CATEGORICAL_METHODS[method], frame).data.schema["job"] == short
+    else:
+        with pytest.raises(DPFastValueError, match="categories lack 2 of the"):
+            _quiet(CATEGORICAL_METHODS[method], frame)
 
 
 @pytest.mark.parametrize("method", sorted(CATEGORICAL_METHODS))

@@ -312,7 +312,9 @@ class Run(Reporting):
 
 
 @contextmanager
-def open_run(method: str, data: Any, options: Mapping[str, Any], kind: Any) -> Iterator[Run]:
+def open_run(
+    method: str, data: Any, options: Mapping[str, Any], kind: Any, *, reads_only: bool = False
+) -> Iterator[Run]:
     """Open the engine that releases ``data`` and a :class:`Run` of ``method`` over it.
 
     ``options`` are the release's ``**options``, checked against its options class
@@ -323,7 +325,8 @@ def open_run(method: str, data: Any, options: Mapping[str, Any], kind: Any) -> I
     what the release left behind, and a budget's reservation not yet committed is given
     back (nothing was published); an error that an engine can state better (a bad value
     found in a pass, named as the in-memory release names it; an interrupt a cluster
-    reported as a failed job) is raised so.
+    reported as a failed job) is raised so. ``reads_only``: the run only reads the input's
+    names, size and types (a forecast), and needs no ``output`` on any engine.
     """
     given = release_options(method, options, kind)
     risk = risk_options(given["risk"])
@@ -336,6 +339,7 @@ def open_run(method: str, data: Any, options: Mapping[str, Any], kind: Any) -> I
         progress=given["progress"],
         metrics=given["metrics"],
         risk=risk is not None,
+        reads_only=reads_only,
     )
     run = Run(method, opened, given, risk)
     try:

@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from dpfast import noise
+from dpfast._validation import quoted
 from dpfast.accounting import LedgerEntry, names
 from dpfast.engines.base import Engine
 from dpfast.engines.values import NumericColumn
@@ -187,7 +188,7 @@ def bounds_guarantee(text: str, entries: Mapping[Hashable, LedgerEntry]) -> str:
     """Return a guarantee's text, with how the bounds chosen with DP are covered, if any."""
     if not entries:
         return text
-    spent = ", ".join(f"{e.columns[0]!r} {e.epsilon:.6g}" for e in entries.values())
+    spent = ", ".join(f"{quoted(e.columns[0])} {e.epsilon:.6g}" for e in entries.values())
     return (
         f"{text} The clamping bounds of column(s) {names(list(entries))} were chosen with DP "
         f"inside their public outer ranges (an exact exponential-mechanism quantile; {spent}) "

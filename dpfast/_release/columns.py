@@ -13,6 +13,7 @@ from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
     check_bounds,
     check_columns,
+    quoted,
 )
 from dpfast.engines.base import Engine
 from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
@@ -66,8 +67,8 @@ def check_taxonomies(taxonomies: Any, selected: Sequence[Hashable]) -> dict[Hash
     stray = [name for name in checked if name not in selected]
     if stray:
         raise DPFastValueError(
-            f"taxonomies names column(s) {stray} that are not protected; the protected "
-            f"columns are {list(selected)}: add them to columns or drop their taxonomies"
+            f"taxonomies names column(s) {quoted(stray)} that are not protected; the protected "
+            f"columns are {quoted(list(selected))}: add them to columns or drop their taxonomies"
         )
     return dict(checked)
 
@@ -100,7 +101,9 @@ def column_domains(
     if not numeric and bounds is None:
         return {}, False
     by_name = {c.name: c for c in numeric}
-    return check_bounds(bounds, list(by_name), lambda name: engine.value_range(by_name[name]))
+    return check_bounds(
+        bounds, list(by_name), lambda name: engine.value_range(by_name[name]), engine.names
+    )
 
 
 def fit_domains(
@@ -188,13 +191,14 @@ def check_width(lo: float, hi: float, n: int, name: Hashable) -> tuple[float, fl
     width = float(hi) - float(lo)
     if not math.isfinite(width):
         raise DPFastValueError(
-            f"column {name!r}: max - min overflows float64 ({lo!r} to {hi!r}); rescale the "
+            f"column {quoted(name)}: max - min overflows float64 ({quoted(lo)} to {quoted(hi)}); "
+            "rescale the "
             "column first"
         )
     if width > 0 and not math.isfinite(n / width):
         raise DPFastValueError(
-            f"column {name!r}: its values differ by less than float64 can divide "
-            f"(range {width!r}); rescale the column first"
+            f"column {quoted(name)}: its values differ by less than float64 can divide "
+            f"(range {quoted(width)}); rescale the column first"
         )
     return float(lo), float(hi)
 

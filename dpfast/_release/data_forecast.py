@@ -23,7 +23,7 @@ from typing import Any
 
 from dpfast._release.expected import NumericOutcome
 from dpfast._release.forecast import THRESHOLD, Forecast, refuse_over, smallest_k
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 
 __all__ = [
     "PRIVATE_HEADER",
@@ -194,13 +194,13 @@ class DataForecast:
         moved = [c for c in self.affected if c.pushed is None]
         parts = []
         if numeric:
-            named = ", ".join(f"{c.pushed:.0%} in {c.column!r}" for c in numeric)
+            named = ", ".join(f"{c.pushed:.0%} in {quoted(c.column)}" for c in numeric)
             parts.append(
                 f"the noise is expected to push {self.threshold:.0%} or more of the values of "
                 f"{len(numeric)} numeric column(s) onto a bound: {named}"
             )
         if moved:
-            named = ", ".join(f"{c.tvd:.2f} in {c.column!r}" for c in moved)
+            named = ", ".join(f"{c.tvd:.2f} in {quoted(c.column)}" for c in moved)
             parts.append(
                 f"the release is expected to move the distribution of {len(moved)} "
                 f"categorical column(s) by a total-variation distance of "

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dpfast import noise
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.accounting import LedgerEntry
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastError, DPFastValueError
@@ -98,7 +98,7 @@ class PublicTable:
         """Refuse: bounds taken from the data are not public."""
         raise DPFastValueError(
             f"a forecast reads public values only, and {option('bounds', 'data')} takes "
-            f"column {column.name!r}'s bounds from the data; give its public bounds"
+            f"column {quoted(column.name)}'s bounds from the data; give its public bounds"
         )
 
 
@@ -315,6 +315,10 @@ class Forecast:
         The sentence that gives it, or says why no ``k`` does.
     notes : tuple of str
         What is and is not forecast, in plain words.
+    budget_note : str or None
+        What the ``budget`` given says of the release, read without reserving anything:
+        that it fits (and what is left), or why the release would be refused (``None``:
+        no budget given).
     threshold : float
         The share on a bound from which a column is affected (:attr:`affected`) and the
         release warns: :data:`THRESHOLD`, 10 %.
@@ -345,6 +349,7 @@ class Forecast:
     suggested_k: int | None = None
     k_advice: str | None = None
     notes: tuple[str, ...] = ()
+    budget_note: str | None = None
     threshold: float = field(default=THRESHOLD)
     from_data: DataForecastLike | None = None
     public_advice: tuple[int | None, str | None] | None = None
@@ -377,7 +382,7 @@ class Forecast:
             return None
         shares: dict[str, list[str]] = {}
         for c in affected:  # columns of one rounded share together, in the columns' order
-            shares.setdefault(f"{c.on_bound:.0%}", []).append(repr(c.column))
+            shares.setdefault(f"{c.on_bound:.0%}", []).append(quoted(c.column))
         order = sorted(shares, key=lambda share: -float(share[:-1]))
         named = "; ".join(f"{share} in {', '.join(shares[share])}" for share in order)
         return (
@@ -456,6 +461,8 @@ class Forecast:
         if self.from_data is None and self.k_advice is not None:
             lines.append(self.k_advice)
         lines.extend(self.notes)
+        if self.budget_note is not None:
+            lines.append(f"budget: {self.budget_note}")
         if self.from_data is not None:
             lines.extend(self.from_data.lines())
         elif self.warning is not None:
@@ -499,7 +506,7 @@ def refuse_over(
     """
     if not over:
         return
-    named = ", ".join(f"{column!r} {share:.1%}" for column, share in over)
+    named = ", ".join(f"{quoted(column)} {share:.1%}" for column, share in over)
     raise_k = (
         f"raise {option('k')} to {suggested_k} or more, "
         if suggested_k is not None

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
-from dpfast._validation import did_you_mean
+from dpfast._validation import did_you_mean, quoted
 from dpfast.accounting import Report
 from dpfast.engines import EngineChoice
 from dpfast.exceptions import DPFastTypeError
@@ -148,9 +148,11 @@ class DPReleaseOptions(SeededReleaseOptions, total=False):
     Attributes
     ----------
     budget : BudgetLike, optional
-        A privacy budget (:class:`dpfast.budget.BudgetFile`) that holds the ε the
-        release really spends before any pass over the data and records it before the
-        output is published.
+        A privacy budget (:class:`dpfast.budget.BudgetFile`; a path is refused: open
+        it with ``dpfast.BudgetFile(path)``) that holds the ε the release really spends
+        before any pass over the data and records it before the output is published:
+        before ``output`` is renamed into place, or, without ``output``, before the
+        release is returned (the entry's output reads ``"(returned to the caller)"``).
     """
 
     budget: BudgetLike | None
@@ -204,11 +206,23 @@ def release_options(method: str, given: Mapping[str, Any], kind: Any) -> dict[st
     for name in given:
         if name not in accepted:
             raise DPFastTypeError(
-                f"{method}() got an unexpected keyword argument {name!r}; "
+                f"{method}() got an unexpected keyword argument {quoted(name)}; "
                 f"{did_you_mean(name, accepted)}besides its own arguments it takes the options "
                 f"{', '.join(sorted(accepted))} (dpfast.{kind.__name__})"
             )
+    _check_budget(method, given.get("budget"))
     return {**DEFAULTS, **given}
+
+
+def _check_budget(method: str, budget: Any) -> None:
+    """Refuse a ``budget`` that is not a budget (a path: open it as a ``BudgetFile``)."""
+    if budget is None or callable(getattr(budget, "reserve", None)):
+        return
+    path = repr(os.fspath(budget)) if isinstance(budget, (str, os.PathLike)) else "path"
+    raise DPFastTypeError(
+        f"{method}(): budget must be a dpfast.BudgetFile, got {quoted(budget)} "
+        f"({type(budget).__name__}); open the file with budget=dpfast.BudgetFile({path})"
+    )
 
 
 def options_class(function: Callable[..., Any]) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpfast._validation import in_cli, option
+from dpfast._validation import in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 __all__ = [
@@ -79,12 +79,14 @@ def check_epsilon_weights(
 def _weight(value: Any, column: Hashable, name: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise DPFastTypeError(
-            f"{name}[{column!r}] must be a number > 0, got {type(value).__name__} {value!r}"
+            f"{name}[{quoted(column)}] must be a number > 0, got "
+            f"{type(value).__name__} {quoted(value)}"
         )
     number = float(value)
     if not (math.isfinite(number) and number > 0):
         raise DPFastValueError(
-            f"{name}[{column!r}] must be a finite number > 0, got {value!r}; a column that "
+            f"{name}[{quoted(column)}] must be a finite number > 0, got {quoted(value)}; a "
+            "column that "
             "should get no budget cannot be protected: leave it out of the columns"
         )
     return Fraction(number)

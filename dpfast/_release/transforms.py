@@ -19,7 +19,7 @@ from typing import Any
 
 from dpfast import noise
 from dpfast._release.shares import weights_option
-from dpfast._validation import did_you_mean, in_cli, option
+from dpfast._validation import did_you_mean, in_cli, option, quoted
 from dpfast.engines.values import NumericColumn
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, TransformBiasWarning
 from dpfast.partitions.grid import TRANSFORM_CODES, Grid
@@ -66,12 +66,12 @@ def check_transforms(
     for column, transform in transforms.items():
         if column in categorical:
             raise DPFastValueError(
-                f"{name} names categorical column {column!r}; a transform applies to numeric "
+                f"{name} names categorical column {quoted(column)}; a transform applies to numeric "
                 "columns only: drop it from the transforms"
             )
         if column not in numeric_names:
             raise DPFastValueError(
-                f"{name} names column {column!r}, which is not a protected numeric column; "
+                f"{name} names column {quoted(column)}, which is not a protected numeric column; "
                 f"the protected numeric columns are {numeric_names}"
             )
         checked[column] = _transform(transform, column, name, domains[column])
@@ -82,12 +82,13 @@ def _transform(transform: Any, column: Hashable, name: str, domain: tuple[float,
     if not isinstance(transform, str) or transform not in TRANSFORM_CODES:
         hint = did_you_mean(transform, TRANSFORM_CODES) if isinstance(transform, str) else ""
         raise DPFastValueError(
-            f'{name}[{column!r}] must be "log" (log1p, for values >= 0) or "asinh" (for '
-            f"signed values), got {transform!r}; {hint}".rstrip("; ")
+            f'{name}[{quoted(column)}] must be "log" (log1p, for values >= 0) or "asinh" (for '
+            f"signed values), got {quoted(transform)}; {hint}".rstrip("; ")
         )
     if transform == "log" and domain[0] < 0:
         raise DPFastValueError(
-            f'{name}[{column!r}] is "log" (log1p), which needs values >= 0, but the column\'s '
+            f'{name}[{quoted(column)}] is "log" (log1p), which needs values >= 0, but the '
+            "column's "
             f'lower bound is {domain[0]:g}; use "asinh" for a column with negative values'
         )
     return str(transform)
@@ -171,7 +172,7 @@ def uncorrected(grids: Mapping[Hashable, tuple[Grid, int]], k: bool = True) -> s
     ]
     if not columns:
         return None
-    named = ", ".join(f"{c!r} (noise scale {b:.3g})" for c, b in columns)
+    named = ", ".join(f"{quoted(c)} (noise scale {b:.3g})" for c, b in columns)
     return (
         f"the noise scale of transformed column(s) {named} is 1 or more on the transformed "
         "scale, where the noise's mean factor E[e^Y] is infinite: their values are mapped "
@@ -183,7 +184,9 @@ def uncorrected(grids: Mapping[Hashable, tuple[Grid, int]], k: bool = True) -> s
 
 def transform_notes(grids: Mapping[Hashable, tuple[Grid, int]], k: bool = True) -> tuple[str, ...]:
     """Return a forecast's notes on the transformed columns (none without any)."""
-    named = [f"{c!r} ({g.transform})" for c, (g, _) in grids.items() if g.transform is not None]
+    named = [
+        f"{quoted(c)} ({g.transform})" for c, (g, _) in grids.items() if g.transform is not None
+    ]
     if not named:
         return ()
     notes = [

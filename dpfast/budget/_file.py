@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import stat
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from dpfast._private_files import OWNER_ONLY, write_private_text
-from dpfast._validation import check_epsilon, in_cli, option
+from dpfast._validation import check_epsilon, in_cli, option, quoted
 from dpfast.budget._format import (
+    RETURNED,
     BudgetEntry,
     Contents,
     create_hint,
@@ -21,7 +23,12 @@ from dpfast.budget._format import (
     switch,
 )
 from dpfast.budget._reservation import Reservation
-from dpfast.exceptions import BudgetExceededError, BudgetFileError, DPFastOSError
+from dpfast.exceptions import (
+    BudgetExceededError,
+    BudgetFileError,
+    DPFastError,
+    DPFastOSError,
+)
 
 
 class BudgetFile:
@@ -155,6 +162,25 @@ class BudgetFile:
         """Return the ε still allowed."""
         return self._contents().left()
 
+    def shortfall(self, epsilon: float) -> str | None:
+        """Say why a release of ``epsilon`` would be refused now; None if it fits.
+
+        What :meth:`reserve` would say, from the file as it is now: nothing is reserved or
+        written (a forecast's check, :func:`dpfast.forecast`).
+
+        Examples
+        --------
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> budget = BudgetFile.create(os.path.join(folder, "b.json"), 1.0)
+        >>> budget.shortfall(0.5) is None, budget.shortfall(2.0).startswith("the release needs")
+        (True, True)
+        >>> shutil.rmtree(folder)
+        """
+        epsilon = check_epsilon(epsilon)
+        contents = self._contents()
+        return None if contents.fits(epsilon) else self._exceeded(contents, epsilon)
+
     # -- changing -------------------------------------------------------------------------
 
     def reserve(
@@ -162,7 +188,7 @@ class BudgetFile:
         epsilon: float,
         *,
         method: str,
-        output: str | os.PathLike[str],
+        output: str | os.PathLike[str] | None = None,
         columns: Sequence[Any] | None = None,
     ) -> Reservation:
         """Hold ``epsilon`` for a release, before any work; refuse it if it does not fit.
@@ -178,8 +204,9 @@ class BudgetFile:
             The release's ε: finite, > 0 (checked before the file is touched).
         method : str
             The release method, as the entry records it.
-        output : str or os.PathLike
-            Where the release will be published.
+        output : str or os.PathLike, optional
+            Where the release will be published; None for a release returned to the
+            caller and written by no one (the entry records :data:`RETURNED`).
         columns : sequence of str, optional
             The columns to protect, if chosen (the report's replace them at commit).
 
@@ -212,14 +239,15 @@ class BudgetFile:
         """
         epsilon = check_epsilon(epsilon)
         if not isinstance(method, str) or not method:
-            raise BudgetFileError(f"method must be a non-empty name, got {method!r}")
+            raise BudgetFileError(f"method must be a non-empty name, got {quoted(method)}")
         chosen = None
         if columns is not None:
             chosen = (str(columns),) if isinstance(columns, str) else tuple(map(str, columns))
         with self._locked() as contents:
             if not contents.fits(epsilon):
                 raise BudgetExceededError(self._exceeded(contents, epsilon))
-            entry = reserved_entry(contents.next_id(), epsilon, method, os.fspath(output), chosen)
+            where = RETURNED if output is None else os.fspath(output)
+            entry = reserved_entry(contents.next_id(), epsilon, method, where, chosen)
             contents.entries.append(entry)
         return Reservation(self, entry)
 
@@ -346,7 +374,7 @@ class BudgetFile:
             )
         state = found.state()
         if state != "stale" and not force:
-            holder = f"process {found.pid} on host {found.host!r}"
+            holder = f"process {found.pid} on host {quoted(found.host)}"
             why = (
                 f"{holder}, which still runs: it may yet commit and publish. Stop it "
                 f"first (it then leaves the reservation stale), or pass {switch('force')}"
@@ -372,15 +400,36 @@ def _lock_of(real_path: Path) -> Iterator[None]:
         raise DPFastOSError("budget files need fcntl file locks (Linux or macOS)") from None
     lock = real_path.with_name(real_path.name + ".lock")
     try:
-        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, OWNER_ONLY)
-        os.fchmod(descriptor, OWNER_ONLY)  # whatever the umask
-    except FileExistsError:
-        descriptor = os.open(lock, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)  # releases the lock
+        try:
+            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, OWNER_ONLY)
+            os.fchmod(descriptor, OWNER_ONLY)  # whatever the umask
+        except FileExistsError:
+            descriptor = os.open(lock, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # releases the lock
+    except DPFastError:
+        raise
+    except OSError as exc:  # the lock or a change cannot be written
+        raise DPFastOSError(_unwritable(real_path, exc)) from exc
+
+
+def _unwritable(real_path: Path, exc: OSError) -> str:
+    """Say why the budget file at ``real_path`` cannot be locked or written, and the fix."""
+    folder = repr(str(real_path.parent))  # a path, shown whole: the caller needs all of it
+    if exc.errno == errno.ENOENT:
+        fix = f"its folder {folder} does not exist: create it first"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = (
+            f"its folder {folder} must be writable, since its lock and every change are "
+            "written there: give yourself write permission, or keep the budget file in a "
+            "writable folder"
+        )
+    else:
+        fix = "check the path, its permissions and the disk"
+    return f"budget file {str(real_path)!r} cannot be written ({exc.strerror or exc}); {fix}"
 
 
 def _total(total_epsilon: Any) -> float:
@@ -388,7 +437,7 @@ def _total(total_epsilon: Any) -> float:
     number = isinstance(total_epsilon, (int, float)) and not isinstance(total_epsilon, bool)
     if not (number and math.isfinite(total_epsilon) and total_epsilon > 0):
         raise BudgetFileError(
-            f"{option('total_epsilon')} must be a finite number > 0, got {total_epsilon!r}; "
+            f"{option('total_epsilon')} must be a finite number > 0, got {quoted(total_epsilon)}; "
             f"it is the most the dataset may spend over all its releases, e.g. "
             f"{option('total_epsilon', 3)}"
         )

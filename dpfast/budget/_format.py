@@ -17,13 +17,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from dpfast._validation import in_cli, option
+from dpfast._validation import in_cli, option, quoted
 from dpfast.budget._process import Holder
 from dpfast.exceptions import BudgetFileError
 
 VERSION = 2
 _SLACK = 1e-9  # relative to the total: ε split into shares does not add up exactly in floats
 _STATUSES = ("reserved", "committed")
+#: The ``output`` of an entry whose release was returned to its caller, not written.
+RETURNED = "(returned to the caller)"
 # What a reserved entry's process is doing, as BudgetEntry.state() says it.
 State = Literal["committed", "running", "stale", "unknown"]
 
@@ -66,7 +68,8 @@ class BudgetEntry:
     method : str
         The release method, as its caller named it (``"laplace"``, ``"ir_dp"``, ...).
     output : str
-        Where the release is published (an absolute path, for files).
+        Where the release is published (an absolute path, for files), or
+        ``"(returned to the caller)"`` for a release given no ``output``.
     columns : tuple of str or None
         The protected columns: asked for at reservation (None: the method's default),
         then those of the report.
@@ -170,7 +173,7 @@ class BudgetEntry:
         if not ok:
             raise BudgetFileError(
                 f"{where} is not a budget entry (expected id, status 'reserved' or "
-                f"'committed', epsilon, method, output, reserved_at), got {data!r}; restore "
+                f"'committed', epsilon, method, output, reserved_at), got {quoted(data)}; restore "
                 "the file from a copy"
             )
         columns = fields["columns"]
@@ -261,7 +264,7 @@ class Contents:
 def _from_version_1(entry: Any, where: str) -> dict[str, Any] | None:
     """Return a version-1 entry as version 2, or None for a cancelled one (dropped)."""
     if not _is_map(entry) or entry.get("status") not in ("spent", "reserved", "cancelled"):
-        raise BudgetFileError(f"{where} is not a version-1 budget entry, got {entry!r}")
+        raise BudgetFileError(f"{where} is not a version-1 budget entry, got {quoted(entry)}")
     if entry["status"] == "cancelled":
         return None
     return {

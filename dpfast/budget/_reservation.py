@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
+from dpfast._validation import quoted
 from dpfast.budget._format import BudgetEntry, committed_entry, spelled
 from dpfast.exceptions import BudgetExceededError, BudgetFileError
 
@@ -126,7 +127,7 @@ class Reservation:
             )
         spent = self.entry.epsilon if report.epsilon is None else float(report.epsilon)
         if not (math.isfinite(spent) and spent >= 0):
-            raise BudgetFileError(f"a release spends a finite epsilon >= 0, got {spent!r}")
+            raise BudgetFileError(f"a release spends a finite epsilon >= 0, got {quoted(spent)}")
         with self.budget._locked() as contents:
             mine = contents.find(self.id)
             if mine != self.entry:

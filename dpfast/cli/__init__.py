@@ -34,7 +34,7 @@ from dpfast.cli._parsing import (
     releasing,
 )
 from dpfast.cli._progress import ProgressLine as ProgressLine
-from dpfast.exceptions import EpsilonRangeError, interrupt_in
+from dpfast.exceptions import DPFastError, EpsilonRangeError, interrupt_in
 
 __all__ = ["main", "run"]
 
@@ -221,23 +221,63 @@ def run() -> None:
     which would turn the exit code into SIGABRT (apache/arrow#34314, #39862). What Python
     runs at exit runs first: the other threads are joined, then the ``atexit`` handlers
     (scratch directories, a Spark session's JVM), and the standard streams are flushed.
+    Ctrl-C at any stage, start-up and clean-up included, ends the run with one line and
+    exit code 130; during the clean-up it is noted and the clean-up finishes.
     """
-    code = main()
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
     try:
-        import atexit
+        code = main()
+        with _finishing() as interrupted:
+            current = threading.current_thread()
+            for thread in threading.enumerate():
+                if thread is not current and not thread.daemon:
+                    thread.join()
+            import atexit
 
-        atexit._run_exitfuncs()
+            atexit._run_exitfuncs()
+        if interrupted:
+            code = _interrupted()
+    except KeyboardInterrupt:  # at any stage main() does not catch it in
+        code = _interrupted()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(code)
+
+
+#: The exit code of a run ended by Ctrl-C (128 + SIGINT).
+_INTERRUPTED = 130
+
+
+def _interrupted() -> int:
+    """Say, in one line, that Ctrl-C ended the run; return its exit code."""
+    print("dpfast: interrupted", file=sys.stderr)
+    return _INTERRUPTED
+
+
+@contextmanager
+def _finishing() -> Iterator[list[bool]]:
+    """Within the block (the clean-up at exit), Ctrl-C is noted, not raised.
+
+    The clean-up removes scratch files and stops a cluster: an interrupt must not cut it
+    short, nor print a traceback from an exit handler. The list yielded holds ``True``
+    once Ctrl-C was pressed; a second Ctrl-C ends the process at once.
+    """
+    pressed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        pressed.append(True)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield pressed
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
-                pass
-        os._exit(code)
+        signal.signal(signal.SIGINT, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,19 +300,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     dpfast 0.1.0
     0
     """
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
+    try:  # the start-up: the parser, and what parsing the arguments imports
+        args = build_parser().parse_args(argv)
     except UsageError as exc:
         return _error(str(exc))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        return _interrupted()
     try:
         with _sigterm_raises():
             return _handle(args)
     except KeyboardInterrupt:
-        print("dpfast: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except _Terminated:
         print("dpfast: terminated (SIGTERM)", file=sys.stderr)
         return 128 + signal.SIGTERM
@@ -287,10 +327,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.strerror:
             message = _os_error_message(exc)
         return _error(message or type(exc).__name__)
+    except DPFastError as exc:  # dpfast's other errors: a missing package, a name, a cluster
+        if interrupt_in(exc) is not None:
+            return _interrupted()
+        if os.environ.get("DPFAST_DEBUG"):
+            raise
+        return _error(str(exc.args[0]) if exc.args else type(exc).__name__)
     except Exception as exc:
         if interrupt_in(exc) is not None:  # Ctrl-C, turned by pyspark into a cancelled job
-            print("dpfast: interrupted", file=sys.stderr)
-            return 130
+            return _interrupted()
         traceback.print_exc()
         print(
             "dpfast: internal error: this is a bug in dpfast; please report it with the "

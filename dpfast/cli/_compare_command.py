@@ -203,6 +203,11 @@ def _compare(args: argparse.Namespace) -> int:
     from dpfast._private_files import write_private_text
     from dpfast.schema import Schema
 
+    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+        raise DPFastValueError(
+            f"-o {args.output!r} does not end in .html, but the page compare writes is HTML; "
+            f"name it {Path(args.output).stem or 'report'}.html"
+        )
     check_output(args, (args.original, args.released, args.schema))
     public_default, private_default = report_paths(args.released)
     public, public_path = read_report(args.public_report, public_default)

@@ -83,11 +83,12 @@ def _release_diffgen(args: argparse.Namespace) -> int:
 
 def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     """Return the keyword arguments of ``diffgen`` from the options and the schema."""
+    from dpfast._validation import quoted
     from dpfast.taxonomy import as_taxonomy
 
     if args.target not in schema:
         raise DPFastValueError(
-            f"{args.schema}: the target {args.target!r} is not declared; add it as a "
+            f"{args.schema}: the target {quoted(args.target)} is not declared; add it as a "
             '"categorical" column (with a "taxonomy" listing its public values, or pass '
             "--classes)"
         )
@@ -97,7 +98,7 @@ def _diffgen_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     if no_taxonomy:
         raise DPFastValueError(
             f"{args.schema}: diffgen generalises categorical predictors with a taxonomy, but "
-            f'{", ".join(repr(c) for c in no_taxonomy)} have none; add "taxonomy": '
+            f'{quoted(no_taxonomy, listed=True)} have none; add "taxonomy": '
             '"hierarchy.csv" (ARX format), or set "protect": false to leave them out'
         )
     taxonomies: dict[Hashable, Any] = {}

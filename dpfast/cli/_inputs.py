@@ -21,7 +21,7 @@ from typing import Any
 
 from dpfast.cli._outputs import report_paths
 from dpfast.cli._progress import delayed_progress
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastImportError, DPFastValueError
 
 __all__ = [
     "DEFAULT_MEMORY",
@@ -174,12 +174,13 @@ def _spark_source(args: argparse.Namespace) -> Any:
     from dpfast.engines.outofcore import ParquetDataset
 
     try:
+        from pyspark.sql import SparkSession
+
         from dpfast.engines.spark import SparkSource, local_session
-    except ImportError as exc:  # pragma: no cover - pyspark is in the test extras
-        raise DPFastValueError(
+    except ImportError as exc:
+        raise DPFastImportError(
             "--engine spark needs pyspark: pip install 'dpfast[spark]' (and Java 17 or later)"
         ) from exc
-    from pyspark.sql import SparkSession
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Spark starts
     running = SparkSession.getActiveSession()
@@ -198,8 +199,8 @@ def _dask_source(args: argparse.Namespace) -> Any:
         from distributed import Client
 
         from dpfast.engines import dask as engine
-    except ImportError as exc:  # pragma: no cover - dask is in the test extras
-        raise DPFastValueError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
+    except ImportError as exc:
+        raise DPFastImportError("--engine dask needs dask: pip install 'dpfast[dask]'") from exc
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Dask starts
     cluster = None if args.scheduler else engine.local_cluster(dashboard_address=":0")
@@ -264,8 +265,10 @@ def selected(args: argparse.Namespace, schema: Any, *, categorical: bool) -> lis
     kinds = "numeric" + (' or categorical (with a "taxonomy")' if categorical else "")
     wrong = [c for c in chosen if c not in declared]
     if wrong:
+        from dpfast._validation import quoted
+
         raise DPFastValueError(
-            f"--columns names {', '.join(repr(c) for c in wrong)}, which {args.schema} does not "
+            f"--columns names {quoted(wrong, listed=True)}, which {args.schema} does not "
             f"declare as a protected {kinds} column; declare it there (with its bounds or "
             "taxonomy), or leave it out of --columns"
         )
@@ -357,11 +360,13 @@ def check_schema_for(args: argparse.Namespace, method: str, schema: Any) -> None
     if with_taxonomies:
         categorical = [c for c in categorical if schema[c].taxonomy is None]
     if categorical:
+        from dpfast._validation import quoted
+
         also = ' and categorical columns with a "taxonomy"' if with_taxonomies else ""
         raise DPFastValueError(
             f"{args.schema}: {method} protects numeric columns only{also}, but the "
             f"schema protects categorical column(s) "
-            f"{', '.join(repr(c) for c in categorical)}"
+            f"{quoted(categorical, listed=True)}"
             f"{' without a taxonomy' if also else ''}; "
             + ('add "taxonomy": "hierarchy.csv" (ARX format), or ' if also else "")
             + 'set "protect": false for them (they are then released as --unprotected '

@@ -15,6 +15,8 @@ from dpfast.cli._parsing import (
     columns_argument,
     integer,
     io_arguments,
+    memory_size,
+    no_epsilon_arguments,
     quiet_argument,
     run_arguments,
     unprotected_argument,
@@ -67,9 +69,11 @@ def _mdav_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
+        type=memory_size,
         help="refuse before reading when MDAV would need more than SIZE (e.g. 8GiB; default: "
         "the memory available now). MDAV runs in memory only",
     )
+    no_epsilon_arguments(parser)
     quiet_argument(parser)
 
 

@@ -138,8 +138,10 @@ def rr_domain(args: argparse.Namespace, schema: Any) -> Any:
     if schema is not None and domain is None:
         taxonomy = schema[args.column].taxonomy if args.column in schema else None
         if taxonomy is None:
+            from dpfast._validation import quoted
+
             raise DPFastValueError(
-                f"{args.schema}: column {args.column!r} has no taxonomy to take the "
+                f"{args.schema}: column {quoted(args.column)} has no taxonomy to take the "
                 "domain from; add one, or pass --domain"
             )
         from dpfast.taxonomy import as_taxonomy

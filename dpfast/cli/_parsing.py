@@ -23,6 +23,8 @@ __all__ = [
     "io_arguments",
     "measuring_metrics",
     "measuring_risk",
+    "memory_size",
+    "no_epsilon_arguments",
     "number",
     "quiet_argument",
     "releasing",
@@ -154,12 +156,19 @@ def releasing(command: Command) -> Command:
 # -- option types ----------------------------------------------------------------------
 
 
+def _quoted(text: str) -> str:
+    """Quote ``text`` as messages quote a value; imported on an error only, not at start-up."""
+    from dpfast._validation import quoted
+
+    return quoted(text)
+
+
 def integer(text: str) -> int:
     """Parse a whole number."""
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {_quoted(text)}") from None
 
 
 def number(text: str) -> float:
@@ -167,7 +176,18 @@ def number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {_quoted(text)}") from None
+
+
+def memory_size(text: str) -> str:
+    """Check a memory size such as ``4GiB`` as it is parsed; return it as written."""
+    from dpfast.engines import parse_memory
+
+    try:
+        parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def percent(text: str) -> float:
@@ -175,9 +195,9 @@ def percent(text: str) -> float:
     try:
         value = float(text.strip().removesuffix("%"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {_quoted(text)}") from None
     if not 0.0 <= value <= 100.0:
-        raise argparse.ArgumentTypeError(f"expected a percentage in [0, 100], got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a percentage in [0, 100], got {_quoted(text)}")
     return value
 
 
@@ -190,14 +210,15 @@ def column_list(text: str) -> list[str]:
             names = None
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise argparse.ArgumentTypeError(
-                f'expected a JSON list of column names such as \'["a,b", "c"]\', got {text!r}'
+                'expected a JSON list of column names such as \'["a,b", "c"]\', got '
+                f"{_quoted(text)}"
             )
         return names
     names = [part.strip() for part in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(
             f"expected comma-separated column names such as 'age,income' (or a JSON list "
-            f'such as \'["a,b", "c"]\' for names with commas), got {text!r}'
+            f'such as \'["a,b", "c"]\' for names with commas), got {_quoted(text)}'
         )
     return names
 
@@ -208,7 +229,7 @@ def delimiter(text: str) -> str:
         return "\t"
     if len(text) != 1:
         raise argparse.ArgumentTypeError(
-            f"expected one character such as ';' (or 'tab'), got {text!r}"
+            f"expected one character such as ';' (or 'tab'), got {_quoted(text)}"
         )
     return text
 
@@ -324,8 +345,34 @@ def _budget_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _SpendsNothing(argparse.Action):
+    """A DP-only flag given to a command that spends no ε: refused, saying why."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            f"{parser.prog} spends no epsilon (it is not differential privacy), so it takes "
+            f"no {option_string}; drop it, or release with a differentially private method: "
+            "dpfast release ir-dp, laplace, mdav-dp, diffgen or randomized-response"
+        )
+
+
+def no_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--epsilon`` and ``--budget``, hidden, for a command without ε: refused with the why."""
+    for flag in ("--epsilon", "--budget"):
+        parser.add_argument(
+            flag, nargs="?", action=_SpendsNothing, default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )  # fmt: skip
+
+
 _MEMORY_HELP = (
-    "release out of core within about SIZE of working memory (e.g. 4GiB): INPUT "
+    "release out of core within about SIZE of working memory (e.g. 4GiB; at least 96KiB): INPUT "
     "may then be a Parquet file, a directory of Parquet files or a glob, and OUTPUT a "
     ".parquet file or a dataset directory. An INPUT directory or glob implies it "
     "(default 4GiB). The same release as in memory (docs/engines.md)"
@@ -369,14 +416,17 @@ def run_arguments(
 
     ``--seed`` (if ``seed``: the release draws noise), ``--threads`` (if ``threads``),
     ``--memory-limit`` (help ``memory_help``), :func:`_engine_arguments`, ``--budget`` (if
-    ``budget``: the release spends epsilon) and ``--quiet``, in this order.
+    ``budget``: the release spends epsilon; else ``--epsilon`` and ``--budget`` are refused,
+    saying why: :func:`no_epsilon_arguments`) and ``--quiet``, in this order.
     """
     if seed:
         parser.add_argument("--seed", type=integer, help="seeded noise: NOT for publication")
     if threads:
         parser.add_argument("--threads", type=integer, help="worker threads (default: cores)")
-    parser.add_argument("--memory-limit", metavar="SIZE", help=memory_help)
+    parser.add_argument("--memory-limit", metavar="SIZE", type=memory_size, help=memory_help)
     _engine_arguments(parser)
     if budget:
         _budget_argument(parser)
+    else:
+        no_epsilon_arguments(parser)
     quiet_argument(parser)

@@ -77,6 +77,8 @@ def release(args: argparse.Namespace, method: Method) -> int:
     With ``--dry-run``, print the release's forecast and stop: no budget reserved, nothing
     written.
     """
+    if getattr(args, "memory_limit", None) is not None:
+        _memory(args)  # a limit too small for the engine, before the paths' checks
     if method.in_memory_only is not None and is_dataset_path(args.input):
         raise DPFastValueError(f"{args.input!r} is a directory or a glob: {method.in_memory_only}")
     in_passes = method.in_memory_only is None and reads_in_passes(args)
@@ -98,7 +100,8 @@ def release(args: argparse.Namespace, method: Method) -> int:
             arguments["memory_limit"] = _memory(args)
         limit = getattr(args, "max_on_bound", None)
         read = dry_run or limit is not None
-        expected = _forecast(args, method, found, arguments, read=read)
+        budget = _read_budget(args, dry_run)
+        expected = _forecast(args, method, found, {**arguments, **budget}, read=read)
         if dry_run:
             print(expected)
             return 0
@@ -133,6 +136,15 @@ def _forecast(
         return public
     where = {"output": args.output} if found.in_passes else {}
     return public.with_data(forecast_from_data(method.function, data, **arguments, **where))
+
+
+def _read_budget(args: argparse.Namespace, dry_run: bool) -> dict[str, Any]:
+    """Return a dry run's ``--budget``: its forecast reads it (never reserves) to say if it fits."""
+    if not dry_run or getattr(args, "budget", None) is None:
+        return {}
+    from dpfast.budget import BudgetFile
+
+    return {"budget": BudgetFile(args.budget)}
 
 
 @contextmanager
@@ -211,8 +223,11 @@ def _in_memory(method: Method, found: Any, arguments: dict[str, Any], args: Any)
 def _memory(args: argparse.Namespace) -> int:
     """Return the working memory of a release read in passes: ``--memory-limit``, or 4 GiB."""
     from dpfast.engines import parse_memory
+    from dpfast.engines.outofcore import check_memory_limit
 
-    return DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
+    if args.memory_limit is None:
+        return DEFAULT_MEMORY
+    return check_memory_limit(parse_memory(args.memory_limit))
 
 
 def _in_passes(

@@ -62,7 +62,9 @@ def skeleton(table: Any, args: argparse.Namespace) -> dict[str, Any]:
 
     unknown = sorted(set(args.unprotected) - set(table.column_names))
     if unknown:
-        raise DPFastValueError(f"--unprotected names {unknown}, which DATA does not have")
+        from dpfast._validation import quoted
+
+        raise DPFastValueError(f"--unprotected names {quoted(unknown)}, which DATA does not have")
     columns: dict[str, Any] = {}
     for name, kind, missing in column_kinds(table):
         entry: dict[str, Any] = {"type": kind}

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import metrics
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.schema import Schema
 from dpfast.taxonomy import as_taxonomy
@@ -75,13 +76,13 @@ def numeric_values(values: Any, name: str, declared: str, which: str) -> np.ndar
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise DPFastValueError(
-            f"column {name!r} of the {which} table is declared {declared} but holds "
+            f"column {quoted(name)} of the {which} table is declared {declared} but holds "
             "non-numeric values; compare the files the release read and wrote"
         ) from None
     missing = int(np.count_nonzero(~np.isfinite(array)))
     if missing:
         raise DPFastValueError(
-            f"column {name!r} of the {which} table has {missing} missing or non-finite "
+            f"column {quoted(name)} of the {which} table has {missing} missing or non-finite "
             "value(s); compare needs complete numeric columns (leave it out with --columns)"
         )
     if declared == "integer" and np.array_equal(array, np.round(array)):
@@ -257,14 +258,14 @@ def chosen_columns(
         undeclared = [c for c in chosen if c not in schema]
         if undeclared:
             raise DPFastValueError(
-                f"columns {', '.join(repr(c) for c in undeclared)} are not declared in the "
+                f"columns {quoted(undeclared, listed=True)} are not declared in the "
                 "schema; choose among its columns"
             )
     for which, table in (("original", original), ("released", released)):
         absent = [c for c in chosen if c not in table.names]
         if absent:
             raise DPFastValueError(
-                f"the {which} table has no column {', '.join(repr(c) for c in absent)}; "
+                f"the {which} table has no column {quoted(absent, listed=True)}; "
                 "leave it out of the columns to compare"
             )
     return chosen

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import metrics, risk
-from dpfast._validation import in_cli, option
+from dpfast._validation import in_cli, option, quoted
 from dpfast.compare._advice import release_again
 from dpfast.compare._columns import ColumnComparison, chosen_columns, compare_column, per_column
 from dpfast.compare._map import RISK_MEASURES, UTILITY_MEASURES, map_points
@@ -269,7 +269,7 @@ def _uniqueness(
     if missing:
         risk_found["uniqueness"] = None
         risk_found["not_measured"]["uniqueness"] = (
-            f"the release has no column {', '.join(map(repr, missing))} (the release left "
+            f"the release has no column {quoted(missing, listed=True)} (the release left "
             f"it out: {option('unprotected', 'drop')})"
         )
         return
@@ -356,9 +356,9 @@ def _settings(
         unknown = [name for name in quasi_identifiers if name not in original.names]
         if unknown:
             raise DPFastValueError(
-                f"ORIGINAL has no column {', '.join(map(repr, unknown))} "
+                f"ORIGINAL has no column {quoted(unknown, listed=True)} "
                 f"({option('quasi_identifiers')}); "
-                f"its columns are {', '.join(map(str, original.names))}"
+                f"its columns are {quoted(list(original.names), listed=True)}"
             )
     qis = None if quasi_identifiers is None else list(quasi_identifiers)
     return Settings(schema, common, qis, k, p, width, aligned)
@@ -410,7 +410,8 @@ def check_releases(candidates: Sequence[Candidate], *, aligned: bool | None = No
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise DPFastValueError(
-            f"two releases have the label {repeated[0]!r}; give each its own ({option('labels')})"
+            f"two releases have the label {quoted(repeated[0])}; give each its own "
+            f"({option('labels')})"
         )
     for candidate in candidates:
         if (candidate.public_report or {}).get("method") == "diffgen":
@@ -502,7 +503,7 @@ def evaluate(
     if risk_measure not in RISK_MEASURES or utility_measure not in UTILITY_MEASURES:
         raise DPFastValueError(
             f"risk_measure must be one of {list(RISK_MEASURES)} and utility_measure one of "
-            f"{list(UTILITY_MEASURES)}, got {risk_measure!r} and {utility_measure!r}"
+            f"{list(UTILITY_MEASURES)}, got {quoted(risk_measure)} and {quoted(utility_measure)}"
         )
     check_releases(releases, aligned=aligned)
     original_table = as_table_data(original)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
@@ -90,9 +91,9 @@ def adult(split: str = "train", *, drop_missing: bool = False) -> pd.DataFrame:
     (15060, 15)
     """
     if split not in ("train", "test"):
-        raise DPFastValueError(f'split must be "train" or "test", got {split!r}')
+        raise DPFastValueError(f'split must be "train" or "test", got {quoted(split)}')
     if not isinstance(drop_missing, bool):
-        raise DPFastTypeError(f"drop_missing must be True or False, got {drop_missing!r}")
+        raise DPFastTypeError(f"drop_missing must be True or False, got {quoted(drop_missing)}")
     frame = pd.read_parquet(_HERE / f"adult_{split}.parquet")
     if drop_missing:
         frame = frame.dropna().reset_index(drop=True)
@@ -167,7 +168,8 @@ def adult_hierarchy_path(column: str) -> Path:
     """
     if column not in ADULT_HIERARCHIES:
         raise DPFastValueError(
-            f"no bundled hierarchy for column {column!r}; choose one of {sorted(ADULT_HIERARCHIES)}"
+            f"no bundled hierarchy for column {quoted(column)}; choose one of "
+            f"{sorted(ADULT_HIERARCHIES)}"
         )
     return _HERE / "hierarchies" / ADULT_HIERARCHIES[column]
 

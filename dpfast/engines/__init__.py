@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpfast._validation import option, quoted
 from dpfast.engines.base import Engine
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.values import (
@@ -45,7 +46,7 @@ from dpfast.engines.values import (
     PublishHook,
     RangeValues,
 )
-from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.exceptions import DPFastError, DPFastImportError, DPFastTypeError, DPFastValueError
 
 __all__ = [
     "Bins",
@@ -116,18 +117,18 @@ def parse_memory(text: str | int) -> int:
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text <= 0:
-            raise DPFastValueError(f"the memory size must be positive, got {text!r}")
+            raise DPFastValueError(f"the memory size must be positive, got {quoted(text)}")
         return text
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
         raise DPFastValueError(
-            f"cannot read {text!r} as a memory size; write a number and a unit, e.g. 4GiB, "
+            f"cannot read {quoted(text)} as a memory size; write a number and a unit, e.g. 4GiB, "
             "512MiB or 2GB"
         )
     value = int(float(match.group(1)) * _UNITS[unit])
     if value <= 0:
-        raise DPFastValueError(f"the memory size must be positive, got {text!r}")
+        raise DPFastValueError(f"the memory size must be positive, got {quoted(text)}")
     return value
 
 
@@ -272,7 +273,7 @@ def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
         if not isinstance(name, str) or name not in _REGISTRY:
             raise DPFastValueError(
                 f"engine must be one of {engines()} or None (chosen from the input's type), "
-                f"got {name!r}"
+                f"got {quoted(name)}"
             )
         return name
     for entry in reversed(list(_REGISTRY.values())):
@@ -295,6 +296,7 @@ def open_engine(
     progress: Progress | None = None,
     metrics: bool = False,
     risk: bool = False,
+    reads_only: bool = False,
 ) -> Engine:
     """Open the engine that releases ``data`` for one release of ``method``.
 
@@ -321,6 +323,9 @@ def open_engine(
     metrics, risk : bool
         Whether the release compares itself with its input (utility metrics, disclosure
         risk).
+    reads_only : bool
+        The run only reads the input's names, size and types (a forecast): no ``output``
+        is needed, and nothing is written.
 
     Returns
     -------
@@ -346,11 +351,30 @@ def open_engine(
     name = engine_name(data, engine)
     entry = _REGISTRY[name]
     options = dict(engine.options) if isinstance(engine, EngineChoice) else {}
-    kind = getattr(importlib.import_module(entry.module), entry.attribute)
     memory = None if memory_limit is None else parse_memory(memory_limit)
-    opening = Opening(method, output, memory, progress, metrics, risk)
-    opened: Engine = kind.open(data, opening, **options)
+    opening = Opening(method, output, memory, progress, metrics, risk, reads_only)
+    try:
+        kind = getattr(importlib.import_module(entry.module), entry.attribute)
+        opened: Engine = kind.open(data, opening, **options)
+    except ImportError as exc:
+        if isinstance(exc, DPFastError):
+            raise
+        raise _not_installed(name, exc) from exc
     return opened
+
+
+#: The extra that installs each optional engine's dependencies (pyproject.toml).
+_EXTRAS = {"spark": "spark", "dask": "dask"}
+
+
+def _not_installed(name: str, exc: ImportError) -> DPFastImportError:
+    """Say which package engine ``name`` needs and how to install it."""
+    missing = (exc.name or str(exc)).split(".")[0]
+    extra = _EXTRAS.get(name)
+    how = f": pip install 'dpfast[{extra}]'" if extra else ", which is not installed"
+    return DPFastImportError(
+        f"{option('engine', name)} needs {missing}{how} (Python could not import it: {exc})"
+    )
 
 
 def _module_of(data: object) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.engines.values import CodedNumeric, check_in_domain, code_dtype
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData
@@ -94,7 +94,7 @@ def warn_index_dropped(index: Any) -> None:
     The caller's index cannot follow its rows there: output row ``i`` would then show
     which input row it came from, the permutation the release hides.
     """
-    shown = type(index).__name__ + ("" if index.name is None else f" {index.name!r}")
+    shown = type(index).__name__ + ("" if index.name is None else f" {quoted(index.name)}")
     message = (
         f"the input's index ({shown}) is dropped: this release puts the rows (or its "
         "unprotected columns) in a new random order, which the index would undo by showing "

@@ -479,8 +479,9 @@ class Engine(ABC):
 
         A pandas ordered categorical, a polars ``Enum``, an Arrow dictionary of text
         marked ordered declare them (:meth:`dpfast.io.TableData.declared_categories`); a
-        release of such a column keeps them (:func:`dpfast.io.released_categories`). An
-        engine whose inputs hold no such type answers ``None``.
+        release of such a column keeps them if they hold its whole public domain, and
+        refuses them otherwise (:func:`dpfast.io.check_declared`). An engine whose inputs
+        hold no such type answers ``None``.
         """
         return None
 

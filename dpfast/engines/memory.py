@@ -55,7 +55,14 @@ from dpfast.engines.values import (
     partition_inputs,
 )
 from dpfast.exceptions import DPFastValueError
-from dpfast.io import TableData, as_table_data, build_table, repeat_rows, write_table_atomic
+from dpfast.io import (
+    TableData,
+    as_table_data,
+    build_table,
+    check_declared,
+    repeat_rows,
+    write_table_atomic,
+)
 from dpfast.partitions.candidates import count_between
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
@@ -138,7 +145,7 @@ class MemoryEngine(Engine):
             for name in names:
                 kind = table.column(name).dtype
                 numeric = np.issubdtype(kind, np.number) or kind == np.bool_
-                if kind.kind == "O" or not numeric:
+                if kind.kind in "OmM" or not numeric:
                     raise not_numeric_error(name, kind)
         finite = table.kind == "numpy" and all_finite(table.source)
         columns = []
@@ -156,7 +163,7 @@ class MemoryEngine(Engine):
         for name, taxonomy in taxonomies.items():
             codes, categories = self.table.category_codes(name)
             codes = taxonomy.encode_categories(codes, categories, column=name)
-            declared = self.declared_categories(name)
+            declared = check_declared(name, self.declared_categories(name), taxonomy.domain)
             columns.append(CategoricalColumn(name, codes, taxonomy, declared))
         return columns
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.taxonomy import Taxonomy
 
@@ -87,6 +87,9 @@ class Opening:
         The release adds utility metrics to its private report.
     risk : bool
         The release measures its disclosure risk into its private report.
+    reads_only : bool
+        The run reads the input's names, size and types and writes nothing (a forecast):
+        an engine that writes its release then needs no ``output``.
 
     Examples
     --------
@@ -102,6 +105,7 @@ class Opening:
     progress: Progress | None = None
     metrics: bool = False
     risk: bool = False
+    reads_only: bool = False
 
     def refuse_comparisons(self, where: str, in_memory: str = "the table") -> None:
         """Refuse ``metrics`` and ``risk`` on an engine that does not hold the release.
@@ -216,8 +220,9 @@ def holding_dtype(
         if candidate.itemsize >= dtype.itemsize and _holds(candidate, lo, hi):
             return candidate
     raise DPFastValueError(
-        f"column {name!r} is integer, and no integer type holds its bounds "
-        f"[{lower!r}, {upper!r}]; narrow the bounds to what the column can hold (int64: "
+        f"column {quoted(name)} is integer, and no integer type holds its bounds "
+        f"[{quoted(lower)}, {quoted(upper)}]; narrow the bounds to what the column can hold "
+        "(int64: "
         f"[{-(2**63)}, {2**63 - 1}]), or protect it as a float column"
     )
 
@@ -243,7 +248,7 @@ def widened_note(before: NumericColumn, after: NumericColumn) -> str | None:
         return None
     lower, upper = after.domain
     return (
-        f"column {before.name!r}: its type {before.dtype} cannot hold every value of "
+        f"column {quoted(before.name)}: its type {before.dtype} cannot hold every value of "
         f"its public bounds [{lower:g}, {upper:g}], so it is released as {after.dtype}"
     )
 
@@ -515,14 +520,13 @@ def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> Non
     """
     if missing:
         raise DPFastValueError(
-            f"column {name!r} has {missing} missing value(s); impute them with a public "
+            f"column {quoted(name)} has {missing} missing value(s); impute them with a public "
             "rule, or add an explicit category for them to the domain"
         )
     if len(outside):
-        shown = ", ".join(repr(v) for v in outside[:5])
-        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
         raise DPFastValueError(
-            f"column {name!r} holds value(s) outside the domain: {shown}{more}; add them "
+            f"column {quoted(name)} holds value(s) outside the domain: "
+            f"{quoted(list(outside), listed=True)}; add them "
             "to the public domain or recode them (the domain is never taken from the data)"
         )
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.intervals._models import Accuracy
 from dpfast.intervals._report import LEVEL, read_models
@@ -95,7 +96,7 @@ def accuracy(
     read = read_models(public)
     if read is None:
         raise DPFastValueError(
-            f"method {public.get('method')!r} adds no differentially private noise of a "
+            f"method {quoted(public.get('method'))} adds no differentially private noise of a "
             "known distribution, so its released values have no stated accuracy; "
             "dpfast.accuracy covers ir_dp, mdav_dp, laplace_dp, diffgen and "
             "randomized_response"
@@ -124,7 +125,7 @@ def _public(report: Any) -> dict[str, Any]:
         what = (
             "the PRIVATE report"
             if isinstance(kind, str) and "PRIVATE" in kind
-            else (f"not a dpfast public report (its 'report' field is {kind!r})")
+            else (f"not a dpfast public report (its 'report' field is {quoted(kind)})")
         )
         raise DPFastValueError(
             f"report is {what}; give the release's public report "
@@ -137,25 +138,27 @@ def _read_file(path: Path) -> Any:
     beside = Path(f"{path}.public-report.json")
     if path.suffix != ".json" and beside.exists():
         raise DPFastValueError(
-            f"{str(path)!r} is the released data, not its report; give {str(beside)!r}"
+            f"{quoted(str(path))} is the released data, not its report; give {quoted(str(beside))}"
         )
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise DPFastValueError(
-            f"cannot read the report {str(path)!r}: {error.strerror or error}; give the path "
+            f"cannot read the report {quoted(str(path))}: {error.strerror or error}; give the path "
             "of the OUTPUT.public-report.json file the release wrote"
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise DPFastValueError(
-            f"{str(path)!r} is not a JSON report; give the OUTPUT.public-report.json file "
+            f"{quoted(str(path))} is not a JSON report; give the OUTPUT.public-report.json file "
             "the release wrote"
         ) from None
 
 
 def _check_statistic(statistic: Any) -> str:
     if statistic not in _STATISTICS:
-        raise DPFastValueError(f"statistic must be one of {list(_STATISTICS)}, got {statistic!r}")
+        raise DPFastValueError(
+            f"statistic must be one of {list(_STATISTICS)}, got {quoted(statistic)}"
+        )
     return str(statistic)
 
 
@@ -166,10 +169,10 @@ def _check_column(column: Any, models: Mapping[str, Any], skipped: Mapping[str, 
         raise DPFastValueError(f"name the column: the report has intervals for {sorted(models)}")
     name = str(column)
     if name in skipped:
-        raise DPFastValueError(f"column {name!r} has no interval: {skipped[name]}")
+        raise DPFastValueError(f"column {quoted(name)} has no interval: {skipped[name]}")
     if name not in models:
         raise DPFastValueError(
-            f"column {name!r} is not protected by this release's noise; the report has "
+            f"column {quoted(name)} is not protected by this release's noise; the report has "
             f"intervals for {sorted(models)}"
         )
     return name
@@ -191,5 +194,5 @@ def _check_level(level: Any) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)):
         raise DPFastTypeError(f"level must be a number in (0, 1), got {type(level).__name__}")
     if not (0 < level < 1 and math.isfinite(level)):
-        raise DPFastValueError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
+        raise DPFastValueError(f"level must be in (0, 1), e.g. 0.95, got {quoted(level)}")
     return float(level)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.intervals._quantiles import Weights
 
@@ -24,7 +25,7 @@ def remainder_rule(recorded: object) -> str:
     word = str(recorded).split(" ", 1)[0].lower() if recorded is not None else ""
     if word not in _RULES:
         raise DPFastValueError(
-            f"the report's remainder rule {recorded!r} is not one this version of dpfast "
+            f"the report's remainder rule {quoted(recorded)} is not one this version of dpfast "
             f"knows (expected one of {list(_RULES)}); read the report with the dpfast "
             "version that wrote it"
         )

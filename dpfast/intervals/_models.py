@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.intervals._quantiles import (
     Weights,
@@ -100,7 +101,7 @@ class Accuracy:
     def __str__(self) -> str:
         rounding = f" (+ at most {self.rounding:.4g} from rounding)" if self.rounding else ""
         return (
-            f"{self.statistic} of {self.column!r} over {self.rows:,} rows: ± "
+            f"{self.statistic} of {quoted(self.column)} over {self.rows:,} rows: ± "
             f"{self.half_width:.4g}{rounding} at {self.level:.0%}"
         )
 
@@ -223,7 +224,7 @@ class ValueNoise:
         """Return the interval of the column's mean or sum over ``rows`` released rows."""
         if statistic == "count":
             raise DPFastValueError(
-                f"column {self.column!r} carries noise on its values, not on a count: the "
+                f"column {quoted(self.column)} carries noise on its values, not on a count: the "
                 "released file has exactly its number of rows, and a count of rows that "
                 "meet a condition on noisy values has no interval from public values; ask "
                 'for statistic="mean" or "sum"'

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.intervals._groups import layout, remainder_rule
 from dpfast.intervals._models import (
@@ -92,7 +93,7 @@ def _value_models(report: Mapping[str, Any], unit: str) -> tuple[dict[str, Model
             models[column] = model
         else:
             skipped[column] = (
-                f"released through the public transform {transform!r}: the noise "
+                f"released through the public transform {quoted(transform)}: the noise "
                 f"({model.noise()}) is added on the transformed scale, so on the data's "
                 "scale it depends on the values, and a mean or sum has no interval from "
                 "public values"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dpfast.io._categories import (
     arrow_labels,
+    check_declared,
     is_declared_dictionary,
     released_categories,
     same_dictionaries,
@@ -33,6 +34,7 @@ __all__ = [
     "arrow_labels",
     "as_table_data",
     "build_table",
+    "check_declared",
     "column_kinds",
     "is_declared_dictionary",
     "output_format",

@@ -1,24 +1,28 @@
 """Categorical columns' categories: those a column's type declares, and a release's.
 
 A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary of text marked
-ordered declare their categories, in an order of their own: a release keeps them, the
-public domain's values they lack after them (:func:`released_categories`). Other
-categoricals (their categories often those that occur, in the order they occur) take the
-public domain's.
+ordered declare their categories, in an order of their own: a release keeps them when
+they hold every value of the public domain (:func:`check_declared`), and refuses them
+otherwise, since categories that lack some values are those that occur in the data
+(``pd.Categorical(values, ordered=True)``), and releasing them would show which occur.
+Other categoricals (their categories often those that occur, in the order they occur)
+take the public domain's, in its order (:func:`released_categories`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 
 __all__ = [
     "arrow_labels",
+    "check_declared",
     "is_declared_dictionary",
     "released_categories",
     "same_dictionaries",
@@ -49,7 +53,7 @@ def same_dictionaries(name: Hashable, dictionaries: Sequence[pa.Array]) -> list[
     first = dictionaries[0]
     if any(not first.equals(other) for other in dictionaries[1:]):
         raise DPFastValueError(
-            f"column {name!r} is an ordered categorical (a dictionary marked ordered) whose "
+            f"column {quoted(name)} is an ordered categorical (a dictionary marked ordered) whose "
             "parts hold different categories, so it has no one order to keep; give every "
             "part the same categories (one pandas CategoricalDtype, one polars Enum), or "
             "make the column text"
@@ -62,24 +66,52 @@ def text_categories(categories: list[Any]) -> list[str] | None:
     return categories if all(isinstance(c, str) for c in categories) else None
 
 
+D = TypeVar("D", bound=Sequence[Any])
+
+
+def check_declared(name: Hashable | None, declared: D | None, labels: Sequence[Any]) -> D | None:
+    """Return the categories a column's type declares if they hold every label; else refuse.
+
+    ``labels`` is the public domain the column is released in (a taxonomy's leaves,
+    randomized response's domain, DiffGen's classes). Declared categories that lack some
+    of them are what ``pd.Categorical(values, ordered=True)`` makes of the values that
+    occur: released in their order (the others after them, as dpfast once did), their
+    order would differ between neighbouring tables and show which values occur. Every
+    label declared, the categories and their order are the caller's declaration, the same
+    for every table; without a declaration (``None``) the domain's categories are used.
+    """
+    if declared is None:
+        return None
+    have = set(declared)
+    missing = [label for label in labels if label not in have]
+    if missing:
+        raise DPFastValueError(
+            f"{'a column' if name is None else f'column {quoted(name)}'} is an ordered "
+            "categorical whose categories lack "
+            f"{len(missing):,} of the {len(labels):,} values of its public domain "
+            f"({quoted(missing, listed=True)}): categories that lack some values are often "
+            "those that occur in the data, and releasing them in their order would show "
+            "which occur. Declare every value of the domain in the column's type (pandas: "
+            "pd.CategoricalDtype(domain, ordered=True); polars: pl.Enum(domain)), or make "
+            "the column unordered or text: the release then takes the domain's categories"
+        )
+    return declared
+
+
 def released_categories(
     codes: np.ndarray, labels: Sequence[Any], declared: Sequence[Any] | None
 ) -> tuple[list[Any], np.ndarray]:
     """Return a released categorical column's categories, and its codes among them.
 
     ``codes`` index ``labels`` (the public domain). Without ``declared`` categories the
-    categories are ``labels``; with them (:meth:`TableData.declared_categories`), the
-    declared ones in their order, then the labels not among them in the domain's order,
-    so that a column whose type declares every label keeps its type exactly.
+    categories are ``labels``; with them (:meth:`TableData.declared_categories`, checked
+    by :func:`check_declared` before the release), the declared ones in their order, so
+    that the column keeps its type exactly. Neither depends on the values that occur.
     """
     if declared is None:
         return list(labels), codes
-    categories = list(declared)
+    categories = list(check_declared(None, declared, labels) or ())
     position = {value: i for i, value in enumerate(categories)}
-    for label in labels:
-        if label not in position:
-            position[label] = len(categories)
-            categories.append(label)
     lookup = np.array([position[label] for label in labels], dtype=np.int64)
     return categories, lookup[codes] if len(lookup) else codes
 

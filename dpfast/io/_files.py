@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from dpfast._validation import check_unique_names
+from dpfast._validation import check_unique_names, quoted
 from dpfast.exceptions import DPFastValueError
 
 _FORMATS = {
@@ -51,7 +51,7 @@ def output_format(path: str | os.PathLike[str]) -> str:
     extension = "".join(Path(path).suffixes[-2:])
     raise DPFastValueError(
         f"cannot tell the file format of {os.fspath(path)!r} from its extension "
-        f"{extension or '(none)'!r}; use .parquet or .csv (also .csv.gz, .tsv, .tsv.gz)"
+        f"{quoted(extension or '(none)')}; use .parquet or .csv (also .csv.gz, .tsv, .tsv.gz)"
     )
 
 
@@ -61,11 +61,12 @@ def _separator(fmt: str, delimiter: str | None) -> str:
         return "\t" if fmt.startswith("tsv") else ","
     if not (isinstance(delimiter, str) and len(delimiter) == 1 and delimiter.isascii()):
         raise DPFastValueError(
-            f"a delimiter must be one ASCII character, got {delimiter!r}; e.g. --delimiter ';'"
+            f"a delimiter must be one ASCII character, got {quoted(delimiter)}; e.g. --delimiter "
+            "';'"
         )
     if delimiter in '"\r\n':
         raise DPFastValueError(
-            f"a delimiter cannot be a quote or a line break, got {delimiter!r}; "
+            f"a delimiter cannot be a quote or a line break, got {quoted(delimiter)}; "
             "e.g. --delimiter ';'"
         )
     return delimiter
@@ -77,7 +78,7 @@ def _check_text_options(path: str | os.PathLike[str], delimiter: str | None, enc
         codecs.lookup(encoding)
     except (LookupError, TypeError):
         raise DPFastValueError(
-            f"unknown text encoding {encoding!r}; give a name Python knows, e.g. "
+            f"unknown text encoding {quoted(encoding)}; give a name Python knows, e.g. "
             "--encoding utf-8, latin-1 or cp1252"
         ) from None
     if output_format(path) == "parquet" and (delimiter is not None or not _is_utf8(encoding)):
@@ -211,7 +212,9 @@ def _check_utf8(where: str, table: pa.Table) -> None:
         raise DPFastValueError(f"{where!r} is not UTF-8 text (its header is not); {fix}") from None
     for name, column in zip(names, table.columns, strict=True):
         if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
-            raise DPFastValueError(f"{where!r} is not UTF-8 text (column {name!r} is not); {fix}")
+            raise DPFastValueError(
+                f"{where!r} is not UTF-8 text (column {quoted(name)} is not); {fix}"
+            )
 
 
 # The separators a one-column header is checked for (docs/cli.md, "Input and output files").
@@ -237,7 +240,7 @@ def _check_delimiter(where: str, table: pa.Table, separator: str) -> None:
         flag = "--delimiter tab" if candidate == "\t" else f"--delimiter '{candidate}'"
         shown = "tab" if candidate == "\t" else repr(candidate)
         raise DPFastValueError(
-            f"{where!r} looks {shown}-delimited: its header {header!r} is read as one "
+            f"{where!r} looks {shown}-delimited: its header {quoted(header)} is read as one "
             f"column; pass {flag}"
         )
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast._validation import check_unique_names
+from dpfast._validation import check_unique_names, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io._categories import (
     arrow_labels,
@@ -108,7 +108,8 @@ class TableData:
         """Return the categories a column's type declares, in their order, if it declares them.
 
         A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary marked
-        ordered declare their categories: a release keeps them (:func:`released_categories`).
+        ordered declare their categories: a release keeps them if they hold its whole domain
+        (:func:`released_categories`, :func:`check_declared`).
         Other columns (unordered categoricals and dictionaries, whose categories are often
         those that occur, in the order they occur; text) declare none: ``None``.
         """
@@ -129,9 +130,9 @@ class TableData:
 
         ``codes`` index ``labels`` (the public domain). pandas categoricals and Arrow (and
         polars) dictionary columns give categoricals: of categories ``labels``, or, for a
-        column that declares its categories (:meth:`declared_categories`), of those
-        categories with ``labels`` not among them after them, of the input's type (the
-        ordered flag, an Arrow dictionary's index and value types). Other pandas columns
+        column that declares its categories (:meth:`declared_categories`; they must hold
+        every label, :func:`check_declared`), of those categories, of the input's type
+        (the ordered flag, an Arrow dictionary's index and value types). Other pandas columns
         give strings of their own dtype (``object``, ``str``, ``string[pyarrow]``, ...),
         other Arrow columns strings of their own Arrow type; NumPy gives objects.
         """
@@ -482,7 +483,8 @@ def _check_names_as_text(names: Sequence[Hashable]) -> None:
         text = str(name)
         if text in seen:
             raise DPFastValueError(
-                f"columns {seen[text]!r} and {name!r} have the same name as text ({text!r}); "
+                f"columns {quoted(seen[text])} and {quoted(name)} have the same name as text "
+                f"({quoted(text)}); "
                 "rename one, e.g. frame.columns = frame.columns.map(str) after making the "
                 "names distinct"
             )

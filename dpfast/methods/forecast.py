@@ -7,6 +7,7 @@ the release function binds them, and reads the row count and the names.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 from collections.abc import Callable, Hashable, Mapping
@@ -30,6 +31,8 @@ from dpfast._validation import (
     check_k,
     check_k_anonymity,
     check_retention,
+    did_you_mean,
+    quoted,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.methods.diffgen import diffgen, diffgen_forecast
@@ -168,8 +171,10 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
         :class:`~dpfast.PublicTable` (row count, names, integer columns).
     **arguments
         The release's own arguments; those that only change how it runs (``seed``,
-        ``output``, ``budget``, ...) are checked where the release checks them before
-        its plan, and otherwise ignored.
+        ``output``, ...) are checked where the release checks them before its plan, and
+        otherwise ignored. A ``budget`` is read, never reserved: :attr:`Forecast.budget_note`
+        says whether the release would fit in what is left. A name the release does not
+        take is refused, naming it and the closest one it takes.
 
     Returns
     -------
@@ -202,12 +207,12 @@ def forecast(method: str | Callable[..., Any], data: Any, /, **arguments: Any) -
     if isinstance(data, PublicTable) or (
         isinstance(data, numbers.Integral) and not isinstance(data, bool)
     ):
-        return build(_table(name, data, bound), bound)
+        return _with_budget(build(_table(name, data, bound), bound), bound.get("budget"))
     where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
-    with open_run(name, data, where, ReleaseOptions) as run:
+    with open_run(name, data, where, ReleaseOptions, reads_only=True) as run:
         expected = build(_read(run.engine, run.n_rows, bound), bound)
         found = None if from_data is None else from_data(run.engine, bound)
-    return expected.with_data(found)
+    return _with_budget(expected, bound.get("budget")).with_data(found)
 
 
 def forecast_from_data(
@@ -224,15 +229,30 @@ def forecast_from_data(
         return None
     bound = _bind(name, release, data, arguments)
     where = {key: bound[key] for key in ("engine", "output", "memory_limit")}
-    with open_run(name, data, where, ReleaseOptions) as run:
+    with open_run(name, data, where, ReleaseOptions, reads_only=True) as run:
         return from_data(run.engine, bound)
+
+
+def _with_budget(expected: Forecast, budget: Any) -> Forecast:
+    """Say whether the release fits in ``budget``, read without reserving anything."""
+    shortfall = getattr(budget, "shortfall", None)
+    if expected.epsilon is None or not callable(shortfall):
+        return expected
+    refusal = shortfall(expected.epsilon)
+    if refusal is not None:
+        note = f"will NOT fit: {refusal}"
+    else:
+        left, total = budget.remaining(), budget.total_epsilon
+        note = f"fits: budget file {str(budget.path)!r} has {left:.6g} of {total:g} left"
+    return dataclasses.replace(expected, budget_note=note)
 
 
 def _name(method: Any) -> str:
     name = method if isinstance(method, str) else getattr(method, "__name__", None)
     if name not in _METHODS:
         raise DPFastValueError(
-            f"method must be one of {sorted(_METHODS)} or the release function, got {method!r}"
+            f"method must be one of {sorted(_METHODS)} or the release function, got "
+            f"{quoted(method)}"
         )
     return str(name)
 
@@ -245,6 +265,19 @@ def _bind(
     The release's ``**options`` are checked as the release checks them and join its
     other arguments, each at its default where ``arguments`` leave it out.
     """
+    parameters = inspect.signature(release).parameters
+    known = [
+        p
+        for p, kind in parameters.items()
+        if p != "data" and kind.kind is not inspect.Parameter.VAR_KEYWORD
+    ] + sorted(options_class(release).__optional_keys__)
+    unknown = [key for key in arguments if key not in known]
+    if unknown:
+        raise DPFastTypeError(
+            f"{name}() got an unexpected keyword argument {quoted(unknown[0])}; "
+            f"{did_you_mean(unknown[0], known)}a forecast takes the release's arguments: "
+            f"{', '.join(known)}"
+        )
     try:
         bound = inspect.signature(release).bind(data, **arguments)
         bound.apply_defaults()

@@ -49,6 +49,7 @@ from dpfast._validation import (
     check_epsilon,
     check_nonempty,
     check_seed,
+    quoted,
 )
 from dpfast.accounting import (
     GuaranteeLevel,
@@ -224,7 +225,8 @@ def _validate(
     selected = check_columns(columns, table.names)
     protected = table.numeric_columns(selected, categorical=False)
     bounds, specs = split_bounds(bounds)
-    domains, derived = check_bounds(bounds, [c.name for c in protected], _ranges(table, protected))
+    protected_names = [c.name for c in protected]
+    domains, derived = check_bounds(bounds, protected_names, _ranges(table, protected), table.names)
     return epsilon, protected, domains, derived, protected_specs(specs, protected)
 
 
@@ -392,7 +394,7 @@ def _plan(
     """One column's grid, scale and entry: ``share`` of ε, ``parts`` of them the total."""
     lower, upper = domain
     grid = Grid.for_column(lower, upper, n_records, transform=transform)
-    steps = scale_steps(grid.d_int, share, what=f"column {column.name!r}", shares=parts)
+    steps = scale_steps(grid.d_int, share, what=f"column {quoted(column.name)}", shares=parts)
     grid = noise_grid(grid, steps)  # the mapping back of a transformed column
     entry = grid_noise_entry(
         column,

@@ -42,9 +42,11 @@ from dpfast._validation import (
     check_retention,
     check_seed,
     option,
+    quoted,
 )
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io import check_declared
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -77,7 +79,9 @@ def _domain_values(domain: Any) -> list[Any]:
     if len(set(values)) != len(values):
         seen: set[Any] = set()
         twice = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
-        raise DPFastValueError(f"{option('domain')} lists categories more than once: {twice[:5]}")
+        raise DPFastValueError(
+            f"{option('domain')} lists categories more than once: {quoted(twice)}"
+        )
     if len(values) > noise.KEEP_DENOMINATOR:
         raise DPFastValueError(
             f"{option('domain')} may hold at most 2**32 categories, got {len(values)}"
@@ -224,6 +228,7 @@ def randomized_response(
             seed = check_seed(run.seed)
             threads = column_threads(n_threads)
             typed = _in_column_type(categories, run.engine.value_dtype(name))
+            check_declared(name, run.engine.declared_categories(name), typed)
             if epsilon is not None:
                 run.reserve(epsilon, [name])
             elif run.budget is not None:
@@ -353,7 +358,7 @@ def _report_fields(
     return {
         "parameters": _parameters(name, m, keep, epsilon, retention),
         "guarantee": (
-            f"{ledger.total:.6g}-local differential privacy for column {str(name)!r}: each "
+            f"{ledger.total:.6g}-local differential privacy for column {quoted(str(name))}: each "
             f"record's value is kept with probability {p:.6g}, else replaced by a uniform "
             f"draw from the public domain of {m} categories, independently of every other "
             "record. Centrally this protects only that column's value of a record.",

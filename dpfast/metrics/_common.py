@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data
 
@@ -42,11 +43,11 @@ def paired(original: Any, released: Any) -> tuple[list[Hashable], Columns, Colum
     for name in names_o:
         if cols_o[name].shape != cols_r[name].shape:
             raise DPFastValueError(
-                f"column {name!r} has {cols_o[name].shape[0]} original and "
+                f"column {quoted(name)} has {cols_o[name].shape[0]} original and "
                 f"{cols_r[name].shape[0]} released rows; pass tables of the same shape"
             )
         if cols_o[name].shape[0] == 0:
-            raise DPFastValueError(f"column {name!r} is empty; metrics need at least one row")
+            raise DPFastValueError(f"column {quoted(name)} is empty; metrics need at least one row")
     return names_o, cols_o, cols_r, single_o
 
 
@@ -58,11 +59,11 @@ def bounds_for(bounds: Any, name: Hashable, single: bool) -> tuple[float, float]
         pair = bounds
     else:
         if name not in bounds:
-            raise DPFastValueError(f"no bounds for column {name!r}; add it to bounds")
+            raise DPFastValueError(f"no bounds for column {quoted(name)}; add it to bounds")
         pair = bounds[name]
     lower, upper = float(pair[0]), float(pair[1])
     if not lower <= upper:
-        raise DPFastValueError(f"bounds for column {name!r} are inverted: ({lower}, {upper})")
+        raise DPFastValueError(f"bounds for column {quoted(name)} are inverted: ({lower}, {upper})")
     return lower, upper
 
 
@@ -119,7 +120,7 @@ def finite(values: np.ndarray, name: Hashable) -> np.ndarray:
     """Return the column as float64, refusing NaN and infinities with a message naming it."""
     result = as_float(values, name)
     if not np.isfinite(result).all():
-        raise DPFastValueError(f"column {name!r} holds NaN or inf; pass finite numbers")
+        raise DPFastValueError(f"column {quoted(name)} holds NaN or inf; pass finite numbers")
     return result
 
 
@@ -129,7 +130,7 @@ def as_float(values: np.ndarray, name: Hashable) -> np.ndarray:
         result = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise DPFastTypeError(
-            f"column {name!r} is not numeric (dtype {np.asarray(values).dtype}); this metric "
+            f"column {quoted(name)} is not numeric (dtype {np.asarray(values).dtype}); this metric "
             "needs numbers"
         ) from exc
     return result

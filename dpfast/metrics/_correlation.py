@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.metrics._common import as_float, columns_of
 from dpfast.metrics._loss import correlation_change, covariance
@@ -73,7 +74,8 @@ def correlation_error(original: Any, released: Any) -> float:
     released_names, y = _matrix(released, "released")
     if names != released_names:
         raise DPFastValueError(
-            f"original and released must have the same columns, got {names} and {released_names}"
+            f"original and released must have the same columns, got {quoted(names)} and "
+            f"{quoted(released_names)}"
         )
     v, w = covariance(x, 0), covariance(y, 0)
     p = x.shape[1]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.metrics._common import bounds_for, finite, per_column_metric
 
@@ -79,7 +80,7 @@ def relative_error(
             return taxonomies
         if not isinstance(taxonomies, Mapping):
             raise DPFastTypeError(
-                f"taxonomies must be a mapping {{column: Taxonomy}}, got {taxonomies!r}"
+                f"taxonomies must be a mapping {{column: Taxonomy}}, got {quoted(taxonomies)}"
             )
         return taxonomies.get(name)
 
@@ -233,7 +234,7 @@ def jensen_shannon(
     1.0
     """
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise DPFastValueError(f"bins must be a positive integer, got {bins!r}")
+        raise DPFastValueError(f"bins must be a positive integer, got {quoted(bins)}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
         categorical = not all(
@@ -299,13 +300,13 @@ def variance_variation(
     0.0
     """
     if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {quoted(ddof)}")
 
     def metric(name: Hashable, x: np.ndarray, y: np.ndarray, single: bool) -> float:
         x, y = finite(x, name), finite(y, name)
         if x.shape[0] <= ddof:
             raise DPFastValueError(
-                f"column {name!r} has {x.shape[0]} row(s); the sample variance (ddof=1) "
+                f"column {quoted(name)} has {x.shape[0]} row(s); the sample variance (ddof=1) "
                 "needs at least 2"
             )
         before, after = float(np.var(x, ddof=ddof)), float(np.var(y, ddof=ddof))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.metrics._common import (
     aggregate,
@@ -65,7 +66,7 @@ class InformationLoss(Mapping[str, float]):
 
     def __getitem__(self, key: str) -> float:
         if key not in MEASURES:
-            raise DPFastKeyError(f"{key!r}; expected one of {list(MEASURES)}")
+            raise DPFastKeyError(f"{quoted(key)}; expected one of {list(MEASURES)}")
         return float(getattr(self, key.lower()))
 
     def __iter__(self) -> Iterator[str]:
@@ -170,7 +171,7 @@ def information_loss(original: Any, released: Any, *, ddof: int = 0) -> Informat
     0.7071
     """
     if isinstance(ddof, bool) or ddof not in (0, 1):
-        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+        raise DPFastValueError(f"ddof must be 0 (population) or 1 (sample), got {quoted(ddof)}")
     x, y = _matrices(original, released)
     n, p = x.shape
     if n <= ddof:
@@ -226,7 +227,7 @@ def _scaled_columns(
     for name in names:
         values = finite(columns[name], name)
         if values.shape[0] == 0:
-            raise DPFastValueError(f"column {name!r} is empty; metrics need at least one row")
+            raise DPFastValueError(f"column {quoted(name)} is empty; metrics need at least one row")
         if standardize:
             scale = float(np.std(values))
             values = (values - values.mean()) / (scale if scale > 0 else 1.0)

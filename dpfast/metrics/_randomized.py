@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data
 
@@ -89,11 +90,11 @@ def reconstruct_distribution(
             domain = domain() if callable(domain) else domain
             break
     if isinstance(retention, bool) or not isinstance(retention, (int, float, np.number)):
-        raise DPFastTypeError(f"retention must be a number, got {retention!r}")
+        raise DPFastTypeError(f"retention must be a number, got {quoted(retention)}")
     p = float(retention)
     if not 0.0 < p < 1.0:
         raise DPFastValueError(
-            f"retention must be in (0, 1), got {retention!r}; with 0 the release carries no "
+            f"retention must be in (0, 1), got {quoted(retention)}; with 0 the release carries no "
             "information about the original values"
         )
     categories = pd.Index(list(domain))
@@ -101,16 +102,17 @@ def reconstruct_distribution(
         raise DPFastValueError("domain must hold at least 2 distinct categories")
     table = as_table_data(data)
     if column not in table.names:
-        raise DPFastValueError(f"unknown column {column!r}; the table has columns {table.names}")
+        raise DPFastValueError(f"no column {quoted(column)}; the table has {quoted(table.names)}")
     values = table.column(column)
     n = values.shape[0]
     if n == 0:
-        raise DPFastValueError(f"column {column!r} is empty; nothing to estimate")
+        raise DPFastValueError(f"column {quoted(column)} is empty; nothing to estimate")
     codes = categories.get_indexer(values)
     if (codes < 0).any():
         bad = pd.unique(values[codes < 0])[:5]
         raise DPFastValueError(
-            f"column {column!r} holds value(s) outside the domain: {list(bad)}; pass the "
+            f"column {quoted(column)} holds value(s) outside the domain: {quoted(list(bad))}; pass "
+            "the "
             "domain used for the release"
         )
     m = len(categories)

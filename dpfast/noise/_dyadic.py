@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._kernels import geometric as _geo
-from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small
+from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.noise._common import _check_key, _exp_lower_bound, _run_chunks, _threads_for
 from dpfast.noise._laplace import RATE_SAMPLER_NAME, discrete_laplace_rate, rate_at_most
@@ -82,10 +82,10 @@ def dyadic_base_at_most(epsilon: float | Fraction, bits: int = 16) -> tuple[int,
     ((39750, 16), True)
     """
     if bits not in DYADIC_BITS:
-        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
+        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {quoted(bits)}")
     exact = Fraction(epsilon)
     if exact <= 0:
-        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {quoted(epsilon)}")
     top = 1 << bits
     if exact >= bits:  # exp(epsilon) >= 2**bits: m = 1 (and the Taylor sum would be huge)
         return (1, bits)
@@ -151,7 +151,7 @@ def add_discrete_laplace_dyadic(
     """
     key = _check_key(key)
     if bits not in DYADIC_BITS:
-        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {bits!r}")
+        raise DPFastValueError(f"bits must be one of {DYADIC_BITS}, got {quoted(bits)}")
     m = check_int(m, "m", low=1, high=(1 << bits) - 1)
     out = _integer_values(values, "values")
     low = (
@@ -279,7 +279,7 @@ def count_noise_plan(epsilon: float | Fraction) -> CountNoise:
     """
     exact = Fraction(epsilon)
     if exact <= 0:
-        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {quoted(epsilon)}")
     if exact < COUNT_MIN_EPSILON:
         raise epsilon_too_small(
             float(exact), "the exact count samplers have no rate below 1/2**32", 2.0**-32
@@ -358,7 +358,9 @@ def apply_count_noise(
     if counts.size and (int(counts.min()) < -_MAX_VALUE or int(counts.max()) > _MAX_VALUE):
         raise DPFastValueError("counts must lie in [-2**62, 2**62]")
     if not isinstance(plan, CountNoise):
-        raise DPFastTypeError(f"plan must be a CountNoise from count_noise_plan, got {plan!r}")
+        raise DPFastTypeError(
+            f"plan must be a CountNoise from count_noise_plan, got {quoted(plan)}"
+        )
     low = None if floor is None else check_int(floor, "floor", low=-_MAX_VALUE, high=_MAX_VALUE)
     _apply_count_noise(key, counts, plan, low, n_threads)
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import chacha as _chacha
-from dpfast._validation import check_positive
+from dpfast._validation import check_positive, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.noise._common import _exp_lower_bound
 
@@ -124,7 +124,7 @@ def _exact_positive(value: Any, name: str) -> Fraction:
     if isinstance(value, numbers.Rational) and not isinstance(value, (bool, np.bool_)):
         exact = Fraction(int(value.numerator), int(value.denominator))
         if exact <= 0:
-            raise DPFastValueError(f"{name} must be a finite number > 0, got {value!r}")
+            raise DPFastValueError(f"{name} must be a finite number > 0, got {quoted(value)}")
         return exact
     return Fraction(check_positive(value, name))
 

@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._kernels import dlaplace as _dl
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastValueError, UnsafeSamplerWarning
 from dpfast.noise._common import (
     _MAX_SCALE,
@@ -143,7 +143,7 @@ def rate_at_most(
     exact = Fraction(epsilon) / check_int(sensitivity, "sensitivity", low=1, high=_MAX_SCALE)
     max_denominator = check_int(max_denominator, "max_denominator", low=1, high=_MAX_SCALE - 1)
     if exact <= 0:
-        raise DPFastValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise DPFastValueError(f"epsilon must be > 0, got {quoted(epsilon)}")
     if exact.denominator <= max_denominator:
         rate = exact
     else:
@@ -275,7 +275,7 @@ def unsafe_float_laplace(scale: float, size: int, seed: int | None = None) -> np
     (3,)
     """
     if not isinstance(scale, numbers.Real) or not float(scale) > 0:
-        raise DPFastValueError(f"scale must be a positive number, got {scale!r}")
+        raise DPFastValueError(f"scale must be a positive number, got {quoted(scale)}")
     size = check_int(size, "size", low=0, high=2**62)
     warnings.warn(
         "unsafe_float_laplace uses numpy's floating-point Laplace sampler, which leaks "

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.noise._exponential import exponential_mechanism
 
@@ -77,7 +77,7 @@ def quantile_quality(below: Any, at_most: Any, *, quantile: float, n: int) -> np
         raise DPFastValueError("below and at_most must have one shape, and below <= at_most")
     exact = Fraction(float(quantile))
     if not 0 <= exact <= 1:
-        raise DPFastValueError(f"quantile must be in [0, 1], got {quantile!r}")
+        raise DPFastValueError(f"quantile must be in [0, 1], got {quoted(quantile)}")
     target = round(exact * n * QUANTILE_SENSITIVITY)  # half to even, exactly
     quality: np.ndarray = -np.maximum(np.maximum(low - target, target - high), 0)
     return quality

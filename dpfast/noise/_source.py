@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 _SEED_DOMAIN = b"dpfast-seed-v1"
@@ -36,7 +36,7 @@ def _encode_label(parts: tuple[Any, ...]) -> bytes:
             chunks.append(b"i" + _encode_int(int(part)))
         else:
             raise DPFastTypeError(
-                f"key label parts must be str or int, got {type(part).__name__} ({part!r}); "
+                f"key label parts must be str or int, got {type(part).__name__} ({quoted(part)}); "
                 "convert it with str() first"
             )
     return b"".join(chunks)

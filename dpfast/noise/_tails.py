@@ -14,14 +14,14 @@ import math
 
 import numpy as np
 
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastValueError
 
 
 def _check_scale(scale: float) -> float:
     value = float(scale)
     if not (math.isfinite(value) and value >= 0):
-        raise DPFastValueError(f"scale must be a finite number >= 0, got {scale!r}")
+        raise DPFastValueError(f"scale must be a finite number >= 0, got {quoted(scale)}")
     return value
 
 
@@ -254,7 +254,7 @@ def log_mean_exp(scale: float, step: float) -> float:
     """
     t = _check_scale(scale)
     if not (math.isfinite(step) and step > 0):
-        raise DPFastValueError(f"step must be a finite number > 0, got {step!r}")
+        raise DPFastValueError(f"step must be a finite number > 0, got {quoted(step)}")
     if t == 0:
         return 0.0
     one_minus_r = -math.expm1(-1.0 / t)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import wordstream as _ws
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.noise._common import _check_key, _check_range, _run_chunks
 
@@ -97,7 +97,7 @@ def add_uniform(
     if not isinstance(half_width, numbers.Real) or not (
         np.isfinite(float(half_width)) and float(half_width) >= 0
     ):
-        raise DPFastValueError(f"half_width must be a finite number >= 0, got {half_width!r}")
+        raise DPFastValueError(f"half_width must be a finite number >= 0, got {quoted(half_width)}")
     size, start = _check_range(values.shape[0], start)
     out = np.empty(size, dtype=np.float64)
     arguments = (values, float(half_width), out)

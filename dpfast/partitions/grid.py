@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from dpfast._kernels import grid as _grid_kernels
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.exceptions import DPFastValueError
 
 # Grid resolution: the domain is cut into at most 2**40 steps, so rounding a centroid moves
@@ -81,7 +81,7 @@ class Grid:
         """Choose the finest grid whose values, row indices and group sums fit in 64 bits."""
         if transform is not None and transform not in TRANSFORM_CODES:
             raise DPFastValueError(
-                f"a transform must be one of {sorted(TRANSFORM_CODES)}, got {transform!r}"
+                f"a transform must be one of {sorted(TRANSFORM_CODES)}, got {quoted(transform)}"
             )
         index_bits = max(1, (n_records - 1).bit_length())
         width = forward(upper, transform) - forward(lower, transform)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpfast._kernels import insensitive_mdav as _insensitive
-from dpfast._validation import check_k
+from dpfast._validation import check_k, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.mdav import as_matrix, check_categorical, first_appearance
 from dpfast.taxonomy import Taxonomy
@@ -89,7 +89,7 @@ def reference_sequence(
         if reference not in REFERENCES:
             raise DPFastValueError(
                 f"reference must be one of {list(REFERENCES)} or an array of points, got "
-                f"{reference!r}"
+                f"{quoted(reference)}"
             )
         if reference == "corners" or m <= 1:
             return np.stack([lower, upper]), steps % 2

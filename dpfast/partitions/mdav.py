@@ -94,8 +94,10 @@ def as_matrix(values: Any) -> np.ndarray:
         raise DPFastValueError(
             f"X must be a 2-D array (records x attributes), got shape {matrix.shape}"
         )
-    if not np.issubdtype(matrix.dtype, np.number) or np.issubdtype(
-        matrix.dtype, np.complexfloating
+    if (
+        not np.issubdtype(matrix.dtype, np.number)
+        or np.issubdtype(matrix.dtype, np.complexfloating)
+        or matrix.dtype.kind == "m"  # durations: not numbers (their unit is arbitrary)
     ):
         raise DPFastTypeError(f"X must hold real numbers, got dtype {matrix.dtype}")
     matrix = matrix.astype(np.float64, copy=False)

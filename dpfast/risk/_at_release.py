@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfast._validation import check_int, check_threads
+from dpfast._validation import check_int, check_threads, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.risk._common import as_table, dpfast_errors, is_numeric, json_name, paired
 from dpfast.risk._interval import check_percent
@@ -95,8 +95,8 @@ class RiskOptions:
             unknown = [name for name in listed if name not in known]
             if unknown:
                 raise DPFastValueError(
-                    f"risk['{key}'] names column(s) {unknown} that the input does not have; "
-                    f"its columns are {list(names)}"
+                    f"risk['{key}'] names column(s) {quoted(unknown)} that the input does not "
+                    f"have; its columns are {quoted(list(names))}"
                 )
 
 
@@ -105,12 +105,12 @@ def _names(value: Any, key: str) -> list[Hashable]:
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)):
-        raise DPFastTypeError(f"risk['{key}'] must be a list of column names, got {value!r}")
+        raise DPFastTypeError(f"risk['{key}'] must be a list of column names, got {quoted(value)}")
     names = list(value)
     if not names:
         raise DPFastValueError(f"risk['{key}'] is empty; name at least one column, or leave it out")
     if len(set(names)) != len(names):
-        raise DPFastValueError(f"risk['{key}'] lists a column twice: {names}")
+        raise DPFastValueError(f"risk['{key}'] lists a column twice: {quoted(names)}")
     return names
 
 
@@ -171,18 +171,18 @@ taxonomies=None, n_threads=None)
     if not isinstance(risk, Mapping):
         raise DPFastTypeError(
             f"risk must be True, False or a dict with keys among {list(RISK_KEYS)}, got "
-            f"{risk!r}; e.g. risk={{'quasi_identifiers': ['age', 'zip'], 'k': 5}}"
+            f"{quoted(risk)}; e.g. risk={{'quasi_identifiers': ['age', 'zip'], 'k': 5}}"
         )
     unknown = [key for key in risk if key not in RISK_KEYS]
     if unknown:
         raise DPFastValueError(
-            f"risk has unknown key(s) {unknown}; the keys are {list(RISK_KEYS)} "
+            f"risk has unknown key(s) {quoted(unknown)}; the keys are {list(RISK_KEYS)} "
             "(docs/risk.md#risk-at-release-time)"
         )
     taxonomies = risk.get("taxonomies")
     if taxonomies is not None and not isinstance(taxonomies, Mapping):
         raise DPFastTypeError(
-            f"risk['taxonomies'] must be a dict {{column: taxonomy}}, got {taxonomies!r}"
+            f"risk['taxonomies'] must be a dict {{column: taxonomy}}, got {quoted(taxonomies)}"
         )
     with dpfast_errors():
         k = risk.get("k")
@@ -286,8 +286,8 @@ def _released_frame(
     missing = [name for name in needed if name not in released or name == counts]
     if missing:
         raise DPFastValueError(
-            f"risk names column(s) {missing} that the release does not hold (it holds "
-            f"{[name for name in released if name != counts]}); name released columns, or "
+            f"risk names column(s) {quoted(missing)} that the release does not hold (it holds "
+            f"{quoted([name for name in released if name != counts])}); name released columns, or "
             "release them too (unprotected='keep' or 'shuffle')"
         )
     frame = pd.DataFrame({name: released[name] for name in needed})

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import checks
-from dpfast._validation import check_columns
+from dpfast._validation import check_columns, quoted
 from dpfast.exceptions import DPFastError, DPFastTypeError, DPFastValueError
 from dpfast.io import TableData, as_table_data
 from dpfast.taxonomy import Taxonomy, as_taxonomy
@@ -94,7 +94,7 @@ def misalignment(report: Any) -> str | None:
             "of their own"
         )
     if method not in ROW_ORDER_METHODS:
-        return f"dpfast cannot tell whether a {method!r} release keeps the input's row order"
+        return f"dpfast cannot tell whether a {quoted(method)} release keeps the input's row order"
     return None
 
 
@@ -181,8 +181,8 @@ def paired(original: Any, released: Any, columns: Any, function: str) -> Pair:
     missing = [name for name in names if name not in set(original_table.names)]
     if missing:
         raise DPFastValueError(
-            f"column(s) {missing} of the release are not in the original, which has "
-            f"{list(original_table.names)}; name the columns both tables share in columns="
+            f"column(s) {quoted(missing)} of the release are not in the original, which has "
+            f"{quoted(list(original_table.names))}; name the columns both tables share in columns="
         )
     return Pair(original_table, released_table, names)
 
@@ -192,13 +192,13 @@ def numeric_values(table: TableData, name: Hashable, role: str, hint: str) -> np
     raw = table.column(name)
     if raw.dtype.kind not in "biuf":  # booleans, integers, floats
         raise DPFastTypeError(
-            f"column {name!r} of the {role} table is not numeric (dtype {raw.dtype}); {hint}"
+            f"column {quoted(name)} of the {role} table is not numeric (dtype {raw.dtype}); {hint}"
         )
     values = np.asarray(raw, dtype=np.float64)
     count, first = checks.non_finite(values)
     if count:
         raise DPFastValueError(
-            f"column {name!r} of the {role} table has {count} NaN or infinite value(s) "
+            f"column {quoted(name)} of the {role} table has {count} NaN or infinite value(s) "
             f"(first at row {first}); the risk measures need finite numbers: drop or impute "
             "those rows in both tables"
         )
@@ -232,8 +232,8 @@ def check_taxonomies(taxonomies: Any, pair: Pair) -> dict[Hashable, Taxonomy]:
     unknown = [name for name in taxonomies if name not in set(pair.released.names)]
     if unknown:
         raise DPFastValueError(
-            f"taxonomies names column(s) {unknown} that the release does not have; its "
-            f"columns are {list(pair.released.names)}"
+            f"taxonomies names column(s) {quoted(unknown)} that the release does not have; its "
+            f"columns are {quoted(list(pair.released.names))}"
         )
     with dpfast_errors():
         return {

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_choice
+from dpfast._validation import check_choice, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.risk._common import dpfast_errors, numeric_values, paired
 
@@ -22,10 +22,12 @@ _HINT = "interval disclosure needs numbers; leave it out of columns"
 def check_percent(p: Any) -> float:
     """Return ``p`` as a float in ``[0, 100]`` (a percentage)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
-        raise DPFastTypeError(f"p must be a percentage (a number in [0, 100]), got {p!r}")
+        raise DPFastTypeError(f"p must be a percentage (a number in [0, 100]), got {quoted(p)}")
     value = float(p)
     if not (math.isfinite(value) and 0 <= value <= 100):
-        raise DPFastValueError(f"p must be a percentage in [0, 100], got {p!r}; e.g. p=10 for ±10%")
+        raise DPFastValueError(
+            f"p must be a percentage in [0, 100], got {quoted(p)}; e.g. p=10 for ±10%"
+        )
     return value
 
 

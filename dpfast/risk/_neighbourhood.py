@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_int
+from dpfast._validation import check_int, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.risk._common import dpfast_errors, json_name, numeric_values, paired
 
@@ -118,11 +118,11 @@ def count_within(x: np.ndarray, y: np.ndarray, width: float) -> np.ndarray:
 def check_width(width: Any) -> float:
     """Return ``width`` as a finite float >= 0."""
     if isinstance(width, (bool, np.bool_)) or not isinstance(width, numbers.Real):
-        raise DPFastTypeError(f"width must be a number >= 0, got {width!r}")
+        raise DPFastTypeError(f"width must be a number >= 0, got {quoted(width)}")
     value = float(width)
     if not (math.isfinite(value) and value >= 0):
         raise DPFastValueError(
-            f"width must be a finite number >= 0 (in the column's units), got {width!r}"
+            f"width must be a finite number >= 0 (in the column's units), got {quoted(width)}"
         )
     return value
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_threads
+from dpfast._validation import check_threads, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.risk._common import (
     Pair,
@@ -83,8 +83,8 @@ def widths_of(width: Any, numeric: list[Hashable]) -> dict[Hashable, float]:
         unknown = [name for name in width if name not in numeric]
         if unknown:
             raise DPFastValueError(
-                f"width names column(s) {unknown} that are not numeric columns compared "
-                f"here; they are {numeric}"
+                f"width names column(s) {quoted(unknown)} that are not numeric columns "
+                f"compared here; they are {quoted(list(numeric))}"
             )
         return {name: check_width(value) for name, value in width.items()}
     value = check_width(width)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dpfast._kernels import frequencies as _kernels
-from dpfast._validation import check_columns, check_int
+from dpfast._validation import check_columns, check_int, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData
 from dpfast.risk._common import as_table, dpfast_errors, json_name, release_data
@@ -96,7 +96,7 @@ def _column_codes(table: TableData, name: Hashable) -> tuple[np.ndarray, int]:
     missing = np.flatnonzero(codes < 0)
     if missing.size:
         raise DPFastValueError(
-            f"quasi-identifier {name!r} has {missing.size} missing value(s) (first at row "
+            f"quasi-identifier {quoted(name)} has {missing.size} missing value(s) (first at row "
             f"{missing[0]}); give them a value of their own (e.g. 'unknown') or drop those rows"
         )
     return codes, max(cardinality, 1)

@@ -12,6 +12,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 __all__ = ["DPBounds"]
@@ -20,7 +21,7 @@ __all__ = ["DPBounds"]
 def _number(value: Any, what: str, fix: str) -> float:
     """Return ``value`` as a float; refuse booleans and what is not a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise DPFastTypeError(f"DPBounds {what} must be a number, got {value!r}; {fix}")
+        raise DPFastTypeError(f"DPBounds {what} must be a number, got {quoted(value)}; {fix}")
     return float(value)
 
 
@@ -31,7 +32,7 @@ def _quantile(value: Any, what: str) -> float | None:
     q = _number(value, what, fix)
     if not 0.0 <= q <= 1.0:
         raise DPFastValueError(
-            f"DPBounds {what} must be a quantile in [0, 1], got {value!r}; {fix}"
+            f"DPBounds {what} must be a quantile in [0, 1], got {quoted(value)}; {fix}"
         )
     return q
 
@@ -96,7 +97,8 @@ got 1.5; e.g. upper_quantile=0.99 clamps near the 99th percentile
             )
         if low is not None and high is not None and not low < high:
             raise DPFastValueError(
-                f"DPBounds lower_quantile {low!r} must be below upper_quantile {high!r}; swap them"
+                f"DPBounds lower_quantile {quoted(low)} must be below upper_quantile "
+                f"{quoted(high)}; swap them"
             )
 
     @property
@@ -117,19 +119,22 @@ got 1.5; e.g. upper_quantile=0.99 clamps near the 99th percentile
 def _outer(value: Any) -> tuple[float, float]:
     fix = "give the public outer range as a pair (lower, upper), e.g. outer=(0, 1e7)"
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise DPFastTypeError(f"DPBounds outer must be a pair (lower, upper), got {value!r}; {fix}")
+        raise DPFastTypeError(
+            f"DPBounds outer must be a pair (lower, upper), got {quoted(value)}; {fix}"
+        )
     lower = _number(value[0], "outer lower", fix)
     upper = _number(value[1], "outer upper", fix)
     if not (math.isfinite(lower) and math.isfinite(upper)):
-        raise DPFastValueError(f"DPBounds outer must be finite, got {value!r}; {fix}")
+        raise DPFastValueError(f"DPBounds outer must be finite, got {quoted(value)}; {fix}")
     if not lower < upper:
         raise DPFastValueError(
-            f"DPBounds outer must have lower < upper, got {value!r}; "
+            f"DPBounds outer must have lower < upper, got {quoted(value)}; "
             + ("swap them" if lower > upper else "widen it to the column's public range")
         )
     if not math.isfinite(upper - lower):
         raise DPFastValueError(
-            f"DPBounds outer {value!r} is wider than float64 can hold; rescale the column first"
+            f"DPBounds outer {quoted(value)} is wider than float64 can hold; rescale the "
+            "column first"
         )
     return lower, upper
 
@@ -139,7 +144,7 @@ def _share(value: Any) -> float:
     share = _number(value, "epsilon_share", fix)
     if not 0.0 < share < 1.0:
         raise DPFastValueError(
-            f"DPBounds epsilon_share must be in (0, 1), got {value!r}; {fix} and the rest on "
+            f"DPBounds epsilon_share must be in (0, 1), got {quoted(value)}; {fix} and the rest on "
             "its noise"
         )
     return share

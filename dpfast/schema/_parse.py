@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpfast._validation import did_you_mean
+from dpfast._validation import QUOTED_CHARACTERS, did_you_mean, quoted
 from dpfast.exceptions import DPFastError, DPFastValueError
 from dpfast.schema._dp_bounds import DPBounds
 
@@ -101,7 +101,8 @@ def _check_known_keys(data: Mapping[str, Any], known: tuple[str, ...], unknown: 
     for key in data:
         if key not in known:
             raise DPFastValueError(
-                f"{unknown} {key!r}; {did_you_mean(key, known)}allowed keys are {', '.join(known)}"
+                f"{unknown} {quoted(key)}; {did_you_mean(key, known)}allowed keys are "
+                f"{', '.join(known)}"
             )
 
 
@@ -149,7 +150,7 @@ def read_schema_json(path: str | os.PathLike[str]) -> Any:
         ) from None
     except _DuplicateKeyError as exc:
         raise DPFastValueError(
-            f"schema file {where!r} repeats the key {exc.key!r}; "
+            f"schema file {where!r} repeats the key {quoted(exc.key)}; "
             "declare each column and each setting once"
         ) from None
     return data
@@ -171,7 +172,8 @@ def parse_schema(
     version = data.get("version", _VERSION)
     if isinstance(version, bool) or version != _VERSION:
         raise DPFastValueError(
-            f"{where}: unsupported schema version {version!r}; this dpfast reads version {_VERSION}"
+            f"{where}: unsupported schema version {quoted(version)}; this dpfast reads version "
+            f"{_VERSION}"
         )
     description = _optional_text(data.get("description"), where, "description")
     if "columns" not in data:
@@ -214,9 +216,11 @@ def _optional_text(value: Any, where: str, what: str) -> str | None:
 
 
 def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
-    col = f"{where}: column {name!r}"
+    col = f"{where}: column {quoted(name)}"
     if not isinstance(name, str) or not name:
-        raise DPFastValueError(f"{where}: column names must be non-empty strings, got {name!r}")
+        raise DPFastValueError(
+            f"{where}: column names must be non-empty strings, got {quoted(name)}"
+        )
     _check_column_keys(entry, col)
     kind = _parse_type(entry, col)
     protect = _parse_protect(entry, kind, col)
@@ -234,7 +238,7 @@ def _column_spec(name: str, entry: Any, base: Path, where: str) -> ColumnSpec:
     missing = [key for key in from_data if key not in entry]
     if missing:
         raise DPFastValueError(
-            f'{col}: "from_data" names {missing}, which the column does not have'
+            f'{col}: "from_data" names {quoted(missing)}, which the column does not have'
         )
     dp_bounds = _column_dp_bounds(entry, kind, protect, bounds, col)
     transform = _parse_transform(entry, kind, protect, bounds, col)
@@ -292,7 +296,7 @@ def _parse_weight(entry: Mapping[str, Any], protect: bool, col: str) -> float | 
         )
     if not (math.isfinite(raw) and raw > 0):
         raise DPFastValueError(
-            f'{col}: "epsilon_weight" must be a finite number > 0, got {raw!r}; a column '
+            f'{col}: "epsilon_weight" must be a finite number > 0, got {quoted(raw)}; a column '
             'that should get no budget cannot be protected: set "protect": false'
         )
     return float(raw)
@@ -316,7 +320,7 @@ def _parse_type(entry: Mapping[str, Any], col: str) -> str:
     """Return a column's declared type, one of :data:`COLUMN_TYPES`."""
     kind = entry["type"]
     if not isinstance(kind, str) or kind not in COLUMN_TYPES:
-        shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
+        shown = quoted(kind) if isinstance(kind, str) else _json_type(kind)
         hint = did_you_mean(kind, COLUMN_TYPES) if isinstance(kind, str) else ""
         raise DPFastValueError(
             f"{col} has unknown type {shown}; {hint}use one of "
@@ -329,7 +333,7 @@ def _parse_protect(entry: Mapping[str, Any], kind: str, col: str) -> bool:
     """Return whether a column is protected (by default every column but strings)."""
     protect = entry.get("protect", kind != "string")
     if not isinstance(protect, bool):
-        raise DPFastValueError(f'{col}: "protect" must be true or false, got {protect!r}')
+        raise DPFastValueError(f'{col}: "protect" must be true or false, got {quoted(protect)}')
     if kind == "string" and protect:
         raise DPFastValueError(
             f"{col} is a string column, which no release method can protect; "
@@ -358,9 +362,9 @@ def _check_no_placeholders(columns: Mapping[str, Any], where: str) -> None:
         return
     keys = [key for key in _PLACEHOLDER_FILLS if any(k == key for _, k in found)]
     fills = " and ".join(f'each "{key}" with {_PLACEHOLDER_FILLS[key]}' for key in keys)
-    listed = ", ".join(f'column {name!r} "{key}"' for name, key in found)
+    listed = ", ".join(f'column {quoted(name)} "{key}"' for name, key in found)
     raise DPFastValueError(
-        f"{where}: {len(found)} value(s) still the placeholder {PLACEHOLDER!r}: {listed}; "
+        f"{where}: {len(found)} value(s) still the placeholder {quoted(PLACEHOLDER)}: {listed}; "
         f"replace {fills}, taken from public knowledge (never from the data), or set "
         '"protect": false on the column'
     )
@@ -425,7 +429,7 @@ def _parse_from_data(raw: Any, col: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(key in _FROM_DATA_KEYS for key in raw):
         raise DPFastValueError(
             f'{col}: "from_data" must list the fields taken from the data, among '
-            f"{list(_FROM_DATA_KEYS)}; got {raw!r}"
+            f"{list(_FROM_DATA_KEYS)}; got {quoted(raw)}"
         )
     return tuple(raw)
 
@@ -439,7 +443,7 @@ def _parse_taxonomy(raw: Any, col: str, base: Path) -> Path | list[str] | dict[s
         if not raw or not all(isinstance(leaf, str) and leaf for leaf in raw):
             raise DPFastValueError(
                 f'{col}: a "taxonomy" list must hold the column\'s public values as non-empty '
-                f"strings, got {raw!r}"
+                f"strings, got {quoted(raw)}"
             )
         return list(raw)
     if isinstance(raw, dict):
@@ -470,9 +474,10 @@ def _parse_bounds(raw: Any, kind: str, col: str) -> tuple[float, float]:
         or len(raw) != 2
         or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in raw)
     ):
+        text = json.dumps(raw) if _jsonable(raw) else ""
+        shown = text if 0 < len(text) <= QUOTED_CHARACTERS else quoted(raw)  # JSON if short
         raise DPFastValueError(
-            f'{col}: "bounds" must be a list of two numbers [lower, upper], got '
-            f"{json.dumps(raw) if _jsonable(raw) else repr(raw)}"
+            f'{col}: "bounds" must be a list of two numbers [lower, upper], got {shown}'
         )
     lower, upper = raw
     if not (math.isfinite(lower) and math.isfinite(upper)):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import check_unique_names, did_you_mean
+from dpfast._validation import check_unique_names, did_you_mean, quoted
 from dpfast.exceptions import DPFastKeyError, DPFastValueError
 from dpfast.schema._dp_bounds import DPBounds
 from dpfast.schema._parse import _VERSION, ColumnSpec, parse_schema, read_schema_json
@@ -55,7 +55,7 @@ class Schema:
         for spec in specs:
             if spec.name in by_name:
                 raise DPFastValueError(
-                    f"{source or 'schema'}: column {spec.name!r} is declared twice; "
+                    f"{source or 'schema'}: column {quoted(spec.name)} is declared twice; "
                     "declare each column once"
                 )
             by_name[spec.name] = spec
@@ -115,7 +115,7 @@ class Schema:
         try:
             return self._columns[name]
         except KeyError:
-            raise DPFastKeyError(f"the schema declares no column {name!r}") from None
+            raise DPFastKeyError(f"the schema declares no column {quoted(name)}") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._columns
@@ -269,14 +269,11 @@ def check_table(schema: Schema, table: Any) -> Any:
     check_unique_names(present, "the input", "rename the repeats where the input is written")
     missing = [name for name in schema.names if name not in present]
     if missing:
-        shown = ", ".join(repr(m) for m in missing[:5])
-        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
         hint = did_you_mean(missing[0], present)
         raise DPFastValueError(
-            f"{where} declares column(s) {shown}{more} that the input does not have; "
-            f"{hint}fix the names in the schema or remove those entries "
-            f"(the input has {len(present)} columns: {', '.join(present[:8])}"
-            f"{', ...' if len(present) > 8 else ''})"
+            f"{where} declares column(s) {quoted(missing, listed=True)} that the input does "
+            f"not have; {hint}fix the names in the schema or remove those entries (the input "
+            f"has {len(present)} columns: {quoted(present, listed=True)})"
         )
     for spec in schema:
         if not spec.is_numeric:
@@ -285,14 +282,14 @@ def check_table(schema: Schema, table: Any) -> Any:
         kind = _arrow_kind(column.type)
         if kind not in ("i", "u", "f"):
             raise DPFastValueError(
-                f"column {spec.name!r} is declared {spec.type} in {where} but holds "
+                f"column {quoted(spec.name)} is declared {spec.type} in {where} but holds "
                 f"{column.type} values; convert it to numbers, or declare it "
                 '"categorical" or "string"'
             )
         if spec.protect and column.null_count:
             first = _first_null(column)
             raise DPFastValueError(
-                f"protected column {spec.name!r} has {column.null_count} missing "
+                f"protected column {quoted(spec.name)} has {column.null_count} missing "
                 f"value(s) (first at row {first}); drop or impute those rows, or set "
                 '"protect": false for the column'
             )
@@ -352,7 +349,7 @@ def _check_exact_floats(column: Any, name: str, where: str, first_row: int = 0) 
         value = int(values[i])
         if int(float(value)) != value:
             raise DPFastValueError(
-                f"column {name!r} is declared float in {where} but holds the integer "
+                f"column {quoted(name)} is declared float in {where} but holds the integer "
                 f"{value} at row {int(rows[i])}, which float64 cannot hold exactly; "
                 'declare it "integer", or round the data to a value float64 holds'
             )
@@ -369,7 +366,8 @@ def _check_whole(column: Any, name: str, where: str, first_row: int = 0) -> None
         i = int(np.argmax(bad))
         reason = ", outside the int64 range" if outside[i] else ""
         raise DPFastValueError(
-            f"column {name!r} is declared integer in {where} but holds {float(values[i])!r} "
+            f"column {quoted(name)} is declared integer in {where} but holds "
+            f"{quoted(float(values[i]))} "
             f'at row {int(rows[i])}{reason}; declare it "float" or fix the data'
         )
 
@@ -380,7 +378,7 @@ def _check_int64_range(column: Any, name: str, where: str, first_row: int = 0) -
     if over.any():
         i = int(np.argmax(over))
         raise DPFastValueError(
-            f"column {name!r} is declared integer in {where} but holds {int(values[i])} at "
+            f"column {quoted(name)} is declared integer in {where} but holds {int(values[i])} at "
             f"row {int(rows[i])}, outside the int64 range; rescale the column or declare "
             'it "float"'
         )

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError
 from dpfast.taxonomy._distance import _TaxonomyDistances
-from dpfast.taxonomy._tree import TaxonomyError, _shown
+from dpfast.taxonomy._tree import TaxonomyError
 
 
 class Taxonomy(_TaxonomyDistances):
@@ -110,25 +111,25 @@ class Taxonomy(_TaxonomyDistances):
         for leaf, at in leaves:
             if leaf in leaf_at:
                 raise TaxonomyError(
-                    f"{where}: duplicate leaf {leaf!r} ({leaf_at[leaf]} and {at}); "
+                    f"{where}: duplicate leaf {quoted(leaf)} ({leaf_at[leaf]} and {at}); "
                     "each value must appear once"
                 )
             leaf_at[leaf] = at
         parent_of: dict[str, tuple[str, str]] = {}
         for child, parent, at in edges:
             if child == parent:
-                raise TaxonomyError(f"{where}: {child!r} is its own parent ({at}): a cycle")
+                raise TaxonomyError(f"{where}: {quoted(child)} is its own parent ({at}): a cycle")
             if child in parent_of and parent_of[child][0] != parent:
                 raise TaxonomyError(
-                    f"{where}: {child!r} has two parents, {parent_of[child][0]!r} "
-                    f"({parent_of[child][1]}) and {parent!r} ({at}); a taxonomy must be a "
+                    f"{where}: {quoted(child)} has two parents, {parent_of[child][0]!r} "
+                    f"({parent_of[child][1]}) and {quoted(parent)} ({at}); a taxonomy must be a "
                     "tree: give each label one generalisation"
                 )
             parent_of[child] = (parent, at)
             if parent in leaf_at:
                 raise TaxonomyError(
-                    f"{where}: {parent!r} is a leaf ({leaf_at[parent]}) and also the "
-                    f"generalisation of {child!r} ({at}); rename one of them"
+                    f"{where}: {quoted(parent)} is a leaf ({leaf_at[parent]}) and also the "
+                    f"generalisation of {quoted(child)} ({at}); rename one of them"
                 )
         parents: dict[str, str | None] = {child: p for child, (p, _) in parent_of.items()}
         for parent, _ in parent_of.values():
@@ -179,7 +180,7 @@ class Taxonomy(_TaxonomyDistances):
             at = f"line {number}"
             if any(not cell for cell in cells):
                 raise TaxonomyError(
-                    f"{name}: {at} has an empty cell: {line!r}; write 'leaf;level1;...;*' "
+                    f"{name}: {at} has an empty cell: {quoted(line)}; write 'leaf;level1;...;*' "
                     "with a label in every cell"
                 )
             chain = [cells[0]]
@@ -188,7 +189,7 @@ class Taxonomy(_TaxonomyDistances):
                     chain.append(cell)
             if len(cells) < 2:
                 raise TaxonomyError(
-                    f"{name}: {at} holds only {cells[0]!r}; each line must give a value and "
+                    f"{name}: {at} holds only {quoted(cells[0])}; each line must give a value and "
                     "its generalisations up to the root, e.g. 'Sales;Nontechnical;*'"
                 )
             leaves.append((chain[0], at))
@@ -237,7 +238,7 @@ class Taxonomy(_TaxonomyDistances):
         if len(mapping) != 1:
             raise TaxonomyError(
                 f"{where}: the top level must hold exactly one root, got {len(mapping)} keys "
-                f"({_shown(list(mapping))}); wrap them, e.g. {{'*': {{...}}}}"
+                f"({quoted(list(mapping), listed=True)}); wrap them, e.g. {{'*': {{...}}}}"
             )
         edges: list[tuple[str, str, str]] = []
         leaves: list[tuple[str, str]] = []
@@ -246,7 +247,7 @@ class Taxonomy(_TaxonomyDistances):
         def label_of(value: Any, path: str) -> str:
             if not isinstance(value, str) or not value:
                 raise DPFastTypeError(
-                    f"{where}: labels must be non-empty strings, got {value!r} at {path}"
+                    f"{where}: labels must be non-empty strings, got {quoted(value)} at {path}"
                 )
             return value
 
@@ -257,7 +258,7 @@ class Taxonomy(_TaxonomyDistances):
                 return
             if label in seen_internal:
                 raise TaxonomyError(
-                    f"{where}: {label!r} appears twice ({seen_internal[label]} and {here}); "
+                    f"{where}: {quoted(label)} appears twice ({seen_internal[label]} and {here}); "
                     "labels must be unique"
                 )
             seen_internal[label] = here
@@ -279,7 +280,7 @@ class Taxonomy(_TaxonomyDistances):
                         leaves.append((child, f"{here}/{child}"))
             else:
                 raise DPFastTypeError(
-                    f"{where}: the children of {here!r} must be a mapping, a list of labels "
+                    f"{where}: the children of {quoted(here)} must be a mapping, a list of labels "
                     f"or None, got {type(children).__name__}"
                 )
 
@@ -328,7 +329,7 @@ def as_taxonomy(value: Any, name: Any = None) -> Taxonomy:
                 "of its root"
             )
         return Taxonomy.from_mapping({"*": list(value)}, name=label)
-    where = "a taxonomy" if name is None else f"the taxonomy of {name!r}"
+    where = "a taxonomy" if name is None else f"the taxonomy of {quoted(name)}"
     raise DPFastTypeError(
         f"{where} must be a dpfast.Taxonomy, the path of an ARX hierarchy file, a nested "
         "mapping such as {'*': {'A': ['a1', 'a2']}} or a list of leaves, got "

@@ -15,17 +15,12 @@ import numpy as np
 import pandas as pd
 
 from dpfast._kernels import taxonomy as _kernels
+from dpfast._validation import quoted
 from dpfast.exceptions import DPFastIndexError, DPFastTypeError, DPFastValueError
 
 
 class TaxonomyError(DPFastValueError):
     """A taxonomy is not a valid tree, or data hold values it does not have."""
-
-
-def _shown(labels: Sequence[Any], limit: int = 10) -> str:
-    items = ", ".join(repr(v) for v in list(labels)[:limit])
-    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
-    return f"{items}{more}"
 
 
 def _root_and_children(
@@ -41,14 +36,16 @@ def _root_and_children(
     if len(roots) != 1:
         raise TaxonomyError(
             f"{where}: a taxonomy needs exactly one root, found {len(roots)} "
-            f"({_shown(roots)}); make every generalisation chain end in the same "
+            f"({quoted(roots, listed=True)}); make every generalisation chain end in the same "
             "top value, such as '*'"
         )
     children: dict[str, list[str]] = {label: [] for label in parents}
     for label, p in parents.items():
         if p is not None:
             if p not in children:
-                raise TaxonomyError(f"{where}: {label!r} has parent {p!r}, which is not a node")
+                raise TaxonomyError(
+                    f"{where}: {quoted(label)} has parent {quoted(p)}, which is not a node"
+                )
             children[p].append(label)
     return roots[0], children
 
@@ -67,7 +64,8 @@ def _breadth_first(
         reached = set(order)
         stuck = sorted(label for label in parents if label not in reached)
         raise TaxonomyError(
-            f"{where}: the taxonomy has a cycle through {_shown(stuck)}; every chain of "
+            f"{where}: the taxonomy has a cycle through {quoted(stuck, listed=True)}; every chain "
+            "of "
             "generalisations must end at the root"
         )
     return order
@@ -187,7 +185,7 @@ class _TaxonomyTree:
         return _rebuild, (type(self), parents, self.name)
 
     def __repr__(self) -> str:
-        where = f"{self.name!r}, " if self.name else ""
+        where = f"{quoted(self.name)}, " if self.name else ""
         return (
             f"Taxonomy({where}{len(self.domain)} leaves, {len(self.labels)} nodes, "
             f"height {self.height})"
@@ -222,7 +220,7 @@ class _TaxonomyTree:
         try:
             return self._index[label]
         except (KeyError, TypeError):
-            raise TaxonomyError(f"{self.name or 'taxonomy'} has no value {label!r}") from None
+            raise TaxonomyError(f"{self.name or 'taxonomy'} has no value {quoted(label)}") from None
 
     def code(self, label: str) -> int:
         """Return the domain code of leaf ``label``.
@@ -235,7 +233,7 @@ class _TaxonomyTree:
         code = int(self._leaf_code[self.node(label)])
         if code < 0:
             raise TaxonomyError(
-                f"{label!r} is a generalisation in {self.name or 'the taxonomy'}, not a leaf"
+                f"{quoted(label)} is a generalisation in {self.name or 'the taxonomy'}, not a leaf"
             )
         return code
 
@@ -283,7 +281,7 @@ class _TaxonomyTree:
             if not 0 <= int(node) < len(self.labels):
                 raise DPFastIndexError(f"node index {node} out of range [0, {len(self.labels)})")
             return int(node)
-        raise DPFastTypeError(f"node must be a label or a node index, got {node!r}")
+        raise DPFastTypeError(f"node must be a label or a node index, got {quoted(node)}")
 
     # -- data ----------------------------------------------------------------------------
 
@@ -328,7 +326,7 @@ class _TaxonomyTree:
         TaxonomyError
             Missing values, or occurring categories that are not leaves (listed).
         """
-        what = f"column {column!r}" if column is not None else "the data"
+        what = f"column {quoted(column)}" if column is not None else "the data"
         n_categories = len(categories)
         counts, missing = _kernels.count_codes(np.asarray(codes, dtype=np.int64), n_categories)
         if missing:
@@ -349,16 +347,17 @@ class _TaxonomyTree:
         if unknown or internal:
             parts = []
             if unknown:
-                missing_labels = _shown(sorted(map(str, unknown)))
+                missing_labels = quoted(sorted(map(str, unknown)), listed=True)
                 parts.append(f"{len(unknown)} value(s) missing from the taxonomy: {missing_labels}")
             if internal:
                 parts.append(
                     f"{len(internal)} generalisation(s) instead of leaves: "
-                    f"{_shown(sorted(map(str, internal)))}"
+                    f"{quoted(sorted(map(str, internal)), listed=True)}"
                 )
             raise TaxonomyError(
                 f"{what} holds {'; '.join(parts)} ({self.name or 'taxonomy'} has "
-                f"{len(self.domain)} leaves, e.g. {_shown(self.domain, 5)}); add the values "
+                f"{len(self.domain)} leaves, e.g. {quoted(self.domain, listed=True)}); add the "
+                "values "
                 "to the taxonomy or recode the data"
             )
         return lookup[np.asarray(codes, dtype=np.int64)]

@@ -44,6 +44,7 @@ class DaskEngine(ClusterEngine):
     name = "dask"
 
     frame = "a Dask DataFrame"
+    frame_module = "dask.dataframe"
     in_memory = "frame.compute()"
 
     source_type = DaskSource

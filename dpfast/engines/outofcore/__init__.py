@@ -28,6 +28,7 @@ from dpfast.engines.outofcore._lazy import (
     output_part_rows,
     text_columns,
 )
+from dpfast.engines.outofcore._memory import SMALLEST_MEMORY_LIMIT, check_memory_limit
 from dpfast.engines.outofcore._output import FILE_ROWS, Output, ScratchColumn
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
@@ -82,6 +83,7 @@ __all__ = [
     "PARTS_ATTRIBUTE",
     "PART_BYTES",
     "PART_ROWS",
+    "SMALLEST_MEMORY_LIMIT",
     "WORKER_BUFFERS",
     "ArrowSource",
     "ClusterEngine",
@@ -107,6 +109,7 @@ __all__ = [
     "batch_fields",
     "batch_results",
     "category_ranks",
+    "check_memory_limit",
     "column_batch",
     "column_names",
     "column_total",

@@ -30,6 +30,7 @@ published in one rename.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import tempfile
 import uuid
@@ -41,6 +42,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast._validation import option, quoted
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
     OutOfCoreEngine,
@@ -88,7 +90,7 @@ from dpfast.engines.values import (
     PublishHook,
     RangeValues,
 )
-from dpfast.exceptions import DPFastRuntimeError
+from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 
@@ -149,8 +151,9 @@ class ClusterEngine(OutOfCoreEngine):
     #: (:meth:`write_rank_groups`), and :meth:`write_dataset` returns their counts.
     ranks_exchanged: ClassVar[bool] = False
 
-    #: The input this engine releases, and how a user brings it into memory instead.
+    #: The input this engine releases (its type's module), and how to bring it into memory.
     frame: ClassVar[str]
+    frame_module: ClassVar[str]
     in_memory: ClassVar[str]
 
     @classmethod
@@ -200,6 +203,14 @@ class ClusterEngine(OutOfCoreEngine):
 
         Anything that is not one, or a source over one, is refused before a pass runs.
         """
+        importlib.import_module(cls.frame_module)  # not installed: open_engine says how
+        kind = type(data)
+        if not hasattr(data, "map_column") and not kind.__module__.startswith(cls.frame_module):
+            raise DPFastTypeError(
+                f"{option('engine', cls.name)} releases {cls.frame} or a column source over "
+                f"one, got a {kind.__module__}.{kind.__name__}; leave out {option('engine')} "
+                f"to release it on the engine its type selects, or give {cls.frame}"
+            )
         source: ColumnSource = data if hasattr(data, "map_column") else cls.source_type(data)
         cls.cluster_of(source)
         return source
@@ -407,7 +418,9 @@ class ClusterEngine(OutOfCoreEngine):
     def _counted_on_bound(self, name: str) -> OnBound:
         """Return a ranked column's rows on a bound, as its parts counted them."""
         if name not in self._on_bound:
-            raise DPFastRuntimeError(f"column {name!r} was not written, so it was not counted")
+            raise DPFastRuntimeError(
+                f"column {quoted(name)} was not written, so it was not counted"
+            )
         return self._on_bound[name]
 
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:

@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
+from dpfast._validation import quoted
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import Columns, ColumnSource
 from dpfast.engines.outofcore._totals import SENT_BACK, column_total, dumps_error
@@ -329,7 +330,7 @@ class CodedPasses:
             found = np.union1d(found, part)
             if found.shape[0] * per_value > self.memory:
                 raise DPFastValueError(
-                    f"column {name!r} holds more than {found.shape[0]:,} distinct values, "
+                    f"column {quoted(name)} holds more than {found.shape[0]:,} distinct values, "
                     f"whose class counts need more than the memory limit of {self.memory:,} "
                     "bytes; raise the memory limit, or round the column to fewer values"
                 )

@@ -17,6 +17,7 @@ from dpfast._validation import (
     non_finite_error,
     not_numeric_error,
     option,
+    quoted,
 )
 from dpfast.engines.base import Engine, in_threads
 from dpfast.engines.outofcore._bins import (
@@ -33,6 +34,7 @@ from dpfast.engines.outofcore._clusters import (
 )
 from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._order import order_statistics
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
@@ -68,7 +70,7 @@ from dpfast.engines.values import (
     own_dtype,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import build_table, is_declared_dictionary, same_dictionaries
+from dpfast.io import build_table, check_declared, is_declared_dictionary, same_dictionaries
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -151,7 +153,7 @@ class OutOfCoreEngine(Engine):
         )
         self.counters = Work()
         self.source = CountedSource(source, self.counters)
-        self.limits = Limits(int(memory_limit), int(batch_rows))
+        self.limits = Limits(check_memory_limit(int(memory_limit)), int(batch_rows))
         self.progress = progress
         self.out = Output(
             self.source, Path(output), self._tick, self.counters, dataset=self.writes_dataset
@@ -169,16 +171,19 @@ class OutOfCoreEngine(Engine):
     ) -> OutOfCoreEngine:
         """Open a release of ``data`` read in batches; it is written to ``output``."""
         opening.refuse_comparisons("out of core")
-        if opening.output is None:
+        output = opening.output
+        if output is None and opening.reads_only:  # a forecast: nothing is ever written
+            output = os.devnull
+        if output is None:
             raise DPFastValueError(
                 f"a release out of core is written, not held: pass {option('output')} (a "
                 "directory of Parquet files, or a .parquet file)"
             )
-        refuse_text_output(opening.output)
+        refuse_text_output(output)
         memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
         return cls(
             source_of(data),
-            opening.output,
+            output,
             memory_limit=memory,
             batch_rows=batch_rows,
             progress=opening.progress,
@@ -210,12 +215,15 @@ class OutOfCoreEngine(Engine):
         arrow_type = self.source.schema.field(str(name)).type
         if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
             dtype = np.dtype(pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype)
+            if dtype.kind in "mM":
+                raise not_numeric_error(name, dtype)
             if dtype.kind == "O" or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
                 if categorical:
                     raise not_numeric_error(name, dtype)
                 as_numeric_column(np.empty(0, dtype=dtype), name)
             raise DPFastTypeError(
-                f"column {name!r} must be numeric to be protected, got {arrow_type}; give it a "
+                f"column {quoted(name)} must be numeric to be protected, got {arrow_type}; give it "
+                "a "
                 '"taxonomy" in the schema to protect it as a categorical column'
             )
         declared = pa.types.is_integer(arrow_type) if integer is None else integer.get(name)
@@ -228,7 +236,12 @@ class OutOfCoreEngine(Engine):
     ) -> list[CategoricalColumn]:
         empty = np.empty(0, dtype=np.int64)
         return [
-            CategoricalColumn(name, empty, taxonomy, self.declared_categories(name))
+            CategoricalColumn(
+                name,
+                empty,
+                taxonomy,
+                check_declared(name, self.declared_categories(name), taxonomy.domain),
+            )
             for name, taxonomy in taxonomies.items()
         ]
 
@@ -258,8 +271,8 @@ class OutOfCoreEngine(Engine):
         n_threads: int | None = None,
         held_bytes: int = 0,
     ) -> Iterator[tuple[T, R]]:
-        workers = self.column_workers(len(columns), n_threads, held_bytes)
-        share = Limits(max(1, self.limits.memory // workers), self.limits.batch_rows)
+        workers = self._workers(len(columns), n_threads, held_bytes)
+        share = Limits(self.limits.memory // workers, self.limits.batch_rows)
         if held_bytes > share.memory:
             raise DPFastValueError(
                 f"a column's release holds {held_bytes:,} bytes, more than its share of the "
@@ -277,7 +290,12 @@ class OutOfCoreEngine(Engine):
 
     def column_memory(self, n_columns: int, *, n_threads: int | None, held_bytes: int) -> int:
         """Bytes of the memory limit each column gets when ``n_columns`` run at once."""
-        return self.limits.memory // self.column_workers(n_columns, n_threads, held_bytes)
+        return self.limits.memory // self._workers(n_columns, n_threads, held_bytes)
+
+    def _workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
+        """:meth:`column_workers`, as many as the limit gives the least share each."""
+        workers = self.column_workers(n_columns, n_threads, held_bytes)
+        return min(workers, most_columns(self.limits.memory))
 
     def _limits(self) -> Limits:
         """Return the memory this thread may use: its column's share, or the whole limit."""
@@ -298,7 +316,8 @@ class OutOfCoreEngine(Engine):
         found = column_stats(self.source, str(column.name), self.limits.batch_rows)
         if found.non_finite:
             raise DPFastValueError(
-                f"column {column.name!r} has {found.non_finite} non-finite value(s) (first at "
+                f"column {quoted(column.name)} has {found.non_finite} non-finite value(s) (first "
+                "at "
                 f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
                 "public rule before the release"
             )

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
+from dpfast._validation import quoted
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
@@ -104,7 +105,8 @@ def numeric_values(
     if array.null_count:
         row = first_row + int(pc.index(array.is_null(), True).as_py())
         raise NonFiniteValue(
-            f"column {column.name!r} has a missing value at row {row}; {method} needs a value "
+            f"column {quoted(column.name)} has a missing value at row {row}; {method} needs a "
+            "value "
             "in every row of a protected column",
             str(column.name),
         )
@@ -113,15 +115,16 @@ def numeric_values(
     if not finite.all():
         row = first_row + int(np.flatnonzero(~finite)[0])
         raise NonFiniteValue(
-            f"column {column.name!r} has NaN or infinity at row {row}; protected columns must "
+            f"column {quoted(column.name)} has NaN or infinity at row {row}; protected columns "
+            "must "
             "be finite",
             str(column.name),
         )
     if column.integer and not np.array_equal(values, np.rint(values)):
         row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
         raise DPFastValueError(
-            f"column {column.name!r} is declared integer but row {row} holds "
-            f"{values[row - first_row]!r}; declare it float in the schema"
+            f"column {quoted(column.name)} is declared integer but row {row} holds "
+            f"{quoted(values[row - first_row])}; declare it float in the schema"
         )
     return np.asarray(values, dtype=np.float64)
 

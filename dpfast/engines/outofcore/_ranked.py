@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import ranking
+from dpfast._validation import quoted
 from dpfast.engines.on_bound import OnBound
 from dpfast.engines.outofcore._lazy import GroupsColumn, bucket_order, bucket_run, bucket_span
 from dpfast.engines.outofcore._passes import RankPlan
@@ -364,7 +365,7 @@ class RankedState:
         """Return the pieces of range ``index``'s sorted keys; check the range's count."""
         counts = self.plan.ranges.counts
         if counts is not None and ordered.shape[0] != int(counts[index]):
-            raise DPFastRuntimeError(_CHANGED_RANGE.format(name=self.name))
+            raise DPFastRuntimeError(_CHANGED_RANGE.format(name=quoted(self.name)))
         return self.column.emit(bounds, int(self.plan.first_ranks[index]), ordered)
 
     @functools.cached_property
@@ -395,7 +396,7 @@ def tie_chunks(runs: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int
 
 
 _CHANGED_RANGE = (
-    "column {name!r} gave other values than when it was counted: a release reads it "
+    "column {name} gave other values than when it was counted: a release reads it "
     "several times, so make it deterministic (persist it) and release it again"
 )
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast._validation import check_unique_names
+from dpfast._validation import check_unique_names, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 T = TypeVar("T")
@@ -326,7 +326,7 @@ class SchemaCheckedSource(WrappedSource):
             if spec.protect and array.null_count:
                 nulls = array.is_null().to_numpy(zero_copy_only=False)
                 raise DPFastValueError(
-                    f"protected column {column!r} has a missing value at row "
+                    f"protected column {quoted(column)} has a missing value at row "
                     f"{first_row + int(nulls.argmax())}; drop or impute those rows, or "
                     'set "protect": false for the column'
                 )

@@ -44,6 +44,7 @@ class SparkEngine(ClusterEngine):
     name = "spark"
 
     frame = "a Spark DataFrame"
+    frame_module = "pyspark.sql"
     in_memory = "frame.toPandas()"
 
     source_type = SparkSource

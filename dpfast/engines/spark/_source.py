@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast._validation import quoted
 from dpfast.engines.outofcore import (
     FAN,
     Columns,
@@ -180,7 +181,7 @@ class SparkSource:
         from dpfast.engines.outofcore import ParquetDataset
 
         if reader not in ("pyarrow", "spark"):
-            raise DPFastValueError(f"reader must be 'pyarrow' or 'spark', got {reader!r}")
+            raise DPFastValueError(f"reader must be 'pyarrow' or 'spark', got {quoted(reader)}")
         if reader == "spark" and tasks is not None:
             raise DPFastValueError("tasks applies to reader='pyarrow' only; Spark splits the files")
         dataset = ParquetDataset.open(path)
@@ -473,7 +474,7 @@ def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
         return to_arrow_type(spark_type)
     except Exception as exc:
         raise DPFastTypeError(
-            f"column {name!r} has Spark type {spark_type.simpleString()}, which has no Arrow "
+            f"column {quoted(name)} has Spark type {spark_type.simpleString()}, which has no Arrow "
             "type; select the columns to release (frame.select(...)) before releasing"
         ) from exc
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpfast import noise
-from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small, option
+from dpfast._validation import check_int, epsilon_too_large, epsilon_too_small, option, quoted
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._columns import NumericColumn, Prepared
@@ -145,7 +145,7 @@ class Spender:
     def __call__(self, kind: str, index: int, what: Any) -> None:
         target = str(self.prepared.target)
         if kind == "root split":
-            step = f"split value of the root interval of {what!r}"
+            step = f"split value of the root interval of {quoted(what)}"
             columns: tuple[str, ...] = (str(what), target)
             mechanism = (
                 "interval exponential mechanism: Pr[s] ∝ exp(ε' u(s) / (2Δu)) over the split "

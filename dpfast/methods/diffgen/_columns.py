@@ -26,8 +26,9 @@ import numpy as np
 from dpfast._release import CategoricalColumn as CategoricalColumnSpec
 from dpfast._release import ClassLookup as ClassLookup
 from dpfast._release import CodedNumeric, Contingency, Engine
-from dpfast._validation import check_bounds, in_cli, option
+from dpfast._validation import check_bounds, in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
+from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -128,17 +129,17 @@ class Prepared:
 def missing_classes(target: Hashable, missing: int) -> ValueError:
     """Return the error of a target column with ``missing`` missing values."""
     return DPFastValueError(
-        f"the target column {target!r} has {missing} missing value(s); drop those rows "
+        f"the target column {quoted(target)} has {missing} missing value(s); drop those rows "
         "or impute them with a public rule"
     )
 
 
 def unknown_classes(target: Hashable, unknown: Sequence[Any], labels: list[Any]) -> ValueError:
     """Return the error of target values outside the class domain ``labels``."""
-    shown = ", ".join(repr(v) for v in sorted(unknown, key=str)[:10])
     return DPFastValueError(
-        f"the target column {target!r} holds value(s) {shown} outside the class domain "
-        f"{labels[:10]!r}; add them to {option('classes')} (or to the target's taxonomy)"
+        f"the target column {quoted(target)} holds value(s) "
+        f"{quoted(sorted(unknown, key=str), listed=True)} outside the class domain "
+        f"{quoted(labels)}; add them to {option('classes')} (or to the target's taxonomy)"
     )
 
 
@@ -201,7 +202,7 @@ def prepare(
         bounds_from_data=plan.derived,
         contingency=contingency,
         dropped=[c for c in engine.names if c != target and c not in plan.predictors],
-        class_categories=engine.declared_categories(target),
+        class_categories=check_declared(target, engine.declared_categories(target), labels),
     )
 
 
@@ -246,7 +247,8 @@ def _check_table(engine: Engine, target: Any) -> None:
         raise DPFastValueError("the table is empty (0 rows); diffgen needs at least one row")
     if not isinstance(target, Hashable) or target not in engine.names:
         raise DPFastValueError(
-            f"target {target!r} is not a column; the table has columns {list(engine.names)}"
+            f"target {quoted(target)} is not a column; the table has columns "
+            f"{quoted(list(engine.names))}"
         )
 
 
@@ -270,8 +272,8 @@ def _check_mappings(
     ]
     if unknown:
         raise DPFastValueError(
-            f"unknown column(s) {unknown} in taxonomies or bounds; the table has columns "
-            f"{list(names)}"
+            f"unknown column(s) {quoted(unknown)} in taxonomies or bounds; the table has "
+            f"columns {quoted(list(names))}"
         )
     return taxonomies, bounds
 
@@ -284,7 +286,7 @@ def _numeric_names(
         return engine.numeric_names([c for c in engine.names if c != target and c not in trees])
     if target in bounds:
         raise DPFastValueError(
-            f"the target {target!r} is categorical: drop it from bounds (give its public "
+            f"the target {quoted(target)} is categorical: drop it from bounds (give its public "
             "values in classes= or a taxonomy instead)"
         )
     both = [c for c in bounds if c in trees]
@@ -306,7 +308,7 @@ def _numeric_predictors(
     if not names:
         return [], False
     if isinstance(bounds, Mapping):
-        domains, derived = check_bounds(bounds, names, {})
+        domains, derived = check_bounds(bounds, names, {}, engine.names)
     columns = engine.numeric_columns(names, categorical=False)
     if not isinstance(bounds, Mapping):
         by_name = {c.name: c for c in columns}
@@ -325,23 +327,23 @@ def _class_domain(
     if classes is not None and class_taxonomy is not None:
         raise DPFastValueError(
             f"the class domain is given twice ({option('classes')} and the taxonomy of "
-            f"{target!r}); keep one"
+            f"{quoted(target)}); keep one"
         )
     if class_taxonomy is not None:
         return list(class_taxonomy.domain), "taxonomy"
     if classes is not None:
         if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
             raise DPFastTypeError(
-                f"{option('classes')} must be a list of class labels, got {classes!r}"
+                f"{option('classes')} must be a list of class labels, got {quoted(classes)}"
             )
         labels = list(classes)
         if not labels or len(set(map(str, labels))) != len(labels):
             raise DPFastValueError(
-                f"{option('classes')} must be non-empty and without repeats, got {labels!r}"
+                f"{option('classes')} must be non-empty and without repeats, got {quoted(labels)}"
             )
         return labels, "classes"
     warnings.warn(
-        f"the class domain of {target!r} is read from the data (which class values "
+        f"the class domain of {quoted(target)} is read from the data (which class values "
         "occur), which is not differentially private; pass the public classes= (or a "
         "taxonomy for the target)",
         PrivacyLeakWarning,
@@ -359,7 +361,7 @@ def numeric_domain(
     lower_int, upper_int = math.ceil(lower), math.floor(upper)
     if lower_int > upper_int:
         raise DPFastValueError(
-            f"bounds[{name!r}] = ({lower}, {upper}) holds no integer; widen the bounds"
+            f"bounds[{quoted(name)}] = ({lower}, {upper}) holds no integer; widen the bounds"
         )
     return float(lower_int), float(upper_int)
 

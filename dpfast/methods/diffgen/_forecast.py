@@ -14,7 +14,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import ColumnForecast, Forecast, TableView
-from dpfast._validation import check_bounds, check_choice, check_epsilon, check_seed, option
+from dpfast._validation import check_bounds, check_choice, check_epsilon, check_seed, option, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._budget import Budget, Utility, check_steps
 from dpfast.methods.diffgen._columns import NumericColumn, _check_mappings, _class_domain
@@ -36,7 +36,9 @@ def diffgen_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast
     check_seed(a["seed"])
     target = a["target"]
     if target not in table.names:
-        raise DPFastValueError(f"target {target!r} is not a column; the table has {table.names}")
+        raise DPFastValueError(
+            f"target {quoted(target)} is not a column; the table has {quoted(list(table.names))}"
+        )
     if isinstance(a["bounds"], str):
         raise DPFastValueError(
             f"a forecast reads public values only, and {option('bounds', 'data')} takes the "
@@ -53,7 +55,7 @@ def diffgen_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast
     labels, _ = _class_domain(target, a["classes"], class_taxonomy)
     if target in bounds:
         raise DPFastValueError(
-            f"the target {target!r} is categorical: drop it from bounds (give its public "
+            f"the target {quoted(target)} is categorical: drop it from bounds (give its public "
             "values in classes= or a taxonomy instead)"
         )
     domains, _ = check_bounds(bounds, list(bounds), {})

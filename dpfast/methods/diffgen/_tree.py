@@ -28,7 +28,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import contingency as _kernels
-from dpfast._validation import option
+from dpfast._validation import option, quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.diffgen._columns import CategoricalColumn, NumericColumn, Prepared
 from dpfast.methods.diffgen._scores import score, split_scores
@@ -310,7 +310,7 @@ class Builder:
         cells = self.n_cells // cut_size * (cut_size - 1 + k)
         if cells > MAX_PARTITIONS:
             raise DPFastValueError(
-                f"specialising {value.label!r} would give {cells:,} leaf partitions, above "
+                f"specialising {quoted(value.label)} would give {cells:,} leaf partitions, above "
                 f"the limit of {MAX_PARTITIONS:,}; use a smaller {option('steps')}"
             )
         first_id = len(self.values)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validation import as_numeric_column
+from dpfast._validation import as_numeric_column, quoted
 from dpfast.exceptions import DPFastKeyError, DPFastTypeError, DPFastValueError
 from dpfast.io import as_table_data, build_table
 from dpfast.taxonomy import Taxonomy
@@ -149,8 +149,8 @@ class Cut:
         missing = [c.name for c in self.columns if c.name not in table.names]
         if missing:
             raise DPFastValueError(
-                f"the data lack predictor column(s) {missing}; the cut generalises "
-                f"{[c.name for c in self.columns]}"
+                f"the data lack predictor column(s) {quoted(missing)}; the cut generalises "
+                f"{quoted([c.name for c in self.columns])}"
             )
         out: dict[Any, Any] = {}
         for column in self.columns:

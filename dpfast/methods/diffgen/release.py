@@ -13,8 +13,8 @@ from typing import Any, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast._release import DPReleaseOptions, Run, Unpack, noise_source, open_run
-from dpfast._validation import check_choice, check_epsilon, check_seed, option
+from dpfast._release import DPReleaseOptions, Run, Unpack, method_call, noise_source, open_run
+from dpfast._validation import check_choice, check_epsilon, check_seed, in_cli, option, quoted
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import released_categories, repeat_rows
@@ -214,6 +214,7 @@ def diffgen(
             utility = cast(Utility, check_choice(utility, "utility", UTILITIES))
             seed = check_seed(run.seed)
             _check_microdata(microdata, run.output)
+            _check_risk(run)
             if isinstance(data, np.ndarray):
                 raise DPFastTypeError(
                     "diffgen needs named columns: pass a pandas DataFrame or a pyarrow Table, "
@@ -231,9 +232,33 @@ def diffgen(
         return _release(run, prepared, (epsilon, steps, utility, seed), microdata)
 
 
+def _check_risk(run: Run) -> None:
+    """Refuse ``risk`` that would measure nothing: DiffGen's rows are cells, not records.
+
+    Only the uniqueness of the released cells applies (``quasi_identifiers``); without
+    them the private report would hold no measure, and nothing would say so.
+    """
+    options = run.risk_options
+    if options is None or options.quasi_identifiers:
+        return
+    fix = (
+        "drop --risk"
+        if in_cli()
+        else "measure the uniqueness of the released cells with "
+        "risk={'quasi_identifiers': [...], 'k': 5}, or leave risk out"
+    )
+    raise DPFastValueError(
+        f"{option('risk', True)} measures nothing for {method_call('diffgen')}: its released "
+        "rows are generalised cells with counts, none of them paired with a source record, "
+        f"so record linkage, interval disclosure and neighbourhood counts do not apply; {fix}"
+    )
+
+
 def _check_microdata(microdata: Any, output: Any) -> None:
     if not isinstance(microdata, bool):
-        raise DPFastTypeError(f"{option('microdata')} must be True or False, got {microdata!r}")
+        raise DPFastTypeError(
+            f"{option('microdata')} must be True or False, got {quoted(microdata)}"
+        )
     if microdata and output is None:
         raise DPFastValueError(
             f"{option('microdata', True)} writes the records to {option('output')}; give one, "
@@ -302,7 +327,7 @@ def check_prepared(prepared: Prepared, utility: Utility) -> None:
     """Refuse a released column named like the counts, and InfoGain with one class."""
     if COUNT_COLUMN in [c.name for c in prepared.columns] or prepared.target == COUNT_COLUMN:
         raise DPFastValueError(
-            f"a released column is named {COUNT_COLUMN!r}, the name of the released counts; "
+            f"a released column is named {quoted(COUNT_COLUMN)}, the name of the released counts; "
             "rename it"
         )
     if utility == "info_gain" and len(prepared.class_labels) < 2:

@@ -32,6 +32,7 @@ from dpfast._validation import (
     check_epsilon,
     check_k,
     check_seed,
+    quoted,
 )
 from dpfast.accounting import (
     Ledger,
@@ -180,7 +181,11 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
         transform = args.transforms.get(column.name)
         grid = Grid.for_column(lower, upper, n_records, args.k, transform)
         list_sensitivity = centroid_sensitivity(grid, n_records, args.k)
-        what, share, parts = f"column {column.name!r}", shares[column.name], args.parts(column.name)
+        what, share, parts = (
+            f"column {quoted(column.name)}",
+            shares[column.name],
+            args.parts(column.name),
+        )
         noise_share, bounds = bounds_share(args.dp_bounds, column, share)
         if bounds is not None:  # the bounds chosen with DP take their part of the share
             plan.bounds[column.name] = plan.ledger.plan(bounds)
@@ -207,7 +212,7 @@ def make_plan(args: Arguments, n_records: int) -> Plan:
         )
     for cat in args.categorical:
         share, parts = shares[cat.name], args.parts(cat.name)
-        check_em_epsilon(share, n_records, what=f"column {cat.name!r}", shares=parts)
+        check_em_epsilon(share, n_records, what=f"column {quoted(cat.name)}", shares=parts)
         entry = categorical_entry(cat, share, n_groups, args.sensitivity)
         plan.entries[cat.name] = plan.ledger.plan(entry)
     return plan

@@ -35,7 +35,7 @@ from dpfast._release import (
     split_bounds,
     weights_option,
 )
-from dpfast._validation import check_choice, check_epsilon, check_k, check_seed
+from dpfast._validation import check_choice, check_epsilon, check_k, check_seed, quoted
 from dpfast.accounting import Ledger, LedgerEntry, epsilon_of_scale, names, scale_steps
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.mdav_dp._categorical import categorical_plan
@@ -147,11 +147,11 @@ def numeric_entry(
         protected = column_names(args.numeric, args.categorical)
         parts = budget_parts(column.name, protected, args.weights)
         spent, bounds = bounds_share(args.dp_bounds, column, args.shares[column.name])
-        what = f"column {column.name!r}"
+        what = f"column {quoted(column.name)}"
         steps = scale_steps(sensitivity, spent, what=what, shares=parts) if grid.d_int else 0
     else:
         paper = Fraction(n_records * grid.d_int, args.k**2)
-        steps = scale_steps(paper, args.epsilon, what=f"column {column.name!r}")
+        steps = scale_steps(paper, args.epsilon, what=f"column {quoted(column.name)}")
         spent = (
             epsilon_of_scale(sensitivity, steps)
             if steps

@@ -15,7 +15,7 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry
-from dpfast._validation import check_em_epsilon
+from dpfast._validation import check_em_epsilon, quoted
 from dpfast.accounting import LedgerEntry
 from dpfast.partitions.categorical import DISTANCE_BITS, distance_units
 
@@ -77,7 +77,7 @@ def categorical_plan(
         details=details,
     )
     check_em_epsilon(
-        em_epsilon, n_records, what=f"column {column.name!r}", shares=epsilon / em_epsilon
+        em_epsilon, n_records, what=f"column {quoted(column.name)}", shares=epsilon / em_epsilon
     )
     return em_epsilon, em_sensitivity, entry
 
