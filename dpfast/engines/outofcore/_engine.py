@@ -28,6 +28,7 @@ from dpfast.engines.outofcore._clusters import (
 )
 from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._order import order_statistics
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
@@ -63,7 +64,7 @@ from dpfast.engines.values import (
     own_dtype,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import build_table, is_declared_dictionary, same_dictionaries
+from dpfast.io import build_table, is_declared_dictionary, is_text_path, same_dictionaries
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -153,6 +154,7 @@ class OutOfCoreEngine(Engine):
         )
         self._local = threading.local()
         self._coded: CodedPasses | None = None
+        self._owned: CsvSource | None = None  # CSV input converted when the engine opened
 
     @classmethod
     def open(
@@ -162,7 +164,11 @@ class OutOfCoreEngine(Engine):
         *,
         batch_rows: int = BATCH_ROWS,
     ) -> OutOfCoreEngine:
-        """Open a release of ``data`` read in batches; it is written to ``output``."""
+        """Open a release of ``data`` read in batches; it is written to ``output``.
+
+        A CSV or TSV file (or a glob of them) is converted to Parquet first, beside
+        ``output`` (:class:`~dpfast.engines.outofcore._csv.CsvSource`).
+        """
         opening.refuse_comparisons("out of core")
         if opening.output is None:
             raise DPFastValueError(
@@ -171,13 +177,23 @@ class OutOfCoreEngine(Engine):
             )
         refuse_text_output(opening.output)
         memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
-        return cls(
-            source_of(data),
-            opening.output,
-            memory_limit=memory,
-            batch_rows=batch_rows,
-            progress=opening.progress,
-        )
+        converted = None
+        if is_text_path(data):  # its Parquet conversion, removed when the engine closes
+            converted = CsvSource.open(data, opening.output, memory, progress=opening.progress)
+        try:
+            engine = cls(
+                converted or source_of(data),
+                opening.output,
+                memory_limit=memory,
+                batch_rows=batch_rows,
+                progress=opening.progress,
+            )
+        except BaseException:
+            if converted is not None:
+                converted.close()
+            raise
+        engine._owned = converted
+        return engine
 
     # -- the input ----------------------------------------------------------------------
 
@@ -490,6 +506,8 @@ class OutOfCoreEngine(Engine):
 
     def close(self) -> None:
         self.out.close()
+        if self._owned is not None:
+            self._owned.close()
 
     def explain(self, error: Exception) -> BaseException:
         """Report a bad value found in a pass: the in-memory error, which counts them all.
@@ -498,7 +516,7 @@ class OutOfCoreEngine(Engine):
         """
         if not isinstance(error, NonFiniteValue):
             return error
-        self.close()
+        self.out.close()
         stats = column_stats(self.source, error.column, self.limits.batch_rows)
         if not stats.non_finite:
             return error
