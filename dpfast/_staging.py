@@ -102,6 +102,7 @@ class Leftover:
 
 
 def _found(parent: Path, pattern: re.Pattern[str]) -> list[Leftover]:
+    parent = parent.absolute()  # named in full in messages
     try:
         names = sorted(os.listdir(parent))
     except OSError:  # the directory is gone or unreadable: nothing to find there
