@@ -158,7 +158,10 @@ def _write_parts(
     types: dict[str, pa.DataType] | None,
     progress: Progress | None,
 ) -> tuple[list[str], pa.Schema]:
-    """Convert the files' batches into Parquet files, row groups of at most ``group_bytes``."""
+    """Convert the files' batches into Parquet files, row groups of at most ``group_bytes``.
+
+    (Or of one batch, if a batch is larger: a block of text read.)
+    """
     written: list[str] = []
     schema: pa.Schema | None = None
     writer: pq.ParquetWriter | None = None
@@ -183,9 +186,9 @@ def _write_parts(
                 )
             if first is None and batch.num_columns == 1 and batch.column(0).null_count < len(batch):
                 first = batch.column(0).drop_null()[0].as_py()
-            pending.append(batch)
-            if sum(b.nbytes for b in pending) >= group_bytes:
+            if pending and sum(b.nbytes for b in pending) + batch.nbytes > group_bytes:
                 flush()
+            pending.append(batch)
         flush()
     finally:
         if writer is not None:
