@@ -112,12 +112,13 @@ def _remove_killed_scratch() -> None:
     """Remove the cluster scratch directories that runs killed outright left (process gone).
 
     Dask's client and Spark's driver make one in the temporary directory when a release
-    opens; what a killed run left beside OUTPUT goes when the release stages its output
+    opens; they go quietly (the system's directory, not the user's). What a killed run
+    left beside OUTPUT goes, with a warning, when the release stages its output
     (:func:`~dpfast.cli._outputs.staging`).
     """
     from dpfast._staging import process_leftovers, remove_gone
 
-    remove_gone(process_leftovers())
+    remove_gone(process_leftovers(), warn=False)
 
 
 def _forecast(method: Method, found: Any, arguments: dict[str, Any]) -> Any:
