@@ -195,10 +195,11 @@ def remove_gone(found: Sequence[Leftover], *, warn: bool = True) -> list[Path]:
 def publish(pairs: Sequence[tuple[Path, Path]], aside: Path) -> None:
     """Rename each complete ``staged`` file or directory to its ``final`` path, in order.
 
-    All of them, or none: the last rename makes the publication (put the data last). A
-    ``final`` that exists is moved into the directory ``aside`` first (a directory cannot
-    be replaced by a rename, and an earlier one is put back if a later rename fails);
-    only the last pair's, a file, is replaced in one rename. If anything stops the
+    All of them, or none: the last rename makes the publication (put the data last). An
+    existing ``final`` of an earlier pair is moved into the directory ``aside`` first, to
+    be put back if a later rename fails (a directory there is not replaced: the rename
+    fails); the last pair's is replaced in one rename, or, a directory (which a rename
+    cannot replace), moved aside first. If anything stops the
     renames before the last is done (an error, ``KeyboardInterrupt``, the command line's
     SIGTERM), the finals already renamed are removed and what was moved aside is put
     back. What is moved aside stays in ``aside``, for the caller to remove.
@@ -207,8 +208,8 @@ def publish(pairs: Sequence[tuple[Path, Path]], aside: Path) -> None:
     last_staged = pairs[-1][0]
     try:
         for i, (staged, final) in enumerate(pairs):
-            replaceable = i == len(pairs) - 1 and not (final.is_dir() and not final.is_symlink())
-            if os.path.lexists(final) and not replaceable:
+            directory = final.is_dir() and not final.is_symlink()
+            if os.path.lexists(final) and (directory if i == len(pairs) - 1 else not directory):
                 kept = aside / f"replaced-{i}"
                 os.replace(final, kept)
                 moved.append((kept, final))

@@ -245,8 +245,9 @@ def _written(where: Path, output: str) -> tuple[pa.Table, dict[str, Any], dict[s
         ("in.tsv.gz", []),
         ("in.csv", ["--delimiter", ";", "--encoding", "latin-1"]),
         ("parts/*.csv", []),
+        ("parts", []),
     ],
-    ids=["csv", "tsv.gz", "delimiter and encoding", "glob"],
+    ids=["csv", "tsv.gz", "delimiter and encoding", "glob", "directory"],
 )
 def test_the_command_line_releases_csv_out_of_core_as_in_memory(tmp_path, name, extra):
     frame = _people()

@@ -223,3 +223,29 @@ def test_an_interrupt_just_after_dask_renames_its_output_leaves_nothing(
     _just_after_the_engine_renames(
         tmp_path, monkeypatch, ["--engine", "dask", *scheduler], "interrupt"
     )
+
+
+def test_an_interrupted_replacement_puts_back_the_earlier_output_and_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # with --force, OUTPUT and its reports are replaced all three, or none of them
+    at = 1
+    while True:
+        where = tmp_path / f"at-{at}"
+        where.mkdir()
+        _inputs(where)
+        paths = [where / "out.parquet", *map(Path, report_paths(where / "out.parquet"))]
+        for path in paths:
+            path.write_text(f"earlier {path.name}", encoding="utf-8")
+        interrupter = Interrupter(where, at, "before", "interrupt")
+        with interrupter.installed(monkeypatch):
+            code = cli.main([*_argv(where, "in.csv", "out.parquet"), "--force"])
+        capsys.readouterr()
+        earlier = [p.read_bytes() == f"earlier {p.name}".encode() for p in paths]
+        assert earlier in ([True] * 3, [False] * 3), (earlier, interrupter.steps)
+        assert sorted(p.name for p in where.iterdir() if p not in paths) == INPUTS
+        if not interrupter.hit:
+            assert code == 0 and earlier == [False] * 3
+            break
+        assert code == 130 and earlier == [True] * 3
+        at += 1

@@ -15,7 +15,7 @@ from dpfast.io._categories import (
     released_categories,
     same_dictionaries,
 )
-from dpfast.io._csv import KINDS, CsvFiles, LooserType, is_text_path
+from dpfast.io._csv import KINDS, CsvFiles, LooserType, is_text_path, text_files
 from dpfast.io._files import (
     WRITE_ROWS,
     column_kinds,
@@ -47,6 +47,7 @@ __all__ = [
     "released_categories",
     "repeat_rows",
     "same_dictionaries",
+    "text_files",
     "write_json_atomic",
     "write_table_atomic",
     "write_text_atomic",

@@ -14,6 +14,7 @@ errors of :func:`~dpfast.io.read_table`.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,7 +40,7 @@ from dpfast.io._files import (
     output_format,
 )
 
-__all__ = ["KINDS", "CsvFiles", "LooserType", "is_text_path"]
+__all__ = ["KINDS", "CsvFiles", "LooserType", "is_text_path", "text_files"]
 
 #: The kinds pyarrow's CSV type inference tries, in its order (a kind's values may be
 #: missing: empty, ``NA``, ``null``, ``NaN``, ...): a column read whole gets the first
@@ -65,17 +66,43 @@ _CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to ")
 _ERRORS = (pa.ArrowInvalid, OSError, UnicodeDecodeError)
 
 
-def is_text_path(path: object) -> bool:
-    """Return whether ``path`` (a string or path) names CSV or TSV files by its extension.
+def _is_text_name(name: str) -> bool:
+    try:
+        return output_format(name) != "parquet"
+    except ValueError:
+        return False
 
-    A glob or a directory never does: its files are Parquet or named by a glob.
+
+def text_files(path: str | os.PathLike[str]) -> list[str]:
+    """Return the CSV or TSV files ``path`` names, in sorted order (none: it names none).
+
+    A file by its extension; a glob's matching files; a directory's own files (not its
+    subdirectories', not hidden ``.*`` or ``_*`` ones) when it holds text files and no
+    Parquet file.
+    """
+    where = os.fspath(path)
+    if Path(where).is_dir():
+        own = [p for p in Path(where).iterdir() if p.is_file() and p.name[0] not in "._"]
+        if any(p.suffix == ".parquet" for p in own):
+            return []
+        return sorted(str(p) for p in own if _is_text_name(p.name))
+    if glob.has_magic(where):
+        if not _is_text_name(where):
+            return []
+        return sorted(p for p in glob.glob(where, recursive=True) if Path(p).is_file())
+    return [where] if _is_text_name(where) else []
+
+
+def is_text_path(path: object) -> bool:
+    """Return whether ``path`` (a string or path) names CSV or TSV files (:func:`text_files`).
+
+    A glob names them by its extension (``'DIR/*.csv'``), even when nothing matches.
     """
     if not isinstance(path, (str, os.PathLike)):
         return False
-    try:
-        return output_format(os.fspath(path)) != "parquet"
-    except ValueError:
-        return False
+    if glob.has_magic(os.fspath(path)):
+        return _is_text_name(os.fspath(path))
+    return bool(text_files(path))
 
 
 class LooserType(DPFastError):

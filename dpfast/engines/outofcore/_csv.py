@@ -12,7 +12,6 @@ are, and removed when the source is closed.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from dpfast.engines.outofcore._sources import (
 )
 from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastValueError
-from dpfast.io import CsvFiles, LooserType
+from dpfast.io import CsvFiles, LooserType, text_files
 
 __all__ = ["ROW_GROUP_BYTES", "CsvSource"]
 
@@ -45,14 +44,11 @@ ROW_GROUP_BYTES = 64 * 2**20
 
 
 def _text_files(path: str | os.PathLike[str]) -> list[str]:
-    """Return the files a CSV path names: itself, or a glob's files in sorted order."""
-    where = os.fspath(path)
-    if glob.has_magic(where):
-        files = sorted(p for p in glob.glob(where, recursive=True) if Path(p).is_file())
-        if not files:
-            raise DPFastValueError(f"no file matches {where!r}")
-        return files
-    return [where]
+    """Return the files a CSV path names (:func:`dpfast.io.text_files`), refusing none."""
+    files = text_files(path)
+    if not files:
+        raise DPFastValueError(f"no CSV or TSV file matches {os.fspath(path)!r}")
+    return files
 
 
 class CsvSource(WrappedSource):
@@ -82,7 +78,7 @@ class CsvSource(WrappedSource):
         encoding: str = "utf-8",
         progress: Progress | None = None,
     ) -> CsvSource:
-        """Convert the CSV file (or glob of them) ``path`` into scratch beside ``beside``.
+        """Convert the CSV file (or glob or directory of them) ``path`` beside ``beside``.
 
         ``delimiter`` and ``encoding`` as :func:`dpfast.io.read_table` takes them; bad
         files get its errors. A failure or an interrupt removes what was converted.
