@@ -9,8 +9,9 @@ and renamed into place only once complete and flushed to disk.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+
+from dpfast._staging import file_beside, leftovers, remove_gone
 
 #: Read and write for the file's owner, nothing for anyone else.
 OWNER_ONLY = 0o600
@@ -19,10 +20,12 @@ OWNER_ONLY = 0o600
 def write_private_text(text: str, path: str | os.PathLike[str], *, mode: int = OWNER_ONLY) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically, with permissions ``mode``.
 
-    The text goes to a temporary file beside ``path``, made with ``mode`` whatever the
-    umask, flushed to disk, then renamed over ``path``; the directory is synced, so the
-    rename outlives a crash. On any exception (``KeyboardInterrupt`` included) the
-    temporary file is removed and ``path`` is left as it was.
+    The text goes to a temporary file beside ``path`` (named for it and this process,
+    :mod:`dpfast._staging`; those that killed runs left are removed first), made with
+    ``mode`` whatever the umask, flushed to disk, then renamed over ``path``; the
+    directory is synced, so the rename outlives a crash. On any exception
+    (``KeyboardInterrupt`` included) the temporary file is removed and ``path`` is left as
+    it was.
 
     Parameters
     ----------
@@ -45,7 +48,8 @@ def write_private_text(text: str, path: str | os.PathLike[str], *, mode: int = O
     """
     target = Path(path)
     directory = target.parent
-    descriptor, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    remove_gone(leftovers(target))  # what runs killed while writing it left
+    descriptor, tmp = file_beside(target, ".tmp")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), mode)

@@ -28,6 +28,7 @@ LAYERS = {
     "schema": 3,
     "taxonomy": 3,
     "_private_files": 3,
+    "_staging": 2,
     "accounting": 4,
     "budget": 4,
     "noise": 4,

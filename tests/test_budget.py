@@ -7,6 +7,7 @@ back, and a reservation that never committed published nothing (docs/budget.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import multiprocessing
@@ -533,12 +534,16 @@ def test_a_killed_run_leaves_a_stale_reservation_that_clear_removes(files, capsy
     code, err = run(_argv(files, "other.parquet", "0.75"), capsys)
     assert code == 2
     assert "0.5 of that is held by reservations of runs killed before they committed" in err
-    (files / "r.parquet").write_bytes(b"")  # as if the run had left its scratch
-    (files / ".r.parquet.abc123").mkdir()
+    # as if the run had left its scratch, named as dpfast names it; another file is not
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    scratch = files / f".r.parquet.dpfast{process.pid}h{host}-abc123"
+    scratch.mkdir()
+    (files / ".r.parquet.mine").write_bytes(b"")
     assert main(["budget", "clear", str(path)]) == 0
     said = capsys.readouterr().out
     assert "cleared entry 0: epsilon 0.5 reserved by laplace" in said
-    assert "published nothing" in said and ".r.parquet.abc123" in said
+    assert "published nothing" in said and f"{str(scratch)!r} (process {process.pid})" in said
+    assert not scratch.exists() and (files / ".r.parquet.mine").exists()
     assert path.read_bytes() == empty
     assert main(["budget", "clear", str(path)]) == 0
     assert "no stale reservation to clear" in capsys.readouterr().out

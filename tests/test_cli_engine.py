@@ -130,7 +130,7 @@ def test_a_dataset_output_is_refused_when_it_exists_unless_forced(workdir, capsy
     ("source", "output", "extra", "message"),
     [
         ("people.parquet", "r.csv", ["--memory-limit", "1GiB"], "out of core writes Parquet"),
-        ("people.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
+        ("people.csv", "r.parquet", ["--engine", "dask"], "convert it to Parquet"),
         ("people.parquet", "r.parquet", ["--memory-limit", "lots"], "memory size"),
         # the bad value first, then the output's format
         ("people.parquet", "r.csv", ["--memory-limit", "lots"], "--memory-limit: cannot read"),

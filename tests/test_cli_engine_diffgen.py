@@ -66,7 +66,7 @@ def test_out_of_core_writes_the_in_memory_release(workdir, source, output, extra
     ("source", "output", "extra", "message"),
     [
         ("adult.parquet", "r.csv", ["--memory-limit", "1GiB"], "out of core writes Parquet"),
-        ("adult.csv", "r.parquet", ["--memory-limit", "1GiB"], "convert it to Parquet"),
+        ("adult.csv", "r.parquet", ["--engine", "dask"], "convert it to Parquet"),
         ("parts", "r.parquet", ["--memory-limit", "lots"], "memory size"),
         ("nothing/*.parquet", "r.parquet", [], "no file matches"),
     ],

@@ -176,9 +176,10 @@ def test_demo_replaces_its_own_files_and_nothing_else(
 
 # -- SIGTERM -----------------------------------------------------------------------------------
 
-# Runs the CLI with os.replace slowed down at its Nth call (1: the data, complete, to its
-# hidden unpublished name; 2: its publication; 3: the public report), after a marker file says
-# that the temporary file is complete.
+# Runs the CLI with os.replace slowed down at its Nth call into the working directory or
+# below (1: the data, complete, into OUTPUT's hidden staging directory; 2 and 3: the public
+# and the private report beside it; 4 and 5: the reports into place; 6: the data), after a
+# marker file names the file being renamed.
 _SLOW_WRITER = """
 import os, sys, time
 from pathlib import Path
@@ -187,7 +188,7 @@ real_replace, calls = os.replace, []
 here = Path.cwd().resolve()
 def slow_replace(src, dst):
     # count the release's own files only (Numba's cache writes through os.replace too)
-    if Path(dst).resolve().parent == here:
+    if Path(dst).resolve().is_relative_to(here):
         calls.append(dst)
         if len(calls) == int(sys.argv[1]):
             Path("marker").write_text(str(src))
@@ -234,7 +235,11 @@ def stopped(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
     return process.returncode, err
 
 
-@pytest.mark.parametrize("stage", [1, 3], ids=["while writing the data", "while writing a report"])
+@pytest.mark.parametrize(
+    "stage",
+    [1, 4, 6],
+    ids=["while writing the data", "while publishing the reports", "before the data's rename"],
+)
 def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage: int) -> None:
     argv = with_output(WRITERS["laplace"], "out.parquet")
     process = cli_process(_SLOW_WRITER, [str(stage), *argv], workdir)
@@ -242,7 +247,9 @@ def test_sigterm_removes_the_temporary_file_and_the_output(workdir: Path, stage:
         wait_for(workdir / "marker", process)
         temporary = Path(workdir / "marker").read_text()
         assert Path(temporary).exists()  # the test interrupts a write in progress
-        assert (workdir / "out.parquet").exists() == (stage == 3)
+        assert not (workdir / "out.parquet").exists()
+        reports = [os.path.exists(workdir / path) for path in report_paths("out.parquet")]
+        assert reports == [stage == 6] * 2  # the reports are in place before the data
     finally:
         code, err = stopped(process, signal.SIGTERM)
     assert code == 143, err

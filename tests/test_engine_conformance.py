@@ -13,6 +13,9 @@ The engines:
   ties, windows of a pool);
 - out of core over Parquet datasets of 1, 2 and 7 files (three of them of 1 row), in
   batches of 1,000 and 64 rows, the 2- and 7-file ones under that tiny limit;
+- out of core over the table written as CSV: one file, and a glob of three files in
+  batches of 64 rows under the tiny limit; the in-memory release is then that of the
+  file read whole (``dpfast.io.read_table``), whose types the CSV's text decides;
 - Spark, through the public functions given a pyspark DataFrame (the session-scoped
   fixture): every case at 7 partitions; the releases that the executors compute
   (``ir_dp``, ``laplace_dp``) at 1, 2 and 64 as well. The others run the out-of-core
@@ -50,6 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -112,7 +116,7 @@ def table() -> pd.DataFrame:
 # --------------------------------------------------------------------------- methods
 
 
-STALE = "the scratch directory of an earlier run"
+STALE = "killed before it could remove it"
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,8 @@ class Case:
             result = function(*args, **kwargs)
         # the noise warning comes from the release's forecast, before any pass (its line is in
         # the report, which every engine must give alike; tests/test_forecast.py tests it)
-        # a scratch directory that a killed run (of any test session on this machine) left
-        # behind is removed with a warning by whichever run comes next; not the case's own
+        # scratch that a killed run (of any test session on this machine) left behind is
+        # removed with a warning by whichever run comes next; not the case's own
         given = {
             w.category
             for w in caught
@@ -508,10 +512,10 @@ class Engine:
     """How a table reaches an engine: its kind, split, batches and memory."""
 
     name: str
-    kind: str  # "arrow", "parquet", "spark" or "dask"
+    kind: str  # "arrow", "parquet", "csv", "spark" or "dask"
     batch_rows: int = 1 << 20
     tiny: bool = False  # the case's tiny memory limit, else LARGE_MEMORY
-    cuts: tuple[int, ...] = ()  # parquet: the first row of every file but the first
+    cuts: tuple[int, ...] = ()  # parquet, csv: the first row of every file but the first
     partitions: int = 1  # spark, dask
     only: tuple[str, ...] = ()  # the cases it runs, if not all (to keep the suite fast)
 
@@ -536,6 +540,8 @@ ENGINES = [
     Engine("parquet-2files-64rows-tiny", "parquet", 64, tiny=True, cuts=(1500,)),
     # 7 files of 1, 1, 998, 500, 1,499, 1 and 1 rows
     Engine("parquet-7files-tiny", "parquet", 1000, tiny=True, cuts=(1, 2, 1000, 1500, 2999, 3000)),
+    Engine("csv-1file", "csv", 1000),
+    Engine("csv-3files-64rows-tiny", "csv", 64, tiny=True, cuts=(1, 1500)),
     # every case at 7 partitions; the releases that the executors compute at 1, 2 and 64
     # as well (the others run the column engine over the frame, whose tiny-limit paths
     # the Arrow and Parquet engines take: on Spark each of their passes is a job)
@@ -629,12 +635,14 @@ def _pandas_types(data: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _on_source(case: Case, engine: Engine, where: Path) -> tuple[Side, Side]:
-    """The column engine over an Arrow table or a Parquet dataset of the case's table."""
+    """The column engine over an Arrow table, or a Parquet or CSV dataset of the case's table."""
     arrow = _arrow(case.input())
-    want = case.in_memory(arrow)
     source: Any = ArrowSource(arrow)
     if engine.kind == "parquet":
         source = _parquet_parts(arrow, where / "in", engine.cuts)
+    elif engine.kind == "csv":
+        arrow, source = _csv_parts(arrow, where / "in", engine.cuts)
+    want = case.in_memory(arrow)
     output = where / "out.parquet"
     report, private = case.out_of_core(
         source,
@@ -655,6 +663,25 @@ def _parquet_parts(table: pa.Table, directory: Path, cuts: tuple[int, ...]) -> P
     dataset = ParquetDataset.open(directory)
     assert len(dataset.files) == len(cuts) + 1
     return dataset
+
+
+def _csv_parts(table: pa.Table, directory: Path, cuts: tuple[int, ...]) -> tuple[pa.Table, str]:
+    """Write ``table`` as CSV, one file per range between ``cuts``; return it read whole, and
+    the path (a glob of several files).
+
+    The files are the lines of the whole file, so read as one table they hold its values
+    and their types are those of the whole file read in memory.
+    """
+    directory.mkdir()
+    whole = directory / "whole.csv"
+    pa_csv.write_csv(table, whole)
+    expected = dpfast.io.read_table(whole)
+    header, *lines = whole.read_text(encoding="utf-8").splitlines(True)
+    whole.unlink()
+    for i, (first, last) in enumerate(pairwise([0, *cuts, len(lines)])):
+        text = header + "".join(lines[first:last])
+        (directory / f"part-{i:03d}.csv").write_text(text, encoding="utf-8")
+    return expected, str(directory / ("*.csv" if cuts else "part-000.csv"))
 
 
 @contextlib.contextmanager

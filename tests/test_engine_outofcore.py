@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
 from itertools import chain, pairwise
 from pathlib import Path
 
@@ -140,6 +142,12 @@ def test_a_killed_runs_scratch_is_removed_by_the_next_run_saying_so(tmp_path):
     stale = tmp_path / f".released.dpfast{ended.pid}-x1y2"
     stale.mkdir()
     (stale / "column").write_bytes(b"\0" * 64)
+    # a name with its host: the first 8 hex digits of the SHA-256 of the host's name
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    stale_file = tmp_path / f".released.dpfast{ended.pid}h{host}-k3j4.tmp"
+    stale_file.write_bytes(b"\0" * 8)
+    elsewhere = tmp_path / f".released.dpfast{ended.pid}h00000000-e5f6"  # another host's
+    elsewhere.mkdir()
     alive = tmp_path / f".released.dpfast{os.getppid()}-a1b2"  # its process still runs
     alive.mkdir()
     other = tmp_path / ".released.ab12"  # not named by a dpfast run: never touched
@@ -149,11 +157,13 @@ def test_a_killed_runs_scratch_is_removed_by_the_next_run_saying_so(tmp_path):
         _out_of_core(ArrowSource(table), tmp_path / "released", 10, 2**30, 64)
     # one warning names this test's stale directory (others may name other runs' leftovers
     # in the system's temporary directory)
-    ours = [w for w in caught if str(tmp_path) in str(w.message)]
-    assert [str(stale) in str(w.message) for w in ours] == [True]
-    assert not stale.exists() and alive.is_dir() and other.is_dir()
-    scratch = outofcore_scratch.make_scratch(tmp_path, ".x.")
-    assert scratch.name.startswith(f".x.dpfast{os.getpid()}-")
+    ours = sorted(str(w.message) for w in caught if str(tmp_path) in str(w.message))
+    assert len(ours) == 2
+    assert str(stale) in ours[0] and str(stale_file) in ours[1]
+    assert not stale.exists() and not stale_file.exists()
+    assert alive.is_dir() and other.is_dir() and elsewhere.is_dir()
+    scratch = outofcore_scratch.make_scratch(tmp_path / "x")
+    assert scratch.name.startswith(f".x.dpfast{os.getpid()}h{host}-")
     assert scratch.stat().st_mode & 0o777 == 0o700  # readable by its owner only
 
 

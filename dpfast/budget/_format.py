@@ -9,14 +9,13 @@ and its ``"cancelled"`` ones (ε 0, nothing published) are dropped.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import time
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any, Literal
 
+from dpfast._staging import Leftover, leftovers
 from dpfast._validation import in_cli, option, quoted
 from dpfast.budget._process import Holder
 from dpfast.exceptions import BudgetFileError
@@ -135,17 +134,14 @@ class BudgetEntry:
             return None
         return Holder(self.pid, self.host, self.process_started)
 
-    def leftovers(self) -> list[Path]:
-        """Return the hidden files beside the output that a killed run to it may have left.
+    def leftovers(self) -> list[Leftover]:
+        """Return the scratch and staging files that dpfast runs left beside the output.
 
-        Scratch directories and temporary files (``.OUTPUT.*``) hold data that was never
-        published and that no committed ε covers: delete them.
+        Hidden, named for the output and their process (``.OUTPUT.dpfast<pid>h<host>-...``):
+        those whose process is gone hold data that was never published and that no
+        committed ε covers (``dpfast budget clear`` removes them).
         """
-        output = Path(self.output)
-        try:
-            return sorted(output.parent.glob(f".{glob.escape(output.name)}.*"))
-        except OSError:
-            return []
+        return leftovers(self.output) if self.output else []
 
     def to_dict(self) -> dict[str, Any]:
         """Return the entry as the file writes it."""

@@ -32,7 +32,10 @@ A release commits its spend before any of its output is published, so a reservat
 was never committed published nothing, and clearing it returns its epsilon safely. A run
 killed outright (kill -9, a lost machine) leaves its reservation behind: 'dpfast budget
 show' marks it STALE once its process (recorded with its host and start time) is gone.
-Committed entries are final and never cleared.
+Committed entries are final and never cleared. Clear also removes the hidden scratch and
+staging files that killed runs left beside the budget's outputs and the budget file, and
+their cluster scratch directories in the temporary directory, and names each; those of a
+process still running, or of another host, are named and left alone.
 """
 
 
@@ -133,6 +136,7 @@ def _clear(args: argparse.Namespace) -> int:
 
     budget = BudgetFile(args.file)
     cleared = budget.clear(args.entry, force=args.force)
+    lines = []
     if not cleared:
         running = [e.id for e in budget.entries() if e.status == "reserved"]
         held = (
@@ -141,28 +145,56 @@ def _clear(args: argparse.Namespace) -> int:
             if running
             else ""
         )
-        print(f"{args.file}: no stale reservation to clear{held}")
-        return 0
-    lines = []
+        lines.append(f"{args.file}: no stale reservation to clear{held}")
     for entry in cleared:
         who = _holder(entry) if entry.pid is not None else "a version-1 run"
         lines.append(
             f"cleared entry {entry.id}: epsilon {entry.epsilon:g} reserved by {entry.method} "
             f"for {entry.output} ({who})"
         )
-        leftovers = entry.leftovers()
-        if leftovers:
-            lines.append(
-                "  hidden files beside its output may hold data that run never published "
-                f"(no epsilon covers them); delete them: {', '.join(map(str, leftovers))}"
-            )
-    lines.append(
-        "a release commits its spend before any of its output is published, so these runs "
-        f"published nothing; epsilon {budget.remaining():.6g} of {budget.total_epsilon:g} is "
-        "left"
-    )
-    print("\n".join(lines))
+    if cleared:
+        lines.append(
+            "a release commits its spend before any of its output is published, so these runs "
+            f"published nothing; epsilon {budget.remaining():.6g} of {budget.total_epsilon:g} "
+            "is left"
+        )
+    print("\n".join(lines + _leftovers(budget, cleared)))
     return 0
+
+
+def _leftovers(budget: Any, cleared: list[Any]) -> list[str]:
+    """Remove what killed runs left (their process gone); say what was removed and kept.
+
+    Beside every output the budget names (its entries', and those just cleared), beside
+    the budget file itself, and the cluster scratch directories in the temporary
+    directory: hidden files named for them and their process (docs/budget.md).
+    """
+    from dpfast._staging import leftovers, process_leftovers, remove_gone
+
+    found = leftovers(budget.real_path) + process_leftovers()
+    for entry in [*budget.entries(), *cleared]:
+        found += [f for f in entry.leftovers() if f not in found]
+    removed = remove_gone(found, warn=False)
+    lines = []
+    if removed:
+        lines.append(
+            "removed what runs killed before they could clean up left (never published, "
+            f"covered by no epsilon): {_paths(f for f in found if f.path in removed)}"
+        )
+    running = [f for f in found if f.state == "running"]
+    if running:
+        lines.append(f"left alone, their process still runs: {_paths(running)}")
+    elsewhere = [f for f in found if f.state == "elsewhere"]
+    if elsewhere:
+        lines.append(
+            "made on another host, which this one cannot check: delete them once that run "
+            f"is over: {_paths(elsewhere)}"
+        )
+    return lines
+
+
+def _paths(found: Any) -> str:
+    return ", ".join(f"{str(f.path)!r} (process {f.pid})" for f in found)
 
 
 #: ``dpfast budget``'s commands.
@@ -188,7 +220,8 @@ COMMANDS = (
         "clear",
         help="give back the epsilon of reservations that will never commit",
         description="Remove stale reservations, left by runs killed before they committed "
-        "(they published nothing), or one reservation with --entry.",
+        "(they published nothing), or one reservation with --entry, and the scratch files "
+        "killed runs left.",
         epilog=_CLEAR_EXAMPLES,
         arguments=_clear_arguments,
         handler=_clear,

@@ -109,7 +109,7 @@ def opened(
             check_schema_for(args, method, schema)
         yield Input(data, schema, in_passes)
     finally:
-        for name in ("stop_spark", "stop_dask"):  # what this command started
+        for name in ("close_input", "stop_spark", "stop_dask"):  # what this command started
             stop = getattr(args, name, None)
             if stop is not None:
                 delattr(args, name)
@@ -131,9 +131,36 @@ def _source(args: argparse.Namespace) -> Any:
 
     if getattr(args, "engine", "local") == "spark":
         return _spark_source(args)
+    from dpfast.io import is_text_path
+
     if getattr(args, "engine", "local") == "dask":
         return _dask_source(args)
+    if is_text_path(args.input):
+        return _csv_source(args)
     return ParquetDataset.open(args.input)
+
+
+def _csv_source(args: argparse.Namespace) -> Any:
+    """Convert a CSV or TSV INPUT (a file or a glob) to Parquet beside OUTPUT, batch by batch.
+
+    Within ``--memory-limit``, with ``--delimiter`` and ``--encoding`` as a table read in
+    memory takes them; the converted files are removed when the command ends.
+    """
+    from dpfast.engines import parse_memory
+    from dpfast.engines.outofcore import CsvSource
+
+    memory = DEFAULT_MEMORY if args.memory_limit is None else parse_memory(args.memory_limit)
+    with delayed_progress(args) as progress:
+        source = CsvSource.open(
+            args.input,
+            args.output,
+            memory,
+            delimiter=getattr(args, "delimiter", None),
+            encoding=getattr(args, "encoding", None) or "utf-8",
+            progress=progress,
+        )
+    args.close_input = source.close
+    return source
 
 
 def _is_text(path: str) -> bool:
@@ -397,7 +424,7 @@ def schema_taxonomies(schema: Any, columns: Sequence[str] | None = None) -> dict
 
 def _check_dataset_paths(args: argparse.Namespace) -> None:
     """Fail fast on paths the engine cannot read or write, with the in-memory messages."""
-    from dpfast.io import output_format
+    from dpfast.io import is_text_path, output_format
 
     if _is_text(args.output):
         what = "--memory-limit" if getattr(args, "memory_limit", None) else "out of core"
@@ -411,18 +438,20 @@ def _check_dataset_paths(args: argparse.Namespace) -> None:
         engine = "--engine spark" if getattr(args, "engine", "local") == "spark" else None
         if getattr(args, "engine", "local") == "dask":
             engine = "--engine dask"
-        if (engine or args.memory_limit is not None) and output_format(args.input) != "parquet":
+        if engine and output_format(args.input) != "parquet":
             raise DPFastValueError(
                 f"{engine or '--memory-limit'} reads Parquet, but {args.input!r} is "
                 f"{output_format(args.input)}; convert it to Parquet first, or drop "
                 "--memory-limit to release it in memory"
             )
         return
-    if args.delimiter is not None or args.encoding is not None:
+    text_input = is_text_path(args.input)
+    if (args.delimiter is not None or args.encoding is not None) and not text_input:
         raise DPFastValueError(
             "--delimiter and --encoding apply to CSV and TSV files; a Parquet dataset takes neither"
         )
-    if not is_dataset_path(args.input) and output_format(args.input) != "parquet":
+    cluster = getattr(args, "engine", "local") in ("spark", "dask")
+    if not is_dataset_path(args.input) and text_input and cluster:
         raise DPFastValueError(
             f"a dataset directory output is written from Parquet input, but {args.input!r} "
             f"is {output_format(args.input)}; write OUTPUT as a .parquet file instead"

@@ -3,30 +3,94 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
-import shutil
-import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from dpfast.cli._progress import renamed
 
 __all__ = [
+    "Staging",
     "from_data",
     "mark_from_data",
     "report_paths",
+    "staging",
     "summary",
     "write_release",
-    "write_reports",
 ]
 
 
 def report_paths(output: str | os.PathLike[str]) -> tuple[str, str]:
     """Return the paths of the public and the private report of an output file."""
     return f"{output}.public-report.json", f"{output}.private-report.json"
+
+
+class Staging:
+    """A hidden staging directory beside OUTPUT: the data and its reports, then all at once.
+
+    The data is written whole into it (at :attr:`data`, OUTPUT's own name), the budget's
+    spend is committed (by the release's engine, or by :meth:`publish`'s
+    ``before_publish``), both reports are written beside the data, then the reports are
+    renamed into place and the data last (:func:`dpfast._staging.publish`): an error or
+    an interrupt before the data's rename takes the reports back, and once the data is in
+    place so are they. Its name holds OUTPUT's, this process's id and its host: a run
+    killed outright leaves it, and the next one to OUTPUT removes it (:func:`staging`).
+    """
+
+    def __init__(self, output: str | os.PathLike[str]) -> None:
+        from dpfast._staging import directory_beside
+
+        self.output = Path(output)
+        self.directory = directory_beside(self.output)
+        self.data = self.directory / self.output.name
+
+    def publish(
+        self, report: Any, private: Any, before_publish: Callable[[Any], None] | None = None
+    ) -> tuple[str, str]:
+        """Write both reports beside the complete data, then rename all three into place.
+
+        ``before_publish(report)`` runs first. The private report is readable by its owner
+        only (0600), whatever the umask. Returns the paths of the public and the private
+        report.
+        """
+        from dpfast._private_files import write_private_text
+        from dpfast._staging import publish
+        from dpfast.io import write_json_atomic
+
+        if before_publish is not None:
+            before_publish(report)  # final before anything is visible
+        public_path, private_path = report_paths(self.output)
+        staged_public, staged_private = report_paths(self.data)
+        write_json_atomic(report.to_dict(), staged_public)
+        write_private_text(private.to_json() + "\n", staged_private)
+        pairs = [
+            (Path(staged_public), Path(public_path)),
+            (Path(staged_private), Path(private_path)),
+            (self.data, self.output),
+        ]
+        publish(pairs, aside=self.directory)
+        return public_path, private_path
+
+
+@contextlib.contextmanager
+def staging(output: str | os.PathLike[str]) -> Iterator[Staging]:
+    """Yield OUTPUT's :class:`Staging` directory, removed however the block ends.
+
+    What runs to OUTPUT killed outright left beside it (their process gone) is removed
+    first, with a warning naming each (docs/engines.md, "Faults").
+    """
+    from dpfast._staging import leftovers, remove_gone, remove_path
+
+    remove_gone(leftovers(output))
+    stage = Staging(output)
+    try:
+        yield stage
+    finally:
+        remove_path(stage.directory)
 
 
 def write_release(
@@ -39,61 +103,22 @@ def write_release(
     progress: Callable[[str, int, int], None] | None = None,
     before_publish: Callable[[Any], None] | None = None,
 ) -> tuple[str, str]:
-    """Write the data and its two reports, each atomically; never leave one without the others.
+    """Write the data and its two reports, all three at once or none (:class:`Staging`).
 
-    The data is written whole to a hidden file beside ``output``; ``before_publish(report)``
-    (the budget's commit) runs then, before it is renamed into place and the reports are
-    written. A failure or an interrupt before the rename leaves ``output`` as it was; one
-    after it removes the output again (its spend, committed, stays spent).
-    ``delimiter`` replaces the separator of a CSV or TSV output; ``progress`` is called as
-    the data is written. Returns the paths of the public and the private report.
+    The data is written whole into OUTPUT's staging directory; ``before_publish(report)``
+    (the budget's commit) runs then, before both reports are written beside it and the
+    three are renamed into place. A failure or an interrupt before the data's rename
+    leaves ``output`` and its reports as they were. ``delimiter`` replaces the separator
+    of a CSV or TSV output; ``progress`` is called as the data is written. Returns the
+    paths of the public and the private report.
     """
-    from dpfast.io import output_format, write_table_atomic
+    from dpfast.io import write_table_atomic
 
     target = Path(output)
-    descriptor, unpublished = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=f".unpublished.{output_format(target)}", dir=target.parent
-    )
-    os.close(descriptor)
     shown = None if progress is None else renamed(progress, f"writing {target.name}")
-    try:
-        write_table_atomic(data, unpublished, delimiter=delimiter, progress=shown)
-        if before_publish is not None:
-            before_publish(report)
-        os.replace(unpublished, target)
-        return write_reports(report, private, output)
-    except BaseException:
-        if os.path.lexists(unpublished):
-            Path(unpublished).unlink()
-        else:  # renamed into place: take it back, as write_reports does
-            target.unlink(missing_ok=True)
-        raise
-
-
-def write_reports(report: Any, private: Any, output: str | os.PathLike[str]) -> tuple[str, str]:
-    """Write both reports of the published ``output``; remove all three if one fails.
-
-    The private report is readable by its owner only (0600), whatever the umask.
-    Returns the paths of the public and the private report.
-    """
-    from dpfast._private_files import write_private_text
-    from dpfast.io import write_json_atomic
-
-    public_path, private_path = report_paths(output)
-    written: list[str] = []
-    try:
-        write_json_atomic(report.to_dict(), public_path)
-        written.append(public_path)
-        write_private_text(private.to_json() + "\n", private_path)
-    except BaseException:
-        for path in written:
-            Path(path).unlink(missing_ok=True)
-        if Path(output).is_dir():
-            shutil.rmtree(output, ignore_errors=True)
-        else:
-            Path(output).unlink(missing_ok=True)
-        raise
-    return public_path, private_path
+    with staging(output) as stage:
+        write_table_atomic(data, stage.data, delimiter=delimiter, progress=shown)
+        return stage.publish(report, private, before_publish)
 
 
 _LEVELS = {

@@ -7,8 +7,10 @@ it checks the paths, reads INPUT (whole, or as a column source read in passes:
 prints it and stops; otherwise its warning comes now, before any ε is reserved),
 reserves the budget, calls the function, and writes. A table released
 in memory is written here, its spend committed before it is renamed into place; a
-release read in passes is written by its engine, given ``output``, ``memory_limit`` and
-the budget, which it commits before the output is visible.
+release read in passes is written by its engine into OUTPUT's staging directory, given
+``memory_limit`` and the budget, which it commits once the data is complete there. Either
+way the reports are written beside the data and renamed into place before it
+(:class:`~dpfast.cli._outputs.Staging`): OUTPUT is never visible without them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dpfast.cli._inputs import (
     output_delimiter,
     reads_in_passes,
 )
-from dpfast.cli._outputs import mark_from_data, summary, write_release, write_reports
+from dpfast.cli._outputs import mark_from_data, staging, summary, write_release
 from dpfast.cli._progress import delayed_progress, note, progress_line
 from dpfast.cli._spend import spending
 from dpfast.exceptions import DPFastValueError, NoiseDominatesWarning
@@ -109,9 +111,23 @@ def release(args: argparse.Namespace, method: Method) -> int:
             expected.refuse_above(limit / 100.0)
         if expected.warning is not None:  # before any ε is reserved
             warnings.warn(expected.warning, NoiseDominatesWarning, stacklevel=2)
+        _remove_killed_scratch()
         with spending(args, method.name) as spend, _warned_already():
             made, paths, rows = _run(args, method, found, arguments, spend, expected)
     return summary(args, made.report, made.private, paths, rows, spend)
+
+
+def _remove_killed_scratch() -> None:
+    """Remove the cluster scratch directories that runs killed outright left (process gone).
+
+    Dask's client and Spark's driver make one in the temporary directory when a release
+    opens; they go quietly (the system's directory, not the user's). What a killed run
+    left beside OUTPUT goes, with a warning, when the release stages its output
+    (:func:`~dpfast.cli._outputs.staging`).
+    """
+    from dpfast._staging import process_leftovers, remove_gone
+
+    remove_gone(process_leftovers(), warn=False)
 
 
 def _forecast(
@@ -168,11 +184,12 @@ def _run(
     Where ``expected`` holds a forecast from the data, the private report compares the
     release's share pushed onto a bound with it.
     """
-    if found.in_passes:
-        made = _in_passes(args, method, found, arguments, spend)
-        _check_forecast(made.private, expected)
-        report = mark_from_data(made.report, found.schema, args)
-        paths = write_reports(report, made.private, args.output)
+    if found.in_passes:  # the engine writes and commits into the staging directory
+        with staging(args.output) as stage:
+            made = _in_passes(args, method, found, arguments, spend, stage.data)
+            _check_forecast(made.private, expected)
+            report = mark_from_data(made.report, found.schema, args)
+            paths = stage.publish(report, made.private)
         return _Made(report, made.private), paths, _rows_written(args.output, found.n_rows)
     made = _in_memory(method, found, arguments, args)
     _check_forecast(made.private, expected)
@@ -231,15 +248,24 @@ def _memory(args: argparse.Namespace) -> int:
 
 
 def _in_passes(
-    args: argparse.Namespace, method: Method, found: Any, arguments: dict[str, Any], spend: Any
+    args: argparse.Namespace,
+    method: Method,
+    found: Any,
+    arguments: dict[str, Any],
+    spend: Any,
+    output: Any,
 ) -> Any:
-    """Release the column source out of core, on its engine; the engine writes OUTPUT."""
+    """Release the column source out of core, on its engine; the engine writes ``output``.
+
+    ``output`` is OUTPUT's name in its staging directory; the engine commits the spend
+    once the data is complete there.
+    """
     if method.spends:
         arguments = {**arguments, "budget": spend.budget(found.schema)}
     with delayed_progress(args) as progress:  # a quick refusal stays one line
         made = method.function(
             found.data,
-            output=args.output,
+            output=output,
             progress=progress,
             **arguments,
             **method.options(args),

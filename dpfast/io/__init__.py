@@ -3,7 +3,8 @@
 Together with the engines, the only place that imports pyarrow (and polars, lazily: only
 when the input is a polars object, so polars stays an optional extra). Release functions
 see every input in memory through :class:`TableData` (:mod:`._tables`); files are read
-whole and written atomically (:mod:`._files`).
+whole and written atomically (:mod:`._files`), or read batch by batch with the types a
+whole read gives them (:mod:`._csv`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dpfast.io._categories import (
     released_categories,
     same_dictionaries,
 )
+from dpfast.io._csv import KINDS, CsvFiles, LooserType, is_text_path, text_files
 from dpfast.io._files import (
     WRITE_ROWS,
     column_kinds,
@@ -28,8 +30,11 @@ from dpfast.io._files import (
 from dpfast.io._tables import Kind, TableData, as_table_data, build_table, repeat_rows
 
 __all__ = [
+    "KINDS",
     "WRITE_ROWS",
+    "CsvFiles",
     "Kind",
+    "LooserType",
     "TableData",
     "arrow_labels",
     "as_table_data",
@@ -37,12 +42,14 @@ __all__ = [
     "check_declared",
     "column_kinds",
     "is_declared_dictionary",
+    "is_text_path",
     "output_format",
     "parquet_shape",
     "read_table",
     "released_categories",
     "repeat_rows",
     "same_dictionaries",
+    "text_files",
     "write_json_atomic",
     "write_table_atomic",
     "write_text_atomic",

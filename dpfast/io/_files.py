@@ -6,7 +6,6 @@ import codecs
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from dpfast._staging import file_beside, leftovers, remove_gone
 from dpfast._validation import check_unique_names, quoted
 from dpfast.exceptions import DPFastValueError
 
@@ -182,11 +182,7 @@ def read_table(
                 parse_options=pa_csv.ParseOptions(delimiter=separator),
             )
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DPFastValueError(
-            f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
-            f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
-        ) from exc
+        raise _read_error(where, fmt, encoding, exc) from exc
     finally:
         if isinstance(source, _CountingFile):
             source.close()
@@ -201,6 +197,15 @@ def read_table(
         else "rename the repeats in the file's header row (e.g. age and age_2)",
     )
     return table
+
+
+def _read_error(where: str, fmt: str, encoding: str, exc: BaseException) -> DPFastValueError:
+    """Return the error for a file that pyarrow could not read (``exc``)."""
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DPFastValueError(
+        f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
+        f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
+    )
 
 
 def _check_utf8(where: str, table: pa.Table) -> None:
@@ -250,6 +255,9 @@ def _atomic_write(
 ) -> None:
     """Write through ``write(tmp)`` to a temporary file, then rename it over ``path``.
 
+    The temporary file is hidden beside ``path``, named for it and this process
+    (:mod:`dpfast._staging`); those that killed runs left beside ``path`` are removed first.
+
     ``before()``, if given, runs once the file is complete, just before the rename (a
     budget's spend is committed there). On any exception, ``KeyboardInterrupt`` and the
     command line's SIGTERM included (both ``BaseException``), the temporary file is removed
@@ -263,8 +271,9 @@ def _atomic_write(
             f"output directory {str(directory)!r} does not exist; create it first"
         )
     tmp = None
+    remove_gone(leftovers(target))  # what runs killed while writing it left
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = file_beside(target, ".tmp")
         os.close(fd)
         write(tmp)
         # mkstemp makes the file owner-only; give it the permissions a plain open() would

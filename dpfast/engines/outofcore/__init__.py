@@ -1,7 +1,8 @@
 """The out-of-core engine: a table read in batches, within a memory limit (docs/engines.md).
 
 The input is a Parquet file, a directory of Parquet files, a glob, a
-``pyarrow.dataset.Dataset`` of Parquet files, or any column source
+``pyarrow.dataset.Dataset`` of Parquet files, a CSV or TSV file or a glob of them
+(converted to Parquet beside the output first: :class:`CsvSource`), or any column source
 (:class:`ColumnSource`); the release is written to ``output`` (a ``.parquet`` file, or a
 directory of ``part-NNNNN.parquet`` files) and published in one rename. The Spark and Dask
 engines are this engine over their own sources, with the passes run by their workers.
@@ -9,7 +10,8 @@ engines are this engine over their own sources, with the passes run by their wor
 
 from __future__ import annotations
 
-from dpfast.engines.outofcore._cluster import ClusterEngine, worker_numba_cache
+from dpfast.engines.outofcore._cluster import ClusterEngine
+from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
 from dpfast.engines.outofcore._exchange import (
     EXCHANGE_ATTRIBUTE,
@@ -42,6 +44,7 @@ from dpfast.engines.outofcore._scratch import (
     process_scratch,
     publish_at,
     scratch_beside,
+    worker_numba_cache,
 )
 from dpfast.engines.outofcore._sorted import (
     WORKER_BUFFERS,
@@ -89,6 +92,7 @@ __all__ = [
     "ClusterEngine",
     "ColumnSource",
     "Columns",
+    "CsvSource",
     "ExchangedParts",
     "GeneratedParts",
     "GroupSums",

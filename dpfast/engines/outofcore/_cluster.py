@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import tempfile
 import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -94,7 +93,7 @@ from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
 
-__all__ = ["ClusterEngine", "worker_numba_cache"]
+__all__ = ["ClusterEngine"]
 
 C = TypeVar("C", bound="ClusterEngine")
 
@@ -588,20 +587,3 @@ class ClusterEngine(OutOfCoreEngine):
             before(report)
         assert self._table is not None
         return self.table_frame(self._table)
-
-
-def worker_numba_cache(directory: str | os.PathLike[str] | None) -> str:
-    """Return Numba's cache directory for worker processes, made and set for them.
-
-    ``directory``, else ``NUMBA_CACHE_DIR`` if set, else ``dpfast-numba`` in the temporary
-    directory; it is set in this process's environment (if unset), which local workers
-    inherit, so that each worker does not compile dpfast's kernels again.
-    """
-    cache = os.fspath(
-        directory
-        or os.environ.get("NUMBA_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
-    )
-    os.makedirs(cache, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
-    return cache

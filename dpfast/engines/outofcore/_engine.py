@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from dpfast.engines.outofcore._clusters import (
 )
 from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._order import order_statistics
 from dpfast.engines.outofcore._output import Output
@@ -70,7 +72,13 @@ from dpfast.engines.values import (
     own_dtype,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
-from dpfast.io import build_table, check_declared, is_declared_dictionary, same_dictionaries
+from dpfast.io import (
+    build_table,
+    check_declared,
+    is_declared_dictionary,
+    is_text_path,
+    same_dictionaries,
+)
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.taxonomy import Taxonomy
@@ -160,6 +168,7 @@ class OutOfCoreEngine(Engine):
         )
         self._local = threading.local()
         self._coded: CodedPasses | None = None
+        self._owned: CsvSource | None = None  # CSV input converted when the engine opened
 
     @classmethod
     def open(
@@ -169,7 +178,11 @@ class OutOfCoreEngine(Engine):
         *,
         batch_rows: int = BATCH_ROWS,
     ) -> OutOfCoreEngine:
-        """Open a release of ``data`` read in batches; it is written to ``output``."""
+        """Open a release of ``data`` read in batches; it is written to ``output``.
+
+        A CSV or TSV file (or a glob of them) is converted to Parquet first, beside
+        ``output`` (:class:`~dpfast.engines.outofcore._csv.CsvSource`).
+        """
         opening.refuse_comparisons("out of core")
         output = opening.output
         if output is None and opening.reads_only:  # a forecast: nothing is ever written
@@ -181,13 +194,24 @@ class OutOfCoreEngine(Engine):
             )
         refuse_text_output(output)
         memory = DEFAULT_MEMORY if opening.memory_limit is None else opening.memory_limit
-        return cls(
-            source_of(data),
-            output,
-            memory_limit=memory,
-            batch_rows=batch_rows,
-            progress=opening.progress,
-        )
+        converted = None
+        if is_text_path(data):  # its Parquet conversion, removed when the engine closes
+            beside = opening.output or os.path.join(tempfile.gettempdir(), "forecast")
+            converted = CsvSource.open(data, beside, memory, progress=opening.progress)
+        try:
+            engine = cls(
+                converted or source_of(data),
+                output,
+                memory_limit=memory,
+                batch_rows=batch_rows,
+                progress=opening.progress,
+            )
+        except BaseException:
+            if converted is not None:
+                converted.close()
+            raise
+        engine._owned = converted
+        return engine
 
     # -- the input ----------------------------------------------------------------------
 
@@ -517,6 +541,8 @@ class OutOfCoreEngine(Engine):
 
     def close(self) -> None:
         self.out.close()
+        if self._owned is not None:
+            self._owned.close()
 
     def explain(self, error: Exception) -> BaseException:
         """Report a bad value found in a pass: the in-memory error, which counts them all.
@@ -525,7 +551,7 @@ class OutOfCoreEngine(Engine):
         """
         if not isinstance(error, NonFiniteValue):
             return error
-        self.close()
+        self.out.close()
         stats = column_stats(self.source, error.column, self.limits.batch_rows)
         if not stats.non_finite:
             return error

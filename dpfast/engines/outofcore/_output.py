@@ -117,8 +117,7 @@ class Output:
         """The hidden scratch directory beside the output, made when first needed."""
         with self._lock:  # columns run in threads
             if self._directory is None:
-                parent = self.target.parent if str(self.target.parent) else Path(".")
-                self._directory = make_scratch(parent, f".{self.target.name}.")
+                self._directory = make_scratch(self.target)
             return self._directory
 
     def path(self, name: Hashable, kind: str = "column") -> Path:

@@ -2,25 +2,40 @@
 
 A release is written into a hidden scratch directory beside its output (or, on a cluster,
 into this process's scratch directory) and made visible in one rename (:func:`publish_at`).
-Each scratch directory's name holds its process's id, so that the next run finds one a
-killed run left (its process gone) and removes it, saying so (:func:`make_scratch`).
+Each scratch directory's name holds its output's name, its process's id and its host
+(:mod:`dpfast._staging`), so that the next run finds one a killed run left (its process
+gone) and removes it, saying so (:func:`make_scratch`).
 """
 
 from __future__ import annotations
 
 import atexit
-import glob
 import os
 import shutil
 import tempfile
 import threading
-import time
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["make_scratch", "process_scratch", "publish_at", "remove_tree", "scratch_beside"]
+from dpfast._staging import (
+    directory_beside,
+    leftovers,
+    process_directory,
+    process_leftovers,
+    publish,
+    remove_gone,
+    remove_path,
+)
+
+__all__ = [
+    "make_scratch",
+    "process_scratch",
+    "publish_at",
+    "remove_tree",
+    "scratch_beside",
+    "worker_numba_cache",
+]
 
 
 def remove_tree(path: Path, tries: int = 100) -> None:
@@ -30,59 +45,25 @@ def remove_tree(path: Path, tries: int = 100) -> None:
     and may make a file as the tree is being removed; once the directory is gone, it cannot
     (Arrow does not make parent directories). Gives up after ``tries`` (5 s).
     """
-    for _ in range(tries):
-        shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
-            return
-        time.sleep(0.05)
+    remove_path(path, tries)
 
 
-def make_scratch(parent: Path, prefix: str) -> Path:
-    """Make a scratch directory ``prefix...`` in ``parent``, readable by its owner only.
+def make_scratch(target: Path) -> Path:
+    """Make a hidden scratch directory beside ``target``, readable by its owner only.
 
-    Its name holds this process's id. A directory of the same prefix whose process is
-    gone (a run that was killed) is removed first, with a warning naming it; one whose
-    process may still run is left alone.
+    Its name holds ``target``'s name, this process's id and its host. What a run to the
+    same ``target`` whose process is gone (a run that was killed) left beside it is
+    removed first, with a warning naming it; what a process that may still run made is
+    left alone.
     """
-    mark = f"{prefix}dpfast{os.getpid()}-"
-    for stale in _stale_scratch(parent, prefix):
-        remove_tree(stale)
-        warnings.warn(
-            f"removed {str(stale)!r}: the scratch directory of an earlier run that was "
-            "killed before it could remove it",
-            stacklevel=2,
-        )
-    return Path(tempfile.mkdtemp(prefix=mark, dir=parent))
-
-
-def _stale_scratch(parent: Path, prefix: str) -> list[Path]:
-    """Return the scratch directories ``prefix`` in ``parent`` whose process has ended."""
-    found = []
-    for path in parent.glob(f"{glob.escape(prefix)}dpfast*-*"):
-        pid = path.name[len(prefix) + len("dpfast") :].split("-", 1)[0]
-        if path.is_dir() and pid.isdigit() and not _running(int(pid)):
-            found.append(path)
-    return sorted(found)
-
-
-def _running(pid: int) -> bool:
-    """Return whether process ``pid`` may be running on this machine."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: running
-        return True
-    return True
+    remove_gone(leftovers(target), warn=True)
+    return directory_beside(target)
 
 
 @contextmanager
 def scratch_beside(target: Path) -> Iterator[Path]:
     """Yield a hidden scratch directory beside ``target``, removed however the block ends."""
-    parent = target.parent if str(target.parent) else Path(".")
-    scratch = make_scratch(parent, f".{target.name}.")
+    scratch = make_scratch(target)
     try:
         yield scratch
     finally:
@@ -98,25 +79,43 @@ def process_scratch(parent: str, prefix: str) -> Path:
     """Return this process's scratch directory in ``parent`` (``""``: the temporary one).
 
     It is made once per ``(parent, prefix)`` (again if it was removed), readable by its
-    owner only, and removed when the interpreter exits.
+    owner only, and removed when the interpreter exits. Those of the same prefix whose
+    process is gone are removed first, with a warning naming each.
     """
     with _SCRATCH_LOCK:
         made = _SCRATCH.get((parent, prefix))
         if made is None or not made.is_dir():
             if parent:
                 Path(parent).mkdir(parents=True, exist_ok=True)
-            made = make_scratch(Path(parent or tempfile.gettempdir()), prefix)
+            where = Path(parent or tempfile.gettempdir())
+            remove_gone(process_leftovers(where, [prefix]), warn=True)
+            made = process_directory(where, prefix)
             atexit.register(shutil.rmtree, made, True)
             _SCRATCH[(parent, prefix)] = made
     return made
 
 
 def publish_at(written: Path, target: Path) -> None:
-    """Move the complete output into place, replacing a file or directory there."""
-    if target.exists() and target.is_dir() and not target.is_symlink():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(written, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(written, target)
+    """Move the complete output into place, replacing a file or directory there.
+
+    An existing directory is first moved into ``written``'s directory (the scratch
+    directory, removed with it); if the rename then fails, it is put back.
+    """
+    publish([(written, target)], aside=written.parent)
+
+
+def worker_numba_cache(directory: str | os.PathLike[str] | None) -> str:
+    """Return Numba's cache directory for worker processes, made and set for them.
+
+    ``directory``, else ``NUMBA_CACHE_DIR`` if set, else ``dpfast-numba`` in the temporary
+    directory; it is set in this process's environment (if unset), which local workers
+    inherit, so that each worker does not compile dpfast's kernels again.
+    """
+    cache = os.fspath(
+        directory
+        or os.environ.get("NUMBA_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
+    )
+    os.makedirs(cache, exist_ok=True)
+    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+    return cache
