@@ -52,7 +52,7 @@ print(digest.hexdigest())
 PY
 )"
     if [[ "$(cat "$stamp" 2>/dev/null)" != "$key" ]]; then
-        echo "$script: compiling dpfast's kernels once (dpfast warm-up; about a minute or two)" >&2
+        echo "$script: compiling dpfast's kernels once with dpfast warm-up (a few minutes)" >&2
         rm -f "$stamp"
         "$venv/bin/dpfast" warm-up
         echo "$key" > "$stamp"

@@ -5,9 +5,9 @@ each compiled signature on disk. A kernel's signature follows the arrays it is g
 releases normalise values to float64 and labels to int64, but a 2-D NumPy input gives
 strided column views, a numeric-only MDAV another kernel than a mixed one, ...), so the
 warm-up runs the releases themselves, as a user would: every release command on a small
-synthetic CSV file (as a Parquet file, the command line reads it into Arrow arrays), and
-every public function on a pandas table and on a 2-D NumPy array. Nothing it writes
-outlives it: its files are in a temporary folder, its releases are of synthetic data.
+synthetic table, read from CSV, from Parquet and out of core, and every public release
+function on a pandas table and on 2-D NumPy arrays. Nothing it writes outlives it: its
+files are in a temporary folder, and its releases are of synthetic data.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ examples:
   dpfast warm-up                   compile what is not cached yet (scripts/demo runs it)
   dpfast warm-up --quiet           the same, printing only the summary line
 
-The first release of each method compiles its kernels (up to a minute, on a 2-core
+The first release of each method compiles its kernels (tens of seconds on a 2-core
 machine); Numba then caches them on disk, beside dpfast's code (or in NUMBA_CACHE_DIR), and
 the next runs load them. dpfast warm-up runs every release on a small synthetic table, so
 that the first real release starts at once. It is quick once everything is cached; run it
@@ -233,7 +234,7 @@ def _command_runner(folder: str) -> Callable[[tuple[str, ...]], None]:
     table.to_parquet(paths["parquet"], index=False)
     with open(paths["schema"], "w", encoding="utf-8") as file:
         json.dump(_schema(), file)
-    runs = iter(range(1_000_000))
+    runs = itertools.count()
 
     def run(job: tuple[str, ...]) -> None:
         output = os.path.join(folder, f"release-{next(runs)}.parquet")
