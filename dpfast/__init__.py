@@ -101,6 +101,23 @@ _HOMES = {
     "risk": "dpfast.risk",
 }
 
+#: The public subpackages and modules not in ``__all__``: ``import dpfast`` makes each an
+#: attribute on first use too (``dpfast.io.read_table``), as when the package imported them.
+_SUBMODULES = (
+    "accounting",
+    "budget",
+    "cli",
+    "compare",
+    "engines",
+    "exceptions",
+    "io",
+    "methods",
+    "noise",
+    "partitions",
+    "schema",
+    "taxonomy",
+)
+
 __all__ = [
     "BudgetEntry",
     "BudgetExceededError",
@@ -153,7 +170,7 @@ if not TYPE_CHECKING:  # hidden from type checkers, which then flag a misspelt n
 
     def __getattr__(name: str) -> Any:
         """Import the public ``name`` from its module on first use, and keep it here."""
-        home = _HOMES.get(name)
+        home = f"dpfast.{name}" if name in _SUBMODULES else _HOMES.get(name)
         if home is None:
             raise AttributeError(f"module 'dpfast' has no attribute {name!r}")
         module = importlib.import_module(home)
@@ -163,4 +180,4 @@ if not TYPE_CHECKING:  # hidden from type checkers, which then flag a misspelt n
 
     def __dir__() -> list[str]:
         """List the module's names, with the public names not imported yet."""
-        return sorted({*globals(), *__all__})
+        return sorted({*globals(), *__all__, *_SUBMODULES})

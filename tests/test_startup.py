@@ -119,3 +119,18 @@ def test_the_lazy_table_the_typed_imports_and_all_agree():
         # ``from dpfast import metrics`` names a subpackage: its home is itself
         expected = f"dpfast.{name}" if module == "dpfast" else module
         assert homes[name] == expected, name
+
+
+def test_every_public_module_is_an_attribute_after_import_dpfast():
+    # as when the package imported them all: docs write dpfast.noise.permutation(...)
+    from tests.test_architecture import PUBLIC_MODULES
+
+    top = sorted({name.split(".")[1] for name in PUBLIC_MODULES})
+    code = (
+        "import sys, types, dpfast\n"
+        f"for name in {top!r}:\n"
+        "    assert isinstance(getattr(dpfast, name), types.ModuleType), name\n"
+        "    assert name in dir(dpfast), name\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
