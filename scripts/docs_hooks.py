@@ -230,10 +230,14 @@ def sphinx_roles(docstring: str, owner: str, anchors: dict[tuple[str, str], str]
 
 
 def on_post_page(output: str, page: Any, config: Any, **kwargs: Any) -> str:
-    """Report a page that shows a raw Sphinx role (MkDocs event; the strict build fails)."""
+    """Report a page that shows a raw Sphinx role (MkDocs event; the strict build fails).
+
+    An error, not a warning: ``mkdocs build --quiet`` drops warnings before strict mode
+    counts them, but not errors.
+    """
     found = RAW_ROLE_HTML.findall(output)
     if found:
-        logging.getLogger("mkdocs.hooks.dpfast").warning(
+        logging.getLogger("mkdocs.hooks.dpfast").error(
             "%s shows %d raw Sphinx role(s) (%s...): write a cross-reference [text][path] or "
             "code instead",
             page.file.src_path,
