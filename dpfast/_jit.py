@@ -3,6 +3,7 @@
 Every kernel in :mod:`dpfast._kernels` is decorated with :func:`jit`. Kernels compile
 lazily on first call (no type signatures) and are cached on disk, so ``import dpfast``
 compiles nothing. ``fastmath`` is off: the privacy arithmetic must follow IEEE rules.
+:func:`watch_compiles` reports a compile as it happens (the command line shows it).
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
+import numba.core.event
 import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Numba's event around the compilation of one signature of a kernel: emitted only when the
+#: signature is neither compiled in this process nor found in the on-disk cache.
+_COMPILE_EVENT = "numba:compile"
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
 
@@ -39,6 +45,43 @@ def struct(typename: str, field_names: str, module: str) -> Any:
     reference (Numba's on-disk cache pickles argument types).
     """
     return collections.namedtuple(typename, field_names, module=module)
+
+
+class _CompileListener(numba.core.event.Listener):
+    """Call ``started`` when an outermost compile begins and ``ended`` when it ends.
+
+    A kernel that calls another compiles the callee inside its own compile: the nested
+    events are not reported. Numba compiles under one global lock, so one depth counter
+    serves every thread.
+    """
+
+    def __init__(self, started: Callable[[], None], ended: Callable[[], None]) -> None:
+        self._started = started
+        self._ended = ended
+        self._depth = 0
+
+    def on_start(self, event: Any) -> None:
+        self._depth += 1
+        if self._depth == 1:
+            self._started()
+
+    def on_end(self, event: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._ended()
+
+
+def watch_compiles(started: Callable[[], None], ended: Callable[[], None]) -> Callable[[], None]:
+    """Call ``started()`` when a kernel begins to compile and ``ended()`` once it has.
+
+    A compile happens on a kernel's first call with a type signature that is neither
+    compiled in this process nor cached on disk (Numba's ``numba:compile`` event, which a
+    cache hit does not emit), so this reports compiles as they happen, never a guess from
+    the time a call takes. Returns the function that stops the watching.
+    """
+    listener = _CompileListener(started, ended)
+    numba.core.event.register(_COMPILE_EVENT, listener)
+    return lambda: numba.core.event.unregister(_COMPILE_EVENT, listener)
 
 
 @jit_inline

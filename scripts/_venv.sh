@@ -34,3 +34,27 @@ ensure_venv() {
         echo "$hash" > "$stamp"
     fi
 }
+
+# Compile and cache the kernels of every release (dpfast warm-up) unless this .venv has done
+# it for the same kernels, Numba and Python (the stamp holds their hash), so that the first
+# release of each method starts at once. A release that still compiles says so.
+# Usage: ensure_warmed_up SCRIPT_NAME     (after ensure_venv)
+ensure_warmed_up() {
+    local script="$1" venv=.venv
+    local stamp="$venv/.dpfast-warmed-up" key
+    key="$("$venv/bin/python" - <<'PY'
+import hashlib, importlib.metadata, pathlib, sys
+digest = hashlib.sha256(sys.version.encode())
+digest.update(importlib.metadata.version("numba").encode())
+for path in sorted(pathlib.Path("dpfast").glob("_kernels/*.py")) + [pathlib.Path("dpfast/_jit.py")]:
+    digest.update(path.as_posix().encode() + b"\0" + path.read_bytes())
+print(digest.hexdigest())
+PY
+)"
+    if [[ "$(cat "$stamp" 2>/dev/null)" != "$key" ]]; then
+        echo "$script: compiling dpfast's kernels once with dpfast warm-up (a few minutes)" >&2
+        rm -f "$stamp"
+        "$venv/bin/dpfast" warm-up
+        echo "$key" > "$stamp"
+    fi
+}

@@ -175,3 +175,112 @@ def test_every_cli_example_in_the_docs_parses(page):
 def test_the_cli_example_finder_sees_continued_lines_and_comments():
     text = "```bash\ndpfast release ir-dp a.csv -o b.parquet \\\n    --k 5  # note\n```\n"
     assert _cli_examples(text) == ["dpfast release ir-dp a.csv -o b.parquet --k 5"]
+
+
+def _docstring_owners(hooks) -> list[tuple[str, str]]:
+    """(owner, docstring) of every object the API reference renders, as Griffe reads them."""
+    import inspect
+
+    found = []
+    for key, anchor in hooks.rendered().items():
+        value = hooks._lookup(anchor)
+        doc = (value.fget if isinstance(value, property) else value).__doc__
+        if doc:
+            owner = key[1] if key[0] == "module" else ".".join(key)
+            found.append((owner, inspect.cleandoc(doc)))
+    return found
+
+
+def test_the_api_reference_renders_what_the_role_converter_links_to():
+    anchors = set(_hooks().rendered().values())
+    for expected in (
+        "dpfast.ir_dp",
+        "dpfast.BudgetFile.reserve",  # a method of a class on a page
+        "dpfast.metrics.sse",  # a member of a module on a page, from its __all__
+        "dpfast.engines.base.Engine.write_groups",
+        "dpfast.exceptions.PrivacyLeakWarning",  # a module without __all__: its own classes
+        "dpfast.engines.parse_memory",  # a page's members: list
+    ):
+        assert expected in anchors, expected
+    assert not any(part.startswith("_") for anchor in anchors for part in anchor.split("."))
+    assert "dpfast.engines.base" not in anchors  # imported by a page's class only
+
+
+def test_every_sphinx_role_of_the_api_reference_becomes_a_link_or_code():
+    hooks = _hooks()
+    anchors = hooks.rendered()
+    links = 0
+    for owner, doc in _docstring_owners(hooks):
+        got = hooks.sphinx_roles(doc, owner, anchors)
+        assert not hooks.ROLE.search(got), (owner, hooks.ROLE.search(got)[0])
+        for target in re.findall(r"\[`[^`]+`\]\[([^\]]+)\]", got):
+            assert target in anchors.values(), (owner, target)  # the strict build resolves it
+            links += 1
+    assert links >= 100  # 186 roles were shown raw before they were converted
+
+
+@pytest.mark.parametrize(
+    ("role", "owner", "expected"),
+    [
+        (
+            ":class:`~dpfast.exceptions.PrivacyLeakWarning`",
+            "dpfast.methods.ir_dp.ir_dp",
+            "[`PrivacyLeakWarning`][dpfast.exceptions.PrivacyLeakWarning]",
+        ),
+        (":func:`dpfast.ir_dp`", "dpfast.metrics", "[`dpfast.ir_dp`][dpfast.ir_dp]"),
+        # relative: found in the owner's module, as Python would find the name
+        (":func:`sse`", "dpfast.metrics._loss.information_loss", "[`sse`][dpfast.metrics.sse]"),
+        # relative to the owner's class
+        (
+            ":meth:`write_groups`",
+            "dpfast.engines.base.Engine.each_column",
+            "[`write_groups`][dpfast.engines.base.Engine.write_groups]",
+        ),
+        # an explicit title, and a target shown under its public name
+        (
+            ":class:`the budget <dpfast.budget.BudgetFile>`",
+            "dpfast.budget",
+            "[`the budget`][dpfast.BudgetFile]",
+        ),
+        # not rendered on the site (private, or a constant, or Python's): code
+        (":class:`~dpfast._release.columns.TableView`", "dpfast", "`TableView`"),
+        (":data:`THRESHOLD`", "dpfast.metrics", "`THRESHOLD`"),
+        (":class:`TypeError`", "dpfast.exceptions", "`TypeError`"),
+        (":mod:`json`", "dpfast", "`json`"),
+    ],
+)
+def test_a_sphinx_role_becomes(role, owner, expected):
+    hooks = _hooks()
+    assert hooks.sphinx_roles(f"see {role}.", owner, hooks.rendered()) == f"see {expected}."
+
+
+def test_a_page_that_shows_a_raw_role_is_reported(caplog):
+    hooks = _hooks()
+    page = type("Page", (), {"file": type("File", (), {"src_path": "x.md"})()})()
+    assert hooks.on_post_page("<p>see <code>sse</code></p>", page=page, config={})
+    assert not caplog.records
+    html = "<p>see :func:<code>sse</code></p>"
+    assert hooks.on_post_page(html, page=page, config={}) == html
+    assert "x.md shows 1 raw Sphinx role" in caplog.text
+
+
+def test_the_site_config_converts_roles_wraps_signatures_and_links_to_files():
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "- scripts/docs_hooks.py:SphinxRoles" in text
+    assert "class SphinxRoles(" in (ROOT / "scripts" / "docs_hooks.py").read_text()
+    assert re.search(r"^use_directory_urls: false$", text, flags=re.MULTILINE)
+    assert re.search(r"^\s+line_length: \d+", text, flags=re.MULTILINE)
+    # mkdocstrings wraps a signature only with a formatter installed
+    assert (
+        '"ruff'
+        in re.search(r"^docs = \[.*\]$", (ROOT / "pyproject.toml").read_text(), flags=re.MULTILINE)[
+            0
+        ]
+    )
+
+
+def test_the_ci_docs_build_is_not_quiet():
+    # mkdocs build --quiet drops warnings before --strict counts them: a broken link passed
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    docs = [line for line in run.splitlines() if "scripts/docs" in line and "bash" in line]
+    assert docs and not any("--quiet" in line.split("#")[0] for line in docs), docs

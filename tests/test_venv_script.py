@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,73 @@ def test_the_docs_are_served_by_their_own_install(folder):
     done = _ensure(folder, ".[docs]")
     assert done.returncode == 0, done.stderr
     assert "installing" not in done.stderr
+
+
+def _fake_dpfast(folder: Path, exit_code: int = 0) -> Path:
+    """A .venv/bin/dpfast that logs its arguments, one call a line, and exits with exit_code."""
+    log = folder / "calls.log"
+    script = folder / ".venv" / "bin" / "dpfast"
+    script.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\nexit {exit_code}\n')
+    script.chmod(0o755)
+    # this Python with its packages (numba's version is in the warm-up's stamp)
+    python = folder / ".venv" / "bin" / "python"
+    python.unlink()
+    python.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    (folder / "dpfast" / "_kernels").mkdir(parents=True)
+    (folder / "dpfast" / "_kernels" / "ranking.py").write_text("# a kernel\n")
+    (folder / "dpfast" / "_jit.py").write_text("# the jit\n")
+    return log
+
+
+def _warm(folder: Path) -> subprocess.CompletedProcess[str]:
+    script = f"set -euo pipefail; source {ROOT / 'scripts' / '_venv.sh'}; ensure_warmed_up t"
+    return subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True)
+
+
+def _calls(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_warm_up_runs_once_until_a_kernel_changes(folder):
+    log = _fake_dpfast(folder)
+    for _ in range(2):
+        done = _warm(folder)
+        assert done.returncode == 0, done.stderr
+    assert _calls(log) == ["warm-up"]
+    (folder / "dpfast" / "_kernels" / "ranking.py").write_text("# a changed kernel\n")
+    assert _warm(folder).returncode == 0
+    assert _calls(log) == ["warm-up", "warm-up"]
+
+
+def test_a_failed_warm_up_is_tried_again(folder):
+    log = _fake_dpfast(folder, exit_code=1)
+    assert _warm(folder).returncode == 1  # set -e: the script stops on it
+    assert not (folder / ".venv" / ".dpfast-warmed-up").exists()
+    assert _warm(folder).returncode == 1
+    assert _calls(log) == ["warm-up", "warm-up"]
+
+
+def test_the_demo_warms_up_runs_the_demo_and_says_how_to_get_dpfast_on_the_path(folder):
+    log = _fake_dpfast(folder)
+    (folder / "scripts").mkdir()
+    for name in ("demo", "_venv.sh"):
+        (folder / "scripts" / name).write_bytes((ROOT / "scripts" / name).read_bytes())
+    _stamp(folder, "base")
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "venv" not in p)
+    done = subprocess.run(
+        ["bash", str(folder / "scripts" / "demo"), "--k", "50"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path},
+    )
+    assert done.returncode == 0, done.stderr
+    assert _calls(log) == ["warm-up", "demo --k 50"]
+    assert f"source {folder.resolve()}/.venv/bin/activate" in done.stderr
+    activated = {**os.environ, "PATH": f"{folder / '.venv' / 'bin'}{os.pathsep}{path}"}
+    again = subprocess.run(
+        ["bash", str(folder / "scripts" / "demo")], capture_output=True, text=True, env=activated
+    )
+    assert again.returncode == 0, again.stderr
+    assert _calls(log) == ["warm-up", "demo --k 50", "demo"]  # warmed up already
+    assert "activate" not in again.stderr  # dpfast is on the PATH

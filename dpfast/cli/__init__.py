@@ -34,6 +34,7 @@ from dpfast.cli._parsing import (
     releasing,
 )
 from dpfast.cli._progress import ProgressLine as ProgressLine
+from dpfast.cli._warm_up_command import WARM_UP
 from dpfast.exceptions import DPFastError, EpsilonRangeError, interrupt_in
 
 __all__ = ["main", "run"]
@@ -50,6 +51,8 @@ examples:
                                    a PRIVATE page: original against release
   dpfast evaluate people.csv a.csv b.csv --schema people.schema.json -o evaluation.html
                                    PRIVATE: utility and disclosure risk, a risk-utility map
+  dpfast warm-up                   compile the kernels once, so that a first release starts
+                                   at once (scripts/demo runs it)
 
 The schema file declares each column's type and public bounds: see docs/schema.md.
 """
@@ -136,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataclasses.replace(DEMO, handler=_demo).add_to(commands, formatter)
     COMPARE.add_to(commands, formatter)
     EVALUATE.add_to(commands, formatter)
+    WARM_UP.add_to(commands, formatter)
     return parser
 
 

@@ -1,0 +1,311 @@
+"""``dpfast warm-up``: compile and cache the kernels every release uses, once per install.
+
+dpfast's kernels compile on their first call with each type signature, and Numba caches
+each compiled signature on disk. A kernel's signature follows the arrays it is given (the
+releases normalise values to float64 and labels to int64, but a 2-D NumPy input gives
+strided column views, a numeric-only MDAV another kernel than a mixed one, ...), so the
+warm-up runs the releases themselves, as a user would: every release command on a small
+synthetic table, read from CSV, from Parquet and out of core, and every public release
+function on a pandas table and on 2-D NumPy arrays. Nothing it writes outlives it: its
+files are in a temporary folder, and its releases are of synthetic data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import itertools
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+from dpfast.cli._parsing import Command, quiet_argument
+from dpfast.cli._progress import ProgressLine
+
+__all__ = ["WARM_UP"]
+
+_EXAMPLES = """\
+examples:
+  dpfast warm-up                   compile what is not cached yet (scripts/demo runs it)
+  dpfast warm-up --quiet           the same, printing only the summary line
+
+The first release of each method compiles its kernels (tens of seconds on a 2-core
+machine); Numba then caches them on disk, beside dpfast's code (or in NUMBA_CACHE_DIR), and
+the next runs load them. dpfast warm-up runs every release on a small synthetic table, so
+that the first real release starts at once. It is quick once everything is cached; run it
+again after upgrading dpfast, Numba or Python. A release that still compiles (a type
+signature the warm-up did not meet) says "compiling (first run only)".
+"""
+
+#: The synthetic table's rows: enough for every method's groups and intervals.
+ROWS = 400
+
+#: Its protected categorical columns: a nested taxonomy and a flat one (a list of values).
+OCCUPATIONS = {
+    "*": {
+        "office": {"clerical": ["clerk", "secretary"], "management": ["manager"]},
+        "field": {"care": ["nurse", "carer"], "transport": ["driver", "farmer"]},
+    }
+}
+SEXES = ["female", "male"]
+SALARIES = ["<=50K", ">50K"]
+
+#: What the progress line says while the releases run.
+PHASE = "warm-up: compiling the kernels of every release (first run only)"
+
+
+def _schema() -> dict[str, Any]:
+    """Return the synthetic table's schema: integer, float and categorical columns."""
+    return {
+        "version": 1,
+        "columns": {
+            "age": {"type": "integer", "bounds": [17, 90]},
+            "hours": {"type": "integer", "bounds": [1, 99]},
+            "income": {"type": "float", "bounds": [0, 1000000]},
+            "profit": {"type": "float", "bounds": [-100000, 100000]},
+            "occupation": {"type": "categorical", "taxonomy": OCCUPATIONS},
+            "sex": {"type": "categorical", "taxonomy": SEXES},
+            "salary": {"type": "categorical", "protect": False},
+        },
+    }
+
+
+def synthetic_table() -> Any:
+    """Return the warm-up's table: skewed and signed numeric columns, categorical ones.
+
+    Synthetic (a fixed seed, no person's data): it is a table to run the releases on.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(20261201)
+    leaves = ["clerk", "secretary", "manager", "nurse", "carer", "driver", "farmer"]
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, ROWS),
+            "hours": rng.integers(1, 100, ROWS),
+            "income": np.round(rng.lognormal(10.0, 1.0, ROWS), 2),
+            "profit": np.round(rng.standard_t(2, ROWS) * 1000.0, 2),
+            "occupation": rng.choice(leaves, ROWS),
+            "sex": rng.choice(SEXES, ROWS),
+            "salary": rng.choice(SALARIES, ROWS),
+        }
+    )
+
+
+def _cli_jobs() -> list[tuple[str, ...]]:
+    """Return the release commands the warm-up runs, as ``(method, input, options...)``.
+
+    ``{csv}``, ``{parquet}`` and ``{schema}`` stand for the synthetic files' paths. The
+    Parquet input with ``--memory-limit`` is released out of core.
+    """
+    schema = ("--schema", "{schema}")
+    numeric = (*schema, "--columns", "age,income")
+    classes = ("--target", "salary", "--classes", ",".join(SALARIES))
+    dp = ("--epsilon", "1")
+    in_memory = [
+        ("ir-dp", "--k", "10", *dp, *schema),
+        ("ir-dp", "--k", "10", *dp, *numeric, "--metrics", "--risk"),
+        ("ir-dp", "--k", "10", *dp, *schema, "--linkage", "records"),
+        ("laplace", *dp, *numeric, "--metrics", "--risk"),
+        ("individual-ranking", "--k", "3", *numeric, "--metrics", "--risk"),
+        ("mdav", "--k", "5", *schema, "--metrics", "--risk"),
+        ("mdav", "--k", "5", *numeric),
+        ("mdav-dp", "--k", "20", *dp, *schema, "--metrics", "--risk"),
+        ("mdav-dp", "--k", "20", *dp, *numeric),
+        ("diffgen", *classes, "--steps", "3", *dp, *schema, "--microdata"),
+        ("diffgen", *classes, "--steps", "3", *dp, *schema),
+        ("k-noise", "--k", "5", *numeric, "--risk"),
+        ("k-pram", "--k", "5", *numeric, "--risk"),
+        ("randomized-response", "--column", "occupation", *dp, *schema, "--risk"),
+        ("randomized-response", "--column", "sex", "--retention", "0.6", *schema),
+    ]
+    out_of_core = [
+        ("ir-dp", "--k", "10", *dp, *schema),
+        ("laplace", *dp, *numeric),
+        ("individual-ranking", "--k", "3", *numeric),
+        ("mdav-dp", "--k", "20", *dp, *schema),
+        ("diffgen", *classes, "--steps", "3", *dp, *schema),
+        ("k-noise", "--k", "5", *numeric),
+        ("k-pram", "--k", "5", *numeric),
+        ("randomized-response", "--column", "occupation", *dp, *schema),
+    ]
+    return [(job[0], "{csv}", *job[1:]) for job in in_memory] + [
+        (job[0], "{parquet}", *job[1:], "--memory-limit", "256MiB") for job in out_of_core
+    ]
+
+
+def _api_jobs(table: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """Return the public functions the warm-up calls, on a pandas table and a 2-D array."""
+    import dpfast
+    from dpfast.taxonomy import as_taxonomy
+
+    columns = _schema()["columns"]
+    bounds: dict[Hashable, tuple[float, float]] = {
+        c: (spec["bounds"][0], spec["bounds"][1]) for c, spec in columns.items() if "bounds" in spec
+    }
+    taxonomies: dict[Hashable, Any] = {
+        "occupation": as_taxonomy(OCCUPATIONS),
+        "sex": as_taxonomy(SEXES),
+    }
+    numeric = ["age", "hours", "income", "profit"]
+    mixed = ["age", "income", "occupation", "sex"]
+    matrices = {  # a float and an integer matrix: their columns are strided views
+        "float": (table[["income", "profit"]].to_numpy(), [bounds["income"], bounds["profit"]]),
+        "integer": (table[["age", "hours"]].to_numpy(), [bounds["age"], bounds["hours"]]),
+    }
+    jobs: list[tuple[str, Callable[[], Any]]] = [
+        ("ir_dp", lambda: dpfast.ir_dp(table, k=10, epsilon=1.0, bounds=bounds, columns=numeric)),
+        (
+            "ir_dp categorical",
+            lambda: dpfast.ir_dp(
+                table, k=10, epsilon=1.0, bounds=bounds, columns=mixed, taxonomies=taxonomies
+            ),
+        ),
+        (
+            "laplace_dp",
+            lambda: dpfast.laplace_dp(table, epsilon=1.0, bounds=bounds, columns=numeric),
+        ),
+        ("individual_ranking", lambda: dpfast.individual_ranking(table, k=3, columns=numeric)),
+        ("mdav", lambda: dpfast.mdav(table, k=5, columns=numeric)),
+        ("mdav mixed", lambda: dpfast.mdav(table, k=5, columns=mixed, taxonomies=taxonomies)),
+        (
+            "mdav_dp",
+            lambda: dpfast.mdav_dp(table, k=20, epsilon=1.0, bounds=bounds, columns=numeric),
+        ),
+        ("k_noise", lambda: dpfast.k_noise(table, k=5, columns=numeric)),
+        ("k_pram", lambda: dpfast.k_pram(table, k=5, columns=numeric)),
+        (
+            "randomized_response",
+            lambda: dpfast.randomized_response(table, column="sex", domain=SEXES, epsilon=1.0),
+        ),
+        (
+            "diffgen",
+            lambda: dpfast.diffgen(
+                table[["age", "income", "occupation", "sex", "salary"]],
+                target="salary",
+                classes=SALARIES,
+                steps=3,
+                epsilon=1.0,
+                bounds={"age": bounds["age"], "income": bounds["income"]},
+                taxonomies=taxonomies,
+            ).microdata(),
+        ),
+    ]
+    for kind, (matrix, limits) in matrices.items():
+        jobs += _matrix_jobs(kind, matrix, dict(enumerate(limits)))
+    return jobs
+
+
+def _matrix_jobs(
+    kind: str, matrix: Any, bounds: dict[Hashable, tuple[float, float]]
+) -> list[tuple[str, Callable[[], Any]]]:
+    """Return the releases of a 2-D NumPy array of ``kind`` (float or integer) values."""
+    import dpfast
+
+    return [
+        (f"ir_dp {kind} array", lambda: dpfast.ir_dp(matrix, k=10, epsilon=1.0, bounds=bounds)),
+        (f"laplace_dp {kind} array", lambda: dpfast.laplace_dp(matrix, epsilon=1.0, bounds=bounds)),
+        (f"individual_ranking {kind} array", lambda: dpfast.individual_ranking(matrix, k=3)),
+        (f"mdav {kind} array", lambda: dpfast.mdav(matrix, k=5)),
+        (
+            f"mdav_dp {kind} array",
+            lambda: dpfast.mdav_dp(matrix, k=20, epsilon=1.0, bounds=bounds),
+        ),
+        (f"k_noise {kind} array", lambda: dpfast.k_noise(matrix, k=5)),
+        (f"k_pram {kind} array", lambda: dpfast.k_pram(matrix, k=5)),
+    ]
+
+
+def _command_runner(folder: str) -> Callable[[tuple[str, ...]], None]:
+    """Return what runs one release command on the synthetic files it writes in ``folder``."""
+    from dpfast.cli import build_parser  # here: dpfast.cli imports this module
+
+    paths = {name: os.path.join(folder, f"people.{name}") for name in ("csv", "parquet")}
+    paths["schema"] = os.path.join(folder, "people.schema.json")
+    table = synthetic_table()
+    table.to_csv(paths["csv"], index=False)
+    table.to_parquet(paths["parquet"], index=False)
+    with open(paths["schema"], "w", encoding="utf-8") as file:
+        json.dump(_schema(), file)
+    runs = itertools.count()
+
+    def run(job: tuple[str, ...]) -> None:
+        output = os.path.join(folder, f"release-{next(runs)}.parquet")
+        argv = ["release", *job[:2], "-o", output, *job[2:], "--quiet"]
+        for name, path in paths.items():
+            argv = [a.replace(f"{{{name}}}", path) for a in argv]
+        args = build_parser().parse_args(argv)
+        with contextlib.redirect_stdout(io.StringIO()):  # each release's summary
+            args.handler(args)
+
+    return run
+
+
+@contextlib.contextmanager
+def _counting_compiles() -> Iterator[list[int]]:
+    """Within the block, count the kernel signatures compiled (the list's one item)."""
+    from dpfast._jit import watch_compiles
+
+    count = [0]
+
+    def started() -> None:
+        count[0] += 1
+
+    stop = watch_compiles(started, lambda: None)
+    try:
+        yield count
+    finally:
+        stop()
+
+
+def _warm_up(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    line = None if args.quiet else ProgressLine(sys.stderr)
+    with _counting_compiles() as compiled, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # advice about the synthetic table's noise
+        with tempfile.TemporaryDirectory(prefix="dpfast-warm-up-") as folder:
+            run_command = _command_runner(folder)
+            commands = _cli_jobs()
+            api = _api_jobs(synthetic_table())
+            total = len(commands) + len(api)
+            try:
+                for done, job in enumerate(commands):
+                    if line is not None:
+                        line(PHASE, done, total)
+                    run_command(job)
+                for done, (_, call) in enumerate(api, len(commands)):
+                    if line is not None:
+                        line(PHASE, done, total)
+                    call()
+            finally:
+                if line is not None:
+                    line.close()
+    seconds = time.monotonic() - started
+    if compiled[0]:
+        print(
+            f"dpfast warm-up: compiled and cached {compiled[0]} kernel signature(s) in "
+            f"{seconds:.0f} s; the first release of each method no longer compiles"
+        )
+    else:
+        print(f"dpfast warm-up: every kernel was compiled and cached already ({seconds:.1f} s)")
+    return 0
+
+
+#: ``dpfast warm-up``.
+WARM_UP = Command(
+    "warm-up",
+    help="compile and cache the kernels of every release, so that a first release starts at "
+    "once (scripts/demo runs it)",
+    description="Compile and cache on disk the Numba kernels every release uses, by running "
+    "each release on a small synthetic table. Nothing is written outside a temporary folder.",
+    epilog=_EXAMPLES,
+    arguments=quiet_argument,
+    handler=_warm_up,
+)

@@ -1,0 +1,245 @@
+"""First use: ``dpfast warm-up`` compiles what the releases use; a compile says so.
+
+Compiles are counted with Numba's ``numba:compile`` event (a cache hit emits none), never
+guessed from seconds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numba
+import pytest
+
+from dpfast.cli._progress import COMPILING, ProgressLine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FakeStream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def _fresh_kernel():
+    """A kernel no cache holds: its first call with each signature compiles."""
+    return numba.njit(lambda x: x + 1)
+
+
+def test_a_compile_shows_once_on_a_pipe_and_not_after_close():
+    stream = FakeStream(tty=False)
+    line = ProgressLine(stream)
+    line.watch_compiles()
+    line("noise", 1, 4)
+    kernel = _fresh_kernel()
+    kernel(1)
+    kernel(1.0)  # a second signature, a second compile: said once
+    kernel(2)  # compiled already: nothing
+    line("assemble", 1, 1)
+    line.close()
+    _fresh_kernel()(1)  # after close: not watched
+    expected = f"dpfast: noise...\ndpfast: {COMPILING}...\ndpfast: assemble...\n"
+    assert stream.getvalue() == expected
+
+
+def test_on_a_terminal_the_phase_comes_back_after_a_compile():
+    stream = FakeStream(tty=True)
+    line = ProgressLine(stream)
+    line.watch_compiles()
+    line("noise", 1, 4)
+    _fresh_kernel()(1)
+    got = stream.getvalue().split("\r")
+    assert got[1:] == [
+        "dpfast: noise  25%",
+        f"dpfast: {COMPILING}",
+        "dpfast: noise  25%".ljust(len(f"dpfast: {COMPILING}")),
+    ]
+    line.close()
+
+
+def test_a_delayed_line_shows_a_compile_at_once(monkeypatch):
+    monkeypatch.setattr("dpfast.cli._progress.time.monotonic", lambda: 10.0)
+    stream = FakeStream(tty=False)
+    line = ProgressLine(stream, delay=1.0)
+    line.watch_compiles()
+    line("reading a.csv", 0, 4)  # not shown: the phase is younger than its delay
+    _fresh_kernel()(1)
+    line.close()
+    assert stream.getvalue() == f"dpfast: {COMPILING}...\n"
+
+
+def test_the_warm_up_runs_every_release_command_and_function():
+    import dpfast
+    from dpfast.cli import RELEASE_COMMANDS
+    from dpfast.cli._warm_up_command import _api_jobs, _cli_jobs, synthetic_table
+
+    commands = {job[0] for job in _cli_jobs()}
+    assert commands == {command.name for command in RELEASE_COMMANDS}
+    called = {name.split()[0] for name, _ in _api_jobs(synthetic_table())}
+    releases = {
+        name for name in dpfast.__all__ if name.islower() and callable(getattr(dpfast, name))
+    }
+    assert called == releases - {"forecast"}
+
+
+# The check run in a fresh process after the warm-up: a table unlike the warm-up's (other
+# names, 1,000 rows, Pareto and signed values, the bundled ARX taxonomy), every release
+# command from CSV and Parquet with its progress line on, and every function on pandas and
+# NumPy inputs of one and several integer and float columns.
+_CHECK = textwrap.dedent(
+    """
+    import contextlib, io, json, os, sys, warnings
+    from numba.core import event
+
+    compiled = []
+
+    class Recorder(event.Listener):
+        def on_start(self, found):
+            kernel = found.data["dispatcher"].py_func
+            compiled.append(f"{kernel.__module__}.{kernel.__qualname__}{found.data['args']}")
+
+        def on_end(self, found):
+            pass
+
+    event.register("numba:compile", Recorder())
+    import numpy as np
+    import pandas as pd
+    import dpfast
+    from dpfast.cli import main
+    from dpfast.datasets import adult_hierarchy_path, adult_taxonomy
+
+    folder = sys.argv[1]
+    rng = np.random.default_rng(7)
+    n = 1000
+    jobs = ["Adm-clerical", "Sales", "Tech-support", "Craft-repair", "Farming-fishing"]
+    table = pd.DataFrame({
+        "years": rng.integers(18, 80, n),
+        "wage": np.round(rng.lognormal(9.0, 1.2, n), 2),
+        "wealth": np.round((rng.pareto(1.5, n) + 1) * 1000.0, 2),
+        "gain": np.round(rng.normal(0, 1, n) * rng.pareto(2.0, n) * 500.0, 2),
+        "job": rng.choice(jobs, n),
+        "smoker": rng.choice(["no", "yes"], n),
+        "label": rng.choice(["a", "b"], n),
+    })
+    bounds = {"years": (18, 80), "wage": (0, 1e6), "wealth": (1000, 1e8), "gain": (-1e6, 1e6)}
+    schema = {"version": 1, "columns": {
+        **{c: {"type": "integer" if c == "years" else "float", "bounds": list(b)}
+           for c, b in bounds.items()},
+        "job": {"type": "categorical", "taxonomy": str(adult_hierarchy_path("occupation"))},
+        "smoker": {"type": "categorical", "taxonomy": ["no", "yes"]},
+        "label": {"type": "categorical", "protect": False},
+    }}
+    paths = {kind: os.path.join(folder, f"t.{kind}") for kind in ("csv", "parquet")}
+    table.to_csv(paths["csv"], index=False)
+    table.to_parquet(paths["parquet"], index=False)
+    schema_path = os.path.join(folder, "t.schema.json")
+    with open(schema_path, "w") as file:
+        json.dump(schema, file)
+    S = ["--schema", schema_path]
+    commands = [
+        ["ir-dp", "--k", "20", "--epsilon", "2", *S],
+        ["ir-dp", "--k", "20", "--epsilon", "2", *S, "--columns", "years"],
+        ["ir-dp", "--k", "20", "--epsilon", "2", *S, "--columns", "wage,job", "--metrics"],
+        ["laplace", "--epsilon", "2", *S, "--columns", "wage,gain"],
+        ["individual-ranking", "--k", "4", *S, "--columns", "wealth"],
+        ["mdav", "--k", "6", *S],
+        ["mdav", "--k", "6", *S, "--columns", "years,wage,gain"],
+        ["mdav-dp", "--k", "40", "--epsilon", "2", *S],
+        ["diffgen", "--target", "label", "--classes", "a,b", "--steps", "4", "--epsilon", "2",
+         *S],
+        ["k-noise", "--k", "6", *S, "--columns", "wealth,gain"],
+        ["k-pram", "--k", "6", *S, "--columns", "years"],
+        ["randomized-response", "--column", "job", "--epsilon", "2", *S],
+    ]
+    runs = 0
+    for kind in ("csv", "parquet"):
+        for command in commands:
+            runs += 1
+            out = os.path.join(folder, f"out{runs}.parquet")
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                code = main(["release", command[0], paths[kind], "-o", out, *command[1:]])
+            assert code == 0, (command, err.getvalue())
+            assert "compiling" not in err.getvalue(), (command, err.getvalue())
+    warnings.simplefilter("ignore")
+    taxonomies = {"job": adult_taxonomy("occupation"), "smoker": ["no", "yes"]}
+    for columns in (["years"], ["wage"], ["years", "wage", "gain"]):
+        limits = {c: bounds[c] for c in columns}
+        dpfast.ir_dp(table, k=20, epsilon=2, bounds=limits, columns=columns)
+        dpfast.laplace_dp(table, epsilon=2, bounds=limits, columns=columns)
+        dpfast.individual_ranking(table, k=4, columns=columns)
+        dpfast.mdav(table, k=6, columns=columns)
+        dpfast.mdav_dp(table, k=40, epsilon=2, bounds=limits, columns=columns)
+        dpfast.k_noise(table, k=6, columns=columns)
+        dpfast.k_pram(table, k=6, columns=columns)
+        matrix = table[columns].to_numpy()
+        by_index = dict(enumerate(limits.values()))
+        dpfast.ir_dp(matrix, k=20, epsilon=2, bounds=by_index)
+        dpfast.mdav(matrix, k=6)
+        dpfast.k_noise(matrix, k=6)
+    mixed = ["years", "job", "smoker"]
+    dpfast.ir_dp(table, k=20, epsilon=2, bounds={"years": bounds["years"]}, columns=mixed,
+                 taxonomies=taxonomies)
+    dpfast.mdav(table, k=6, columns=mixed, taxonomies=taxonomies)
+    dpfast.randomized_response(table, column="smoker", domain=["no", "yes"], epsilon=1)
+    print(json.dumps({"runs": runs, "compiled": compiled}))
+    """
+)
+
+
+def _dpfast(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dpfast", *args], capture_output=True, text=True, env=env
+    )
+
+
+@pytest.mark.slow  # it compiles every kernel: about 2 minutes of CPU time on the 2-core VM
+def test_after_the_warm_up_no_release_compiles(tmp_path):
+    # an empty cache of its own, so that only the warm-up can have filled it
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    warmed = _dpfast("warm-up", "--quiet", env=env)
+    assert warmed.returncode == 0, warmed.stderr[-3000:]
+    assert "dpfast warm-up: compiled and cached" in warmed.stdout, warmed.stdout
+    check = subprocess.run(
+        [sys.executable, "-c", _CHECK, str(tmp_path)], capture_output=True, text=True, env=env
+    )
+    assert check.returncode == 0, check.stderr[-5000:]
+    got = json.loads(check.stdout.splitlines()[-1])
+    assert got["runs"] == 24
+    assert got["compiled"] == []
+    again = _dpfast("warm-up", "--quiet", env=env)  # the warm-up finds everything cached
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "every kernel was compiled and cached already" in again.stdout, again.stdout
+
+
+def test_the_progress_line_says_when_a_release_compiles(tmp_path):
+    data = tmp_path / "t.csv"
+    data.write_text("x,y\n" + "".join(f"{i % 37},{i}\n" for i in range(200)), encoding="utf-8")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache")}
+    release = ["release", "individual-ranking", str(data), "--k", "3", "--columns", "x"]
+    first = _dpfast(*release, "-o", str(tmp_path / "a.csv"), env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stderr.count(f"dpfast: {COMPILING}...\n") == 1, first.stderr
+    second = _dpfast(*release, "-o", str(tmp_path / "b.csv"), env=env)  # cached now
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "compiling" not in second.stderr, second.stderr
+    quiet = _dpfast(*release, "-o", str(tmp_path / "c.csv"), "--quiet", env=env)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+@pytest.mark.parametrize("argv", [["warm-up", "--help"], ["--help"]])
+def test_the_warm_up_is_a_command_with_help(argv, capsys):
+    from dpfast.cli import main
+
+    assert main(argv) == 0
+    assert "warm-up" in capsys.readouterr().out
