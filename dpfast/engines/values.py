@@ -21,6 +21,7 @@ import numpy as np
 
 from dpfast._validation import option
 from dpfast.exceptions import DPFastValueError
+from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -303,16 +304,14 @@ GroupCodes = Callable[[np.ndarray, int, int], np.ndarray]
 Count = int | Callable[[], int]
 
 
-def groups_on_bound(values: np.ndarray, n: int, k: int, lower: float, upper: float) -> int:
+def groups_on_bound(values: np.ndarray, layout: RankGroups, lower: float, upper: float) -> int:
     """Count the rows whose rank group's value is on a bound (``clamped_output``).
 
-    Every row holds its rank group's value, so the count is the sizes of the groups whose
-    value is on a bound: ``k`` rows each, the remainder in the last group.
+    Every row holds its rank group's value, so the count is the sizes (``layout``'s) of
+    the groups whose value is on a bound.
     """
     on = (values <= lower) | (values >= upper)
-    sizes = np.full(values.shape[0], k, dtype=np.int64)
-    sizes[-1] = n - k * (values.shape[0] - 1)
-    return int(sizes[on].sum())
+    return int(layout.sizes[on].sum())
 
 
 #: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
