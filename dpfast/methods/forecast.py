@@ -39,6 +39,7 @@ from dpfast.methods.laplace_dp import laplace_dp, laplace_dp_forecast
 from dpfast.methods.mdav import mdav
 from dpfast.methods.mdav_dp import mdav_dp, mdav_dp_forecast
 from dpfast.methods.randomized_response import randomized_response, randomized_response_forecast
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["forecast"]
 
@@ -53,9 +54,11 @@ def _no_epsilon(method: str, table: TableView, k: int, a: Mapping[str, Any], doe
 def _individual_ranking(table: TableView, a: Mapping[str, Any]) -> Forecast:
     n = table.n_rows
     k = check_k_anonymity(a["k"], n, "individual ranking")
+    layout = RankGroups(n, k, a["remainder"])
+    extra = f", the {layout.remainder} one holding {layout.r} more" if layout.r else ""
     does = (
         f"each value becomes the mean of its rank group of {k} or more rows ({n // k:,} "
-        "groups per column), with no noise. Nothing is forecast: no value is pushed onto a "
+        f"groups per column{extra}), with no noise. Nothing is forecast: no value is pushed onto a "
         "bound, and the group means depend on the data"
     )
     return _no_epsilon("individual_ranking", table, k, a, does)

@@ -34,6 +34,7 @@ from dpfast.methods.ir_dp._categorical import (
 )
 from dpfast.methods.ir_dp._numeric import centroid_sensitivity
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups, Remainder, check_remainder
 
 Linkage = Literal["records", "columns"]
 Sensitivity = Literal["paper", "proven"]
@@ -71,6 +72,7 @@ class Arguments:
     shuffle: bool
     seed: int | None
     sensitivity: Sensitivity
+    remainder: Remainder
     numeric: list[NumericColumn]
     categorical: list[CategoricalColumn]
     domains: dict[Hashable, tuple[float, float]]
@@ -81,6 +83,10 @@ class Arguments:
     def epsilon_column(self) -> float:
         """The equal share of ε of each protected column."""
         return self.epsilon / (len(self.numeric) + len(self.categorical))
+
+    def layout(self, n_records: int) -> RankGroups:
+        """Return the rank groups of every protected column, by the remainder rule."""
+        return RankGroups(n_records, self.k, self.remainder)
 
 
 def validate(
@@ -94,6 +100,7 @@ def validate(
     linkage: Any,
     shuffle: Any,
     seed: Any,
+    remainder: Any,
 ) -> Arguments:
     k = check_k(k, table.n_rows)
     epsilon = check_epsilon(epsilon)
@@ -113,6 +120,7 @@ def validate(
         shuffle,
         seed,
         cast(Sensitivity, sensitivity),
+        check_remainder(remainder),
         *protected_domains(table, columns, taxonomies, bounds),
     )
 

@@ -68,7 +68,7 @@ def ir_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
     policy(check_unprotected(a["unprotected"]), check_linkage(a["linkage"]))  # as the release
     args = validate(
         table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
-        a["columns"], a["linkage"], a["shuffle"], a["seed"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"], a["remainder"],
     )  # fmt: skip
     return release_forecast(args, table.n_rows, make_plan(args, table.n_rows), advice=True)
 
