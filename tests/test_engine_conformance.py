@@ -61,7 +61,7 @@ from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, Unprove
 from dpfast.taxonomy import as_taxonomy
 from tests import toy_method
 
-N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: the last rank group holds 12 rows
+N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: rank group 214 (or the last) holds 12 rows
 BOUNDS = {"age": (17, 90), "share": (0.0, 100.0), "tiny": (0.0, 1e6)}
 #: Bytes: at most 1,024 values sorted at once (the engine's floor), so the ~1,500 zeros of
 #: ``tiny`` are a tie added as a run, and its other values need a refined histogram.
@@ -196,6 +196,20 @@ CASES = [
         keeps_order=False,  # every column in an order of its own
     ),
     Case(
+        "ir_dp-remainder-last",
+        dpfast.ir_dp,
+        ("age", "occupation", "share"),
+        {
+            "k": K,
+            "epsilon": 2.0,
+            "bounds": BOUNDS,
+            "taxonomies": _TAXONOMIES,
+            "remainder": "last",
+            "seed": SEED,
+        },
+        keeps_order=False,
+    ),
+    Case(
         "ir_dp-records-in-order-keep",
         dpfast.ir_dp,
         ("age", "share", "tiny", "note"),
@@ -248,6 +262,13 @@ CASES = [
         dpfast.individual_ranking,
         ("age", "share", "tiny", "small", "note"),
         {"k": K, "columns": ["age", "share", "tiny", "small"]},
+        keeps_order=True,
+    ),
+    Case(
+        "individual_ranking-remainder-last",
+        dpfast.individual_ranking,
+        ("age", "share", "tiny"),
+        {"k": K, "columns": ["age", "share", "tiny"], "remainder": "last"},
         keeps_order=True,
     ),
     Case(
