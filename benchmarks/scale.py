@@ -354,14 +354,16 @@ def place_parts(rows: int, k: int, tasks: int, part_counts: list[int], repeats: 
     from dpfast.engines.outofcore._ranked import RankedColumn
     from dpfast.methods.ir_dp import _NoisyCentroids
     from dpfast.partitions.grid import Grid
+    from dpfast.partitions.ranking import RankGroups
 
+    layout = RankGroups(rows, k)
     d_int = 1 << 20
     words = np.sort(np.random.default_rng(0).integers(0, d_int + 1, rows)).astype(np.uint64)
     key = noise.NoiseSource.from_seed(0).key("order")
     starts = bucket_starts(key, rows)
     grid = Grid(0.0, float(d_int), 1.0, d_int, 0)  # noiseless means: the placement is timed
-    means = _NoisyCentroids("x", grid, k, 0, False, key, rows)
-    column = RankedColumn(rows, k, key, starts, means, 0.0, float(d_int))
+    means = _NoisyCentroids("x", grid, layout, 0, False, key)
+    column = RankedColumn(layout, key, starts, means, 0.0, float(d_int))
     cuts = np.linspace(0, rows, tasks + 1).astype(np.int64)
     runs = []
     for count in part_counts:
@@ -378,13 +380,15 @@ def place_parts(rows: int, k: int, tasks: int, part_counts: list[int], repeats: 
             del by_part
             start = time.perf_counter()
             sums = np.zeros(rows // k, dtype=np.int64)
-            ranking.add_group_sums(words, 0, 0, k, sums)
+            ranking.add_group_sums(words, 0, 0, *layout.scalars, sums)
             values = means(sums, 0)
             sizes = np.diff(starts)
             old = []
             for p in range(count):
                 first, last = bucket_span(starts, bounds[p], bounds[p + 1])
-                out = noise.permutation_part_groups(key, rows, first, last, values, k, sizes)
+                out = noise.permutation_part_groups(
+                    key, rows, first, last, values, k, sizes, big=layout.big
+                )
                 old.append(out[bounds[p] - starts[first] : bounds[p + 1] - starts[first]])
             today.append(time.perf_counter() - start)
             if not np.array_equal(np.concatenate(placed), np.concatenate(old)):

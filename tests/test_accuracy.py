@@ -52,7 +52,7 @@ BOUNDS = {"x": (0.0, 1000.0)}
 @pytest.mark.parametrize(("n", "k"), [(7, 3), (9, 3), (103, 10), (5, 5), (1, 1), (40, 7)])
 def test_group_sizes_last_is_the_partition_of_individual_ranking(n: int, k: int) -> None:
     got = [size for groups, size in group_sizes(n, k, "last") for _ in range(groups)]
-    labels = ranking_labels(np.random.default_rng(n).normal(size=n), k)
+    labels = ranking_labels(np.random.default_rng(n).normal(size=n), k, "last")
     expected = np.bincount(labels).tolist()
     assert got == expected
 

@@ -101,18 +101,21 @@ def test_em_frequencies_match_exact_probabilities(jobs, rule):
     assert expected.max() > 1.5 * expected.min()  # not uniform: the test can see a bias
 
 
-def test_sorted_groups_match_per_group_quality_rows(jobs):
+@pytest.mark.parametrize("big", [None, 0, 5, 9])
+def test_sorted_groups_match_per_group_quality_rows(jobs, big):
     matrix = _units(jobs.rank_distance_matrix())
-    counts = np.array([7, 0, 11, 1, 1, 23])
+    counts = np.array([7, 0, 11, 1, 1, 23])  # 43 values: ten groups of 4, one of 7
     k = 4
     got = noise.exponential_mechanism_sorted_groups(
-        KEY, counts, k, matrix, epsilon=3.0, sensitivity=2000
+        KEY, counts, k, matrix, epsilon=3.0, sensitivity=2000, big=big
     )
     values = np.repeat(np.arange(6), counts)
     n_groups = values.shape[0] // k
+    sizes = [k + 3 if g == (n_groups - 1 if big is None else big) else k for g in range(n_groups)]
+    starts = np.cumsum([0, *sizes])
     rows = []
     for g in range(n_groups):
-        members = values[g * k : (g + 1) * k] if g < n_groups - 1 else values[g * k :]
+        members = values[starts[g] : starts[g + 1]]
         q = np.zeros(6, dtype=np.int64)
         for r in np.unique(members):
             q -= (members == r).sum() * matrix[:, r]
@@ -152,9 +155,9 @@ def _jobs_frame(jobs, n=103, seed=0):
     )
 
 
-@pytest.mark.parametrize("rule", ["paper", "proven"])
-def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
-    frame = _jobs_frame(jobs)
+@pytest.mark.parametrize(("rule", "remainder"), [("paper", "middle"), ("proven", "last")])
+def test_release_matches_the_reference_with_the_same_draws(jobs, rule, remainder):
+    frame = _jobs_frame(jobs)  # 103 rows: 20 groups of 5, one of them of 8
     k = 5
     release = dpfast.ir_dp(
         frame,
@@ -167,6 +170,7 @@ def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
         shuffle=False,
         unprotected="keep",
         seed=11,
+        remainder=remainder,
     )
     n_groups = len(frame) // k
     units = int(_units(jobs.distance_matrix()).max())
@@ -180,6 +184,7 @@ def test_release_matches_the_reference_with_the_same_draws(jobs, rule):
         k,
         (base.numerator, base.bits),
         [int(w) for w in key],
+        remainder,
     )
     assert release.data["job"].tolist() == expected
     pd.testing.assert_series_equal(release.data["age"], frame["age"])

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import dpfast as dpfast_api
 from dpfast import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,6 +301,35 @@ def test_individual_ranking(workdir: Path, selection: list[str]) -> None:
     got = read_output(workdir / "grouped.csv")
     assert got["income"].nunique() <= N_ROWS // 3
     assert got["income"].sum() == pytest.approx(people()["income"].sum())
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_the_remainder_rule_reaches_the_release_and_its_report(
+    workdir: Path, remainder: str
+) -> None:
+    # 60 rows in groups of 7: 8 groups, group 4 (middle) or 7 (last) of 11
+    grouped, noisy = workdir / "grouped.parquet", workdir / "noisy.parquet"
+    people_path, schema = str(workdir / "people.parquet"), str(workdir / "schema.json")
+    rule = ["--k", "7", "--remainder", remainder, "--quiet"]
+    command = ["release", "individual-ranking", people_path, "-o", str(grouped)]
+    assert cli.main([*command, "--columns", "income", *rule]) == 0
+    expected = dpfast_api.individual_ranking(people(), k=7, columns=["income"], remainder=remainder)
+    np.testing.assert_array_equal(read_output(grouped)["income"], expected.data["income"])
+    report = check_report(grouped, "individual_ranking", None)
+    assert report["parameters"]["remainder"] == remainder
+    command = ["release", "ir-dp", people_path, "-o", str(noisy), "--epsilon", "1"]
+    assert cli.main([*command, "--schema", schema, "--seed", "5", *rule]) == 0
+    assert check_report(noisy, "ir_dp", 1.0)["parameters"]["remainder"] == remainder
+
+
+def test_an_unknown_remainder_rule_is_refused_by_the_cli(workdir: Path) -> None:
+    result = dpfast(
+        "release", "individual-ranking", "people.csv", "-o", "out.csv", "--k", "7",
+        "--remainder", "first", cwd=workdir,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--remainder: invalid choice: 'first' (choose from" in result.stderr
+    assert not (workdir / "out.csv").exists()
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, Unprove
 from dpfast.taxonomy import as_taxonomy
 from tests import toy_method
 
-N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: the last rank group holds 12 rows
+N_ROWS, K, SEED = 3001, 7, 5  # 3001 = 7 * 428 + 5: rank group 214 (or the last) holds 12 rows
 BOUNDS = {"age": (17, 90), "share": (0.0, 100.0), "tiny": (0.0, 1e6)}
 #: Bytes: at most 1,024 values sorted at once (the engine's floor), so the ~1,500 zeros of
 #: ``tiny`` are a tie added as a run, and its other values need a refined histogram.
@@ -200,6 +200,20 @@ CASES = [
         keeps_order=False,  # every column in an order of its own
     ),
     Case(
+        "ir_dp-remainder-last",
+        dpfast.ir_dp,
+        ("age", "occupation", "share"),
+        {
+            "k": K,
+            "epsilon": 2.0,
+            "bounds": {c: BOUNDS[c] for c in ("age", "share")},
+            "taxonomies": _TAXONOMIES,
+            "remainder": "last",
+            "seed": SEED,
+        },
+        keeps_order=False,
+    ),
+    Case(
         "ir_dp-records-in-order-keep",
         dpfast.ir_dp,
         ("age", "share", "tiny", "note"),
@@ -252,6 +266,13 @@ CASES = [
         dpfast.individual_ranking,
         ("age", "share", "tiny", "small", "note"),
         {"k": K, "columns": ["age", "share", "tiny", "small"]},
+        keeps_order=True,
+    ),
+    Case(
+        "individual_ranking-remainder-last",
+        dpfast.individual_ranking,
+        ("age", "share", "tiny"),
+        {"k": K, "columns": ["age", "share", "tiny"], "remainder": "last"},
         keeps_order=True,
     ),
     Case(
@@ -442,7 +463,12 @@ CASES += [
         "mdav_dp-dp-bounds",
         dpfast.mdav_dp,
         ("age", "share"),
-        {"k": 25, "epsilon": 200.0, "bounds": _DP_BOUNDS, "seed": SEED},
+        {
+            "k": 25,
+            "epsilon": 200.0,
+            "bounds": {c: _DP_BOUNDS[c] for c in ("age", "share")},
+            "seed": SEED,
+        },
         keeps_order=False,
         tiny_memory=150_000,
         spills=False,
@@ -1047,7 +1073,12 @@ def _spark_error(
 def test_the_column_engine_keeps_the_input_types(method, columns, arguments, tmp_path):
     # the in-memory release keeps the input's Arrow types, and so does the column engine
     data = pa.Table.from_pandas(table()[columns], preserve_index=False)  # large_string text
-    arguments = {**arguments, "bounds": {"age": (17, 90), "small": (-3, 3)}, "seed": SEED}
+    bounds = {"age": (17, 90), "small": (-3, 3)}  # of the case's columns only
+    arguments = {
+        **arguments,
+        "bounds": {c: bounds[c] for c in columns if c in bounds},
+        "seed": SEED,
+    }
     expected = method(data, **arguments).data
     case = next(c for c in CASES if c.function is method)
     case.out_of_core(

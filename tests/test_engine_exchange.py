@@ -410,3 +410,64 @@ def test_a_dask_release_of_categories_sending_codes_holds_no_group_on_the_driver
     got = pq.read_table(tmp_path / "sent").to_pandas()
     assert got["note"].tolist() == want["note"].tolist()
     assert got["note"].dtype == want["note"].dtype  # a dictionary, as the input
+
+
+# ------------------------------------------- ranks sent, cut inside the larger group
+
+#: 100,000 rows in 10 groups of 9,973 and one of 10,243: group 5 (middle) or 9 (last).
+#: Sort tasks of at most about 2,500 ranks (200,000 bytes at 80 a rank) and the runs of
+#: the 17 categories cut the larger group several times.
+CUT_ROWS, CUT_K = 100_000, 9_973
+
+
+def _cut_table() -> pd.DataFrame:
+    rng = np.random.default_rng(13)
+    notes = [f"n{i}" for i in rng.integers(0, 17, CUT_ROWS)]
+    return pd.DataFrame({"x": rng.uniform(0, 1e5, CUT_ROWS), "note": notes})
+
+
+def _cut_release(engine: str, data, remainder: str, out=None):
+    arguments = {
+        "k": CUT_K,
+        "epsilon": 4.0,
+        "bounds": {"x": (0.0, 1e5)},
+        "taxonomies": {"note": NOTES},
+        "seed": 3,
+        "remainder": remainder,
+    }
+    if engine == "memory":
+        return dpfast.ir_dp(data, **arguments)
+    return on_engine(
+        engine, dpfast.ir_dp, data, output=out, memory_limit=200_000, send_ranks=True, **arguments
+    )
+
+
+def _check_cut(got: pd.DataFrame, report, private, want) -> None:
+    assert got["note"].tolist() == want.data["note"].tolist()
+    assert got["x"].tolist() == want.data["x"].tolist()
+    assert report.to_dict() == want.report.to_dict()
+    assert private.clamped_output == want.private.clamped_output
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_a_dask_release_sending_ranks_cut_inside_the_larger_group(client, tmp_path, remainder):
+    import dask
+    import dask.dataframe as dd
+
+    table = _cut_table()
+    with dask.config.set({"dataframe.convert-string": False}):
+        data = dd.from_pandas(table, npartitions=3)
+    _, report, private = _cut_release("dask", data, remainder, tmp_path / "out")
+    want = _cut_release("memory", table, remainder)
+    _check_cut(pq.read_table(tmp_path / "out").to_pandas(), report, private, want)
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_a_spark_release_sending_ranks_cut_inside_the_larger_group(spark, tmp_path, remainder):
+    data = spark.createDataFrame(pa.Table.from_pandas(_cut_table(), preserve_index=False))
+    data = data.repartition(3).cache()
+    _, report, private = _cut_release("spark", data, remainder, tmp_path / "out")
+    want = _cut_release("memory", data.toArrow().to_pandas(), remainder)
+    data.unpersist()
+    _check_cut(pq.read_table(tmp_path / "out").to_pandas(), report, private, want)

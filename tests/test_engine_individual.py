@@ -22,6 +22,7 @@ from dpfast import cli
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import ArrowSource, ParquetDataset
 from dpfast.engines.outofcore._ranks import float_keys, float_values
+from dpfast.partitions.ranking import RankGroups
 
 COLUMNS = ["small", "wide", "count"]
 
@@ -118,6 +119,41 @@ def test_group_sums_follow_the_rank_order(tmp_path, monkeypatch):
     assert max(runs) > 110_000 // 40
     groups = np.sort(table.column("small").to_numpy())[:12_000].reshape(-1, 6).tolist()
     assert any(sum(g) != sum(reversed(g)) for g in groups)
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_ranges_cut_inside_the_larger_group_give_the_in_memory_release(
+    tmp_path, monkeypatch, remainder
+):
+    from dpfast._kernels import outofcore
+
+    table = _table(12_007)
+    k = 2900  # 4 groups: group 2 (middle) or 3 (last) of 2,900 + 407 ranks, wider than a range
+    expected = dpfast.individual_ranking(table, k=k, columns=COLUMNS, remainder=remainder)
+    parts: list[tuple[int, int]] = []
+    original = outofcore.add_float_group_sums
+    monkeypatch.setattr(
+        outofcore,
+        "add_float_group_sums",
+        lambda *a: (parts.append((int(a[1]), int(a[0].shape[0]))), original(*a))[1],
+    )
+    output = tmp_path / "out.parquet"
+    report, _ = individual_ranking_dataset(
+        ArrowSource(table),
+        output,
+        k=k,
+        columns=COLUMNS,
+        remainder=remainder,
+        memory_limit=110_000,
+        batch_rows=64,
+    )
+    assert pq.read_table(output).equals(expected.data)
+    assert report.to_dict() == expected.report.to_dict()
+    assert report.parameters["remainder"] == remainder
+    layout = RankGroups(12_007, k, remainder)
+    lo, hi = layout.span(layout.big)
+    # a sorted range begins or ends inside the larger group
+    assert any(lo < first < hi or lo < first + m < hi for first, m in parts), (lo, hi, parts)
 
 
 def test_k_one_is_refused_as_in_memory(tmp_path):

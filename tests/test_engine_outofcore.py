@@ -45,7 +45,9 @@ def _write_parts(frame: pd.DataFrame, directory: Path, cuts: list[int]) -> None:
         pq.write_table(part, directory / f"part-{i:03d}.parquet")
 
 
-def _in_memory(frame: pd.DataFrame, k: int, seed: int = 3) -> dpfast.Release:
+def _in_memory(
+    frame: pd.DataFrame, k: int, seed: int = 3, remainder: str = "middle"
+) -> dpfast.Release:
     return dpfast.ir_dp(
         frame,
         k=k,
@@ -53,11 +55,19 @@ def _in_memory(frame: pd.DataFrame, k: int, seed: int = 3) -> dpfast.Release:
         bounds={**BOUNDS, **FLOAT_BOUNDS},
         taxonomies={"occupation": adult_taxonomy("occupation")},
         seed=seed,
+        remainder=remainder,
     )
 
 
 def _out_of_core(
-    source, output: Path, k: int, memory: int, batch_rows: int, seed: int = 3, threads=None
+    source,
+    output: Path,
+    k: int,
+    memory: int,
+    batch_rows: int,
+    seed: int = 3,
+    threads=None,
+    remainder: str = "middle",
 ):
     return ir_dp_dataset(
         source,
@@ -70,6 +80,7 @@ def _out_of_core(
         memory_limit=memory,
         batch_rows=batch_rows,
         n_threads=threads,
+        remainder=remainder,
     )
 
 
@@ -86,22 +97,51 @@ def _assert_same(output: Path, expected: dpfast.Release, report, private) -> Non
 
 
 @pytest.mark.parametrize(
-    ("cuts", "memory", "batch_rows"),
+    ("cuts", "memory", "batch_rows", "remainder"),
     [
-        ([], 2**30, 1 << 20),  # one file, everything in memory
-        ([4000], 200_000, 1000),  # two files, ranges of about 6,000 values
-        ([1, 2, 999, 5000, 5001, 9000], 110_000, 777),  # seven files, 1-row ones too
+        ([], 2**30, 1 << 20, "middle"),  # one file, everything in memory
+        ([4000], 200_000, 1000, "last"),  # two files, ranges of about 6,000 values
+        ([1, 2, 999, 5000, 5001, 9000], 110_000, 777, "middle"),  # seven files, 1-row ones
+        ([1, 2, 999, 5000, 5001, 9000], 110_000, 777, "last"),
     ],
 )
-def test_parquet_dataset_release_equals_in_memory(tmp_path, cuts, memory, batch_rows):
+def test_parquet_dataset_release_equals_in_memory(tmp_path, cuts, memory, batch_rows, remainder):
     frame = _table(12_007)  # n % k != 0: a remainder group
     _write_parts(frame, tmp_path / "in", cuts)
-    expected = _in_memory(frame, k=7)
+    expected = _in_memory(frame, k=7, remainder=remainder)
     output = tmp_path / "out.parquet"
     report, private = _out_of_core(
-        ParquetDataset.open(tmp_path / "in"), output, 7, memory, batch_rows
+        ParquetDataset.open(tmp_path / "in"), output, 7, memory, batch_rows, remainder=remainder
     )
     _assert_same(output, expected, report, private)
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_ranges_cut_inside_the_larger_group_give_the_in_memory_release(
+    tmp_path, monkeypatch, remainder
+):
+    from dpfast._kernels import ranking
+    from dpfast.partitions.ranking import RankGroups
+
+    frame = _table(12_007)
+    k = 997  # 12 groups: group 6 (middle) or 11 (last) of 997 + 43 ranks
+    expected = _in_memory(frame, k=k, remainder=remainder)
+    parts: list[tuple[int, int]] = []
+    original = ranking.add_group_sums
+    monkeypatch.setattr(
+        ranking,
+        "add_group_sums",
+        lambda *a: (parts.append((int(a[2]), int(a[0].shape[0]))), original(*a))[1],
+    )
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    output = tmp_path / "out.parquet"
+    report, private = _out_of_core(ArrowSource(table), output, k, 110_000, 777, remainder=remainder)
+    _assert_same(output, expected, report, private)
+    assert report.parameters["remainder"] == remainder
+    layout = RankGroups(12_007, k, remainder)
+    lo, hi = layout.span(layout.big)
+    # a sorted range begins or ends inside the larger group
+    assert any(lo < first < hi or lo < first + m < hi for first, m in parts), (lo, hi, parts)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

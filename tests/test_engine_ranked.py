@@ -22,30 +22,43 @@ from dpfast.engines.outofcore._ranked import RankedColumn
 from dpfast.exceptions import DPFastRuntimeError
 from dpfast.methods.ir_dp import _NoisyCentroids
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
+from tests.reference import ir_reference
 
 
-def _values(n: int, k: int, d_int: int, scale: int, key: np.ndarray) -> _NoisyCentroids:
+def _values(layout: RankGroups, d_int: int, scale: int, key: np.ndarray) -> _NoisyCentroids:
     """``ir_dp``'s group values on the grid ``[0, d_int]`` of step 1 (noise of ``scale``)."""
     grid = Grid(0.0, float(d_int), 1.0, d_int, 0)
-    return _NoisyCentroids("x", grid, k, scale, False, key, n)
+    return _NoisyCentroids("x", grid, layout, scale, False, key)
 
 
-def _column(n: int, k: int, d_int: int, scale: int, seed: int) -> RankedColumn:
+def _column(
+    n: int, k: int, d_int: int, scale: int, seed: int, remainder: str = "middle"
+) -> RankedColumn:
     """A column of ``n`` ranks in groups of ``k``, its values and its order keyed by ``seed``."""
     source = noise.NoiseSource.from_seed(seed)
-    values = _values(n, k, d_int, scale, source.key("values"))
+    layout = RankGroups(n, k, remainder)
+    values = _values(layout, d_int, scale, source.key("values"))
     key = source.key("order")
     lower, upper = 0.0, float(d_int)
-    return RankedColumn(n, k, key, bucket_starts(key, n), values, lower, upper, values.before_noise)
+    return RankedColumn(
+        layout, key, bucket_starts(key, n), values, lower, upper, values.before_noise
+    )
+
+
+def _groups(n: int, k: int, remainder: str) -> np.ndarray:
+    """Each rank's group, from the reference's group sizes."""
+    return np.repeat(np.arange(n // k), ir_reference.group_sizes(n, k, remainder))
 
 
 def _expected(words: np.ndarray, column: RankedColumn) -> np.ndarray:
-    n, k = words.shape[0], column.k
+    n, k = words.shape[0], column.layout.k
+    groups = _groups(n, k, column.layout.remainder)
     sums = np.zeros(n // k, dtype=np.int64)
-    ranking.add_group_sums(words, 0, 0, k, sums)
+    np.add.at(sums, groups, words.astype(np.int64))
     group_values = column.values(sums, 0)
     order = noise.permutation(column.key, n)
-    return group_values[np.minimum(order // k, n // k - 1)]
+    return group_values[groups[order]]
 
 
 def _cuts(rng: random.Random, n: int, most: int) -> list[int]:
@@ -86,8 +99,11 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     k = rng.randint(1, min(n, 40))
     d_int = rng.choice([1, 3, 50, 10_000])
     words = np.sort(np.random.default_rng(seed).integers(0, d_int + 1, n)).astype(np.uint64)
-    column = _column(n, k, d_int, rng.choice([0, 1, 4]), seed)
+    column = _column(n, k, d_int, rng.choice([0, 1, 4]), seed, rng.choice(["middle", "last"]))
     tasks = _cuts(rng, n, rng.choice([0, 3, 40, 400]))
+    big_lo, big_hi = column.layout.span(column.layout.big)
+    if seed % 2 and big_hi - big_lo > 2:  # tasks that start or end inside the big group
+        tasks = sorted({*tasks, big_lo + 1, big_hi - 1})
     bounds = np.array(_cuts(rng, n, rng.choice([0, 2, 30])), dtype=np.int64)
     by_part, _ = _release(column, words, tasks, bounds, seed)
 
@@ -97,20 +113,22 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     assert np.array_equal(released, expected)
     on_bound = sum((count for _, count in parts), OnBound())
     sums = np.zeros(n // k, dtype=np.int64)
-    ranking.add_group_sums(words, 0, 0, k, sums)
+    ranking.add_group_sums(words, 0, 0, *column.layout.scalars, sums)
     assert isinstance(column.values, _NoisyCentroids)
     before = column.values.before_noise(sums)
     # every row counted as its group: released on a bound, there before, pushed there
-    assert on_bound == rank_groups_on_bound(column.values(sums), before, n, k, (0.0, d_int))
+    released_values = column.values(sums)
+    assert on_bound == rank_groups_on_bound(released_values, before, column.layout, (0.0, d_int))
     assert on_bound.released == int(np.count_nonzero((expected <= 0) | (expected >= d_int)))
 
 
-def test_a_group_cut_across_many_tasks_and_parts_gets_one_value() -> None:
-    n, k = 1_000, 100
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_a_group_cut_across_many_tasks_and_parts_gets_one_value(remainder: str) -> None:
+    n, k = 1_099, 100  # ten groups, group 5 (middle) or 9 (last) of 199 ranks
     words = np.sort(np.random.default_rng(3).integers(0, 20, n)).astype(np.uint64)
-    column = _column(n, k, 20, 2, 3)
+    column = _column(n, k, 20, 2, 3, remainder)
     tasks = list(range(0, n + 1, 7)) + ([n] if n % 7 else [])
-    bounds = np.arange(0, n + 1, 50)
+    bounds = np.r_[np.arange(0, n, 50), n]
     by_part, _ = _release(column, words, tasks, bounds, 0)
     assert all(any(p.pending.shape[0] for p in pieces) for pieces in by_part)
     released = np.concatenate([column.assemble(bounds, p, x)[0] for p, x in enumerate(by_part)])
@@ -121,7 +139,7 @@ def test_values_of_a_slice_of_groups_are_those_of_all_groups() -> None:
     rng = np.random.default_rng(5)
     n, k = 1_003, 10
     sums = rng.integers(0, 100 * k, n // k)
-    values = _values(n, k, 100, 3, noise.NoiseSource.from_seed(5).key("v"))
+    values = _values(RankGroups(n, k), 100, 3, noise.NoiseSource.from_seed(5).key("v"))
     whole = values(sums)
     for lo, hi in [(0, 1), (3, 40), (99, 100), (50, 100)]:
         assert np.array_equal(values(sums[lo:hi], lo), whole[lo:hi])
@@ -202,17 +220,25 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
     counts[rng.randrange(m)] += 1
     n = int(counts.sum())
     k = rng.randint(1, min(n, 30))
+    layout = RankGroups(n, k, "middle" if seed % 2 else "last")
     distance = np.abs(np.subtract.outer(np.arange(m), np.arange(m))) * 1_000
     source = noise.NoiseSource.from_seed(seed)
     draw_key, key = source.key("codes"), source.key("order")
 
     def codes(counts: np.ndarray, first: int, stop: int) -> np.ndarray:
         return noise.exponential_mechanism_sorted_groups(
-            draw_key, counts, k, distance, epsilon=2.0, sensitivity=1_000, groups=(first, stop)
+            draw_key,
+            counts,
+            k,
+            distance,
+            epsilon=2.0,
+            sensitivity=1_000,
+            groups=(first, stop),
+            big=layout.big,
         )
 
     values = _ranked.CodedGroups(codes, counts)
-    column = RankedColumn(n, k, key, bucket_starts(key, n), values, -np.inf, np.inf)
+    column = RankedColumn(layout, key, bucket_starts(key, n), values, -np.inf, np.inf)
     plan = _ranked.ranks_of_counts(counts)
     assert len(plan.ranges) == 0 and sum(c for _, _, c in plan.runs) == n
     bounds = np.array(_cuts(rng, n, rng.choice([0, 2, 30])), dtype=np.int64)
@@ -224,10 +250,10 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
         random.Random(seed).shuffle(pieces)
     parts = [column.assemble(bounds, p, pieces) for p, pieces in enumerate(by_part)]
     whole = noise.exponential_mechanism_sorted_groups(
-        draw_key, counts, k, distance, epsilon=2.0, sensitivity=1_000
+        draw_key, counts, k, distance, epsilon=2.0, sensitivity=1_000, big=layout.big
     )
     order = noise.permutation(key, n)
-    expected = whole[np.minimum(order // k, n // k - 1)]
+    expected = whole[_groups(n, k, layout.remainder)[order]]
     assert np.array_equal(np.concatenate([v for v, _ in parts]), expected)
     assert sum((on_bound for _, on_bound in parts), OnBound()) == OnBound()  # no bound
 

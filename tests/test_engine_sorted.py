@@ -26,7 +26,9 @@ from dpfast.engines.outofcore._sorted import (
     keys_by_range,
     sorted_runs,
 )
+from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import on_engine
+from tests.reference import ir_reference
 
 K, EPSILON, SEED = 7, 4.0, 23
 BOUNDS = {"u": (0.0, 100.0), "tie": (0.0, 100.0), "top": (0.0, 10.0), "i": (-50, 50)}
@@ -130,15 +132,21 @@ def test_sorted_runs_give_each_present_range_its_sorted_keys():
     assert list(sorted_runs(np.empty(0, dtype=np.uint64), 9, ranges)) == []
 
 
-@pytest.mark.parametrize(("n", "k"), [(1000, 7), (1001, 10), (64, 64), (130, 64)])
-def test_group_sums_of_ranges_add_up_to_the_whole_columns(n, k):
+@pytest.mark.parametrize(("n", "k"), [(1000, 7), (1001, 10), (64, 64), (130, 64), (1009, 9)])
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_group_sums_of_ranges_add_up_to_the_whole_columns(n, k, remainder):
     rng = np.random.default_rng(n + k)
+    layout = RankGroups(n, k, remainder)
     values = np.sort(rng.integers(0, 1 << 20, n).astype(np.uint64))
-    expected = np.zeros(n // k, dtype=np.int64)
-    ranking.add_group_sums(values.copy(), 0, 0, k, expected)
+    groups = np.repeat(np.arange(n // k), ir_reference.group_sizes(n, k, remainder))
+    expected = np.bincount(groups, values.astype(np.int64)).astype(np.int64)
+    big_lo, big_hi = layout.span(layout.big)
     for parts in (1, 2, 5, 17):
-        cuts = np.unique(np.r_[0, np.sort(rng.integers(1, n, parts - 1)), n])
-        reduce = GroupSums(cuts[:-1].astype(np.int64), k, n // k)
+        cuts = np.r_[0, np.sort(rng.integers(1, n, parts - 1)), n]
+        if parts == 5:  # ranges that start and end inside the big group
+            cuts = np.r_[cuts, big_lo + 1, big_hi - 1]
+        cuts = np.unique(cuts)
+        reduce = GroupSums(cuts[:-1].astype(np.int64), layout)
         results = [
             reduce(i, values[lo:hi].copy()) for i, (lo, hi) in enumerate(itertools.pairwise(cuts))
         ]
@@ -180,13 +188,14 @@ def test_flagged_group_sums_count_the_flags_and_sum_the_grid_values(n, k):
     q = rng.integers(0, 1 << 20, n).astype(np.uint64)
     flags = rng.integers(0, 2, n).astype(np.uint64)
     keys = np.sort((q << np.uint64(1)) | flags)
+    layout = RankGroups(n, k)
     expected = np.zeros(n // k, dtype=np.int64)
-    ranking.add_group_sums(np.sort(q), 0, 0, k, expected)
-    reduce = GroupSums(np.zeros(1, dtype=np.int64), k, n // k, flagged=True)
+    ranking.add_group_sums(np.sort(q), 0, 0, *layout.scalars, expected)
+    reduce = GroupSums(np.zeros(1, dtype=np.int64), layout, flagged=True)
     got = np.zeros(n // k, dtype=np.int64)
     assert add_parts([reduce(0, keys.copy())], got, np.array([n]), None) == int(flags.sum())
     np.testing.assert_array_equal(got, expected)
-    unflagged = GroupSums(np.zeros(1, dtype=np.int64), k, n // k)
+    unflagged = GroupSums(np.zeros(1, dtype=np.int64), layout)
     assert unflagged(0, np.sort(q))[4] == 0
 
 
@@ -231,7 +240,7 @@ def test_a_sort_with_kept_buffers_is_the_sort_without():
 
 
 def test_add_parts_refuses_changed_counts_and_a_range_sorted_twice():
-    reduce = GroupSums(np.array([0, 10]), 5, 4)
+    reduce = GroupSums(np.array([0, 10]), RankGroups(20, 5))
     values = np.arange(20, dtype=np.uint64)
     parts = [reduce(0, values[:10]), reduce(1, values[10:])]
     changed = RuntimeError("changed")
@@ -302,8 +311,8 @@ def _table(n: int = 6001) -> pd.DataFrame:
     )
 
 
-def _expected(table: pd.DataFrame) -> dpfast.Release:
-    return dpfast.ir_dp(table, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED)
+def _expected(table: pd.DataFrame, remainder: str) -> dpfast.Release:
+    return dpfast.ir_dp(table, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, remainder=remainder)
 
 
 def _assert_same(data: pd.DataFrame, report, private, expected: dpfast.Release) -> None:
@@ -338,10 +347,14 @@ class _Recorder:
         monkeypatch.setattr(cls, "sort_ranges", recorded)
 
 
-@pytest.mark.parametrize("memory_limit", [1 << 15, 1 << 30])
+#: (memory limit, remainder rule): ranges under the tiny limit for both rules
+LIMITS = [(1 << 15, "middle"), (1 << 15, "last"), (1 << 30, "middle")]
+
+
+@pytest.mark.parametrize(("memory_limit", "remainder"), LIMITS)
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
-    spark, monkeypatch, memory_limit, partitions
+    spark, monkeypatch, memory_limit, remainder, partitions
 ):
     from dpfast.engines.spark import SparkSource
 
@@ -353,9 +366,10 @@ def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
     data, report, private = on_engine("spark", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
+        remainder=remainder,
     )  # fmt: skip
     got = data.toArrow().to_pandas()
-    _assert_same(got, report, private, _expected(table))
+    _assert_same(got, report, private, _expected(table, remainder))
     _assert_sorted_where_needed(recorder.calls, memory_limit)
 
 
@@ -376,10 +390,10 @@ def test_spark_hash_and_partition_tags_agree_with_spark(spark):
         assert [where[int(t)] for t in tags] == list(range(parts))
 
 
-@pytest.mark.parametrize("memory_limit", [1 << 15, 1 << 30])
+@pytest.mark.parametrize(("memory_limit", "remainder"), LIMITS)
 @pytest.mark.parametrize("partitions", [1, 7])
 def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
-    client, monkeypatch, memory_limit, partitions
+    client, monkeypatch, memory_limit, remainder, partitions
 ):
     import dask.dataframe as dd
 
@@ -391,6 +405,7 @@ def test_ir_dp_on_dask_sorts_on_the_workers_and_gives_the_in_memory_release(
     data, report, private = on_engine("dask", dpfast.ir_dp,
         frame, k=K, epsilon=EPSILON, bounds=BOUNDS, seed=SEED, memory_limit=memory_limit,
         batch_rows=500, n_threads=1,  # one column thread: its group values fit in 32 KiB
+        remainder=remainder,
     )  # fmt: skip
-    _assert_same(data.compute(), report, private, _expected(table))
+    _assert_same(data.compute(), report, private, _expected(table, remainder))
     _assert_sorted_where_needed(recorder.calls, memory_limit)

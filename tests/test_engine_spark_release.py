@@ -17,6 +17,7 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore._sources import ParquetDataset
+from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import on_engine
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
@@ -245,7 +246,7 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
         assert WORKER_BUFFERS.kept_bytes == 2 * 8 * 2500  # the keys and the sort's scratch
         _sort_task_results(monkeypatch, plan, one, 10)  # the next sort takes them back
         assert WORKER_BUFFERS.kept_bytes == 2 * 8 * 2500
-        GeneratedParts((), 2500, 10, 1000).table(0)  # an output task frees them
+        GeneratedParts((), 2500, RankGroups(2500, 10), 1000).table(0)  # an output task frees them
         assert WORKER_BUFFERS.kept_bytes == 0
     finally:
         WORKER_BUFFERS.clear()
@@ -276,7 +277,7 @@ def _generated_parts(n=200_000, k=10, part_rows=70_000):
         column("c", rng.integers(0, 3, n // k), "labels"),
         column("y", rng.normal(size=n // k), "float"),
     )
-    return GeneratedParts(columns, n, k, part_rows)
+    return GeneratedParts(columns, n, RankGroups(n, k), part_rows)
 
 
 def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():

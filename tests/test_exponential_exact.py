@@ -263,12 +263,20 @@ def test_a_run_of_sorted_groups_draws_what_the_whole_column_draws(monkeypatch, s
         counts = rng.integers(0, 12, m)
         counts[0] += 3
         k = int(rng.integers(1, counts.sum() + 1))
-        arguments = {"epsilon": float(rng.choice([0.1, 1.0, 20.0])), "sensitivity": 80}
+        size = int(counts.sum()) // k
+        big = None if trial % 3 == 0 else int(rng.integers(0, size))  # the larger group
+        arguments = {
+            "epsilon": float(rng.choice([0.1, 1.0, 20.0])),
+            "sensitivity": 80,
+            "big": big,
+        }
         whole = noise.exponential_mechanism_sorted_groups(
             KEY, counts, k, distance, start=trial, **arguments
         )
-        size = whole.shape[0]
-        for first, stop in [(0, size), (0, 0), (size, size), (size - 1, size), (0, 1)]:
+        assert whole.shape[0] == size
+        at = size - 1 if big is None else big
+        runs = [(0, size), (0, 0), (size, size), (size - 1, size), (0, 1), (at, at + 1)]
+        for first, stop in [*runs, (0, at), (at + 1, size)]:
             part = noise.exponential_mechanism_sorted_groups(
                 KEY, counts, k, distance, start=trial, groups=(first, stop), **arguments
             )

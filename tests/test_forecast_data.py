@@ -37,9 +37,10 @@ from dpfast._release.expected import (
 )
 from dpfast.budget import BudgetFile
 from dpfast.cli import main
-from dpfast.engines.on_bound import OnBound, rank_group_sizes
+from dpfast.engines.on_bound import OnBound
 from dpfast.exceptions import DPFastValueError, NoiseDominatesWarning
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 from tests.reference import forecast_reference as reference
 
 # -- the closed forms --------------------------------------------------------------------
@@ -172,7 +173,8 @@ def test_kinds_of_a_sorted_column_are_its_groups(seed):
     counts = rng.integers(0, 30, rng.integers(1, 6))
     counts[rng.integers(0, counts.shape[0])] += 5
     n, k = int(counts.sum()), int(rng.integers(1, 8))
-    sizes = rank_group_sizes(n, k) if n >= k else np.array([n])
+    remainder = ("middle", "last")[seed % 2]
+    sizes = RankGroups(n, k, remainder).sizes if n >= k else np.array([n])
     histograms, kind_sizes, multiplicity = sorted_group_kinds(counts, sizes)
     got: dict[tuple[tuple[int, ...], int], int] = {}
     for h, s, m in zip(

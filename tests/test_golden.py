@@ -99,6 +99,21 @@ def _ir_columns_metrics() -> Any:
     )
 
 
+def _ir_remainder_last() -> Any:
+    """``_ir_columns_metrics`` with the last group holding the remainder (sdcMicro's rule)."""
+    return dpfast.ir_dp(
+        _sample(),
+        k=7,
+        epsilon=2.0,
+        columns=["age", "capital-loss"],
+        bounds=BOUNDS,
+        linkage="columns",
+        metrics=True,
+        seed=12,
+        remainder="last",
+    )
+
+
 def _ir_categorical() -> Any:
     return dpfast.ir_dp(
         _sample(),
@@ -158,6 +173,11 @@ def _individual_ranking() -> Any:
     return dpfast.individual_ranking(
         _sample(), k=3, columns=["age", "hours-per-week", "fnlwgt"], metrics=True
     )
+
+
+def _individual_ranking_remainder() -> Any:
+    """3000 rows in groups of 7: group 214 of the 428 holds 11 rows."""
+    return dpfast.individual_ranking(_sample(), k=7, columns=["age", "fnlwgt"])
 
 
 def _mdav() -> Any:
@@ -281,12 +301,14 @@ def _release_case(make: Callable[[], Any]) -> Callable[[], dict[str, Any]]:
 CASES: dict[str, Callable[[], dict[str, Any]]] = {
     "ir_dp_numeric": _release_case(_ir_numeric),
     "ir_dp_columns_metrics": _release_case(_ir_columns_metrics),
+    "ir_dp_remainder_last": _release_case(_ir_remainder_last),
     "ir_dp_categorical": _release_case(_ir_categorical),
     "ir_dp_categorical_proven_unshuffled": _release_case(_ir_categorical_proven_unshuffled),
     "ir_dp_numpy": _release_case(_ir_numpy),
     "ir_dp_arrow": _release_case(_ir_arrow),
     "laplace_dp": _release_case(_laplace),
     "individual_ranking": _release_case(_individual_ranking),
+    "individual_ranking_remainder": _release_case(_individual_ranking_remainder),
     "mdav": _release_case(_mdav),
     "mdav_mixed": _release_case(_mdav_mixed),
     "mdav_dp": _release_case(_mdav_dp),

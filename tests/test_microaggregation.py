@@ -11,7 +11,7 @@ from dpfast.accounting import scale_steps as noise_scale_steps
 from dpfast.methods.ir_dp._numeric import centroid_sensitivity, release_shuffled
 from dpfast.methods.ir_dp._numeric import release_linked as ir_column
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.ranking import group_means, ranking_labels
+from dpfast.partitions.ranking import RankGroups, group_means, ranking_labels
 from tests.reference import ir_reference
 
 EMPTY = np.empty(0, dtype=np.int64)
@@ -29,42 +29,51 @@ values_strategy = st.lists(
 )
 
 
+remainders = st.sampled_from(["middle", "last"])
+
+
 @settings(max_examples=150, deadline=None)
-@given(values_strategy, st.integers(1, 25))
-def test_ranking_labels_match_reference(values, k):
+@given(values_strategy, st.integers(1, 25), remainders)
+def test_ranking_labels_match_reference(values, k, remainder):
     values, k = _column_case(values, k)
-    got = ranking_labels(values, k)
-    expected = ir_reference.labels(values.tolist(), k)
+    got = ranking_labels(values, k, remainder)
+    expected = ir_reference.labels(values.tolist(), k, remainder)
     assert got.tolist() == expected
 
 
 @settings(max_examples=150, deadline=None)
-@given(values_strategy, st.integers(1, 25))
-def test_group_sizes_between_k_and_2k_minus_1(values, k):
+@given(values_strategy, st.integers(1, 25), remainders)
+def test_group_sizes_between_k_and_2k_minus_1(values, k, remainder):
     values, k = _column_case(values, k)
-    sizes = np.bincount(ranking_labels(values, k))
+    sizes = np.bincount(ranking_labels(values, k, remainder))
     assert sizes.shape[0] == values.shape[0] // k
     assert sizes.min() >= k
     assert sizes.max() <= 2 * k - 1 or sizes.shape[0] == 1
 
 
 @settings(max_examples=150, deadline=None)
-@given(values_strategy, st.integers(1, 25))
-def test_group_means_match_reference_and_are_monotone(values, k):
+@given(values_strategy, st.integers(1, 25), remainders)
+def test_group_means_match_reference_and_are_monotone(values, k, remainder):
     values, k = _column_case(values, k)
-    got = group_means(values, k)
-    expected = np.array(ir_reference.group_means(values.tolist(), k))
+    got = group_means(values, k, remainder)
+    expected = np.array(ir_reference.group_means(values.tolist(), k, remainder))
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-9)
     order = np.argsort(values, kind="stable")
     assert np.all(np.diff(got[order]) >= -1e-9)
 
 
-def test_remainder_goes_to_the_last_group():
-    # n = 7, k = 3: groups of 3 and 4 (docs/design.md#ranking-partition, as sdcMicro and the
-    # authors' library).
+def test_remainder_goes_to_the_middle_group_or_the_last():
+    # n = 10, k = 3: three groups and one value left over, in group 3 // 2 = 1 by default,
+    # in the last group as sdcMicro and the authors' library do (docs/privacy.md)
+    values = np.array([10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0])
+    assert ranking_labels(values, 3).tolist() == [2, 0, 2, 0, 2, 0, 1, 1, 1, 1]
+    assert ranking_labels(values, 3, "last").tolist() == [2, 0, 2, 0, 2, 0, 2, 1, 1, 1]
+    assert group_means(values, 3).tolist() == [9.0, 2.0, 9.0, 2.0, 9.0, 2.0, 5.5, 5.5, 5.5, 5.5]
+    # n = 7, k = 3: two groups, the second is both the middle and the last
     values = np.array([7.0, 1.0, 6.0, 2.0, 5.0, 3.0, 4.0])
-    assert ranking_labels(values, 3).tolist() == [1, 0, 1, 0, 1, 0, 1]
-    assert group_means(values, 3).tolist() == [5.5, 2.0, 5.5, 2.0, 5.5, 2.0, 5.5]
+    for remainder in ("middle", "last"):
+        assert ranking_labels(values, 3, remainder).tolist() == [1, 0, 1, 0, 1, 0, 1]
+        assert group_means(values, 3, remainder).tolist() == [5.5, 2.0, 5.5, 2.0, 5.5, 2.0, 5.5]
 
 
 def test_ties_go_to_the_lowest_row_index():
@@ -131,23 +140,25 @@ def _random_ir_case(seed):
         if grid.d_int
         else np.zeros(n // k, np.int64)
     )
-    return values, grid, k, noise.astype(np.int64), bool(rng.random() < 0.3)
+    layout = RankGroups(n, k, "middle" if seed % 2 else "last")
+    return values, grid, layout, noise.astype(np.int64), bool(rng.random() < 0.3)
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_ir_column_matches_the_reference_pipeline(seed):
-    values, grid, k, noise, round_values = _random_ir_case(seed)
+    values, grid, layout, noise, round_values = _random_ir_case(seed)
     out = np.empty(values.shape[0])
-    clamped = ir_column(values, grid, k, noise, EMPTY, round_values, out)
+    clamped = ir_column(values, grid, layout, noise, EMPTY, round_values, out)
     expected = ir_reference.ir_release(
         values.tolist(),
         grid.lower,
         grid.upper,
         grid.gamma,
         grid.d_int,
-        k,
+        layout.k,
         noise.tolist(),
         round_values,
+        layout.remainder,
     )
     np.testing.assert_array_equal(out, np.array(expected))
     assert clamped == int(np.sum((values < grid.lower) | (values > grid.upper)))
@@ -155,20 +166,20 @@ def test_ir_column_matches_the_reference_pipeline(seed):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_ir_column_writes_through_the_destination_permutation(seed):
-    values, grid, k, noise, _ = _random_ir_case(seed)
+    values, grid, layout, noise, _ = _random_ir_case(seed)
     values = np.round(values / 10) * 10  # many ties across group boundaries
     n = values.shape[0]
     destination = np.random.default_rng(seed).permutation(n).astype(np.int64)
     plain, shuffled = np.empty(n), np.empty(n)
-    ir_column(values, grid, k, noise, EMPTY, False, plain)
-    ir_column(values, grid, k, noise, destination, False, shuffled)
+    ir_column(values, grid, layout, noise, EMPTY, False, plain)
+    ir_column(values, grid, layout, noise, destination, False, shuffled)
     np.testing.assert_array_equal(shuffled[destination], plain)
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_shuffled_column_gives_each_row_the_value_of_a_rank(seed):
     # without linkage only the sorted values matter: row r gets rank order[r]'s group value
-    values, grid, k, noise, round_values = _random_ir_case(seed)
+    values, grid, layout, noise, round_values = _random_ir_case(seed)
     n = values.shape[0]
     order = np.random.default_rng(seed).permutation(n).astype(np.int64)
     linked = np.array(
@@ -178,42 +189,48 @@ def test_shuffled_column_gives_each_row_the_value_of_a_rank(seed):
             grid.upper,
             grid.gamma,
             grid.d_int,
-            k,
+            layout.k,
             noise.tolist(),
             round_values,
+            layout.remainder,
         )
     )
     clipped = np.clip(values, grid.lower, grid.upper)
     quantised = np.minimum(np.rint((clipped - grid.lower) / grid.gamma), grid.d_int)
     by_rank = linked[np.argsort(quantised, kind="stable")]
     out = np.empty(n)
-    clamped = release_shuffled(values, grid, k, noise, order, round_values, out)
+    clamped = release_shuffled(values, grid, layout, noise, order, round_values, out)
     np.testing.assert_array_equal(out, by_rank[order])
     assert clamped == int(np.sum((values < grid.lower) | (values > grid.upper)))
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_group_sums_of_a_column_in_parts_equal_the_whole(seed):
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_group_sums_of_a_column_in_parts_equal_the_whole(seed, remainder):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 5000))
-    k = int(rng.integers(1, n + 1))
+    k = int(rng.integers(1, min(n, 40) + 1))
+    layout = RankGroups(n, k, remainder)
     words = np.sort(rng.integers(0, 2**30, n).astype(np.uint64))
     whole = np.zeros(n // k, dtype=np.int64)
-    ranking.add_group_sums(words, 0, 0, k, whole)
-    cuts = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 6)]))
+    ranking.add_group_sums(words, 0, 0, *layout.scalars, whole)
+    # cuts inside the big group too
+    big_lo, big_hi = layout.span(layout.big)
+    inside = [big_lo + 1, (big_lo + big_hi) // 2, big_hi - 1]
+    cuts = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 6), inside]))
     parts = np.zeros(n // k, dtype=np.int64)
     for first, last in reversed(list(pairwise(cuts))):
-        ranking.add_group_sums(words[first:last], 0, int(first), k, parts)
+        ranking.add_group_sums(words[first:last], 0, int(first), *layout.scalars, parts)
     np.testing.assert_array_equal(parts, whole)
-    groups = np.minimum(np.arange(n) // k, n // k - 1)
+    groups = np.repeat(np.arange(n // k), ir_reference.group_sizes(n, k, remainder))
     np.testing.assert_array_equal(whole, np.bincount(groups, words.astype(np.int64)))
 
 
 def test_ir_column_never_writes_its_input():
-    values, grid, k, noise, _ = _random_ir_case(5)
+    values, grid, layout, noise, _ = _random_ir_case(5)
     values.setflags(write=False)
     out = np.empty(values.shape[0])
-    ir_column(values, grid, k, noise, EMPTY, False, out)
+    ir_column(values, grid, layout, noise, EMPTY, False, out)
 
 
 def test_grid_is_a_power_of_two_covering_the_domain():

@@ -219,18 +219,26 @@ def test_permutation_parts_are_slices_of_the_whole(n):
 @pytest.mark.parametrize("n", [5, 2**16, 300_001])
 @pytest.mark.parametrize("k", [1, 3, 10])
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
-def test_permutation_part_groups_are_the_groups_of_the_parts(n, k, dtype):
+@pytest.mark.parametrize("middle", [False, True])
+def test_permutation_part_groups_are_the_groups_of_the_parts(n, k, dtype, middle):
     # the slow, obvious reading: each item of the part is a rank, looked up in its group
     groups = max(1, n // k)
     values = np.random.default_rng(n + k).permutation(groups * 7)[:groups].astype(dtype)
+    big = groups // 2 if middle else None
+    # group g holds ranks [starts[g], starts[g + 1]): k each, group big (else the last) more
+    sizes_of_groups = np.full(groups, k)
+    sizes_of_groups[groups - 1 if big is None else big] += n - k * groups
+    starts = np.concatenate([[0], np.cumsum(sizes_of_groups)])
     sizes = noise.permutation_bucket_sizes(KEY, n)
     n_buckets = sizes.shape[0]
     for lo, hi in _bucket_ranges(n_buckets):
         items = noise.permutation_part(KEY, n, lo, hi, sizes)
-        expected = np.array([values[min(i // k, groups - 1)] for i in items], dtype=dtype)
-        got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes)
+        expected = values[np.searchsorted(starts, items, side="right") - 1]
+        got = noise.permutation_part_groups(KEY, n, lo, hi, values, k, sizes, big=big)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, expected)
+    if middle:
+        return
     # the sizes are optional; a non-contiguous array of values is read as its values
     strided = np.repeat(values, 2)[::2]
     np.testing.assert_array_equal(
@@ -330,6 +338,8 @@ def test_permutation_part_groups_refuses_bad_arguments():
         noise.permutation_part_groups(KEY, 100, 0, 1, values, 0)
     with pytest.raises(ValueError, match="hi"):
         noise.permutation_part_groups(KEY, 300_000, 3, 2, values, 10)
+    with pytest.raises(ValueError, match="big"):
+        noise.permutation_part_groups(KEY, 100, 0, 1, values, 10, big=10)
 
 
 @pytest.mark.parametrize(("top", "m"), [(2**32, 4), (2**32 + 3, 6), (2**40, 30), (2**62 + 1, 20)])

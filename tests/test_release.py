@@ -12,6 +12,7 @@ from scipy import stats
 import dpfast
 from dpfast import noise
 from dpfast.accounting import scale_steps as noise_scale_steps
+from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._numeric import centroid_sensitivity
 from dpfast.partitions.grid import Grid
 from tests.reference import ir_reference
@@ -234,9 +235,10 @@ def test_seeded_release_is_identical_when_columns_are_released_separately():
     pd.testing.assert_series_equal(both.data["income"], income.data["income"])
 
 
-def test_release_equals_the_reference_pipeline_with_the_same_draws():
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_release_equals_the_reference_pipeline_with_the_same_draws(remainder):
     frame = _frame(500, seed=11)
-    seed, k, epsilon = 21, 6, 1.5
+    seed, k, epsilon = 21, 6, 1.5  # 500 = 6 * 83 + 2: group 41 (or 82) holds 8 rows
     release = dpfast.ir_dp(
         frame,
         k=k,
@@ -246,7 +248,9 @@ def test_release_equals_the_reference_pipeline_with_the_same_draws():
         linkage="records",
         shuffle=False,
         seed=seed,
+        remainder=remainder,
     )
+    assert release.report.parameters["remainder"] == remainder
     source = noise.NoiseSource.from_seed(seed)
     for name in ["age", "income"]:
         lower, upper = BOUNDS[name]
@@ -262,6 +266,7 @@ def test_release_equals_the_reference_pipeline_with_the_same_draws():
             k,
             draws.tolist(),
             name == "age",
+            remainder,
         )
         np.testing.assert_array_equal(release.data[name].to_numpy(dtype=float), expected)
 
@@ -407,13 +412,26 @@ def test_laplace_dp_matches_the_reference_with_the_same_draws():
     assert release.report.guarantee_level == "proven"
 
 
-def test_individual_ranking_is_labelled_not_dp():
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_individual_ranking_is_labelled_not_dp(remainder):
     frame = _frame()
-    release = dpfast.individual_ranking(frame, k=3, columns=["income"])
+    assert len(frame) % 3 != 0
+    release = dpfast.individual_ranking(frame, k=3, columns=["income"], remainder=remainder)
     assert release.report.epsilon is None and release.report.ledger == []
     assert release.report.guarantee.startswith("NOT differentially private")
-    expected = ir_reference.group_means(frame["income"].tolist(), 3)
+    assert release.report.parameters == {"k": 3, "remainder": remainder}
+    expected = ir_reference.group_means(frame["income"].tolist(), 3, remainder)
     np.testing.assert_allclose(release.data["income"], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", [dpfast.ir_dp, dpfast.individual_ranking])
+def test_an_unknown_remainder_rule_is_refused_naming_the_choices(method):
+    bounds = {"income": BOUNDS["income"]}
+    arguments = {"epsilon": 1.0, "bounds": bounds} if method is dpfast.ir_dp else {}
+    with pytest.raises(DPFastValueError, match=r"remainder must be one of \['middle', 'last'\]"):
+        method(_frame(), k=3, columns=["income"], remainder="first", **arguments)
+    with pytest.raises(DPFastValueError, match="got 'Middle'"):
+        dpfast.forecast(method, 100, k=3, columns=["income"], remainder="Middle", **arguments)
 
 
 def test_metrics_are_added_on_request_and_match_the_aligned_original():

@@ -301,6 +301,13 @@ def test_broadcast_rank_groups(small):
     destination = np.array([6, 5, 4, 3, 2, 1, 0])
     shuffled = small.broadcast_rank_groups(codes, 3, np.array([10, 20]), destination)
     assert shuffled.tolist() == got[::-1].tolist()
+    # the remainder in group 0: sorted positions 0 .. 3 (rows 1, 2, 6, 4), then 4 .. 6
+    first = small.broadcast_rank_groups(codes, 3, np.array([10, 20]), big=0)
+    assert first.tolist() == [20, 10, 10, 20, 10, 20, 10]
+    # n = 10, k = 3 and the remainder in the middle group: sizes 3, 4, 3
+    codes = np.array([5, 5, 5, 2, 2, 3, 3, 4, 0, 1])
+    got = small.broadcast_rank_groups(codes, 3, np.array([10, 20, 30]), big=1)
+    assert got.tolist() == [10, 10, 10, 20, 20, 20, 20, 30, 30, 30]
 
 
 def test_taxonomy_pickles_by_its_tree_and_is_checked_again_on_load():

@@ -30,6 +30,7 @@ from dpfast.exceptions import (
 from dpfast.methods.ir_dp._numeric import release_linked
 from dpfast.partitions.grid import Grid, forward
 from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels
+from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 from tests.reference import ir_reference
 
@@ -87,10 +88,11 @@ def test_rank_groups_with_a_transform_match_the_reference(transform, seed, round
     grid = grid.corrected(noise.log_mean_exp(steps, grid.gamma))
     draws = noise.discrete_laplace(noise.NoiseSource.from_seed(seed).key("t"), steps, 701 // k)
     out = np.empty(values.shape[0])
-    clamped = release_linked(values, grid, k, draws, EMPTY, round_values, out)
+    layout = RankGroups(values.shape[0], k)
+    clamped = release_linked(values, grid, layout, draws, EMPTY, round_values, out)
     expected = ir_reference.ir_release(
         values.tolist(), lower, upper, grid.gamma, grid.d_int, k, draws.tolist(), round_values,
-        transform, grid.shift,
+        layout.remainder, transform=transform, shift=grid.shift,
     )  # fmt: skip
     np.testing.assert_array_equal(out, expected)
     assert clamped == int(np.sum((values < lower) | (values > upper)))
@@ -105,8 +107,8 @@ def test_grid_value_in_python_is_the_kernels(transform):
     ys = ys.astype(np.int64)
     for integer in (False, True):
         got = ranking.noisy_group_values(
-            ys * 3, 3 * ys.shape[0], 3, np.zeros_like(ys), grid.d_int, grid.lower,
-            grid.upper, grid.gamma, integer, grid.warp,
+            ys * 3, *RankGroups(3 * ys.shape[0], 3).scalars, np.zeros_like(ys), grid.d_int,
+            grid.lower, grid.upper, grid.gamma, integer, grid.warp,
         )  # fmt: skip
         expected = [grid.value(int(y), integer) for y in ys]
         reference = [
@@ -219,7 +221,15 @@ def test_the_correction_removes_the_noise_bias_of_one_group(transform, centre):
 
     def released(g: Grid) -> np.ndarray:
         return ranking.noisy_group_values(  # type: ignore[no-any-return]
-            sums, n_draws * k, k, draws, g.d_int, g.lower, g.upper, g.gamma, False, g.warp
+            sums,
+            *RankGroups(n_draws * k, k).scalars,
+            draws,
+            g.d_int,
+            g.lower,
+            g.upper,
+            g.gamma,
+            False,
+            g.warp,
         )
 
     corrected = released(grid.corrected(noise.log_mean_exp(steps, grid.gamma)))
@@ -296,7 +306,15 @@ def test_a_noise_scale_of_one_or_more_is_warned_reported_and_left_uncorrected():
     source = noise.NoiseSource.from_seed(1)
     draws = noise.discrete_laplace(source.key("ir_dp", "centroid-noise", "x"), steps, 20)
     expected = ir_reference.ir_release(
-        frame["x"].tolist(), 0.0, 1e3, grid.gamma, grid.d_int, 10, draws.tolist(), False, "log"
+        frame["x"].tolist(),
+        0.0,
+        1e3,
+        grid.gamma,
+        grid.d_int,
+        10,
+        draws.tolist(),
+        False,
+        transform="log",
     )
     assert sorted(release.data["x"]) == sorted(expected)
 

@@ -19,6 +19,7 @@ from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
 from dpfast.noise import NoiseSource
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 
 
 @dataclass(frozen=True)
@@ -26,13 +27,10 @@ class GridMeans:
     """Every rank group's mean, from its exact integer sum of grid steps."""
 
     grid: Grid
-    n: int
-    k: int
+    layout: RankGroups
 
     def __call__(self, sums: np.ndarray) -> np.ndarray:
-        sizes = np.full(sums.shape[0], self.k, dtype=np.int64)
-        sizes[-1] = self.n - self.k * (sums.shape[0] - 1)
-        return self.grid.lower + self.grid.gamma * (sums / sizes)
+        return self.grid.lower + self.grid.gamma * (sums / self.layout.sizes)
 
 
 def toy_groups(
@@ -46,6 +44,7 @@ def toy_groups(
     """Each protected column's rank groups' means, in a keyed order of the column's own."""
     with open_run("toy_groups", data, options, SeededReleaseOptions) as run:
         k = check_k(k, run.n_rows)
+        layout = RankGroups(run.n_rows, k)  # the remainder in the middle group
         seed = check_seed(run.seed)
         run.policy = "drop"
         selected = check_columns(columns, run.engine.names)
@@ -55,10 +54,10 @@ def toy_groups(
         for column in protected:
             lower, upper = domains[column.name]
             grid = Grid.for_column(lower, upper, run.n_rows, k)
-            sums, clamped = run.engine.group_sums(column, grid, k)
-            values = GridMeans(grid, run.n_rows, k)(sums)
+            sums, clamped = run.engine.group_sums(column, grid, layout)
+            values = GridMeans(grid, layout)(sums)
             order = source.key("toy_groups", "column-order", str(column.name))
-            run.engine.write_groups(column, values, k, order)
+            run.engine.write_groups(column, values, layout, order)
             run.keep(column.name, clamped=clamped)
         return run.finish(
             source=source,

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
+from dpfast._kernels.groups import group_start
 from dpfast._kernels.lanes import new_lanes, nonce_blocks
 
 TWO63 = 9223372036854775808.0  # 2**63 as a float64 (exact)
@@ -174,25 +175,23 @@ def em_rows(key, quality, mult, table, slack, start, out):
 
 
 @jit
-def em_sorted_groups(key, counts, k, distance, table, slack, start, out):
+def em_sorted_groups(key, counts, k, big, r, distance, table, slack, start, out):
     """Exponential-mechanism draw per rank group of a sorted categorical column.
 
     Parameters (no validation):
-    ``key`` ``uint64[8]``; ``counts`` ``int64[m]``: the sorted column holds ``counts[r]``
-    copies of value ``r``, ``r = 0 .. m-1`` in order; ``k`` group size (the remainder
-    joins the last of the ``n // k`` groups); ``distance`` ``int64[m, m]``: row ``c`` is
-    candidate ``c``, column ``r`` value ``r``, in quality units; ``table``, ``slack`` as
-    for :func:`em_rows`; ``start`` uint64 nonce of group 0; ``out`` ``int64[n // k]``
-    (written) gets each group's candidate, or ``-1`` when undecided.
+    ``key`` ``uint64[8]``; ``counts`` ``int64[m]``: the sorted column holds ``counts[v]``
+    copies of value ``v``, ``v = 0 .. m-1`` in order; ``k, big, r`` the layout of its
+    ``n // k`` rank groups (:mod:`dpfast._kernels.groups`: ``k`` values a group, ``k + r``
+    in group ``big``); ``distance`` ``int64[m, m]``: row ``c`` is candidate ``c``, column
+    ``v`` value ``v``, in quality units; ``table``, ``slack`` as for :func:`em_rows`;
+    ``start`` uint64 nonce of group 0; ``out`` ``int64[n // k]`` (written) gets each
+    group's candidate, or ``-1`` when undecided.
 
-    Group quality ``q_c = -Σ_r n_{g,r} distance[c, r]`` (integers, exact). Groups made of
+    Group quality ``q_c = -Σ_v n_{g,v} distance[c, v]`` (integers, exact). Groups made of
     one value share thresholds, computed once per value. O(m² log d_max + n_groups log m)
     for sorted data, O(n_groups m (log d_max + values per group)) at worst.
     """
     m = counts.shape[0]
-    n = 0
-    for r in range(m):
-        n += counts[r]
     n_groups = out.shape[0]
     pure_lo = np.zeros((m, m), dtype=np.uint64)
     pure_hi = np.zeros((m, m), dtype=np.uint64)
@@ -204,26 +203,26 @@ def em_sorted_groups(key, counts, k, distance, table, slack, start, out):
     quality = np.empty(m, dtype=np.int64)
     lanes = new_lanes()
     block = lanes.words
-    # (r, left): the next unconsumed position is the left-th remaining copy of value r
-    r = 0
+    # (v, left): the next unconsumed position is the left-th remaining copy of value v
+    v = 0
     left = counts[0] if m > 0 else 0
     for g0 in range(0, n_groups, 16):
         nonce_blocks(key, start + np.uint64(g0), lanes)
         for lane in range(min(16, n_groups - g0)):
             g = g0 + lane
-            size = k if g < n_groups - 1 else n - k * (n_groups - 1)
+            size = group_start(g + 1, k, big, r) - group_start(g, k, big, r)
             while left == 0:
-                r += 1
-                left = counts[r]
+                v += 1
+                left = counts[v]
             u = block[lane * 8] >> np.uint64(1)
             if left >= size and size == k:
-                # a group of k copies of value r
-                if not have_pure[r]:
+                # a group of k copies of value v
+                if not have_pure[v]:
                     for c in range(m):
-                        quality[c] = -(size * distance[c, r])
-                    _bounds(quality, ones, table, slack, cum, pure_lo[r], pure_hi[r])
-                    have_pure[r] = True
-                out[g] = _decide(pure_lo[r], pure_hi[r], u)
+                        quality[c] = -(size * distance[c, v])
+                    _bounds(quality, ones, table, slack, cum, pure_lo[v], pure_hi[v])
+                    have_pure[v] = True
+                out[g] = _decide(pure_lo[v], pure_hi[v], u)
                 left -= size
                 continue
             for c in range(m):
@@ -231,11 +230,11 @@ def em_sorted_groups(key, counts, k, distance, table, slack, start, out):
             need = size
             while need > 0:
                 while left == 0:
-                    r += 1
-                    left = counts[r]
+                    v += 1
+                    left = counts[v]
                 take = left if left < need else need
                 for c in range(m):
-                    quality[c] -= take * distance[c, r]
+                    quality[c] -= take * distance[c, v]
                 left -= take
                 need -= take
             _bounds(quality, ones, table, slack, cum, lo, hi)

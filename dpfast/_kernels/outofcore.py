@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit
+from dpfast._kernels.groups import group_start, rank_group
 from dpfast._kernels.lanes import counter_blocks, new_lanes
 from dpfast._kernels.uniform import WINDOW_ITEMS, lane_layout, window_buckets
 
@@ -63,26 +64,42 @@ def order_by_bucket(buckets, n_buckets):
 
 
 @jit
-def add_float_group_sums(sorted_values, first_rank, k, sums):
+def add_float_group_sums(sorted_values, first_rank, k, big, r, sums):
     """Add the values of ranks ``first_rank ..``, one by one in rank order, to their groups.
 
-    ``sums[min(r // k, n_groups - 1)] += value``: the same float additions in the same
-    order as :func:`dpfast._kernels.ranking.float_group_means`, so parts of a column
-    added in rank order give its sums bit for bit. Complexity O(m).
+    ``sums[rank_group(rank)] += value`` in the layout ``(k, big, r)``
+    (:mod:`dpfast._kernels.groups`): the same float additions in the same order as
+    :func:`dpfast._kernels.ranking.float_group_means`, so parts of a column added in rank
+    order give its sums bit for bit. Complexity O(m).
     """
-    n_groups = sums.shape[0]
-    for t in range(sorted_values.shape[0]):
-        g = min((first_rank + t) // k, n_groups - 1)
-        sums[g] += sorted_values[t]
+    m = sorted_values.shape[0]
+    i = 0
+    rank = first_rank
+    while i < m:
+        g = rank_group(rank, k, big, r)
+        stop = min(m, i + group_start(g + 1, k, big, r) - rank)
+        total = sums[g]
+        for t in range(i, stop):
+            total += sorted_values[t]
+        sums[g] = total
+        rank += stop - i
+        i = stop
 
 
 @jit
-def add_float_run(value, count, first_rank, k, sums):
+def add_float_run(value, count, first_rank, k, big, r, sums):
     """Add ``count`` copies of ``value`` from rank ``first_rank``, one by one, to their groups."""
-    n_groups = sums.shape[0]
-    for t in range(count):
-        g = min((first_rank + t) // k, n_groups - 1)
-        sums[g] += value
+    rank = first_rank
+    left = count
+    while left > 0:
+        g = rank_group(rank, k, big, r)
+        m = min(left, group_start(g + 1, k, big, r) - rank)
+        total = sums[g]
+        for _ in range(m):
+            total += value
+        sums[g] = total
+        rank += m
+        left -= m
 
 
 @jit

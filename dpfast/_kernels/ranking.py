@@ -1,8 +1,9 @@
 """Kernels for individual ranking: quantise, stable radix argsort, group, broadcast.
 
 Each protected column is quantised to an integer grid ``q = rint((x - lower) / gamma)``.
-Rank ``r`` of the sorted values belongs to group ``min(r // k, n_groups - 1)``: groups of
-``k`` with the remainder in the last group. A group's released value depends only on the
+The sorted values are cut into rank groups of ``k``, group ``big`` also holding the
+remainder ``r``: every kernel takes the layout's ``(k, big, r)`` and maps ranks to groups
+with :mod:`dpfast._kernels.groups`. A group's released value depends only on the
 exact integer sum of its grid values (:func:`add_group_sums`, which also adds up the
 sums of a sorted column cut into parts, in any order) and its noise draw
 (:func:`noisy_group_values`).
@@ -25,6 +26,7 @@ import numpy as np
 
 from dpfast._jit import jit
 from dpfast._kernels.grid import grid_value, noisy_mean, quantise
+from dpfast._kernels.groups import group_start, rank_group
 
 RADIX_BITS = 11
 _RADIX = 1 << RADIX_BITS
@@ -261,7 +263,7 @@ def _insertion_sort(words, first, last, low_bit, n_bits):
 
 
 @jit
-def add_group_sums(sorted_words, shift, first_rank, k, sums):
+def add_group_sums(sorted_words, shift, first_rank, k, big, r, sums, first_group=0):
     """Add the grid values of ranks ``first_rank ..`` to their groups' sums.
 
     Parameters
@@ -269,32 +271,35 @@ def add_group_sums(sorted_words, shift, first_rank, k, sums):
     sorted_words : uint64[m]
         Consecutive ranks of a sorted column, from rank ``first_rank``; the grid value
         of a word is ``word >> shift``.
-    shift, first_rank, k : int
-    sums : int64[n_groups]
-        Rank ``r``'s value is added to ``sums[min(r // k, n_groups - 1)]``. Integer sums
-        are exact, so the parts of a column may be added in any order.
+    shift, first_rank : int
+    k, big, r : int
+        The rank groups' layout (:mod:`dpfast._kernels.groups`).
+    sums : int64[...]
+        The sums of groups ``first_group ..``: rank ``rank``'s value is added to
+        ``sums[rank_group(rank) - first_group]``. Integer sums are exact, so the parts of
+        a column may be added in any order.
+    first_group : int
 
-    Complexity O(m).
+    Complexity O(m), one division per group.
     """
-    n_groups = sums.shape[0]
     shift = np.uint64(shift)
     m = sorted_words.shape[0]
     i = 0
     rank = first_rank
     while i < m:
-        g = min(rank // k, n_groups - 1)
-        stop = m if g == n_groups - 1 else min(m, i + (g + 1) * k - rank)
+        g = rank_group(rank, k, big, r)
+        stop = min(m, i + group_start(g + 1, k, big, r) - rank)
         total = np.int64(0)
         for t in range(i, stop):
             total += np.int64(sorted_words[t] >> shift)
-        sums[g] += total
+        sums[g - first_group] += total
         rank += stop - i
         i = stop
 
 
 @jit
 def noisy_group_values(
-    sums, n, k, noise, d_int, lower, upper, gamma, round_values, warp, first_group=0
+    sums, k, big, r, noise, d_int, lower, upper, gamma, round_values, warp, first_group=0
 ):
     """Return groups' released values from their exact sums and their noise draws.
 
@@ -306,10 +311,10 @@ def noisy_group_values(
     Parameters
     ----------
     sums : int64[m]
-        The sums of groups ``first_group .. first_group + m - 1`` (of the ``n // k``
-        groups of the column, the last holding the remainder), from
+        The sums of groups ``first_group .. first_group + m - 1`` of the column, from
         :func:`add_group_sums` over their ranks.
-    n, k : int
+    k, big, r : int
+        The rank groups' layout: ``k`` ranks a group, ``k + r`` in group ``big``.
     noise : int64[m]
         One discrete Laplace draw per group, in grid steps (zeros for no noise).
     d_int : int
@@ -324,46 +329,44 @@ def noisy_group_values(
     -------
     float64[m]
     """
-    last = n // k - 1
     m = sums.shape[0]
     out = np.empty(m, dtype=np.float64)
     for i in range(m):
         g = first_group + i
-        size = n - g * k if g == last else k
+        size = k + r if g == big else k
         y = noisy_mean(sums[i], size, noise[i], d_int)
         out[i] = grid_value(y, lower, upper, gamma, round_values, d_int, warp)
     return out
 
 
 @jit
-def take_groups(group_values, order, k, out):
-    """``out[r] = group_values[min(order[r] // k, n_groups - 1)]``: rank ``order[r]``'s value.
+def take_groups(group_values, order, k, big, r, out):
+    """``out[i] = group_values[rank_group(order[i])]``: rank ``order[i]``'s group value.
 
-    ``order`` is a permutation of the ranks ``0 .. n-1`` (``int64[n]``). Complexity O(n).
+    ``order`` is a permutation of the ranks ``0 .. n-1`` (``int64[n]``); ``k, big, r``
+    the rank groups' layout. Complexity O(n).
     """
-    last = group_values.shape[0] - 1
-    for r in range(order.shape[0]):
-        g = order[r] // k
-        out[r] = group_values[g if g < last else last]
+    for i in range(order.shape[0]):
+        out[i] = group_values[rank_group(order[i], k, big, r)]
 
 
 @jit
-def scatter_groups(sorted_packed, index_bits, k, group_values, out):
+def scatter_groups(sorted_packed, index_bits, k, big, r, group_values, out):
     """Write each rank's group value to ``out[position]`` of its packed word.
 
     ``sorted_packed`` is the output of :func:`radix_sort_packed`:
-    ``q << index_bits | position``, in rank order. Complexity O(n).
+    ``q << index_bits | position``, in rank order; ``k, big, r`` the rank groups'
+    layout. Complexity O(n), group by group.
     """
-    n = sorted_packed.shape[0]
-    last = group_values.shape[0] - 1
     position_mask = (np.uint64(1) << np.uint64(index_bits)) - np.uint64(1)
-    for r in range(n):
-        g = r // k
-        out[np.int64(sorted_packed[r] & position_mask)] = group_values[g if g < last else last]
+    for g in range(group_values.shape[0]):
+        value = group_values[g]
+        for rank in range(group_start(g, k, big, r), group_start(g + 1, k, big, r)):
+            out[np.int64(sorted_packed[rank] & position_mask)] = value
 
 
 @jit
-def float_group_means(values, order, k, n_groups):
+def float_group_means(values, order, k, big, r):
     """Exact-as-float group means of ``values`` taken in ``order``, and each row's group.
 
     Parameters
@@ -371,41 +374,42 @@ def float_group_means(values, order, k, n_groups):
     values : float64[n]
     order : int64[n]
         A stable argsort of ``values``.
-    k, n_groups : int
+    k, big, r : int
+        The rank groups' layout: ``n // k`` groups.
 
     Returns
     -------
-    means : float64[n_groups]
+    means : float64[n // k]
     row_group : int64[n]
 
     Complexity O(n).
     """
-    n = values.shape[0]
-    sums = np.zeros(n_groups, dtype=np.float64)
-    sizes = np.zeros(n_groups, dtype=np.int64)
-    row_group = np.empty(n, dtype=np.int64)
-    for r in range(n):
-        g = min(r // k, n_groups - 1)
-        row = order[r]
-        sums[g] += values[row]
-        sizes[g] += 1
-        row_group[row] = g
-    return sums / sizes, row_group
+    n_groups = values.shape[0] // k
+    means = np.empty(n_groups, dtype=np.float64)
+    row_group = np.empty(values.shape[0], dtype=np.int64)
+    for g in range(n_groups):
+        lo, hi = group_start(g, k, big, r), group_start(g + 1, k, big, r)
+        total = 0.0
+        for rank in range(lo, hi):
+            row = order[rank]
+            total += values[row]
+            row_group[row] = g
+        means[g] = total / (hi - lo)
+    return means, row_group
 
 
 @jit
-def add_group_run(value, count, first_rank, k, sums):
+def add_group_run(value, count, first_rank, k, big, r, sums):
     """Add ``count`` copies of grid value ``value``, from rank ``first_rank``, to the sums.
 
     The same as :func:`add_group_sums` on ``count`` equal words: a long run of ties costs
     one step per group. Complexity O(count / k + 1).
     """
-    n_groups = sums.shape[0]
     rank = first_rank
     left = count
     while left > 0:
-        g = min(rank // k, n_groups - 1)
-        m = left if g == n_groups - 1 else min(left, (g + 1) * k - rank)
+        g = rank_group(rank, k, big, r)
+        m = min(left, group_start(g + 1, k, big, r) - rank)
         sums[g] += np.int64(value) * np.int64(m)
         rank += m
         left -= m

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._jit import jit, jit_inline
+from dpfast._kernels.groups import rank_group
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -71,37 +72,33 @@ def distance_matrix(bits, nodes):
 
 
 @jit
-def broadcast_rank_groups(codes, code_rank, counts, k, group_codes, destination, out):
+def broadcast_rank_groups(codes, code_rank, counts, k, big, r, group_codes, destination, out):
     """Write each record's rank-group code to ``out[destination[row]]``.
 
     Parameters (no validation):
     ``codes`` ``int64[n]`` domain codes; ``code_rank`` ``int64[m]`` rank of each code in
-    the data-independent order; ``counts`` ``int64[m]`` records per rank; ``k`` group
-    size; ``group_codes`` ``int64[n // k]`` released code of each group; ``destination``
-    ``int64[n]`` output position of each row, or ``int64[0]`` for the input order;
-    ``out`` ``int64[n]`` (written).
+    the data-independent order; ``counts`` ``int64[m]`` records per rank; ``k, big, r``
+    the rank groups' layout (:mod:`dpfast._kernels.groups`: ``k`` records a group,
+    ``k + r`` in group ``big``); ``group_codes`` ``int64[n // k]`` released code of each
+    group; ``destination`` ``int64[n]`` output position of each row, or ``int64[0]`` for
+    the input order; ``out`` ``int64[n]`` (written).
 
     Records are ordered by ``(rank, row index)`` (a stable counting sort) and sorted
-    position ``p`` belongs to group ``min(p // k, n // k - 1)``: the remainder joins the
-    last group. O(n + m).
+    position ``p`` belongs to group ``rank_group(p, k, big, r)``. O(n + m).
     """
     n = codes.shape[0]
     m = counts.shape[0]
-    n_groups = group_codes.shape[0]
     offsets = np.empty(m, dtype=np.int64)
     total = 0
-    for r in range(m):
-        offsets[r] = total
-        total += counts[r]
+    for rank in range(m):
+        offsets[rank] = total
+        total += counts[rank]
     shuffled = destination.shape[0] == n
-    last = n_groups - 1
     for i in range(n):
-        r = code_rank[codes[i]]
-        p = offsets[r]
-        offsets[r] = p + 1
-        g = p // k
-        if g > last:
-            g = last
+        rank = code_rank[codes[i]]
+        p = offsets[rank]
+        offsets[rank] = p + 1
+        g = rank_group(p, k, big, r)
         if shuffled:
             out[destination[i]] = group_codes[g]
         else:

@@ -38,6 +38,7 @@ import numpy as np
 
 from dpfast._jit import jit, jit_inline
 from dpfast._kernels.chacha import chacha20_block64
+from dpfast._kernels.groups import group_start
 from dpfast._kernels.lanes import counter_blocks, new_lanes, per_element
 
 _ONE = np.uint64(1)
@@ -323,21 +324,6 @@ def window_buckets(words, count, bits, out):
             out[w] = np.int64(words[w] >> down)
 
 
-@jit_inline
-def floor_div(i, k, inv_k):
-    """Return ``i // k`` for ``0 <= i`` and ``k >= 1``, with ``inv_k = 1.0 / k``.
-
-    A float product, corrected to the exact quotient: a few cycles instead of a 64-bit
-    division (the corrections are exact integer comparisons, so any rounding is undone).
-    """
-    g = np.int64(np.float64(i) * inv_k)
-    while g * k > i:
-        g -= 1
-    while (g + 1) * k <= i:
-        g += 1
-    return g
-
-
 @jit
 def _window_of(key, bits, n, window, per_window, lanes, buckets):
     """Write the buckets of window ``window``'s items (of ``range(n)``) to ``buckets``.
@@ -405,25 +391,28 @@ def bucket_scatter(key, bits, n, lo, hi, next_slot, out):
 
 
 @jit
-def bucket_scatter_groups(key, bits, n, lo, hi, next_slot, group_values, k, out):
+def bucket_scatter_groups(key, bits, n, lo, hi, next_slot, group_values, k, big, r, out):
     """As :func:`bucket_scatter`, writing item ``i``'s group value instead of ``i``.
 
-    ``out[slot] = group_values[min(i // k, len(group_values) - 1)]``. The items come in
-    increasing order, so the reads of ``group_values`` run forwards through it instead of
-    jumping across it as a lookup after the shuffle does (bits >= 1).
+    Item ``i`` is a rank: ``out[slot] = group_values[rank_group(i, k, big, r)]``
+    (:mod:`dpfast._kernels.groups`). The items come in increasing order, so their group
+    is followed along (no division), and the reads of ``group_values`` run forwards
+    through it instead of jumping across it as a lookup after the shuffle does (bits >= 1).
     """
     lanes = new_lanes()
     buckets = np.empty(WINDOW_ITEMS, dtype=np.int64)
     per_window = 128 * lane_layout(bits)[1]
-    last = group_values.shape[0] - 1
-    inv_k = 1.0 / k
+    g = 0
+    stop = group_start(1, k, big, r)  # the first rank after group g
     for window in range((n + per_window - 1) // per_window):
         base, count = _window_of(key, bits, n, window, per_window, lanes, buckets)
         for j in range(count):
+            while base + j >= stop:
+                g += 1
+                stop = group_start(g + 1, k, big, r)
             b = buckets[j]
             if lo <= b < hi:
-                g = floor_div(base + j, k, inv_k)
-                out[next_slot[b - lo]] = group_values[g if g < last else last]
+                out[next_slot[b - lo]] = group_values[g]
                 next_slot[b - lo] += 1
 
 

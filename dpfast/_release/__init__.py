@@ -106,7 +106,6 @@ from dpfast._release.transforms import (
 from dpfast._validation import cli_spelling, method_call, option
 from dpfast.engines import EngineChoice
 from dpfast.engines.base import Engine
-from dpfast.engines.on_bound import rank_group_sizes
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -198,7 +197,6 @@ __all__ = [
     "protected_domains",
     "protected_specs",
     "pushed_share",
-    "rank_group_sizes",
     "refuse_over",
     "release_options",
     "sorted_group_kinds",

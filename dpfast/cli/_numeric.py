@@ -67,6 +67,17 @@ Protects --columns, or else the schema's protected numeric columns, or else ever
 """
 
 
+def _remainder_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--remainder",
+        choices=("middle", "last"),
+        default="middle",
+        help="the rank group that holds the n mod k values left over: middle (among "
+        "typical values, where the larger group costs least) or last (the largest values, "
+        "as sdcMicro does; for comparison with it). Default: middle",
+    )
+
+
 def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
     bounded_arguments(parser, k_help="group size (>= 1)")
     parser.add_argument(
@@ -91,6 +102,7 @@ def _ir_dp_arguments(parser: argparse.ArgumentParser) -> None:
         "taxonomy's largest distance) or paper (the largest distance per group, as the "
         "paper does: NOT proven). Default: proven",
     )
+    _remainder_argument(parser)
     columns_argument(parser)
     unprotected_argument(parser, "rank group", keep_needs="--linkage records")
     run_arguments(parser, threads=True)
@@ -108,6 +120,7 @@ def _individual_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=integer, required=True, help="group size (>= 2)")
     parser.add_argument("--schema", help="schema JSON (its protected numeric columns)")
     parser.add_argument("--columns", type=column_list, help="comma-separated columns to aggregate")
+    _remainder_argument(parser)
     run_arguments(parser, seed=False, budget=False)
 
 
@@ -119,6 +132,7 @@ def _ir_dp(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         "linkage": args.linkage,
         "shuffle": args.shuffle,
         "n_threads": args.threads,
+        "remainder": args.remainder,
     }
 
 
@@ -127,7 +141,7 @@ def _laplace(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
 
 
 def _individual_ranking(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    return {"k": args.k, "columns": numeric_columns(args, schema)}
+    return {"k": args.k, "columns": numeric_columns(args, schema), "remainder": args.remainder}
 
 
 def _method(name: str) -> Method:

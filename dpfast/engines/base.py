@@ -44,7 +44,9 @@ The primitives:
   an engine that writes files) and returns the released data; :meth:`Engine.close`
   removes what a failed or interrupted release left.
 
-An engine never imports a method; the per-batch functions a method hands over
+Rank groups come as the method's :class:`~dpfast.partitions.ranking.RankGroups` (which
+group holds the remainder ``n mod k`` is the method's choice); an engine only executes
+that layout. An engine never imports a method; the per-batch functions a method hands over
 (:class:`Cells`) are module-level callables, so that a cluster can ship them to its
 workers.
 """
@@ -81,6 +83,7 @@ from dpfast.engines.values import (
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
 
@@ -197,12 +200,15 @@ class Engine(ABC):
         """Return the smallest and the largest value of a protected numeric column."""
 
     @abstractmethod
-    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+    def group_sums(
+        self, column: NumericColumn, grid: Grid, layout: RankGroups
+    ) -> tuple[np.ndarray, int]:
         """Return the exact integer sums of a column's rank groups, and its clamped count.
 
         Each value is clamped to ``grid``'s domain and quantised to its grid steps; the
-        rows are sorted by grid value and cut into ``n // k`` groups of ``k`` (the
-        remainder in the last). Integer sums do not depend on how the column is cut.
+        rows are sorted by grid value and cut into the rank groups of ``layout`` (which
+        the method chose: which group holds the remainder). Integer sums do not depend on
+        how the column is cut.
         """
 
     @abstractmethod
@@ -221,31 +227,31 @@ class Engine(ABC):
 
     @abstractmethod
     def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
+        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        """Release a column whose output row ``r`` holds ``values[order[r] // k]``.
+        """Release a column whose output row ``r`` holds ``values[layout.group_of(order[r])]``.
 
         ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``; ``values`` are the
         rank groups' released values (float64, or taxonomy codes of a categorical
-        column; the last group holds the remainder).
+        column), in ``layout``'s groups.
         """
 
     def write_category_groups(
         self,
         column: CategoricalColumn,
         counts: np.ndarray,
-        k: int,
+        layout: RankGroups,
         codes: GroupCodes,
         key: np.ndarray,
     ) -> None:
-        """Release a categorical column in rank groups of ``k``, in the order of ``key``.
+        """Release a categorical column in the rank groups of ``layout``, in ``key``'s order.
 
         ``counts`` are the column's records per taxonomy rank (:meth:`rank_counts`), so
         its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
         groups ``first .. stop - 1``. By default every group's code is drawn here and
         written by :meth:`write_groups`.
         """
-        self.write_groups(column, codes(counts, 0, int(counts.sum()) // k), k, key)
+        self.write_groups(column, codes(counts, 0, layout.n_groups), layout, key)
 
     def rank_group_bytes(self, n: int, k: int) -> int:
         """Return the bytes this process holds for a column of :meth:`write_rank_groups`.
@@ -258,7 +264,7 @@ class Engine(ABC):
         self,
         column: NumericColumn,
         grid: Grid,
-        k: int,
+        layout: RankGroups,
         values: RankGroupValues,
         key: np.ndarray,
         domain: tuple[float, float],
@@ -273,37 +279,38 @@ class Engine(ABC):
         groups' values where the output is made may return those counts as a function,
         called once the release is written.
         """
-        sums, clamped = self.group_sums(column, grid, k)
+        sums, clamped = self.group_sums(column, grid, layout)
         group_values = values(sums, 0)
-        self.write_groups(column, group_values, k, key)
+        self.write_groups(column, group_values, layout, key)
         before = values.before_noise(sums, 0)
-        return clamped, rank_groups_on_bound(group_values, before, self.n_rows, k, domain)
+        return clamped, rank_groups_on_bound(group_values, before, layout, domain)
 
     @abstractmethod
     def write_linked(
         self,
         column: ProtectedColumn,
         grid: Grid | None,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
         """Release each row's rank-group value at the row's own place (record linkage).
 
         Rows are ranked by (grid value, row) for a numeric column, by (taxonomy rank,
-        row) for a categorical one; ``values(sums)`` (numeric: the groups' exact integer
+        row) for a categorical one, and cut into ``layout``'s rank groups;
+        ``values(sums)`` (numeric: the groups' exact integer
         sums; categorical: the records per taxonomy rank) gives every group's value.
         Output row ``r`` holds input row ``permutation(key, n)[r]`` (``key`` ``None``:
         the input order). Returns the group values and the clamped count.
         """
 
     @abstractmethod
-    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
+    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
         """Release each row's rank-group value at the row's own place, in the input order.
 
-        Rows are ranked by (value, row); ``values(sums)`` gets every rank group's float
-        sum, its values added one by one in rank order (the remainder in the last group),
-        and gives every group's released value.
+        Rows are ranked by (value, row) and cut into ``layout``'s rank groups;
+        ``values(sums)`` gets every rank group's float sum, its values added one by one in
+        rank order, and gives every group's released value.
         """
 
     def expect_copies(self, names: Sequence[str]) -> None:

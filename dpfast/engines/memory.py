@@ -66,6 +66,7 @@ from dpfast.io import (
 from dpfast.partitions.candidates import count_between
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
+from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
 
@@ -177,7 +178,9 @@ class MemoryEngine(Engine):
         lo, hi = mechanism_kernels.min_max(column.values)
         return float(lo), float(hi)
 
-    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+    def group_sums(
+        self, column: NumericColumn, grid: Grid, layout: RankGroups
+    ) -> tuple[np.ndarray, int]:
         quantised, clamped = ranking.quantise_column(
             column.values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
         )
@@ -185,8 +188,8 @@ class MemoryEngine(Engine):
             self._ranks[column.name] = np.argsort(quantised, kind="stable").astype(np.int64)
         ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
         del quantised
-        sums = np.zeros(self.n_rows // k, dtype=np.int64)
-        ranking.add_group_sums(ordered, 0, 0, k, sums)
+        sums = np.zeros(layout.n_groups, dtype=np.int64)
+        ranking.add_group_sums(ordered, 0, 0, *layout.scalars, sums)
         return sums, int(clamped)
 
     def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
@@ -202,7 +205,7 @@ class MemoryEngine(Engine):
         return np.asarray(counts, dtype=np.int64)
 
     def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
+        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
         order = noise.permutation(key, self.n_rows)
         if self.track:
@@ -210,17 +213,17 @@ class MemoryEngine(Engine):
             destination[self._ranks.pop(column.name)] = inverse_permutation(order)
             self.destinations[column.name] = destination
         if isinstance(column, CategoricalColumn):
-            self._keep_codes(column, values[np.minimum(order // k, values.shape[0] - 1)])
+            self._keep_codes(column, values[layout.group_of(order)])
             return
         out = self._output(column.name)
-        ranking.take_groups(values, order, k, out)
+        ranking.take_groups(values, order, *layout.scalars, out)
         self.released[column.name] = column.restore_dtype(out)
 
     def write_linked(
         self,
         column: ProtectedColumn,
         grid: Grid | None,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
@@ -232,7 +235,9 @@ class MemoryEngine(Engine):
         if isinstance(column, CategoricalColumn):
             taxonomy = column.taxonomy
             codes = values(np.asarray(taxonomy.rank_counts(column.codes), dtype=np.int64))
-            out = taxonomy.broadcast_rank_groups(column.codes, k, codes, destination)
+            out = taxonomy.broadcast_rank_groups(
+                column.codes, layout.k, codes, destination, big=layout.big
+            )
             self._keep_codes(column, out)
             return codes, 0
         assert grid is not None
@@ -249,22 +254,21 @@ class MemoryEngine(Engine):
         )
         key_bits = max(1, grid.d_int.bit_length())
         packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-        sums = np.zeros(self.n_rows // k, dtype=np.int64)
-        ranking.add_group_sums(packed, grid.index_bits, 0, k, sums)
+        sums = np.zeros(layout.n_groups, dtype=np.int64)
+        ranking.add_group_sums(packed, grid.index_bits, 0, *layout.scalars, sums)
         group_values = values(sums)
         out = self._output(column.name)
-        ranking.scatter_groups(packed, grid.index_bits, k, group_values, out)
+        ranking.scatter_groups(packed, grid.index_bits, *layout.scalars, group_values, out)
         self.released[column.name] = column.restore_dtype(out)
         return group_values, int(clamped)
 
-    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
-        n = self.n_rows
+    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
         order = np.argsort(column.values, kind="stable")
-        sums = np.zeros(n // k, dtype=np.float64)
-        outofcore_kernels.add_float_group_sums(column.values[order], 0, k, sums)
+        sums = np.zeros(layout.n_groups, dtype=np.float64)
+        outofcore_kernels.add_float_group_sums(column.values[order], 0, *layout.scalars, sums)
         group_values = values(sums)
-        out = np.empty(n, dtype=np.float64)
-        out[order] = group_values[np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)]
+        out = np.empty(self.n_rows, dtype=np.float64)
+        out[order] = np.repeat(group_values, layout.sizes)
         self.released[column.name] = column.restore_dtype(out)
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:

@@ -27,13 +27,13 @@ import numpy as np
 
 from dpfast._kernels import ranking
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = [
     "BoundCount",
     "OnBound",
     "RankGroupValues",
     "noiseless_group_values",
-    "rank_group_sizes",
     "rank_groups_on_bound",
 ]
 
@@ -118,40 +118,21 @@ class RankGroupValues(Protocol):
         ...
 
 
-def rank_group_sizes(n: int, k: int, first_group: int = 0, count: int | None = None) -> np.ndarray:
-    """Return the sizes of a column's rank groups: the layout of the release's rank groups.
-
-    ``n // k`` groups of ``k`` rows, in rank order; the remainder ``n mod k`` joins the
-    last group (``ir_dp``'s kernels, :func:`dpfast._kernels.ranking.noisy_group_values`,
-    size the groups the same way). Groups ``first_group .. first_group + count - 1``
-    (default: every group).
-
-    Examples
-    --------
-    >>> rank_group_sizes(11, 3)
-    array([3, 3, 5])
-    """
-    groups = n // k
-    stop = groups if count is None else first_group + count
-    sizes = np.full(stop - first_group, k, dtype=np.int64)
-    if groups and first_group <= groups - 1 < stop:
-        sizes[groups - 1 - first_group] += n - groups * k
-    return sizes
-
-
 def noiseless_group_values(
-    sums: np.ndarray, n: int, k: int, grid: Grid, integer: bool, first_group: int = 0
+    sums: np.ndarray, layout: RankGroups, grid: Grid, integer: bool, first_group: int = 0
 ) -> np.ndarray:
     """Return rank groups' values as ``ir_dp`` releases them with a draw of 0.
 
     Each group's mean on ``grid`` rounded half to even, mapped back to the data's units
-    (rounded for an ``integer`` column) and clamped, by the release's own kernel.
+    (rounded for an ``integer`` column) and clamped, by the release's own kernel; the
+    groups are ``layout``'s, from ``first_group``.
     """
     zeros = np.zeros(sums.shape[0], dtype=np.int64)
     return ranking.noisy_group_values(  # type: ignore[no-any-return]
         sums,
-        n,
-        k,
+        layout.k,
+        layout.big,
+        layout.r,
         zeros,
         grid.d_int,
         grid.lower,
@@ -166,15 +147,14 @@ def noiseless_group_values(
 def rank_groups_on_bound(
     released: np.ndarray,
     before: np.ndarray,
-    n: int,
-    k: int,
+    layout: RankGroups,
     domain: tuple[float, float],
     first_group: int = 0,
 ) -> OnBound:
     """Count the rows of rank groups ``first_group ..`` released as ``released``.
 
     ``before`` holds the same groups' values before the noise; every row holds its group's
-    value, so each group counts its size (:func:`rank_group_sizes`).
+    value, so each group counts its size (``layout.sizes``).
     """
-    sizes = rank_group_sizes(n, k, first_group, released.shape[0])
+    sizes = layout.sizes[first_group : first_group + released.shape[0]]
     return OnBound.of(released, before, sizes, *domain)

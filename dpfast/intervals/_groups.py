@@ -5,6 +5,7 @@ from __future__ import annotations
 from dpfast._validation import quoted
 from dpfast.exceptions import DPFastValueError
 from dpfast.intervals._quantiles import Weights
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["group_sizes", "layout", "remainder_rule"]
 
@@ -37,9 +38,10 @@ def group_sizes(n: int, k: int, rule: str) -> tuple[tuple[int, int], ...]:
 
     The ``n mod k`` rows left over join one group, as ``rule`` says: the last
     (``"last"``: sdcMicro's and the paper's rule) or the middle one, group
-    ``n_groups // 2`` (``"middle"``). Every layout a report can state comes from here;
-    the intervals depend on the sizes only (:func:`layout`), not on which group is the
-    larger.
+    ``n_groups // 2`` (``"middle"``), as the release's
+    :class:`~dpfast.partitions.ranking.RankGroups` lays them out. Every layout a report
+    can state comes from here; the intervals depend on the sizes only (:func:`layout`),
+    not on which group is the larger.
 
     Parameters
     ----------
@@ -65,9 +67,8 @@ def group_sizes(n: int, k: int, rule: str) -> tuple[tuple[int, int], ...]:
     """
     if not 1 <= k <= n:
         raise DPFastValueError(f"rank groups need 1 <= k <= n, got k={k} and n={n}")
-    count, remainder = divmod(n, k)
-    holder = count - 1 if rule == "last" else count // 2
-    runs = ((holder, k), (1, k + remainder), (count - holder - 1, k))
+    groups = RankGroups(n, k, "last" if rule == "last" else "middle")  # the release's layout
+    runs = ((groups.big, k), (1, k + groups.r), (groups.n_groups - groups.big - 1, k))
     return tuple(run for run in runs if run[0] > 0)
 
 

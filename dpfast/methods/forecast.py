@@ -48,6 +48,7 @@ from dpfast.methods.randomized_response import (
     randomized_response_data_forecast,
     randomized_response_forecast,
 )
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["forecast", "forecast_from_data"]
 
@@ -62,9 +63,11 @@ def _no_epsilon(method: str, table: TableView, k: int, a: Mapping[str, Any], doe
 def _individual_ranking(table: TableView, a: Mapping[str, Any]) -> Forecast:
     n = table.n_rows
     k = check_k_anonymity(a["k"], n, "individual ranking")
+    layout = RankGroups(n, k, a["remainder"])
+    extra = f", the {layout.remainder} one holding {layout.r} more" if layout.r else ""
     does = (
         f"each value becomes the mean of its rank group of {k} or more rows ({n // k:,} "
-        "groups per column), with no noise. Nothing is forecast: no value is pushed onto a "
+        f"groups per column{extra}), with no noise. Nothing is forecast: no value is pushed onto a "
         "bound, and the group means depend on the data"
     )
     return _no_epsilon("individual_ranking", table, k, a, does)

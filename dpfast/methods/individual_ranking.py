@@ -11,6 +11,7 @@ import numpy as np
 from dpfast._release import MetricsReleaseOptions, Release, Unpack, open_run
 from dpfast._validation import check_columns, check_k_anonymity
 from dpfast.exceptions import DPFastValueError
+from dpfast.partitions.ranking import RankGroups, Remainder
 
 
 def individual_ranking(
@@ -18,13 +19,14 @@ def individual_ranking(
     *,
     k: int,
     columns: Sequence[Hashable] | None = None,
+    remainder: Remainder = "middle",
     **options: Unpack[MetricsReleaseOptions],
 ) -> Release:
     """Individual-ranking microaggregation without noise. Not differentially private.
 
     Each protected column is sorted (ties by row index) and every value is replaced by the
-    mean of its rank group of ``k`` (the remainder joins the last group). Rows keep their
-    order. Integer columns are rounded.
+    mean of its rank group of ``k``; one group also holds the ``n mod k`` values left
+    over, as ``remainder`` says. Rows keep their order. Integer columns are rounded.
 
     Parameters
     ----------
@@ -35,6 +37,12 @@ def individual_ranking(
         the input unchanged.
     columns : sequence, optional
         Numeric columns to aggregate (default all); the others are copied unchanged.
+    remainder : {"middle", "last"}
+        The rank group that holds the ``n mod k`` values left over: ``"middle"``
+        (default; group ``n // k // 2``, among typical values, where the larger group
+        costs least) or ``"last"`` (the group of the largest values, as sdcMicro does; for
+        comparison with it). A public rule of ``(n, k)``; docs/privacy.md, "Which rank
+        group holds the remainder".
     **options : Unpack[MetricsReleaseOptions]
         The options the releases share (:class:`dpfast.MetricsReleaseOptions`):
         ``metrics``, ``risk``, ``progress``, ``engine``, ``output`` and
@@ -49,18 +57,25 @@ def individual_ranking(
     Raises
     ------
     TypeError, ValueError
-        On NaN or non-numeric columns, or ``k`` outside ``[2, n_rows]``.
+        On NaN or non-numeric columns, ``k`` outside ``[2, n_rows]``, or an unknown
+        ``remainder``.
 
     Examples
     --------
     >>> import numpy as np
     >>> individual_ranking(np.array([[1.0], [9.0], [2.0], [8.0]]), k=2).data.ravel().tolist()
     [1.5, 8.5, 1.5, 8.5]
+    >>> values = np.array([[1.0], [2], [3], [4], [5], [6], [7], [8], [9], [1000]])
+    >>> individual_ranking(values, k=3).data.ravel().tolist()
+    [2.0, 2.0, 2.0, 5.5, 5.5, 5.5, 5.5, 339.0, 339.0, 339.0]
+    >>> individual_ranking(values, k=3, remainder="last").data.ravel().tolist()
+    [2.0, 2.0, 2.0, 5.0, 5.0, 5.0, 256.0, 256.0, 256.0, 256.0]
     """
     with open_run("individual_ranking", data, options, MetricsReleaseOptions) as run:
         n = run.n_rows
         with run.phase("validate"):
             k = check_k_anonymity(k, n, "individual ranking")
+            layout = RankGroups(n, k, remainder)
             selected = check_columns(columns, run.engine.names)
             protected = run.engine.numeric_columns(selected, categorical=False)
             needed = (n // k) * 8 * 3
@@ -73,11 +88,11 @@ def individual_ranking(
                 )
         with run.phase("microaggregation"):
             for i, column in enumerate(protected):
-                run.engine.write_ranked(column, k, GroupMeans(n, k, column.integer))
+                run.engine.write_ranked(column, layout, GroupMeans(layout, column.integer))
                 run.keep(column.name)
                 run.tick("microaggregation", i + 1, len(protected))
         return run.finish(
-            parameters={"k": k, "remainder": "last group"},
+            parameters={"k": k, "remainder": layout.remainder},
             guarantee=(
                 "NOT differentially private: values are replaced by exact group means of the "
                 f"original data (groups of at least {k} per column), with no noise.",
@@ -91,13 +106,10 @@ def individual_ranking(
 class GroupMeans:
     """Every rank group's mean from its float sum (rounded for an integer column)."""
 
-    n: int
-    k: int
+    layout: RankGroups
     integer: bool
 
     def __call__(self, sums: np.ndarray) -> np.ndarray:
-        """Return the groups' means: ``k`` rows each, the remainder in the last group."""
-        sizes = np.full(sums.shape[0], self.k, dtype=np.int64)
-        sizes[-1] = self.n - self.k * (sums.shape[0] - 1)
-        means = sums / sizes
+        """Return the groups' means, each sum over its group's size in ``layout``."""
+        means: np.ndarray = sums / self.layout.sizes
         return np.rint(means) if self.integer else means

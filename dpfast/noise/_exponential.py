@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import exponential as _em
+from dpfast._kernels.groups import group_start
 from dpfast._validation import check_int, check_positive
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.noise._common import _check_key, _check_range
@@ -301,12 +302,14 @@ def exponential_mechanism_sorted_groups(
     sensitivity: float | Fraction,
     start: int = 0,
     groups: tuple[int, int] | None = None,
+    big: int | None = None,
 ) -> np.ndarray:
     """Exponential-mechanism centroid of each rank group of a sorted categorical column.
 
-    The sorted column holds ``counts[r]`` copies of value ``r`` for ``r = 0 .. m-1``, in
-    that order, and is cut into ``n // k`` groups of ``k`` (the remainder joins the last
-    group). Group ``g`` draws candidate ``c`` with the integer quality
+    The sorted column holds ``counts[v]`` copies of value ``v`` for ``v = 0 .. m-1``, in
+    that order, and is cut into ``n // k`` groups of ``k``, group ``big`` also holding the
+    ``n mod k`` values left over (:class:`~dpfast.partitions.ranking.RankGroups`). Group
+    ``g`` draws candidate ``c`` with the integer quality
     ``-Σ_{x in g} distance[c, x]`` (docs/design.md#em-centroid, Algorithm 2 of Sánchez et
     al. 2016) exactly as :func:`exponential_mechanism` does for that quality row, from
     stream ``(key, start + g)``. Groups made of one value share their thresholds, so the
@@ -331,6 +334,9 @@ def exponential_mechanism_sorted_groups(
         ``(first, stop)``: draw only groups ``first .. stop - 1`` of the column, each as
         the whole column's draw would (so any task that knows ``counts`` can draw any
         group). Default: every group.
+    big : int, optional
+        The group that holds the ``n mod k`` values left over (default the last,
+        ``n // k - 1``).
 
     Returns
     -------
@@ -366,33 +372,43 @@ def exponential_mechanism_sorted_groups(
     if n * int(distance.max()) >= _MAX_QUALITY:
         raise DPFastValueError("n * max(distance) must be below 2**62; use coarser units")
     size, start = _check_range(n // k, start)
+    big = size - 1 if big is None else check_int(big, "big", low=0, high=size - 1)
+    layout = (k, big, n - k * size)
     if groups is not None:
-        counts, n, size, start = _group_slice(counts, n, k, size, start, groups)
+        counts, size, start, layout = _group_slice(counts, layout, size, start, groups)
     out = np.empty(size, dtype=np.int64)
     slack = fast_path_slack(m)
-    _em.em_sorted_groups(key, counts, k, distance, base.table(), slack, np.uint64(start), out)
+    _em.em_sorted_groups(key, counts, *layout, distance, base.table(), slack, np.uint64(start), out)
     undecided = np.flatnonzero(out == _em.UNDECIDED).tolist()
     if undecided:
         ends = np.cumsum(counts)
         ones = [Fraction(1)] * m
         for g in undecided:
-            quality = -(distance @ _group_histogram(ends, g * k, n if g == size - 1 else g * k + k))
+            lo, hi = group_start(g, *layout), group_start(g + 1, *layout)
+            quality = -(distance @ _group_histogram(ends, lo, hi))
             out[g] = _exact_row(key, start + g, quality.tolist(), ones, base)
     return out
 
 
 def _group_slice(
-    counts: np.ndarray, n: int, k: int, size: int, start: int, groups: tuple[int, int]
-) -> tuple[np.ndarray, int, int, int]:
-    """Return the counts, values, groups and first nonce of groups ``first .. stop - 1``.
+    counts: np.ndarray,
+    layout: tuple[int, int, int],
+    size: int,
+    start: int,
+    groups: tuple[int, int],
+) -> tuple[np.ndarray, int, int, tuple[int, int, int]]:
+    """Return the counts, groups, first nonce and layout of groups ``first .. stop - 1``.
 
     The slice of the sorted column they cover is a sorted column of its own: ``k`` values
-    a group, and the remainder of the last group where the slice holds it.
+    a group, and the remainder in its group ``big - first`` where the slice holds group
+    ``big`` (else none).
     """
+    k, big, r = layout
     first = check_int(groups[0], "groups[0]", low=0, high=size)
     stop = check_int(groups[1], "groups[1]", low=first, high=size)
-    lo, hi = first * k, (n if stop == size else stop * k)
-    return _group_histogram(np.cumsum(counts), lo, hi), hi - lo, stop - first, start + first
+    lo, hi = group_start(first, *layout), group_start(stop, *layout)
+    inner = (k, big - first, r) if first <= big < stop else (k, 0, 0)
+    return _group_histogram(np.cumsum(counts), lo, hi), stop - first, start + first, inner
 
 
 def _group_histogram(ends: np.ndarray, first: int, stop: int) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpfast._kernels import ranking as _ranking
 from dpfast._kernels import uniform as _kernels
 from dpfast._validation import check_int
 from dpfast.exceptions import DPFastValueError
@@ -266,38 +267,45 @@ def permutation_part_groups(
     k: int,
     sizes: np.ndarray | None = None,
     out: np.ndarray | None = None,
+    *,
+    big: int | None = None,
 ) -> np.ndarray:
     """Return the group value of every item of buckets ``lo .. hi - 1`` of the permutation.
 
-    Equal to ``group_values[np.minimum(part // k, len(group_values) - 1)]`` with ``part =``
-    :func:`permutation_part` ``(key, n, lo, hi, sizes)``: item ``i`` of ``range(n)`` is a
-    rank, and ranks come in groups of ``k`` (the last group takes the remainder). The
-    values are placed in bucket order as the items are found, which reads
-    ``group_values`` forwards, and shuffled within their buckets by the same swaps: no
-    lookup jumps across ``group_values``.
+    Item ``i`` of ``range(n)`` is a rank, and ranks come in groups of ``k``, group ``big``
+    also holding the ``r = n - k * len(group_values)`` ranks left over
+    (:class:`~dpfast.partitions.ranking.RankGroups`): the result is the group value of
+    every item of :func:`permutation_part` ``(key, n, lo, hi, sizes)``. The values are
+    placed in bucket order as the items are found, which reads ``group_values``
+    forwards, and shuffled within their buckets by the same swaps: no lookup jumps
+    across ``group_values``.
 
     Parameters
     ----------
     key, n, lo, hi, sizes
         As for :func:`permutation_part`.
     group_values : numpy.ndarray
-        One value per group (1-D, any dtype): ``n // k`` groups when the last one takes
-        the remainder.
+        One value per group (1-D, any dtype): ``n // k`` of them.
     k : int
         Items per group, ``>= 1``.
     out : numpy.ndarray, optional
         Where to write the result and return it: 1-D, contiguous, of ``group_values``'
         dtype, as many items as the buckets hold (a worker reuses its memory: fresh pages
         cost a fault each). A new array otherwise.
+    big : int, optional
+        The group that holds the ranks left over (default the last,
+        ``len(group_values) - 1``).
 
     Examples
     --------
     >>> from dpfast.noise import NoiseSource
+    >>> from dpfast.partitions.ranking import RankGroups
     >>> key = NoiseSource.from_seed(42).key("doc")
+    >>> layout = RankGroups(300_005, 10)  # 30,000 groups, group 15,000 of 15 ranks
     >>> values = np.arange(30_000, dtype=np.float64)
-    >>> part = permutation_part(key, 300_000, 3, 5)
-    >>> got = permutation_part_groups(key, 300_000, 3, 5, values, 10)
-    >>> bool((got == values[np.minimum(part // 10, 29_999)]).all())
+    >>> part = permutation_part(key, 300_005, 3, 5)
+    >>> got = permutation_part_groups(key, 300_005, 3, 5, values, 10, big=layout.big)
+    >>> bool((got == values[layout.group_of(part)]).all())
     True
     """
     key, n, bits, lo, hi, starts = _part_layout(key, n, lo, hi, sizes)
@@ -307,6 +315,9 @@ def permutation_part_groups(
         raise DPFastValueError(
             f"group_values must be 1-D and hold at least one value, got shape {group_values.shape}"
         )
+    n_groups = group_values.shape[0]
+    big = n_groups - 1 if big is None else check_int(big, "big", low=0, high=n_groups - 1)
+    r = n - k * n_groups
     length = int(starts[-1])
     if out is not None and (
         not isinstance(out, np.ndarray)
@@ -320,17 +331,14 @@ def permutation_part_groups(
             f"out must be a writable contiguous {group_values.dtype}[{length}], got "
             f"{getattr(out, 'dtype', type(out).__name__)}{list(np.shape(out))}"
         )
-    if bits == 0:
-        items = permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
-        found = np.asarray(group_values[np.minimum(items // k, group_values.shape[0] - 1)])
-        if out is None:
-            return found
-        out[:] = found
-        return out
     if out is None:
         out = np.empty(length, dtype=group_values.dtype)
     values = np.ascontiguousarray(group_values)
-    _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, out)
+    if bits == 0:
+        items = permutation(key, n) if hi > lo else np.empty(0, dtype=np.int64)
+        _ranking.take_groups(values, items, k, big, r, out)
+        return out
+    _kernels.bucket_scatter_groups(key, bits, n, lo, hi, starts[:-1].copy(), values, k, big, r, out)
     _kernels.shuffle_buckets(key, lo, starts, out)
     return out
 

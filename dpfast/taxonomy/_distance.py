@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import taxonomy as _kernels
+from dpfast._validation import check_int
 from dpfast.taxonomy._tree import _TaxonomyTree
 
 
@@ -176,11 +177,14 @@ class _TaxonomyDistances(_TaxonomyTree):
         k: int,
         group_codes: np.ndarray,
         destination: np.ndarray | None = None,
+        *,
+        big: int | None = None,
     ) -> np.ndarray:
         """Give every record its rank group's code (categorical individual ranking).
 
         Records are ordered by :attr:`rank` of their code, ties by row index, and cut
-        into ``len(group_codes) = n // k`` groups of ``k`` (the remainder joins the last).
+        into ``len(group_codes) = n // k`` groups of ``k``, group ``big`` also holding the
+        ``n mod k`` records left over (:class:`~dpfast.partitions.ranking.RankGroups`).
 
         Parameters
         ----------
@@ -191,6 +195,8 @@ class _TaxonomyDistances(_TaxonomyTree):
             The released domain code of each group.
         destination : ndarray of int64, shape (n,), optional
             Output position of each record (a shuffle); default: the input order.
+        big : int, optional
+            The group that holds the records left over (default the last).
 
         Returns
         -------
@@ -200,11 +206,15 @@ class _TaxonomyDistances(_TaxonomyTree):
         counts = np.bincount(codes, minlength=len(self.domain))[self.order_codes]
         out = np.empty(codes.shape[0], dtype=np.int64)
         empty = np.empty(0, dtype=np.int64)
+        n_groups = len(group_codes)
+        big = n_groups - 1 if big is None else check_int(big, "big", low=0, high=n_groups - 1)
         _kernels.broadcast_rank_groups(
             codes,
             np.asarray(self.rank),
             counts.astype(np.int64),
             int(k),
+            big,
+            codes.shape[0] - int(k) * n_groups,
             np.ascontiguousarray(group_codes, dtype=np.int64),
             empty if destination is None else np.ascontiguousarray(destination, np.int64),
             out,

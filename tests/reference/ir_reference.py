@@ -12,27 +12,41 @@ from fractions import Fraction
 FORWARD = {None: lambda x: x, "log": math.log1p, "asinh": math.asinh}
 
 
-def rank_groups(values, k):
-    """Groups of row indices: sort by (value, row), cut into k, remainder in the last group."""
+def group_sizes(n, k, remainder="middle"):
+    """Sizes of the n // k rank groups: k each, and the n mod k left over in one of them.
+
+    "middle": group (n // k) // 2; "last": the last group (sdcMicro's rule).
+    """
+    n_groups = n // k
+    sizes = [k] * n_groups
+    big = n_groups // 2 if remainder == "middle" else n_groups - 1
+    sizes[big] += n - n_groups * k
+    return sizes
+
+
+def rank_groups(values, k, remainder="middle"):
+    """Groups of row indices: sort by (value, row), cut into groups of group_sizes."""
     n = len(values)
     order = sorted(range(n), key=lambda i: (values[i], i))
-    n_groups = n // k
-    groups = [order[g * k : (g + 1) * k] for g in range(n_groups - 1)]
-    groups.append(order[(n_groups - 1) * k :])
+    groups = []
+    start = 0
+    for size in group_sizes(n, k, remainder):
+        groups.append(order[start : start + size])
+        start += size
     return groups
 
 
-def labels(values, k):
+def labels(values, k, remainder="middle"):
     out = [None] * len(values)
-    for g, rows in enumerate(rank_groups(values, k)):
+    for g, rows in enumerate(rank_groups(values, k, remainder)):
         for i in rows:
             out[i] = g
     return out
 
 
-def group_means(values, k):
+def group_means(values, k, remainder="middle"):
     out = [None] * len(values)
-    for rows in rank_groups(values, k):
+    for rows in rank_groups(values, k, remainder):
         mean = Fraction(sum(Fraction(values[i]) for i in rows), len(rows))
         for i in rows:
             out[i] = float(mean)
@@ -71,12 +85,13 @@ def released(y, lower, upper, gamma, d_int, round_values, transform=None, shift=
 
 
 def ir_release(
-    values, lower, upper, gamma, d_int, k, noise, round_values, transform=None, shift=0.0
-):
+    values, lower, upper, gamma, d_int, k, noise, round_values, remainder="middle", transform=None,
+    shift=0.0,
+):  # fmt: skip
     """One column of the ir_dp pipeline on an integer grid, with given per-group noise."""
     q = [quantise(x, lower, upper, gamma, d_int, transform) for x in values]
     out = [None] * len(values)
-    for g, rows in enumerate(rank_groups(q, k)):
+    for g, rows in enumerate(rank_groups(q, k, remainder)):
         centroid = round(Fraction(sum(q[i] for i in rows), len(rows)))  # half to even
         y = min(max(centroid + int(noise[g]), 0), d_int)
         value = released(y, lower, upper, gamma, d_int, round_values, transform, shift)
@@ -102,3 +117,52 @@ def dlaplace_mean_exp(t, step, reach=None):
     return sum(
         (1 - r) / (1 + r) * r ** abs(y) * math.exp(step * y) for y in range(-reach, reach + 1)
     )
+
+
+def optimal_univariate(values, k):
+    """The exact optimal univariate microaggregation: ``(minimum SSE, group sizes)``.
+
+    Groups of consecutive sorted values, each of ``k`` to ``2k - 1`` values (an optimal
+    partition of one variable has consecutive groups, and a group of ``2k`` or more can be
+    split without raising the SSE: Hansen and Mukherjee 2003), minimising the sum of
+    squared distances to the group means. A dynamic programme over the sorted values:
+    ``best[j]`` is the least SSE of the first ``j`` values; the last group of a partition
+    of them holds values ``j - s .. j - 1`` for a size ``s`` in ``[k, 2k - 1]``, its SSE
+    found by extending the group one value at a time (Welford's update). O(n k).
+    """
+    v = sorted(float(x) for x in values)
+    n = len(v)
+    if n < k:
+        raise ValueError(f"need at least k = {k} values, got {n}")
+    inf = float("inf")
+    best = [inf] * (n + 1)
+    size_of = [0] * (n + 1)
+    best[0] = 0.0
+    for j in range(k, n + 1):
+        mean, sse = 0.0, 0.0  # of the group v[j - s : j], grown backwards
+        for s in range(1, min(2 * k - 1, j) + 1):
+            x = v[j - s]
+            delta = x - mean
+            mean += delta / s
+            sse += delta * (x - mean)
+            if s >= k and best[j - s] + sse < best[j]:
+                best[j] = best[j - s] + sse
+                size_of[j] = s
+    sizes = []
+    j = n
+    while j > 0:
+        sizes.append(size_of[j])
+        j -= size_of[j]
+    return best[n], sizes[::-1]
+
+
+def partition_sse(values, sizes):
+    """SSE of the sorted values cut into consecutive groups of ``sizes``, each about its mean."""
+    v = sorted(float(x) for x in values)
+    total, start = 0.0, 0
+    for size in sizes:
+        group = v[start : start + size]
+        mean = sum(group) / size
+        total += sum((x - mean) ** 2 for x in group)
+        start += size
+    return total

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from tests.reference import exponential_reference as eref
+from tests.reference import ir_reference
 
 
 def ancestors(parents, label):
@@ -49,20 +50,22 @@ def distance_units(parents, a, b, bits=12):
     return round(distance(parents, a, b) * 2**bits)
 
 
-def ir_categorical(values, domain, parents, k, base, key):
+def ir_categorical(values, domain, parents, k, base, key, remainder="middle"):
     """Categorical individual ranking with the exponential mechanism (Algorithm 2).
 
     Records sorted by the order (ties by row index), groups of k with the remainder in the
-    last group; quality of candidate c = -Σ over the group's values x of count(x) times
-    δ(c, x) in integer units. ``base = (numerator, bits)`` of the mechanism. Candidates are
-    the domain in order; returns released labels.
+    group ``remainder`` says (``ir_reference.group_sizes``); quality of candidate c = -Σ
+    over the group's values x of count(x) times δ(c, x) in integer units. ``base =
+    (numerator, bits)`` of the mechanism. Candidates are the domain in order; returns
+    released labels.
     """
     ordered = order(parents, domain)
     position = {label: i for i, label in enumerate(ordered)}
     rows = sorted(range(len(values)), key=lambda i: (position[values[i]], i))
-    n_groups = len(values) // k
-    groups = [rows[g * k : (g + 1) * k] for g in range(n_groups - 1)]
-    groups.append(rows[(n_groups - 1) * k :])
+    groups, start = [], 0
+    for size in ir_reference.group_sizes(len(values), k, remainder):
+        groups.append(rows[start : start + size])
+        start += size
     out = [None] * len(values)
     for g, members in enumerate(groups):
         counts = {}

@@ -92,6 +92,7 @@ from dpfast.engines.values import (
 from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["ClusterEngine"]
 
@@ -131,8 +132,8 @@ class ClusterEngine(OutOfCoreEngine):
         self.part_rows = part_rows
         self.send_ranks = send_ranks
         # columns kept as state until the release is published: each group column's
-        # (column, values, k, key), each row-wise column's cells
-        self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, int, np.ndarray]] = {}
+        # (column, values, layout, key), each row-wise column's cells
+        self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, RankGroups, np.ndarray]] = {}
         self._rows: dict[str, RowsColumn] = {}
         self.copied: set[str] = set()  # the columns released unprotected, unchanged
         self._will_copy: list[str] | None = None  # those the release said it will copy
@@ -302,15 +303,15 @@ class ClusterEngine(OutOfCoreEngine):
         return self.limits
 
     def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
+        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        self._groups[str(column.name)] = (column, values, k, key)
+        self._groups[str(column.name)] = (column, values, layout, key)
 
     def write_rank_groups(
         self,
         column: NumericColumn,
         grid: Grid,
-        k: int,
+        layout: RankGroups,
         values: RankGroupValues,
         key: np.ndarray,
         domain: tuple[float, float],
@@ -327,7 +328,7 @@ class ClusterEngine(OutOfCoreEngine):
         exchange, the groups come to the driver as on one machine.
         """
         if not self._sends_ranks():
-            return super().write_rank_groups(column, grid, k, values, key, domain)
+            return super().write_rank_groups(column, grid, layout, values, key, domain)
         name = str(column.name)
         passes = self._passes(column.name)
         done = [0]
@@ -340,14 +341,14 @@ class ClusterEngine(OutOfCoreEngine):
         limits = (self.sort_limits() or self.limits).sorting(BYTES_PER_SENT_RANK)
         plan = plan_ranks(self.source, column, grid, limits, tick)
         keys = quantised_keys(column, grid)
-        self._rank(column, plan, k, key, values, domain, keys, values.before_noise)
+        self._rank(column, plan, layout, key, values, domain, keys, values.before_noise)
         return plan.clamped, functools.partial(self._counted_on_bound, name)
 
     def write_category_groups(
         self,
         column: CategoricalColumn,
         counts: np.ndarray,
-        k: int,
+        layout: RankGroups,
         codes: GroupCodes,
         key: np.ndarray,
     ) -> None:
@@ -359,15 +360,16 @@ class ClusterEngine(OutOfCoreEngine):
         (as :meth:`_sends_ranks` says) the codes come to the driver as on one machine.
         """
         if not self._sends_ranks():
-            return super().write_category_groups(column, counts, k, codes, key)
+            return super().write_category_groups(column, counts, layout, codes, key)
         values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
-        self._rank(column, ranks_of_counts(values.counts), k, key, values, (-np.inf, np.inf))
+        plan = ranks_of_counts(values.counts)
+        self._rank(column, plan, layout, key, values, (-np.inf, np.inf))
 
     def _rank(
         self,
         column: ProtectedColumn,
         plan: RankPlan,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray,
         values: RangeValues,
         domain: tuple[float, float],
@@ -380,7 +382,7 @@ class ClusterEngine(OutOfCoreEngine):
         """
         name = str(column.name)
         output = self._group_state(column, np.zeros(0), key)  # its bucket starts too
-        placed = RankedColumn(self.n_rows, k, key, output.starts, values, *domain, before)
+        placed = RankedColumn(layout, key, output.starts, values, *domain, before)
         self._ranked[name] = RankedState(name, placed, plan, keys, output)
 
     def rank_group_bytes(self, n: int, k: int) -> int:
@@ -532,7 +534,7 @@ class ClusterEngine(OutOfCoreEngine):
             kept,
             shuffled,
             groups,
-            held[0][2] if held else 1,
+            held[0][2] if held else None,
             tuple((name, schema.field(name).type) for name in copied),
             ranked,
         )
@@ -551,7 +553,7 @@ class ClusterEngine(OutOfCoreEngine):
         )
 
     def _parts(
-        self, groups: Sequence[tuple[ProtectedColumn, np.ndarray, int, np.ndarray]]
+        self, groups: Sequence[tuple[ProtectedColumn, np.ndarray, RankGroups, np.ndarray]]
     ) -> GeneratedParts:
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
         states = [self._group_state(column, values, key) for column, values, _, key in groups]
@@ -560,8 +562,8 @@ class ClusterEngine(OutOfCoreEngine):
 
     def _materialize(self) -> None:
         """Write the columns kept as state into scratch files, as the out-of-core engine does."""
-        for column, values, k, key in self._groups.values():
-            self.out.permuted(column, values, k, key, self.limits)
+        for column, values, layout, key in self._groups.values():
+            self.out.permuted(column, values, layout, key, self.limits)
         for rows in self._rows.values():
             self.out.rows(rows.column, rows.cells, self.limits)
         for names, copy_key in self._copies:

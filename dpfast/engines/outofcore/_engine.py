@@ -81,6 +81,7 @@ from dpfast.io import (
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -347,12 +348,14 @@ class OutOfCoreEngine(Engine):
             )
         return found.lo, found.hi
 
-    def group_sums(self, column: NumericColumn, grid: Grid, k: int) -> tuple[np.ndarray, int]:
+    def group_sums(
+        self, column: NumericColumn, grid: Grid, layout: RankGroups
+    ) -> tuple[np.ndarray, int]:
         return group_sums(
             self.source,
             column,
             grid,
-            k,
+            layout,
             self._limits(),
             self._passes(column.name),
             self.sort_limits(),
@@ -373,27 +376,27 @@ class OutOfCoreEngine(Engine):
         return self.out.rows(column, cells, self._limits())
 
     def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray
+        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        self.out.permuted(column, values, k, key, self._limits())
+        self.out.permuted(column, values, layout, key, self._limits())
 
     def write_linked(
         self,
         column: ProtectedColumn,
         grid: Grid | None,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
         if isinstance(column, CategoricalColumn):
             self._tick(f"column {column.name}", 0, 2)
-            return self.out.linked_codes(column, k, key, values, self._limits()), 0
+            return self.out.linked_codes(column, layout, key, values, self._limits()), 0
         assert grid is not None
         passes = self._passes(column.name)
-        return self.out.linked_numeric(column, grid, k, key, values, self._limits(), passes)
+        return self.out.linked_numeric(column, grid, layout, key, values, self._limits(), passes)
 
-    def write_ranked(self, column: NumericColumn, k: int, values: GroupValues) -> None:
-        self.out.ranked_floats(column, k, values, self._limits(), self._passes(column.name))
+    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
+        self.out.ranked_floats(column, layout, values, self._limits(), self._passes(column.name))
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):

@@ -53,6 +53,7 @@ from dpfast.engines.outofcore._ranked import (
 )
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["EXCHANGE_ATTRIBUTE", "ExchangedParts", "Shuffled", "exchanged_parts", "part_bounds"]
 
@@ -107,7 +108,8 @@ class ExchangedParts:
     Part ``p`` holds output rows ``[bounds[p], bounds[p + 1])`` (:func:`part_bounds`).
     ``names`` and ``types`` are the released columns in output order; ``rows`` are released
     row by row from the input, ``kept`` copied in the rows' order, ``shuffled`` copied in a
-    keyed permutation, and ``groups`` (rank groups of ``k``) computed from their state.
+    keyed permutation, and ``groups`` (the rank groups of ``layout``) computed from their
+    state.
     ``input_types`` are the types the copied columns are read as.
     """
 
@@ -119,7 +121,7 @@ class ExchangedParts:
     kept: tuple[str, ...] = ()
     shuffled: Shuffled | None = None
     groups: tuple[GroupsColumn, ...] = ()
-    k: int = 1
+    layout: RankGroups | None = None
     input_types: tuple[tuple[str, pa.DataType], ...] = ()
     ranked: tuple[RankedState, ...] = ()
 
@@ -128,6 +130,8 @@ class ExchangedParts:
         rising = self.n == 0 or bool(np.all(b[1:] > b[:-1]))
         if b.ndim != 1 or b.shape[0] < 2 or b[0] != 0 or b[-1] != self.n or not rising:
             raise DPFastValueError("the parts' bounds must rise from 0 to n")
+        if self.groups and self.layout is None:
+            raise DPFastValueError("columns of rank groups need their layout")
 
     @property
     def count(self) -> int:
@@ -268,7 +272,8 @@ class ExchangedParts:
             columns.update(self._permuted(part, pieces))
         if self.groups:
             WORKER_BUFFERS.clear()  # the sorts are over: their kept buffers go
-            columns.update((c.name, c.rows(self.n, self.k, lo, hi)) for c in self.groups)
+            assert self.layout is not None  # checked when made
+            columns.update((c.name, c.rows(self.layout, lo, hi)) for c in self.groups)
         on_bound: list[tuple[int, int, int]] = []
         for state, sent in zip(self.ranked, ranked, strict=True):
             values, count = state.column.assemble(self.bounds, part, sent)

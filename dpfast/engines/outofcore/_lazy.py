@@ -1,7 +1,9 @@
 """What a cluster's workers need to compute released columns lazily, from small state.
 
-* :class:`GroupsColumn`: a column whose output row ``r`` holds ``values[order[r] // k]``
-  (``order`` a keyed bucketed permutation, docs/engines.md#permutations): its key, its
+* :class:`GroupsColumn`: a column whose output row ``r`` holds the value of rank
+  ``order[r]``'s group (``order`` a keyed bucketed permutation,
+  docs/engines.md#permutations; the groups the method's
+  :class:`~dpfast.partitions.ranking.RankGroups`): its key, its
   permutation's bucket starts and its rank groups' values; :class:`GeneratedParts`, the
   parts of a frame of such columns, part ``p`` holding output rows ``[p * part_rows,
   (p + 1) * part_rows)`` of every column, which any task computes from that state alone
@@ -29,6 +31,7 @@ from dpfast.engines.outofcore._passes import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
 from dpfast.io import arrow_labels
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = [
     "PARTS_ATTRIBUTE",
@@ -184,8 +187,10 @@ class GroupsColumn:
         first, last = self.buckets(lo, hi)
         return int(self.starts[last] - self.starts[first])
 
-    def rows(self, n: int, k: int, lo: int, hi: int, buffer: np.ndarray | None = None) -> pa.Array:
-        """Return output rows ``[lo, hi)`` of the column.
+    def rows(
+        self, layout: RankGroups, lo: int, hi: int, buffer: np.ndarray | None = None
+    ) -> pa.Array:
+        """Return output rows ``[lo, hi)`` of the column, whose groups are ``layout``'s.
 
         ``buffer`` (``uint64``, :meth:`bucket_items` words), if given, holds a float
         column's values: the array returned is a view of it.
@@ -194,7 +199,7 @@ class GroupsColumn:
         sizes = np.diff(self.starts)
         out = None if buffer is None else buffer.view(np.float64)
         part = noise.permutation_part_groups(
-            self.key, n, first, last, self.values, k, sizes, out=out
+            self.key, layout.n, first, last, self.values, layout.k, sizes, out=out, big=layout.big
         )
         out = part[lo - int(self.starts[first]) : hi - int(self.starts[first])]
         return self.array(out)
@@ -210,15 +215,16 @@ class GroupsColumn:
 class GeneratedParts:
     """A lazy frame of rank groups: what its tasks compute, and a writer can too.
 
-    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column
-    (:meth:`ClusterEngine.groups_frame`). :meth:`ClusterEngine.write_release` finds this
+    Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column,
+    whose rank groups are ``layout``'s (:meth:`ClusterEngine.groups_frame`).
+    :meth:`ClusterEngine.write_release` finds this
     on a frame a release returned (untransformed) and has the workers write each part
     with pyarrow, instead of converting it into the cluster's rows for its own writer.
     """
 
     columns: tuple[GroupsColumn, ...]
     n: int
-    k: int
+    layout: RankGroups
     part_rows: int
 
     @property
@@ -248,7 +254,7 @@ class GeneratedParts:
             if buffer is not None and c.kind == "float":
                 size = c.bucket_items(lo, hi)
                 piece, used = buffer[used : used + size], used + size
-            arrays.append(c.rows(self.n, self.k, lo, hi, piece))
+            arrays.append(c.rows(self.layout, lo, hi, piece))
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 
     def scanned(self, part: int) -> tuple[int, int]:

@@ -5,7 +5,8 @@ scratch directory beside the output:
 
 * **rows** (:meth:`Output.rows`): a batch's released values at their rows' places;
 * **permuted groups** (:meth:`Output.permuted`): output row ``r`` gets the value of the
-  group of rank ``order[r]``, where ``order`` is the column's bucketed permutation,
+  rank group (of the method's layout) of rank ``order[r]``, where ``order`` is the
+  column's bucketed permutation,
   computed bucket range by bucket range (:func:`dpfast.noise.permutation_part_groups`);
 * **linked** (:meth:`Output.linked_numeric`, :meth:`Output.linked_codes`): each row's
   rank group value, placed at the row's output position through spill files
@@ -56,6 +57,7 @@ from dpfast.engines.values import (
 )
 from dpfast.io import WRITE_ROWS, arrow_labels
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
 
@@ -149,9 +151,17 @@ class Output:
         return np.zeros(0, dtype=np.int64) if total is None else total
 
     def permuted(
-        self, column: ProtectedColumn, values: np.ndarray, k: int, key: np.ndarray, limits: Limits
+        self,
+        column: ProtectedColumn,
+        values: np.ndarray,
+        layout: RankGroups,
+        key: np.ndarray,
+        limits: Limits,
     ) -> None:
-        """Write ``values[order[r] // k]`` for every output row ``r``, bucket range by range."""
+        """Write ``values[layout.group_of(order[r])]`` for every output row ``r``, in parts.
+
+        Bucket range by bucket range of the permutation.
+        """
         n = self.source.n_rows
         sizes = noise.permutation_bucket_sizes(key, n)
         with open(self.path(column.name), "wb") as file:
@@ -161,7 +171,10 @@ class Output:
                 while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= limits.ordered_rows):
                     held += int(sizes[hi])
                     hi += 1
-                append_array(file, noise.permutation_part_groups(key, n, lo, hi, values, k, sizes))
+                part = noise.permutation_part_groups(
+                    key, n, lo, hi, values, layout.k, sizes, big=layout.big
+                )
+                append_array(file, part)
                 self.work.output_pass(n, held)
                 lo = hi
         self._register(column)
@@ -170,7 +183,7 @@ class Output:
         self,
         column: NumericColumn,
         grid: Grid,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         values: GroupValues,
         limits: Limits,
@@ -180,18 +193,18 @@ class Output:
         ranked = self.path(column.name, "ranked")
         fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            sums, clamped = rank_numeric(self.source, column, grid, k, limits, fd, tick)
+            sums, clamped = rank_numeric(self.source, column, grid, layout, limits, fd, tick)
         finally:
             os.close(fd)
         group_values = values(sums)
-        self._place_ranked(column.name, ranked, group_values, k, key, limits)
+        self._place_ranked(column.name, ranked, group_values, layout, key, limits)
         self._numeric(column)
         return group_values, clamped
 
     def linked_codes(
         self,
         column: CategoricalColumn,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         values: GroupValues,
         limits: Limits,
@@ -217,7 +230,7 @@ class Output:
         placer = Placer(
             self.directory, _digest(name) + "-placed", n, key, pa.int64(), 8, limits.memory
         )
-        released = _LinkedCodes(column, codes, offsets, k)
+        released = _LinkedCodes(column, codes, offsets, layout)
         try:
             for first_row, out in self.source.map_column(name, limits.batch_rows, released):
                 placer.add(pa.array(out), first=first_row)
@@ -231,7 +244,7 @@ class Output:
     def ranked_floats(
         self,
         column: NumericColumn,
-        k: int,
+        layout: RankGroups,
         values: GroupValues,
         limits: Limits,
         tick: Callable[[int], None],
@@ -245,10 +258,10 @@ class Output:
         ranked = self.path(column.name, "ranked")
         fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            sums = rank_floats(self.source, column, k, limits, fd, tick)
+            sums = rank_floats(self.source, column, layout, limits, fd, tick)
         finally:
             os.close(fd)
-        self._place_ranked(column.name, ranked, values(sums), k, None, limits)
+        self._place_ranked(column.name, ranked, values(sums), layout, None, limits)
         self._numeric(column)
 
     def copied(
@@ -378,7 +391,7 @@ class Output:
         name: Hashable,
         ranked: Path,
         group_values: np.ndarray,
-        k: int,
+        layout: RankGroups,
         key: np.ndarray | None,
         limits: Limits,
     ) -> None:
@@ -397,12 +410,11 @@ class Output:
                 self.directory, tag + "-shuffled", n, key, pa.float64(), 8, limits.memory
             )
         step = max(1024, limits.memory // _BYTES_PER_SCATTERED_ROW)
-        last = group_values.shape[0] - 1
         try:
             for first in range(0, n, step):
                 count = min(step, n - first)
                 rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
-                groups = np.minimum(np.arange(first, first + count, dtype=np.int64) // k, last)
+                groups = layout.group_of(np.arange(first, first + count, dtype=np.int64))
                 by_row.add(pa.array(group_values[groups]), rows=rows)
                 del rows, groups
             ranked.unlink()
@@ -495,7 +507,7 @@ class _LinkedCodes:
     column: CategoricalColumn
     codes: np.ndarray
     offsets: dict[int, np.ndarray]
-    k: int
+    layout: RankGroups
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
         ranks = category_ranks(array, self.column)
@@ -504,8 +516,7 @@ class _LinkedCodes:
         within = np.arange(ordered.shape[0]) - np.searchsorted(ordered, ordered, side="left")
         position = np.empty(ranks.shape[0], dtype=np.int64)
         position[by_rank] = self.offsets[first_row][ordered] + within
-        last = self.codes.shape[0] - 1
-        return first_row, self.codes[np.minimum(position // self.k, last)]
+        return first_row, self.codes[self.layout.group_of(position)]
 
 
 def _plain(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:

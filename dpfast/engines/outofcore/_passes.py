@@ -34,6 +34,7 @@ from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -173,21 +174,22 @@ def group_sums(
     dataset: ColumnSource,
     column: NumericColumn,
     grid: Grid,
-    k: int,
+    layout: RankGroups,
     limits: Limits,
     tick: Callable[[int], None],
     sort_limits: Limits | None = None,
 ) -> tuple[np.ndarray, int]:
     """Every rank group's exact integer sum of a numeric column, and its clamped count.
 
-    ``tick(passes)`` is called before each pass over the column.
+    The groups are ``layout``'s. ``tick(passes)`` is called before each pass over the
+    column.
 
     ``limits`` bound this process's memory; ``sort_limits`` (default ``limits``) bound
     each sort task of a cluster (a source with ``sort_ranges``), which runs on a worker.
     """
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
-    sums = np.zeros(n // k, dtype=np.int64)
+    sums = np.zeros(layout.n_groups, dtype=np.int64)
     passes = [0]
 
     def step() -> None:
@@ -206,13 +208,13 @@ def group_sums(
 
     def add_sorted(words: np.ndarray, first_rank: int) -> None:
         ordered = ranking.radix_sort_packed(words, 0, key_bits)
-        ranking.add_group_sums(ordered, 0, first_rank, k, sums)
+        ranking.add_group_sums(ordered, 0, first_rank, *layout.scalars, sums)
 
     def process(lo: int, hi: int, first_rank: int, count: int) -> None:
         if count == 0:
             return
         if hi - lo == 1:
-            ranking.add_group_run(lo, count, first_rank, k, sums)
+            ranking.add_group_run(lo, count, first_rank, *layout.scalars, sums)
         elif count <= limits.sorted_values:
             add_sorted(collect(lo, hi), first_rank)
         else:
@@ -227,7 +229,7 @@ def group_sums(
         # a cluster: the workers sort and add the groups in one job, instead of the
         # driver sorting the collected column or one pass over the data per range
         sorts = sort_limits or limits
-        clamped = _cluster_group_sums(dataset, column, grid, k, sorts, step, sums)
+        clamped = _cluster_group_sums(dataset, column, grid, layout, sorts, step, sums)
     elif n <= limits.sorted_values:
         step()
         parts = []
@@ -308,7 +310,7 @@ def _cluster_group_sums(
     dataset: Any,
     column: NumericColumn,
     grid: Grid,
-    k: int,
+    layout: RankGroups,
     limits: Limits,
     tick: Callable[[], None],
     sums: np.ndarray,
@@ -325,11 +327,11 @@ def _cluster_group_sums(
     whole = n <= limits.sorted_values and grid.d_int.bit_length() < 63
     planned = _whole_column(n, grid) if whole else plan_ranks(dataset, column, grid, limits, tick)
     for value, first_rank, count in planned.runs:
-        ranking.add_group_run(value, count, first_rank, k, sums)
+        ranking.add_group_run(value, count, first_rank, *layout.scalars, sums)
     ranges = planned.ranges
     if not len(ranges):
         return planned.clamped
-    reduce = GroupSums(planned.first_ranks, int(k), int(sums.shape[0]), flagged=whole)
+    reduce = GroupSums(planned.first_ranks, layout, flagged=whole)
     tick()
     keys = _QuantisedKeys(column, grid, flagged=whole)
     name, rows = str(column.name), limits.batch_rows
@@ -480,16 +482,17 @@ def rank_numeric(
     dataset: ColumnSource,
     column: NumericColumn,
     grid: Grid,
-    k: int,
+    layout: RankGroups,
     limits: Limits,
     fd: int,
     tick: Callable[[int], None],
 ) -> tuple[np.ndarray, int]:
     """Rank a column's rows by (grid value, row): write the rows in rank order to ``fd``.
 
-    Returns the exact integer sum of every rank group's grid values, and the clamped count.
+    Returns the exact integer sum of every rank group (``layout``'s) of grid values, and
+    the clamped count.
     """
-    sums = np.zeros(dataset.n_rows // k, dtype=np.int64)
+    sums = np.zeros(layout.n_groups, dtype=np.int64)
     passes = [0]
 
     def step() -> None:
@@ -503,10 +506,10 @@ def rank_numeric(
         return q, int(clamped)
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
-        ranking.add_group_sums(sorted_keys, 0, first_rank, k, sums)
+        ranking.add_group_sums(sorted_keys, 0, first_rank, *layout.scalars, sums)
 
     def on_run(key: int, count: int, first_rank: int) -> None:
-        ranking.add_group_run(key, count, first_rank, k, sums)
+        ranking.add_group_run(key, count, first_rank, *layout.scalars, sums)
 
     passes_ = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
     clamped = passes_.rank(grid.d_int + 1, fd, on_sorted, on_run)
@@ -540,16 +543,17 @@ def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
 def rank_floats(
     dataset: ColumnSource,
     column: NumericColumn,
-    k: int,
+    layout: RankGroups,
     limits: Limits,
     fd: int,
     tick: Callable[[int], None],
 ) -> np.ndarray:
     """Rank a column's rows by (value, row), writing them to ``fd`` in rank order.
 
-    Returns every rank group's float sum, its values added one by one in rank order.
+    Returns every rank group's (``layout``'s) float sum, its values added one by one in
+    rank order.
     """
-    sums = np.zeros(dataset.n_rows // k, dtype=np.float64)
+    sums = np.zeros(layout.n_groups, dtype=np.float64)
     passes = [0]
 
     def step() -> None:
@@ -557,11 +561,13 @@ def rank_floats(
         tick(passes[0])
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
-        outofcore_kernels.add_float_group_sums(float_values(sorted_keys), first_rank, k, sums)
+        outofcore_kernels.add_float_group_sums(
+            float_values(sorted_keys), first_rank, *layout.scalars, sums
+        )
 
     def on_run(key: int, count: int, first_rank: int) -> None:
         value = float(float_values(np.array([key], dtype=np.uint64))[0])
-        outofcore_kernels.add_float_run(value, count, first_rank, k, sums)
+        outofcore_kernels.add_float_run(value, count, first_rank, *layout.scalars, sums)
 
     keys = _FloatKeys(column)
     ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)

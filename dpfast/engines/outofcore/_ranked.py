@@ -1,8 +1,9 @@
 """Rank-group values made by the tasks that sort a column, sent through the exchange.
 
 ``ir_dp`` releases a column in rank groups: rank ``r`` of the sorted column (its grid
-values) holds its group's value, group ``min(r // k, n // k - 1)``, and output row ``i``
-holds rank ``order[i]``, ``order`` being :func:`dpfast.noise.permutation` ``(key, n)``.
+values) holds its group's value, group ``layout.group(r)`` of the method's
+:class:`~dpfast.partitions.ranking.RankGroups`, and output row ``i`` holds rank
+``order[i]``, ``order`` being :func:`dpfast.noise.permutation` ``(key, n)``.
 Here the tasks that hold the sorted ranks compute those values and send them to the output
 parts, so that neither the groups' sums nor their values pass through the driver
 (docs/scale.md, "Rank groups through the exchange"):
@@ -46,6 +47,7 @@ from dpfast.engines.outofcore._passes import RankPlan
 from dpfast.engines.outofcore._sorted import Ranges
 from dpfast.engines.values import GroupCodes, RangeValues
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = [
     "BYTES_PER_SENT_RANK",
@@ -93,7 +95,7 @@ class RankedPiece:
 
 @dataclass(frozen=True)
 class RankedColumn:
-    """A column released in rank groups of ``k`` by the tasks that hold its sorted ranks.
+    """A column released in the rank groups of ``layout`` by the tasks that hold its ranks.
 
     ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``);
     ``values`` computes groups' released values from their exact sums, ``before`` (a
@@ -102,8 +104,7 @@ class RankedColumn:
     :class:`~dpfast.engines.on_bound.OnBound`).
     """
 
-    n: int
-    k: int
+    layout: RankGroups
     key: np.ndarray
     starts: np.ndarray
     values: RangeValues
@@ -111,21 +112,10 @@ class RankedColumn:
     upper: float
     before: RangeValues | None = None
 
-    def __post_init__(self) -> None:
-        if not 1 <= self.k <= self.n:
-            raise DPFastValueError("a column of rank groups needs 1 <= k <= n")
-
     @property
-    def n_groups(self) -> int:
-        return self.n // self.k
-
-    def group_span(self, group: int) -> tuple[int, int]:
-        """Return group ``group``'s ranks ``[lo, hi)``: ``k`` of them, the last holds the rest."""
-        hi = self.n if group == self.n_groups - 1 else (group + 1) * self.k
-        return group * self.k, hi
-
-    def group_of(self, rank: int) -> int:
-        return min(rank // self.k, self.n_groups - 1)
+    def n(self) -> int:
+        """The column's ranks (rows)."""
+        return self.layout.n
 
     # -- on the tasks holding sorted ranks ----------------------------------------------
 
@@ -142,10 +132,11 @@ class RankedColumn:
             return []
         if a < 0 or b > self.n:
             raise DPFastValueError(f"ranks {a} .. {b - 1} lie outside the column's {self.n}")
-        g0, g1 = self.group_of(a), self.group_of(b - 1)
+        layout = self.layout
+        g0, g1 = layout.group(a), layout.group(b - 1)
         sums = np.zeros(g1 - g0 + 1, dtype=np.int64)
-        ranking.add_group_sums(words, 0, a - g0 * self.k, self.k, sums)
-        spans = self.group_span(g0), self.group_span(g1)
+        ranking.add_group_sums(words, 0, a, *layout.scalars, sums, g0)
+        spans = layout.span(g0), layout.span(g1)
         held = [min(hi, b) - max(lo, a) for lo, hi in spans]
         first_whole = g0 if spans[0][0] >= a else g0 + 1
         last_whole = g1 if spans[1][1] <= b else g1 - 1
@@ -155,7 +146,7 @@ class RankedColumn:
             inside = sums[first_whole - g0 : last_whole - g0 + 1]
             per_group[first_whole - g0 : last_whole - g0 + 1] = self.values(inside, first_whole)
             was[first_whole - g0 : last_whole - g0 + 1] = self._on_bound_before(inside, first_whole)
-        sizes = np.full(g1 - g0 + 1, self.k, dtype=np.int64)
+        sizes = layout.sizes_of(g0, g1 + 1)
         sizes[0], sizes[-1] = held[0], held[1]
         values = np.repeat(per_group, sizes) if g1 > g0 else np.full(count, per_group[0])
         before = np.repeat(was, sizes) if g1 > g0 else np.full(count, was[0])
@@ -204,7 +195,7 @@ class RankedColumn:
             lo, hi = int(starts[part]), int(stops[part])
             taken = order[lo:hi]
             pending = np.flatnonzero((taken < whole[0]) | (taken >= whole[1])).astype(np.int32)
-            groups = np.minimum((a + taken[pending]) // self.k, self.n_groups - 1)
+            groups = self.layout.group_of(a + taken[pending])
             piece = RankedPiece(
                 a,
                 bucket_run(at, int(firsts[part]), int(lasts[part]), kind),
@@ -230,7 +221,7 @@ class RankedColumn:
         """Return, by part, this task's shares of the cut groups with a rank in the part."""
         rows: dict[int, list[tuple[int, int, int]]] = {}
         for group in cut:
-            lo, hi = self.group_span(group)
+            lo, hi = self.layout.span(group)
             held = min(hi, b) - max(lo, a)
             ub = np.unique(noise.permutation_buckets(self.key, self.n, lo, hi - lo))
             present = np.searchsorted(ub, lasts) > np.searchsorted(ub, firsts)
@@ -280,7 +271,7 @@ class RankedColumn:
         group_values = np.empty(groups.shape[0], dtype=np.float64)
         group_before = np.zeros(groups.shape[0], dtype=bool)
         for i, group in enumerate(groups.tolist()):
-            lo, hi = self.group_span(group)
+            lo, hi = self.layout.span(group)
             if ranks[i] != hi - lo:
                 raise DPFastRuntimeError(CHANGED_PART.format(part=part))
             group_values[i] = self.values(totals[i : i + 1], group)[0]

@@ -25,6 +25,7 @@ import numpy as np
 
 from dpfast._kernels import outofcore, ranking
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+from dpfast.partitions.ranking import RankGroups
 
 __all__ = [
     "WORKER_BUFFERS",
@@ -113,8 +114,9 @@ class GroupSums:
     """The ``reduce`` of ``ir_dp``: a sorted range's part of its rank groups' sums.
 
     Range ``i`` holds ranks ``first_ranks[i] ..`` of the column; its result is
-    ``(i, g0, sums, count, flagged)``: the sums of groups ``g0, g0 + 1, ..`` over its keys
-    (the grid values), exact integers, so the driver adds the parts in any order.
+    ``(i, g0, sums, count, flagged)``: the sums of ``layout``'s groups ``g0, g0 + 1, ..``
+    over its keys (the grid values), exact integers, so the driver adds the parts in any
+    order.
 
     With ``flagged``, a key is ``grid value << 1 | flag`` (as
     :func:`dpfast._kernels.ranking.quantise_flagged` makes them); the flags are counted
@@ -122,8 +124,7 @@ class GroupSums:
     """
 
     first_ranks: np.ndarray
-    k: int
-    n_groups: int
+    layout: RankGroups
     flagged: bool = False
 
     def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, int, np.ndarray, int, int]:
@@ -134,12 +135,9 @@ class GroupSums:
         flags = 0
         if self.flagged:  # ordered is the sort's own array: shifted in place
             flags = int(ranking.drop_flags(ordered))
-        g0 = min(first // self.k, self.n_groups - 1)
-        g1 = min((first + count - 1) // self.k, self.n_groups - 1)
+        g0, g1 = self.layout.group(first), self.layout.group(first + count - 1)
         local = np.zeros(g1 - g0 + 1, dtype=np.int64)
-        # ranks from g0's first: the clamp to the last local group is the global one
-        # exactly when g1 is the last group, and never reached otherwise
-        ranking.add_group_sums(ordered, 0, first - g0 * self.k, self.k, local)
+        ranking.add_group_sums(ordered, 0, first, *self.layout.scalars, local, g0)
         return index, g0, local, count, flags
 
 

@@ -59,6 +59,7 @@ from dpfast.methods.ir_dp._forecast import ir_dp_data_forecast as ir_dp_data_for
 from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
 from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups, Remainder
 from dpfast.taxonomy import Taxonomy
 
 
@@ -75,6 +76,7 @@ def ir_dp(
     linkage: Linkage = "columns",
     shuffle: bool = True,
     n_threads: int | None = None,
+    remainder: Remainder = "middle",
     epsilon_weights: Mapping[Hashable, float] | None = None,
     transforms: Mapping[Hashable, Transform] | None = None,
     **options: Unpack[DPMetricsReleaseOptions],
@@ -82,7 +84,8 @@ def ir_dp(
     """Differential privacy via individual-ranking microaggregation (Algorithm 1).
 
     Each protected column is clamped to its public bounds, sorted, and cut into rank groups
-    of ``k`` (the remainder joins the last group). Every row gets its group's mean plus one
+    of ``k``, one of which also holds the ``n mod k`` values left over (``remainder``: the
+    middle group by default). Every row gets its group's mean plus one
     discrete Laplace draw shared by the whole group, with scale ``m * Δ / (k * ε)`` for
     ``m`` protected columns of domain width ``Δ``: ``k`` times less noise than plain
     Laplace. Integer columns are rounded after the noise.
@@ -159,6 +162,13 @@ def ir_dp(
         Release rows in a random order (default). Must stay on for ``linkage="columns"``.
     n_threads : int, optional
         Threads over columns (default: one per core). Results do not depend on it.
+    remainder : {"middle", "last"}
+        The rank group that holds the ``n mod k`` values left over, in every protected
+        column: ``"middle"`` (default; group ``n // k // 2``, among typical values, where
+        the larger group costs least) or ``"last"`` (the group of the largest values, as
+        sdcMicro and the paper's authors do; for comparison with them). A public rule of
+        ``(n, k)`` that keeps the sensitivity ``Δ / k`` either way (docs/privacy.md,
+        "Which rank group holds the remainder").
     epsilon_weights : mapping, optional
         Public ``{column: weight}``, a finite weight ``> 0`` for every protected column:
         column ``j`` spends ``w_j / Σ w · ε`` (its own ledger entry), and its noise scale
@@ -189,7 +199,8 @@ def ir_dp(
         Wrong argument or column types.
     ValueError
         Bad values: NaN or inf in a protected column, ``k`` outside ``[1, n]``,
-        ``epsilon <= 0``, missing or inverted bounds, unknown columns, an empty table,
+        ``epsilon <= 0``, an unknown ``remainder``, missing or inverted bounds, unknown
+        columns, an empty table,
         categorical values missing from their taxonomy
         (:class:`~dpfast.taxonomy.TaxonomyError`); weights that are not positive or do not
         cover exactly the protected columns; an unknown transform, a transform of a
@@ -234,7 +245,7 @@ def ir_dp(
             run.policy = policy(check_unprotected(unprotected), check_linkage(linkage))
             args = validate(
                 run.engine, k, epsilon, bounds, taxonomies, sensitivity, columns, linkage,
-                shuffle, run.seed, epsilon_weights, transforms,
+                shuffle, run.seed, remainder, epsilon_weights, transforms,
             )  # fmt: skip
             guarantee = _guarantee(args)
             if guarantee[1] in ("as_published", "heuristic"):
@@ -334,11 +345,10 @@ class _NoisyCentroids:
 
     name: str
     grid: Grid
-    k: int
+    layout: RankGroups
     steps: int
     integer: bool
     key: np.ndarray
-    n: int
 
     def __call__(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
         """Return the values of groups ``first_group ..`` from their sums."""
@@ -346,8 +356,7 @@ class _NoisyCentroids:
         draws = noise.discrete_laplace(self.key, self.steps, sums.shape[0], start=first_group)
         return ranking.noisy_group_values(  # type: ignore[no-any-return]
             sums,
-            self.n,
-            self.k,
+            *self.layout.scalars,
             draws,
             g.d_int,
             g.lower,
@@ -360,7 +369,7 @@ class _NoisyCentroids:
 
     def before_noise(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
         """Return the values of groups ``first_group ..`` with no noise (their counts)."""
-        return noiseless_group_values(sums, self.n, self.k, self.grid, self.integer, first_group)
+        return noiseless_group_values(sums, self.layout, self.grid, self.integer, first_group)
 
 
 @dataclass(frozen=True)
@@ -368,14 +377,14 @@ class _ChosenCodes:
     """A categorical column's rank groups' codes, from the records per taxonomy rank."""
 
     taxonomy: Taxonomy
-    k: int
+    layout: RankGroups
     key: np.ndarray
     entry: LedgerEntry
 
     def __call__(self, counts: np.ndarray, first: int = 0, stop: int | None = None) -> np.ndarray:
         """Return the codes of groups ``first .. stop - 1`` (default: every group)."""
         groups = None if stop is None else (first, stop)
-        return group_codes(self.taxonomy, counts, self.k, self.key, self.entry, groups)
+        return group_codes(self.taxonomy, counts, self.layout, self.key, self.entry, groups)
 
 
 @dataclass
@@ -428,7 +437,7 @@ def _release_numeric(
     n_threads: int | None,
 ) -> None:
     """Release every numeric column, columns at once as the engine runs them; spend in order."""
-    engine, n, k = run.engine, run.n_rows, args.k
+    engine, layout = run.engine, args.layout(run.n_rows)
     total = len(args.numeric) + len(args.categorical)
 
     def release(column: NumericColumn) -> tuple[int, BoundCount]:
@@ -436,18 +445,18 @@ def _release_numeric(
         grid, steps = plan.grids[column.name]
         name = str(column.name)
         key = source.key("ir_dp", "centroid-noise", name)
-        centroids = _TimedCentroids(_NoisyCentroids(name, grid, k, steps, column.integer, key, n))
+        centroids = _TimedCentroids(_NoisyCentroids(name, grid, layout, steps, column.integer, key))
         lower, upper = args.domains[column.name]
         bound: BoundCount
         if args.linkage == "records":
-            values, clamped = engine.write_linked(column, grid, k, row_key, centroids)
+            values, clamped = engine.write_linked(column, grid, layout, row_key, centroids)
             assert centroids.sums is not None  # every group's sums, given on this process
             before = centroids.before_noise(centroids.sums)
-            bound = rank_groups_on_bound(values, before, n, k, (lower, upper))
+            bound = rank_groups_on_bound(values, before, layout, (lower, upper))
         else:
             order = source.key("ir_dp", "column-order", name)
             clamped, bound = engine.write_rank_groups(
-                column, grid, k, centroids, order, (lower, upper)
+                column, grid, layout, centroids, order, (lower, upper)
             )
         run.add_seconds("noise (thread seconds)", centroids.seconds)
         elapsed = time.perf_counter() - start - centroids.seconds
@@ -474,19 +483,19 @@ def _release_categorical(
 
     ``counts`` holds each column's records per taxonomy rank (rows not linked).
     """
-    engine, k = run.engine, args.k
+    engine, layout = run.engine, args.layout(run.n_rows)
     total = len(args.numeric) + len(args.categorical)
     for i, cat in enumerate(args.categorical, start=len(args.numeric)):
         start = time.perf_counter()
         name = str(cat.name)
         entry = plan.entries[cat.name]
         key = source.key("ir_dp", "centroid-choice", name)
-        choose = _Clock(_ChosenCodes(cat.taxonomy, k, key, entry))
+        choose = _Clock(_ChosenCodes(cat.taxonomy, layout, key, entry))
         if args.linkage == "records":
-            engine.write_linked(cat, None, k, row_key, choose)
+            engine.write_linked(cat, None, layout, row_key, choose)
         else:
             order = source.key("ir_dp", "column-order", name)
-            engine.write_category_groups(cat, counts[cat.name], k, choose, order)
+            engine.write_category_groups(cat, counts[cat.name], layout, choose, order)
         run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
         elapsed = time.perf_counter() - start - choose.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)
@@ -503,7 +512,7 @@ def _parameters(args: Arguments, plan: Plan) -> dict[str, Any]:
         "shuffle": bool(args.shuffle),
         "bounds": {str(c): list(b) for c, b in args.domains.items()},
         "bounds_from_data": args.derived,
-        "remainder": "last group",
+        "remainder": args.remainder,
         **weight_parameters(args.weights),
         **transform_parameters({c.name: plan.grids[c.name] for c in args.numeric}),
         **bounds_parameters(args.dp_bounds, args.domains),

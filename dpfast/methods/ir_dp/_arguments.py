@@ -46,6 +46,7 @@ from dpfast.methods.ir_dp._categorical import (
 )
 from dpfast.methods.ir_dp._numeric import centroid_sensitivity
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups, Remainder, check_remainder
 
 Linkage = Literal["records", "columns"]
 Sensitivity = Literal["paper", "proven"]
@@ -84,6 +85,7 @@ class Arguments:
     shuffle: bool
     seed: int | None
     sensitivity: Sensitivity
+    remainder: Remainder
     numeric: list[NumericColumn]
     categorical: list[CategoricalColumn]
     domains: dict[Hashable, tuple[float, float]]
@@ -111,6 +113,10 @@ class Arguments:
         """How many of ``column``'s shares make the total (for the error messages)."""
         return budget_parts(column, column_names(self.numeric, self.categorical), self.weights)
 
+    def layout(self, n_records: int) -> RankGroups:
+        """Return the rank groups of every protected column, by the remainder rule."""
+        return RankGroups(n_records, self.k, self.remainder)
+
 
 def validate(
     table: TableView,
@@ -123,6 +129,7 @@ def validate(
     linkage: Any,
     shuffle: Any,
     seed: Any,
+    remainder: Any,
     epsilon_weights: Any = None,
     transforms: Any = None,
 ) -> Arguments:
@@ -146,6 +153,7 @@ def validate(
         shuffle,
         seed,
         cast(Sensitivity, sensitivity),
+        check_remainder(remainder),
         *found,
         dp_bounds=protected_specs(specs, found[0]),
     )

@@ -9,14 +9,13 @@ mechanism is exact (docs/design.md#em-sampler).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from dpfast import noise
 from dpfast._release import CategoricalColumn, choice_entry, option
 from dpfast.accounting import GuaranteeLevel, LedgerEntry
 from dpfast.partitions.categorical import DISTANCE_BITS, distance_units
+from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 _UNIT = 2.0**-DISTANCE_BITS
@@ -57,55 +56,30 @@ def categorical_entry(
 def group_codes(
     taxonomy: Taxonomy,
     rank_counts: np.ndarray,
-    k: int,
+    layout: RankGroups,
     key: np.ndarray,
     entry: LedgerEntry,
     groups: tuple[int, int] | None = None,
 ) -> np.ndarray:
-    """Draw the rank groups' released codes from the records per taxonomy rank.
+    """Draw the rank groups' (``layout``'s) released codes from the records per taxonomy rank.
 
     Every group's, or groups ``first .. stop - 1`` where ``groups`` is ``(first, stop)``:
     each group's draw is the same either way.
     """
-    first, stop = (0, int(rank_counts.sum()) // k) if groups is None else groups
+    first, stop = (0, layout.n_groups) if groups is None else groups
     if entry.sensitivity == 0:  # a one-value domain: nothing to choose
         return np.zeros(stop - first, dtype=np.int64)
     chosen = noise.exponential_mechanism_sorted_groups(
         key,
         rank_counts,
-        k,
+        layout.k,
         distance_units(taxonomy.rank_distance_matrix()),
         epsilon=entry.epsilon,
         sensitivity=int(entry.details["sensitivity_units"]),
         groups=groups,
+        big=layout.big,
     )
     return np.asarray(taxonomy.order_codes)[chosen]  # type: ignore[no-any-return]
-
-
-def draw_categorical(
-    cat: CategoricalColumn,
-    k: int,
-    entry: LedgerEntry,
-    source: noise.NoiseSource,
-    order: np.ndarray | None,
-    destination: np.ndarray | None,
-) -> tuple[np.ndarray, float, float]:
-    """Choose each rank group's value and release the column's codes.
-
-    ``order`` (rows not linked: output row ``r`` gets the value of rank ``order[r]``'s
-    group) or else ``destination`` (record-linked: each row's output position, ``None``
-    for the input order) places the values. Returns the codes and the seconds spent
-    choosing and grouping.
-    """
-    start = time.perf_counter()
-    key = source.key("ir_dp", "centroid-choice", str(cat.name))
-    codes = group_codes(cat.taxonomy, cat.taxonomy.rank_counts(cat.codes), k, key, entry)
-    middle = time.perf_counter()
-    if order is not None:
-        out = codes[np.minimum(order // k, codes.shape[0] - 1)]
-    else:
-        out = cat.taxonomy.broadcast_rank_groups(cat.codes, k, codes, destination)
-    return out, middle - start, time.perf_counter() - middle
 
 
 def categorical_guarantee(

@@ -33,7 +33,6 @@ from dpfast._release import (
     numeric_outcome,
     option,
     pushed_share,
-    rank_group_sizes,
     sorted_group_kinds,
     transform_notes,
 )
@@ -88,8 +87,8 @@ def ir_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
     policy(check_unprotected(a["unprotected"]), check_linkage(a["linkage"]))  # as the release
     args = validate(
         table, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
-        a["columns"], a["linkage"], a["shuffle"], a["seed"], a["epsilon_weights"],
-        a["transforms"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"], a["remainder"],
+        a["epsilon_weights"], a["transforms"],
     )  # fmt: skip
     return release_forecast(args, table.n_rows, make_plan(args, table.n_rows), advice=True)
 
@@ -134,7 +133,8 @@ def ir_dp_data_forecast(engine: Engine, arguments: Mapping[str, Any]) -> DataFor
     a = arguments
     args = validate(
         engine, a["k"], a["epsilon"], a["bounds"], a["taxonomies"], a["sensitivity"],
-        a["columns"], a["linkage"], a["shuffle"], a["seed"],
+        a["columns"], a["linkage"], a["shuffle"], a["seed"], a["remainder"],
+        a["epsilon_weights"], a["transforms"],
     )  # fmt: skip
     return data_forecast(engine, args, make_plan(args, engine.n_rows), advice=THRESHOLD)
 
@@ -155,11 +155,12 @@ def data_forecast(
     :data:`THRESHOLD`) is found by bisection, one pass over each numeric column a step.
     """
     n, k = engine.n_rows, args.k
-    sizes = rank_group_sizes(n, k)
+    layout = args.layout(n)
+    sizes = layout.sizes
     columns = []
     for column in args.numeric:
         grid, steps = plan.grids[column.name]
-        sums, clamped = engine.group_sums(column, grid, k)
+        sums, clamped = engine.group_sums(column, grid, layout)
         outcome = numeric_outcome(sums, sizes, grid, steps, column.integer)
         columns.append(ColumnDataForecast.numeric(column.name, outcome, clamped))
     for cat in args.categorical:
@@ -192,11 +193,12 @@ def _categorical(
 def worst_pushed(engine: Engine, args: Arguments, n: int) -> float:
     """Return the numeric columns' largest expected share pushed onto a bound, from the data."""
     plan = make_plan(args, n)
-    sizes = rank_group_sizes(n, args.k)
+    layout = args.layout(n)
+    sizes = layout.sizes
     worst = 0.0
     for column in args.numeric:
         grid, steps = plan.grids[column.name]
-        sums, _ = engine.group_sums(column, grid, args.k)
+        sums, _ = engine.group_sums(column, grid, layout)
         worst = max(worst, pushed_share(sums, sizes, grid, steps, column.integer)[0])
     return worst
 

@@ -7,16 +7,15 @@ every group's exact mean gets one discrete Laplace draw (docs/design.md#ranking-
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import numpy as np
 
-from dpfast import noise
 from dpfast._kernels import ranking
-from dpfast._release import NumericColumn, method_call, option
+from dpfast._release import method_call, option
 from dpfast.accounting import GuaranteeLevel
 from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
 
 
 def centroid_sensitivity(grid: Grid, n_records: int, k: int) -> Fraction:
@@ -32,7 +31,7 @@ def centroid_sensitivity(grid: Grid, n_records: int, k: int) -> Fraction:
 def release_shuffled(
     values: np.ndarray,
     grid: Grid,
-    k: int,
+    layout: RankGroups,
     draws: np.ndarray,
     order: np.ndarray,
     round_values: bool,
@@ -48,7 +47,8 @@ def release_shuffled(
     values : ndarray of float64, shape (n,)
         Never written.
     grid : Grid
-    k : int
+    layout : RankGroups
+        The rank groups (``n // k`` of them; which holds the remainder).
     draws : ndarray of int64, shape (n // k,)
         One noise draw per rank group, in grid steps.
     order : ndarray of int64, shape (n,)
@@ -63,8 +63,8 @@ def release_shuffled(
     )
     ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
     del quantised
-    groups = group_values(ordered, 0, grid, k, draws, round_values)
-    ranking.take_groups(groups, order, k, out)
+    groups = group_values(ordered, 0, grid, layout, draws, round_values)
+    ranking.take_groups(groups, order, *layout.scalars, out)
     return int(n_clamped)
 
 
@@ -76,15 +76,19 @@ def grid_ranks(values: np.ndarray, grid: Grid) -> np.ndarray:
 
 
 def group_values(
-    sorted_words: np.ndarray, shift: int, grid: Grid, k: int, draws: np.ndarray, round_values: bool
+    sorted_words: np.ndarray,
+    shift: int,
+    grid: Grid,
+    layout: RankGroups,
+    draws: np.ndarray,
+    round_values: bool,
 ) -> np.ndarray:
     """Every rank group's released value, from the column's sorted grid values."""
     sums = np.zeros(draws.shape[0], dtype=np.int64)
-    ranking.add_group_sums(sorted_words, shift, 0, k, sums)
+    ranking.add_group_sums(sorted_words, shift, 0, *layout.scalars, sums)
     return ranking.noisy_group_values(  # type: ignore[no-any-return]
         sums,
-        sorted_words.shape[0],
-        k,
+        *layout.scalars,
         draws,
         grid.d_int,
         grid.lower,
@@ -98,7 +102,7 @@ def group_values(
 def release_linked(
     values: np.ndarray,
     grid: Grid,
-    k: int,
+    layout: RankGroups,
     draws: np.ndarray,
     destination: np.ndarray,
     round_values: bool,
@@ -108,7 +112,7 @@ def release_linked(
 
     Parameters
     ----------
-    values, grid, k, draws, round_values, out
+    values, grid, layout, draws, round_values, out
         As for :func:`release_shuffled`.
     destination : ndarray of int64, shape (n,) or (0,)
         Output position of each input row (empty: input order). Ranking ties go to the
@@ -120,43 +124,9 @@ def release_linked(
     )
     key_bits = max(1, grid.d_int.bit_length())
     packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-    groups = group_values(packed, grid.index_bits, grid, k, draws, round_values)
-    ranking.scatter_groups(packed, grid.index_bits, k, groups, out)
+    groups = group_values(packed, grid.index_bits, grid, layout, draws, round_values)
+    ranking.scatter_groups(packed, grid.index_bits, *layout.scalars, groups, out)
     return int(n_clamped)
-
-
-def draw_numeric(
-    column: NumericColumn,
-    k: int,
-    grid: Grid,
-    steps: int,
-    source: noise.NoiseSource,
-    order: np.ndarray | None,
-    destination: np.ndarray,
-    out: np.ndarray,
-    threads: int,
-) -> tuple[int, float, float]:
-    """Draw one noise value per rank group and release the column into ``out``.
-
-    ``order`` (rows not linked: the column's own permutation of ranks, see
-    :func:`release_shuffled`) or else ``destination`` (record-linked, see
-    :func:`release_linked`) places the values. Returns the clamped count and the seconds
-    spent drawing and grouping.
-    """
-    start = time.perf_counter()
-    # columns already run in parallel: one thread per draw request then
-    draws = noise.discrete_laplace(
-        source.key("ir_dp", "centroid-noise", str(column.name)),
-        steps,
-        out.shape[0] // k,
-        n_threads=1 if threads > 1 else None,
-    )
-    middle = time.perf_counter()
-    if order is not None:
-        count = release_shuffled(column.values, grid, k, draws, order, column.integer, out)
-    else:
-        count = release_linked(column.values, grid, k, draws, destination, column.integer, out)
-    return count, middle - start, time.perf_counter() - middle
 
 
 def numeric_guarantee(
