@@ -70,13 +70,14 @@ def spark():
     # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster;
     # DPFAST_SPARK_MASTER runs the suite on another master, e.g. local-cluster[2,1,2048]
     # (two executors, each its own JVM with one core and 2 GiB: scripts/test-spark-cluster)
+    # quiet: the JVM logs errors only from its start, and prints no progress bar
     session = local_session(
         os.environ.get("DPFAST_SPARK_MASTER", "local[2,4]"),
         app_name="dpfast-tests",
         shuffle_partitions=4,
-        config={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
+        quiet=True,
+        config={"spark.ui.enabled": "false"},
     )
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
     for name, value in saved.items():
