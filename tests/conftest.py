@@ -92,7 +92,26 @@ def pytest_collection_modifyitems(config, items):
 
     The conformance suite asks for the session inside the test (``request.getfixturevalue``),
     its Spark cases named ``spark-...``; ``scripts/test-spark-cluster`` selects the mark.
+
+    Under pytest-xdist (``scripts/test`` runs ``--dist loadgroup``), tests that share an
+    expensive fixture run on one worker, so that it is made once per run as in a serial
+    run: every Spark test in the group ``spark`` (one JVM), and the tests of a module that
+    take one of its module-scoped fixtures (a Dask cluster, data written once), or are
+    named for Dask (the conformance suite's Dask client), in a group of that module.
     """
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
             item.add_marker(pytest.mark.spark)
+            if grouped:
+                item.add_marker(pytest.mark.xdist_group("spark"))
+        elif grouped and (_takes_a_module_fixture(item) or "dask" in item.name.lower()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _takes_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` takes a fixture made once per module (a doctest takes none)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d[-1].scope == "module" for d in info.name2fixturedefs.values() if d)
