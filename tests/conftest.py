@@ -87,31 +87,53 @@ def spark():
             os.environ[name] = value
 
 
+#: Test files some of whose tests take the Spark session under a name without "spark".
+SPARK_FILES = frozenset({"tests/test_engine_faults.py"})
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to when ``scripts/test`` runs it on workers.
+
+    ``"spark"`` for every test named for Spark or in :data:`SPARK_FILES` (one worker runs
+    them all: one JVM), else the test's file, so that a module's fixtures (a Dask cluster,
+    data written once) are made once, as in a serial run.
+    """
+    path = nodeid.split("::", 1)[0]
+    return "spark" if "spark" in nodeid.lower() or path in SPARK_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``, send each :func:`work_unit` to one pytest-xdist worker.
+
+    The units go out largest first (the Spark tests), each to the next free worker. The
+    units are computed here from the test ids, not from pytest-xdist's ``xdist_group``
+    marks, whose id suffix pytest 9.2 no longer takes.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return Units(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark ``spark`` every test that takes the Spark session or is named for Spark.
 
     The conformance suite asks for the session inside the test (``request.getfixturevalue``),
     its Spark cases named ``spark-...``; ``scripts/test-spark-cluster`` selects the mark.
-
-    Under pytest-xdist (``scripts/test`` runs ``--dist loadgroup``), tests that share an
-    expensive fixture run on one worker, so that it is made once per run as in a serial
-    run: every Spark test in the group ``spark`` (one JVM), and the tests of a module that
-    take one of its module-scoped fixtures (a Dask cluster, data written once), or are
-    named for Dask (the conformance suite's Dask client), in a group of that module.
+    A test that takes the session must fall in the Spark :func:`work_unit`.
     """
-    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
             item.add_marker(pytest.mark.spark)
-            if grouped:
-                item.add_marker(pytest.mark.xdist_group("spark"))
-        elif grouped and (_takes_a_module_fixture(item) or "dask" in item.name.lower()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
-def _takes_a_module_fixture(item: pytest.Item) -> bool:
-    """Whether ``item`` takes a fixture made once per module (a doctest takes none)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(d[-1].scope == "module" for d in info.name2fixturedefs.values() if d)
+            if work_unit(item.nodeid) != "spark":
+                raise pytest.UsageError(
+                    f"{item.nodeid} takes the Spark session but is not in the Spark work unit "
+                    "of scripts/test's workers: name it for Spark or add its file to "
+                    "SPARK_FILES in tests/conftest.py"
+                )
