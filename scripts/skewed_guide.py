@@ -168,6 +168,40 @@ def final_release(table: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def describe(table: Any) -> dict[str, Any]:
+    """Return each column's mean, median, 0.99 quantile, maximum and share at each bound."""
+    found = {}
+    for c in COLUMNS:
+        values = table[c]
+        lower, upper = OUTER[c]
+        found[c] = {
+            "mean": float(values.mean()),
+            "median": float(values.median()),
+            "q99": float(values.quantile(0.99)),
+            "max": float(values.max()),
+            "at_lower": float((values <= lower).mean()),
+            "at_upper": float((values >= upper).mean()),
+        }
+    return found
+
+
+def describe_table(figures: dict[str, Any]) -> str:
+    """Return the table describing the columns (PRIVATE: the true data)."""
+    lines = [
+        "| column | outer range | mean | median | 0.99 quantile | largest | at the lower bound "
+        "| at the upper bound |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c, got in figures["table"].items():
+        lower, upper = OUTER[c]
+        lines.append(
+            f"| {c} | [{lower:,}, {upper:,}] | {got['mean']:,.1f} | {got['median']:,.0f} "
+            f"| {got['q99']:,.0f} | {got['max']:,.0f} | {_pct(got['at_lower'])} "
+            f"| {_pct(got['at_upper'])} |"
+        )
+    return "\n".join(lines)
+
+
 def _machine() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -217,6 +251,7 @@ def measure_all(seeds: int, rows: int | None) -> dict[str, Any]:
             "rows": len(table),
             "epsilon": EPSILON,
         },
+        "table": describe(table),
         "steps": steps,
         "final": final,
     }
@@ -292,7 +327,8 @@ def render(figures: dict[str, Any]) -> list[str]:
     final = figures["final"]
     dp = _step(figures, "dp_bounds")["measured"]
     upper = dp["fnlwgt_upper"]
-    quoted = [forecast_table(figures, key) for key, _, _ in STEPS]
+    quoted = [describe_table(figures)]
+    quoted += [forecast_table(figures, key) for key, _, _ in STEPS]
     quoted.append(summary_table(figures))
     quoted.append(detail_table(figures))
     quoted.append(
