@@ -341,6 +341,8 @@ def render(figures: dict[str, Any]) -> list[str]:
         f"(median {upper['median']:,.0f})"
     )
     quoted.append(f"{dp['columns']['fnlwgt']['clamped']:.1%} of its values clamped")
+    quoted.append(f"spread evenly: {_step(figures, 'k100')['public']['suggested_k']} here")
+    quoted.append(f"chosen `fnlwgt` bound is {final['bounds']['fnlwgt'][1]:,.0f}")
     for c, found in final["accuracy"].items():
         quoted.append(f"| {c} | ± {found['mean']:,.4g} | ± {found['total']:,.4g} |")
     quoted.append(f"± {final['subset_hours_1000']:.3g}")
