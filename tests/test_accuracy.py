@@ -499,3 +499,20 @@ def test_the_cli_summary_states_the_intervals(tmp_path: Path, capsys: Any) -> No
         dpfast.accuracy(report, "mean", "age").half_width
         == stated["intervals"]["mean"]["half_width"]
     )
+
+
+def test_a_column_with_bounds_chosen_with_dp_has_its_interval() -> None:
+    # its ledger has two entries, the bounds' exponential mechanism then the noise: the
+    # first is not a categorical column's, and the interval uses the chosen bounds
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"x": rng.lognormal(3.0, 1.5, 3_000), "y": rng.uniform(0, 9, 3_000)})
+    chosen = dpfast.DPBounds(outer=(0.0, 1e6), upper_quantile=0.99, epsilon_share=0.25)
+    release = dpfast.ir_dp(table, k=30, epsilon=1.0, bounds={"x": chosen, "y": (0.0, 9.0)}, seed=3)
+    section = release.report.accuracy
+    assert "x" not in (section.get("not_covered") or {})
+    stated = section["columns"]["x"]["intervals"]["mean"]
+    found = dpfast.accuracy(release.report, "mean", "x")
+    assert (found.half_width, found.rounding) == (stated["half_width"], stated["rounding"])
+    # the noise scale of the column's second entry, over the chosen (public) bounds
+    noise = [e for e in release.report.ledger if e.columns == ("x",)]
+    assert [e.step for e in noise] == ["clamping bounds (DP quantile)", "centroid noise"]

@@ -27,7 +27,7 @@ from dpfast.partitions.candidates import (
     candidate_edges,
     candidate_ranks,
 )
-from dpfast.schema import DPBounds
+from dpfast.schema import BOUNDS_STEP, DPBounds
 
 __all__ = [
     "BOUNDS_STEP",
@@ -41,8 +41,6 @@ __all__ = [
     "split_bounds",
 ]
 
-#: The ledger step of a column's bounds chosen with DP.
-BOUNDS_STEP = "clamping bounds (DP quantile)"
 _GRID = (
     f"geometric: the anchor (the outer lower bound if it is >= 0, the outer upper bound if "
     f"it is <= 0, else 0) plus or minus m * 2**e, m in [{PER_OCTAVE}, {2 * PER_OCTAVE}), over "

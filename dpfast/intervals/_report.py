@@ -24,6 +24,7 @@ from dpfast.intervals._models import (
     ValueNoise,
 )
 from dpfast.intervals._quantiles import Weights
+from dpfast.schema import BOUNDS_STEP
 
 __all__ = ["LEVEL", "Model", "accuracy_section", "read_models"]
 
@@ -67,6 +68,8 @@ def _value_models(report: Mapping[str, Any], unit: str) -> tuple[dict[str, Model
     models: dict[str, Model] = {}
     skipped: dict[str, str] = {}
     for entry in report.get("ledger") or []:
+        if entry.get("step") == BOUNDS_STEP:
+            continue  # the chosen bounds are public in the report; the noise is the next entry
         column = str(entry["columns"][0])
         details = entry.get("details") or {}
         if "scale_in_grid_steps" not in details:

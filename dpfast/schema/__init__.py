@@ -22,8 +22,8 @@ what was expected, what was found and how to fix it. The CLI shows that line as 
 
 from __future__ import annotations
 
-from dpfast.schema._dp_bounds import DPBounds
+from dpfast.schema._dp_bounds import BOUNDS_STEP, DPBounds
 from dpfast.schema._parse import COLUMN_TYPES, PLACEHOLDER, ColumnSpec
 from dpfast.schema._schema import Schema
 
-__all__ = ["COLUMN_TYPES", "PLACEHOLDER", "ColumnSpec", "DPBounds", "Schema"]
+__all__ = ["BOUNDS_STEP", "COLUMN_TYPES", "PLACEHOLDER", "ColumnSpec", "DPBounds", "Schema"]

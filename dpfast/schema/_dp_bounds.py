@@ -15,7 +15,10 @@ from typing import Any
 from dpfast._validation import quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
-__all__ = ["DPBounds"]
+__all__ = ["BOUNDS_STEP", "DPBounds"]
+
+#: The public report's ledger step of a column's bounds chosen with DP.
+BOUNDS_STEP = "clamping bounds (DP quantile)"
 
 
 def _number(value: Any, what: str, fix: str) -> float:
