@@ -330,6 +330,9 @@ class NumericOutcome:
         The root mean square error the noise adds to the released column mean: its
         standard error and its expected shift from the release with no noise
         (docs/forecast.md#weights).
+    magnitude : float
+        The column's mean absolute value, over its groups' means (``|mean|`` for a
+        column of one sign).
     """
 
     pushed: float
@@ -342,6 +345,12 @@ class NumericOutcome:
     exact: bool
     pushed_upper: float = 0.0
     noise_error: float = 0.0
+    magnitude: float = 0.0
+
+    @property
+    def relative_error(self) -> float | None:
+        """``noise_error / magnitude`` (``None`` for a column of zeros)."""
+        return self.noise_error / self.magnitude if self.magnitude > 0 else None
 
 
 def linear_grid(grid: Grid, n_records: int, k: int = 1) -> Grid:
@@ -411,4 +420,5 @@ def numeric_outcome(
         exact=exact,
         pushed_upper=upper,
         noise_error=math.hypot(shift, mean_se),
+        magnitude=float((weights * np.abs(means)).sum()),
     )
