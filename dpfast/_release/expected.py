@@ -85,7 +85,8 @@ def push_chances(q: np.ndarray, steps: float, grid: Grid, integer: bool) -> np.n
     :func:`pushed_share`).
     """
     low, high = _bound_chances(q, steps, grid, integer)
-    return np.minimum(low + high, 1.0)
+    chance: np.ndarray = np.minimum(low + high, 1.0)
+    return chance
 
 
 def _bound_chances(
@@ -365,7 +366,8 @@ def linear_grid(grid: Grid, n_records: int, k: int = 1) -> Grid:
 
 def group_means(sums: np.ndarray, sizes: np.ndarray, grid: Grid) -> np.ndarray:
     """Return each group's mean in the data's units from its exact sums on an untransformed grid."""
-    return grid.lower + grid.gamma * (np.asarray(sums, dtype=np.int64) / sizes)
+    means: np.ndarray = grid.lower + grid.gamma * (np.asarray(sums, dtype=np.int64) / sizes)
+    return means
 
 
 def numeric_outcome(
