@@ -201,7 +201,8 @@ def test_the_forecast_of_a_transformed_column_is_what_the_releases_do(
     truth = float(np.clip(table["x"], 0.0, upper).mean())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoiseDominatesWarning)
-        (column,) = dpfast.forecast(method, table, **arguments).from_data.columns
+        found = dpfast.forecast(method, table, **arguments).from_data
+        (column,) = found.columns
         errors, on_upper = [], []
         for seed in range(RELEASES):
             released = np.asarray(
@@ -209,6 +210,7 @@ def test_the_forecast_of_a_transformed_column_is_what_the_releases_do(
             )
             errors.append(released.mean() - truth)
             on_upper.append(float((released >= upper).mean()))
+    assert any("'x'" in note and "#transformed" in note for note in found.notes)
     assert column.before == 0.0  # so every row on the upper bound was pushed there
     assert column.mean == pytest.approx(truth, rel=1e-9)
     error, spread = float(np.mean(errors)), float(np.std(errors, ddof=1))

@@ -64,6 +64,7 @@ from dpfast._release.data_forecast import (
     current_shares,
     forecast_check,
     suggest_weights,
+    transformed_note,
 )
 from dpfast._release.expected import (
     NumericOutcome,
@@ -216,6 +217,7 @@ __all__ = [
     "taxonomy_parameters",
     "transform_notes",
     "transform_parameters",
+    "transformed_note",
     "unprotected_guarantee",
     "unprotected_note",
     "value_range",

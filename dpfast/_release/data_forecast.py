@@ -34,6 +34,7 @@ __all__ = [
     "current_shares",
     "forecast_check",
     "suggest_weights",
+    "transformed_note",
 ]
 
 #: How the forecast from the data introduces itself, wherever it is shown.
@@ -215,6 +216,21 @@ def current_shares(names: Sequence[Any], weights: Mapping[Any, Any] | None) -> d
     if weights is None:
         return {str(c): 1.0 / len(names) for c in names}
     return {str(c): float(weights[c]) for c in names}
+
+
+#: What the forecast from the data says of the transformed columns it read.
+TRANSFORMED_NOTE = (
+    "transformed column(s) {names}: released values through the grid's mapping back, "
+    "their moments summed over the noise's whole distribution, the groups' means read in "
+    "the data's units (docs/forecast.md#transformed)"
+)
+
+
+def transformed_note(names: Sequence[Any]) -> tuple[str, ...]:
+    """Return the note on the transformed columns ``names`` (none without any)."""
+    if not names:
+        return ()
+    return (TRANSFORMED_NOTE.format(names=", ".join(quoted(c) for c in names)),)
 
 
 def advise_k_from_data(

@@ -39,6 +39,7 @@ from dpfast._release import (
     sorted_group_kinds,
     suggest_weights,
     transform_notes,
+    transformed_note,
 )
 from dpfast.accounting import names
 from dpfast.methods.ir_dp._arguments import (
@@ -227,4 +228,5 @@ def _data_notes(args: Arguments) -> tuple[str, ...]:
             "column's distribution and the release's, from each rank group's exact "
             "exponential-mechanism chances"
         )
+    notes.extend(transformed_note([c for c, g in args.transforms.items() if g]))
     return tuple(notes)

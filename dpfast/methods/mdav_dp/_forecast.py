@@ -35,6 +35,7 @@ from dpfast._release import (
     pushed_share,
     suggest_weights,
     transform_notes,
+    transformed_note,
 )
 from dpfast.methods.mdav_dp._arguments import (
     Arguments,
@@ -165,7 +166,14 @@ def data_forecast(
     if args.calibration == "l1":  # the one calibration that splits ε over the columns
         names = [c.name for c in args.numeric] + [c.name for c in args.categorical]
         found = suggest_weights(columns, current_shares(names, args.weights))
-    forecast = DataForecast("mdav_dp", n, tuple(columns), k=args.k, notes=(note,), weights=found)
+    forecast = DataForecast(
+        "mdav_dp",
+        n,
+        tuple(columns),
+        k=args.k,
+        notes=(note, *transformed_note(list(args.transforms))),
+        weights=found,
+    )
     over = limit is not None and bool(forecast.above(limit))
     if args.numeric and (advice is not None or forecast.affected or over):
         threshold = advice if advice is not None else limit if limit is not None else THRESHOLD
