@@ -17,20 +17,24 @@ chosen from it (a ``k``, an ε, a bound) is chosen from the data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dpfast._release.expected import NumericOutcome
 from dpfast._release.forecast import THRESHOLD, Forecast, refuse_over, smallest_k
-from dpfast._validation import option, quoted
+from dpfast._validation import in_cli, option, quoted
 
 __all__ = [
     "PRIVATE_HEADER",
     "ColumnDataForecast",
     "DataForecast",
+    "WeightsSuggestion",
     "advise_k_from_data",
+    "current_shares",
     "forecast_check",
+    "suggest_weights",
+    "transformed_note",
 ]
 
 #: How the forecast from the data introduces itself, wherever it is shown.
@@ -76,6 +80,12 @@ class ColumnDataForecast:
     exact : bool
         ``False`` where an approximation was used (an integer column's rounding under
         wide noise; a normal law for a category's count).
+    pushed_upper : float or None
+        The part of ``pushed`` pushed onto the upper bound.
+    relative_error : float or None
+        The root mean square error the noise adds to the released column mean, relative
+        to the column's mean absolute value (docs/forecast.md#weights); ``None`` for a
+        categorical column or a column of zeros.
     """
 
     column: str
@@ -89,6 +99,8 @@ class ColumnDataForecast:
     value_se: float | None = None
     tvd: float | None = None
     exact: bool = True
+    pushed_upper: float | None = None
+    relative_error: float | None = None
 
     @classmethod
     def numeric(cls, name: Any, outcome: NumericOutcome, clamped: int) -> ColumnDataForecast:
@@ -104,6 +116,8 @@ class ColumnDataForecast:
             value_bias=outcome.value_bias,
             value_se=outcome.value_se,
             exact=outcome.exact,
+            pushed_upper=outcome.pushed_upper,
+            relative_error=outcome.relative_error,
         )
 
     @property
@@ -112,6 +126,111 @@ class ColumnDataForecast:
         if self.pushed is not None:
             return self.pushed
         return self.tvd or 0.0
+
+
+#: The spread of the numeric columns' relative errors (largest over smallest) from which
+#: the forecast from the data suggests epsilon weights, and the largest relative error
+#: under which it does not (docs/forecast.md#weights).
+WEIGHTS_SPREAD = 2.0
+WEIGHTS_FLOOR = 0.01
+
+
+@dataclass(frozen=True)
+class WeightsSuggestion:
+    """PRIVATE: ε weights that equalise the numeric columns' relative errors.
+
+    Computed from the data (docs/forecast.md#weights): a weight chosen from it is chosen
+    from the data.
+
+    Attributes
+    ----------
+    weights : dict of str to float
+        Every protected column's suggested weight, the smallest 1 (three significant
+        digits); a categorical column keeps its share of ε.
+    errors : dict of str to float
+        Each numeric column's relative error at the split asked for
+        (:attr:`ColumnDataForecast.relative_error`).
+    expected : float
+        The relative error every numeric column is expected to have with ``weights``,
+        taking each one's error as inversely proportional to its ε.
+    """
+
+    weights: dict[str, float]
+    errors: dict[str, float]
+    expected: float
+
+    def line(self) -> str:
+        """Say what the weights do and how to pass them (the caller's spelling)."""
+        errors = ", ".join(f"{e:.1%} in {quoted(c)}" for c, e in self.errors.items())
+        if in_cli():
+            given = ", ".join(f"{w:g} for {quoted(c)}" for c, w in self.weights.items())
+            how = f'set each column\'s "epsilon_weight" in the schema file: {given}'
+        else:
+            given = ", ".join(f"{c!r}: {w:g}" for c, w in self.weights.items())
+            how = f"pass epsilon_weights={{{given}}}"
+        return (
+            f"suggested epsilon weights (PRIVATE: chosen from the data): the noise's "
+            f"relative error of the column mean is {errors}; to bring every numeric column "
+            f"to about {self.expected:.1%}, {how} (weight proportional to relative error "
+            "times share of epsilon: docs/forecast.md#weights)"
+        )
+
+
+def suggest_weights(
+    columns: Sequence[ColumnDataForecast], shares: Mapping[str, float]
+) -> WeightsSuggestion | None:
+    """Return the ε weights that equalise the numeric columns' relative errors, if worth it.
+
+    ``shares`` are every protected column's share of ε now (summing to 1). A numeric
+    column's error is taken as inversely proportional to its ε, ``e_i' = e_i s_i / s_i'``;
+    the shares that make them equal within the numeric columns' total ``S`` are ``s_i' =
+    S e_i s_i / Σ_j e_j s_j``, each then at ``Σ_j e_j s_j / S`` (no more than the largest
+    now). ``None`` with fewer than two numeric columns, or when the largest relative error
+    is under :data:`WEIGHTS_FLOOR` or under :data:`WEIGHTS_SPREAD` times the smallest.
+
+    Examples
+    --------
+    >>> columns = [ColumnDataForecast("income", relative_error=0.3),
+    ...            ColumnDataForecast("age", relative_error=0.01)]
+    >>> found = suggest_weights(columns, {"income": 0.5, "age": 0.5})
+    >>> found.weights, round(found.expected, 3)
+    ({'income': 30.0, 'age': 1.0}, 0.155)
+    """
+    errors = {c.column: c.relative_error for c in columns if c.relative_error is not None}
+    if len(errors) < 2:
+        return None
+    worst, best = max(errors.values()), min(errors.values())
+    if worst < WEIGHTS_FLOOR or worst < WEIGHTS_SPREAD * best:
+        return None
+    total = sum(shares[c] for c in errors)
+    scores = {c: e * shares[c] for c, e in errors.items()}
+    new = {c: total * scores[c] / sum(scores.values()) if c in errors else w
+           for c, w in shares.items()}  # fmt: skip
+    smallest = min(new.values())
+    weights = {c: float(f"{w / smallest:.3g}") for c, w in new.items()}
+    return WeightsSuggestion(weights, errors, sum(scores.values()) / total)
+
+
+def current_shares(names: Sequence[Any], weights: Mapping[Any, Any] | None) -> dict[str, float]:
+    """Return each protected column's share of ε: its normalised weight, or ``1 / m``."""
+    if weights is None:
+        return {str(c): 1.0 / len(names) for c in names}
+    return {str(c): float(weights[c]) for c in names}
+
+
+#: What the forecast from the data says of the transformed columns it read.
+TRANSFORMED_NOTE = (
+    "transformed column(s) {names}: released values through the grid's mapping back, "
+    "their moments summed over the noise's whole distribution, the groups' means read in "
+    "the data's units (docs/forecast.md#transformed)"
+)
+
+
+def transformed_note(names: Sequence[Any]) -> tuple[str, ...]:
+    """Return the note on the transformed columns ``names`` (none without any)."""
+    if not names:
+        return ()
+    return (TRANSFORMED_NOTE.format(names=", ".join(quoted(c) for c in names)),)
 
 
 def advise_k_from_data(
@@ -163,6 +282,9 @@ class DataForecast:
     threshold : float
         The share pushed onto a bound (or the total-variation distance of a categorical
         column) from which a column is affected and the release warns: 10 %.
+    weights : WeightsSuggestion or None
+        The ε weights suggested where the numeric columns' relative errors differ
+        (:func:`suggest_weights`); ``suggested_weights`` holds them alone.
     """
 
     method: str
@@ -173,6 +295,12 @@ class DataForecast:
     k_advice: str | None = None
     notes: tuple[str, ...] = ()
     threshold: float = field(default=THRESHOLD)
+    weights: WeightsSuggestion | None = None
+
+    @property
+    def suggested_weights(self) -> dict[str, float] | None:
+        """The ε weights that equalise the numeric columns' errors (PRIVATE), or ``None``."""
+        return None if self.weights is None else dict(self.weights.weights)
 
     @property
     def affected(self) -> tuple[ColumnDataForecast, ...]:
@@ -230,6 +358,7 @@ class DataForecast:
         out["report"] = "PRIVATE: forecast from the data, not for publication"
         out["columns"] = [asdict(c) for c in self.columns]
         out["notes"] = list(self.notes)
+        out["suggested_weights"] = self.suggested_weights
         out["warning"] = self.warning
         return out
 
@@ -248,6 +377,8 @@ class DataForecast:
             lines.append("~ approximated where marked (docs/forecast.md#from-the-data)")
         if self.k_advice is not None:
             lines.append(self.k_advice)
+        if self.weights is not None:
+            lines.append(self.weights.line())
         lines.extend(self.notes)
         lines.append(f"not for publication: {CHOSEN_FROM_DATA}")
         if self.warning is not None:

@@ -183,13 +183,15 @@ def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
     """Return how many grid steps from each end are released as that bound.
 
     ``(a, b)``: the grid values ``0 .. a`` are released as the lower bound and ``D - b ..
-    D`` as the upper one (``None``: none is). A float column releases only its end
-    points there (``(0, 0)``); an integer column rounds after the noise, so every grid
-    value that rounds onto an integer bound counts. Found by bisection: the released
-    value grows with the grid value.
+    D`` as the upper one (``None``: none is). A float column without a transform releases
+    only its end points there (``(0, 0)``); an integer column rounds after the noise, so
+    every grid value that rounds onto an integer bound counts; a transformed column's
+    mapping back, divided by the noise's mean factor, can fall below the lower bound near
+    it (``log``: every grid value under the correction ``shift``), and those count too.
+    Found by bisection: the released value grows with the grid value.
     """
     d = grid.d_int
-    if not integer or d == 0:
+    if (not integer and grid.transform is None) or d == 0:
         return 0, 0
     low: int | None = None
     if _released(grid, integer, 0) <= grid.lower:

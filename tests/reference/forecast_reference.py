@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -69,3 +70,45 @@ def group_histograms(counts: np.ndarray, sizes: np.ndarray) -> list[tuple[tuple[
         out.append((tuple(np.bincount(held, minlength=len(counts)).tolist()), size))
         start += size
     return out
+
+
+def transformed_value(
+    z: int, d: int, lower: float, upper: float, gamma: float, transform: str, shift: float
+) -> float:
+    """The value grid value ``z`` of a transformed grid is released as, written out.
+
+    The ends are the bounds; inside, the transform's inverse of ``T(lower) + gamma z``,
+    divided by the noise's mean factor ``e**shift`` on the data's scale; then clamped.
+    """
+    if z <= 0:
+        return lower
+    if z >= d:
+        return upper
+    if transform == "log":
+        value = math.exp(math.log1p(lower) + gamma * z - shift) - 1.0
+    else:
+        value = math.sinh(math.asinh(lower) + gamma * z) / math.exp(shift)
+    return min(max(value, lower), upper)
+
+
+def transformed_group_moments(
+    q: int, t: float, grid: Any, integer: bool
+) -> tuple[float, float, float, float]:
+    """Return a transformed group's released mean, variance, chance on a bound and on the upper.
+
+    By summing over every noise value within ``60 t + D`` steps of ``q``.
+    """
+    d = grid.d_int
+    ys, pmf = noise_pmf(t, int(60 * t) + d + 5)
+    values = []
+    for y in ys.tolist():
+        z = min(max(q + y, 0), d)
+        value = transformed_value(
+            z, d, grid.lower, grid.upper, grid.gamma, grid.transform, grid.shift
+        )
+        values.append(float(np.rint(value)) if integer else value)
+    released = np.clip(np.array(values), grid.lower, grid.upper)
+    mean = float((pmf * released).sum())
+    variance = float((pmf * (released - mean) ** 2).sum())
+    on = (released <= grid.lower) | (released >= grid.upper)
+    return mean, variance, float(pmf[on].sum()), float(pmf[released >= grid.upper].sum())

@@ -28,13 +28,18 @@ from dpfast._release import (
     bounds_note,
     check_unprotected,
     choice_forecast,
+    current_shares,
+    group_means,
     group_tvd,
+    linear_grid,
     numeric_forecast,
     numeric_outcome,
     option,
     pushed_share,
     sorted_group_kinds,
+    suggest_weights,
     transform_notes,
+    transformed_note,
 )
 from dpfast.accounting import names
 from dpfast.methods.ir_dp._arguments import (
@@ -161,11 +166,17 @@ def data_forecast(
     for column in args.numeric:
         grid, steps = plan.grids[column.name]
         sums, clamped = engine.group_sums(column, grid, layout)
-        outcome = numeric_outcome(sums, sizes, grid, steps, column.integer)
+        means = None
+        if grid.transform is not None:  # the groups' means in the data's units
+            linear = linear_grid(grid, n, args.k)
+            means = group_means(engine.group_sums(column, linear, layout)[0], sizes, linear)
+        outcome = numeric_outcome(sums, sizes, grid, steps, column.integer, means)
         columns.append(ColumnDataForecast.numeric(column.name, outcome, clamped))
     for cat in args.categorical:
         columns.append(_categorical(engine, cat, sizes, plan))
-    forecast = DataForecast("ir_dp", n, tuple(columns), k=k, notes=_data_notes(args))
+    names = [c.name for c in args.numeric] + [c.name for c in args.categorical]
+    found = suggest_weights(columns, current_shares(names, args.weights))
+    forecast = DataForecast("ir_dp", n, tuple(columns), k=k, notes=_data_notes(args), weights=found)
     over = limit is not None and bool(forecast.above(limit))
     if args.numeric and (advice is not None or forecast.affected or over):
         threshold = advice if advice is not None else limit if limit is not None else THRESHOLD
@@ -217,4 +228,5 @@ def _data_notes(args: Arguments) -> tuple[str, ...]:
             "column's distribution and the release's, from each rank group's exact "
             "exponential-mechanism chances"
         )
+    notes.extend(transformed_note([c for c, g in args.transforms.items() if g]))
     return tuple(notes)

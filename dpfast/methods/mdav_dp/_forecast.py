@@ -7,7 +7,7 @@ the engine's own primitives (:meth:`~dpfast.engines.base.Engine.insensitive_clus
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,12 +25,17 @@ from dpfast._release import (
     advise_k_from_data,
     bounds_note,
     choice_forecast,
+    current_shares,
     distinct_groups,
+    group_means,
     group_tvd,
+    linear_grid,
     numeric_forecast,
     numeric_outcome,
     pushed_share,
+    suggest_weights,
     transform_notes,
+    transformed_note,
 )
 from dpfast.methods.mdav_dp._arguments import (
     Arguments,
@@ -41,6 +46,7 @@ from dpfast.methods.mdav_dp._arguments import (
     with_remedies,
 )
 from dpfast.partitions.categorical import distance_units
+from dpfast.partitions.grid import Grid
 
 
 def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -134,10 +140,13 @@ def data_forecast(
     clusters = engine.insensitive_clusters(args.numeric, args.categorical, points, args.k)
     grids = [plan.grids[c.name][0] for c in args.numeric]
     totals = engine.cluster_totals(clusters, args.numeric, grids, args.categorical)
+    means = _linear_means(engine, args, clusters, grids, n)
     columns = []
     for column, sums, clamped in zip(args.numeric, totals.sums, totals.clamped, strict=True):
         grid, steps = plan.grids[column.name]
-        outcome = numeric_outcome(sums, clusters.sizes, grid, steps, column.integer)
+        outcome = numeric_outcome(
+            sums, clusters.sizes, grid, steps, column.integer, means.get(column.name)
+        )
         columns.append(ColumnDataForecast.numeric(column.name, outcome, clamped))
     for cat, counts in zip(args.categorical, totals.counts, strict=True):
         em_epsilon, em_sensitivity = plan.choices[cat.name]
@@ -153,7 +162,18 @@ def data_forecast(
         "rounded as released), the discrete Laplace's exact tail sums and moments, and "
         "each cluster's exact exponential-mechanism chances for the categorical columns"
     )
-    forecast = DataForecast("mdav_dp", n, tuple(columns), k=args.k, notes=(note,))
+    found = None
+    if args.calibration == "l1":  # the one calibration that splits ε over the columns
+        names = [c.name for c in args.numeric] + [c.name for c in args.categorical]
+        found = suggest_weights(columns, current_shares(names, args.weights))
+    forecast = DataForecast(
+        "mdav_dp",
+        n,
+        tuple(columns),
+        k=args.k,
+        notes=(note, *transformed_note(list(args.transforms))),
+        weights=found,
+    )
     over = limit is not None and bool(forecast.above(limit))
     if args.numeric and (advice is not None or forecast.affected or over):
         threshold = advice if advice is not None else limit if limit is not None else THRESHOLD
@@ -161,6 +181,21 @@ def data_forecast(
         suggested, text = advise_k_from_data(worst, n, "cluster", threshold)
         forecast = replace(forecast, suggested_k=suggested, k_advice=text)
     return forecast
+
+
+def _linear_means(
+    engine: Engine, args: Arguments, clusters: Any, grids: list[Grid], n: int
+) -> dict[Hashable, np.ndarray]:
+    """Return the transformed columns' cluster means in the data's units (one more pass)."""
+    transformed = [(c, g) for c, g in zip(args.numeric, grids, strict=True) if g.transform]
+    if not transformed:
+        return {}
+    linear = [linear_grid(g, n, args.k) for _, g in transformed]
+    totals = engine.cluster_totals(clusters, [c for c, _ in transformed], linear, [])
+    return {
+        c.name: group_means(sums, clusters.sizes, grid)
+        for (c, _), sums, grid in zip(transformed, totals.sums, linear, strict=True)
+    }
 
 
 def _worst_pushed(
