@@ -417,6 +417,41 @@ def test_the_forecast_reads_no_value_and_says_the_bounds_are_not_known():
         assert any("chosen with DP" in note for note in notes)
 
 
+@pytest.mark.statistical
+@pytest.mark.parametrize(("method", "k"), [("ir_dp", 50), ("mdav_dp", 200)])
+def test_the_forecast_from_the_data_reads_at_the_likely_bounds(method, k):
+    # over the outer range [0, 1e6] the forecast puts over 1.5x the measured share of this
+    # lognormal column (median 20) on a bound; at the bound the DP quantile most likely
+    # draws (near the 0.99 quantile, ~650) it forecasts what 20 seeded releases measure,
+    # within 2 points or 1.25x (the targets of tests/test_forecast_targets.py)
+    rng = np.random.default_rng(8)
+    table = pd.DataFrame({"x": rng.lognormal(3.0, 1.5, 10_000)})
+    spec = dpfast.DPBounds(outer=(0.0, 1e6), upper_quantile=0.99, epsilon_share=0.25)
+    arguments = {"k": k, "epsilon": 1.0 if method == "ir_dp" else 8.0, "bounds": {"x": spec}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfast.NoiseDominatesWarning)
+        got = dpfast.forecast(method, table, **arguments).from_data
+        measured = np.mean(
+            [
+                getattr(dpfast, method)(table, seed=seed, **arguments).private.pushed_onto_bound[
+                    "x"
+                ]
+                / len(table)
+                for seed in range(20)
+            ]
+        )
+    (column,) = got.columns
+    assert any("most likely to choose" in note for note in got.notes)
+    assert (
+        abs(column.pushed - measured) <= 0.02 or measured / 1.25 <= column.pushed <= 1.25 * measured
+    )
+    outer = dict(arguments, bounds={"x": (0.0, 1e6)}, epsilon=arguments["epsilon"] * 0.75)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfast.NoiseDominatesWarning)
+        wide = dpfast.forecast(method, table, **outer).from_data.columns[0].pushed
+    assert wide > 1.5 * measured  # what the forecast said over the outer range
+
+
 # -- the schema file and the command line ----------------------------------------------------
 
 

@@ -12,10 +12,15 @@ over the chosen bounds, and spends the bounds' entries (docs/privacy.md#bounds-c
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
 
 from dpfast import noise
+from dpfast._release.columns import fit_domains
 from dpfast._validation import quoted
 from dpfast.accounting import LedgerEntry, names
 from dpfast.engines.base import Engine
@@ -29,6 +34,9 @@ from dpfast.partitions.candidates import (
 )
 from dpfast.schema import BOUNDS_STEP, DPBounds
 
+Args = TypeVar("Args", bound=Any)  # a method's arguments dataclass
+Plan = TypeVar("Plan")
+
 __all__ = [
     "BOUNDS_STEP",
     "DPBounds",
@@ -37,6 +45,9 @@ __all__ = [
     "bounds_parameters",
     "bounds_share",
     "choose_bounds",
+    "likely_bounds",
+    "likely_note",
+    "over_bounds",
     "protected_specs",
     "split_bounds",
 ]
@@ -135,30 +146,95 @@ def choose_bounds(
     column)``; each spends its entry's ε over its draws. Returns ``{column: (lower,
     upper)}``, ``lower < upper``, within the outer range.
     """
-    chosen: dict[Hashable, tuple[float, float]] = {}
     n = engine.n_rows
+    chosen: dict[Hashable, tuple[float, float]] = {}
     for column in numeric:
         spec = specs.get(column.name)
         if spec is None:
             continue
-        candidates = bound_candidates(*spec.outer, integer=column.integer)
-        counts = engine.edge_counts(column, candidate_edges(candidates))
-        below, at_most = candidate_ranks(counts, candidates, n)
         key = source.key(method, "bounds", str(column.name))
-        epsilon = entries[column.name].epsilon / spec.draws
-        low, high = 0, candidates.shape[0] - 1
-        if spec.lower_quantile is not None:
-            q = spec.lower_quantile
-            low = noise.exponential_quantile(
-                key, below[:-1], at_most[:-1], quantile=q, n=n, epsilon=epsilon, start=0
-            )
-        if spec.upper_quantile is not None:
-            q, high = spec.upper_quantile, low + 1
-            high += noise.exponential_quantile(
-                key, below[high:], at_most[high:], quantile=q, n=n, epsilon=epsilon, start=1
-            )
-        chosen[column.name] = (float(candidates[low]), float(candidates[high]))
+        draw = partial(_draw, key, entries[column.name].epsilon / spec.draws, n)
+        chosen[column.name] = _pick_bounds(engine, column, spec, draw)
     return chosen
+
+
+def _draw(key: Any, epsilon: float, n: int, below: Any, at_most: Any, q: float, start: int) -> int:
+    """Draw a candidate's index with the exact DP quantile of ``key``'s stream ``start``."""
+    return noise.exponential_quantile(
+        key, below, at_most, quantile=q, n=n, epsilon=epsilon, start=start
+    )
+
+
+def likely_bounds(
+    engine: Engine, numeric: Sequence[NumericColumn], specs: Mapping[Hashable, DPBounds]
+) -> dict[Hashable, tuple[float, float]]:
+    """PRIVATE: the bounds :func:`choose_bounds` is most likely to draw, for a forecast.
+
+    Each bound is the candidate of highest quality (the first of them on a tie): the one
+    nearest the column's own quantile, which the exponential mechanism draws most often.
+    It is computed from the data without noise, so it goes only into the forecast from the
+    data (docs/forecast.md#from-the-data), never into a release or a public report.
+    """
+    n = engine.n_rows
+
+    def best(below: Any, at_most: Any, q: float, start: int) -> int:
+        return int(np.argmax(noise.quantile_quality(below, at_most, quantile=q, n=n)))
+
+    return {
+        column.name: _pick_bounds(engine, column, specs[column.name], best)
+        for column in numeric
+        if column.name in specs
+    }
+
+
+def likely_note(specs: Mapping[Hashable, DPBounds]) -> tuple[str, ...]:
+    """Say, in a forecast from the data, at which bounds the columns of ``specs`` were read."""
+    if not specs:
+        return ()
+    return (
+        f"column(s) {names(list(specs))}: forecast at the clamping bounds the DP quantile "
+        "is most likely to choose (the public candidates nearest the column's own "
+        "quantiles); the release draws its bounds with noise, so they may differ",
+    )
+
+
+def over_bounds(
+    args: Args, chosen: Mapping[Hashable, tuple[float, float]], replan: Callable[[Args], Plan]
+) -> tuple[Args, Plan]:
+    """Return a method's arguments with ``chosen`` as their columns' bounds, and its plan.
+
+    ``args`` is a method's arguments dataclass (fields ``numeric`` and ``domains``), whose
+    column types still hold the outer ranges; ``replan(args)`` plans the noise again.
+    """
+    domains = {**args.domains, **chosen}
+    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
+    args = replace(args, numeric=numeric, domains=domains)
+    return args, replan(args)
+
+
+def _pick_bounds(
+    engine: Engine,
+    column: NumericColumn,
+    spec: DPBounds,
+    pick: Callable[[Any, Any, float, int], int],
+) -> tuple[float, float]:
+    """Return a column's ``(lower, upper)`` among its candidates, each picked by ``pick``.
+
+    ``pick(below, at_most, q, start)`` returns an index into the candidates it is given:
+    for the lower bound those below the outer upper bound (``start`` 0), for the upper
+    bound those above the lower one (``start`` 1).
+    """
+    n = engine.n_rows
+    candidates = bound_candidates(*spec.outer, integer=column.integer)
+    counts = engine.edge_counts(column, candidate_edges(candidates))
+    below, at_most = candidate_ranks(counts, candidates, n)
+    low, high = 0, candidates.shape[0] - 1
+    if spec.lower_quantile is not None:
+        low = pick(below[:-1], at_most[:-1], spec.lower_quantile, 0)
+    if spec.upper_quantile is not None:
+        high = low + 1
+        high += pick(below[high:], at_most[high:], spec.upper_quantile, 1)
+    return float(candidates[low]), float(candidates[high])
 
 
 def bounds_parameters(

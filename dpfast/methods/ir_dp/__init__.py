@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,9 +29,9 @@ from dpfast._release import (
     check_unprotected,
     choose_bounds,
     column_names,
-    fit_domains,
     noise_source,
     open_run,
+    over_bounds,
     taxonomy_parameters,
     transform_parameters,
     warn_uncorrected,
@@ -300,10 +300,7 @@ def _with_dp_bounds(
         chosen = choose_bounds(
             run.engine, "ir_dp", args.numeric, args.dp_bounds, plan.bounds, source
         )
-    domains = {**args.domains, **chosen}
-    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
-    args = replace(args, numeric=numeric, domains=domains)
-    plan = make_plan(args, run.n_rows)
+    args, plan = over_bounds(args, chosen, lambda over: make_plan(over, run.n_rows))
     for entry in plan.bounds.values():  # drawn above, with the same epsilon
         plan.ledger.spend(entry)
     return args, plan

@@ -31,10 +31,13 @@ from dpfast._release import (
     current_shares,
     group_means,
     group_tvd,
+    likely_bounds,
+    likely_note,
     linear_grid,
     numeric_forecast,
     numeric_outcome,
     option,
+    over_bounds,
     pushed_share,
     sorted_group_kinds,
     suggest_weights,
@@ -160,6 +163,9 @@ def data_forecast(
     :data:`THRESHOLD`) is found by bisection, one pass over each numeric column a step.
     """
     n, k = engine.n_rows, args.k
+    if args.dp_bounds:  # at the bounds the release most likely draws (PRIVATE)
+        chosen = likely_bounds(engine, args.numeric, args.dp_bounds)
+        args, plan = over_bounds(args, chosen, lambda over: make_plan(over, n))
     layout = args.layout(n)
     sizes = layout.sizes
     columns = []
@@ -229,4 +235,4 @@ def _data_notes(args: Arguments) -> tuple[str, ...]:
             "exponential-mechanism chances"
         )
     notes.extend(transformed_note([c for c, g in args.transforms.items() if g]))
-    return tuple(notes)
+    return (*notes, *likely_note(args.dp_bounds))

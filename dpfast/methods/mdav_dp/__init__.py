@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,10 +21,10 @@ from dpfast._release import (
     check_unprotected,
     choose_bounds,
     column_names,
-    fit_domains,
     noise_source,
     open_run,
     option,
+    over_bounds,
     taxonomy_parameters,
     transform_parameters,
     warn_uncorrected,
@@ -253,11 +252,8 @@ def _with_dp_bounds(
         chosen = choose_bounds(
             run.engine, "mdav_dp", args.numeric, args.dp_bounds, plan.bounds, source
         )
-    domains = {**args.domains, **chosen}
-    numeric, _ = fit_domains(args.numeric, domains)  # their types hold the outer ranges
-    args = replace(args, numeric=numeric, domains=domains)
     n = run.n_rows
-    plan = make_plan(args, n, n // args.k)
+    args, plan = over_bounds(args, chosen, lambda over: make_plan(over, n, n // over.k))
     for entry in plan.bounds.values():  # drawn above, with the same epsilon
         plan.ledger.spend(entry)
     return args, plan

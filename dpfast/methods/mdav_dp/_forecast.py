@@ -29,9 +29,12 @@ from dpfast._release import (
     distinct_groups,
     group_means,
     group_tvd,
+    likely_bounds,
+    likely_note,
     linear_grid,
     numeric_forecast,
     numeric_outcome,
+    over_bounds,
     pushed_share,
     suggest_weights,
     transform_notes,
@@ -136,6 +139,9 @@ def data_forecast(
     column under ``advice`` (``limit``, else :data:`THRESHOLD`) is found by bisection.
     """
     n = engine.n_rows
+    if args.dp_bounds:  # at the bounds the release most likely draws (PRIVATE)
+        chosen = likely_bounds(engine, args.numeric, args.dp_bounds)
+        args, plan = over_bounds(args, chosen, lambda over: make_plan(over, n, n // over.k))
     points = geometry(args, reference, n)
     clusters = engine.insensitive_clusters(args.numeric, args.categorical, points, args.k)
     grids = [plan.grids[c.name][0] for c in args.numeric]
@@ -171,7 +177,7 @@ def data_forecast(
         n,
         tuple(columns),
         k=args.k,
-        notes=(note, *transformed_note(list(args.transforms))),
+        notes=(note, *transformed_note(list(args.transforms)), *likely_note(args.dp_bounds)),
         weights=found,
     )
     over = limit is not None and bool(forecast.above(limit))
