@@ -280,8 +280,7 @@ def forecast_table(figures: dict[str, Any], key: str) -> str:
         public = step["public"]["columns"][c]
         data = step["from_data"]["columns"][c]
         got = step["measured"]["columns"][c]
-        transformed = c in (step_arguments(key).get("transforms") or {})
-        bias = None if transformed else data["mean_bias"] / data["mean"]
+        bias = data["mean_bias"] / data["mean"]
         lines.append(
             f"| {c} | {public['epsilon']:.3g} | {_pct(public['on_bound'])} "
             f"| {_pct(data['pushed'])} | {_pct(bias, sign=True)} | {_pct(got['pushed'])} "
