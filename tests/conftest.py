@@ -94,13 +94,14 @@ def spark():
     # local[2,4]: two cores, and a failed task is tried up to 4 times, as on a cluster;
     # DPFAST_SPARK_MASTER runs the suite on another master, e.g. local-cluster[2,1,2048]
     # (two executors, each its own JVM with one core and 2 GiB: scripts/test-spark-cluster)
+    # quiet: the JVM logs errors only from its start, and prints no progress bar
     session = local_session(
         os.environ.get("DPFAST_SPARK_MASTER", "local[2,4]"),
         app_name="dpfast-tests",
         shuffle_partitions=4,
-        config={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
+        quiet=True,
+        config={"spark.ui.enabled": "false"},
     )
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
     for name, value in saved.items():
@@ -110,12 +111,53 @@ def spark():
             os.environ[name] = value
 
 
+#: Test files some of whose tests take the Spark session under a name without "spark".
+SPARK_FILES = frozenset({"tests/test_engine_faults.py"})
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to when ``scripts/test`` runs it on workers.
+
+    ``"spark"`` for every test named for Spark or in :data:`SPARK_FILES` (one worker runs
+    them all: one JVM), else the test's file, so that a module's fixtures (a Dask cluster,
+    data written once) are made once, as in a serial run.
+    """
+    path = nodeid.split("::", 1)[0]
+    return "spark" if "spark" in nodeid.lower() or path in SPARK_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``, send each :func:`work_unit` to one pytest-xdist worker.
+
+    The units go out largest first (the Spark tests), each to the next free worker. The
+    units are computed here from the test ids, not from pytest-xdist's ``xdist_group``
+    marks, whose id suffix pytest 9.2 no longer takes.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return Units(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark ``spark`` every test that takes the Spark session or is named for Spark.
 
     The conformance suite asks for the session inside the test (``request.getfixturevalue``),
     its Spark cases named ``spark-...``; ``scripts/test-spark-cluster`` selects the mark.
+    A test that takes the session must fall in the Spark :func:`work_unit`.
     """
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
             item.add_marker(pytest.mark.spark)
+            if work_unit(item.nodeid) != "spark":
+                raise pytest.UsageError(
+                    f"{item.nodeid} takes the Spark session but is not in the Spark work unit "
+                    "of scripts/test's workers: name it for Spark or add its file to "
+                    "SPARK_FILES in tests/conftest.py"
+                )

@@ -325,3 +325,38 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert list(pool.map(plan, range(400))) == [[]] * 400
+
+
+def test_cli_quiet_on_spark_prints_only_its_own_lines(spark, tmp_path):
+    # a new process starts its own JVM, which printed Spark's notes on its log profile and
+    # level, WARN lines (Hadoop's native library, the host's address), the JVM's note on
+    # incubator modules and stage progress bars before dpfast's own lines
+    import json
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.integers(17, 91, 200), "income": rng.uniform(0, 1e5, 200)})
+    frame.to_parquet(tmp_path / "people.parquet", index=False)
+    schema = {"age": {"type": "integer", "bounds": [17, 90]}, "income": {"type": "float"}}
+    schema["income"]["bounds"] = [0, 100_000]
+    (tmp_path / "s.json").write_text(json.dumps({"columns": schema}), encoding="utf-8")
+    args = ["release", "ir-dp", "people.parquet", "-o", "out.parquet", "--schema", "s.json"]
+    args += ["--k", "25", "--epsilon", "2", "--seed", "1", "--engine", "spark"]
+    args += ["--master", "local[1]", "--quiet"]
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "dpfast", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[Stage" not in done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith("dpfast: ")] == []
+    assert (tmp_path / "out.parquet").exists()

@@ -89,7 +89,8 @@ def test_the_warm_up_runs_every_release_command_and_function():
     releases = {
         name for name in dpfast.__all__ if name.islower() and callable(getattr(dpfast, name))
     }
-    assert called == releases - {"forecast"}
+    # forecast spends nothing and releases nothing; accuracy reads a report, no data
+    assert called == releases - {"forecast", "accuracy"}
 
 
 # The check run in a fresh process after the warm-up: a table unlike the warm-up's (other

@@ -211,7 +211,7 @@ def _spark_source(args: argparse.Namespace) -> Any:
 
     ParquetDataset.open(args.input)  # a missing or unreadable input fails before Spark starts
     running = SparkSession.getActiveSession()
-    session = local_session(args.master or "local[*]")
+    session = local_session(args.master or "local[*]", quiet=args.quiet)
     if running is None:  # this command started Spark: it stops it when done
         args.stop_spark = session.stop
     # rows numbered as ParquetDataset does, so that laplace keys them as in memory

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from dpfast.engines.outofcore import worker_numba_cache
 from dpfast.engines.spark._rows import quietly
@@ -15,6 +18,13 @@ if TYPE_CHECKING:
 
 __all__ = ["local_session"]
 
+#: Spark's log4j 2 settings for a quiet session: errors only, on stderr.
+QUIET_LOG = Path(__file__).with_name("log4j2-quiet.properties")
+
+#: What the JVM itself prints at start, whatever the log's level: Spark's launcher adds
+#: the incubating vector module, and the JVM names it.
+JVM_START_NOTES = (b"WARNING: Using incubator modules:",)
+
 
 def local_session(
     master: str = "local[*]",
@@ -22,6 +32,7 @@ def local_session(
     app_name: str = "dpfast",
     shuffle_partitions: int = 8,
     numba_cache_dir: str | os.PathLike[str] | None = None,
+    quiet: bool = False,
     config: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """Return a SparkSession configured for dpfast (or the running one, reconfigured).
@@ -38,6 +49,11 @@ def local_session(
     numba_cache_dir : path, optional
         Numba's cache directory for the Python workers; default: ``NUMBA_CACHE_DIR`` if
         set, else ``dpfast-numba`` in the temporary directory.
+    quiet : bool
+        If this call starts Spark's JVM: its log shows errors only from the start (no
+        ``WARN`` line, such as Hadoop's native-library note) and the JVM's own start-up
+        note on incubator modules is dropped from its stderr. A JVM already running
+        keeps its log as it was started.
     config : mapping, optional
         More Spark settings, applied last.
 
@@ -50,7 +66,9 @@ def local_session(
     For a local master, the workers run this Python (``PYSPARK_PYTHON`` is set in this
     process's environment, if unset, and ``spark.pyspark.python``), so they import the
     same dpfast. ``NUMBA_CACHE_DIR`` is set in this process's environment if unset (local
-    workers inherit it) and in ``spark.executorEnv.NUMBA_CACHE_DIR``.
+    workers inherit it) and in ``spark.executorEnv.NUMBA_CACHE_DIR``. Spark's console
+    progress bars are off (``spark.ui.showConsoleProgress``), since they would overwrite
+    dpfast's own progress line; ``config`` can turn them on.
     """
     from pyspark.sql import SparkSession
 
@@ -60,13 +78,47 @@ def local_session(
         "spark.sql.shuffle.partitions": str(int(shuffle_partitions)),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.executorEnv.NUMBA_CACHE_DIR": cache,
+        "spark.ui.showConsoleProgress": "false",
     }
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings["spark.pyspark.python"] = sys.executable
+    if quiet:
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={QUIET_LOG}"
     settings.update(config or {})
+    if quiet:
+        _start_jvm_quietly(master, settings)
     builder = SparkSession.builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with quietly():
         return builder.getOrCreate()
+
+
+def _start_jvm_quietly(master: str, settings: Mapping[str, str]) -> None:
+    """Start Spark's JVM and its context, relaying its stderr less :data:`JVM_START_NOTES`.
+
+    Nothing happens if this process runs a JVM already (``SparkContext._gateway``: pyspark
+    keeps one JVM per process, also after a session's stop).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf().setMaster(master).setAll(list(settings.items()))
+    # launch_gateway's popen_kwargs is pyspark's way to take the JVM's stderr
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    relay = threading.Thread(
+        target=_relay, args=(gateway.proc.stderr,), name="dpfast-spark-stderr", daemon=True
+    )
+    relay.start()
+    with quietly():
+        SparkContext(conf=conf, gateway=gateway)
+
+
+def _relay(stream: IO[bytes]) -> None:
+    """Copy the JVM's stderr to this process's, less its start-up notes, until it ends."""
+    for line in iter(stream.readline, b""):
+        if not line.startswith(JVM_START_NOTES):
+            os.write(2, line)
