@@ -20,7 +20,7 @@ from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
 from dpfast._validation import check_share
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
-from dpfast.engines import open_engine
+from dpfast.engines import engine_label, engine_name, open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.on_bound import BoundCount, OnBound
 from dpfast.engines.source import Staged
@@ -68,7 +68,8 @@ class Run(Reporting):
     :meth:`finish`, which places the columns it did not protect (:attr:`policy`), builds
     the two reports and publishes the data. ``options`` are the release's options, every
     one of :data:`~dpfast._release.options.DEFAULTS` present (:func:`release_options`);
-    ``risk`` is the checked ``risk`` option.
+    ``risk`` is the checked ``risk`` option; ``engine_label`` names the engine in the
+    public report (:func:`~dpfast.engines.engine_label`; by default ``engine.name``).
     """
 
     def __init__(
@@ -77,9 +78,11 @@ class Run(Reporting):
         engine: Engine,
         options: Mapping[str, Any],
         risk: RiskOptions | None = None,
+        engine_label: str | None = None,
     ) -> None:
         self.method = method
         self.engine = engine
+        self.engine_label = engine.name if engine_label is None else engine_label
         self.risk_options = risk
         self.risk_width: dict[Hashable, float] = {}
         self.risk_counts: Hashable | None = None
@@ -361,7 +364,8 @@ def open_run(
         risk=risk is not None,
         reads_only=reads_only,
     )
-    run = Run(method, opened, given, risk)
+    label = engine_label(engine_name(data, given["engine"]))
+    run = Run(method, opened, given, risk, label)
     try:
         if risk is not None:
             risk.check_names(opened.names)
