@@ -450,7 +450,7 @@ ENGINE_CEILINGS = {
     "underscore_imports": 9,  # underscore names imported from another module
     "plural_pairs": 3,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 13_055
+ENGINE_LINES = 13_296  # at the staged publish, the registry's replace= and Report.engine
 ENGINE_LINES_ROOM = 200
 #: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.

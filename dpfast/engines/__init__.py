@@ -254,8 +254,17 @@ def register(
 def engine_label(name: str) -> str:
     """Return how a public report names registered engine ``name``.
 
-    A built-in engine by its name; any other (or a built-in name registered again with
-    ``replace=True``) by its name and the class that ran, ``"name (module.Class)"``.
+    Parameters
+    ----------
+    name : str
+        A registered engine's name (:func:`engines`).
+
+    Returns
+    -------
+    str
+        A built-in engine's name; any other engine (or a built-in name registered again
+        with ``replace=True``) by its name and the class that runs,
+        ``"name (module.Class)"``.
 
     Examples
     --------

@@ -84,8 +84,8 @@ class Staged:
 def stage_beside(target: str | os.PathLike[str], write: Callable[[Path], T]) -> tuple[Staged, T]:
     """Have ``write(path)`` make the whole output at a staging path beside ``target``.
 
-    The path is ``target``'s name inside a hidden directory beside it, named for it and
-    this process (what a killed run left there is removed first, with a warning).
+    The path is ``release`` with ``target``'s suffixes, inside a hidden directory beside
+    it named for it and this process (what a killed run left there is removed first, with a warning).
     Returns a :class:`Staged` whose ``reveal()`` renames the output onto ``target`` (a
     file or a directory there is replaced) and returns ``write``'s result, and that
     result. If ``write`` fails, the staging directory is removed and nothing is left.
@@ -96,7 +96,7 @@ def stage_beside(target: str | os.PathLike[str], write: Callable[[Path], T]) -> 
         raise DPFastValueError(f"output directory {str(parent)!r} does not exist; create it first")
     remove_gone(leftovers(final))
     directory = directory_beside(final)
-    staged_path = directory / final.name
+    staged_path = directory / ("release" + "".join(final.suffixes))  # its format kept
     try:
         result = write(staged_path)
     except BaseException:
