@@ -85,7 +85,8 @@ def stage_beside(target: str | os.PathLike[str], write: Callable[[Path], T]) -> 
     """Have ``write(path)`` make the whole output at a staging path beside ``target``.
 
     The path is ``release`` with ``target``'s suffixes, inside a hidden directory beside
-    it named for it and this process (what a killed run left there is removed first, with a warning).
+    it named for it and this process (what a killed run left there is removed first,
+    with a warning).
     Returns a :class:`Staged` whose ``reveal()`` renames the output onto ``target`` (a
     file or a directory there is replaced) and returns ``write``'s result, and that
     result. If ``write`` fails, the staging directory is removed and nothing is left.
