@@ -164,6 +164,10 @@ class Report:
     ----------
     method : str
         The release method, e.g. ``"ir_dp"``.
+    engine : str
+        The engine that ran the release, by its registered name (``"memory"``,
+        ``"outofcore"``, ``"spark"``, ``"dask"``); an engine dpfast does not ship adds
+        its class, ``"name (module.Class)"`` (docs/engines.md).
     parameters : dict
         The arguments, as the report shows them.
     epsilon : float or None
@@ -208,8 +212,8 @@ class Report:
     >>> import pandas as pd, dpfast
     >>> report = dpfast.laplace_dp(pd.DataFrame({"age": [23, 35, 41, 52]}), epsilon=1.0,
     ...                            bounds={"age": (17, 90)}, seed=7).report
-    >>> report.method, report.epsilon, report.guarantee_level, report.protected_columns
-    ('laplace_dp', 1.0, 'proven', ['age'])
+    >>> report.method, report.engine, report.epsilon, report.guarantee_level
+    ('laplace_dp', 'memory', 1.0, 'proven')
     >>> [entry.step for entry in report.ledger], report.seeded
     (['cell noise'], True)
     >>> report.to_dict()["report"]
@@ -217,6 +221,7 @@ class Report:
     """
 
     method: str
+    engine: str
     parameters: dict[str, Any]
     epsilon: float | None
     ledger: list[LedgerEntry]

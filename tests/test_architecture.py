@@ -430,3 +430,78 @@ def test_every_error_class_is_a_dpfast_error():
         if is_error(name) and not in_family(name)
     ]
     assert not outside, outside
+
+
+# The engines' ratchet (issue 44, docs/architecture.md "Measures of the engines"): each
+# measure of scripts/engine-measures may only fall. A change that lowers one lowers its
+# ceiling here in the same commit (the test fails until it does), so that it cannot rise
+# again unnoticed. The lines of dpfast/engines/ are held under a ceiling with room for
+# work under way in other branches (the count moves with every feature); the structural
+# counts are held exactly.
+ENGINE_CEILINGS = {
+    "members": 40,  # of the engine protocol (Engine: functions and properties)
+    "abstract_members": 28,
+    "hasattr": 18,  # calls in dpfast/engines/
+    "getattr": 12,
+    "setattr": 7,
+    "vars": 4,
+    "__getattr__": 2,  # methods that forward attributes by name
+    "outofcore_exports": 57,  # dpfast/engines/outofcore/__init__.py's __all__
+    "underscore_imports": 9,  # underscore names imported from another module
+    "plural_pairs": 3,  # module names of one folder that differ by a plural or a suffix
+}
+ENGINE_LINES = 13_296  # at the staged publish, the registry's replace= and Report.engine
+ENGINE_LINES_ROOM = 200
+#: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
+#: protocol's members move into it, to at most this many.
+SOURCE_MEMBERS = 14
+
+
+def _engine_measures(root: Path) -> dict:
+    """Return scripts/engine-measures' ``measures(root)`` (a script: loaded from its file)."""
+    from importlib.machinery import SourceFileLoader
+
+    path = PACKAGE.parent / "scripts" / "engine-measures"
+    module = types.ModuleType("engine_measures")
+    module.__file__ = str(path)
+    SourceFileLoader("engine_measures", str(path)).exec_module(module)
+    return module.measures(root)
+
+
+def test_the_engine_measures_only_fall():
+    found = _engine_measures(PACKAGE.parent)
+    risen = {k: (found[k], v) for k, v in ENGINE_CEILINGS.items() if found[k] > v}
+    assert not risen, f"(measure, ceiling), see scripts/engine-measures --where: {risen}"
+    fallen = {k: found[k] for k, v in ENGINE_CEILINGS.items() if found[k] < v}
+    assert not fallen, f"lower ENGINE_CEILINGS to these measures: {fallen}"
+    assert found["engines_lines"] <= ENGINE_LINES + ENGINE_LINES_ROOM, found["engines_lines"]
+    assert found["source_members"] <= SOURCE_MEMBERS, found["source_members"]
+
+
+def test_the_engine_measures_count_what_they_say(tmp_path):
+    # guards the ratchet: a probe in a docstring is not counted, one in code is
+    engines = tmp_path / "dpfast" / "engines"
+    (engines / "outofcore").mkdir(parents=True)
+    (engines / "base.py").write_text(
+        "from abc import ABC, abstractmethod\n"
+        "class Engine(ABC):\n"
+        '    """Never hasattr(self, "x")."""\n'
+        "    @property\n"
+        "    @abstractmethod\n"
+        "    def n_rows(self): ...\n"
+        "    def close(self):\n"
+        '        return hasattr(self, "a") and getattr(self, "b", None)\n'
+    )
+    (engines / "outofcore" / "__init__.py").write_text('__all__ = ["A", "B"]\n')
+    (engines / "outofcore" / "_ranks.py").write_text(
+        "from dpfast.engines.base import _hidden, Engine\n"
+        "class W:\n"
+        "    def __getattr__(self, name):\n"
+        "        return vars(self)[name]\n"
+    )
+    (engines / "outofcore" / "_ranked.py").write_text("")
+    found = _engine_measures(tmp_path)
+    assert (found["members"], found["abstract_members"]) == (2, 1)
+    assert (found["hasattr"], found["getattr"], found["vars"], found["setattr"]) == (1, 1, 1, 0)
+    assert (found["__getattr__"], found["outofcore_exports"]) == (1, 2)
+    assert (found["underscore_imports"], found["plural_pairs"]) == (1, 1)

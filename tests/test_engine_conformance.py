@@ -605,6 +605,7 @@ class Side:
     report: dict[str, Any]
     private: dict[str, Any] = field(default_factory=dict)
     categories: dict[str, list[Any]] = field(default_factory=dict)
+    engine: str = ""  # the report's engine: compared apart, it differs by engine
 
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
@@ -640,7 +641,9 @@ def _side(data: Any, report: Any, private: Any, types: Callable[[Any], list[Any]
             rows[name] = rows[name].astype(rows[name].cat.categories.dtype)
     # timings and work describe how the run ran, not the release: they differ by engine
     counts = {k: v for k, v in private.to_dict().items() if k not in ("timings", "work")}
-    return Side(rows, types(data), report.to_dict(), counts, categories)
+    public = report.to_dict()
+    engine = public.pop("engine")
+    return Side(rows, types(data), public, counts, categories, engine)
 
 
 def _arrow_types(data: pa.Table) -> list[tuple[str, str]]:
@@ -800,6 +803,8 @@ def test_engine_gives_the_in_memory_release(case, engine, tmp_path, request):
     else:
         got, want = _on_source(case, engine, tmp_path)
     _assert_same(got, want, case.keeps_order)
+    ran = engine.kind if engine.kind in ("spark", "dask") else "outofcore"
+    assert (got.engine, want.engine) == (ran, "memory")
 
 
 class _CountingSource:

@@ -182,11 +182,11 @@ def test_a_written_table_and_its_rows_repeated(tmp_path, repeat, counts):
         opened = open_engine(frame, method="test", engine=engine, output=tmp_path / name)
         try:
             opened.write_table(dict(columns), repeat=repeat)
-            published = []
-            data = opened.publish("report", reindex=False, before=published.append)
+            staged = opened.publish("report", reindex=False)
+            assert not (tmp_path / name).exists()  # staged: nothing visible yet
+            data = staged.reveal()
         finally:
             opened.close()
-        assert published == ["report"]
         got = pq.read_table(tmp_path / name)
         written.append(got)
         if name == "memory.parquet":  # the table itself, of the input's kind

@@ -424,7 +424,7 @@ def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_eng
         opened.write_clusters(
             [numeric[2], *categorical], clusters, [ids, np.arange(count) % leaves], key
         )
-        data = opened.publish(None, reindex=True)
+        data = opened.publish(None, reindex=True).reveal()
         got = data if isinstance(data, pa.Table) else data.to_table()
         assert got.column_names == ["age", "occupation", "share"]
         np.testing.assert_array_equal(got.column("age").to_numpy(), labels)

@@ -441,7 +441,7 @@ def _open(kind: str, table: pa.Table, tmp_path: Path):
 
 
 def _released(engine, kind: str) -> pa.Table:
-    data = engine.publish(None, reindex=False)
+    data = engine.publish(None, reindex=False).reveal()
     engine.close()
     return data if kind == "memory" else data.to_table()
 

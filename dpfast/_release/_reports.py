@@ -92,13 +92,14 @@ def unprotected_guarantee(
 class Reporting:
     """The report builder that every release's run shares (the fields every report has).
 
-    A run gives ``method``, ``policy``, ``timer``, ``clamped``, ``alerts`` (the warning of
-    its forecast, if any), ``timings_extra``,
-    :meth:`unprotected`, :meth:`input_rows`, :meth:`released_names` and
-    :meth:`bound_counts`.
+    A run gives ``method``, ``engine_label`` (the public report's ``engine``),
+    ``policy``, ``timer``, ``clamped``, ``alerts`` (the warning of its forecast, if any),
+    ``timings_extra``, :meth:`unprotected`, :meth:`input_rows`, :meth:`released_names`
+    and :meth:`bound_counts`.
     """
 
     method: str
+    engine_label: str
     policy: UnprotectedPolicy | None
     timer: PhaseTimer
     clamped: dict[str, int]
@@ -158,6 +159,7 @@ class Reporting:
             stated = unprotected_guarantee(guarantee, copied, self.policy, groups)
         report = Report(
             method=self.method,
+            engine=self.engine_label,
             parameters=parameters,
             epsilon=None if ledger is None else ledger.total,
             ledger=[] if ledger is None else list(ledger.entries),

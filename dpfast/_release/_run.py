@@ -20,11 +20,12 @@ from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
 from dpfast._validation import check_share
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
-from dpfast.engines import open_engine
+from dpfast.engines import engine_label, engine_name, open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.on_bound import BoundCount, OnBound
+from dpfast.engines.source import Staged
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
-from dpfast.exceptions import NoiseDominatesWarning
+from dpfast.exceptions import DPFastRuntimeError, NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
 __all__ = ["Release", "Run", "open_run"]
@@ -67,7 +68,8 @@ class Run(Reporting):
     :meth:`finish`, which places the columns it did not protect (:attr:`policy`), builds
     the two reports and publishes the data. ``options`` are the release's options, every
     one of :data:`~dpfast._release.options.DEFAULTS` present (:func:`release_options`);
-    ``risk`` is the checked ``risk`` option.
+    ``risk`` is the checked ``risk`` option; ``engine_label`` names the engine in the
+    public report (:func:`~dpfast.engines.engine_label`; by default ``engine.name``).
     """
 
     def __init__(
@@ -76,9 +78,11 @@ class Run(Reporting):
         engine: Engine,
         options: Mapping[str, Any],
         risk: RiskOptions | None = None,
+        engine_label: str | None = None,
     ) -> None:
         self.method = method
         self.engine = engine
+        self.engine_label = engine.name if engine_label is None else engine_label
         self.risk_options = risk
         self.risk_width: dict[Hashable, float] = {}
         self.risk_counts: Hashable | None = None
@@ -284,15 +288,8 @@ class Run(Reporting):
         if self.budget is not None and self.reservation is None:
             raise AssertionError(f"{self.method} was given a budget but reserved nothing")
 
-        def before(final: Report) -> None:
-            if self.reservation is not None:  # final before any output is visible
-                self.reservation.commit(final)
-                self.committed = True
-            if before_publish is not None:
-                before_publish(final)
-
         with self.phase("write"):
-            data = self.engine.publish(report, reindex=reindex, before=before)
+            data = self._publish(report, reindex, before_publish)
         private.timings["write"] = self.timer.timings["write"]
         for name, count in self._later.items():  # counted where the output was made
             self.on_bound[name] = count()
@@ -309,6 +306,32 @@ class Run(Reporting):
         self.tick("assemble", 1, 1)
         private.timings["total"] = time.perf_counter() - self._start
         return Release(data, report, private)
+
+    def _publish(self, report: Report, reindex: bool, before_publish: PublishHook | None) -> Any:
+        """Have the engine stage the release; commit, write the reports, then reveal it.
+
+        The engine only writes: the budget's reservation is committed here, with the final
+        report, before anything is visible, so that no engine can publish without it. An
+        engine whose ``publish`` returns anything but a :class:`Staged` release is refused
+        (its reservation is given back by :func:`open_run`).
+        """
+        staged = self.engine.publish(report, reindex=reindex)
+        if not isinstance(staged, Staged):
+            raise DPFastRuntimeError(
+                f"the {self.engine.name!r} engine's publish returned "
+                f"{type(staged).__name__}, not a Staged release: an engine writes its "
+                "output whole under a staging name and returns "
+                "dpfast.engines.source.Staged (docs/engines.md); nothing was spent"
+            )
+        try:
+            if self.reservation is not None:  # final before any output is visible
+                self.reservation.commit(report)
+                self.committed = True
+            if before_publish is not None:
+                before_publish(report)
+            return staged.reveal()
+        finally:
+            staged.discard()
 
 
 @contextmanager
@@ -341,7 +364,8 @@ def open_run(
         risk=risk is not None,
         reads_only=reads_only,
     )
-    run = Run(method, opened, given, risk)
+    label = engine_label(engine_name(data, given["engine"]))
+    run = Run(method, opened, given, risk, label)
     try:
         if risk is not None:
             risk.check_names(opened.names)

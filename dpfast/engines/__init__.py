@@ -49,6 +49,7 @@ from dpfast.engines.values import (
 from dpfast.exceptions import DPFastError, DPFastImportError, DPFastTypeError, DPFastValueError
 
 __all__ = [
+    "BUILT_IN",
     "Bins",
     "BoundCount",
     "CategoricalColumn",
@@ -68,6 +69,7 @@ __all__ = [
     "PublishHook",
     "RangeValues",
     "RankGroupValues",
+    "engine_label",
     "engine_name",
     "engines",
     "open_engine",
@@ -175,13 +177,25 @@ class EngineChoice:
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register(name: str, module: str, attribute: str, accepts: Callable[[object], bool]) -> None:
+#: The engines dpfast ships: :func:`register` replaces one only when told to.
+BUILT_IN = ("memory", "outofcore", "spark", "dask")
+
+
+def register(
+    name: str,
+    module: str,
+    attribute: str,
+    accepts: Callable[[object], bool],
+    *,
+    replace: bool = False,
+) -> None:
     """Register engine ``name``: class ``attribute`` of ``module``, taking inputs ``accepts`` says.
 
     The module is imported only when the engine is opened, so an engine's optional
     dependencies (pyspark, dask) are imported only when it runs. Engines registered
     later are asked first, so a new engine may claim inputs an older one takes.
-    Registering a name again replaces its entry (in its place in that order).
+    Registering a name again replaces its entry (in its place in that order); a
+    built-in engine's name (:data:`BUILT_IN`) is refused unless ``replace=True``.
 
     Parameters
     ----------
@@ -195,10 +209,18 @@ def register(name: str, module: str, attribute: str, accepts: Callable[[object],
     accepts : callable
         ``accepts(data) -> bool``: whether the engine releases ``data`` when no
         ``engine=`` is given. It must not import the engine's optional dependencies.
+    replace : bool, default False
+        Replace a built-in engine. Its releases' public reports then name the class
+        that ran (:func:`engine_label`).
 
     Returns
     -------
     None
+
+    Raises
+    ------
+    DPFastValueError
+        ``name`` is a built-in engine's and ``replace`` is not True.
 
     Examples
     --------
@@ -212,8 +234,49 @@ def register(name: str, module: str, attribute: str, accepts: Callable[[object],
     >>> table = pd.DataFrame({"age": [23, 35]})
     >>> engine_name(table), engine_name(table, "memory-by-name")
     ('memory', 'memory-by-name')
+
+    A built-in engine is replaced only when told to:
+
+    >>> try:
+    ...     register("memory", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    ... except ValueError as error:
+    ...     print(str(error).split(":")[0])
+    'memory' is a built-in engine
     """
+    if name in BUILT_IN and name in _REGISTRY and not replace:
+        raise DPFastValueError(
+            f"{name!r} is a built-in engine: register(...) would replace it; give your "
+            "engine a name of its own, or pass replace=True to replace it"
+        )
     _REGISTRY[name] = _Entry(name, module, attribute, accepts)
+
+
+def engine_label(name: str) -> str:
+    """Return how a public report names registered engine ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered engine's name (:func:`engines`).
+
+    Returns
+    -------
+    str
+        A built-in engine's name; any other engine (or a built-in name registered again
+        with ``replace=True``) by its name and the class that runs,
+        ``"name (module.Class)"``.
+
+    Examples
+    --------
+    >>> engine_label("outofcore")
+    'outofcore'
+    >>> register("memory-by-name", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    >>> engine_label("memory-by-name")
+    'memory-by-name (dpfast.engines.memory.MemoryEngine)'
+    """
+    entry = _REGISTRY[name]
+    built_in = _BUILT_IN_CLASSES.get(name) == (entry.module, entry.attribute)
+    return name if built_in else f"{name} ({entry.module}.{entry.attribute})"
 
 
 def engines() -> list[str]:
@@ -418,7 +481,12 @@ def _is_memory(data: object) -> bool:
     return not (_is_spark(data) or _is_dask(data) or _is_outofcore(data))
 
 
-register("memory", "dpfast.engines.memory", "MemoryEngine", _is_memory)
-register("outofcore", "dpfast.engines.outofcore", "OutOfCoreEngine", _is_outofcore)
-register("spark", "dpfast.engines.spark", "SparkEngine", _is_spark)
-register("dask", "dpfast.engines.dask", "DaskEngine", _is_dask)
+_BUILT_IN_CLASSES = {
+    "memory": ("dpfast.engines.memory", "MemoryEngine"),
+    "outofcore": ("dpfast.engines.outofcore", "OutOfCoreEngine"),
+    "spark": ("dpfast.engines.spark", "SparkEngine"),
+    "dask": ("dpfast.engines.dask", "DaskEngine"),
+}
+_ACCEPTS = {"memory": _is_memory, "outofcore": _is_outofcore, "spark": _is_spark, "dask": _is_dask}
+for _name in BUILT_IN:
+    register(_name, *_BUILT_IN_CLASSES[_name], _ACCEPTS[_name])

@@ -40,8 +40,9 @@ The primitives:
   for a DP quantile), :meth:`Engine.write_resampled` (each row kept or replaced by a
   keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
   (a column coded by a public domain, released row by row as its labels);
-* **the end**: :meth:`Engine.publish` makes the output visible at once (atomically, for
-  an engine that writes files) and returns the released data; :meth:`Engine.close`
+* **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
+  returns it as a :class:`~dpfast.engines.source.Staged` release, which the release
+  skeleton reveals (in one step) once the budget is committed; :meth:`Engine.close`
   removes what a failed or interrupted release left.
 
 Rank groups come as the method's :class:`~dpfast.partitions.ranking.RankGroups` (which
@@ -61,6 +62,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from dpfast.engines.on_bound import BoundCount, RankGroupValues, rank_groups_on_bound
+from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -78,7 +80,6 @@ from dpfast.engines.values import (
     Opening,
     OrderStatistics,
     ProtectedColumn,
-    PublishHook,
     column_threads,
 )
 from dpfast.partitions.grid import Grid
@@ -506,12 +507,14 @@ class Engine(ABC):
     # -- the end ------------------------------------------------------------------------
 
     @abstractmethod
-    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
-        """Return the released data, every column written above, in the input's order.
+    def publish(self, report: Any, *, reindex: bool) -> Staged:
+        """Stage the released data, every column written above, in the input's order.
 
-        Output that lands in files is complete before ``before(report)`` runs, and is
-        made visible at once after it (a failure before leaves nothing). ``reindex``:
-        the rows are in a new order (a pandas result gets a fresh index).
+        Output that lands in files is written whole under a staging name and stays
+        invisible: the release skeleton commits the budget and writes the reports, then
+        :meth:`Staged.reveal` makes it visible in one step and returns the data (a
+        failure before leaves nothing). ``reindex``: the rows are in a new order (a
+        pandas result gets a fresh index).
         """
 
     def work(self) -> dict[str, int] | None:

@@ -33,6 +33,7 @@ from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
 from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
 from dpfast.engines.base import Engine
+from dpfast.engines.source import Staged, stage_beside
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -49,7 +50,6 @@ from dpfast.engines.values import (
     OrderStatistics,
     Progress,
     ProtectedColumn,
-    PublishHook,
     inverse_permutation,
     own_dtype,
     partition_inputs,
@@ -426,17 +426,21 @@ class MemoryEngine(Engine):
             self._categories = (name, self.table.category_codes(name))
         return self._categories[1]
 
-    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
-        """Return the table of :meth:`write_table` (input's kind); ``output`` gets it too."""
+    def _publish_table(self) -> Staged:
+        """Stage the table of :meth:`write_table` (input's kind); ``output`` gets it too."""
         assert self._table is not None
         columns, repeat = self._table
         result = build_table(self.table.kind, columns)
-        if self.output is not None:
-            written = result if repeat is None else repeat_rows(result, repeat)
-            write_table_atomic(written, self.output, before=lambda: _call(before, report))
-        elif before is not None:
-            before(report)
-        return result
+        if self.output is None:
+            return Staged.ready(result)
+        written = result if repeat is None else repeat_rows(result, repeat)
+        return self._staged(written, result)
+
+    def _staged(self, written: Any, result: Any) -> Staged:
+        """Write ``written`` whole beside ``output``; revealing renames it and gives ``result``."""
+        assert self.output is not None
+        staged, _ = stage_beside(self.output, lambda path: write_table_atomic(written, path))
+        return staged.giving(result)
 
     # -- row-wise statistics and outputs -------------------------------------------------
 
@@ -494,9 +498,9 @@ class MemoryEngine(Engine):
 
     # -- the end ------------------------------------------------------------------------
 
-    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+    def publish(self, report: Any, *, reindex: bool) -> Staged:
         if self._table is not None:
-            return self._publish_table(report, before)
+            return self._publish_table()
         table = self.table
         kept = set(self.released) | set(self._copied)
         keep = None if len(kept) == len(table.names) else [n for n in table.names if n in kept]
@@ -504,11 +508,7 @@ class MemoryEngine(Engine):
             warn_index_dropped(table.source.index)
         base = self._base if keep is None else None
         result = table.rebuild(self.released, self._order, base, reindex=reindex, keep=keep)
-        if self.output is not None:
-            write_table_atomic(result, self.output, before=lambda: _call(before, report))
-        elif before is not None:
-            before(report)
-        return result
+        return Staged.ready(result) if self.output is None else self._staged(result, result)
 
     def metrics(
         self,
@@ -535,8 +535,3 @@ class MemoryEngine(Engine):
         return release_risk(
             self.table.source, released, sources, options, replace(defaults, taxonomies=known)
         )
-
-
-def _call(hook: PublishHook | None, report: Any) -> None:
-    if hook is not None:
-        hook(report)

@@ -76,9 +76,9 @@ from dpfast.engines.outofcore._ranked import (
     no_keys,
     ranks_of_counts,
 )
-from dpfast.engines.outofcore._scratch import publish_at, scratch_beside
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import column_total
+from dpfast.engines.source import Staged, stage_beside
 from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
@@ -280,21 +280,32 @@ class ClusterEngine(OutOfCoreEngine):
     ) -> Any:
         """Write a release frame as a dataset directory named ``output``, atomically.
 
-        The workers write it (:meth:`write_dataset`) into a hidden scratch directory
-        beside ``output``, whatever ``output``'s suffix (``out.parquet`` is a directory
-        too, as the cluster's own writers make it); ``before_publish(report)`` runs once
-        it is complete, then it is renamed into place. A failed or interrupted write
-        leaves nothing at ``output``. On a cluster, ``output``'s directory must be one
-        the workers share with this process. Returns what :meth:`write_dataset` returned.
+        The workers write it (:meth:`stage_release`) beside ``output``, whatever its
+        suffix (``out.parquet`` is a directory too, as the cluster's own writers make
+        it); ``before_publish(report)`` runs once it is complete, then it is renamed into
+        place: a failed or interrupted write leaves nothing at ``output``, whose directory
+        the workers must share. Returns what :meth:`write_dataset` returned.
         """
-        target = Path(output)
-        with scratch_beside(target) as scratch:
-            written = scratch / "release"
-            counts = cls.write_dataset(frame, written, target, progress)
+        staged, counts = cls.stage_release(frame, output, progress=progress)
+        try:
             if before_publish is not None:
                 before_publish(report)
-            publish_at(written, target)
+            staged.reveal()
+        finally:
+            staged.discard()
         return counts
+
+    @classmethod
+    def stage_release(
+        cls, frame: Any, output: str | os.PathLike[str], *, progress: Any
+    ) -> tuple[Staged, Any]:
+        """Have the workers write ``frame`` beside ``output``; return it staged and their counts.
+
+        The :class:`Staged` release's ``reveal()`` renames it onto ``output``; the counts
+        are what :meth:`write_dataset` returned.
+        """
+        target = Path(output)
+        return stage_beside(target, lambda path: cls.write_dataset(frame, path, target, progress))
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -453,9 +464,9 @@ class ClusterEngine(OutOfCoreEngine):
 
     # -- the end ------------------------------------------------------------------------
 
-    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
+    def publish(self, report: Any, *, reindex: bool) -> Staged:
         if self._table is not None:
-            return self._publish_table(report, before)
+            return self._publish_table()
         order = [str(n) for n in self.source.names]
         exchange = not self._written and bool(self._copies or self._ranked)
         exchanged = self._exchanged(order) if exchange else None
@@ -471,24 +482,23 @@ class ClusterEngine(OutOfCoreEngine):
             frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
         else:
             self._materialize()
-            self.out.publish(report, before)
-            return self.file_frame(self.out.target)
+            return self.out.publish(self.file_frame)
         if self.final is None:
-            if before is not None:
-                before(report)
-            return frame
-        written = self.write_release(
-            frame, self.final, report, progress=self.progress, before_publish=before
-        )
-        if self._ranked:
-            self._add_on_bound(written, exchanged)
+            return Staged.ready(frame)
+        staged, written = self.stage_release(frame, self.final, progress=self.progress)
+        try:
+            if self._ranked:
+                self._add_on_bound(written, exchanged)
+        except BaseException:
+            staged.discard()
+            raise
         parts = generated_parts(frame) or exchanged_parts(frame)
         if parts is not None:  # the workers computed and wrote every part
             for part in range(parts.count):
                 scanned, written = parts.scanned(part)
                 if written:  # a part placed in a permutation's order
                     self.counters.output_pass(scanned, written)
-        return frame
+        return staged.giving(frame)
 
     def _add_on_bound(self, written: Any, parts: ExchangedParts | None) -> None:
         """Add the ranked columns' rows on a bound over the parts' counts of the write."""
@@ -582,10 +592,9 @@ class ClusterEngine(OutOfCoreEngine):
         if self.final is not None:
             super().write_table(columns, repeat=repeat)
 
-    def _publish_table(self, report: Any, before: PublishHook | None) -> Any:
+    def _publish_table(self) -> Staged:
+        table = self._table
+        assert table is not None
         if self.final is not None:
-            self.out.publish(report, before)
-        elif before is not None:
-            before(report)
-        assert self._table is not None
-        return self.table_frame(self._table)
+            return self.out.publish(lambda _: self.table_frame(table))
+        return Staged.ready(self.table_frame(table))

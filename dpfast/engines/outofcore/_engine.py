@@ -51,6 +51,7 @@ from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
+from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -67,7 +68,6 @@ from dpfast.engines.values import (
     OrderStatistics,
     Progress,
     ProtectedColumn,
-    PublishHook,
     column_threads,
     own_dtype,
 )
@@ -533,11 +533,8 @@ class OutOfCoreEngine(Engine):
 
     # -- the end ------------------------------------------------------------------------
 
-    def publish(self, report: Any, *, reindex: bool, before: PublishHook | None = None) -> Any:
-        import pyarrow.dataset as ds
-
-        self.out.publish(report, before)
-        return ds.dataset(str(self.out.target), format="parquet")
+    def publish(self, report: Any, *, reindex: bool) -> Staged:
+        return self.out.publish(_dataset)
 
     def work(self) -> dict[str, int]:
         return self.counters.to_dict()
@@ -560,6 +557,13 @@ class OutOfCoreEngine(Engine):
             return error
         nan = stats.first_kind == "NaN or missing"
         return non_finite_error(error.column, stats.non_finite, stats.first_bad, nan)
+
+
+def _dataset(target: Path) -> Any:
+    """Return the published release as a Parquet dataset."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(target), format="parquet")
 
 
 def _holds_numbers(arrow_type: pa.DataType) -> bool:

@@ -47,13 +47,13 @@ from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, r
 from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
+from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
     GroupValues,
     NumericColumn,
     ProtectedColumn,
-    PublishHook,
 )
 from dpfast.io import WRITE_ROWS, arrow_labels
 from dpfast.partitions.grid import Grid
@@ -322,16 +322,22 @@ class Output:
 
     # -- the end ------------------------------------------------------------------------
 
-    def publish(self, report: Any, before: PublishHook | None) -> None:
-        """Stitch the columns into the output, then rename it into place after ``before``."""
+    def publish(self, data: Callable[[Path], Any]) -> Staged:
+        """Stitch the columns into the output in scratch; revealing renames it into place.
+
+        The staged release's data is ``data(target)``, once the output is there.
+        """
         if self._table is not None:
             written = self._stitch(*self._table)
         else:
             columns = [self.columns[str(n)] for n in self.source.names if str(n) in self.columns]
             written = self._stitch(columns, self.source.n_rows)
-        if before is not None:
-            before(report)
-        publish_at(written, self.target)
+
+        def reveal() -> Any:
+            publish_at(written, self.target)
+            return data(self.target)
+
+        return Staged(reveal, lambda: remove_tree(written))
 
     def close(self) -> None:
         """Remove the scratch directory, however the release ended."""

@@ -1,0 +1,115 @@
+"""The engine contract the release skeleton enforces: staged output, registry, engine named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import dpfast
+from dpfast.accounting import report_schema
+from dpfast.budget import BudgetFile
+from dpfast.engines import _REGISTRY, BUILT_IN, engine_label, engines, register
+from dpfast.engines.memory import MemoryEngine
+from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+
+
+def _table() -> pd.DataFrame:
+    return pd.DataFrame({"age": [23.0, 35.0, 41.0, 52.0, 67.0, 30.0]})
+
+
+class UnstagedEngine(MemoryEngine):
+    """An engine that makes its output visible itself and returns the data, unstaged."""
+
+    def publish(self, report: Any, *, reindex: bool) -> Any:
+        return super().publish(report, reindex=reindex).reveal()
+
+
+@pytest.fixture
+def unstaged():
+    register("unstaged-test", __name__, "UnstagedEngine", lambda data: False)
+    try:
+        yield "unstaged-test"
+    finally:
+        del _REGISTRY["unstaged-test"]
+
+
+def test_an_engine_that_publishes_unstaged_is_refused_and_spends_nothing(tmp_path, unstaged):
+    budget = BudgetFile.create(tmp_path / "budget.json", 2.0)
+    before = (tmp_path / "budget.json").read_bytes()
+    with pytest.raises(DPFastRuntimeError, match="not a Staged release"):
+        dpfast.laplace_dp(
+            _table(), epsilon=0.5, bounds={"age": (0, 100)}, seed=1, engine=unstaged, budget=budget
+        )
+    assert budget.remaining() == pytest.approx(2.0)
+    assert (tmp_path / "budget.json").read_bytes() == before
+
+
+class _Watched:
+    """A budget whose reservations note, at their commit, whether the output is visible."""
+
+    def __init__(self, budget: BudgetFile, output: Any) -> None:
+        self.budget, self.output, self.seen = budget, output, []
+
+    def reserve(self, epsilon: float, **where: Any) -> Any:
+        reservation = self.budget.reserve(epsilon, **where)
+        watched = self
+
+        class Reservation:
+            def commit(self, report: Any) -> None:
+                watched.seen.append((watched.output.exists(), report.engine))
+                reservation.commit(report)
+
+            def abandon(self) -> None:
+                reservation.abandon()
+
+        return Reservation()
+
+
+@pytest.mark.parametrize("engine", ["memory", "outofcore"])
+def test_the_budget_is_committed_before_the_output_is_visible(tmp_path, engine):
+    output = tmp_path / "out.parquet"
+    budget = _Watched(BudgetFile.create(tmp_path / "budget.json", 2.0), output)
+    release = dpfast.laplace_dp(
+        _table(),
+        epsilon=0.5,
+        bounds={"age": (0, 100)},
+        seed=1,
+        engine=engine,
+        budget=budget,
+        output=output,
+    )
+    assert budget.seen == [(False, engine)]  # committed by the skeleton, output still staged
+    assert budget.budget.remaining() == pytest.approx(1.5)
+    assert pq.read_table(output).num_rows == 6
+    assert release.report.engine == engine
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_register_refuses_a_built_in_name_unless_told_to_replace_it(name):
+    entry = _REGISTRY[name]
+    with pytest.raises(DPFastValueError, match=rf"'{name}' is a built-in engine.*replace=True"):
+        register(name, "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    assert _REGISTRY[name] is entry and engine_label(name) == name
+    try:
+        register(name, __name__, "UnstagedEngine", entry.accepts, replace=True)
+        assert engine_label(name) == f"{name} ({__name__}.UnstagedEngine)"
+    finally:
+        register(name, entry.module, entry.attribute, entry.accepts, replace=True)
+    assert engine_label(name) == name and name in engines()
+
+
+def test_the_public_report_names_an_engine_dpfast_does_not_ship(tmp_path):
+    register("memory-copy-test", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    try:
+        report = dpfast.laplace_dp(
+            _table(), epsilon=0.5, bounds={"age": (0, 100)}, seed=1, engine="memory-copy-test"
+        ).report
+    finally:
+        del _REGISTRY["memory-copy-test"]
+    assert report.engine == "memory-copy-test (dpfast.engines.memory.MemoryEngine)"
+    jsonschema.validate(report.to_dict(), report_schema("public"))
