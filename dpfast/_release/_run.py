@@ -18,7 +18,7 @@ from dpfast._release._reports import Reporting
 from dpfast._release.data_forecast import DataForecast, forecast_check
 from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
-from dpfast._validation import check_share
+from dpfast._validation import check_share, quoted
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import engine_label, engine_name, open_engine
 from dpfast.engines.base import Engine
@@ -312,16 +312,21 @@ class Run(Reporting):
 
         The engine only writes: the budget's reservation is committed here, with the final
         report, before anything is visible, so that no engine can publish without it. An
-        engine whose ``publish`` returns anything but a :class:`Staged` release is refused
-        (its reservation is given back by :func:`open_run`).
+        engine whose ``publish`` returns anything but a :class:`Staged` release is refused,
+        its ε counted as spent: it may have made its output visible already, and no spend
+        is given back once output may be visible.
         """
         staged = self.engine.publish(report, reindex=reindex)
         if not isinstance(staged, Staged):
+            if self.reservation is not None:
+                self.reservation.commit(report)
+                self.committed = True
             raise DPFastRuntimeError(
-                f"the {self.engine.name!r} engine's publish returned "
+                f"the {quoted(self.engine.name)} engine's publish returned "
                 f"{type(staged).__name__}, not a Staged release: an engine writes its "
                 "output whole under a staging name and returns "
-                "dpfast.engines.source.Staged (docs/engines.md); nothing was spent"
+                "dpfast.engines.source.Staged (docs/engines.md); the release's ε counts as "
+                "spent, since the engine may have written its output"
             )
         try:
             if self.reservation is not None:  # final before any output is visible
