@@ -3,7 +3,7 @@
 Each kind of scratch or staging file that dpfast makes is left by a real process killed
 with SIGKILL at the step that has made it (the process pauses there, told by a marker
 file, and is killed): the command line's staging directory in memory and out of core, a
-CSV input's Parquet conversion, the temporary file of a table written in memory, the
+CSV input's Parquet conversion, the staging directory of a table written in memory, the
 out-of-core engine's scratch directory, the Dask client's and Spark driver's scratch
 directories, a budget file's temporary file. Each is named for its output (or its
 process) and the killed process; ``dpfast budget clear`` names and removes it, and so
@@ -111,7 +111,7 @@ KINDS = {
     "command line in memory": ("out", rf"\.out\.parquet\.{MARK}", "dir"),
     "command line out of core": ("out", rf"\.out\.parquet\.{MARK}", "dir"),
     "CSV conversion": ("out", rf"\.out\.parquet\.{MARK}", "dir"),
-    "table written in memory": ("out", rf"\.out\.parquet\.{MARK}.*\.tmp$", "file"),
+    "table written in memory": ("out", rf"\.out\.parquet\.{MARK}", "dir"),
     "engine scratch": ("out", rf"\.out\.parquet\.{MARK}", "dir"),
     "Dask client scratch": ("temp", rf"dpfast-dask-{MARK}", "dir"),
     "Spark driver scratch": ("temp", rf"dpfast-spark-{MARK}", "dir"),
