@@ -57,6 +57,7 @@ import dpfast
 from dpfast.engines.outofcore import _output as outofcore
 from dpfast.engines.outofcore import _scratch as scratch_files
 from dpfast.engines.outofcore._sources import ParquetDataset
+from dpfast.engines.source import Source
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, laplace_dp_dataset, on_engine
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}
@@ -249,7 +250,7 @@ def test_a_file_made_while_the_scratch_is_removed_is_removed_too(monkeypatch, ou
 # Interrupts out of core
 
 
-class _Interrupting:
+class _Interrupting(Source):
     """A column source that sends this process SIGINT (Ctrl-C) from its ``at``-th batch."""
 
     def __init__(self, source: Any, at: int) -> None:

@@ -15,6 +15,7 @@ from dpfast import noise
 from dpfast.datasets import adult
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from dpfast.engines.source import Source
 from tests.engine_runs import apart_from_engine
 from tests.reference import mechanisms_reference as ref
 
@@ -54,7 +55,7 @@ def _write_parts(table: pa.Table, directory: Path, cuts: list[int]) -> None:
         pq.write_table(table.slice(first, last - first), directory / f"part-{i:03d}.parquet")
 
 
-class CountingSource:
+class CountingSource(Source):
     """A column source that counts the passes made over it."""
 
     def __init__(self, source):
