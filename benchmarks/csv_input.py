@@ -47,6 +47,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from dpfast.engines.source import Source
+
 SCHEMA = pa.schema(
     [
         ("age", pa.int64()),
@@ -90,15 +92,25 @@ def generate(rows: int, out: Path, chunk: int = 1_000_000) -> None:
             writer.write_table(pa.Table.from_batches(pending), row_group_size=1 << 62)
 
 
-class CsvPasses:
+class CsvPasses(Source):
     """A CSV file as a column source that parses the file again on every pass."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.schema = SCHEMA
-        self.names = list(SCHEMA.names)
-        self.n_rows = sum(batch.num_rows for batch in self._batches(["age"]))
+        self._rows = sum(batch.num_rows for batch in self._batches(["age"]))
         self.passes = 0
+
+    @property
+    def names(self) -> list[str]:
+        return list(SCHEMA.names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return SCHEMA
+
+    @property
+    def n_rows(self) -> int:
+        return self._rows
 
     def _batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
         convert = pa_csv.ConvertOptions(column_types=SCHEMA, include_columns=columns)

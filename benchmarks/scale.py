@@ -95,6 +95,11 @@ class SimulatedSource(ArrowSource):
         return [n * p // self.partitions for p in range(self.partitions + 1)]
 
     @property
+    def sorts_in_place(self) -> bool:
+        """True: :meth:`sort_ranges` sorts a range a task, as a cluster does."""
+        return True
+
+    @property
     def sort_tasks(self) -> int:
         """One task slot a partition, as on a cluster with as many executors."""
         return self.partitions

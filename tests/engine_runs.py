@@ -18,6 +18,16 @@ from dpfast.engines import EngineChoice
 ENGINE_OPTIONS = ("batch_rows", "part_rows", "send_ranks")
 
 
+def apart_from_engine(report: Any) -> dict[str, Any]:
+    """Return a public report (a ``Report``, or its JSON as a dict) without its ``engine``.
+
+    The report names the engine that ran the release, so releases on two engines are
+    compared apart from it.
+    """
+    public = report if isinstance(report, dict) else report.to_dict()
+    return {name: value for name, value in public.items() if name != "engine"}
+
+
 def on_engine(
     engine: str, function: Callable[..., Any], data: Any, **arguments: Any
 ) -> tuple[Any, Any, Any]:

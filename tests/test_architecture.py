@@ -441,16 +441,16 @@ def test_every_error_class_is_a_dpfast_error():
 ENGINE_CEILINGS = {
     "members": 40,  # of the engine protocol (Engine: functions and properties)
     "abstract_members": 28,
-    "hasattr": 18,  # calls in dpfast/engines/
-    "getattr": 12,
+    "hasattr": 8,  # calls in dpfast/engines/ (none probes a source: Source declares it)
+    "getattr": 7,
     "setattr": 7,
     "vars": 4,
-    "__getattr__": 2,  # methods that forward attributes by name
+    "__getattr__": 0,  # methods that forward attributes by name
     "outofcore_exports": 57,  # dpfast/engines/outofcore/__init__.py's __all__
     "underscore_imports": 9,  # underscore names imported from another module
     "plural_pairs": 3,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 13_296  # at the staged publish, the registry's replace= and Report.engine
+ENGINE_LINES = 13_441  # at the declared column source protocol (Source, its defaults documented)
 ENGINE_LINES_ROOM = 200
 #: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.

@@ -60,7 +60,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset, WrappedSource
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
 from dpfast.taxonomy import as_taxonomy
 from tests import toy_method
@@ -807,17 +807,20 @@ def test_engine_gives_the_in_memory_release(case, engine, tmp_path, request):
     assert (got.engine, want.engine) == (ran, "memory")
 
 
-class _CountingSource:
+class _CountingSource(WrappedSource):
     """A column source that counts the passes made over it."""
 
     def __init__(self, source: Any) -> None:
-        self.source = source
+        super().__init__(source)
         self.passes = 0
-        self.names, self.schema, self.n_rows = source.names, source.schema, source.n_rows
+
+    @property
+    def schema(self) -> Any:
+        return self.dataset.schema
 
     def map_column(self, name: Any, batch_rows: int, fn: Any) -> Any:
         self.passes += 1
-        return self.source.map_column(name, batch_rows, fn)
+        return self.dataset.map_column(name, batch_rows, fn)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.spills], ids=lambda c: c.name)

@@ -15,7 +15,7 @@ import pytest
 
 import dpfast
 from dpfast.engines.outofcore._sources import ParquetDataset
-from tests.engine_runs import on_engine
+from tests.engine_runs import apart_from_engine, on_engine
 
 pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
 
@@ -122,7 +122,7 @@ def _assert_same_release(got: dpfast.Release, expected: dpfast.Release) -> None:
     for name in expected.data.columns:  # in order: ir_dp's rows are in its shuffled order
         assert data[name].dtype == expected.data[name].dtype
         np.testing.assert_array_equal(data[name].to_numpy(), expected.data[name].to_numpy())
-    assert got.report.to_dict() == expected.report.to_dict()
+    assert apart_from_engine(got.report) == apart_from_engine(expected.report)
     assert got.private.clamped == expected.private.clamped
     assert got.private.clamped_output == expected.private.clamped_output
     assert got.private.input_rows == expected.private.input_rows
@@ -306,7 +306,7 @@ def test_a_worker_killed_mid_run_gives_the_same_release(client, tmp_path):
     got = pq.read_table(tmp_path / "out").to_pandas()
     for name in COLUMNS:
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
-    assert report.to_dict() == expected.report.to_dict()
+    assert apart_from_engine(report) == apart_from_engine(expected.report)
     assert private.clamped == expected.private.clamped
 
 
@@ -400,7 +400,8 @@ def test_cli_laplace_on_a_dask_scheduler_writes_the_in_memory_release(client, tm
     for name in expected.data.columns:
         np.testing.assert_array_equal(got[name].to_numpy(), expected.data[name].to_numpy())
     report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
-    assert report == json.loads(json.dumps(expected.report.to_dict()))
+    want = json.loads(json.dumps(expected.report.to_dict()))
+    assert apart_from_engine(report) == apart_from_engine(want)
     assert len(client.scheduler_info()["workers"]) == 2  # the module's cluster is untouched
 
 

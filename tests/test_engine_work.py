@@ -19,6 +19,7 @@ from dpfast.accounting import report_schema
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource
 from dpfast.engines.outofcore._work import CountedSource, Work, result_bytes
+from dpfast.exceptions import DPFastTypeError
 from tests.engine_runs import on_engine
 
 K, EPSILON, SEED = 10, 4.0, 3
@@ -58,16 +59,21 @@ def test_a_counted_source_sorts_only_where_its_source_does_and_counts_each_range
     table = pa.table({"x": np.arange(10, dtype=np.float64)})
 
     class Sorting(ArrowSource):
+        sorts_in_place = True
         sort_tasks = 2
 
         def sort_ranges(self, name, batch_rows, keys, ranges, key_bits, reduce):
             values = np.sort(self.table.column(name).to_numpy()).astype(np.uint64)
             return [reduce(i, part) for i, part in enumerate((values[:3], values[3:]))]
 
-    assert not hasattr(CountedSource(ArrowSource(table), Work()), "sort_ranges")
+    plain = CountedSource(ArrowSource(table), Work())
+    assert (plain.sorts_in_place, plain.sort_tasks) == (False, 1)
+    with pytest.raises(DPFastTypeError, match="ArrowSource does not sort ranges"):
+        plain.sort_ranges("x", 5, None, None, 8, lambda i, ordered: 0)
     work = Work()
     source = CountedSource(Sorting(table), work)
-    assert source.sort_tasks == 2
+    assert (source.sorts_in_place, source.sort_tasks) == (True, 2)
+    assert isinstance(source.dataset, Sorting)
     sums = source.sort_ranges("x", 5, None, None, 8, lambda i, ordered: int(ordered.sum()))
     assert sums == [0 + 1 + 2, sum(range(3, 10))]
     assert work.tasks == 2 and work.largest_task_rows == 7 and work.driver_bytes == 16

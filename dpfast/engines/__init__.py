@@ -30,6 +30,7 @@ from typing import Any
 from dpfast._validation import option, quoted
 from dpfast.engines.base import Engine
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
+from dpfast.engines.source import Source
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -460,10 +461,12 @@ def _is_dask(data: object) -> bool:
 
 def _source_module(data: object) -> str:
     """Return the module of a column source, looking through the sources that wrap one."""
+    if not isinstance(data, Source):
+        return ""
     inner = data
-    while hasattr(inner, "map_column") and hasattr(inner, "dataset"):
+    while inner.dataset is not None:
         inner = inner.dataset
-    return _module_of(inner) if hasattr(inner, "map_column") else ""
+    return _module_of(inner)
 
 
 def _is_outofcore(data: object) -> bool:
@@ -474,7 +477,7 @@ def _is_outofcore(data: object) -> bool:
         "pyarrow.dataset"
     ):
         return True
-    return hasattr(data, "map_column") and hasattr(data, "n_rows")
+    return isinstance(data, Source)
 
 
 def _is_memory(data: object) -> bool:

@@ -7,21 +7,36 @@ not the engine, then commits the budget's reservation and writes the reports, an
 then calls :meth:`Staged.reveal`, which makes the output visible in one step (one rename)
 and returns the released data. A release that fails before that leaves nothing at the
 output (:meth:`Staged.discard`).
+
+What an engine reads a table through: a :class:`Source`. Its four abstract members (the
+names, the Arrow schema, the row count and ``map_column``, a function applied to every
+batch of a column) are what every source implements; the optional ones have defaults
+that a source which runs its batches elsewhere (a cluster) overrides, so that a caller
+calls each member, never asks whether it is there (docs/architecture.md, "The column
+source").
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dpfast._staging import directory_beside, leftovers, publish, remove_gone, remove_path
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
-__all__ = ["Staged", "stage_beside"]
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+__all__ = ["Columns", "Source", "Staged", "stage_beside"]
 
 T = TypeVar("T")
+
+#: What a pass reads: one column, or the same rows of several as a struct array.
+Columns = str | tuple[str, ...]
 
 
 def _nothing() -> None:
@@ -112,3 +127,131 @@ def stage_beside(target: str | os.PathLike[str], write: Callable[[Path], T]) -> 
         return result
 
     return Staged(reveal, lambda: remove_path(directory)), result
+
+
+class Source(ABC):
+    """A table an engine reads column by column: the column source protocol.
+
+    Rows are numbered ``0 .. n_rows - 1`` in an order that does not depend on how the
+    source is read, and every pass gives each batch the number of its first row.
+
+    Abstract members (every source implements them): :attr:`names`, :attr:`schema`,
+    :attr:`n_rows` and :meth:`map_column`. The others have defaults, which a source
+    overrides where it can do better:
+
+    * :meth:`add_column`: each batch's result, read in this process, as its own partial
+      total (a cluster adds them where the batches are read);
+    * :attr:`sorts_in_place` (False) and :meth:`sort_ranges` (refused with a
+      :class:`~dpfast.exceptions.DPFastTypeError`): whether the source sorts a column's
+      keys range by range where its batches are read, and the sort; callers test the
+      flag;
+    * :attr:`sort_tasks` (1): how many of its tasks run at once;
+    * :attr:`dataset` (None): the source this one wraps, for a wrapper.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> class Numbers(Source):
+    ...     names = property(lambda self: ["x"])
+    ...     schema = property(lambda self: pa.schema([("x", pa.int64())]))
+    ...     n_rows = property(lambda self: 5)
+    ...     def map_column(self, name, batch_rows, fn):
+    ...         for first in range(0, 5, batch_rows):
+    ...             yield fn(pa.array(range(first, min(5, first + batch_rows))), first)
+    >>> source = Numbers()
+    >>> list(source.add_column("x", 2, lambda batch, first: sum(batch.to_pylist())))
+    [(1, 2), (5, 2), (4, 1)]
+    >>> source.sorts_in_place, source.sort_tasks, source.dataset
+    (False, 1, None)
+    """
+
+    @property
+    @abstractmethod
+    def names(self) -> list[str]:
+        """The columns' names, in order (unique)."""
+
+    @property
+    @abstractmethod
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types, as the batches of :meth:`map_column` arrive."""
+
+    @property
+    @abstractmethod
+    def n_rows(self) -> int:
+        """The number of rows."""
+
+    @abstractmethod
+    def map_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
+
+        A batch holds at most ``batch_rows`` consecutive rows; ``first_row`` numbers its
+        first across the whole source. A tuple of names gives each batch as a struct
+        array of those columns.
+        """
+
+    def add_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = 1
+    ) -> Iterable[tuple[T, int]]:
+        """Return partial totals of ``fn(batch, first_row)`` over column ``name``'s batches.
+
+        Each partial comes with the rows of the largest task added into it; the caller
+        adds the partials up (:func:`dpfast.engines.outofcore.column_total`). A source
+        that adds where its batches are read returns at most ``most`` partials. This
+        default reads the batches here and yields each batch's result as it comes, with
+        its rows (nothing is held: the caller adds them up as they arrive).
+        """
+        for rows, result in self.map_column(name, batch_rows, _WithRows(fn)):
+            yield result, rows
+
+    @property
+    def sorts_in_place(self) -> bool:
+        """Whether :meth:`sort_ranges` sorts a column's keys where its batches are read.
+
+        False by default: the engine then sorts on this process, from passes of
+        :meth:`map_column`.
+        """
+        return False
+
+    def sort_ranges(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Any,
+        key_bits: int,
+        reduce: Callable[[int, np.ndarray], T],
+    ) -> list[T]:
+        """Sort column ``name``'s keys range by range where its batches are read.
+
+        ``keys(batch, first_row)`` gives a batch's keys; the sorted keys of range ``i`` of
+        ``ranges`` (a :class:`~dpfast.engines.outofcore.Ranges`) go to ``reduce(i,
+        keys)``, whose results come back in range order
+        (:mod:`dpfast.engines.outofcore._sorted`). Only where :attr:`sorts_in_place`:
+        this default refuses.
+        """
+        raise DPFastTypeError(
+            f"a {type(self).__name__} does not sort ranges where its batches are read "
+            "(its sorts_in_place is False); sort from passes of map_column instead"
+        )
+
+    @property
+    def sort_tasks(self) -> int:
+        """How many of this source's tasks run at once (1: this process, one at a time)."""
+        return 1
+
+    @property
+    def dataset(self) -> Source | None:
+        """The source this one wraps (the same rows and columns), or None."""
+        return None
+
+
+class _WithRows(Generic[T]):
+    """A batch function that also returns its batch's rows."""
+
+    def __init__(self, fn: Callable[[pa.Array, int], T]) -> None:
+        self.fn = fn
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, T]:
+        return len(array), self.fn(array, first_row)

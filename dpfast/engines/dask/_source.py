@@ -35,6 +35,7 @@ from dpfast.engines.outofcore import (
     source_under,
     totals,
 )
+from dpfast.engines.source import Source
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
@@ -69,7 +70,7 @@ class Piece:
                 yield pa.Table.from_batches([batch]).replace_schema_metadata(None)
 
 
-class DaskSource:
+class DaskSource(Source):
     """A Dask DataFrame read column by column on Dask's workers, for the out-of-core engine.
 
     Parameters
@@ -233,6 +234,11 @@ class DaskSource:
             apply(part, first, rows, name, kinds, int(batch_rows), task, fn)
             for part, first, rows in partitions
         ]
+
+    @property
+    def sorts_in_place(self) -> bool:
+        """True: :meth:`sort_ranges` sorts each range in a task of Dask's workers."""
+        return True
 
     @property
     def sort_tasks(self) -> int:

@@ -57,7 +57,6 @@ from dpfast.engines.outofcore._sorted import (
 )
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
-    Columns,
     ColumnSource,
     ParquetDataset,
     SchemaCheckedSource,
@@ -76,6 +75,7 @@ from dpfast.engines.outofcore._totals import (
     partials_of,
     totals,
 )
+from dpfast.engines.source import Columns
 
 __all__ = [
     "BATCH_ROWS",

@@ -78,7 +78,7 @@ from dpfast.engines.outofcore._ranked import (
 )
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import column_total
-from dpfast.engines.source import Staged, stage_beside
+from dpfast.engines.source import Source, Staged, stage_beside
 from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
@@ -205,13 +205,13 @@ class ClusterEngine(OutOfCoreEngine):
         """
         importlib.import_module(cls.frame_module)  # not installed: open_engine says how
         kind = type(data)
-        if not hasattr(data, "map_column") and not kind.__module__.startswith(cls.frame_module):
+        if not isinstance(data, Source) and not kind.__module__.startswith(cls.frame_module):
             raise DPFastTypeError(
                 f"{option('engine', cls.name)} releases {cls.frame} or a column source over "
                 f"one, got a {kind.__module__}.{kind.__name__}; leave out {option('engine')} "
                 f"to release it on the engine its type selects, or give {cls.frame}"
             )
-        source: ColumnSource = data if hasattr(data, "map_column") else cls.source_type(data)
+        source: ColumnSource = data if isinstance(data, Source) else cls.source_type(data)
         cls.cluster_of(source)
         return source
 

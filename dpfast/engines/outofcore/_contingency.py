@@ -37,8 +37,9 @@ import pyarrow as pa
 from dpfast._kernels import contingency as kernels
 from dpfast._validation import quoted
 from dpfast.engines.outofcore._passes import Limits, numeric_values
-from dpfast.engines.outofcore._sources import Columns, ColumnSource
+from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import SENT_BACK, column_total, dumps_error
+from dpfast.engines.source import Columns
 from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data

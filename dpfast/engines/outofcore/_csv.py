@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 from dpfast.engines.outofcore._lazy import text_columns
 from dpfast.engines.outofcore._scratch import make_scratch, remove_tree
 from dpfast.engines.outofcore._sources import (
-    Columns,
     ParquetDataset,
     WrappedSource,
     batch_fields,
     column_names,
 )
+from dpfast.engines.source import Columns
 from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import CsvFiles, LooserType, text_files

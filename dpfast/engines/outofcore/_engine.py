@@ -51,7 +51,7 @@ from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
-from dpfast.engines.source import Staged
+from dpfast.engines.source import Source, Staged
 from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
@@ -106,8 +106,8 @@ def source_of(data: Any) -> ColumnSource:
     of Parquet files likewise; a source is taken as it is; an in-memory table (pandas,
     Arrow, polars) is read from Arrow a batch at a time.
     """
-    if hasattr(data, "map_column") and hasattr(data, "n_rows"):
-        return data  # type: ignore[no-any-return]
+    if isinstance(data, Source):
+        return data
     if isinstance(data, (str, os.PathLike)):
         return ParquetDataset.open(data)
     module = type(data).__module__

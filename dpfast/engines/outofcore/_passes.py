@@ -7,7 +7,7 @@ holds more values than fit in the memory limit, a histogram pass over the top bi
 grid values cuts the grid into ranges that fit, each range is collected in one more pass,
 sorted and added to the groups' sums from its first global rank (a range holding a single
 grid value is added without sorting). Integer sums do not depend on how the column was
-cut. On a cluster (a source with ``sort_ranges``) the workers sort the ranges and return
+cut. On a cluster (a source that ``sorts_in_place``) the workers sort the ranges and return
 their groups' sums. A categorical column needs only its count per taxonomy rank
 (:func:`rank_counts`).
 """
@@ -185,7 +185,7 @@ def group_sums(
     column.
 
     ``limits`` bound this process's memory; ``sort_limits`` (default ``limits``) bound
-    each sort task of a cluster (a source with ``sort_ranges``), which runs on a worker.
+    each sort task of a cluster (a source that ``sorts_in_place``), which runs on a worker.
     """
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
@@ -225,7 +225,7 @@ def group_sums(
     # the first pass also counts the clamped values
     clamped = 0
     top = grid.d_int + 1
-    if hasattr(dataset, "sort_ranges") and (n > limits.sorted_values or key_bits < 63):
+    if dataset.sorts_in_place and (n > limits.sorted_values or key_bits < 63):
         # a cluster: the workers sort and add the groups in one job, instead of the
         # driver sorting the collected column or one pass over the data per range
         sorts = sort_limits or limits
@@ -278,7 +278,7 @@ def plan_ranks(
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
     top = grid.d_int + 1
-    tasks = max(1, int(getattr(dataset, "sort_tasks", 1)))
+    tasks = max(1, int(dataset.sort_tasks))
     balanced = max(1, min(limits.sorted_values, -(-n // (2 * tasks))))
     planned: list[tuple[int, int, int, int]] = []
     runs: list[tuple[int, int, int]] = []

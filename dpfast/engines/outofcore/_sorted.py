@@ -1,7 +1,7 @@
 """Ranges of a column sorted on a cluster's workers: the pieces the engines share.
 
 A cluster source (:class:`~dpfast.engines.spark.SparkSource`,
-:class:`~dpfast.engines.dask.DaskSource`) may offer ``sort_ranges(name, batch_rows,
+:class:`~dpfast.engines.dask.DaskSource`) overrides ``sort_ranges(name, batch_rows,
 keys, ranges, key_bits, reduce)`` and ``sort_tasks`` (how many tasks run at once): every
 value of column ``name`` is mapped to a ``uint64`` key of ``key_bits`` bits by
 ``keys(batch, first_row)`` on the workers; the keys inside range ``i`` (``ranges.lo[i]

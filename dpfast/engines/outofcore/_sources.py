@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._validation import check_unique_names, quoted
+from dpfast.engines.source import Columns, Source
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 T = TypeVar("T")
+R = TypeVar("R")
 S = TypeVar("S")
-
-#: What a pass reads: one column, or the same rows of several as a struct array.
-Columns = str | tuple[str, ...]
 
 
 def column_names(name: Columns) -> list[str]:
@@ -57,32 +57,8 @@ def batch_fields(
     return column_batch(name, [each(array.field(i), c) for i, c in enumerate(name)])
 
 
-class ColumnSource(Protocol):
-    """What the out-of-core engine reads a table through."""
-
-    @property
-    def names(self) -> list[str]:
-        """The columns' names, in order."""
-        ...
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The columns' Arrow types."""
-        ...
-
-    @property
-    def n_rows(self) -> int:
-        """The number of rows."""
-        ...
-
-    def map_column(
-        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
-    ) -> Iterator[T]:
-        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
-
-        A tuple of names gives each batch as a struct array of those columns.
-        """
-        ...
+#: What the out-of-core engine reads a table through (:class:`dpfast.engines.source.Source`).
+ColumnSource = Source
 
 
 def _directory_files(directory: Path) -> list[str]:
@@ -110,15 +86,16 @@ def _data_name(path: Path) -> bool:
 
 
 @dataclass(frozen=True)
-class ParquetDataset:
+class ParquetDataset(Source):
     """The files of a Parquet dataset, their row counts and their common schema.
 
-    ``groups`` holds each file's row groups' row counts, from the same footers.
+    ``groups`` holds each file's row groups' row counts, from the same footers;
+    ``file_schema`` is the files' schema (:attr:`schema`).
     """
 
     files: tuple[str, ...]
     rows: tuple[int, ...]
-    schema: pa.Schema
+    file_schema: pa.Schema
     groups: tuple[tuple[int, ...], ...]
 
     @classmethod
@@ -172,6 +149,11 @@ class ParquetDataset:
         return cls(tuple(files), tuple(rows), schema, tuple(groups))
 
     @property
+    def schema(self) -> pa.Schema:
+        """The files' common schema."""
+        return self.file_schema
+
+    @property
     def n_rows(self) -> int:
         """Rows in all the files."""
         return sum(self.rows)
@@ -195,7 +177,7 @@ class ParquetDataset:
 
 
 @dataclass(frozen=True)
-class ArrowSource:
+class ArrowSource(Source):
     """An Arrow table in memory as a column source: each column is read a batch at a time."""
 
     table: pa.Table
@@ -225,14 +207,18 @@ class ArrowSource:
             yield fn(column_batch(name, arrays), first)
 
 
-class WrappedSource:
-    """A column source over another one, ``dataset``: the same columns and rows."""
+class WrappedSource(Source):
+    """A column source over another one, ``dataset``: the same columns and rows.
 
-    def __init__(self, dataset: Any) -> None:
+    It forwards the names, the row count, whether the source sorts where its batches
+    are read and how many of its tasks run at once; a wrapper states the rest.
+    """
+
+    def __init__(self, dataset: Source) -> None:
         self._dataset = dataset
 
     @property
-    def dataset(self) -> Any:
+    def dataset(self) -> Source:
         """The source under this one."""
         return self._dataset
 
@@ -245,6 +231,16 @@ class WrappedSource:
     def n_rows(self) -> int:
         """The number of rows."""
         return int(self._dataset.n_rows)
+
+    @property
+    def sorts_in_place(self) -> bool:
+        """Whether the source under this one sorts where its batches are read."""
+        return self._dataset.sorts_in_place
+
+    @property
+    def sort_tasks(self) -> int:
+        """How many of the source's tasks run at once."""
+        return self._dataset.sort_tasks
 
 
 class SchemaCheckedSource(WrappedSource):
@@ -284,33 +280,24 @@ class SchemaCheckedSource(WrappedSource):
         """Yield ``fn(checked batch, first_row)`` for the batches of column ``name``."""
         yield from self._dataset.map_column(name, batch_rows, self._checked(name, fn))
 
-    def __getattr__(self, attribute: str) -> Any:
-        """Return a cluster source's ``sort_ranges``, ``add_column`` or ``sort_tasks``.
+    def add_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = 1
+    ) -> Iterable[tuple[T, int]]:
+        """Return the source's partial totals of ``fn`` over checked batches of ``name``."""
+        return self._dataset.add_column(name, batch_rows, self._checked(name, fn), most)
 
-        Only where the source has them (``hasattr`` tells the engine whether the workers
-        sort, or add): the keys of ``sort_ranges`` and the results of ``add_column`` are
-        computed from checked batches, as :meth:`map_column`'s results are.
-        """
-        if attribute not in ("sort_ranges", "sort_tasks", "add_column"):
-            raise AttributeError(attribute)
-        found = getattr(self._dataset, attribute)
-        if attribute == "sort_tasks":
-            return found
-        if attribute == "add_column":
-
-            def add_column(
-                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], *most: int
-            ) -> Any:
-                return found(name, batch_rows, self._checked(name, fn), *most)
-
-            return add_column
-
-        def sort_ranges(
-            name: str, batch_rows: int, keys: Callable[[pa.Array, int], Any], *rest: Any
-        ) -> Any:
-            return found(name, batch_rows, self._checked(name, keys), *rest)
-
-        return sort_ranges
+    def sort_ranges(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Any,
+        key_bits: int,
+        reduce: Callable[[int, np.ndarray], R],
+    ) -> list[R]:
+        """Return the source's :meth:`~Source.sort_ranges`, its keys from checked batches."""
+        checked = self._checked(name, keys)
+        return self._dataset.sort_ranges(name, batch_rows, checked, ranges, key_bits, reduce)
 
     def _checked(
         self, name: Columns, fn: Callable[[pa.Array, int], T]
@@ -345,7 +332,7 @@ def source_under(source: Any, kind: type[S], reads: str) -> S:
     """
     inner = source
     while not isinstance(inner, kind):
-        inner = getattr(inner, "dataset", None)
+        inner = inner.dataset if isinstance(inner, Source) else None
         if inner is None:
             raise DPFastTypeError(f"{reads}, got {type(source).__name__}")
     return inner

@@ -1,12 +1,13 @@
 """Totals of a batch function over a column, added where the batches are read.
 
 A pass whose results are added up (a histogram, counts) need not send one result a batch
-to the driver. A source that runs its batches elsewhere may offer ``add_column(name,
+to the driver. A source that runs its batches elsewhere overrides ``add_column(name,
 batch_rows, fn)``: each task adds its batches' results into a :class:`Partial`,
 partials are added together on the workers, :data:`FAN` at a time, until at most
 :data:`FAN` remain, and those come back (:func:`totals`: each partial's total, with the
-rows of the largest task that read batches for it). :func:`column_total` adds them, or
-every batch's result of a source without ``add_column``.
+rows of the largest task that read batches for it). :func:`column_total` adds them; from
+a source that reads its batches here (the default ``add_column``), each batch's result
+is a partial of its own, added as it comes.
 
 Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total
 does not depend on the order of the additions, the partitioning or retries. A batch that
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from dpfast.engines.outofcore._sources import Columns
+from dpfast.engines.source import Columns, Source
 from dpfast.exceptions import DPFastRuntimeError
 
 __all__ = [
@@ -134,7 +135,7 @@ def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
 
 
 def column_total(
-    source: Any,
+    source: Source,
     name: Columns,
     batch_rows: int,
     fn: Callable[[pa.Array, int], T],
@@ -145,14 +146,11 @@ def column_total(
 
     ``name`` is a column's, or a tuple of columns' (read as a struct array).
 
-    Added on the workers where the source offers ``add_column``, until at most ``most``
-    partial totals remain (1 for results as large as a release's table), else here as
-    the batches' results come.
+    Added on the workers where the source's ``add_column`` adds there, until at most
+    ``most`` partial totals remain (1 for results as large as a release's table), else
+    here as the batches' results come.
     """
-    adding = getattr(source, "add_column", None)
-    if adding is None:
-        return functools.reduce(add_up, source.map_column(name, batch_rows, fn), start)
-    partials = adding(name, batch_rows, fn, most)
+    partials = source.add_column(name, batch_rows, fn, most)
     return functools.reduce(add_up, (total for total, _ in partials), start)
 
 

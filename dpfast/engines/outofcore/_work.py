@@ -24,7 +24,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore._sources import Columns, WrappedSource
+from dpfast.engines.outofcore._sources import WrappedSource
+from dpfast.engines.source import Columns, Source
 
 __all__ = ["CountedSource", "Work", "result_bytes"]
 
@@ -129,11 +130,11 @@ class _SizedReduce(Generic[T]):
 class CountedSource(WrappedSource):
     """A column source whose passes are counted into ``work`` (see the module docstring).
 
-    It offers ``sort_ranges`` and ``sort_tasks`` only where the source under it does (the
-    engine asks ``hasattr`` whether the workers sort), and any other attribute of it.
+    ``map_column``, ``add_column`` and ``sort_ranges`` run on the source under it and
+    count each result; the other members are the source's (:class:`WrappedSource`).
     """
 
-    def __init__(self, source: Any, work: Work) -> None:
+    def __init__(self, source: Source, work: Work) -> None:
         super().__init__(source)
         self.work = work
 
@@ -151,39 +152,29 @@ class CountedSource(WrappedSource):
             self.work.task(rows, result)
             yield result
 
-    def __getattr__(self, attribute: str) -> Any:
-        """Return the source's attribute; ``sort_ranges`` and ``add_column`` count each result."""
-        if attribute.startswith("__") or attribute in ("_dataset", "work"):
-            raise AttributeError(attribute)
-        found = getattr(self._dataset, attribute)
-        if attribute == "add_column":
+    def add_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = 1
+    ) -> Iterator[tuple[T, int]]:
+        """Yield the source's partial totals as they come, counting each."""
+        for (rows, result), largest in self._dataset.add_column(name, batch_rows, _Sized(fn), most):
+            self.work.task(rows, result, largest)
+            yield result, largest
 
-            def add_column(
-                name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], *most: int
-            ) -> Any:
-                results = []
-                for (rows, result), largest in found(name, batch_rows, _Sized(fn), *most):
-                    self.work.task(rows, result, largest)
-                    results.append((result, largest))
-                return results
-
-            return add_column
-        if attribute != "sort_ranges":
-            return found
-
-        def sort_ranges(
-            name: str,
-            batch_rows: int,
-            keys: Callable[[pa.Array, int], Any],
-            ranges: Any,
-            key_bits: int,
-            reduce: Callable[[int, np.ndarray], Any],
-        ) -> list[Any]:
-            results = []
-            sized = _SizedReduce(reduce)
-            for rows, result in found(name, batch_rows, keys, ranges, key_bits, sized):
-                self.work.task(rows, result)
-                results.append(result)
-            return results
-
-        return sort_ranges
+    def sort_ranges(
+        self,
+        name: str,
+        batch_rows: int,
+        keys: Callable[[pa.Array, int], np.ndarray],
+        ranges: Any,
+        key_bits: int,
+        reduce: Callable[[int, np.ndarray], T],
+    ) -> list[T]:
+        """Return the source's sorted ranges' reductions, counting each range's keys."""
+        results = []
+        sized = _SizedReduce(reduce)
+        for rows, result in self._dataset.sort_ranges(
+            name, batch_rows, keys, ranges, key_bits, sized
+        ):
+            self.work.task(rows, result)
+            results.append(result)
+        return results

@@ -40,6 +40,7 @@ from dpfast.engines.outofcore import (
     source_under,
     totals,
 )
+from dpfast.engines.source import Source
 from dpfast.engines.spark._exchange import assembled, exchange_pieces
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
@@ -96,7 +97,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 
-class SparkSource:
+class SparkSource(Source):
     """A Spark DataFrame read column by column on the executors, for the out-of-core engine.
 
     Parameters
@@ -318,6 +319,11 @@ class SparkSource:
     def exchange_pieces(self, parts: ExchangedParts, batch_rows: int) -> DataFrame:
         """Return the pieces of ``parts`` before the shuffle (:func:`exchange_pieces`)."""
         return exchange_pieces(self, parts, batch_rows)
+
+    @property
+    def sorts_in_place(self) -> bool:
+        """True: :meth:`sort_ranges` sorts each range in a task of the executors."""
+        return True
 
     @property
     def sort_tasks(self) -> int:
