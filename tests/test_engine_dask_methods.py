@@ -426,7 +426,8 @@ def test_cli_on_dask_writes_the_local_engine_release(client, tmp_path, method, e
     got, want = pq.read_table(tmp_path / "out"), pq.read_table(tmp_path / "local")
     assert got.equals(want)
     report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
-    assert report == json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
+    want = json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
+    assert apart_from_engine(report) == apart_from_engine(want)
     client.wait_for_workers(2, timeout=60)  # the module's cluster is still up
 
 
@@ -443,7 +444,8 @@ def test_cli_diffgen_on_dask_writes_the_local_engine_release(client, tmp_path):
     assert cli.main([*args, "-o", str(tmp_path / "local")]) == 0
     assert pq.read_table(tmp_path / "out").equals(pq.read_table(tmp_path / "local"))
     report = json.loads((tmp_path / "out.public-report.json").read_text("utf-8"))
-    assert report == json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
+    want = json.loads((tmp_path / "local.public-report.json").read_text("utf-8"))
+    assert apart_from_engine(report) == apart_from_engine(want)
 
 
 def test_cli_on_dask_refuses_a_text_output_before_dask_starts(tmp_path, capsys):
