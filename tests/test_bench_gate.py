@@ -1,8 +1,8 @@
 """The performance gate (benchmarks/gate*.py): check, re-measure, compare statistics, plot.
 
 The check logic runs on synthetic pytest-benchmark result files; one test runs the quick
-tier's ir_dp case with its ranking kernels slowed down three times and expects the check
-to fail against the committed baseline.
+tier's ir_dp case with its ranking kernels run six times and expects the check to fail
+against the ratio it measured just before.
 """
 
 from __future__ import annotations
@@ -215,8 +215,13 @@ def test_history_plot_writes_a_png(tmp_path):
 # -- a real slowdown fails the gate ----------------------------------------------------------
 
 
-def test_a_three_times_slower_ranking_kernel_fails_the_check(monkeypatch):
-    """ir_dp's quick case with its ranking kernels run three times, against its own ratio.
+def test_a_six_times_slower_ranking_kernel_fails_the_check(monkeypatch):
+    """ir_dp's quick case with its ranking kernels run six times, against its own ratio.
+
+    The three kernels are about a third of the case, so the case runs about 3x slower alone; with
+    a second test worker sharing the pinned CPU that shrinks towards 2x, still far past the
+    committed tolerance (a kernel run only three times was measured at 0.75x its ratio
+    there, inside the tolerance).
 
     The expected ratio is measured first, on this machine and in this run, as
     ``scripts/bench --update-baseline`` records it (the committed baseline's ratios belong
@@ -239,18 +244,18 @@ def test_a_three_times_slower_ranking_kernel_fails_the_check(monkeypatch):
     expected = {**baseline["cases"][case.id], "ratio": plain}
     calls = []
 
-    def three_times(kernel):
+    def six_times(kernel):
         def slow(*args):
             calls.append(kernel)
-            kernel(*args)
-            kernel(*args)
+            for _ in range(5):
+                kernel(*args)
             return kernel(*args)
 
         return slow
 
     # microaggregation calls these from Python, so the patch reaches ir_dp
     for name in ("quantise_column", "radix_sort_packed", "take_groups"):
-        monkeypatch.setattr(ranking, name, three_times(getattr(ranking, name)))
+        monkeypatch.setattr(ranking, name, six_times(getattr(ranking, name)))
 
     def measure(cases):
         got = quick.time_case(case, state, rounds=5)
