@@ -102,7 +102,17 @@ def test_the_columns_are_those_of_the_file_read_whole(tmp_path, small_blocks, se
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # its scratch is gone
 
 
-def test_a_glob_of_files_is_one_table_typed_as_one_file(tmp_path, small_blocks):
+@pytest.fixture(params=["all CPUs", "one CPU"])
+def pyarrow_cpus(request: pytest.FixtureRequest) -> Any:
+    """pyarrow's thread pool as it is, or on one CPU (its messages then name the row)."""
+    before = pa.cpu_count()
+    if request.param == "one CPU":
+        pa.set_cpu_count(1)
+    yield request.param
+    pa.set_cpu_count(before)
+
+
+def test_a_glob_of_files_is_one_table_typed_as_one_file(tmp_path, small_blocks, pyarrow_cpus):
     # the first file alone is integers; the second holds a float: the column is float
     (tmp_path / "in").mkdir()
     rows = [f"{i},{'x' if i % 3 else ''}" for i in range(200)]

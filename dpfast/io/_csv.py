@@ -60,8 +60,9 @@ KINDS: tuple[pa.DataType, ...] = (
     pa.binary(),
 )
 
-#: How the streaming reader says that a value does not convert to its column's type.
-_CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to ")
+#: pyarrow's message for a value that does not convert; it names the row too when its CSV
+#: reader runs on one CPU (``pyarrow.cpu_count() == 1``, as on a one-core machine).
+_CONVERSION = re.compile(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to ")
 
 _ERRORS = (pa.ArrowInvalid, OSError, UnicodeDecodeError)
 
