@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 # tests/reference holds slow reference implementations imported by the tests; they are not
@@ -114,35 +117,119 @@ def spark():
 #: Test files some of whose tests take the Spark session under a name without "spark".
 SPARK_FILES = frozenset({"tests/test_engine_faults.py"})
 
+#: Test files whose tests are cut by engine into several units: their Spark cases, their
+#: Dask cases (the module's Dask cluster is made once, in that unit) and the rest.
+SPLIT_BY_ENGINE = frozenset({"tests/test_engine_conformance.py"})
+
+#: The seconds each unit took in a whole run (``--record-unit-seconds``): the order in
+#: which the units are sent. The figures only order the units; they decide no result.
+UNIT_SECONDS = Path(__file__).with_name("unit_seconds.json")
+
+#: The seconds assumed per test of a unit :data:`UNIT_SECONDS` does not list.
+SECONDS_PER_TEST = 0.5
+
 
 def work_unit(nodeid: str) -> str:
     """The unit of work a test belongs to when ``scripts/test`` runs it on workers.
 
-    ``"spark"`` for every test named for Spark or in :data:`SPARK_FILES` (one worker runs
-    them all: one JVM), else the test's file, so that a module's fixtures (a Dask cluster,
-    data written once) are made once, as in a serial run.
+    ``"<file> spark"`` for the tests of a file named for Spark or in :data:`SPARK_FILES`
+    (a worker's first such test starts its Spark session: at most one JVM per worker),
+    ``"<file> dask"`` for the Dask cases of a file in :data:`SPLIT_BY_ENGINE`, else the
+    test's file, so that a module's fixtures (a Dask cluster, data written once) are made
+    once per unit.
     """
     path = nodeid.split("::", 1)[0]
-    return "spark" if "spark" in nodeid.lower() or path in SPARK_FILES else path
+    named = nodeid.lower()
+    if "spark" in named or path in SPARK_FILES:
+        return f"{path} spark"
+    if path in SPLIT_BY_ENGINE and "dask" in named:
+        return f"{path} dask"
+    return path
+
+
+def unit_order(units: dict[str, int], seconds: dict[str, float]) -> list[str]:
+    """The units, longest first: their recorded seconds, else their tests' count.
+
+    >>> unit_order({"a": 10, "b": 2, "c": 400}, {"b": 300.0})
+    ['b', 'c', 'a']
+    """
+    return sorted(units, key=lambda unit: -seconds.get(unit, units[unit] * SECONDS_PER_TEST))
+
+
+def _recorded_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(UNIT_SECONDS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-unit-seconds",
+        metavar="PATH",
+        help="write the seconds each work unit of scripts/test took to PATH (JSON), e.g. "
+        "tests/unit_seconds.json, which orders the units",
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``, send each :func:`work_unit` to one pytest-xdist worker.
 
-    The units go out largest first (the Spark tests), each to the next free worker. The
-    units are computed here from the test ids, not from pytest-xdist's ``xdist_group``
-    marks, whose id suffix pytest 9.2 no longer takes.
+    The units go out longest first (:func:`unit_order`), each to the next worker that has
+    at most one test left (a worker runs a test once it knows the next one). The units are
+    computed here from the test ids, not from pytest-xdist's ``xdist_group`` marks, whose
+    id suffix pytest 9.2 no longer takes.
     """
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class Units(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the queue holds every unit on the first call
+                units = {unit: len(tests) for unit, tests in self.workqueue.items()}
+                queue = dict(self.workqueue)
+                self.workqueue.clear()
+                for unit in unit_order(units, _recorded_seconds()):
+                    self.workqueue[unit] = queue[unit]
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            if not node.shutting_down and self.workqueue:
+                if self._pending_of(self.assigned_work[node]) > 1:
+                    return  # more than the one test the worker holds back
+            super()._reschedule(node)
+
     return Units(config, log)
+
+
+class _UnitClock:
+    """Adds up, per work unit, the seconds its tests' set-up, call and tear-down took."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report) -> None:
+        unit = work_unit(report.nodeid)
+        self.seconds[unit] = self.seconds.get(unit, 0.0) + report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        ordered = {u: round(s, 1) for u, s in sorted(self.seconds.items(), key=lambda i: -i[1])}
+        Path(self.path).write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config):
+    path = config.getoption("--record-unit-seconds", None)
+    if path and not hasattr(config, "workerinput"):  # the controller hears every report
+        config.pluginmanager.register(_UnitClock(path), "dpfast-unit-clock")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -150,14 +237,15 @@ def pytest_collection_modifyitems(config, items):
 
     The conformance suite asks for the session inside the test (``request.getfixturevalue``),
     its Spark cases named ``spark-...``; ``scripts/test-spark-cluster`` selects the mark.
-    A test that takes the session must fall in the Spark :func:`work_unit`.
+    A test that takes the session must fall in a Spark :func:`work_unit`, so that the
+    units that start a JVM are known (and ordered by their recorded seconds).
     """
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
             item.add_marker(pytest.mark.spark)
-            if work_unit(item.nodeid) != "spark":
+            if not work_unit(item.nodeid).endswith(" spark"):
                 raise pytest.UsageError(
-                    f"{item.nodeid} takes the Spark session but is not in the Spark work unit "
+                    f"{item.nodeid} takes the Spark session but is not in a Spark work unit "
                     "of scripts/test's workers: name it for Spark or add its file to "
                     "SPARK_FILES in tests/conftest.py"
                 )

@@ -1,6 +1,9 @@
 """Smoke tests of scripts/reproduce_ir_dp.py (the paper's experiments), on a few points."""
 
+import contextlib
 import importlib.util
+import io
+import shutil
 import time
 from pathlib import Path
 
@@ -59,24 +62,30 @@ def test_adult_rows_hold_every_method(script):
     assert (rows.loc[rows["metric"] == "jsd", "mean"] <= 1.0).all()
 
 
-@pytest.mark.skipif(not CENSUS.exists(), reason="needs ../shared/data/census/census.csv")
-def test_census_run_writes_curves_table_and_findings(script, tmp_path, capsys):
-    script.main(
-        [
-            "--census",
-            str(CENSUS),
-            "--out",
-            str(tmp_path),
-            "--quick",
-            "--runs",
-            "1",
-            "--skip-adult",
-            "--no-plots",
-        ]
-    )
-    out = capsys.readouterr().out
+#: The quick census run's options, without its output folder.
+QUICK_CENSUS = ["--census", str(CENSUS), "--quick", "--runs", "1", "--skip-adult"]
+
+
+@pytest.fixture(scope="module")
+def census_run(script, tmp_path_factory):
+    """The quick census run without plots, made once: its folder and what it printed.
+
+    Both tests below read it (the plots are redrawn in a copy of the folder), so the
+    experiments, the slow part, run once for the module.
+    """
+    if not CENSUS.exists():
+        pytest.skip("needs ../shared/data/census/census.csv")
+    folder = tmp_path_factory.mktemp("census")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script.main([*QUICK_CENSUS, "--out", str(folder), "--no-plots"])
+    return folder, printed.getvalue()
+
+
+def test_census_run_writes_curves_table_and_findings(script, census_run):
+    folder, out = census_run
     assert "NON-PRIVATE convenience" in out and "never for publication" in out
-    curves = pd.read_csv(tmp_path / "census_curves.csv")
+    curves = pd.read_csv(folder / "census_curves.csv")
     assert set(curves["method"]) == {
         "individual_ranking",
         "laplace_dp",
@@ -84,31 +93,22 @@ def test_census_run_writes_curves_table_and_findings(script, tmp_path, capsys):
         "mdav_dp_as_published",
         "mdav_dp_l1",
     }
-    table = pd.read_csv(tmp_path / "census_table1.csv")
+    table = pd.read_csv(folder / "census_table1.csv")
     assert len(table) == 4 * 8  # k in {2, 25, 50, 100} x the first 8 attributes
-    findings = (tmp_path / "findings.txt").read_text()
+    findings = (folder / "findings.txt").read_text()
     assert "1. IR-DP has lower RE than plain Laplace" in findings
     census = pd.read_csv(CENSUS)
     bounds = script.census_bounds(census)
     assert bounds["AGI"] == (0.0, 1.5 * census["AGI"].max())
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not CENSUS.exists(), reason="needs ../shared/data/census/census.csv")
-def test_plots_are_redrawn_from_the_csv_files(script, tmp_path):
+@pytest.mark.slow  # matplotlib draws four figures: about 30 s on the 2-core VM
+def test_plots_are_redrawn_from_the_csv_files(script, census_run, tmp_path):
     pytest.importorskip("matplotlib")
-    common = [
-        "--census",
-        str(CENSUS),
-        "--out",
-        str(tmp_path),
-        "--quick",
-        "--runs",
-        "1",
-        "--skip-adult",
-    ]
-    script.main([*common, "--no-plots"])
-    script.main([*common, "--plot-only"])
+    folder = tmp_path / "census"
+    shutil.copytree(census_run[0], folder)  # the run's CSV files, no plot yet
+    assert not list(folder.glob("*.png"))
+    script.main([*QUICK_CENSUS, "--out", str(folder), "--plot-only"])
     for name in ("census_fig1_re", "census_fig1_jsd", "census_fig3_re", "census_fig3_jsd"):
-        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    assert "redrawn from the CSV files" in (tmp_path / "findings.txt").read_text()
+        assert (folder / f"{name}.png").stat().st_size > 10_000
+    assert "redrawn from the CSV files" in (folder / "findings.txt").read_text()
