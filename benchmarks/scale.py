@@ -23,7 +23,7 @@ private report (``work``), at partition counts this machine cannot have as execu
 ``parts``
     The output of one rank-group column of ``--rows`` ranks, placed two ways in one
     process, alternated ``--repeats`` times (medians): through the exchange's parts
-    (:class:`~dpfast.engines.outofcore._ranked.RankedColumn`: ``--tasks`` tasks of sorted
+    (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`: ``--tasks`` tasks of sorted
     ranks emit, with pickling, and each part assembles), and as the cluster engine places
     it today (the groups' sums and values in one process, then each part placing its
     buckets' items from every group's value, :func:`dpfast.noise.permutation_part_groups`),
@@ -356,7 +356,7 @@ def place_parts(rows: int, k: int, tasks: int, part_counts: list[int], repeats: 
 
     from dpfast import noise
     from dpfast.engines.outofcore._lazy import bucket_span, bucket_starts
-    from dpfast.engines.outofcore._ranked import RankedColumn
+    from dpfast.engines.outofcore._sent_ranks import RankedColumn
     from dpfast.methods.ir_dp import _NoisyCentroids
     from dpfast.partitions.grid import Grid
     from dpfast.partitions.ranking import RankGroups

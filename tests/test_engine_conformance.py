@@ -849,7 +849,7 @@ def test_the_tiny_limit_takes_the_out_of_core_paths(case, tmp_path):
 
 def test_mdav_dp_sorts_in_ranges_under_the_tiny_limit(tmp_path, monkeypatch):
     # guards the suite: mdav_dp makes the same passes, but sorts each order range by range
-    from dpfast.engines.outofcore import _orders as engine
+    from dpfast.engines.outofcore import _point_orders as engine
 
     case = _BY_NAME["mdav_dp"]
     sorted_ranges = []
@@ -1055,7 +1055,7 @@ def _spark_error(
     The release files of the driver go to a scratch directory of this test's own, which
     must hold no release afterwards.
     """
-    from dpfast.engines.spark._methods import SCRATCH_KEY
+    from dpfast.engines.spark._settings import SCRATCH_KEY
 
     scratch = where / "scratch"
     spark.conf.set(SCRATCH_KEY, str(scratch))

@@ -26,7 +26,7 @@ import dask
 import dask.dataframe as dd
 
 from dpfast.engines.dask import DaskSource
-from dpfast.engines.dask._methods import MEMORY_KEY, SCRATCH_KEY, scratch_directory
+from dpfast.engines.dask._settings import MEMORY_KEY, SCRATCH_KEY, scratch_directory
 from tests.engine_runs import apart_from_engine
 
 #: 2,500 rows: at 30kB a numeric column's 2,500 values are sorted in 3 ranges (1,024

@@ -669,7 +669,7 @@ def test_a_file_size_limit_on_the_executors_stops_the_write_cleanly(spark, on_sp
 
 @needs_dev_full
 def test_a_full_disk_under_the_drivers_files_on_spark_stops_cleanly(spark, monkeypatch, tmp_path):
-    from dpfast.engines.spark._methods import SCRATCH_KEY, scratch_directory
+    from dpfast.engines.spark._settings import SCRATCH_KEY, scratch_directory
 
     spark.conf.set(SCRATCH_KEY, str(tmp_path / "shared"))
     try:

@@ -20,8 +20,8 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.outofcore import _orders as engine
 from dpfast.engines.outofcore import _output as output_files
+from dpfast.engines.outofcore import _point_orders as engine
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 from tests.engine_runs import apart_from_engine

@@ -1,4 +1,4 @@
-"""Rank-group values made by the sorting tasks and sent through the exchange (_ranked.py).
+"""Rank-group values made by the sorting tasks and sent through the exchange (_sent_ranks.py).
 
 Checked against the obvious reading: every group's sum over the whole sorted column, every
 group's value from one call, and output row ``i`` holding rank ``permutation(key, n)[i]``'s
@@ -16,9 +16,9 @@ import pytest
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast.engines.on_bound import OnBound, rank_groups_on_bound
-from dpfast.engines.outofcore import _ranked
+from dpfast.engines.outofcore import _sent_ranks
 from dpfast.engines.outofcore._lazy import bucket_starts
-from dpfast.engines.outofcore._ranked import RankedColumn
+from dpfast.engines.outofcore._sent_ranks import RankedColumn
 from dpfast.exceptions import DPFastRuntimeError
 from dpfast.methods.ir_dp import _NoisyCentroids
 from dpfast.partitions.grid import Grid
@@ -68,12 +68,12 @@ def _cuts(rng: random.Random, n: int, most: int) -> list[int]:
 
 def _release(
     column: RankedColumn, words: np.ndarray, tasks: list[int], bounds: np.ndarray, seed: int
-) -> tuple[list[list[_ranked.RankedPiece]], int]:
+) -> tuple[list[list[_sent_ranks.RankedPiece]], int]:
     """Emit every task's ranks (a run of ties with ``emit_run``); return the pieces by part."""
-    by_part: list[list[_ranked.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
+    by_part: list[list[_sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
     for a, b in itertools.pairwise(tasks):
         if words[a] == words[b - 1]:  # a run of ties, in chunks as the tasks send them
-            chunks = _ranked.tie_chunks([(int(words[a]), a, b - a)])
+            chunks = _sent_ranks.tie_chunks([(int(words[a]), a, b - a)])
             assert sum(count for _, _, count in chunks) == b - a
             sent = [
                 sent_piece
@@ -94,7 +94,7 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(seed)
-    monkeypatch.setattr(_ranked, "RUN_CHUNK", rng.choice([1, 3, 7, 1 << 20]))
+    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", rng.choice([1, 3, 7, 1 << 20]))
     n = rng.choice([1, 2, 5, 17, 300, 2_000, 70_000])
     k = rng.randint(1, min(n, 40))
     d_int = rng.choice([1, 3, 50, 10_000])
@@ -158,7 +158,7 @@ def test_a_part_missing_a_piece_says_the_input_changed(drop: str) -> None:
         pieces = pieces[1:]
     else:
         pieces = [
-            _ranked.RankedPiece(p.first_rank, p.buckets, p.values, p.pending, p.pending_groups)
+            _sent_ranks.RankedPiece(p.first_rank, p.buckets, p.values, p.pending, p.pending_groups)
             if p.first_rank == 1_001
             else p
             for p in pieces
@@ -214,7 +214,7 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
 ) -> None:
     """Codes drawn by chunks of the counts' runs, as the tasks draw them, then assembled."""
     rng = random.Random(seed)
-    monkeypatch.setattr(_ranked, "RUN_CHUNK", rng.choice([1, 5, 64, 1 << 20]))
+    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", rng.choice([1, 5, 64, 1 << 20]))
     m = rng.randint(1, 6)
     counts = np.array([rng.choice([0, 1, 3, 40, 900]) for _ in range(m)], dtype=np.int64)
     counts[rng.randrange(m)] += 1
@@ -237,13 +237,13 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
             big=layout.big,
         )
 
-    values = _ranked.CodedGroups(codes, counts)
+    values = _sent_ranks.CodedGroups(codes, counts)
     column = RankedColumn(layout, key, bucket_starts(key, n), values, -np.inf, np.inf)
-    plan = _ranked.ranks_of_counts(counts)
+    plan = _sent_ranks.ranks_of_counts(counts)
     assert len(plan.ranges) == 0 and sum(c for _, _, c in plan.runs) == n
     bounds = np.array(_cuts(rng, n, rng.choice([0, 2, 30])), dtype=np.int64)
-    by_part: list[list[_ranked.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
-    for word, first, count in _ranked.tie_chunks(plan.runs):
+    by_part: list[list[_sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
+    for word, first, count in _sent_ranks.tie_chunks(plan.runs):
         for part, piece in column.emit_run(bounds, first, count, word):
             by_part[part].append(piece)
     for pieces in by_part:
@@ -260,4 +260,4 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
 
 def test_a_column_planned_by_its_counts_is_never_read() -> None:
     with pytest.raises(DPFastRuntimeError, match="never read"):
-        _ranked.no_keys(None, 0)
+        _sent_ranks.no_keys(None, 0)

@@ -19,7 +19,7 @@ from dpfast.exceptions import UnprovenReleaseWarning
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.spark._methods import SCRATCH_KEY, scratch_directory
+from dpfast.engines.spark._settings import SCRATCH_KEY, scratch_directory
 from tests.engine_runs import apart_from_engine
 
 N = 601

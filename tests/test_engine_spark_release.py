@@ -188,7 +188,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
 
     monkeypatch.setattr(_source.np, "concatenate", counted)
     ids = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
-    out = _source._read_sorted(
+    out = _source.read_sorted(
         [ids], keys=lambda a, first: a.to_numpy().astype(np.uint64), ranges=ranges,
         key_bits=key_bits, reduce=lambda i, ordered: (i, ordered.copy()), batch_rows=150,
         numbering=plan,

@@ -93,7 +93,7 @@ elif kind == "engine scratch":
     dpfast.laplace_dp("in.parquet", epsilon=1, bounds={"age": (17, 90)}, output=output,
                       memory_limit="1MiB", budget=dpfast.BudgetFile("b.json"))
 elif kind == "Dask client scratch":
-    from dpfast.engines.dask._methods import scratch_directory
+    from dpfast.engines.dask._settings import scratch_directory
     scratch_directory()
     pause()
 elif kind == "Spark driver scratch":  # as scratch_directory(session) makes it

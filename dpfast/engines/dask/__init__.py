@@ -14,7 +14,7 @@
 Numba in the worker processes needs a writable cache directory, or every worker compiles
 dpfast's kernels again: :func:`local_cluster` sets ``NUMBA_CACHE_DIR``; on a cluster,
 set it in the workers' environment. Release files are configured with Dask settings
-(``dpfast.scratch-dir``, ``dpfast.memory-limit``: :mod:`dpfast.engines.dask._methods`).
+(``dpfast.scratch-dir``, ``dpfast.memory-limit``: :mod:`dpfast.engines.dask._settings`).
 
 dask is an optional dependency (``pip install 'dpfast[dask]'``), imported only when a
 function here runs.
@@ -23,7 +23,7 @@ function here runs.
 from __future__ import annotations
 
 from dpfast.engines.dask._engine import DaskEngine
-from dpfast.engines.dask._methods import read_in_order
+from dpfast.engines.dask._settings import read_in_order
 from dpfast.engines.dask._source import DaskSource
 from dpfast.engines.dask._write import local_cluster
 

@@ -20,9 +20,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast.engines.dask._methods import categories, read_in_order, scratch_directory
-from dpfast.engines.dask._methods import memory_limit as configured_memory
-from dpfast.engines.dask._source import DaskSource, _sort, _split, arrow_column, dask_of
+from dpfast.engines.dask._settings import categories, read_in_order, scratch_directory
+from dpfast.engines.dask._settings import memory_limit as configured_memory
+from dpfast.engines.dask._source import (
+    DaskSource,
+    arrow_column,
+    dask_of,
+    sort_range,
+    split_by_range,
+)
 from dpfast.engines.dask._write import EXCHANGE_TABLES, write_dataset
 from dpfast.engines.outofcore import (
     EXCHANGE_ATTRIBUTE,
@@ -232,7 +238,7 @@ def _ranked_emits(
 ) -> list[Any]:
     """Return the tasks sending a ranked column's values: a task per range and chunk of ties.
 
-    A task per input partition splits its keys by range (:func:`_split`, as
+    A task per input partition splits its keys by range (:func:`split_by_range`, as
     :meth:`DaskSource.sort_ranges` does); a task per range sorts its keys and sends its
     ranks (:meth:`ExchangedParts.emit_sorted`); a task per chunk of ties sends its ranks.
     """
@@ -243,7 +249,7 @@ def _ranked_emits(
     out = []
     if len(ranges):
         kind = source.schema.field(name).type
-        split = delayed(_split, pure=False, nout=len(ranges))
+        split = delayed(split_by_range, pure=False, nout=len(ranges))
         pieces = [
             split(part, first, rows, name, kind, ranked.keys, ranges, batch_rows)
             for part, first, rows in source.parts([name])
@@ -261,7 +267,7 @@ def _sort_emit(
     parts: ExchangedParts, column: int, pieces: list[Any], index: int, key_bits: int
 ) -> list[list[bytes]]:
     """Sort range ``index`` of a ranked column and return its pieces by part, on a worker."""
-    return _sort(pieces, index, key_bits, functools.partial(parts.emit_sorted, column))
+    return sort_range(pieces, index, key_bits, functools.partial(parts.emit_sorted, column))
 
 
 def _emit_ties(parts: ExchangedParts, column: int, index: int) -> list[list[bytes]]:

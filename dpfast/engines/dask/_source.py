@@ -276,12 +276,12 @@ class DaskSource(Source):
         if count == 0:
             return []
         kind = self.schema.field(name).type
-        split = delayed(_split, pure=False, nout=count)
+        split = delayed(split_by_range, pure=False, nout=count)
         pieces = [
             split(part, first, rows, name, kind, keys, ranges, int(batch_rows))
             for part, first, rows in self.parts([name])
         ]
-        sort = delayed(_sort, pure=False)
+        sort = delayed(sort_range, pure=False)
         tasks = [
             sort([piece[i] for piece in pieces], i, int(key_bits), reduce) for i in range(count)
         ]
@@ -366,7 +366,7 @@ def _results(
     return list(batch_results(batches, fn))
 
 
-def _split(
+def split_by_range(
     part: Any,
     first: int,
     rows: int,
@@ -390,7 +390,7 @@ def _split(
     return tuple(np.concatenate(pieces) for pieces in zip(*found, strict=True))
 
 
-def _sort(
+def sort_range(
     pieces: Sequence[np.ndarray], index: int, key_bits: int, reduce: Callable[[int, np.ndarray], T]
 ) -> T:
     """Sort range ``index``'s keys from every partition; return ``reduce`` of them."""

@@ -10,7 +10,7 @@ engines are this engine over their own sources, with the passes run by their wor
 
 from __future__ import annotations
 
-from dpfast.engines.outofcore._cluster import ClusterEngine
+from dpfast.engines.outofcore._cluster_engine import ClusterEngine
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
 from dpfast.engines.outofcore._exchange import (

@@ -27,17 +27,17 @@ from dpfast.engines.outofcore._bins import (
     find_replacements,
     write_replaced,
 )
-from dpfast.engines.outofcore._clusters import (
+from dpfast.engines.outofcore._codes import write_codes
+from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
+from dpfast.engines.outofcore._csv import CsvSource
+from dpfast.engines.outofcore._mdav_clusters import (
     cluster_limits,
     cluster_totals,
     partition,
     write_clustered,
 )
-from dpfast.engines.outofcore._codes import write_codes
-from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
-from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
-from dpfast.engines.outofcore._order import order_statistics
+from dpfast.engines.outofcore._order_statistics import order_statistics
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import (
     BATCH_ROWS,
@@ -412,7 +412,7 @@ class OutOfCoreEngine(Engine):
         geometry: ReferenceGeometry,
         k: int,
     ) -> Clusters:
-        """Return the partition from passes over scratch files (:mod:`._clusters`).
+        """Return the partition from passes over scratch files (:mod:`._mdav_clusters`).
 
         Refuses, before any pass, more than 64 distinct reference points, and per-cluster
         arrays that take more than half of the memory limit.

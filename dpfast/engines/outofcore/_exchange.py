@@ -16,7 +16,7 @@ workers without passing through the driver:
    (:class:`~dpfast.engines.outofcore._lazy.GroupsColumn`).
 
 A numeric column of rank groups may instead be sent by the tasks that sort it
-(:mod:`dpfast.engines.outofcore._ranked`): its pieces reach the same parts, which
+(:mod:`dpfast.engines.outofcore._sent_ranks`): its pieces reach the same parts, which
 assemble it beside the others and count its values on a bound
 (:meth:`ExchangedParts.assemble_counted`).
 
@@ -45,7 +45,7 @@ from dpfast.engines.outofcore._lazy import (
     bucket_span,
     bucket_starts,
 )
-from dpfast.engines.outofcore._ranked import (
+from dpfast.engines.outofcore._sent_ranks import (
     CHANGED_PART,
     RankedPiece,
     RankedState,

@@ -27,7 +27,7 @@ from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast._validation import quoted
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
-from dpfast.engines.outofcore._ranks import RankPasses, float_keys, float_values
+from dpfast.engines.outofcore._rank_files import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._totals import column_total

@@ -27,9 +27,9 @@ from dpfast.engines.outofcore import (
     RowsBatch,
     RowsColumn,
 )
-from dpfast.engines.spark._methods import memory_limit as configured_memory
-from dpfast.engines.spark._methods import read_in_order, scratch_directory
 from dpfast.engines.spark._rows import quietly
+from dpfast.engines.spark._settings import memory_limit as configured_memory
+from dpfast.engines.spark._settings import read_in_order, scratch_directory
 from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._write import PIECES_ATTRIBUTE, write_dataset
 from dpfast.engines.values import column_threads

@@ -1,11 +1,11 @@
 """The sort job of a Spark source: a column's keys sorted by range on the executors.
 
 :meth:`SparkSource.sort_ranges` tags every batch's keys with their range
-(:func:`_split`), has Spark bring each range to one task (the tags are chosen so that
+(:func:`split_by_range`), has Spark bring each range to one task (the tags are chosen so that
 Spark's hash partitioning sends range ``i`` to partition ``i``: :func:`partition_tags`),
-and each task sorts its keys and returns only its reduction (:func:`_sort`); a column
+and each task sorts its keys and returns only its reduction (:func:`sort_range`); a column
 that is one range, over Parquet files the executors read, is read and sorted by one task
-(:func:`_read_sorted`). See docs/engines.md, "Ranks on a cluster".
+(:func:`read_sorted`). See docs/engines.md, "Ranks on a cluster".
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ T = TypeVar("T")
 
 
 #: The schema of :meth:`SparkSource.sort_ranges`'s tagged keys, and of its results.
-_TAGGED = "range int, keys binary"
+TAGGED_SCHEMA = "range int, keys binary"
 
 
-_SORTED = "range int, payload binary"
+SORTED_SCHEMA = "range int, payload binary"
 
 
 #: Murmur3 (x86, 32 bits) as Spark's ``hash()`` and hash partitioning compute it.
@@ -91,7 +91,7 @@ def partition_tags(parts: int) -> np.ndarray:
     return tags
 
 
-def _split(
+def split_by_range(
     batches: Iterable[pa.RecordBatch],
     keys: Callable[[pa.Array, int], np.ndarray],
     ranges: Ranges,
@@ -117,7 +117,7 @@ def _split(
             )
 
 
-def _sort(
+def sort_range(
     batches: Iterable[pa.RecordBatch],
     ranges: Ranges,
     key_bits: int,
@@ -143,7 +143,7 @@ def _joined_keys(batches: Iterable[pa.RecordBatch]) -> np.ndarray | None:
     return keys
 
 
-def _read_sorted(
+def read_sorted(
     batches: Iterable[pa.RecordBatch],
     keys: Callable[[pa.Array, int], np.ndarray],
     ranges: Ranges,
@@ -155,7 +155,7 @@ def _read_sorted(
     """Read a column's keys in this task's row groups, sort them; yield ``reduce`` by range.
 
     The sort job of one range over files that the executors read (:meth:`FileTasks.whole`:
-    one task, every row group): the keys :func:`_split` would send through a shuffle to
+    one task, every row group): the keys :func:`split_by_range` would send through a shuffle to
     that one range's task are computed where they are sorted. Where the ranges' counts
     are known, the keys are copied into one array of that size as they come, instead of
     held in pieces and concatenated: one buffer of the column's keys less, and fewer
@@ -199,7 +199,7 @@ def _reduced(
     """Sort ``keys`` (writable, used as scratch); yield ``reduce`` of each range present."""
     for index, result in _sorted_results(keys, ranges, key_bits, reduce, taken):
         yield pa.RecordBatch.from_arrays(
-            [pa.array([index], pa.int32()), pa.array([_dumps(result)])],
+            [pa.array([index], pa.int32()), pa.array([dumps(result)])],
             names=["range", "payload"],
         )
 
@@ -280,10 +280,10 @@ def as_files(
     return fn(batch_fields(name, array, cast), first_row)
 
 
-def _dumps(value: Any) -> bytes:
+def dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _dumped(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> bytes:
+def dumped_result(array: pa.Array, first_row: int, fn: Callable[[pa.Array, int], Any]) -> bytes:
     """Return ``fn`` of a batch, pickled."""
-    return _dumps(fn(array, first_row))
+    return dumps(fn(array, first_row))

@@ -56,15 +56,15 @@ from dpfast.engines.spark._rows import (
     regroup,
 )
 from dpfast.engines.spark._sort import (
-    _SORTED,
-    _TAGGED,
-    _dumped,
-    _dumps,
-    _read_sorted,
-    _sort,
-    _split,
+    SORTED_SCHEMA,
+    TAGGED_SCHEMA,
     as_files,
+    dumped_result,
+    dumps,
     partition_tags,
+    read_sorted,
+    sort_range,
+    split_by_range,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
@@ -366,16 +366,16 @@ class SparkSource(Source):
             # one range: its one task reads the column itself, no shuffle (docs/engines.md)
             whole = files.whole().reading([name], batch_rows)
             read = functools.partial(
-                _read_sorted, keys=keys, ranges=ranges, key_bits=int(key_bits),
+                read_sorted, keys=keys, ranges=ranges, key_bits=int(key_bits),
                 reduce=reduce, batch_rows=int(batch_rows), numbering=whole,
             )  # fmt: skip
             with quietly():
-                planned = whole.frame(self.session).mapInArrow(read, _SORTED)
+                planned = whole.frame(self.session).mapInArrow(read, SORTED_SCHEMA)
             return self._reductions(planned)
-        sort = functools.partial(_sort, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
+        sort = functools.partial(sort_range, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
         with quietly():
             shuffled = self._split_by_range(name, batch_rows, keys, ranges)
-            planned = shuffled.mapInArrow(sort, _SORTED)
+            planned = shuffled.mapInArrow(sort, SORTED_SCHEMA)
         return self._reductions(planned)
 
     def _split_by_range(
@@ -396,11 +396,11 @@ class SparkSource(Source):
             keys = functools.partial(as_files, fn=keys, name=name, targets={name: target})
         tags = partition_tags(len(ranges))
         split = functools.partial(
-            _split, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
+            split_by_range, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
             numbering=numbering,
         )  # fmt: skip
         with quietly():
-            return frame.mapInArrow(split, _TAGGED).repartition(len(ranges), "range")
+            return frame.mapInArrow(split, TAGGED_SCHEMA).repartition(len(ranges), "range")
 
     @classmethod
     def _reductions(cls, planned: DataFrame) -> list[Any]:
@@ -513,7 +513,7 @@ def _results(
     which Spark retries.
     """
     partition = partition_index()
-    dumped = functools.partial(_dumped, fn=fn)
+    dumped = functools.partial(dumped_result, fn=fn)
     for first, failed, payload in batch_results(batches, dumped):
         yield _result(partition, first, failed, dumps_error(payload) if failed else payload)
 
@@ -527,7 +527,7 @@ def _partial(
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's batches' results of ``fn``, added up (on an executor)."""
     partial = partials_of(batches, fn)
-    yield pa.RecordBatch.from_arrays([pa.array([_dumps(partial)], pa.binary())], ["payload"])
+    yield pa.RecordBatch.from_arrays([pa.array([dumps(partial)], pa.binary())], ["payload"])
 
 
 def _added(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -536,7 +536,7 @@ def _added(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pickle.loads(payload) for batch in batches for payload in batch.column(0).to_pylist()
     ]
     yield pa.RecordBatch.from_arrays(
-        [pa.array([_dumps(combined(partials))], pa.binary())], ["payload"]
+        [pa.array([dumps(combined(partials))], pa.binary())], ["payload"]
     )
 
 

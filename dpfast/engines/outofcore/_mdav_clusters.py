@@ -9,7 +9,7 @@ fast path's: one sorted order of the rows per point). The passes:
    public bounds (numeric) or encoded as taxonomy codes (categorical), and written at
    its rows' places in a scratch file.
 2. **Orders.** Every row's distance key to each point, then each point's order of all
-   rows, sorted range by range (:mod:`._orders`).
+   rows, sorted range by range (:mod:`._point_orders`).
 3. **Merge.** The orders are read back in buffers; each cluster takes the first ``k``
    rows of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory
    fast path does. The rows taken go, with their cluster, to files by row range, which
@@ -36,8 +36,8 @@ from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast._validation import option
 from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._orders import Attributes, chunks, distance_orders, read_rows
 from dpfast.engines.outofcore._passes import category_codes, numeric_values
+from dpfast.engines.outofcore._point_orders import Attributes, chunks, distance_orders, read_rows
 from dpfast.engines.outofcore._ranges import cut_ranges
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work

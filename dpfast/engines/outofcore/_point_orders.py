@@ -1,6 +1,6 @@
 """The rows sorted by their distance to each reference point, range by range (docs/engines.md).
 
-The insensitive MDAV clusters of rows read in passes (:mod:`._clusters`) take each
+The insensitive MDAV clusters of rows read in passes (:mod:`._mdav_clusters`) take each
 cluster's rows from the order of its reference point. Here every row's distance key to
 each distinct point (:func:`dpfast._kernels.insensitive_mdav.reference_keys`, as an
 order-preserving uint64 word) is written, range of rows by range, to one scratch file

@@ -68,7 +68,7 @@ from dpfast.engines.outofcore._passes import (
     plan_ranks,
     quantised_keys,
 )
-from dpfast.engines.outofcore._ranked import (
+from dpfast.engines.outofcore._sent_ranks import (
     BYTES_PER_SENT_RANK,
     CodedGroups,
     RankedColumn,
@@ -332,7 +332,7 @@ class ClusterEngine(OutOfCoreEngine):
         The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`)
         and keeps that plan; the release's write job sorts each range on a worker, which
         computes the values of its groups and sends each rank's value to its output part
-        (:class:`~dpfast.engines.outofcore._ranked.RankedColumn`). No group's sum or value
+        (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`). No group's sum or value
         comes to the driver. The rows on a bound are counted by the parts, and known once
         the release is written. Without ``output`` (a lazy frame, whose report is complete
         when it is returned), or where the release could not be made through the
