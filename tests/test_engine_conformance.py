@@ -169,6 +169,16 @@ class Case:
     def in_memory(self, data: Any) -> Any:
         return self.run(self.function, data, **self.arguments)
 
+    def reference(self, of: str, data: Callable[[], Any], types: Callable[[Any], Any]) -> Side:
+        """The in-memory release of ``data()`` as compared, made once per case and input.
+
+        ``of`` names the input (``"arrow"``, ``"csv"``, ``"pandas"``): each engine that is
+        given the same table compares with the same release, so it is made once per module
+        (a seeded release is a function of its table and arguments) instead of once per
+        engine.
+        """
+        return _reference(self, of, data, types)
+
     def data(self, release: Any) -> Any:
         return release.counts if self.counts else release.data
 
@@ -668,15 +678,29 @@ def _pandas_types(data: pd.DataFrame) -> list[tuple[str, str]]:
     return [(str(name), str(dtype)) for name, dtype in data.dtypes.items()]
 
 
+_REFERENCES: dict[tuple[str, str], Side] = {}
+
+
+def _reference(case: Case, of: str, data: Callable[[], Any], types: Callable[[Any], Any]) -> Side:
+    """:meth:`Case.reference`: the release of ``data()``, kept by case name and input."""
+    key = (case.name, of)
+    if key not in _REFERENCES:
+        want = case.in_memory(data())
+        _REFERENCES[key] = _side(case.data(want), want.report, want.private, types)
+    return _REFERENCES[key]
+
+
 def _on_source(case: Case, engine: Engine, where: Path) -> tuple[Side, Side]:
     """The column engine over an Arrow table, or a Parquet or CSV dataset of the case's table."""
     arrow = _arrow(case.input())
     source: Any = ArrowSource(arrow)
+    of = "arrow"
     if engine.kind == "parquet":
         source = _parquet_parts(arrow, where / "in", engine.cuts)
-    elif engine.kind == "csv":
+    elif engine.kind == "csv":  # every cut of the CSV text reads back as the whole file
         arrow, source = _csv_parts(arrow, where / "in", engine.cuts)
-    want = case.in_memory(arrow)
+        of = "csv"
+    want = case.reference(of, lambda: arrow, _arrow_types)
     output = where / "out.parquet"
     report, private = case.out_of_core(
         source,
@@ -685,8 +709,7 @@ def _on_source(case: Case, engine: Engine, where: Path) -> tuple[Side, Side]:
         batch_rows=engine.batch_rows,
         **case.arguments,
     )
-    got = _side(pq.read_table(output), report, private, _arrow_types)
-    return got, _side(case.data(want), want.report, want.private, _arrow_types)
+    return _side(pq.read_table(output), report, private, _arrow_types), want
 
 
 def _parquet_parts(table: pa.Table, directory: Path, cuts: tuple[int, ...]) -> ParquetDataset:
@@ -756,12 +779,11 @@ def _on_dask(case: Case, engine: Engine) -> tuple[Side, Side]:
     if engine.persist:
         frame = frame.persist()
     assert frame.npartitions == engine.partitions
-    want = case.in_memory(case.input())
+    want = case.reference("pandas", case.input, _pandas_types)
     release = case.run(case.function, frame, **case.arguments)
     data = case.data(release)
     assert type(data).__module__.startswith("dask")
-    got = _side(data.compute(), release.report, release.private, _pandas_types)
-    return got, _side(case.data(want), want.report, want.private, _pandas_types)
+    return _side(data.compute(), release.report, release.private, _pandas_types), want
 
 
 @pytest.fixture(scope="module")
