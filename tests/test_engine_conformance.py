@@ -17,8 +17,8 @@ The engines:
   batches of 64 rows under the tiny limit; the in-memory release is then that of the
   file read whole (``dpfast.io.read_table``), whose types the CSV's text decides;
 - Spark, through the public functions given a pyspark DataFrame (the session-scoped
-  fixture): every case at 7 partitions; the releases that the executors compute
-  (``ir_dp``, ``laplace_dp``) at 1, 2 and 64 as well. The others run the out-of-core
+  fixture): every case at 2 partitions; the releases that the executors compute
+  (``ir_dp``, ``laplace_dp``) at 1, 7 and 64 as well. The others run the out-of-core
   engine over the frame (each pass a Spark job, seconds each on a loaded machine), whose
   tiny-limit paths the Arrow and Parquet engines take;
 - Dask, through the public functions given a Dask DataFrame of 1, 2, 7 and 64 partitions
@@ -579,12 +579,16 @@ ENGINES = [
     Engine("parquet-7files-tiny", "parquet", 1000, tiny=True, cuts=(1, 2, 1000, 1500, 2999, 3000)),
     Engine("csv-1file", "csv", 1000),
     Engine("csv-3files-64rows-tiny", "csv", 64, tiny=True, cuts=(1, 1500)),
-    # every case at 7 partitions; the releases that the executors compute at 1, 2 and 64
+    # every case at 2 partitions; the releases that the executors compute at 1, 7 and 64
     # as well (the others run the column engine over the frame, whose tiny-limit paths
-    # the Arrow and Parquet engines take: on Spark each of their passes is a job)
+    # the Arrow and Parquet engines take: on Spark each of their passes is a job). For the
+    # column engine 2 partitions take the branches 7 take: a task per partition per pass,
+    # rows numbered across a boundary, fewer partials than FAN (no second adding round),
+    # ranges sorted by a shuffle whatever the input's partitions; 7 only ran 7 tasks per
+    # job on the 2 cores of local[2], four rounds instead of one
     Engine("spark-1", "spark", partitions=1, only=_EXECUTORS),
-    Engine("spark-2", "spark", partitions=2, only=_EXECUTORS),
-    Engine("spark-7", "spark", partitions=7),
+    Engine("spark-2", "spark", partitions=2),
+    Engine("spark-7", "spark", partitions=7, only=_EXECUTORS),
     Engine("spark-64", "spark", partitions=64, only=_EXECUTORS),
     Engine("dask-1", "dask", partitions=1),
     Engine("dask-2", "dask", partitions=2),
