@@ -99,6 +99,7 @@ class DaskSource(Source):
         self._pieces = tuple(pieces) if pieces is not None else None
         self._counts: tuple[int, ...] | None = None
         self._schema: pa.Schema | None = None
+        self._delayed: tuple[Any, dict[tuple[str, ...], list[Any]]] = (None, {})
 
     @classmethod
     def from_parquet(cls, path: str | os.PathLike[str]) -> DaskSource:
@@ -160,7 +161,10 @@ class DaskSource(Source):
     def parts(self, names: Sequence[str]) -> list[tuple[Any, int, int]]:
         """Return a delayed partition (pandas or Arrow) of columns ``names`` per partition.
 
-        Each comes with the partition's first row number and its row count.
+        Each comes with the partition's first row number and its row count. A frame's
+        partitions of the same columns are built once (``to_delayed`` optimises the whole
+        graph, longer the more partitions a lazy frame has) and kept for the
+        next passes: a Dask frame is immutable, so they are the same tasks every time.
         """
         from dask.delayed import delayed
 
@@ -168,7 +172,14 @@ class DaskSource(Source):
         if self._pieces is not None:
             read = delayed(Piece.read, pure=True)  # Arrow as stored: no pandas round trip
             return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
-        partitions = self.frame[list(names)].to_delayed()
+        frame, built = self._delayed
+        if frame is not self.frame:  # a frame set since: its own partitions
+            built = {}
+            self._delayed = (self.frame, built)
+        key = tuple(names)
+        if key not in built:
+            built[key] = self.frame[list(names)].to_delayed()
+        partitions = built[key]
         if len(partitions) != len(counts):
             raise DPFastValueError(CHANGED)
         firsts = itertools.accumulate(counts[:-1], initial=0)
