@@ -63,6 +63,7 @@ __all__ = [
     "in_cli",
     "is_integer_column",
     "join_listed",
+    "kernel_floats",
     "method_call",
     "non_finite_error",
     "not_numeric_error",
@@ -360,7 +361,7 @@ def all_finite(block: np.ndarray) -> bool:
     """
     if block.dtype != np.float64 or not block.flags.c_contiguous:
         return False
-    count, _ = checks.non_finite(block.reshape(-1))
+    count, _ = checks.non_finite(kernel_floats(block.reshape(-1)))
     return bool(count == 0)
 
 
@@ -391,12 +392,31 @@ def as_numeric_column(
         raise DPFastTypeError(
             f"column {quoted(name)} is complex; only real numbers can be protected"
         )
-    floats = np.asarray(values, dtype=np.float64)
+    floats = kernel_floats(values)
     if known_finite:
         return floats
     count, first = checks.non_finite(floats)
     if count:
         raise non_finite_error(name, count, first, bool(np.isnan(floats[first])))
+    return floats
+
+
+def kernel_floats(values: Any) -> np.ndarray:
+    """Return ``values`` as the one float64 array type the kernels take: C order, read-only.
+
+    A kernel compiles once per type signature, and an array's layout and writability are
+    part of it: a column of a 2-D array is strided, an Arrow or a read-only NumPy input is
+    read-only. Giving the kernels one type makes the columns of every input share one
+    compiled (and cached, and warmed-up) signature. No copy when ``values`` is already
+    contiguous float64; never a write to ``values``.
+
+    >>> kernel_floats(np.arange(6.0).reshape(3, 2)[:, 1]).flags.c_contiguous
+    True
+    >>> kernel_floats(np.arange(3)).flags.writeable
+    False
+    """
+    floats = np.ascontiguousarray(values, dtype=np.float64).view()
+    floats.flags.writeable = False
     return floats
 
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
-from dpfast._validation import option
+from dpfast._validation import kernel_floats, option
 from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._passes import category_codes, numeric_values
 from dpfast.engines.outofcore._point_orders import Attributes, chunks, distance_orders, read_rows
@@ -399,7 +399,7 @@ def cluster_totals(
     for first, rows in attributes.chunks():
         labels = held.read(first, rows)
         for j, grid in enumerate(grids):
-            values = read_rows(attributes.values[j], np.float64, first, rows)
+            values = kernel_floats(read_rows(attributes.values[j], np.float64, first, rows))
             part, _, _ = mdav_kernels.cluster_grid_sums(
                 values, labels, count, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
             )

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast._validation import kernel_floats
 from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.engines.outofcore._sources import ColumnSource
@@ -120,7 +121,7 @@ def order_statistics(
     if n <= capacity:
         step()
         parts = list(dataset.map_column(name, limits.batch_rows, _Values(column)))
-        values = np.concatenate(parts)
+        values = kernel_floats(np.concatenate(parts))  # one kernel signature
         parts.clear()
         n_buckets = max(1, min(n, max(1024, n // 16)))
         found = mechanism_kernels.knoise_extremes(values, k, n_buckets)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast._validation import quoted
+from dpfast._validation import kernel_floats, quoted
 from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
 from dpfast.engines.outofcore._rank_files import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
@@ -127,7 +127,7 @@ def numeric_values(
             f"column {quoted(column.name)} is declared integer but row {row} holds "
             f"{quoted(values[row - first_row])}; declare it float in the schema"
         )
-    return np.asarray(values, dtype=np.float64)
+    return kernel_floats(values)
 
 
 @dataclass(frozen=True)
