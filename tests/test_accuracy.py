@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,7 +157,9 @@ def test_greedy_weights_give_the_widest_interval_of_any_allocation(data: st.Data
 def _coverage(method: str, n: int, k: int, releases: int) -> float:
     rng = np.random.default_rng(n * 100 + k)
     values = rng.uniform(400, 600, n)
-    table, truth = pd.DataFrame({"x": values}), values.mean()
+    # an Arrow table: the same releases as a pandas frame, seed for seed, in about half
+    # the time per release (0.9-1.5 ms against 1.8-3.5 ms, 2-core VM, 2026-12-06)
+    table, truth = pa.table({"x": values}), values.mean()
     covered = 0
     for seed in range(releases):
         grouping = {"k": k} if method != "laplace_dp" else {}
