@@ -402,20 +402,22 @@ def as_numeric_column(
 
 
 def kernel_floats(values: Any) -> np.ndarray:
-    """Return ``values`` as the one float64 array type the kernels take: C order, read-only.
+    """Return ``values`` as float64, read-only: the kernels' array type, without a copy.
 
-    A kernel compiles once per type signature, and an array's layout and writability are
-    part of it: a column of a 2-D array is strided, an Arrow or a read-only NumPy input is
-    read-only. Giving the kernels one type makes the columns of every input share one
-    compiled (and cached, and warmed-up) signature. No copy when ``values`` is already
-    contiguous float64; never a write to ``values``.
+    A kernel compiles once per type signature, and an array's writability is part of it
+    (an Arrow or a read-only NumPy input is read-only): a read-only view gives every input
+    the same one. A column of a C-ordered 2-D array stays a strided view (copying it would
+    cost a copy of the table); its signature is the other one ``dpfast warm-up`` compiles.
+    No copy when ``values`` is already float64; never a write to ``values``.
 
-    >>> kernel_floats(np.arange(6.0).reshape(3, 2)[:, 1]).flags.c_contiguous
-    True
-    >>> kernel_floats(np.arange(3)).flags.writeable
-    False
+    >>> matrix = np.arange(6.0).reshape(3, 2)
+    >>> column = kernel_floats(matrix[:, 1])
+    >>> np.shares_memory(column, matrix), column.flags.writeable
+    (True, False)
+    >>> kernel_floats(np.arange(3)).dtype
+    dtype('float64')
     """
-    floats = np.ascontiguousarray(values, dtype=np.float64).view()
+    floats = np.asarray(values, dtype=np.float64).view()
     floats.flags.writeable = False
     return floats
 

@@ -213,7 +213,7 @@ _CHECK = textwrap.dedent(
         dpfast.k_pram(table, k=6, columns=columns)
         by_index = dict(enumerate(limits.values()))
         # pandas' array, and arrays in NumPy's own (C) order, writable and read-only: the
-        # kernels see each column as the same type of array
+        # kernels see each column read-only, contiguous or (C order) a strided view
         for order, writable in [("K", True), ("C", True), ("C", False)]:
             matrix = np.array(table[columns].to_numpy(), order=order)
             matrix.flags.writeable = writable

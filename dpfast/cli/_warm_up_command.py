@@ -142,7 +142,9 @@ def _cli_jobs() -> list[tuple[str, ...]]:
 
 
 def _api_jobs(table: Any) -> list[tuple[str, Callable[[], Any]]]:
-    """Return the public functions the warm-up calls, on a pandas table and a 2-D array."""
+    """Return the public functions the warm-up calls, on a pandas table and 2-D arrays."""
+    import numpy as np
+
     import dpfast
     from dpfast.taxonomy import as_taxonomy
 
@@ -156,9 +158,12 @@ def _api_jobs(table: Any) -> list[tuple[str, Callable[[], Any]]]:
     }
     numeric = ["age", "hours", "income", "profit"]
     mixed = ["age", "income", "occupation", "sex"]
-    matrices = {  # a float and an integer matrix: their columns are strided views
-        "float": (table[["income", "profit"]].to_numpy(), [bounds["income"], bounds["profit"]]),
+    floats = table[["income", "profit"]].to_numpy()
+    matrices = {  # pandas' float and integer matrices (contiguous columns, as float64 too)
+        "float": (floats, [bounds["income"], bounds["profit"]]),
         "integer": (table[["age", "hours"]].to_numpy(), [bounds["age"], bounds["hours"]]),
+        # NumPy's own order: each column a strided view, the kernels' other signature
+        "C-ordered float": (np.ascontiguousarray(floats), [bounds["income"], bounds["profit"]]),
     }
     jobs: list[tuple[str, Callable[[], Any]]] = [
         ("ir_dp", lambda: dpfast.ir_dp(table, k=10, epsilon=1.0, bounds=bounds, columns=numeric)),
