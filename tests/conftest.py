@@ -98,12 +98,20 @@ def spark():
     # DPFAST_SPARK_MASTER runs the suite on another master, e.g. local-cluster[2,1,2048]
     # (two executors, each its own JVM with one core and 2 GiB: scripts/test-spark-cluster)
     # quiet: the JVM logs errors only from its start, and prints no progress bar
+    # the Python workers fork from a daemon that has imported dpfast (tests/spark_daemon.py),
+    # so that a worker replacing one that a failed or killed task ended does not import it
+    # again; the repository on the workers' path finds the daemon's module
+    config = {
+        "spark.ui.enabled": "false",
+        "spark.python.daemon.module": "tests.spark_daemon",
+        "spark.executorEnv.PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
     session = local_session(
         os.environ.get("DPFAST_SPARK_MASTER", "local[2,4]"),
         app_name="dpfast-tests",
         shuffle_partitions=4,
         quiet=True,
-        config={"spark.ui.enabled": "false"},
+        config=config,
     )
     yield session
     session.stop()

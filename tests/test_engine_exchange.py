@@ -251,17 +251,26 @@ def test_a_dask_release_copies_columns_through_the_exchange_in_the_in_memory_ord
     _check("dask", data, expected, name, tmp_path, lambda frame: frame.compute())
 
 
+@pytest.fixture(scope="module")
+def spark_frame(spark):
+    """The Spark frame of ``_frame(N)`` in 3 partitions, cached, and its rows in its order.
+
+    Made once for the module's Spark releases, which only read it: 200,000 rows sent
+    from pandas and read back cost more than some of the releases.
+    """
+    data = spark.createDataFrame(pa.Table.from_pandas(_frame(N), preserve_index=False))
+    data = data.repartition(3).cache()
+    yield data, data.toArrow().to_pandas()  # the frame's own row order
+    data.unpersist()
+
+
 @pytest.mark.parametrize("name", list(RELEASES))
 def test_a_spark_release_copies_columns_through_the_exchange_in_the_in_memory_order(
-    spark, name, tmp_path
+    spark_frame, name, tmp_path
 ):
-    table = _frame(N)
-    data = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
-    data = data.repartition(3).cache()
-    local = data.toArrow().to_pandas()  # the frame's own row order
+    data, local = spark_frame
     expected = _release("memory", local, name)
     _check("spark", data, expected, name, tmp_path, lambda frame: frame.toArrow().to_pandas())
-    data.unpersist()
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")
@@ -382,12 +391,11 @@ def test_a_dask_release_sends_a_categorical_columns_codes_drawn_by_its_tasks(cli
     _check_categorical("dask", data, table, tmp_path)
 
 
-def test_a_spark_release_sends_a_categorical_columns_codes_drawn_by_its_tasks(spark, tmp_path):
-    table = _frame(N)
-    data = spark.createDataFrame(pa.Table.from_pandas(table, preserve_index=False))
-    data = data.repartition(3).cache()
-    _check_categorical("spark", data, data.toArrow().to_pandas(), tmp_path)
-    data.unpersist()
+def test_a_spark_release_sends_a_categorical_columns_codes_drawn_by_its_tasks(
+    spark_frame, tmp_path
+):
+    data, local = spark_frame
+    _check_categorical("spark", data, local, tmp_path)
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")
@@ -463,11 +471,21 @@ def test_a_dask_release_sending_ranks_cut_inside_the_larger_group(client, tmp_pa
     _check_cut(pq.read_table(tmp_path / "out").to_pandas(), report, private, want)
 
 
-@pytest.mark.parametrize("remainder", ["middle", "last"])
-def test_a_spark_release_sending_ranks_cut_inside_the_larger_group(spark, tmp_path, remainder):
+@pytest.fixture(scope="module")
+def spark_cut_frame(spark):
+    """The Spark frame of ``_cut_table()`` in 3 partitions, cached, and its rows in its order
+    (made once for both remainders: the releases only read it)."""
     data = spark.createDataFrame(pa.Table.from_pandas(_cut_table(), preserve_index=False))
     data = data.repartition(3).cache()
-    _, report, private = _cut_release("spark", data, remainder, tmp_path / "out")
-    want = _cut_release("memory", data.toArrow().to_pandas(), remainder)
+    yield data, data.toArrow().to_pandas()
     data.unpersist()
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+def test_a_spark_release_sending_ranks_cut_inside_the_larger_group(
+    spark_cut_frame, tmp_path, remainder
+):
+    data, local = spark_cut_frame
+    _, report, private = _cut_release("spark", data, remainder, tmp_path / "out")
+    want = _cut_release("memory", local, remainder)
     _check_cut(pq.read_table(tmp_path / "out").to_pandas(), report, private, want)

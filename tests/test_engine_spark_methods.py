@@ -118,25 +118,45 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def frames(spark):
+    """``frames(partitions)``: the cached frame of ``_table()`` in that many partitions and
+    its rows in the frame's own order (partition, then position).
+
+    Each is made once for the module: the releases only read it, and sending the table to
+    Spark and reading it back cost a job each, as much as some releases.
+    """
+    made: dict[int, tuple[Any, pd.DataFrame]] = {}
+
+    def frame(partitions: int) -> tuple[Any, pd.DataFrame]:
+        if partitions not in made:
+            cached = _frame(spark, _table(), partitions)
+            made[partitions] = (cached, _rows(cached))
+        return made[partitions]
+
+    yield frame
+    for cached, _ in made.values():
+        cached.unpersist()
+
+
 @pytest.mark.parametrize("partitions", [2, 7])
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_spark_frame_gives_the_in_memory_release(spark, case, partitions):
+def test_a_spark_frame_gives_the_in_memory_release(frames, case, partitions):
     function, options, in_order = CASES[case]
-    frame = _frame(spark, _table(), partitions)
+    frame, rows = frames(partitions)
     unproven = options.get("linkage") == "records"
     with _warns(unproven):  # the same warning on Spark as in memory
         # the frame's own order (partition, then position) is the table's
-        expected = function(_rows(frame), **options)
+        expected = function(rows.copy(), **options)
     with _warns(unproven):
         got = function(frame, **options)
     assert type(got.data).__module__.startswith("pyspark.sql")
     _assert_same(got, expected, in_order)
-    frame.unpersist()
 
 
 @pytest.mark.parametrize("partitions", [1, 64])
-def test_laplace_keep_at_one_and_many_partitions(spark, partitions):
-    test_a_spark_frame_gives_the_in_memory_release(spark, "laplace keep", partitions)
+def test_laplace_keep_at_one_and_many_partitions(frames, partitions):
+    test_a_spark_frame_gives_the_in_memory_release(frames, "laplace keep", partitions)
 
 
 def test_diffgen_of_a_spark_frame_gives_the_in_memory_counts(spark):

@@ -393,10 +393,24 @@ def test_laplace_dp_of_a_spark_frame_is_the_in_memory_release(spark, partitions,
     frame.unpersist()
 
 
-@pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", None), ("pyarrow", 7)])
-def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path, reader, tasks):
+#: The arguments of the ir_dp releases of ``_table()``.
+IR_DP = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
+
+
+@pytest.fixture(scope="module")
+def released_files(tmp_path_factory):
+    """``_table()`` in five files (two of one row), and its laplace_dp and ir_dp in memory.
+
+    Written and released once for the module: the tests only read them.
+    """
     table = _table()
-    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+    files = _write_files(table, tmp_path_factory.mktemp("released") / "in", [1, 1000, 1001, 2500])
+    return files, _in_memory(table), dpfast.ir_dp(table, **IR_DP)
+
+
+@pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", None), ("pyarrow", 7)])
+def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, released_files, reader, tasks):
+    files, expected, _ = released_files
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
     data, report, private = on_engine(
         "spark",
@@ -408,24 +422,21 @@ def test_laplace_dp_of_parquet_files_keys_rows_as_in_memory(spark, tmp_path, rea
         seed=SEED,
         batch_rows=64,
     )
-    _assert_same_release(dpfast.Release(data, report, private), _in_memory(table))
+    _assert_same_release(dpfast.Release(data, report, private), expected)
 
 
 @pytest.mark.parametrize(("reader", "tasks"), [("spark", None), ("pyarrow", 1), ("pyarrow", 7)])
-def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, tmp_path, reader, tasks):
-
-    table = _table()
-    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+def test_ir_dp_of_parquet_files_is_the_in_memory_release(spark, released_files, reader, tasks):
+    files, _, expected = released_files
     source = SparkSource.from_parquet(spark, files, reader=reader, tasks=tasks)
-    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     # batches of 64 rows: groups straddle batches, row groups and files
-    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args)
-    _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
+    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **IR_DP)
+    _assert_same_release(dpfast.Release(data, report, private), expected)
 
 
 @pytest.mark.parametrize(("memory_limit", "shuffled"), [(None, False), (1 << 15, True)])
 def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
-    spark, tmp_path, monkeypatch, memory_limit, shuffled
+    spark, released_files, monkeypatch, memory_limit, shuffled
 ):
 
     plans: list[str] = []
@@ -436,13 +447,13 @@ def test_ir_dp_of_parquet_files_sorts_a_column_that_fits_without_a_shuffle(
         return collect(planned)
 
     monkeypatch.setattr(SparkSource, "_reductions", staticmethod(recorded))
-    table = _table()
-    files = _write_files(table, tmp_path / "in", [1, 1000, 1001, 2500])
+    files, _, expected = released_files
     source = SparkSource.from_parquet(spark, files, tasks=7)
-    args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}
     limit = {} if memory_limit is None else {"memory_limit": memory_limit, "n_threads": 1}
-    data, report, private = on_engine("spark", dpfast.ir_dp, source, batch_rows=64, **args, **limit)
-    _assert_same_release(dpfast.Release(data, report, private), dpfast.ir_dp(table, **args))
+    data, report, private = on_engine(
+        "spark", dpfast.ir_dp, source, batch_rows=64, **IR_DP, **limit
+    )
+    _assert_same_release(dpfast.Release(data, report, private), expected)
     # a column within a task's limit is one range: one task reads and sorts it, while
     # 3001 values over a 32 KiB limit are cut into ranges, brought to their tasks by Spark
     assert len(plans) == 2
