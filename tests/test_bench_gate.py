@@ -227,10 +227,15 @@ def test_a_six_times_slower_ranking_kernel_fails_the_check(monkeypatch):
     ``scripts/bench --update-baseline`` records it (the committed baseline's ratios belong
     to the machine that recorded them); its tolerance is the committed one.
     """
+    import numba  # noqa: F401  (sizes its thread pool from the CPUs allowed, at import)
+    import pyarrow as pa
     import quick
 
     from dpfast._kernels import ranking
 
+    # pyarrow sizes its CPU pool at first use, for the process's life: first here, before
+    # the pinning, so that this worker's later tests do not run pyarrow on one thread
+    pa.cpu_count()
     case = quick.CASES["ir_dp_numeric"]
     baseline = gate.read_baseline()
     state = case.setup()

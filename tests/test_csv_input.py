@@ -77,6 +77,16 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(CsvFiles, "open", classmethod(open_small))
 
 
+@pytest.fixture(params=["all CPUs", "one CPU"])
+def pyarrow_cpus(request: pytest.FixtureRequest) -> Any:
+    """pyarrow's thread pool as it is, or on one CPU (its messages then name the row)."""
+    before = pa.cpu_count()
+    if request.param == "one CPU":
+        pa.set_cpu_count(1)
+    yield request.param
+    pa.set_cpu_count(before)
+
+
 def _columns(source: Any) -> pa.Table:
     """Every column of ``source``, read through its passes (batch by batch, in row order)."""
     columns = {}
@@ -100,16 +110,6 @@ def test_the_columns_are_those_of_the_file_read_whole(tmp_path, small_blocks, se
     assert got.schema == expected.schema
     assert got.equals(expected)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # its scratch is gone
-
-
-@pytest.fixture(params=["all CPUs", "one CPU"])
-def pyarrow_cpus(request: pytest.FixtureRequest) -> Any:
-    """pyarrow's thread pool as it is, or on one CPU (its messages then name the row)."""
-    before = pa.cpu_count()
-    if request.param == "one CPU":
-        pa.set_cpu_count(1)
-    yield request.param
-    pa.set_cpu_count(before)
 
 
 def test_a_glob_of_files_is_one_table_typed_as_one_file(tmp_path, small_blocks, pyarrow_cpus):
@@ -140,7 +140,7 @@ def test_a_glob_of_files_is_one_table_typed_as_one_file(tmp_path, small_blocks, 
         (b"a,b\n1,2\n", {"encoding": "klingon"}),
     ],
 )
-def test_bad_files_get_the_errors_of_a_whole_read(tmp_path, text, extra):
+def test_bad_files_get_the_errors_of_a_whole_read(tmp_path, text, extra, pyarrow_cpus):
     path = tmp_path / "bad.csv"
     path.write_bytes(text)
     with pytest.raises(ValueError) as whole:

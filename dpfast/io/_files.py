@@ -6,6 +6,7 @@ import codecs
 import io
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -199,9 +200,16 @@ def read_table(
     return table
 
 
+#: The row number pyarrow's CSV readers put in a message only when they read on one thread
+#: (``pyarrow.cpu_count() == 1``, or the streaming reader on one CPU): dropped, so that a
+#: file's error is the same whole or in batches, on any machine.
+_PYARROW_ROW = re.compile(r"(?<=: )Row #\d+: ")
+
+
 def _read_error(where: str, fmt: str, encoding: str, exc: BaseException) -> DPFastValueError:
     """Return the error for a file that pyarrow could not read (``exc``)."""
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = _PYARROW_ROW.sub("", str(exc).strip())
+    first_line = text.splitlines()[0] if text else type(exc).__name__
     return DPFastValueError(
         f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
         f"is valid {fmt}" + ("" if fmt == "parquet" else f" in {encoding} (--encoding)")
