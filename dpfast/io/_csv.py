@@ -35,6 +35,7 @@ from dpfast.io._files import (
     _check_utf8,
     _CountingFile,
     _is_utf8,
+    _pyarrow_text,
     _read_error,
     _separator,
     output_format,
@@ -60,9 +61,8 @@ KINDS: tuple[pa.DataType, ...] = (
     pa.binary(),
 )
 
-#: pyarrow's message for a value that does not convert; it names the row too when its CSV
-#: reader runs on one CPU (``pyarrow.cpu_count() == 1``, as on a one-core machine).
-_CONVERSION = re.compile(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to ")
+#: pyarrow's message for a value that does not convert (its row number left out).
+_CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to ")
 
 _ERRORS = (pa.ArrowInvalid, OSError, UnicodeDecodeError)
 
@@ -318,5 +318,5 @@ class _Unconverted(DPFastError):
 
 def _unconverted(exc: BaseException) -> _Unconverted | None:
     """Return pyarrow's failure to convert a value as :class:`_Unconverted`, else None."""
-    found = _CONVERSION.match(str(exc))
+    found = _CONVERSION.match(_pyarrow_text(exc))
     return None if found is None else _Unconverted(int(found.group(1)))

@@ -206,9 +206,18 @@ def read_table(
 _PYARROW_ROW = re.compile(r"(?<=: )Row #\d+: ")
 
 
+def _pyarrow_text(exc: BaseException) -> str:
+    """Return pyarrow's message ``exc``, stripped, without the one-thread row number.
+
+    >>> _pyarrow_text(ValueError("CSV parse error: Row #3: Expected 2 columns, got 3 "))
+    'CSV parse error: Expected 2 columns, got 3'
+    """
+    return _PYARROW_ROW.sub("", str(exc).strip())
+
+
 def _read_error(where: str, fmt: str, encoding: str, exc: BaseException) -> DPFastValueError:
     """Return the error for a file that pyarrow could not read (``exc``)."""
-    text = _PYARROW_ROW.sub("", str(exc).strip())
+    text = _pyarrow_text(exc)
     first_line = text.splitlines()[0] if text else type(exc).__name__
     return DPFastValueError(
         f"cannot read {where!r} as {fmt}: {first_line}; check that the file "
