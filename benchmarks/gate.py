@@ -135,11 +135,18 @@ def evaluate(results: Results, baseline: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def check(baseline: dict[str, Any], measure: Measure, log: Callable[[str], None] = print) -> int:
+def check(
+    baseline: dict[str, Any],
+    measure: Measure,
+    log: Callable[[str], None] = print,
+    here: dict[str, Any] | None = None,
+) -> int:
     """Measure, re-measure once what falls short, print the table; 1 if a case regressed.
 
     ``measure(cases)`` runs the quick tier (all cases when ``cases`` is None) and returns
-    its results. A case counts as regressed only if its re-measure falls short too.
+    its results. A case counts as regressed only if its re-measure falls short too. A
+    failure on another processor than the baseline's (``here``, default :func:`machine`)
+    says so, and how to tell a regression from the processor.
     """
     rows = evaluate(measure(None), baseline)
     short = [row.case for row in rows if row.failed]
@@ -164,9 +171,32 @@ def check(baseline: dict[str, Any], measure: Measure, log: Callable[[str], None]
             f"bench check: FAILED: {len(failed)} case(s) regressed beyond their tolerance "
             f"after a re-measure: {', '.join(row.case for row in failed)}"
         )
+        _processor_note(baseline, machine() if here is None else here, log)
         return 1
     log(f"bench check: passed ({len(rows)} cases)")
     return 0
+
+
+def _processor_note(
+    baseline: dict[str, Any], here: dict[str, Any], log: Callable[[str], None]
+) -> None:
+    """Log that the baseline came from another processor, when it did (as far as known)."""
+    recorded = baseline.get("machine", {})
+    differ = [
+        key for key in _PROCESSOR_KEYS if recorded.get(key) and recorded.get(key) != here.get(key)
+    ]
+    if not differ:
+        return
+
+    def name(info: dict[str, Any]) -> str:
+        return ", ".join(str(info.get(key) or "?") for key in _PROCESSOR_KEYS)
+
+    log(
+        f"bench check: the baseline was recorded on another processor ({name(recorded)}) "
+        f"than this one ({name(here)}). Ratios move with the processor: run "
+        f"scripts/bench-compare {baseline.get('commit', '<baseline commit>')} HEAD on this "
+        "machine; if it finds no slowdown, re-record with scripts/bench --update-baseline --runs 5"
+    )
 
 
 def format_table(rows: Iterable[Row]) -> str:
@@ -256,15 +286,26 @@ def _pytest_measure(directory: Path, json_path: Path | None) -> Measure:
 # -- baseline --------------------------------------------------------------------------
 
 
+_VECTOR = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"))
+_PROCESSOR_KEYS = ("cpu", "processor", "vector")
+
+
 def machine() -> dict[str, Any]:
     """Where a baseline was recorded."""
     cpu = platform.processor() or platform.machine()
+    fields: dict[str, str] = {}
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                if not line.strip():
+                    break  # the first processor's block
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    cpu = fields.get("model name", cpu)
+    flags = set(fields.get("flags", "").split())
+    # A brand such as "AMD EPYC" names several generations, and a kernel's ratio to NumPy
+    # moves with the vector instructions (ChaCha20's rotates, sorting): both are recorded.
+    vector = next((name for flag, name in _VECTOR if flag in flags), "")
     memory = None
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo", encoding="utf-8") as handle:
@@ -276,6 +317,10 @@ def machine() -> dict[str, Any]:
     return {
         "node": platform.node(),
         "cpu": cpu,
+        "processor": " ".join(
+            f"{part} {fields[part]}" for part in ("cpu family", "model") if part in fields
+        ),
+        "vector": vector,
         "cpus": os.cpu_count(),
         "memory": memory,
         "system": f"{platform.system()} {platform.release()}",

@@ -275,3 +275,42 @@ def test_a_six_times_slower_ranking_kernel_fails_the_check(monkeypatch):
     assert calls, "the slowed kernels were not called"
     assert got == 1, "\n".join(lines)
     assert "REGRESSED (slower), re-measured" in "\n".join(lines)
+
+
+def test_a_failure_on_another_processor_says_how_to_tell_the_processor_from_a_regression(
+    tmp_path,
+):
+    slow = write_results(tmp_path / "a.json", {"fast_path": (2.0, 2.0), "sampler": (0.5, 1.0)})
+    zen4 = {"cpu": "AMD EPYC", "processor": "cpu family 25 model 17", "vector": "AVX-512"}
+    zen3 = {"cpu": "AMD EPYC", "processor": "cpu family 25 model 1", "vector": "AVX2"}
+    recorded = {**BASELINE, "commit": "f7be8e9", "machine": zen4}
+    for here, noted in ((zen3, True), (zen4, False)):
+        lines: list[str] = []
+        assert gate.check(recorded, Replay(slow, slow), log=lines.append, here=here) == 1
+        note = [line for line in lines if "another processor" in line]
+        assert bool(note) == noted
+    assert "cpu family 25 model 17, AVX-512" in note_text(recorded, zen3)
+    assert "scripts/bench-compare f7be8e9 HEAD" in note_text(recorded, zen3)
+    # a pass says nothing of the processor
+    fast = write_results(tmp_path / "b.json", {"fast_path": (3.0, 2.4), "sampler": (0.4, 1.1)})
+    lines = []
+    assert gate.check(recorded, Replay(fast), log=lines.append, here=zen3) == 0
+    assert not any("another processor" in line for line in lines)
+
+
+def note_text(baseline, here):
+    lines: list[str] = []
+    gate._processor_note(baseline, here, lines.append)
+    return "\n".join(lines)
+
+
+def test_the_machine_names_its_processor_and_vector_instructions():
+    info = gate.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text(encoding="utf-8") if cpuinfo.exists() else ""
+    if "cpu family" in text:
+        assert info["processor"].startswith("cpu family ") and " model " in info["processor"]
+    if " avx2" in text:
+        assert info["vector"] in ("AVX-512", "AVX2")
+    if " avx512f" in text:
+        assert info["vector"] == "AVX-512"
