@@ -569,6 +569,23 @@ class Engine:
 #: The cases whose release the Spark executors compute and write (docs/engines.md).
 _EXECUTORS = ("ir_dp", "laplace_dp")
 
+#: The cases Dask also runs at 1, 7 and 64 partitions: each method's own case, and the
+#: variants whose output depends on the rows' order or on a quantile across partitions.
+_PARTITIONED = (
+    "ir_dp",
+    "ir_dp-records-in-order-keep",
+    "ir_dp-unprotected-shuffled",
+    "ir_dp-dp-bounds",
+    "laplace_dp",
+    "individual_ranking",
+    "randomized_response",
+    "k_noise",
+    "k_pram",
+    "mdav_dp",
+    "diffgen",
+    "toy_groups",
+)
+
 ENGINES = [
     Engine("memory", "arrow"),
     Engine("arrow-1000rows", "arrow", 1000),
@@ -590,14 +607,18 @@ ENGINES = [
     Engine("spark-2", "spark", partitions=2),
     Engine("spark-7", "spark", partitions=7, only=_EXECUTORS),
     Engine("spark-64", "spark", partitions=64, only=_EXECUTORS),
-    Engine("dask-1", "dask", partitions=1),
+    # every case at 2 partitions (a boundary in the rows: numbering, ordering and adding
+    # across it), each method's own case and the row-order and DP-bound variants also at
+    # 1 (no boundary), 7 and 64 (more partitions than cores; many small ones). A variant's
+    # option changes what the steps compute, not how the frame's partitions reach them
+    Engine("dask-1", "dask", partitions=1, only=_PARTITIONED),
     Engine("dask-2", "dask", partitions=2),
-    Engine("dask-7", "dask", partitions=7),
+    Engine("dask-7", "dask", partitions=7, only=_PARTITIONED),
     # 64 partitions persisted, as docs/engines.md advises for a frame read in several
     # passes: a lazy frame of 64 partitions is rebuilt by the client at each pass (about a
     # second each, k_pram making 29), which costs time and checks nothing the lazy frames
     # of 1, 2 and 7 partitions do not
-    Engine("dask-64", "dask", partitions=64, persist=True),
+    Engine("dask-64", "dask", partitions=64, persist=True, only=_PARTITIONED),
 ]
 
 
@@ -940,6 +961,16 @@ def test_every_case_runs_on_dask():
     # every method runs on every engine: each case has its Dask runs
     dask = {param.values[0].name for param in _runs() if param.values[1].kind == "dask"}
     assert dask == {case.name for case in CASES}
+
+
+def test_every_method_runs_at_every_partitioning():
+    # the thinned engines name real cases, and each method has a case at every partitioning
+    for engine in ENGINES:
+        assert set(engine.only) <= set(_BY_NAME), engine.name
+    for partitions in (1, 2, 7, 64):
+        engine = next(e for e in ENGINES if e.kind == "dask" and e.partitions == partitions)
+        ran = {case.function for case in CASES if engine.runs(case)}
+        assert ran == {case.function for case in CASES}, partitions
 
 
 # --------------------------------------------------------------------------- bad input
