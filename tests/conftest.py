@@ -101,7 +101,12 @@ def spark():
     # the Python workers fork from a daemon that has imported dpfast (tests/spark_daemon.py),
     # so that a worker replacing one that a failed or killed task ended does not import it
     # again; the repository on the workers' path finds the daemon's module
+    # the JVM compiles with its quick compiler only (C1) and collects garbage in one thread:
+    # a test run is many short jobs, for which C2's compiles and a parallel collector's
+    # threads cost more CPU than they return (153 -> 128 CPU seconds for
+    # tests/test_engine_spark.py on the 2-core VM); neither changes a result
     config = {
+        "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "spark.ui.enabled": "false",
         "spark.python.daemon.module": "tests.spark_daemon",
         "spark.executorEnv.PYTHONPATH": str(Path(__file__).resolve().parents[1]),
@@ -164,6 +169,25 @@ def unit_order(units: dict[str, int], seconds: dict[str, float]) -> list[str]:
     return sorted(units, key=lambda unit: -seconds.get(unit, units[unit] * SECONDS_PER_TEST))
 
 
+def next_unit(queue: list[str], spark: bool) -> str:
+    """The unit a worker takes next from ``queue`` (longest first).
+
+    The Spark worker (``spark``: it runs the Spark units, or no worker does yet) takes the
+    first Spark unit, the others the first other unit; either takes the first unit when
+    its kind is done.
+
+    >>> queue = ["a.py dask", "b.py spark", "c.py", "d.py spark"]
+    >>> next_unit(queue, spark=True), next_unit(queue, spark=False)
+    ('b.py spark', 'a.py dask')
+    >>> next_unit(["d.py spark"], spark=False)
+    'd.py spark'
+    """
+    for unit in queue:
+        if unit.endswith(" spark") == spark:
+            return unit
+    return queue[0]
+
+
 def _recorded_seconds() -> dict[str, float]:
     try:
         return {str(k): float(v) for k, v in json.loads(UNIT_SECONDS.read_text()).items()}
@@ -185,9 +209,10 @@ def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``, send each :func:`work_unit` to one pytest-xdist worker.
 
     The units go out longest first (:func:`unit_order`), each to the next worker that has
-    at most one test left (a worker runs a test once it knows the next one). The units are
-    computed here from the test ids, not from pytest-xdist's ``xdist_group`` marks, whose
-    id suffix pytest 9.2 no longer takes.
+    at most one test left (a worker runs a test once it knows the next one), except that
+    the Spark units go to one worker while it lives (:func:`next_unit`): one JVM starts
+    and warms up, not one per worker. The units are computed here from the test ids, not
+    from pytest-xdist's ``xdist_group`` marks, whose id suffix pytest 9.2 no longer takes.
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -195,6 +220,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class Units(LoadScopeScheduling):
         ordered = False
+        spark_node = None  # the worker that runs the Spark units
 
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
@@ -207,6 +233,12 @@ def pytest_xdist_make_scheduler(config, log):
                 for unit in unit_order(units, _recorded_seconds()):
                     self.workqueue[unit] = queue[unit]
                 self.ordered = True
+            if self.spark_node is not None and self.spark_node not in self.assigned_work:
+                self.spark_node = None  # it went down: another worker may start a JVM
+            unit = next_unit(list(self.workqueue), spark=self.spark_node in (None, node))
+            if self.spark_node is None and unit.endswith(" spark"):
+                self.spark_node = node
+            self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
         def _reschedule(self, node) -> None:

@@ -71,9 +71,15 @@ def _fake_dpfast(folder: Path, exit_code: int = 0) -> Path:
     return log
 
 
-def _warm(folder: Path) -> subprocess.CompletedProcess[str]:
+def _warm(folder: Path, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """ensure_warmed_up in ``folder``, with NUMBA_CACHE_DIR ``cache`` (unset if None)."""
     script = f"set -euo pipefail; source {ROOT / 'scripts' / '_venv.sh'}; ensure_warmed_up t"
-    return subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache)
+    return subprocess.run(
+        ["bash", "-c", script], cwd=folder, capture_output=True, text=True, env=env
+    )
 
 
 def _calls(log: Path) -> list[str]:
@@ -89,6 +95,22 @@ def test_the_warm_up_runs_once_until_a_kernel_changes(folder):
     (folder / "dpfast" / "_kernels" / "ranking.py").write_text("# a changed kernel\n")
     assert _warm(folder).returncode == 0
     assert _calls(log) == ["warm-up", "warm-up"]
+
+
+def test_each_numba_cache_is_warmed_up_once_and_again_when_it_is_gone(folder):
+    # scripts/test's cache (NUMBA_CACHE_DIR) and the demo's (Numba's default) apart
+    log = _fake_dpfast(folder)
+    cache = folder / ".venv" / "numba-cache"
+    cache.mkdir()
+    for _ in range(2):
+        assert _warm(folder, cache).returncode == 0
+        assert _warm(folder).returncode == 0
+    assert _calls(log) == ["warm-up", "warm-up"]  # once for each cache, not at each switch
+    cache.rmdir()
+    assert _warm(folder, cache).returncode == 0
+    assert _calls(log) == ["warm-up"] * 3
+    assert _warm(folder).returncode == 0  # the default cache's stamp still holds
+    assert _calls(log) == ["warm-up"] * 3
 
 
 def test_a_failed_warm_up_is_tried_again(folder):
