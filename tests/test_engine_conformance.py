@@ -21,8 +21,10 @@ The engines:
   (``ir_dp``, ``laplace_dp``) at 1, 7 and 64 as well. The others run the out-of-core
   engine over the frame (each pass a Spark job, seconds each on a loaded machine), whose
   tiny-limit paths the Arrow and Parquet engines take;
-- Dask, through the public functions given a Dask DataFrame of 1, 2, 7 and 64 partitions
-  on one module-scoped ``LocalCluster`` of two worker processes.
+- Dask, through the public functions given a Dask DataFrame on one module-scoped
+  ``LocalCluster`` of two worker processes: every case at 2 partitions; each method's own
+  case and the row-order and DP-bound variants (:data:`_PARTITIONED`) at 1, 7 and 64 as
+  well.
 
 Every method runs on every engine: there is no list of methods per engine, and a method
 written in the tests alone (:mod:`tests.toy_method`) runs through the suite from its one
