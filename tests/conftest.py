@@ -103,7 +103,7 @@ def spark():
     # again; the repository on the workers' path finds the daemon's module
     # the JVM compiles with its quick compiler only (C1) and collects garbage in one thread:
     # a test run is many short jobs, for which C2's compiles and a parallel collector's
-    # threads cost more CPU than they return (153 -> 128 CPU seconds for
+    # threads cost more CPU than they return (153 -> 130 CPU seconds for
     # tests/test_engine_spark.py on the 2-core VM); neither changes a result
     config = {
         "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
