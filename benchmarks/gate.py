@@ -182,10 +182,7 @@ def _processor_note(
 ) -> None:
     """Log that the baseline came from another processor, when it did (as far as known)."""
     recorded = baseline.get("machine", {})
-    differ = [
-        key for key in _PROCESSOR_KEYS if recorded.get(key) and recorded.get(key) != here.get(key)
-    ]
-    if not differ:
+    if not any(recorded.get(key) and recorded[key] != here.get(key) for key in _PROCESSOR_KEYS):
         return
 
     def name(info: dict[str, Any]) -> str:

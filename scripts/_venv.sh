@@ -36,10 +36,10 @@ ensure_venv() {
 }
 
 # Compile and cache the kernels of every release (dpfast warm-up) unless this .venv has done
-# it for the same kernels, Numba, Python and Numba cache (the stamp holds their hash), so
-# that the first release of each method starts at once. A release that still compiles says
-# so. The cache is Numba's default (beside dpfast's code) or NUMBA_CACHE_DIR, each with its
-# own stamp; a NUMBA_CACHE_DIR that is gone is compiled again.
+# it for the same kernels, Numba and Python (the stamp holds their hash), so that the first
+# release of each method starts at once. A release that still compiles says so. The cache
+# is Numba's default (beside dpfast's code) or NUMBA_CACHE_DIR, each with its own stamp
+# (named by the folder's checksum); a NUMBA_CACHE_DIR that is gone is compiled again.
 # Usage: ensure_warmed_up SCRIPT_NAME     (after ensure_venv)
 ensure_warmed_up() {
     local script="$1" venv=.venv
@@ -49,10 +49,9 @@ ensure_warmed_up() {
         [[ -d "$NUMBA_CACHE_DIR" ]] || rm -f "$stamp"
     fi
     key="$("$venv/bin/python" - <<'PY'
-import hashlib, importlib.metadata, os, pathlib, sys
+import hashlib, importlib.metadata, pathlib, sys
 digest = hashlib.sha256(sys.version.encode())
 digest.update(importlib.metadata.version("numba").encode())
-digest.update(os.environ.get("NUMBA_CACHE_DIR", "").encode())
 for path in sorted(pathlib.Path("dpfast").glob("_kernels/*.py")) + [pathlib.Path("dpfast/_jit.py")]:
     digest.update(path.as_posix().encode() + b"\0" + path.read_bytes())
 print(digest.hexdigest())
