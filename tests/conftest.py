@@ -36,26 +36,32 @@ def tiny_memory_limits(request, monkeypatch):
         monkeypatch.setattr(_memory, "SMALLEST_MEMORY_LIMIT", 1)
 
 
-@pytest.fixture(scope="module")
-def client(request):
-    """A Dask client of two worker processes of one thread: a cluster per test module.
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """One ``LocalCluster`` of two worker processes of one thread for this pytest process.
 
-    The workers cannot import a test module (pytest imports it by path): the module's
-    functions are sent by value. A module whose workers must receive no test code defines
-    its own ``client``.
+    Each module connects its own client to it (``client``): starting and closing a cluster,
+    and importing dpfast in its two new workers, cost about 7 CPU seconds, once per pytest
+    worker instead of once per module. A test that kills a worker leaves the cluster as
+    it was: its nanny starts another, and ``client`` waits for both.
     """
     pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
     from dpfast.engines.dask import local_cluster
 
-    cloudpickle.register_pickle_by_value(request.module)
-    try:
-        with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as running:
-            yield running
-    finally:
-        cloudpickle.unregister_pickle_by_value(request.module)
+    with local_cluster(2, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(request, dask_cluster):
+    """A Dask client of the pytest process's cluster, the module's functions sent by value.
+
+    A module whose workers must receive no test code defines its own ``client``.
+    """
+    from tests.dask_clients import dask_client
+
+    with dask_client(dask_cluster, request.module) as running:
+        yield running
 
 
 def _java_major() -> int | None:

@@ -18,12 +18,12 @@ The engines:
   file read whole (``dpfast.io.read_table``), whose types the CSV's text decides;
 - Spark, through the public functions given a pyspark DataFrame (the session-scoped
   fixture): every case at 2 partitions; the releases that the executors compute
-  (``ir_dp``, ``laplace_dp``) at 1, 7 and 64 as well. The others run the out-of-core
+  (``ir_dp``, ``laplace_dp``) at 1, 7 and 33 as well. The others run the out-of-core
   engine over the frame (each pass a Spark job, seconds each on a loaded machine), whose
   tiny-limit paths the Arrow and Parquet engines take;
 - Dask, through the public functions given a Dask DataFrame on one module-scoped
   ``LocalCluster`` of two worker processes: every case at 2 partitions; each method's own
-  case and the row-order and DP-bound variants (:data:`_PARTITIONED`) at 1, 7 and 64 as
+  case and the row-order and DP-bound variants (:data:`_PARTITIONED`) at 1, 7 and 33 as
   well.
 
 Every method runs on every engine: there is no list of methods per engine, and a method
@@ -62,6 +62,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
+from dpfast.engines.outofcore import FAN
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset, WrappedSource
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
 from dpfast.taxonomy import as_taxonomy
@@ -568,10 +569,15 @@ class Engine:
         return True
 
 
+#: The most partitions a frame is cut into: many small ones, and one more than ``FAN``, so
+#: that the engines add the passes' partial totals in two rounds. More partitions would
+#: check nothing more, and each of their tasks costs tens of milliseconds on Spark.
+MANY = FAN + 1
+
 #: The cases whose release the Spark executors compute and write (docs/engines.md).
 _EXECUTORS = ("ir_dp", "laplace_dp")
 
-#: The cases Dask also runs at 1, 7 and 64 partitions: each method's own case, and the
+#: The cases Dask also runs at 1, 7 and 33 partitions: each method's own case, and the
 #: variants whose output depends on the rows' order or on a quantile across partitions.
 _PARTITIONED = (
     "ir_dp",
@@ -598,7 +604,7 @@ ENGINES = [
     Engine("parquet-7files-tiny", "parquet", 1000, tiny=True, cuts=(1, 2, 1000, 1500, 2999, 3000)),
     Engine("csv-1file", "csv", 1000),
     Engine("csv-3files-64rows-tiny", "csv", 64, tiny=True, cuts=(1, 1500)),
-    # every case at 2 partitions; the releases that the executors compute at 1, 7 and 64
+    # every case at 2 partitions; the releases that the executors compute at 1, 7 and 33
     # as well (the others run the column engine over the frame, whose tiny-limit paths
     # the Arrow and Parquet engines take: on Spark each of their passes is a job). For the
     # column engine 2 partitions take the branches 7 take: a task per partition per pass,
@@ -608,19 +614,19 @@ ENGINES = [
     Engine("spark-1", "spark", partitions=1, only=_EXECUTORS),
     Engine("spark-2", "spark", partitions=2),
     Engine("spark-7", "spark", partitions=7, only=_EXECUTORS),
-    Engine("spark-64", "spark", partitions=64, only=_EXECUTORS),
+    Engine(f"spark-{MANY}", "spark", partitions=MANY, only=_EXECUTORS),
     # every case at 2 partitions (a boundary in the rows: numbering, ordering and adding
     # across it), each method's own case and the row-order and DP-bound variants also at
-    # 1 (no boundary), 7 and 64 (more partitions than cores; many small ones). A variant's
+    # 1 (no boundary), 7 and 33 (more partitions than cores; many small ones). A variant's
     # option changes what the steps compute, not how the frame's partitions reach them
     Engine("dask-1", "dask", partitions=1, only=_PARTITIONED),
     Engine("dask-2", "dask", partitions=2),
     Engine("dask-7", "dask", partitions=7, only=_PARTITIONED),
-    # 64 partitions persisted, as docs/engines.md advises for a frame read in several
-    # passes: a lazy frame of 64 partitions is rebuilt by the client at each pass (about a
+    # 33 partitions persisted, as docs/engines.md advises for a frame read in several
+    # passes: a lazy frame of 33 partitions is rebuilt by the client at each pass (about a
     # second each, k_pram making 29), which costs time and checks nothing the lazy frames
     # of 1, 2 and 7 partitions do not
-    Engine("dask-64", "dask", partitions=64, persist=True, only=_PARTITIONED),
+    Engine(f"dask-{MANY}", "dask", partitions=MANY, persist=True, only=_PARTITIONED),
 ]
 
 
@@ -814,23 +820,13 @@ def _on_dask(case: Case, engine: Engine) -> tuple[Side, Side]:
 
 
 @pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
-    """One client of two worker processes of one thread for the module's Dask cases."""
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    import cloudpickle
-    from distributed import Client
-
-    from dpfast.engines.dask import local_cluster
+def dask_client(dask_cluster: Any) -> Iterator[Any]:
+    """A client of the pytest process's cluster of two worker processes of one thread."""
+    from tests.dask_clients import dask_client as connected
 
     # the workers cannot import this module (pytest imports it by path): send its functions
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    cloudpickle.register_pickle_by_value(toy_method)
-    try:
-        with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as client:
-            yield client
-    finally:
-        cloudpickle.unregister_pickle_by_value(toy_method)
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    with connected(dask_cluster, sys.modules[__name__], toy_method) as client:
+        yield client
 
 
 # --------------------------------------------------------------------------- the suite
@@ -969,7 +965,7 @@ def test_every_method_runs_at_every_partitioning():
     # the thinned engines name real cases, and each method has a case at every partitioning
     for engine in ENGINES:
         assert set(engine.only) <= set(_BY_NAME), engine.name
-    for partitions in (1, 2, 7, 64):
+    for partitions in (1, 2, 7, MANY):
         engine = next(e for e in ENGINES if e.kind == "dask" and e.partitions == partitions)
         ran = {case.function for case in CASES if engine.runs(case)}
         assert ran == {case.function for case in CASES}, partitions

@@ -94,8 +94,12 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(seed)
-    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", rng.choice([1, 3, 7, 1 << 20]))
+    chunk = rng.choice([1, 3, 7, 1 << 20])
     n = rng.choice([1, 2, 5, 17, 300, 2_000, 70_000])
+    # a run of ties is sent in chunks of RUN_CHUNK rows, one piece each, all in Python: at
+    # 70,000 rows, chunks of at least 35 rows (2,000 pieces a run at most), the path that
+    # chunks of 1 row take at 2,000 rows (70,000 pieces took 30 s)
+    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", max(chunk, n // 2_000))
     k = rng.randint(1, min(n, 40))
     d_int = rng.choice([1, 3, 50, 10_000])
     words = np.sort(np.random.default_rng(seed).integers(0, d_int + 1, n)).astype(np.uint64)

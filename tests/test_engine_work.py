@@ -109,14 +109,11 @@ def test_a_release_in_memory_has_no_work_and_one_out_of_core_does(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def client():
-    """Two worker processes of one thread (only dpfast's functions are sent to them)."""
-    pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    from distributed import Client
+def client(dask_cluster):
+    """A client of the two worker processes of one thread (only dpfast's functions are sent)."""
+    from tests.dask_clients import dask_client
 
-    from dpfast.engines.dask import local_cluster
-
-    with local_cluster(2, dashboard_address=":0") as cluster, Client(cluster) as running:
+    with dask_client(dask_cluster) as running:
         yield running
 
 
