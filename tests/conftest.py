@@ -36,20 +36,67 @@ def tiny_memory_limits(request, monkeypatch):
         monkeypatch.setattr(_memory, "SMALLEST_MEMORY_LIMIT", 1)
 
 
-@pytest.fixture(scope="session")
-def dask_cluster():
-    """One ``LocalCluster`` of two worker processes of one thread for this pytest process.
+#: Dask's settings for the tests' clusters: no statistical profiler in the workers (a
+#: sample of every thread every 10 ms) and the monitors polled each second, not ten times:
+#: about a fifth of the CPU time of tests/test_engine_dask.py on the 2-core VM. They
+#: change no result.
+QUIET_DASK = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "1s",
+    "distributed.admin.tick.interval": "200ms",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
-    Each module connects its own client to it (``client``): starting and closing a cluster,
-    and importing dpfast in its two new workers, cost about 7 CPU seconds, once per pytest
-    worker instead of once per module. A test that kills a worker leaves the cluster as
-    it was: its nanny starts another, and ``client`` waits for both.
+#: The pytest process's Dask cluster while its tests use one, else None.
+_DASK: list = []
+
+#: The fixtures that connect to the cluster.
+DASK_FIXTURES = frozenset({"client", "dask_client", "dask_cluster"})
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A ``LocalCluster`` of two worker processes of one thread, kept from module to module.
+
+    Started at the first test that needs it, it serves the modules run one after another
+    that use Dask, each with a client of its own (``client``), and is closed once the next
+    test is in a module that does not use it: starting a cluster and importing dpfast in
+    its workers cost about 7 CPU seconds, and an idle cluster about 3 % of a core. A test
+    that kills a worker leaves the cluster as it was: its nanny starts another, and
+    ``client`` waits for both.
     """
     pytest.importorskip("distributed", reason="dask is not installed (pip install 'dpfast[dask]')")
-    from dpfast.engines.dask import local_cluster
+    if not _DASK:
+        import dask
 
-    with local_cluster(2, dashboard_address=":0") as cluster:
-        yield cluster
+        from dpfast.engines.dask import local_cluster
+
+        dask.config.set(QUIET_DASK)
+        _DASK.append(local_cluster(2, dashboard_address=":0"))
+    return _DASK[0]
+
+
+def _close_dask() -> None:
+    if _DASK:
+        _DASK.pop().close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Close the Dask cluster when the next test is in another module that does not use it.
+
+    Within a module the cluster stays: the module's client may still be open.
+    """
+    yield  # the test's fixtures are torn down, and its module's if the next is elsewhere
+    if nextitem is None or (
+        nextitem.module is not item.module and not DASK_FIXTURES & set(nextitem.fixturenames)
+    ):
+        _close_dask()
+
+
+def pytest_sessionfinish(session):
+    """Close the Dask cluster, if the last test left it open."""
+    _close_dask()
 
 
 @pytest.fixture(scope="module")
