@@ -144,7 +144,7 @@ _CHECK = textwrap.dedent(
 
     said = io.StringIO()
     with contextlib.redirect_stdout(said):
-        code = main(["warm-up", "--quiet"])
+        code = main(["warm-up", "--quiet", "--processes", "1"])  # its kernels in this process
     assert code == 0, said.getvalue()
     warmed = signatures()
     folder = sys.argv[1]
@@ -253,7 +253,7 @@ _AGAIN = textwrap.dedent(
 
     said = io.StringIO()
     with contextlib.redirect_stdout(said):
-        code = main(["warm-up", "--quiet"])
+        code = main(["warm-up", "--quiet", "--processes", "1"])
     assert code == 0, said.getvalue()
     print(json.dumps({"compiled": compiled, "said": said.getvalue()}))
     """
@@ -307,3 +307,73 @@ def test_the_warm_up_is_a_command_with_help(argv, capsys):
 
     assert main(argv) == 0
     assert "warm-up" in capsys.readouterr().out
+
+
+def test_the_warm_up_groups_every_job_once_by_method():
+    from dpfast.cli._warm_up_command import _api_jobs, _cli_jobs, _groups, synthetic_table
+
+    groups = _groups()
+    jobs = [job for group in groups for job in group]
+    assert sorted(jobs) == sorted(
+        [("command", i) for i in range(len(_cli_jobs()))]
+        + [("function", i) for i in range(len(_api_jobs(synthetic_table())))]
+    )
+    assert [len(group) for group in groups] == sorted(map(len, groups), reverse=True)
+    names = {
+        "command": [job[0] for job in _cli_jobs()],
+        "function": [name for name, _ in _api_jobs(synthetic_table())],
+    }
+    methods = [{_short(names[kind][i]) for kind, i in group} for group in groups]
+    assert all(len(found) == 1 for found in methods), methods  # one method a group
+    assert len({found.pop() for found in methods}) == len(groups)
+
+
+def _short(name: str) -> str:
+    function = name.split()[0].replace("-", "_")
+    return {"laplace": "laplace_dp"}.get(function, function)
+
+
+# Two groups in two processes, on an empty cache of their own: the kernels the two commands
+# share (the noise samplers, reading and writing) compile in both at once and are saved
+# under the cache's lock. A third process then runs the same commands and compiles nothing.
+_PARALLEL = textwrap.dedent(
+    """
+    import json, os, sys, tempfile
+    from dpfast.cli._warm_up_command import _run_groups
+
+    groups = [[("command", int(index))] for index in sys.argv[1:]]  # a command a group
+    processes = int(os.environ["PROCESSES"])
+    with tempfile.TemporaryDirectory() as folder:
+        compiled = _run_groups(groups, folder, processes, lambda jobs: None)
+    print(json.dumps({"groups": len(groups), "compiled": sorted(compiled)}))
+    """
+)
+
+
+def test_two_processes_warm_up_one_cache_that_a_third_then_loads(tmp_path):
+    from dpfast.cli._warm_up_command import _cli_jobs
+
+    # the first k-noise and k-pram commands (in memory, from CSV)
+    first = {job[0]: i for i, job in reversed(list(enumerate(_cli_jobs())))}
+    chosen = [str(first["k-noise"]), str(first["k-pram"])]
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for processes in ("2", "1"):
+        done = subprocess.run(
+            [sys.executable, "-c", _PARALLEL, *chosen],
+            capture_output=True,
+            text=True,
+            env={**env, "PROCESSES": processes},
+        )
+        assert done.returncode == 0, done.stderr[-5000:]
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    assert runs[0]["groups"] == 2
+    assert runs[0]["compiled"]  # an empty cache: the two processes compiled
+    assert runs[1]["compiled"] == []  # each signature they compiled loads from the cache
+
+
+def test_the_warm_up_refuses_no_processes(capsys):
+    from dpfast.cli import main
+
+    assert main(["warm-up", "--processes", "0"]) == 2
+    assert "--processes must be 1 or more, got 0" in capsys.readouterr().err

@@ -8,6 +8,11 @@ warm-up runs the releases themselves, as a user would: every release command on 
 synthetic table, read from CSV, from Parquet and out of core, and every public release
 function on a pandas table and on 2-D NumPy arrays. Nothing it writes outlives it: its
 files are in a temporary folder, and its releases are of synthetic data.
+
+The releases are grouped by method, and the groups run in ``--processes`` processes (one
+per core by default), most releases first: the methods share few kernels, so each kernel
+compiles in one process, mostly. Processes that compile one kernel at once write its cache
+under a lock (:mod:`dpfast._jit`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import itertools
 import json
 import os
 import sys
@@ -25,7 +29,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
-from dpfast.cli._parsing import Command, quiet_argument
+from dpfast.cli._parsing import Command, UsageError, integer, quiet_argument
 from dpfast.cli._progress import ProgressLine
 
 __all__ = ["WARM_UP"]
@@ -34,6 +38,7 @@ _EXAMPLES = """\
 examples:
   dpfast warm-up                   compile what is not cached yet (scripts/demo runs it)
   dpfast warm-up --quiet           the same, printing only the summary line
+  dpfast warm-up --processes 1     in this process only
 
 The first release of each method compiles its kernels (tens of seconds on a 2-core
 machine); Numba then caches them on disk, beside dpfast's code (or in NUMBA_CACHE_DIR), and
@@ -228,10 +233,8 @@ def _matrix_jobs(
     ]
 
 
-def _command_runner(folder: str) -> Callable[[tuple[str, ...]], None]:
-    """Return what runs one release command on the synthetic files it writes in ``folder``."""
-    from dpfast.cli import build_parser  # here: dpfast.cli imports this module
-
+def _write_inputs(folder: str) -> dict[str, str]:
+    """Write the synthetic table as CSV and Parquet and its schema in ``folder``; their paths."""
     paths = {name: os.path.join(folder, f"people.{name}") for name in ("csv", "parquet")}
     paths["schema"] = os.path.join(folder, "people.schema.json")
     table = synthetic_table()
@@ -239,68 +242,155 @@ def _command_runner(folder: str) -> Callable[[tuple[str, ...]], None]:
     table.to_parquet(paths["parquet"], index=False)
     with open(paths["schema"], "w", encoding="utf-8") as file:
         json.dump(_schema(), file)
-    runs = itertools.count()
+    return paths
 
-    def run(job: tuple[str, ...]) -> None:
-        output = os.path.join(folder, f"release-{next(runs)}.parquet")
-        argv = ["release", *job[:2], "-o", output, *job[2:], "--quiet"]
-        for name, path in paths.items():
-            argv = [a.replace(f"{{{name}}}", path) for a in argv]
-        args = build_parser().parse_args(argv)
-        with contextlib.redirect_stdout(io.StringIO()):  # each release's summary
-            args.handler(args)
 
-    return run
+def _run_command(job: tuple[str, ...], paths: dict[str, str], output: str) -> None:
+    """Run one release command on the synthetic files, writing ``output``."""
+    from dpfast.cli import build_parser  # here: dpfast.cli imports this module
+
+    argv = ["release", *job[:2], "-o", output, *job[2:], "--quiet"]
+    for name, path in paths.items():
+        argv = [a.replace(f"{{{name}}}", path) for a in argv]
+    args = build_parser().parse_args(argv)
+    with contextlib.redirect_stdout(io.StringIO()):  # each release's summary
+        args.handler(args)
+
+
+def _method(name: str) -> str:
+    """Return the public function a job releases with (``k_noise`` for ``k-noise``)."""
+    function = name.split()[0].replace("-", "_")
+    return "laplace_dp" if function == "laplace" else function
+
+
+#: A job: a release command (``"command"``) or a public function (``"function"``), by its
+#: index in :func:`_cli_jobs` or :func:`_api_jobs`.
+Job = tuple[str, int]
+
+
+def _groups() -> list[list[Job]]:
+    """Every job, grouped by the method it releases with, the largest groups first."""
+    by_method: dict[str, list[Job]] = {}
+    for index, command in enumerate(_cli_jobs()):
+        by_method.setdefault(_method(command[0]), []).append(("command", index))
+    for index, (name, _) in enumerate(_api_jobs(synthetic_table())):
+        by_method.setdefault(_method(name), []).append(("function", index))
+    return sorted(by_method.values(), key=len, reverse=True)
+
+
+def _run_group(group: list[Job], folder: str, paths: dict[str, str]) -> set[str]:
+    """Run ``group``'s jobs; return the kernel signatures they compiled.
+
+    It runs in a process of its own (or the command's, with one process): it is given the
+    jobs by index, and makes the functions' table itself.
+    """
+    commands = _cli_jobs()
+    functions = _api_jobs(synthetic_table())
+    with _recording_compiles() as compiled, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # advice about the synthetic table's noise
+        for kind, index in group:
+            if kind == "command":
+                output = os.path.join(folder, f"release-{index}.parquet")
+                _run_command(commands[index], paths, output)
+            else:
+                functions[index][1]()
+    return compiled
 
 
 @contextlib.contextmanager
-def _counting_compiles() -> Iterator[list[int]]:
-    """Within the block, count the kernel signatures compiled (the list's one item)."""
+def _recording_compiles() -> Iterator[set[str]]:
+    """Within the block, record the kernel signatures compiled (in the set)."""
     from dpfast._jit import watch_compiles
 
-    count = [0]
-
-    def started() -> None:
-        count[0] += 1
-
-    stop = watch_compiles(started, lambda: None)
+    compiled: set[str] = set()
+    stop = watch_compiles(lambda: None, lambda: None, compiled.add)
     try:
-        yield count
+        yield compiled
     finally:
         stop()
 
 
+def _processes(args: argparse.Namespace) -> int:
+    """Return the processes to run the groups in: ``--processes``, else one per core."""
+    if args.processes is None:
+        return max(1, os.cpu_count() or 1)
+    if args.processes < 1:
+        raise UsageError(f"--processes must be 1 or more, got {args.processes}")
+    return int(args.processes)
+
+
+def _run_groups(
+    groups: list[list[Job]],
+    folder: str,
+    processes: int,
+    done: Callable[[int], None],
+) -> set[str]:
+    """Run every group, in ``processes`` processes; ``done(jobs)`` after each group.
+
+    Returns the kernel signatures compiled (two processes may both compile one). With one
+    process the groups run here, one after the other; else in a pool of new processes
+    (spawned: this one may hold Numba's threads).
+    """
+    paths = _write_inputs(folder)
+    compiled: set[str] = set()
+    if processes == 1 or len(groups) == 1:
+        for group in groups:
+            compiled |= _run_group(group, folder, paths)
+            done(len(group))
+        return compiled
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    workers = min(processes, len(groups))
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        running = {pool.submit(_run_group, group, folder, paths): group for group in groups}
+        for future in concurrent.futures.as_completed(running):
+            compiled |= future.result()
+            done(len(running[future]))
+    return compiled
+
+
 def _warm_up(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    processes = _processes(args)
     line = None if args.quiet else ProgressLine(sys.stderr)
-    with _counting_compiles() as compiled, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # advice about the synthetic table's noise
-        with tempfile.TemporaryDirectory(prefix="dpfast-warm-up-") as folder:
-            run_command = _command_runner(folder)
-            commands = _cli_jobs()
-            api = _api_jobs(synthetic_table())
-            total = len(commands) + len(api)
-            try:
-                for done, job in enumerate(commands):
-                    if line is not None:
-                        line(PHASE, done, total)
-                    run_command(job)
-                for done, (_, call) in enumerate(api, len(commands)):
-                    if line is not None:
-                        line(PHASE, done, total)
-                    call()
-            finally:
-                if line is not None:
-                    line.close()
+    groups = _groups()
+    total = sum(len(group) for group in groups)
+    finished = [0]
+
+    def done(jobs: int) -> None:
+        finished[0] += jobs
+        if line is not None:
+            line(PHASE, finished[0], total)
+
+    with tempfile.TemporaryDirectory(prefix="dpfast-warm-up-") as folder:
+        try:
+            if line is not None:
+                line(PHASE, 0, total)
+            compiled = _run_groups(groups, folder, processes, done)
+        finally:
+            if line is not None:
+                line.close()
     seconds = time.monotonic() - started
-    if compiled[0]:
+    if compiled:
         print(
-            f"dpfast warm-up: compiled and cached {compiled[0]} kernel signature(s) in "
+            f"dpfast warm-up: compiled and cached {len(compiled)} kernel signature(s) in "
             f"{seconds:.0f} s; the first release of each method no longer compiles"
         )
     else:
         print(f"dpfast warm-up: every kernel was compiled and cached already ({seconds:.1f} s)")
     return 0
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    quiet_argument(parser)
+    parser.add_argument(
+        "--processes",
+        type=integer,
+        metavar="N",
+        help="processes to compile in (default: one per core)",
+    )
 
 
 #: ``dpfast warm-up``.
@@ -311,6 +401,6 @@ WARM_UP = Command(
     description="Compile and cache on disk the Numba kernels every release uses, by running "
     "each release on a small synthetic table. Nothing is written outside a temporary folder.",
     epilog=_EXAMPLES,
-    arguments=quiet_argument,
+    arguments=_arguments,
     handler=_warm_up,
 )
