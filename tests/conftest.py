@@ -89,7 +89,8 @@ def pytest_runtest_teardown(item, nextitem):
     """
     yield  # the test's fixtures are torn down, and its module's if the next is elsewhere
     if nextitem is None or (
-        nextitem.module is not item.module and not DASK_FIXTURES & set(nextitem.fixturenames)
+        nextitem.path != item.path  # a doctest item has a file but no module
+        and not DASK_FIXTURES & set(getattr(nextitem, "fixturenames", ()))
     ):
         _close_dask()
 
