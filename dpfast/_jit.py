@@ -53,8 +53,9 @@ LOCK_NAME = "dpfast-cache.lock"
 def _cache_lock(folder: str, exclusive: bool) -> Iterator[None]:
     """Hold ``folder``'s cache lock, exclusive or shared, across processes.
 
-    Without ``flock``, or where the lock file cannot be opened (a read-only folder, whose
-    cache Numba cannot write either), the block runs unlocked.
+    Without ``flock``, where the lock file cannot be opened (a read-only folder, whose
+    cache Numba cannot write either) or where the file system refuses locks (ENOLCK on
+    some network file systems), the block runs unlocked, as Numba's own cache does.
     """
     if fcntl is None:  # pragma: no cover - Windows
         yield
@@ -65,7 +66,10 @@ def _cache_lock(folder: str, exclusive: bool) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except OSError:
+            pass  # no locks on this file system: unlocked
         yield
     finally:
         os.close(handle)  # closing the file releases the lock

@@ -114,3 +114,17 @@ def test_two_processes_saving_signatures_of_one_kernel_keep_each_its_own(tmp_pat
     for who in ("a", "b"):
         for i in range(60):
             assert cache.load(f"{who}{i}") == f"{who}{i}" * 1000, (who, i)
+
+
+def test_a_folder_without_locks_or_writes_still_saves_and_loads(tmp_path, monkeypatch):
+    # a file system that refuses locks (ENOLCK): the cache works unlocked, as Numba's own
+    def refused(handle, operation):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    cache = _file(tmp_path)
+    cache.save("key", "data")
+    assert cache.load("key") == "data"
+    # a folder the lock file cannot be made in: no lock, and Numba's own error handling
+    with _cache_lock(str(tmp_path / "missing"), exclusive=True):
+        pass
