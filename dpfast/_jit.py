@@ -57,22 +57,18 @@ def _cache_lock(folder: str, exclusive: bool) -> Iterator[None]:
     cache Numba cannot write either) or where the file system refuses locks (ENOLCK on
     some network file systems), the block runs unlocked, as Numba's own cache does.
     """
-    if fcntl is None:  # pragma: no cover - Windows
-        yield
-        return
-    try:
-        handle = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield
-        return
-    try:
+    handle = None
+    if fcntl is not None:
         try:
+            handle = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         except OSError:
-            pass  # no locks on this file system: unlocked
+            pass  # no lock file, or no locks on this file system: unlocked
+    try:
         yield
     finally:
-        os.close(handle)  # closing the file releases the lock
+        if handle is not None:
+            os.close(handle)  # closing the file releases the lock
 
 
 class _LockedCacheFile(numba.core.caching.IndexDataCacheFile):

@@ -47,7 +47,7 @@ QUIET_DASK = {
     "distributed.worker.memory.monitor-interval": "1s",
 }
 
-#: The pytest process's Dask cluster while its tests use one, else None.
+#: The pytest process's Dask cluster while its tests use one (else empty).
 _DASK: list = []
 
 #: The fixtures that connect to the cluster.
