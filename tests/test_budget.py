@@ -316,7 +316,7 @@ step, output = sys.argv[1], os.path.abspath(sys.argv[2])
 real_commit, real_replace = Reservation.commit, os.replace
 def pause():
     Path("marker").write_text(step)
-    time.sleep(120)
+    sleep_in_steps(120)
 def commit(self, report):
     if step == "before commit":
         pause()

@@ -192,20 +192,40 @@ def slow_replace(src, dst):
         calls.append(dst)
         if len(calls) == int(sys.argv[1]):
             Path("marker").write_text(str(src))
-            time.sleep(120)
+            sleep_in_steps(120)
     real_replace(src, dst)
 os.replace = slow_replace
 sys.exit(cli.main(sys.argv[2:]))
 """
 
 
+#: Put before each script of :func:`cli_process`: SIGUSR1 prints every thread's stack (for
+#: :func:`stopped` to show where a process that does not end is), and
+#: ``sleep_in_steps(seconds)`` sleeps in short steps, so that a signal is handled at once
+#: whichever thread of the process the kernel gave it to (Python runs handlers in the main
+#: thread, between steps). Ctrl-C raises ``KeyboardInterrupt`` as in a terminal, also where
+#: the test run was started in the background (whose processes inherit SIGINT ignored).
+_PROLOGUE = """
+import faulthandler as _faulthandler, signal as _signal, time as _time
+_faulthandler.register(_signal.SIGUSR1, all_threads=True)
+_signal.signal(_signal.SIGINT, _signal.default_int_handler)
+def sleep_in_steps(seconds):
+    end = _time.monotonic() + seconds
+    while _time.monotonic() < end:
+        _time.sleep(0.05)
+"""
+
+
 def cli_process(script: str, args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    """Start ``python -c script ARGS...`` in ``cwd``, importing this checkout's dpfast."""
+    """Start ``python -c script ARGS...`` in ``cwd``, importing this checkout's dpfast.
+
+    The script may call ``sleep_in_steps(seconds)`` (:data:`_PROLOGUE`).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DPFAST_DEBUG", None)
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), *args],
+        [sys.executable, "-c", _PROLOGUE + textwrap.dedent(script), *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -224,10 +244,20 @@ def wait_for(marker: Path, process: subprocess.Popen[str], timeout: float = 240)
 
 
 def stopped(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
-    """Send ``signum`` to ``process``; return its exit code and stderr once it ends."""
+    """Send ``signum`` to ``process``; return its exit code and stderr once it ends.
+
+    A process still running 60 s later fails the test with its threads' stacks.
+    """
     try:
         process.send_signal(signum)
         _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)  # the stacks, to stderr (_PROLOGUE)
+        time.sleep(2)
+        process.kill()
+        _, err = process.communicate()
+        message = f"the process did not end 60 s after signal {signum}:\n{err}"
+        raise AssertionError(message) from None
     finally:
         if process.poll() is None:
             process.kill()
