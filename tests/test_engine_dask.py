@@ -182,7 +182,7 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
 
 def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
     from dpfast.engines.dask import _write
-    from dpfast.engines.outofcore import generated_parts
+    from dpfast.engines.outofcore import plan_of
 
     table = _table()
     table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type
@@ -190,9 +190,10 @@ def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(clien
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "seed": SEED, "taxonomies": taxonomy}
     frame = dd.from_pandas(table[["a", "b", "c"]], npartitions=3)
     data, report, _ = on_engine("dask", dpfast.ir_dp, frame, part_rows=700, **args)
-    parts = generated_parts(data)
+    parts = plan_of(data).generated
     assert parts is not None and parts.count == 5
-    assert generated_parts(data[["a", "c"]]) is None  # a transformed frame: its partitions
+    assert not [name for name in vars(data) if name.startswith("_dpfast")]  # nothing set on it
+    assert plan_of(data[["a", "c"]]).parts is None  # a transformed frame: its partitions
     calls = []
     DaskEngine.write_release(
         data, tmp_path / "parts", report, progress=lambda *call: calls.append(call)

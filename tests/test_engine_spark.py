@@ -20,7 +20,6 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpf
 
 from dpfast.engines.spark import SparkSource
 from dpfast.engines.spark._rows import regroup as _regroup
-from dpfast.engines.spark._source import _collect
 
 BOUNDS = {"age": (17, 90), "capital-gain": (0, 100_000), "frac": (0.0, 100.0)}
 K, EPSILON, SEED = 7, 2.0, 3
@@ -120,19 +119,27 @@ def test_regroup_gives_batches_of_consecutive_rows_of_at_most_batch_rows():
     assert [(len(b), first) for b, first in _regroup(jumping, 4)] == [(3, 0), (3, 10)]
 
 
-def test_results_are_collected_without_arrow_too(spark):
+def test_results_are_collected_without_arrow_too(spark, monkeypatch):
+    from dpfast.engines.spark import _rows
+
     results = spark.createDataFrame(
         [(1, 0, False, b"a"), (0, 5, True, b"b")],
         "partition int, first_row long, failed boolean, payload binary",
     )
-
-    class RowsOnly:  # a DataFrame of pyspark < 4, which has no toArrow
-        def collect(self):
-            return results.collect()
-
     expected = [(1, 0, False, b"a"), (0, 5, True, b"b")]
-    assert _collect(results) == expected
-    assert [(p, f, b, bytes(x)) for p, f, b, x in _collect(RowsOnly())] == expected
+    assert _rows.collected(results) == expected  # through Arrow (pyspark 4)
+    assert _rows.collected(results, ("payload", "partition")) == [(b"a", 1), (b"b", 0)]
+    monkeypatch.setattr(_rows, "_SPARK_MAJOR", 3)  # pyspark < 4: no toArrow
+
+    def no_arrow(self):
+        raise AssertionError("pyspark < 4 has no toArrow")
+
+    monkeypatch.setattr(type(results), "toArrow", no_arrow)
+    assert [(p, f, b, bytes(x)) for p, f, b, x in _rows.collected(results)] == expected
+    assert [(bytes(x), p) for x, p in _rows.collected(results, ("payload", "partition"))] == [
+        (b"a", 1),
+        (b"b", 0),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -319,7 +326,7 @@ def test_columns_planned_from_several_threads_keep_pyspark_quiet(monkeypatch):
             )
             return self
 
-    monkeypatch.setattr(spark_module, "_collect", lambda results: [])
+    monkeypatch.setattr(spark_module, "collected", lambda results, names=None: [])
     source = SparkSource(SlowPlan())
     source._numbering = PartitionRows((0,))
 

@@ -29,16 +29,16 @@ from dpfast.engines.dask._source import (
     sort_range,
     split_by_range,
 )
-from dpfast.engines.dask._write import EXCHANGE_TABLES, write_dataset
+from dpfast.engines.dask._write import write_dataset
 from dpfast.engines.outofcore import (
-    EXCHANGE_ATTRIBUTE,
-    PARTS_ATTRIBUTE,
     ClusterEngine,
     ExchangedParts,
     GeneratedParts,
     GroupsColumn,
     RowsBatch,
     RowsColumn,
+    WritePlan,
+    remember,
 )
 
 __all__ = ["DaskEngine"]
@@ -126,9 +126,10 @@ def _groups_frame(parts: GeneratedParts) -> Any:
     """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
 
     The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
-    graph, sent once to each worker that computes a part, not once per task. The frame
-    carries its :class:`GeneratedParts`, so that :meth:`write_dataset` has each part
-    written by the task that computes it, in Arrow, instead of through pandas.
+    graph, sent once to each worker that computes a part, not once per task. Its
+    :class:`GeneratedParts` are kept as its write plan (:func:`remember`), so that
+    :meth:`write_dataset` has each part written by the task that computes it, in Arrow,
+    instead of through pandas.
     """
     import dask
     import dask.dataframe as dd
@@ -144,8 +145,7 @@ def _groups_frame(parts: GeneratedParts) -> Any:
         frame = dd.from_delayed(
             [compute(state, p) for p in range(parts.count)], meta=meta, verify_meta=False
         )
-    setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
-    return frame
+    return remember(frame, WritePlan(generated=parts))
 
 
 def _rows_frame(source: DaskSource, cells: tuple[RowsColumn, ...], batch_rows: int) -> Any:
@@ -191,8 +191,8 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
     """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.outofcore._exchange`).
 
     A task per input partition emits its pieces, a task per part assembles it. The state
-    is one node of the graph. The frame carries its parts' Arrow tables
-    (:data:`EXCHANGE_TABLES`), so that :func:`write_dataset` writes them as computed.
+    is one node of the graph. The assembling tasks are kept as the frame's write plan
+    (:func:`remember`), so that :func:`write_dataset` writes their tables as computed.
     """
     import dask
     import dask.dataframe as dd
@@ -228,9 +228,7 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
             meta=meta,
             verify_meta=False,
         )
-    setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry them
-    setattr(frame, EXCHANGE_TABLES, assembled)
-    return frame
+    return remember(frame, WritePlan(exchanged=parts, tasks=assembled))
 
 
 def _ranked_emits(

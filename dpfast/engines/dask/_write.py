@@ -13,17 +13,13 @@ import pyarrow.parquet as pq
 
 from dpfast.engines.outofcore import (
     GeneratedParts,
-    generated_parts,
+    plan_of,
     text_columns,
     worker_numba_cache,
 )
 from dpfast.engines.values import Progress
 
-__all__ = ["EXCHANGE_TABLES", "local_cluster", "write_dataset"]
-
-#: The attribute of a release frame made through the exchange holding its parts' delayed
-#: Arrow tables.
-EXCHANGE_TABLES = "_dpfast_exchange_tables"
+__all__ = ["local_cluster", "write_dataset"]
 
 #: Seconds between two looks at the write's tasks.
 _POLL_SECONDS = 0.5
@@ -46,8 +42,8 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
     def path(i: int) -> str:
         return str((written / f"part-{i:06d}.parquet").absolute())
 
-    parts = generated_parts(data)
-    assembled = vars(data).get(EXCHANGE_TABLES) if hasattr(data, "__dict__") else None
+    plan = plan_of(data)  # the tasks: the exchange's, each giving its part's table and counts
+    parts, assembled = plan.generated, plan.tasks
     if assembled is not None:  # each part's table and counts, as its task assembled them
         write_counted = delayed(_write_counted, pure=False)
         tasks = [write_counted(t, counts, path(i)) for i, (t, counts) in enumerate(assembled)]

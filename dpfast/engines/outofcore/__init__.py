@@ -13,20 +13,15 @@ from __future__ import annotations
 from dpfast.engines.outofcore._cluster_engine import ClusterEngine
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._engine import DEFAULT_MEMORY, OutOfCoreEngine, source_of
-from dpfast.engines.outofcore._exchange import (
-    EXCHANGE_ATTRIBUTE,
-    ExchangedParts,
-    exchanged_parts,
-)
+from dpfast.engines.outofcore._exchange import ExchangedParts
+from dpfast.engines.outofcore._frame_plans import WritePlan, plan_of, remember
 from dpfast.engines.outofcore._lazy import (
     PART_BYTES,
     PART_ROWS,
-    PARTS_ATTRIBUTE,
     GeneratedParts,
     GroupsColumn,
     RowsBatch,
     RowsColumn,
-    generated_parts,
     output_part_rows,
     text_columns,
 )
@@ -80,10 +75,8 @@ from dpfast.engines.source import Columns
 __all__ = [
     "BATCH_ROWS",
     "DEFAULT_MEMORY",
-    "EXCHANGE_ATTRIBUTE",
     "FAN",
     "FILE_ROWS",
-    "PARTS_ATTRIBUTE",
     "PART_BYTES",
     "PART_ROWS",
     "SMALLEST_MEMORY_LIMIT",
@@ -109,6 +102,7 @@ __all__ = [
     "RowsColumn",
     "SchemaCheckedSource",
     "ScratchColumn",
+    "WritePlan",
     "add_parts",
     "batch_fields",
     "batch_results",
@@ -119,15 +113,15 @@ __all__ = [
     "column_total",
     "combined",
     "dumps_error",
-    "exchanged_parts",
-    "generated_parts",
     "keys_by_range",
     "make_scratch",
     "numeric_values",
     "output_part_rows",
     "partials_of",
+    "plan_of",
     "process_scratch",
     "publish_at",
+    "remember",
     "scratch_beside",
     "sorted_runs",
     "source_of",

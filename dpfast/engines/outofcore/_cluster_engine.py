@@ -50,15 +50,14 @@ from dpfast.engines.outofcore._engine import (
 from dpfast.engines.outofcore._exchange import (
     ExchangedParts,
     Shuffled,
-    exchanged_parts,
     part_bounds,
 )
+from dpfast.engines.outofcore._frame_plans import plan_of
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
     GroupsColumn,
     RowsColumn,
     RowsCounts,
-    generated_parts,
     output_part_rows,
 )
 from dpfast.engines.outofcore._passes import (
@@ -492,7 +491,7 @@ class ClusterEngine(OutOfCoreEngine):
         except BaseException:
             staged.discard()
             raise
-        parts = generated_parts(frame) or exchanged_parts(frame)
+        parts = plan_of(frame).parts
         if parts is not None:  # the workers computed and wrote every part
             for part in range(parts.count):
                 scanned, written = parts.scanned(part)

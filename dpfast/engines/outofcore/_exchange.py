@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -55,10 +54,7 @@ from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups
 
-__all__ = ["EXCHANGE_ATTRIBUTE", "ExchangedParts", "Shuffled", "exchanged_parts", "part_bounds"]
-
-#: The attribute of a release frame holding its :class:`ExchangedParts`.
-EXCHANGE_ATTRIBUTE = "_dpfast_exchanged_parts"
+__all__ = ["ExchangedParts", "Shuffled", "part_bounds"]
 
 
 @dataclass(frozen=True)
@@ -331,9 +327,3 @@ def _as(array: pa.Array | pa.ChunkedArray, kind: pa.DataType | None) -> pa.Array
 def _concat(arrays: list[pa.Array], kind: pa.DataType) -> pa.Array:
     arrays = [a if a.type == kind else a.cast(kind) for a in arrays]
     return pa.concat_arrays(arrays) if arrays else pa.array([], kind)
-
-
-def exchanged_parts(frame: Any) -> ExchangedParts | None:
-    """Return the parts of a release frame made through the exchange, else None."""
-    found = vars(frame).get(EXCHANGE_ATTRIBUTE) if hasattr(frame, "__dict__") else None
-    return found if isinstance(found, ExchangedParts) else None

@@ -34,7 +34,6 @@ from dpfast.io import arrow_labels
 from dpfast.partitions.ranking import RankGroups
 
 __all__ = [
-    "PARTS_ATTRIBUTE",
     "PART_BYTES",
     "PART_ROWS",
     "GeneratedParts",
@@ -44,7 +43,6 @@ __all__ = [
     "RowsCounts",
     "bucket_span",
     "bucket_starts",
-    "generated_parts",
     "output_part_rows",
     "text_columns",
 ]
@@ -217,9 +215,10 @@ class GeneratedParts:
 
     Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column,
     whose rank groups are ``layout``'s (:meth:`ClusterEngine.groups_frame`).
-    :meth:`ClusterEngine.write_release` finds this
-    on a frame a release returned (untransformed) and has the workers write each part
-    with pyarrow, instead of converting it into the cluster's rows for its own writer.
+    :meth:`ClusterEngine.write_release` finds this in the write plan of a frame a release
+    returned (untransformed: :func:`~dpfast.engines.outofcore.plan_of`) and has the
+    workers write each part with pyarrow, instead of converting it into the cluster's rows
+    for its own writer.
     """
 
     columns: tuple[GroupsColumn, ...]
@@ -274,16 +273,6 @@ class GeneratedParts:
     def most_words(self) -> int:
         """Return the most :meth:`words` of any part, so that one buffer serves them all."""
         return max(self.words(part) for part in range(self.count))
-
-
-#: The attribute of an ``ir_dp`` release frame holding its :class:`GeneratedParts`.
-PARTS_ATTRIBUTE = "_dpfast_generated_parts"
-
-
-def generated_parts(frame: Any) -> GeneratedParts | None:
-    """Return the parts of a lazy frame of rank groups a release returned, else None."""
-    found = vars(frame).get(PARTS_ATTRIBUTE) if hasattr(frame, "__dict__") else None
-    return found if isinstance(found, GeneratedParts) else None
 
 
 @dataclass(frozen=True)

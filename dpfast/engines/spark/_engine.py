@@ -19,19 +19,19 @@ from typing import Any
 import pyarrow as pa
 
 from dpfast.engines.outofcore import (
-    EXCHANGE_ATTRIBUTE,
-    PARTS_ATTRIBUTE,
     ClusterEngine,
     ExchangedParts,
     GeneratedParts,
     RowsBatch,
     RowsColumn,
+    WritePlan,
+    remember,
 )
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._settings import memory_limit as configured_memory
 from dpfast.engines.spark._settings import read_in_order, scratch_directory
 from dpfast.engines.spark._source import SparkSource, spark_of
-from dpfast.engines.spark._write import PIECES_ATTRIBUTE, write_dataset
+from dpfast.engines.spark._write import write_dataset
 from dpfast.engines.values import column_threads
 from dpfast.exceptions import interrupt_in
 
@@ -78,16 +78,13 @@ class SparkEngine(ClusterEngine):
             frame = session.range(parts.count, numPartitions=parts.count).mapInArrow(
                 generate, schema
             )
-        setattr(frame, PARTS_ATTRIBUTE, parts)  # a transformed frame does not carry it
-        return frame
+        return remember(frame, WritePlan(generated=parts))
 
     def exchange_frame(self, parts: ExchangedParts) -> Any:
         schema = _spark_schema(zip(parts.names, parts.types, strict=True))
         frame = self.cluster.exchange(parts, self.limits.batch_rows, schema)
-        setattr(frame, EXCHANGE_ATTRIBUTE, parts)  # a transformed frame does not carry it
         pieces = functools.partial(self.cluster.exchange_pieces, parts, self.limits.batch_rows)
-        setattr(frame, PIECES_ATTRIBUTE, pieces)  # what write_dataset writes part by part
-        return frame
+        return remember(frame, WritePlan(exchanged=parts, tasks=pieces))
 
     def exchangeable(self, kind: pa.DataType) -> bool:
         """Hold the types of :data:`_SPARK_TYPES` (a Spark frame's released columns)."""

@@ -11,6 +11,7 @@ through Spark's reader, and knows each row group's first row.
 from __future__ import annotations
 
 import builtins
+import importlib.metadata
 import itertools
 import os
 import re
@@ -20,7 +21,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,7 @@ __all__ = [
     "Numbering",
     "PartitionRows",
     "TaskRows",
+    "collected",
     "count_partitions",
     "file_key",
     "job_errors",
@@ -50,6 +52,8 @@ __all__ = [
     "tagged",
 ]
 
+#: pyspark's major version: from 4, a frame can be collected as an Arrow table.
+_SPARK_MAJOR = int(importlib.metadata.version("pyspark").split(".")[0])
 #: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
 #: not use pandas.
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
@@ -278,7 +282,7 @@ def count_partitions(frame: DataFrame) -> PartitionRows:
     with quietly():
         counted = frame.select(frame.columns[0]).mapInArrow(_count, "partition int, n long")
     try:
-        found = dict(_collect_pairs(counted))
+        found = {int(partition): int(n) for partition, n in collected(counted)}
     except Exception as exc:  # Ctrl-C, which pyspark turns into the cancelled job's error
         if interrupt_in(exc) is not None:
             raise KeyboardInterrupt from exc
@@ -296,11 +300,19 @@ def _count(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     )
 
 
-def _collect_pairs(results: DataFrame) -> list[tuple[int, int]]:
-    if not hasattr(results, "toArrow"):
-        return [(int(a), int(b)) for a, b in results.collect()]
+def collected(results: DataFrame, names: tuple[str, ...] | None = None) -> list[tuple[Any, ...]]:
+    """Return a small result frame's rows (``names``' cells, default all) as tuples.
+
+    Through Arrow where pyspark can (``DataFrame.toArrow``, pyspark 4.0 and later), else
+    through Spark's rows; the rows come in the frame's order either way.
+    """
+    if _SPARK_MAJOR < 4:
+        rows = results.collect()
+        return [tuple(row[n] for n in names) if names else tuple(row) for row in rows]
     table = results.toArrow()
-    return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+    if names:
+        table = table.select(list(names))
+    return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
 
 
 def partition_index() -> int:

@@ -48,6 +48,7 @@ from dpfast.engines.spark._rows import (
     FileTasks,
     Numbering,
     TaskRows,
+    collected,
     count_partitions,
     file_key,
     job_errors,
@@ -411,13 +412,7 @@ class SparkSource(Source):
     def _payloads(planned: DataFrame) -> list[bytes]:
         """Collect a job's column ``payload``, in order, unwrapping errors."""
         with job_errors():
-            table = planned.toArrow() if hasattr(planned, "toArrow") else None
-            payloads = (
-                table.column("payload").to_pylist()
-                if table is not None
-                else [row.payload for row in planned.collect()]
-            )
-        return list(payloads)
+            return [payload for (payload,) in collected(planned, ("payload",))]
 
     def _batch_task(
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
@@ -456,15 +451,7 @@ class SparkSource(Source):
         with quietly():
             planned = frame.mapInArrow(fn, schema)
         with job_errors():
-            return _collect(planned)
-
-
-def _collect(results: DataFrame) -> list[tuple[int, int, bool, bytes]]:
-    """Collect the results' rows, through Arrow where pyspark can (``toArrow``, 4.0+)."""
-    if not hasattr(results, "toArrow"):
-        return [tuple(row) for row in results.collect()]
-    table = results.toArrow()
-    return list(zip(*(table.column(i).to_pylist() for i in range(4)), strict=True))
+            return collected(planned)
 
 
 def _arrow_type(name: str, spark_type: Any) -> pa.DataType:

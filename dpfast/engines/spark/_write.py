@@ -21,23 +21,18 @@ from dpfast.engines.outofcore import (
     WORKER_BUFFERS,
     ExchangedParts,
     GeneratedParts,
-    exchanged_parts,
-    generated_parts,
+    plan_of,
     text_columns,
 )
 from dpfast.engines.spark._exchange import received
-from dpfast.engines.spark._rows import quietly
+from dpfast.engines.spark._rows import collected, quietly
 from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, interrupt_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PIECES_ATTRIBUTE", "write_dataset"]
-
-#: The attribute of a release frame made through the exchange holding a function that
-#: returns its pieces before the shuffle (:meth:`SparkSource.exchange_pieces`).
-PIECES_ATTRIBUTE = "_dpfast_exchange_pieces"
+__all__ = ["write_dataset"]
 
 #: The thread's local properties that ``setJobGroup`` sets.
 _JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -58,9 +53,8 @@ def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progre
     """
     counts = None
     with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
-        parts = generated_parts(data)
-        exchanged = exchanged_parts(data)
-        pieces = vars(data).get(PIECES_ATTRIBUTE)
+        plan = plan_of(data)  # the pieces: a function returning them before the shuffle
+        parts, exchanged, pieces = plan.generated, plan.exchanged, plan.tasks
         try:
             if exchanged is not None and exchanged.ranked and pieces is not None:
                 counts = _write_exchanged(pieces(), exchanged, written)
@@ -92,12 +86,7 @@ def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
     with quietly():
         tasks = session.range(parts.count, numPartitions=parts.count)
         planned = tasks.mapInArrow(write, "part long, rows long")
-    table = planned.toArrow() if hasattr(planned, "toArrow") else None
-    rows = (
-        dict(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
-        if table is not None
-        else {int(row.part): int(row.rows) for row in planned.collect()}
-    )
+    rows = {int(part): int(n) for part, n in collected(planned)}
     _check_parts(rows, parts.count, parts.n)
 
 
@@ -117,12 +106,7 @@ def _write_exchanged(
         planned = pieces.repartition(parts.count, "tag").mapInArrow(
             write, "part long, rows long, counts binary"
         )
-    table = planned.toArrow() if hasattr(planned, "toArrow") else None
-    found = (
-        zip(*(table.column(i).to_pylist() for i in range(3)), strict=True)
-        if table is not None
-        else ((row.part, row.rows, row.counts) for row in planned.collect())
-    )
+    found = collected(planned)
     written = {int(part): (int(rows), pickle.loads(counts)) for part, rows, counts in found}
     _check_parts({part: rows for part, (rows, _) in written.items()}, parts.count, parts.n)
     return {part: counts for part, (_, counts) in written.items()}
