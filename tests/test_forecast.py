@@ -131,6 +131,37 @@ def test_forecast_matches_a_release_of_evenly_spread_values(epsilon):
         assert abs(got - column.on_bound) <= 5 * sigma, column.column
 
 
+@pytest.mark.parametrize("transform", [None, "log"])
+def test_bound_steps_are_bisected_once_per_grid(monkeypatch, transform):
+    from dpfast._release import bound_steps
+    from dpfast.partitions.grid import Grid
+
+    def grid():  # 2**45 records: a coarse grid of 135,632 steps, scanned below
+        return Grid.for_column(3.0, 250.0, 2**45, transform=transform)
+
+    calls = []
+    real = Grid.value
+
+    def counted(self, y, integer=False):
+        calls.append(y)
+        return real(self, y, integer)
+
+    monkeypatch.setattr(Grid, "value", counted)
+    bound_steps.cache_clear()  # an earlier test may have asked for this grid
+    low, high = bound_steps(grid(), True)
+    asked = len(calls)
+    assert asked > 10  # a bisection over the grid
+    # an equal grid (a forecast's next k, the release) is not bisected again
+    assert bound_steps(grid(), True) == (low, high)
+    assert len(calls) == asked
+    # a slow scan of every grid value agrees
+    released = [real(grid(), y, True) for y in range(grid().d_int + 1)]
+    on_low = [y for y, v in enumerate(released) if v <= 3.0]
+    on_high = [y for y, v in enumerate(released) if v >= 250.0]
+    assert low == (max(on_low) if on_low else None)
+    assert high == (grid().d_int - min(on_high) if on_high else None)
+
+
 def test_integer_columns_count_the_values_rounded_onto_a_bound():
     from dpfast._release import bound_steps
     from dpfast.partitions.grid import Grid

@@ -9,6 +9,7 @@ it reserves its ε; a dry run prints it and stops.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
@@ -179,6 +180,7 @@ def _released(grid: Grid, integer: bool, y: int) -> float:
     return grid.value(y, integer)
 
 
+@functools.lru_cache(maxsize=256)
 def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
     """Return how many grid steps from each end are released as that bound.
 
@@ -188,7 +190,9 @@ def bound_steps(grid: Grid, integer: bool) -> tuple[int | None, int | None]:
     every grid value that rounds onto an integer bound counts; a transformed column's
     mapping back, divided by the noise's mean factor, can fall below the lower bound near
     it (``log``: every grid value under the correction ``shift``), and those count too.
-    Found by bisection: the released value grows with the grid value.
+    Found by bisection: the released value grows with the grid value. A function of the
+    (frozen) grid alone, kept for the last grids asked: a forecast asks it for every ``k``
+    it tries, and a release asks it again.
     """
     d = grid.d_int
     if (not integer and grid.transform is None) or d == 0:
