@@ -129,7 +129,7 @@ def test_results_are_collected_without_arrow_too(spark, monkeypatch):
     expected = [(1, 0, False, b"a"), (0, 5, True, b"b")]
     assert _rows.collected(results) == expected  # through Arrow (pyspark 4)
     assert _rows.collected(results, ("payload", "partition")) == [(b"a", 1), (b"b", 0)]
-    monkeypatch.setattr(_rows, "_SPARK_MAJOR", 3)  # pyspark < 4: no toArrow
+    monkeypatch.setattr(_rows, "_spark_major", lambda: 3)  # pyspark < 4: no toArrow
 
     def no_arrow(self):
         raise AssertionError("pyspark < 4 has no toArrow")

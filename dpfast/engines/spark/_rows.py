@@ -11,7 +11,7 @@ through Spark's reader, and knows each row group's first row.
 from __future__ import annotations
 
 import builtins
-import importlib.metadata
+import functools
 import itertools
 import os
 import re
@@ -52,8 +52,6 @@ __all__ = [
     "tagged",
 ]
 
-#: pyspark's major version: from 4, a frame can be collected as an Arrow table.
-_SPARK_MAJOR = int(importlib.metadata.version("pyspark").split(".")[0])
 #: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
 #: not use pandas.
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
@@ -306,13 +304,21 @@ def collected(results: DataFrame, names: tuple[str, ...] | None = None) -> list[
     Through Arrow where pyspark can (``DataFrame.toArrow``, pyspark 4.0 and later), else
     through Spark's rows; the rows come in the frame's order either way.
     """
-    if _SPARK_MAJOR < 4:
+    if _spark_major() < 4:
         rows = results.collect()
         return [tuple(row[n] for n in names) if names else tuple(row) for row in rows]
     table = results.toArrow()
     if names:
         table = table.select(list(names))
     return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+
+
+@functools.cache
+def _spark_major() -> int:
+    """Return pyspark's major version: from 4, a frame can be collected as Arrow."""
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
 
 
 def partition_index() -> int:
