@@ -442,8 +442,8 @@ ENGINE_CEILINGS = {
     "members": 40,  # of the engine protocol (Engine: functions and properties)
     "abstract_members": 28,
     "hasattr": 0,  # calls in dpfast/engines/ (none probes a source: Source declares it)
-    "getattr": 7,
-    "setattr": 1,
+    "getattr": 6,
+    "setattr": 0,
     "vars": 0,
     "__getattr__": 0,  # methods that forward attributes by name
     "outofcore_exports": 40,  # dpfast/engines/outofcore/__init__.py's __all__

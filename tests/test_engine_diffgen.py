@@ -338,3 +338,22 @@ def test_argument_errors_come_before_any_pass_as_in_memory(tmp_path, frame, chan
         )
     assert str(out_of_core.value) == str(in_memory.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_partition_tree_grows_keeping_its_nodes():
+    from dpfast.engines._contingency import Partitions
+
+    parts = Partitions(10, np.array([0]))
+    fields = ("start", "end", "first_child", "n_children", "split_column", "node_value")
+    rng = np.random.default_rng(0)
+    for name in fields:
+        getattr(parts, name)[:] = rng.integers(-1, 100, getattr(parts, name).shape[0])
+    parts.size = 64
+    before = {name: getattr(parts, name)[:64].copy() for name in fields}
+    parts._reserve(100)
+    for name in fields:
+        grown = getattr(parts, name)
+        assert grown.shape[0] >= 164, name
+        np.testing.assert_array_equal(grown[:64], before[name])
+        # past the nodes: a node's fields as a new one starts them (no children, a leaf)
+        assert (grown[64:] == (0 if name in ("start", "end", "n_children") else -1)).all(), name

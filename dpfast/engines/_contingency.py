@@ -29,8 +29,6 @@ class Partitions:
     along its path from the root (whose labels are ``root_values``).
     """
 
-    _FIELDS = ("start", "end", "first_child", "n_children", "split_column", "node_value")
-
     def __init__(self, n_rows: int, root_values: np.ndarray) -> None:
         capacity = 64
         self.size = 1
@@ -50,12 +48,18 @@ class Partitions:
         if need <= capacity:
             return
         capacity = max(need, 2 * capacity)
-        for name in self._FIELDS:
-            old = getattr(self, name)
-            fill = 0 if name in ("start", "end", "n_children") else -1
+
+        def grown(old: np.ndarray, fill: int) -> np.ndarray:
             new = np.full(capacity, fill, dtype=np.int64)
             new[: self.size] = old[: self.size]
-            setattr(self, name, new)
+            return new
+
+        self.start = grown(self.start, 0)
+        self.end = grown(self.end, 0)
+        self.first_child = grown(self.first_child, -1)
+        self.n_children = grown(self.n_children, 0)
+        self.split_column = grown(self.split_column, -1)
+        self.node_value = grown(self.node_value, -1)
 
     def leaves(self, nodes: np.ndarray) -> np.ndarray:
         return kernels.expand_leaves(  # type: ignore[no-any-return]
