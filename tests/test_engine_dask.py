@@ -182,7 +182,7 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
 
 def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
     from dpfast.engines.dask import _write
-    from dpfast.engines.outofcore import plan_of
+    from dpfast.engines.outofcore import WritePlan, plan_of
 
     table = _table()
     table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type
@@ -193,7 +193,7 @@ def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(clien
     parts = plan_of(data).generated
     assert parts is not None and parts.count == 5
     assert not [name for name in vars(data) if name.startswith("_dpfast")]  # nothing set on it
-    assert plan_of(data[["a", "c"]]).parts is None  # a transformed frame: its partitions
+    assert plan_of(data[["a", "c"]]) == WritePlan()  # a transformed frame: its partitions
     calls = []
     DaskEngine.write_release(
         data, tmp_path / "parts", report, progress=lambda *call: calls.append(call)

@@ -18,7 +18,6 @@ def test_a_frame_has_the_plan_it_was_given_and_nothing_is_set_on_it():
     assert plan_of(frame) is plan
     assert vars(frame) == {}
     assert plan_of(Frame()) == WritePlan()  # any other frame: none
-    assert WritePlan().parts is None
 
 
 def test_a_plan_is_forgotten_with_its_frame():

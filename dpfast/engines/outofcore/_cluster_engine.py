@@ -52,7 +52,6 @@ from dpfast.engines.outofcore._exchange import (
     Shuffled,
     part_bounds,
 )
-from dpfast.engines.outofcore._frame_plans import plan_of
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
     GroupsColumn,
@@ -471,12 +470,12 @@ class ClusterEngine(OutOfCoreEngine):
         exchanged = self._exchanged(order) if exchange else None
         if self._ranked and exchanged is None:
             raise DPFastRuntimeError("columns sorted by the workers need the exchange")
+        parts: GeneratedParts | ExchangedParts | None = exchanged  # what the workers compute
         if exchanged is not None:
             frame = self.exchange_frame(exchanged)
         elif not self._written and not self._copies and self._groups and not self._rows:
-            frame = self.groups_frame(
-                self._parts([self._groups[n] for n in order if n in self._groups])
-            )
+            parts = self._parts([self._groups[n] for n in order if n in self._groups])
+            frame = self.groups_frame(parts)
         elif not self._written and not self._copies and self._rows and not self._groups:
             frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
         else:
@@ -491,7 +490,6 @@ class ClusterEngine(OutOfCoreEngine):
         except BaseException:
             staged.discard()
             raise
-        parts = plan_of(frame).parts
         if parts is not None:  # the workers computed and wrote every part
             for part in range(parts.count):
                 scanned, written = parts.scanned(part)

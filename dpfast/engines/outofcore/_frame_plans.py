@@ -38,11 +38,6 @@ class WritePlan:
     exchanged: ExchangedParts | None = None
     tasks: Any = None
 
-    @property
-    def parts(self) -> GeneratedParts | ExchangedParts | None:
-        """The frame's parts, whichever way they are made."""
-        return self.generated if self.generated is not None else self.exchanged
-
 
 #: A frame with no plan: written by Spark's or Dask's own writer.
 NO_PLAN = WritePlan()
