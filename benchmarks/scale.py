@@ -58,9 +58,9 @@ import pyarrow.parquet as pq
 import dpfast
 from dpfast._kernels import ranking
 from dpfast.engines import EngineChoice, register
+from dpfast.engines.dataflow import FAN, Limits
 from dpfast.engines.outofcore import (
     EXCHANGE_ATTRIBUTE,
-    FAN,
     ClusterEngine,
     ExchangedParts,
     GeneratedParts,
@@ -69,7 +69,6 @@ from dpfast.engines.outofcore import (
     totals,
 )
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
-from dpfast.engines.outofcore._passes import Limits
 from dpfast.engines.outofcore._sorted import Ranges, keys_by_range, sorted_runs
 from dpfast.engines.outofcore._sources import (
     ArrowSource,

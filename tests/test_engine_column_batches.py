@@ -17,13 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dpfast.engines.dataflow import column_total
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
     ParquetDataset,
     SchemaCheckedSource,
     column_batch,
 )
-from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.outofcore._work import CountedSource, Work
 from dpfast.schema import Schema
 

@@ -62,7 +62,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.outofcore import FAN
+from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset, WrappedSource
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
 from dpfast.taxonomy import as_taxonomy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast import noise
+from dpfast import noise, steps
 from dpfast.datasets import adult
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
@@ -481,16 +482,24 @@ def _columns(kind: str, tmp_path: Path):
         engine.close()
 
 
+def _flows(engine, kind: str):
+    """The engine's dataflow; in memory, also its one-batch source read as passes."""
+    flow = engine.dataflow
+    assert flow.holds == (kind == "memory")
+    return [flow, dataclasses.replace(flow, holds=False)] if flow.holds else [flow]
+
+
 @pytest.mark.parametrize("k", [1, 4, 300, 6001])
 @pytest.mark.parametrize("kind", ENGINES)
 def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
     for engine, column, values in _columns(kind, tmp_path):
-        if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
-            with pytest.raises(ValueError, match="raise the memory limit or lower k"):
-                engine.order_statistics(column, k, engine.value_range(column))
-            continue
-        found = engine.order_statistics(column, k, engine.value_range(column))
-        assert found == _exact_order_statistics(values, k), column.name
+        for flow in _flows(engine, kind):
+            if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
+                with pytest.raises(ValueError, match="raise the memory limit or lower k"):
+                    steps.order_statistics(flow, column, k, engine.value_range(column))
+                continue
+            found = steps.order_statistics(flow, column, k, engine.value_range(column))
+            assert found == _exact_order_statistics(values, k), column.name
 
 
 @pytest.mark.parametrize("m", [1, 7, 1000])
@@ -500,9 +509,20 @@ def test_bin_counts_count_each_bin(tmp_path, kind, m):
 
     for engine, column, values in _columns(kind, tmp_path):
         lo, hi = engine.value_range(column)
-        counts = engine.bin_counts(column, lo, m / (hi - lo), m)
         bins = Bins(lo, m / (hi - lo), np.ones(m, dtype=np.int64))
-        np.testing.assert_array_equal(counts, np.bincount(bins.of(values), minlength=m))
+        expected = np.bincount(bins.of(values), minlength=m)
+        for flow in _flows(engine, kind):
+            counts = steps.bin_counts(flow, column, lo, m / (hi - lo), m)
+            np.testing.assert_array_equal(counts, expected)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_edge_counts_count_between_edges(tmp_path, kind):
+    edges = np.array([-40.0, -0.5, 0.0, 0.5, 3.0, 1e6])
+    for engine, column, values in _columns(kind, tmp_path):
+        expected = np.bincount(np.searchsorted(edges, values, side="right"), minlength=7)
+        for flow in _flows(engine, kind):
+            np.testing.assert_array_equal(steps.edge_counts(flow, column, edges), expected)
 
 
 BINS = {"ties": 9, "small": 3}
@@ -516,7 +536,7 @@ def _resampled(kind: str, table: pa.Table, tmp_path: Path, keep: int) -> pa.Tabl
     for column in engine.numeric_columns(["ties", "small"], categorical=False):
         lo, hi = engine.value_range(column)
         m = BINS[str(column.name)]  # every bin holds values
-        counts = engine.bin_counts(column, lo, m / (hi - lo), m)
+        counts = steps.bin_counts(engine.dataflow, column, lo, m / (hi - lo), m)
         engine.write_resampled(column, Bins(lo, m / (hi - lo), counts), key, keep, n_threads=2)
     engine.copy_columns(["spread"], None)
     return _released(engine, kind)

@@ -12,7 +12,7 @@ import pytest
 
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.outofcore import FAN
+from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore._sources import ArrowSource
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, on_engine
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.outofcore import FAN
+from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore._sources import ParquetDataset
 from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import apart_from_engine, on_engine

@@ -18,15 +18,8 @@ import pyarrow as pa
 import pytest
 
 import dpfast
-from dpfast.engines.outofcore import (
-    ArrowSource,
-    Partial,
-    column_total,
-    combined,
-    partials_of,
-    totals,
-)
-from dpfast.engines.outofcore._totals import add_up
+from dpfast.engines.dataflow import add_up, column_total
+from dpfast.engines.outofcore import ArrowSource, Partial, combined, partials_of, totals
 from dpfast.exceptions import DPFastValueError
 from tests.engine_runs import on_engine
 

@@ -4,7 +4,7 @@ A column given a :class:`~dpfast.schema.DPBounds` in place of its public bounds 
 planned over its public outer range, with its share of ε cut in two: ``epsilon_share`` of
 it for the bounds (:func:`bounds_share`, one ledger entry) and the rest for its noise.
 Once the whole ε is reserved, :func:`choose_bounds` reads each such column once
-(:meth:`~dpfast.engines.base.Engine.edge_counts` over the public candidates of
+(:func:`~dpfast.steps.edge_counts` over the public candidates of
 :func:`~dpfast.partitions.candidates.bound_candidates`) and draws each bound asked for
 with :func:`~dpfast.noise.exponential_quantile`; the method then plans its noise again
 over the chosen bounds, and spends the bounds' entries (docs/privacy.md#bounds-chosen-with-dp).
@@ -33,6 +33,7 @@ from dpfast.partitions.candidates import (
     candidate_ranks,
 )
 from dpfast.schema import BOUNDS_STEP, DPBounds
+from dpfast.steps import edge_counts
 
 Args = TypeVar("Args", bound=Any)  # a method's arguments dataclass
 Plan = TypeVar("Plan")
@@ -226,7 +227,7 @@ def _pick_bounds(
     """
     n = engine.n_rows
     candidates = bound_candidates(*spec.outer, integer=column.integer)
-    counts = engine.edge_counts(column, candidate_edges(candidates))
+    counts = edge_counts(engine.dataflow, column, candidate_edges(candidates))
     below, at_most = candidate_ranks(counts, candidates, n)
     low, high = 0, candidates.shape[0] - 1
     if spec.lower_quantile is not None:

@@ -61,6 +61,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.on_bound import BoundCount, RankGroupValues, rank_groups_on_bound
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (
@@ -78,7 +79,6 @@ from dpfast.engines.values import (
     Lookup,
     NumericColumn,
     Opening,
-    OrderStatistics,
     ProtectedColumn,
     column_threads,
 )
@@ -195,6 +195,16 @@ class Engine(ABC):
         return 1 << 62
 
     # -- passes -------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def dataflow(self) -> Dataflow:
+        """What a step (:mod:`dpfast.steps`) reads the table through.
+
+        The column source, the memory limits of a pass (the share of the column being
+        released, where columns run at once: read it inside the column's work) and the
+        progress ticks (:class:`~dpfast.engines.dataflow.Dataflow`).
+        """
 
     @abstractmethod
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
@@ -427,38 +437,6 @@ class Engine(ABC):
         """
 
     # -- row-wise statistics and outputs -------------------------------------------------
-
-    @abstractmethod
-    def order_statistics(
-        self, column: NumericColumn, k: int, value_range: tuple[float, float]
-    ) -> OrderStatistics:
-        """Return the order statistics that bound the spacings of every ``k`` ranks.
-
-        ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``, 1-based ranks of the
-        column sorted: ``(X_(i), X_(i+k))`` is the pair of largest ``X_(i+k) - X_(i)`` over
-        ``i = 1 .. n - k``, compared exactly (the rounded difference, then its TwoSum
-        error; ties go to the lowest ``i``), and ``inner`` is false when ``n == k`` (the
-        pair is then ``(X_(1), X_(1))``). ``value_range`` is the column's ``(min, max)``
-        (:meth:`value_range`), with ``min < max``; ``1 <= k <= n``.
-        """
-
-    @abstractmethod
-    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
-        """Return how many values of a numeric column each of ``m`` equal-width bins holds.
-
-        Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)`` (:class:`Bins`);
-        int64[m].
-        """
-
-    @abstractmethod
-    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
-        """Return how many values of a numeric column lie between consecutive public edges.
-
-        ``counts[i]`` holds the values ``v`` with ``edges[i - 1] <= v < edges[i]``
-        (:func:`~dpfast.partitions.candidates.count_between`; ``edges`` strictly
-        increasing float64); int64[len(edges) + 1]. One pass; every engine gives the same
-        counts.
-        """
 
     @abstractmethod
     def write_resampled(

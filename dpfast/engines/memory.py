@@ -33,6 +33,7 @@ from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
 from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
 from dpfast.engines.base import Engine
+from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.source import Staged, stage_beside
 from dpfast.engines.values import (
     Bins,
@@ -47,7 +48,6 @@ from dpfast.engines.values import (
     Lookup,
     NumericColumn,
     Opening,
-    OrderStatistics,
     Progress,
     ProtectedColumn,
     inverse_permutation,
@@ -63,7 +63,6 @@ from dpfast.io import (
     repeat_rows,
     write_table_atomic,
 )
-from dpfast.partitions.candidates import count_between
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
 from dpfast.partitions.ranking import RankGroups
@@ -173,6 +172,11 @@ class MemoryEngine(Engine):
         return None if declared is None else tuple(declared)
 
     # -- passes -------------------------------------------------------------------------
+
+    @property
+    def dataflow(self) -> Dataflow:
+        """The table as one batch per column; the protected columns' values are held."""
+        return Dataflow.held(self.table.names, self.table.column, self.n_rows)
 
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
         lo, hi = mechanism_kernels.min_max(column.values)
@@ -443,23 +447,6 @@ class MemoryEngine(Engine):
         return staged.giving(result)
 
     # -- row-wise statistics and outputs -------------------------------------------------
-
-    def order_statistics(
-        self, column: NumericColumn, k: int, value_range: tuple[float, float]
-    ) -> OrderStatistics:
-        """Find them with the bucketed kernel, which never sorts the whole column."""
-        n = self.n_rows
-        n_buckets = max(1, min(n, max(1024, n // 16)))
-        found = mechanism_kernels.knoise_extremes(column.values, k, n_buckets)
-        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
-
-    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
-        """Count the values per bin in one scan."""
-        return mechanism_kernels.interval_counts(column.values, lo, scale, m)  # type: ignore[no-any-return]
-
-    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
-        """Place every value among the edges in one scan."""
-        return count_between(column.values, edges)
 
     def write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1

@@ -29,6 +29,7 @@ from dpfast._release import (
 )
 from dpfast._validation import check_k, check_seed
 from dpfast.exceptions import DPFastValueError
+from dpfast.steps import order_statistics
 
 
 def _smallest_double_above(target: Fraction) -> float:
@@ -185,7 +186,7 @@ def k_noise(
             with run.phase("delta"):
                 delta, span = math.nextafter(0.0, math.inf), 0.0
                 if hi > lo:
-                    found = run.engine.order_statistics(column, k, (lo, hi))
+                    found = order_statistics(run.engine.dataflow, column, k, (lo, hi))
                     delta, span = delta_from_extremes(*found)
             with run.phase("noise"):
                 key = source.key("k_noise", "uniform-noise", str(column.name))

@@ -27,6 +27,7 @@ from dpfast._release import (
     open_run,
 )
 from dpfast._validation import check_k_anonymity, check_retention, check_seed
+from dpfast.steps import bin_counts
 
 
 def _bins(engine: Any, column: NumericColumn, k: int, lo: float, hi: float) -> Bins:
@@ -35,11 +36,11 @@ def _bins(engine: Any, column: NumericColumn, k: int, lo: float, hi: float) -> B
 
     def bucket_starts(b: int) -> np.ndarray:
         starts = np.zeros(b + 1, dtype=np.int64)
-        np.cumsum(engine.bin_counts(column, lo, b / width, b), out=starts[1:])
+        np.cumsum(bin_counts(engine.dataflow, column, lo, b / width, b), out=starts[1:])
         return starts
 
     def interval_counts(m: int) -> np.ndarray:
-        return engine.bin_counts(column, lo, m / width, m)  # type: ignore[no-any-return]
+        return bin_counts(engine.dataflow, column, lo, m / width, m)
 
     m, counts = search_intervals(engine.n_rows, k, width == 0, bucket_starts, interval_counts)
     return Bins(lo, m / width if width > 0 else 0.0, counts)
@@ -57,7 +58,7 @@ def search_intervals(
     ``bucket_starts(b)`` is the first rank of each of ``b`` fine equal-width buckets over
     the column's range, then ``n`` (as :func:`dpfast._kernels.mechanisms.bucket_counts`
     gives them), ``interval_counts(m)`` the exact counts of ``m`` intervals
-    (:meth:`dpfast.engines.base.Engine.bin_counts`); ``constant`` when every value is the
+    (:func:`dpfast.steps.bin_counts`); ``constant`` when every value is the
     same. The bisection over ``[1, n // k]`` asks for exact counts only where
     the fine histogram cannot decide.
     """

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
+from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore import (
-    FAN,
     Columns,
     Ranges,
     batch_results,

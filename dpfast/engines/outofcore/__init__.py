@@ -48,10 +48,8 @@ from dpfast.engines.outofcore._sources import (
     source_under,
 )
 from dpfast.engines.outofcore._totals import (
-    FAN,
     Partial,
     batch_results,
-    column_total,
     combined,
     dumps_error,
     partials_of,
@@ -60,7 +58,6 @@ from dpfast.engines.outofcore._totals import (
 from dpfast.engines.source import Columns
 
 __all__ = [
-    "FAN",
     "PART_BYTES",
     "PART_ROWS",
     "SMALLEST_MEMORY_LIMIT",
@@ -86,7 +83,6 @@ __all__ = [
     "check_memory_limit",
     "column_batch",
     "column_names",
-    "column_total",
     "combined",
     "dumps_error",
     "keys_by_range",

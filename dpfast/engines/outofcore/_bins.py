@@ -22,64 +22,16 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.dataflow import Limits, numeric_values
 from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._passes import Limits, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import Bins, NumericColumn
-from dpfast.partitions.candidates import count_between
 
-__all__ = ["Replacements", "bin_counts", "edge_counts", "find_replacements", "write_replaced"]
+__all__ = ["Replacements", "find_replacements", "write_replaced"]
 
 #: Bytes of working memory per pool position of a window (its value, the positions and
 #: values gathered for it, the replacements that fall in it, and slack).
 _BYTES_PER_POSITION = 64
-
-
-def bin_counts(
-    dataset: ColumnSource, column: NumericColumn, lo: float, scale: float, m: int, limits: Limits
-) -> np.ndarray:
-    """Return how many values of a column each of ``m`` equal-width bins holds, in one pass."""
-    counts = _BinCounts(column, lo, scale, m)
-    start = np.zeros(m, dtype=np.int64)
-    total: np.ndarray = column_total(dataset, str(column.name), limits.batch_rows, counts, start)
-    return total
-
-
-@dataclass(frozen=True)
-class _BinCounts:
-    """A batch of a numeric column counted per bin."""
-
-    column: NumericColumn
-    lo: float
-    scale: float
-    m: int
-
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        values = numeric_values(array, self.column, first_row)
-        return mechanism_kernels.interval_counts(values, self.lo, self.scale, self.m)  # type: ignore[no-any-return]
-
-
-def edge_counts(
-    dataset: ColumnSource, column: NumericColumn, edges: np.ndarray, limits: Limits
-) -> np.ndarray:
-    """Return how many values of a column lie between consecutive edges, in one pass."""
-    counts = _EdgeCounts(column, edges)
-    start = np.zeros(edges.shape[0] + 1, dtype=np.int64)
-    total: np.ndarray = column_total(dataset, str(column.name), limits.batch_rows, counts, start)
-    return total
-
-
-@dataclass(frozen=True)
-class _EdgeCounts:
-    """A batch of a numeric column counted between public edges."""
-
-    column: NumericColumn
-    edges: np.ndarray
-
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        return count_between(numeric_values(array, self.column, first_row), self.edges)
 
 
 @dataclass(frozen=True)

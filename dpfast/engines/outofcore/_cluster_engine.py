@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import option, quoted
+from dpfast.engines.dataflow import Limits, column_total
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
     OutOfCoreEngine,
@@ -59,13 +60,7 @@ from dpfast.engines.outofcore._lazy import (
     RowsCounts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._passes import (
-    BATCH_ROWS,
-    Limits,
-    RankPlan,
-    plan_ranks,
-    quantised_keys,
-)
+from dpfast.engines.outofcore._passes import BATCH_ROWS, RankPlan, plan_ranks, quantised_keys
 from dpfast.engines.outofcore._sent_ranks import (
     BYTES_PER_SENT_RANK,
     CodedGroups,
@@ -75,7 +70,6 @@ from dpfast.engines.outofcore._sent_ranks import (
     ranks_of_counts,
 )
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.source import Source, Staged, stage_beside
 from dpfast.engines.values import (
     CategoricalColumn,

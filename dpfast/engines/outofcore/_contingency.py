@@ -36,9 +36,9 @@ import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
 from dpfast._validation import quoted
-from dpfast.engines.outofcore._passes import Limits, numeric_values
+from dpfast.engines.dataflow import Limits, column_total, numeric_values
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import SENT_BACK, column_total, dumps_error
+from dpfast.engines.outofcore._totals import SENT_BACK, dumps_error
 from dpfast.engines.source import Columns
 from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.exceptions import DPFastValueError

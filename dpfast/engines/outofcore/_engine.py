@@ -21,9 +21,8 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.engines.base import Engine, in_threads
+from dpfast.engines.dataflow import Dataflow, Limits, NonFiniteValue
 from dpfast.engines.outofcore._bins import (
-    bin_counts,
-    edge_counts,
     find_replacements,
     write_replaced,
 )
@@ -37,16 +36,8 @@ from dpfast.engines.outofcore._mdav_clusters import (
     write_clustered,
 )
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
-from dpfast.engines.outofcore._order_statistics import order_statistics
 from dpfast.engines.outofcore._output import Output
-from dpfast.engines.outofcore._passes import (
-    BATCH_ROWS,
-    Limits,
-    NonFiniteValue,
-    batch_dictionary,
-    group_sums,
-    rank_counts,
-)
+from dpfast.engines.outofcore._passes import BATCH_ROWS, batch_dictionary, group_sums, rank_counts
 from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
@@ -65,7 +56,6 @@ from dpfast.engines.values import (
     Lookup,
     NumericColumn,
     Opening,
-    OrderStatistics,
     Progress,
     ProtectedColumn,
     column_threads,
@@ -336,6 +326,10 @@ class OutOfCoreEngine(Engine):
 
     # -- passes -------------------------------------------------------------------------
 
+    @property
+    def dataflow(self) -> Dataflow:
+        return Dataflow(self.source, self._limits(), self._passes)
+
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
         self._tick(f"checking {column.name}", 0, 1)
         found = column_stats(self.source, str(column.name), self.limits.batch_rows)
@@ -485,19 +479,6 @@ class OutOfCoreEngine(Engine):
         return self._coded
 
     # -- row-wise statistics and outputs -------------------------------------------------
-
-    def order_statistics(
-        self, column: NumericColumn, k: int, value_range: tuple[float, float]
-    ) -> OrderStatistics:
-        lo, hi = value_range
-        limits = self._limits()
-        return order_statistics(self.source, column, k, lo, hi, limits, self._passes(column.name))
-
-    def bin_counts(self, column: NumericColumn, lo: float, scale: float, m: int) -> np.ndarray:
-        return bin_counts(self.source, column, lo, scale, m, self._limits())
-
-    def edge_counts(self, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
-        return edge_counts(self.source, column, edges, self._limits())
 
     def write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore as outofcore_kernels
-from dpfast.engines.outofcore._passes import numeric_values
+from dpfast.engines.dataflow import numeric_values
 from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
 from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
 from dpfast.io import arrow_labels

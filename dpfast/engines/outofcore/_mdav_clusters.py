@@ -35,10 +35,10 @@ from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast._validation import kernel_floats, option
+from dpfast.engines.dataflow import cut_ranges, numeric_values
 from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._passes import category_codes, numeric_values
+from dpfast.engines.outofcore._passes import category_codes
 from dpfast.engines.outofcore._point_orders import Attributes, chunks, distance_orders, read_rows
-from dpfast.engines.outofcore._ranges import cut_ranges
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
 from dpfast.engines.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn

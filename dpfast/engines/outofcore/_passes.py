@@ -21,16 +21,20 @@ from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast._validation import kernel_floats, quoted
-from dpfast.engines.outofcore._ranges import HISTOGRAM_BITS, cut_ranges, refined_shift
+from dpfast.engines.dataflow import (
+    HISTOGRAM_BITS,
+    Limits,
+    column_total,
+    cut_ranges,
+    numeric_values,
+    refined_shift,
+)
 from dpfast.engines.outofcore._rank_files import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import column_total
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
@@ -39,14 +43,11 @@ from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "BATCH_ROWS",
-    "Limits",
-    "NonFiniteValue",
     "RankPlan",
     "batch_dictionary",
     "category_codes",
     "category_ranks",
     "group_sums",
-    "numeric_values",
     "plan_ranks",
     "quantised_keys",
     "rank_counts",
@@ -54,80 +55,6 @@ __all__ = [
 
 #: Rows per batch read from Parquet.
 BATCH_ROWS = 1 << 20
-
-#: Bytes of working memory per value collected for sorting (the values, the sort's
-#: scratch, the pieces before they are joined, and slack).
-_BYTES_PER_SORTED_VALUE = 32
-
-
-#: Bytes per row of a part of the output order (the order and the released values).
-_BYTES_PER_ORDERED_ROW = 24
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What fits in the memory limit: values per sorted range, rows per order part."""
-
-    memory: int
-    batch_rows: int
-
-    @property
-    def sorted_values(self) -> int:
-        return max(1024, self.memory // _BYTES_PER_SORTED_VALUE)
-
-    @property
-    def ordered_rows(self) -> int:
-        return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
-
-    def sorting(self, bytes_per_value: int) -> Limits:
-        """Return the limits of sorts holding ``bytes_per_value`` bytes for each value."""
-        return Limits(self.memory * _BYTES_PER_SORTED_VALUE // bytes_per_value, self.batch_rows)
-
-
-class NonFiniteValue(DPFastValueError):
-    """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
-
-    Raised by the first batch found; :func:`counts_non_finite` turns it into the in-memory
-    error, which counts them all.
-    """
-
-    def __init__(self, message: str, column: str) -> None:
-        super().__init__(message)
-        self.column = column
-
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled by Spark and Dask tasks
-        return (NonFiniteValue, (str(self), self.column))
-
-
-def numeric_values(
-    array: pa.Array, column: NumericColumn, first_row: int, method: str = "ir_dp"
-) -> np.ndarray:
-    """One batch of a numeric column as float64, refusing what ``method`` refuses."""
-    if array.null_count:
-        row = first_row + int(pc.index(array.is_null(), True).as_py())
-        raise NonFiniteValue(
-            f"column {quoted(column.name)} has a missing value at row {row}; {method} needs a "
-            "value "
-            "in every row of a protected column",
-            str(column.name),
-        )
-    values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    finite = np.isfinite(values)
-    if not finite.all():
-        row = first_row + int(np.flatnonzero(~finite)[0])
-        raise NonFiniteValue(
-            f"column {quoted(column.name)} has NaN or infinity at row {row}; protected columns "
-            "must "
-            "be finite",
-            str(column.name),
-        )
-    if column.integer and not np.array_equal(values, np.rint(values)):
-        row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
-        raise DPFastValueError(
-            f"column {quoted(column.name)} is declared integer but row {row} holds "
-            f"{quoted(values[row - first_row])}; declare it float in the schema"
-        )
-    return kernel_floats(values)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ import numpy as np
 
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
+from dpfast.engines.dataflow import cut_ranges, refined_shift
 from dpfast.engines.outofcore._files import append_array
-from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 
 __all__ = ["Attributes", "chunks", "distance_orders", "read_rows"]

@@ -3,11 +3,12 @@
 A pass whose results are added up (a histogram, counts) need not send one result a batch
 to the driver. A source that runs its batches elsewhere overrides ``add_column(name,
 batch_rows, fn)``: each task adds its batches' results into a :class:`Partial`,
-partials are added together on the workers, :data:`FAN` at a time, until at most
-:data:`FAN` remain, and those come back (:func:`totals`: each partial's total, with the
-rows of the largest task that read batches for it). :func:`column_total` adds them; from
-a source that reads its batches here (the default ``add_column``), each batch's result
-is a partial of its own, added as it comes.
+partials are added together on the workers, :data:`~dpfast.engines.dataflow.FAN` at a
+time, until at most ``FAN`` remain, and those come back (:func:`totals`: each partial's
+total, with the rows of the largest task that read batches for it).
+:func:`~dpfast.engines.dataflow.column_total` adds them; from a source that reads its
+batches here (the default ``add_column``), each batch's result is a partial of its own,
+added as it comes.
 
 Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total
 does not depend on the order of the additions, the partitioning or retries. A batch that
@@ -22,40 +23,25 @@ import functools
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
-from dpfast.engines.source import Columns, Source
+from dpfast.engines.dataflow import add_up
 from dpfast.exceptions import DPFastRuntimeError
 
 __all__ = [
-    "FAN",
     "SENT_BACK",
     "Partial",
-    "add_up",
     "batch_results",
-    "column_total",
     "combined",
     "dumps_error",
     "partials_of",
     "totals",
 ]
 
-T = TypeVar("T")
-
-#: Partials added together by one task, and the most that come back to the driver.
-FAN = 32
-
 #: The exceptions a batch function raises to say the data is bad (sent back as they are).
 SENT_BACK = (ValueError, TypeError)
-
-
-def add_up(a: Any, b: Any) -> Any:
-    """Add two results of a batch function: numbers, NumPy arrays, or tuples of them."""
-    if isinstance(a, tuple):
-        return tuple(add_up(x, y) for x, y in zip(a, b, strict=True))
-    return a + b
 
 
 @dataclass(frozen=True)
@@ -132,26 +118,6 @@ def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
     if failures:
         raise pickle.loads(min(failures, key=lambda p: p.failed_row).error)
     return [(p.total, p.largest) for p in held if p.total is not None]
-
-
-def column_total(
-    source: Source,
-    name: Columns,
-    batch_rows: int,
-    fn: Callable[[pa.Array, int], T],
-    start: T,
-    most: int = FAN,
-) -> T:
-    """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
-
-    ``name`` is a column's, or a tuple of columns' (read as a struct array).
-
-    Added on the workers where the source's ``add_column`` adds there, until at most
-    ``most`` partial totals remain (1 for results as large as a release's table), else
-    here as the batches' results come.
-    """
-    partials = source.add_column(name, batch_rows, fn, most)
-    return functools.reduce(add_up, (total for total, _ in partials), start)
 
 
 def dumps_error(exc: BaseException) -> bytes:

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import quoted
+from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore import (
-    FAN,
     Columns,
     ExchangedParts,
     Partial,

@@ -1,7 +1,10 @@
-"""Order statistics of a column beyond memory: the extremes of its ``k``-spacings (docs/engines.md).
+"""Order statistics of a column: the extremes of its ``k``-spacings (docs/engines.md).
+
+A column that fits in memory goes to the bucketed kernel
+(:func:`dpfast._kernels.mechanisms.knoise_extremes`), which never sorts it whole.
 
 A float64 value maps to a ``uint64`` key whose order is the values' order (the sign bit
-flipped for positive values, every bit for negative ones). When the column does not fit,
+flipped for positive values, every bit for negative ones). When it does not fit,
 a histogram of the top 16 bits of ``key - key(min)`` cuts the keys into ranges that fit;
 each range is collected in one pass and sorted (a bucket that holds too many values is
 refined by a histogram of its next 16 bits, and a range holding a single value is not
@@ -11,7 +14,7 @@ collected at all). The sorted ranges, in increasing order, stream through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,10 +22,13 @@ import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import kernel_floats
-from dpfast.engines.outofcore._passes import Limits, numeric_values
-from dpfast.engines.outofcore._ranges import cut_ranges, refined_shift
-from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import column_total
+from dpfast.engines.dataflow import (
+    Dataflow,
+    column_total,
+    cut_ranges,
+    numeric_values,
+    refined_shift,
+)
 from dpfast.engines.values import NumericColumn, OrderStatistics
 from dpfast.exceptions import DPFastValueError
 
@@ -96,19 +102,26 @@ class RankSweep:
 
 
 def order_statistics(
-    dataset: ColumnSource,
-    column: NumericColumn,
-    k: int,
-    lo: float,
-    hi: float,
-    limits: Limits,
-    tick: Callable[[int], None],
+    flow: Dataflow, column: NumericColumn, k: int, value_range: tuple[float, float]
 ) -> OrderStatistics:
-    """Return the order statistics of a column of range ``[lo, hi]``, ``lo < hi``.
+    """Return the order statistics that bound the spacings of every ``k`` ranks of a column.
 
-    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`; ``tick(passes)`` is
-    called before each pass.
+    ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``, 1-based ranks of the
+    column sorted: ``(X_(i), X_(i+k))`` is the pair of largest ``X_(i+k) - X_(i)`` over
+    ``i = 1 .. n - k``, compared exactly (the rounded difference, then its TwoSum error;
+    ties go to the lowest ``i``), and ``inner`` is false when ``n == k`` (the pair is then
+    ``(X_(1), X_(1))``). ``value_range`` is the column's ``(min, max)``
+    (``Engine.value_range``), with ``min < max``; ``1 <= k <= n``.
+
+    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`: found by that kernel when
+    the column fits in memory (held by the engine, or collected in one pass), else by
+    sorted ranges of keys swept in order (see the module docstring). The dataflow's tick
+    for the column is called before each pass.
     """
+    lo, hi = value_range
+    if flow.holds:
+        return _extremes(column.values, k)
+    dataset, limits, tick = flow.source, flow.limits, flow.passes(column.name)
     n = dataset.n_rows
     name = str(column.name)
     capacity = max(1024, limits.memory // _BYTES_PER_SWEPT_VALUE)
@@ -121,11 +134,9 @@ def order_statistics(
     if n <= capacity:
         step()
         parts = list(dataset.map_column(name, limits.batch_rows, _Values(column)))
-        values = kernel_floats(np.concatenate(parts))  # one kernel signature
+        values = np.concatenate(parts)
         parts.clear()
-        n_buckets = max(1, min(n, max(1024, n // 16)))
-        found = mechanism_kernels.knoise_extremes(values, k, n_buckets)
-        return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
+        return _extremes(values, k)
     if 2 * k > capacity:
         raise DPFastValueError(
             f"the order statistics out of core carry the {k:,} largest values seen from one "
@@ -168,6 +179,14 @@ def order_statistics(
     process(0, span + 1, 0, n)
     assert sweep.rank == n
     return sweep.extremes(lo, hi)
+
+
+def _extremes(values: np.ndarray, k: int) -> OrderStatistics:
+    """Return the order statistics of values held in memory, by the bucketed kernel."""
+    n = values.shape[0]
+    n_buckets = max(1, min(n, max(1024, n // 16)))
+    found = mechanism_kernels.knoise_extremes(kernel_floats(values), k, n_buckets)
+    return (*(float(v) for v in found[:6]), bool(found[6]))  # type: ignore[return-value]
 
 
 def _pieces(count: int, size: int) -> Iterator[int]:

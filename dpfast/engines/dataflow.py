@@ -1,0 +1,304 @@
+"""What a step reads a table through: the dataflow under every engine (docs/architecture.md).
+
+A step (:mod:`dpfast.steps`) is a data algorithm written once: it reads the table through
+a :class:`Dataflow`, which an engine opens for its release (``Engine.dataflow``). The
+dataflow holds the column source (:class:`~dpfast.engines.source.Source`), the memory
+:class:`Limits` of the passes, a progress tick per column, and whether the engine holds
+every protected column in this process (``holds``: the in-memory engine, whose
+:class:`~dpfast.engines.values.NumericColumn` values a step may use directly, as its fast
+path). In memory, the source is the table itself read as one batch per column
+(:class:`HeldTable`).
+
+The helpers every pass shares are here too: a batch of a protected column checked and
+read as float64 (:func:`numeric_values`), the total of a batch function added where the
+batches are read (:func:`column_total`), and the cutting of ordered keys into ranges
+that fit, by histograms of their top bits (:func:`cut_ranges`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dpfast._validation import kernel_floats, quoted
+from dpfast.engines.source import Columns, Source
+from dpfast.exceptions import DPFastValueError
+
+if TYPE_CHECKING:
+    from dpfast.engines.values import NumericColumn
+
+__all__ = [
+    "FAN",
+    "HISTOGRAM_BITS",
+    "Dataflow",
+    "HeldTable",
+    "Limits",
+    "NonFiniteValue",
+    "add_up",
+    "column_total",
+    "cut_ranges",
+    "numeric_values",
+    "refined_shift",
+]
+
+T = TypeVar("T")
+
+#: Partials added together by one task, and the most that come back to the driver.
+FAN = 32
+
+#: Bytes of working memory per value collected for sorting (the values, the sort's
+#: scratch, the pieces before they are joined, and slack).
+_BYTES_PER_SORTED_VALUE = 32
+
+
+#: Bytes per row of a part of the output order (the order and the released values).
+_BYTES_PER_ORDERED_ROW = 24
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What fits in the memory limit: values per sorted range, rows per order part."""
+
+    memory: int
+    batch_rows: int
+
+    @property
+    def sorted_values(self) -> int:
+        """The values a sort collects at once (32 bytes each, at least 1,024)."""
+        return max(1024, self.memory // _BYTES_PER_SORTED_VALUE)
+
+    @property
+    def ordered_rows(self) -> int:
+        """The rows of a part of a column's output order (24 bytes each, at least 1,024)."""
+        return max(1024, self.memory // _BYTES_PER_ORDERED_ROW)
+
+    def sorting(self, bytes_per_value: int) -> Limits:
+        """Return the limits of sorts holding ``bytes_per_value`` bytes for each value."""
+        return Limits(self.memory * _BYTES_PER_SORTED_VALUE // bytes_per_value, self.batch_rows)
+
+
+class NonFiniteValue(DPFastValueError):
+    """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
+
+    Raised by the first batch found; the engine's ``explain`` turns it into the in-memory
+    error, which counts them all.
+    """
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by Spark and Dask tasks
+        return (NonFiniteValue, (str(self), self.column))
+
+
+def numeric_values(
+    array: pa.Array, column: NumericColumn, first_row: int, method: str = "ir_dp"
+) -> np.ndarray:
+    """One batch of a numeric column as float64, refusing what ``method`` refuses."""
+    if array.null_count:
+        row = first_row + int(pc.index(array.is_null(), True).as_py())
+        raise NonFiniteValue(
+            f"column {quoted(column.name)} has a missing value at row {row}; {method} needs a "
+            "value "
+            "in every row of a protected column",
+            str(column.name),
+        )
+    values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        row = first_row + int(np.flatnonzero(~finite)[0])
+        raise NonFiniteValue(
+            f"column {quoted(column.name)} has NaN or infinity at row {row}; protected columns "
+            "must "
+            "be finite",
+            str(column.name),
+        )
+    if column.integer and not np.array_equal(values, np.rint(values)):
+        row = first_row + int(np.flatnonzero(values != np.rint(values))[0])
+        raise DPFastValueError(
+            f"column {quoted(column.name)} is declared integer but row {row} holds "
+            f"{quoted(values[row - first_row])}; declare it float in the schema"
+        )
+    return kernel_floats(values)
+
+
+def add_up(a: Any, b: Any) -> Any:
+    """Add two results of a batch function: numbers, NumPy arrays, or tuples of them."""
+    if isinstance(a, tuple):
+        return tuple(add_up(x, y) for x, y in zip(a, b, strict=True))
+    return a + b
+
+
+def column_total(
+    source: Source,
+    name: Columns,
+    batch_rows: int,
+    fn: Callable[[pa.Array, int], T],
+    start: T,
+    most: int = FAN,
+) -> T:
+    """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
+
+    ``name`` is a column's, or a tuple of columns' (read as a struct array).
+
+    Added on the workers where the source's ``add_column`` adds there, until at most
+    ``most`` partial totals remain (1 for results as large as a release's table), else
+    here as the batches' results come.
+    """
+    partials = source.add_column(name, batch_rows, fn, most)
+    return functools.reduce(add_up, (total for total, _ in partials), start)
+
+
+# -- ordered keys cut into ranges that fit ------------------------------------------------
+
+#: Bits of a histogram pass: a range's keys are counted per bucket of their top bits.
+HISTOGRAM_BITS = 16
+
+
+def refined_shift(lo: int, hi: int) -> int:
+    """Return the shift of a histogram of ``[lo, hi)`` in at most ``2**HISTOGRAM_BITS`` buckets."""
+    return max(0, (hi - lo - 1).bit_length() - HISTOGRAM_BITS)
+
+
+def cut_ranges(
+    counts: np.ndarray,
+    lo: int,
+    hi: int,
+    shift: int,
+    first_rank: int,
+    capacity: int,
+    process: Callable[[int, int, int, int], None],
+) -> None:
+    """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` keys.
+
+    ``counts[b]`` counts the keys in ``[lo + (b << shift), lo + ((b + 1) << shift))``.
+    Calls ``process(run_lo, run_hi, first_rank, count)`` for every run in key order,
+    with the rank of its first key. A run spans its first to its last non-empty bucket,
+    so a bucket above ``capacity`` is a run of its own and exactly as wide as that bucket:
+    refining it always narrows it (a heavy tie with empty buckets beside it would
+    otherwise give the same range again).
+    """
+    start = end = held = 0
+    rank = first_rank
+    for b in np.flatnonzero(counts).tolist():
+        count = int(counts[b])
+        if held and held + count > capacity:
+            process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
+            rank += held
+            held = 0
+        if held == 0:
+            start = b
+        held += count
+        end = b + 1
+    if held:
+        process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
+
+
+def _no_tick(passes: int) -> None:
+    """Progress of a pass that nobody follows."""
+
+
+def _no_ticks(name: Hashable) -> Callable[[int], None]:
+    return _no_tick
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """What a step reads a table through (see the module docstring).
+
+    ``source`` gives the columns' batches, ``limits`` what fits in memory, ``passes(name)``
+    the tick a step calls before each pass over column ``name`` (with the passes made so
+    far), and ``holds`` whether every protected column's values are in its
+    :class:`~dpfast.engines.values.NumericColumn` (the fast path of a step).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = {"x": np.array([3.0, 1.0, 2.0])}
+    >>> flow = Dataflow.held(["x"], table.__getitem__, 3)
+    >>> flow.holds, flow.source.n_rows, flow.limits.batch_rows
+    (True, 3, 3)
+    >>> column_total(flow.source, "x", flow.limits.batch_rows, lambda a, first: len(a), 0)
+    3
+    """
+
+    source: Source
+    limits: Limits
+    passes: Callable[[Hashable], Callable[[int], None]] = _no_ticks
+    holds: bool = False
+
+    @classmethod
+    def held(
+        cls, names: Sequence[Hashable], read: Callable[[Hashable], Any], n_rows: int
+    ) -> Dataflow:
+        """Return the dataflow of a table held in memory: one batch per column.
+
+        ``read(name)`` gives column ``name``'s values, when a pass asks for them
+        (:class:`HeldTable`).
+        """
+        source = HeldTable(tuple(names), read, n_rows)
+        return cls(source, Limits(memory=_HELD_MEMORY, batch_rows=max(1, n_rows)), holds=True)
+
+
+#: The memory limit of a dataflow held in memory: none (what is held is held already).
+_HELD_MEMORY = 1 << 62
+
+
+@dataclass(frozen=True)
+class HeldTable(Source):
+    """A table held in memory as a column source: each column is one batch.
+
+    ``read(name)`` gives column ``name``'s values (anything ``pyarrow.array`` takes); the
+    source names each column by its name's text (unique: :func:`dpfast.io.as_table_data`
+    refuses ``0`` beside ``"0"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = {"x": np.array([3.0, 1.0, 2.0])}
+    >>> source = HeldTable(("x",), table.__getitem__, 3)
+    >>> source.names, source.n_rows, str(source.schema.field("x").type)
+    (['x'], 3, 'double')
+    >>> list(source.map_column("x", 2, lambda batch, first: (len(batch), first)))
+    [(3, 0)]
+    """
+
+    held_names: tuple[Hashable, ...]
+    read: Callable[[Hashable], Any]
+    rows: int
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, as text."""
+        return [str(name) for name in self.held_names]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns' Arrow types (each column read to find its own)."""
+        return pa.schema([(name, self._array(name).type) for name in self.names])
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows."""
+        return self.rows
+
+    def _array(self, name: str) -> pa.Array:
+        by_text = dict(zip(self.names, self.held_names, strict=True))
+        return pa.array(self.read(by_text[name]))
+
+    def map_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        """Yield ``fn(column, 0)``: the whole column (a struct array for a tuple of names)."""
+        if isinstance(name, tuple):
+            arrays = [self._array(n) for n in name]
+            yield fn(pa.StructArray.from_arrays(arrays, names=list(name)), 0)
+        else:
+            yield fn(self._array(name), 0)

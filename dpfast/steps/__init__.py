@@ -1,0 +1,20 @@
+"""Steps: the data algorithms of the methods, each written once over the dataflow.
+
+A method (:mod:`dpfast.methods`) calls a step; the step reads the table through the
+engine's :class:`~dpfast.engines.dataflow.Dataflow` (a column source and the memory
+limits of its passes), so that it runs unchanged in memory, out of core, on Spark and on
+Dask. A table held in memory is a source of one batch per column, and a step keeps the
+in-memory speed with a fast path on the values the engine holds (``Dataflow.holds``), not
+with a second implementation (docs/architecture.md, "Steps").
+
+* :func:`bin_counts`, :func:`edge_counts`: counts of a column per public interval
+  (k-PRAM's bins, the DP bounds' candidate edges);
+* :func:`order_statistics`: k-noise's order statistics of a column.
+"""
+
+from __future__ import annotations
+
+from dpfast.steps.bins import bin_counts, edge_counts
+from dpfast.steps.spacings import order_statistics
+
+__all__ = ["bin_counts", "edge_counts", "order_statistics"]

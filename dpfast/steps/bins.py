@@ -1,0 +1,81 @@
+"""Counts of a column per public interval: k-PRAM's bins, the DP bounds' edges (docs/engines.md).
+
+Both are one pass that adds each batch's counts (:func:`~dpfast.engines.dataflow.column_total`);
+on a table held in memory, one scan of the column's values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.dataflow import Dataflow, column_total, numeric_values
+from dpfast.engines.values import NumericColumn
+from dpfast.partitions.candidates import count_between
+
+__all__ = ["bin_counts", "edge_counts"]
+
+
+def bin_counts(
+    flow: Dataflow, column: NumericColumn, lo: float, scale: float, m: int
+) -> np.ndarray:
+    """Return how many values of a numeric column each of ``m`` equal-width bins holds.
+
+    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``
+    (:class:`~dpfast.engines.values.Bins`); int64[m].
+    """
+    counts = _BinCounts(column, lo, scale, m)
+    if flow.holds:
+        return counts.of(column.values)
+    start = np.zeros(m, dtype=np.int64)
+    total: np.ndarray = column_total(
+        flow.source, str(column.name), flow.limits.batch_rows, counts, start
+    )
+    return total
+
+
+@dataclass(frozen=True)
+class _BinCounts:
+    """A batch of a numeric column counted per bin."""
+
+    column: NumericColumn
+    lo: float
+    scale: float
+    m: int
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        return mechanism_kernels.interval_counts(values, self.lo, self.scale, self.m)  # type: ignore[no-any-return]
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return self.of(numeric_values(array, self.column, first_row))
+
+
+def edge_counts(flow: Dataflow, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
+    """Return how many values of a numeric column lie between consecutive public edges.
+
+    ``counts[i]`` holds the values ``v`` with ``edges[i - 1] <= v < edges[i]``
+    (:func:`~dpfast.partitions.candidates.count_between`; ``edges`` strictly increasing
+    float64); int64[len(edges) + 1]. One pass; every engine gives the same counts.
+    """
+    if flow.holds:
+        return count_between(column.values, edges)
+    counts = _EdgeCounts(column, edges)
+    start = np.zeros(edges.shape[0] + 1, dtype=np.int64)
+    total: np.ndarray = column_total(
+        flow.source, str(column.name), flow.limits.batch_rows, counts, start
+    )
+    return total
+
+
+@dataclass(frozen=True)
+class _EdgeCounts:
+    """A batch of a numeric column counted between public edges."""
+
+    column: NumericColumn
+    edges: np.ndarray
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return count_between(numeric_values(array, self.column, first_row), self.edges)
