@@ -123,6 +123,7 @@ _SUBMODULES = (
     "noise",
     "partitions",
     "schema",
+    "steps",
     "taxonomy",
 )
 
