@@ -27,30 +27,7 @@ def bin_counts(
     Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``
     (:class:`~dpfast.engines.values.Bins`); int64[m].
     """
-    counts = _BinCounts(column, lo, scale, m)
-    if flow.holds:
-        return counts.of(column.values)
-    start = np.zeros(m, dtype=np.int64)
-    total: np.ndarray = column_total(
-        flow.source, str(column.name), flow.limits.batch_rows, counts, start
-    )
-    return total
-
-
-@dataclass(frozen=True)
-class _BinCounts:
-    """A batch of a numeric column counted per bin."""
-
-    column: NumericColumn
-    lo: float
-    scale: float
-    m: int
-
-    def of(self, values: np.ndarray) -> np.ndarray:
-        return mechanism_kernels.interval_counts(values, self.lo, self.scale, self.m)  # type: ignore[no-any-return]
-
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        return self.of(numeric_values(array, self.column, first_row))
+    return _counted(flow, _BinCounts(column, lo, scale, m), m)
 
 
 def edge_counts(flow: Dataflow, column: NumericColumn, edges: np.ndarray) -> np.ndarray:
@@ -60,10 +37,28 @@ def edge_counts(flow: Dataflow, column: NumericColumn, edges: np.ndarray) -> np.
     (:func:`~dpfast.partitions.candidates.count_between`; ``edges`` strictly increasing
     float64); int64[len(edges) + 1]. One pass; every engine gives the same counts.
     """
+    return _counted(flow, _EdgeCounts(column, edges), edges.shape[0] + 1)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """A batch of a numeric column counted into ``size`` intervals (:meth:`of` its values)."""
+
+    column: NumericColumn
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        return self.of(numeric_values(array, self.column, first_row))
+
+
+def _counted(flow: Dataflow, counts: _Counts, size: int) -> np.ndarray:
+    """Return ``counts`` of the whole column: one scan of the held values, or one pass."""
+    column = counts.column
     if flow.holds:
-        return count_between(column.values, edges)
-    counts = _EdgeCounts(column, edges)
-    start = np.zeros(edges.shape[0] + 1, dtype=np.int64)
+        return counts.of(column.values)
+    start = np.zeros(size, dtype=np.int64)
     total: np.ndarray = column_total(
         flow.source, str(column.name), flow.limits.batch_rows, counts, start
     )
@@ -71,11 +66,22 @@ def edge_counts(flow: Dataflow, column: NumericColumn, edges: np.ndarray) -> np.
 
 
 @dataclass(frozen=True)
-class _EdgeCounts:
-    """A batch of a numeric column counted between public edges."""
+class _BinCounts(_Counts):
+    """Counts per equal-width bin."""
 
-    column: NumericColumn
+    lo: float
+    scale: float
+    m: int
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        return mechanism_kernels.interval_counts(values, self.lo, self.scale, self.m)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _EdgeCounts(_Counts):
+    """Counts between public edges."""
+
     edges: np.ndarray
 
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        return count_between(numeric_values(array, self.column, first_row), self.edges)
+    def of(self, values: np.ndarray) -> np.ndarray:
+        return count_between(values, self.edges)
