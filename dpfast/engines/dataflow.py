@@ -106,8 +106,7 @@ def numeric_values(
         row = first_row + int(pc.index(array.is_null(), True).as_py())
         raise NonFiniteValue(
             f"column {quoted(column.name)} has a missing value at row {row}; {method} needs a "
-            "value "
-            "in every row of a protected column",
+            "value in every row of a protected column",
             str(column.name),
         )
     values = array.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
@@ -116,8 +115,7 @@ def numeric_values(
         row = first_row + int(np.flatnonzero(~finite)[0])
         raise NonFiniteValue(
             f"column {quoted(column.name)} has NaN or infinity at row {row}; protected columns "
-            "must "
-            "be finite",
+            "must be finite",
             str(column.name),
         )
     if column.integer and not np.array_equal(values, np.rint(values)):
@@ -253,7 +251,7 @@ _HELD_MEMORY = 1 << 62
 
 @dataclass(frozen=True)
 class HeldTable(Source):
-    """A table held in memory as a column source: each column is one batch.
+    """A table held in memory as a column source, read whole or in slices.
 
     ``read(name)`` gives column ``name``'s values (anything ``pyarrow.array`` takes); the
     source names each column by its name's text (unique: :func:`dpfast.io.as_table_data`
@@ -266,8 +264,10 @@ class HeldTable(Source):
     >>> source = HeldTable(("x",), table.__getitem__, 3)
     >>> source.names, source.n_rows, str(source.schema.field("x").type)
     (['x'], 3, 'double')
-    >>> list(source.map_column("x", 2, lambda batch, first: (len(batch), first)))
+    >>> list(source.map_column("x", 3, lambda batch, first: (len(batch), first)))
     [(3, 0)]
+    >>> list(source.map_column("x", 2, lambda batch, first: (len(batch), first)))
+    [(2, 0), (1, 2)]
     """
 
     held_names: tuple[Hashable, ...]
@@ -296,9 +296,15 @@ class HeldTable(Source):
     def map_column(
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
-        """Yield ``fn(column, 0)``: the whole column (a struct array for a tuple of names)."""
+        """Yield ``fn(batch, first_row)`` for slices of ``batch_rows`` rows, in row order.
+
+        :meth:`Dataflow.held` reads a column whole (one batch); a tuple of names gives
+        struct arrays.
+        """
         if isinstance(name, tuple):
             arrays = [self._array(n) for n in name]
-            yield fn(pa.StructArray.from_arrays(arrays, names=list(name)), 0)
+            whole = pa.StructArray.from_arrays(arrays, names=list(name))
         else:
-            yield fn(self._array(name), 0)
+            whole = self._array(name)
+        for first in range(0, self.rows, batch_rows):
+            yield fn(whole.slice(first, batch_rows), first)
