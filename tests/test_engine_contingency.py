@@ -1,13 +1,15 @@
-"""The class-count primitives of the engine protocol, in memory and out of core, checked directly.
+"""The class-count steps and primitives, in memory and out of core, checked directly.
 
-``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each primitive
-(``numeric_names``, ``occurring_values``, ``class_codes``, ``contingency``,
-``write_table``) is compared between the in-memory engine, the
+``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each step
+(``occurring_values``, ``class_codes``, ``contingency``: dpfast/steps/class_counts.py)
+and primitive (``numeric_names``, ``write_table``) is compared between the in-memory
+engine (its fast path, and its one-batch source read in passes of 7 rows), the
 out-of-core engine in batches of a few rows, and a brute-force count over the records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -17,9 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dpfast import steps
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
-from dpfast.engines.values import CodedNumeric, Contingency
+from dpfast.engines.dataflow import Dataflow, Limits
+from dpfast.engines.values import CodedNumeric, Contingency, NumericColumn
+from dpfast.io import as_table_data
 from dpfast.methods.diffgen._columns import ClassLookup  # the method's lookup
 from dpfast.taxonomy import Taxonomy
 
@@ -40,9 +45,29 @@ def _table() -> pa.Table:
     )
 
 
-@pytest.fixture(params=["memory", "outofcore"])
-def engine(request, tmp_path) -> Iterator[Engine]:
-    if request.param == "memory":
+def _passes(flow: Dataflow, batch_rows: int = 7) -> Dataflow:
+    """A held dataflow read in passes of ``batch_rows`` rows, as out of core (no fast path)."""
+    return dataclasses.replace(flow, table=None, limits=Limits(memory=2**20, batch_rows=batch_rows))
+
+
+class _Flows:
+    """An engine and the dataflow the steps read: its own, or its held table read in passes."""
+
+    def __init__(self, engine: Engine, passes: bool) -> None:
+        self.engine = engine
+        self.passes = passes
+
+    @property
+    def flow(self) -> Dataflow:
+        return _passes(self.engine.dataflow) if self.passes else self.engine.dataflow
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.fixture(params=["memory", "memory-passes", "outofcore"])
+def engine(request, tmp_path) -> Iterator[_Flows]:
+    if request.param.startswith("memory"):
         opened = open_engine(_table(), method="test")
     else:
         choice = EngineChoice("outofcore", {"batch_rows": 7})
@@ -54,18 +79,19 @@ def engine(request, tmp_path) -> Iterator[Engine]:
             memory_limit=2**20,
         )
     try:
-        yield opened
+        yield _Flows(opened, request.param == "memory-passes")
     finally:
         opened.close()
 
 
-def _coded(engine: Engine) -> tuple[Contingency, list[np.ndarray], np.ndarray]:
+def _coded(engine: _Flows) -> tuple[Contingency, list[np.ndarray], np.ndarray]:
     """The contingency of age (by offset), score (by rank) and colour, with brute codes."""
-    classes = engine.class_codes("label", ClassLookup(("maybe", "no", "yes")))
+    assert engine.flow.holds == (engine.engine.dataflow.holds and not engine.passes)
+    classes = steps.class_codes(engine.flow, "label", ClassLookup(("maybe", "no", "yes")))
     age, score = engine.numeric_columns(["age", "score"], categorical=False)
     (colour,) = engine.categorical_columns({"colour": COLOURS})
     columns = [CodedNumeric(age, 20.0, 59.0, True), CodedNumeric(score, 0.0, 10.0, False), colour]
-    made = engine.contingency(classes, columns)
+    made = steps.contingency(engine.flow, classes, columns)
     table = _table()
     ages = np.clip(table.column("age").to_numpy(), 20, 59) - 20
     scores = np.clip(table.column("score").to_numpy(), 0.0, 10.0)
@@ -144,10 +170,10 @@ def test_splits_and_cells_count_the_records_by_their_labels(engine):
 
 def test_the_values_and_the_classes_found(engine):
     assert engine.numeric_names(["age", "score", "colour", "label"]) == ["age", "score"]
-    assert sorted(engine.occurring_values("label")) == ["maybe", "no", "yes"]
-    found = engine.class_codes("label", ClassLookup(("no", "yes")))
+    assert sorted(steps.occurring_values(engine.flow, "label")) == ["maybe", "no", "yes"]
+    found = steps.class_codes(engine.flow, "label", ClassLookup(("no", "yes")))
     assert (found.size, found.missing, found.unknown) == (2, 0, ["maybe"])
-    found = engine.class_codes("note", ClassLookup(("n0", "n1", "n2", "n3")))
+    found = steps.class_codes(engine.flow, "note", ClassLookup(("n0", "n1", "n2", "n3")))
     assert (found.size, found.missing, found.unknown) == (4, 0, [])
 
 
@@ -158,11 +184,50 @@ def test_missing_classes_are_counted(tmp_path):
     choice = EngineChoice("outofcore", {"batch_rows": 4})
     outofcore = open_engine(table, method="test", engine=choice, output=tmp_path / "o.parquet")
     try:
-        for engine in (memory, outofcore):
-            assert engine.class_codes("label", ClassLookup(("a", "b"))).missing == 6
-            assert sorted(engine.occurring_values("label")) == ["a", "b"]
+        for flow in (memory.dataflow, _passes(memory.dataflow, 4), outofcore.dataflow):
+            assert steps.class_codes(flow, "label", ClassLookup(("a", "b"))).missing == 6
+            assert sorted(steps.occurring_values(flow, "label")) == ["a", "b"]
     finally:
         outofcore.close()
+
+
+@pytest.mark.parametrize("shape", ["uniform", "lognormal", "pareto"])
+def test_the_fast_path_and_the_passes_count_skewed_columns_alike(shape):
+    # a skewed column coded by rank holds many distinct values, most of them in its tail
+    rng = np.random.default_rng(5)
+    n = 3_000
+    values = {
+        "uniform": np.round(rng.uniform(0, 100, n), 1),
+        "lognormal": np.round(rng.lognormal(9, 1.5, n)),
+        "pareto": np.round((rng.pareto(1.2, n) + 1) * 1_000),
+    }[shape]
+    labels = rng.choice(["a", "b", "c"], n, p=[0.7, 0.25, 0.05])
+    held = Dataflow.held(as_table_data(pa.table({"v": values, "label": labels})))
+    column = NumericColumn("v", values, False, np.dtype(np.float64))
+    upper = float(np.quantile(values, 0.95))  # the tail above is clamped
+    coded = [CodedNumeric(column, 0.0, upper, False)]
+    made = []
+    for flow in (held, _passes(held, 97)):
+        classes = steps.class_codes(flow, "label", ClassLookup(("a", "b", "c")))
+        made.append(steps.contingency(flow, classes, coded))
+    fast, passes = made
+    assert fast.n_codes == passes.n_codes and fast.clamped == passes.clamped
+    np.testing.assert_array_equal(fast.code_values[0], passes.code_values[0])
+    np.testing.assert_array_equal(fast.counts(0), passes.counts(0))
+    clipped = np.clip(values, 0.0, upper)
+    assert fast.n_codes == [np.unique(clipped).shape[0]]
+    assert fast.clamped == [int((values > upper).sum())]
+    for table in made:  # one cut at the median code, then the cells
+        table.start([0])
+        middle = table.n_codes[0] // 2
+        child_of = (np.arange(table.n_codes[0]) >= middle).astype(np.int64)
+        table.split(0, 0, child_of, 0, np.array([1, 2], dtype=np.int64))
+    position = np.array([-1, 0, 1], dtype=np.int64)
+    cells = [table.cells(position, [2]) for table in made]
+    np.testing.assert_array_equal(cells[0], cells[1])
+    high = clipped >= fast.code_values[0][fast.n_codes[0] // 2]
+    want = [[int(((high == h) & (labels == c)).sum()) for c in "abc"] for h in (False, True)]
+    np.testing.assert_array_equal(cells[0], want)
 
 
 @pytest.mark.parametrize("repeat", [None, "count"])

@@ -13,11 +13,12 @@ import pytest
 
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.outofcore import _contingency, _output
+from dpfast.engines.outofcore import _output
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.values import CategoricalColumn
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
+from dpfast.steps import coded_passes
 from dpfast.taxonomy import TaxonomyError
 from tests.engine_runs import apart_from_engine
 
@@ -287,7 +288,7 @@ def test_the_passes_read_each_batch_of_every_predictor(
     # the counts come from the batches: a builder given other counts draws another cut;
     # the columns are counted in one pass, or in groups whose counts fit the memory limit
     seen = []  # per counting pass, each column's name and counted records
-    original = _contingency.CodedPasses._counts
+    original = coded_passes.CodedPasses._counts
 
     def spy(coded, coders, classes):
         hists, clamped = original(coded, coders, classes)
@@ -298,7 +299,7 @@ def test_the_passes_read_each_batch_of_every_predictor(
         seen.append([(name, int(hist.sum())) for name, hist in zip(names, hists, strict=True)])
         return hists, clamped
 
-    monkeypatch.setattr(_contingency.CodedPasses, "_counts", spy)
+    monkeypatch.setattr(coded_passes.CodedPasses, "_counts", spy)
     source = ArrowSource(pa.Table.from_pandas(frame, preserve_index=False))
     expected = diffgen(pa.Table.from_pandas(frame, preserve_index=False), **_options())
     release = _out_of_core(
@@ -341,7 +342,7 @@ def test_argument_errors_come_before_any_pass_as_in_memory(tmp_path, frame, chan
 
 
 def test_the_partition_tree_grows_keeping_its_nodes():
-    from dpfast.engines._contingency import Partitions
+    from dpfast.steps.class_counts import Partitions
 
     parts = Partitions(10, np.array([0]))
     fields = ("start", "end", "first_child", "n_children", "split_column", "node_value")

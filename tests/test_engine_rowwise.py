@@ -486,7 +486,7 @@ def _flows(engine, kind: str):
     """The engine's dataflow; in memory, also its one-batch source read as passes."""
     flow = engine.dataflow
     assert flow.holds == (kind == "memory")
-    return [flow, dataclasses.replace(flow, holds=False)] if flow.holds else [flow]
+    return [flow, dataclasses.replace(flow, table=None)] if flow.holds else [flow]
 
 
 @pytest.mark.parametrize("k", [1, 4, 300, 6001])

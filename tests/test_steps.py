@@ -24,7 +24,7 @@ def _open_memory(data):
 def test_a_numpy_table_is_read_whole_or_in_slices_named_by_text():
     data = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
     table = as_table_data(data)
-    flow = Dataflow.held(table.names, table.column, table.n_rows)
+    flow = Dataflow.held(table)
     assert flow.holds and flow.source.names == ["0", "1"] and flow.source.n_rows == 3
     assert flow.source.schema == pa.schema([("0", pa.float64()), ("1", pa.float64())])
     whole = flow.limits.batch_rows
@@ -39,7 +39,7 @@ def test_a_numpy_table_is_read_whole_or_in_slices_named_by_text():
 
 
 def test_an_empty_table_reads_no_rows():
-    flow = Dataflow.held(["x"], {"x": np.empty(0)}.__getitem__, 0)
+    flow = Dataflow.held(as_table_data(pa.table({"x": np.empty(0)})))
     assert flow.limits == Limits(memory=flow.limits.memory, batch_rows=1)
     assert column_total(flow.source, "x", 1, lambda batch, first: len(batch), 0) == 0
 
@@ -65,7 +65,7 @@ def test_a_step_gives_the_same_on_the_fast_path_and_on_the_passes(shape):
         "pareto": (rng.pareto(1.1, n) + 1) * 1_000,
     }[shape]
     column = NumericColumn("x", values, False, np.dtype(np.float64))
-    held = Dataflow.held(["x"], {"x": values}.__getitem__, n)
+    held = Dataflow.held(as_table_data(pa.table({"x": values})))
     # passes of 333 rows over the same values, within a small memory limit
     counted = _Counted(("x",), {"x": values}.__getitem__, n)
     flow = Dataflow(counted, Limits(memory=70_000, batch_rows=333))

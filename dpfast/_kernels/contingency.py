@@ -5,7 +5,8 @@ arrays indexed by partition id: ``part_start`` / ``part_end`` (the partition's s
 the record order), ``first_child`` (``-1`` for a leaf partition) and ``n_children`` (the
 children of a split partition have consecutive ids). The records of every leaf partition
 are one contiguous segment of ``order``, a permutation of the row indices owned by the
-in-memory engine (dpfast/engines/_contingency.py; never the caller's data).
+``contingency`` step on a table held in memory (dpfast/steps/class_counts.py; never the
+caller's data).
 
 ``benchmarks/bench_diffgen.py`` times the whole release; the scan below is the only
 per-record work after the initial histograms, and replaces a NumPy version that needed

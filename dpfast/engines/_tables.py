@@ -1,8 +1,7 @@
 """What the in-memory engine does with a table's columns besides its primitives.
 
-Coding a numeric column for a contingency table (:func:`numeric_codes`), coding a
-column by a public domain and back (:func:`encode`), and the warning that a release in a
-new row order drops the input's pandas index (:func:`warn_index_dropped`).
+Coding a column by a public domain and back (:func:`encode`), and the warning that a
+release in a new row order drops the input's pandas index (:func:`warn_index_dropped`).
 """
 
 from __future__ import annotations
@@ -18,23 +17,11 @@ import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import option, quoted
-from dpfast.engines.values import CodedNumeric, check_in_domain, code_dtype
+from dpfast.engines.values import check_in_domain, code_dtype
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData
 
-__all__ = ["encode", "numeric_codes", "warn_index_dropped"]
-
-
-def numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
-    """Return a numeric column's codes, its code values and its clamped count."""
-    values, lower, upper = column.column.values, column.lower, column.upper
-    clipped = np.clip(values, lower, upper)
-    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
-    if column.by_offset:
-        codes = (clipped - lower).astype(np.int64)
-        return codes, np.arange(lower, upper + 1, dtype=np.float64), clamped
-    code_values, inverse = np.unique(clipped, return_inverse=True)
-    return inverse.astype(np.int64).reshape(-1), code_values, clamped
+__all__ = ["encode", "warn_index_dropped"]
 
 
 def encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:

@@ -17,7 +17,9 @@ The primitives:
   sees fit, results in column order;
 * **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
   its public grid), :meth:`Engine.rank_counts` (a categorical column's records per
-  taxonomy rank);
+  taxonomy rank), and :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps`
+  read the table through (order statistics, bin and edge counts, a target's classes and
+  the class counts of coded columns: each written once for every engine);
 * **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
   row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
@@ -29,15 +31,9 @@ The primitives:
   data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's
   exact integer grid sums and records per leaf), :meth:`Engine.write_clusters` (each
   row's cluster value, rows in a keyed order);
-* **class counts** of columns coded for a generalisation: the values that occur in a
-  column (:meth:`Engine.occurring_values`), every record's class
-  (:meth:`Engine.class_codes`), and a :class:`Contingency` of coded columns
-  (:meth:`Engine.contingency`) whose records are refined label by label; a table the
-  method computed from them is its output (:meth:`Engine.write_table`);
-* **row-wise statistics and outputs**: :meth:`Engine.order_statistics` (the extremes of
-  the spacings between every ``k`` consecutive ranks), :meth:`Engine.bin_counts` (an
-  equal-width histogram), :meth:`Engine.edge_counts` (a histogram between public edges,
-  for a DP quantile), :meth:`Engine.write_resampled` (each row kept or replaced by a
+* **tables**: a table the method computed from the class counts of the
+  ``contingency`` step is its output (:meth:`Engine.write_table`);
+* **row-wise outputs**: :meth:`Engine.write_resampled` (each row kept or replaced by a
   keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
   (a column coded by a public domain, released row by row as its labels);
 * **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
@@ -68,15 +64,11 @@ from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     Cells,
-    Classes,
     Clusters,
     ClusterTotals,
     CodeCells,
-    CodedNumeric,
-    Contingency,
     GroupCodes,
     GroupValues,
-    Lookup,
     NumericColumn,
     Opening,
     ProtectedColumn,
@@ -393,34 +385,11 @@ class Engine(ABC):
         or taxonomy codes of a categorical one).
         """
 
-    # -- class counts of coded columns --------------------------------------------------
+    # -- coded columns ------------------------------------------------------------------
 
     @abstractmethod
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         """Return the columns among ``names`` whose type holds numbers (not booleans)."""
-
-    @abstractmethod
-    def occurring_values(self, name: Hashable) -> list[Any]:
-        """Return the distinct values that occur in column ``name`` (not missing), any order."""
-
-    @abstractmethod
-    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
-        """Code every record's value of column ``name`` with ``lookup``: its class.
-
-        A value's category is its own (a dictionary's, a pandas categorical's). Reads the
-        column once; the codes stay with the engine, for :meth:`contingency`.
-        """
-
-    @abstractmethod
-    def contingency(
-        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
-    ) -> Contingency:
-        """Code ``columns`` (in order) beside ``classes``; checks their values as it reads them.
-
-        A categorical column's codes are its taxonomy's leaves (its values are checked
-        as :meth:`categorical_columns` says); a numeric one's, as :class:`CodedNumeric`
-        says (its values checked as every protected value).
-        """
 
     @abstractmethod
     def write_table(

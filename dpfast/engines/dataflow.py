@@ -3,22 +3,24 @@
 A step (:mod:`dpfast.steps`) is a data algorithm written once: it reads the table through
 a :class:`Dataflow`, which an engine opens for its release (``Engine.dataflow``). The
 dataflow holds the column source (:class:`~dpfast.engines.source.Source`), the memory
-:class:`Limits` of the passes, a progress tick per column, and whether the engine holds
-every protected column in this process (``holds``: the in-memory engine, whose
-:class:`~dpfast.engines.values.NumericColumn` values a step may use directly, as its fast
-path). In memory, the source is the table itself read as one batch per column
-(:class:`HeldTable`).
+:class:`Limits` of the passes, the progress line, and the table the engine holds in this
+process, if it does (the in-memory engine: a step may then use the values of its
+:class:`~dpfast.engines.values.NumericColumn` and the table's own category codes
+directly, as its fast path). In memory, the source is the table itself read as one batch
+per column (:class:`HeldTable`).
 
 The helpers every pass shares are here too: a batch of a protected column checked and
-read as float64 (:func:`numeric_values`), the total of a batch function added where the
-batches are read (:func:`column_total`), and the cutting of ordered keys into ranges
-that fit, by histograms of their top bits (:func:`cut_ranges`).
+read as float64 (:func:`numeric_values`), the refusals a batch function sends back
+(:data:`SENT_BACK`, pickled by :func:`dumps_error`), the total of a batch function added
+where the batches are read (:func:`column_total`), and the cutting of ordered keys into
+ranges that fit, by histograms of their top bits (:func:`cut_ranges`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Iterator, Sequence
+import pickle
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,14 +30,16 @@ import pyarrow.compute as pc
 
 from dpfast._validation import kernel_floats, quoted
 from dpfast.engines.source import Columns, Source
-from dpfast.exceptions import DPFastValueError
+from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 
 if TYPE_CHECKING:
     from dpfast.engines.values import NumericColumn
+    from dpfast.io import TableData
 
 __all__ = [
     "FAN",
     "HISTOGRAM_BITS",
+    "SENT_BACK",
     "Dataflow",
     "HeldTable",
     "Limits",
@@ -43,6 +47,7 @@ __all__ = [
     "add_up",
     "column_total",
     "cut_ranges",
+    "dumps_error",
     "numeric_values",
     "refined_shift",
 ]
@@ -81,6 +86,20 @@ class Limits:
     def sorting(self, bytes_per_value: int) -> Limits:
         """Return the limits of sorts holding ``bytes_per_value`` bytes for each value."""
         return Limits(self.memory * _BYTES_PER_SORTED_VALUE // bytes_per_value, self.batch_rows)
+
+
+#: The exceptions a batch function raises to say the data is bad (sent back as they are).
+SENT_BACK = (ValueError, TypeError)
+
+
+def dumps_error(exc: BaseException) -> bytes:
+    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
+    try:
+        payload = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(payload)
+    except Exception:
+        payload = pickle.dumps(DPFastRuntimeError(f"{type(exc).__name__}: {exc}"))
+    return payload
 
 
 class NonFiniteValue(DPFastValueError):
@@ -199,28 +218,25 @@ def cut_ranges(
         process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
 
 
-def _no_tick(passes: int) -> None:
-    """Progress of a pass that nobody follows."""
-
-
-def _no_ticks(name: Hashable) -> Callable[[int], None]:
-    return _no_tick
+def _no_tick(phase: str, done: int, total: int) -> None:
+    """Progress that nobody follows."""
 
 
 @dataclass(frozen=True)
 class Dataflow:
     """What a step reads a table through (see the module docstring).
 
-    ``source`` gives the columns' batches, ``limits`` what fits in memory, ``passes(name)``
-    the tick a step calls before each pass over column ``name`` (with the passes made so
-    far), and ``holds`` whether every protected column's values are in its
-    :class:`~dpfast.engines.values.NumericColumn` (the fast path of a step).
+    ``source`` gives the columns' batches, ``limits`` what fits in memory, and
+    ``tick(phase, done, total)`` the progress line a step advances before each pass.
+    ``table`` is the table the engine holds in memory, or ``None``: where it is held
+    (:attr:`holds`), every protected column's values are in its
+    :class:`~dpfast.engines.values.NumericColumn` and a step may take its fast path.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> table = {"x": np.array([3.0, 1.0, 2.0])}
-    >>> flow = Dataflow.held(["x"], table.__getitem__, 3)
+    >>> import pandas as pd
+    >>> from dpfast.io import as_table_data
+    >>> flow = Dataflow.held(as_table_data(pd.DataFrame({"x": [3.0, 1.0, 2.0]})))
     >>> flow.holds, flow.source.n_rows, flow.limits.batch_rows
     (True, 3, 3)
     >>> column_total(flow.source, "x", flow.limits.batch_rows, lambda a, first: len(a), 0)
@@ -229,20 +245,31 @@ class Dataflow:
 
     source: Source
     limits: Limits
-    passes: Callable[[Hashable], Callable[[int], None]] = _no_ticks
-    holds: bool = False
+    tick: Callable[[str, int, int], None] = _no_tick
+    table: TableData | None = None
 
     @classmethod
-    def held(
-        cls, names: Sequence[Hashable], read: Callable[[Hashable], Any], n_rows: int
-    ) -> Dataflow:
+    def held(cls, table: TableData) -> Dataflow:
         """Return the dataflow of a table held in memory: one batch per column.
 
-        ``read(name)`` gives column ``name``'s values, when a pass asks for them
-        (:class:`HeldTable`).
+        Its source reads a column's values when a pass asks for them (:class:`HeldTable`).
         """
-        source = HeldTable(tuple(names), read, n_rows)
-        return cls(source, Limits(memory=_HELD_MEMORY, batch_rows=max(1, n_rows)), holds=True)
+        source = HeldTable(tuple(table.names), table.column, table.n_rows)
+        limits = Limits(memory=_HELD_MEMORY, batch_rows=max(1, table.n_rows))
+        return cls(source, limits, table=table)
+
+    @property
+    def holds(self) -> bool:
+        """Whether the engine holds the table in memory (the steps' fast path)."""
+        return self.table is not None
+
+    def passes(self, name: Hashable) -> Callable[[int], None]:
+        """Return the tick of the passes over column ``name``: ``tick(passes_made)``."""
+        return functools.partial(_column_tick, self.tick, f"column {name}")
+
+
+def _column_tick(tick: Callable[[str, int, int], None], phase: str, passes: int) -> None:
+    tick(phase, passes, passes + 1)
 
 
 #: The memory limit of a dataflow held in memory: none (what is held is held already).

@@ -28,10 +28,9 @@ from dpfast._validation import (
     not_numeric_error,
     option,
 )
-from dpfast.engines._contingency import HeldContingency
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
-from dpfast.engines._tables import encode, numeric_codes, warn_index_dropped
+from dpfast.engines._tables import encode, warn_index_dropped
 from dpfast.engines.base import Engine
 from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.source import Staged, stage_beside
@@ -39,13 +38,10 @@ from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     Cells,
-    Classes,
     Clusters,
     ClusterTotals,
     CodeCells,
-    CodedNumeric,
     GroupValues,
-    Lookup,
     NumericColumn,
     Opening,
     Progress,
@@ -100,7 +96,6 @@ class MemoryEngine(Engine):
         self._order: np.ndarray | None = None
         self._orders: dict[bytes, np.ndarray] = {}
         self._table: tuple[Mapping[Hashable, Any], Hashable | None] | None = None
-        self._categories: tuple[Hashable, tuple[np.ndarray, list[Any]]] | None = None
 
     @classmethod
     def open(
@@ -176,7 +171,7 @@ class MemoryEngine(Engine):
     @property
     def dataflow(self) -> Dataflow:
         """The table as one batch per column; the protected columns' values are held."""
-        return Dataflow.held(self.table.names, self.table.column, self.n_rows)
+        return Dataflow.held(self.table)
 
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
         lo, hi = mechanism_kernels.min_max(column.values)
@@ -372,63 +367,18 @@ class MemoryEngine(Engine):
             found = self._orders[key.tobytes()] = noise.permutation(key, self.n_rows)
         return found
 
-    # -- class counts of coded columns --------------------------------------------------
+    # -- coded columns ------------------------------------------------------------------
 
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         """Return the columns of a NumPy number dtype (their first zero rows tell)."""
         column = self.table.column
         return [c for c in names if np.issubdtype(np.asarray(column(c)[:0]).dtype, np.number)]
 
-    def occurring_values(self, name: Hashable) -> list[Any]:
-        """Return the categories that some row holds."""
-        codes, categories = self._category_codes(name)
-        return [categories[i] for i in np.unique(codes[codes >= 0])]
-
-    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
-        """Code the whole column; no codes when some value is missing or unknown."""
-        codes, categories = self._category_codes(name)
-        self._categories = None
-        missing = int((codes < 0).sum())
-        if missing:
-            return Classes(lookup.size, missing, [])
-        present = np.zeros(len(categories), dtype=bool)
-        if codes.size:
-            present[np.unique(codes)] = True
-        table, outside = lookup(categories)
-        unknown = [categories[i] for i in outside if present[i]]
-        if unknown:
-            return Classes(lookup.size, 0, unknown)
-        classes = np.ascontiguousarray(table[codes], dtype=np.int64)
-        return Classes(lookup.size, 0, [], classes)
-
-    def contingency(
-        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
-    ) -> HeldContingency:
-        """Code every column whole (a rank by one ``np.unique``) into a partition tree."""
-        codes, n_codes, code_values, clamped = [], [], [], []
-        for column in columns:
-            if isinstance(column, CategoricalColumn):
-                coded, values, found = column.codes, None, 0
-                n_codes.append(len(column.taxonomy.domain))
-            else:
-                coded, values, found = numeric_codes(column)
-                n_codes.append(int(values.shape[0]))
-            codes.append(coded)
-            code_values.append(values)
-            clamped.append(found)
-        return HeldContingency(classes.codes, classes.size, codes, n_codes, code_values, clamped)
-
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:
         """Keep the columns: :meth:`publish` builds the table."""
         self._table = (columns, repeat)
-
-    def _category_codes(self, name: Hashable) -> tuple[np.ndarray, list[Any]]:
-        """Return a column's ``(codes, categories)``, kept from one call to the next."""
-        if self._categories is None or self._categories[0] != name:
-            self._categories = (name, self.table.category_codes(name))
-        return self._categories[1]
 
     def _publish_table(self) -> Staged:
         """Stage the table of :meth:`write_table` (input's kind); ``output`` gets it too."""

@@ -302,7 +302,8 @@ RangeValues = Callable[[np.ndarray, int], np.ndarray]
 #: computes their groups' codes (:meth:`Engine.write_category_groups`).
 GroupCodes = Callable[[np.ndarray, int, int], np.ndarray]
 
-#: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: :meth:`Engine.order_statistics`.
+#: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: the ``order_statistics``
+#: step (:mod:`dpfast.steps.spacings`).
 OrderStatistics = tuple[float, float, float, float, float, float, bool]
 
 
@@ -389,7 +390,7 @@ class ClusterTotals:
 
 @dataclass(frozen=True)
 class CodedNumeric:
-    """A numeric column coded within its public bounds, for :meth:`Engine.contingency`.
+    """A numeric column coded within its public bounds, for the ``contingency`` step.
 
     Its values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` when
     ``by_offset`` (an integer column of modest range: codes ``0 .. upper - lower``), else
@@ -422,7 +423,7 @@ class Lookup(Protocol):
 
 @dataclass(frozen=True)
 class Classes:
-    """Every record's class: a column coded by a :class:`Lookup` (:meth:`Engine.class_codes`).
+    """Every record's class: a column coded by a :class:`Lookup` (the ``class_codes`` step).
 
     ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
     (each once); the release may use it only when both are empty. ``codes`` is the

@@ -47,6 +47,7 @@ from dpfast._validation import (
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import check_declared
+from dpfast.steps import class_codes, contingency
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -285,8 +286,8 @@ def randomized_response_forecast(table: TableView, arguments: Mapping[str, Any])
 def randomized_response_data_forecast(engine: Engine, arguments: Mapping[str, Any]) -> DataForecast:
     """Return the forecast from the data of :func:`randomized_response` (PRIVATE).
 
-    The column's rows per category of the domain (read with the engine's
-    :meth:`~dpfast.engines.base.Engine.class_codes`), and the expected total-variation
+    The column's rows per category of the domain (read over the engine's dataflow by
+    :func:`~dpfast.steps.class_codes`), and the expected total-variation
     distance between its distribution and the release's: a row of category ``x`` is
     released as ``v`` with chance ``p [x = v] + (1 - p) / m``, independently
     (docs/forecast.md#categorical). Nothing is drawn, spent or written.
@@ -299,9 +300,10 @@ def randomized_response_data_forecast(engine: Engine, arguments: Mapping[str, An
     keep, _, _ = _keep(a["epsilon"], a["retention"], m)
     p = keep / noise.KEEP_DENOMINATOR
     typed = _in_column_type(categories, engine.value_dtype(name))
-    found = engine.class_codes(name, ClassLookup(tuple(typed)))
+    flow = engine.dataflow
+    found = class_codes(flow, name, ClassLookup(tuple(typed)))
     check_in_domain(name, found.missing, found.unknown)
-    table = engine.contingency(found, [])
+    table = contingency(flow, found, [])
     table.start([])
     counts = table.cells(np.zeros(0, dtype=np.int64), [])[0]
     chances = np.full((m, m), (1 - p) / m) + p * np.eye(m)

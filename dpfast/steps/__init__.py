@@ -9,12 +9,22 @@ with a second implementation (docs/architecture.md, "Steps").
 
 * :func:`bin_counts`, :func:`edge_counts`: counts of a column per public interval
   (k-PRAM's bins, the DP bounds' candidate edges);
-* :func:`order_statistics`: k-noise's order statistics of a column.
+* :func:`order_statistics`: k-noise's order statistics of a column;
+* :func:`occurring_values`, :func:`class_codes`, :func:`contingency`: a target's classes
+  and the class counts of coded columns (DiffGen, randomized response's forecast).
 """
 
 from __future__ import annotations
 
 from dpfast.steps.bins import bin_counts, edge_counts
+from dpfast.steps.class_counts import class_codes, contingency, occurring_values
 from dpfast.steps.spacings import order_statistics
 
-__all__ = ["bin_counts", "edge_counts", "order_statistics"]
+__all__ = [
+    "bin_counts",
+    "class_codes",
+    "contingency",
+    "edge_counts",
+    "occurring_values",
+    "order_statistics",
+]

@@ -371,7 +371,7 @@ def _results(
 ) -> list[tuple[int, bool, Any]]:
     """Return ``(first_row, failed, result)`` per batch of a partition: ``map_column``'s task.
 
-    The first exception of :data:`~dpfast.engines.outofcore.SENT_BACK` is returned as a
+    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` is returned as a
     failed result and ends the partition (:func:`~dpfast.engines.outofcore.batch_results`).
     """
     return list(batch_results(batches, fn))

@@ -51,7 +51,6 @@ from dpfast.engines.outofcore._totals import (
     Partial,
     batch_results,
     combined,
-    dumps_error,
     partials_of,
     totals,
 )
@@ -84,7 +83,6 @@ __all__ = [
     "column_batch",
     "column_names",
     "combined",
-    "dumps_error",
     "keys_by_range",
     "output_part_rows",
     "partials_of",

@@ -333,7 +333,7 @@ class ClusterEngine(OutOfCoreEngine):
         if not self._sends_ranks():
             return super().write_rank_groups(column, grid, layout, values, key, domain)
         name = str(column.name)
-        passes = self._passes(column.name)
+        passes = self.dataflow.passes(column.name)
         done = [0]
 
         def tick() -> None:

@@ -27,7 +27,6 @@ from dpfast.engines.outofcore._bins import (
     write_replaced,
 )
 from dpfast.engines.outofcore._codes import write_codes
-from dpfast.engines.outofcore._contingency import CodedPasses, PassContingency
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._mdav_clusters import (
     cluster_limits,
@@ -47,13 +46,10 @@ from dpfast.engines.values import (
     Bins,
     CategoricalColumn,
     Cells,
-    Classes,
     Clusters,
     ClusterTotals,
     CodeCells,
-    CodedNumeric,
     GroupValues,
-    Lookup,
     NumericColumn,
     Opening,
     Progress,
@@ -158,7 +154,6 @@ class OutOfCoreEngine(Engine):
             self.source, Path(output), self._tick, self.counters, dataset=self.writes_dataset
         )
         self._local = threading.local()
-        self._coded: CodedPasses | None = None
         self._owned: CsvSource | None = None  # CSV input converted when the engine opened
 
     @classmethod
@@ -320,15 +315,11 @@ class OutOfCoreEngine(Engine):
         if self.progress is not None:
             self.progress(phase, done, total)
 
-    def _passes(self, name: Hashable) -> Callable[[int], None]:
-        """Return a column's pass counter for the progress line."""
-        return lambda passes: self._tick(f"column {name}", passes, passes + 1)
-
     # -- passes -------------------------------------------------------------------------
 
     @property
     def dataflow(self) -> Dataflow:
-        return Dataflow(self.source, self._limits(), self._passes)
+        return Dataflow(self.source, self._limits(), self._tick)
 
     def value_range(self, column: NumericColumn) -> tuple[float, float]:
         self._tick(f"checking {column.name}", 0, 1)
@@ -351,7 +342,7 @@ class OutOfCoreEngine(Engine):
             grid,
             layout,
             self._limits(),
-            self._passes(column.name),
+            self.dataflow.passes(column.name),
             self.sort_limits(),
         )
 
@@ -386,11 +377,12 @@ class OutOfCoreEngine(Engine):
             self._tick(f"column {column.name}", 0, 2)
             return self.out.linked_codes(column, layout, key, values, self._limits()), 0
         assert grid is not None
-        passes = self._passes(column.name)
+        passes = self.dataflow.passes(column.name)
         return self.out.linked_numeric(column, grid, layout, key, values, self._limits(), passes)
 
     def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        self.out.ranked_floats(column, layout, values, self._limits(), self._passes(column.name))
+        flow = self.dataflow
+        self.out.ranked_floats(column, layout, values, flow.limits, flow.passes(column.name))
 
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
@@ -448,22 +440,11 @@ class OutOfCoreEngine(Engine):
         for column in columns:
             self.out._register(column)
 
-    # -- class counts of coded columns --------------------------------------------------
+    # -- coded columns ------------------------------------------------------------------
 
     def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
         schema = self.source.schema
         return [name for name in names if _holds_numbers(schema.field(str(name)).type)]
-
-    def occurring_values(self, name: Hashable) -> list[Any]:
-        return self._coded_passes().occurring_values(name)
-
-    def class_codes(self, name: Hashable, lookup: Lookup) -> Classes:
-        return self._coded_passes().class_codes(name, lookup)
-
-    def contingency(
-        self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
-    ) -> PassContingency:
-        return self._coded_passes().contingency(classes, columns)
 
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
@@ -471,12 +452,6 @@ class OutOfCoreEngine(Engine):
         table = build_table("arrow", columns)
         made = table_columns(table) if repeat is None else repeated_columns(table, str(repeat))
         self.out.table(*made)
-
-    def _coded_passes(self) -> CodedPasses:
-        """Return the passes of this release's coded columns."""
-        if self._coded is None:
-            self._coded = CodedPasses(self.source, self._limits(), self._tick)
-        return self._coded
 
     # -- row-wise statistics and outputs -------------------------------------------------
 

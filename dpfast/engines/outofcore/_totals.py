@@ -27,21 +27,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from dpfast.engines.dataflow import add_up
-from dpfast.exceptions import DPFastRuntimeError
+from dpfast.engines.dataflow import SENT_BACK, add_up, dumps_error
 
 __all__ = [
-    "SENT_BACK",
     "Partial",
     "batch_results",
     "combined",
-    "dumps_error",
     "partials_of",
     "totals",
 ]
-
-#: The exceptions a batch function raises to say the data is bad (sent back as they are).
-SENT_BACK = (ValueError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -79,9 +73,10 @@ def batch_results(
 ) -> Iterator[tuple[int, bool, Any]]:
     """Yield ``(first_row, False, fn(batch, first_row))`` for one task's batches, in order.
 
-    The first exception of :data:`SENT_BACK`, raised by ``fn`` or while the batches are
-    read, is yielded as ``(first_row, True, exception)`` (the row of the last batch read,
-    0 before the first) and ends them: a ``map_column`` task's results.
+    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK`, raised by ``fn``
+    or while the batches are read, is yielded as ``(first_row, True, exception)`` (the row
+    of the last batch read, 0 before the first) and ends them: a ``map_column`` task's
+    results.
     """
     first_row = 0
     try:
@@ -118,13 +113,3 @@ def totals(partials: Iterable[Partial]) -> list[tuple[Any, int]]:
     if failures:
         raise pickle.loads(min(failures, key=lambda p: p.failed_row).error)
     return [(p.total, p.largest) for p in held if p.total is not None]
-
-
-def dumps_error(exc: BaseException) -> bytes:
-    """Pickle an exception, or a RuntimeError with its type and message if it cannot be."""
-    try:
-        payload = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.loads(payload)
-    except Exception:
-        payload = pickle.dumps(DPFastRuntimeError(f"{type(exc).__name__}: {exc}"))
-    return payload

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import quoted
-from dpfast.engines.dataflow import FAN
+from dpfast.engines.dataflow import FAN, dumps_error
 from dpfast.engines.outofcore import (
     Columns,
     ExchangedParts,
@@ -35,7 +35,6 @@ from dpfast.engines.outofcore import (
     column_batch,
     column_names,
     combined,
-    dumps_error,
     partials_of,
     source_under,
     totals,
@@ -494,7 +493,7 @@ def _results(
 ) -> Iterator[pa.RecordBatch]:
     """Yield one record batch of :data:`_RESULTS` per batch: ``map_column``'s task.
 
-    The first exception of :data:`~dpfast.engines.outofcore.SENT_BACK` (the refusals of bad
+    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` (the refusals of bad
     data, not worth a retry) is yielded as a failed result and ends the partition
     (:func:`~dpfast.engines.outofcore.batch_results`); other exceptions fail the task,
     which Spark retries.

@@ -30,6 +30,8 @@ from dpfast._validation import check_bounds, in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
+from dpfast.steps import class_codes, occurring_values
+from dpfast.steps import contingency as coded_contingency
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
 # Integer columns whose public range has at most this many values are coded by offset.
@@ -172,8 +174,8 @@ def prepare(
     categorical = engine.categorical_columns(plan.trees)
     labels = plan.labels
     if labels is None:
-        labels = labels_from_data(engine.occurring_values(target))
-    found = engine.class_codes(target, ClassLookup(tuple(labels)))
+        labels = labels_from_data(occurring_values(engine.dataflow, target))
+    found = class_codes(engine.dataflow, target, ClassLookup(tuple(labels)))
     if found.missing:
         raise missing_classes(target, found.missing)
     if found.unknown:
@@ -182,7 +184,8 @@ def prepare(
         **{c.name: c for c in categorical},
         **{c.column.name: c for c in plan.numeric},
     }
-    contingency = engine.contingency(found, [by_name[name] for name in plan.predictors])
+    predictors = [by_name[name] for name in plan.predictors]
+    contingency = coded_contingency(engine.dataflow, found, predictors)
     columns: list[Column] = []
     for j, name in enumerate(plan.predictors):
         if name in plan.trees:

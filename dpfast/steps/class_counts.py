@@ -1,24 +1,121 @@
-"""Class counts of coded columns held in memory, refined through a partition tree.
+"""A target's classes and the coded columns' class counts: DiffGen's and randomized response's.
 
-The records are refined into a tree of partitions (docs/design.md#diffgen-tree): every
-label's records are the leaf partitions under the tree nodes listed for it (``Link_v``),
-and relabelling them splits each of those leaves by the records' codes in one scan
-(:func:`dpfast._kernels.contingency.split_partitions`), which also counts their (code,
-class) pairs. So a split costs O(records of the label), and the cells' counts are read
-off the leaves at the end; only partitions that hold records are stored.
+Three steps, each one function over the dataflow (docs/engines.md, "DiffGen out of core"):
+
+* :func:`occurring_values`: the values that occur in a column (DiffGen's labels, when
+  none are declared);
+* :func:`class_codes`: the target's classes through a public lookup, with its count of
+  missing values and the values outside the lookup;
+* :func:`contingency`: every coded column's (code, class) counts, refined by DiffGen's
+  cuts (:class:`~dpfast.engines.values.Contingency`).
+
+Where the engine holds the table (``flow.holds``), they code each column whole from the
+table's own category codes, and the records are refined into a tree of partitions
+(docs/design.md#diffgen-tree): every label's records are the leaf partitions under the
+tree nodes listed for it (``Link_v``), and relabelling them splits each of those leaves by
+the records' codes in one scan (:func:`dpfast._kernels.contingency.split_partitions`),
+which also counts their (code, class) pairs. So a split costs O(records of the label),
+and the cells' counts are read off the leaves at the end; only partitions that hold
+records are stored. Elsewhere they are passes whose counts are added where the batches
+are read (:mod:`dpfast.steps.coded_passes`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import contingency as kernels
-from dpfast.engines.values import Contingency
+from dpfast.engines.dataflow import Dataflow
+from dpfast.engines.values import (
+    CategoricalColumn,
+    Classes,
+    CodedNumeric,
+    Contingency,
+    Lookup,
+)
+from dpfast.steps.coded_passes import CodedPasses
 
-__all__ = ["HeldContingency", "Partitions"]
+__all__ = [
+    "HeldContingency",
+    "Partitions",
+    "class_codes",
+    "contingency",
+    "occurring_values",
+]
+
+
+def occurring_values(flow: Dataflow, name: Hashable) -> list[Any]:
+    """Return the values that occur in column ``name`` (not its missing values): one pass."""
+    if flow.table is None:
+        return CodedPasses(flow).occurring_values(name)
+    codes, categories = flow.table.category_codes(name)
+    return [categories[i] for i in np.unique(codes[codes >= 0])]
+
+
+def class_codes(flow: Dataflow, name: Hashable, lookup: Lookup) -> Classes:
+    """Return target ``name``'s classes through ``lookup``: one pass.
+
+    The :class:`~dpfast.engines.values.Classes` count the missing values and list the
+    values outside the lookup; only when there are none do they give the classes (held:
+    every row's, int64; else a function coding a batch's, run again by each later pass).
+    """
+    if flow.table is None:
+        return CodedPasses(flow).class_codes(name, lookup)
+    codes, categories = flow.table.category_codes(name)
+    missing = int((codes < 0).sum())
+    if missing:
+        return Classes(lookup.size, missing, [])
+    present = np.zeros(len(categories), dtype=bool)
+    if codes.size:
+        present[np.unique(codes)] = True
+    table, outside = lookup(categories)
+    unknown = [categories[i] for i in outside if present[i]]
+    if unknown:
+        return Classes(lookup.size, 0, unknown)
+    classes = np.ascontiguousarray(table[codes], dtype=np.int64)
+    return Classes(lookup.size, 0, [], classes)
+
+
+def contingency(
+    flow: Dataflow, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
+) -> Contingency:
+    """Return the coded columns' (code, class) counts, to be refined by DiffGen's cuts.
+
+    ``classes`` come from :func:`class_codes` on the same dataflow. Held, each column is
+    coded whole (a numeric column coded by rank through one ``np.unique``); else a pass
+    collects the distinct values of each column coded by rank, and one pass (or one per
+    group of columns whose counts fit the memory limit) counts them all.
+    """
+    if flow.table is None:
+        return CodedPasses(flow).contingency(classes, columns)
+    codes, n_codes, code_values, clamped = [], [], [], []
+    for column in columns:
+        if isinstance(column, CategoricalColumn):
+            coded, values, found = column.codes, None, 0
+            n_codes.append(len(column.taxonomy.domain))
+        else:
+            coded, values, found = _numeric_codes(column)
+            n_codes.append(int(values.shape[0]))
+        codes.append(coded)
+        code_values.append(values)
+        clamped.append(found)
+    return HeldContingency(classes.codes, classes.size, codes, n_codes, code_values, clamped)
+
+
+def _numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
+    """Return a held numeric column's codes, its code values and its clamped count."""
+    values, lower, upper = column.column.values, column.lower, column.upper
+    clipped = np.clip(values, lower, upper)
+    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
+    if column.by_offset:
+        codes = (clipped - lower).astype(np.int64)
+        return codes, np.arange(lower, upper + 1, dtype=np.float64), clamped
+    code_values, inverse = np.unique(clipped, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1), code_values, clamped
 
 
 class Partitions:
@@ -62,6 +159,7 @@ class Partitions:
         self.node_value = grown(self.node_value, -1)
 
     def leaves(self, nodes: np.ndarray) -> np.ndarray:
+        """Return the leaves under ``nodes``."""
         return kernels.expand_leaves(  # type: ignore[no-any-return]
             nodes, self.first_child[: self.size], self.n_children[: self.size]
         )
@@ -94,6 +192,7 @@ class Partitions:
     def leaf_cells(
         self, position: np.ndarray, strides: np.ndarray, depth: int
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Return every leaf and its cell (its labels' positions times the strides)."""
         n = self.size
         return kernels.leaf_cells(  # type: ignore[no-any-return]
             self.first_child[:n],
@@ -132,6 +231,7 @@ class HeldContingency(Contingency):
         self.depth = 0
 
     def counts(self, column: int) -> np.ndarray:
+        """Return the column's (code, class) counts over every record."""
         return kernels.class_histogram(  # type: ignore[no-any-return]
             self.codes[column], self.classes, self.n_codes[column], self.n_classes
         )

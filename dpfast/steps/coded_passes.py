@@ -1,4 +1,7 @@
-"""Class counts of coded columns out of core: passes that sum counts over the batches.
+"""Class counts of coded columns from passes that sum counts over the batches.
+
+The steps of :mod:`dpfast.steps.class_counts` where the engine does not hold the table:
+out of core, on Spark and on Dask.
 
 A record's label on a column depends on its code there only (base.Contingency), so every
 count a refinement needs is a slice of the column's (code, class) counts over all
@@ -18,7 +21,7 @@ batch by batch, with sums that do not depend on the batches' order (docs/engines
    summed) and class give the (cell, class) counts.
 
 No pass keeps anything by row: the sums are added where the batches are read
-(:func:`~dpfast.engines.outofcore._totals.column_total`), so on a cluster the driver
+(:func:`~dpfast.engines.dataflow.column_total`), so on a cluster the driver
 receives count tables, never rows. The functions the passes run are module-level
 classes (a cluster ships them to its workers).
 """
@@ -36,9 +39,13 @@ import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
 from dpfast._validation import quoted
-from dpfast.engines.dataflow import Limits, column_total, numeric_values
-from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._totals import SENT_BACK, dumps_error
+from dpfast.engines.dataflow import (
+    SENT_BACK,
+    Dataflow,
+    column_total,
+    dumps_error,
+    numeric_values,
+)
 from dpfast.engines.source import Columns
 from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.exceptions import DPFastValueError
@@ -216,18 +223,16 @@ def _n_codes(coder: _Codes) -> int:
 
 
 class CodedPasses:
-    """The passes of one release over ``source``: batch size and progress.
+    """The passes of one step over a dataflow's source: batch size and progress.
 
-    Passes are numbered across the release for the progress line.
+    Passes are numbered across the step for the progress line.
     """
 
-    def __init__(
-        self, source: ColumnSource, limits: Limits, tick: Callable[[str, int, int], None]
-    ) -> None:
-        self.source = source
-        self.memory = limits.memory
-        self.most_rows = limits.batch_rows
-        self.tick = tick
+    def __init__(self, flow: Dataflow) -> None:
+        self.source = flow.source
+        self.memory = flow.limits.memory
+        self.most_rows = flow.limits.batch_rows
+        self.tick = flow.tick
         self.done = 0
 
     def batch_rows(self, columns: int) -> int:
@@ -370,9 +375,11 @@ class PassContingency(Contingency):
         self.labels: list[np.ndarray] = []
 
     def counts(self, column: int) -> np.ndarray:
+        """Return the column's (code, class) counts, summed by the counting pass."""
         return self.hists[column]
 
     def start(self, labels: Sequence[int]) -> None:
+        """Give every code of each column its first label."""
         self.labels = [
             np.full(n, label, dtype=np.int64) for n, label in zip(self.n_codes, labels, strict=True)
         ]
