@@ -493,13 +493,22 @@ def _flows(engine, kind: str):
 @pytest.mark.parametrize("kind", ENGINES)
 def test_order_statistics_are_the_sorted_columns(tmp_path, kind, k):
     for engine, column, values in _columns(kind, tmp_path):
+        extremes = (float(values.min()), float(values.max()))
         for flow in _flows(engine, kind):
             if kind == "outofcore-tiny" and 2 * k > 70_000 // 64:
                 with pytest.raises(ValueError, match="raise the memory limit or lower k"):
-                    steps.order_statistics(flow, column, k, engine.value_range(column))
+                    steps.order_statistics(flow, column, k, extremes)
                 continue
-            found = steps.order_statistics(flow, column, k, engine.value_range(column))
+            found = steps.order_statistics(flow, column, k, extremes)
             assert found == _exact_order_statistics(values, k), column.name
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_value_range_is_the_smallest_and_the_largest_value(tmp_path, kind):
+    for engine, column, values in _columns(kind, tmp_path):
+        for flow in _flows(engine, kind):
+            found = steps.value_range(flow, column)
+            assert found == (float(values.min()), float(values.max())), column.name
 
 
 @pytest.mark.parametrize("m", [1, 7, 1000])
@@ -508,7 +517,7 @@ def test_bin_counts_count_each_bin(tmp_path, kind, m):
     from dpfast.engines import Bins
 
     for engine, column, values in _columns(kind, tmp_path):
-        lo, hi = engine.value_range(column)
+        lo, hi = steps.value_range(engine.dataflow, column)
         bins = Bins(lo, m / (hi - lo), np.ones(m, dtype=np.int64))
         expected = np.bincount(bins.of(values), minlength=m)
         for flow in _flows(engine, kind):
@@ -534,7 +543,7 @@ def _resampled(kind: str, table: pa.Table, tmp_path: Path, keep: int) -> pa.Tabl
     engine = _open(kind, table, tmp_path)
     key = noise.NoiseSource.from_seed(3).key("test", "resampled")
     for column in engine.numeric_columns(["ties", "small"], categorical=False):
-        lo, hi = engine.value_range(column)
+        lo, hi = steps.value_range(engine.dataflow, column)
         m = BINS[str(column.name)]  # every bin holds values
         counts = steps.bin_counts(engine.dataflow, column, lo, m / (hi - lo), m)
         engine.write_resampled(column, Bins(lo, m / (hi - lo), counts), key, keep, n_threads=2)

@@ -480,3 +480,17 @@ def test_no_warning_when_every_column_is_under_the_threshold():
         )
         rr = dpfast.randomized_response(_table(), column="job", domain=JOBS, epsilon=0.1, seed=1)
     assert release.report.warnings == [] and rr.report.warnings == []
+
+
+@pytest.mark.parametrize("method", ["laplace_dp", "ir_dp", "diffgen"])
+def test_a_forecast_of_a_public_table_refuses_bounds_from_the_data(method):
+    table = dpfast.PublicTable(1000, ["age", "hours", "salary"], frozenset({"age"}))
+    diffgen = {"target": "salary", "classes": ["a", "b"], "steps": 2}
+    options = {"ir_dp": {"k": 10}, "diffgen": diffgen}
+    with (
+        pytest.raises(DPFastValueError, match="a forecast reads public values only") as refused,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")  # bounds="data" also warns that it is not private
+        dpfast.forecast(method, table, epsilon=1.0, bounds="data", **options.get(method, {}))
+    assert "public bounds" in str(refused.value)  # and how to fix it

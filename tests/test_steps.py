@@ -93,3 +93,33 @@ class _Counted(HeldTable):
     def map_column(self, name, batch_rows, fn):
         self.passes[0] += 1
         return super().map_column(name, batch_rows, fn)
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind"), [(np.nan, "NaN or missing"), (None, "NaN or missing"), (np.inf, "infinite")]
+)
+def test_the_range_of_a_column_read_in_passes_refuses_its_non_finite_values(bad, kind):
+    values = [1.0, 2.0, 5.0, bad, 4.0, bad, 3.0]
+    held = Dataflow.held(as_table_data(pa.table({"x": pa.array(values, pa.float64())})))
+    flow = dataclasses.replace(held, table=None, limits=Limits(memory=2**20, batch_rows=2))
+    column = NumericColumn("x", np.zeros(0), False, np.dtype(np.float64))
+    match = rf"'x' has 2 non-finite value\(s\) \(first at row 3: {kind}\)"
+    with pytest.raises(ValueError, match=match):
+        steps.value_range(flow, column)
+
+
+def test_the_range_of_a_column_read_in_passes_says_so_on_the_progress_line():
+    held = Dataflow.held(as_table_data(pa.table({"x": [1.0, -2.0, 7.5, 0.0, 3.0]})))
+    ticks = []
+    flow = dataclasses.replace(
+        held,
+        table=None,
+        limits=Limits(memory=2**20, batch_rows=2),
+        tick=lambda *tick: ticks.append(tick),
+    )
+    column = NumericColumn("x", np.zeros(0), False, np.dtype(np.float64))
+    assert steps.value_range(flow, column) == (-2.0, 7.5)
+    assert ticks == [("checking x", 0, 1)]
+    assert steps.value_range(
+        held, NumericColumn("x", np.array([4.0, -1.0]), False, np.dtype(np.float64))
+    ) == (-1.0, 4.0)

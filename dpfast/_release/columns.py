@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpfast import steps
 from dpfast._kernels import mechanisms as _mechanism_kernels
 from dpfast._validation import (
     check_bounds,
@@ -16,6 +17,7 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.engines.base import Engine
+from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
@@ -45,7 +47,8 @@ class TableView(Protocol):
         self, taxonomies: Mapping[Hashable, Taxonomy]
     ) -> list[CategoricalColumn]: ...
 
-    def value_range(self, column: NumericColumn) -> tuple[float, float]: ...
+    @property
+    def dataflow(self) -> Dataflow: ...
 
 
 def _check_taxonomies(taxonomies: Any) -> Mapping[Hashable, Taxonomy]:
@@ -102,7 +105,10 @@ def column_domains(
         return {}, False
     by_name = {c.name: c for c in numeric}
     return check_bounds(
-        bounds, list(by_name), lambda name: engine.value_range(by_name[name]), engine.names
+        bounds,
+        list(by_name),
+        lambda name: steps.value_range(engine.dataflow, by_name[name]),
+        engine.names,
     )
 
 
@@ -171,14 +177,15 @@ def numeric_ranges(
 ) -> tuple[list[NumericColumn], list[tuple[float, float]]]:
     """Return the numeric columns ``columns`` protects (default all), and their ranges.
 
-    Each range is the column's ``(min, max)`` (:meth:`Engine.value_range`). Every
+    Each range is the column's ``(min, max)`` (:func:`dpfast.steps.value_range`). Every
     column's type is checked first, then every column's values (an engine that reads in
     passes checks them in its pass), then the widths (:func:`check_width`): every engine
     refuses the same column first.
     """
     selected = check_columns(columns, engine.names)
     protected = engine.numeric_columns(selected, categorical=False)
-    ranges = [engine.value_range(column) for column in protected]
+    flow = engine.dataflow
+    ranges = [steps.value_range(flow, column) for column in protected]
     checked = [
         check_width(lo, hi, engine.n_rows, column.name)
         for column, (lo, hi) in zip(protected, ranges, strict=True)

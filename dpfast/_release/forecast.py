@@ -19,6 +19,7 @@ import numpy as np
 from dpfast import noise
 from dpfast._validation import option, quoted
 from dpfast.accounting import LedgerEntry
+from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastError, DPFastValueError
 from dpfast.partitions.grid import Grid
@@ -95,11 +96,12 @@ class PublicTable:
             for name, taxonomy in taxonomies.items()
         ]
 
-    def value_range(self, column: NumericColumn) -> tuple[float, float]:
-        """Refuse: bounds taken from the data are not public."""
+    @property
+    def dataflow(self) -> Dataflow:
+        """Refuse: a forecast reads no value (``bounds="data"`` would take the bounds from them)."""
         raise DPFastValueError(
-            f"a forecast reads public values only, and {option('bounds', 'data')} takes "
-            f"column {quoted(column.name)}'s bounds from the data; give its public bounds"
+            f"a forecast reads public values only, and {option('bounds', 'data')} takes the "
+            "columns' bounds from the data; give each column's public bounds"
         )
 
 

@@ -11,15 +11,15 @@ The primitives:
 
 * **the input**: :attr:`Engine.n_rows`, :attr:`Engine.names`, the protected columns
   checked as every engine checks them (:meth:`Engine.numeric_columns`,
-  :meth:`Engine.categorical_columns`), a column's range (:meth:`Engine.value_range`, for
-  bounds taken from the data);
+  :meth:`Engine.categorical_columns`);
 * **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
   sees fit, results in column order;
 * **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
   its public grid), :meth:`Engine.rank_counts` (a categorical column's records per
   taxonomy rank), and :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps`
-  read the table through (order statistics, bin and edge counts, a target's classes and
-  the class counts of coded columns: each written once for every engine);
+  read the table through (a column's range, order statistics, bin and edge counts, a
+  target's classes and the class counts of coded columns: each written once for every
+  engine);
 * **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
   row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
@@ -197,10 +197,6 @@ class Engine(ABC):
         released, where columns run at once: read it inside the column's work) and the
         progress ticks (:class:`~dpfast.engines.dataflow.Dataflow`).
         """
-
-    @abstractmethod
-    def value_range(self, column: NumericColumn) -> tuple[float, float]:
-        """Return the smallest and the largest value of a protected numeric column."""
 
     @abstractmethod
     def group_sums(

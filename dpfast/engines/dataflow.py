@@ -12,13 +12,15 @@ per column (:class:`HeldTable`).
 The helpers every pass shares are here too: a batch of a protected column checked and
 read as float64 (:func:`numeric_values`), the refusals a batch function sends back
 (:data:`SENT_BACK`, pickled by :func:`dumps_error`), the total of a batch function added
-where the batches are read (:func:`column_total`), and the cutting of ordered keys into
+where the batches are read (:func:`column_total`), a numeric column's range and
+non-finite values found in one pass (:func:`column_stats`), and the cutting of ordered keys into
 ranges that fit, by histograms of their top bits (:func:`cut_ranges`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import pickle
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
@@ -40,11 +42,13 @@ __all__ = [
     "FAN",
     "HISTOGRAM_BITS",
     "SENT_BACK",
+    "ColumnStats",
     "Dataflow",
     "HeldTable",
     "Limits",
     "NonFiniteValue",
     "add_up",
+    "column_stats",
     "column_total",
     "cut_ranges",
     "dumps_error",
@@ -171,6 +175,48 @@ def column_total(
     """
     partials = source.add_column(name, batch_rows, fn, most)
     return functools.reduce(add_up, (total for total, _ in partials), start)
+
+
+# -- a numeric column's range and its non-finite values ----------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """What one pass finds in a numeric column: its range and its non-finite values."""
+
+    lo: float
+    hi: float
+    non_finite: int
+    first_bad: int
+    first_kind: str
+
+
+def _float_values(array: pa.Array) -> np.ndarray:
+    """One batch of a numeric column as float64 (missing values as NaN)."""
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _batch_stats(array: pa.Array, first_row: int) -> ColumnStats:
+    values = _float_values(array)
+    bad = ~np.isfinite(values)
+    count = int(bad.sum())
+    if count:
+        first = int(np.argmax(bad))
+        kind = "NaN or missing" if np.isnan(values[first]) else "infinite"
+        return ColumnStats(math.inf, -math.inf, count, first_row + first, kind)
+    if not values.shape[0]:
+        return ColumnStats(math.inf, -math.inf, 0, -1, "")
+    return ColumnStats(float(values.min()), float(values.max()), 0, -1, "")
+
+
+def column_stats(dataset: Source, name: str, batch_rows: int) -> ColumnStats:
+    """One pass: a numeric column's min and max, and its non-finite values."""
+    lo, hi, count, first, kind = math.inf, -math.inf, 0, -1, ""
+    for part in dataset.map_column(name, batch_rows, _batch_stats):
+        lo, hi, count = min(lo, part.lo), max(hi, part.hi), count + part.non_finite
+        if part.non_finite and (first < 0 or part.first_bad < first):
+            first, kind = part.first_bad, part.first_kind
+    return ColumnStats(lo, hi, count, first, kind)
 
 
 # -- ordered keys cut into ranges that fit ------------------------------------------------

@@ -173,10 +173,6 @@ class MemoryEngine(Engine):
         """The table as one batch per column; the protected columns' values are held."""
         return Dataflow.held(self.table)
 
-    def value_range(self, column: NumericColumn) -> tuple[float, float]:
-        lo, hi = mechanism_kernels.min_max(column.values)
-        return float(lo), float(hi)
-
     def group_sums(
         self, column: NumericColumn, grid: Grid, layout: RankGroups
     ) -> tuple[np.ndarray, int]:

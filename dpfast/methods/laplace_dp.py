@@ -61,6 +61,7 @@ from dpfast.accounting import (
 )
 from dpfast.engines import OnBound
 from dpfast.partitions.grid import Grid
+from dpfast.steps import value_range
 
 Transform = Literal["log", "asinh"]
 
@@ -336,7 +337,7 @@ _CELL = "every cell, clamped to the bounds"
 def _ranges(engine: Any, protected: Sequence[NumericColumn]) -> Any:
     """Return a column's ``(min, max)``, for bounds derived from the data (``bounds="data"``)."""
     by_name = {c.name: c for c in protected}
-    return lambda name: engine.value_range(by_name[name])
+    return lambda name: value_range(engine.dataflow, by_name[name])
 
 
 @dataclass(frozen=True)

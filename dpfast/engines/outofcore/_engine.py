@@ -21,7 +21,7 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.engines.base import Engine, in_threads
-from dpfast.engines.dataflow import Dataflow, Limits, NonFiniteValue
+from dpfast.engines.dataflow import Dataflow, Limits, NonFiniteValue, column_stats
 from dpfast.engines.outofcore._bins import (
     find_replacements,
     write_replaced,
@@ -37,7 +37,6 @@ from dpfast.engines.outofcore._mdav_clusters import (
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import BATCH_ROWS, batch_dictionary, group_sums, rank_counts
-from dpfast.engines.outofcore._rows import column_stats
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
@@ -320,18 +319,6 @@ class OutOfCoreEngine(Engine):
     @property
     def dataflow(self) -> Dataflow:
         return Dataflow(self.source, self._limits(), self._tick)
-
-    def value_range(self, column: NumericColumn) -> tuple[float, float]:
-        self._tick(f"checking {column.name}", 0, 1)
-        found = column_stats(self.source, str(column.name), self.limits.batch_rows)
-        if found.non_finite:
-            raise DPFastValueError(
-                f"column {quoted(column.name)} has {found.non_finite} non-finite value(s) (first "
-                "at "
-                f"row {found.first_bad}: {found.first_kind}); drop or impute them with a "
-                "public rule before the release"
-            )
-        return found.lo, found.hi
 
     def group_sums(
         self, column: NumericColumn, grid: Grid, layout: RankGroups

@@ -30,7 +30,7 @@ from dpfast._validation import check_bounds, in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
-from dpfast.steps import class_codes, occurring_values
+from dpfast.steps import class_codes, occurring_values, value_range
 from dpfast.steps import contingency as coded_contingency
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -315,7 +315,8 @@ def _numeric_predictors(
     columns = engine.numeric_columns(names, categorical=False)
     if not isinstance(bounds, Mapping):
         by_name = {c.name: c for c in columns}
-        domains, derived = check_bounds(bounds, names, lambda n: engine.value_range(by_name[n]))
+        flow = engine.dataflow
+        domains, derived = check_bounds(bounds, names, lambda n: value_range(flow, by_name[n]))
     coded = []
     for column in columns:
         lower, upper = numeric_domain(column.name, column.integer, *domains[column.name])
