@@ -98,7 +98,7 @@ def test_the_warm_up_runs_once_until_a_kernel_changes(folder):
 
 
 def test_each_numba_cache_is_warmed_up_once_and_again_when_it_is_gone(folder):
-    # scripts/test's cache (NUMBA_CACHE_DIR) and the demo's (Numba's default) apart
+    # a NUMBA_CACHE_DIR cache and Numba's default one (the demo's and scripts/test's) apart
     log = _fake_dpfast(folder)
     cache = folder / ".venv" / "numba-cache"
     cache.mkdir()

@@ -152,19 +152,20 @@ def local_cluster(
         Threads of each worker.
     numba_cache_dir : path, optional
         Numba's cache directory for the workers; default: ``NUMBA_CACHE_DIR`` if set, else
-        ``dpfast-numba`` in the temporary directory. It is created, and set in this
-        process's environment (if unset), which the workers inherit.
+        the cache this process uses (Numba's default, where ``dpfast warm-up`` puts the
+        kernels). A directory is created, and set in this process's environment (if
+        unset) and the workers'.
     **options
         More ``LocalCluster`` options.
     """
     from distributed import LocalCluster
 
-    cache = worker_numba_cache(numba_cache_dir)
+    cache = worker_numba_cache(numba_cache_dir, local=True)
     workers = n_workers if n_workers is not None else (os.cpu_count() or 1)
     return LocalCluster(
         n_workers=workers,
         threads_per_worker=threads_per_worker,
         processes=True,
-        env={"NUMBA_CACHE_DIR": cache},
+        env={} if cache is None else {"NUMBA_CACHE_DIR": cache},
         **options,
     )

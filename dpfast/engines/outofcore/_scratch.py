@@ -104,18 +104,20 @@ def publish_at(written: Path, target: Path) -> None:
     publish([(written, target)], aside=written.parent)
 
 
-def worker_numba_cache(directory: str | os.PathLike[str] | None) -> str:
-    """Return Numba's cache directory for worker processes, made and set for them.
+def worker_numba_cache(directory: str | os.PathLike[str] | None, *, local: bool) -> str | None:
+    """Return the Numba cache directory to give worker processes, made; None for Numba's own.
 
-    ``directory``, else ``NUMBA_CACHE_DIR`` if set, else ``dpfast-numba`` in the temporary
-    directory; it is set in this process's environment (if unset), which local workers
-    inherit, so that each worker does not compile dpfast's kernels again.
+    ``directory``, else ``NUMBA_CACHE_DIR`` if set: it is made, and set in this process's
+    environment (if unset), which local workers inherit. Otherwise workers on this machine
+    (``local``) use the cache this process uses, Numba's default (beside dpfast's code,
+    where ``dpfast warm-up`` caches the kernels, or Numba's per-user folder): ``None``,
+    and nothing is set. Workers elsewhere get ``dpfast-numba`` in the temporary directory,
+    which they can write even where dpfast is installed read-only.
     """
-    cache = os.fspath(
-        directory
-        or os.environ.get("NUMBA_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "dpfast-numba")
-    )
-    os.makedirs(cache, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", cache)
-    return cache
+    given = directory or os.environ.get("NUMBA_CACHE_DIR")
+    if given:
+        cache = os.fspath(given)
+        os.makedirs(cache, exist_ok=True)
+        os.environ.setdefault("NUMBA_CACHE_DIR", cache)
+        return cache
+    return None if local else os.path.join(tempfile.gettempdir(), "dpfast-numba")

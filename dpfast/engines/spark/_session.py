@@ -48,7 +48,9 @@ def local_session(
         ``spark.sql.shuffle.partitions``: few, since dpfast's passes shuffle nothing.
     numba_cache_dir : path, optional
         Numba's cache directory for the Python workers; default: ``NUMBA_CACHE_DIR`` if
-        set, else ``dpfast-numba`` in the temporary directory.
+        set, else, for a local master, the cache this process uses (where
+        ``dpfast warm-up`` puts the kernels), and ``dpfast-numba`` in the executors'
+        temporary directory for a cluster's.
     quiet : bool
         If this call starts Spark's JVM: its log shows errors only from the start (no
         ``WARN`` line, such as Hadoop's native-library note) and the JVM's own start-up
@@ -65,21 +67,23 @@ def local_session(
     -----
     For a local master, the workers run this Python (``PYSPARK_PYTHON`` is set in this
     process's environment, if unset, and ``spark.pyspark.python``), so they import the
-    same dpfast. ``NUMBA_CACHE_DIR`` is set in this process's environment if unset (local
-    workers inherit it) and in ``spark.executorEnv.NUMBA_CACHE_DIR``. Spark's console
+    same dpfast. A Numba cache directory given (or ``NUMBA_CACHE_DIR``) is set in this
+    process's environment if unset (local workers inherit it); a cache directory other
+    than Numba's default is set in ``spark.executorEnv.NUMBA_CACHE_DIR``. Spark's console
     progress bars are off (``spark.ui.showConsoleProgress``), since they would overwrite
     dpfast's own progress line; ``config`` can turn them on.
     """
     from pyspark.sql import SparkSession
 
-    cache = worker_numba_cache(numba_cache_dir)
+    cache = worker_numba_cache(numba_cache_dir, local=master.startswith("local"))
     settings = {
         "spark.app.name": app_name,
         "spark.sql.shuffle.partitions": str(int(shuffle_partitions)),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.executorEnv.NUMBA_CACHE_DIR": cache,
         "spark.ui.showConsoleProgress": "false",
     }
+    if cache is not None:
+        settings["spark.executorEnv.NUMBA_CACHE_DIR"] = cache
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings["spark.pyspark.python"] = sys.executable
