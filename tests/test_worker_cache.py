@@ -16,6 +16,12 @@ import pytest
 from dpfast.engines.outofcore import worker_numba_cache
 
 
+def _unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset NUMBA_CACHE_DIR for the test, restored after it even where it was unset."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "")  # recorded, so that what the test sets is undone
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+
+
 def _kernel_cache() -> str:
     """Where this process's Numba caches a dpfast kernel (run on a worker too)."""
     from dpfast._kernels import mechanisms
@@ -24,13 +30,13 @@ def _kernel_cache() -> str:
 
 
 def test_local_workers_use_this_process_cache_and_nothing_is_set(monkeypatch):
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    _unset(monkeypatch)
     assert worker_numba_cache(None, local=True) is None
     assert "NUMBA_CACHE_DIR" not in os.environ
 
 
 def test_workers_elsewhere_get_a_folder_they_can_write(monkeypatch):
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    _unset(monkeypatch)
     expected = os.path.join(tempfile.gettempdir(), "dpfast-numba")
     assert worker_numba_cache(None, local=False) == expected
     assert "NUMBA_CACHE_DIR" not in os.environ  # this process keeps its own cache
@@ -38,7 +44,7 @@ def test_workers_elsewhere_get_a_folder_they_can_write(monkeypatch):
 
 @pytest.mark.parametrize("local", [True, False])
 def test_a_cache_given_or_set_is_made_and_shared(tmp_path, monkeypatch, local):
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    _unset(monkeypatch)
     given = tmp_path / "given"
     assert worker_numba_cache(given, local=local) == str(given)
     assert given.is_dir() and os.environ["NUMBA_CACHE_DIR"] == str(given)
