@@ -188,6 +188,25 @@ SPARK_FILES = frozenset({"tests/test_engine_faults.py"})
 #: Dask cases (the module's Dask cluster is made once, in that unit) and the rest.
 SPLIT_BY_ENGINE = frozenset({"tests/test_engine_conformance.py"})
 
+#: Test files some of whose tests use the Dask cluster (:data:`DASK_FIXTURES`): a worker
+#: runs such units one after another while any is left (:func:`next_unit`), so that the
+#: cluster, closed when a module that does not use it comes next, starts once, not once
+#: a unit (about 7 CPU seconds each).
+DASK_FILES = frozenset(
+    {
+        "tests/test_engine_column_batches.py",
+        "tests/test_engine_dask.py",
+        "tests/test_engine_dask_methods.py",
+        "tests/test_engine_exchange.py",
+        "tests/test_engine_faults.py",
+        "tests/test_engine_sorted.py",
+        "tests/test_engine_totals.py",
+        "tests/test_engine_work.py",
+        "tests/test_publish_interrupts.py",
+        "tests/test_worker_cache.py",
+    }
+)
+
 #: The seconds each unit took in a whole run (``--record-unit-seconds``): the order in
 #: which the units are sent. The figures only order the units; they decide no result.
 UNIT_SECONDS = Path(__file__).with_name("unit_seconds.json")
@@ -214,6 +233,15 @@ def work_unit(nodeid: str) -> str:
     return path
 
 
+def uses_dask(unit: str) -> bool:
+    """Whether a work unit's tests may use the Dask cluster.
+
+    >>> uses_dask("tests/test_engine_conformance.py dask"), uses_dask("tests/test_cli.py")
+    (True, False)
+    """
+    return unit.endswith(" dask") or unit.split(" ", 1)[0] in DASK_FILES
+
+
 def unit_order(units: dict[str, int], seconds: dict[str, float]) -> list[str]:
     """The units, longest first: their recorded seconds, else their tests' count.
 
@@ -223,22 +251,27 @@ def unit_order(units: dict[str, int], seconds: dict[str, float]) -> list[str]:
     return sorted(units, key=lambda unit: -seconds.get(unit, units[unit] * SECONDS_PER_TEST))
 
 
-def next_unit(queue: list[str], spark: bool) -> str:
+def next_unit(queue: list[str], spark: bool, dask: bool = False) -> str:
     """The unit a worker takes next from ``queue`` (longest first).
 
     The Spark worker (``spark``: it runs the Spark units, or no worker does yet) takes the
     first Spark unit, the others the first other unit; either takes the first unit when
-    its kind is done.
+    its kind is done. A worker whose last unit used Dask (``dask``) takes the first unit
+    of its kind that may use Dask, while there is one (:func:`uses_dask`).
 
     >>> queue = ["a.py dask", "b.py spark", "c.py", "d.py spark"]
     >>> next_unit(queue, spark=True), next_unit(queue, spark=False)
     ('b.py spark', 'a.py dask')
     >>> next_unit(["d.py spark"], spark=False)
     'd.py spark'
+    >>> next_unit(["c.py", "e.py dask"], spark=False, dask=True)
+    'e.py dask'
     """
     for unit in queue:
-        if unit.endswith(" spark") == spark:
+        if unit.endswith(" spark") == spark and (not dask or uses_dask(unit)):
             return unit
+    if dask:
+        return next_unit(queue, spark)
     return queue[0]
 
 
@@ -265,8 +298,10 @@ def pytest_xdist_make_scheduler(config, log):
     The units go out longest first (:func:`unit_order`), each to the next worker that has
     at most one test left (a worker runs a test once it knows the next one), except that
     the Spark units go to one worker while it lives (:func:`next_unit`): one JVM starts
-    and warms up, not one per worker. The units are computed here from the test ids, not
-    from pytest-xdist's ``xdist_group`` marks, whose id suffix pytest 9.2 no longer takes.
+    and warms up, not one per worker; and a worker that ran a unit using Dask runs the
+    next such unit while there is one: its cluster stays up. The units are computed here
+    from the test ids, not from pytest-xdist's ``xdist_group`` marks, whose id suffix
+    pytest 9.2 no longer takes.
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -275,6 +310,10 @@ def pytest_xdist_make_scheduler(config, log):
     class Units(LoadScopeScheduling):
         ordered = False
         spark_node = None  # the worker that runs the Spark units
+
+        def __init__(self, config, log=None) -> None:
+            super().__init__(config, log)
+            self.dask_nodes: set = set()  # the workers whose last unit used Dask
 
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
@@ -289,9 +328,14 @@ def pytest_xdist_make_scheduler(config, log):
                 self.ordered = True
             if self.spark_node is not None and self.spark_node not in self.assigned_work:
                 self.spark_node = None  # it went down: another worker may start a JVM
-            unit = next_unit(list(self.workqueue), spark=self.spark_node in (None, node))
+            spark = self.spark_node in (None, node)
+            unit = next_unit(list(self.workqueue), spark=spark, dask=node in self.dask_nodes)
             if self.spark_node is None and unit.endswith(" spark"):
                 self.spark_node = node
+            if uses_dask(unit):
+                self.dask_nodes.add(node)
+            else:
+                self.dask_nodes.discard(node)
             self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
@@ -335,6 +379,12 @@ def pytest_collection_modifyitems(config, items):
     units that start a JVM are known (and ordered by their recorded seconds).
     """
     for item in items:
+        uses = DASK_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if uses and not uses_dask(work_unit(item.nodeid)):
+            raise pytest.UsageError(
+                f"{item.nodeid} uses the Dask cluster but is not in a Dask work unit of "
+                "scripts/test's workers: add its file to DASK_FILES in tests/conftest.py"
+            )
         if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.name.lower():
             item.add_marker(pytest.mark.spark)
             if not work_unit(item.nodeid).endswith(" spark"):
