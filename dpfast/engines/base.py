@@ -194,8 +194,9 @@ class Engine(ABC):
         """What a step (:mod:`dpfast.steps`) reads the table through.
 
         The column source, the memory limits of a pass (the share of the column being
-        released, where columns run at once: read it inside the column's work) and the
-        progress ticks (:class:`~dpfast.engines.dataflow.Dataflow`).
+        released, where columns run at once: read it inside the column's work), the
+        progress line, and the table itself where the engine holds it in memory (the
+        steps' fast path: :class:`~dpfast.engines.dataflow.Dataflow`).
         """
 
     @abstractmethod
