@@ -1,10 +1,11 @@
 """The class-count steps and primitives, in memory and out of core, checked directly.
 
 ``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each step
-(``occurring_values``, ``class_codes``, ``contingency``: dpfast/steps/class_counts.py)
-and primitive (``numeric_names``, ``write_table``) is compared between the in-memory
-engine (its fast path, and its one-batch source read in passes of 7 rows), the
-out-of-core engine in batches of a few rows, and a brute-force count over the records.
+(``occurring_values``, ``class_codes``, ``contingency``: dpfast/steps/class_counts.py;
+``numeric_names``: dpfast/steps/extremes.py) and primitive (``write_table``) is compared
+between the in-memory engine (its fast path, and its one-batch source read in passes of 7
+rows), the out-of-core engine in batches of a few rows, and a brute-force count over the
+records.
 """
 
 from __future__ import annotations
@@ -169,12 +170,35 @@ def test_splits_and_cells_count_the_records_by_their_labels(engine):
 
 
 def test_the_values_and_the_classes_found(engine):
-    assert engine.numeric_names(["age", "score", "colour", "label"]) == ["age", "score"]
+    names = ["age", "score", "colour", "label"]
+    assert steps.numeric_names(engine.flow, names) == ["age", "score"]
     assert sorted(steps.occurring_values(engine.flow, "label")) == ["maybe", "no", "yes"]
     found = steps.class_codes(engine.flow, "label", ClassLookup(("no", "yes")))
     assert (found.size, found.missing, found.unknown) == (2, 0, ["maybe"])
     found = steps.class_codes(engine.flow, "note", ClassLookup(("n0", "n1", "n2", "n3")))
     assert (found.size, found.missing, found.unknown) == (4, 0, [])
+
+
+def test_numeric_names_are_the_integer_and_float_columns_not_the_booleans(tmp_path):
+    table = pa.table(
+        {
+            "flag": [True, False, True],
+            "count": pa.array([1, 2, 3], pa.int8()),
+            "text": ["a", "b", "c"],
+            "share": [0.5, 1.5, 2.5],
+            "big": pa.array([1, 2, 3], pa.uint64()),
+        }
+    )
+    memory = open_engine(table, method="test")
+    outofcore = open_engine(
+        table, method="test", engine=EngineChoice("outofcore", {}), output=tmp_path / "o.parquet"
+    )
+    try:
+        for flow in (memory.dataflow, _passes(memory.dataflow), outofcore.dataflow):
+            found = steps.numeric_names(flow, ["share", "flag", "text", "big", "count"])
+            assert found == ["share", "big", "count"]
+    finally:
+        outofcore.close()
 
 
 def test_missing_classes_are_counted(tmp_path):

@@ -385,10 +385,6 @@ class Engine(ABC):
     # -- coded columns ------------------------------------------------------------------
 
     @abstractmethod
-    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
-        """Return the columns among ``names`` whose type holds numbers (not booleans)."""
-
-    @abstractmethod
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:

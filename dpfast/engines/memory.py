@@ -365,11 +365,6 @@ class MemoryEngine(Engine):
 
     # -- coded columns ------------------------------------------------------------------
 
-    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
-        """Return the columns of a NumPy number dtype (their first zero rows tell)."""
-        column = self.table.column
-        return [c for c in names if np.issubdtype(np.asarray(column(c)[:0]).dtype, np.number)]
-
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:

@@ -7,8 +7,8 @@ Dask. A table held in memory is a source of one batch per column, and a step kee
 in-memory speed with a fast path on the values the engine holds (``Dataflow.holds``), not
 with a second implementation (docs/architecture.md, "Steps").
 
-* :func:`value_range`: a protected numeric column's smallest and largest value (bounds
-  taken from the data);
+* :func:`numeric_names`, :func:`value_range`: the columns whose type holds numbers, and
+  a protected numeric column's smallest and largest value (bounds taken from the data);
 * :func:`bin_counts`, :func:`edge_counts`: counts of a column per public interval
   (k-PRAM's bins, the DP bounds' candidate edges);
 * :func:`order_statistics`: k-noise's order statistics of a column;
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dpfast.steps.bins import bin_counts, edge_counts
 from dpfast.steps.class_counts import class_codes, contingency, occurring_values
-from dpfast.steps.extremes import value_range
+from dpfast.steps.extremes import numeric_names, value_range
 from dpfast.steps.spacings import order_statistics
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "class_codes",
     "contingency",
     "edge_counts",
+    "numeric_names",
     "occurring_values",
     "order_statistics",
     "value_range",

@@ -429,10 +429,6 @@ class OutOfCoreEngine(Engine):
 
     # -- coded columns ------------------------------------------------------------------
 
-    def numeric_names(self, names: Sequence[Hashable]) -> list[Hashable]:
-        schema = self.source.schema
-        return [name for name in names if _holds_numbers(schema.field(str(name)).type)]
-
     def write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:
@@ -507,10 +503,6 @@ def _dataset(target: Path) -> Any:
     import pyarrow.dataset as ds
 
     return ds.dataset(str(target), format="parquet")
-
-
-def _holds_numbers(arrow_type: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
 
 
 def refuse_text_output(output: str | os.PathLike[str]) -> None:

@@ -30,7 +30,7 @@ from dpfast._validation import check_bounds, in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
-from dpfast.steps import class_codes, occurring_values, value_range
+from dpfast.steps import class_codes, numeric_names, occurring_values, value_range
 from dpfast.steps import contingency as coded_contingency
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -286,7 +286,8 @@ def _numeric_names(
 ) -> list[Hashable]:
     """Return the numeric predictors: those with bounds (with "data": every numeric one)."""
     if not isinstance(bounds, Mapping):  # "data": every other non-taxonomy numeric column
-        return engine.numeric_names([c for c in engine.names if c != target and c not in trees])
+        others = [c for c in engine.names if c != target and c not in trees]
+        return numeric_names(engine.dataflow, others)
     if target in bounds:
         raise DPFastValueError(
             f"the target {quoted(target)} is categorical: drop it from bounds (give its public "
