@@ -13,8 +13,8 @@ The helpers every pass shares are here too: a batch of a protected column checke
 read as float64 (:func:`numeric_values`), the refusals a batch function sends back
 (:data:`SENT_BACK`, pickled by :func:`dumps_error`), the total of a batch function added
 where the batches are read (:func:`column_total`), a numeric column's range and
-non-finite values found in one pass (:func:`column_stats`), and the cutting of ordered keys into
-ranges that fit, by histograms of their top bits (:func:`cut_ranges`).
+non-finite values found in one pass (:func:`column_stats`), and the cutting of ordered
+keys into ranges that fit, by histograms of their top bits (:func:`cut_ranges`).
 """
 
 from __future__ import annotations

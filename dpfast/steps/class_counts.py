@@ -37,7 +37,7 @@ from dpfast.engines.values import (
     Contingency,
     Lookup,
 )
-from dpfast.steps.coded_passes import CodedPasses
+from dpfast.steps.coded_passes import CodedPasses, clamped, found_classes, occurring
 
 __all__ = [
     "HeldContingency",
@@ -52,8 +52,7 @@ def occurring_values(flow: Dataflow, name: Hashable) -> list[Any]:
     """Return the values that occur in column ``name`` (not its missing values): one pass."""
     if flow.table is None:
         return CodedPasses(flow).occurring_values(name)
-    codes, categories = flow.table.category_codes(name)
-    return [categories[i] for i in np.unique(codes[codes >= 0])]
+    return occurring(*flow.table.category_codes(name))
 
 
 def class_codes(flow: Dataflow, name: Hashable, lookup: Lookup) -> Classes:
@@ -66,18 +65,10 @@ def class_codes(flow: Dataflow, name: Hashable, lookup: Lookup) -> Classes:
     if flow.table is None:
         return CodedPasses(flow).class_codes(name, lookup)
     codes, categories = flow.table.category_codes(name)
-    missing = int((codes < 0).sum())
-    if missing:
-        return Classes(lookup.size, missing, [])
-    present = np.zeros(len(categories), dtype=bool)
-    if codes.size:
-        present[np.unique(codes)] = True
-    table, outside = lookup(categories)
-    unknown = [categories[i] for i in outside if present[i]]
-    if unknown:
-        return Classes(lookup.size, 0, unknown)
-    classes = np.ascontiguousarray(table[codes], dtype=np.int64)
-    return Classes(lookup.size, 0, [], classes)
+    missing, unknown, table = found_classes(codes, categories, lookup)
+    if missing or unknown:
+        return Classes(lookup.size, missing, [] if missing else unknown)
+    return Classes(lookup.size, 0, [], np.ascontiguousarray(table[codes], dtype=np.int64))
 
 
 def contingency(
@@ -108,14 +99,13 @@ def contingency(
 
 def _numeric_codes(column: CodedNumeric) -> tuple[np.ndarray, np.ndarray, int]:
     """Return a held numeric column's codes, its code values and its clamped count."""
-    values, lower, upper = column.column.values, column.lower, column.upper
-    clipped = np.clip(values, lower, upper)
-    clamped = int(np.count_nonzero((values < lower) | (values > upper)))
+    clipped, found = clamped(column.column.values, column)
+    lower, upper = column.lower, column.upper
     if column.by_offset:
         codes = (clipped - lower).astype(np.int64)
-        return codes, np.arange(lower, upper + 1, dtype=np.float64), clamped
+        return codes, np.arange(lower, upper + 1, dtype=np.float64), found
     code_values, inverse = np.unique(clipped, return_inverse=True)
-    return inverse.astype(np.int64).reshape(-1), code_values, clamped
+    return inverse.astype(np.int64).reshape(-1), code_values, found
 
 
 class Partitions:

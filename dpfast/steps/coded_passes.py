@@ -51,7 +51,7 @@ from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Cont
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data
 
-__all__ = ["CodedPasses", "PassContingency"]
+__all__ = ["CodedPasses", "PassContingency", "clamped", "found_classes", "occurring"]
 
 T = TypeVar("T")
 
@@ -68,6 +68,31 @@ def _batch_table(name: Hashable, array: pa.Array) -> TableData:
     return as_table_data(pa.table({str(name): array}))
 
 
+def occurring(codes: np.ndarray, categories: list[Any]) -> list[Any]:
+    """Return the categories that some code names (``-1``, a missing value, names none)."""
+    return [categories[i] for i in np.unique(codes[codes >= 0])]
+
+
+def found_classes(
+    codes: np.ndarray, categories: list[Any], lookup: Lookup
+) -> tuple[int, list[Any], np.ndarray]:
+    """Return a target's missing values, its occurring categories outside ``lookup``, and classes.
+
+    The classes are ``lookup``'s table: each category's class (undefined for those outside).
+    """
+    table, outside = lookup(categories)
+    present = np.zeros(len(categories), dtype=bool)
+    present[codes[codes >= 0]] = True
+    return int((codes < 0).sum()), [categories[i] for i in outside if present[i]], table
+
+
+def clamped(values: np.ndarray, column: CodedNumeric) -> tuple[np.ndarray, int]:
+    """Return a numeric column's values clamped to its bounds, and how many were outside."""
+    lower, upper = column.lower, column.upper
+    outside = int(np.count_nonzero((values < lower) | (values > upper)))
+    return np.clip(values, lower, upper), outside
+
+
 @dataclass(frozen=True)
 class _Occurring:
     """The distinct values that occur in a batch."""
@@ -75,8 +100,7 @@ class _Occurring:
     name: Hashable
 
     def __call__(self, array: pa.Array, first_row: int) -> list[Any]:
-        codes, categories = _batch_table(self.name, array).category_codes(str(self.name))
-        return [categories[i] for i in np.unique(codes[codes >= 0])]
+        return occurring(*_batch_table(self.name, array).category_codes(str(self.name)))
 
 
 @dataclass(frozen=True)
@@ -88,11 +112,8 @@ class _ClassCheck:
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, list[Any]]:
         codes, categories = _batch_table(self.name, array).category_codes(str(self.name))
-        missing = int((codes < 0).sum())
-        _, outside = self.lookup(categories)
-        present = np.zeros(len(categories), dtype=bool)
-        present[codes[codes >= 0]] = True
-        return missing, [categories[i] for i in outside if present[i]]
+        missing, unknown, _ = found_classes(codes, categories, self.lookup)
+        return missing, unknown
 
 
 @dataclass(frozen=True)
@@ -136,12 +157,10 @@ class _Codes:
             leaves = column.taxonomy.encode_categories(codes, categories, column=column.name)
             return first_row, leaves, 0
         values = numeric_values(array, column.column, first_row, "diffgen")
-        lower, upper = column.lower, column.upper
-        clipped = np.clip(values, lower, upper)
-        clamped = int(np.count_nonzero((values < lower) | (values > upper)))
+        clipped, found = clamped(values, column)
         if self.code_values is None:
-            return first_row, (clipped - lower).astype(np.int64), clamped
-        return first_row, np.searchsorted(self.code_values, clipped).astype(np.int64), clamped
+            return first_row, (clipped - column.lower).astype(np.int64), found
+        return first_row, np.searchsorted(self.code_values, clipped).astype(np.int64), found
 
 
 #: What a batch of the counting pass gives: per column its (code, class) counts and its
