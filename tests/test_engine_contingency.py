@@ -2,7 +2,7 @@
 
 ``tests/test_engine_conformance.py`` runs DiffGen on every engine; here each step
 (``occurring_values``, ``class_codes``, ``contingency``: dpfast/steps/class_counts.py;
-``numeric_names``: dpfast/steps/extremes.py) and primitive (``write_table``) is compared
+``numeric_names``: dpfast/steps/column_types.py) and primitive (``write_table``) is compared
 between the in-memory engine (its fast path, and its one-batch source read in passes of 7
 rows), the out-of-core engine in batches of a few rows, and a brute-force count over the
 records.

@@ -601,8 +601,8 @@ def test_write_codes_releases_the_domains_labels_in_row_order(tmp_path, kind):
     table = _colours()
     domain = ["blue", "green", "red", "grey"]
     engine = _open(kind, table, tmp_path)
-    assert engine.value_dtype("small") == np.dtype(np.int32)
-    assert engine.value_dtype("text") == np.dtype(object)
+    assert steps.value_dtype(engine.dataflow, "small") == np.dtype(np.int32)
+    assert steps.value_dtype(engine.dataflow, "text") == np.dtype(object)
     engine.write_codes("text", domain, _Shift(len(domain)))
     engine.write_codes("small", [1, 2, 3], _Shift(3))
     engine.copy_columns(["shade"], None)

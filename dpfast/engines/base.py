@@ -15,11 +15,10 @@ The primitives:
 * **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
   sees fit, results in column order;
 * **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
-  its public grid), :meth:`Engine.rank_counts` (a categorical column's records per
-  taxonomy rank), and :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps`
-  read the table through (a column's range, order statistics, bin and edge counts, a
-  target's classes and the class counts of coded columns: each written once for every
-  engine);
+  its public grid), and :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps`
+  read the table through (what a column's type says, a column's range, a categorical
+  column's records per taxonomy rank, order statistics, bin and edge counts, a target's
+  classes and the class counts of coded columns: each written once for every engine);
 * **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
   row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
@@ -34,8 +33,8 @@ The primitives:
 * **tables**: a table the method computed from the class counts of the
   ``contingency`` step is its output (:meth:`Engine.write_table`);
 * **row-wise outputs**: :meth:`Engine.write_resampled` (each row kept or replaced by a
-  keyed draw from its own bin), :meth:`Engine.value_dtype` and :meth:`Engine.write_codes`
-  (a column coded by a public domain, released row by row as its labels);
+  keyed draw from its own bin), :meth:`Engine.write_codes` (a column coded by a public
+  domain, released row by row as its labels);
 * **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
   returns it as a :class:`~dpfast.engines.source.Staged` release, which the release
   skeleton reveals (in one step) once the budget is committed; :meth:`Engine.close`
@@ -211,10 +210,6 @@ class Engine(ABC):
         how the column is cut.
         """
 
-    @abstractmethod
-    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
-        """Return how many records hold each taxonomy rank (the taxonomy's order)."""
-
     # -- outputs ------------------------------------------------------------------------
 
     @abstractmethod
@@ -246,7 +241,7 @@ class Engine(ABC):
     ) -> None:
         """Release a categorical column in the rank groups of ``layout``, in ``key``'s order.
 
-        ``counts`` are the column's records per taxonomy rank (:meth:`rank_counts`), so
+        ``counts`` are the column's records per taxonomy rank (:func:`dpfast.steps.rank_counts`), so
         its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
         groups ``first .. stop - 1``. By default every group's code is drawn here and
         written by :meth:`write_groups`.
@@ -414,24 +409,6 @@ class Engine(ABC):
         their order; an integer column keeps its dtype. ``n_threads`` draw at once (the
         release does not depend on it).
         """
-
-    @abstractmethod
-    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
-        """Return the NumPy dtype of column ``name``'s values, as :meth:`write_codes` reads them.
-
-        ``object`` for text and for categorical (dictionary) columns held as such.
-        """
-
-    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
-        """Return the categories column ``name``'s type declares, in their order, if any.
-
-        A pandas ordered categorical, a polars ``Enum``, an Arrow dictionary of text
-        marked ordered declare them (:meth:`dpfast.io.TableData.declared_categories`); a
-        release of such a column keeps them if they hold its whole public domain, and
-        refuses them otherwise (:func:`dpfast.io.check_declared`). An engine whose inputs
-        hold no such type answers ``None``.
-        """
-        return None
 
     @abstractmethod
     def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:

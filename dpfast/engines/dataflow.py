@@ -13,8 +13,10 @@ The helpers every pass shares are here too: a batch of a protected column checke
 read as float64 (:func:`numeric_values`), the refusals a batch function sends back
 (:data:`SENT_BACK`, pickled by :func:`dumps_error`), the total of a batch function added
 where the batches are read (:func:`column_total`), a numeric column's range and
-non-finite values found in one pass (:func:`column_stats`), and the cutting of ordered
-keys into ranges that fit, by histograms of their top bits (:func:`cut_ranges`).
+non-finite values found in one pass (:func:`column_stats`), a batch of a categorical
+column as its taxonomy's codes (:func:`taxonomy_codes`), the categories a column's type
+declares (:func:`declared_dictionary`), and the cutting of ordered keys into ranges that
+fit, by histograms of their top bits (:func:`cut_ranges`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ import pyarrow.compute as pc
 from dpfast._validation import kernel_floats, quoted
 from dpfast.engines.source import Columns, Source
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+from dpfast.io import is_declared_dictionary, same_dictionaries
 
 if TYPE_CHECKING:
-    from dpfast.engines.values import NumericColumn
+    from dpfast.engines.values import CategoricalColumn, NumericColumn
     from dpfast.io import TableData
 
 __all__ = [
@@ -51,9 +54,11 @@ __all__ = [
     "column_stats",
     "column_total",
     "cut_ranges",
+    "declared_dictionary",
     "dumps_error",
     "numeric_values",
     "refined_shift",
+    "taxonomy_codes",
 ]
 
 T = TypeVar("T")
@@ -217,6 +222,43 @@ def column_stats(dataset: Source, name: str, batch_rows: int) -> ColumnStats:
         if part.non_finite and (first < 0 or part.first_bad < first):
             first, kind = part.first_bad, part.first_kind
     return ColumnStats(lo, hi, count, first, kind)
+
+
+# -- categorical columns -----------------------------------------------------------------
+
+
+def taxonomy_codes(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+    """One batch of a categorical column as its taxonomy's codes, refusing values not in it."""
+    encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    if encoded.indices.null_count:
+        missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
+        indices = np.where(missing, -1, indices)
+    codes = cat.taxonomy.encode_categories(
+        indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
+    )
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _batch_dictionary(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
+    """Return a dictionary batch's first row and its dictionary."""
+    return first_row, array.dictionary
+
+
+def declared_dictionary(source: Source, name: Hashable, batch_rows: int) -> tuple[str, ...] | None:
+    """Return the categories column ``name``'s type declares (an ordered dictionary's), if any.
+
+    One pass over the column reads every batch's dictionary, which must be the same
+    (:func:`dpfast.io.same_dictionaries`); other columns declare none, and are not read.
+    """
+    if not is_declared_dictionary(source.schema.field(str(name)).type):
+        return None
+    batches = sorted(source.map_column(str(name), batch_rows, _batch_dictionary), key=_first)
+    return tuple(same_dictionaries(name, [dictionary for _, dictionary in batches]))
+
+
+def _first(batch: tuple[int, pa.Array]) -> int:
+    return batch[0]
 
 
 # -- ordered keys cut into ranges that fit ------------------------------------------------

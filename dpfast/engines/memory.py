@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
@@ -158,11 +157,11 @@ class MemoryEngine(Engine):
         for name, taxonomy in taxonomies.items():
             codes, categories = self.table.category_codes(name)
             codes = taxonomy.encode_categories(codes, categories, column=name)
-            declared = check_declared(name, self.declared_categories(name), taxonomy.domain)
+            declared = check_declared(name, self._declared(name), taxonomy.domain)
             columns.append(CategoricalColumn(name, codes, taxonomy, declared))
         return columns
 
-    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
+    def _declared(self, name: Hashable) -> tuple[str, ...] | None:
         declared = self.table.declared_categories(name)
         return None if declared is None else tuple(declared)
 
@@ -187,11 +186,6 @@ class MemoryEngine(Engine):
         ranking.add_group_sums(ordered, 0, 0, *layout.scalars, sums)
         return sums, int(clamped)
 
-    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
-        if self.track:
-            self._ranks[column.name] = column.taxonomy.rank_order(column.codes)
-        return np.asarray(column.taxonomy.rank_counts(column.codes), dtype=np.int64)
-
     # -- outputs ------------------------------------------------------------------------
 
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
@@ -205,7 +199,7 @@ class MemoryEngine(Engine):
         order = noise.permutation(key, self.n_rows)
         if self.track:
             destination = np.empty_like(order)
-            destination[self._ranks.pop(column.name)] = inverse_permutation(order)
+            destination[self._rank_order(column)] = inverse_permutation(order)
             self.destinations[column.name] = destination
         if isinstance(column, CategoricalColumn):
             self._keep_codes(column, values[layout.group_of(order)])
@@ -213,6 +207,12 @@ class MemoryEngine(Engine):
         out = self._output(column.name)
         ranking.take_groups(values, order, *layout.scalars, out)
         self.released[column.name] = column.restore_dtype(out)
+
+    def _rank_order(self, column: ProtectedColumn) -> np.ndarray:
+        """Return the rows in rank order: :meth:`group_sums`'s, or by taxonomy rank."""
+        if isinstance(column, CategoricalColumn):
+            return column.taxonomy.rank_order(column.codes)
+        return self._ranks.pop(column.name)
 
     def write_linked(
         self,
@@ -410,14 +410,6 @@ class MemoryEngine(Engine):
             n_threads=n_threads,
         )
         self.released[column.name] = column.restore_dtype(out)
-
-    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
-        """Return the column's own dtype (``object`` for a pandas categorical)."""
-        if self.table.kind == "pandas" and isinstance(
-            self.table.source[name].dtype, pd.CategoricalDtype
-        ):
-            return np.dtype(object)  # coded by its categories, as they are
-        return self.table.column(name).dtype
 
     def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         """Code the whole column (a categorical by its categories), then release it at once."""

@@ -49,6 +49,7 @@ from dpfast.methods.randomized_response import (
     randomized_response_forecast,
 )
 from dpfast.partitions.ranking import RankGroups
+from dpfast.steps import value_dtype
 
 __all__ = ["forecast", "forecast_from_data"]
 
@@ -304,7 +305,8 @@ def _read(engine: Engine, n_rows: int, arguments: Mapping[str, Any]) -> PublicTa
     names = list(engine.names)
     bounds = arguments.get("bounds")
     bounded = [c for c in bounds if c in names] if isinstance(bounds, Mapping) else []
-    integer = frozenset(c for c in bounded if engine.value_dtype(c).kind in "iu")
+    flow = engine.dataflow
+    integer = frozenset(c for c in bounded if value_dtype(flow, c).kind in "iu")
     return PublicTable(n_rows, names, integer)
 
 

@@ -47,7 +47,7 @@ from dpfast._validation import (
 from dpfast.accounting import Ledger, LedgerEntry
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import check_declared
-from dpfast.steps import class_codes, contingency
+from dpfast.steps import class_codes, contingency, declared_categories, value_dtype
 
 _RHO1 = (0.01, 0.05, 0.1, 0.25, 0.5)
 
@@ -96,7 +96,7 @@ def _in_column_type(domain: list[Any], dtype: np.dtype[Any]) -> list[Any]:
     A label matches a value when it equals it, or when it is the value's text, as DiffGen
     matches class labels; the release keeps the column's dtype. Labels that are not all
     exact numbers of that type are left as they are (and then do not match). ``dtype`` is
-    the column's (:meth:`dpfast.engines.base.Engine.value_dtype`).
+    the column's (:func:`dpfast.steps.value_dtype`).
     """
     kind = dtype.kind
     if kind not in "iuf" or not all(isinstance(label, str) for label in domain):
@@ -228,8 +228,9 @@ def randomized_response(
             keep, epsilon, retention = _keep(epsilon, retention, m)
             seed = check_seed(run.seed)
             threads = column_threads(n_threads)
-            typed = _in_column_type(categories, run.engine.value_dtype(name))
-            check_declared(name, run.engine.declared_categories(name), typed)
+            flow = run.engine.dataflow
+            typed = _in_column_type(categories, value_dtype(flow, name))
+            check_declared(name, declared_categories(flow, name), typed)
             if epsilon is not None:
                 run.reserve(epsilon, [name])
             elif run.budget is not None:
@@ -299,8 +300,8 @@ def randomized_response_data_forecast(engine: Engine, arguments: Mapping[str, An
     m = len(categories)
     keep, _, _ = _keep(a["epsilon"], a["retention"], m)
     p = keep / noise.KEEP_DENOMINATOR
-    typed = _in_column_type(categories, engine.value_dtype(name))
     flow = engine.dataflow
+    typed = _in_column_type(categories, value_dtype(flow, name))
     found = class_codes(flow, name, ClassLookup(tuple(typed)))
     check_in_domain(name, found.missing, found.unknown)
     table = contingency(flow, found, [])

@@ -7,8 +7,11 @@ Dask. A table held in memory is a source of one batch per column, and a step kee
 in-memory speed with a fast path on the values the engine holds (``Dataflow.holds``), not
 with a second implementation (docs/architecture.md, "Steps").
 
-* :func:`numeric_names`, :func:`value_range`: the columns whose type holds numbers, and
-  a protected numeric column's smallest and largest value (bounds taken from the data);
+* :func:`numeric_names`, :func:`value_dtype`, :func:`declared_categories`: what a
+  column's type says (numbers or not, its values' dtype, the categories it declares);
+* :func:`value_range`: a protected numeric column's smallest and largest value (bounds
+  taken from the data);
+* :func:`rank_counts`: a categorical column's records per taxonomy rank (``ir_dp``);
 * :func:`bin_counts`, :func:`edge_counts`: counts of a column per public interval
   (k-PRAM's bins, the DP bounds' candidate edges);
 * :func:`order_statistics`: k-noise's order statistics of a column;
@@ -20,16 +23,21 @@ from __future__ import annotations
 
 from dpfast.steps.bins import bin_counts, edge_counts
 from dpfast.steps.class_counts import class_codes, contingency, occurring_values
-from dpfast.steps.extremes import numeric_names, value_range
+from dpfast.steps.column_types import declared_categories, numeric_names, value_dtype
+from dpfast.steps.extremes import value_range
+from dpfast.steps.ranks import rank_counts
 from dpfast.steps.spacings import order_statistics
 
 __all__ = [
     "bin_counts",
     "class_codes",
     "contingency",
+    "declared_categories",
     "edge_counts",
     "numeric_names",
     "occurring_values",
     "order_statistics",
+    "rank_counts",
+    "value_dtype",
     "value_range",
 ]

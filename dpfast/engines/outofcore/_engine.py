@@ -21,7 +21,13 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.engines.base import Engine, in_threads
-from dpfast.engines.dataflow import Dataflow, Limits, NonFiniteValue, column_stats
+from dpfast.engines.dataflow import (
+    Dataflow,
+    Limits,
+    NonFiniteValue,
+    column_stats,
+    declared_dictionary,
+)
 from dpfast.engines.outofcore._bins import (
     find_replacements,
     write_replaced,
@@ -36,7 +42,7 @@ from dpfast.engines.outofcore._mdav_clusters import (
 )
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
-from dpfast.engines.outofcore._passes import BATCH_ROWS, batch_dictionary, group_sums, rank_counts
+from dpfast.engines.outofcore._passes import BATCH_ROWS, group_sums
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
@@ -60,9 +66,7 @@ from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import (
     build_table,
     check_declared,
-    is_declared_dictionary,
     is_text_path,
-    same_dictionaries,
 )
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
@@ -249,22 +253,14 @@ class OutOfCoreEngine(Engine):
                 name,
                 empty,
                 taxonomy,
-                check_declared(name, self.declared_categories(name), taxonomy.domain),
+                check_declared(name, self._declared(name), taxonomy.domain),
             )
             for name, taxonomy in taxonomies.items()
         ]
 
-    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
-        """Return the categories a column's type declares (an ordered dictionary's), if any.
-
-        One pass over the column reads every batch's dictionary, which must be the same
-        (:func:`dpfast.io.same_dictionaries`); other columns declare none.
-        """
-        if not is_declared_dictionary(self.source.schema.field(str(name)).type):
-            return None
-        batches = self.source.map_column(str(name), self.limits.batch_rows, batch_dictionary)
-        found = sorted(batches, key=lambda batch: batch[0])
-        return tuple(same_dictionaries(name, [dictionary for _, dictionary in found]))
+    def _declared(self, name: Hashable) -> tuple[str, ...] | None:
+        """Return the categories column ``name``'s type declares (one pass over its batches)."""
+        return declared_dictionary(self.source, name, self.limits.batch_rows)
 
     # -- work over columns --------------------------------------------------------------
 
@@ -337,10 +333,6 @@ class OutOfCoreEngine(Engine):
         """Return the memory of each sort task on a cluster's workers (``None``: this process's)."""
         return None
 
-    def rank_counts(self, column: CategoricalColumn) -> np.ndarray:
-        self._tick(f"column {column.name}", 0, 1)
-        return rank_counts(self.source, column, self._limits())
-
     # -- outputs ------------------------------------------------------------------------
 
     def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
@@ -374,7 +366,7 @@ class OutOfCoreEngine(Engine):
     def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))
-            self.out.copied(str(name), key, self.limits, self.declared_categories(name))
+            self.out.copied(str(name), key, self.limits, self._declared(name))
 
     # -- clusters -----------------------------------------------------------------------
 
@@ -457,15 +449,10 @@ class OutOfCoreEngine(Engine):
             found.remove()
         self.out._numeric(column)
 
-    def value_dtype(self, name: Hashable) -> np.dtype[Any]:
-        arrow_type = self.source.schema.field(str(name)).type
-        dtype: np.dtype[Any] = pa.array([], arrow_type).to_numpy(zero_copy_only=False).dtype
-        return dtype
-
     def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         self._tick(f"column {name}", 0, 1)
         path = self.out.path(name)
-        declared = self.declared_categories(name)
+        declared = self._declared(name)
         batch_rows = self._limits().batch_rows
         column = write_codes(self.source, name, domain, cells, path, batch_rows, declared)
         self.out.columns[str(name)] = column

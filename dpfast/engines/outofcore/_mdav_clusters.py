@@ -35,9 +35,8 @@ from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast._validation import kernel_floats, option
-from dpfast.engines.dataflow import cut_ranges, numeric_values
+from dpfast.engines.dataflow import cut_ranges, numeric_values, taxonomy_codes
 from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._passes import category_codes
 from dpfast.engines.outofcore._point_orders import Attributes, chunks, distance_orders, read_rows
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
@@ -219,7 +218,7 @@ class _Codes:
     column: CategoricalColumn
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, int]:
-        return first_row, category_codes(array, self.column), 0
+        return first_row, taxonomy_codes(array, self.column), 0
 
 
 def _write_values(

@@ -8,8 +8,8 @@ grid values cuts the grid into ranges that fit, each range is collected in one m
 sorted and added to the groups' sums from its first global rank (a range holding a single
 grid value is added without sorting). Integer sums do not depend on how the column was
 cut. On a cluster (a source that ``sorts_in_place``) the workers sort the ranges and return
-their groups' sums. A categorical column needs only its count per taxonomy rank
-(:func:`rank_counts`).
+their groups' sums. A categorical column's count per taxonomy rank is the
+:func:`dpfast.steps.rank_counts` step's.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dpfast.engines.dataflow import (
     cut_ranges,
     numeric_values,
     refined_shift,
+    taxonomy_codes,
 )
 from dpfast.engines.outofcore._rank_files import RankPasses, float_keys, float_values
 from dpfast.engines.outofcore._sorted import GroupSums, Ranges, add_parts
@@ -39,18 +40,14 @@ from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
-from dpfast.taxonomy import Taxonomy
 
 __all__ = [
     "BATCH_ROWS",
     "RankPlan",
-    "batch_dictionary",
-    "category_codes",
     "category_ranks",
     "group_sums",
     "plan_ranks",
     "quantised_keys",
-    "rank_counts",
 ]
 
 #: Rows per batch read from Parquet.
@@ -351,27 +348,6 @@ class _BucketCounts:
         return counts
 
 
-def rank_counts(dataset: ColumnSource, cat: CategoricalColumn, limits: Limits) -> np.ndarray:
-    """Count a categorical column's records per taxonomy rank, added where batches are read."""
-    taxonomy: Taxonomy = cat.taxonomy
-    start = np.zeros(len(taxonomy.domain), dtype=np.int64)
-    counts: np.ndarray = column_total(
-        dataset, str(cat.name), limits.batch_rows, _RankCounts(cat), start
-    )
-    return counts
-
-
-@dataclass(frozen=True)
-class _RankCounts:
-    """A batch of a categorical column's records counted per taxonomy rank."""
-
-    cat: CategoricalColumn
-
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        taxonomy: Taxonomy = self.cat.taxonomy
-        return np.asarray(taxonomy.rank_counts(category_codes(array, self.cat)), dtype=np.int64)
-
-
 def _histogram(
     dataset: ColumnSource,
     column: NumericColumn,
@@ -443,27 +419,9 @@ def rank_numeric(
     return sums, clamped
 
 
-def batch_dictionary(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:
-    """Return a dictionary batch's first row and its dictionary."""
-    return first_row, array.dictionary
-
-
-def category_codes(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
-    """One batch of a categorical column as its taxonomy's codes, refusing values not in it."""
-    encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
-    indices = encoded.indices.to_numpy(zero_copy_only=False)
-    if encoded.indices.null_count:
-        missing = encoded.indices.is_null().to_numpy(zero_copy_only=False)
-        indices = np.where(missing, -1, indices)
-    codes = cat.taxonomy.encode_categories(
-        indices.astype(np.int64), encoded.dictionary.to_pylist(), column=cat.name
-    )
-    return np.asarray(codes, dtype=np.int64)
-
-
 def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
     """One batch of a categorical column as taxonomy ranks, refusing values not in it."""
-    ranks: np.ndarray = np.asarray(cat.taxonomy.rank, dtype=np.int64)[category_codes(array, cat)]
+    ranks: np.ndarray = np.asarray(cat.taxonomy.rank, dtype=np.int64)[taxonomy_codes(array, cat)]
     return ranks
 
 

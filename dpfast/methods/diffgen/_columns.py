@@ -30,7 +30,13 @@ from dpfast._validation import check_bounds, in_cli, option, quoted
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, PrivacyLeakWarning
 from dpfast.io import check_declared
 from dpfast.partitions.grid import Grid
-from dpfast.steps import class_codes, numeric_names, occurring_values, value_range
+from dpfast.steps import (
+    class_codes,
+    declared_categories,
+    numeric_names,
+    occurring_values,
+    value_range,
+)
 from dpfast.steps import contingency as coded_contingency
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 
@@ -197,6 +203,7 @@ def prepare(
         step = 1.0 if integer else split_grid_step(lower, upper)
         clamped = contingency.clamped[j]
         columns.append(NumericColumn(name, integer, lower, upper, values, clamped, step))
+    declared = declared_categories(engine.dataflow, target)
     return Prepared(
         columns=columns,
         target=target,
@@ -205,7 +212,7 @@ def prepare(
         bounds_from_data=plan.derived,
         contingency=contingency,
         dropped=[c for c in engine.names if c != target and c not in plan.predictors],
-        class_categories=check_declared(target, engine.declared_categories(target), labels),
+        class_categories=check_declared(target, declared, labels),
     )
 
 

@@ -60,6 +60,7 @@ from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
 from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups, Remainder
+from dpfast.steps import rank_counts
 from dpfast.taxonomy import Taxonomy
 
 
@@ -269,7 +270,8 @@ def ir_dp(
         with run.phase("columns"):
             # the categorical columns' counts first: a cheap pass each, which checks their
             # values against the taxonomies before the long numeric passes
-            counts = {} if linked else {c.name: run.engine.rank_counts(c) for c in args.categorical}
+            flow = run.engine.dataflow
+            counts = {} if linked else {c.name: rank_counts(flow, c) for c in args.categorical}
             _release_numeric(run, args, plan, source, row_key, n_threads)
             _release_categorical(run, args, plan, source, row_key, counts)
         return run.finish(

@@ -1,8 +1,8 @@
 """The forecasts of ``ir_dp``: from public values only, and from the data (docs/forecast.md).
 
-The forecast from the data (PRIVATE) reads the column's rank groups with the engine's own
-primitives (:meth:`~dpfast.engines.base.Engine.group_sums` on the release's grid,
-:meth:`~dpfast.engines.base.Engine.rank_counts`), draws nothing and writes nothing.
+The forecast from the data (PRIVATE) reads the column's rank groups as the release does
+(:meth:`~dpfast.engines.base.Engine.group_sums` on the release's grid, the
+:func:`~dpfast.steps.rank_counts` step), draws nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from dpfast.methods.ir_dp._arguments import (
     validate,
 )
 from dpfast.partitions.categorical import distance_units
+from dpfast.steps import rank_counts
 
 #: What one noise draw covers, in each kind of column.
 NUMERIC_DRAW = "each rank group's mean, one draw for its rows, clamped to the bounds"
@@ -197,7 +198,7 @@ def _categorical(
 ) -> ColumnDataForecast:
     """Return a categorical column's expected TVD: its rank groups' exact chances."""
     entry = plan.entries[cat.name]
-    counts = engine.rank_counts(cat)
+    counts = rank_counts(engine.dataflow, cat)
     if entry.sensitivity == 0:  # a one-value domain: nothing is drawn, nothing moves
         return ColumnDataForecast(str(cat.name), tvd=0.0)
     histograms, kind_sizes, multiplicity = sorted_group_kinds(counts, sizes)
