@@ -441,8 +441,8 @@ def test_every_error_class_is_a_dpfast_error():
 # work under way in other branches (the count moves with every feature); the structural
 # counts are held exactly.
 ENGINE_CEILINGS = {
-    "members": 30,  # of the engine protocol (Engine: functions and properties)
-    "abstract_members": 19,
+    "members": 28,  # of the engine protocol (Engine: functions and properties)
+    "abstract_members": 17,
     "hasattr": 0,  # calls in dpfast/engines/ (none probes a source: Source declares it)
     "getattr": 6,
     "setattr": 0,
@@ -452,7 +452,7 @@ ENGINE_CEILINGS = {
     "underscore_imports": 0,  # underscore names imported from another module
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 12_487  # with value ranges, bins, order statistics, class and rank counts as steps
+ENGINE_LINES = 11_919  # value ranges, bins, order statistics, class and rank counts, clusters: steps
 ENGINE_LINES_ROOM = 200
 #: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.

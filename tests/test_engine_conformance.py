@@ -894,17 +894,17 @@ def test_the_tiny_limit_takes_the_out_of_core_paths(case, tmp_path):
 
 def test_mdav_dp_sorts_in_ranges_under_the_tiny_limit(tmp_path, monkeypatch):
     # guards the suite: mdav_dp makes the same passes, but sorts each order range by range
-    from dpfast.engines.outofcore import _point_orders as engine
+    from dpfast.steps import point_orders
 
     case = _BY_NAME["mdav_dp"]
     sorted_ranges = []
-    original = engine._sort_range
+    original = point_orders._sort_range
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         sorted_ranges.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_sort_range", counted)
+    monkeypatch.setattr(point_orders, "_sort_range", counted)
     counts = []
     for memory in (LARGE_MEMORY, case.tiny_memory):
         sorted_ranges.clear()

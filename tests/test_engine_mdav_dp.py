@@ -1,8 +1,9 @@
 """``mdav_dp`` out of core gives the in-memory release bit for bit, whatever the split.
 
-Also the cluster primitives of the engines (``insensitive_clusters``, ``cluster_totals``,
-``write_clusters``) on the memory and out-of-core engines, and ``mdav``'s refusal of any
-engine but memory.
+Also the cluster steps (``insensitive_clusters``, ``cluster_totals``:
+dpfast/steps/clusters.py) and the engines' ``write_clusters`` on the memory and
+out-of-core engines, the held table read as passes against the fast path on skewed
+columns, and ``mdav``'s refusal of any engine but memory.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import _output as output_files
-from dpfast.engines.outofcore import _point_orders as engine
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
+from dpfast.steps import point_orders
 from tests.engine_runs import apart_from_engine
 
 BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99), "share": (0.0, 100.0)}
@@ -93,7 +94,11 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.ranges = self.ties = self.runs = 0
-        sort_range, gather, runs = engine._sort_range, engine.Attributes.gather, engine.cut_ranges
+        sort_range, gather, runs = (
+            point_orders._sort_range,
+            point_orders.Attributes.gather,
+            point_orders.cut_ranges,
+        )
 
         def counted_sort(*args, **kwargs):
             self.ranges += 1
@@ -107,9 +112,9 @@ class _Spy:
             self.runs += 1
             return runs(*args, **kwargs)
 
-        monkeypatch.setattr(engine, "_sort_range", counted_sort)
-        monkeypatch.setattr(engine.Attributes, "gather", counted_gather)
-        monkeypatch.setattr(engine, "cut_ranges", counted_runs)
+        monkeypatch.setattr(point_orders, "_sort_range", counted_sort)
+        monkeypatch.setattr(point_orders.Attributes, "gather", counted_gather)
+        monkeypatch.setattr(point_orders, "cut_ranges", counted_runs)
 
 
 @pytest.mark.parametrize("reference", ["corners", "cycling"])
@@ -250,13 +255,13 @@ def test_more_equal_distances_than_fit_are_cut_by_values_codes_then_rows(
     }
     expected = _in_memory(frame, **arguments)
     depth = [0]
-    select = engine._Components.select
+    select = point_orders._Components.select
 
     def deepest(self, prefix, *rest):
         depth[0] = max(depth[0], len(prefix))
         return select(self, prefix, *rest)
 
-    monkeypatch.setattr(engine._Components, "select", deepest)
+    monkeypatch.setattr(point_orders._Components, "select", deepest)
     output = tmp_path / "o.parquet"
     table = pa.Table.from_pandas(frame, preserve_index=False)
     report, private = _out_of_core(ArrowSource(table), output, memory, 1000, **arguments)
@@ -360,7 +365,7 @@ def test_orderable_bits_keep_the_order_of_floats():
     assert (np.diff(bits.astype(object)) > 0).all()
 
 
-# -- the engines' cluster primitives -------------------------------------------------------
+# -- the cluster steps and write_clusters ---------------------------------------------------------
 
 
 def _engines(table: pa.Table, tmp_path: Path, memory: int = 600_000) -> list:
@@ -383,7 +388,7 @@ def _engines(table: pa.Table, tmp_path: Path, memory: int = 600_000) -> list:
 def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_engines(
     tmp_path, reference
 ):
-    from dpfast import noise
+    from dpfast import noise, steps
     from dpfast._kernels import insensitive_mdav as kernels
     from dpfast.partitions.grid import Grid
     from dpfast.partitions.insensitive_mdav import insensitive_mdav_labels, reference_geometry
@@ -405,10 +410,10 @@ def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_eng
     for opened in _engines(pa.Table.from_pandas(frame, preserve_index=False), tmp_path):
         numeric = opened.numeric_columns(names)
         categorical = opened.categorical_columns({"occupation": taxonomy})
-        clusters = opened.insensitive_clusters(numeric, categorical, geometry, k)
+        clusters = steps.insensitive_clusters(opened.dataflow, numeric, categorical, geometry, k)
         assert clusters.count == count == n // k
         np.testing.assert_array_equal(clusters.sizes, np.bincount(labels))
-        totals = opened.cluster_totals(clusters, numeric, grids, categorical)
+        totals = steps.cluster_totals(opened.dataflow, clusters, numeric, grids, categorical)
         for j, name in enumerate(names):
             g = grids[j]
             values = frame[name].to_numpy(np.float64)
@@ -435,7 +440,73 @@ def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_eng
         opened.close()
 
 
+@pytest.mark.parametrize("shape", ["uniform", "lognormal", "pareto"])
+def test_the_partition_in_passes_is_the_fast_paths_on_skewed_columns(tmp_path, shape):
+    import dataclasses
+
+    from dpfast import steps
+    from dpfast.engines.dataflow import Limits
+    from dpfast.partitions.grid import Grid
+    from dpfast.partitions.insensitive_mdav import reference_geometry
+
+    rng = np.random.default_rng(17)
+    n, k = 2000, 20
+    draw = {
+        "uniform": lambda: rng.uniform(0.0, 1000.0, n),
+        "lognormal": lambda: rng.lognormal(7.0, 1.5, n),
+        "pareto": lambda: (rng.pareto(1.1, n) + 1.0) * 100.0,
+    }[shape]
+    frame = pd.DataFrame({"income": np.round(draw(), 0), "sales": np.round(draw(), 1)})
+    frame["occupation"] = adult("train", drop_missing=True)["occupation"].iloc[:n].to_numpy()
+    taxonomy = adult_taxonomy("occupation")
+    names = ["income", "sales"]
+    upper = [float(np.quantile(frame[c], 0.9)) for c in names]  # the tail is clamped
+    bounds = np.array([[0.0, hi] for hi in upper])
+    geometry = reference_geometry("corners", bounds[:, 0], bounds[:, 1], [taxonomy], n // k - 1)
+    grids = [Grid.for_column(lo, hi, n, k) for lo, hi in bounds]
+    memory = _engines(pa.Table.from_pandas(frame, preserve_index=False), tmp_path)[0]
+    numeric = memory.numeric_columns(names)
+    categorical = memory.categorical_columns({"occupation": taxonomy})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    flows = {
+        "fast path": memory.dataflow,
+        "passes": dataclasses.replace(
+            memory.dataflow,
+            table=None,
+            limits=Limits(memory=400_000, batch_rows=97),
+            scratch=lambda: scratch,
+        ),
+    }
+    found = {}
+    for way, flow in flows.items():
+        clusters = steps.insensitive_clusters(flow, numeric, categorical, geometry, k)
+        totals = steps.cluster_totals(flow, clusters, numeric, grids, categorical)
+        labels = clusters.labels if clusters.held is None else clusters.held.read(0, n)
+        found[way] = (clusters.count, clusters.sizes, labels, totals)
+    assert flows["passes"].holds is False and found["passes"][2].shape == (n,)
+    (count, sizes, labels, totals), (count2, sizes2, labels2, totals2) = found.values()
+    assert count == count2 == n // k
+    np.testing.assert_array_equal(sizes, sizes2)
+    np.testing.assert_array_equal(labels, labels2)
+    for j in range(2):
+        np.testing.assert_array_equal(totals.sums[j], totals2.sums[j])
+    assert totals.clamped == totals2.clamped and min(totals.clamped) >= n // 20
+    np.testing.assert_array_equal(totals.counts[0], totals2.counts[0])
+
+
+def test_a_held_dataflow_has_no_scratch_folder():
+    from dpfast.engines.dataflow import Dataflow
+    from dpfast.exceptions import DPFastRuntimeError
+    from dpfast.io import as_table_data
+
+    flow = Dataflow.held(as_table_data(pd.DataFrame({"x": [1.0, 2.0]})))
+    with pytest.raises(DPFastRuntimeError, match="no scratch folder"):
+        flow.scratch()
+
+
 def test_the_out_of_core_partition_refuses_before_any_pass(tmp_path):
+    from dpfast import steps
     from dpfast.partitions.insensitive_mdav import reference_geometry
 
     table = pa.table({f"x{j}": np.zeros(300) for j in range(7)})
@@ -452,9 +523,9 @@ def test_the_out_of_core_partition_refuses_before_any_pass(tmp_path):
 
     opened.source = Refused()
     with pytest.raises(ValueError, match=r"128 distinct points; out of core, the clusters"):
-        opened.insensitive_clusters(numeric, [], cycling, 2)
+        steps.insensitive_clusters(opened.dataflow, numeric, [], cycling, 2)
     with pytest.raises(ValueError, match=r"150 clusters.*more than half the memory limit"):
-        opened.insensitive_clusters(numeric[:2], [], corners, 2)
+        steps.insensitive_clusters(opened.dataflow, numeric[:2], [], corners, 2)
     opened.close()
     assert list(tmp_path.iterdir()) == []
 

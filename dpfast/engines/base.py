@@ -25,11 +25,9 @@ The primitives:
   rows' places, record-linked), :meth:`Engine.write_ranked` (rank-group values at
   their rows' places, rows in their order), :meth:`Engine.copy_columns` (columns not
   protected, unchanged, in the rows' order or a keyed one);
-* **clusters** (rows partitioned, each cluster released as one value per column):
-  :meth:`Engine.insensitive_clusters` (the insensitive MDAV partition under a
-  data-independent reference sequence), :meth:`Engine.cluster_totals` (each cluster's
-  exact integer grid sums and records per leaf), :meth:`Engine.write_clusters` (each
-  row's cluster value, rows in a keyed order);
+* **clusters** (rows partitioned by the steps ``insensitive_clusters`` and
+  ``cluster_totals``, each cluster released as one value per column):
+  :meth:`Engine.write_clusters` (each row's cluster value, rows in a keyed order);
 * **tables**: a table the method computed from the class counts of the
   ``contingency`` step is its output (:meth:`Engine.write_table`);
 * **row-wise outputs**: :meth:`Engine.write_resampled` (each row kept or replaced by a
@@ -64,7 +62,6 @@ from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
     Clusters,
-    ClusterTotals,
     CodeCells,
     GroupCodes,
     GroupValues,
@@ -74,7 +71,6 @@ from dpfast.engines.values import (
     column_threads,
 )
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
@@ -325,40 +321,6 @@ class Engine(ABC):
         """
 
     # -- clusters -----------------------------------------------------------------------
-
-    @abstractmethod
-    def insensitive_clusters(
-        self,
-        numeric: Sequence[NumericColumn],
-        categorical: Sequence[CategoricalColumn],
-        geometry: ReferenceGeometry,
-        k: int,
-    ) -> Clusters:
-        """Partition the rows by insensitive MDAV under ``geometry`` (docs/design.md#imdav-order).
-
-        Numeric values are clamped to ``geometry``'s domain (in the order of
-        ``numeric``), categorical ones are their taxonomies' codes. While at least ``2k``
-        rows remain, the next cluster takes the ``k`` rows not yet taken that come first
-        in the order of its reference point: distance, then the values, the codes, the
-        row; the rest form the last cluster. Every engine gives the partition of
-        :func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`. An engine that
-        reads in passes may refuse, before its first pass, a sequence of too many
-        distinct points or clusters too many for its memory, saying what to change.
-        """
-
-    @abstractmethod
-    def cluster_totals(
-        self,
-        clusters: Clusters,
-        numeric: Sequence[NumericColumn],
-        grids: Sequence[Grid],
-        categorical: Sequence[CategoricalColumn],
-    ) -> ClusterTotals:
-        """Return each cluster's exact integer sums and records per leaf, in one pass.
-
-        Numeric column ``numeric[j]`` is clamped to ``grids[j]``'s domain and quantised
-        to its steps (as :meth:`group_sums` does); ``clusters`` are this engine's.
-        """
 
     @abstractmethod
     def write_clusters(

@@ -26,6 +26,7 @@ import math
 import pickle
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -310,12 +311,22 @@ def _no_tick(phase: str, done: int, total: int) -> None:
     """Progress that nobody follows."""
 
 
+def _no_scratch() -> Path:
+    """Refuse: a dataflow held in memory has no scratch folder."""
+    raise DPFastRuntimeError(
+        "this dataflow has no scratch folder: open the release on an engine that reads in "
+        "passes (engine='outofcore', or a memory limit), or hold the table in memory"
+    )
+
+
 @dataclass(frozen=True)
 class Dataflow:
     """What a step reads a table through (see the module docstring).
 
-    ``source`` gives the columns' batches, ``limits`` what fits in memory, and
-    ``tick(phase, done, total)`` the progress line a step advances before each pass.
+    ``source`` gives the columns' batches, ``limits`` what fits in memory,
+    ``tick(phase, done, total)`` the progress line a step advances before each pass, and
+    ``scratch()`` the folder of the release's scratch files (made when first asked for;
+    a dataflow held in memory has none).
     ``table`` is the table the engine holds in memory, or ``None``: where it is held
     (:attr:`holds`), every protected column's values are in its
     :class:`~dpfast.engines.values.NumericColumn` and a step may take its fast path.
@@ -335,6 +346,7 @@ class Dataflow:
     limits: Limits
     tick: Callable[[str, int, int], None] = _no_tick
     table: TableData | None = None
+    scratch: Callable[[], Path] = _no_scratch
 
     @classmethod
     def held(cls, table: TableData) -> Dataflow:

@@ -38,7 +38,6 @@ from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
     Clusters,
-    ClusterTotals,
     CodeCells,
     GroupValues,
     NumericColumn,
@@ -47,7 +46,6 @@ from dpfast.engines.values import (
     ProtectedColumn,
     inverse_permutation,
     own_dtype,
-    partition_inputs,
 )
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import (
@@ -59,7 +57,6 @@ from dpfast.io import (
     write_table_atomic,
 )
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import ReferenceGeometry, insensitive_labels
 from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
@@ -287,49 +284,6 @@ class MemoryEngine(Engine):
         )
 
     # -- clusters -----------------------------------------------------------------------
-
-    def insensitive_clusters(
-        self,
-        numeric: Sequence[NumericColumn],
-        categorical: Sequence[CategoricalColumn],
-        geometry: ReferenceGeometry,
-        k: int,
-    ) -> Clusters:
-        """Partition the rows with the in-memory kernels (the fast path, or the general one)."""
-        matrix, codes, _ = partition_inputs(numeric, categorical, self.n_rows)
-        values = np.clip(matrix, geometry.lower, geometry.upper) + 0.0  # -0.0 becomes 0.0
-        codes = np.ascontiguousarray(codes, dtype=np.int64)
-        return Clusters.of(insensitive_labels(values, codes, geometry, k))
-
-    def cluster_totals(
-        self,
-        clusters: Clusters,
-        numeric: Sequence[NumericColumn],
-        grids: Sequence[Grid],
-        categorical: Sequence[CategoricalColumn],
-    ) -> ClusterTotals:
-        """Add up every column's clusters in one kernel call (or bincount) each."""
-        labels, count = clusters.labels, clusters.count
-        sums, clamped = [], []
-        for column, grid in zip(numeric, grids, strict=True):
-            found, _, outside = cluster_kernels.cluster_grid_sums(
-                column.values,
-                labels,
-                count,
-                grid.lower,
-                grid.upper,
-                grid.gamma,
-                grid.d_int,
-                grid.warp,
-            )
-            sums.append(found)
-            clamped.append(int(outside))
-        counts = []
-        for cat in categorical:
-            m = len(cat.taxonomy.domain)
-            flat = labels * m + cat.codes
-            counts.append(np.bincount(flat, minlength=count * m).reshape(count, m))
-        return ClusterTotals(sums, clamped, counts)
 
     def write_clusters(
         self,

@@ -356,9 +356,9 @@ class Clusters:
     """A partition of the rows into ``count`` clusters, numbered by first appearance.
 
     Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
-    cluster ``c + 1``. ``labels`` holds each row's cluster on an engine that holds the
-    rows (in memory) and is empty on one that keeps them in files, whose own handle is
-    ``held``.
+    cluster ``c + 1``. ``labels`` holds each row's cluster where the rows are held in
+    memory, and is empty where they were read in passes: ``held`` is then the
+    :class:`~dpfast.engines.cluster_files.Partition` of scratch files that holds them.
     """
 
     count: int
@@ -375,7 +375,7 @@ class Clusters:
 
 @dataclass(frozen=True)
 class ClusterTotals:
-    """What a release needs of each cluster (:meth:`Engine.cluster_totals`).
+    """What a release needs of each cluster (:func:`dpfast.steps.cluster_totals`).
 
     ``sums[j]`` (int64, one per cluster) are numeric column ``j``'s exact integer sums
     on its grid, ``clamped[j]`` how many of its values lay outside the grid's domain;

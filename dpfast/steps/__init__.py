@@ -16,13 +16,16 @@ with a second implementation (docs/architecture.md, "Steps").
   (k-PRAM's bins, the DP bounds' candidate edges);
 * :func:`order_statistics`: k-noise's order statistics of a column;
 * :func:`occurring_values`, :func:`class_codes`, :func:`contingency`: a target's classes
-  and the class counts of coded columns (DiffGen, randomized response's forecast).
+  and the class counts of coded columns (DiffGen, randomized response's forecast);
+* :func:`insensitive_clusters`, :func:`cluster_totals`: insensitive MDAV's partition of
+  the rows and each cluster's exact totals (``mdav_dp``).
 """
 
 from __future__ import annotations
 
 from dpfast.steps.bins import bin_counts, edge_counts
 from dpfast.steps.class_counts import class_codes, contingency, occurring_values
+from dpfast.steps.clusters import cluster_totals, insensitive_clusters
 from dpfast.steps.column_types import declared_categories, numeric_names, value_dtype
 from dpfast.steps.extremes import value_range
 from dpfast.steps.ranks import rank_counts
@@ -31,9 +34,11 @@ from dpfast.steps.spacings import order_statistics
 __all__ = [
     "bin_counts",
     "class_codes",
+    "cluster_totals",
     "contingency",
     "declared_categories",
     "edge_counts",
+    "insensitive_clusters",
     "numeric_names",
     "occurring_values",
     "order_statistics",

@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast.engines.dataflow import Limits, numeric_values
-from dpfast.engines.outofcore._files import append_array, write_at
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.scratch_files import append_array, write_at
 from dpfast.engines.values import Bins, NumericColumn
 
 __all__ = ["Replacements", "find_replacements", "write_replaced"]

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._output import ScratchColumn
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.scratch_files import write_at
 from dpfast.engines.values import CodeCells, check_in_domain, code_dtype
 from dpfast.io import arrow_labels
 

@@ -34,12 +34,7 @@ from dpfast.engines.outofcore._bins import (
 )
 from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._csv import CsvSource
-from dpfast.engines.outofcore._mdav_clusters import (
-    cluster_limits,
-    cluster_totals,
-    partition,
-    write_clustered,
-)
+from dpfast.engines.outofcore._mdav_output import write_clustered
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import BATCH_ROWS, group_sums
@@ -52,7 +47,6 @@ from dpfast.engines.values import (
     CategoricalColumn,
     Cells,
     Clusters,
-    ClusterTotals,
     CodeCells,
     GroupValues,
     NumericColumn,
@@ -69,7 +63,6 @@ from dpfast.io import (
     is_text_path,
 )
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
@@ -314,7 +307,10 @@ class OutOfCoreEngine(Engine):
 
     @property
     def dataflow(self) -> Dataflow:
-        return Dataflow(self.source, self._limits(), self._tick)
+        return Dataflow(self.source, self._limits(), self._tick, scratch=self._scratch)
+
+    def _scratch(self) -> Path:
+        return self.out.directory
 
     def group_sums(
         self, column: NumericColumn, grid: Grid, layout: RankGroups
@@ -369,43 +365,6 @@ class OutOfCoreEngine(Engine):
             self.out.copied(str(name), key, self.limits, self._declared(name))
 
     # -- clusters -----------------------------------------------------------------------
-
-    def insensitive_clusters(
-        self,
-        numeric: Sequence[NumericColumn],
-        categorical: Sequence[CategoricalColumn],
-        geometry: ReferenceGeometry,
-        k: int,
-    ) -> Clusters:
-        """Return the partition from passes over scratch files (:mod:`._mdav_clusters`).
-
-        Refuses, before any pass, more than 64 distinct reference points, and per-cluster
-        arrays that take more than half of the memory limit.
-        """
-        leaves = sum(len(c.taxonomy.domain) for c in categorical)
-        attributes = len(numeric) + len(categorical)
-        limits = cluster_limits(
-            self.n_rows,
-            k,
-            attributes,
-            leaves,
-            geometry,
-            self.limits.memory,
-            self.limits.batch_rows,
-        )
-        directory = self.out.directory
-        return partition(
-            self.source, numeric, categorical, geometry, k, directory, limits, self._tick
-        )
-
-    def cluster_totals(
-        self,
-        clusters: Clusters,
-        numeric: Sequence[NumericColumn],
-        grids: Sequence[Grid],
-        categorical: Sequence[CategoricalColumn],
-    ) -> ClusterTotals:
-        return cluster_totals(clusters, numeric, grids, categorical, self._tick)
 
     def write_clusters(
         self,

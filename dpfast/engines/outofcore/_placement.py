@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore
-from dpfast.engines.outofcore._files import write_at
+from dpfast.engines.scratch_files import write_at
 
 Sink = Callable[[pa.Array, int], None]
 

@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from dpfast._kernels import ranking
 from dpfast.engines.dataflow import column_total, cut_ranges, refined_shift
-from dpfast.engines.outofcore._files import write_at
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.scratch_files import write_at
 
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.

@@ -49,6 +49,7 @@ from dpfast.methods.mdav_dp._forecast import data_forecast, release_forecast
 from dpfast.methods.mdav_dp._forecast import mdav_dp_data_forecast as mdav_dp_data_forecast
 from dpfast.methods.mdav_dp._forecast import mdav_dp_forecast as mdav_dp_forecast
 from dpfast.partitions.insensitive_mdav import Reference
+from dpfast.steps import cluster_totals, insensitive_clusters
 from dpfast.taxonomy import Taxonomy
 
 
@@ -201,8 +202,8 @@ def mdav_dp(
             args, plan = _with_dp_bounds(run, args, plan, source)
             points = geometry(args, reference, run.n_rows)
         with run.phase("partition"):
-            clusters = run.engine.insensitive_clusters(
-                args.numeric, args.categorical, points, args.k
+            clusters = insensitive_clusters(
+                run.engine.dataflow, args.numeric, args.categorical, points, args.k
             )
             run.tick("partition", 1, 1)
         row_key = source.key("mdav_dp", "row-order")
@@ -270,7 +271,7 @@ def _release_columns(
     """Release every protected column: each cluster's noisy centroid or chosen leaf."""
     engine = run.engine
     grids = [plan.grids[c.name][0] for c in args.numeric]
-    totals = engine.cluster_totals(clusters, args.numeric, grids, args.categorical)
+    totals = cluster_totals(engine.dataflow, clusters, args.numeric, grids, args.categorical)
     values = [
         _numeric_values(column, plan, source, clusters, sums)
         for column, sums in zip(args.numeric, totals.sums, strict=True)

@@ -1,8 +1,8 @@
 """The forecasts of ``mdav_dp``: from public values only, and from the data (docs/forecast.md).
 
 The forecast from the data (PRIVATE) forms the release's insensitive-MDAV clusters with
-the engine's own primitives (:meth:`~dpfast.engines.base.Engine.insensitive_clusters`,
-:meth:`~dpfast.engines.base.Engine.cluster_totals`), draws nothing and writes nothing.
+the release's steps (:func:`~dpfast.steps.insensitive_clusters`,
+:func:`~dpfast.steps.cluster_totals`), draws nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from dpfast.methods.mdav_dp._arguments import (
 )
 from dpfast.partitions.categorical import distance_units
 from dpfast.partitions.grid import Grid
+from dpfast.steps import cluster_totals, insensitive_clusters
 
 
 def mdav_dp_forecast(table: TableView, arguments: Mapping[str, Any]) -> Forecast:
@@ -143,9 +144,9 @@ def data_forecast(
         chosen = likely_bounds(engine, args.numeric, args.dp_bounds)
         args, plan = over_bounds(args, chosen, lambda over: make_plan(over, n, n // over.k))
     points = geometry(args, reference, n)
-    clusters = engine.insensitive_clusters(args.numeric, args.categorical, points, args.k)
+    clusters = insensitive_clusters(engine.dataflow, args.numeric, args.categorical, points, args.k)
     grids = [plan.grids[c.name][0] for c in args.numeric]
-    totals = engine.cluster_totals(clusters, args.numeric, grids, args.categorical)
+    totals = cluster_totals(engine.dataflow, clusters, args.numeric, grids, args.categorical)
     means = _linear_means(engine, args, clusters, grids, n)
     columns = []
     for column, sums, clamped in zip(args.numeric, totals.sums, totals.clamped, strict=True):
@@ -197,7 +198,7 @@ def _linear_means(
     if not transformed:
         return {}
     linear = [linear_grid(g, n, args.k) for _, g in transformed]
-    totals = engine.cluster_totals(clusters, [c for c, _ in transformed], linear, [])
+    totals = cluster_totals(engine.dataflow, clusters, [c for c, _ in transformed], linear, [])
     return {
         c.name: group_means(sums, clusters.sizes, grid)
         for (c, _), sums, grid in zip(transformed, totals.sums, linear, strict=True)
@@ -212,11 +213,11 @@ def _worst_pushed(
     def worst(k: int) -> float:
         at = replace(args, k=k)
         plan = make_plan(at, n, n // k)
-        clusters = engine.insensitive_clusters(
-            at.numeric, at.categorical, geometry(at, reference, n), k
+        clusters = insensitive_clusters(
+            engine.dataflow, at.numeric, at.categorical, geometry(at, reference, n), k
         )
         grids = [plan.grids[c.name][0] for c in at.numeric]
-        totals = engine.cluster_totals(clusters, at.numeric, grids, [])
+        totals = cluster_totals(engine.dataflow, clusters, at.numeric, grids, [])
         return max(
             pushed_share(
                 sums, clusters.sizes, plan.grids[c.name][0], plan.grids[c.name][1], c.integer

@@ -3,161 +3,57 @@
 The partition is the one :func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`
 gives in memory, for reference sequences of at most
 :data:`~dpfast.partitions.insensitive_mdav.FAST_PATH_MAX_POINTS` distinct points (the
-fast path's: one sorted order of the rows per point). The passes:
+fast path's: one sorted order of the rows per point). The passes, over the column source
+and over scratch files in the dataflow's scratch folder:
 
 1. **Values.** Each protected column is read batch by batch, checked, clamped to its
    public bounds (numeric) or encoded as taxonomy codes (categorical), and written at
-   its rows' places in a scratch file.
+   its rows' places in a scratch file
+   (:class:`~dpfast.engines.cluster_files.Attributes`).
 2. **Orders.** Every row's distance key to each point, then each point's order of all
-   rows, sorted range by range (:mod:`._point_orders`).
+   rows, sorted range by range (:mod:`dpfast.steps.point_orders`).
 3. **Merge.** The orders are read back in buffers; each cluster takes the first ``k``
    rows of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory
    fast path does. The rows taken go, with their cluster, to files by row range, which
-   then give every row's cluster in row order. Clusters are numbered by first
+   then give every row's cluster in row order
+   (:class:`~dpfast.engines.cluster_files.Partition`). Clusters are numbered by first
    appearance, as in memory, when they are read.
 4. **Totals.** Exact integer sums (numeric) and records per leaf (categorical) of every
-   cluster, in one pass over the scratch files (:func:`cluster_totals`).
-5. **Output.** The rows' permutation, part by part, gives each output row's cluster;
-   the released columns are written in output order (:func:`write_clustered`).
+   cluster, in one pass over the scratch files (:func:`file_totals`).
+
+The engine writes the release in output order from the partition's files
+(``Engine.write_clusters``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from dpfast import noise
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
-from dpfast._validation import kernel_floats, option
-from dpfast.engines.dataflow import cut_ranges, numeric_values, taxonomy_codes
-from dpfast.engines.outofcore._files import append_array, write_at
-from dpfast.engines.outofcore._point_orders import Attributes, chunks, distance_orders, read_rows
-from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._work import Work
+from dpfast._validation import kernel_floats
+from dpfast.engines.cluster_files import Attributes, ClusterLimits, Partition
+from dpfast.engines.dataflow import numeric_values, taxonomy_codes
+from dpfast.engines.scratch_files import append_array, read_rows, write_at
+from dpfast.engines.source import Source
 from dpfast.engines.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
-from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
-from dpfast.partitions.insensitive_mdav import FAST_PATH_MAX_POINTS, ReferenceGeometry
+from dpfast.partitions.insensitive_mdav import ReferenceGeometry
+from dpfast.steps.point_orders import distance_orders
 
-__all__ = ["ClusterLimits", "Partition", "cluster_totals", "partition", "write_clustered"]
+__all__ = ["file_totals", "partition"]
 
 Tick = Callable[[str, int, int], None]
 
-#: Bytes of working memory per collected row of a sorted range, beside 16 per attribute
-#: (the key, the row, the sort's scratch and the values that break ties).
-_BYTES_PER_SORTED_ROW = 64
-#: Bytes per row of a part of the output order (the rows, their sort, their clusters).
-_BYTES_PER_ORDERED_ROW = 40
-#: Rows of a sequential pass over the scratch files, at most.
-_CHUNK_ROWS = 1 << 20
-
-
-@dataclass(frozen=True)
-class ClusterLimits:
-    """How the memory limit is cut: working memory beside the per-cluster arrays."""
-
-    work: int
-    batch_rows: int
-    attributes: int
-    merge_rows: int
-
-    @property
-    def sorted_rows(self) -> int:
-        return max(1024, self.work // (_BYTES_PER_SORTED_ROW + 16 * self.attributes))
-
-    @property
-    def ordered_rows(self) -> int:
-        return max(1024, self.work // _BYTES_PER_ORDERED_ROW)
-
-    @property
-    def chunk_rows(self) -> int:
-        return max(1024, min(_CHUNK_ROWS, self.work // (8 * (self.attributes + 4))))
-
-    @property
-    def bucket_rows(self) -> int:
-        """Rows of a row range of the merge's output (its pairs and its labels)."""
-        return max(1024, self.work // 32)
-
-
-def cluster_limits(
-    n: int,
-    k: int,
-    attributes: int,
-    leaves: int,
-    geometry: ReferenceGeometry,
-    memory: int,
-    batch_rows: int,
-) -> ClusterLimits:
-    """Cut the memory limit, refusing a sequence or clusters that cannot fit in it.
-
-    ``leaves`` counts the categorical columns' leaves, added up. Refuses more than
-    :data:`FAST_PATH_MAX_POINTS` distinct points, and per-cluster arrays (``n // k``
-    clusters) with a bitset of the rows that take more than half of ``memory``.
-    """
-    n_points = geometry.points.shape[0]
-    if n_points > FAST_PATH_MAX_POINTS:
-        raise DPFastValueError(
-            f"this reference sequence has {n_points} distinct points; out of core, the "
-            f"clusters take at most {FAST_PATH_MAX_POINTS} (one sorted order of the rows per "
-            "point): use reference 'corners' (or 'cycling' with at most 6 protected "
-            f"columns), or release in memory without {option('memory_limit')}"
-        )
-    used = np.unique(geometry.sequence).shape[0]
-    n_clusters = n // k
-    merge_rows = max(1024, min(_CHUNK_ROWS, memory // (64 * (used + 1))))
-    fixed = (
-        (n + 7) // 8  # the bitset of taken rows
-        + n_clusters * 8 * (6 + attributes)  # sequence, first rows, ranks, sums, values
-        + n_clusters * 16 * leaves  # categorical counts and qualities
-        + (used + 1) * 8 * merge_rows  # the merge's buffers
-    )
-    if 2 * fixed > memory:
-        raise DPFastValueError(
-            f"{n:,} rows with k={k} make {n_clusters:,} clusters, whose arrays (and the "
-            f"bitset of the rows) need about {fixed:,} bytes, more than half the memory "
-            "limit; raise the memory limit or k"
-        )
-    return ClusterLimits(memory - fixed, batch_rows, attributes, merge_rows)
-
-
-@dataclass(frozen=True)
-class Partition:
-    """Every row's cluster in a file in row order, numbered as the merge formed them.
-
-    ``rank[c]`` is the number by first appearance of the cluster formed ``c``-th;
-    ``clamped[j]`` counts numeric column ``j``'s values outside its bounds.
-    """
-
-    labels: Path
-    rank: np.ndarray
-    attributes: Attributes
-    limits: ClusterLimits
-    clamped: tuple[int, ...]
-
-    def read(self, first: int, count: int) -> np.ndarray:
-        """Return the clusters (by first appearance) of rows ``[first, first + count)``."""
-        return self.rank[read_rows(self.labels, np.int64, first, count)]  # type: ignore[no-any-return]
-
-    def gather(self, rows: np.ndarray) -> np.ndarray:
-        """Return the clusters of ``rows`` (distinct, any order), read chunk by chunk."""
-        by_row = np.argsort(rows)
-        ordered = rows[by_row]
-        out = np.empty(rows.shape[0], dtype=np.int64)
-        for first, count in self.attributes.chunks():
-            a, b = np.searchsorted(ordered, [first, first + count])
-            if a < b:
-                out[by_row[a:b]] = self.read(first, count)[ordered[a:b] - first]
-        return out
-
 
 def partition(
-    source: ColumnSource,
+    source: Source,
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
     geometry: ReferenceGeometry,
@@ -222,7 +118,7 @@ class _Codes:
 
 
 def _write_values(
-    source: ColumnSource,
+    source: Source,
     numeric: Sequence[NumericColumn],
     categorical: Sequence[CategoricalColumn],
     geometry: ReferenceGeometry,
@@ -253,7 +149,7 @@ def _write_values(
 
 
 def _positional(
-    source: ColumnSource,
+    source: Source,
     name: str,
     path: Path,
     limits: ClusterLimits,
@@ -377,7 +273,7 @@ def _file_taken(
 # -- pass 4: totals --------------------------------------------------------------------
 
 
-def cluster_totals(
+def file_totals(
     clusters: Clusters,
     numeric: Sequence[NumericColumn],
     grids: Sequence[Grid],
@@ -409,62 +305,3 @@ def cluster_totals(
         tick("cluster sums", first + rows, n)
     shaped = [c.reshape(count, m) for c, m in zip(counts, leaves, strict=True)]
     return ClusterTotals(sums, list(held.clamped), shaped)
-
-
-# -- pass 5: output order --------------------------------------------------------------
-
-
-def write_clustered(
-    clusters: Clusters,
-    paths: Sequence[Path],
-    values: Sequence[np.ndarray],
-    key: np.ndarray | None,
-    tick: Tick,
-    work: Work,
-) -> None:
-    """Write each column's cluster values in output order: row ``r`` of input row ``order[r]``.
-
-    ``paths[j]`` receives ``values[j]`` of every output row's cluster (8-byte values);
-    ``work`` counts the passes over the permutation's bucket stream.
-    """
-    held: Partition = clusters.held
-    n, limits = held.attributes.n, held.limits
-    files = [open(path, "wb") for path in paths]
-    try:
-        done = 0
-        for labels in _output_labels(held, key, n, limits, work):
-            for file, cluster_values in zip(files, values, strict=True):
-                append_array(file, cluster_values[labels])
-            done += labels.shape[0]
-            tick("output order", done, n)
-    finally:
-        for file in files:
-            file.close()
-
-
-def _output_labels(
-    held: Partition, key: np.ndarray | None, n: int, limits: ClusterLimits, work: Work
-) -> Iterator[np.ndarray]:
-    """Yield the clusters of the output rows, part by part of the permutation (or in order)."""
-    if key is None:
-        for first, count in chunks(n, limits.ordered_rows):
-            yield held.read(first, count)
-        return
-    sizes = noise.permutation_bucket_sizes(key, n)
-    whole = held.read(0, n) if n * 8 <= limits.work // 4 else None
-    parts: list[tuple[int, int]] = []  # runs of buckets of at most ordered_rows rows
-    cut_ranges(sizes, 0, sizes.shape[0], 0, 0, limits.ordered_rows, _Parts(parts))
-    for lo, hi in parts:
-        rows = noise.permutation_part(key, n, lo, hi, sizes)
-        work.output_pass(n, rows.shape[0])
-        yield whole[rows] if whole is not None else held.gather(rows)
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """Collect the ``(lo, hi)`` of each run of buckets :func:`cut_ranges` gives."""
-
-    parts: list[tuple[int, int]]
-
-    def __call__(self, lo: int, hi: int, first_rank: int, count: int) -> None:
-        self.parts.append((lo, hi))

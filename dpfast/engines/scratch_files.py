@@ -1,6 +1,9 @@
-"""Writing scratch files whole: a short write is finished, a full disk raises ``ENOSPC``.
+"""Scratch files of 8-byte values: written whole, read by row range.
 
-Two ways of writing arrays lose a full disk (docs/engines.md, "Faults"):
+A short write is finished and a full disk raises ``ENOSPC`` (:func:`write_at`,
+:func:`append_array`); :func:`read_rows` reads a range of rows back and :func:`chunks`
+cuts ``n`` rows into ranges read at once. Two ways of writing arrays lose a full disk
+(docs/engines.md, "Faults"):
 
 * ``os.pwrite`` may write fewer bytes than it is given, without an error, when the disk
   fills up during the call; the error comes only at the next call. A short write whose
@@ -13,11 +16,13 @@ Two ways of writing arrays lose a full disk (docs/engines.md, "Faults"):
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ["append_array", "write_at"]
+__all__ = ["append_array", "chunks", "read_rows", "write_at"]
 
 
 def _bytes(values: np.ndarray | bytes) -> memoryview:
@@ -46,3 +51,14 @@ def append_array(file: BinaryIO, values: np.ndarray) -> None:
     errno (``ENOSPC`` on a full disk), where ``values.tofile(file)`` would not.
     """
     file.write(_bytes(values))
+
+
+def read_rows(path: Path, dtype: Any, first: int, count: int) -> np.ndarray:
+    """Read rows ``[first, first + count)`` of a scratch file of 8-byte values."""
+    return np.fromfile(path, dtype, count, offset=first * 8)
+
+
+def chunks(n: int, rows: int) -> Iterator[tuple[int, int]]:
+    """Yield ``(first, count)`` of consecutive ranges of at most ``rows`` of ``n`` rows."""
+    for first in range(0, n, rows):
+        yield first, min(rows, n - first)

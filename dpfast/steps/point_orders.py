@@ -1,8 +1,8 @@
 """The rows sorted by their distance to each reference point, range by range (docs/engines.md).
 
-The insensitive MDAV clusters of rows read in passes (:mod:`._mdav_clusters`) take each
-cluster's rows from the order of its reference point. Here every row's distance key to
-each distinct point (:func:`dpfast._kernels.insensitive_mdav.reference_keys`, as an
+The insensitive MDAV clusters of rows read in passes (:mod:`dpfast.steps.cluster_passes`)
+take each cluster's rows from the order of its reference point. Here every row's distance
+key to each distinct point (:func:`dpfast._kernels.insensitive_mdav.reference_keys`, as an
 order-preserving uint64 word) is written, range of rows by range, to one scratch file
 per point; then each point's keys are cut into ranges that fit the memory limit by
 histograms of their top bits (refined while a bucket is too large), and each range is
@@ -13,7 +13,7 @@ equal in every component are written in row order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,69 +22,17 @@ import numpy as np
 
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
+from dpfast.engines.cluster_files import Attributes
 from dpfast.engines.dataflow import cut_ranges, refined_shift
-from dpfast.engines.outofcore._files import append_array
+from dpfast.engines.scratch_files import append_array, read_rows
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 
-__all__ = ["Attributes", "chunks", "distance_orders", "read_rows"]
+__all__ = ["distance_orders"]
 
 Tick = Callable[[str, int, int], None]
 
 #: Distance keys are uint64 words: the whole key space.
 _KEY_SPACE = 1 << 64
-
-
-def read_rows(path: Path, dtype: Any, first: int, count: int) -> np.ndarray:
-    """Read rows ``[first, first + count)`` of a scratch file of 8-byte values."""
-    return np.fromfile(path, dtype, count, offset=first * 8)
-
-
-def chunks(n: int, rows: int) -> Iterator[tuple[int, int]]:
-    """Yield ``(first, count)`` of consecutive ranges of at most ``rows`` of ``n`` rows."""
-    for first in range(0, n, rows):
-        yield first, min(rows, n - first)
-
-
-@dataclass(frozen=True)
-class Attributes:
-    """The protected columns at their rows' places: clamped values (float64), codes (int64).
-
-    ``values`` and ``codes`` are scratch files of ``n`` rows each, read ``chunk_rows`` rows
-    at a time.
-    """
-
-    values: tuple[Path, ...]
-    codes: tuple[Path, ...]
-    n: int
-    chunk_rows: int
-
-    def chunks(self) -> Iterator[tuple[int, int]]:
-        """Yield the ranges of rows a pass reads at once."""
-        return chunks(self.n, self.chunk_rows)
-
-    def read(self, first: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Read rows ``[first, first + count)`` of the clamped values and of the codes."""
-        values = np.empty((count, len(self.values)), dtype=np.float64)
-        for j, path in enumerate(self.values):
-            values[:, j] = read_rows(path, np.float64, first, count)
-        codes = np.empty((count, len(self.codes)), dtype=np.int64)
-        for j, path in enumerate(self.codes):
-            codes[:, j] = read_rows(path, np.int64, first, count)
-        return values, codes
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return the clamped values and codes of ``rows`` (ascending), read chunk by chunk."""
-        values = np.empty((rows.shape[0], len(self.values)), dtype=np.float64)
-        codes = np.empty((rows.shape[0], len(self.codes)), dtype=np.int64)
-        for first, count in self.chunks():
-            a, b = np.searchsorted(rows, [first, first + count])
-            if a == b:
-                continue
-            inside = rows[a:b] - first
-            chunk_values, chunk_codes = self.read(first, count)
-            values[a:b] = chunk_values[inside]
-            codes[a:b] = chunk_codes[inside]
-        return values, codes
 
 
 def distance_orders(
