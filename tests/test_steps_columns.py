@@ -200,3 +200,18 @@ def test_declared_categories_refuse_parts_that_disagree(opened):
     for flow in (memory.dataflow, outofcore.dataflow):
         with pytest.raises(DPFastValueError, match="different categories"):
             steps.declared_categories(flow, "level")
+
+
+@pytest.mark.parametrize("batch_rows", [3, 17, 100])
+def test_a_batch_across_parts_that_disagree_is_refused(tmp_path, batch_rows):
+    # one batch over both parts would unify their dictionaries under the first's order
+    first = _ordered([0, 1] * 7, ["low", "high"])
+    second = _ordered([0, 1, 1], ["high", "low"])
+    table = pa.table({"level": pa.chunked_array([first, second]), "x": np.arange(17.0)})
+    choice = EngineChoice("outofcore", {"batch_rows": batch_rows})
+    engine = open_engine(table, method="test", engine=choice, output=tmp_path / "o.parquet")
+    try:
+        with pytest.raises(DPFastValueError, match=r"'level'.*different categories"):
+            steps.declared_categories(engine.dataflow, "level")
+    finally:
+        engine.close()

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from dpfast._validation import check_unique_names, quoted
 from dpfast.engines.source import Columns, Source
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.io import is_declared_dictionary, same_dictionaries
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -201,10 +202,24 @@ class ArrowSource(Source):
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
     ) -> Iterator[Any]:
         """Yield ``fn(batch, first_row)`` for column ``name``, batch by batch in row order."""
-        columns = [self.table.column(c) for c in column_names(name)]
+        names = column_names(name)
+        columns = [self.table.column(c) for c in names]
         for first in range(0, self.n_rows, batch_rows):
-            arrays = [c.slice(first, batch_rows).combine_chunks() for c in columns]
+            pieces = zip(names, columns, strict=True)
+            arrays = [_combined(n, c.slice(first, batch_rows)) for n, c in pieces]
             yield fn(column_batch(name, arrays), first)
+
+
+def _combined(name: str, chunked: pa.ChunkedArray) -> pa.Array:
+    """Return ``chunked`` as one array, refusing ordered dictionaries that disagree.
+
+    Combining chunks unifies their dictionaries under the first one's order; an ordered
+    column whose parts declare different categories has no order of its own, and is
+    refused as :func:`dpfast.io.same_dictionaries` refuses it when the parts are batches.
+    """
+    if chunked.num_chunks > 1 and is_declared_dictionary(chunked.type):
+        same_dictionaries(name, [chunk.dictionary for chunk in chunked.chunks])
+    return chunked.combine_chunks()
 
 
 class WrappedSource(Source):
