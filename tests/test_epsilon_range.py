@@ -8,6 +8,7 @@ must itself be served, and the budget on the wrong side of it refused.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -256,10 +257,10 @@ def test_refusal_comes_before_any_noise(monkeypatch: pytest.MonkeyPatch) -> None
         "retain_or_replace",
     ):
         monkeypatch.setattr(noise, sampler, boom)
-    from dpfast.engines.memory import MemoryEngine
-
-    # the partition is work too: the engine primitive that makes it must not run
-    monkeypatch.setattr(MemoryEngine, "insensitive_clusters", boom)
+    # the partition is work too: the step that makes it must not run
+    monkeypatch.setattr(
+        importlib.import_module("dpfast.methods.mdav_dp"), "insensitive_clusters", boom
+    )
     for name, release in RELEASES.items():
         if name in ("randomized_response", "ir_dp categorical", "mdav_dp categorical"):
             continue  # these serve every positive epsilon (see the tests above)
