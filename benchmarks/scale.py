@@ -69,7 +69,7 @@ from dpfast.engines.outofcore import (
     totals,
 )
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
-from dpfast.engines.outofcore._sorted import Ranges, keys_by_range, sorted_runs
+from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
     Columns,

@@ -202,7 +202,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
 def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_counts(
     tmp_path, monkeypatch
 ):
-    from dpfast.engines.outofcore._sorted import Ranges
+    from dpfast.engines.sorted_ranges import Ranges
 
     rng = np.random.default_rng(3)
     table = pd.DataFrame({"k": rng.integers(0, 1000, 2500)})
@@ -235,7 +235,7 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
     from dpfast.engines.outofcore import GeneratedParts
-    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS, Ranges
+    from dpfast.engines.sorted_ranges import WORKER_BUFFERS, Ranges
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
     dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [1000]))
@@ -282,7 +282,7 @@ def _generated_parts(n=200_000, k=10, part_rows=70_000):
 
 
 def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
-    from dpfast.engines.outofcore._sorted import KeyBuffers
+    from dpfast.engines.sorted_ranges import KeyBuffers
 
     parts = _generated_parts()
     assert parts.count == 3
@@ -306,7 +306,7 @@ def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
 
 
 def test_a_worker_writes_its_parts_through_one_kept_buffer(tmp_path, monkeypatch):
-    from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+    from dpfast.engines.sorted_ranges import WORKER_BUFFERS
     from dpfast.engines.spark import _write
 
     parts = _generated_parts()

@@ -1,5 +1,6 @@
-"""The column steps: what a column's type says (``dpfast/steps/column_types.py``) and a
-categorical column's records per taxonomy rank (``dpfast/steps/ranks.py``).
+"""The column steps: what a column's type says (``dpfast/steps/column_types.py``), a
+numeric column's rank groups' sums and a categorical column's records per taxonomy rank
+(``dpfast/steps/ranks.py``).
 
 Each step runs on the in-memory engine (its fast path), on its one-batch source read in
 passes of a few rows (the path every other engine takes), and on the out-of-core engine
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -215,3 +217,54 @@ def test_a_batch_across_parts_that_disagree_is_refused(tmp_path, batch_rows):
             steps.declared_categories(engine.dataflow, "level")
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("remainder", ["middle", "last"])
+@pytest.mark.parametrize("shape", ["uniform", "lognormal", "pareto"])
+def test_group_sums_are_the_rank_groups_sums_of_the_grid_values(tmp_path, shape, remainder):
+    from dpfast._kernels import ranking
+    from dpfast.partitions.grid import Grid
+    from dpfast.partitions.ranking import RankGroups
+
+    rng = np.random.default_rng(23)
+    n, k = 5003, 7
+    values = {
+        "uniform": rng.uniform(0.0, 1000.0, n),
+        "lognormal": rng.lognormal(6.0, 1.8, n),
+        "pareto": (rng.pareto(1.1, n) + 1.0) * 50.0,
+    }[shape]
+    values = np.round(values, 1)  # ties in the grid values
+    table = pa.table({"x": values})
+    grid = Grid.for_column(0.0, float(np.quantile(values, 0.95)), n, k)  # the tail clamped
+    layout = RankGroups(n, k, remainder)
+    # brute force: every value's grid step, sorted, cut into the layout's groups
+    q, clamped = ranking.quantise_column(
+        values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
+    )
+    ordered = np.sort(q.astype(np.int64))
+    starts = layout.starts
+    want = np.array([ordered[a:b].sum() for a, b in pairwise(starts)])
+    assert clamped >= n // 25
+    kept: dict = {}
+    memory = open_engine(table, method="test")
+    memory_flow = dataclasses.replace(memory.dataflow, keep_order=kept.__setitem__)
+    choice = EngineChoice("outofcore", {"batch_rows": 512})
+    out = tmp_path / "o.parquet"
+    outofcore = open_engine(table, method="test", engine=choice, output=out, memory_limit=40_000)
+    try:
+        (held,) = memory.numeric_columns(["x"])
+        (read,) = outofcore.numeric_columns(["x"])
+        flows = [
+            (memory_flow, held),
+            (_passes(memory.dataflow, 512), held),  # sorted whole
+            (dataclasses.replace(_passes(memory.dataflow, 512), limits=Limits(40_000, 512)), held),
+            (outofcore.dataflow, read),  # 1,250 values a sort: ranges
+        ]
+        for flow, column in flows:
+            sums, found = steps.group_sums(flow, column, grid, layout)
+            np.testing.assert_array_equal(sums, want)
+            assert found == clamped
+    finally:
+        outofcore.close()
+    assert outofcore.dataflow.limits.sorted_values < n  # the passes cut the column
+    np.testing.assert_array_equal(kept["x"], np.argsort(q, kind="stable"))

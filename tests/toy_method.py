@@ -2,9 +2,10 @@
 
 ``toy_groups`` replaces each protected column by its rank groups' exact means on the
 column's public grid, each column in an order of its own (not differentially private: no
-noise). It is written over the engine protocol only (``dpfast._release.open_run`` and the
-primitives ``numeric_columns``, ``group_sums``, ``write_groups``), registered nowhere but
-in the conformance suite's cases, and runs on every engine.
+noise). It is written over the engine protocol and the steps only
+(``dpfast._release.open_run``, the primitives ``numeric_columns`` and ``write_groups``,
+the step ``dpfast.steps.group_sums``), registered nowhere but in the conformance suite's
+cases, and runs on every engine.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast import steps
 from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
 from dpfast.noise import NoiseSource
@@ -54,7 +56,7 @@ def toy_groups(
         for column in protected:
             lower, upper = domains[column.name]
             grid = Grid.for_column(lower, upper, run.n_rows, k)
-            sums, clamped = run.engine.group_sums(column, grid, layout)
+            sums, clamped = steps.group_sums(run.engine.dataflow, column, grid, layout)
             values = GridMeans(grid, layout)(sums)
             order = source.key("toy_groups", "column-order", str(column.name))
             run.engine.write_groups(column, values, layout, order)

@@ -14,11 +14,11 @@ The primitives:
   :meth:`Engine.categorical_columns`);
 * **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
   sees fit, results in column order;
-* **passes**: :meth:`Engine.group_sums` (exact integer sums of a column's rank groups on
-  its public grid), and :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps`
-  read the table through (what a column's type says, a column's range, a categorical
-  column's records per taxonomy rank, order statistics, bin and edge counts, a target's
-  classes and the class counts of coded columns: each written once for every engine);
+* **passes**: :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps` read the
+  table through (what a column's type says, a column's range, rank groups' sums and a
+  categorical column's records per taxonomy rank, order statistics, bin and edge counts,
+  a target's classes and the class counts of coded columns, insensitive MDAV's clusters
+  and their totals: each written once for every engine);
 * **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
   row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
   values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
@@ -55,7 +55,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.on_bound import BoundCount, RankGroupValues, rank_groups_on_bound
+from dpfast.engines.on_bound import BoundCount, RankGroupValues
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     Bins,
@@ -75,7 +75,7 @@ from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["Engine", "in_threads"]
+__all__ = ["Engine", "RankSender", "in_threads"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Engine")
@@ -194,18 +194,6 @@ class Engine(ABC):
         steps' fast path: :class:`~dpfast.engines.dataflow.Dataflow`).
         """
 
-    @abstractmethod
-    def group_sums(
-        self, column: NumericColumn, grid: Grid, layout: RankGroups
-    ) -> tuple[np.ndarray, int]:
-        """Return the exact integer sums of a column's rank groups, and its clamped count.
-
-        Each value is clamped to ``grid``'s domain and quantised to its grid steps; the
-        rows are sorted by grid value and cut into the rank groups of ``layout`` (which
-        the method chose: which group holds the remainder). Integer sums do not depend on
-        how the column is cut.
-        """
-
     # -- outputs ------------------------------------------------------------------------
 
     @abstractmethod
@@ -227,54 +215,16 @@ class Engine(ABC):
         column), in ``layout``'s groups.
         """
 
-    def write_category_groups(
-        self,
-        column: CategoricalColumn,
-        counts: np.ndarray,
-        layout: RankGroups,
-        codes: GroupCodes,
-        key: np.ndarray,
-    ) -> None:
-        """Release a categorical column in the rank groups of ``layout``, in ``key``'s order.
+    @property
+    def rank_sender(self) -> RankSender | None:
+        """The engine as a :class:`RankSender`, where its tasks send the rank groups.
 
-        ``counts`` are the column's records per taxonomy rank (:func:`dpfast.steps.rank_counts`), so
-        its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
-        groups ``first .. stop - 1``. By default every group's code is drawn here and
-        written by :meth:`write_groups`.
+        ``None`` (the default) where this release's rank groups come to this process: the
+        ``group_sums`` step, then :meth:`write_groups`. An engine that sends them (a
+        cluster with ``output``) says so for each release, once the release has said
+        which columns it copies (:meth:`expect_copies`).
         """
-        self.write_groups(column, codes(counts, 0, layout.n_groups), layout, key)
-
-    def rank_group_bytes(self, n: int, k: int) -> int:
-        """Return the bytes this process holds for a column of :meth:`write_rank_groups`.
-
-        Its groups' sums, draws and values: three 8-byte numbers a group.
-        """
-        return (n // k) * 8 * 3
-
-    def write_rank_groups(
-        self,
-        column: NumericColumn,
-        grid: Grid,
-        layout: RankGroups,
-        values: RankGroupValues,
-        key: np.ndarray,
-        domain: tuple[float, float],
-    ) -> tuple[int, BoundCount]:
-        """Release a numeric column in rank groups; return its clamped and on-bound counts.
-
-        The release of :meth:`group_sums`, then ``values(sums, 0)`` for every group, then
-        :meth:`write_groups` with ``key``. Returns the clamped count and the rows on a
-        bound of ``domain``: released there, there before the noise
-        (``values.before_noise``), and pushed there by the noise
-        (:class:`~dpfast.engines.on_bound.OnBound`). An engine whose tasks compute the
-        groups' values where the output is made may return those counts as a function,
-        called once the release is written.
-        """
-        sums, clamped = self.group_sums(column, grid, layout)
-        group_values = values(sums, 0)
-        self.write_groups(column, group_values, layout, key)
-        before = values.before_noise(sums, 0)
-        return clamped, rank_groups_on_bound(group_values, before, layout, domain)
+        return None
 
     @abstractmethod
     def write_linked(
@@ -441,6 +391,53 @@ class Engine(ABC):
 
 
 # -- small helpers the engines share --------------------------------------------------------
+
+
+class RankSender(ABC):
+    """An engine whose tasks place rank groups where its output is made (``rank_sender``).
+
+    The method gives the column and how to compute its groups' values; the engine sorts
+    the column where its batches are read, and each task computes its groups' values and
+    sends them to their rows' output places. No group's sum or value comes to this
+    process.
+    """
+
+    @abstractmethod
+    def write_rank_groups(
+        self,
+        column: NumericColumn,
+        grid: Grid,
+        layout: RankGroups,
+        values: RankGroupValues,
+        key: np.ndarray,
+        domain: tuple[float, float],
+    ) -> tuple[int, BoundCount]:
+        """Release a numeric column in rank groups; return its clamped and on-bound counts.
+
+        The release of the ``group_sums`` step's sums on ``grid``, with ``values(sums,
+        first_group)`` for every run of groups, written as :meth:`Engine.write_groups`
+        writes them with ``key``. Returns the clamped count and the rows on a bound of
+        ``domain`` (released there, there before the noise: ``values.before_noise``,
+        and pushed there by the noise: :class:`~dpfast.engines.on_bound.OnBound`), or a
+        function that gives them once the release is written.
+        """
+
+    @abstractmethod
+    def write_category_groups(
+        self,
+        column: CategoricalColumn,
+        counts: np.ndarray,
+        layout: RankGroups,
+        codes: GroupCodes,
+        key: np.ndarray,
+    ) -> None:
+        """Release a categorical column in the rank groups of ``layout``, in ``key``'s order.
+
+        ``counts`` are the column's records per taxonomy rank (the ``rank_counts`` step),
+        so its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
+        groups ``first .. stop - 1``, as :meth:`Engine.write_groups` would write
+        ``codes(counts, 0, n_groups)``.
+        """
 
 
 def in_threads(columns: Sequence[T], work: Callable[[T], R], threads: int) -> Iterator[tuple[T, R]]:

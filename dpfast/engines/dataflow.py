@@ -326,7 +326,10 @@ class Dataflow:
     ``source`` gives the columns' batches, ``limits`` what fits in memory,
     ``tick(phase, done, total)`` the progress line a step advances before each pass, and
     ``scratch()`` the folder of the release's scratch files (made when first asked for;
-    a dataflow held in memory has none).
+    a dataflow held in memory has none). ``task_limits`` bound each sort task a cluster's
+    workers run (``None``: as ``limits``); ``keep_order(name, rows)``, where given,
+    keeps a held column's rows in rank order (the in-memory engine, for its metrics and
+    risk).
     ``table`` is the table the engine holds in memory, or ``None``: where it is held
     (:attr:`holds`), every protected column's values are in its
     :class:`~dpfast.engines.values.NumericColumn` and a step may take its fast path.
@@ -347,16 +350,22 @@ class Dataflow:
     tick: Callable[[str, int, int], None] = _no_tick
     table: TableData | None = None
     scratch: Callable[[], Path] = _no_scratch
+    task_limits: Limits | None = None
+    keep_order: Callable[[Hashable, np.ndarray], None] | None = None
 
     @classmethod
-    def held(cls, table: TableData) -> Dataflow:
+    def held(
+        cls,
+        table: TableData,
+        keep_order: Callable[[Hashable, np.ndarray], None] | None = None,
+    ) -> Dataflow:
         """Return the dataflow of a table held in memory: one batch per column.
 
         Its source reads a column's values when a pass asks for them (:class:`HeldTable`).
         """
         source = HeldTable(tuple(table.names), table.column, table.n_rows)
         limits = Limits(memory=_HELD_MEMORY, batch_rows=max(1, table.n_rows))
-        return cls(source, limits, table=table)
+        return cls(source, limits, table=table, keep_order=keep_order)
 
     @property
     def holds(self) -> bool:

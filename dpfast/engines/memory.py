@@ -167,21 +167,7 @@ class MemoryEngine(Engine):
     @property
     def dataflow(self) -> Dataflow:
         """The table as one batch per column; the protected columns' values are held."""
-        return Dataflow.held(self.table)
-
-    def group_sums(
-        self, column: NumericColumn, grid: Grid, layout: RankGroups
-    ) -> tuple[np.ndarray, int]:
-        quantised, clamped = ranking.quantise_column(
-            column.values, grid.lower, grid.upper, grid.gamma, grid.d_int, grid.warp
-        )
-        if self.track:
-            self._ranks[column.name] = np.argsort(quantised, kind="stable").astype(np.int64)
-        ordered = ranking.radix_sort_packed(quantised, 0, max(1, grid.d_int.bit_length()))
-        del quantised
-        sums = np.zeros(layout.n_groups, dtype=np.int64)
-        ranking.add_group_sums(ordered, 0, 0, *layout.scalars, sums)
-        return sums, int(clamped)
+        return Dataflow.held(self.table, self._ranks.__setitem__ if self.track else None)
 
     # -- outputs ------------------------------------------------------------------------
 

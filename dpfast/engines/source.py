@@ -228,7 +228,7 @@ class Source(ABC):
         ``keys(batch, first_row)`` gives a batch's keys; the sorted keys of range ``i`` of
         ``ranges`` (a :class:`~dpfast.engines.outofcore.Ranges`) go to ``reduce(i,
         keys)``, whose results come back in range order
-        (:mod:`dpfast.engines.outofcore._sorted`). Only where :attr:`sorts_in_place`:
+        (:mod:`dpfast.engines.sorted_ranges`). Only where :attr:`sorts_in_place`:
         this default refuses.
         """
         raise DPFastTypeError(

@@ -11,7 +11,8 @@ with a second implementation (docs/architecture.md, "Steps").
   column's type says (numbers or not, its values' dtype, the categories it declares);
 * :func:`value_range`: a protected numeric column's smallest and largest value (bounds
   taken from the data);
-* :func:`rank_counts`: a categorical column's records per taxonomy rank (``ir_dp``);
+* :func:`group_sums`, :func:`rank_counts`: a numeric column's rank groups' exact sums on
+  its public grid, a categorical column's records per taxonomy rank (``ir_dp``);
 * :func:`bin_counts`, :func:`edge_counts`: counts of a column per public interval
   (k-PRAM's bins, the DP bounds' candidate edges);
 * :func:`order_statistics`: k-noise's order statistics of a column;
@@ -28,7 +29,7 @@ from dpfast.steps.class_counts import class_codes, contingency, occurring_values
 from dpfast.steps.clusters import cluster_totals, insensitive_clusters
 from dpfast.steps.column_types import declared_categories, numeric_names, value_dtype
 from dpfast.steps.extremes import value_range
-from dpfast.steps.ranks import rank_counts
+from dpfast.steps.ranks import group_sums, rank_counts
 from dpfast.steps.spacings import order_statistics
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "contingency",
     "declared_categories",
     "edge_counts",
+    "group_sums",
     "insensitive_clusters",
     "numeric_names",
     "occurring_values",

@@ -276,7 +276,7 @@ class DaskSource(Source):
         One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
         and splits them by range; a task per range gathers its pieces from every
         partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
-        back. Dask's own sort is not used. See :mod:`dpfast.engines.outofcore._sorted`.
+        back. Dask's own sort is not used. See :mod:`dpfast.engines.sorted_ranges`.
         """
         from dask.base import compute
         from dask.delayed import delayed

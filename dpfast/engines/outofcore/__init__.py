@@ -32,12 +32,6 @@ from dpfast.engines.outofcore._scratch import (
     process_scratch,
     worker_numba_cache,
 )
-from dpfast.engines.outofcore._sorted import (
-    WORKER_BUFFERS,
-    Ranges,
-    keys_by_range,
-    sorted_runs,
-)
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
     ParquetDataset,
@@ -53,6 +47,12 @@ from dpfast.engines.outofcore._totals import (
     combined,
     partials_of,
     totals,
+)
+from dpfast.engines.sorted_ranges import (
+    WORKER_BUFFERS,
+    Ranges,
+    keys_by_range,
+    sorted_runs,
 )
 from dpfast.engines.source import Columns
 

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import option, quoted
+from dpfast.engines.base import RankSender
 from dpfast.engines.dataflow import Limits, column_total
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
@@ -60,7 +61,7 @@ from dpfast.engines.outofcore._lazy import (
     RowsCounts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._passes import BATCH_ROWS, RankPlan, plan_ranks, quantised_keys
+from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sent_ranks import (
     BYTES_PER_SENT_RANK,
     CodedGroups,
@@ -70,6 +71,7 @@ from dpfast.engines.outofcore._sent_ranks import (
     ranks_of_counts,
 )
 from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.rank_plans import RankPlan, plan_ranks, quantised_keys
 from dpfast.engines.source import Source, Staged, stage_beside
 from dpfast.engines.values import (
     CategoricalColumn,
@@ -97,7 +99,7 @@ C = TypeVar("C", bound="ClusterEngine")
 SEND_RANKS_PARTS = 32
 
 
-class ClusterEngine(OutOfCoreEngine):
+class ClusterEngine(OutOfCoreEngine, RankSender):
     """The out-of-core engine over a cluster's source (see the module docstring).
 
     ``output`` is where the release is written, or ``None`` for a lazy frame (a release
@@ -326,12 +328,11 @@ class ClusterEngine(OutOfCoreEngine):
         computes the values of its groups and sends each rank's value to its output part
         (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`). No group's sum or value
         comes to the driver. The rows on a bound are counted by the parts, and known once
-        the release is written. Without ``output`` (a lazy frame, whose report is complete
-        when it is returned), or where the release could not be made through the
-        exchange, the groups come to the driver as on one machine.
+        the release is written. Only where :attr:`rank_sender` is this engine: without
+        ``output`` (a lazy frame, whose report is complete when it is returned), or where
+        the release could not be made through the exchange, the method takes the groups to
+        the driver as on one machine (the ``group_sums`` step).
         """
-        if not self._sends_ranks():
-            return super().write_rank_groups(column, grid, layout, values, key, domain)
         name = str(column.name)
         passes = self.dataflow.passes(column.name)
         done = [0]
@@ -359,11 +360,9 @@ class ClusterEngine(OutOfCoreEngine):
 
         The column's records per taxonomy rank give its sorted ranks, so no task sorts or
         reads it: each chunk of a taxonomy rank's ranks draws the codes of its groups and
-        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Otherwise
-        (as :meth:`_sends_ranks` says) the codes come to the driver as on one machine.
+        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Only where
+        :attr:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
         """
-        if not self._sends_ranks():
-            return super().write_category_groups(column, counts, layout, codes, key)
         values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
         plan = ranks_of_counts(values.counts)
         self._rank(column, plan, layout, key, values, (-np.inf, np.inf))
@@ -388,9 +387,10 @@ class ClusterEngine(OutOfCoreEngine):
         placed = RankedColumn(layout, key, output.starts, values, *domain, before)
         self._ranked[name] = RankedState(name, placed, plan, keys, output)
 
-    def rank_group_bytes(self, n: int, k: int) -> int:
-        """Nothing where the sort's tasks send the ranks (:meth:`write_rank_groups`)."""
-        return 0 if self._sends_ranks() else super().rank_group_bytes(n, k)
+    @property
+    def rank_sender(self) -> RankSender | None:
+        """Return this engine where the sort's tasks send the ranks (:meth:`_sends_ranks`)."""
+        return self if self._sends_ranks() else None
 
     def _sends_ranks(self) -> bool:
         """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).

@@ -37,7 +37,7 @@ from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._mdav_output import write_clustered
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
-from dpfast.engines.outofcore._passes import BATCH_ROWS, group_sums
+from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
@@ -307,23 +307,16 @@ class OutOfCoreEngine(Engine):
 
     @property
     def dataflow(self) -> Dataflow:
-        return Dataflow(self.source, self._limits(), self._tick, scratch=self._scratch)
+        return Dataflow(
+            self.source,
+            self._limits(),
+            self._tick,
+            scratch=self._scratch,
+            task_limits=self.sort_limits(),
+        )
 
     def _scratch(self) -> Path:
         return self.out.directory
-
-    def group_sums(
-        self, column: NumericColumn, grid: Grid, layout: RankGroups
-    ) -> tuple[np.ndarray, int]:
-        return group_sums(
-            self.source,
-            column,
-            grid,
-            layout,
-            self._limits(),
-            self.dataflow.passes(column.name),
-            self.sort_limits(),
-        )
 
     def sort_limits(self) -> Limits | None:
         """Return the memory of each sort task on a cluster's workers (``None``: this process's)."""

@@ -50,7 +50,7 @@ from dpfast.engines.outofcore._sent_ranks import (
     RankedState,
     part_places,
 )
-from dpfast.engines.outofcore._sorted import WORKER_BUFFERS
+from dpfast.engines.sorted_ranges import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups
 

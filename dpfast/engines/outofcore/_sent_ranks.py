@@ -43,8 +43,8 @@ from dpfast._kernels import ranking
 from dpfast._validation import quoted
 from dpfast.engines.on_bound import OnBound
 from dpfast.engines.outofcore._lazy import GroupsColumn, bucket_order, bucket_run, bucket_span
-from dpfast.engines.outofcore._passes import RankPlan
-from dpfast.engines.outofcore._sorted import Ranges
+from dpfast.engines.rank_plans import RankPlan
+from dpfast.engines.sorted_ranges import Ranges
 from dpfast.engines.values import GroupCodes, RangeValues
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups

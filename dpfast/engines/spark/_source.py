@@ -346,7 +346,7 @@ class SparkSource(Source):
         into one partition per range (the
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.engines.outofcore._sorted`. Over Parquet
+        i)``, which alone is collected. See :mod:`dpfast.engines.sorted_ranges`. Over Parquet
         files that the executors read (:class:`FileTasks`), one range is one task that
         reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
         copies cost several times the sort (docs/engines.md, "Ranks on a cluster").

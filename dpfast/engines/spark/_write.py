@@ -161,7 +161,7 @@ def _write_part(
     """Write this task's parts (on an executor); yield each part's number and rows.
 
     The float columns' values are computed into one buffer of the worker's
-    (:data:`~dpfast.engines.outofcore._sorted.WORKER_BUFFERS`), taken back by its next part: fresh
+    (:data:`~dpfast.engines.sorted_ranges.WORKER_BUFFERS`), taken back by its next part: fresh
     memory costs a page fault per page (docs/engines.md, "Memory pages"). The buffer
     goes back only once the part's table is written and dropped; a failed part drops it.
     """

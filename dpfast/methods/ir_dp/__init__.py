@@ -40,7 +40,8 @@ from dpfast._release import (
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
 from dpfast.engines import BoundCount
-from dpfast.engines.on_bound import noiseless_group_values, rank_groups_on_bound
+from dpfast.engines.base import Engine
+from dpfast.engines.on_bound import RankGroupValues, noiseless_group_values, rank_groups_on_bound
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._arguments import (
     Arguments,
@@ -60,7 +61,7 @@ from dpfast.methods.ir_dp._forecast import ir_dp_forecast as ir_dp_forecast
 from dpfast.methods.ir_dp._numeric import numeric_guarantee
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups, Remainder
-from dpfast.steps import rank_counts
+from dpfast.steps import group_sums, rank_counts
 from dpfast.taxonomy import Taxonomy
 
 
@@ -311,13 +312,13 @@ def _with_dp_bounds(
 def _group_bytes(run: Run, args: Arguments) -> int:
     """Bytes this process holds for a column's rank groups while it is released.
 
-    Three 8-byte numbers a group where the rows stay linked; else what the engine holds
-    for a column of :meth:`~dpfast.engines.base.Engine.write_rank_groups` (and of
-    :meth:`~dpfast.engines.base.Engine.write_category_groups`, which holds the same).
+    Its groups' sums, draws and values: three 8-byte numbers a group; nothing where the
+    rows are not linked and the engine's tasks send the groups
+    (:attr:`~dpfast.engines.base.Engine.rank_sender`).
     """
     n, k = run.n_rows, args.k
-    if args.linkage == "columns":
-        return run.engine.rank_group_bytes(n, k)
+    if args.linkage == "columns" and run.engine.rank_sender is not None:
+        return 0
     return (n // k) * 8 * 3
 
 
@@ -454,9 +455,15 @@ def _release_numeric(
             bound = rank_groups_on_bound(values, before, layout, (lower, upper))
         else:
             order = source.key("ir_dp", "column-order", name)
-            clamped, bound = engine.write_rank_groups(
-                column, grid, layout, centroids, order, (lower, upper)
-            )
+            sender, domain = engine.rank_sender, (lower, upper)
+            if sender is not None:
+                clamped, bound = sender.write_rank_groups(
+                    column, grid, layout, centroids, order, domain
+                )
+            else:
+                clamped, bound = _rank_groups(
+                    engine, column, grid, layout, centroids, order, domain
+                )
         run.add_seconds("noise (thread seconds)", centroids.seconds)
         elapsed = time.perf_counter() - start - centroids.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)
@@ -468,6 +475,28 @@ def _release_numeric(
         plan.ledger.spend(plan.entries[column.name])
         run.keep(column.name, clamped=clamped, on_bound=bound)
         run.tick("columns", i + 1, total)
+
+
+def _rank_groups(
+    engine: Engine,
+    column: NumericColumn,
+    grid: Grid,
+    layout: RankGroups,
+    values: RankGroupValues,
+    key: np.ndarray,
+    domain: tuple[float, float],
+) -> tuple[int, BoundCount]:
+    """Release a numeric column in rank groups here; return its clamped and on-bound counts.
+
+    The :func:`~dpfast.steps.group_sums` step's sums, ``values(sums, 0)`` for every
+    group, written by the engine in ``key``'s order; the rows on a bound of ``domain``
+    (released there, there before the noise, pushed there by the noise).
+    """
+    sums, clamped = group_sums(engine.dataflow, column, grid, layout)
+    group_values = values(sums, 0)
+    engine.write_groups(column, group_values, layout, key)
+    before = values.before_noise(sums, 0)
+    return clamped, rank_groups_on_bound(group_values, before, layout, domain)
 
 
 def _release_categorical(
@@ -494,7 +523,12 @@ def _release_categorical(
             engine.write_linked(cat, None, layout, row_key, choose)
         else:
             order = source.key("ir_dp", "column-order", name)
-            engine.write_category_groups(cat, counts[cat.name], layout, choose, order)
+            sender = engine.rank_sender
+            if sender is not None:
+                sender.write_category_groups(cat, counts[cat.name], layout, choose, order)
+            else:
+                codes = choose(counts[cat.name], 0, layout.n_groups)
+                engine.write_groups(cat, codes, layout, order)
         run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
         elapsed = time.perf_counter() - start - choose.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)

@@ -1,7 +1,7 @@
 """The forecasts of ``ir_dp``: from public values only, and from the data (docs/forecast.md).
 
 The forecast from the data (PRIVATE) reads the column's rank groups as the release does
-(:meth:`~dpfast.engines.base.Engine.group_sums` on the release's grid, the
+(the :func:`~dpfast.steps.group_sums` step on the release's grid, the
 :func:`~dpfast.steps.rank_counts` step), draws nothing and writes nothing.
 """
 
@@ -54,7 +54,7 @@ from dpfast.methods.ir_dp._arguments import (
     validate,
 )
 from dpfast.partitions.categorical import distance_units
-from dpfast.steps import rank_counts
+from dpfast.steps import group_sums, rank_counts
 
 #: What one noise draw covers, in each kind of column.
 NUMERIC_DRAW = "each rank group's mean, one draw for its rows, clamped to the bounds"
@@ -172,11 +172,12 @@ def data_forecast(
     columns = []
     for column in args.numeric:
         grid, steps = plan.grids[column.name]
-        sums, clamped = engine.group_sums(column, grid, layout)
+        sums, clamped = group_sums(engine.dataflow, column, grid, layout)
         means = None
         if grid.transform is not None:  # the groups' means in the data's units
             linear = linear_grid(grid, n, args.k)
-            means = group_means(engine.group_sums(column, linear, layout)[0], sizes, linear)
+            linear_sums = group_sums(engine.dataflow, column, linear, layout)[0]
+            means = group_means(linear_sums, sizes, linear)
         outcome = numeric_outcome(sums, sizes, grid, steps, column.integer, means)
         columns.append(ColumnDataForecast.numeric(column.name, outcome, clamped))
     for cat in args.categorical:
@@ -216,7 +217,7 @@ def worst_pushed(engine: Engine, args: Arguments, n: int) -> float:
     worst = 0.0
     for column in args.numeric:
         grid, steps = plan.grids[column.name]
-        sums, _ = engine.group_sums(column, grid, layout)
+        sums, _ = group_sums(engine.dataflow, column, grid, layout)
         worst = max(worst, pushed_share(sums, sizes, grid, steps, column.integer)[0])
     return worst
 

@@ -128,6 +128,7 @@ class GroupSums:
     flagged: bool = False
 
     def __call__(self, index: int, ordered: np.ndarray) -> tuple[int, int, np.ndarray, int, int]:
+        """Return range ``index``'s part of the sums from its sorted keys ``ordered``."""
         first = int(self.first_ranks[index])
         count = int(ordered.shape[0])
         if count == 0:  # no keys (the data changed since the histogram: add_parts says so)
