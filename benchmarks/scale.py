@@ -69,7 +69,6 @@ from dpfast.engines.outofcore import (
     totals,
 )
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
-from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
     Columns,
@@ -77,6 +76,7 @@ from dpfast.engines.outofcore._sources import (
     column_names,
     source_under,
 )
+from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
 
 BOUNDS = (0.0, 1000.0)
 
