@@ -192,7 +192,7 @@ class MemoryEngine(Engine):
         self.released[column.name] = column.restore_dtype(out)
 
     def _rank_order(self, column: ProtectedColumn) -> np.ndarray:
-        """Return the rows in rank order: :meth:`group_sums`'s, or by taxonomy rank."""
+        """Return the rows in rank order: the ``group_sums`` step's (``keep_order``), or by rank."""
         if isinstance(column, CategoricalColumn):
             return column.taxonomy.rank_order(column.codes)
         return self._ranks.pop(column.name)
