@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -494,3 +495,5 @@ def test_a_forecast_of_a_public_table_refuses_bounds_from_the_data(method):
         warnings.simplefilter("ignore")  # bounds="data" also warns that it is not private
         dpfast.forecast(method, table, epsilon=1.0, bounds="data", **options.get(method, {}))
     assert "public bounds" in str(refused.value)  # and how to fix it
+    if method != "diffgen":  # DiffGen's forecast refuses bounds="data" before any column
+        assert re.search(r"column '(age|hours)''s bounds", str(refused.value))  # which one
