@@ -112,3 +112,34 @@ def test_the_public_report_names_an_engine_dpfast_does_not_ship(tmp_path):
         del _REGISTRY["memory-copy-test"]
     assert report.engine == "memory-copy-test (dpfast.engines.memory.MemoryEngine)"
     jsonschema.validate(report.to_dict(), report_schema("public"))
+
+
+class UnmeasuredEngine(MemoryEngine):
+    """An engine that holds the values yet says it cannot measure the release."""
+
+    @property
+    def measurer(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("asked", ["metrics", "risk"])
+def test_an_engine_that_cannot_measure_is_refused_in_the_error_family(tmp_path, asked):
+    register("unmeasured-test", __name__, "UnmeasuredEngine", lambda data: False)
+    budget = BudgetFile.create(tmp_path / "budget.json", 2.0)
+    try:
+        with pytest.raises(DPFastRuntimeError, match=r"measures neither utility nor risk"):
+            dpfast.laplace_dp(
+                _table(),
+                epsilon=0.5,
+                bounds={"age": (0, 100)},
+                seed=1,
+                engine="unmeasured-test",
+                budget=budget,
+                **{asked: True},
+            )
+    finally:
+        del _REGISTRY["unmeasured-test"]
+    assert budget.remaining() == pytest.approx(2.0)  # refused before any output: not spent
+    assert dpfast.laplace_dp(
+        _table(), epsilon=0.5, bounds={"age": (0, 100)}, seed=1, metrics=True
+    ).private.metrics

@@ -18,10 +18,10 @@ from dpfast._release._reports import Reporting
 from dpfast._release.data_forecast import DataForecast, forecast_check
 from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
-from dpfast._validation import check_share, quoted
+from dpfast._validation import check_share, option, quoted
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import engine_label, engine_name, open_engine
-from dpfast.engines.base import Engine
+from dpfast.engines.base import Engine, Measurer
 from dpfast.engines.on_bound import BoundCount, OnBound
 from dpfast.engines.source import Staged
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
@@ -232,7 +232,17 @@ class Run(Reporting):
         if not self.with_metrics:
             return None
         with self.phase("metrics"):
-            return self.engine.metrics(numeric, categorical, domains)
+            return self._measurer().metrics(numeric, categorical, domains)
+
+    def _measurer(self) -> Measurer:
+        """Return the engine as a measurer (an engine that is none refused the options)."""
+        measurer = self.engine.measurer
+        if measurer is None:
+            raise DPFastRuntimeError(
+                f"the {self.engine.name} engine measures neither utility nor risk; release "
+                f"in memory to ask for {option('metrics')} or {option('risk')}"
+            )
+        return measurer
 
     def _risk(self, options: RiskOptions, parameters: Mapping[str, Any]) -> dict[str, Any]:
         """Measure the release's risk before it is published (private; risk=True).
@@ -250,7 +260,7 @@ class Run(Reporting):
         )
         self.tick("risk", 0, 1)
         with self.phase("risk"):
-            found = self.engine.risk(options, defaults)
+            found = self._measurer().risk(options, defaults)
         self.tick("risk", 1, 1)
         return found
 

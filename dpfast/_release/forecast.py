@@ -10,18 +10,16 @@ it reserves its ε; a dry run prints it and stops.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
-import pyarrow as pa
 
 from dpfast import noise
 from dpfast._validation import option, quoted
 from dpfast.accounting import LedgerEntry
-from dpfast.engines.dataflow import Dataflow, Limits
-from dpfast.engines.source import Columns, Source
+from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastError, DPFastValueError
 from dpfast.partitions.grid import Grid
@@ -105,37 +103,14 @@ class PublicTable:
         A step that would read a column (``bounds="data"`` takes a column's bounds from
         its values) raises a :class:`~dpfast.exceptions.DPFastValueError` naming it.
         """
-        source = _NoValues(tuple(self.names), self.n_rows)
-        return Dataflow(source, Limits(memory=1 << 62, batch_rows=max(1, self.n_rows)))
+        return Dataflow.without_values(self.names, self.n_rows, _refusal)
 
 
-@dataclass(frozen=True)
-class _NoValues(Source):
-    """A public table's columns as a source: their names and row count, and no value."""
-
-    held_names: tuple[Hashable, ...]
-    rows: int
-
-    @property
-    def names(self) -> list[str]:
-        return [str(name) for name in self.held_names]
-
-    @property
-    def schema(self) -> pa.Schema:
-        raise _refusal("the columns'", "each column's")
-
-    @property
-    def n_rows(self) -> int:
-        return self.rows
-
-    def map_column(
-        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any]
-    ) -> Iterator[Any]:
-        first = name[0] if isinstance(name, tuple) else name
-        raise _refusal(f"column {quoted(first)}'s", "its")
-
-
-def _refusal(whose: str, give: str) -> DPFastValueError:
+def _refusal(name: str | None) -> DPFastValueError:
+    """Return the refusal of a forecast's read of column ``name`` (``None``: of the types)."""
+    whose, give = (
+        ("the columns'", "each column's") if name is None else (f"column {quoted(name)}'s", "its")
+    )
     return DPFastValueError(
         f"a forecast reads public values only, and {option('bounds', 'data')} takes "
         f"{whose} bounds from the data; give {give} public bounds"

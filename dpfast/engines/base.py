@@ -75,7 +75,7 @@ from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
 from dpfast.taxonomy import Taxonomy
 
-__all__ = ["Engine", "RankSender", "in_threads"]
+__all__ = ["Engine", "Measurer", "RankSender", "in_threads"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Engine")
@@ -368,29 +368,38 @@ class Engine(ABC):
 
     # -- what only an engine holding the values can do ----------------------------------
 
+    @property
+    def measurer(self) -> Measurer | None:
+        """The engine as a :class:`Measurer`, where it holds the original and the release.
+
+        ``None`` (the default): an engine that cannot measure the release refuses
+        ``metrics=True`` and ``risk=True`` when it is opened.
+        """
+        return None
+
+
+# -- small helpers the engines share --------------------------------------------------------
+
+
+class Measurer(ABC):
+    """An engine that holds the original and the release, row by row (``Engine.measurer``).
+
+    It measures what only such an engine can: the release's utility and its disclosure
+    risk, each released row paired with its source through the shuffles.
+    """
+
+    @abstractmethod
     def metrics(
         self,
         numeric: Sequence[NumericColumn],
         categorical: Sequence[CategoricalColumn],
         domains: Mapping[Hashable, tuple[float, float]] | None,
     ) -> dict[str, Any]:
-        """Return the utility metrics of the released columns against the original.
+        """Return the utility metrics of the released columns against the original."""
 
-        Only an engine that holds both can; the others refuse ``metrics=True`` when
-        they are opened.
-        """
-        raise NotImplementedError(f"the {self.name} engine computes no metrics")
-
+    @abstractmethod
     def risk(self, options: RiskOptions, defaults: ReleaseDefaults) -> dict[str, Any]:
-        """Return the disclosure risk of the release, each row paired with its source.
-
-        Only an engine that holds the original and the release can; the others refuse
-        ``risk=True`` when they are opened (docs/risk.md#risk-at-release-time).
-        """
-        raise NotImplementedError(f"the {self.name} engine measures no risk")
-
-
-# -- small helpers the engines share --------------------------------------------------------
+        """Return the disclosure risk of the release (docs/risk.md#risk-at-release-time)."""
 
 
 class RankSender(ABC):

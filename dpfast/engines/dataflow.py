@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import pickle
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -367,6 +367,22 @@ class Dataflow:
         limits = Limits(memory=_HELD_MEMORY, batch_rows=max(1, table.n_rows))
         return cls(source, limits, table=table, keep_order=keep_order)
 
+    @classmethod
+    def without_values(
+        cls,
+        names: Sequence[Hashable],
+        n_rows: int,
+        refusal: Callable[[str | None], Exception],
+    ) -> Dataflow:
+        """Return the dataflow of a table known by its names and row count, with no value.
+
+        Every read of a column ``name`` raises ``refusal(name)``, and a read of the
+        columns' types ``refusal(None)``: a step that would read the table refuses, and
+        says which column it would have read (a forecast from public values only).
+        """
+        source = _NoValues(tuple(names), n_rows, refusal)
+        return cls(source, Limits(memory=_HELD_MEMORY, batch_rows=max(1, n_rows)))
+
     @property
     def holds(self) -> bool:
         """Whether the engine holds the table in memory (the steps' fast path)."""
@@ -379,6 +395,32 @@ class Dataflow:
 
 def _column_tick(tick: Callable[[str, int, int], None], phase: str, passes: int) -> None:
     tick(phase, passes, passes + 1)
+
+
+@dataclass(frozen=True)
+class _NoValues(Source):
+    """A table's names and row count as a source whose every read is refused."""
+
+    held_names: tuple[Hashable, ...]
+    rows: int
+    refusal: Callable[[str | None], Exception]
+
+    @property
+    def names(self) -> list[str]:
+        return [str(name) for name in self.held_names]
+
+    @property
+    def schema(self) -> pa.Schema:
+        raise self.refusal(None)
+
+    @property
+    def n_rows(self) -> int:
+        return self.rows
+
+    def map_column(
+        self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
+    ) -> Iterator[T]:
+        raise self.refusal(name[0] if isinstance(name, tuple) else name)
 
 
 #: The memory limit of a dataflow held in memory: none (what is held is held already).

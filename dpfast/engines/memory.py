@@ -30,7 +30,7 @@ from dpfast._validation import (
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
 from dpfast.engines._tables import encode, warn_index_dropped
-from dpfast.engines.base import Engine
+from dpfast.engines.base import Engine, Measurer
 from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.source import Staged, stage_beside
 from dpfast.engines.values import (
@@ -64,7 +64,7 @@ from dpfast.taxonomy import Taxonomy
 __all__ = ["MemoryEngine"]
 
 
-class MemoryEngine(Engine):
+class MemoryEngine(Engine, Measurer):
     """A table held in memory (see the module docstring)."""
 
     name = "memory"
@@ -369,6 +369,11 @@ class MemoryEngine(Engine):
         base = self._base if keep is None else None
         result = table.rebuild(self.released, self._order, base, reindex=reindex, keep=keep)
         return Staged.ready(result) if self.output is None else self._staged(result, result)
+
+    @property
+    def measurer(self) -> Measurer:
+        """Return this engine: it holds the original and the release."""
+        return self
 
     def metrics(
         self,
