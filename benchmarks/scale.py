@@ -64,9 +64,6 @@ from dpfast.engines.outofcore import (
     ClusterEngine,
     ExchangedParts,
     GeneratedParts,
-    combined,
-    partials_of,
-    totals,
 )
 from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore._sources import (
@@ -76,6 +73,7 @@ from dpfast.engines.outofcore._sources import (
     column_names,
     source_under,
 )
+from dpfast.engines.partial_totals import combined, partials_of, totals
 from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
 
 BOUNDS = (0.0, 1000.0)

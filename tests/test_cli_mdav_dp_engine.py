@@ -121,7 +121,7 @@ def test_mdav_names_mdav_dp_and_ir_dp_beyond_memory(workdir, capsys):
 
 def test_interrupt_before_publishing_refunds_the_budget_and_leaves_nothing(workdir, monkeypatch):
     from dpfast.budget import BudgetFile
-    from dpfast.engines.outofcore import Output
+    from dpfast.engines.outofcore._output import Output
 
     budget = workdir / "b.json"
     assert cli.main(["budget", "init", str(budget), "--total-epsilon", "2"]) == 0

@@ -19,7 +19,8 @@ import pytest
 
 import dpfast
 from dpfast.engines.dataflow import add_up, column_total
-from dpfast.engines.outofcore import ArrowSource, Partial, combined, partials_of, totals
+from dpfast.engines.outofcore import ArrowSource
+from dpfast.engines.partial_totals import Partial, combined, partials_of, totals
 from dpfast.exceptions import DPFastValueError
 from tests.engine_runs import on_engine
 

@@ -23,19 +23,10 @@ import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
 from dpfast.engines.dataflow import FAN
-from dpfast.engines.outofcore import (
-    Columns,
-    Ranges,
-    batch_results,
-    column_batch,
-    column_names,
-    combined,
-    keys_by_range,
-    partials_of,
-    source_under,
-    totals,
-)
-from dpfast.engines.source import Source
+from dpfast.engines.outofcore import column_batch, column_names, source_under
+from dpfast.engines.partial_totals import batch_results, combined, partials_of, totals
+from dpfast.engines.sorted_ranges import Ranges, keys_by_range
+from dpfast.engines.source import Columns, Source
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
@@ -213,9 +204,9 @@ class DaskSource(Source):
         """Return ``fn``'s results over the batches of column ``name``, added on the workers.
 
         One graph: a task per partition adds its batches' results, then tasks add
-        :data:`~dpfast.engines.outofcore._totals.FAN` partials at a time until at most
+        :data:`~dpfast.engines.partial_totals.FAN` partials at a time until at most
         ``most`` remain, which alone come back, each with the rows of its largest reading
-        task (:func:`dpfast.engines.outofcore.totals`).
+        task (:func:`dpfast.engines.partial_totals.totals`).
         """
         from dask.base import compute
         from dask.delayed import delayed
@@ -372,7 +363,7 @@ def _results(
     """Return ``(first_row, failed, result)`` per batch of a partition: ``map_column``'s task.
 
     The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` is returned as a
-    failed result and ends the partition (:func:`~dpfast.engines.outofcore.batch_results`).
+    failed result and ends the partition (:func:`~dpfast.engines.partial_totals.batch_results`).
     """
     return list(batch_results(batches, fn))
 

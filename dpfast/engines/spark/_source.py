@@ -26,20 +26,10 @@ import pyarrow as pa
 
 from dpfast._validation import quoted
 from dpfast.engines.dataflow import FAN, dumps_error
-from dpfast.engines.outofcore import (
-    Columns,
-    ExchangedParts,
-    Partial,
-    Ranges,
-    batch_results,
-    column_batch,
-    column_names,
-    combined,
-    partials_of,
-    source_under,
-    totals,
-)
-from dpfast.engines.source import Source
+from dpfast.engines.outofcore import ExchangedParts, column_batch, column_names, source_under
+from dpfast.engines.partial_totals import Partial, batch_results, combined, partials_of, totals
+from dpfast.engines.sorted_ranges import Ranges
+from dpfast.engines.source import Columns, Source
 from dpfast.engines.spark._exchange import assembled, exchange_pieces
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
@@ -291,9 +281,9 @@ class SparkSource(Source):
 
         One job: each task adds its batches' results into one partial; while there are
         more than ``most`` partials, a shuffle into ``partials /``
-        :data:`~dpfast.engines.outofcore.FAN` tasks adds them again; only the last come
+        :data:`~dpfast.engines.dataflow.FAN` tasks adds them again; only the last come
         back, each with the rows of its largest reading task
-        (:func:`dpfast.engines.outofcore.totals`).
+        (:func:`dpfast.engines.partial_totals.totals`).
         """
         frame, apply = self._batch_task(name, batch_rows, fn, _partial)
         with quietly():
@@ -495,7 +485,7 @@ def _results(
 
     The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` (the refusals of bad
     data, not worth a retry) is yielded as a failed result and ends the partition
-    (:func:`~dpfast.engines.outofcore.batch_results`); other exceptions fail the task,
+    (:func:`~dpfast.engines.partial_totals.batch_results`); other exceptions fail the task,
     which Spark retries.
     """
     partition = partition_index()
