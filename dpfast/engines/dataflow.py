@@ -3,11 +3,13 @@
 A step (:mod:`dpfast.steps`) is a data algorithm written once: it reads the table through
 a :class:`Dataflow`, which an engine opens for its release (``Engine.dataflow``). The
 dataflow holds the column source (:class:`~dpfast.engines.source.Source`), the memory
-:class:`Limits` of the passes, the progress line, and the table the engine holds in this
-process, if it does (the in-memory engine: a step may then use the values of its
-:class:`~dpfast.engines.values.NumericColumn` and the table's own category codes
-directly, as its fast path). In memory, the source is the table itself read as one batch
-per column (:class:`HeldTable`).
+:class:`Limits` of the passes, the progress line, the release's scratch folder, and the
+table the engine holds in this process, if it does (the in-memory engine: a step may then
+use the values of its :class:`~dpfast.engines.values.NumericColumn` and the table's own
+category codes directly, as its fast path). In memory, the source is the table itself
+read as one batch per column (:class:`HeldTable`); a table known only by its names and
+row count (a forecast's) is a source that refuses every read
+(:meth:`Dataflow.without_values`).
 
 The helpers every pass shares are here too: a batch of a protected column checked and
 read as float64 (:func:`numeric_values`), the refusals a batch function sends back

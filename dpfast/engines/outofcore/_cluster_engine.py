@@ -328,10 +328,11 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         computes the values of its groups and sends each rank's value to its output part
         (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`). No group's sum or value
         comes to the driver. The rows on a bound are counted by the parts, and known once
-        the release is written. Only where :attr:`rank_sender` is this engine: without
-        ``output`` (a lazy frame, whose report is complete when it is returned), or where
-        the release could not be made through the exchange, the method takes the groups to
-        the driver as on one machine (the ``group_sums`` step).
+        the release is written. Called only where :attr:`rank_sender` is this engine.
+        Without ``output`` (a lazy frame, whose report is complete when it is returned),
+        or where the release could not be made through the exchange, ``rank_sender`` is
+        ``None`` and the method takes the groups to the driver as on one machine (the
+        ``group_sums`` step).
         """
         name = str(column.name)
         passes = self.dataflow.passes(column.name)
@@ -360,8 +361,8 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
 
         The column's records per taxonomy rank give its sorted ranks, so no task sorts or
         reads it: each chunk of a taxonomy rank's ranks draws the codes of its groups and
-        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Only where
-        :attr:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
+        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Called only
+        where :attr:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
         """
         values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
         plan = ranks_of_counts(values.counts)
