@@ -154,13 +154,9 @@ class MemoryEngine(Engine, Measurer):
         for name, taxonomy in taxonomies.items():
             codes, categories = self.table.category_codes(name)
             codes = taxonomy.encode_categories(codes, categories, column=name)
-            declared = check_declared(name, self._declared(name), taxonomy.domain)
+            declared = check_declared(name, self.table.declared_categories(name), taxonomy.domain)
             columns.append(CategoricalColumn(name, codes, taxonomy, declared))
         return columns
-
-    def _declared(self, name: Hashable) -> tuple[str, ...] | None:
-        declared = self.table.declared_categories(name)
-        return None if declared is None else tuple(declared)
 
     # -- passes -------------------------------------------------------------------------
 

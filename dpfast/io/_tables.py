@@ -104,7 +104,7 @@ class TableData:
         codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         return codes, dictionary
 
-    def declared_categories(self, name: Hashable) -> list[str] | None:
+    def declared_categories(self, name: Hashable) -> tuple[str, ...] | None:
         """Return the categories a column's type declares, in their order, if it declares them.
 
         A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary marked
@@ -115,15 +115,16 @@ class TableData:
         """
         if self.kind == "pandas":
             dtype = self.source[name].dtype
+            declared = None
             if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered:
-                return text_categories(list(dtype.categories))
-            return None
+                declared = text_categories(list(dtype.categories))
+            return None if declared is None else tuple(declared)
         if self.kind == "numpy":
             return None
         chunked = self.source.column(name)
         if not is_declared_dictionary(chunked.type):
             return None
-        return same_dictionaries(name, [chunk.dictionary for chunk in chunked.chunks])
+        return tuple(same_dictionaries(name, [chunk.dictionary for chunk in chunked.chunks]))
 
     def categorical_output(self, name: Hashable, codes: np.ndarray, labels: Sequence[str]) -> Any:
         """Build a released categorical column of the same kind as the input column.

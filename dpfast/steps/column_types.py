@@ -64,6 +64,5 @@ def declared_categories(flow: Dataflow, name: Hashable) -> tuple[str, ...] | Non
     the same (:func:`~dpfast.engines.dataflow.declared_dictionary`).
     """
     if flow.table is not None:
-        declared = flow.table.declared_categories(name)
-        return None if declared is None else tuple(declared)
+        return flow.table.declared_categories(name)
     return declared_dictionary(flow.source, name, flow.limits.batch_rows)
