@@ -441,8 +441,8 @@ def test_every_error_class_is_a_dpfast_error():
 # work under way in other branches (the count moves with every feature); the structural
 # counts are held exactly.
 ENGINE_CEILINGS = {
-    "members": 24,  # of the engine protocol (Engine: functions and properties)
-    "abstract_members": 16,
+    "members": 14,  # of the engine protocol (Engine: functions and properties)
+    "abstract_members": 8,
     "hasattr": 0,  # calls in dpfast/engines/ (none probes a source: Source declares it)
     "getattr": 6,
     "setattr": 0,
@@ -452,7 +452,7 @@ ENGINE_CEILINGS = {
     "underscore_imports": 0,  # underscore names imported from another module
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 11_835  # the steps hold the data algorithms but the outputs
+ENGINE_LINES = 12_045  # the outputs are records (engines/writes.py); the frames still
 ENGINE_LINES_ROOM = 200
 #: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.

@@ -197,7 +197,7 @@ def test_the_api_reference_renders_what_the_role_converter_links_to():
         "dpfast.ir_dp",
         "dpfast.BudgetFile.reserve",  # a method of a class on a page
         "dpfast.metrics.sse",  # a member of a module on a page, from its __all__
-        "dpfast.engines.base.Engine.write_groups",
+        "dpfast.engines.base.Engine.write",
         "dpfast.exceptions.PrivacyLeakWarning",  # a module without __all__: its own classes
         "dpfast.engines.parse_memory",  # a page's members: list
     ):
@@ -232,9 +232,9 @@ def test_every_sphinx_role_of_the_api_reference_becomes_a_link_or_code():
         (":func:`sse`", "dpfast.metrics._loss.information_loss", "[`sse`][dpfast.metrics.sse]"),
         # relative to the owner's class
         (
-            ":meth:`write_groups`",
+            ":meth:`write`",
             "dpfast.engines.base.Engine.each_column",
-            "[`write_groups`][dpfast.engines.base.Engine.write_groups]",
+            "[`write`][dpfast.engines.base.Engine.write]",
         ),
         # an explicit title, and a target shown under its public name
         (

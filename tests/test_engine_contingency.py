@@ -25,6 +25,7 @@ from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
 from dpfast.engines.dataflow import Dataflow, Limits
 from dpfast.engines.values import CodedNumeric, Contingency, NumericColumn
+from dpfast.engines.writes import WriteTable
 from dpfast.io import as_table_data
 from dpfast.methods.diffgen._columns import ClassLookup  # the method's lookup
 from dpfast.taxonomy import Taxonomy
@@ -270,7 +271,7 @@ def test_a_written_table_and_its_rows_repeated(tmp_path, repeat, counts):
     ):
         opened = open_engine(frame, method="test", engine=engine, output=tmp_path / name)
         try:
-            opened.write_table(dict(columns), repeat=repeat)
+            opened.write(WriteTable(dict(columns), repeat))
             staged = opened.publish("report", reindex=False)
             assert not (tmp_path / name).exists()  # staged: nothing visible yet
             data = staged.reveal()

@@ -23,6 +23,7 @@ from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import _output as output_files
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
+from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 from dpfast.steps import point_orders
 from tests.engine_runs import apart_from_engine
@@ -426,10 +427,9 @@ def test_cluster_primitives_give_the_partition_on_the_memory_and_out_of_core_eng
         np.testing.assert_array_equal(totals.counts[0], expected_counts.reshape(count, leaves))
         # each row's cluster number as its released value: in row order, then permuted
         ids = np.arange(count, dtype=np.float64)
-        opened.write_clusters(numeric[:1], clusters, [ids], None)
-        opened.write_clusters(
-            [numeric[2], *categorical], clusters, [ids, np.arange(count) % leaves], key
-        )
+        opened.write(WriteClusters(numeric[:1], clusters, [ids], None))
+        coded = [ids, np.arange(count) % leaves]
+        opened.write(WriteClusters([numeric[2], *categorical], clusters, coded, key))
         data = opened.publish(None, reindex=True).reveal()
         got = data if isinstance(data, pa.Table) else data.to_table()
         assert got.column_names == ["age", "occupation", "share"]

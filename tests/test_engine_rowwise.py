@@ -17,6 +17,7 @@ from dpfast.datasets import adult
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from dpfast.engines.source import Source
+from dpfast.engines.writes import CopyColumns, WriteCodes, WriteResampled
 from tests.engine_runs import apart_from_engine
 from tests.reference import mechanisms_reference as ref
 
@@ -546,8 +547,8 @@ def _resampled(kind: str, table: pa.Table, tmp_path: Path, keep: int) -> pa.Tabl
         lo, hi = steps.value_range(engine.dataflow, column)
         m = BINS[str(column.name)]  # every bin holds values
         counts = steps.bin_counts(engine.dataflow, column, lo, m / (hi - lo), m)
-        engine.write_resampled(column, Bins(lo, m / (hi - lo), counts), key, keep, n_threads=2)
-    engine.copy_columns(["spread"], None)
+        engine.write(WriteResampled(column, Bins(lo, m / (hi - lo), counts), key, keep, 2))
+    engine.write(CopyColumns(["spread"], None))
     return _released(engine, kind)
 
 
@@ -603,9 +604,9 @@ def test_write_codes_releases_the_domains_labels_in_row_order(tmp_path, kind):
     engine = _open(kind, table, tmp_path)
     assert steps.value_dtype(engine.dataflow, "small") == np.dtype(np.int32)
     assert steps.value_dtype(engine.dataflow, "text") == np.dtype(object)
-    engine.write_codes("text", domain, _Shift(len(domain)))
-    engine.write_codes("small", [1, 2, 3], _Shift(3))
-    engine.copy_columns(["shade"], None)
+    engine.write(WriteCodes("text", domain, _Shift(len(domain))))
+    engine.write(WriteCodes("small", [1, 2, 3], _Shift(3)))
+    engine.write(CopyColumns(["shade"], None))
     got = _released(engine, kind)
     shifted = {"blue": "green", "green": "red", "red": "grey"}
     assert got.column("text").to_pylist() == [shifted[w] for w in table["text"].to_pylist()]
@@ -623,7 +624,7 @@ def test_write_codes_refuses_values_outside_the_domain(tmp_path, kind):
     engine = _open(kind, table, tmp_path)
     try:
         with pytest.raises(ValueError, match=r"'text' has 2 missing value\(s\)"):
-            engine.write_codes("text", ["blue", "green", "red"], _Shift(3))
+            engine.write(WriteCodes("text", ["blue", "green", "red"], _Shift(3)))
     finally:
         engine.close()
     engine = _open(kind, table, tmp_path)
@@ -631,7 +632,7 @@ def test_write_codes_refuses_values_outside_the_domain(tmp_path, kind):
         seen = [w for w in dict.fromkeys(table.column("shade").to_pylist()) if w != "red"]
         outside = ", ".join(repr(w) for w in seen)  # in the order the rows hold them
         with pytest.raises(ValueError, match=rf"outside the domain: {outside}; add"):
-            engine.write_codes("shade", ["red"], _Shift(1))
+            engine.write(WriteCodes("shade", ["red"], _Shift(1)))
     finally:
         engine.close()
 

@@ -19,6 +19,7 @@ import numpy as np
 from dpfast import steps
 from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
+from dpfast.engines.writes import WriteGroups
 from dpfast.noise import NoiseSource
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
@@ -59,7 +60,7 @@ def toy_groups(
             sums, clamped = steps.group_sums(run.engine.dataflow, column, grid, layout)
             values = GridMeans(grid, layout)(sums)
             order = source.key("toy_groups", "column-order", str(column.name))
-            run.engine.write_groups(column, values, layout, order)
+            run.engine.write(WriteGroups(column, values, layout, order))
             run.keep(column.name, clamped=clamped)
         return run.finish(
             source=source,

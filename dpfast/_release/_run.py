@@ -21,10 +21,11 @@ from dpfast._release.options import BudgetLike, Progress, Reservation, release_o
 from dpfast._validation import check_share, option, quoted
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
 from dpfast.engines import engine_label, engine_name, open_engine
-from dpfast.engines.base import Engine, Measurer
+from dpfast.engines.base import Engine, Measurer, RankSender
 from dpfast.engines.on_bound import BoundCount, OnBound
 from dpfast.engines.source import Staged
 from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.engines.writes import CopyColumns
 from dpfast.exceptions import DPFastRuntimeError, NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
@@ -96,6 +97,8 @@ class Run(Reporting):
         self.committed = False
         self.timer = PhaseTimer()
         self.policy: UnprotectedPolicy | None = None
+        #: The columns the release copies unprotected, once :meth:`protect` said; None: not said.
+        self.copied: list[str] | None = None
         self.clamped: dict[str, int] = {}
         self.on_bound: dict[str, OnBound] = {}
         self._later: dict[str, Callable[[], OnBound]] = {}
@@ -161,12 +164,20 @@ class Run(Reporting):
     def protect(self, columns: Sequence[Hashable]) -> None:
         """Tell the engine the columns the release protects, once its arguments are checked.
 
-        The others are copied as :attr:`policy` says, none where it drops them
-        (:meth:`Engine.expect_copies`).
+        The others are copied as :attr:`policy` says, none where it drops them: the
+        engine chooses its rank sender by them (:meth:`rank_sender`).
         """
         protected = {str(c) for c in columns}
         names = [str(n) for n in self.engine.names if str(n) not in protected]
-        self.engine.expect_copies([] if self.policy == "drop" else names)
+        self.copied = [] if self.policy == "drop" else names
+
+    def rank_sender(self) -> RankSender | None:
+        """Return the engine as a rank sender for this release, or None (ir_dp's columns).
+
+        By the columns it copies, once :meth:`protect` said which
+        (:meth:`Engine.rank_sender <dpfast.engines.base.Engine.rank_sender>`).
+        """
+        return self.engine.rank_sender(self.copied)
 
     def reserve(self, epsilon: float, columns: Sequence[Hashable]) -> None:
         """Hold ``epsilon`` in the run's budget, if it has one, before any work.
@@ -286,10 +297,11 @@ class Run(Reporting):
             if copied and self.policy == "shuffle":
                 if source is None:
                     raise AssertionError("a shuffle of the unprotected columns needs a source")
-                self.engine.copy_columns(copied, source.key(self.method, "unprotected-order"))
+                key = source.key(self.method, "unprotected-order")
+                self.engine.write(CopyColumns(copied, key))
                 reindex = True
             elif copied and self.policy != "drop":
-                self.engine.copy_columns(copied, order_key)
+                self.engine.write(CopyColumns(copied, order_key))
                 reindex = reindex or order_key is not None
         report, private = self.reports(**fields)
         if self.risk_options is not None:
@@ -299,7 +311,7 @@ class Run(Reporting):
             raise AssertionError(f"{self.method} was given a budget but reserved nothing")
 
         with self.phase("write"):
-            data = self._publish(report, reindex, before_publish)
+            data, work = self._publish(report, reindex, before_publish)
         private.timings["write"] = self.timer.timings["write"]
         for name, count in self._later.items():  # counted where the output was made
             self.on_bound[name] = count()
@@ -310,15 +322,18 @@ class Run(Reporting):
                 private.pushed_onto_bound[name] = counted.pushed
         if self.expected is not None and private.clamped_output:
             private.forecast = forecast_check(private, self.expected, self.data_forecast)
-        work = self.engine.work()
         if work is not None:
             private.extra["work"] = work
         self.tick("assemble", 1, 1)
         private.timings["total"] = time.perf_counter() - self._start
         return Release(data, report, private)
 
-    def _publish(self, report: Report, reindex: bool, before_publish: PublishHook | None) -> Any:
+    def _publish(
+        self, report: Report, reindex: bool, before_publish: PublishHook | None
+    ) -> tuple[Any, dict[str, int] | None]:
         """Have the engine stage the release; commit, write the reports, then reveal it.
+
+        Returns the released data and what the engine's passes did (``Staged.work``).
 
         The engine only writes: the budget's reservation is committed here, with the final
         report, before anything is visible, so that no engine can publish without it. An
@@ -344,7 +359,7 @@ class Run(Reporting):
                 self.committed = True
             if before_publish is not None:
                 before_publish(report)
-            return staged.reveal()
+            return staged.reveal(), staged.work
         finally:
             staged.discard()
 

@@ -19,20 +19,10 @@ The primitives:
   categorical column's records per taxonomy rank, order statistics, bin and edge counts,
   a target's classes and the class counts of coded columns, insensitive MDAV's clusters
   and their totals: each written once for every engine);
-* **outputs**, one released column each: :meth:`Engine.write_rows` (a function of each
-  row's value and keyed draw, in row order), :meth:`Engine.write_groups` (rank-group
-  values in a keyed permutation), :meth:`Engine.write_linked` (rank-group values at their
-  rows' places, record-linked), :meth:`Engine.write_ranked` (rank-group values at
-  their rows' places, rows in their order), :meth:`Engine.copy_columns` (columns not
-  protected, unchanged, in the rows' order or a keyed one);
-* **clusters** (rows partitioned by the steps ``insensitive_clusters`` and
-  ``cluster_totals``, each cluster released as one value per column):
-  :meth:`Engine.write_clusters` (each row's cluster value, rows in a keyed order);
-* **tables**: a table the method computed from the class counts of the
-  ``contingency`` step is its output (:meth:`Engine.write_table`);
-* **row-wise outputs**: :meth:`Engine.write_resampled` (each row kept or replaced by a
-  keyed draw from its own bin), :meth:`Engine.write_codes` (a column coded by a public
-  domain, released row by row as its labels);
+* **outputs**: :meth:`Engine.write` takes one record of :mod:`dpfast.engines.writes`
+  (a column row by row, rank groups in a keyed permutation or at their rows' places,
+  clusters, unprotected copies, a computed table, resampled or coded columns);
+  :meth:`Engine.rank_sender` is the engine where its tasks send the rank groups;
 * **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
   returns it as a :class:`~dpfast.engines.source.Staged` release, which the release
   skeleton reveals (in one step) once the budget is committed; :meth:`Engine.close`
@@ -58,18 +48,13 @@ from dpfast.engines.dataflow import Dataflow
 from dpfast.engines.on_bound import BoundCount, RankGroupValues
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (
-    Bins,
     CategoricalColumn,
-    Cells,
-    Clusters,
-    CodeCells,
     GroupCodes,
-    GroupValues,
     NumericColumn,
     Opening,
-    ProtectedColumn,
     column_threads,
 )
+from dpfast.engines.writes import Write
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
@@ -197,141 +182,25 @@ class Engine(ABC):
     # -- outputs ------------------------------------------------------------------------
 
     @abstractmethod
-    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
-        """Release ``column`` row by row with ``cells``; return the counts, added up.
+    def write(self, request: Write[R]) -> R:
+        """Write one released output (a record of :mod:`dpfast.engines.writes`).
 
-        Output row ``i`` holds input row ``i``'s released value (an integer column in its
-        own dtype).
+        The engine writes it now, or keeps it and writes it in :meth:`publish`; either
+        way it is in the output :meth:`publish` stages, and what writing gives back (the
+        record's ``R``: counts of a row-wise release, values of a record-linked one) is
+        returned here. A record the engine does not know is refused.
         """
 
-    @abstractmethod
-    def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
-    ) -> None:
-        """Release a column whose output row ``r`` holds ``values[layout.group_of(order[r])]``.
+    def rank_sender(self, copied: Sequence[str] | None) -> RankSender | None:
+        """Return the engine as a :class:`RankSender`, where its tasks send the rank groups.
 
-        ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``; ``values`` are the
-        rank groups' released values (float64, or taxonomy codes of a categorical
-        column), in ``layout``'s groups.
-        """
-
-    @property
-    def rank_sender(self) -> RankSender | None:
-        """The engine as a :class:`RankSender`, where its tasks send the rank groups.
-
-        ``None`` (the default) where this release's rank groups come to this process: the
-        ``group_sums`` step, then :meth:`write_groups`. An engine that sends them (a
-        cluster with ``output``) says so for each release, once the release has said
-        which columns it copies (:meth:`expect_copies`).
+        ``copied``: the columns the release copies unprotected (``None``: not said, so
+        every input column may be). ``None`` (the default) where this release's rank
+        groups come to this process: the ``group_sums`` step, then a
+        :class:`~dpfast.engines.writes.WriteGroups`. An engine that sends them (a cluster
+        with ``output``) says so for each release, by the columns it copies.
         """
         return None
-
-    @abstractmethod
-    def write_linked(
-        self,
-        column: ProtectedColumn,
-        grid: Grid | None,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        values: GroupValues,
-    ) -> tuple[np.ndarray, int]:
-        """Release each row's rank-group value at the row's own place (record linkage).
-
-        Rows are ranked by (grid value, row) for a numeric column, by (taxonomy rank,
-        row) for a categorical one, and cut into ``layout``'s rank groups;
-        ``values(sums)`` (numeric: the groups' exact integer
-        sums; categorical: the records per taxonomy rank) gives every group's value.
-        Output row ``r`` holds input row ``permutation(key, n)[r]`` (``key`` ``None``:
-        the input order). Returns the group values and the clamped count.
-        """
-
-    @abstractmethod
-    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        """Release each row's rank-group value at the row's own place, in the input order.
-
-        Rows are ranked by (value, row) and cut into ``layout``'s rank groups;
-        ``values(sums)`` gets every rank group's float sum, its values added one by one in
-        rank order, and gives every group's released value.
-        """
-
-    def expect_copies(self, names: Sequence[str]) -> None:
-        """Learn, once the release's arguments are checked, the columns it will copy.
-
-        :meth:`copy_columns` copies them at the end; an engine may choose how it writes the
-        released columns by their types. By default nothing is done.
-        """
-        return None
-
-    @abstractmethod
-    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
-        """Release columns ``names`` unchanged: output row ``r`` holds input row ``order[r]``.
-
-        ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``, or the input order
-        when ``key`` is ``None``. The columns keep their types.
-        """
-
-    # -- clusters -----------------------------------------------------------------------
-
-    @abstractmethod
-    def write_clusters(
-        self,
-        columns: Sequence[ProtectedColumn],
-        clusters: Clusters,
-        values: Sequence[np.ndarray],
-        key: np.ndarray | None,
-    ) -> None:
-        """Release ``columns`` cluster by cluster, the rows in a keyed order.
-
-        Output row ``r`` of column ``j`` holds ``values[j][c]``, ``c`` the cluster of input
-        row ``order[r]``; ``order`` is :func:`dpfast.noise.permutation` ``(key, n)``, or
-        the input order when ``key`` is ``None``; ``values[j]`` holds column ``j``'s
-        released value of every cluster (float64, already rounded for an integer column,
-        or taxonomy codes of a categorical one).
-        """
-
-    # -- coded columns ------------------------------------------------------------------
-
-    @abstractmethod
-    def write_table(
-        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
-    ) -> None:
-        """Release a table the method computed (a row per cell, not per record) as the output.
-
-        ``columns`` as :func:`dpfast.io.build_table` takes them: an array, or ``(codes,
-        labels)`` for a categorical column. :meth:`publish` returns it as a table of the
-        input's kind (in memory) or a frame (a cluster), or returns the dataset written at
-        ``output`` (out of core). With ``repeat`` (a column of non-negative integer
-        counts), what is written at ``output`` holds each row that many times, without
-        that column.
-        """
-
-    # -- row-wise statistics and outputs -------------------------------------------------
-
-    @abstractmethod
-    def write_resampled(
-        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
-    ) -> None:
-        """Release a numeric column whose rows keep their value or take one of their bin's.
-
-        Output row ``i`` is row ``i`` of :func:`dpfast.noise.retain_or_replace` ``(key,
-        keep, values, pool, groups=bins.of(values), group_start=bins.starts,
-        group_size=bins.counts)``, where the pool lists the values bin by bin, each bin's
-        in row order: kept with probability ``keep / 2**32``, else replaced by the value
-        of a uniformly drawn row of the same bin (every bin holds a value). Rows keep
-        their order; an integer column keeps its dtype. ``n_threads`` draw at once (the
-        release does not depend on it).
-        """
-
-    @abstractmethod
-    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
-        """Release column ``name`` coded by a public ``domain``, row by row, in row order.
-
-        Each value becomes its index in ``domain`` (an equal label; :func:`code_dtype`),
-        ``cells`` gives every row's released code, and the output holds the codes'
-        labels: a pandas categorical column stays one (of categories ``domain``), any
-        other column holds ``domain``'s values. A missing value or one not in ``domain``
-        is refused (:func:`check_in_domain`) before any output is published.
-        """
 
     # -- the end ------------------------------------------------------------------------
 
@@ -343,16 +212,9 @@ class Engine(ABC):
         invisible: the release skeleton commits the budget and writes the reports, then
         :meth:`Staged.reveal` makes it visible in one step and returns the data (a
         failure before leaves nothing). ``reindex``: the rows are in a new order (a
-        pandas result gets a fresh index).
+        pandas result gets a fresh index). An engine that runs passes gives what they did
+        as the staged release's :attr:`~dpfast.engines.source.Staged.work`.
         """
-
-    def work(self) -> dict[str, int] | None:
-        """Return what the release's passes did (the private report's ``work``), or None.
-
-        An engine that runs passes counts their tasks, the bytes of their results and the
-        items its output passes scanned (docs/scale.md#counters); in memory, None.
-        """
-        return None
 
     def close(self) -> None:  # noqa: B027 - an engine without scratch has nothing to remove
         """Remove whatever a release left behind (scratch files); safe to call twice."""
@@ -424,11 +286,12 @@ class RankSender(ABC):
         """Release a numeric column in rank groups; return its clamped and on-bound counts.
 
         The release of the ``group_sums`` step's sums on ``grid``, with ``values(sums,
-        first_group)`` for every run of groups, written as :meth:`Engine.write_groups`
-        writes them with ``key``. Returns the clamped count and the rows on a bound of
-        ``domain`` (released there, there before the noise: ``values.before_noise``,
-        and pushed there by the noise: :class:`~dpfast.engines.on_bound.OnBound`), or a
-        function that gives them once the release is written.
+        first_group)`` for every run of groups, written as a
+        :class:`~dpfast.engines.writes.WriteGroups` of ``key`` writes them. Returns the
+        clamped count and the rows on a bound of ``domain`` (released there, there before
+        the noise: ``values.before_noise``, and pushed there by the noise:
+        :class:`~dpfast.engines.on_bound.OnBound`), or a function that gives them once
+        the release is written.
         """
 
     @abstractmethod
@@ -444,8 +307,8 @@ class RankSender(ABC):
 
         ``counts`` are the column's records per taxonomy rank (the ``rank_counts`` step),
         so its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
-        groups ``first .. stop - 1``, as :meth:`Engine.write_groups` would write
-        ``codes(counts, 0, n_groups)``.
+        groups ``first .. stop - 1``, as a :class:`~dpfast.engines.writes.WriteGroups` of
+        ``codes(counts, 0, n_groups)`` would write them.
         """
 
 

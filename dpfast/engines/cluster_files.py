@@ -3,7 +3,7 @@
 Out of core, the insensitive MDAV step (:mod:`dpfast.steps.cluster_passes`) writes the
 protected columns at their rows' places (:class:`Attributes`) and every row's cluster
 (:class:`Partition`, the ``held`` handle of :class:`~dpfast.engines.values.Clusters`) to
-scratch files; an engine's ``write_clusters`` reads the clusters back in output order.
+scratch files; an engine writing ``WriteClusters`` reads the clusters back in output order.
 :func:`cluster_limits` cuts the memory limit between the per-cluster arrays and the
 passes' working memory (:class:`ClusterLimits`), refusing what cannot fit.
 """

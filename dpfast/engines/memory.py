@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -47,6 +47,19 @@ from dpfast.engines.values import (
     inverse_permutation,
     own_dtype,
 )
+from dpfast.engines.writes import (
+    CopyColumns,
+    Write,
+    WriteClusters,
+    WriteCodes,
+    WriteGroups,
+    WriteLinked,
+    WriteRanked,
+    WriteResampled,
+    WriteRows,
+    WriteTable,
+    unknown_write,
+)
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import (
     TableData,
@@ -62,6 +75,8 @@ from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["MemoryEngine"]
+
+R = TypeVar("R")
 
 
 class MemoryEngine(Engine, Measurer):
@@ -167,12 +182,37 @@ class MemoryEngine(Engine, Measurer):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+    def write(self, request: Write[R]) -> R:
+        done: Any
+        match request:
+            case WriteRows(column, cells):
+                done = self._write_rows(column, cells)
+            case WriteGroups(column, values, layout, key):
+                done = self._write_groups(column, values, layout, key)
+            case WriteLinked(column, grid, layout, key, values):
+                done = self._write_linked(column, grid, layout, key, values)
+            case WriteRanked(column, layout, values):
+                done = self._write_ranked(column, layout, values)
+            case CopyColumns(names, key):
+                done = self._copy_columns(names, key)
+            case WriteClusters(columns, clusters, values, key):
+                done = self._write_clusters(columns, clusters, values, key)
+            case WriteTable(columns, repeat):
+                done = self._write_table(columns, repeat=repeat)
+            case WriteResampled(column, bins, key, keep, n_threads):
+                done = self._write_resampled(column, bins, key, keep, n_threads=n_threads)
+            case WriteCodes(name, domain, cells):
+                done = self._write_codes(name, domain, cells)
+            case _:
+                raise unknown_write(self.name, request)
+        return cast(R, done)
+
+    def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
         out, counts = cells(column.values, 0)
         self.released[column.name] = column.restore_dtype(out)
         return np.asarray(counts, dtype=np.int64)
 
-    def write_groups(
+    def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
         order = noise.permutation(key, self.n_rows)
@@ -193,7 +233,7 @@ class MemoryEngine(Engine, Measurer):
             return column.taxonomy.rank_order(column.codes)
         return self._ranks.pop(column.name)
 
-    def write_linked(
+    def _write_linked(
         self,
         column: ProtectedColumn,
         grid: Grid | None,
@@ -236,7 +276,7 @@ class MemoryEngine(Engine, Measurer):
         self.released[column.name] = column.restore_dtype(out)
         return group_values, int(clamped)
 
-    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
+    def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
         order = np.argsort(column.values, kind="stable")
         sums = np.zeros(layout.n_groups, dtype=np.float64)
         outofcore_kernels.add_float_group_sums(column.values[order], 0, *layout.scalars, sums)
@@ -245,7 +285,7 @@ class MemoryEngine(Engine, Measurer):
         out[order] = np.repeat(group_values, layout.sizes)
         self.released[column.name] = column.restore_dtype(out)
 
-    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+    def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)
         self._order = None if key is None else self._permutation(key)
 
@@ -267,7 +307,7 @@ class MemoryEngine(Engine, Measurer):
 
     # -- clusters -----------------------------------------------------------------------
 
-    def write_clusters(
+    def _write_clusters(
         self,
         columns: Sequence[ProtectedColumn],
         clusters: Clusters,
@@ -301,14 +341,14 @@ class MemoryEngine(Engine, Measurer):
 
     # -- coded columns ------------------------------------------------------------------
 
-    def write_table(
+    def _write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:
         """Keep the columns: :meth:`publish` builds the table."""
         self._table = (columns, repeat)
 
     def _publish_table(self) -> Staged:
-        """Stage the table of :meth:`write_table` (input's kind); ``output`` gets it too."""
+        """Stage the table of a ``WriteTable`` (input's kind); ``output`` gets it too."""
         assert self._table is not None
         columns, repeat = self._table
         result = build_table(self.table.kind, columns)
@@ -325,7 +365,7 @@ class MemoryEngine(Engine, Measurer):
 
     # -- row-wise statistics and outputs -------------------------------------------------
 
-    def write_resampled(
+    def _write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
     ) -> None:
         """Hold the pool (the values bin by bin) and draw every row from it at once."""
@@ -347,7 +387,7 @@ class MemoryEngine(Engine, Measurer):
         )
         self.released[column.name] = column.restore_dtype(out)
 
-    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+    def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         """Code the whole column (a categorical by its categories), then release it at once."""
         codes, decode = encode(self.table, name, list(domain))
         self.released[name] = decode(cells(codes, 0))

@@ -63,6 +63,15 @@ class Staged:
         self._discard = discard
         self._done = False
         self._data: Any = None
+        #: What the release's passes did (the private report's ``work``: their tasks, the
+        #: bytes of their results, the items its output passes scanned;
+        #: docs/scale.md#counters), given by an engine that runs passes; in memory, None.
+        self.work: dict[str, int] | None = None
+
+    def counted(self, work: dict[str, int]) -> Staged:
+        """Return this release, with what its passes did (:attr:`work`)."""
+        self.work = work
+        return self
 
     @classmethod
     def ready(cls, data: Any) -> Staged:
@@ -87,7 +96,9 @@ class Staged:
             self.reveal()
             return data
 
-        return Staged(reveal, self.discard)
+        given = Staged(reveal, self.discard)
+        given.work = self.work
+        return given
 
     def discard(self) -> None:
         """Remove what was staged, if it was not revealed; safe to call twice."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from dpfast._release import MetricsReleaseOptions, Release, Unpack, open_run
 from dpfast._validation import check_columns, check_k_anonymity
+from dpfast.engines.writes import WriteRanked
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.ranking import RankGroups, Remainder
 
@@ -88,7 +89,7 @@ def individual_ranking(
                 )
         with run.phase("microaggregation"):
             for i, column in enumerate(protected):
-                run.engine.write_ranked(column, layout, GroupMeans(layout, column.integer))
+                run.engine.write(WriteRanked(column, layout, GroupMeans(layout, column.integer)))
                 run.keep(column.name)
                 run.tick("microaggregation", i + 1, len(protected))
         return run.finish(

@@ -28,6 +28,7 @@ from dpfast._release import (
     value_range,
 )
 from dpfast._validation import check_k, check_seed
+from dpfast.engines.writes import WriteRows
 from dpfast.exceptions import DPFastValueError
 from dpfast.steps import order_statistics
 
@@ -193,7 +194,7 @@ def k_noise(
                 # released as floats (a float column in its own type): the noise is continuous
                 kind = column.dtype if column.dtype.kind == "f" else np.dtype(np.float64)
                 floats = dataclasses.replace(column, integer=False, dtype=kind)
-                run.engine.write_rows(floats, UniformCells(key, delta, threads))
+                run.engine.write(WriteRows(floats, UniformCells(key, delta, threads)))
             run.keep(column.name)
             run.risk_width[column.name] = 2.0 * delta  # the paper's neighbourhood, 2δ
             deltas[str(column.name)] = delta

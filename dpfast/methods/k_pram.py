@@ -27,6 +27,7 @@ from dpfast._release import (
     open_run,
 )
 from dpfast._validation import check_k_anonymity, check_retention, check_seed
+from dpfast.engines.writes import WriteResampled
 from dpfast.steps import bin_counts
 
 
@@ -171,7 +172,7 @@ def k_pram(
                 bins = _bins(run.engine, column, k, lo, hi)
             with run.phase("pram"):
                 key = source.key("k_pram", "retain-or-replace", str(column.name))
-                run.engine.write_resampled(column, bins, key, keep, n_threads=threads)
+                run.engine.write(WriteResampled(column, bins, key, keep, threads))
             run.keep(column.name)
             intervals[str(column.name)] = bins.m
             widths[str(column.name)] = (hi - lo) / bins.m

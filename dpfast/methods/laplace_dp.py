@@ -60,6 +60,7 @@ from dpfast.accounting import (
     scale_steps,
 )
 from dpfast.engines import OnBound
+from dpfast.engines.writes import WriteRows
 from dpfast.partitions.grid import Grid
 from dpfast.steps import value_range
 
@@ -166,7 +167,7 @@ def laplace_dp(
             ):
                 key = source.key("laplace_dp", "cell-noise", str(column.name))
                 cells = LaplaceCells(grid, key, steps, column.integer, domains[column.name])
-                clamped, *counts = run.engine.write_rows(column, cells)
+                clamped, *counts = run.engine.write(WriteRows(column, cells))
                 ledger.spend(entry)
                 run.keep(column.name, clamped=int(clamped), on_bound=OnBound.of_counts(counts))
                 run.tick("noise", i + 1, len(protected))

@@ -25,6 +25,7 @@ from dpfast._release import (
 from dpfast._validation import check_k_anonymity, in_cli
 from dpfast.accounting import names
 from dpfast.engines import Clusters, engine_name, parse_memory
+from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.categorical import cluster_centroids
 from dpfast.partitions.mdav import mdav_labels
@@ -200,7 +201,7 @@ def _aggregate(
         values.append(np.rint(means) if column.integer else means)
     for cat in categorical:
         values.append(cluster_centroids(cat.taxonomy, cat.codes, labels, count))
-    run.engine.write_clusters([*numeric, *categorical], clusters, values, None)
+    run.engine.write(WriteClusters([*numeric, *categorical], clusters, values, None))
     released = [c.name for c in numeric] + [c.name for c in categorical]
     for i, name in enumerate(released):
         run.keep(name)

@@ -45,6 +45,7 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.accounting import Ledger, LedgerEntry
+from dpfast.engines.writes import WriteCodes
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import check_declared
 from dpfast.steps import class_codes, contingency, declared_categories, value_dtype
@@ -245,7 +246,7 @@ def randomized_response(
         source = noise_source(seed)
         with run.phase("perturb"):
             key = source.key("randomized_response", str(name))
-            run.engine.write_codes(name, typed, ResponseCells(key, keep, m, threads))
+            run.engine.write(WriteCodes(name, typed, ResponseCells(key, keep, m, threads)))
             ledger.spend(entry)
         run.keep(name)
         fields = _report_fields(name, categories, keep, epsilon, retention, ledger, seed)

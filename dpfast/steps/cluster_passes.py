@@ -22,7 +22,7 @@ and over scratch files in the dataflow's scratch folder:
    cluster, in one pass over the scratch files (:func:`file_totals`).
 
 The engine writes the release in output order from the partition's files
-(``Engine.write_clusters``).
+(a ``WriteClusters`` record).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ column. Elsewhere the partition is made by passes over the column source and ove
 scratch files in the dataflow's scratch folder (:mod:`dpfast.steps.cluster_passes`),
 within the dataflow's memory limit; the clusters are then held in those files
 (:class:`~dpfast.engines.cluster_files.Partition`), which the totals read and the
-engine's ``write_clusters`` writes the release from.
+engine writes a ``WriteClusters`` release from.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class DaskEngine(ClusterEngine):
 
     def file_frame(self, path: Path) -> Any:
         """Return the written release; a copied categorical column keeps its categories."""
-        kept = {n: t for n, t in categories(self.cluster).items() if n in self.copied}
+        kept = {n: t for n, t in categories(self.cluster).items() if n in self.kept.copied}
         return read_in_order(path, kept)
 
     def table_frame(self, table: Any) -> Any:

@@ -1,6 +1,6 @@
 """Equal-width bins of a column beyond memory, and draws from each row's bin (docs/engines.md).
 
-In memory (:meth:`dpfast.engines.memory.MemoryEngine.write_resampled`) row ``i`` of bin
+In memory (a :class:`~dpfast.engines.writes.WriteResampled`) row ``i`` of bin
 ``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``: the pool lists the
 values bin by bin, each bin's in row order. Out of core the pool is never held. Its
 positions ``[0, n)`` are cut into windows that fit in memory; for each window, one pass

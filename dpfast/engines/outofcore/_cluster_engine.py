@@ -5,26 +5,28 @@ passes run on the workers (``map_column``, ``sort_ranges``). Its release is a la
 computed by the workers from small state whenever every released column allows it:
 
 * every column released in a keyed permutation of its rank groups
-  (:meth:`ClusterEngine.write_groups`): a frame of :class:`GeneratedParts`;
-* every column released row by row (:meth:`ClusterEngine.write_rows`): a frame of the
-  input's batches mapped by :class:`RowsBatch` (one pass first counts what the private
-  report counts).
-
+  (:class:`~dpfast.engines.writes.WriteGroups`): a frame of :class:`GeneratedParts`;
+* every column released row by row (:class:`~dpfast.engines.writes.WriteRows`): a frame
+  of the input's batches mapped by :class:`RowsBatch` (one pass first counts what the
+  private report counts);
 * columns copied unprotected, in the rows' order or in a keyed permutation, alone or
-  beside either of the two above (:meth:`ClusterEngine.copy_columns`): a frame of
+  beside either of the two above (:class:`~dpfast.engines.writes.CopyColumns`): a frame of
   :class:`ExchangedParts`, whose input tasks send every row to its output part and whose
   output tasks put their parts in order (one exchange, no pass on the driver);
 * with ``output``, numeric columns of rank groups whose sort's tasks send their ranks
   (:meth:`ClusterEngine.write_rank_groups`, where the engine chooses it): in the same
   frame, each range's task computing its groups' values and sending them to the parts.
 
-A table the method computed from small results (:meth:`ClusterEngine.write_table`) is a
-frame made here from it (with ``output``, this process writes it there too). Any other
+A table the method computed from small results
+(:class:`~dpfast.engines.writes.WriteTable`) is a frame made here from it (with
+``output``, this process writes it there too). Any other
 release (record-linked, resampled or coded columns, or copied columns of a type the
 cluster's frame does not hold) is written by this process from passes run on the workers,
 as the out-of-core engine writes it, and read back as a frame in row order. With
 ``output``, the release is written there (by the workers where the frame is lazy) and
-published in one rename.
+published in one rename. Until :meth:`ClusterEngine.publish`, the engine keeps these
+writes in one :class:`~dpfast.engines.outofcore._kept.KeptWrites`, whose ``shape`` says
+which frame they make.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ import importlib
 import os
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -54,6 +56,7 @@ from dpfast.engines.outofcore._exchange import (
     Shuffled,
     part_bounds,
 )
+from dpfast.engines.outofcore._kept import KeptWrites
 from dpfast.engines.outofcore._lazy import (
     GeneratedParts,
     GroupsColumn,
@@ -83,6 +86,7 @@ from dpfast.engines.values import (
     PublishHook,
     RangeValues,
 )
+from dpfast.engines.writes import CopyColumns, Write, WriteGroups, WriteRows, WriteTable
 from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid
@@ -91,6 +95,7 @@ from dpfast.partitions.ranking import RankGroups
 __all__ = ["ClusterEngine"]
 
 C = TypeVar("C", bound="ClusterEngine")
+R = TypeVar("R")
 
 #: The output parts from which the sort's tasks send a column's ranks though the column
 #: fits one task (:meth:`ClusterEngine._sends_ranks`): placing an item costs each part
@@ -125,18 +130,9 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         )
         self.part_rows = part_rows
         self.send_ranks = send_ranks
-        # columns kept as state until the release is published: each group column's
-        # (column, values, layout, key), each row-wise column's cells
-        self._groups: dict[str, tuple[ProtectedColumn, np.ndarray, RankGroups, np.ndarray]] = {}
-        self._rows: dict[str, RowsColumn] = {}
-        self.copied: set[str] = set()  # the columns released unprotected, unchanged
-        self._will_copy: list[str] | None = None  # those the release said it will copy
-        # each copy asked for (names, key), kept until the release is published
-        self._copies: list[tuple[tuple[str, ...], np.ndarray | None]] = []
-        self._table: pa.Table | None = None
-        # numeric columns of rank groups sorted and sent by the workers (with output=),
-        # and their rows on a bound once written
-        self._ranked: dict[str, RankedState] = {}
+        #: The writes kept for the lazy frame until the release is published.
+        self.kept = KeptWrites()
+        # the rows on a bound of the columns the workers sorted and sent, once written
         self._on_bound: dict[str, OnBound] = {}
 
     writes_dataset = True
@@ -307,10 +303,23 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         """Each sort task on a worker may use the whole memory limit."""
         return self.limits
 
-    def write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
-    ) -> None:
-        self._groups[str(column.name)] = (column, values, layout, key)
+    def write(self, request: Write[R]) -> R:
+        """Keep what the workers can compute lazily; write the rest as out of core."""
+        match request:
+            case WriteGroups(column):
+                self.kept.groups[str(column.name)] = request
+            case WriteRows(column, cells):
+                return cast(R, self._keep_rows(column, cells))
+            case CopyColumns(names):
+                if names:
+                    self.kept.copies.append(CopyColumns([str(n) for n in names], request.key))
+            case WriteTable(columns):
+                self.kept.table = build_table("arrow", columns)
+                if self.final is not None:  # written here too
+                    return super().write(request)
+            case _:
+                return super().write(request)
+        return cast(R, None)
 
     def write_rank_groups(
         self,
@@ -328,9 +337,9 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         computes the values of its groups and sends each rank's value to its output part
         (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`). No group's sum or value
         comes to the driver. The rows on a bound are counted by the parts, and known once
-        the release is written. Called only where :attr:`rank_sender` is this engine.
+        the release is written. Called only where :meth:`rank_sender` is this engine.
         Without ``output`` (a lazy frame, whose report is complete when it is returned),
-        or where the release could not be made through the exchange, ``rank_sender`` is
+        or where the release could not be made through the exchange, ``rank_sender`` gives
         ``None`` and the method takes the groups to the driver as on one machine (the
         ``group_sums`` step).
         """
@@ -362,7 +371,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         The column's records per taxonomy rank give its sorted ranks, so no task sorts or
         reads it: each chunk of a taxonomy rank's ranks draws the codes of its groups and
         sends them as :meth:`write_rank_groups` sends a numeric column's ties. Called only
-        where :attr:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
+        where :meth:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
         """
         values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
         plan = ranks_of_counts(values.counts)
@@ -386,19 +395,18 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         name = str(column.name)
         output = self._group_state(column, np.zeros(0), key)  # its bucket starts too
         placed = RankedColumn(layout, key, output.starts, values, *domain, before)
-        self._ranked[name] = RankedState(name, placed, plan, keys, output)
+        self.kept.ranked[name] = RankedState(name, placed, plan, keys, output)
 
-    @property
-    def rank_sender(self) -> RankSender | None:
+    def rank_sender(self, copied: Sequence[str] | None) -> RankSender | None:
         """Return this engine where the sort's tasks send the ranks (:meth:`_sends_ranks`)."""
-        return self if self._sends_ranks() else None
+        return self if self._sends_ranks(copied) else None
 
-    def _sends_ranks(self) -> bool:
+    def _sends_ranks(self, copied: Sequence[str] | None) -> bool:
         """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).
 
         Only with ``output``, on an engine that can, and where the type of every column
-        the release will copy goes through the exchange (every input column's, unless the
-        release said which it copies: :meth:`expect_copies`). Then as :attr:`send_ranks`
+        the release will copy (``copied``; ``None``: every input column) goes through the
+        exchange. Then as :attr:`send_ranks`
         says, or by cost: the groups come to the driver where the column fits one sort
         task (so the driver holds at most ``24 / (32 k)`` of the memory limit) and the
         release has fewer than :data:`SEND_RANKS_PARTS` parts (each part scans the
@@ -406,7 +414,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         an item once: docs/scale.md, "Rank groups through the exchange").
         """
         schema = self.source.schema
-        copied = schema.names if self._will_copy is None else self._will_copy
+        copied = schema.names if copied is None else copied
         if (
             self.final is None
             or not self.ranks_exchanged
@@ -428,51 +436,47 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             )
         return self._on_bound[name]
 
-    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+    def _keep_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+        """Keep a row-wise column for the frame; return its counts, added up in one pass."""
         self._tick(f"column {column.name}", 0, 1)
         rows = RowsColumn(column, cells)
         name, batch_rows = str(column.name), self.limits.batch_rows
         start: Any = 0  # the counts' total, as many as a batch gives: none without a batch
         total = column_total(self.source, name, batch_rows, RowsCounts(rows), start)
-        self._rows[name] = rows
+        self.kept.rows[name] = rows
         return np.zeros(0, dtype=np.int64) if np.ndim(total) == 0 else np.asarray(total)
-
-    def expect_copies(self, names: Sequence[str]) -> None:
-        self._will_copy = list(names)
-
-    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
-        """Keep the copy as state: the workers make it in the frame, or :meth:`_materialize`."""
-        if names:
-            self.copied.update(str(name) for name in names)
-            self._copies.append((tuple(str(name) for name in names), key))
 
     @property
     def _written(self) -> bool:
         """Whether this process wrote a released column (linked, resampled, coded).
 
-        The other outputs (:meth:`write_rows`, :meth:`write_groups`, :meth:`copy_columns`)
-        are kept as state for a lazy frame until :meth:`publish`.
+        The other writes (rows, groups, copies, ranked columns, a table) are kept
+        (:attr:`kept`) for a lazy frame until :meth:`publish`.
         """
         return bool(self.out.columns)
 
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool) -> Staged:
-        if self._table is not None:
+        """Make the frame :attr:`kept`'s shape says; stage it, with what the passes did."""
+        return self._staged().counted(self.counters.to_dict())
+
+    def _staged(self) -> Staged:
+        kept, order = self.kept, [str(n) for n in self.source.names]
+        shape = kept.shape(self._written)
+        if shape == "table":
             return self._publish_table()
-        order = [str(n) for n in self.source.names]
-        exchange = not self._written and bool(self._copies or self._ranked)
-        exchanged = self._exchanged(order) if exchange else None
-        if self._ranked and exchanged is None:
+        exchanged = self._exchanged(order) if shape == "exchange" else None
+        if kept.ranked and exchanged is None:
             raise DPFastRuntimeError("columns sorted by the workers need the exchange")
         parts: GeneratedParts | ExchangedParts | None = exchanged  # what the workers compute
         if exchanged is not None:
             frame = self.exchange_frame(exchanged)
-        elif not self._written and not self._copies and self._groups and not self._rows:
-            parts = self._parts([self._groups[n] for n in order if n in self._groups])
+        elif shape == "groups":
+            parts = self._parts(kept.in_order(kept.groups, order))
             frame = self.groups_frame(parts)
-        elif not self._written and not self._copies and self._rows and not self._groups:
-            frame = self.rows_frame([self._rows[n] for n in order if n in self._rows])
+        elif shape == "rows":
+            frame = self.rows_frame(kept.in_order(kept.rows, order))
         else:
             self._materialize()
             return self.out.publish(self.file_frame)
@@ -480,7 +484,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             return Staged.ready(frame)
         staged, written = self.stage_release(frame, self.final, progress=self.progress)
         try:
-            if self._ranked:
+            if kept.ranked:
                 self._add_on_bound(written, exchanged)
         except BaseException:
             staged.discard()
@@ -509,21 +513,24 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         It cannot if a copied column has a type that :meth:`exchangeable` refuses, or if
         columns are copied in two permutations.
         """
-        schema = self.source.schema
-        copied = [name for names, _ in self._copies for name in names]
+        schema, writes = self.source.schema, self.kept
+        copied = writes.copied
         if not all(self.exchangeable(schema.field(name).type) for name in copied):
             return None
-        keyed = [(names, key) for names, key in self._copies if key is not None]
+        keyed = [copy for copy in writes.copies if copy.key is not None]
         if len(keyed) > 1:
             return None
-        kept = tuple(name for names, key in self._copies if key is None for name in names)
-        shuffled = Shuffled.of(keyed[0][0], keyed[0][1], self.n_rows) if keyed else None
-        held = [self._groups[n] for n in order if n in self._groups]
-        groups = tuple(self._group_state(column, values, key) for column, values, _, key in held)
+        kept = tuple(str(n) for copy in writes.copies if copy.key is None for n in copy.names)
+        shuffled, key = None, keyed[0].key if keyed else None
+        if key is not None:
+            shuffled = Shuffled.of(tuple(map(str, keyed[0].names)), key, self.n_rows)
+        held = writes.in_order(writes.groups, order)
+        groups = tuple(self._group_state(g.column, g.values, g.key) for g in held)
+        rows = writes.in_order(writes.rows, order)
         types = {name: schema.field(name).type for name in copied}
-        types.update((r.name, r.arrow_type) for r in self._rows.values())
+        types.update((r.name, r.arrow_type) for r in rows)
         types.update((c.name, c.arrow_type) for c in groups)
-        ranked = tuple(self._ranked[n] for n in order if n in self._ranked)
+        ranked = tuple(writes.in_order(writes.ranked, order))
         types.update((r.name, r.output.arrow_type) for r in ranked)
         names = tuple(n for n in order if n in types)
         starts = shuffled.starts if shuffled is not None else None
@@ -532,11 +539,11 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             part_bounds(self.n_rows, self._part_rows(len(names)), starts),
             names,
             tuple(types[n] for n in names),
-            tuple(self._rows[n] for n in order if n in self._rows),
+            tuple(rows),
             kept,
             shuffled,
             groups,
-            held[0][2] if held else None,
+            held[0].layout if held else None,
             tuple((name, schema.field(name).type) for name in copied),
             ranked,
         )
@@ -554,38 +561,24 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             self.part_rows or output_part_rows(self.n_rows, columns, self.tasks, self.limits.memory)
         )
 
-    def _parts(
-        self, groups: Sequence[tuple[ProtectedColumn, np.ndarray, RankGroups, np.ndarray]]
-    ) -> GeneratedParts:
+    def _parts(self, groups: Sequence[WriteGroups]) -> GeneratedParts:
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
-        states = [self._group_state(column, values, key) for column, values, _, key in groups]
+        states = [self._group_state(g.column, g.values, g.key) for g in groups]
         part_rows = self._part_rows(len(states))
-        return GeneratedParts(tuple(states), self.n_rows, groups[0][2], part_rows)
+        return GeneratedParts(tuple(states), self.n_rows, groups[0].layout, part_rows)
 
     def _materialize(self) -> None:
-        """Write the columns kept as state into scratch files, as the out-of-core engine does."""
-        for column, values, layout, key in self._groups.values():
-            self.out.permuted(column, values, layout, key, self.limits)
-        for rows in self._rows.values():
+        """Write the kept columns into scratch files, as the out-of-core engine does."""
+        kept = self.kept
+        for g in kept.groups.values():
+            self.out.permuted(g.column, g.values, g.layout, g.key, self.limits)
+        for rows in kept.rows.values():
             self.out.rows(rows.column, rows.cells, self.limits)
-        for names, copy_key in self._copies:
-            super().copy_columns(names, copy_key)
-        self._groups.clear()
-        self._rows.clear()
-        self._copies.clear()
-
-    # -- class counts of coded columns ---------------------------------------------------
-
-    def write_table(
-        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
-    ) -> None:
-        """Keep the table for its frame; with ``output``, this process writes it there too."""
-        self._table = build_table("arrow", columns)
-        if self.final is not None:
-            super().write_table(columns, repeat=repeat)
+        for copy in kept.copies:
+            super().write(copy)
 
     def _publish_table(self) -> Staged:
-        table = self._table
+        table = self.kept.table
         assert table is not None
         if self.final is not None:
             return self.out.publish(lambda _: self.table_frame(table))

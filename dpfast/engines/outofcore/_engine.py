@@ -7,7 +7,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -55,6 +55,19 @@ from dpfast.engines.values import (
     ProtectedColumn,
     column_threads,
     own_dtype,
+)
+from dpfast.engines.writes import (
+    CopyColumns,
+    Write,
+    WriteClusters,
+    WriteCodes,
+    WriteGroups,
+    WriteLinked,
+    WriteRanked,
+    WriteResampled,
+    WriteRows,
+    WriteTable,
+    unknown_write,
 )
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import (
@@ -324,16 +337,41 @@ class OutOfCoreEngine(Engine):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
+    def write(self, request: Write[R]) -> R:
+        done: Any
+        match request:
+            case WriteRows(column, cells):
+                done = self._write_rows(column, cells)
+            case WriteGroups(column, values, layout, key):
+                done = self._write_groups(column, values, layout, key)
+            case WriteLinked(column, grid, layout, key, values):
+                done = self._write_linked(column, grid, layout, key, values)
+            case WriteRanked(column, layout, values):
+                done = self._write_ranked(column, layout, values)
+            case CopyColumns(names, key):
+                done = self._copy_columns(names, key)
+            case WriteClusters(columns, clusters, values, key):
+                done = self._write_clusters(columns, clusters, values, key)
+            case WriteTable(columns, repeat):
+                done = self._write_table(columns, repeat=repeat)
+            case WriteResampled(column, bins, key, keep, n_threads):
+                done = self._write_resampled(column, bins, key, keep, n_threads=n_threads)
+            case WriteCodes(name, domain, cells):
+                done = self._write_codes(name, domain, cells)
+            case _:
+                raise unknown_write(self.name, request)
+        return cast(R, done)
+
+    def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
         self._tick(f"column {column.name}", 0, 1)
         return self.out.rows(column, cells, self._limits())
 
-    def write_groups(
+    def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
         self.out.permuted(column, values, layout, key, self._limits())
 
-    def write_linked(
+    def _write_linked(
         self,
         column: ProtectedColumn,
         grid: Grid | None,
@@ -348,18 +386,18 @@ class OutOfCoreEngine(Engine):
         passes = self.dataflow.passes(column.name)
         return self.out.linked_numeric(column, grid, layout, key, values, self._limits(), passes)
 
-    def write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
+    def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
         flow = self.dataflow
         self.out.ranked_floats(column, layout, values, flow.limits, flow.passes(column.name))
 
-    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+    def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))
             self.out.copied(str(name), key, self.limits, self._declared(name))
 
     # -- clusters -----------------------------------------------------------------------
 
-    def write_clusters(
+    def _write_clusters(
         self,
         columns: Sequence[ProtectedColumn],
         clusters: Clusters,
@@ -373,7 +411,7 @@ class OutOfCoreEngine(Engine):
 
     # -- coded columns ------------------------------------------------------------------
 
-    def write_table(
+    def _write_table(
         self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
     ) -> None:
         table = build_table("arrow", columns)
@@ -382,7 +420,7 @@ class OutOfCoreEngine(Engine):
 
     # -- row-wise statistics and outputs -------------------------------------------------
 
-    def write_resampled(
+    def _write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
     ) -> None:
         limits = self._limits()
@@ -401,7 +439,7 @@ class OutOfCoreEngine(Engine):
             found.remove()
         self.out._numeric(column)
 
-    def write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
+    def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         self._tick(f"column {name}", 0, 1)
         path = self.out.path(name)
         declared = self._declared(name)
@@ -412,10 +450,7 @@ class OutOfCoreEngine(Engine):
     # -- the end ------------------------------------------------------------------------
 
     def publish(self, report: Any, *, reindex: bool) -> Staged:
-        return self.out.publish(_dataset)
-
-    def work(self) -> dict[str, int]:
-        return self.counters.to_dict()
+        return self.out.publish(_dataset).counted(self.counters.to_dict())
 
     def close(self) -> None:
         self.out.close()

@@ -16,6 +16,7 @@ from dpfast import noise
 from dpfast._release import DPReleaseOptions, Run, Unpack, method_call, noise_source, open_run
 from dpfast._validation import check_choice, check_epsilon, check_seed, in_cli, option, quoted
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
+from dpfast.engines.writes import WriteTable
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import released_categories, repeat_rows
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, check_steps, counts_entry
@@ -296,7 +297,7 @@ def _release(
     with run.phase("assemble"):
         cut = _make_cut(builder, cuts)
         columns = _counts_columns(prepared, builder, cuts, cell_counts)
-        run.engine.write_table(columns, repeat=COUNT_COLUMN if microdata else None)
+        run.engine.write(WriteTable(columns, COUNT_COLUMN if microdata else None))
     run.clamped.update({str(c.name): c.clamped for c in budget.numeric})
     run.policy = "drop"  # the columns neither predictors nor the target are not released
     run.risk_counts = COUNT_COLUMN  # each row of the counts stands for `count` records

@@ -42,6 +42,7 @@ from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, na
 from dpfast.engines import BoundCount
 from dpfast.engines.base import Engine
 from dpfast.engines.on_bound import RankGroupValues, noiseless_group_values, rank_groups_on_bound
+from dpfast.engines.writes import WriteGroups, WriteLinked
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._arguments import (
     Arguments,
@@ -314,10 +315,10 @@ def _group_bytes(run: Run, args: Arguments) -> int:
 
     Its groups' sums, draws and values: three 8-byte numbers a group; nothing where the
     rows are not linked and the engine's tasks send the groups
-    (:attr:`~dpfast.engines.base.Engine.rank_sender`).
+    (:meth:`~dpfast.engines.base.Engine.rank_sender`).
     """
     n, k = run.n_rows, args.k
-    if args.linkage == "columns" and run.engine.rank_sender is not None:
+    if args.linkage == "columns" and run.rank_sender() is not None:
         return 0
     return (n // k) * 8 * 3
 
@@ -449,13 +450,14 @@ def _release_numeric(
         lower, upper = args.domains[column.name]
         bound: BoundCount
         if args.linkage == "records":
-            values, clamped = engine.write_linked(column, grid, layout, row_key, centroids)
+            linked = WriteLinked(column, grid, layout, row_key, centroids)
+            values, clamped = engine.write(linked)
             assert centroids.sums is not None  # every group's sums, given on this process
             before = centroids.before_noise(centroids.sums)
             bound = rank_groups_on_bound(values, before, layout, (lower, upper))
         else:
             order = source.key("ir_dp", "column-order", name)
-            sender, domain = engine.rank_sender, (lower, upper)
+            sender, domain = run.rank_sender(), (lower, upper)
             if sender is not None:
                 clamped, bound = sender.write_rank_groups(
                     column, grid, layout, centroids, order, domain
@@ -494,7 +496,7 @@ def _rank_groups(
     """
     sums, clamped = group_sums(engine.dataflow, column, grid, layout)
     group_values = values(sums, 0)
-    engine.write_groups(column, group_values, layout, key)
+    engine.write(WriteGroups(column, group_values, layout, key))
     before = values.before_noise(sums, 0)
     return clamped, rank_groups_on_bound(group_values, before, layout, domain)
 
@@ -520,15 +522,15 @@ def _release_categorical(
         key = source.key("ir_dp", "centroid-choice", name)
         choose = _Clock(_ChosenCodes(cat.taxonomy, layout, key, entry))
         if args.linkage == "records":
-            engine.write_linked(cat, None, layout, row_key, choose)
+            engine.write(WriteLinked(cat, None, layout, row_key, choose))
         else:
             order = source.key("ir_dp", "column-order", name)
-            sender = engine.rank_sender
+            sender = run.rank_sender()
             if sender is not None:
                 sender.write_category_groups(cat, counts[cat.name], layout, choose, order)
             else:
                 codes = choose(counts[cat.name], 0, layout.n_groups)
-                engine.write_groups(cat, codes, layout, order)
+                engine.write(WriteGroups(cat, codes, layout, order))
         run.add_seconds("exponential mechanism (thread seconds)", choose.seconds)
         elapsed = time.perf_counter() - start - choose.seconds
         run.add_seconds("microaggregation (thread seconds)", elapsed)

@@ -32,6 +32,8 @@ from dpfast._release import (
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
 from dpfast.engines import Clusters, OnBound
+from dpfast.engines.values import ProtectedColumn
+from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.mdav_dp._arguments import (
     Arguments,
@@ -280,7 +282,8 @@ def _release_columns(
         em_epsilon, em_sensitivity = plan.choices[cat.name]
         key = source.key("mdav_dp", "centroid-choice", str(cat.name))
         values.append(choose_codes(cat, em_epsilon, em_sensitivity, key, counts))
-    engine.write_clusters([*args.numeric, *args.categorical], clusters, values, row_key)
+    released: list[ProtectedColumn] = [*args.numeric, *args.categorical]
+    engine.write(WriteClusters(released, clusters, values, row_key))
     total = len(args.numeric) + len(args.categorical)
     for i, column in enumerate(args.numeric):
         plan.ledger.spend(plan.entries[column.name])
