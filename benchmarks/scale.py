@@ -23,7 +23,7 @@ private report (``work``), at partition counts this machine cannot have as execu
 ``parts``
     The output of one rank-group column of ``--rows`` ranks, placed two ways in one
     process, alternated ``--repeats`` times (medians): through the exchange's parts
-    (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`: ``--tasks`` tasks of sorted
+    (:class:`~dpfast.engines.frames.sent_ranks.RankedColumn`: ``--tasks`` tasks of sorted
     ranks emit, with pickling, and each part assembles), and as the cluster engine places
     it today (the groups' sums and values in one process, then each part placing its
     buckets' items from every group's value, :func:`dpfast.noise.permutation_part_groups`),
@@ -59,22 +59,13 @@ import dpfast
 from dpfast._kernels import ranking
 from dpfast.engines import EngineChoice, register
 from dpfast.engines.dataflow import FAN, Limits
-from dpfast.engines.outofcore import (
-    EXCHANGE_ATTRIBUTE,
-    ClusterEngine,
-    ExchangedParts,
-    GeneratedParts,
-)
-from dpfast.engines.outofcore._lazy import PARTS_ATTRIBUTE
-from dpfast.engines.outofcore._sources import (
-    ArrowSource,
-    Columns,
-    column_batch,
-    column_names,
-    source_under,
-)
+from dpfast.engines.frames import ExchangedParts, GeneratedParts
+from dpfast.engines.frames.parts import PARTS_ATTRIBUTE
+from dpfast.engines.outofcore import EXCHANGE_ATTRIBUTE, ClusterEngine
+from dpfast.engines.outofcore._sources import ArrowSource, Columns
 from dpfast.engines.partial_totals import combined, partials_of, totals
 from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
+from dpfast.engines.source import column_batch, column_names, source_under
 
 BOUNDS = (0.0, 1000.0)
 
@@ -352,8 +343,8 @@ def place_parts(rows: int, k: int, tasks: int, part_counts: list[int], repeats: 
     import statistics
 
     from dpfast import noise
-    from dpfast.engines.outofcore._lazy import bucket_span, bucket_starts
-    from dpfast.engines.outofcore._sent_ranks import RankedColumn
+    from dpfast.engines.frames.parts import bucket_span, bucket_starts
+    from dpfast.engines.frames.sent_ranks import RankedColumn
     from dpfast.methods.ir_dp import _NoisyCentroids
     from dpfast.partitions.grid import Grid
     from dpfast.partitions.ranking import RankGroups

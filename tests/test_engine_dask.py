@@ -140,7 +140,7 @@ def test_laplace_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions)
 
 def test_output_part_rows_keeps_every_task_busy_within_the_byte_cap():
     # four parts per slot, each at most max(PART_BYTES, memory_limit / 4) of values
-    from dpfast.engines.outofcore._lazy import PART_BYTES, PART_ROWS, output_part_rows
+    from dpfast.engines.frames.parts import PART_BYTES, PART_ROWS, output_part_rows
 
     assert output_part_rows(1000, 3, 2) == PART_ROWS  # small: one part
     assert output_part_rows(10_000_000, 10, 2) == 1_250_000  # four parts per task slot
@@ -182,7 +182,7 @@ def test_ir_dp_of_a_dask_frame_is_the_in_memory_release(client, partitions, part
 
 def test_an_ir_dp_frame_is_written_part_by_part_as_its_partitions_would_be(client, tmp_path):
     from dpfast.engines.dask import _write
-    from dpfast.engines.outofcore import WritePlan, plan_of
+    from dpfast.engines.frames import WritePlan, plan_of
 
     table = _table()
     table["c"] = pd.Series([f"c{i % 5}" for i in range(len(table))])  # labels: text type

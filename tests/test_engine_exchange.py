@@ -23,8 +23,8 @@ import pytest
 
 import dpfast
 from dpfast import noise
-from dpfast.engines.outofcore import ExchangedParts
-from dpfast.engines.outofcore._exchange import Shuffled, part_bounds
+from dpfast.engines.frames import ExchangedParts
+from dpfast.engines.frames.exchange import Shuffled, part_bounds
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError, NoiseDominatesWarning
 from dpfast.taxonomy import Taxonomy
 from tests.engine_runs import apart_from_engine, on_engine

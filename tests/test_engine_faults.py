@@ -54,8 +54,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
+from dpfast.engines import scratch_dirs as scratch_files
 from dpfast.engines.outofcore import _output as outofcore
-from dpfast.engines.outofcore import _scratch as scratch_files
 from dpfast.engines.outofcore._sources import ParquetDataset
 from dpfast.engines.source import Source
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, laplace_dp_dataset, on_engine

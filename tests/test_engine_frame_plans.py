@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from dpfast.engines.outofcore import WritePlan, _frame_plans, plan_of, remember
+from dpfast.engines.frames import WritePlan, plan_of, plans, remember
 
 
 class Frame:
@@ -21,24 +21,24 @@ def test_a_frame_has_the_plan_it_was_given_and_nothing_is_set_on_it():
 
 
 def test_a_plan_is_forgotten_with_its_frame():
-    kept = len(_frame_plans._PLANS)
+    kept = len(plans._PLANS)
     frames = [remember(Frame(), WritePlan(tasks=i)) for i in range(50)]
     assert [plan_of(f).tasks for f in frames] == list(range(50))
-    assert len(_frame_plans._PLANS) == kept + 50
+    assert len(plans._PLANS) == kept + 50
     del frames
     gc.collect()
-    assert len(_frame_plans._PLANS) == kept
+    assert len(plans._PLANS) == kept
 
 
 def test_a_reused_id_does_not_find_an_earlier_frames_plan():
     earlier, now = Frame(), Frame()
     remember(earlier, WritePlan(tasks="earlier"))
     # as if ``now`` had the id of a collected frame whose callback has not run yet
-    _frame_plans._PLANS[id(now)] = _frame_plans._PLANS.pop(id(earlier))
+    plans._PLANS[id(now)] = plans._PLANS.pop(id(earlier))
     try:
         assert plan_of(now) == WritePlan()
     finally:
-        del _frame_plans._PLANS[id(now)]
+        del plans._PLANS[id(now)]
 
 
 def test_a_collected_frame_does_not_remove_a_later_frames_plan_at_its_id():
@@ -46,10 +46,10 @@ def test_a_collected_frame_does_not_remove_a_later_frames_plan_at_its_id():
     remember(earlier, WritePlan(tasks="earlier"))
     key = id(earlier)
     entry = (weakref.ref(later), WritePlan(tasks="later"))
-    _frame_plans._PLANS[key] = entry  # a later frame's, at the same id
+    plans._PLANS[key] = entry  # a later frame's, at the same id
     try:
         del earlier
         gc.collect()  # the earlier frame's callback runs
-        assert _frame_plans._PLANS[key] is entry
+        assert plans._PLANS[key] is entry
     finally:
-        del _frame_plans._PLANS[key]
+        del plans._PLANS[key]

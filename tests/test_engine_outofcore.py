@@ -17,7 +17,7 @@ import pytest
 import dpfast
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import parse_memory
-from dpfast.engines.outofcore import _scratch as outofcore_scratch
+from dpfast.engines import scratch_dirs as outofcore_scratch
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
 from tests.engine_runs import apart_from_engine, ir_dp_dataset
 

@@ -1,4 +1,6 @@
-"""Rank-group values made by the sorting tasks and sent through the exchange (_sent_ranks.py).
+"""Rank-group values made by the sorting tasks and sent through the exchange.
+
+The code under test: dpfast/engines/frames/sent_ranks.py.
 
 Checked against the obvious reading: every group's sum over the whole sorted column, every
 group's value from one call, and output row ``i`` holding rank ``permutation(key, n)[i]``'s
@@ -15,10 +17,10 @@ import pytest
 
 from dpfast import noise
 from dpfast._kernels import ranking
+from dpfast.engines.frames import sent_ranks
+from dpfast.engines.frames.parts import bucket_starts
+from dpfast.engines.frames.sent_ranks import RankedColumn
 from dpfast.engines.on_bound import OnBound, rank_groups_on_bound
-from dpfast.engines.outofcore import _sent_ranks
-from dpfast.engines.outofcore._lazy import bucket_starts
-from dpfast.engines.outofcore._sent_ranks import RankedColumn
 from dpfast.exceptions import DPFastRuntimeError
 from dpfast.methods.ir_dp import _NoisyCentroids
 from dpfast.partitions.grid import Grid
@@ -68,12 +70,12 @@ def _cuts(rng: random.Random, n: int, most: int) -> list[int]:
 
 def _release(
     column: RankedColumn, words: np.ndarray, tasks: list[int], bounds: np.ndarray, seed: int
-) -> tuple[list[list[_sent_ranks.RankedPiece]], int]:
+) -> tuple[list[list[sent_ranks.RankedPiece]], int]:
     """Emit every task's ranks (a run of ties with ``emit_run``); return the pieces by part."""
-    by_part: list[list[_sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
+    by_part: list[list[sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
     for a, b in itertools.pairwise(tasks):
         if words[a] == words[b - 1]:  # a run of ties, in chunks as the tasks send them
-            chunks = _sent_ranks.tie_chunks([(int(words[a]), a, b - a)])
+            chunks = sent_ranks.tie_chunks([(int(words[a]), a, b - a)])
             assert sum(count for _, _, count in chunks) == b - a
             sent = [
                 sent_piece
@@ -99,7 +101,7 @@ def test_the_parts_are_the_release_of_every_group_held_in_one_place(
     # a run of ties is sent in chunks of RUN_CHUNK rows, one piece each, all in Python: at
     # 70,000 rows, chunks of at least 35 rows (2,000 pieces a run at most), the path that
     # chunks of 1 row take at 2,000 rows (70,000 pieces took 30 s)
-    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", max(chunk, n // 2_000))
+    monkeypatch.setattr(sent_ranks, "RUN_CHUNK", max(chunk, n // 2_000))
     k = rng.randint(1, min(n, 40))
     d_int = rng.choice([1, 3, 50, 10_000])
     words = np.sort(np.random.default_rng(seed).integers(0, d_int + 1, n)).astype(np.uint64)
@@ -162,7 +164,7 @@ def test_a_part_missing_a_piece_says_the_input_changed(drop: str) -> None:
         pieces = pieces[1:]
     else:
         pieces = [
-            _sent_ranks.RankedPiece(p.first_rank, p.buckets, p.values, p.pending, p.pending_groups)
+            sent_ranks.RankedPiece(p.first_rank, p.buckets, p.values, p.pending, p.pending_groups)
             if p.first_rank == 1_001
             else p
             for p in pieces
@@ -197,7 +199,7 @@ def test_each_task_sends_its_shares_only_where_the_group_has_ranks() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_order_by_bucket_is_a_stable_sort(seed: int) -> None:
-    from dpfast.engines.outofcore._lazy import bucket_order, bucket_run
+    from dpfast.engines.frames.parts import bucket_order, bucket_run
 
     rng = np.random.default_rng(seed)
     n_buckets = int(rng.choice([1, 2, 256, 5_000]))
@@ -218,7 +220,7 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
 ) -> None:
     """Codes drawn by chunks of the counts' runs, as the tasks draw them, then assembled."""
     rng = random.Random(seed)
-    monkeypatch.setattr(_sent_ranks, "RUN_CHUNK", rng.choice([1, 5, 64, 1 << 20]))
+    monkeypatch.setattr(sent_ranks, "RUN_CHUNK", rng.choice([1, 5, 64, 1 << 20]))
     m = rng.randint(1, 6)
     counts = np.array([rng.choice([0, 1, 3, 40, 900]) for _ in range(m)], dtype=np.int64)
     counts[rng.randrange(m)] += 1
@@ -241,13 +243,13 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
             big=layout.big,
         )
 
-    values = _sent_ranks.CodedGroups(codes, counts)
+    values = sent_ranks.CodedGroups(codes, counts)
     column = RankedColumn(layout, key, bucket_starts(key, n), values, -np.inf, np.inf)
-    plan = _sent_ranks.ranks_of_counts(counts)
+    plan = sent_ranks.ranks_of_counts(counts)
     assert len(plan.ranges) == 0 and sum(c for _, _, c in plan.runs) == n
     bounds = np.array(_cuts(rng, n, rng.choice([0, 2, 30])), dtype=np.int64)
-    by_part: list[list[_sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
-    for word, first, count in _sent_ranks.tie_chunks(plan.runs):
+    by_part: list[list[sent_ranks.RankedPiece]] = [[] for _ in range(bounds.shape[0] - 1)]
+    for word, first, count in sent_ranks.tie_chunks(plan.runs):
         for part, piece in column.emit_run(bounds, first, count, word):
             by_part[part].append(piece)
     for pieces in by_part:
@@ -264,4 +266,4 @@ def test_a_categorical_columns_parts_are_its_codes_drawn_in_one_place(
 
 def test_a_column_planned_by_its_counts_is_never_read() -> None:
     with pytest.raises(DPFastRuntimeError, match="never read"):
-        _sent_ranks.no_keys(None, 0)
+        sent_ranks.no_keys(None, 0)

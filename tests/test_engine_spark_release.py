@@ -234,7 +234,7 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
-    from dpfast.engines.outofcore import GeneratedParts
+    from dpfast.engines.frames import GeneratedParts
     from dpfast.engines.sorted_ranges import WORKER_BUFFERS, Ranges
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
@@ -256,7 +256,7 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
-    from dpfast.engines.outofcore import GeneratedParts, GroupsColumn
+    from dpfast.engines.frames import GeneratedParts, GroupsColumn
     from dpfast.engines.values import CategoricalColumn, NumericColumn
     from dpfast.taxonomy import as_taxonomy
 
@@ -531,7 +531,7 @@ def test_an_ir_dp_frame_is_written_part_by_part_by_the_executors(spark, tmp_path
 
 
 def test_a_part_written_again_or_failing_midway_leaves_one_whole_file(spark, tmp_path, monkeypatch):
-    from dpfast.engines.outofcore import WritePlan, plan_of
+    from dpfast.engines.frames import WritePlan, plan_of
     from dpfast.engines.spark import _write
 
     args = {"k": 5, "epsilon": EPSILON, "bounds": BOUNDS, "columns": ["a", "b"], "seed": SEED}

@@ -97,7 +97,7 @@ elif kind == "Dask client scratch":
     scratch_directory()
     pause()
 elif kind == "Spark driver scratch":  # as scratch_directory(session) makes it
-    from dpfast.engines.outofcore import process_scratch
+    from dpfast.engines.scratch_dirs import process_scratch
     process_scratch("", "dpfast-spark-")
     pause()
 elif kind == "budget file":

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from dpfast.engines.outofcore import worker_numba_cache
+from dpfast.engines.scratch_dirs import worker_numba_cache
 
 
 def _unset(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,20 +20,31 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import pyarrow as pa
 
 from dpfast._staging import directory_beside, leftovers, publish, remove_gone, remove_path
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 
 if TYPE_CHECKING:
     import numpy as np
-    import pyarrow as pa
 
-__all__ = ["Columns", "Source", "Staged", "stage_beside"]
+__all__ = [
+    "Columns",
+    "Source",
+    "Staged",
+    "batch_fields",
+    "column_batch",
+    "column_names",
+    "source_under",
+    "stage_beside",
+]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 #: What a pass reads: one column, or the same rows of several as a struct array.
 Columns = str | tuple[str, ...]
@@ -266,3 +277,40 @@ class _WithRows(Generic[T]):
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, T]:
         return len(array), self.fn(array, first_row)
+
+
+def column_names(name: Columns) -> list[str]:
+    """Return the columns a pass over ``name`` reads."""
+    return [name] if isinstance(name, str) else list(name)
+
+
+def column_batch(name: Columns, arrays: Sequence[pa.Array]) -> pa.Array:
+    """Return a batch of ``name``: its array, or the arrays of a tuple's columns as a struct.
+
+    ``arrays`` holds the columns of :func:`column_names` first (and may hold more).
+    """
+    if isinstance(name, str):
+        return arrays[0]
+    return pa.StructArray.from_arrays(list(arrays[: len(name)]), names=list(name))
+
+
+def batch_fields(
+    name: Columns, array: pa.Array, each: Callable[[pa.Array, str], pa.Array]
+) -> pa.Array:
+    """Return a batch of ``name`` with ``each(field, its column)`` applied to every column."""
+    if isinstance(name, str):
+        return each(array, name)
+    return column_batch(name, [each(array.field(i), c) for i, c in enumerate(name)])
+
+
+def source_under(source: Any, kind: type[S], reads: str) -> S:
+    """Return the ``kind`` source under ``source`` (itself, or a checked wrapper's).
+
+    ``reads`` says what the engine reads, for the error on anything else.
+    """
+    inner = source
+    while not isinstance(inner, kind):
+        inner = inner.dataset if isinstance(inner, Source) else None
+        if inner is None:
+            raise DPFastTypeError(f"{reads}, got {type(source).__name__}")
+    return inner

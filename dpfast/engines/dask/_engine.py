@@ -30,8 +30,7 @@ from dpfast.engines.dask._source import (
     split_by_range,
 )
 from dpfast.engines.dask._write import write_dataset
-from dpfast.engines.outofcore import (
-    ClusterEngine,
+from dpfast.engines.frames import (
     ExchangedParts,
     GeneratedParts,
     GroupsColumn,
@@ -40,6 +39,7 @@ from dpfast.engines.outofcore import (
     WritePlan,
     remember,
 )
+from dpfast.engines.outofcore import ClusterEngine
 
 __all__ = ["DaskEngine"]
 
@@ -188,7 +188,7 @@ def _rows_part(
 
 
 def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) -> Any:
-    """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.outofcore._exchange`).
+    """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.frames.exchange`).
 
     A task per input partition emits its pieces, a task per part assembles it. The state
     is one node of the graph. The assembling tasks are kept as the frame's write plan

@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from dpfast.engines.dask._source import DaskSource, Piece
-from dpfast.engines.outofcore import process_scratch
+from dpfast.engines.scratch_dirs import process_scratch
 
 __all__ = [
     "MEMORY_KEY",

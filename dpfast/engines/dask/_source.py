@@ -23,10 +23,9 @@ import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
 from dpfast.engines.dataflow import FAN
-from dpfast.engines.outofcore import column_batch, column_names, source_under
 from dpfast.engines.partial_totals import batch_results, combined, partials_of, totals
 from dpfast.engines.sorted_ranges import Ranges, keys_by_range
-from dpfast.engines.source import Columns, Source
+from dpfast.engines.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]

@@ -11,12 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.engines.outofcore import (
-    GeneratedParts,
-    plan_of,
-    text_columns,
-    worker_numba_cache,
-)
+from dpfast.engines.frames import GeneratedParts, plan_of, text_columns
+from dpfast.engines.scratch_dirs import worker_numba_cache
 from dpfast.engines.values import Progress
 
 __all__ = ["local_cluster", "write_dataset"]

@@ -14,28 +14,11 @@ from __future__ import annotations
 from dpfast.engines.outofcore._cluster_engine import ClusterEngine
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._engine import OutOfCoreEngine
-from dpfast.engines.outofcore._exchange import ExchangedParts
-from dpfast.engines.outofcore._frame_plans import WritePlan, plan_of, remember
-from dpfast.engines.outofcore._lazy import (
-    GeneratedParts,
-    GroupsColumn,
-    RowsBatch,
-    RowsColumn,
-    text_columns,
-)
 from dpfast.engines.outofcore._memory import SMALLEST_MEMORY_LIMIT, check_memory_limit
-from dpfast.engines.outofcore._scratch import (
-    process_scratch,
-    worker_numba_cache,
-)
 from dpfast.engines.outofcore._sources import (
     ArrowSource,
     ParquetDataset,
     SchemaCheckedSource,
-    batch_fields,
-    column_batch,
-    column_names,
-    source_under,
 )
 
 __all__ = [
@@ -43,23 +26,8 @@ __all__ = [
     "ArrowSource",
     "ClusterEngine",
     "CsvSource",
-    "ExchangedParts",
-    "GeneratedParts",
-    "GroupsColumn",
     "OutOfCoreEngine",
     "ParquetDataset",
-    "RowsBatch",
-    "RowsColumn",
     "SchemaCheckedSource",
-    "WritePlan",
-    "batch_fields",
     "check_memory_limit",
-    "column_batch",
-    "column_names",
-    "plan_of",
-    "process_scratch",
-    "remember",
-    "source_under",
-    "text_columns",
-    "worker_numba_cache",
 ]

@@ -46,26 +46,19 @@ import pyarrow as pa
 from dpfast._validation import option, quoted
 from dpfast.engines.base import RankSender
 from dpfast.engines.dataflow import Limits, column_total
-from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
-from dpfast.engines.outofcore._engine import (
-    OutOfCoreEngine,
-    refuse_text_output,
-)
-from dpfast.engines.outofcore._exchange import (
+from dpfast.engines.frames.exchange import (
     ExchangedParts,
     Shuffled,
     part_bounds,
 )
-from dpfast.engines.outofcore._kept import KeptWrites
-from dpfast.engines.outofcore._lazy import (
+from dpfast.engines.frames.parts import (
     GeneratedParts,
     GroupsColumn,
     RowsColumn,
     RowsCounts,
     output_part_rows,
 )
-from dpfast.engines.outofcore._passes import BATCH_ROWS
-from dpfast.engines.outofcore._sent_ranks import (
+from dpfast.engines.frames.sent_ranks import (
     BYTES_PER_SENT_RANK,
     CodedGroups,
     RankedColumn,
@@ -73,6 +66,13 @@ from dpfast.engines.outofcore._sent_ranks import (
     no_keys,
     ranks_of_counts,
 )
+from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
+from dpfast.engines.outofcore._engine import (
+    OutOfCoreEngine,
+    refuse_text_output,
+)
+from dpfast.engines.outofcore._kept import KeptWrites
+from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.rank_plans import RankPlan, plan_ranks, quantised_keys
 from dpfast.engines.source import Source, Staged, stage_beside
@@ -335,7 +335,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`)
         and keeps that plan; the release's write job sorts each range on a worker, which
         computes the values of its groups and sends each rank's value to its output part
-        (:class:`~dpfast.engines.outofcore._sent_ranks.RankedColumn`). No group's sum or value
+        (:class:`~dpfast.engines.frames.sent_ranks.RankedColumn`). No group's sum or value
         comes to the driver. The rows on a bound are counted by the parts, and known once
         the release is written. Called only where :meth:`rank_sender` is this engine.
         Without ``output`` (a lazy frame, whose report is complete when it is returned),

@@ -14,8 +14,8 @@ from typing import Literal, TypeVar
 
 import pyarrow as pa
 
-from dpfast.engines.outofcore._lazy import RowsColumn
-from dpfast.engines.outofcore._sent_ranks import RankedState
+from dpfast.engines.frames.parts import RowsColumn
+from dpfast.engines.frames.sent_ranks import RankedState
 from dpfast.engines.writes import CopyColumns, WriteGroups
 
 __all__ = ["FrameShape", "KeptWrites"]
@@ -35,7 +35,7 @@ class KeptWrites:
     * ``copies``: unprotected columns copied, each request in the rows' order or a keyed
       one;
     * ``ranked``: numeric or categorical columns of rank groups that the write's tasks
-      sort and send (:class:`~dpfast.engines.outofcore._sent_ranks.RankedState`);
+      sort and send (:class:`~dpfast.engines.frames.sent_ranks.RankedState`);
     * ``table``: a table the method computed, the whole release.
     """
 

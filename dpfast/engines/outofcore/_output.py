@@ -38,9 +38,9 @@ from dpfast import noise
 from dpfast.engines.dataflow import Limits, numeric_values
 from dpfast.engines.outofcore._passes import category_ranks, rank_floats, rank_numeric
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
-from dpfast.engines.outofcore._scratch import make_scratch, publish_at, remove_tree
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
+from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
 from dpfast.engines.scratch_files import append_array, write_at
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,37 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._validation import check_unique_names, quoted
-from dpfast.engines.source import Columns, Source
-from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.engines.source import Columns, Source, batch_fields, column_batch, column_names
+from dpfast.exceptions import DPFastValueError
 from dpfast.io import is_declared_dictionary, same_dictionaries
 
 T = TypeVar("T")
 R = TypeVar("R")
-S = TypeVar("S")
-
-
-def column_names(name: Columns) -> list[str]:
-    """Return the columns a pass over ``name`` reads."""
-    return [name] if isinstance(name, str) else list(name)
-
-
-def column_batch(name: Columns, arrays: Sequence[pa.Array]) -> pa.Array:
-    """Return a batch of ``name``: its array, or the arrays of a tuple's columns as a struct.
-
-    ``arrays`` holds the columns of :func:`column_names` first (and may hold more).
-    """
-    if isinstance(name, str):
-        return arrays[0]
-    return pa.StructArray.from_arrays(list(arrays[: len(name)]), names=list(name))
-
-
-def batch_fields(
-    name: Columns, array: pa.Array, each: Callable[[pa.Array, str], pa.Array]
-) -> pa.Array:
-    """Return a batch of ``name`` with ``each(field, its column)`` applied to every column."""
-    if isinstance(name, str):
-        return each(array, name)
-    return column_batch(name, [each(array.field(i), c) for i, c in enumerate(name)])
 
 
 #: What the out-of-core engine reads a table through (:class:`dpfast.engines.source.Source`).
@@ -338,16 +313,3 @@ class SchemaCheckedSource(WrappedSource):
             return fn(batch_fields(name, array, lambda a, c: one(a, c, first_row)), first_row)
 
         return checked
-
-
-def source_under(source: Any, kind: type[S], reads: str) -> S:
-    """Return the ``kind`` source under ``source`` (itself, or a checked wrapper's).
-
-    ``reads`` says what the engine reads, for the error on anything else.
-    """
-    inner = source
-    while not isinstance(inner, kind):
-        inner = inner.dataset if isinstance(inner, Source) else None
-        if inner is None:
-            raise DPFastTypeError(f"{reads}, got {type(source).__name__}")
-    return inner

@@ -18,8 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dpfast.engines.outofcore import (
-    ClusterEngine,
+from dpfast.engines.frames import (
     ExchangedParts,
     GeneratedParts,
     RowsBatch,
@@ -27,6 +26,7 @@ from dpfast.engines.outofcore import (
     WritePlan,
     remember,
 )
+from dpfast.engines.outofcore import ClusterEngine
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._settings import memory_limit as configured_memory
 from dpfast.engines.spark._settings import read_in_order, scratch_directory

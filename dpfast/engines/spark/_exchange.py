@@ -3,7 +3,7 @@
 The input's tasks emit each batch's pieces as rows ``(tag, part, payload)``
 (:func:`emitted`); ``repartition`` by the tag brings part ``p``'s pieces to partition
 ``p`` (:func:`~dpfast.engines.spark._sort.partition_tags`), whose task assembles its part
-(:func:`assembled`). See :mod:`dpfast.engines.outofcore._exchange`.
+(:func:`assembled`). See :mod:`dpfast.engines.frames.exchange`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from dpfast.engines.outofcore import ExchangedParts
+from dpfast.engines.frames import ExchangedParts
 from dpfast.engines.spark._rows import Numbering, partition_index, quietly, regroup, tagged
 from dpfast.engines.spark._sort import partition_tags, sort_emitted, ties_emitted
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from dpfast.engines.outofcore import worker_numba_cache
+from dpfast.engines.scratch_dirs import worker_numba_cache
 from dpfast.engines.spark._rows import quietly
 
 if TYPE_CHECKING:

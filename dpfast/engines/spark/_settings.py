@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dpfast.engines.outofcore import process_scratch
+from dpfast.engines.scratch_dirs import process_scratch
 from dpfast.engines.spark._rows import ROW_COLUMN
 
 if TYPE_CHECKING:

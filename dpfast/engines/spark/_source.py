@@ -26,10 +26,10 @@ import pyarrow as pa
 
 from dpfast._validation import quoted
 from dpfast.engines.dataflow import FAN, dumps_error
-from dpfast.engines.outofcore import ExchangedParts, column_batch, column_names, source_under
+from dpfast.engines.frames import ExchangedParts
 from dpfast.engines.partial_totals import Partial, batch_results, combined, partials_of, totals
 from dpfast.engines.sorted_ranges import Ranges
-from dpfast.engines.source import Columns, Source
+from dpfast.engines.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.engines.spark._exchange import assembled, exchange_pieces
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.engines.outofcore import ExchangedParts, GeneratedParts, plan_of, text_columns
+from dpfast.engines.frames import ExchangedParts, GeneratedParts, plan_of, text_columns
 from dpfast.engines.sorted_ranges import WORKER_BUFFERS
 from dpfast.engines.spark._exchange import received
 from dpfast.engines.spark._rows import collected, quietly

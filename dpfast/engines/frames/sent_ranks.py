@@ -41,8 +41,8 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._validation import quoted
+from dpfast.engines.frames.parts import GroupsColumn, bucket_order, bucket_run, bucket_span
 from dpfast.engines.on_bound import OnBound
-from dpfast.engines.outofcore._lazy import GroupsColumn, bucket_order, bucket_run, bucket_span
 from dpfast.engines.rank_plans import RankPlan
 from dpfast.engines.sorted_ranges import Ranges
 from dpfast.engines.values import GroupCodes, RangeValues
@@ -309,6 +309,7 @@ class CodedGroups:
     counts: np.ndarray
 
     def __call__(self, sums: np.ndarray, first_group: int) -> np.ndarray:
+        """Return the codes of groups ``first_group ..`` (as many as ``sums``), as floats."""
         stop = first_group + int(sums.shape[0])
         return np.asarray(self.codes(self.counts, first_group, stop), dtype=np.float64)
 

@@ -18,8 +18,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from dpfast.engines.outofcore._exchange import ExchangedParts
-from dpfast.engines.outofcore._lazy import GeneratedParts
+from dpfast.engines.frames.exchange import ExchangedParts
+from dpfast.engines.frames.parts import GeneratedParts
 
 __all__ = ["WritePlan", "plan_of", "remember"]
 

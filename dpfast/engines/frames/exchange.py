@@ -5,7 +5,7 @@ The columns a release copies in a keyed permutation of the rows (``unprotected =
 workers without passing through the driver:
 
 1. **Emit**, on every batch of the input (a task per input partition): the rows' released
-   values (:class:`~dpfast.engines.outofcore._lazy.RowsColumn`) and the columns copied in
+   values (:class:`~dpfast.engines.frames.parts.RowsColumn`) and the columns copied in
    the rows' order go to the output parts holding those rows; each row of a permuted column
    goes, with its bucket (:func:`dpfast.noise.permutation_buckets`: a function of the
    row's lane of the permutation's stream), to the output parts holding its bucket.
@@ -13,10 +13,10 @@ workers without passing through the driver:
    pieces sent to it, in the order of their first rows, give the part's rows in row
    order, and its buckets' rows, which :func:`dpfast.noise.permutation_order` puts in the
    permutation's order; columns of rank groups are computed there from their state
-   (:class:`~dpfast.engines.outofcore._lazy.GroupsColumn`).
+   (:class:`~dpfast.engines.frames.parts.GroupsColumn`).
 
 A numeric column of rank groups may instead be sent by the tasks that sort it
-(:mod:`dpfast.engines.outofcore._sent_ranks`): its pieces reach the same parts, which
+(:mod:`dpfast.engines.frames.sent_ranks`): its pieces reach the same parts, which
 assemble it beside the others and count its values on a bound
 (:meth:`ExchangedParts.assemble_counted`).
 
@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast.engines.outofcore._lazy import (
+from dpfast.engines.frames.parts import (
     GroupsColumn,
     RowsBatch,
     RowsColumn,
@@ -44,7 +44,7 @@ from dpfast.engines.outofcore._lazy import (
     bucket_span,
     bucket_starts,
 )
-from dpfast.engines.outofcore._sent_ranks import (
+from dpfast.engines.frames.sent_ranks import (
     CHANGED_PART,
     RankedPiece,
     RankedState,
@@ -70,6 +70,7 @@ class Shuffled:
 
     @classmethod
     def of(cls, names: tuple[str, ...], key: np.ndarray, n: int) -> Shuffled:
+        """Return columns ``names`` in the permutation of ``key`` over ``n`` rows."""
         return cls(names, key, bucket_starts(key, n))
 
 

@@ -305,6 +305,7 @@ class RowsCounts:
     rows: RowsColumn
 
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        """Return the counts of the batch ``array`` starting at ``first_row``."""
         return np.asarray(self.rows.released(array, first_row)[1], dtype=np.int64)
 
 
@@ -315,6 +316,7 @@ class RowsBatch:
     columns: tuple[RowsColumn, ...]
 
     def __call__(self, batch: pa.RecordBatch, first_row: int) -> pa.RecordBatch:
+        """Return the released columns of the input ``batch`` starting at ``first_row``."""
         arrays = []
         for i, rows in enumerate(self.columns):
             out, _ = rows.released(batch.column(i), first_row)
