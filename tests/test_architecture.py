@@ -453,7 +453,7 @@ ENGINE_CEILINGS = {
     "underscore_imports": 0,  # underscore names imported from another module
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 12_045  # the outputs are records (engines/writes.py); the frames still
+ENGINE_LINES = 12_061  # with the output records (engines/writes.py) and frames/
 ENGINE_LINES_ROOM = 200
 #: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.

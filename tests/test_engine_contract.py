@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -12,9 +13,18 @@ import pytest
 import dpfast
 from dpfast.accounting import report_schema
 from dpfast.budget import BudgetFile
-from dpfast.engines import _REGISTRY, BUILT_IN, engine_label, engines, register
+from dpfast.engines import (
+    _REGISTRY,
+    BUILT_IN,
+    EngineChoice,
+    engine_label,
+    engines,
+    open_engine,
+    register,
+)
 from dpfast.engines.memory import MemoryEngine
-from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
+from dpfast.engines.writes import CopyColumns, Write
+from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError, DPFastValueError
 
 
 def _table() -> pd.DataFrame:
@@ -143,3 +153,27 @@ def test_an_engine_that_cannot_measure_is_refused_in_the_error_family(tmp_path, 
     assert dpfast.laplace_dp(
         _table(), epsilon=0.5, bounds={"age": (0, 100)}, seed=1, metrics=True
     ).private.metrics
+
+
+@dataclass(frozen=True)
+class _Unknown(Write[None]):
+    """A record no engine of dpfast writes."""
+
+    name: str
+
+
+@pytest.mark.parametrize("engine", ["memory", "outofcore"])
+def test_an_engine_refuses_a_record_it_does_not_write(tmp_path, engine):
+    choice = None if engine == "memory" else EngineChoice(engine, {})
+    output = None if engine == "memory" else tmp_path / "out.parquet"
+    opened = open_engine(_table(), method="test", engine=choice, output=output)
+    try:
+        with pytest.raises(DPFastTypeError, match=rf"the {engine} engine does not write _Unknown"):
+            opened.write(_Unknown("age"))
+        # a record it knows is written: the column copied, in the rows' order
+        assert opened.write(CopyColumns(["age"], None)) is None
+        data = opened.publish(None, reindex=False).reveal()
+    finally:
+        opened.close()
+    got = data if isinstance(data, pd.DataFrame) else data.to_table().to_pandas()
+    assert got["age"].tolist() == _table()["age"].tolist()

@@ -1,11 +1,16 @@
-"""The write plans of the release frames a cluster engine returned, kept beside the frames."""
+"""The frame a cluster engine makes from the writes it kept, and the frames' write plans."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
+import pyarrow as pa
+import pytest
+
 from dpfast.engines.frames import WritePlan, plan_of, plans, remember
+from dpfast.engines.outofcore._kept import KeptWrites
+from dpfast.engines.writes import CopyColumns
 
 
 class Frame:
@@ -53,3 +58,33 @@ def test_a_collected_frame_does_not_remove_a_later_frames_plan_at_its_id():
         assert plans._PLANS[key] is entry
     finally:
         del plans._PLANS[key]
+
+
+_TABLE = pa.table({"count": [1, 2]})
+_COPY = CopyColumns(["id"], None)
+
+
+@pytest.mark.parametrize(
+    ("kept", "written", "shape"),
+    [
+        (KeptWrites(), False, "files"),  # nothing kept: whatever was written here
+        (KeptWrites(), True, "files"),
+        (KeptWrites(table=_TABLE), False, "table"),
+        (KeptWrites(table=_TABLE, groups={"a": "g"}), True, "table"),  # the table is all
+        (KeptWrites(groups={"a": "g", "b": "g"}), False, "groups"),
+        (KeptWrites(rows={"a": "r"}), False, "rows"),
+        (KeptWrites(groups={"a": "g"}, rows={"b": "r"}), False, "files"),  # two kinds: files
+        (KeptWrites(copies=[_COPY]), False, "exchange"),
+        (KeptWrites(groups={"a": "g"}, rows={"b": "r"}, copies=[_COPY]), False, "exchange"),
+        (KeptWrites(ranked={"a": "s"}), False, "exchange"),  # ranks sent through it
+        (KeptWrites(groups={"a": "g"}, copies=[_COPY]), True, "files"),  # a column written here
+    ],
+)
+def test_the_kept_writes_choose_the_frame(kept, written, shape):
+    assert kept.shape(written) == shape
+
+
+def test_the_kept_copies_and_columns_in_the_input_order():
+    kept = KeptWrites(copies=[CopyColumns(["b", 3], None), CopyColumns(["a"], None)])
+    assert kept.copied == ["b", "3", "a"]
+    assert KeptWrites.in_order({"c": 1, "a": 2}, ["a", "b", "c"]) == [2, 1]
