@@ -104,8 +104,8 @@ class MemoryEngine(Engine, Measurer):
         self._ranks: dict[Hashable, np.ndarray] = {}
         self._base: np.ndarray | None = None
         self._copied: list[Hashable] = []
-        self._order: np.ndarray | None = None
-        self._orders: dict[bytes, np.ndarray] = {}
+        self._copy_order: np.ndarray | None = None
+        self._permutations: dict[bytes, np.ndarray] = {}
         self._table: tuple[Mapping[Hashable, Any], Hashable | None] | None = None
 
     @classmethod
@@ -287,7 +287,7 @@ class MemoryEngine(Engine, Measurer):
 
     def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)
-        self._order = None if key is None else self._permutation(key)
+        self._copy_order = None if key is None else self._permutation(key)
 
     def _output(self, name: Hashable) -> np.ndarray:
         """Make a float64 output column: a view into one 2-D array for a float64 NumPy input."""
@@ -334,9 +334,9 @@ class MemoryEngine(Engine, Measurer):
 
     def _permutation(self, key: np.ndarray) -> np.ndarray:
         """Return the permutation of ``key``, drawn once per release (rows, columns share it)."""
-        found = self._orders.get(key.tobytes())
+        found = self._permutations.get(key.tobytes())
         if found is None:
-            found = self._orders[key.tobytes()] = noise.permutation(key, self.n_rows)
+            found = self._permutations[key.tobytes()] = noise.permutation(key, self.n_rows)
         return found
 
     # -- coded columns ------------------------------------------------------------------
@@ -400,10 +400,10 @@ class MemoryEngine(Engine, Measurer):
         table = self.table
         kept = set(self.released) | set(self._copied)
         keep = None if len(kept) == len(table.names) else [n for n in table.names if n in kept]
-        if (reindex or self._order is not None) and table.has_row_labels():
+        if (reindex or self._copy_order is not None) and table.has_row_labels():
             warn_index_dropped(table.source.index)
         base = self._base if keep is None else None
-        result = table.rebuild(self.released, self._order, base, reindex=reindex, keep=keep)
+        result = table.rebuild(self.released, self._copy_order, base, reindex=reindex, keep=keep)
         return Staged.ready(result) if self.output is None else self._staged(result, result)
 
     @property
@@ -429,7 +429,7 @@ class MemoryEngine(Engine, Measurer):
             released, sources = released_columns(
                 self.released, self.codes, self.taxonomies, self.destinations
             )
-            copied, order = copied_columns(self.table, self._copied, self._order)
+            copied, order = copied_columns(self.table, self._copied, self._copy_order)
             released.update(copied)
             sources.update(order)
         known = {**self.taxonomies, **(defaults.taxonomies or {})}

@@ -33,13 +33,13 @@ from dpfast.engines.outofcore._bins import (
     write_replaced,
 )
 from dpfast.engines.outofcore._codes import write_codes
+from dpfast.engines.outofcore._computed import repeated_columns, table_columns
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._mdav_output import write_clustered
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
-from dpfast.engines.outofcore._tables import repeated_columns, table_columns
 from dpfast.engines.outofcore._work import CountedSource, Work
 from dpfast.engines.source import Source, Staged
 from dpfast.engines.values import (
