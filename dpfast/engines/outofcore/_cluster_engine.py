@@ -406,12 +406,12 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
 
         Only with ``output``, on an engine that can, and where the type of every column
         the release will copy (``copied``; ``None``: every input column) goes through the
-        exchange. Then as :attr:`send_ranks`
-        says, or by cost: the groups come to the driver where the column fits one sort
-        task (so the driver holds at most ``24 / (32 k)`` of the memory limit) and the
-        release has fewer than :data:`SEND_RANKS_PARTS` parts (each part scans the
-        column's whole bucket stream, about 3 ns an item, where sending costs 60 to 120 ns
-        an item once: docs/scale.md, "Rank groups through the exchange").
+        exchange. Then as :attr:`send_ranks` says, or by cost: the groups come to the
+        driver where the column fits one sort task (so the driver holds at most
+        ``24 / (32 k)`` of the memory limit) and the release has fewer than
+        :data:`SEND_RANKS_PARTS` parts (each part scans the column's whole bucket stream,
+        about 3 ns an item, where sending costs 60 to 120 ns an item once: docs/scale.md,
+        "Rank groups through the exchange").
         """
         schema = self.source.schema
         copied = schema.names if copied is None else copied
