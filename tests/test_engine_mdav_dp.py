@@ -1,7 +1,7 @@
 """``mdav_dp`` out of core gives the in-memory release bit for bit, whatever the split.
 
 Also the cluster steps (``insensitive_clusters``, ``cluster_totals``:
-dpfast/steps/clusters.py) and the engines' ``write_clusters`` on the memory and
+dpfast/steps/clusters.py) and the engines' ``WriteClusters`` on the memory and
 out-of-core engines, the held table read as passes against the fast path on skewed
 columns, and ``mdav``'s refusal of any engine but memory.
 """
@@ -366,7 +366,7 @@ def test_orderable_bits_keep_the_order_of_floats():
     assert (np.diff(bits.astype(object)) > 0).all()
 
 
-# -- the cluster steps and write_clusters ---------------------------------------------------------
+# -- the cluster steps and WriteClusters ----------------------------------------------------------
 
 
 def _engines(table: pa.Table, tmp_path: Path, memory: int = 600_000) -> list:

@@ -553,7 +553,7 @@ def _resampled(kind: str, table: pa.Table, tmp_path: Path, keep: int) -> pa.Tabl
 
 
 @pytest.mark.parametrize("keep", [0, 2**31, 2**32])
-def test_write_resampled_draws_from_each_rows_bin(tmp_path, keep):
+def test_resampled_rows_draw_from_each_rows_bin(tmp_path, keep):
     table = _numbers()
     expected = _resampled("memory", table, tmp_path, keep)
     assert expected.schema == table.schema  # an integer column keeps its dtype
@@ -598,7 +598,7 @@ def _colours(n: int = 3001) -> pa.Table:
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_write_codes_releases_the_domains_labels_in_row_order(tmp_path, kind):
+def test_coded_columns_release_the_domains_labels_in_row_order(tmp_path, kind):
     table = _colours()
     domain = ["blue", "green", "red", "grey"]
     engine = _open(kind, table, tmp_path)
@@ -616,7 +616,7 @@ def test_write_codes_releases_the_domains_labels_in_row_order(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_write_codes_refuses_values_outside_the_domain(tmp_path, kind):
+def test_coded_columns_refuse_values_outside_the_domain(tmp_path, kind):
     table = _colours()
     text = table.column("text").to_pylist()
     text[2000], text[2500] = None, None

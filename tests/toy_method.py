@@ -3,7 +3,7 @@
 ``toy_groups`` replaces each protected column by its rank groups' exact means on the
 column's public grid, each column in an order of its own (not differentially private: no
 noise). It is written over the engine protocol and the steps only
-(``dpfast._release.open_run``, the primitives ``numeric_columns`` and ``write_groups``,
+(``dpfast._release.open_run``, the primitive ``numeric_columns`` and the record ``WriteGroups``,
 the step ``dpfast.steps.group_sums``), registered nowhere but in the conformance suite's
 cases, and runs on every engine.
 """
