@@ -313,10 +313,10 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             case CopyColumns(names):
                 if names:
                     self.kept.copies.append(CopyColumns([str(n) for n in names], request.key))
-            case WriteTable(columns):
+            case WriteTable(columns, repeat):
                 self.kept.table = build_table("arrow", columns)
-                if self.final is not None:  # written here too
-                    return super().write(request)
+                if self.final is not None:  # written here too, from the same Arrow table
+                    self._write_table(self.kept.table, repeat)
             case _:
                 return super().write(request)
         return cast(R, None)

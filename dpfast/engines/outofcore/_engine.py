@@ -353,7 +353,7 @@ class OutOfCoreEngine(Engine):
             case WriteClusters(columns, clusters, values, key):
                 done = self._write_clusters(columns, clusters, values, key)
             case WriteTable(columns, repeat):
-                done = self._write_table(columns, repeat=repeat)
+                done = self._write_table(build_table("arrow", columns), repeat)
             case WriteResampled(column, bins, key, keep, n_threads):
                 done = self._write_resampled(column, bins, key, keep, n_threads=n_threads)
             case WriteCodes(name, domain, cells):
@@ -411,10 +411,8 @@ class OutOfCoreEngine(Engine):
 
     # -- coded columns ------------------------------------------------------------------
 
-    def _write_table(
-        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
-    ) -> None:
-        table = build_table("arrow", columns)
+    def _write_table(self, table: pa.Table, repeat: Hashable | None) -> None:
+        """Write a computed table (built as Arrow) whole, or each row ``repeat`` times."""
         made = table_columns(table) if repeat is None else repeated_columns(table, str(repeat))
         self.out.table(*made)
 
