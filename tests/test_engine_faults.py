@@ -57,6 +57,7 @@ import dpfast
 from dpfast.engines import scratch_dirs as scratch_files
 from dpfast.engines.outofcore import _output as outofcore
 from dpfast.engines.outofcore._sources import ParquetDataset
+from dpfast.engines.scratch_files import scratch_name
 from dpfast.engines.source import Source
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, laplace_dp_dataset, on_engine
 
@@ -144,7 +145,7 @@ def _full_disk_at(monkeypatch: pytest.MonkeyPatch, names: Iterable[str]) -> list
 
 
 def _scratch(column: str) -> str:
-    return outofcore.Output.digest_name(column)
+    return scratch_name(column)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What the in-memory engine does with a table's columns besides its primitives.
 
-Coding a column by a public domain and back (:func:`encode`), and the warning that a
+A coded column's released codes as the column (:func:`decode`), and the warning that a
 release in a new row order drops the input's pandas index (:func:`warn_index_dropped`).
 """
 
@@ -15,56 +15,28 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import option, quoted
-from dpfast.engines.values import check_in_domain, code_dtype
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData
 
-__all__ = ["encode", "warn_index_dropped"]
+__all__ = ["decode", "warn_index_dropped"]
 
 
-def encode(table: TableData, name: Hashable, domain: list[Any]) -> tuple[np.ndarray, Any]:
-    """Codes of column ``name`` in ``domain``, and a function turning codes into the column.
+def decode(table: TableData, name: Hashable, codes: np.ndarray, domain: list[Any]) -> Any:
+    """Return released ``codes`` of column ``name`` (indices into ``domain``) as the column.
 
-    A pandas categorical is recoded by its categories (one pass over its codes); any
-    other column is looked up value by value. A categorical (pandas, or an Arrow or
-    polars dictionary of text) comes back as one (:meth:`TableData.categorical_output`:
-    the categories its type declares, else ``domain``), any other column as ``domain``'s
-    values. Refuses missing values and values outside the domain (:func:`check_in_domain`).
+    A categorical (pandas, or an Arrow or polars dictionary of text) comes back as one
+    (:meth:`TableData.categorical_output`: the categories its type declares, else
+    ``domain``), any other column as ``domain``'s values.
     """
-    index = pd.Index(domain)
-    dtype = code_dtype(len(domain))
     series = table.source[name] if table.kind == "pandas" else None
-    if series is not None and isinstance(series.dtype, pd.CategoricalDtype):
-        mapping = index.get_indexer(series.cat.categories).astype(np.int64)
-        codes = np.empty(len(series), dtype=dtype)
-        raw = series.cat.codes.to_numpy()
-        missing, first = mechanism_kernels.map_codes(raw, mapping, codes)
-        outside = []
-        if first >= 0:  # the error path: name every category outside the domain
-            unmapped = np.unique(raw[(raw >= 0) & (mapping[np.maximum(raw, 0)] < 0)])
-            outside = [series.cat.categories[c] for c in unmapped]
-
-        def decode(new: np.ndarray) -> Any:
-            return table.categorical_output(name, new, domain)
-
-    else:
-        values = table.column(name)
-        codes = index.get_indexer(values)
-        bad = codes < 0
-        missing = int(pd.isna(values[bad]).sum()) if bad.any() else 0
-        outside = list(pd.unique(values[bad & ~pd.isna(values)])) if bad.any() else []
-        labels = np.asarray(domain)
-        if labels.dtype.kind in "USO":
-            labels = np.asarray(domain, dtype=object)
-        as_dictionary = _is_text_dictionary(table, name, domain)
-
-        def decode(new: np.ndarray) -> Any:
-            return table.categorical_output(name, new, domain) if as_dictionary else labels[new]
-
-    check_in_domain(name, int(missing), outside)
-    return np.ascontiguousarray(codes, dtype=dtype), decode
+    categorical = series is not None and isinstance(series.dtype, pd.CategoricalDtype)
+    if categorical or _is_text_dictionary(table, name, domain):
+        return table.categorical_output(name, codes, domain)
+    labels = np.asarray(domain)
+    if labels.dtype.kind in "USO":
+        labels = np.asarray(domain, dtype=object)
+    return labels[codes]
 
 
 def _is_text_dictionary(table: TableData, name: Hashable, domain: list[Any]) -> bool:

@@ -17,7 +17,6 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
-from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast._validation import (
@@ -29,9 +28,11 @@ from dpfast._validation import (
 )
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
-from dpfast.engines._tables import encode, warn_index_dropped
+from dpfast.engines._tables import decode, warn_index_dropped
 from dpfast.engines.base import Engine, Measurer
 from dpfast.engines.dataflow import Dataflow
+from dpfast.engines.resampled_rows import resampled_rows
+from dpfast.engines.row_outputs import HeldRows, coded_rows, released_rows
 from dpfast.engines.source import Staged, stage_beside
 from dpfast.engines.values import (
     Bins,
@@ -208,9 +209,10 @@ class MemoryEngine(Engine, Measurer):
         return cast(R, done)
 
     def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
-        out, counts = cells(column.values, 0)
-        self.released[column.name] = column.restore_dtype(out)
-        return np.asarray(counts, dtype=np.int64)
+        rows = HeldRows(self.n_rows)
+        counts = released_rows(self.dataflow, column, cells, rows)
+        self.released[column.name] = column.restore_dtype(rows.values)
+        return counts
 
     def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
@@ -363,34 +365,19 @@ class MemoryEngine(Engine, Measurer):
         staged, _ = stage_beside(self.output, lambda path: write_table_atomic(written, path))
         return staged.giving(result)
 
-    # -- row-wise statistics and outputs -------------------------------------------------
+    # -- row-wise outputs ---------------------------------------------------------------
 
     def _write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
     ) -> None:
-        """Hold the pool (the values bin by bin) and draw every row from it at once."""
-        values = column.values
-        starts = bins.starts
-        groups = np.empty(values.shape[0], dtype=np.int64)
-        pool = np.empty(values.shape[0], dtype=np.float64)
-        m = bins.m
-        mechanism_kernels.group_by_interval(values, bins.lo, bins.scale, m, starts, groups, pool)
-        out = noise.retain_or_replace(
-            key,
-            keep,
-            values,
-            pool,
-            groups=groups,
-            group_start=starts,
-            group_size=bins.counts,
-            n_threads=n_threads,
-        )
-        self.released[column.name] = column.restore_dtype(out)
+        rows = HeldRows(self.n_rows)
+        resampled_rows(self.dataflow, column, bins, key, keep, rows, n_threads=n_threads)
+        self.released[column.name] = column.restore_dtype(rows.values)
 
     def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
-        """Code the whole column (a categorical by its categories), then release it at once."""
-        codes, decode = encode(self.table, name, list(domain))
-        self.released[name] = decode(cells(codes, 0))
+        rows = HeldRows(self.n_rows)
+        coded_rows(self.dataflow, name, domain, cells, rows)
+        self.released[name] = decode(self.table, name, rows.values, list(domain))
 
     # -- the end ------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 A short write is finished and a full disk raises ``ENOSPC`` (:func:`write_at`,
 :func:`append_array`); :func:`read_rows` reads a range of rows back and :func:`chunks`
-cuts ``n`` rows into ranges read at once. Two ways of writing arrays lose a full disk
+cuts ``n`` rows into ranges read at once; :func:`scratch_name` names a column's file.
+Two ways of writing arrays lose a full disk
 (docs/engines.md, "Faults"):
 
 * ``os.pwrite`` may write fewer bytes than it is given, without an error, when the disk
@@ -15,14 +16,25 @@ cuts ``n`` rows into ranges read at once. Two ways of writing arrays lose a full
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ["append_array", "chunks", "read_rows", "write_at"]
+__all__ = ["append_array", "chunks", "column_digest", "read_rows", "scratch_name", "write_at"]
+
+
+def column_digest(name: Hashable) -> str:
+    """Return a column's name as 32 hex digits: safe in a file name, whatever the name."""
+    return hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:32]
+
+
+def scratch_name(name: Hashable, kind: str = "column") -> str:
+    """Return the name of column ``name``'s scratch file of ``kind``."""
+    return f"{kind}-{column_digest(name)}.bin"
 
 
 def _bytes(values: np.ndarray | bytes) -> memoryview:

@@ -573,7 +573,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         for g in kept.groups.values():
             self.out.permuted(g.column, g.values, g.layout, g.key, self.limits)
         for rows in kept.rows.values():
-            self.out.rows(rows.column, rows.cells, self.limits)
+            super().write(WriteRows(rows.column, rows.cells))
         for copy in kept.copies:
             super().write(copy)
 

@@ -28,11 +28,6 @@ from dpfast.engines.dataflow import (
     column_stats,
     declared_dictionary,
 )
-from dpfast.engines.outofcore._bins import (
-    find_replacements,
-    write_replaced,
-)
-from dpfast.engines.outofcore._codes import write_codes
 from dpfast.engines.outofcore._computed import repeated_columns, table_columns
 from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._mdav_output import write_clustered
@@ -41,6 +36,8 @@ from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._work import CountedSource, Work
+from dpfast.engines.resampled_rows import resampled_rows
+from dpfast.engines.row_outputs import FileRows, coded_rows, released_rows
 from dpfast.engines.source import Source, Staged
 from dpfast.engines.values import (
     Bins,
@@ -364,7 +361,10 @@ class OutOfCoreEngine(Engine):
 
     def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
         self._tick(f"column {column.name}", 0, 1)
-        return self.out.rows(column, cells, self._limits())
+        with FileRows(self.out.path(column.name)) as rows:
+            counts = released_rows(self.dataflow, column, cells, rows)
+        self.out._numeric(column)
+        return counts
 
     def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
@@ -421,29 +421,15 @@ class OutOfCoreEngine(Engine):
     def _write_resampled(
         self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
     ) -> None:
-        limits = self._limits()
-
-        def tick(window: int, windows: int) -> None:
-            self._tick(f"column {column.name}", window, windows)
-
-        def scratch(kind: str) -> Path:
-            return self.out.path(column.name, kind)
-
-        found = find_replacements(self.source, column, bins, key, keep, scratch, limits, tick)
-        try:
-            path = self.out.path(column.name)
-            write_replaced(self.source, column, found, path, limits.batch_rows)
-        finally:
-            found.remove()
+        with FileRows(self.out.path(column.name)) as rows:
+            resampled_rows(self.dataflow, column, bins, key, keep, rows, n_threads=n_threads)
         self.out._numeric(column)
 
     def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         self._tick(f"column {name}", 0, 1)
-        path = self.out.path(name)
-        declared = self._declared(name)
-        batch_rows = self._limits().batch_rows
-        column = write_codes(self.source, name, domain, cells, path, batch_rows, declared)
-        self.out.columns[str(name)] = column
+        with FileRows(self.out.path(name)) as rows:
+            coded_rows(self.dataflow, name, domain, cells, rows)
+        self.out.coded(name, domain, self._declared(name))
 
     # -- the end ------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 Every released column is written to a scratch file in output row order, in a hidden
 scratch directory beside the output:
 
-* **rows** (:meth:`Output.rows`): a batch's released values at their rows' places;
+* **rows** (:mod:`dpfast.engines.row_outputs`, written by the engine): a batch's
+  released values at their rows' places, read back by :meth:`Output.coded` for a coded
+  column;
 * **permuted groups** (:meth:`Output.permuted`): output row ``r`` gets the value of the
   rank group (of the method's layout) of rank ``order[r]``, where ``order`` is the
   column's bucketed permutation,
@@ -21,7 +23,6 @@ leaves no output, and its scratch directory is removed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -35,17 +36,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dpfast import noise
-from dpfast.engines.dataflow import Limits, numeric_values
+from dpfast.engines.dataflow import Limits
 from dpfast.engines.outofcore._passes import category_ranks, rank_floats, rank_numeric
 from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
 from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
-from dpfast.engines.scratch_files import append_array, write_at
+from dpfast.engines.scratch_files import (
+    append_array,
+    column_digest,
+    read_rows,
+    scratch_name,
+)
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     CategoricalColumn,
-    Cells,
     GroupValues,
     NumericColumn,
     ProtectedColumn,
@@ -77,10 +82,6 @@ class ScratchColumn:
     arrow_type: pa.DataType
     read: Callable[[int, int], pa.Array]
     dictionary: bool = False
-
-
-def _digest(name: Hashable) -> str:
-    return hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:32]
 
 
 class Output:
@@ -118,32 +119,10 @@ class Output:
             return self._directory
 
     def path(self, name: Hashable, kind: str = "column") -> Path:
-        """Return a column's scratch file of ``kind``: a digest, safe whatever the column's name."""
-        return self.directory / self.digest_name(name, kind)
-
-    @staticmethod
-    def digest_name(name: Hashable, kind: str = "column") -> str:
-        """Return the name of a column's scratch file of ``kind`` (:meth:`path`)."""
-        return f"{kind}-{_digest(name)}.bin"
+        """Return a column's scratch file of ``kind`` (named by ``scratch_files.scratch_name``)."""
+        return self.directory / scratch_name(name, kind)
 
     # -- the kinds of released column ---------------------------------------------------
-
-    def rows(self, column: NumericColumn, cells: Cells, limits: Limits) -> np.ndarray:
-        """Write ``cells`` of every batch at its rows' places; return the counts, added up."""
-        path = self.path(column.name)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        total: np.ndarray | None = None
-        try:
-            batch = _RowCells(column, cells)
-            for first_row, out, counts in self.source.map_column(
-                str(column.name), limits.batch_rows, batch
-            ):
-                write_at(fd, out, first_row * 8)
-                total = counts if total is None else total + counts
-        finally:
-            os.close(fd)
-        self._numeric(column)
-        return np.zeros(0, dtype=np.int64) if total is None else total
 
     def permuted(
         self,
@@ -223,7 +202,7 @@ class Output:
         del per_batch
         write, close = raw_sink(self.path(name), np.dtype(np.int64))
         placer = Placer(
-            self.directory, _digest(name) + "-placed", n, key, pa.int64(), 8, limits.memory
+            self.directory, column_digest(name) + "-placed", n, key, pa.int64(), 8, limits.memory
         )
         released = _LinkedCodes(column, codes, offsets, layout)
         try:
@@ -277,7 +256,7 @@ class Output:
         declared = self.source.schema.field(name).type
         dictionary = pa.types.is_dictionary(declared)
         if key is None:
-            batches = BatchFiles(self.directory / f"copied-{_digest(name)}")
+            batches = BatchFiles(self.directory / f"copied-{column_digest(name)}")
             for first_row, array in self.source.map_column(name, limits.batch_rows, _plain):
                 batches.add(array, first_row)
             self.columns[name] = _copied_column(name, batches, declared, dictionary, categories)
@@ -291,7 +270,7 @@ class Output:
                     out = ArrowFile(self.path(name, "copied").with_suffix(".arrow"), array.type)
                     placer = Placer(
                         self.directory,
-                        _digest(name) + "-copy",
+                        column_digest(name) + "-copy",
                         self.source.n_rows,
                         key,
                         array.type,
@@ -360,6 +339,29 @@ class Output:
 
         self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read)
 
+    def coded(self, name: Hashable, domain: Sequence[Any], declared: Sequence[str] | None) -> None:
+        """Read a column written as int64 codes back as ``domain``'s values.
+
+        As in memory: a dictionary column of a domain of text comes back a dictionary
+        (:func:`dpfast.io.arrow_labels`, with the categories its type ``declared``), any
+        other column as the domain's values.
+        """
+        path = self.path(name)
+        original = self.source.schema.field(str(name)).type
+        text = pa.types.is_dictionary(original) and all(isinstance(v, str) for v in domain)
+        labels = np.asarray(domain)
+        if labels.dtype.kind in "USO":  # the values the in-memory release decodes codes into
+            labels = np.asarray(domain, dtype=object)
+        values = pa.array(labels)
+
+        def read(first: int, count: int) -> pa.Array:
+            codes = read_rows(path, np.int64, first, count)
+            if text:
+                return arrow_labels(codes, list(domain), original, declared)
+            return values.take(pa.array(codes))
+
+        self.columns[str(name)] = ScratchColumn(str(name), read(0, 0).type, read, True)
+
     def _labels(self, column: CategoricalColumn) -> None:
         """Convert a categorical column's codes to its taxonomy's labels, of the input's type.
 
@@ -403,7 +405,7 @@ class Output:
         """
         n = self.source.n_rows
         write, close_sink = raw_sink(self.path(name), np.dtype(np.float64))
-        tag = _digest(name)
+        tag = column_digest(name)
         by_row = Placer(self.directory, tag + "-by-row", n, None, pa.float64(), 8, limits.memory)
         shuffled = None
         if key is not None:
@@ -475,19 +477,6 @@ class Output:
             if writer is not None:
                 writer.close()
         return out
-
-
-@dataclass(frozen=True)
-class _RowCells:
-    """A batch of a protected numeric column released by ``cells``, with its first row."""
-
-    column: NumericColumn
-    cells: Cells
-
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, np.ndarray]:
-        values = numeric_values(array, self.column, first_row)
-        out, counts = self.cells(values, first_row)
-        return first_row, out, np.asarray(counts, dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,19 @@
-"""Equal-width bins of a column beyond memory, and draws from each row's bin (docs/engines.md).
+"""Rows replaced by draws from their bins, written once for every engine (docs/engines.md).
 
-In memory (a :class:`~dpfast.engines.writes.WriteResampled`) row ``i`` of bin
-``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``: the pool lists the
-values bin by bin, each bin's in row order. Out of core the pool is never held. Its
+Row ``i`` of bin ``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``:
+the pool lists the column's values bin by bin, each bin's in row order
+(:func:`dpfast.noise.retain_or_replace`). Held in memory (``flow.holds``), the pool is
+built whole and every row drawn at once. Read in passes, the pool is never held: its
 positions ``[0, n)`` are cut into windows that fit in memory; for each window, one pass
 counts the window's bins per batch (so that every row knows its own pool position,
 whatever order the batches come in) and one more pass gathers the window's values and the
 rows whose replacement falls in it (:func:`dpfast.noise.retain_draws` gives ``U_i``). The
 replacements found are kept sorted by row in scratch files, which the last pass, the one
-that writes the column, reads back.
+that puts the column's rows (:mod:`dpfast.engines.row_outputs`), reads back.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,16 +21,65 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
-from dpfast.engines.dataflow import Limits, numeric_values
-from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.scratch_files import append_array, write_at
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.dataflow import Dataflow, numeric_values
+from dpfast.engines.row_outputs import Rows
+from dpfast.engines.scratch_files import append_array, scratch_name
+from dpfast.engines.source import Source
 from dpfast.engines.values import Bins, NumericColumn
 
-__all__ = ["Replacements", "find_replacements", "write_replaced"]
+__all__ = ["resampled_rows"]
 
 #: Bytes of working memory per pool position of a window (its value, the positions and
 #: values gathered for it, the replacements that fall in it, and slack).
 _BYTES_PER_POSITION = 64
+
+
+def resampled_rows(
+    flow: Dataflow,
+    column: NumericColumn,
+    bins: Bins,
+    key: np.ndarray,
+    keep: int,
+    into: Rows,
+    *,
+    n_threads: int = 1,
+) -> None:
+    """Put every row's value, or its replacement from its bin, as float64 into ``into``.
+
+    ``keep / 2**32`` is each row's probability of keeping its value; ``n_threads`` the
+    threads of the draws held in memory (the values do not depend on it). Read in passes,
+    the replacements are kept in the dataflow's scratch folder until the column is put.
+    """
+    if flow.holds:
+        into.put(0, _held(column.values, bins, key, keep, n_threads))
+        return
+    found = _replacements(flow, column, bins, key, keep)
+    try:
+        for first_row, values in flow.source.map_column(
+            str(column.name), flow.limits.batch_rows, _RowValues(column)
+        ):
+            into.put(first_row, found.apply(values, first_row))
+    finally:
+        found.remove()
+
+
+def _held(values: np.ndarray, bins: Bins, key: np.ndarray, keep: int, n_threads: int) -> np.ndarray:
+    """Hold the pool (the values bin by bin) and draw every row from it at once."""
+    groups = np.empty(values.shape[0], dtype=np.int64)
+    pool = np.empty(values.shape[0], dtype=np.float64)
+    starts = bins.starts
+    mechanism_kernels.group_by_interval(values, bins.lo, bins.scale, bins.m, starts, groups, pool)
+    return noise.retain_or_replace(
+        key,
+        keep,
+        values,
+        pool,
+        groups=groups,
+        group_start=starts,
+        group_size=bins.counts,
+        n_threads=n_threads,
+    )
 
 
 @dataclass(frozen=True)
@@ -62,57 +110,29 @@ class Replacements:
         return out
 
 
-def find_replacements(
-    dataset: ColumnSource,
-    column: NumericColumn,
-    bins: Bins,
-    key: np.ndarray,
-    keep: int,
-    scratch: Callable[[str], Path],
-    limits: Limits,
-    tick: Callable[[int, int], None],
+def _replacements(
+    flow: Dataflow, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int
 ) -> Replacements:
-    """Find every replaced row's new value, window of pool positions by window.
-
-    ``scratch(kind)`` names a scratch file of the column; ``tick(window, windows)`` is
-    called before each window's passes.
-    """
-    n = dataset.n_rows
+    """Find every replaced row's new value, window of pool positions by window."""
+    source, limits = flow.source, flow.limits
+    n = source.n_rows
     size = max(1024, limits.memory // _BYTES_PER_POSITION)
     files = []
     windows = range(0, n, size)
     for w, first in enumerate(windows):
-        tick(w, len(windows))
+        flow.tick(f"column {column.name}", w, len(windows))
         window = _Window(column, bins, key, keep, first, min(n, first + size))
-        rows, found = window.resolve(dataset, limits.batch_rows)
-        paths = (scratch(f"resampled-{w}-rows"), scratch(f"resampled-{w}-values"))
+        rows, found = window.resolve(source, limits.batch_rows)
+        directory = flow.scratch()
+        paths = (
+            directory / scratch_name(column.name, f"resampled-{w}-rows"),
+            directory / scratch_name(column.name, f"resampled-{w}-values"),
+        )
         for path, values in zip(paths, (rows, found), strict=True):
             with open(path, "wb") as file:
                 append_array(file, values)
         files.append(paths)
     return Replacements(tuple(files))
-
-
-def write_replaced(
-    dataset: ColumnSource,
-    column: NumericColumn,
-    replacements: Replacements,
-    path: Path,
-    batch_rows: int,
-) -> None:
-    """Write every row's value, or its replacement, as float64 at its place in ``path``.
-
-    The batches are read where they are (a cluster's workers); the replacements, in this
-    process's scratch files, are applied here.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        for first_row, values in dataset.map_column(
-            str(column.name), batch_rows, _RowValues(column)
-        ):
-            write_at(fd, replacements.apply(values, first_row), first_row * 8)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -143,7 +163,7 @@ class _Window:
         g1 = int(np.searchsorted(starts, self.last - 1, side="right")) - 1
         return g0, g1
 
-    def resolve(self, dataset: ColumnSource, batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    def resolve(self, dataset: Source, batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """Two passes: the rows replaced from this window, sorted, and their new values."""
         g0, g1 = self.span
         name = str(self.column.name)
@@ -164,7 +184,7 @@ class _Window:
         return rows[order], values[targets[order]]
 
     def _bases(
-        self, dataset: ColumnSource, batch_rows: int, g0: int, g1: int
+        self, dataset: Source, batch_rows: int, g0: int, g1: int
     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """Per batch (by first row), the rows of each bin ``g0 .. g1`` before it."""
         running = np.zeros(g1 - g0 + 1, dtype=np.int64)

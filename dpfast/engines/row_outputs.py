@@ -1,0 +1,253 @@
+"""Columns released row by row, written once for every engine (docs/architecture.md).
+
+A row-wise output releases each row of a column from that row alone (and the method's
+key): its values go to the rows' own places, whatever order the batches come in. The
+algorithm reads the table through the :class:`~dpfast.engines.dataflow.Dataflow` and
+puts each batch's released values into :class:`Rows`, which the engine gives:
+:class:`HeldRows` (an array in memory) or :class:`FileRows` (a scratch file, 8 bytes a
+row). Where the engine holds the table (``flow.holds``), the algorithm takes its fast
+path: the whole column at once, from the values already held.
+
+* :func:`released_rows`: a protected numeric column released by the method's cells
+  (:class:`~dpfast.engines.writes.WriteRows`);
+* :func:`coded_rows`: a column coded by a public domain, its codes released by the
+  method's cells (:class:`~dpfast.engines.writes.WriteCodes`);
+* :func:`resampled_rows` (:mod:`dpfast.engines.resampled_rows`): rows replaced by draws
+  from their bins (:class:`~dpfast.engines.writes.WriteResampled`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dpfast._kernels import mechanisms as mechanism_kernels
+from dpfast.engines.dataflow import Dataflow, numeric_values
+from dpfast.engines.scratch_files import write_at
+from dpfast.engines.values import Cells, CodeCells, NumericColumn, check_in_domain, code_dtype
+
+if TYPE_CHECKING:
+    from dpfast.io import TableData
+
+__all__ = ["FileRows", "HeldRows", "Rows", "coded_rows", "released_rows"]
+
+
+class Rows(Protocol):
+    """Where a row-wise output puts the released values of rows ``[first_row, ...)``."""
+
+    def put(self, first_row: int, values: np.ndarray) -> None:
+        """Put ``values`` at rows ``first_row`` to ``first_row + len(values)``."""
+
+
+class HeldRows:
+    """A released column held in memory: :attr:`values`, once every row is put.
+
+    The whole column put at once is kept as it is (no copy); parts are copied into one
+    array of their dtype.
+
+    Examples
+    --------
+    >>> rows = HeldRows(4)
+    >>> rows.put(2, np.array([7, 8])); rows.put(0, np.array([5, 6]))
+    >>> rows.values.tolist()
+    [5, 6, 7, 8]
+    """
+
+    def __init__(self, n_rows: int) -> None:
+        self.n_rows = n_rows
+        self._values: np.ndarray | None = None
+
+    def put(self, first_row: int, values: np.ndarray) -> None:
+        """Put ``values`` at rows ``first_row`` to ``first_row + len(values)``."""
+        if self._values is None:
+            if first_row == 0 and values.shape[0] == self.n_rows:
+                self._values = values
+                return
+            self._values = np.empty(self.n_rows, dtype=values.dtype)
+        self._values[first_row : first_row + values.shape[0]] = values
+
+    @property
+    def values(self) -> np.ndarray:
+        """The released column (an empty float64 array for a table with no rows)."""
+        if self._values is None:
+            return np.empty(self.n_rows, dtype=np.float64)
+        return self._values
+
+
+class FileRows:
+    """A released column written at its rows' places in a scratch file, 8 bytes a row.
+
+    A context manager: the file (readable by its owner only) is open within it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = -1
+
+    def __enter__(self) -> FileRows:
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        os.close(self._fd)
+        self._fd = -1
+
+    def put(self, first_row: int, values: np.ndarray) -> None:
+        """Write ``values`` (8 bytes each) at rows ``first_row`` onwards."""
+        assert values.dtype.itemsize == 8, values.dtype
+        write_at(self._fd, values, first_row * 8)
+
+
+# -- a protected numeric column, released by the method's cells ------------------------
+
+
+def released_rows(flow: Dataflow, column: NumericColumn, cells: Cells, into: Rows) -> np.ndarray:
+    """Put ``cells`` of every batch of ``column`` into ``into``; return the counts, added up.
+
+    ``cells(values, first_row)`` gives a batch's released float64 values and its counts
+    (clamped values, ...), added up over the batches. Held: one call over the held values.
+    """
+    if flow.holds:
+        out, counts = cells(column.values, 0)
+        into.put(0, out)
+        return np.asarray(counts, dtype=np.int64)
+    total: np.ndarray | None = None
+    batch = _RowCells(column, cells)
+    for first_row, out, counts in flow.source.map_column(
+        str(column.name), flow.limits.batch_rows, batch
+    ):
+        into.put(first_row, out)
+        total = counts if total is None else total + counts
+    return np.zeros(0, dtype=np.int64) if total is None else total
+
+
+@dataclass(frozen=True)
+class _RowCells:
+    """A batch of a protected numeric column released by ``cells``, with its first row."""
+
+    column: NumericColumn
+    cells: Cells
+
+    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, np.ndarray]:
+        values = numeric_values(array, self.column, first_row)
+        out, counts = self.cells(values, first_row)
+        return first_row, out, np.asarray(counts, dtype=np.int64)
+
+
+# -- a column coded by a public domain --------------------------------------------------
+
+
+def coded_rows(
+    flow: Dataflow, name: Hashable, domain: Sequence[Any], cells: CodeCells, into: Rows
+) -> None:
+    """Put column ``name``'s released codes (int64, indices into ``domain``) into ``into``.
+
+    Each batch's values are looked up in the domain (a batch of a cluster's is coded on
+    its worker) and its codes released by ``cells(codes, first_row)``. Held: a pandas
+    categorical is coded by its categories (one pass over its codes), any other column
+    looked up whole.
+
+    Raises
+    ------
+    DPFastValueError
+        The column has a missing value, or values outside the domain (named in row
+        order): :func:`~dpfast.engines.values.check_in_domain`. Nothing is put into
+        ``into`` for a batch that holds one.
+    """
+    coded = _Coded(pd.Index(list(domain)), code_dtype(len(domain)), cells)
+    parts: Iterable[tuple[int, np.ndarray | None, _Outside]]
+    if flow.holds:
+        assert flow.table is not None
+        parts = [coded.held(flow.table, name)]
+    else:
+        parts = flow.source.map_column(str(name), flow.limits.batch_rows, coded)
+    found = _Outside()
+    for first_row, codes, outside in parts:
+        found.add(outside)
+        if codes is not None:
+            into.put(first_row, codes)
+    first_rows = found.first_rows
+    check_in_domain(name, found.missing, sorted(first_rows, key=lambda value: first_rows[value]))
+
+
+@dataclass
+class _Outside:
+    """What a pass found outside a domain: missing values, and values with their first row."""
+
+    missing: int = 0
+    first_rows: dict[Any, int] = field(default_factory=dict)
+
+    def add(self, other: _Outside) -> None:
+        self.missing += other.missing
+        for value, row in other.first_rows.items():
+            self.first_rows[value] = min(row, self.first_rows.get(value, row))
+
+
+Coded = tuple[int, np.ndarray | None, _Outside]
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """A batch coded by a domain and released by ``cells``, with its first row.
+
+    Returns ``(first_row, int64 codes, nothing outside)``, or ``(first_row, None, what is
+    outside)`` for a batch with values outside the domain (or missing).
+    """
+
+    index: pd.Index
+    dtype: Any
+    cells: CodeCells
+
+    def __call__(self, array: pa.Array, first_row: int) -> Coded:
+        return self.values(array.to_numpy(zero_copy_only=False), first_row)
+
+    def values(self, values: np.ndarray, first_row: int) -> Coded:
+        """Code and release a batch's values."""
+        codes = self.index.get_indexer(values)
+        bad = codes < 0
+        if bad.any():
+            return first_row, None, _outside(values, bad, first_row)
+        return self.released(codes, first_row)
+
+    def released(self, codes: np.ndarray, first_row: int) -> Coded:
+        drawn = self.cells(np.ascontiguousarray(codes, dtype=self.dtype), first_row)
+        return first_row, np.asarray(drawn, dtype=np.int64), _Outside()
+
+    def held(self, table: TableData, name: Hashable) -> Coded:
+        """Code and release column ``name`` of a table held in memory, whole."""
+        series = table.source[name] if table.kind == "pandas" else None
+        if series is None or not isinstance(series.dtype, pd.CategoricalDtype):
+            return self.values(table.column(name), 0)
+        categories = series.cat.categories
+        mapping = self.index.get_indexer(categories).astype(np.int64)
+        raw = series.cat.codes.to_numpy()
+        codes = np.empty(raw.shape[0], dtype=self.dtype)
+        missing, first = mechanism_kernels.map_codes(raw, mapping, codes)
+        if missing or first >= 0:  # the error path: the values outside, in row order
+            bad = (raw < 0) | (mapping[np.maximum(raw, 0)] < 0)
+            values = np.asarray(categories.take(np.maximum(raw, 0)), dtype=object)
+            values[raw < 0] = None
+            return 0, None, _outside(values, bad, 0)
+        return self.released(codes, 0)
+
+
+def _outside(values: np.ndarray, bad: np.ndarray, first_row: int) -> _Outside:
+    """Count the missing values among ``bad`` and find the others' first rows."""
+    missing = pd.isna(values[bad])
+    rows = np.flatnonzero(bad)[~missing]
+    frame = pd.DataFrame({"value": values[rows], "row": rows + first_row})
+    frame = frame.drop_duplicates("value")
+    return _Outside(int(missing.sum()), dict(zip(frame["value"], frame["row"], strict=True)))

@@ -1,0 +1,206 @@
+"""The row-wise outputs written once (dpfast.engines.row_outputs, resampled_rows).
+
+Each is run two ways on the same column: held (the in-memory fast path, whole) and read
+in passes of a few rows (what every engine that reads in passes runs), and both are
+checked against a slow reference written here row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dpfast import noise
+from dpfast.engines.dataflow import Dataflow, HeldTable, Limits
+from dpfast.engines.resampled_rows import resampled_rows
+from dpfast.engines.row_outputs import FileRows, HeldRows, coded_rows, released_rows
+from dpfast.engines.scratch_files import read_rows
+from dpfast.engines.values import Bins, NumericColumn
+from dpfast.exceptions import DPFastValueError
+from dpfast.io import as_table_data
+
+KEY = noise.NoiseSource.from_seed(20261207).key("tests", "row outputs")
+
+
+def _flows(frame: pd.DataFrame, tmp_path, *, batch_rows=7, memory=1 << 20):
+    """Return the held dataflow of ``frame`` and one reading it in passes of ``batch_rows``."""
+    table = as_table_data(frame)
+    held = Dataflow.held(table)
+    # as Arrow reads them: a missing value is a null
+    source = HeldTable(
+        tuple(table.names), lambda name: pa.Array.from_pandas(frame[name]), len(frame)
+    )
+    passes = Dataflow(
+        source, Limits(memory=memory, batch_rows=batch_rows), scratch=lambda: tmp_path
+    )
+    assert held.holds and not passes.holds
+    return held, passes
+
+
+def _column(frame: pd.DataFrame, name: str) -> NumericColumn:
+    values = frame[name].to_numpy(dtype=np.float64)
+    return NumericColumn(name, values, False, np.dtype(np.float64))
+
+
+# -- where the rows go -------------------------------------------------------------------
+
+
+def test_held_rows_put_in_parts_in_any_order_give_the_column():
+    rows = HeldRows(10)
+    for first in (6, 0, 3):
+        rows.put(first, np.arange(first, min(10, first + 3 + (first == 6))) * 2)
+    assert rows.values.tolist() == list(range(0, 20, 2))
+
+
+def test_held_rows_keep_a_whole_column_without_copying_it():
+    whole = np.arange(5.0)
+    rows = HeldRows(5)
+    rows.put(0, whole)
+    assert rows.values is whole
+
+
+def test_file_rows_write_each_part_at_its_rows_place_owner_only(tmp_path):
+    path = tmp_path / "column.bin"
+    with FileRows(path) as rows:
+        rows.put(4, np.array([4.5, 5.5]))
+        rows.put(0, np.array([0.5, 1.5, 2.5, 3.5]))
+    assert read_rows(path, np.float64, 0, 6).tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+# -- a numeric column released by cells --------------------------------------------------
+
+
+def _clamp_cells(values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clamp to [0, 10], add each row's number, and count the clamped values."""
+    out = np.clip(values, 0.0, 10.0) + np.arange(first_row, first_row + values.shape[0])
+    return out, np.array([int(((values < 0) | (values > 10)).sum())])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 50])
+def test_released_rows_held_and_in_passes_match_the_row_by_row_reference(tmp_path, n):
+    rng = np.random.default_rng(n)
+    frame = pd.DataFrame({"x": rng.lognormal(1.0, 1.5, n) - 2.0})
+    expected = [min(max(v, 0.0), 10.0) + i for i, v in enumerate(frame["x"])]
+    clamped = sum(1 for v in frame["x"] if v < 0 or v > 10)
+    for flow in _flows(frame, tmp_path):
+        rows = HeldRows(n)
+        counts = released_rows(flow, _column(frame, "x"), _clamp_cells, rows)
+        assert rows.values.tolist() == expected
+        assert counts.tolist() == ([clamped] if n or flow.holds else [])
+
+
+# -- a column coded by a public domain ---------------------------------------------------
+
+
+def _shift_cells(m: int):
+    def cells(codes: np.ndarray, first_row: int) -> np.ndarray:
+        """Each row's code moved on by its row number, modulo ``m``: the row is read."""
+        rows = np.arange(first_row, first_row + codes.shape[0])
+        return ((codes.astype(np.int64) + rows) % m).astype(codes.dtype)
+
+    return cells
+
+
+DOMAIN = ["low", "mid", "high", "top"]
+
+
+def _coded(flow, name, domain=DOMAIN) -> list[int]:
+    rows = HeldRows(flow.source.n_rows)
+    coded_rows(flow, name, domain, _shift_cells(len(domain)), rows)
+    return rows.values.tolist()
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_coded_rows_held_and_in_passes_match_the_row_by_row_reference(tmp_path, categorical):
+    rng = np.random.default_rng(3)
+    values = rng.choice(DOMAIN, size=40, p=[0.7, 0.2, 0.07, 0.03])
+    column = (
+        pd.Categorical(values, categories=["top", "low", "high", "mid"]) if categorical else values
+    )
+    frame = pd.DataFrame({"c": column})
+    expected = [(DOMAIN.index(v) + i) % 4 for i, v in enumerate(values)]
+    for flow in _flows(frame, tmp_path):
+        assert _coded(flow, "c") == expected
+
+
+def test_coded_rows_of_integers_look_up_the_domains_values(tmp_path):
+    frame = pd.DataFrame({"n": [30, 10, 20, 10, 40]})
+    domain = [10, 20, 30, 40]
+    for flow in _flows(frame, tmp_path, batch_rows=2):
+        assert _coded(flow, "n", domain) == [
+            (domain.index(v) + i) % 4 for i, v in enumerate(frame["n"])
+        ]
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_values_outside_the_domain_are_named_in_row_order_on_both_paths(tmp_path, categorical):
+    values = ["low", "odd", "mid", "rare", "odd", "low", "else"] * 3
+    column = (
+        pd.Categorical(values, categories=["rare", "else", "odd", "low", "mid"])
+        if categorical
+        else values
+    )
+    frame = pd.DataFrame({"c": column})
+    for flow in _flows(frame, tmp_path, batch_rows=3):
+        with pytest.raises(DPFastValueError, match=r"'odd', 'rare', 'else'"):
+            _coded(flow, "c")
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_a_missing_value_is_refused_on_both_paths(tmp_path, categorical):
+    values = ["low", None, "mid", None, "top"]
+    column = pd.Categorical(values, categories=DOMAIN) if categorical else values
+    frame = pd.DataFrame({"c": column})
+    for flow in _flows(frame, tmp_path, batch_rows=2):
+        with pytest.raises(DPFastValueError, match="has 2 missing value"):
+            _coded(flow, "c")
+
+
+# -- rows replaced by draws from their bins ----------------------------------------------
+
+
+def _reference_resampled(values, bins: Bins, keep: int) -> list[float]:
+    """Row by row: the pool lists the values bin by bin in row order; draws as the noise's."""
+    groups = [min(int((v - bins.lo) * bins.scale), bins.m - 1) for v in values]
+    pool = [v for g in range(bins.m) for v, h in zip(values, groups, strict=True) if h == g]
+    starts = bins.starts
+    draws = noise.retain_draws(KEY, keep, np.array(groups), bins.counts)
+    return [
+        v if u < 0 else pool[int(starts[g]) + int(u)]
+        for v, g, u in zip(values, groups, draws, strict=True)
+    ]
+
+
+def _bins(values: np.ndarray, most: int) -> Bins:
+    """The most equal-width bins, up to ``most``, of which none is empty (as k-PRAM's)."""
+    lo, hi = float(values.min()), float(values.max())
+    for m in range(most, 0, -1):
+        scale = m / (hi - lo)
+        index = np.minimum(((values - lo) * scale).astype(np.int64), m - 1)
+        counts = np.bincount(index, minlength=m).astype(np.int64)
+        if counts.min() > 0:
+            return Bins(lo, scale, counts)
+    raise AssertionError("one bin always holds every value")
+
+
+@pytest.mark.parametrize("skewed", [False, True])
+def test_resampled_rows_held_and_in_windows_match_the_reference(tmp_path, skewed):
+    rng = np.random.default_rng(11)
+    n = 5_000
+    values = rng.lognormal(3.0, 2.0, n) if skewed else rng.uniform(0.0, 100.0, n)
+    frame = pd.DataFrame({"x": values})
+    bins = _bins(values, 8)
+    assert bins.m >= 3
+    keep = int(0.6 * noise.KEEP_DENOMINATOR)
+    expected = _reference_resampled(values.tolist(), bins, keep)
+    # 64 KiB of memory: windows of 1,024 pool positions, five windows over 5,000 rows
+    held, passes = _flows(frame, tmp_path, batch_rows=333, memory=1 << 16)
+    for flow in (held, passes):
+        rows = HeldRows(n)
+        resampled_rows(flow, _column(frame, "x"), bins, KEY, keep, rows, n_threads=2)
+        assert rows.values.tolist() == expected
+    assert not list(tmp_path.iterdir())  # the replacements' scratch files are removed
+    assert sum(a != b for a, b in zip(expected, values, strict=True)) > n // 4
