@@ -21,7 +21,7 @@ import dpfast
 from dpfast import cli
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import ArrowSource, ParquetDataset
-from dpfast.engines.outofcore._rank_files import float_keys, float_values
+from dpfast.engines.rank_files import float_keys, float_values
 from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import apart_from_engine
 

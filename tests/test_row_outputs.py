@@ -1,4 +1,4 @@
-"""The row-wise outputs written once (dpfast.engines.row_outputs, resampled_rows).
+"""The outputs written once for every engine (row_outputs, resampled_rows, ranked_rows).
 
 Each is run two ways on the same column: held (the in-memory fast path, whole) and read
 in passes of a few rows (what every engine that reads in passes runs), and both are
@@ -14,12 +14,16 @@ import pytest
 
 from dpfast import noise
 from dpfast.engines.dataflow import Dataflow, HeldTable, Limits
+from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
 from dpfast.engines.row_outputs import FileRows, HeldRows, coded_rows, released_rows
 from dpfast.engines.scratch_files import read_rows
-from dpfast.engines.values import Bins, NumericColumn
+from dpfast.engines.values import Bins, CategoricalColumn, NumericColumn, inverse_permutation
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
+from dpfast.partitions.grid import Grid
+from dpfast.partitions.ranking import RankGroups
+from dpfast.taxonomy import Taxonomy
 
 KEY = noise.NoiseSource.from_seed(20261207).key("tests", "row outputs")
 
@@ -204,3 +208,119 @@ def test_resampled_rows_held_and_in_windows_match_the_reference(tmp_path, skewed
         assert rows.values.tolist() == expected
     assert not list(tmp_path.iterdir())  # the replacements' scratch files are removed
     assert sum(a != b for a, b in zip(expected, values, strict=True)) > n // 4
+
+
+# -- each row given its rank group's value -----------------------------------------------
+
+
+def _group_values(sums: np.ndarray) -> np.ndarray:
+    """A group's value from its sum, and its number (so that no two groups share one)."""
+    return np.asarray(sums, dtype=np.float64) * 0.5 + np.arange(sums.shape[0])
+
+
+def _ranked(values: list, key_of) -> list[int]:
+    """The rows in rank order: by key, ties by row (a stable sort)."""
+    return sorted(range(len(values)), key=lambda i: (key_of(values[i]), i))
+
+
+def _placed(n: int, rank_order: list[int], layout: RankGroups, group_values, key) -> list:
+    """Row ``rank_order[p]`` gets its group's value, at its own row or its keyed place."""
+    groups = layout.group_of(np.arange(n, dtype=np.int64))
+    destination = list(range(n))
+    if key is not None:
+        destination = inverse_permutation(noise.permutation(key, n)).tolist()
+    out = [None] * n
+    for p, row in enumerate(rank_order):
+        out[destination[row]] = group_values[groups[p]]
+    return out
+
+
+def _values(shape: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(21)
+    if shape == "skewed":
+        return rng.lognormal(8.0, 1.8, n)
+    if shape == "ties":  # one value held by half the rows: a run longer than a sorted range
+        return np.where(rng.random(n) < 0.5, 100.0, rng.integers(0, 50, n).astype(np.float64))
+    return rng.uniform(0.0, 1000.0, n)
+
+
+@pytest.mark.parametrize("shape", ["uniform", "skewed", "ties"])
+@pytest.mark.parametrize("keyed", [False, True])
+def test_linked_rows_held_and_in_passes_match_the_reference(tmp_path, shape, keyed):
+    n, k = 6_000, 7
+    values = _values(shape, n)
+    frame = pd.DataFrame({"x": values})
+    upper = float(np.quantile(values, 0.9))  # the top tenth is clamped
+    grid = Grid.for_column(0.0, upper, n, k)
+    layout = RankGroups(n, k)
+    key = KEY if keyed else None
+    q = [round((min(max(v, 0.0), upper) - 0.0) / grid.gamma) for v in values.tolist()]
+    order = _ranked(q, lambda value: value)
+    groups = layout.group_of(np.arange(n, dtype=np.int64))
+    sums = np.zeros(layout.n_groups, dtype=np.int64)
+    for p, row in enumerate(order):
+        sums[groups[p]] += q[row]
+    expected = _placed(n, order, layout, _group_values(sums), key)
+    clamped = int((values > upper).sum())
+    # 64 KiB: sorted ranges of 1,638 rows, and placement in ranges of 1,024
+    for flow in _flows(frame, tmp_path, batch_rows=1_000, memory=1 << 16):
+        rows = HeldRows(n)
+        linked = linked_rows(flow, _column(frame, "x"), grid, layout, key, _group_values, rows)
+        assert rows.values.tolist() == expected
+        assert linked.clamped == clamped
+        assert linked.values.tolist() == _group_values(sums).tolist()
+        assert (linked.destination is not None) == (keyed and flow.holds)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("shape", ["uniform", "skewed", "ties"])
+def test_ranked_rows_held_and_in_passes_match_the_reference(tmp_path, shape):
+    n, k = 6_000, 5
+    values = _values(shape, n)
+    frame = pd.DataFrame({"x": values})
+    layout = RankGroups(n, k)
+    order = _ranked(values.tolist(), lambda value: value)
+    groups = layout.group_of(np.arange(n, dtype=np.int64))
+    sums = [0.0] * layout.n_groups
+    for p, row in enumerate(order):  # in rank order, one float addition at a time
+        sums[groups[p]] += float(values[row])
+    expected = _placed(n, order, layout, _group_values(np.array(sums)), None)
+    for flow in _flows(frame, tmp_path, batch_rows=1_000, memory=1 << 16):
+        rows = HeldRows(n)
+        ranked_rows(flow, _column(frame, "x"), layout, _group_values, rows)
+        assert rows.values.tolist() == expected
+    assert not list(tmp_path.iterdir())
+
+
+SECTORS = Taxonomy.from_mapping(
+    {"*": {"industry": ["mining", "energy", "building"], "services": ["trade", "finance"]}}
+)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_linked_codes_held_and_in_passes_match_the_reference(tmp_path, keyed):
+    n, k = 3_000, 4
+    leaves = list(SECTORS.domain)
+    weights = 1.0 / np.arange(1, len(leaves) + 1) ** 2.5  # a long tail
+    labels = np.random.default_rng(8).choice(leaves, size=n, p=weights / weights.sum())
+    frame = pd.DataFrame({"s": labels})
+    codes = SECTORS.encode(labels)
+    column = CategoricalColumn("s", codes, SECTORS)
+    layout = RankGroups(n, k)
+    key = KEY if keyed else None
+    rank = SECTORS.rank
+    order = _ranked(codes.tolist(), lambda code: rank[code])
+    counts = np.bincount(rank[codes], minlength=len(leaves))
+
+    def choose(rank_counts: np.ndarray) -> np.ndarray:
+        """Group g's code: the leaf at rank g modulo the domain, after the counts are seen."""
+        assert rank_counts.tolist() == counts.tolist()
+        return np.arange(layout.n_groups, dtype=np.int64) % len(leaves)
+
+    expected = _placed(n, order, layout, choose(counts), key)
+    for flow in _flows(frame, tmp_path, batch_rows=500, memory=1 << 16):
+        rows = HeldRows(n)
+        linked = linked_codes(flow, column, layout, key, choose, rows)
+        assert rows.values.tolist() == expected
+        assert linked.clamped == 0
+    assert not list(tmp_path.iterdir())

@@ -17,7 +17,6 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
-from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
 from dpfast._validation import (
     all_finite,
@@ -31,6 +30,7 @@ from dpfast.engines._risk import computed_columns, copied_columns, released_colu
 from dpfast.engines._tables import decode, warn_index_dropped
 from dpfast.engines.base import Engine, Measurer
 from dpfast.engines.dataflow import Dataflow
+from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
 from dpfast.engines.row_outputs import HeldRows, coded_rows, released_rows
 from dpfast.engines.source import Staged, stage_beside
@@ -243,49 +243,24 @@ class MemoryEngine(Engine, Measurer):
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
-        destination = None
-        if key is not None:
-            destination = inverse_permutation(noise.permutation(key, self.n_rows))
-            if self.track:
-                self.destinations[column.name] = destination
+        flow = self.dataflow
         if isinstance(column, CategoricalColumn):
-            taxonomy = column.taxonomy
-            codes = values(np.asarray(taxonomy.rank_counts(column.codes), dtype=np.int64))
-            out = taxonomy.broadcast_rank_groups(
-                column.codes, layout.k, codes, destination, big=layout.big
-            )
-            self._keep_codes(column, out)
-            return codes, 0
-        assert grid is not None
-        empty = np.empty(0, dtype=np.int64)
-        packed, clamped = ranking.pack_quantised(
-            column.values,
-            grid.lower,
-            grid.upper,
-            grid.gamma,
-            grid.d_int,
-            grid.index_bits,
-            empty if destination is None else destination,
-            grid.warp,
-        )
-        key_bits = max(1, grid.d_int.bit_length())
-        packed = ranking.radix_sort_packed(packed, grid.index_bits, key_bits)
-        sums = np.zeros(layout.n_groups, dtype=np.int64)
-        ranking.add_group_sums(packed, grid.index_bits, 0, *layout.scalars, sums)
-        group_values = values(sums)
-        out = self._output(column.name)
-        ranking.scatter_groups(packed, grid.index_bits, *layout.scalars, group_values, out)
-        self.released[column.name] = column.restore_dtype(out)
-        return group_values, int(clamped)
+            rows = HeldRows(self.n_rows)
+            linked = linked_codes(flow, column, layout, key, values, rows)
+            self._keep_codes(column, rows.values)
+        else:
+            assert grid is not None
+            rows = HeldRows(self.n_rows, self._output(column.name))
+            linked = linked_rows(flow, column, grid, layout, key, values, rows)
+            self.released[column.name] = column.restore_dtype(rows.values)
+        if self.track and linked.destination is not None:
+            self.destinations[column.name] = linked.destination
+        return linked.values, linked.clamped
 
     def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        order = np.argsort(column.values, kind="stable")
-        sums = np.zeros(layout.n_groups, dtype=np.float64)
-        outofcore_kernels.add_float_group_sums(column.values[order], 0, *layout.scalars, sums)
-        group_values = values(sums)
-        out = np.empty(self.n_rows, dtype=np.float64)
-        out[order] = np.repeat(group_values, layout.sizes)
-        self.released[column.name] = column.restore_dtype(out)
+        rows = HeldRows(self.n_rows)
+        ranked_rows(self.dataflow, column, layout, values, rows)
+        self.released[column.name] = column.restore_dtype(rows.values)
 
     def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)

@@ -51,7 +51,9 @@ class HeldRows:
     """A released column held in memory: :attr:`values`, once every row is put.
 
     The whole column put at once is kept as it is (no copy); parts are copied into one
-    array of their dtype.
+    array of their dtype, or into ``out`` where the engine gives the array to fill (a
+    view into its output, say), which a held fast path may also fill directly
+    (:meth:`array`).
 
     Examples
     --------
@@ -61,12 +63,20 @@ class HeldRows:
     [5, 6, 7, 8]
     """
 
-    def __init__(self, n_rows: int) -> None:
+    def __init__(self, n_rows: int, out: np.ndarray | None = None) -> None:
         self.n_rows = n_rows
-        self._values: np.ndarray | None = None
+        self._values = out
+
+    def array(self, dtype: Any) -> np.ndarray:
+        """Return the array the column is put into (``out``, or a new one of ``dtype``)."""
+        if self._values is None:
+            self._values = np.empty(self.n_rows, dtype=dtype)
+        return self._values
 
     def put(self, first_row: int, values: np.ndarray) -> None:
         """Put ``values`` at rows ``first_row`` to ``first_row + len(values)``."""
+        if values is self._values:
+            return
         if self._values is None:
             if first_row == 0 and values.shape[0] == self.n_rows:
                 self._values = values
@@ -153,12 +163,13 @@ class _RowCells:
 def coded_rows(
     flow: Dataflow, name: Hashable, domain: Sequence[Any], cells: CodeCells, into: Rows
 ) -> None:
-    """Put column ``name``'s released codes (int64, indices into ``domain``) into ``into``.
+    """Put column ``name``'s released codes (indices into ``domain``) into ``into``.
 
     Each batch's values are looked up in the domain (a batch of a cluster's is coded on
-    its worker) and its codes released by ``cells(codes, first_row)``. Held: a pandas
-    categorical is coded by its categories (one pass over its codes), any other column
-    looked up whole.
+    its worker) and its codes released by ``cells(codes, first_row)``, put as int64. Held:
+    a pandas categorical is coded by its categories (one pass over its codes), any other
+    column looked up whole, and the codes put whole in the smallest integer type that
+    holds them (:func:`~dpfast.engines.values.code_dtype`).
 
     Raises
     ------
@@ -212,7 +223,9 @@ class _Coded:
     cells: CodeCells
 
     def __call__(self, array: pa.Array, first_row: int) -> Coded:
-        return self.values(array.to_numpy(zero_copy_only=False), first_row)
+        """Code and release a batch, its codes as int64 (8 bytes a row, as files hold them)."""
+        first, codes, outside = self.values(array.to_numpy(zero_copy_only=False), first_row)
+        return first, None if codes is None else np.asarray(codes, dtype=np.int64), outside
 
     def values(self, values: np.ndarray, first_row: int) -> Coded:
         """Code and release a batch's values."""
@@ -223,8 +236,11 @@ class _Coded:
         return self.released(codes, first_row)
 
     def released(self, codes: np.ndarray, first_row: int) -> Coded:
-        drawn = self.cells(np.ascontiguousarray(codes, dtype=self.dtype), first_row)
-        return first_row, np.asarray(drawn, dtype=np.int64), _Outside()
+        return (
+            first_row,
+            self.cells(np.ascontiguousarray(codes, dtype=self.dtype), first_row),
+            _Outside(),
+        )
 
     def held(self, table: TableData, name: Hashable) -> Coded:
         """Code and release column ``name`` of a table held in memory, whole."""

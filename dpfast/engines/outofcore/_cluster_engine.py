@@ -68,11 +68,11 @@ from dpfast.engines.frames.sent_ranks import (
 )
 from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
+    BATCH_ROWS,
     OutOfCoreEngine,
     refuse_text_output,
 )
 from dpfast.engines.outofcore._kept import KeptWrites
-from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.rank_plans import RankPlan, plan_ranks, quantised_keys
 from dpfast.engines.source import Source, Staged, stage_beside

@@ -33,9 +33,9 @@ from dpfast.engines.outofcore._csv import CsvSource
 from dpfast.engines.outofcore._mdav_output import write_clustered
 from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
-from dpfast.engines.outofcore._passes import BATCH_ROWS
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._work import CountedSource, Work
+from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
 from dpfast.engines.row_outputs import FileRows, coded_rows, released_rows
 from dpfast.engines.source import Source, Staged
@@ -77,6 +77,7 @@ from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
+    "BATCH_ROWS",
     "DEFAULT_MEMORY",
     "OutOfCoreEngine",
     "refuse_text_output",
@@ -88,6 +89,9 @@ R = TypeVar("R")
 
 #: The working memory of a release when ``memory_limit`` is not given.
 DEFAULT_MEMORY = 4 * 2**30
+
+#: Rows per batch read from Parquet.
+BATCH_ROWS = 1 << 20
 
 
 def source_of(data: Any) -> ColumnSource:
@@ -379,16 +383,21 @@ class OutOfCoreEngine(Engine):
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
-        if isinstance(column, CategoricalColumn):
-            self._tick(f"column {column.name}", 0, 2)
-            return self.out.linked_codes(column, layout, key, values, self._limits()), 0
-        assert grid is not None
-        passes = self.dataflow.passes(column.name)
-        return self.out.linked_numeric(column, grid, layout, key, values, self._limits(), passes)
+        flow = self.dataflow
+        with FileRows(self.out.path(column.name)) as rows:
+            if isinstance(column, CategoricalColumn):
+                self._tick(f"column {column.name}", 0, 2)
+                linked = linked_codes(flow, column, layout, key, values, rows)
+            else:
+                assert grid is not None
+                linked = linked_rows(flow, column, grid, layout, key, values, rows)
+        self.out._register(column)
+        return linked.values, linked.clamped
 
     def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        flow = self.dataflow
-        self.out.ranked_floats(column, layout, values, flow.limits, flow.passes(column.name))
+        with FileRows(self.out.path(column.name)) as rows:
+            ranked_rows(self.dataflow, column, layout, values, rows)
+        self.out._numeric(column)
 
     def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):

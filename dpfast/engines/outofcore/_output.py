@@ -10,9 +10,8 @@ scratch directory beside the output:
   rank group (of the method's layout) of rank ``order[r]``, where ``order`` is the
   column's bucketed permutation,
   computed bucket range by bucket range (:func:`dpfast.noise.permutation_part_groups`);
-* **linked** (:meth:`Output.linked_numeric`, :meth:`Output.linked_codes`): each row's
-  rank group value, placed at the row's output position through spill files
-  (:class:`~._placement.Placer`);
+* **linked and ranked** (:mod:`dpfast.engines.ranked_rows`, written by the engine): each
+  row's rank group value, placed at the row's output position through spill files;
 * **copied** (:meth:`Output.copied`): a column not protected, unchanged, in the rows'
   order or a keyed one.
 
@@ -23,7 +22,6 @@ leaves no output, and its scratch directory is removed.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -37,10 +35,9 @@ import pyarrow.parquet as pq
 
 from dpfast import noise
 from dpfast.engines.dataflow import Limits
-from dpfast.engines.outofcore._passes import category_ranks, rank_floats, rank_numeric
-from dpfast.engines.outofcore._placement import ArrowFile, BatchFiles, Placer, raw_sink
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
+from dpfast.engines.placement import ArrowFile, BatchFiles, Placer
 from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
 from dpfast.engines.scratch_files import (
     append_array,
@@ -51,22 +48,16 @@ from dpfast.engines.scratch_files import (
 from dpfast.engines.source import Staged
 from dpfast.engines.values import (
     CategoricalColumn,
-    GroupValues,
     NumericColumn,
     ProtectedColumn,
 )
 from dpfast.io import WRITE_ROWS, arrow_labels
-from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
 
 #: Rows per file of a Parquet dataset output.
 FILE_ROWS = 8 * WRITE_ROWS
-#: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
-#: their values and groups, the ranges, their order, and the pieces cut from them.
-_BYTES_PER_SCATTERED_ROW = 96
-
 Tick = Callable[[str, int, int], None]
 
 
@@ -152,91 +143,6 @@ class Output:
                 self.work.output_pass(n, held)
                 lo = hi
         self._register(column)
-
-    def linked_numeric(
-        self,
-        column: NumericColumn,
-        grid: Grid,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        values: GroupValues,
-        limits: Limits,
-        tick: Callable[[int], None],
-    ) -> tuple[np.ndarray, int]:
-        """Rank the rows, give each its group's value at its output place; return the values."""
-        ranked = self.path(column.name, "ranked")
-        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            sums, clamped = rank_numeric(self.source, column, grid, layout, limits, fd, tick)
-        finally:
-            os.close(fd)
-        group_values = values(sums)
-        self._place_ranked(column.name, ranked, group_values, layout, key, limits)
-        self._numeric(column)
-        return group_values, clamped
-
-    def linked_codes(
-        self,
-        column: CategoricalColumn,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        values: GroupValues,
-        limits: Limits,
-    ) -> np.ndarray:
-        """Rank the rows by taxonomy rank; give each its group's code at its output place."""
-        n, m = self.source.n_rows, len(column.taxonomy.domain)
-        name = str(column.name)
-        per_batch = sorted(
-            self.source.map_column(name, limits.batch_rows, _RankBincount(column, m)),
-            key=lambda part: part[0],
-        )
-        totals = np.zeros(m, dtype=np.int64)
-        for _, part in per_batch:
-            totals += part
-        codes = values(totals)
-        offsets = {}
-        running = np.concatenate(([0], np.cumsum(totals)[:-1])).astype(np.int64)
-        for first_row, part in per_batch:
-            offsets[first_row] = running.copy()
-            running += part
-        del per_batch
-        write, close = raw_sink(self.path(name), np.dtype(np.int64))
-        placer = Placer(
-            self.directory, column_digest(name) + "-placed", n, key, pa.int64(), 8, limits.memory
-        )
-        released = _LinkedCodes(column, codes, offsets, layout)
-        try:
-            for first_row, out in self.source.map_column(name, limits.batch_rows, released):
-                placer.add(pa.array(out), first=first_row)
-            placer.finish(write)
-        finally:
-            placer.close()
-            close()
-        self._register(column)
-        return codes
-
-    def ranked_floats(
-        self,
-        column: NumericColumn,
-        layout: RankGroups,
-        values: GroupValues,
-        limits: Limits,
-        tick: Callable[[int], None],
-    ) -> None:
-        """Rank the rows by (value, row); give each its group's value at its own place.
-
-        Every rank group's sum is added up in rank order, one value at a time (the float
-        additions of the in-memory release, in its order, so the sums are the same bit for
-        bit), on order-preserving ``uint64`` images of the floats.
-        """
-        ranked = self.path(column.name, "ranked")
-        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            sums = rank_floats(self.source, column, layout, limits, fd, tick)
-        finally:
-            os.close(fd)
-        self._place_ranked(column.name, ranked, values(sums), layout, None, limits)
-        self._numeric(column)
 
     def copied(
         self,
@@ -389,49 +295,6 @@ class Output:
             str(column.name), read(0, 0).type, read, True
         )
 
-    def _place_ranked(
-        self,
-        name: Hashable,
-        ranked: Path,
-        group_values: np.ndarray,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        limits: Limits,
-    ) -> None:
-        """Give every row its rank group's value, in output order, in the column's file.
-
-        ``ranked`` holds the rows in rank order; it is read back in parts and removed.
-        With ``key`` the values go through input order into the permutation's order.
-        """
-        n = self.source.n_rows
-        write, close_sink = raw_sink(self.path(name), np.dtype(np.float64))
-        tag = column_digest(name)
-        by_row = Placer(self.directory, tag + "-by-row", n, None, pa.float64(), 8, limits.memory)
-        shuffled = None
-        if key is not None:
-            shuffled = Placer(
-                self.directory, tag + "-shuffled", n, key, pa.float64(), 8, limits.memory
-            )
-        step = max(1024, limits.memory // _BYTES_PER_SCATTERED_ROW)
-        try:
-            for first in range(0, n, step):
-                count = min(step, n - first)
-                rows = np.fromfile(ranked, np.int64, count, offset=first * 8)
-                groups = layout.group_of(np.arange(first, first + count, dtype=np.int64))
-                by_row.add(pa.array(group_values[groups]), rows=rows)
-                del rows, groups
-            ranked.unlink()
-            if shuffled is None:
-                by_row.finish(write)
-            else:
-                by_row.finish(lambda values, first: shuffled.add(values, first=first))
-                shuffled.finish(write)
-        finally:
-            by_row.close()
-            if shuffled is not None:
-                shuffled.close()
-            close_sink()
-
     def _row_bytes(self, name: str, declared: pa.DataType, limits: Limits) -> float:
         """Bytes per value of a column: its width, or (variable width) its average."""
         try:
@@ -477,36 +340,6 @@ class Output:
             if writer is not None:
                 writer.close()
         return out
-
-
-@dataclass(frozen=True)
-class _RankBincount:
-    """A batch of a categorical column counted per taxonomy rank, with its first row."""
-
-    column: CategoricalColumn
-    m: int
-
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
-        return first_row, np.bincount(category_ranks(array, self.column), minlength=self.m)
-
-
-@dataclass(frozen=True)
-class _LinkedCodes:
-    """A batch of a categorical column released as its rows' rank groups' codes."""
-
-    column: CategoricalColumn
-    codes: np.ndarray
-    offsets: dict[int, np.ndarray]
-    layout: RankGroups
-
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
-        ranks = category_ranks(array, self.column)
-        by_rank = np.argsort(ranks, kind="stable")
-        ordered = ranks[by_rank]
-        within = np.arange(ordered.shape[0]) - np.searchsorted(ordered, ordered, side="left")
-        position = np.empty(ranks.shape[0], dtype=np.int64)
-        position[by_rank] = self.offsets[first_row][ordered] + within
-        return first_row, self.codes[self.layout.group_of(position)]
 
 
 def _plain(array: pa.Array, first_row: int) -> tuple[int, pa.Array]:

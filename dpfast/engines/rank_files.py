@@ -22,8 +22,10 @@ import pyarrow as pa
 
 from dpfast._kernels import ranking
 from dpfast.engines.dataflow import column_total, cut_ranges, refined_shift
-from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.scratch_files import write_at
+from dpfast.engines.source import Source
+
+__all__ = ["BYTES_PER_RANKED_ROW", "Keys", "RankPasses", "float_keys", "float_values"]
 
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.
@@ -40,7 +42,7 @@ class RankPasses:
     (e.g. the values clamped); ``tick()`` is called before each pass.
     """
 
-    dataset: ColumnSource
+    dataset: Source
     name: str
     keys: Keys
     batch_rows: int

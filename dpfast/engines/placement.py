@@ -18,7 +18,6 @@ No file is ever read at random: every spill file is written by appends and read 
 from __future__ import annotations
 
 import bisect
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,8 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore
-from dpfast.engines.scratch_files import write_at
+
+__all__ = ["ArrowFile", "BatchFiles", "Placer", "Sink", "bucket_ids"]
 
 Sink = Callable[[pa.Array, int], None]
 
@@ -190,17 +190,6 @@ class Placer:
             table = pa.ipc.open_file(file).read_all()
         rows = table.column("row").to_numpy()
         return rows, table.column("value")
-
-
-def raw_sink(path: Path, dtype: np.dtype) -> tuple[Sink, Callable[[], None]]:
-    """Return a sink writing values as ``dtype`` at their rows of ``path``, and its closer."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-
-    def write(values: pa.Array, first: int) -> None:
-        data = np.ascontiguousarray(np.asarray(values), dtype=dtype).tobytes()
-        write_at(fd, data, first * dtype.itemsize)
-
-    return write, lambda: os.close(fd)
 
 
 @dataclass
