@@ -257,6 +257,7 @@ class _Coded:
             values = np.asarray(categories.take(np.maximum(raw, 0)), dtype=object)
             values[raw < 0] = None
             return 0, None, _outside(values, bad, 0)
+        del raw  # pandas' copy of the categorical's codes, freed before the draws
         return self.released(codes, 0)
 
 
