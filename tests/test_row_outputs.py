@@ -14,7 +14,7 @@ import pytest
 
 from dpfast import noise
 from dpfast.engines.dataflow import Dataflow, HeldTable, Limits
-from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
+from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
 from dpfast.engines.row_outputs import FileRows, HeldRows, coded_rows, released_rows
 from dpfast.engines.scratch_files import read_rows
@@ -324,3 +324,27 @@ def test_linked_codes_held_and_in_passes_match_the_reference(tmp_path, keyed):
         assert rows.values.tolist() == expected
         assert linked.clamped == 0
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("codes", [False, True])
+def test_grouped_rows_held_and_in_parts_match_the_reference(tmp_path, codes):
+    n, k = 300_001, 6  # 8 buckets of the permutation (above 2**16 rows)
+    layout = RankGroups(n, k)
+    values = _group_values(np.arange(layout.n_groups) * 3.0)
+    if codes:
+        values = np.arange(layout.n_groups, dtype=np.int64) % 5
+    order = noise.permutation(KEY, n).tolist()
+    groups = layout.group_of(np.arange(n, dtype=np.int64))
+    expected = [values[groups[order[r]]] for r in range(n)]
+    frame = pd.DataFrame({"x": np.zeros(n)})
+    puts = []
+    # 64 KiB: parts of at most 2,730 rows (24 bytes a row), so each bucket is one part
+    for flow in _flows(frame, tmp_path, memory=1 << 16):
+        rows = HeldRows(n)
+        rows_put = rows.put
+        rows.put = lambda first, part, put=rows_put: (puts.append(first), put(first, part))[1]
+        found = grouped_rows(flow, values, layout, KEY, rows)
+        assert rows.values.tolist() == expected
+        assert rows.values.dtype == values.dtype
+        assert (found is not None) == flow.holds
+    assert puts[0] == 0 and len(puts) == 1 + 8  # held: one put; in parts: one a bucket

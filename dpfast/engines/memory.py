@@ -17,7 +17,6 @@ import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
-from dpfast._kernels import ranking
 from dpfast._validation import (
     all_finite,
     as_numeric_column,
@@ -30,7 +29,7 @@ from dpfast.engines._risk import computed_columns, copied_columns, released_colu
 from dpfast.engines._tables import decode, warn_index_dropped
 from dpfast.engines.base import Engine, Measurer
 from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
+from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
 from dpfast.engines.row_outputs import HeldRows, coded_rows, released_rows
 from dpfast.engines.source import Staged, stage_beside
@@ -217,17 +216,18 @@ class MemoryEngine(Engine, Measurer):
     def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        order = noise.permutation(key, self.n_rows)
+        categorical = isinstance(column, CategoricalColumn)
+        rows = HeldRows(self.n_rows, None if categorical else self._output(column.name))
+        order = grouped_rows(self.dataflow, values, layout, key, rows)
+        assert order is not None
         if self.track:
             destination = np.empty_like(order)
             destination[self._rank_order(column)] = inverse_permutation(order)
             self.destinations[column.name] = destination
         if isinstance(column, CategoricalColumn):
-            self._keep_codes(column, values[layout.group_of(order)])
-            return
-        out = self._output(column.name)
-        ranking.take_groups(values, order, *layout.scalars, out)
-        self.released[column.name] = column.restore_dtype(out)
+            self._keep_codes(column, rows.values)
+        else:
+            self.released[column.name] = column.restore_dtype(rows.values)
 
     def _rank_order(self, column: ProtectedColumn) -> np.ndarray:
         """Return the rows in rank order: the ``group_sums`` step's (``keep_order``), or by rank."""

@@ -1,6 +1,8 @@
 """Each row given its rank group's value, written once for every engine (docs/engines.md).
 
-The rank-placement outputs: a column's rows are ranked, cut into the method's rank groups
+The rank-placement outputs: :func:`grouped_rows` puts the rank groups' values in a keyed
+order of the rows (:class:`~dpfast.engines.writes.WriteGroups`); for the others a
+column's rows are ranked, cut into the method's rank groups
 (``layout``), each group's value is drawn from its sum (the method's ``values``), and
 every row gets its group's value at its own place, or, with ``key``, at its place in the
 keyed order (record linkage). The released values go into the engine's
@@ -48,7 +50,14 @@ from dpfast.engines.values import (
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 
-__all__ = ["Linked", "category_ranks", "linked_codes", "linked_rows", "ranked_rows"]
+__all__ = [
+    "Linked",
+    "category_ranks",
+    "grouped_rows",
+    "linked_codes",
+    "linked_rows",
+    "ranked_rows",
+]
 
 #: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
 #: their values and groups, the ranges, their order, and the pieces cut from them.
@@ -76,6 +85,46 @@ def _destination(key: np.ndarray | None, n: int) -> np.ndarray | None:
 def _held_array(into: Rows, n: int, dtype: type) -> np.ndarray:
     """Return the array a held fast path writes into: the engine's (``HeldRows``), or new."""
     return into.array(dtype) if isinstance(into, HeldRows) else np.empty(n, dtype=dtype)
+
+
+# -- rank groups in a keyed order --------------------------------------------------------
+
+
+def grouped_rows(
+    flow: Dataflow, values: np.ndarray, layout: RankGroups, key: np.ndarray, into: Rows
+) -> np.ndarray | None:
+    """Put ``values[layout.group_of(permutation(key)[r])]`` at every output row ``r``.
+
+    The rank groups' values (float64, or int64 codes) go to the rows in the order of the
+    keyed permutation of ``0 .. n-1`` (:func:`dpfast.noise.permutation`), no row linked to
+    its input row. Held: the whole permutation, returned (the in-memory engine's metrics
+    pair each released value with its source through it). In passes: bucket range by
+    bucket range of the permutation, each range put as it is drawn; returns ``None``.
+    """
+    n = flow.source.n_rows
+    if flow.holds:
+        order = noise.permutation(key, n)
+        if values.dtype == np.float64:
+            out = _held_array(into, n, np.float64)
+            ranking.take_groups(values, order, *layout.scalars, out)
+        else:
+            out = values[layout.group_of(order)]
+        into.put(0, out)
+        return order
+    sizes = noise.permutation_bucket_sizes(key, n)
+    most, first, lo = flow.limits.ordered_rows, 0, 0
+    while lo < sizes.shape[0]:
+        hi, held = lo, 0
+        while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= most):
+            held += int(sizes[hi])
+            hi += 1
+        part = noise.permutation_part_groups(
+            key, n, lo, hi, values, layout.k, sizes, big=layout.big
+        )
+        into.put(first, part)
+        first += part.shape[0]
+        lo = hi
+    return None
 
 
 # -- a numeric column, by (grid value, row) ----------------------------------------------

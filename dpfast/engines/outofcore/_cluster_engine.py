@@ -570,8 +570,8 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     def _materialize(self) -> None:
         """Write the kept columns into scratch files, as the out-of-core engine does."""
         kept = self.kept
-        for g in kept.groups.values():
-            self.out.permuted(g.column, g.values, g.layout, g.key, self.limits)
+        for groups in kept.groups.values():
+            super().write(groups)
         for rows in kept.rows.values():
             super().write(WriteRows(rows.column, rows.cells))
         for copy in kept.copies:

@@ -6,6 +6,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -35,9 +36,9 @@ from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
 from dpfast.engines.outofcore._output import Output
 from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
 from dpfast.engines.outofcore._work import CountedSource, Work
-from dpfast.engines.ranked_rows import linked_codes, linked_rows, ranked_rows
+from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
 from dpfast.engines.resampled_rows import resampled_rows
-from dpfast.engines.row_outputs import FileRows, coded_rows, released_rows
+from dpfast.engines.row_outputs import FileRows, Rows, coded_rows, released_rows
 from dpfast.engines.source import Source, Staged
 from dpfast.engines.values import (
     Bins,
@@ -373,7 +374,10 @@ class OutOfCoreEngine(Engine):
     def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        self.out.permuted(column, values, layout, key, self._limits())
+        with FileRows(self.out.path(column.name)) as rows:
+            counted = _PassCounted(rows, self.counters, self.n_rows)
+            grouped_rows(self.dataflow, values, layout, key, counted)
+        self.out._register(column)
 
     def _write_linked(
         self,
@@ -463,6 +467,19 @@ class OutOfCoreEngine(Engine):
             return error
         nan = stats.first_kind == "NaN or missing"
         return non_finite_error(error.column, stats.non_finite, stats.first_bad, nan)
+
+
+@dataclass(frozen=True)
+class _PassCounted:
+    """Rows put part by part of a permutation, each part one output pass over its stream."""
+
+    rows: Rows
+    work: Work
+    n_rows: int
+
+    def put(self, first_row: int, values: np.ndarray) -> None:
+        self.rows.put(first_row, values)
+        self.work.output_pass(self.n_rows, values.shape[0])
 
 
 def _dataset(target: Path) -> Any:

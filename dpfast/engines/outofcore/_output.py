@@ -6,12 +6,10 @@ scratch directory beside the output:
 * **rows** (:mod:`dpfast.engines.row_outputs`, written by the engine): a batch's
   released values at their rows' places, read back by :meth:`Output.coded` for a coded
   column;
-* **permuted groups** (:meth:`Output.permuted`): output row ``r`` gets the value of the
-  rank group (of the method's layout) of rank ``order[r]``, where ``order`` is the
-  column's bucketed permutation,
-  computed bucket range by bucket range (:func:`dpfast.noise.permutation_part_groups`);
-* **linked and ranked** (:mod:`dpfast.engines.ranked_rows`, written by the engine): each
-  row's rank group value, placed at the row's output position through spill files;
+* **rank groups** (:mod:`dpfast.engines.ranked_rows`, written by the engine): the groups'
+  values in a keyed order of the rows, bucket range by bucket range of the permutation;
+  or each row's rank group value, placed at the row's output position through spill
+  files;
 * **copied** (:meth:`Output.copied`): a column not protected, unchanged, in the rows'
   order or a keyed one.
 
@@ -33,14 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dpfast import noise
 from dpfast.engines.dataflow import Limits
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
 from dpfast.engines.placement import ArrowFile, BatchFiles, Placer
 from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
 from dpfast.engines.scratch_files import (
-    append_array,
     column_digest,
     read_rows,
     scratch_name,
@@ -52,7 +48,6 @@ from dpfast.engines.values import (
     ProtectedColumn,
 )
 from dpfast.io import WRITE_ROWS, arrow_labels
-from dpfast.partitions.ranking import RankGroups
 
 __all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
 
@@ -114,35 +109,6 @@ class Output:
         return self.directory / scratch_name(name, kind)
 
     # -- the kinds of released column ---------------------------------------------------
-
-    def permuted(
-        self,
-        column: ProtectedColumn,
-        values: np.ndarray,
-        layout: RankGroups,
-        key: np.ndarray,
-        limits: Limits,
-    ) -> None:
-        """Write ``values[layout.group_of(order[r])]`` for every output row ``r``, in parts.
-
-        Bucket range by bucket range of the permutation.
-        """
-        n = self.source.n_rows
-        sizes = noise.permutation_bucket_sizes(key, n)
-        with open(self.path(column.name), "wb") as file:
-            lo = 0
-            while lo < sizes.shape[0]:
-                hi, held = lo, 0
-                while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= limits.ordered_rows):
-                    held += int(sizes[hi])
-                    hi += 1
-                part = noise.permutation_part_groups(
-                    key, n, lo, hi, values, layout.k, sizes, big=layout.big
-                )
-                append_array(file, part)
-                self.work.output_pass(n, held)
-                lo = hi
-        self._register(column)
 
     def copied(
         self,
