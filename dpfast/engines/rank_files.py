@@ -39,7 +39,7 @@ class RankPasses:
     """The passes that rank one column's rows, within ``memory`` bytes.
 
     ``keys(batch, first_row)`` returns the batch's ``uint64`` keys and a count to add up
-    (e.g. the values clamped); ``tick()`` is called before each pass.
+    (e.g. the values clamped); ``tick(n)`` is called before the ``n``-th pass, from 1.
     """
 
     dataset: Source
@@ -47,8 +47,13 @@ class RankPasses:
     keys: Keys
     batch_rows: int
     memory: int
-    tick: Callable[[], None] = lambda: None
+    tick: Callable[[int], None] = lambda passes: None
     counted: int = field(default=0, init=False)
+    passes: int = field(default=0, init=False)
+
+    def _tick(self) -> None:
+        self.passes += 1
+        self.tick(self.passes)
 
     @property
     def capacity(self) -> int:
@@ -81,7 +86,7 @@ class RankPasses:
         return self.counted
 
     def _batches(self, select: Callable[[np.ndarray, int], Any], count: bool) -> Iterator[Any]:
-        self.tick()
+        self._tick()
         batch = _Selected(self.keys, select)  # not self: it may be shipped to Spark's executors
         for result, counted in self.dataset.map_column(self.name, self.batch_rows, batch):
             if count:
@@ -138,7 +143,7 @@ class RankPasses:
             buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
             return np.bincount(buckets, minlength=size)
 
-        self.tick()
+        self._tick()
         start = (np.zeros(size, dtype=np.int64), 0)
         batch = _Selected(self.keys, select)
         counts, counted = column_total(self.dataset, self.name, self.batch_rows, batch, start)

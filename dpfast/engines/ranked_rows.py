@@ -1,11 +1,11 @@
 """Each row given its rank group's value, written once for every engine (docs/engines.md).
 
-The rank-placement outputs: :func:`grouped_rows` puts the rank groups' values in a keyed
-order of the rows (:class:`~dpfast.engines.writes.WriteGroups`); for the others a
-column's rows are ranked, cut into the method's rank groups
-(``layout``), each group's value is drawn from its sum (the method's ``values``), and
-every row gets its group's value at its own place, or, with ``key``, at its place in the
-keyed order (record linkage). The released values go into the engine's
+The rank-placement outputs. :func:`grouped_rows` puts the rank groups' values in a keyed
+order of the rows (:class:`~dpfast.engines.writes.WriteGroups`). For the others, a
+column's rows are ranked and cut into the method's rank groups (``layout``), each group's
+value is drawn from its sum (the method's ``values``), and every row gets its group's
+value at its own place, or, with ``key``, at its place in the keyed order (record
+linkage). The released values go into the engine's
 :class:`~dpfast.engines.row_outputs.Rows`.
 
 * :func:`linked_rows` ranks a numeric column by (grid value, row), with the groups' exact
@@ -14,8 +14,9 @@ keyed order (record linkage). The released values go into the engine's
 * :func:`ranked_rows` ranks by (value, row), the groups' float sums added in rank order
   (``individual_ranking``, :class:`~dpfast.engines.writes.WriteRanked`).
 
-Held in memory (``flow.holds``), one sort of the held values and one scatter. Read in
-passes, the rows are written in rank order to a scratch file range by range within the
+Held in memory (``flow.holds``), one permutation, or one sort of the held values, and one
+scatter. Read in passes, the permutation is drawn bucket range by bucket range; the rows
+are written in rank order to a scratch file range by range within the
 memory limit (:class:`~dpfast.engines.rank_files.RankPasses`), then read back in parts
 and placed at their output rows through spill files
 (:class:`~dpfast.engines.placement.Placer`); a categorical column's ranks come from one
@@ -193,11 +194,6 @@ def _rank_numeric(
     the clamped count.
     """
     sums = np.zeros(layout.n_groups, dtype=np.int64)
-    passes = [0]
-
-    def step() -> None:
-        passes[0] += 1
-        tick(passes[0])
 
     def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
         values = numeric_values(array, column, first_row)
@@ -211,8 +207,8 @@ def _rank_numeric(
     def on_run(key: int, count: int, first_rank: int) -> None:
         ranking.add_group_run(key, count, first_rank, *layout.scalars, sums)
 
-    passes_ = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
-    clamped = passes_.rank(grid.d_int + 1, fd, on_sorted, on_run)
+    passes = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, tick)
+    clamped = passes.rank(grid.d_int + 1, fd, on_sorted, on_run)
     return sums, clamped
 
 
@@ -260,11 +256,6 @@ def _rank_floats(
     rank order.
     """
     sums = np.zeros(layout.n_groups, dtype=np.float64)
-    passes = [0]
-
-    def step() -> None:
-        passes[0] += 1
-        tick(passes[0])
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
         outofcore_kernels.add_float_group_sums(
@@ -276,7 +267,7 @@ def _rank_floats(
         outofcore_kernels.add_float_run(value, count, first_rank, *layout.scalars, sums)
 
     keys = _FloatKeys(column)
-    ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, step)
+    ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, tick)
     ranks.rank(2**64, fd, on_sorted, on_run)
     return sums
 
