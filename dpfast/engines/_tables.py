@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from dpfast._validation import option, quoted
+from dpfast.engines.row_outputs import decodes_to_dictionary, domain_labels
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData
 
@@ -33,18 +33,14 @@ def decode(table: TableData, name: Hashable, codes: np.ndarray, domain: list[Any
     categorical = series is not None and isinstance(series.dtype, pd.CategoricalDtype)
     if categorical or _is_text_dictionary(table, name, domain):
         return table.categorical_output(name, codes, domain)
-    labels = np.asarray(domain)
-    if labels.dtype.kind in "USO":
-        labels = np.asarray(domain, dtype=object)
-    return labels[codes]
+    return domain_labels(domain)[codes]
 
 
 def _is_text_dictionary(table: TableData, name: Hashable, domain: list[Any]) -> bool:
     """Whether a column is an Arrow (or polars) dictionary coded by a domain of text."""
     if table.kind in ("pandas", "numpy"):
         return False
-    kind = table.source.column(name).type
-    return bool(pa.types.is_dictionary(kind) and all(isinstance(v, str) for v in domain))
+    return decodes_to_dictionary(table.source.column(name).type, domain)
 
 
 def warn_index_dropped(index: Any) -> None:

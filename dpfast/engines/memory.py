@@ -216,18 +216,14 @@ class MemoryEngine(Engine, Measurer):
     def _write_groups(
         self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
     ) -> None:
-        categorical = isinstance(column, CategoricalColumn)
-        rows = HeldRows(self.n_rows, None if categorical else self._output(column.name))
+        rows = self._rows(column)
         order = grouped_rows(self.dataflow, values, layout, key, rows)
         assert order is not None
         if self.track:
             destination = np.empty_like(order)
             destination[self._rank_order(column)] = inverse_permutation(order)
             self.destinations[column.name] = destination
-        if isinstance(column, CategoricalColumn):
-            self._keep_codes(column, rows.values)
-        else:
-            self.released[column.name] = column.restore_dtype(rows.values)
+        self._keep(column, rows.values)
 
     def _rank_order(self, column: ProtectedColumn) -> np.ndarray:
         """Return the rows in rank order: the ``group_sums`` step's (``keep_order``), or by rank."""
@@ -243,16 +239,13 @@ class MemoryEngine(Engine, Measurer):
         key: np.ndarray | None,
         values: GroupValues,
     ) -> tuple[np.ndarray, int]:
-        flow = self.dataflow
+        flow, rows = self.dataflow, self._rows(column)
         if isinstance(column, CategoricalColumn):
-            rows = HeldRows(self.n_rows)
             linked = linked_codes(flow, column, layout, key, values, rows)
-            self._keep_codes(column, rows.values)
         else:
             assert grid is not None
-            rows = HeldRows(self.n_rows, self._output(column.name))
             linked = linked_rows(flow, column, grid, layout, key, values, rows)
-            self.released[column.name] = column.restore_dtype(rows.values)
+        self._keep(column, rows.values)
         if self.track and linked.destination is not None:
             self.destinations[column.name] = linked.destination
         return linked.values, linked.clamped
@@ -274,6 +267,19 @@ class MemoryEngine(Engine, Measurer):
                 self._base = np.empty(table.source.shape, dtype=np.float64)
             return self._base[:, name]  # type: ignore[index]
         return np.empty(self.n_rows, dtype=np.float64)
+
+    def _rows(self, column: ProtectedColumn) -> HeldRows:
+        """Return where a column's released rows go: new codes, or the float64 output."""
+        if isinstance(column, CategoricalColumn):
+            return HeldRows(self.n_rows)
+        return HeldRows(self.n_rows, self._output(column.name))
+
+    def _keep(self, column: ProtectedColumn, values: np.ndarray) -> None:
+        """Keep a released column: a categorical's codes as labels, else in its own dtype."""
+        if isinstance(column, CategoricalColumn):
+            self._keep_codes(column, values)
+        else:
+            self.released[column.name] = column.restore_dtype(values)
 
     def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:
         self.codes[column.name] = codes
@@ -298,16 +304,10 @@ class MemoryEngine(Engine, Measurer):
         for column, cluster_values in zip(columns, values, strict=True):
             if self.track and key is not None:
                 self.destinations[column.name] = destination
-            if isinstance(column, CategoricalColumn):
-                codes = np.empty(self.n_rows, dtype=np.int64)
-                cluster_kernels.scatter_clusters(
-                    clusters.labels, cluster_values, destination, codes
-                )
-                self._keep_codes(column, codes)
-                continue
-            out = self._output(column.name)
+            kind = np.int64 if isinstance(column, CategoricalColumn) else np.float64
+            out = self._rows(column).array(kind)
             cluster_kernels.scatter_clusters(clusters.labels, cluster_values, destination, out)
-            self.released[column.name] = column.restore_dtype(out)
+            self._keep(column, out)
 
     def _permutation(self, key: np.ndarray) -> np.ndarray:
         """Return the permutation of ``key``, drawn once per release (rows, columns share it)."""

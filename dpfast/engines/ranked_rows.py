@@ -51,14 +51,7 @@ from dpfast.engines.values import (
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 
-__all__ = [
-    "Linked",
-    "category_ranks",
-    "grouped_rows",
-    "linked_codes",
-    "linked_rows",
-    "ranked_rows",
-]
+__all__ = ["Linked", "grouped_rows", "linked_codes", "linked_rows", "ranked_rows"]
 
 #: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
 #: their values and groups, the ranges, their order, and the pieces cut from them.
@@ -69,9 +62,8 @@ _BYTES_PER_SCATTERED_ROW = 96
 class Linked:
     """What a linked output gives: the groups' values, the clamped count, the rows' places.
 
-    ``destination[i]`` is input row ``i``'s output row where the table is held and the
-    rows are keyed (the in-memory engine's metrics pair each released value with its
-    source through it); ``None`` otherwise.
+    ``destination[i]``: input row ``i``'s output row, where the table is held and the rows
+    keyed (the in-memory engine's metrics pair values and sources by it); else ``None``.
     """
 
     values: np.ndarray
@@ -387,7 +379,7 @@ def linked_codes(
     return Linked(codes, 0)
 
 
-def category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
+def _category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
     """One batch of a categorical column as taxonomy ranks, refusing values not in it."""
     ranks: np.ndarray = np.asarray(cat.taxonomy.rank, dtype=np.int64)[taxonomy_codes(array, cat)]
     return ranks
@@ -401,7 +393,7 @@ class _RankBincount:
     m: int
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
-        return first_row, np.bincount(category_ranks(array, self.column), minlength=self.m)
+        return first_row, np.bincount(_category_ranks(array, self.column), minlength=self.m)
 
 
 @dataclass(frozen=True)
@@ -414,7 +406,7 @@ class _LinkedCodes:
     layout: RankGroups
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
-        ranks = category_ranks(array, self.column)
+        ranks = _category_ranks(array, self.column)
         by_rank = np.argsort(ranks, kind="stable")
         ordered = ranks[by_rank]
         within = np.arange(ordered.shape[0]) - np.searchsorted(ordered, ordered, side="left")

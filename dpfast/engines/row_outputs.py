@@ -6,14 +6,9 @@ algorithm reads the table through the :class:`~dpfast.engines.dataflow.Dataflow`
 puts each batch's released values into :class:`Rows`, which the engine gives:
 :class:`HeldRows` (an array in memory) or :class:`FileRows` (a scratch file, 8 bytes a
 row). Where the engine holds the table (``flow.holds``), the algorithm takes its fast
-path: the whole column at once, from the values already held.
-
-* :func:`released_rows`: a protected numeric column released by the method's cells
-  (:class:`~dpfast.engines.writes.WriteRows`);
-* :func:`coded_rows`: a column coded by a public domain, its codes released by the
-  method's cells (:class:`~dpfast.engines.writes.WriteCodes`);
-* :func:`resampled_rows` (:mod:`dpfast.engines.resampled_rows`): rows replaced by draws
-  from their bins (:class:`~dpfast.engines.writes.WriteResampled`).
+path: the whole column at once, from the values already held. Here: :func:`released_rows`
+(:class:`~dpfast.engines.writes.WriteRows`) and :func:`coded_rows` (``WriteCodes``);
+``WriteResampled`` is :mod:`dpfast.engines.resampled_rows`'s.
 """
 
 from __future__ import annotations
@@ -37,7 +32,16 @@ from dpfast.engines.values import Cells, CodeCells, NumericColumn, check_in_doma
 if TYPE_CHECKING:
     from dpfast.io import TableData
 
-__all__ = ["FileRows", "HeldRows", "Rows", "coded_rows", "released_rows"]
+__all__ = [
+    "FileRows",
+    "HeldRows",
+    "Rows",
+    "coded_rows",
+    "decodes_to_dictionary",
+    "domain_labels",
+    "released_batch",
+    "released_rows",
+]
 
 
 class Rows(Protocol):
@@ -144,6 +148,14 @@ def released_rows(flow: Dataflow, column: NumericColumn, cells: Cells, into: Row
     return np.zeros(0, dtype=np.int64) if total is None else total
 
 
+def released_batch(
+    column: NumericColumn, cells: Cells, array: pa.Array, first_row: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check a batch of ``column`` from row ``first_row``: its ``cells`` (counts as int64)."""
+    out, counts = cells(numeric_values(array, column, first_row), first_row)
+    return out, np.asarray(counts, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class _RowCells:
     """A batch of a protected numeric column released by ``cells``, with its first row."""
@@ -152,9 +164,7 @@ class _RowCells:
     cells: Cells
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray, np.ndarray]:
-        values = numeric_values(array, self.column, first_row)
-        out, counts = self.cells(values, first_row)
-        return first_row, out, np.asarray(counts, dtype=np.int64)
+        return first_row, *released_batch(self.column, self.cells, array, first_row)
 
 
 # -- a column coded by a public domain --------------------------------------------------
@@ -259,6 +269,17 @@ class _Coded:
             return 0, None, _outside(values, bad, 0)
         del raw  # pandas' copy of the categorical's codes, freed before the draws
         return self.released(codes, 0)
+
+
+def domain_labels(domain: Sequence[Any]) -> np.ndarray:
+    """Return the values a coded column's codes decode into: text as Python objects."""
+    labels = np.asarray(domain)
+    return np.asarray(domain, dtype=object) if labels.dtype.kind in "USO" else labels
+
+
+def decodes_to_dictionary(arrow_type: pa.DataType, domain: Sequence[Any]) -> bool:
+    """Whether a column of ``arrow_type`` coded by ``domain`` is released as a dictionary."""
+    return bool(pa.types.is_dictionary(arrow_type) and all(isinstance(v, str) for v in domain))
 
 
 def _outside(values: np.ndarray, bad: np.ndarray, first_row: int) -> _Outside:

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore as outofcore_kernels
-from dpfast.engines.dataflow import numeric_values
+from dpfast.engines.row_outputs import released_batch
 from dpfast.engines.sorted_ranges import WORKER_BUFFERS
 from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
 from dpfast.io import arrow_labels
@@ -294,8 +294,7 @@ class RowsColumn:
 
     def released(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, np.ndarray]:
         """Return the released values of rows ``first_row ...`` and their counts."""
-        values = numeric_values(array, self.column, first_row)
-        return self.cells(values, first_row)
+        return released_batch(self.column, self.cells, array, first_row)
 
 
 @dataclass(frozen=True)
@@ -306,7 +305,7 @@ class RowsCounts:
 
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
         """Return the counts of the batch ``array`` starting at ``first_row``."""
-        return np.asarray(self.rows.released(array, first_row)[1], dtype=np.int64)
+        return self.rows.released(array, first_row)[1]
 
 
 @dataclass(frozen=True)

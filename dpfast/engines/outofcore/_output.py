@@ -35,6 +35,7 @@ from dpfast.engines.dataflow import Limits
 from dpfast.engines.outofcore._sources import ColumnSource
 from dpfast.engines.outofcore._work import Work
 from dpfast.engines.placement import ArrowFile, BatchFiles, Placer
+from dpfast.engines.row_outputs import decodes_to_dictionary, domain_labels
 from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
 from dpfast.engines.scratch_files import (
     column_digest,
@@ -212,19 +213,15 @@ class Output:
         self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read)
 
     def coded(self, name: Hashable, domain: Sequence[Any], declared: Sequence[str] | None) -> None:
-        """Read a column written as int64 codes back as ``domain``'s values.
+        """Read a column written as int64 codes back as ``domain``'s values, as in memory.
 
-        As in memory: a dictionary column of a domain of text comes back a dictionary
-        (:func:`dpfast.io.arrow_labels`, with the categories its type ``declared``), any
-        other column as the domain's values.
+        A dictionary (``row_outputs.decodes_to_dictionary``) keeps the categories its type
+        ``declared`` (:func:`dpfast.io.arrow_labels`).
         """
         path = self.path(name)
         original = self.source.schema.field(str(name)).type
-        text = pa.types.is_dictionary(original) and all(isinstance(v, str) for v in domain)
-        labels = np.asarray(domain)
-        if labels.dtype.kind in "USO":  # the values the in-memory release decodes codes into
-            labels = np.asarray(domain, dtype=object)
-        values = pa.array(labels)
+        text = decodes_to_dictionary(original, domain)
+        values = pa.array(domain_labels(domain))
 
         def read(first: int, count: int) -> pa.Array:
             codes = read_rows(path, np.int64, first, count)
