@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from dpfast.engines.source import Source
+from dpfast.dataflow.source import Source
 
 SCHEMA = pa.schema(
     [

@@ -57,15 +57,15 @@ import pyarrow.parquet as pq
 
 import dpfast
 from dpfast._kernels import ranking
+from dpfast.dataflow.flow import FAN, Limits
+from dpfast.dataflow.sorted_ranges import Ranges, keys_by_range, sorted_runs
+from dpfast.dataflow.source import column_batch, column_names, source_under
 from dpfast.engines import EngineChoice, register
-from dpfast.engines.dataflow import FAN, Limits
 from dpfast.engines.frames import ExchangedParts, GeneratedParts
 from dpfast.engines.frames.parts import PARTS_ATTRIBUTE
 from dpfast.engines.outofcore import EXCHANGE_ATTRIBUTE, ClusterEngine
 from dpfast.engines.outofcore._sources import ArrowSource, Columns
 from dpfast.engines.partial_totals import combined, partials_of, totals
-from dpfast.engines.sorted_ranges import Ranges, keys_by_range, sorted_runs
-from dpfast.engines.source import column_batch, column_names, source_under
 
 BOUNDS = (0.0, 1000.0)
 

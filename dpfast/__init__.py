@@ -115,6 +115,7 @@ _SUBMODULES = (
     "budget",
     "cli",
     "compare",
+    "dataflow",
     "engines",
     "exceptions",
     "intervals",

@@ -14,9 +14,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dpfast"
 
 # A module may import dpfast modules of a strictly lower layer only (STYLE.md, "Layout"):
-# cli -> methods -> _release/compare -> steps -> engines -> noise/accounting/partitions/metrics/risk
-# -> io/schema/taxonomy -> _validation -> _kernels -> _jit. Imports inside functions count,
-# and so does a module named in a string (importlib.import_module, the engine registry).
+# cli -> methods -> _release/compare -> steps | engines -> dataflow -> noise/accounting/
+# partitions/metrics/risk -> io/schema/taxonomy -> _validation -> _kernels -> _jit. Imports
+# inside functions count, and so does a module named in a string (importlib.import_module,
+# the engine registry).
 LAYERS = {
     "_jit": 0,
     "exceptions": 0,
@@ -36,8 +37,9 @@ LAYERS = {
     "metrics": 4,
     "risk": 4,
     "datasets": 4,
-    "engines": 5,
+    "dataflow": 5,
     "intervals": 5,
+    "engines": 6,
     "steps": 6,
     "_release": 7,
     "compare": 7,
@@ -53,6 +55,7 @@ PUBLIC_MODULES = [
     "dpfast.budget",
     "dpfast.cli",
     "dpfast.compare",
+    "dpfast.dataflow",
     "dpfast.datasets",
     "dpfast.engines",
     "dpfast.engines.dask",
@@ -341,10 +344,10 @@ def test_kernels_import_only_numpy_and_jit():
         assert set(_dpfast_imports(path)) <= {"_jit", "_kernels"}
 
 
-def test_only_io_the_engines_and_the_steps_import_pyarrow():
-    # the engines and the steps work on Arrow batches; everything else goes through dpfast.io
+def test_only_io_the_dataflow_the_engines_and_the_steps_import_pyarrow():
+    # they work on Arrow batches; everything else goes through dpfast.io
     for path in PACKAGE.rglob("*.py"):
-        if not {"io", "engines", "steps"} & set(path.relative_to(PACKAGE).parts):
+        if not {"io", "dataflow", "engines", "steps"} & set(path.relative_to(PACKAGE).parts):
             assert "pyarrow" not in set(_all_imports(path)), path.name
 
 
@@ -438,9 +441,10 @@ def test_every_error_class_is_a_dpfast_error():
 # The engines' ratchet (issue 44, docs/architecture.md "Measures of the engines"): each
 # measure of scripts/engine-measures may only fall. A change that lowers one lowers its
 # ceiling here in the same commit (the test fails until it does), so that it cannot rise
-# again unnoticed. The lines of dpfast/engines/ are held under a ceiling with room for
-# work under way in other branches (the count moves with every feature); the structural
-# counts are held exactly.
+# again unnoticed. The lines of dpfast/engines/, and of it and dpfast/dataflow/ together
+# (so that moving code between the two hides nothing), are held under ceilings with room
+# for work under way in other branches (the count moves with every feature); the
+# structural counts are held exactly.
 ENGINE_CEILINGS = {
     "members": 14,  # of the engine protocol (Engine: functions and properties)
     "abstract_members": 8,
@@ -453,12 +457,17 @@ ENGINE_CEILINGS = {
     "underscore_imports": 0,  # underscore names imported from another module
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
-ENGINE_LINES = 12_061  # with the output records (engines/writes.py) and frames/
-ENGINE_LINES_ROOM = 200
-#: Code lines of dpfast/engines/ (no docstring, comment or blank line): 7,847 at f9a0b2b.
-ENGINE_CODE_LINES = 7_311
-ENGINE_CODE_LINES_ROOM = 100
-#: The column source protocol (``Source``, dpfast/engines/source.py) grows as the engine
+#: Lines of dpfast/engines/: 12,455 at f9a0b2b, with what is now dpfast/dataflow/.
+ENGINE_LINES = 8_259
+#: Lines of dpfast/engines/ and dpfast/dataflow/ together.
+BOTH_LINES = 12_291
+LINES_ROOM = 100
+#: Code lines (no docstring, comment or blank line) of dpfast/engines/, and of it and
+#: dpfast/dataflow/ together: 7,847 at f9a0b2b.
+ENGINE_CODE_LINES = 5_043
+BOTH_CODE_LINES = 7_310
+CODE_LINES_ROOM = 100
+#: The column source protocol (``Source``, dpfast/dataflow/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.
 SOURCE_MEMBERS = 14
 
@@ -480,9 +489,14 @@ def test_the_engine_measures_only_fall():
     assert not risen, f"(measure, ceiling), see scripts/engine-measures --where: {risen}"
     fallen = {k: found[k] for k, v in ENGINE_CEILINGS.items() if found[k] < v}
     assert not fallen, f"lower ENGINE_CEILINGS to these measures: {fallen}"
-    assert found["engines_lines"] <= ENGINE_LINES + ENGINE_LINES_ROOM, found["engines_lines"]
-    code = found["engines_code_lines"]
-    assert code <= ENGINE_CODE_LINES + ENGINE_CODE_LINES_ROOM, code
+    ceilings = {
+        "engines_lines": ENGINE_LINES + LINES_ROOM,
+        "both_lines": BOTH_LINES + LINES_ROOM,
+        "engines_code_lines": ENGINE_CODE_LINES + CODE_LINES_ROOM,
+        "both_code_lines": BOTH_CODE_LINES + CODE_LINES_ROOM,
+    }
+    over = {k: (found[k], v) for k, v in ceilings.items() if found[k] > v}
+    assert not over, f"(lines, ceiling): {over}"
     assert found["source_members"] <= SOURCE_MEMBERS, found["source_members"]
 
 
@@ -520,11 +534,23 @@ def test_the_engine_measures_count_what_they_say(tmp_path):
         '    return """a string\n'
         'that is not a docstring"""\n'
     )
+    # the dataflow's source protocol, and a probe and a plural pair there count too
+    dataflow = tmp_path / "dpfast" / "dataflow"
+    dataflow.mkdir()
+    (dataflow / "source.py").write_text(
+        "class Source:\n    def names(self): ...\n    def n_rows(self): ...\n"
+    )
+    (dataflow / "ranks.py").write_text("# a comment\n\nsetattr(1, 'a', 2)\n")
+    (dataflow / "rank.py").write_text("")
     found = _engine_measures(tmp_path)
     # lines.py: X's three lines, f's def and its return's two; base.py: all 8 but its
     # docstring; _ranks.py: 4; outofcore/__init__.py: 1
     assert found["engines_code_lines"] == 6 + 7 + 4 + 1
+    assert (found["dataflow_lines"], found["dataflow_code_lines"]) == (6, 4)
+    assert found["both_lines"] == found["engines_lines"] + 6
+    assert found["both_code_lines"] == 6 + 7 + 4 + 1 + 4
     assert (found["members"], found["abstract_members"]) == (2, 1)
-    assert (found["hasattr"], found["getattr"], found["vars"], found["setattr"]) == (1, 1, 1, 0)
+    assert (found["source_members"], found["source_abstract"]) == (2, 0)
+    assert (found["hasattr"], found["getattr"], found["vars"], found["setattr"]) == (1, 1, 1, 1)
     assert (found["__getattr__"], found["outofcore_exports"]) == (1, 2)
-    assert (found["underscore_imports"], found["plural_pairs"]) == (1, 1)
+    assert (found["underscore_imports"], found["plural_pairs"]) == (1, 2)

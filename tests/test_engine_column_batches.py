@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpfast.engines.dataflow import column_total
+from dpfast.dataflow.flow import column_total
+from dpfast.dataflow.source import column_batch
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset, SchemaCheckedSource
 from dpfast.engines.outofcore._work import CountedSource, Work
-from dpfast.engines.source import column_batch
 from dpfast.schema import Schema
 
 N = 2003

@@ -60,9 +60,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
+from dpfast.dataflow.flow import FAN
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset, WrappedSource
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning, UnprovenReleaseWarning
 from dpfast.taxonomy import as_taxonomy

@@ -21,11 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpfast import steps
+from dpfast.dataflow.flow import Dataflow, Limits
+from dpfast.dataflow.values import CodedNumeric, Contingency, NumericColumn
+from dpfast.dataflow.writes import WriteTable
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
-from dpfast.engines.dataflow import Dataflow, Limits
-from dpfast.engines.values import CodedNumeric, Contingency, NumericColumn
-from dpfast.engines.writes import WriteTable
 from dpfast.io import as_table_data
 from dpfast.methods.diffgen._columns import ClassLookup  # the method's lookup
 from dpfast.taxonomy import Taxonomy

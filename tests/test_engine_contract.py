@@ -13,6 +13,7 @@ import pytest
 import dpfast
 from dpfast.accounting import report_schema
 from dpfast.budget import BudgetFile
+from dpfast.dataflow.writes import CopyColumns, Write
 from dpfast.engines import (
     _REGISTRY,
     BUILT_IN,
@@ -23,7 +24,6 @@ from dpfast.engines import (
     register,
 )
 from dpfast.engines.memory import MemoryEngine
-from dpfast.engines.writes import CopyColumns, Write
 from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError, DPFastValueError
 
 

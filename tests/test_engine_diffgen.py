@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dpfast.dataflow.values import CategoricalColumn
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import _output
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.values import CategoricalColumn
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.diffgen import diffgen
 from dpfast.steps import coded_passes

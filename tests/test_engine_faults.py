@@ -54,11 +54,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
+from dpfast.dataflow.scratch_files import scratch_name
+from dpfast.dataflow.source import Source
 from dpfast.engines import scratch_dirs as scratch_files
 from dpfast.engines.outofcore import _output as outofcore
 from dpfast.engines.outofcore._sources import ParquetDataset
-from dpfast.engines.scratch_files import scratch_name
-from dpfast.engines.source import Source
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, laplace_dp_dataset, on_engine
 
 BOUNDS = {"a": (0.0, 50.0), "b": (-10, 10)}

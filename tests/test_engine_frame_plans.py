@@ -8,9 +8,9 @@ import weakref
 import pyarrow as pa
 import pytest
 
+from dpfast.dataflow.writes import CopyColumns
 from dpfast.engines.frames import WritePlan, plan_of, plans, remember
 from dpfast.engines.outofcore._kept import KeptWrites
-from dpfast.engines.writes import CopyColumns
 
 
 class Frame:

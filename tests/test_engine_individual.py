@@ -19,9 +19,9 @@ import pytest
 
 import dpfast
 from dpfast import cli
+from dpfast.dataflow.rank_files import float_keys, float_values
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import ArrowSource, ParquetDataset
-from dpfast.engines.rank_files import float_keys, float_values
 from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import apart_from_engine
 

@@ -207,7 +207,7 @@ def test_small_memory_takes_ties_and_several_ranges(tmp_path, monkeypatch):
     # guards the tests above: their tiny limit takes the paths of long ties and of
     # placements in several ranges
     from dpfast._kernels import ranking
-    from dpfast.engines import placement
+    from dpfast.dataflow import placement
 
     runs: list[int] = []
     original = ranking.add_group_run
@@ -283,7 +283,7 @@ def test_bad_value_leaves_no_output_and_no_scratch(tmp_path):
 
 @pytest.mark.parametrize("where", ["placing", "writing"])
 def test_interrupt_leaves_no_output_and_no_scratch(tmp_path, monkeypatch, where):
-    from dpfast.engines import placement
+    from dpfast.dataflow import placement
 
     if where == "placing":
 
@@ -328,7 +328,7 @@ def test_bad_linkage_arguments_are_refused_as_in_memory(tmp_path):
 @pytest.mark.parametrize("n", [70_000, 300_001, (1 << 33) + 5])
 def test_bucket_ids_are_the_buckets_of_the_permutation(n):
     from dpfast import noise
-    from dpfast.engines.placement import bucket_ids
+    from dpfast.dataflow.placement import bucket_ids
 
     key = noise.NoiseSource.from_seed(12).key("test", "buckets")
     if n < 1 << 20:  # every item's bucket, from the permutation's own parts

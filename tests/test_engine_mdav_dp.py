@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
+from dpfast.dataflow.writes import WriteClusters
 from dpfast.datasets import adult, adult_taxonomy
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore import _output as output_files
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import NoiseDominatesWarning, PrivacyLeakWarning
 from dpfast.steps import point_orders
 from tests.engine_runs import apart_from_engine
@@ -445,7 +445,7 @@ def test_the_partition_in_passes_is_the_fast_paths_on_skewed_columns(tmp_path, s
     import dataclasses
 
     from dpfast import steps
-    from dpfast.engines.dataflow import Limits
+    from dpfast.dataflow.flow import Limits
     from dpfast.partitions.grid import Grid
     from dpfast.partitions.insensitive_mdav import reference_geometry
 
@@ -496,7 +496,7 @@ def test_the_partition_in_passes_is_the_fast_paths_on_skewed_columns(tmp_path, s
 
 
 def test_a_held_dataflow_has_no_scratch_folder():
-    from dpfast.engines.dataflow import Dataflow
+    from dpfast.dataflow.flow import Dataflow
     from dpfast.exceptions import DPFastRuntimeError
     from dpfast.io import as_table_data
 

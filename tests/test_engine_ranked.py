@@ -17,10 +17,10 @@ import pytest
 
 from dpfast import noise
 from dpfast._kernels import ranking
+from dpfast.dataflow.on_bound import OnBound, rank_groups_on_bound
 from dpfast.engines.frames import sent_ranks
 from dpfast.engines.frames.parts import bucket_starts
 from dpfast.engines.frames.sent_ranks import RankedColumn
-from dpfast.engines.on_bound import OnBound, rank_groups_on_bound
 from dpfast.exceptions import DPFastRuntimeError
 from dpfast.methods.ir_dp import _NoisyCentroids
 from dpfast.partitions.grid import Grid

@@ -13,11 +13,11 @@ import pytest
 
 import dpfast
 from dpfast import noise, steps
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.writes import CopyColumns, WriteCodes, WriteResampled
 from dpfast.datasets import adult
 from dpfast.engines import EngineChoice
 from dpfast.engines.outofcore._sources import ArrowSource, ParquetDataset
-from dpfast.engines.source import Source
-from dpfast.engines.writes import CopyColumns, WriteCodes, WriteResampled
 from tests.engine_runs import apart_from_engine
 from tests.reference import mechanisms_reference as ref
 

@@ -1,6 +1,6 @@
 """Ranks on a cluster: ranges sorted on the workers, rank group sums added there.
 
-The pieces (:mod:`dpfast.engines.sorted_ranges`) against slow references, Spark's hash
+The pieces (:mod:`dpfast.dataflow.sorted_ranges`) against slow references, Spark's hash
 partitioning against Spark itself, and ``ir_dp`` on Spark and Dask, where the workers sort
 and the driver only plans, against the in-memory release under limits that force every
 path: balanced ranges, refined buckets, ties added on the driver, the remainder group.
@@ -18,7 +18,7 @@ import pytest
 
 import dpfast
 from dpfast._kernels import ranking
-from dpfast.engines.sorted_ranges import (
+from dpfast.dataflow.sorted_ranges import (
     GroupSums,
     KeyBuffers,
     Ranges,
@@ -108,7 +108,7 @@ def test_keys_by_one_range_keeps_all_keys_or_drops_those_outside():
 
 @pytest.mark.parametrize(("lo", "hi", "shift"), [(0, 1 << 40, 24), (5, 5000, 0), (1000, 1001, 3)])
 def test_bucket_counts_match_a_slow_reference(lo, hi, shift):
-    from dpfast.engines.rank_plans import _BucketCounts
+    from dpfast.dataflow.rank_plans import _BucketCounts
 
     rng = np.random.default_rng(hi)
     keys = rng.integers(0, 2 * hi, 20_000).astype(np.uint64)

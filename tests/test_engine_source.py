@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dpfast.engines.dataflow import column_total
+from dpfast.dataflow.flow import column_total
+from dpfast.dataflow.source import Source
 from dpfast.engines.outofcore._sources import ArrowSource, SchemaCheckedSource
 from dpfast.engines.outofcore._work import CountedSource, Work
-from dpfast.engines.source import Source
 from dpfast.exceptions import DPFastTypeError
 from dpfast.schema import Schema
 

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
+from dpfast.dataflow.flow import FAN
 from dpfast.datasets import adult, adult_taxonomy
-from dpfast.engines.dataflow import FAN
 from dpfast.engines.outofcore._sources import ArrowSource
 from tests.engine_runs import apart_from_engine, ir_dp_dataset, on_engine
 

@@ -19,7 +19,7 @@ from dpfast.exceptions import UnprovenReleaseWarning
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpfast[spark])")
 
-from dpfast.engines.dataflow import FAN
+from dpfast.dataflow.flow import FAN
 from dpfast.engines.spark._settings import SCRATCH_KEY, scratch_directory
 from tests.engine_runs import apart_from_engine
 

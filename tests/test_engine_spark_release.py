@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpfast
-from dpfast.engines.dataflow import FAN
+from dpfast.dataflow.flow import FAN
 from dpfast.engines.outofcore._sources import ParquetDataset
 from dpfast.partitions.ranking import RankGroups
 from tests.engine_runs import apart_from_engine, on_engine
@@ -202,7 +202,7 @@ def _sort_task_results(monkeypatch, plan, ranges, key_bits):
 def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_counts(
     tmp_path, monkeypatch
 ):
-    from dpfast.engines.sorted_ranges import Ranges
+    from dpfast.dataflow.sorted_ranges import Ranges
 
     rng = np.random.default_rng(3)
     table = pd.DataFrame({"k": rng.integers(0, 1000, 2500)})
@@ -234,8 +234,8 @@ def test_a_sort_task_over_files_reads_the_keys_into_one_array_of_the_ranges_coun
 
 
 def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monkeypatch):
+    from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS, Ranges
     from dpfast.engines.frames import GeneratedParts
-    from dpfast.engines.sorted_ranges import WORKER_BUFFERS, Ranges
 
     table = pd.DataFrame({"k": np.arange(2500) % 1000})
     dataset = ParquetDataset.open(_write_files(table, tmp_path / "in", [1000]))
@@ -256,8 +256,8 @@ def test_a_worker_keeps_its_sort_buffers_until_it_computes_output(tmp_path, monk
 def _generated_parts(n=200_000, k=10, part_rows=70_000):
     """Parts of a release of n rows: float, int and label columns (no Spark needed)."""
     from dpfast import noise
+    from dpfast.dataflow.values import CategoricalColumn, NumericColumn
     from dpfast.engines.frames import GeneratedParts, GroupsColumn
-    from dpfast.engines.values import CategoricalColumn, NumericColumn
     from dpfast.taxonomy import as_taxonomy
 
     keys = noise.NoiseSource.from_seed(SEED)
@@ -282,7 +282,7 @@ def _generated_parts(n=200_000, k=10, part_rows=70_000):
 
 
 def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
-    from dpfast.engines.sorted_ranges import KeyBuffers
+    from dpfast.dataflow.sorted_ranges import KeyBuffers
 
     parts = _generated_parts()
     assert parts.count == 3
@@ -306,7 +306,7 @@ def test_a_part_computed_into_a_buffer_is_the_part_and_views_the_buffer():
 
 
 def test_a_worker_writes_its_parts_through_one_kept_buffer(tmp_path, monkeypatch):
-    from dpfast.engines.sorted_ranges import WORKER_BUFFERS
+    from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS
     from dpfast.engines.spark import _write
 
     parts = _generated_parts()

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import dpfast
-from dpfast.engines.dataflow import add_up, column_total
+from dpfast.dataflow.flow import add_up, column_total
 from dpfast.engines.outofcore import ArrowSource
 from dpfast.engines.partial_totals import Partial, combined, partials_of, totals
 from dpfast.exceptions import DPFastValueError

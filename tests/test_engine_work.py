@@ -108,6 +108,22 @@ def test_a_release_in_memory_has_no_work_and_one_out_of_core_does(tmp_path):
     jsonschema.validate(release.private.to_dict(), schema)
 
 
+def test_a_clustered_release_counts_one_output_pass_a_part_for_all_its_columns(tmp_path):
+    # mdav_dp out of core: the clusters of the output rows are read back part by part of
+    # the permutation, and each part is written to every column, counted once
+    n = 150_000
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pandas(_table(n), preserve_index=False), path)
+    release = dpfast.mdav_dp(
+        ds.dataset(path), k=50, epsilon=EPSILON, bounds=BOUNDS, seed=SEED,
+        output=tmp_path / "out", memory_limit=2 << 20,
+    )  # fmt: skip
+    work = release.private.to_dict()["work"]
+    assert work["output_items"] == n
+    assert work["output_passes"] >= 2  # the permutation's buckets
+    assert work["output_scanned"] == work["output_passes"] * n
+
+
 @pytest.fixture(scope="module")
 def client(dask_cluster):
     """A client of the two worker processes of one thread (only dpfast's functions are sent)."""

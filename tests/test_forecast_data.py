@@ -37,7 +37,7 @@ from dpfast._release.expected import (
 )
 from dpfast.budget import BudgetFile
 from dpfast.cli import main
-from dpfast.engines.on_bound import OnBound
+from dpfast.dataflow.on_bound import OnBound
 from dpfast.exceptions import DPFastValueError, NoiseDominatesWarning
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups

@@ -28,9 +28,9 @@ import pytest
 
 import dpfast
 from dpfast._release import SEEDED_NOTE
+from dpfast.dataflow.values import NumericColumn, holding_dtype
 from dpfast.datasets import adult_taxonomy
 from dpfast.engines import EngineChoice
-from dpfast.engines.values import NumericColumn, holding_dtype
 from dpfast.exceptions import DPFastValueError, NoiseDominatesWarning
 from dpfast.io import read_table
 

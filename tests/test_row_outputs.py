@@ -1,4 +1,5 @@
-"""The outputs written once for every engine (row_outputs, resampled_rows, ranked_rows).
+"""The outputs written once for every engine (row_outputs, resampled_rows, ranked_rows,
+clustered_rows).
 
 Each is run two ways on the same column: held (the in-memory fast path, whole) and read
 in passes of a few rows (what every engine that reads in passes runs), and both are
@@ -13,12 +14,20 @@ import pyarrow as pa
 import pytest
 
 from dpfast import noise
-from dpfast.engines.dataflow import Dataflow, HeldTable, Limits
-from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
-from dpfast.engines.resampled_rows import resampled_rows
-from dpfast.engines.row_outputs import FileRows, HeldRows, coded_rows, released_rows
-from dpfast.engines.scratch_files import read_rows
-from dpfast.engines.values import Bins, CategoricalColumn, NumericColumn, inverse_permutation
+from dpfast.dataflow.cluster_files import Attributes, ClusterLimits, Partition
+from dpfast.dataflow.clustered_rows import clustered_rows
+from dpfast.dataflow.flow import Dataflow, HeldTable, Limits
+from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
+from dpfast.dataflow.resampled_rows import resampled_rows
+from dpfast.dataflow.row_outputs import FileRows, HeldRows, coded_rows, released_rows
+from dpfast.dataflow.scratch_files import read_rows
+from dpfast.dataflow.values import (
+    Bins,
+    CategoricalColumn,
+    Clusters,
+    NumericColumn,
+    inverse_permutation,
+)
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import as_table_data
 from dpfast.partitions.grid import Grid
@@ -348,3 +357,79 @@ def test_grouped_rows_held_and_in_parts_match_the_reference(tmp_path, codes):
         assert rows.values.dtype == values.dtype
         assert (found is not None) == flow.holds
     assert puts[0] == 0 and len(puts) == 1 + 8  # held: one put; in parts: one a bucket
+
+
+# -- clusters of rows --------------------------------------------------------------------
+
+
+def _partition(tmp_path, formed: np.ndarray, work: int) -> Partition:
+    """Every row's cluster (numbered as formed) in a scratch file, as the step leaves it."""
+    path = tmp_path / "labels.bin"
+    formed = np.unique(formed, return_inverse=True)[1]  # every cluster number used
+    formed.astype(np.int64).tofile(path)
+    _, first_rows = np.unique(formed, return_index=True)
+    rank = np.empty(first_rows.shape[0], dtype=np.int64)
+    rank[np.argsort(first_rows, kind="stable")] = np.arange(first_rows.shape[0])
+    n = formed.shape[0]
+    limits = ClusterLimits(work=work, batch_rows=1000, attributes=0, merge_rows=1024)
+    return Partition(path, rank, Attributes((), (), n, 10_000), limits, ())
+
+
+@pytest.mark.parametrize("skewed", [False, True])
+@pytest.mark.parametrize("keyed", [False, True])
+@pytest.mark.parametrize("work", [40 * 4096, 1 << 30])  # parts of 4,096 rows, gathered; whole
+def test_clustered_rows_held_and_from_files_match_the_reference(tmp_path, skewed, keyed, work):
+    n, count = 300_001, 2_000  # 8 buckets of the permutation
+    rng = np.random.default_rng(int(skewed) + 2 * int(keyed))
+    weights = 1.0 / np.arange(1, count + 1) ** (1.5 if skewed else 0.0)
+    formed = rng.choice(count, n, p=weights / weights.sum())
+    partition = _partition(tmp_path, formed, work)
+    labels = partition.read(0, n)
+    held = Clusters.of(labels)
+    in_files = Clusters(held.count, held.sizes, np.empty(0, dtype=np.int64), partition)
+    values = [rng.lognormal(3.0, 2.0, held.count), np.arange(held.count, dtype=np.int64) % 7]
+    key = KEY if keyed else None
+    order = noise.permutation(KEY, n).tolist() if keyed else range(n)
+    expected = [[column[labels[row]] for row in order] for column in values]
+    ticks: list[int] = []
+    flow = Dataflow(
+        HeldTable(("x",), lambda name: pa.array(np.zeros(n)), n),
+        Limits(memory=1 << 20, batch_rows=1000),
+        lambda phase, done, total: ticks.append(done),
+    )
+    for clusters in (held, in_files):
+        rows = [HeldRows(n), HeldRows(n)]
+        found = clustered_rows(flow, clusters, values, key, rows)
+        assert [r.values.tolist() for r in rows] == expected
+        assert [r.values.dtype for r in rows] == [np.float64, np.int64]
+        if clusters is held:
+            assert found is not None and found.shape[0] == (n if keyed else 0)
+            if keyed:
+                assert (found[np.asarray(order)] == np.arange(n)).all()
+        else:
+            assert found is None
+    # from the files: one tick a part, the last at every row. A part is a run of the
+    # permutation's buckets that fits in ``work`` (a bucket of ~37,500 rows is a part of its
+    # own), or without a key a range of at most 4,096 rows
+    steps = np.diff([0, *ticks])
+    assert ticks[-1] == n and (steps > 0).all()
+    if work == 1 << 30:
+        assert len(ticks) == 1
+    elif keyed:
+        assert len(ticks) == 8
+    else:
+        assert steps.max() == 4096 and len(ticks) == -(-n // 4096)
+
+
+def test_clustered_rows_from_files_write_file_rows_part_by_part(tmp_path):
+    n = 70_000
+    formed = np.arange(n) % 9
+    partition = _partition(tmp_path, formed, 40 * 1024)
+    clusters = Clusters(9, np.bincount(partition.read(0, n)), np.empty(0, np.int64), partition)
+    flow = Dataflow(HeldTable(("x",), lambda name: pa.array(np.zeros(n)), n), Limits(1 << 20, 1000))
+    values = np.arange(9) * 1.5
+    with FileRows(tmp_path / "out.bin") as rows:
+        assert clustered_rows(flow, clusters, [values], KEY, [rows]) is None
+    order = noise.permutation(KEY, n)
+    got = read_rows(tmp_path / "out.bin", np.float64, 0, n)
+    assert got.tolist() == values[partition.read(0, n)[order]].tolist()

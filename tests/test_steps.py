@@ -1,4 +1,4 @@
-"""The dataflow a step reads (dpfast/engines/dataflow.py) and the in-memory one-batch source."""
+"""The dataflow a step reads (dpfast/dataflow/flow.py) and the in-memory one-batch source."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from dpfast import steps
+from dpfast.dataflow.flow import Dataflow, HeldTable, Limits, column_total
+from dpfast.dataflow.values import NumericColumn
 from dpfast.engines import EngineChoice
-from dpfast.engines.dataflow import Dataflow, HeldTable, Limits, column_total
-from dpfast.engines.values import NumericColumn
 from dpfast.io import as_table_data
 
 

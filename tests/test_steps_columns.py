@@ -20,9 +20,9 @@ import pyarrow as pa
 import pytest
 
 from dpfast import steps
+from dpfast.dataflow.flow import Dataflow, Limits
 from dpfast.engines import EngineChoice, open_engine
 from dpfast.engines.base import Engine
-from dpfast.engines.dataflow import Dataflow, Limits
 from dpfast.exceptions import DPFastValueError
 from dpfast.taxonomy import Taxonomy
 

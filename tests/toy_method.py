@@ -19,7 +19,7 @@ import numpy as np
 from dpfast import steps
 from dpfast._release import SeededReleaseOptions, Unpack, open_run
 from dpfast._validation import check_bounds, check_columns, check_k, check_seed
-from dpfast.engines.writes import WriteGroups
+from dpfast.dataflow.writes import WriteGroups
 from dpfast.noise import NoiseSource
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups

@@ -156,7 +156,7 @@ def new_words(n):
 
     Unlike NumPy, which asks Linux for transparent huge pages on large arrays, this gets
     plain 4 KiB pages. For a buffer that is made once and then reused
-    (:class:`dpfast.engines.sorted_ranges.KeyBuffers`), their first touch measured 2 to 4 times
+    (:class:`dpfast.dataflow.sorted_ranges.KeyBuffers`), their first touch measured 2 to 4 times
     cheaper here than a huge page's, whose allocation may wait for the kernel to compact
     memory (docs/engines.md, "Memory pages").
     """

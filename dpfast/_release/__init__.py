@@ -116,9 +116,7 @@ from dpfast._release.transforms import (
     warn_uncorrected,
 )
 from dpfast._validation import cli_spelling, method_call, option
-from dpfast.engines import EngineChoice
-from dpfast.engines.base import Engine
-from dpfast.engines.values import (
+from dpfast.dataflow.values import (
     Bins,
     CategoricalColumn,
     CodeCells,
@@ -130,6 +128,8 @@ from dpfast.engines.values import (
     inverse_permutation,
     partition_inputs,
 )
+from dpfast.engines import EngineChoice
+from dpfast.engines.base import Engine
 
 __all__ = [
     "BOUNDS_STEP",

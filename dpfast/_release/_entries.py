@@ -9,7 +9,7 @@ from typing import Any, cast
 from dpfast import noise
 from dpfast._validation import check_choice
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy
-from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import UnprovenReleaseWarning
 from dpfast.partitions.grid import Grid
 

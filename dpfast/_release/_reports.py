@@ -21,7 +21,7 @@ from dpfast.accounting import (
     UnprotectedPolicy,
     names,
 )
-from dpfast.engines.on_bound import OnBound
+from dpfast.dataflow.on_bound import OnBound
 from dpfast.intervals import accuracy_section
 
 __all__ = ["SEEDED_NOTE", "Reporting", "unprotected_guarantee", "unprotected_note"]

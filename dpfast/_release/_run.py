@@ -20,12 +20,12 @@ from dpfast._release.forecast import Forecast
 from dpfast._release.options import BudgetLike, Progress, Reservation, release_options
 from dpfast._validation import check_share, option, quoted
 from dpfast.accounting import PhaseTimer, PrivateReport, Report, UnprotectedPolicy
+from dpfast.dataflow.on_bound import BoundCount, OnBound
+from dpfast.dataflow.source import Staged
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn, PublishHook
+from dpfast.dataflow.writes import CopyColumns
 from dpfast.engines import engine_label, engine_name, open_engine
 from dpfast.engines.base import Engine, Measurer, RankSender
-from dpfast.engines.on_bound import BoundCount, OnBound
-from dpfast.engines.source import Staged
-from dpfast.engines.values import CategoricalColumn, NumericColumn, PublishHook
-from dpfast.engines.writes import CopyColumns
 from dpfast.exceptions import DPFastRuntimeError, NoiseDominatesWarning
 from dpfast.risk import ReleaseDefaults, RiskOptions, risk_options
 
@@ -198,7 +198,7 @@ class Run(Reporting):
     ) -> None:
         """Record a released protected column: its clamped inputs and its rows on a bound.
 
-        ``on_bound`` (:class:`~dpfast.engines.on_bound.OnBound`: released on a bound, on
+        ``on_bound`` (:class:`~dpfast.dataflow.on_bound.OnBound`: released on a bound, on
         one before the noise, pushed there by the noise) may be a function, called once
         the release is written (:meth:`Engine.write_rank_groups`); the private report
         holds its counts from then.
@@ -350,7 +350,7 @@ class Run(Reporting):
                 f"the {quoted(self.engine.name)} engine's publish returned "
                 f"{type(staged).__name__}, not a Staged release: an engine writes its "
                 "output whole under a staging name and returns "
-                "dpfast.engines.source.Staged (docs/engines.md); the release's ε counts as "
+                "dpfast.dataflow.source.Staged (docs/engines.md); the release's ε counts as "
                 "spent, since the engine may have written its output"
             )
         try:

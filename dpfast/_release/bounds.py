@@ -23,8 +23,8 @@ from dpfast import noise
 from dpfast._release.columns import fit_domains
 from dpfast._validation import quoted
 from dpfast.accounting import LedgerEntry, names
+from dpfast.dataflow.values import NumericColumn
 from dpfast.engines.base import Engine
-from dpfast.engines.values import NumericColumn
 from dpfast.partitions.candidates import (
     OCTAVES,
     PER_OCTAVE,

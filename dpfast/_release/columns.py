@@ -16,9 +16,9 @@ from dpfast._validation import (
     check_columns,
     quoted,
 )
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn, widened_note
 from dpfast.engines.base import Engine
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.values import CategoricalColumn, NumericColumn, widened_note
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.taxonomy import Taxonomy, as_taxonomy
 

@@ -19,8 +19,8 @@ import numpy as np
 from dpfast import noise
 from dpfast._validation import option, quoted
 from dpfast.accounting import LedgerEntry
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastError, DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.taxonomy import Taxonomy

@@ -20,7 +20,7 @@ from typing import Any
 from dpfast import noise
 from dpfast._release.shares import weights_option
 from dpfast._validation import did_you_mean, in_cli, option, quoted
-from dpfast.engines.values import NumericColumn
+from dpfast.dataflow.values import NumericColumn
 from dpfast.exceptions import DPFastTypeError, DPFastValueError, TransformBiasWarning
 from dpfast.partitions.grid import TRANSFORM_CODES, Grid
 

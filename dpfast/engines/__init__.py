@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpfast._validation import option, quoted
-from dpfast.engines.base import Engine
-from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
-from dpfast.engines.source import Source
-from dpfast.engines.values import (
+from dpfast.dataflow.on_bound import BoundCount, OnBound, RankGroupValues
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import (
     Bins,
     CategoricalColumn,
     Cells,
@@ -47,6 +46,7 @@ from dpfast.engines.values import (
     PublishHook,
     RangeValues,
 )
+from dpfast.engines.base import Engine
 from dpfast.exceptions import DPFastError, DPFastImportError, DPFastTypeError, DPFastValueError
 
 __all__ = [

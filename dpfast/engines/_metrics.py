@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import metrics as utility
-from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn
 
 METRICS_WARNING = (
     "computed on the original data: keep this report private, do not publish it with the release"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpfast.engines.values import inverse_permutation
+from dpfast.dataflow.values import inverse_permutation
 from dpfast.io import TableData
 from dpfast.taxonomy import Taxonomy
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpfast._validation import option, quoted
-from dpfast.engines.row_outputs import decodes_to_dictionary, domain_labels
+from dpfast.dataflow.row_outputs import decodes_to_dictionary, domain_labels
 from dpfast.exceptions import IndexDroppedWarning
 from dpfast.io import TableData
 

@@ -19,12 +19,12 @@ The primitives:
   categorical column's records per taxonomy rank, order statistics, bin and edge counts,
   a target's classes and the class counts of coded columns, insensitive MDAV's clusters
   and their totals: each written once for every engine);
-* **outputs**: :meth:`Engine.write` takes one record of :mod:`dpfast.engines.writes`
+* **outputs**: :meth:`Engine.write` takes one record of :mod:`dpfast.dataflow.writes`
   (a column row by row, rank groups in a keyed permutation or at their rows' places,
   clusters, unprotected copies, a computed table, resampled or coded columns);
   :meth:`Engine.rank_sender` is the engine where its tasks send the rank groups;
 * **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
-  returns it as a :class:`~dpfast.engines.source.Staged` release, which the release
+  returns it as a :class:`~dpfast.dataflow.source.Staged` release, which the release
   skeleton reveals (in one step) once the budget is committed; :meth:`Engine.close`
   removes what a failed or interrupted release left.
 
@@ -44,17 +44,17 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.on_bound import BoundCount, RankGroupValues
-from dpfast.engines.source import Staged
-from dpfast.engines.values import (
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.on_bound import BoundCount, RankGroupValues
+from dpfast.dataflow.source import Staged
+from dpfast.dataflow.values import (
     CategoricalColumn,
     GroupCodes,
     NumericColumn,
     Opening,
     column_threads,
 )
-from dpfast.engines.writes import Write
+from dpfast.dataflow.writes import Write
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions
@@ -176,14 +176,14 @@ class Engine(ABC):
         The column source, the memory limits of a pass (the share of the column being
         released, where columns run at once: read it inside the column's work), the
         progress line, and the table itself where the engine holds it in memory (the
-        steps' fast path: :class:`~dpfast.engines.dataflow.Dataflow`).
+        steps' fast path: :class:`~dpfast.dataflow.flow.Dataflow`).
         """
 
     # -- outputs ------------------------------------------------------------------------
 
     @abstractmethod
     def write(self, request: Write[R]) -> R:
-        """Write one released output (a record of :mod:`dpfast.engines.writes`).
+        """Write one released output (a record of :mod:`dpfast.dataflow.writes`).
 
         The engine writes it now, or keeps it and writes it in :meth:`publish`; either
         way it is in the output :meth:`publish` stages, and what writing gives back (the
@@ -197,7 +197,7 @@ class Engine(ABC):
         ``copied``: the columns the release copies unprotected (``None``: not said, so
         every input column may be). ``None`` (the default) where this release's rank
         groups come to this process: the ``group_sums`` step, then a
-        :class:`~dpfast.engines.writes.WriteGroups`. An engine that sends them (a cluster
+        :class:`~dpfast.dataflow.writes.WriteGroups`. An engine that sends them (a cluster
         with ``output``) says so for each release, by the columns it copies.
         """
         return None
@@ -213,7 +213,7 @@ class Engine(ABC):
         :meth:`Staged.reveal` makes it visible in one step and returns the data (a
         failure before leaves nothing). ``reindex``: the rows are in a new order (a
         pandas result gets a fresh index). An engine that runs passes gives what they did
-        as the staged release's :attr:`~dpfast.engines.source.Staged.work`.
+        as the staged release's :attr:`~dpfast.dataflow.source.Staged.work`.
         """
 
     def close(self) -> None:  # noqa: B027 - an engine without scratch has nothing to remove
@@ -287,10 +287,10 @@ class RankSender(ABC):
 
         The release of the ``group_sums`` step's sums on ``grid``, with ``values(sums,
         first_group)`` for every run of groups, written as a
-        :class:`~dpfast.engines.writes.WriteGroups` of ``key`` writes them. Returns the
+        :class:`~dpfast.dataflow.writes.WriteGroups` of ``key`` writes them. Returns the
         clamped count and the rows on a bound of ``domain`` (released there, there before
         the noise: ``values.before_noise``, and pushed there by the noise:
-        :class:`~dpfast.engines.on_bound.OnBound`), or a function that gives them once
+        :class:`~dpfast.dataflow.on_bound.OnBound`), or a function that gives them once
         the release is written.
         """
 
@@ -307,7 +307,7 @@ class RankSender(ABC):
 
         ``counts`` are the column's records per taxonomy rank (the ``rank_counts`` step),
         so its sorted ranks are known without a sort; ``codes(counts, first, stop)`` draws
-        groups ``first .. stop - 1``, as a :class:`~dpfast.engines.writes.WriteGroups` of
+        groups ``first .. stop - 1``, as a :class:`~dpfast.dataflow.writes.WriteGroups` of
         ``codes(counts, 0, n_groups)`` would write them.
         """
 

@@ -16,7 +16,6 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from dpfast import noise
-from dpfast._kernels import insensitive_mdav as cluster_kernels
 from dpfast._validation import (
     all_finite,
     as_numeric_column,
@@ -24,16 +23,13 @@ from dpfast._validation import (
     not_numeric_error,
     option,
 )
-from dpfast.engines._metrics import release_metrics
-from dpfast.engines._risk import computed_columns, copied_columns, released_columns
-from dpfast.engines._tables import decode, warn_index_dropped
-from dpfast.engines.base import Engine, Measurer
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
-from dpfast.engines.resampled_rows import resampled_rows
-from dpfast.engines.row_outputs import HeldRows, coded_rows, released_rows
-from dpfast.engines.source import Staged, stage_beside
-from dpfast.engines.values import (
+from dpfast.dataflow.clustered_rows import clustered_rows
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
+from dpfast.dataflow.resampled_rows import resampled_rows
+from dpfast.dataflow.row_outputs import HeldRows, coded_rows, released_rows
+from dpfast.dataflow.source import Staged, stage_beside
+from dpfast.dataflow.values import (
     Bins,
     CategoricalColumn,
     Cells,
@@ -47,7 +43,7 @@ from dpfast.engines.values import (
     inverse_permutation,
     own_dtype,
 )
-from dpfast.engines.writes import (
+from dpfast.dataflow.writes import (
     CopyColumns,
     Write,
     WriteClusters,
@@ -60,6 +56,10 @@ from dpfast.engines.writes import (
     WriteTable,
     unknown_write,
 )
+from dpfast.engines._metrics import release_metrics
+from dpfast.engines._risk import computed_columns, copied_columns, released_columns
+from dpfast.engines._tables import decode, warn_index_dropped
+from dpfast.engines.base import Engine, Measurer
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import (
     TableData,
@@ -105,7 +105,6 @@ class MemoryEngine(Engine, Measurer):
         self._base: np.ndarray | None = None
         self._copied: list[Hashable] = []
         self._copy_order: np.ndarray | None = None
-        self._permutations: dict[bytes, np.ndarray] = {}
         self._table: tuple[Mapping[Hashable, Any], Hashable | None] | None = None
 
     @classmethod
@@ -257,7 +256,7 @@ class MemoryEngine(Engine, Measurer):
 
     def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)
-        self._copy_order = None if key is None else self._permutation(key)
+        self._copy_order = None if key is None else noise.permutation(key, self.n_rows)
 
     def _output(self, name: Hashable) -> np.ndarray:
         """Make a float64 output column: a view into one 2-D array for a float64 NumPy input."""
@@ -297,24 +296,13 @@ class MemoryEngine(Engine, Measurer):
         values: Sequence[np.ndarray],
         key: np.ndarray | None,
     ) -> None:
-        """Scatter each cluster's value to its rows' output places, in one pass a column."""
-        destination = np.empty(0, dtype=np.int64)
-        if key is not None:
-            destination = inverse_permutation(self._permutation(key))
-        for column, cluster_values in zip(columns, values, strict=True):
+        rows = [self._rows(column) for column in columns]
+        destination = clustered_rows(self.dataflow, clusters, values, key, rows)
+        assert destination is not None  # the labels are held
+        for column, released in zip(columns, rows, strict=True):
             if self.track and key is not None:
                 self.destinations[column.name] = destination
-            kind = np.int64 if isinstance(column, CategoricalColumn) else np.float64
-            out = self._rows(column).array(kind)
-            cluster_kernels.scatter_clusters(clusters.labels, cluster_values, destination, out)
-            self._keep(column, out)
-
-    def _permutation(self, key: np.ndarray) -> np.ndarray:
-        """Return the permutation of ``key``, drawn once per release (rows, columns share it)."""
-        found = self._permutations.get(key.tobytes())
-        if found is None:
-            found = self._permutations[key.tobytes()] = noise.permutation(key, self.n_rows)
-        return found
+            self._keep(column, released.values)
 
     # -- coded columns ------------------------------------------------------------------
 

@@ -3,10 +3,10 @@
 A pass whose results are added up (a histogram, counts) need not send one result a batch
 to the driver. A source that runs its batches elsewhere overrides ``add_column(name,
 batch_rows, fn)``: each task adds its batches' results into a :class:`Partial`,
-partials are added together on the workers, :data:`~dpfast.engines.dataflow.FAN` at a
+partials are added together on the workers, :data:`~dpfast.dataflow.flow.FAN` at a
 time, until at most ``FAN`` remain, and those come back (:func:`totals`: each partial's
 total, with the rows of the largest task that read batches for it).
-:func:`~dpfast.engines.dataflow.column_total` adds them; from a source that reads its
+:func:`~dpfast.dataflow.flow.column_total` adds them; from a source that reads its
 batches here (the default ``add_column``), each batch's result is a partial of its own,
 added as it comes.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dpfast.engines.dataflow import SENT_BACK, add_up, dumps_error
+from dpfast.dataflow.flow import SENT_BACK, add_up, dumps_error
 
 __all__ = [
     "Partial",
@@ -73,7 +73,7 @@ def batch_results(
 ) -> Iterator[tuple[int, bool, Any]]:
     """Yield ``(first_row, False, fn(batch, first_row))`` for one task's batches, in order.
 
-    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK`, raised by ``fn``
+    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK`, raised by ``fn``
     or while the batches are read, is yielded as ``(first_row, True, exception)`` (the row
     of the last batch read, 0 before the first) and ends them: a ``map_column`` task's
     results.

@@ -10,7 +10,7 @@ import numpy as np
 
 from dpfast._release import MetricsReleaseOptions, Release, Unpack, open_run
 from dpfast._validation import check_columns, check_k_anonymity
-from dpfast.engines.writes import WriteRanked
+from dpfast.dataflow.writes import WriteRanked
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.ranking import RankGroups, Remainder
 

@@ -28,7 +28,7 @@ from dpfast._release import (
     value_range,
 )
 from dpfast._validation import check_k, check_seed
-from dpfast.engines.writes import WriteRows
+from dpfast.dataflow.writes import WriteRows
 from dpfast.exceptions import DPFastValueError
 from dpfast.steps import order_statistics
 

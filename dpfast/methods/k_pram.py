@@ -27,7 +27,7 @@ from dpfast._release import (
     open_run,
 )
 from dpfast._validation import check_k_anonymity, check_retention, check_seed
-from dpfast.engines.writes import WriteResampled
+from dpfast.dataflow.writes import WriteResampled
 from dpfast.steps import bin_counts
 
 

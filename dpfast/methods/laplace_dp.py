@@ -59,8 +59,8 @@ from dpfast.accounting import (
     names,
     scale_steps,
 )
+from dpfast.dataflow.writes import WriteRows
 from dpfast.engines import OnBound
-from dpfast.engines.writes import WriteRows
 from dpfast.partitions.grid import Grid
 from dpfast.steps import value_range
 
@@ -347,7 +347,7 @@ class LaplaceCells:
 
     Returns the released values, and the counts ``[clamped inputs, released on a bound,
     on a bound before the noise, pushed onto a bound by the noise]`` (a cell is its own
-    group: :class:`~dpfast.engines.on_bound.OnBound`).
+    group: :class:`~dpfast.dataflow.on_bound.OnBound`).
     """
 
     grid: Grid

@@ -24,8 +24,8 @@ from dpfast._release import (
 )
 from dpfast._validation import check_k_anonymity, in_cli
 from dpfast.accounting import names
+from dpfast.dataflow.writes import WriteClusters
 from dpfast.engines import Clusters, engine_name, parse_memory
-from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.categorical import cluster_centroids
 from dpfast.partitions.mdav import mdav_labels

@@ -45,7 +45,7 @@ from dpfast._validation import (
     quoted,
 )
 from dpfast.accounting import Ledger, LedgerEntry
-from dpfast.engines.writes import WriteCodes
+from dpfast.dataflow.writes import WriteCodes
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import check_declared
 from dpfast.steps import class_codes, contingency, declared_categories, value_dtype

@@ -1,7 +1,7 @@
 """Steps: the data algorithms of the methods, each written once over the dataflow.
 
 A method (:mod:`dpfast.methods`) calls a step; the step reads the table through the
-engine's :class:`~dpfast.engines.dataflow.Dataflow` (a column source and the memory
+engine's :class:`~dpfast.dataflow.flow.Dataflow` (a column source and the memory
 limits of its passes), so that it runs unchanged in memory, out of core, on Spark and on
 Dask. A table held in memory is a source of one batch per column, and a step keeps the
 in-memory speed with a fast path on the values the engine holds (``Dataflow.holds``), not

@@ -1,6 +1,6 @@
 """Counts of a column per public interval: k-PRAM's bins, the DP bounds' edges (docs/engines.md).
 
-Both are one pass that adds each batch's counts (:func:`~dpfast.engines.dataflow.column_total`);
+Both are one pass that adds each batch's counts (:func:`~dpfast.dataflow.flow.column_total`);
 on a table held in memory, one scan of the column's values.
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast.engines.dataflow import Dataflow, column_total, numeric_values
-from dpfast.engines.values import NumericColumn
+from dpfast.dataflow.flow import Dataflow, column_total, numeric_values
+from dpfast.dataflow.values import NumericColumn
 from dpfast.partitions.candidates import count_between
 
 __all__ = ["bin_counts", "edge_counts"]
@@ -25,7 +25,7 @@ def bin_counts(
     """Return how many values of a numeric column each of ``m`` equal-width bins holds.
 
     Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``
-    (:class:`~dpfast.engines.values.Bins`); int64[m].
+    (:class:`~dpfast.dataflow.values.Bins`); int64[m].
     """
     return _counted(flow, _BinCounts(column, lo, scale, m), m)
 

@@ -7,7 +7,7 @@ Three steps, each one function over the dataflow (docs/engines.md, "DiffGen out 
 * :func:`class_codes`: the target's classes through a public lookup, with its count of
   missing values and the values outside the lookup;
 * :func:`contingency`: every coded column's (code, class) counts, refined by DiffGen's
-  cuts (:class:`~dpfast.engines.values.Contingency`).
+  cuts (:class:`~dpfast.dataflow.values.Contingency`).
 
 Where the engine holds the table (``flow.holds``), they code each column whole from the
 table's own category codes, and the records are refined into a tree of partitions
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import contingency as kernels
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.values import (
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.values import (
     CategoricalColumn,
     Classes,
     CodedNumeric,
@@ -58,7 +58,7 @@ def occurring_values(flow: Dataflow, name: Hashable) -> list[Any]:
 def class_codes(flow: Dataflow, name: Hashable, lookup: Lookup) -> Classes:
     """Return target ``name``'s classes through ``lookup``: one pass.
 
-    The :class:`~dpfast.engines.values.Classes` count the missing values and list the
+    The :class:`~dpfast.dataflow.values.Classes` count the missing values and list the
     values outside the lookup; only when there are none do they give the classes (held:
     every row's, int64; else a function coding a batch's, run again by each later pass).
     """
@@ -197,7 +197,7 @@ class Partitions:
 
 
 class HeldContingency(Contingency):
-    """Coded columns and classes held whole (:class:`~dpfast.engines.base.Contingency`).
+    """Coded columns and classes held whole (:class:`~dpfast.dataflow.values.Contingency`).
 
     ``codes[j]`` is column ``j``'s int64 codes, ``classes`` every record's class (int64);
     :meth:`start` builds the tree, whose ``order`` holds the rows by partition.

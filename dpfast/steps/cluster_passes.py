@@ -9,14 +9,14 @@ and over scratch files in the dataflow's scratch folder:
 1. **Values.** Each protected column is read batch by batch, checked, clamped to its
    public bounds (numeric) or encoded as taxonomy codes (categorical), and written at
    its rows' places in a scratch file
-   (:class:`~dpfast.engines.cluster_files.Attributes`).
+   (:class:`~dpfast.dataflow.cluster_files.Attributes`).
 2. **Orders.** Every row's distance key to each point, then each point's order of all
    rows, sorted range by range (:mod:`dpfast.steps.point_orders`).
 3. **Merge.** The orders are read back in buffers; each cluster takes the first ``k``
    rows of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory
    fast path does. The rows taken go, with their cluster, to files by row range, which
    then give every row's cluster in row order
-   (:class:`~dpfast.engines.cluster_files.Partition`). Clusters are numbered by first
+   (:class:`~dpfast.dataflow.cluster_files.Partition`). Clusters are numbered by first
    appearance, as in memory, when they are read.
 4. **Totals.** Exact integer sums (numeric) and records per leaf (categorical) of every
    cluster, in one pass over the scratch files (:func:`file_totals`).
@@ -38,11 +38,11 @@ import pyarrow as pa
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast._validation import kernel_floats
-from dpfast.engines.cluster_files import Attributes, ClusterLimits, Partition
-from dpfast.engines.dataflow import numeric_values, taxonomy_codes
-from dpfast.engines.scratch_files import append_array, read_rows, write_at
-from dpfast.engines.source import Source
-from dpfast.engines.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
+from dpfast.dataflow.cluster_files import Attributes, ClusterLimits, Partition
+from dpfast.dataflow.flow import numeric_values, taxonomy_codes
+from dpfast.dataflow.scratch_files import append_array, read_rows, write_at
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import CategoricalColumn, Clusters, ClusterTotals, NumericColumn
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 from dpfast.steps.point_orders import distance_orders

@@ -11,7 +11,7 @@ memory, from the in-memory kernels, and the totals one kernel call (or ``bincoun
 column. Elsewhere the partition is made by passes over the column source and over
 scratch files in the dataflow's scratch folder (:mod:`dpfast.steps.cluster_passes`),
 within the dataflow's memory limit; the clusters are then held in those files
-(:class:`~dpfast.engines.cluster_files.Partition`), which the totals read and the
+(:class:`~dpfast.dataflow.cluster_files.Partition`), which the totals read and the
 engine writes a ``WriteClusters`` release from.
 """
 
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpfast._kernels import insensitive_mdav as cluster_kernels
-from dpfast.engines.cluster_files import cluster_limits
-from dpfast.engines.dataflow import Dataflow
-from dpfast.engines.values import (
+from dpfast.dataflow.cluster_files import cluster_limits
+from dpfast.dataflow.flow import Dataflow
+from dpfast.dataflow.values import (
     CategoricalColumn,
     Clusters,
     ClusterTotals,

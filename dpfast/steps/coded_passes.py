@@ -21,7 +21,7 @@ batch by batch, with sums that do not depend on the batches' order (docs/engines
    summed) and class give the (cell, class) counts.
 
 No pass keeps anything by row: the sums are added where the batches are read
-(:func:`~dpfast.engines.dataflow.column_total`), so on a cluster the driver
+(:func:`~dpfast.dataflow.flow.column_total`), so on a cluster the driver
 receives count tables, never rows. The functions the passes run are module-level
 classes (a cluster ships them to its workers).
 """
@@ -39,15 +39,15 @@ import pyarrow as pa
 
 from dpfast._kernels import contingency as kernels
 from dpfast._validation import quoted
-from dpfast.engines.dataflow import (
+from dpfast.dataflow.flow import (
     SENT_BACK,
     Dataflow,
     column_total,
     dumps_error,
     numeric_values,
 )
-from dpfast.engines.source import Columns
-from dpfast.engines.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
+from dpfast.dataflow.source import Columns
+from dpfast.dataflow.values import CategoricalColumn, Classes, CodedNumeric, Contingency, Lookup
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import TableData, as_table_data
 

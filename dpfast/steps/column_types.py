@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast.engines.dataflow import Dataflow, declared_dictionary
+from dpfast.dataflow.flow import Dataflow, declared_dictionary
 
 __all__ = ["declared_categories", "numeric_names", "value_dtype"]
 
@@ -61,7 +61,7 @@ def declared_categories(flow: Dataflow, name: Hashable) -> tuple[str, ...] | Non
     A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary marked ordered
     declare them (:meth:`dpfast.io.TableData.declared_categories`); other columns declare
     none (``None``). On a source, one pass reads every batch's dictionary, which must be
-    the same (:func:`~dpfast.engines.dataflow.declared_dictionary`).
+    the same (:func:`~dpfast.dataflow.flow.declared_dictionary`).
     """
     if flow.table is not None:
         return flow.table.declared_categories(name)

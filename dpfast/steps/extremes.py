@@ -1,7 +1,7 @@
 """What bounds taken from the data (``bounds="data"``) read: a numeric column's range.
 
 :func:`value_range` is one pass that also finds the column's non-finite values, refused
-with their count and the first one's row (:func:`~dpfast.engines.dataflow.column_stats`);
+with their count and the first one's row (:func:`~dpfast.dataflow.flow.column_stats`);
 on a table held in memory, one scan of the column's values, which the engine checked when
 it read them.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import quoted
-from dpfast.engines.dataflow import Dataflow, column_stats
-from dpfast.engines.values import NumericColumn
+from dpfast.dataflow.flow import Dataflow, column_stats
+from dpfast.dataflow.values import NumericColumn
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["value_range"]

@@ -22,9 +22,9 @@ import numpy as np
 
 from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
-from dpfast.engines.cluster_files import Attributes
-from dpfast.engines.dataflow import cut_ranges, refined_shift
-from dpfast.engines.scratch_files import append_array, read_rows
+from dpfast.dataflow.cluster_files import Attributes
+from dpfast.dataflow.flow import cut_ranges, refined_shift
+from dpfast.dataflow.scratch_files import append_array, read_rows
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 
 __all__ = ["distance_orders"]

@@ -7,14 +7,14 @@
   column is sorted whole if it fits the memory limit, else range by range: a histogram
   pass cuts the grid values into ranges that fit, each collected in one more pass and
   sorted, and a range of one grid value (a tie) is added without a sort
-  (:mod:`dpfast.engines.rank_plans`). On a cluster (a source that sorts in place) the
+  (:mod:`dpfast.dataflow.rank_plans`). On a cluster (a source that sorts in place) the
   workers sort the ranges and send back only their groups' sums. Integer sums do not
   depend on how the column was cut.
 * :func:`rank_counts`: individual ranking sorts a categorical column by its categories'
   taxonomy ranks; the counts per rank give every rank group's members without a sort.
   Held in memory, the column's codes are counted at once; elsewhere, one pass counts each
   batch's, added up where the batches are read
-  (:func:`~dpfast.engines.dataflow.column_total`).
+  (:func:`~dpfast.dataflow.flow.column_total`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import ranking
-from dpfast.engines.dataflow import (
+from dpfast.dataflow.flow import (
     HISTOGRAM_BITS,
     Dataflow,
     Limits,
@@ -35,7 +35,7 @@ from dpfast.engines.dataflow import (
     refined_shift,
     taxonomy_codes,
 )
-from dpfast.engines.rank_plans import (
+from dpfast.dataflow.rank_plans import (
     CHANGED_BETWEEN_PASSES,
     QuantisedKeys,
     histogram,
@@ -44,9 +44,9 @@ from dpfast.engines.rank_plans import (
     sorted_on_workers,
     whole_column,
 )
-from dpfast.engines.sorted_ranges import GroupSums, add_parts
-from dpfast.engines.source import Source
-from dpfast.engines.values import CategoricalColumn, NumericColumn
+from dpfast.dataflow.sorted_ranges import GroupSums, add_parts
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import CategoricalColumn, NumericColumn
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
@@ -174,8 +174,8 @@ def _cluster_group_sums(
 
     A column of at most the memory limit's sorted values is sorted whole by one task of
     one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
-    before it: :func:`~dpfast.engines.rank_plans.whole_column`). A larger one is cut
-    first (:func:`~dpfast.engines.rank_plans.plan_ranks`); one ``sort_ranges`` job sorts
+    before it: :func:`~dpfast.dataflow.rank_plans.whole_column`). A larger one is cut
+    first (:func:`~dpfast.dataflow.rank_plans.plan_ranks`); one ``sort_ranges`` job sorts
     each range on a worker and returns its groups' sums. A range of one grid value (a tie)
     is added here.
     """

@@ -22,14 +22,14 @@ import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import kernel_floats
-from dpfast.engines.dataflow import (
+from dpfast.dataflow.flow import (
     Dataflow,
     column_total,
     cut_ranges,
     numeric_values,
     refined_shift,
 )
-from dpfast.engines.values import NumericColumn, OrderStatistics
+from dpfast.dataflow.values import NumericColumn, OrderStatistics
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["RankSweep", "key_value", "order_keys", "order_statistics"]

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._kernels import ranking
-from dpfast.engines.dataflow import FAN
+from dpfast.dataflow.flow import FAN
+from dpfast.dataflow.sorted_ranges import Ranges, keys_by_range
+from dpfast.dataflow.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.engines.partial_totals import batch_results, combined, partials_of, totals
-from dpfast.engines.sorted_ranges import Ranges, keys_by_range
-from dpfast.engines.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.exceptions import DPFastValueError
 
 __all__ = ["DaskSource", "Piece"]
@@ -266,7 +266,7 @@ class DaskSource(Source):
         One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
         and splits them by range; a task per range gathers its pieces from every
         partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
-        back. Dask's own sort is not used. See :mod:`dpfast.engines.sorted_ranges`.
+        back. Dask's own sort is not used. See :mod:`dpfast.dataflow.sorted_ranges`.
         """
         from dask.base import compute
         from dask.delayed import delayed
@@ -361,7 +361,7 @@ def _results(
 ) -> list[tuple[int, bool, Any]]:
     """Return ``(first_row, failed, result)`` per batch of a partition: ``map_column``'s task.
 
-    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` is returned as a
+    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK` is returned as a
     failed result and ends the partition (:func:`~dpfast.engines.partial_totals.batch_results`).
     """
     return list(batch_results(batches, fn))

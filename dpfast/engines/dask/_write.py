@@ -11,9 +11,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfast.dataflow.values import Progress
 from dpfast.engines.frames import GeneratedParts, plan_of, text_columns
 from dpfast.engines.scratch_dirs import worker_numba_cache
-from dpfast.engines.values import Progress
 
 __all__ = ["local_cluster", "write_dataset"]
 

@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast import noise
+from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS
 from dpfast.engines.frames.parts import (
     GroupsColumn,
     RowsBatch,
@@ -50,7 +51,6 @@ from dpfast.engines.frames.sent_ranks import (
     RankedState,
     part_places,
 )
-from dpfast.engines.sorted_ranges import WORKER_BUFFERS
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups
 
@@ -246,7 +246,7 @@ class ExchangedParts:
         """Return output part ``part``, and each ranked column's rows on a bound in it.
 
         Per ranked column, ``(released, before, pushed)``
-        (:meth:`~dpfast.engines.on_bound.OnBound.counts`).
+        (:meth:`~dpfast.dataflow.on_bound.OnBound.counts`).
         """
         loaded = [pickle.loads(p) for p in payloads]
         ranked: list[list[RankedPiece]] = [[] for _ in self.ranked]

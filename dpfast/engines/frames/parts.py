@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore as outofcore_kernels
-from dpfast.engines.row_outputs import released_batch
-from dpfast.engines.sorted_ranges import WORKER_BUFFERS
-from dpfast.engines.values import Cells, NumericColumn, ProtectedColumn
+from dpfast.dataflow.row_outputs import released_batch
+from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS
+from dpfast.dataflow.values import Cells, NumericColumn, ProtectedColumn
 from dpfast.io import arrow_labels
 from dpfast.partitions.ranking import RankGroups
 
@@ -239,7 +239,7 @@ class GeneratedParts:
         """Return part ``part`` of every column.
 
         Without ``buffer``, the worker's kept sort buffers are freed first: the passes are
-        over once the output is computed (:class:`~dpfast.engines.sorted_ranges.KeyBuffers`).
+        over once the output is computed (:class:`~dpfast.dataflow.sorted_ranges.KeyBuffers`).
         With one (``uint64``, at least :meth:`words` ``(part)``), the float columns' values
         are written into it and the table's arrays are views of it: it must not be
         reused while the table is.

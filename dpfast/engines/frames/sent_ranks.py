@@ -41,11 +41,11 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import ranking
 from dpfast._validation import quoted
+from dpfast.dataflow.on_bound import OnBound
+from dpfast.dataflow.rank_plans import RankPlan
+from dpfast.dataflow.sorted_ranges import Ranges
+from dpfast.dataflow.values import GroupCodes, RangeValues
 from dpfast.engines.frames.parts import GroupsColumn, bucket_order, bucket_run, bucket_span
-from dpfast.engines.on_bound import OnBound
-from dpfast.engines.rank_plans import RankPlan
-from dpfast.engines.sorted_ranges import Ranges
-from dpfast.engines.values import GroupCodes, RangeValues
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups
 
@@ -101,7 +101,7 @@ class RankedColumn:
     ``values`` computes groups' released values from their exact sums, ``before`` (a
     numeric column's) their values before the noise; ``lower`` and ``upper`` bound the
     released values (:meth:`assemble` counts the rows on either:
-    :class:`~dpfast.engines.on_bound.OnBound`).
+    :class:`~dpfast.dataflow.on_bound.OnBound`).
     """
 
     layout: RankGroups

@@ -3,7 +3,7 @@
 The input is a Parquet file, a directory of Parquet files, a glob, a
 ``pyarrow.dataset.Dataset`` of Parquet files, a CSV or TSV file or a glob of them
 (converted to Parquet beside the output first: :class:`CsvSource`), or any column source
-(:class:`dpfast.engines.source.Source`); the release is written to ``output`` (a
+(:class:`dpfast.dataflow.source.Source`); the release is written to ``output`` (a
 ``.parquet`` file, or a directory of ``part-NNNNN.parquet`` files) and published in one
 rename. The Spark and Dask engines are this engine over their own sources, with the
 passes run by their workers.

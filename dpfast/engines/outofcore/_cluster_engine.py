@@ -5,12 +5,12 @@ passes run on the workers (``map_column``, ``sort_ranges``). Its release is a la
 computed by the workers from small state whenever every released column allows it:
 
 * every column released in a keyed permutation of its rank groups
-  (:class:`~dpfast.engines.writes.WriteGroups`): a frame of :class:`GeneratedParts`;
-* every column released row by row (:class:`~dpfast.engines.writes.WriteRows`): a frame
+  (:class:`~dpfast.dataflow.writes.WriteGroups`): a frame of :class:`GeneratedParts`;
+* every column released row by row (:class:`~dpfast.dataflow.writes.WriteRows`): a frame
   of the input's batches mapped by :class:`RowsBatch` (one pass first counts what the
   private report counts);
 * columns copied unprotected, in the rows' order or in a keyed permutation, alone or
-  beside either of the two above (:class:`~dpfast.engines.writes.CopyColumns`): a frame of
+  beside either of the two above (:class:`~dpfast.dataflow.writes.CopyColumns`): a frame of
   :class:`ExchangedParts`, whose input tasks send every row to its output part and whose
   output tasks put their parts in order (one exchange, no pass on the driver);
 * with ``output``, numeric columns of rank groups whose sort's tasks send their ranks
@@ -18,7 +18,7 @@ computed by the workers from small state whenever every released column allows i
   frame, each range's task computing its groups' values and sending them to the parts.
 
 A table the method computed from small results
-(:class:`~dpfast.engines.writes.WriteTable`) is a frame made here from it (with
+(:class:`~dpfast.dataflow.writes.WriteTable`) is a frame made here from it (with
 ``output``, this process writes it there too). Any other
 release (record-linked, resampled or coded columns, or copied columns of a type the
 cluster's frame does not hold) is written by this process from passes run on the workers,
@@ -44,8 +44,22 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import option, quoted
+from dpfast.dataflow.flow import Limits, column_total
+from dpfast.dataflow.on_bound import BoundCount, OnBound, RankGroupValues
+from dpfast.dataflow.rank_plans import RankPlan, plan_ranks, quantised_keys
+from dpfast.dataflow.source import Source, Staged, stage_beside
+from dpfast.dataflow.values import (
+    CategoricalColumn,
+    Cells,
+    GroupCodes,
+    NumericColumn,
+    Opening,
+    ProtectedColumn,
+    PublishHook,
+    RangeValues,
+)
+from dpfast.dataflow.writes import CopyColumns, Write, WriteGroups, WriteRows, WriteTable
 from dpfast.engines.base import RankSender
-from dpfast.engines.dataflow import Limits, column_total
 from dpfast.engines.frames.exchange import (
     ExchangedParts,
     Shuffled,
@@ -66,7 +80,6 @@ from dpfast.engines.frames.sent_ranks import (
     no_keys,
     ranks_of_counts,
 )
-from dpfast.engines.on_bound import BoundCount, OnBound, RankGroupValues
 from dpfast.engines.outofcore._engine import (
     BATCH_ROWS,
     OutOfCoreEngine,
@@ -74,19 +87,6 @@ from dpfast.engines.outofcore._engine import (
 )
 from dpfast.engines.outofcore._kept import KeptWrites
 from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.rank_plans import RankPlan, plan_ranks, quantised_keys
-from dpfast.engines.source import Source, Staged, stage_beside
-from dpfast.engines.values import (
-    CategoricalColumn,
-    Cells,
-    GroupCodes,
-    NumericColumn,
-    Opening,
-    ProtectedColumn,
-    PublishHook,
-    RangeValues,
-)
-from dpfast.engines.writes import CopyColumns, Write, WriteGroups, WriteRows, WriteTable
 from dpfast.exceptions import DPFastRuntimeError, DPFastTypeError
 from dpfast.io import build_table
 from dpfast.partitions.grid import Grid

@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfast.dataflow.source import Columns, batch_fields, column_names
+from dpfast.dataflow.values import Progress
 from dpfast.engines.frames.parts import text_columns
 from dpfast.engines.outofcore._sources import ParquetDataset, WrappedSource
 from dpfast.engines.scratch_dirs import make_scratch, remove_tree
-from dpfast.engines.source import Columns, batch_fields, column_names
-from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import CsvFiles, LooserType, text_files
 

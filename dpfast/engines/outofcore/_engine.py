@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -21,26 +22,19 @@ from dpfast._validation import (
     option,
     quoted,
 )
-from dpfast.engines.base import Engine, in_threads
-from dpfast.engines.dataflow import (
+from dpfast.dataflow.clustered_rows import clustered_rows
+from dpfast.dataflow.flow import (
     Dataflow,
     Limits,
     NonFiniteValue,
     column_stats,
     declared_dictionary,
 )
-from dpfast.engines.outofcore._computed import repeated_columns, table_columns
-from dpfast.engines.outofcore._csv import CsvSource
-from dpfast.engines.outofcore._mdav_output import write_clustered
-from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
-from dpfast.engines.outofcore._output import Output
-from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
-from dpfast.engines.outofcore._work import CountedSource, Work
-from dpfast.engines.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
-from dpfast.engines.resampled_rows import resampled_rows
-from dpfast.engines.row_outputs import FileRows, Rows, coded_rows, released_rows
-from dpfast.engines.source import Source, Staged
-from dpfast.engines.values import (
+from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
+from dpfast.dataflow.resampled_rows import resampled_rows
+from dpfast.dataflow.row_outputs import FileRows, Rows, coded_rows, released_rows
+from dpfast.dataflow.source import Source, Staged
+from dpfast.dataflow.values import (
     Bins,
     CategoricalColumn,
     Cells,
@@ -54,7 +48,7 @@ from dpfast.engines.values import (
     column_threads,
     own_dtype,
 )
-from dpfast.engines.writes import (
+from dpfast.dataflow.writes import (
     CopyColumns,
     Write,
     WriteClusters,
@@ -67,6 +61,13 @@ from dpfast.engines.writes import (
     WriteTable,
     unknown_write,
 )
+from dpfast.engines.base import Engine, in_threads
+from dpfast.engines.outofcore._computed import repeated_columns, table_columns
+from dpfast.engines.outofcore._csv import CsvSource
+from dpfast.engines.outofcore._memory import check_memory_limit, most_columns
+from dpfast.engines.outofcore._output import Output
+from dpfast.engines.outofcore._sources import ArrowSource, ColumnSource, ParquetDataset
+from dpfast.engines.outofcore._work import CountedSource, Work
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import (
     build_table,
@@ -368,7 +369,7 @@ class OutOfCoreEngine(Engine):
         self._tick(f"column {column.name}", 0, 1)
         with FileRows(self.out.path(column.name)) as rows:
             counts = released_rows(self.dataflow, column, cells, rows)
-        self.out._numeric(column)
+        self.out.released(column)
         return counts
 
     def _write_groups(
@@ -377,7 +378,7 @@ class OutOfCoreEngine(Engine):
         with FileRows(self.out.path(column.name)) as rows:
             counted = _PassCounted(rows, self.counters, self.n_rows)
             grouped_rows(self.dataflow, values, layout, key, counted)
-        self.out._register(column)
+        self.out.released(column)
 
     def _write_linked(
         self,
@@ -395,13 +396,13 @@ class OutOfCoreEngine(Engine):
             else:
                 assert grid is not None
                 linked = linked_rows(flow, column, grid, layout, key, values, rows)
-        self.out._register(column)
+        self.out.released(column)
         return linked.values, linked.clamped
 
     def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
         with FileRows(self.out.path(column.name)) as rows:
             ranked_rows(self.dataflow, column, layout, values, rows)
-        self.out._numeric(column)
+        self.out.released(column)
 
     def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
@@ -417,10 +418,15 @@ class OutOfCoreEngine(Engine):
         values: Sequence[np.ndarray],
         key: np.ndarray | None,
     ) -> None:
-        paths = [self.out.path(column.name) for column in columns]
-        write_clustered(clusters, paths, values, key, self._tick, self.counters)
+        with contextlib.ExitStack() as stack:
+            rows: list[Rows] = [
+                stack.enter_context(FileRows(self.out.path(column.name))) for column in columns
+            ]
+            if key is not None and rows:
+                rows[0] = _PassCounted(rows[0], self.counters, self.n_rows)
+            clustered_rows(self.dataflow, clusters, values, key, rows)
         for column in columns:
-            self.out._register(column)
+            self.out.released(column)
 
     # -- coded columns ------------------------------------------------------------------
 
@@ -436,7 +442,7 @@ class OutOfCoreEngine(Engine):
     ) -> None:
         with FileRows(self.out.path(column.name)) as rows:
             resampled_rows(self.dataflow, column, bins, key, keep, rows, n_threads=n_threads)
-        self.out._numeric(column)
+        self.out.released(column)
 
     def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
         self._tick(f"column {name}", 0, 1)

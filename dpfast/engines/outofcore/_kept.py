@@ -14,9 +14,9 @@ from typing import Literal, TypeVar
 
 import pyarrow as pa
 
+from dpfast.dataflow.writes import CopyColumns, WriteGroups
 from dpfast.engines.frames.parts import RowsColumn
 from dpfast.engines.frames.sent_ranks import RankedState
-from dpfast.engines.writes import CopyColumns, WriteGroups
 
 __all__ = ["FrameShape", "KeptWrites"]
 

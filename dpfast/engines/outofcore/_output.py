@@ -3,10 +3,10 @@
 Every released column is written to a scratch file in output row order, in a hidden
 scratch directory beside the output:
 
-* **rows** (:mod:`dpfast.engines.row_outputs`, written by the engine): a batch's
+* **rows** (:mod:`dpfast.dataflow.row_outputs`, written by the engine): a batch's
   released values at their rows' places, read back by :meth:`Output.coded` for a coded
   column;
-* **rank groups** (:mod:`dpfast.engines.ranked_rows`, written by the engine): the groups'
+* **rank groups** (:mod:`dpfast.dataflow.ranked_rows`, written by the engine): the groups'
   values in a keyed order of the rows, bucket range by bucket range of the permutation;
   or each row's rank group value, placed at the row's output position through spill
   files;
@@ -31,23 +31,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dpfast.engines.dataflow import Limits
-from dpfast.engines.outofcore._sources import ColumnSource
-from dpfast.engines.outofcore._work import Work
-from dpfast.engines.placement import ArrowFile, BatchFiles, Placer
-from dpfast.engines.row_outputs import decodes_to_dictionary, domain_labels
-from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
-from dpfast.engines.scratch_files import (
+from dpfast.dataflow.flow import Limits
+from dpfast.dataflow.placement import ArrowFile, BatchFiles, Placer
+from dpfast.dataflow.row_outputs import decodes_to_dictionary, domain_labels
+from dpfast.dataflow.scratch_files import (
     column_digest,
     read_rows,
     scratch_name,
 )
-from dpfast.engines.source import Staged
-from dpfast.engines.values import (
+from dpfast.dataflow.source import Staged
+from dpfast.dataflow.values import (
     CategoricalColumn,
     NumericColumn,
     ProtectedColumn,
 )
+from dpfast.engines.outofcore._sources import ColumnSource
+from dpfast.engines.outofcore._work import Work
+from dpfast.engines.scratch_dirs import make_scratch, publish_at, remove_tree
 from dpfast.io import WRITE_ROWS, arrow_labels
 
 __all__ = ["FILE_ROWS", "Output", "ScratchColumn"]
@@ -110,6 +110,32 @@ class Output:
         return self.directory / scratch_name(name, kind)
 
     # -- the kinds of released column ---------------------------------------------------
+
+    def released(self, column: ProtectedColumn) -> None:
+        """Read a column written to its scratch file back: its own dtype, or its labels."""
+        if isinstance(column, CategoricalColumn):
+            self._labels(column)
+        else:
+            self._numeric(column)
+
+    def coded(self, name: Hashable, domain: Sequence[Any], declared: Sequence[str] | None) -> None:
+        """Read a column written as int64 codes back as ``domain``'s values, as in memory.
+
+        A dictionary (``row_outputs.decodes_to_dictionary``) keeps the categories its type
+        ``declared`` (:func:`dpfast.io.arrow_labels`).
+        """
+        path = self.path(name)
+        original = self.source.schema.field(str(name)).type
+        text = decodes_to_dictionary(original, domain)
+        values = pa.array(domain_labels(domain))
+
+        def read(first: int, count: int) -> pa.Array:
+            codes = read_rows(path, np.int64, first, count)
+            if text:
+                return arrow_labels(codes, list(domain), original, declared)
+            return values.take(pa.array(codes))
+
+        self.columns[str(name)] = ScratchColumn(str(name), read(0, 0).type, read, True)
 
     def copied(
         self,
@@ -195,12 +221,6 @@ class Output:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _register(self, column: ProtectedColumn) -> None:
-        if isinstance(column, CategoricalColumn):
-            self._labels(column)
-        else:
-            self._numeric(column)
-
     def _numeric(self, column: NumericColumn) -> None:
         """Convert a numeric column written as float64: it is read back in its own dtype."""
         path = self.path(column.name)
@@ -211,25 +231,6 @@ class Output:
             return pa.array(column.restore_dtype(values), kind)
 
         self.columns[str(column.name)] = ScratchColumn(str(column.name), kind, read)
-
-    def coded(self, name: Hashable, domain: Sequence[Any], declared: Sequence[str] | None) -> None:
-        """Read a column written as int64 codes back as ``domain``'s values, as in memory.
-
-        A dictionary (``row_outputs.decodes_to_dictionary``) keeps the categories its type
-        ``declared`` (:func:`dpfast.io.arrow_labels`).
-        """
-        path = self.path(name)
-        original = self.source.schema.field(str(name)).type
-        text = decodes_to_dictionary(original, domain)
-        values = pa.array(domain_labels(domain))
-
-        def read(first: int, count: int) -> pa.Array:
-            codes = read_rows(path, np.int64, first, count)
-            if text:
-                return arrow_labels(codes, list(domain), original, declared)
-            return values.take(pa.array(codes))
-
-        self.columns[str(name)] = ScratchColumn(str(name), read(0, 0).type, read, True)
 
     def _labels(self, column: CategoricalColumn) -> None:
         """Convert a categorical column's codes to its taxonomy's labels, of the input's type.

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpfast._validation import check_unique_names, quoted
-from dpfast.engines.source import Columns, Source, batch_fields, column_batch, column_names
+from dpfast.dataflow.source import Columns, Source, batch_fields, column_batch, column_names
 from dpfast.exceptions import DPFastValueError
 from dpfast.io import is_declared_dictionary, same_dictionaries
 
@@ -33,7 +33,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-#: What the out-of-core engine reads a table through (:class:`dpfast.engines.source.Source`).
+#: What the out-of-core engine reads a table through (:class:`dpfast.dataflow.source.Source`).
 ColumnSource = Source
 
 

@@ -24,8 +24,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast.dataflow.source import Columns, Source
 from dpfast.engines.outofcore._sources import WrappedSource
-from dpfast.engines.source import Columns, Source
 
 __all__ = ["CountedSource", "Work", "result_bytes"]
 

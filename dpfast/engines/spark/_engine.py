@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dpfast.dataflow.values import column_threads
 from dpfast.engines.frames import (
     ExchangedParts,
     GeneratedParts,
@@ -32,7 +33,6 @@ from dpfast.engines.spark._settings import memory_limit as configured_memory
 from dpfast.engines.spark._settings import read_in_order, scratch_directory
 from dpfast.engines.spark._source import SparkSource, spark_of
 from dpfast.engines.spark._write import write_dataset
-from dpfast.engines.values import column_threads
 from dpfast.exceptions import interrupt_in
 
 __all__ = ["SparkEngine"]

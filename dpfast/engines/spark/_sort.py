@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
+from dpfast.dataflow.source import Columns, batch_fields
 from dpfast.engines.frames import ExchangedParts
-from dpfast.engines.sorted_ranges import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
-from dpfast.engines.source import Columns, batch_fields
 from dpfast.engines.spark._rows import (
     FileTasks,
     Numbering,

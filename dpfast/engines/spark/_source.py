@@ -25,11 +25,11 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._validation import quoted
-from dpfast.engines.dataflow import FAN, dumps_error
+from dpfast.dataflow.flow import FAN, dumps_error
+from dpfast.dataflow.sorted_ranges import Ranges
+from dpfast.dataflow.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.engines.frames import ExchangedParts
 from dpfast.engines.partial_totals import Partial, batch_results, combined, partials_of, totals
-from dpfast.engines.sorted_ranges import Ranges
-from dpfast.engines.source import Columns, Source, column_batch, column_names, source_under
 from dpfast.engines.spark._exchange import assembled, exchange_pieces
 from dpfast.engines.spark._rows import (
     ROW_COLUMN,
@@ -281,7 +281,7 @@ class SparkSource(Source):
 
         One job: each task adds its batches' results into one partial; while there are
         more than ``most`` partials, a shuffle into ``partials /``
-        :data:`~dpfast.engines.dataflow.FAN` tasks adds them again; only the last come
+        :data:`~dpfast.dataflow.flow.FAN` tasks adds them again; only the last come
         back, each with the rows of its largest reading task
         (:func:`dpfast.engines.partial_totals.totals`).
         """
@@ -336,7 +336,7 @@ class SparkSource(Source):
         into one partition per range (the
         tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
         ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.engines.sorted_ranges`. Over Parquet
+        i)``, which alone is collected. See :mod:`dpfast.dataflow.sorted_ranges`. Over Parquet
         files that the executors read (:class:`FileTasks`), one range is one task that
         reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
         copies cost several times the sort (docs/engines.md, "Ranks on a cluster").
@@ -483,7 +483,7 @@ def _results(
 ) -> Iterator[pa.RecordBatch]:
     """Yield one record batch of :data:`_RESULTS` per batch: ``map_column``'s task.
 
-    The first exception of :data:`~dpfast.engines.dataflow.SENT_BACK` (the refusals of bad
+    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK` (the refusals of bad
     data, not worth a retry) is yielded as a failed result and ends the partition
     (:func:`~dpfast.engines.partial_totals.batch_results`); other exceptions fail the task,
     which Spark retries.

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS
+from dpfast.dataflow.values import Progress
 from dpfast.engines.frames import ExchangedParts, GeneratedParts, plan_of, text_columns
-from dpfast.engines.sorted_ranges import WORKER_BUFFERS
 from dpfast.engines.spark._exchange import received
 from dpfast.engines.spark._rows import collected, quietly
-from dpfast.engines.values import Progress
 from dpfast.exceptions import DPFastOSError, DPFastRuntimeError, interrupt_in
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _write_part(
     """Write this task's parts (on an executor); yield each part's number and rows.
 
     The float columns' values are computed into one buffer of the worker's
-    (:data:`~dpfast.engines.sorted_ranges.WORKER_BUFFERS`), taken back by its next part: fresh
+    (:data:`~dpfast.dataflow.sorted_ranges.WORKER_BUFFERS`), taken back by its next part: fresh
     memory costs a page fault per page (docs/engines.md, "Memory pages"). The buffer
     goes back only once the part's table is written and dropped; a failed part drops it.
     """

@@ -16,7 +16,7 @@ from dpfast import noise
 from dpfast._release import DPReleaseOptions, Run, Unpack, method_call, noise_source, open_run
 from dpfast._validation import check_choice, check_epsilon, check_seed, in_cli, option, quoted
 from dpfast.accounting import GuaranteeLevel, Ledger, PrivateReport, Report
-from dpfast.engines.writes import WriteTable
+from dpfast.dataflow.writes import WriteTable
 from dpfast.exceptions import DPFastTypeError, DPFastValueError
 from dpfast.io import released_categories, repeat_rows
 from dpfast.methods.diffgen._budget import Budget, Spender, Utility, check_steps, counts_entry

@@ -39,10 +39,10 @@ from dpfast._release import (
     weight_parameters,
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
+from dpfast.dataflow.on_bound import RankGroupValues, noiseless_group_values, rank_groups_on_bound
+from dpfast.dataflow.writes import WriteGroups, WriteLinked
 from dpfast.engines import BoundCount
 from dpfast.engines.base import Engine
-from dpfast.engines.on_bound import RankGroupValues, noiseless_group_values, rank_groups_on_bound
-from dpfast.engines.writes import WriteGroups, WriteLinked
 from dpfast.exceptions import DPFastValueError
 from dpfast.methods.ir_dp._arguments import (
     Arguments,

@@ -31,9 +31,9 @@ from dpfast._release import (
     weight_parameters,
 )
 from dpfast.accounting import GuaranteeLevel, LedgerEntry, UnprotectedPolicy, names
+from dpfast.dataflow.values import ProtectedColumn
+from dpfast.dataflow.writes import WriteClusters
 from dpfast.engines import Clusters, OnBound
-from dpfast.engines.values import ProtectedColumn
-from dpfast.engines.writes import WriteClusters
 from dpfast.exceptions import PrivacyLeakWarning
 from dpfast.methods.mdav_dp._arguments import (
     Arguments,

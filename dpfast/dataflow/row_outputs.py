@@ -2,13 +2,13 @@
 
 A row-wise output releases each row of a column from that row alone (and the method's
 key): its values go to the rows' own places, whatever order the batches come in. The
-algorithm reads the table through the :class:`~dpfast.engines.dataflow.Dataflow` and
+algorithm reads the table through the :class:`~dpfast.dataflow.flow.Dataflow` and
 puts each batch's released values into :class:`Rows`, which the engine gives:
 :class:`HeldRows` (an array in memory) or :class:`FileRows` (a scratch file, 8 bytes a
 row). Where the engine holds the table (``flow.holds``), the algorithm takes its fast
 path: the whole column at once, from the values already held. Here: :func:`released_rows`
-(:class:`~dpfast.engines.writes.WriteRows`) and :func:`coded_rows` (``WriteCodes``);
-``WriteResampled`` is :mod:`dpfast.engines.resampled_rows`'s.
+(:class:`~dpfast.dataflow.writes.WriteRows`) and :func:`coded_rows` (``WriteCodes``);
+``WriteResampled`` is :mod:`dpfast.dataflow.resampled_rows`'s.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import pandas as pd
 import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast.engines.dataflow import Dataflow, numeric_values
-from dpfast.engines.scratch_files import write_at
-from dpfast.engines.values import Cells, CodeCells, NumericColumn, check_in_domain, code_dtype
+from dpfast.dataflow.flow import Dataflow, numeric_values
+from dpfast.dataflow.scratch_files import write_at
+from dpfast.dataflow.values import Cells, CodeCells, NumericColumn, check_in_domain, code_dtype
 
 if TYPE_CHECKING:
     from dpfast.io import TableData
@@ -39,6 +39,7 @@ __all__ = [
     "coded_rows",
     "decodes_to_dictionary",
     "domain_labels",
+    "held_array",
     "released_batch",
     "released_rows",
 ]
@@ -94,6 +95,15 @@ class HeldRows:
         if self._values is None:
             return np.empty(self.n_rows, dtype=np.float64)
         return self._values
+
+
+def held_array(into: Rows, n: int, dtype: type) -> np.ndarray:
+    """Return the array a held fast path writes into: the engine's (``HeldRows``), or new.
+
+    A fast path fills it whole, then puts it (``into.put(0, out)``), which a
+    :class:`HeldRows` that gave it takes as done.
+    """
+    return into.array(dtype) if isinstance(into, HeldRows) else np.empty(n, dtype=dtype)
 
 
 class FileRows:
@@ -179,13 +189,13 @@ def coded_rows(
     its worker) and its codes released by ``cells(codes, first_row)``, put as int64. Held:
     a pandas categorical is coded by its categories (one pass over its codes), any other
     column looked up whole, and the codes put whole in the smallest integer type that
-    holds them (:func:`~dpfast.engines.values.code_dtype`).
+    holds them (:func:`~dpfast.dataflow.values.code_dtype`).
 
     Raises
     ------
     DPFastValueError
         The column has a missing value, or values outside the domain (named in row
-        order): :func:`~dpfast.engines.values.check_in_domain`. Nothing is put into
+        order): :func:`~dpfast.dataflow.values.check_in_domain`. Nothing is put into
         ``into`` for a batch that holds one.
     """
     coded = _Coded(pd.Index(list(domain)), code_dtype(len(domain)), cells)

@@ -4,7 +4,7 @@ Rank groups need a column's rows in the order of their grid values (its values c
 the public grid's domain and quantised to its steps). Where the column is larger than a
 sort's memory, it is sorted range by range: a histogram pass over the top bits of the grid
 values (:func:`histogram`, added up where the batches are read) cuts the grid into ranges
-that fit (:func:`~dpfast.engines.dataflow.cut_ranges`), each range is collected in one
+that fit (:func:`~dpfast.dataflow.flow.cut_ranges`), each range is collected in one
 more pass (:func:`quantised_in`) or, on a cluster, sorted by the workers
 (:func:`sorted_on_workers`, over the source's ``sort_ranges``). :func:`plan_ranks` cuts a
 column for a cluster's sort into a :class:`RankPlan`; :func:`whole_column` is the plan of
@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast.engines.dataflow import (
+from dpfast.dataflow.flow import (
     HISTOGRAM_BITS,
     Limits,
     column_total,
@@ -32,9 +32,9 @@ from dpfast.engines.dataflow import (
     numeric_values,
     refined_shift,
 )
-from dpfast.engines.sorted_ranges import GroupSums, Ranges
-from dpfast.engines.source import Source
-from dpfast.engines.values import NumericColumn
+from dpfast.dataflow.sorted_ranges import GroupSums, Ranges
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import NumericColumn
 from dpfast.partitions.grid import Grid
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Out of core, the insensitive MDAV step (:mod:`dpfast.steps.cluster_passes`) writes the
 protected columns at their rows' places (:class:`Attributes`) and every row's cluster
-(:class:`Partition`, the ``held`` handle of :class:`~dpfast.engines.values.Clusters`) to
+(:class:`Partition`, the ``held`` handle of :class:`~dpfast.dataflow.values.Clusters`) to
 scratch files; an engine writing ``WriteClusters`` reads the clusters back in output order.
 :func:`cluster_limits` cuts the memory limit between the per-cluster arrays and the
 passes' working memory (:class:`ClusterLimits`), refusing what cannot fit.
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dpfast._validation import option
-from dpfast.engines.scratch_files import chunks, read_rows
+from dpfast.dataflow.scratch_files import chunks, read_rows
 from dpfast.exceptions import DPFastValueError
 from dpfast.partitions.insensitive_mdav import FAST_PATH_MAX_POINTS, ReferenceGeometry
 

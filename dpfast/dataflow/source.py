@@ -219,7 +219,7 @@ class Source(ABC):
         """Return partial totals of ``fn(batch, first_row)`` over column ``name``'s batches.
 
         Each partial comes with the rows of the largest task added into it; the caller
-        adds the partials up (:func:`dpfast.engines.dataflow.column_total`). A source
+        adds the partials up (:func:`dpfast.dataflow.flow.column_total`). A source
         that adds where its batches are read returns at most ``most`` partials. This
         default reads the batches here and yields each batch's result as it comes, with
         its rows (nothing is held: the caller adds them up as they arrive).
@@ -248,9 +248,9 @@ class Source(ABC):
         """Sort column ``name``'s keys range by range where its batches are read.
 
         ``keys(batch, first_row)`` gives a batch's keys; the sorted keys of range ``i`` of
-        ``ranges`` (a :class:`~dpfast.engines.sorted_ranges.Ranges`) go to ``reduce(i,
+        ``ranges`` (a :class:`~dpfast.dataflow.sorted_ranges.Ranges`) go to ``reduce(i,
         keys)``, whose results come back in range order
-        (:mod:`dpfast.engines.sorted_ranges`). Only where :attr:`sorts_in_place`:
+        (:mod:`dpfast.dataflow.sorted_ranges`). Only where :attr:`sorts_in_place`:
         this default refuses.
         """
         raise DPFastTypeError(

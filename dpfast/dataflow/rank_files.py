@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast._kernels import ranking
-from dpfast.engines.dataflow import column_total, cut_ranges, refined_shift
-from dpfast.engines.scratch_files import write_at
-from dpfast.engines.source import Source
+from dpfast.dataflow.flow import column_total, cut_ranges, refined_shift
+from dpfast.dataflow.scratch_files import write_at
+from dpfast.dataflow.source import Source
 
 __all__ = ["BYTES_PER_RANKED_ROW", "Keys", "RankPasses", "float_keys", "float_values"]
 

@@ -9,7 +9,7 @@ counts the window's bins per batch (so that every row knows its own pool positio
 whatever order the batches come in) and one more pass gathers the window's values and the
 rows whose replacement falls in it (:func:`dpfast.noise.retain_draws` gives ``U_i``). The
 replacements found are kept sorted by row in scratch files, which the last pass, the one
-that puts the column's rows (:mod:`dpfast.engines.row_outputs`), reads back.
+that puts the column's rows (:mod:`dpfast.dataflow.row_outputs`), reads back.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import mechanisms as mechanism_kernels
-from dpfast.engines.dataflow import Dataflow, numeric_values
-from dpfast.engines.row_outputs import Rows
-from dpfast.engines.scratch_files import append_array, scratch_name
-from dpfast.engines.source import Source
-from dpfast.engines.values import Bins, NumericColumn
+from dpfast.dataflow.flow import Dataflow, numeric_values
+from dpfast.dataflow.row_outputs import Rows
+from dpfast.dataflow.scratch_files import append_array, scratch_name
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import Bins, NumericColumn
 
 __all__ = ["resampled_rows"]
 

@@ -1,25 +1,25 @@
 """Each row given its rank group's value, written once for every engine (docs/engines.md).
 
 The rank-placement outputs. :func:`grouped_rows` puts the rank groups' values in a keyed
-order of the rows (:class:`~dpfast.engines.writes.WriteGroups`). For the others, a
+order of the rows (:class:`~dpfast.dataflow.writes.WriteGroups`). For the others, a
 column's rows are ranked and cut into the method's rank groups (``layout``), each group's
 value is drawn from its sum (the method's ``values``), and every row gets its group's
 value at its own place, or, with ``key``, at its place in the keyed order (record
 linkage). The released values go into the engine's
-:class:`~dpfast.engines.row_outputs.Rows`.
+:class:`~dpfast.dataflow.row_outputs.Rows`.
 
 * :func:`linked_rows` ranks a numeric column by (grid value, row), with the groups' exact
-  integer sums (``ir_dp``, :class:`~dpfast.engines.writes.WriteLinked`);
+  integer sums (``ir_dp``, :class:`~dpfast.dataflow.writes.WriteLinked`);
 * :func:`linked_codes` ranks a categorical column by taxonomy rank (the same record);
 * :func:`ranked_rows` ranks by (value, row), the groups' float sums added in rank order
-  (``individual_ranking``, :class:`~dpfast.engines.writes.WriteRanked`).
+  (``individual_ranking``, :class:`~dpfast.dataflow.writes.WriteRanked`).
 
 Held in memory (``flow.holds``), one permutation, or one sort of the held values, and one
 scatter. Read in passes, the permutation is drawn bucket range by bucket range; the rows
 are written in rank order to a scratch file range by range within the
-memory limit (:class:`~dpfast.engines.rank_files.RankPasses`), then read back in parts
+memory limit (:class:`~dpfast.dataflow.rank_files.RankPasses`), then read back in parts
 and placed at their output rows through spill files
-(:class:`~dpfast.engines.placement.Placer`); a categorical column's ranks come from one
+(:class:`~dpfast.dataflow.placement.Placer`); a categorical column's ranks come from one
 pass of counts per batch, so that each batch places its own rows.
 """
 
@@ -36,13 +36,13 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast.engines.dataflow import Dataflow, Limits, numeric_values, taxonomy_codes
-from dpfast.engines.placement import Placer
-from dpfast.engines.rank_files import RankPasses, float_keys, float_values
-from dpfast.engines.row_outputs import HeldRows, Rows
-from dpfast.engines.scratch_files import column_digest, scratch_name
-from dpfast.engines.source import Source
-from dpfast.engines.values import (
+from dpfast.dataflow.flow import Dataflow, Limits, numeric_values, taxonomy_codes
+from dpfast.dataflow.placement import Placer
+from dpfast.dataflow.rank_files import RankPasses, float_keys, float_values
+from dpfast.dataflow.row_outputs import Rows, held_array
+from dpfast.dataflow.scratch_files import column_digest, scratch_name
+from dpfast.dataflow.source import Source
+from dpfast.dataflow.values import (
     CategoricalColumn,
     GroupValues,
     NumericColumn,
@@ -75,11 +75,6 @@ def _destination(key: np.ndarray | None, n: int) -> np.ndarray | None:
     return None if key is None else inverse_permutation(noise.permutation(key, n))
 
 
-def _held_array(into: Rows, n: int, dtype: type) -> np.ndarray:
-    """Return the array a held fast path writes into: the engine's (``HeldRows``), or new."""
-    return into.array(dtype) if isinstance(into, HeldRows) else np.empty(n, dtype=dtype)
-
-
 # -- rank groups in a keyed order --------------------------------------------------------
 
 
@@ -98,7 +93,7 @@ def grouped_rows(
     if flow.holds:
         order = noise.permutation(key, n)
         if values.dtype == np.float64:
-            out = _held_array(into, n, np.float64)
+            out = held_array(into, n, np.float64)
             ranking.take_groups(values, order, *layout.scalars, out)
         else:
             out = values[layout.group_of(order)]
@@ -165,7 +160,7 @@ def linked_rows(
     sums = np.zeros(layout.n_groups, dtype=np.int64)
     ranking.add_group_sums(packed, grid.index_bits, 0, *layout.scalars, sums)
     group_values = values(sums)
-    out = _held_array(into, n, np.float64)
+    out = held_array(into, n, np.float64)
     ranking.scatter_groups(packed, grid.index_bits, *layout.scalars, group_values, out)
     into.put(0, out)
     return Linked(group_values, int(clamped), destination)
@@ -221,7 +216,7 @@ def ranked_rows(
         order = np.argsort(column.values, kind="stable")
         sums = np.zeros(layout.n_groups, dtype=np.float64)
         outofcore_kernels.add_float_group_sums(column.values[order], 0, *layout.scalars, sums)
-        out = _held_array(into, n, np.float64)
+        out = held_array(into, n, np.float64)
         out[order] = np.repeat(values(sums), layout.sizes)
         into.put(0, out)
         return

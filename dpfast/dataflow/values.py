@@ -358,7 +358,7 @@ class Clusters:
     Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
     cluster ``c + 1``. ``labels`` holds each row's cluster where the rows are held in
     memory, and is empty where they were read in passes: ``held`` is then the
-    :class:`~dpfast.engines.cluster_files.Partition` of scratch files that holds them.
+    :class:`~dpfast.dataflow.cluster_files.Partition` of scratch files that holds them.
     """
 
     count: int

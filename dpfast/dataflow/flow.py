@@ -2,10 +2,10 @@
 
 A step (:mod:`dpfast.steps`) is a data algorithm written once: it reads the table through
 a :class:`Dataflow`, which an engine opens for its release (``Engine.dataflow``). The
-dataflow holds the column source (:class:`~dpfast.engines.source.Source`), the memory
+dataflow holds the column source (:class:`~dpfast.dataflow.source.Source`), the memory
 :class:`Limits` of the passes, the progress line, the release's scratch folder, and the
 table the engine holds in this process, if it does (the in-memory engine: a step may then
-use the values of its :class:`~dpfast.engines.values.NumericColumn` and the table's own
+use the values of its :class:`~dpfast.dataflow.values.NumericColumn` and the table's own
 category codes directly, as its fast path). In memory, the source is the table itself
 read as one batch per column (:class:`HeldTable`); a table known only by its names and
 row count (a forecast's) is a source that refuses every read
@@ -36,12 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpfast._validation import kernel_floats, quoted
-from dpfast.engines.source import Columns, Source
+from dpfast.dataflow.source import Columns, Source
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.io import is_declared_dictionary, same_dictionaries
 
 if TYPE_CHECKING:
-    from dpfast.engines.values import CategoricalColumn, NumericColumn
+    from dpfast.dataflow.values import CategoricalColumn, NumericColumn
     from dpfast.io import TableData
 
 __all__ = [
@@ -334,7 +334,7 @@ class Dataflow:
     risk).
     ``table`` is the table the engine holds in memory, or ``None``: where it is held
     (:attr:`holds`), every protected column's values are in its
-    :class:`~dpfast.engines.values.NumericColumn` and a step may take its fast path.
+    :class:`~dpfast.dataflow.values.NumericColumn` and a step may take its fast path.
 
     Examples
     --------

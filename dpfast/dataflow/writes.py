@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from dpfast.engines.values import (
+from dpfast.dataflow.values import (
     Bins,
     Cells,
     Clusters,
@@ -178,11 +178,11 @@ class WriteCodes(Write[None]):
     """Column ``name`` coded by a public ``domain``, released row by row, in row order.
 
     Each value becomes its index in ``domain`` (an equal label;
-    :func:`~dpfast.engines.values.code_dtype`), ``cells`` gives every row's released
+    :func:`~dpfast.dataflow.values.code_dtype`), ``cells`` gives every row's released
     code, and the output holds the codes' labels: a pandas categorical column stays one
     (of categories ``domain``), any other column holds ``domain``'s values. A missing
     value or one not in ``domain`` is refused
-    (:func:`~dpfast.engines.values.check_in_domain`) before any output is published.
+    (:func:`~dpfast.dataflow.values.check_in_domain`) before any output is published.
     """
 
     name: Hashable
@@ -194,5 +194,5 @@ def unknown_write(engine: str, request: Write[Any]) -> DPFastTypeError:
     """Return the error for a record an engine does not write."""
     return DPFastTypeError(
         f"the {engine} engine does not write {type(request).__name__}: an engine writes the "
-        "records of dpfast.engines.writes"
+        "records of dpfast.dataflow.writes"
     )
