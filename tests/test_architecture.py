@@ -460,7 +460,7 @@ ENGINE_CEILINGS = {
 #: Lines of dpfast/engines/: 12,455 at f9a0b2b, with what is now dpfast/dataflow/.
 ENGINE_LINES = 8_259
 #: Lines of dpfast/engines/ and dpfast/dataflow/ together.
-BOTH_LINES = 12_291
+BOTH_LINES = 12_299
 LINES_ROOM = 100
 #: Code lines (no docstring, comment or blank line) of dpfast/engines/, and of it and
 #: dpfast/dataflow/ together: 7,847 at f9a0b2b.

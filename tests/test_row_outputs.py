@@ -8,6 +8,8 @@ checked against a slow reference written here row by row.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -16,7 +18,7 @@ import pytest
 from dpfast import noise
 from dpfast.dataflow.cluster_files import Attributes, ClusterLimits, Partition
 from dpfast.dataflow.clustered_rows import clustered_rows
-from dpfast.dataflow.flow import Dataflow, HeldTable, Limits
+from dpfast.dataflow.flow import Dataflow, HeldTable, Limits, bucket_runs
 from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
 from dpfast.dataflow.resampled_rows import resampled_rows
 from dpfast.dataflow.row_outputs import FileRows, HeldRows, coded_rows, released_rows
@@ -333,6 +335,20 @@ def test_linked_codes_held_and_in_passes_match_the_reference(tmp_path, keyed):
         assert rows.values.tolist() == expected
         assert linked.clamped == 0
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bucket_runs_are_greedy_runs_that_fit(seed):
+    # each run is as long as it can be: the next bucket would not fit beside it
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 40, rng.integers(1, 30))
+    most = int(rng.integers(1, 60))
+    runs = bucket_runs(sizes, most)
+    assert runs[0] == 0 and runs[-1] == len(sizes) and runs == sorted(set(runs))
+    for lo, hi in itertools.pairwise(runs):
+        held = int(sizes[lo:hi].sum())
+        assert held <= most or hi == lo + 1
+        assert hi == len(sizes) or held + sizes[hi] > most
 
 
 @pytest.mark.parametrize("codes", [False, True])

@@ -12,15 +12,15 @@ are read back part by part of the permutation, and each part is put into every c
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from dpfast import noise
 from dpfast._kernels import insensitive_mdav as cluster_kernels
 from dpfast.dataflow.cluster_files import Partition
-from dpfast.dataflow.flow import Dataflow, cut_ranges
+from dpfast.dataflow.flow import Dataflow, bucket_runs
 from dpfast.dataflow.row_outputs import Rows, held_array
 from dpfast.dataflow.scratch_files import chunks
 from dpfast.dataflow.values import Clusters, inverse_permutation
@@ -73,18 +73,7 @@ def _output_labels(held: Partition, key: np.ndarray | None, n: int) -> Iterator[
         return
     sizes = noise.permutation_bucket_sizes(key, n)
     whole = held.read(0, n) if n * 8 <= limits.work // 4 else None
-    parts: list[tuple[int, int]] = []  # runs of buckets of at most ordered_rows rows
-    cut_ranges(sizes, 0, sizes.shape[0], 0, 0, limits.ordered_rows, _Parts(parts))
-    for lo, hi in parts:
+    runs = bucket_runs(sizes, limits.ordered_rows)
+    for lo, hi in itertools.pairwise(runs):
         rows = noise.permutation_part(key, n, lo, hi, sizes)
         yield whole[rows] if whole is not None else held.gather(rows)
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """Collect the ``(lo, hi)`` of each run of buckets :func:`cut_ranges` gives."""
-
-    parts: list[tuple[int, int]]
-
-    def __call__(self, lo: int, hi: int, first_rank: int, count: int) -> None:
-        self.parts.append((lo, hi))

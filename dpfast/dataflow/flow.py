@@ -54,6 +54,7 @@ __all__ = [
     "Limits",
     "NonFiniteValue",
     "add_up",
+    "bucket_runs",
     "column_stats",
     "column_total",
     "cut_ranges",
@@ -307,6 +308,28 @@ def cut_ranges(
         end = b + 1
     if held:
         process(lo + (start << shift), min(hi, lo + (end << shift)), rank, held)
+
+
+def bucket_runs(sizes: np.ndarray, most: int) -> list[int]:
+    """Cut a keyed permutation's buckets into runs of at most ``most`` rows, in order.
+
+    ``sizes[b]`` counts bucket ``b``'s rows (:func:`dpfast.noise.permutation_bucket_sizes`).
+    Returns the runs' first buckets, then ``len(sizes)``: run ``i`` is buckets
+    ``[runs[i], runs[i + 1])``. A bucket of more than ``most`` rows is a run of its own.
+
+    Examples
+    --------
+    >>> bucket_runs(np.array([3, 4, 2, 9, 1]), 6)
+    [0, 1, 3, 4, 5]
+    """
+    runs, held = [0], 0
+    for b, size in enumerate(sizes.tolist()):
+        if b and held + size > most:
+            runs.append(b)
+            held = 0
+        held += size
+    runs.append(len(sizes))
+    return runs
 
 
 def _no_tick(phase: str, done: int, total: int) -> None:

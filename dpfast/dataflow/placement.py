@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from dpfast import noise
 from dpfast._kernels import outofcore
+from dpfast.dataflow.flow import bucket_runs
 
 __all__ = ["ArrowFile", "BatchFiles", "Placer", "Sink", "bucket_ids"]
 
@@ -93,16 +94,9 @@ class Placer:
             self.bounds = [*range(0, self.n, rows), self.n]
         else:
             self.sizes = noise.permutation_bucket_sizes(self.key, self.n)
-            self.bucket_range = np.empty(self.sizes.shape[0], dtype=np.int64)
-            self.bounds = [0]  # the ranges' first buckets, then the end
-            held = 0
-            for b, size in enumerate(self.sizes.tolist()):
-                if b and held + size > rows:
-                    self.bounds.append(b)
-                    held = 0
-                held += size
-                self.bucket_range[b] = len(self.bounds) - 1
-            self.bounds.append(self.sizes.shape[0])
+            self.bounds = bucket_runs(self.sizes, rows)  # the ranges' first buckets, the end
+            ranges = np.arange(len(self.bounds) - 1, dtype=np.int64)
+            self.bucket_range = np.repeat(ranges, np.diff(self.bounds))
         self.schema = pa.schema([("row", pa.int64()), ("value", self.value_type)])
 
     def add(

@@ -25,6 +25,7 @@ pass of counts per batch, so that each batch places its own rows.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,13 @@ import pyarrow as pa
 from dpfast import noise
 from dpfast._kernels import outofcore as outofcore_kernels
 from dpfast._kernels import ranking
-from dpfast.dataflow.flow import Dataflow, Limits, numeric_values, taxonomy_codes
+from dpfast.dataflow.flow import (
+    Dataflow,
+    Limits,
+    bucket_runs,
+    numeric_values,
+    taxonomy_codes,
+)
 from dpfast.dataflow.placement import Placer
 from dpfast.dataflow.rank_files import RankPasses, float_keys, float_values
 from dpfast.dataflow.row_outputs import Rows, held_array
@@ -100,18 +107,13 @@ def grouped_rows(
         into.put(0, out)
         return order
     sizes = noise.permutation_bucket_sizes(key, n)
-    most, first, lo = flow.limits.ordered_rows, 0, 0
-    while lo < sizes.shape[0]:
-        hi, held = lo, 0
-        while hi < sizes.shape[0] and (hi == lo or held + sizes[hi] <= most):
-            held += int(sizes[hi])
-            hi += 1
+    runs, first = bucket_runs(sizes, flow.limits.ordered_rows), 0
+    for lo, hi in itertools.pairwise(runs):
         part = noise.permutation_part_groups(
             key, n, lo, hi, values, layout.k, sizes, big=layout.big
         )
         into.put(first, part)
         first += part.shape[0]
-        lo = hi
     return None
 
 
