@@ -1,7 +1,7 @@
 """Ranks on a cluster: ranges sorted on the workers, rank group sums added there.
 
-The pieces (:mod:`dpfast.dataflow.sorted_ranges`) against slow references, Spark's hash
-partitioning against Spark itself, and ``ir_dp`` on Spark and Dask, where the workers sort
+The pieces (:mod:`dpfast.dataflow.sorted_ranges`) against slow references, each range in
+its own Spark partition, and ``ir_dp`` on Spark and Dask, where the workers sort
 and the driver only plans, against the in-memory release under limits that force every
 path: balanced ranges, refined buckets, ties added on the driver, the remainder group.
 """
@@ -377,21 +377,36 @@ def test_ir_dp_on_spark_sorts_on_the_executors_and_gives_the_in_memory_release(
     _assert_sorted_where_needed(recorder.calls, memory_limit)
 
 
-def test_spark_hash_and_partition_tags_agree_with_spark(spark):
-    from pyspark.sql import functions as F
+def _range_keys(array: pa.Array, first_row: int) -> np.ndarray:
+    return np.asarray(array).astype(np.uint64)
 
-    from dpfast.engines.spark._sort import partition_tags, spark_hash_int
 
-    values = [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123456789]
-    frame = spark.createDataFrame([(v,) for v in values], "v int")
-    hashed = frame.select(F.hash("v").alias("h")).toArrow().column("h").to_pylist()
-    assert hashed == [spark_hash_int(v) for v in values]
-    for parts in (1, 3, 8):
-        tags = partition_tags(parts)
-        tagged = spark.createDataFrame([(int(t),) for t in tags], "range int")
-        placed = tagged.repartition(parts, "range").select("range", F.spark_partition_id())
-        where = dict(placed.toArrow().to_pandas().itertuples(index=False, name=None))
-        assert [where[int(t)] for t in tags] == list(range(parts))
+def _where_sorted(index: int, keys: np.ndarray) -> tuple[int, int, list[int]]:
+    from pyspark import TaskContext
+
+    return index, TaskContext.get().partitionId(), keys.tolist()
+
+
+EIGHT_RANGES = [(i * 100, i * 100 + 50) for i in range(8)]
+
+
+@pytest.mark.parametrize("cuts", [[(0, 1000)], [(0, 10), (200, 300), (500, 1000)], EIGHT_RANGES])
+def test_spark_sorts_each_range_in_its_own_partition(spark, cuts):
+    from dpfast.engines.spark import SparkSource
+
+    rng = np.random.default_rng(len(cuts))
+    values = rng.integers(0, 1000, 4000)
+    values[(values >= 200) & (values < 300)] = 7  # range 1 of three is empty
+    frame = spark.createDataFrame(pa.table({"v": values})).repartition(5)
+    ranges = _ranges(cuts)
+    found = SparkSource(frame).sort_ranges("v", 300, _range_keys, ranges, 10, _where_sorted)
+    expected = [
+        (i, sorted(int(x) for x in values if lo <= x < hi))
+        for i, (lo, hi) in enumerate(cuts)
+        if any(lo <= x < hi for x in values)
+    ]
+    assert [(i, keys) for i, _, keys in found] == expected
+    assert [partition for _, partition, _ in found] == [i for i, _ in expected]
 
 
 @pytest.mark.parametrize(("memory_limit", "remainder"), LIMITS)

@@ -96,6 +96,19 @@ def test_source_describes_the_frame(spark, parquet, table):
     assert [f.type for f in narrow.schema] == [pa.int32(), pa.float32()]
 
 
+def test_an_older_pyspark_is_refused_with_how_to_upgrade(spark, monkeypatch):
+    import pyspark
+
+    from dpfast.exceptions import DPFastImportError
+
+    frame = spark.range(3)
+    monkeypatch.setattr(pyspark, "__version__", "4.0.1")
+    with pytest.raises(DPFastImportError, match=r"pyspark 4.1 or later .* 4\.0\.1: pip install"):
+        dpfast.laplace_dp(frame, epsilon=1.0, columns=["id"], bounds={"id": (0, 2)})
+    monkeypatch.setattr(pyspark, "__version__", "4.1.0")
+    assert SparkSource(frame).n_rows == 3
+
+
 def test_regroup_gives_batches_of_consecutive_rows_of_at_most_batch_rows():
     values = pa.array(np.arange(23, dtype=np.int64))
     pieces = [

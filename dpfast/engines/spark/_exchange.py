@@ -1,9 +1,8 @@
 """The tasks of a Spark release frame made through one exchange (:class:`ExchangedParts`).
 
-The input's tasks emit each batch's pieces as rows ``(tag, part, payload)``
-(:func:`emitted`); ``repartition`` by the tag brings part ``p``'s pieces to partition
-``p`` (:func:`~dpfast.engines.spark._sort.partition_tags`), whose task assembles its part
-(:func:`assembled`). See :mod:`dpfast.engines.frames.exchange`.
+The input's tasks emit each batch's pieces as rows ``(part, payload)``
+(:func:`emitted`); ``repartitionById`` by the part brings part ``p``'s pieces to partition
+``p``, whose task assembles its part (:func:`assembled`). See :mod:`dpfast.engines.frames.exchange`.
 """
 
 from __future__ import annotations
@@ -12,12 +11,11 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 
 from dpfast.engines.frames import ExchangedParts
-from dpfast.engines.spark._rows import Numbering, partition_index, quietly, regroup, tagged
-from dpfast.engines.spark._sort import partition_tags, sort_emitted, ties_emitted
+from dpfast.engines.spark._rows import Numbering, partition_index, piece_rows, quietly, regroup
+from dpfast.engines.spark._sort import sort_emitted, ties_emitted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -25,19 +23,18 @@ if TYPE_CHECKING:
 __all__ = ["EMITTED", "assembled", "emitted", "exchange_pieces", "received"]
 
 #: The schema of the pieces the input's tasks emit.
-EMITTED = "tag int, part int, payload binary"
+EMITTED = "part int, payload binary"
 
 
 def emitted(
     batches: Iterable[pa.RecordBatch],
     parts: ExchangedParts,
-    tags: np.ndarray,
     batch_rows: int,
     numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the pieces of one input partition's batches, each tagged with its part's tag."""
+    """Yield the pieces of one input partition's batches, each with its part."""
     for batch, first in regroup(numbering.pieces(batches, partition_index()), batch_rows):
-        yield from tagged(parts.emit(batch, first), tags)
+        yield from piece_rows(parts.emit(batch, first))
 
 
 def assembled(
@@ -54,7 +51,7 @@ def received(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, list[byte
     pieces: dict[int, list[bytes]] = {}
     for batch in batches:
         for part, payload in zip(
-            batch.column(1).to_pylist(), batch.column(2).to_pylist(), strict=True
+            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
         ):
             pieces.setdefault(part, []).append(payload)
     for part in sorted(pieces):
@@ -62,22 +59,20 @@ def received(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, list[byte
 
 
 def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> DataFrame:
-    """Return the pieces of ``parts`` as rows ``(tag, part, payload)``, before the shuffle.
+    """Return the pieces of ``parts`` as rows ``(part, payload)``, before the shuffle.
 
     Every input batch's pieces (:meth:`ExchangedParts.emit`) of ``source`` (a
     :class:`~dpfast.engines.spark.SparkSource`); and for each ranked column, each sorted
     range's (the keys split by range and shuffled as its ``sort_ranges`` does, each
     range's task sorting them and sending its ranks, :meth:`ExchangedParts.emit_sorted`)
-    and each run of ties' (:meth:`ExchangedParts.emit_ties`). The tags send part ``p``'s
-    pieces to partition ``p`` of a ``repartition`` by tag.
+    and each run of ties' (:meth:`ExchangedParts.emit_ties`).
     """
-    tags = partition_tags(parts.count)
     sent = []
     with quietly():
         if parts.inputs:
             frame, numbering = source._input(parts.inputs, batch_rows)
             emit = functools.partial(
-                emitted, parts=parts, tags=tags, batch_rows=int(batch_rows), numbering=numbering
+                emitted, parts=parts, batch_rows=int(batch_rows), numbering=numbering
             )
             sent.append(frame.mapInArrow(emit, EMITTED))
         for column, ranked in enumerate(parts.ranked):
@@ -86,12 +81,12 @@ def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> Data
                 shuffled = source._split_by_range(ranked.name, batch_rows, ranked.keys, ranges)
                 emit = functools.partial(
                     sort_emitted, ranges=ranges, key_bits=int(key_bits), parts=parts,
-                    column=column, tags=tags,
+                    column=column,
                 )  # fmt: skip
                 sent.append(shuffled.mapInArrow(emit, EMITTED))
             runs = len(ranked.ties)
             if runs:
-                ties = functools.partial(ties_emitted, parts=parts, column=column, tags=tags)
+                ties = functools.partial(ties_emitted, parts=parts, column=column)
                 numbered = source.session.range(runs, numPartitions=min(runs, source.sort_tasks))
                 sent.append(numbered.mapInArrow(ties, EMITTED))
     pieces: DataFrame = functools.reduce(lambda a, b: a.union(b), sent)

@@ -46,10 +46,10 @@ __all__ = [
     "file_key",
     "job_errors",
     "partition_index",
+    "piece_rows",
     "quietly",
     "raised",
     "regroup",
-    "tagged",
 ]
 
 #: pyspark warns of pandas >= 3 whenever ``mapInArrow`` is planned; the Arrow path does
@@ -363,16 +363,15 @@ def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
-def tagged(sent: list[tuple[int, bytes]], tags: np.ndarray) -> Iterator[pa.RecordBatch]:
-    """Yield pieces ``(part, payload)`` as rows ``(tag, part, payload)`` (:data:`EMITTED`)."""
+def piece_rows(sent: list[tuple[int, bytes]]) -> Iterator[pa.RecordBatch]:
+    """Yield pieces ``(part, payload)`` as one batch of rows ``(part, payload)``."""
     if sent:
         yield pa.RecordBatch.from_arrays(
             [
-                pa.array([int(tags[part]) for part, _ in sent], pa.int32()),
                 pa.array([part for part, _ in sent], pa.int32()),
                 pa.array([payload for _, payload in sent], pa.binary()),
             ],
-            names=["tag", "part", "payload"],
+            names=["part", "payload"],
         )
 
 

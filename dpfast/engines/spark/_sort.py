@@ -1,9 +1,9 @@
 """The sort job of a Spark source: a column's keys sorted by range on the executors.
 
-:meth:`SparkSource.sort_ranges` tags every batch's keys with their range
-(:func:`split_by_range`), has Spark bring each range to one task (the tags are chosen so that
-Spark's hash partitioning sends range ``i`` to partition ``i``: :func:`partition_tags`),
-and each task sorts its keys and returns only its reduction (:func:`sort_range`); a column
+:meth:`SparkSource.sort_ranges` splits every batch's keys by range
+(:func:`split_by_range`), has Spark bring range ``i`` to partition ``i``
+(``repartitionById``), and each task sorts its keys and returns only its reduction
+(:func:`sort_range`); a column
 that is one range, over Parquet files the executors read, is read and sorted by one task
 (:func:`read_sorted`). See docs/engines.md, "Ranks on a cluster".
 """
@@ -26,8 +26,8 @@ from dpfast.engines.spark._rows import (
     Numbering,
     TaskRows,
     partition_index,
+    piece_rows,
     regroup,
-    tagged,
 )
 
 T = TypeVar("T")
@@ -40,62 +40,16 @@ TAGGED_SCHEMA = "range int, keys binary"
 SORTED_SCHEMA = "range int, payload binary"
 
 
-#: Murmur3 (x86, 32 bits) as Spark's ``hash()`` and hash partitioning compute it.
-_SPARK_SEED = 42
-
-
-_MASK = 0xFFFFFFFF
-
-
-def spark_hash_int(value: int) -> int:
-    """Return Spark's ``hash(CAST(value AS INT))`` (Murmur3 x86-32, seed 42), signed."""
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & _MASK
-
-    k1 = (value & _MASK) * 0xCC9E2D51 & _MASK
-    k1 = rotl(k1, 15) * 0x1B873593 & _MASK
-    h1 = _SPARK_SEED ^ k1
-    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & _MASK
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & _MASK
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & _MASK
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
-
-
-@functools.cache
-def partition_tags(parts: int) -> np.ndarray:
-    """Return ``tags[i]``: the smallest int that ``repartition(parts, col)`` sends to ``i``.
-
-    Spark's hash partitioning puts a row in partition ``pmod(hash(col), parts)``. Only
-    the balance of the sort depends on this: a range's keys all carry its tag, so they
-    meet in one task whichever partition that is.
-    """
-    tags = np.full(parts, -1, dtype=np.int32)
-    left, value = parts, 0
-    while left:
-        target = spark_hash_int(value) % parts
-        if tags[target] < 0:
-            tags[target] = value
-            left -= 1
-        value += 1
-    return tags
-
-
 def split_by_range(
     batches: Iterable[pa.RecordBatch],
     keys: Callable[[pa.Array, int], np.ndarray],
     ranges: Ranges,
-    tags: np.ndarray,
     batch_rows: int,
     numbering: Numbering | TaskRows,
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's keys inside the ranges: a row per batch and range present.
 
-    A row is the range's tag and the batch's keys in it, as raw bytes: Spark moves a few
+    A row is the range's index and the batch's keys in it, as raw bytes: Spark moves a few
     large cells instead of a row per value (several times cheaper in CPU than the rows'
     conversions and shuffle).
     """
@@ -104,7 +58,7 @@ def split_by_range(
         if present:
             yield pa.RecordBatch.from_arrays(
                 [
-                    pa.array([int(tags[i]) for i, _ in present], pa.int32()),
+                    pa.array([i for i, _ in present], pa.int32()),
                     pa.array([part.tobytes() for _, part in present], pa.binary()),
                 ],
                 names=["range", "keys"],
@@ -227,19 +181,18 @@ def sort_emitted(
     key_bits: int,
     parts: ExchangedParts,
     column: int,
-    tags: np.ndarray,
 ) -> Iterator[pa.RecordBatch]:
     """Sort one shuffled partition's keys of ranked column ``column``; yield their pieces.
 
     Each range's sorted keys become the pieces its ranks send to the output parts
-    (:meth:`ExchangedParts.emit_sorted`), as rows ``(tag, part, payload)``.
+    (:meth:`ExchangedParts.emit_sorted`), as rows ``(part, payload)``.
     """
     keys = _joined_keys(batches)
     if keys is None:
         return
     emit = functools.partial(parts.emit_sorted, column)
     for _, by_part in _sorted_results(keys, ranges, key_bits, emit, keys):
-        yield from tagged(_flat(by_part), tags)
+        yield from piece_rows(_flat(by_part))
 
 
 def _flat(by_part: list[list[bytes]]) -> list[tuple[int, bytes]]:
@@ -247,12 +200,12 @@ def _flat(by_part: list[list[bytes]]) -> list[tuple[int, bytes]]:
 
 
 def ties_emitted(
-    batches: Iterable[pa.RecordBatch], parts: ExchangedParts, column: int, tags: np.ndarray
+    batches: Iterable[pa.RecordBatch], parts: ExchangedParts, column: int
 ) -> Iterator[pa.RecordBatch]:
     """Yield the pieces of the chunks of ties of ranked column ``column`` this task numbers."""
     for batch in batches:
         for index in batch.column(0).to_pylist():
-            yield from tagged(_flat(parts.emit_ties(column, int(index))), tags)
+            yield from piece_rows(_flat(parts.emit_ties(column, int(index))))
 
 
 def as_files(

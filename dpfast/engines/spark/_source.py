@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -51,12 +52,11 @@ from dpfast.engines.spark._sort import (
     as_files,
     dumped_result,
     dumps,
-    partition_tags,
     read_sorted,
     sort_range,
     split_by_range,
 )
-from dpfast.exceptions import DPFastTypeError, DPFastValueError
+from dpfast.exceptions import DPFastImportError, DPFastTypeError, DPFastValueError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -117,6 +117,7 @@ class SparkSource(Source):
         self._setup(frame, None)
 
     def _setup(self, frame: DataFrame | None, session: SparkSession | None) -> None:
+        check_pyspark()
         self._frame = frame
         self._session = session
         self._n_rows: int | None = None
@@ -297,14 +298,14 @@ class SparkSource(Source):
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
         """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
 
-        One shuffle of the pieces :meth:`exchange_pieces` emits, ``repartition``-ed so
-        that part ``p``'s go to partition ``p``, where they are assembled
+        One shuffle of the pieces :meth:`exchange_pieces` emits, ``repartitionById``-ed
+        so that part ``p``'s go to partition ``p``, where they are assembled
         (:mod:`dpfast.engines.spark._exchange`).
         """
         assemble = functools.partial(assembled, parts=parts, batch_rows=int(batch_rows))
         with quietly():
             pieces = self.exchange_pieces(parts, batch_rows)
-            return pieces.repartition(parts.count, "tag").mapInArrow(assemble, schema)
+            return pieces.repartitionById(parts.count, "part").mapInArrow(assemble, schema)
 
     def exchange_pieces(self, parts: ExchangedParts, batch_rows: int) -> DataFrame:
         """Return the pieces of ``parts`` before the shuffle (:func:`exchange_pieces`)."""
@@ -332,14 +333,13 @@ class SparkSource(Source):
         """Sort the keys of column ``name`` by range on the executors; return the reductions.
 
         One job: ``keys(batch, first_row)`` on every batch (as :meth:`map_column`), the keys
-        of each range in one binary cell tagged with the range, ``repartition`` by the tag
-        into one partition per range (the
-        tags are chosen so that Spark's hash partitioning sends range ``i`` to partition
-        ``i``), then each task sorts its keys and yields ``reduce(i, sorted keys of range
-        i)``, which alone is collected. See :mod:`dpfast.dataflow.sorted_ranges`. Over Parquet
-        files that the executors read (:class:`FileTasks`), one range is one task that
-        reads the column's row groups itself and sorts its keys: no shuffle, whose JVM
-        copies cost several times the sort (docs/engines.md, "Ranks on a cluster").
+        of each range in one binary cell beside the range's index, ``repartitionById`` by
+        that index into one partition per range, then each task sorts its keys and yields
+        ``reduce(i, sorted keys of range i)``, which alone is collected. See
+        :mod:`dpfast.dataflow.sorted_ranges`. Over Parquet files that the executors read
+        (:class:`FileTasks`), one range is one task that reads the column's row groups
+        itself and sorts its keys: no shuffle, whose JVM copies cost several times the
+        sort (docs/engines.md, "Ranks on a cluster").
 
         ``first_row`` is the batch's row number, except for Parquet files read by Spark:
         there it is the batch's position within its task
@@ -384,13 +384,12 @@ class SparkSource(Source):
         if self._file_schema is not None:
             target = self._file_schema.field(name).type
             keys = functools.partial(as_files, fn=keys, name=name, targets={name: target})
-        tags = partition_tags(len(ranges))
         split = functools.partial(
-            split_by_range, keys=keys, ranges=ranges, tags=tags, batch_rows=int(batch_rows),
+            split_by_range, keys=keys, ranges=ranges, batch_rows=int(batch_rows),
             numbering=numbering,
         )  # fmt: skip
         with quietly():
-            return frame.mapInArrow(split, TAGGED_SCHEMA).repartition(len(ranges), "range")
+            return frame.mapInArrow(split, TAGGED_SCHEMA).repartitionById(len(ranges), "range")
 
     @classmethod
     def _reductions(cls, planned: DataFrame) -> list[Any]:
@@ -542,6 +541,33 @@ def _transform(
             rows = pa.array(np.arange(first, first + out.num_rows, dtype=np.int64))
             out = pa.RecordBatch.from_arrays([*out.columns, rows], [*out.schema.names, ROW_COLUMN])
         yield out
+
+
+#: The oldest pyspark with ``DataFrame.repartitionById``, which places the sort's ranges and
+#: an exchange's parts.
+OLDEST_PYSPARK = (4, 1)
+
+
+def check_pyspark(version: str | None = None) -> None:
+    """Refuse a pyspark older than :data:`OLDEST_PYSPARK`, saying how to upgrade.
+
+    >>> check_pyspark("4.1.0"), check_pyspark("4.3.0.dev1")
+    (None, None)
+    >>> check_pyspark("3.5.4")
+    Traceback (most recent call last):
+    ...
+    dpfast.exceptions.DPFastImportError: the Spark engine needs pyspark 4.1 or later ...
+    """
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    found = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    if found < OLDEST_PYSPARK:
+        raise DPFastImportError(
+            f"the Spark engine needs pyspark 4.1 or later (DataFrame.repartitionById), and "
+            f"this is pyspark {version}: pip install 'dpfast[spark]' upgrades it"
+        )
 
 
 def spark_of(source: Any) -> SparkSource:

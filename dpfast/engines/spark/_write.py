@@ -98,7 +98,7 @@ def _write_exchanged(
     directory.mkdir()
     write = functools.partial(_write_assembled, parts=parts, directory=str(directory.absolute()))
     with quietly():
-        planned = pieces.repartition(parts.count, "tag").mapInArrow(
+        planned = pieces.repartitionById(parts.count, "part").mapInArrow(
             write, "part long, rows long, counts binary"
         )
     found = collected(planned)
