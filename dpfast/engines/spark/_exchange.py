@@ -1,8 +1,8 @@
 """The tasks of a Spark release frame made through one exchange (:class:`ExchangedParts`).
 
-The input's tasks emit each batch's pieces as rows ``(part, payload)``
-(:func:`emitted`); ``repartitionById`` by the part brings part ``p``'s pieces to partition
-``p``, whose task assembles its part (:func:`assembled`). See :mod:`dpfast.engines.frames.exchange`.
+The input's tasks emit each batch's pieces as rows ``(part, payload)`` (:func:`emitted`);
+``repartitionById`` by the part brings part ``p``'s pieces to partition ``p``, whose task
+assembles its part (:func:`assembled`). See :mod:`dpfast.engines.frames.exchange`.
 """
 
 from __future__ import annotations

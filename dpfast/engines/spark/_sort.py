@@ -3,9 +3,8 @@
 :meth:`SparkSource.sort_ranges` splits every batch's keys by range
 (:func:`split_by_range`), has Spark bring range ``i`` to partition ``i``
 (``repartitionById``), and each task sorts its keys and returns only its reduction
-(:func:`sort_range`); a column
-that is one range, over Parquet files the executors read, is read and sorted by one task
-(:func:`read_sorted`). See docs/engines.md, "Ranks on a cluster".
+(:func:`sort_range`); a column that is one range, over Parquet files the executors read,
+is read and sorted by one task (:func:`read_sorted`). See docs/engines.md, "Ranks on a cluster".
 """
 
 from __future__ import annotations
@@ -33,10 +32,8 @@ from dpfast.engines.spark._rows import (
 T = TypeVar("T")
 
 
-#: The schema of :meth:`SparkSource.sort_ranges`'s tagged keys, and of its results.
-TAGGED_SCHEMA = "range int, keys binary"
-
-
+#: The schema of :meth:`SparkSource.sort_ranges`'s keys split by range, and of its results.
+SPLIT_SCHEMA = "range int, keys binary"
 SORTED_SCHEMA = "range int, payload binary"
 
 

@@ -48,7 +48,7 @@ from dpfast.engines.spark._rows import (
 )
 from dpfast.engines.spark._sort import (
     SORTED_SCHEMA,
-    TAGGED_SCHEMA,
+    SPLIT_SCHEMA,
     as_files,
     dumped_result,
     dumps,
@@ -389,7 +389,7 @@ class SparkSource(Source):
             numbering=numbering,
         )  # fmt: skip
         with quietly():
-            return frame.mapInArrow(split, TAGGED_SCHEMA).repartitionById(len(ranges), "range")
+            return frame.mapInArrow(split, SPLIT_SCHEMA).repartitionById(len(ranges), "range")
 
     @classmethod
     def _reductions(cls, planned: DataFrame) -> list[Any]:
