@@ -458,9 +458,9 @@ ENGINE_CEILINGS = {
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
 #: Lines of dpfast/engines/: 12,455 at f9a0b2b, with what is now dpfast/dataflow/.
-ENGINE_LINES = 8_232
+ENGINE_LINES = 8_229
 #: Lines of dpfast/engines/ and dpfast/dataflow/ together.
-BOTH_LINES = 12_272
+BOTH_LINES = 12_269
 LINES_ROOM = 100
 #: Code lines (no docstring, comment or blank line) of dpfast/engines/, and of it and
 #: dpfast/dataflow/ together: 7,847 at f9a0b2b.
