@@ -396,7 +396,7 @@ def test_spark_sorts_each_range_in_its_own_partition(spark, cuts):
 
     rng = np.random.default_rng(len(cuts))
     values = rng.integers(0, 1000, 4000)
-    values[(values >= 200) & (values < 300)] = 7  # range 1 of three is empty
+    values[(values >= 200) & (values < 300)] = 7  # none in [200, 300): a range with no key
     frame = spark.createDataFrame(pa.table({"v": values})).repartition(5)
     ranges = _ranges(cuts)
     found = SparkSource(frame).sort_ranges("v", 300, _range_keys, ranges, 10, _where_sorted)
