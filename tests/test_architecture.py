@@ -458,14 +458,16 @@ ENGINE_CEILINGS = {
     "plural_pairs": 0,  # module names of one folder that differ by a plural or a suffix
 }
 #: Lines of dpfast/engines/: 12,455 at f9a0b2b, with what is now dpfast/dataflow/.
-ENGINE_LINES = 8_229
+ENGINE_LINES = 7_965
+#: What dpfast/engines/ is held to, whatever the room above.
+ENGINE_LINES_MOST = 8_000
 #: Lines of dpfast/engines/ and dpfast/dataflow/ together.
-BOTH_LINES = 12_269
+BOTH_LINES = 12_200
 LINES_ROOM = 100
 #: Code lines (no docstring, comment or blank line) of dpfast/engines/, and of it and
 #: dpfast/dataflow/ together: 7,847 at f9a0b2b.
-ENGINE_CODE_LINES = 5_021
-BOTH_CODE_LINES = 7_288
+ENGINE_CODE_LINES = 4_800
+BOTH_CODE_LINES = 7_195
 CODE_LINES_ROOM = 100
 #: The column source protocol (``Source``, dpfast/dataflow/source.py) grows as the engine
 #: protocol's members move into it, to at most this many.
@@ -490,7 +492,7 @@ def test_the_engine_measures_only_fall():
     fallen = {k: found[k] for k, v in ENGINE_CEILINGS.items() if found[k] < v}
     assert not fallen, f"lower ENGINE_CEILINGS to these measures: {fallen}"
     ceilings = {
-        "engines_lines": ENGINE_LINES + LINES_ROOM,
+        "engines_lines": min(ENGINE_LINES + LINES_ROOM, ENGINE_LINES_MOST),
         "both_lines": BOTH_LINES + LINES_ROOM,
         "engines_code_lines": ENGINE_CODE_LINES + CODE_LINES_ROOM,
         "both_code_lines": BOTH_CODE_LINES + CODE_LINES_ROOM,

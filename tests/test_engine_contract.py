@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -177,3 +178,32 @@ def test_an_engine_refuses_a_record_it_does_not_write(tmp_path, engine):
         opened.close()
     got = data if isinstance(data, pd.DataFrame) else data.to_table().to_pandas()
     assert got["age"].tolist() == _table()["age"].tolist()
+
+
+def _doubled(values, first_row):
+    """Cells that release each value doubled, counting nothing."""
+    return 2.0 * values, np.zeros(1, dtype=np.int64)
+
+
+def test_a_float_array_keeps_every_column_written_row_by_row_or_by_groups():
+    # a 2-D float64 input is released into one output array: a column written row by row
+    # beside one written by rank groups must land in it too, not be left unset
+    from dpfast.dataflow.writes import WriteGroups, WriteRows
+    from dpfast.noise import NoiseSource, permutation
+    from dpfast.partitions.ranking import RankGroups
+
+    data = np.arange(12, dtype=np.float64).reshape(6, 2)
+    opened = open_engine(data, method="test")
+    try:
+        first, second = opened.numeric_columns([0, 1])
+        counts = opened.write(WriteRows(first, _doubled))
+        layout = RankGroups(6, 3)
+        key = NoiseSource.from_seed(5).key("test", "order")
+        opened.write(WriteGroups(second, np.array([10.0, 20.0]), layout, key))
+        released = opened.publish(None, reindex=False).reveal()
+    finally:
+        opened.close()
+    assert counts.tolist() == [0]
+    assert released[:, 0].tolist() == (2.0 * data[:, 0]).tolist()
+    order = permutation(key, 6)
+    assert released[:, 1].tolist() == [[10.0, 20.0][g] for g in layout.group_of(order)]

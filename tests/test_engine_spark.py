@@ -132,7 +132,7 @@ def test_regroup_gives_batches_of_consecutive_rows_of_at_most_batch_rows():
     assert [(len(b), first) for b, first in _regroup(jumping, 4)] == [(3, 0), (3, 10)]
 
 
-def test_results_are_collected_without_arrow_too(spark, monkeypatch):
+def test_results_are_collected_through_arrow_in_order(spark):
     from dpfast.engines.spark import _rows
 
     results = spark.createDataFrame(
@@ -140,19 +140,8 @@ def test_results_are_collected_without_arrow_too(spark, monkeypatch):
         "partition int, first_row long, failed boolean, payload binary",
     )
     expected = [(1, 0, False, b"a"), (0, 5, True, b"b")]
-    assert _rows.collected(results) == expected  # through Arrow (pyspark 4)
+    assert _rows.collected(results) == expected
     assert _rows.collected(results, ("payload", "partition")) == [(b"a", 1), (b"b", 0)]
-    monkeypatch.setattr(_rows, "_spark_major", lambda: 3)  # pyspark < 4: no toArrow
-
-    def no_arrow(self):
-        raise AssertionError("pyspark < 4 has no toArrow")
-
-    monkeypatch.setattr(type(results), "toArrow", no_arrow)
-    assert [(p, f, b, bytes(x)) for p, f, b, x in _rows.collected(results)] == expected
-    assert [(bytes(x), p) for x, p in _rows.collected(results, ("payload", "partition"))] == [
-        (b"a", 1),
-        (b"b", 0),
-    ]
 
 
 @pytest.mark.parametrize(

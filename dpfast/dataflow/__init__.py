@@ -13,7 +13,8 @@ docs/architecture.md. Steps and engines import it; it imports neither.
 * :mod:`~dpfast.dataflow.row_outputs`, :mod:`~dpfast.dataflow.ranked_rows`,
   :mod:`~dpfast.dataflow.resampled_rows`, :mod:`~dpfast.dataflow.clustered_rows`: those
   outputs written once, each with a fast path where the table is held, put into the
-  ``Rows`` an engine gives;
+  ``Rows`` an engine gives; :mod:`~dpfast.dataflow.sink`: which of them writes which
+  record, for an engine that gives ``Rows`` (:class:`~dpfast.dataflow.sink.RowSink`);
 * :mod:`~dpfast.dataflow.sorted_ranges`, :mod:`~dpfast.dataflow.rank_plans`,
   :mod:`~dpfast.dataflow.rank_files`, :mod:`~dpfast.dataflow.placement`,
   :mod:`~dpfast.dataflow.cluster_files`, :mod:`~dpfast.dataflow.scratch_files`: the range

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -33,9 +34,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "CastColumns",
     "Columns",
     "Source",
     "Staged",
+    "WithRows",
     "batch_fields",
     "column_batch",
     "column_names",
@@ -224,7 +227,7 @@ class Source(ABC):
         default reads the batches here and yields each batch's result as it comes, with
         its rows (nothing is held: the caller adds them up as they arrive).
         """
-        for rows, result in self.map_column(name, batch_rows, _WithRows(fn)):
+        for rows, result in self.map_column(name, batch_rows, WithRows(fn)):
             yield result, rows
 
     @property
@@ -269,14 +272,37 @@ class Source(ABC):
         return None
 
 
-class _WithRows(Generic[T]):
-    """A batch function that also returns its batch's rows."""
+@dataclass(frozen=True)
+class WithRows(Generic[T]):
+    """A batch function that also returns its batch's rows (shipped to the workers)."""
 
-    def __init__(self, fn: Callable[[pa.Array, int], T]) -> None:
-        self.fn = fn
+    fn: Callable[[pa.Array, int], T]
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[int, T]:
+        """Return the batch's rows and ``fn`` of it."""
         return len(array), self.fn(array, first_row)
+
+
+@dataclass(frozen=True)
+class CastColumns:
+    """``fn`` of a batch of ``name`` whose columns named in ``types`` are cast to those types.
+
+    A source whose reader gives a column in a type other than the one its passes read
+    (Spark reading Parquet files; a CSV's seconds stored as milliseconds) casts it back.
+    """
+
+    name: Columns
+    types: dict[str, pa.DataType]
+    fn: Callable[[pa.Array, int], Any]
+
+    def __call__(self, array: pa.Array, first_row: int) -> Any:
+        """Return ``fn`` of the batch, its columns cast."""
+
+        def cast(values: pa.Array, column: str) -> pa.Array:
+            kind = self.types.get(column)
+            return values if kind is None or values.type == kind else values.cast(kind)
+
+        return self.fn(batch_fields(self.name, array, cast), first_row)
 
 
 def column_names(name: Columns) -> list[str]:

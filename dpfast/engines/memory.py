@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import numpy as np
 
@@ -23,38 +24,18 @@ from dpfast._validation import (
     not_numeric_error,
     option,
 )
-from dpfast.dataflow.clustered_rows import clustered_rows
 from dpfast.dataflow.flow import Dataflow
-from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
-from dpfast.dataflow.resampled_rows import resampled_rows
-from dpfast.dataflow.row_outputs import HeldRows, coded_rows, released_rows
+from dpfast.dataflow.row_outputs import HeldRows, Rows
+from dpfast.dataflow.sink import RowSink
 from dpfast.dataflow.source import Staged, stage_beside
 from dpfast.dataflow.values import (
-    Bins,
     CategoricalColumn,
-    Cells,
-    Clusters,
-    CodeCells,
-    GroupValues,
     NumericColumn,
     Opening,
     Progress,
     ProtectedColumn,
     inverse_permutation,
     own_dtype,
-)
-from dpfast.dataflow.writes import (
-    CopyColumns,
-    Write,
-    WriteClusters,
-    WriteCodes,
-    WriteGroups,
-    WriteLinked,
-    WriteRanked,
-    WriteResampled,
-    WriteRows,
-    WriteTable,
-    unknown_write,
 )
 from dpfast.engines._metrics import release_metrics
 from dpfast.engines._risk import computed_columns, copied_columns, released_columns
@@ -69,17 +50,13 @@ from dpfast.io import (
     repeat_rows,
     write_table_atomic,
 )
-from dpfast.partitions.grid import Grid
-from dpfast.partitions.ranking import RankGroups
 from dpfast.risk import ReleaseDefaults, RiskOptions, release_risk
 from dpfast.taxonomy import Taxonomy
 
 __all__ = ["MemoryEngine"]
 
-R = TypeVar("R")
 
-
-class MemoryEngine(Engine, Measurer):
+class MemoryEngine(RowSink, Engine, Measurer):
     """A table held in memory (see the module docstring)."""
 
     name = "memory"
@@ -181,48 +158,37 @@ class MemoryEngine(Engine, Measurer):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def write(self, request: Write[R]) -> R:
-        done: Any
-        match request:
-            case WriteRows(column, cells):
-                done = self._write_rows(column, cells)
-            case WriteGroups(column, values, layout, key):
-                done = self._write_groups(column, values, layout, key)
-            case WriteLinked(column, grid, layout, key, values):
-                done = self._write_linked(column, grid, layout, key, values)
-            case WriteRanked(column, layout, values):
-                done = self._write_ranked(column, layout, values)
-            case CopyColumns(names, key):
-                done = self._copy_columns(names, key)
-            case WriteClusters(columns, clusters, values, key):
-                done = self._write_clusters(columns, clusters, values, key)
-            case WriteTable(columns, repeat):
-                done = self._write_table(columns, repeat=repeat)
-            case WriteResampled(column, bins, key, keep, n_threads):
-                done = self._write_resampled(column, bins, key, keep, n_threads=n_threads)
-            case WriteCodes(name, domain, cells):
-                done = self._write_codes(name, domain, cells)
-            case _:
-                raise unknown_write(self.name, request)
-        return cast(R, done)
+    def rows(self, name: Hashable, numeric: bool) -> AbstractContextManager[Rows]:
+        """Return a held column: a numeric one's float64 output, else new codes."""
+        return nullcontext(HeldRows(self.n_rows, self._output(name) if numeric else None))
 
-    def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
-        rows = HeldRows(self.n_rows)
-        counts = released_rows(self.dataflow, column, cells, rows)
-        self.released[column.name] = column.restore_dtype(rows.values)
-        return counts
-
-    def _write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
+    def keep_column(
+        self,
+        column: ProtectedColumn,
+        rows: Rows,
+        *,
+        order: np.ndarray | None = None,
+        destination: np.ndarray | None = None,
     ) -> None:
-        rows = self._rows(column)
-        order = grouped_rows(self.dataflow, values, layout, key, rows)
-        assert order is not None
-        if self.track:
+        """Keep a released column: a categorical's codes as labels, else in its own dtype.
+
+        With metrics or risk, where each input row went too: ``destination``, or the
+        inverse of a rank-group ``order`` through the rows' rank order.
+        """
+        assert isinstance(rows, HeldRows)
+        if self.track and order is not None:
             destination = np.empty_like(order)
             destination[self._rank_order(column)] = inverse_permutation(order)
+        if self.track and destination is not None:
             self.destinations[column.name] = destination
-        self._keep(column, rows.values)
+        if isinstance(column, CategoricalColumn):
+            self.codes[column.name] = rows.values
+            self.taxonomies[column.name] = column.taxonomy
+            self.released[column.name] = self.table.categorical_output(
+                column.name, rows.values, column.taxonomy.domain
+            )
+        else:
+            self.released[column.name] = column.restore_dtype(rows.values)
 
     def _rank_order(self, column: ProtectedColumn) -> np.ndarray:
         """Return the rows in rank order: the ``group_sums`` step's (``keep_order``), or by rank."""
@@ -230,85 +196,26 @@ class MemoryEngine(Engine, Measurer):
             return column.taxonomy.rank_order(column.codes)
         return self._ranks.pop(column.name)
 
-    def _write_linked(
-        self,
-        column: ProtectedColumn,
-        grid: Grid | None,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        values: GroupValues,
-    ) -> tuple[np.ndarray, int]:
-        flow, rows = self.dataflow, self._rows(column)
-        if isinstance(column, CategoricalColumn):
-            linked = linked_codes(flow, column, layout, key, values, rows)
-        else:
-            assert grid is not None
-            linked = linked_rows(flow, column, grid, layout, key, values, rows)
-        self._keep(column, rows.values)
-        if self.track and linked.destination is not None:
-            self.destinations[column.name] = linked.destination
-        return linked.values, linked.clamped
+    def keep_codes(self, name: Hashable, domain: Sequence[Any], rows: Rows) -> None:
+        assert isinstance(rows, HeldRows)
+        self.released[name] = decode(self.table, name, rows.values, list(domain))
 
-    def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        rows = HeldRows(self.n_rows)
-        ranked_rows(self.dataflow, column, layout, values, rows)
-        self.released[column.name] = column.restore_dtype(rows.values)
-
-    def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         self._copied = list(names)
         self._copy_order = None if key is None else noise.permutation(key, self.n_rows)
 
-    def _output(self, name: Hashable) -> np.ndarray:
-        """Make a float64 output column: a view into one 2-D array for a float64 NumPy input."""
+    def _output(self, name: Hashable) -> np.ndarray | None:
+        """Return a view into one 2-D output array for a float64 NumPy input, else None."""
         table = self.table
-        if table.kind == "numpy" and table.source.dtype == np.float64:
-            if self._base is None:
-                self._base = np.empty(table.source.shape, dtype=np.float64)
-            return self._base[:, name]  # type: ignore[index]
-        return np.empty(self.n_rows, dtype=np.float64)
-
-    def _rows(self, column: ProtectedColumn) -> HeldRows:
-        """Return where a column's released rows go: new codes, or the float64 output."""
-        if isinstance(column, CategoricalColumn):
-            return HeldRows(self.n_rows)
-        return HeldRows(self.n_rows, self._output(column.name))
-
-    def _keep(self, column: ProtectedColumn, values: np.ndarray) -> None:
-        """Keep a released column: a categorical's codes as labels, else in its own dtype."""
-        if isinstance(column, CategoricalColumn):
-            self._keep_codes(column, values)
-        else:
-            self.released[column.name] = column.restore_dtype(values)
-
-    def _keep_codes(self, column: CategoricalColumn, codes: np.ndarray) -> None:
-        self.codes[column.name] = codes
-        self.taxonomies[column.name] = column.taxonomy
-        self.released[column.name] = self.table.categorical_output(
-            column.name, codes, column.taxonomy.domain
-        )
-
-    # -- clusters -----------------------------------------------------------------------
-
-    def _write_clusters(
-        self,
-        columns: Sequence[ProtectedColumn],
-        clusters: Clusters,
-        values: Sequence[np.ndarray],
-        key: np.ndarray | None,
-    ) -> None:
-        rows = [self._rows(column) for column in columns]
-        destination = clustered_rows(self.dataflow, clusters, values, key, rows)
-        assert destination is not None  # the labels are held
-        for column, released in zip(columns, rows, strict=True):
-            if self.track and key is not None:
-                self.destinations[column.name] = destination
-            self._keep(column, released.values)
+        if table.kind != "numpy" or table.source.dtype != np.float64:
+            return None
+        if self._base is None:
+            self._base = np.empty(table.source.shape, dtype=np.float64)
+        return self._base[:, name]  # type: ignore[index]
 
     # -- coded columns ------------------------------------------------------------------
 
-    def _write_table(
-        self, columns: Mapping[Hashable, Any], *, repeat: Hashable | None = None
-    ) -> None:
+    def computed(self, columns: Mapping[Hashable, Any], repeat: Hashable | None) -> None:
         """Keep the columns: :meth:`publish` builds the table."""
         self._table = (columns, repeat)
 
@@ -327,20 +234,6 @@ class MemoryEngine(Engine, Measurer):
         assert self.output is not None
         staged, _ = stage_beside(self.output, lambda path: write_table_atomic(written, path))
         return staged.giving(result)
-
-    # -- row-wise outputs ---------------------------------------------------------------
-
-    def _write_resampled(
-        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
-    ) -> None:
-        rows = HeldRows(self.n_rows)
-        resampled_rows(self.dataflow, column, bins, key, keep, rows, n_threads=n_threads)
-        self.released[column.name] = column.restore_dtype(rows.values)
-
-    def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
-        rows = HeldRows(self.n_rows)
-        coded_rows(self.dataflow, name, domain, cells, rows)
-        self.released[name] = decode(self.table, name, rows.values, list(domain))
 
     # -- the end ------------------------------------------------------------------------
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpfast.dataflow.source import Columns, batch_fields, column_names
+from dpfast.dataflow.source import CastColumns, Columns, column_names
 from dpfast.dataflow.values import Progress
 from dpfast.engines.frames.parts import text_columns
 from dpfast.engines.outofcore._sources import ParquetDataset, WrappedSource
@@ -97,30 +96,13 @@ class CsvSource(WrappedSource):
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for column ``name``, read from the converted files."""
-        if not any(column in self._cast for column in column_names(name)):
-            yield from self.dataset.map_column(name, batch_rows, fn)
-            return
-        yield from self.dataset.map_column(name, batch_rows, _Cast(name, self._cast, fn))
+        if any(column in self._cast for column in column_names(name)):
+            fn = CastColumns(name, self._cast, fn)
+        yield from self.dataset.map_column(name, batch_rows, fn)
 
     def close(self) -> None:
         """Remove the converted files; safe to call twice."""
         remove_tree(self.scratch)
-
-
-@dataclass(frozen=True)
-class _Cast:
-    """``fn`` of a batch whose columns of a second unit are cast back from milliseconds."""
-
-    name: Columns
-    types: dict[str, pa.DataType]
-    fn: Callable[[pa.Array, int], Any]
-
-    def __call__(self, array: pa.Array, first_row: int) -> Any:
-        def cast(values: pa.Array, column: str) -> pa.Array:
-            kind = self.types.get(column)
-            return values if kind is None else values.cast(kind)
-
-        return self.fn(batch_fields(self.name, array, cast), first_row)
 
 
 def _convert(

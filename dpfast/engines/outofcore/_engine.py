@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,6 @@ from dpfast._validation import (
     option,
     quoted,
 )
-from dpfast.dataflow.clustered_rows import clustered_rows
 from dpfast.dataflow.flow import (
     Dataflow,
     Limits,
@@ -30,36 +29,17 @@ from dpfast.dataflow.flow import (
     column_stats,
     declared_dictionary,
 )
-from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
-from dpfast.dataflow.resampled_rows import resampled_rows
-from dpfast.dataflow.row_outputs import FileRows, Rows, coded_rows, released_rows
+from dpfast.dataflow.row_outputs import FileRows, Rows
+from dpfast.dataflow.sink import RowSink
 from dpfast.dataflow.source import Source, Staged
 from dpfast.dataflow.values import (
-    Bins,
     CategoricalColumn,
-    Cells,
-    Clusters,
-    CodeCells,
-    GroupValues,
     NumericColumn,
     Opening,
     Progress,
     ProtectedColumn,
     column_threads,
     own_dtype,
-)
-from dpfast.dataflow.writes import (
-    CopyColumns,
-    Write,
-    WriteClusters,
-    WriteCodes,
-    WriteGroups,
-    WriteLinked,
-    WriteRanked,
-    WriteResampled,
-    WriteRows,
-    WriteTable,
-    unknown_write,
 )
 from dpfast.engines.base import Engine, in_threads
 from dpfast.engines.outofcore._computed import repeated_columns, table_columns
@@ -74,8 +54,6 @@ from dpfast.io import (
     check_declared,
     is_text_path,
 )
-from dpfast.partitions.grid import Grid
-from dpfast.partitions.ranking import RankGroups
 from dpfast.taxonomy import Taxonomy
 
 __all__ = [
@@ -131,7 +109,7 @@ def source_of(data: Any) -> ColumnSource:
     return ArrowSource(source)
 
 
-class OutOfCoreEngine(Engine):
+class OutOfCoreEngine(RowSink, Engine):
     """A table read in batches from a column source, its release written to ``output``.
 
     Every pass reads one column batch by batch; a column's sort is cut into ranges that
@@ -340,115 +318,42 @@ class OutOfCoreEngine(Engine):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def write(self, request: Write[R]) -> R:
-        done: Any
-        match request:
-            case WriteRows(column, cells):
-                done = self._write_rows(column, cells)
-            case WriteGroups(column, values, layout, key):
-                done = self._write_groups(column, values, layout, key)
-            case WriteLinked(column, grid, layout, key, values):
-                done = self._write_linked(column, grid, layout, key, values)
-            case WriteRanked(column, layout, values):
-                done = self._write_ranked(column, layout, values)
-            case CopyColumns(names, key):
-                done = self._copy_columns(names, key)
-            case WriteClusters(columns, clusters, values, key):
-                done = self._write_clusters(columns, clusters, values, key)
-            case WriteTable(columns, repeat):
-                done = self._write_table(build_table("arrow", columns), repeat)
-            case WriteResampled(column, bins, key, keep, n_threads):
-                done = self._write_resampled(column, bins, key, keep, n_threads=n_threads)
-            case WriteCodes(name, domain, cells):
-                done = self._write_codes(name, domain, cells)
-            case _:
-                raise unknown_write(self.name, request)
-        return cast(R, done)
+    def rows(self, name: Hashable, numeric: bool) -> AbstractContextManager[Rows]:
+        """Return a column's scratch file, 8 bytes a row (float64 or int64 codes)."""
+        return FileRows(self.out.path(name))
 
-    def _write_rows(self, column: NumericColumn, cells: Cells) -> np.ndarray:
-        self._tick(f"column {column.name}", 0, 1)
-        with FileRows(self.out.path(column.name)) as rows:
-            counts = released_rows(self.dataflow, column, cells, rows)
-        self.out.released(column)
-        return counts
-
-    def _write_groups(
-        self, column: ProtectedColumn, values: np.ndarray, layout: RankGroups, key: np.ndarray
-    ) -> None:
-        with FileRows(self.out.path(column.name)) as rows:
-            counted = _PassCounted(rows, self.counters, self.n_rows)
-            grouped_rows(self.dataflow, values, layout, key, counted)
-        self.out.released(column)
-
-    def _write_linked(
+    def keep_column(
         self,
         column: ProtectedColumn,
-        grid: Grid | None,
-        layout: RankGroups,
-        key: np.ndarray | None,
-        values: GroupValues,
-    ) -> tuple[np.ndarray, int]:
-        flow = self.dataflow
-        with FileRows(self.out.path(column.name)) as rows:
-            if isinstance(column, CategoricalColumn):
-                self._tick(f"column {column.name}", 0, 2)
-                linked = linked_codes(flow, column, layout, key, values, rows)
-            else:
-                assert grid is not None
-                linked = linked_rows(flow, column, grid, layout, key, values, rows)
-        self.out.released(column)
-        return linked.values, linked.clamped
-
-    def _write_ranked(self, column: NumericColumn, layout: RankGroups, values: GroupValues) -> None:
-        with FileRows(self.out.path(column.name)) as rows:
-            ranked_rows(self.dataflow, column, layout, values, rows)
+        rows: Rows,
+        *,
+        order: np.ndarray | None = None,
+        destination: np.ndarray | None = None,
+    ) -> None:
         self.out.released(column)
 
-    def _copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
+    def keep_codes(self, name: Hashable, domain: Sequence[Any], rows: Rows) -> None:
+        self.out.coded(name, domain, self._declared(name))
+
+    def counted(self, rows: Rows) -> Rows:
+        """Count an output pass over the permutation's stream for each part put."""
+        return _PassCounted(rows, self.counters, self.n_rows)
+
+    def starting(self, name: Hashable, steps: int) -> None:
+        self._tick(f"column {name}", 0, steps)
+
+    def copy_columns(self, names: Sequence[Hashable], key: np.ndarray | None) -> None:
         for i, name in enumerate(names):
             self._tick("unprotected columns", i, len(names))
             self.out.copied(str(name), key, self.limits, self._declared(name))
 
-    # -- clusters -----------------------------------------------------------------------
-
-    def _write_clusters(
-        self,
-        columns: Sequence[ProtectedColumn],
-        clusters: Clusters,
-        values: Sequence[np.ndarray],
-        key: np.ndarray | None,
-    ) -> None:
-        with contextlib.ExitStack() as stack:
-            rows: list[Rows] = [
-                stack.enter_context(FileRows(self.out.path(column.name))) for column in columns
-            ]
-            if key is not None and rows:
-                rows[0] = _PassCounted(rows[0], self.counters, self.n_rows)
-            clustered_rows(self.dataflow, clusters, values, key, rows)
-        for column in columns:
-            self.out.released(column)
-
-    # -- coded columns ------------------------------------------------------------------
+    def computed(self, columns: Mapping[Hashable, Any], repeat: Hashable | None) -> None:
+        self._write_table(build_table("arrow", columns), repeat)
 
     def _write_table(self, table: pa.Table, repeat: Hashable | None) -> None:
         """Write a computed table (built as Arrow) whole, or each row ``repeat`` times."""
         made = table_columns(table) if repeat is None else repeated_columns(table, str(repeat))
         self.out.table(*made)
-
-    # -- row-wise statistics and outputs -------------------------------------------------
-
-    def _write_resampled(
-        self, column: NumericColumn, bins: Bins, key: np.ndarray, keep: int, *, n_threads: int = 1
-    ) -> None:
-        with FileRows(self.out.path(column.name)) as rows:
-            resampled_rows(self.dataflow, column, bins, key, keep, rows, n_threads=n_threads)
-        self.out.released(column)
-
-    def _write_codes(self, name: Hashable, domain: Sequence[Any], cells: CodeCells) -> None:
-        self._tick(f"column {name}", 0, 1)
-        with FileRows(self.out.path(name)) as rows:
-            coded_rows(self.dataflow, name, domain, cells, rows)
-        self.out.coded(name, domain, self._declared(name))
 
     # -- the end ------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from dpfast.dataflow.source import Columns, Source
+from dpfast.dataflow.source import Columns, Source, WithRows
 from dpfast.engines.outofcore._sources import WrappedSource
 
 __all__ = ["CountedSource", "Work", "result_bytes"]
@@ -40,9 +40,7 @@ def result_bytes(result: Any) -> int:
     """
     if isinstance(result, (tuple, list)):
         return sum(result_bytes(item) for item in result)
-    if isinstance(result, np.ndarray):
-        return int(result.nbytes)
-    if isinstance(result, (pa.Array, pa.ChunkedArray, pa.RecordBatch, pa.Table)):
+    if isinstance(result, (np.ndarray, pa.Array, pa.ChunkedArray, pa.RecordBatch, pa.Table)):
         return int(result.nbytes)
     if isinstance(result, (bool, int, float, np.generic)) or result is None:
         return 8
@@ -108,16 +106,6 @@ class Work:
 
 
 @dataclass(frozen=True)
-class _Sized(Generic[T]):
-    """A batch function that also returns its batch's rows (shipped to the workers)."""
-
-    fn: Callable[[pa.Array, int], T]
-
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, T]:
-        return len(array), self.fn(array, first_row)
-
-
-@dataclass(frozen=True)
 class _SizedReduce(Generic[T]):
     """A sorted range's reduction that also returns the range's keys (shipped to the workers)."""
 
@@ -148,7 +136,7 @@ class CountedSource(WrappedSource):
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` as the source does, counting each batch."""
-        for rows, result in self._dataset.map_column(name, batch_rows, _Sized(fn)):
+        for rows, result in self._dataset.map_column(name, batch_rows, WithRows(fn)):
             self.work.task(rows, result)
             yield result
 
@@ -156,7 +144,9 @@ class CountedSource(WrappedSource):
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = 1
     ) -> Iterator[tuple[T, int]]:
         """Yield the source's partial totals as they come, counting each."""
-        for (rows, result), largest in self._dataset.add_column(name, batch_rows, _Sized(fn), most):
+        for (rows, result), largest in self._dataset.add_column(
+            name, batch_rows, WithRows(fn), most
+        ):
             self.work.task(rows, result, largest)
             yield result, largest
 

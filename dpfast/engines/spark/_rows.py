@@ -11,7 +11,6 @@ through Spark's reader, and knows each row group's first row.
 from __future__ import annotations
 
 import builtins
-import functools
 import itertools
 import os
 import re
@@ -299,26 +298,11 @@ def _count(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def collected(results: DataFrame, names: tuple[str, ...] | None = None) -> list[tuple[Any, ...]]:
-    """Return a small result frame's rows (``names``' cells, default all) as tuples.
-
-    Through Arrow where pyspark can (``DataFrame.toArrow``, pyspark 4.0 and later), else
-    through Spark's rows; the rows come in the frame's order either way.
-    """
-    if _spark_major() < 4:
-        rows = results.collect()
-        return [tuple(row[n] for n in names) if names else tuple(row) for row in rows]
+    """Return a small result frame's rows (``names``' cells, default all) as tuples, in order."""
     table = results.toArrow()
     if names:
         table = table.select(list(names))
     return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
-
-
-@functools.cache
-def _spark_major() -> int:
-    """Return pyspark's major version: from 4, a frame can be collected as Arrow."""
-    import pyspark
-
-    return int(pyspark.__version__.split(".")[0])
 
 
 def partition_index() -> int:

@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 
 from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS, Ranges, keys_by_range, sorted_runs
-from dpfast.dataflow.source import Columns, batch_fields
 from dpfast.engines.frames import ExchangedParts
 from dpfast.engines.spark._rows import (
     FileTasks,
@@ -203,25 +202,6 @@ def ties_emitted(
     for batch in batches:
         for index in batch.column(0).to_pylist():
             yield from piece_rows(_flat(parts.emit_ties(column, int(index))))
-
-
-def as_files(
-    array: pa.Array,
-    first_row: int,
-    fn: Callable[[pa.Array, int], Any],
-    name: Columns,
-    targets: dict[str, pa.DataType],
-) -> Any:
-    """Return ``fn`` of a batch of ``name``, each column cast to its files' type (``targets``).
-
-    Spark reads a column of Parquet files in a type of its own; dpfast's passes read the
-    files' (``ParquetDataset``'s).
-    """
-
-    def cast(field: pa.Array, column: str) -> pa.Array:
-        return field if field.type == targets[column] else field.cast(targets[column])
-
-    return fn(batch_fields(name, array, cast), first_row)
 
 
 def dumps(value: Any) -> bytes:

@@ -28,7 +28,14 @@ import pyarrow as pa
 from dpfast._validation import quoted
 from dpfast.dataflow.flow import FAN, dumps_error
 from dpfast.dataflow.sorted_ranges import Ranges
-from dpfast.dataflow.source import Columns, Source, column_batch, column_names, source_under
+from dpfast.dataflow.source import (
+    CastColumns,
+    Columns,
+    Source,
+    column_batch,
+    column_names,
+    source_under,
+)
 from dpfast.engines.frames import ExchangedParts
 from dpfast.engines.partial_totals import Partial, batch_results, combined, partials_of, totals
 from dpfast.engines.spark._exchange import assembled, exchange_pieces
@@ -49,7 +56,6 @@ from dpfast.engines.spark._rows import (
 from dpfast.engines.spark._sort import (
     SORTED_SCHEMA,
     SPLIT_SCHEMA,
-    as_files,
     dumped_result,
     dumps,
     read_sorted,
@@ -123,7 +129,7 @@ class SparkSource(Source):
         self._n_rows: int | None = None
         self._schema: pa.Schema | None = None
         self._numbering: Numbering | None = None
-        self._file_schema: pa.Schema | None = None
+        self._file_types: dict[str, pa.DataType] = {}
 
     @property
     def frame(self) -> DataFrame:
@@ -190,7 +196,7 @@ class SparkSource(Source):
             )
             # batches read by Spark are cast back to the files' own Arrow types (large
             # strings, dictionaries), so that a release copies columns as it would read them
-            source._file_schema = dataset.schema
+            source._file_types = {f.name: f.type for f in dataset.schema}
         source._n_rows = dataset.n_rows
         source._schema = dataset.schema
         return source
@@ -381,9 +387,7 @@ class SparkSource(Source):
         if isinstance(numbered, FileRows):
             numbering = TaskRows()
             frame = self.frame.select(name)
-        if self._file_schema is not None:
-            target = self._file_schema.field(name).type
-            keys = functools.partial(as_files, fn=keys, name=name, targets={name: target})
+        keys = CastColumns(name, self._file_types, keys) if self._file_types else keys
         split = functools.partial(
             split_by_range, keys=keys, ranges=ranges, batch_rows=int(batch_rows),
             numbering=numbering,
@@ -412,9 +416,7 @@ class SparkSource(Source):
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         frame, numbering = self._input(column_names(name), batch_rows)
-        if self._file_schema is not None:
-            targets = {c: self._file_schema.field(c).type for c in column_names(name)}
-            fn = functools.partial(as_files, fn=fn, name=name, targets=targets)
+        fn = CastColumns(name, self._file_types, fn) if self._file_types else fn
         return frame, functools.partial(
             _on_batches,
             task=task,
