@@ -24,7 +24,7 @@ from dpfast.dataflow.flow import Dataflow
 from dpfast.dataflow.ranked_rows import grouped_rows, linked_codes, linked_rows, ranked_rows
 from dpfast.dataflow.resampled_rows import resampled_rows
 from dpfast.dataflow.row_outputs import Rows, coded_rows, released_rows
-from dpfast.dataflow.values import CategoricalColumn, ProtectedColumn
+from dpfast.dataflow.values import CategoricalColumn, Clusters, ProtectedColumn
 from dpfast.dataflow.writes import (
     CopyColumns,
     Write,
@@ -127,7 +127,7 @@ class RowSink(ABC):
                     ranked_rows(flow, column, layout, values, rows)
                 self.keep_column(column, rows)
             case WriteClusters(columns, clusters, values, key):
-                self._clusters(columns, clusters, values, key)
+                self._clusters(flow, columns, clusters, values, key)
             case WriteResampled(column, bins, key, keep, n_threads):
                 with self.rows(column.name, True) as rows:
                     resampled_rows(flow, column, bins, key, keep, rows, n_threads=n_threads)
@@ -147,8 +147,9 @@ class RowSink(ABC):
 
     def _clusters(
         self,
+        flow: Dataflow,
         columns: Sequence[ProtectedColumn],
-        clusters: Any,
+        clusters: Clusters,
         values: Sequence[np.ndarray],
         key: np.ndarray | None,
     ) -> None:
@@ -158,7 +159,7 @@ class RowSink(ABC):
             into = list(rows)
             if key is not None and into:  # one permutation, counted once
                 into[0] = self.counted(into[0])
-            destination = clustered_rows(self.dataflow, clusters, values, key, into)
+            destination = clustered_rows(flow, clusters, values, key, into)
         placed = destination if key is not None else None
         for column, released in zip(columns, rows, strict=True):
             self.keep_column(column, released, destination=placed)
