@@ -2,10 +2,9 @@
 
 Out of core, the insensitive MDAV step (:mod:`dpfast.steps.cluster_passes`) writes the
 protected columns at their rows' places (:class:`Attributes`) and every row's cluster
-(:class:`Partition`, the ``held`` handle of :class:`~dpfast.dataflow.values.Clusters`) to
-scratch files; an engine writing ``WriteClusters`` reads the clusters back in output order.
-:func:`cluster_limits` cuts the memory limit between the per-cluster arrays and the
-passes' working memory (:class:`ClusterLimits`), refusing what cannot fit.
+(:class:`Partition`, the ``held`` handle of :class:`~dpfast.dataflow.values.Clusters`);
+an engine writing ``WriteClusters`` reads the clusters back in output order.
+:func:`cluster_limits` cuts the memory limit (:class:`ClusterLimits`).
 """
 
 from __future__ import annotations
@@ -107,8 +106,7 @@ def cluster_limits(
 class Attributes:
     """The protected columns at their rows' places: clamped values (float64), codes (int64).
 
-    ``values`` and ``codes`` are scratch files of ``n`` rows each, read ``chunk_rows`` rows
-    at a time.
+    ``values``, ``codes``: scratch files of ``n`` rows each, read ``chunk_rows`` at a time.
     """
 
     values: tuple[Path, ...]

@@ -2,12 +2,10 @@
 
 Every row is released as its cluster's value (MDAV's mean or centroid, insensitive MDAV's
 noisy centroid), in the order of the keyed permutation of the rows
-(:func:`dpfast.noise.permutation`; the input order without a key): output row ``r`` gets
-the value of input row ``order[r]``'s cluster. Where the clusters' labels are held in
-memory, one scatter a column. Otherwise the step left every row's cluster in a scratch
-file (:class:`~dpfast.dataflow.cluster_files.Partition`): the clusters of the output rows
-are read back part by part of the permutation, and each part is put into every column's
-``Rows`` as it is read.
+(:func:`dpfast.noise.permutation`; the input order without a key). Labels held: one scatter
+a column. Otherwise the step left every row's cluster in a scratch file
+(:class:`~dpfast.dataflow.cluster_files.Partition`), read back part by part of the
+permutation, each part put into every column's ``Rows`` as it is read.
 """
 
 from __future__ import annotations
@@ -39,10 +37,9 @@ def clustered_rows(
 
     ``values[j]`` holds column ``j``'s value of each cluster (float64, or int64 codes).
     Held (``clusters.labels``): returns where each input row went (the inverse of the
-    permutation; empty without a key), which the in-memory engine's metrics pair each
-    released value with its source through. From the scratch files: one part of the
-    permutation at a time (the partition's ``limits.ordered_rows`` rows at most), ticking
-    the progress line after each; returns ``None``.
+    permutation; empty without a key), by which the in-memory engine's metrics pair values
+    and sources. From the scratch files: parts of at most the partition's
+    ``limits.ordered_rows`` rows, ticking the progress line after each; returns ``None``.
     """
     n = flow.source.n_rows
     if clusters.held is None:

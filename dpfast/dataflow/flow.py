@@ -1,24 +1,8 @@
 """What a step reads a table through: the dataflow under every engine (docs/architecture.md).
 
-A step (:mod:`dpfast.steps`) is a data algorithm written once: it reads the table through
-a :class:`Dataflow`, which an engine opens for its release (``Engine.dataflow``). The
-dataflow holds the column source (:class:`~dpfast.dataflow.source.Source`), the memory
-:class:`Limits` of the passes, the progress line, the release's scratch folder, and the
-table the engine holds in this process, if it does (the in-memory engine: a step may then
-use the values of its :class:`~dpfast.dataflow.values.NumericColumn` and the table's own
-category codes directly, as its fast path). In memory, the source is the table itself
-read as one batch per column (:class:`HeldTable`); a table known only by its names and
-row count (a forecast's) is a source that refuses every read
-(:meth:`Dataflow.without_values`).
-
-The helpers every pass shares are here too: a batch of a protected column checked and
-read as float64 (:func:`numeric_values`), the refusals a batch function sends back
-(:data:`SENT_BACK`, pickled by :func:`dumps_error`), the total of a batch function added
-where the batches are read (:func:`column_total`), a numeric column's range and
-non-finite values found in one pass (:func:`column_stats`), a batch of a categorical
-column as its taxonomy's codes (:func:`taxonomy_codes`), the categories a column's type
-declares (:func:`declared_dictionary`), and the cutting of ordered keys into ranges that
-fit, by histograms of their top bits (:func:`cut_ranges`).
+A step (:mod:`dpfast.steps`) is a data algorithm written once over a :class:`Dataflow`,
+which an engine opens for its release (``Engine.dataflow``); the helpers every pass shares
+are here too.
 """
 
 from __future__ import annotations
@@ -118,8 +102,7 @@ def dumps_error(exc: BaseException) -> bytes:
 class NonFiniteValue(DPFastValueError):
     """A batch of protected column ``column`` holds NaN, an infinity or a missing value.
 
-    Raised by the first batch found; the engine's ``explain`` turns it into the in-memory
-    error, which counts them all.
+    Raised by the first bad batch; the engine's ``explain`` gives the in-memory error, counting all.
     """
 
     def __init__(self, message: str, column: str) -> None:
@@ -176,11 +159,9 @@ def column_total(
 ) -> T:
     """Return ``start`` plus ``fn(batch, first_row)`` of every batch of column ``name``.
 
-    ``name`` is a column's, or a tuple of columns' (read as a struct array).
-
-    Added on the workers where the source's ``add_column`` adds there, until at most
-    ``most`` partial totals remain (1 for results as large as a release's table), else
-    here as the batches' results come.
+    ``name`` may be a tuple of columns (read as a struct array). Added on the workers where
+    the source's ``add_column`` adds there, until at most ``most`` partials remain (1 for
+    results as large as a release's table), else here as the batches' results come.
     """
     partials = source.add_column(name, batch_rows, fn, most)
     return functools.reduce(add_up, (total for total, _ in partials), start)
@@ -287,12 +268,11 @@ def cut_ranges(
 ) -> None:
     """Cut ``[lo, hi)`` into runs of histogram buckets holding at most ``capacity`` keys.
 
-    ``counts[b]`` counts the keys in ``[lo + (b << shift), lo + ((b + 1) << shift))``.
-    Calls ``process(run_lo, run_hi, first_rank, count)`` for every run in key order,
-    with the rank of its first key. A run spans its first to its last non-empty bucket,
-    so a bucket above ``capacity`` is a run of its own and exactly as wide as that bucket:
-    refining it always narrows it (a heavy tie with empty buckets beside it would
-    otherwise give the same range again).
+    ``counts[b]`` counts the keys in ``[lo + (b << shift), lo + ((b + 1) << shift))``. Calls
+    ``process(run_lo, run_hi, first_rank, count)`` for every run in key order, ``first_rank``
+    the rank of its first key. A run spans its first to last non-empty bucket, so a bucket
+    above ``capacity`` is a run exactly as wide as itself: refining it always narrows it (a
+    heavy tie with empty buckets beside it would otherwise give the same range again).
     """
     start = end = held = 0
     rank = first_rank
@@ -346,18 +326,17 @@ def _no_scratch() -> Path:
 
 @dataclass(frozen=True)
 class Dataflow:
-    """What a step reads a table through (see the module docstring).
+    """What a step reads a table through, opened by an engine for its release.
 
-    ``source`` gives the columns' batches, ``limits`` what fits in memory,
-    ``tick(phase, done, total)`` the progress line a step advances before each pass, and
-    ``scratch()`` the folder of the release's scratch files (made when first asked for;
-    a dataflow held in memory has none). ``task_limits`` bound each sort task a cluster's
-    workers run (``None``: as ``limits``); ``keep_order(name, rows)``, where given,
-    keeps a held column's rows in rank order (the in-memory engine, for its metrics and
-    risk).
-    ``table`` is the table the engine holds in memory, or ``None``: where it is held
-    (:attr:`holds`), every protected column's values are in its
-    :class:`~dpfast.dataflow.values.NumericColumn` and a step may take its fast path.
+    ``source`` gives the columns' batches, ``limits`` what fits in memory, ``tick(phase, done,
+    total)`` the progress line a step advances before each pass, and ``scratch()`` the folder
+    of the release's scratch files (made when first asked for; none when held in memory).
+    ``task_limits`` bound each sort task a cluster's workers run (``None``: as ``limits``);
+    ``keep_order(name, rows)``, where given, keeps a held column's rows in rank order (the
+    in-memory engine, for its metrics and risk). ``table`` is the table the engine holds in
+    memory, or ``None``; where held (:attr:`holds`), a step may take its fast path: every
+    protected column's values are in its :class:`~dpfast.dataflow.values.NumericColumn`,
+    and the table's own category codes are at hand.
 
     Examples
     --------
@@ -384,10 +363,7 @@ class Dataflow:
         table: TableData,
         keep_order: Callable[[Hashable, np.ndarray], None] | None = None,
     ) -> Dataflow:
-        """Return the dataflow of a table held in memory: one batch per column.
-
-        Its source reads a column's values when a pass asks for them (:class:`HeldTable`).
-        """
+        """Return a held table's dataflow: whole columns, read when asked (:class:`HeldTable`)."""
         source = HeldTable(tuple(table.names), table.column, table.n_rows)
         limits = Limits(memory=_HELD_MEMORY, batch_rows=max(1, table.n_rows))
         return cls(source, limits, table=table, keep_order=keep_order)
@@ -401,9 +377,9 @@ class Dataflow:
     ) -> Dataflow:
         """Return the dataflow of a table known by its names and row count, with no value.
 
-        Every read of a column ``name`` raises ``refusal(name)``, and a read of the
-        columns' types ``refusal(None)``: a step that would read the table refuses, and
-        says which column it would have read (a forecast from public values only).
+        Reading column ``name`` raises ``refusal(name)``, reading the types ``refusal(None)``:
+        a step that would read the table refuses, naming the column (a forecast, from public
+        values only).
         """
         source = _NoValues(tuple(names), n_rows, refusal)
         return cls(source, Limits(memory=_HELD_MEMORY, batch_rows=max(1, n_rows)))
@@ -462,7 +438,6 @@ class HeldTable(Source):
 
     Examples
     --------
-    >>> import numpy as np
     >>> table = {"x": np.array([3.0, 1.0, 2.0])}
     >>> source = HeldTable(("x",), table.__getitem__, 3)
     >>> source.names, source.n_rows, str(source.schema.field("x").type)
@@ -501,8 +476,7 @@ class HeldTable(Source):
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for slices of ``batch_rows`` rows, in row order.
 
-        :meth:`Dataflow.held` reads a column whole (one batch); a tuple of names gives
-        struct arrays.
+        :meth:`Dataflow.held` reads a column whole, in one batch.
         """
         if isinstance(name, tuple):
             arrays = [self._array(n) for n in name]

@@ -1,20 +1,18 @@
 """A released numeric column's rows on a bound, and the rows the noise pushed there.
 
-Every DP release of a numeric column with public bounds counts, per column, three sets of
-rows (docs/forecast.md#pushed), each a group's rows counted together (a rank group, a
-cluster, or one cell for a release row by row):
+Every DP release of a numeric column with public bounds counts, per column and alike on
+every engine (a seeded release's counts are the same everywhere: the conformance suite
+compares them), three sets of rows (docs/forecast.md#pushed), a group's rows counted
+together (a rank group, a cluster, or one cell for a release row by row):
 
 * **released** on a bound: the group's released value is ``<= lower`` or ``>= upper``;
-* **before the noise** on a bound: the value the group would be released as without the
-  noise (its mean on the grid, rounded half to even, clamped, rounded to an integer for
-  an integer column: the release's own arithmetic with a draw of 0) is on a bound;
+* **before the noise** on a bound: the group's value with a draw of 0 (the release's own
+  arithmetic: its mean on the grid, rounded half to even, clamped, rounded for an integer
+  column) is on a bound;
 * **pushed** onto a bound by the noise: released on a bound, and not on one before the
   noise. Values on a bound in the original and an integer column's rounding floor (a
   group whose mean rounds onto a bound) are left out, so a domain of a few values, whose
   rounding puts every group on a bound, has none pushed.
-
-Every engine counts them with the same definition, so a seeded release's counts are the
-same everywhere (the conformance suite compares them).
 """
 
 from __future__ import annotations
@@ -42,14 +40,7 @@ __all__ = [
 class OnBound:
     """Rows of a released numeric column on a bound (module docstring).
 
-    Attributes
-    ----------
-    released : int
-        Rows whose released value is on a bound.
-    before : int
-        Rows whose value before the noise is on a bound.
-    pushed : int
-        Rows pushed onto a bound by the noise: released on one, not before the noise.
+    ``released`` on a bound, on one ``before`` the noise, and ``pushed`` there by the noise.
 
     Examples
     --------
@@ -103,10 +94,8 @@ BoundCount = OnBound | Callable[[], OnBound]
 class RankGroupValues(Protocol):
     """A numeric column's rank groups' values from their exact sums, with and without noise.
 
-    ``values(sums, first_group)`` gives the released values of groups ``first_group ..``
-    (each group's noise keyed by the group, so a task holding some of the groups computes
-    theirs); ``values.before_noise(sums, first_group)`` the values the same groups would
-    be released as with no noise, for the counts of :class:`OnBound`.
+    Each group's noise is keyed by the group, so a task holding some of the groups computes
+    theirs; the values before the noise give the counts of :class:`OnBound`.
     """
 
     def __call__(self, sums: np.ndarray, first_group: int = 0) -> np.ndarray:
@@ -123,9 +112,9 @@ def noiseless_group_values(
 ) -> np.ndarray:
     """Return rank groups' values as ``ir_dp`` releases them with a draw of 0.
 
-    Each group's mean on ``grid`` rounded half to even, mapped back to the data's units
-    (rounded for an ``integer`` column) and clamped, by the release's own kernel; the
-    groups are ``layout``'s, from ``first_group``.
+    ``layout``'s groups from ``first_group``: each one's mean on ``grid`` rounded half to
+    even, mapped back to the data's units (rounded for an ``integer`` column) and clamped,
+    by the release's own kernel.
     """
     zeros = np.zeros(sums.shape[0], dtype=np.int64)
     return ranking.noisy_group_values(  # type: ignore[no-any-return]

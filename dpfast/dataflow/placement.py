@@ -1,16 +1,15 @@
 """Put a column's values in output row order without holding the column (docs/engines.md).
 
-A released column arrives as pieces ``(rows, values)`` in any order: the input rows the
-values belong to, and the values. Output row ``r`` holds input row ``order[r]``, where
-``order`` is the identity or a bucketed permutation :func:`dpfast.noise.permutation`.
-Input row ``i``'s bucket of the permutation is computable from ``i`` alone, so:
+A released column arrives as pieces ``(input rows, values)`` in any order. Output row ``r``
+holds input row ``order[r]``, ``order`` the identity or a bucketed permutation
+(:func:`dpfast.noise.permutation`), whose bucket of input row ``i`` follows from ``i`` alone:
 
-1. **Scatter.** Each piece is cut by *range*: consecutive rows (identity) or consecutive
-   permutation buckets (a shuffle), each range holding what fits in the memory limit;
-   its part is appended, with its row ids, to the range's spill file (Arrow IPC).
-2. **Reorder.** Range by range, in output order, the spill file is read back and its
-   values are put in the order of the range's part of ``order``
-   (:func:`dpfast.noise.permutation_part`) and handed on.
+1. **Scatter.** Each piece is cut by *range* (consecutive rows, or consecutive permutation
+   buckets, as many as fit in the memory limit), each part appended with its row ids to the
+   range's spill file (Arrow IPC).
+2. **Reorder.** Range by range, in output order, a spill file is read back, its values put
+   in the order of the range's part of ``order`` (:func:`dpfast.noise.permutation_part`)
+   and handed on.
 
 No file is ever read at random: every spill file is written by appends and read whole.
 """
@@ -65,8 +64,7 @@ class Placer:
     n : int
         Rows of the table.
     key : ndarray or None
-        The permutation's key (output row ``r`` holds input row ``permutation(key,
-        n)[r]``), or ``None`` for the input order.
+        The permutation's key, or ``None`` for the input order.
     value_type : pyarrow.DataType
         The values' type (not a dictionary).
     row_bytes : float
@@ -102,10 +100,7 @@ class Placer:
     def add(
         self, values: pa.Array | pa.ChunkedArray, rows: np.ndarray | None = None, first: int = 0
     ) -> None:
-        """Scatter a piece: ``values`` of ``rows`` (default: rows ``first, first + 1, ...``).
-
-        A permutation's ranges are found for consecutive rows only: give ``first``.
-        """
+        """Scatter ``values`` of ``rows``, or of rows ``first ..`` (a shuffle takes only these)."""
         if isinstance(values, pa.ChunkedArray):
             done = 0
             for chunk in values.chunks:
@@ -240,9 +235,8 @@ class ArrowFile:
 class BatchFiles:
     """A column's batches in input order, each in an Arrow file of its own, read by row ranges.
 
-    The batches may come in any order (a cluster's); each is kept as the rows from its
-    first row on, cast to the type of the first batch to come. Nothing is spilled or
-    reordered: a column copied in its rows' order is written once.
+    Batches may come in any order (a cluster's) and are cast to the first one's type. Nothing
+    is spilled or reordered: a column copied in its rows' order is written once.
     """
 
     directory: Path

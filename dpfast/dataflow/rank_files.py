@@ -1,14 +1,12 @@
 """Rank a column's rows by (key, row) out of core: rows written to a file in rank order.
 
-Every row of a column has a ``uint64`` key (a grid value, or an order-preserving image of
-a float) and is ranked by (key, row), ties to the lower row, as a stable sort in memory
-ranks it. The key space is cut into ranges that fit the memory limit by histograms of the
-keys' top bits (16 at a time, refined where a bucket holds too many rows); each range's
-(key, row) pairs are collected in one pass, sorted, handed to ``on_sorted`` with their
-first rank, and their rows are written at their ranks to a file of ``int64`` rows. A
-range of a single key holding too many rows (a long tie) is handed to ``on_run`` and its
-rows are placed by row: one pass counts them per batch, the next writes each batch's rows
-after those of the batches before it. Ranges are handed on in increasing rank order.
+Each row has a ``uint64`` key (a grid value, or an order-preserving image of a float); ties
+go to the lower row, as in a stable sort in memory. Histograms of the keys' top bits (16 at
+a time, refined where a bucket holds too many rows) cut the key space into ranges that fit
+the memory limit, handed on in increasing rank order: a range's pairs are collected in one
+pass, sorted, given to ``on_sorted`` and written to the file (``int64`` rows). A long tie
+(one key, too many rows) goes to ``on_run`` and is written by row: one pass counts it per
+batch, the next writes each batch's rows after those of the batches before it.
 """
 
 from __future__ import annotations

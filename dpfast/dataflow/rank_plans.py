@@ -1,14 +1,12 @@
 """A numeric column's grid values cut into ranges that fit, by histogram passes.
 
-Rank groups need a column's rows in the order of their grid values (its values clamped to
-the public grid's domain and quantised to its steps). Where the column is larger than a
-sort's memory, it is sorted range by range: a histogram pass over the top bits of the grid
-values (:func:`histogram`, added up where the batches are read) cuts the grid into ranges
-that fit (:func:`~dpfast.dataflow.flow.cut_ranges`), each range is collected in one
-more pass (:func:`quantised_in`) or, on a cluster, sorted by the workers
-(:func:`sorted_on_workers`, over the source's ``sort_ranges``). :func:`plan_ranks` cuts a
-column for a cluster's sort into a :class:`RankPlan`; :func:`whole_column` is the plan of
-a column sorted whole. The ``group_sums`` step (:mod:`dpfast.steps.ranks`) and the
+Rank groups need a column's rows in order of their grid values (values clamped to the
+public grid's domain and quantised to its steps). A column larger than a sort's memory is
+sorted range by range: a histogram pass over the top bits of the grid values
+(:func:`histogram`) cuts the grid into ranges that fit
+(:func:`~dpfast.dataflow.flow.cut_ranges`), each then collected in one more pass
+(:func:`quantised_in`) or, on a cluster, sorted by the workers (:func:`plan_ranks`,
+:func:`sorted_on_workers`). The ``group_sums`` step (:mod:`dpfast.steps.ranks`) and the
 cluster engine's exchange of ranks are written over these.
 """
 
@@ -130,8 +128,8 @@ def histogram(
 ) -> tuple[np.ndarray, int]:
     """Count the grid values in ``[lo, hi)`` per bucket of ``2**shift``; and the clamped.
 
-    Added up where the batches are read (:func:`column_total`): on a cluster, the workers
-    add the histograms, and only a few come to the driver.
+    Added up where the batches are read (:func:`column_total`): on a cluster the workers add
+    them, and only a few come to the driver.
     """
     size = ((hi - 1 - lo) >> shift) + 1
     batch = _QuantisedBatch(column, grid, _BucketCounts(lo, hi, shift, size))
@@ -152,11 +150,10 @@ def quantised_in(
 class RankPlan:
     """How a cluster sorts a column: ranges of grid values, each with its first rank.
 
-    ``ranges`` (their ``counts`` from the histograms) are sorted by the workers, range
-    ``i`` holding ranks ``first_ranks[i] ..``; each of ``runs`` is ``(grid value, first
-    rank, count)``, a range of one grid value (a tie), which needs no sort. ``clamped`` is
-    the column's clamped count, from its first histogram (0 where the sort counts it from
-    flagged keys: :func:`whole_column`).
+    The workers sort ``ranges`` (``counts`` from the histograms), range ``i`` holding ranks
+    ``first_ranks[i] ..``; each of ``runs``, ``(grid value, first rank, count)``, is a tie,
+    which needs no sort. ``clamped``: the column's clamped count from its first histogram
+    (0 where the sort counts it from flagged keys: :func:`whole_column`).
     """
 
     ranges: Ranges
@@ -171,10 +168,9 @@ def plan_ranks(
 ) -> RankPlan:
     """Cut a column's grid values into ranges the workers sort, by histogram passes.
 
-    The first pass over the top bits of the grid values cuts the grid into ranges of
-    balanced counts (about ``n / (2 * tasks)`` values, and never more than the memory
-    limit's sorted values, narrowed by more histogram passes where a bucket holds more).
-    See docs/engines.md, "Ranks on a cluster".
+    Ranges of balanced counts: about ``n / (2 * tasks)`` values, never more than the memory
+    limit's sorted values, narrowed by more histogram passes where a bucket holds more
+    (docs/engines.md, "Ranks on a cluster").
     """
     n = dataset.n_rows
     key_bits = max(1, grid.d_int.bit_length())
@@ -210,8 +206,7 @@ def plan_ranks(
 def whole_column(n: int, grid: Grid) -> RankPlan:
     """Return the plan of a column sorted whole, in one range of ``n`` flagged keys.
 
-    Each key carries its clamped flag in its low bit (``q << 1 | clamped``): the sort
-    counts the clamped values, so the plan's own count is 0.
+    Keys are ``q << 1 | clamped``: the sort counts the clamped values, so the plan's is 0.
     """
     ranges = Ranges(
         np.array([0], dtype=np.uint64),
@@ -233,11 +228,10 @@ def sorted_on_workers(
 ) -> list[Any]:
     """Return ``dataset.sort_ranges(...)``; a bad value's error names its row, as in memory.
 
-    The sort's tasks run at once and may not number rows (Spark over files), and an
-    engine may not give back a task's own exception (Spark raises its traceback), so on a
-    failed sort one checking pass in row order (:meth:`map_column`, which sends refused
-    values back, nothing else collected) raises the error of the table's first bad value
-    instead. An interrupt is not a failure: it goes through.
+    The sort's tasks run at once and may not number rows (Spark over files), and an engine
+    may not give back a task's own exception (Spark raises its traceback), so a failed sort
+    is followed by one checking pass in row order (:meth:`map_column`, collecting only the
+    refused values) that raises the table's first bad value's error. An interrupt goes through.
     """
     try:
         return cast(

@@ -1,26 +1,18 @@
 """Each row given its rank group's value, written once for every engine (docs/engines.md).
 
-The rank-placement outputs. :func:`grouped_rows` puts the rank groups' values in a keyed
-order of the rows (:class:`~dpfast.dataflow.writes.WriteGroups`). For the others, a
-column's rows are ranked and cut into the method's rank groups (``layout``), each group's
-value is drawn from its sum (the method's ``values``), and every row gets its group's
-value at its own place, or, with ``key``, at its place in the keyed order (record
-linkage). The released values go into the engine's
-:class:`~dpfast.dataflow.row_outputs.Rows`.
+The rank-placement outputs, put into the engine's :class:`~dpfast.dataflow.row_outputs.Rows`.
+:func:`grouped_rows` puts the rank groups' values in a keyed order of the rows
+(:class:`~dpfast.dataflow.writes.WriteGroups`). The others rank a column's rows, cut them
+into the method's rank groups (``layout``), draw each group's value from its sum (``values``)
+and give every row its group's value at its own place or, with ``key``, at its place in the
+keyed order (record linkage): :func:`linked_rows` and :func:`linked_codes` for ``ir_dp``
+(:class:`~dpfast.dataflow.writes.WriteLinked`), :func:`ranked_rows` for
+``individual_ranking`` (:class:`~dpfast.dataflow.writes.WriteRanked`).
 
-* :func:`linked_rows` ranks a numeric column by (grid value, row), with the groups' exact
-  integer sums (``ir_dp``, :class:`~dpfast.dataflow.writes.WriteLinked`);
-* :func:`linked_codes` ranks a categorical column by taxonomy rank (the same record);
-* :func:`ranked_rows` ranks by (value, row), the groups' float sums added in rank order
-  (``individual_ranking``, :class:`~dpfast.dataflow.writes.WriteRanked`).
-
-Held in memory (``flow.holds``), one permutation, or one sort of the held values, and one
-scatter. Read in passes, the permutation is drawn bucket range by bucket range; the rows
-are written in rank order to a scratch file range by range within the
-memory limit (:class:`~dpfast.dataflow.rank_files.RankPasses`), then read back in parts
-and placed at their output rows through spill files
-(:class:`~dpfast.dataflow.placement.Placer`); a categorical column's ranks come from one
-pass of counts per batch, so that each batch places its own rows.
+Held (``flow.holds``): one permutation or sort of the held values, and one scatter. In
+passes: the rows are written in rank order to a scratch file range by range within the
+memory limit (:class:`~dpfast.dataflow.rank_files.RankPasses`), then read back in parts and
+placed at their output rows through spill files (:class:`~dpfast.dataflow.placement.Placer`).
 """
 
 from __future__ import annotations
@@ -69,8 +61,8 @@ _BYTES_PER_SCATTERED_ROW = 96
 class Linked:
     """What a linked output gives: the groups' values, the clamped count, the rows' places.
 
-    ``destination[i]``: input row ``i``'s output row, where the table is held and the rows
-    keyed (the in-memory engine's metrics pair values and sources by it); else ``None``.
+    ``destination[i]``: input row ``i``'s output row if the table is held and the rows keyed
+    (the in-memory engine's metrics pair values and sources by it); else ``None``.
     """
 
     values: np.ndarray
@@ -90,11 +82,10 @@ def grouped_rows(
 ) -> np.ndarray | None:
     """Put ``values[layout.group_of(permutation(key)[r])]`` at every output row ``r``.
 
-    The rank groups' values (float64, or int64 codes) go to the rows in the order of the
-    keyed permutation of ``0 .. n-1`` (:func:`dpfast.noise.permutation`), no row linked to
-    its input row. Held: the whole permutation, returned (the in-memory engine's metrics
-    pair each released value with its source through it). In passes: bucket range by
-    bucket range of the permutation, each range put as it is drawn; returns ``None``.
+    The groups' values (float64, or int64 codes) follow the keyed permutation of ``0 .. n-1``
+    (:func:`dpfast.noise.permutation`), no row linked to its input row. Held: returns the
+    whole permutation (the in-memory engine's metrics pair values and sources by it). In
+    passes: each bucket range of the permutation is put as it is drawn; returns ``None``.
     """
     n = flow.source.n_rows
     if flow.holds:
@@ -131,8 +122,8 @@ def linked_rows(
 ) -> Linked:
     """Put each row's rank group's value (float64) at its output place into ``into``.
 
-    The rows are ranked by (grid value, row); ``values(sums)`` gives the groups' values
-    from their exact integer sums of grid values. Returns them and the clamped count.
+    Ranked by (grid value, row); ``values(sums)`` gives the groups' values from their exact
+    integer sums of grid values. Returns them and the clamped count.
     """
     n = flow.source.n_rows
     if not flow.holds:
@@ -177,11 +168,7 @@ def _rank_numeric(
     fd: int,
     tick: Callable[[int], None],
 ) -> tuple[np.ndarray, int]:
-    """Rank a column's rows by (grid value, row): write the rows in rank order to ``fd``.
-
-    Returns the exact integer sum of every rank group (``layout``'s) of grid values, and
-    the clamped count.
-    """
+    """Write a column's rows to ``fd`` by (grid value, row); return group sums, clamped count."""
     sums = np.zeros(layout.n_groups, dtype=np.int64)
 
     def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
@@ -209,9 +196,9 @@ def ranked_rows(
 ) -> None:
     """Put each row's rank group's value (float64) at its own row into ``into``.
 
-    The rows are ranked by (value, row); every group's sum is added up in rank order, one
-    value at a time (held, and in passes on order-preserving ``uint64`` images of the
-    floats: the same float additions in the same order, so the same sums bit for bit).
+    Ranked by (value, row); each group's sum is added in rank order, one value at a time,
+    held and in passes (there on order-preserving ``uint64`` images of the floats: the same
+    additions in the same order, so the same sums bit for bit).
     """
     n = flow.source.n_rows
     if flow.holds:
@@ -239,11 +226,7 @@ def _rank_floats(
     fd: int,
     tick: Callable[[int], None],
 ) -> np.ndarray:
-    """Rank a column's rows by (value, row), writing them to ``fd`` in rank order.
-
-    Returns every rank group's (``layout``'s) float sum, its values added one by one in
-    rank order.
-    """
+    """Write a column's rows to ``fd`` in (value, row) order; return each group's float sum."""
     sums = np.zeros(layout.n_groups, dtype=np.float64)
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
@@ -282,8 +265,8 @@ def _place(
 ) -> None:
     """Give every row its rank group's value, in output order, into ``into``.
 
-    ``ranked`` holds the rows in rank order; it is read back in parts and removed.
-    With ``key`` the values go through input order into the permutation's order.
+    ``ranked`` (the rows in rank order) is read back in parts and removed. With ``key`` the
+    values go through input order into the permutation's order.
     """
     n, memory, directory = flow.source.n_rows, flow.limits.memory, flow.scratch()
     tag = column_digest(name)
@@ -336,8 +319,9 @@ def linked_codes(
 ) -> Linked:
     """Put each row's rank group's code (int64) at its output place into ``into``.
 
-    The rows are ranked by taxonomy rank, then row; ``values(counts)`` gives the groups'
-    codes from the records per rank. Returns the codes (nothing is clamped).
+    Ranked by (taxonomy rank, row); ``values(counts)`` gives the groups' codes from the
+    records per rank. Returns the codes (nothing is clamped). In passes, one pass counts
+    each batch's ranks, so that each batch then places its own rows.
     """
     n, m = flow.source.n_rows, len(column.taxonomy.domain)
     taxonomy = column.taxonomy

@@ -1,15 +1,14 @@
 """Rows replaced by draws from their bins, written once for every engine (docs/engines.md).
 
-Row ``i`` of bin ``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``:
-the pool lists the column's values bin by bin, each bin's in row order
-(:func:`dpfast.noise.retain_or_replace`). Held in memory (``flow.holds``), the pool is
-built whole and every row drawn at once. Read in passes, the pool is never held: its
-positions ``[0, n)`` are cut into windows that fit in memory; for each window, one pass
-counts the window's bins per batch (so that every row knows its own pool position,
-whatever order the batches come in) and one more pass gathers the window's values and the
-rows whose replacement falls in it (:func:`dpfast.noise.retain_draws` gives ``U_i``). The
-replacements found are kept sorted by row in scratch files, which the last pass, the one
-that puts the column's rows (:mod:`dpfast.dataflow.row_outputs`), reads back.
+Row ``i`` of bin ``g`` is replaced, when its draw says so, by ``pool[start[g] + U_i]``, the
+pool listing the column's values bin by bin, each bin's in row order
+(:func:`dpfast.noise.retain_or_replace`). Held (``flow.holds``), the pool is built whole and
+every row drawn at once. In passes it is never held: per window of pool positions that fits
+in memory, one pass counts the window's bins per batch (so every row knows its pool
+position, whatever order the batches come in) and one more gathers the window's values and
+the rows replaced from it (:func:`dpfast.noise.retain_draws` gives ``U_i``). Those
+replacements are kept sorted by row in the dataflow's scratch files until the last pass puts
+the column's rows (:mod:`dpfast.dataflow.row_outputs`).
 """
 
 from __future__ import annotations
@@ -48,8 +47,7 @@ def resampled_rows(
     """Put every row's value, or its replacement from its bin, as float64 into ``into``.
 
     ``keep / 2**32`` is each row's probability of keeping its value; ``n_threads`` the
-    threads of the draws held in memory (the values do not depend on it). Read in passes,
-    the replacements are kept in the dataflow's scratch folder until the column is put.
+    threads of the draws held in memory (the values do not depend on it).
     """
     if flow.holds:
         into.put(0, _held(column.values, bins, key, keep, n_threads))

@@ -1,13 +1,10 @@
 """Columns released row by row, written once for every engine (docs/architecture.md).
 
 A row-wise output releases each row of a column from that row alone (and the method's
-key): its values go to the rows' own places, whatever order the batches come in. The
-algorithm reads the table through the :class:`~dpfast.dataflow.flow.Dataflow` and
-puts each batch's released values into :class:`Rows`, which the engine gives:
-:class:`HeldRows` (an array in memory) or :class:`FileRows` (a scratch file, 8 bytes a
-row). Where the engine holds the table (``flow.holds``), the algorithm takes its fast
-path: the whole column at once, from the values already held. Here: :func:`released_rows`
-(:class:`~dpfast.dataflow.writes.WriteRows`) and :func:`coded_rows` (``WriteCodes``);
+key), so its values go to the rows' own places, whatever order the batches come in. It
+reads the table through the :class:`~dpfast.dataflow.flow.Dataflow` and puts each batch's
+values into the :class:`Rows` the engine gives; where the engine holds the table
+(``flow.holds``), it releases the whole column at once from the values held.
 ``WriteResampled`` is :mod:`dpfast.dataflow.resampled_rows`'s.
 """
 
@@ -55,10 +52,9 @@ class Rows(Protocol):
 class HeldRows:
     """A released column held in memory: :attr:`values`, once every row is put.
 
-    The whole column put at once is kept as it is (no copy); parts are copied into one
-    array of their dtype, or into ``out`` where the engine gives the array to fill (a
-    view into its output, say), which a held fast path may also fill directly
-    (:meth:`array`).
+    The whole column put at once is kept (no copy); parts are copied into one array of
+    their dtype, or into ``out``, the array the engine gives to fill (a view into its
+    output, say), which a held fast path may fill directly (:meth:`array`).
 
     Examples
     --------
@@ -185,11 +181,10 @@ def coded_rows(
 ) -> None:
     """Put column ``name``'s released codes (indices into ``domain``) into ``into``.
 
-    Each batch's values are looked up in the domain (a batch of a cluster's is coded on
-    its worker) and its codes released by ``cells(codes, first_row)``, put as int64. Held:
-    a pandas categorical is coded by its categories (one pass over its codes), any other
-    column looked up whole, and the codes put whole in the smallest integer type that
-    holds them (:func:`~dpfast.dataflow.values.code_dtype`).
+    Each batch's values are looked up in the domain (a cluster's on its worker) and its codes
+    released by ``cells(codes, first_row)``, put as int64. Held: a pandas categorical is coded
+    by its categories (one pass over its codes), any other column looked up whole, and the
+    codes put whole in the smallest type (:func:`~dpfast.dataflow.values.code_dtype`).
 
     Raises
     ------

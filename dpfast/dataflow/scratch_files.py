@@ -1,15 +1,12 @@
 """Scratch files of 8-byte values: written whole, read by row range.
 
-A short write is finished and a full disk raises ``ENOSPC`` (:func:`write_at`,
-:func:`append_array`); :func:`read_rows` reads a range of rows back and :func:`chunks`
-cuts ``n`` rows into ranges read at once; :func:`scratch_name` names a column's file.
-Two ways of writing arrays lose a full disk
-(docs/engines.md, "Faults"):
+:func:`write_at` and :func:`append_array` finish a short write and raise ``ENOSPC`` on a
+full disk, which two other ways of writing arrays lose (docs/engines.md, "Faults"):
 
-* ``os.pwrite`` may write fewer bytes than it is given, without an error, when the disk
-  fills up during the call; the error comes only at the next call. A short write whose
-  return value is ignored leaves a hole that reads back as zeros: a silently wrong
-  release if no later write fails.
+* ``os.pwrite`` may write fewer bytes than given, without an error, when the disk fills
+  during the call (the error comes only at the next call); a short write whose return value
+  is ignored leaves a hole that reads back as zeros: a silently wrong release if no later
+  write fails.
 * ``ndarray.tofile`` reports a short write as ``DPFastOSError("N requested and M written")``,
   without the errno, so the command line cannot tell that the disk is full.
 """

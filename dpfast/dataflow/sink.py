@@ -1,13 +1,11 @@
 """The output records written once, for an engine that puts released rows into a sink.
 
-:meth:`RowSink.write` executes each record of :mod:`dpfast.dataflow.writes` with the
-algorithm written for it (:mod:`~dpfast.dataflow.row_outputs`,
-:mod:`~dpfast.dataflow.ranked_rows`, :mod:`~dpfast.dataflow.clustered_rows`,
-:mod:`~dpfast.dataflow.resampled_rows`) into the :class:`~dpfast.dataflow.row_outputs.Rows`
-the engine gives (:meth:`RowSink.rows`: an array in memory, a scratch file out of core),
-and hands the engine each column once its rows are put (:meth:`RowSink.keep_column`). The
-engine says only where rows go and what it keeps; which algorithm writes which record is
-said here, once.
+:meth:`RowSink.write` executes each record of :mod:`dpfast.dataflow.writes` with its algorithm
+(:mod:`~dpfast.dataflow.row_outputs`, :mod:`~dpfast.dataflow.ranked_rows`,
+:mod:`~dpfast.dataflow.clustered_rows`, :mod:`~dpfast.dataflow.resampled_rows`) into the
+:class:`~dpfast.dataflow.row_outputs.Rows` the engine gives (an array in memory, a scratch
+file out of core). The engine says only where rows go and what it keeps (:class:`RowSink`);
+which algorithm writes which record is said here, once.
 """
 
 from __future__ import annotations

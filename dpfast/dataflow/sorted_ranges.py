@@ -1,18 +1,15 @@
 """Ranges of a column sorted on a cluster's workers: the pieces the engines share.
 
 A cluster source (:class:`~dpfast.engines.spark.SparkSource`,
-:class:`~dpfast.engines.dask.DaskSource`) overrides ``sort_ranges(name, batch_rows,
-keys, ranges, key_bits, reduce)`` and ``sort_tasks`` (how many tasks run at once): every
-value of column ``name`` is mapped to a ``uint64`` key of ``key_bits`` bits by
-``keys(batch, first_row)`` on the workers; the keys inside range ``i`` (``ranges.lo[i]
-<= key < ranges.hi[i]``) are brought to one task, sorted there and given to ``reduce(i,
-sorted_keys)``, whose small result alone returns to the driver, in a list. ``ir_dp`` uses it to add
-its rank groups' sums on the workers (:func:`group_sums`), so the driver receives
-``n / k`` sums, not the ``n`` values (docs/engines.md, "Ranks on a cluster").
-
-The ranges are cut from a public histogram and a count of every range is known before
-the sort, so a task's result does not depend on which task sorts which range, on how the
-data is partitioned, or on retries.
+:class:`~dpfast.engines.dask.DaskSource`) overrides ``sort_ranges`` and ``sort_tasks``
+(:class:`~dpfast.dataflow.source.Source`): the workers map column ``name``'s values to
+``uint64`` keys of ``key_bits`` bits; the keys inside range ``i`` (``ranges.lo[i] <= key <
+ranges.hi[i]``) are brought to one task, sorted there and given to ``reduce(i,
+sorted_keys)``, whose small result alone returns to the driver. ``ir_dp`` adds its rank
+groups' sums so (:class:`GroupSums`): the driver receives ``n / k`` sums, not the ``n``
+values (docs/engines.md, "Ranks on a cluster"). The ranges are cut from a public
+histogram and every range's count is known before the sort, so a task's result does not
+depend on which task sorts which range, on how the data is partitioned, or on retries.
 """
 
 from __future__ import annotations
@@ -42,10 +39,9 @@ __all__ = [
 class Ranges:
     """Disjoint key ranges ``[lo[i], hi[i])`` in increasing order (``uint64`` bounds).
 
-    ``counts``, when given, is how many keys each range holds (from the histogram that cut
-    them): a task that sorts ranges reads their keys into one array of that size instead
-    of concatenating pieces. It is a size only; the driver still checks every range's
-    count in the results (:func:`add_parts`).
+    ``counts``, if given, is each range's number of keys (from the histogram that cut them):
+    a sorting task reads their keys into one array of that size, not pieces joined. A size
+    only: the driver still checks every range's count in the results (:func:`add_parts`).
     """
 
     lo: np.ndarray
@@ -113,14 +109,12 @@ def sorted_runs(
 class GroupSums:
     """The ``reduce`` of ``ir_dp``: a sorted range's part of its rank groups' sums.
 
-    Range ``i`` holds ranks ``first_ranks[i] ..`` of the column; its result is
-    ``(i, g0, sums, count, flagged)``: the sums of ``layout``'s groups ``g0, g0 + 1, ..``
-    over its keys (the grid values), exact integers, so the driver adds the parts in any
-    order.
-
-    With ``flagged``, a key is ``grid value << 1 | flag`` (as
-    :func:`dpfast._kernels.ranking.quantise_flagged` makes them); the flags are counted
-    into ``flagged`` and dropped before the sums. Without, ``flagged`` is 0.
+    Range ``i`` holds ranks ``first_ranks[i] ..`` of the column; its result is ``(i, g0,
+    sums, count, flagged)``: the sums of ``layout``'s groups ``g0, g0 + 1, ..`` over its keys
+    (the grid values), exact integers, so the driver adds the parts in any order. With
+    ``flagged``, a key is ``grid value << 1 | flag``
+    (:func:`dpfast._kernels.ranking.quantise_flagged`): the flags are counted into
+    ``flagged`` and dropped before the sums; without, ``flagged`` is 0.
     """
 
     first_ranks: np.ndarray
@@ -166,15 +160,14 @@ def add_parts(
 class KeyBuffers:
     """The ``uint64`` buffers a worker process keeps from one sort task to the next.
 
-    A sort task needs two buffers as large as its keys (the keys, and the radix sort's
-    scratch). Fresh memory costs the kernel a page fault per 4 KiB page (or a compaction
-    for a huge page): on the machine measured, as much CPU as the sort itself
-    (docs/engines.md, "Memory pages"). A worker that sorts one column after another takes
-    back the buffers of its last sort instead. It keeps at most :attr:`most` of them,
-    never more bytes than its largest sort held at once, and :meth:`clear` frees them.
-    A task of the release's output frees them too, or takes one for its part's values
-    and frees the rest (``_write_part`` in :mod:`dpfast.engines.spark._write`), giving it
-    back for its next part. Safe for threads: a buffer is held by one task at a time.
+    A sort task needs two buffers as large as its keys (the keys, the radix sort's scratch).
+    Fresh memory costs the kernel a page fault per 4 KiB page (or a compaction for a huge
+    page): on the machine measured, as much CPU as the sort itself (docs/engines.md, "Memory
+    pages"), so a worker sorting one column after another reuses its last sort's buffers. It
+    keeps at most :attr:`most`, never more bytes than its largest sort held at once, until
+    :meth:`clear`. An output task frees them too, or takes one for its part's values and
+    frees the rest (``_write_part`` in :mod:`dpfast.engines.spark._write`), giving it back
+    for its next part. Safe for threads: a buffer is held by one task at a time.
     """
 
     def __init__(self, most: int = 2) -> None:
@@ -191,9 +184,8 @@ class KeyBuffers:
     def take(self, n: int) -> np.ndarray:
         """Return ``uint64[n]`` (contents undefined): a kept buffer's start, else a new one.
 
-        The smallest kept buffer of at least ``n`` words is taken; if none is, every kept
-        buffer is freed before the new one is made, so that the two are never held
-        together.
+        The smallest kept buffer of at least ``n`` words is taken; if none fits, every kept
+        buffer is freed first, so that old and new are never held together.
         """
         with self._lock:
             fits = [b for b in self._kept if b.shape[0] >= n]

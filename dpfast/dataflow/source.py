@@ -1,19 +1,11 @@
-"""What an engine hands the release skeleton when its output is written: a :class:`Staged` release.
+"""What an engine reads a table through (:class:`Source`), and the release it stages.
 
 An engine's ``publish`` writes the whole release under a staging name (a hidden file or
-directory beside the output, :mod:`dpfast._staging`) and returns a :class:`Staged`
+directory beside the output, :mod:`dpfast._staging`) and returns it as a :class:`Staged`
 release, still invisible. The release skeleton (:meth:`dpfast._release._run.Run.finish`),
 not the engine, then commits the budget's reservation and writes the reports, and only
-then calls :meth:`Staged.reveal`, which makes the output visible in one step (one rename)
-and returns the released data. A release that fails before that leaves nothing at the
-output (:meth:`Staged.discard`).
-
-What an engine reads a table through: a :class:`Source`. Its four abstract members (the
-names, the Arrow schema, the row count and ``map_column``, a function applied to every
-batch of a column) are what every source implements; the optional ones have defaults
-that a source which runs its batches elsewhere (a cluster) overrides, so that a caller
-calls each member, never asks whether it is there (docs/architecture.md, "The column
-source").
+then calls :meth:`Staged.reveal` (one rename); a release that fails before that leaves
+nothing at the output (:meth:`Staged.discard`). See docs/architecture.md, "The column source".
 """
 
 from __future__ import annotations
@@ -60,9 +52,8 @@ def _nothing() -> None:
 class Staged:
     """A release written whole and not yet visible.
 
-    ``reveal()`` makes it visible in one step and returns the released data (the table,
-    the dataset, the cluster's frame); ``discard()`` removes what was staged. After the
-    first call of either, both do nothing more (``reveal`` returns the same data).
+    ``reveal()`` returns the released data (the table, the dataset, the cluster's frame); after
+    the first call of it or ``discard()``, both do nothing more (``reveal``: the same data).
 
     Examples
     --------
@@ -77,9 +68,8 @@ class Staged:
         self._discard = discard
         self._done = False
         self._data: Any = None
-        #: What the release's passes did (the private report's ``work``: their tasks, the
-        #: bytes of their results, the items its output passes scanned;
-        #: docs/scale.md#counters), given by an engine that runs passes; in memory, None.
+        #: What the release's passes did (the private report's ``work``: tasks, result bytes,
+        #: items its output passes scanned; docs/scale.md#counters); None in memory.
         self.work: dict[str, int] | None = None
 
     def counted(self, work: dict[str, int]) -> Staged:
@@ -124,12 +114,10 @@ class Staged:
 def stage_beside(target: str | os.PathLike[str], write: Callable[[Path], T]) -> tuple[Staged, T]:
     """Have ``write(path)`` make the whole output at a staging path beside ``target``.
 
-    The path is ``release`` with ``target``'s suffixes, inside a hidden directory beside
-    it named for it and this process (what a killed run left there is removed first,
-    with a warning).
-    Returns a :class:`Staged` whose ``reveal()`` renames the output onto ``target`` (a
-    file or a directory there is replaced) and returns ``write``'s result, and that
-    result. If ``write`` fails, the staging directory is removed and nothing is left.
+    The path is ``release`` with ``target``'s suffixes, in a hidden directory beside it named
+    for it and this process (a killed run's leftovers are removed first, with a warning).
+    Returns ``(staged, write's result)``; ``staged.reveal()`` renames the output onto
+    ``target``, over what is there, and returns that result. A failed ``write`` leaves nothing.
     """
     final = Path(target)
     parent = final.parent if str(final.parent) else Path(".")
@@ -158,24 +146,12 @@ class Source(ABC):
     """A table an engine reads column by column: the column source protocol.
 
     Rows are numbered ``0 .. n_rows - 1`` in an order that does not depend on how the
-    source is read, and every pass gives each batch the number of its first row.
-
-    Abstract members (every source implements them): :attr:`names`, :attr:`schema`,
-    :attr:`n_rows` and :meth:`map_column`. The others have defaults, which a source
-    overrides where it can do better:
-
-    * :meth:`add_column`: each batch's result, read in this process, as its own partial
-      total (a cluster adds them where the batches are read);
-    * :attr:`sorts_in_place` (False) and :meth:`sort_ranges` (refused with a
-      :class:`~dpfast.exceptions.DPFastTypeError`): whether the source sorts a column's
-      keys range by range where its batches are read, and the sort; callers test the
-      flag;
-    * :attr:`sort_tasks` (1): how many of its tasks run at once;
-    * :attr:`dataset` (None): the source this one wraps, for a wrapper.
+    source is read. The members that are not abstract have defaults, which a source
+    overrides where it can do better (a cluster, where its batches are read): a caller
+    calls each member and never asks whether it is there.
 
     Examples
     --------
-    >>> import pyarrow as pa
     >>> class Numbers(Source):
     ...     names = property(lambda self: ["x"])
     ...     schema = property(lambda self: pa.schema([("x", pa.int64())]))
@@ -211,9 +187,8 @@ class Source(ABC):
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
 
-        A batch holds at most ``batch_rows`` consecutive rows; ``first_row`` numbers its
-        first across the whole source. A tuple of names gives each batch as a struct
-        array of those columns.
+        A batch holds at most ``batch_rows`` consecutive rows, ``first_row`` the source-wide
+        number of its first; a tuple of names gives struct arrays of those columns.
         """
 
     def add_column(
@@ -221,11 +196,10 @@ class Source(ABC):
     ) -> Iterable[tuple[T, int]]:
         """Return partial totals of ``fn(batch, first_row)`` over column ``name``'s batches.
 
-        Each partial comes with the rows of the largest task added into it; the caller
-        adds the partials up (:func:`dpfast.dataflow.flow.column_total`). A source
-        that adds where its batches are read returns at most ``most`` partials. This
-        default reads the batches here and yields each batch's result as it comes, with
-        its rows (nothing is held: the caller adds them up as they arrive).
+        Each comes with the rows of the largest task added into it, for the caller to add up
+        (:func:`dpfast.dataflow.flow.column_total`). A source that adds where its batches are
+        read returns at most ``most``; this default yields each batch's result as it is read
+        here, holding nothing.
         """
         for rows, result in self.map_column(name, batch_rows, WithRows(fn)):
             yield result, rows
@@ -234,7 +208,7 @@ class Source(ABC):
     def sorts_in_place(self) -> bool:
         """Whether :meth:`sort_ranges` sorts a column's keys where its batches are read.
 
-        False by default: the engine then sorts on this process, from passes of
+        Callers test it; if False (the default), the engine sorts here from passes of
         :meth:`map_column`.
         """
         return False
@@ -251,10 +225,9 @@ class Source(ABC):
         """Sort column ``name``'s keys range by range where its batches are read.
 
         ``keys(batch, first_row)`` gives a batch's keys; the sorted keys of range ``i`` of
-        ``ranges`` (a :class:`~dpfast.dataflow.sorted_ranges.Ranges`) go to ``reduce(i,
-        keys)``, whose results come back in range order
-        (:mod:`dpfast.dataflow.sorted_ranges`). Only where :attr:`sorts_in_place`:
-        this default refuses.
+        ``ranges`` (:class:`~dpfast.dataflow.sorted_ranges.Ranges`) go to ``reduce(i, keys)``,
+        whose results come back in range order (:mod:`dpfast.dataflow.sorted_ranges`). Where
+        not :attr:`sorts_in_place`, raises :class:`~dpfast.exceptions.DPFastTypeError`.
         """
         raise DPFastTypeError(
             f"a {type(self).__name__} does not sort ranges where its batches are read "
@@ -311,10 +284,7 @@ def column_names(name: Columns) -> list[str]:
 
 
 def column_batch(name: Columns, arrays: Sequence[pa.Array]) -> pa.Array:
-    """Return a batch of ``name``: its array, or the arrays of a tuple's columns as a struct.
-
-    ``arrays`` holds the columns of :func:`column_names` first (and may hold more).
-    """
+    """Return a batch of ``name``: ``arrays[0]``, or a tuple's first ``len(name)`` as a struct."""
     if isinstance(name, str):
         return arrays[0]
     return pa.StructArray.from_arrays(list(arrays[: len(name)]), names=list(name))

@@ -1,11 +1,6 @@
 """What the engines and the methods exchange: column descriptors, results, helpers.
 
-The protocol (:class:`~dpfast.engines.base.Engine`) takes and returns these: a protected
-column as the engine presents it (:class:`NumericColumn`, :class:`CategoricalColumn`),
-the per-batch functions a method hands over (:class:`Cells`, :class:`CodeCells`,
-:class:`Lookup`, :data:`GroupValues`), and what a pass returns (:class:`Bins`,
-:class:`OrderStatistics`, :class:`Clusters`, :class:`ClusterTotals`, :class:`Classes`,
-:class:`Contingency`).
+The engine protocol (:class:`~dpfast.engines.base.Engine`) takes and returns these.
 """
 
 from __future__ import annotations
@@ -65,12 +60,7 @@ PublishHook = Callable[[Any], None]
 
 @dataclass(frozen=True)
 class Opening:
-    """What one release asks of the engine it opens (``Engine.open``).
-
-    ``output`` (where the release is written) and ``memory_limit`` (bytes: the working
-    memory of an engine that reads in passes) mean the same on every engine that takes
-    them; ``metrics`` and ``risk`` ask for the private comparisons of the release with its
-    input (utility metrics, disclosure risk).
+    """What one release asks of the engine it opens (``Engine.open``), the same on every engine.
 
     Attributes
     ----------
@@ -79,17 +69,15 @@ class Opening:
     output : str, os.PathLike or None
         Where the release is written (None: returned only, in memory).
     memory_limit : int or None
-        The working memory in bytes of an engine that reads in passes (None: the engine's
-        default, or no limit).
+        Working memory in bytes of an engine that reads in passes (None: its default, or none).
     progress : callable or None
         Called as ``progress(phase, done, total)``.
     metrics : bool
-        The release adds utility metrics to its private report.
+        The release adds utility metrics (compared with its input) to its private report.
     risk : bool
-        The release measures its disclosure risk into its private report.
+        The release measures its disclosure risk (against its input) into its private report.
     reads_only : bool
-        The run reads the input's names, size and types and writes nothing (a forecast):
-        an engine that writes its release then needs no ``output``.
+        Read only the input's names, size and types and write nothing (a forecast; no ``output``).
 
     Examples
     --------
@@ -135,10 +123,8 @@ class NumericColumn:
     """A protected numeric column: its name, whether it is integer, and its output dtype.
 
     ``values`` holds the column as float64 on an engine that holds it (in memory, never
-    written); an engine that reads it in passes holds an empty array. ``dtype`` is the
-    input's own (an integer column's integer type; a float column's float type, float64
-    for an integer column released as floats) until :meth:`within` fits it to the public
-    ``domain``, which the released values lie in.
+    written), else is empty. ``dtype`` is the input's own (:func:`own_dtype`) until
+    :meth:`within` fits it to the public ``domain``, which the released values lie in.
     """
 
     name: Hashable
@@ -164,8 +150,7 @@ class NumericColumn:
     def within(self, lower: float, upper: float) -> NumericColumn:
         """Return the column released in a type that holds every value of ``[lower, upper]``.
 
-        The public bounds decide, never the data: an integer type too narrow for them
-        widens (:func:`holding_dtype`), so that no released value wraps around.
+        The public bounds decide, never the data (:func:`holding_dtype`): no value wraps around.
         """
         dtype = holding_dtype(self.dtype, self.integer, lower, upper, self.name)
         return replace(self, dtype=dtype, domain=(float(lower), float(upper)))
@@ -174,9 +159,8 @@ class NumericColumn:
 def own_dtype(dtype: np.dtype[Any], integer: bool) -> np.dtype[Any]:
     """Return a protected column's output type before its bounds are known: its own type.
 
-    An integer (or boolean) column released as integers, a float column released as
-    floats, keep their type; an integer column released as floats takes float64, a float
-    column released as integers int64.
+    A column released as its own kind (integer or boolean as integers, float as floats)
+    keeps its type; else an integer column takes float64, a float column int64.
     """
     if integer:
         return dtype if dtype.kind in "iub" else np.dtype(np.int64)
@@ -258,9 +242,8 @@ class CategoricalColumn:
     """A protected categorical column: int64 codes of its taxonomy's leaves.
 
     ``codes`` is empty on an engine that reads the column in passes. ``categories`` are
-    those the column's type declares, in their order (a pandas ordered categorical, a
-    polars ``Enum``, an Arrow dictionary marked ordered: see
-    :func:`dpfast.io.released_categories`), else ``None``.
+    those the column's type declares, in order (a pandas ordered categorical, a polars
+    ``Enum``, an ordered Arrow dictionary: :func:`dpfast.io.released_categories`), else None.
     """
 
     name: Hashable
@@ -276,11 +259,10 @@ ProtectedColumn = NumericColumn | CategoricalColumn
 class Cells(Protocol):
     """A released column computed row by row: ``cells(values, first_row)``.
 
-    ``values`` are the float64 values of rows ``first_row, first_row + 1, ...`` of a
-    protected column, checked as the engine checks every protected value. Returns the
-    released float64 values of the same rows (keyed draws read the column's stream from
-    ``first_row``, so the release does not depend on how the rows are cut) and an int64
-    array of counts that the engine adds up over all batches.
+    ``values`` are a protected column's float64 values of rows ``first_row, ...``, checked
+    as every protected value is. Returns the released float64 values of the same rows and
+    int64 counts the engine adds up over all batches. Keyed draws read the column's stream
+    from ``first_row``, so the release does not depend on how the rows are cut.
     """
 
     def __call__(self, values: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
@@ -291,15 +273,14 @@ class Cells(Protocol):
 #: ``values(sums)``: every rank group's released value from the groups' exact sums.
 GroupValues = Callable[[np.ndarray], np.ndarray]
 
-#: ``values(sums, first_group)``: the released values of groups ``first_group ..`` from
-#: their exact sums, alone (each group's noise is keyed by the group): a task holding some
-#: of a column's groups computes theirs (:meth:`Engine.write_rank_groups`).
+#: ``values(sums, first_group)``: the released values of groups ``first_group ..`` from their
+#: exact sums alone (noise keyed by group), so a task holding some computes theirs
+#: (:meth:`Engine.write_rank_groups`).
 RangeValues = Callable[[np.ndarray, int], np.ndarray]
 
-#: ``codes(counts, first, stop)``: the released codes of a categorical column's rank
-#: groups ``first .. stop - 1``, from its records per taxonomy rank (``counts``) alone
-#: (each group's draw is keyed by the group): a task holding some of the column's ranks
-#: computes their groups' codes (:meth:`Engine.write_category_groups`).
+#: ``codes(counts, first, stop)``: the released codes of a categorical column's rank groups
+#: ``first .. stop - 1`` from its records per taxonomy rank alone (draws keyed by group), so a
+#: task holding some of its ranks computes theirs (:meth:`Engine.write_category_groups`).
 GroupCodes = Callable[[np.ndarray, int, int], np.ndarray]
 
 #: ``(X_(1), X_(k), X_(n-k+1), X_(n), X_(i), X_(i+k), inner)``: the ``order_statistics``
@@ -311,9 +292,8 @@ OrderStatistics = tuple[float, float, float, float, float, float, bool]
 class Bins:
     """Equal-width bins over a numeric column, and how many of its values each holds.
 
-    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)``, computed in float64
-    (monotone in ``v``), with ``m = len(counts)``; ``scale`` is ``m / (max - min)``, or 0
-    for a constant column (one bin).
+    Value ``v`` is in bin ``min(int((v - lo) * scale), m - 1)`` (float64, monotone in ``v``),
+    ``m = len(counts)``; ``scale`` is ``m / (max - min)``, or 0 for a constant column (one bin).
     """
 
     lo: float
@@ -341,9 +321,8 @@ class Bins:
 class CodeCells(Protocol):
     """A coded column released row by row: ``cells(codes, first_row)``.
 
-    ``codes`` are the indices in a public domain of rows ``first_row, first_row + 1, ...``
-    (of :func:`code_dtype`); returns the released codes of the same rows, of the same
-    dtype (keyed draws read the column's stream from ``first_row``).
+    ``codes`` (of :func:`code_dtype`) index a public domain, for rows ``first_row, ...``;
+    returns the same rows' released codes, same dtype (keyed draws as in :class:`Cells`).
     """
 
     def __call__(self, codes: np.ndarray, first_row: int) -> np.ndarray:
@@ -355,9 +334,8 @@ class CodeCells(Protocol):
 class Clusters:
     """A partition of the rows into ``count`` clusters, numbered by first appearance.
 
-    Cluster ``c`` holds ``sizes[c]`` rows; its first row comes before the first row of
-    cluster ``c + 1``. ``labels`` holds each row's cluster where the rows are held in
-    memory, and is empty where they were read in passes: ``held`` is then the
+    Cluster ``c`` holds ``sizes[c]`` rows. ``labels`` holds each row's cluster where the
+    rows are held in memory; where they were read in passes it is empty, and ``held`` is the
     :class:`~dpfast.dataflow.cluster_files.Partition` of scratch files that holds them.
     """
 
@@ -377,10 +355,9 @@ class Clusters:
 class ClusterTotals:
     """What a release needs of each cluster (:func:`dpfast.steps.cluster_totals`).
 
-    ``sums[j]`` (int64, one per cluster) are numeric column ``j``'s exact integer sums
-    on its grid, ``clamped[j]`` how many of its values lay outside the grid's domain;
-    ``counts[j]`` (int64, ``(clusters, leaves)``) are categorical column ``j``'s
-    records per leaf of its taxonomy.
+    Numeric column ``j``: ``sums[j]`` (int64, per cluster) its exact integer sums on its grid,
+    ``clamped[j]`` its values outside the grid's domain. Categorical column ``j``:
+    ``counts[j]`` (int64, ``(clusters, leaves)``) its records per leaf of its taxonomy.
     """
 
     sums: list[np.ndarray]
@@ -392,9 +369,8 @@ class ClusterTotals:
 class CodedNumeric:
     """A numeric column coded within its public bounds, for the ``contingency`` step.
 
-    Its values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` when
-    ``by_offset`` (an integer column of modest range: codes ``0 .. upper - lower``), else
-    its rank among the column's distinct clamped values.
+    Values are clamped to ``[lower, upper]``; a value's code is ``value - lower`` if
+    ``by_offset`` (an integer column of modest range), else its rank among the distinct ones.
     """
 
     column: NumericColumn
@@ -406,9 +382,8 @@ class CodedNumeric:
 class Lookup(Protocol):
     """A column's values as codes ``0 .. size - 1``: ``lookup(categories) -> (codes, outside)``.
 
-    ``categories`` are distinct values of the column; ``codes`` (int64, at least one entry)
-    gives each its code, ``-1`` for those outside, whose indices ``outside`` lists. A
-    module-level callable of the method (a cluster ships it to its workers).
+    ``categories`` are distinct values of the column; ``codes`` is int64, at least one entry,
+    ``-1`` outside. A module-level callable of the method (a cluster ships it to its workers).
     """
 
     @property
@@ -426,9 +401,8 @@ class Classes:
     """Every record's class: a column coded by a :class:`Lookup` (the ``class_codes`` step).
 
     ``missing`` counts its missing values, ``unknown`` lists its values outside the lookup
-    (each once); the release may use it only when both are empty. ``codes`` is the
-    engine's own (the codes in memory; out of core, the function that codes a batch of
-    the column again in each pass).
+    (each once); the release may use it only when both are empty. ``codes`` is the engine's
+    own: the codes in memory; out of core, the function that codes a batch in each pass.
     """
 
     size: int
@@ -442,11 +416,9 @@ class Contingency(ABC):
 
     Column ``j`` has codes ``0 .. n_codes[j] - 1`` (a categorical column: its taxonomy's
     leaves; a numeric one: :class:`CodedNumeric`, whose code values and clamped count are
-    ``code_values[j]`` and ``clamped[j]``). Every record carries one label per column:
-    :meth:`start` gives each column its first label, :meth:`split` relabels the records
-    of one label by their codes, and :meth:`cells` counts the records by the labels they
-    end with. A record's label on a column depends on its code there only, so an engine
-    may count by codes (out of core) or keep the records of every label (in memory).
+    ``code_values[j]`` and ``clamped[j]``). Every record carries one label per column
+    (:meth:`start`, :meth:`split`, :meth:`cells`), which depends on its code there only, so
+    an engine may count by codes (out of core) or keep the records of every label (in memory).
     """
 
     def __init__(
@@ -463,10 +435,7 @@ class Contingency(ABC):
 
     @abstractmethod
     def counts(self, column: int) -> np.ndarray:
-        """Return column ``column``'s (code, class) counts over every record.
-
-        int64, shape ``(n_codes[column], n_classes)``.
-        """
+        """Return every record's int64 (code, class) counts: ``(n_codes[column], n_classes)``."""
 
     @abstractmethod
     def start(self, labels: Sequence[int]) -> None:
@@ -489,9 +458,8 @@ class Contingency(ABC):
     def cells(self, position: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
         """Return the class counts of every cell: int64, shape ``(prod(sizes), n_classes)``.
 
-        A record's cell has coordinate ``position[label]`` (in ``0 .. sizes[j] - 1``) on
-        column ``j``, ``label`` its label there; cells are in C order (the first column
-        varies slowest). ``position`` is indexed by label.
+        A record's cell has coordinate ``position[label]`` (in ``0 .. sizes[j] - 1``) on column
+        ``j``, its final label there; cells are in C order (the first column varies slowest).
         """
 
 
@@ -516,8 +484,7 @@ def code_dtype(m: int) -> type[np.signedinteger[Any]]:
 def check_in_domain(name: Hashable, missing: int, outside: Sequence[Any]) -> None:
     """Refuse a coded column's ``missing`` values and its values ``outside`` its domain.
 
-    ``outside`` lists the values not in the domain, in the order they were found (the
-    first five are named).
+    ``outside`` lists them in the order found (the first five are named).
     """
     if missing:
         raise DPFastValueError(

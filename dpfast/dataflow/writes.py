@@ -3,12 +3,9 @@
 A method says what each released column is (the record) and hands it to
 :meth:`Engine.write <dpfast.engines.base.Engine.write>`; the engine writes it at once or
 keeps it for :meth:`~dpfast.engines.base.Engine.publish` (a cluster keeps the records it
-can compute lazily on its workers). ``Write[R]`` says what writing gives back: the counts
-a row-wise release adds up (:class:`WriteRows`), the group values of a record-linked one
-(:class:`WriteLinked`), nothing for the others.
-
-Every order below is :func:`dpfast.noise.permutation` ``(key, n)`` (``key`` ``None``: the
-input order), drawn from the key, so a seeded release is the same on every engine.
+can compute lazily on its workers). Every ``order`` below is :func:`dpfast.noise.permutation`
+``(key, n)`` (``key`` ``None``: the input order), drawn from the key, so a seeded release is
+the same on every engine.
 """
 
 from __future__ import annotations
@@ -57,8 +54,7 @@ class Write(Generic[R]):
 class WriteRows(Write[np.ndarray]):
     """A numeric column released row by row: output row ``i`` is ``cells`` of input row ``i``.
 
-    Writing it gives ``cells``' counts, added up over the batches. An integer column keeps
-    its dtype.
+    Writing it gives ``cells``' counts, added over the batches; an integer column keeps its dtype.
     """
 
     column: NumericColumn
@@ -83,11 +79,10 @@ class WriteGroups(Write[None]):
 class WriteLinked(Write[tuple[np.ndarray, int]]):
     """Each row's rank-group value at the row's own place (record linkage).
 
-    Rows are ranked by (grid value, row) for a numeric column, by (taxonomy rank, row) for
-    a categorical one (``grid`` ``None``), and cut into ``layout``'s rank groups;
-    ``values(sums)`` (numeric: the groups' exact integer sums; categorical: the records
-    per taxonomy rank) gives every group's value. Output row ``r`` holds input row
-    ``order[r]``. Writing it gives the group values and the clamped count.
+    Rows are ranked by (grid value, row), or (taxonomy rank, row) for a categorical column
+    (``grid`` ``None``), and cut into ``layout``'s rank groups; ``values(sums)`` (the groups'
+    exact integer sums, or the records per taxonomy rank) gives every group's value. Output
+    row ``r`` holds input row ``order[r]``; writing it gives the group values and clamped count.
     """
 
     column: ProtectedColumn
@@ -101,9 +96,8 @@ class WriteLinked(Write[tuple[np.ndarray, int]]):
 class WriteRanked(Write[None]):
     """Each row's rank-group value at the row's own place, rows in the input order.
 
-    Rows are ranked by (value, row) and cut into ``layout``'s rank groups;
-    ``values(sums)`` gets every group's float sum, its values added one by one in rank
-    order, and gives every group's released value.
+    Rows are ranked by (value, row) and cut into ``layout``'s rank groups; ``values(sums)``
+    gets their float sums (values added one by one in rank order) and gives their released values.
     """
 
     column: NumericColumn
@@ -113,10 +107,7 @@ class WriteRanked(Write[None]):
 
 @dataclass(frozen=True, eq=False)
 class CopyColumns(Write[None]):
-    """Columns ``names`` unchanged: output row ``r`` holds input row ``order[r]``.
-
-    The columns keep their types.
-    """
+    """Columns ``names`` unchanged (types too): output row ``r`` holds input row ``order[r]``."""
 
     names: Sequence[Hashable]
     key: np.ndarray | None
@@ -126,10 +117,9 @@ class CopyColumns(Write[None]):
 class WriteClusters(Write[None]):
     """``columns`` released cluster by cluster, the rows in ``key``'s order.
 
-    Output row ``r`` of column ``j`` holds ``values[j][c]``, ``c`` the cluster of input row
-    ``order[r]``; ``values[j]`` holds column ``j``'s released value of every cluster
-    (float64, already rounded for an integer column, or taxonomy codes of a categorical
-    one).
+    Output row ``r`` of column ``j`` holds ``values[j][c]``, column ``j``'s released value of
+    ``c``, the cluster of input row ``order[r]`` (float64, already rounded for an integer
+    column, or taxonomy codes of a categorical one).
     """
 
     columns: Sequence[ProtectedColumn]
@@ -142,11 +132,11 @@ class WriteClusters(Write[None]):
 class WriteTable(Write[None]):
     """A table the method computed (a row per cell, not per record): the whole output.
 
-    ``columns`` as :func:`dpfast.io.build_table` takes them: an array, or ``(codes,
-    labels)`` for a categorical column. Published as a table of the input's kind (in
-    memory) or a frame (a cluster), or as the dataset written at ``output`` (out of core).
-    With ``repeat`` (a column of non-negative integer counts), what is written at
-    ``output`` holds each row that many times, without that column.
+    ``columns`` as :func:`dpfast.io.build_table` takes them: an array, or ``(codes, labels)``
+    for a categorical column. Published as a table of the input's kind (in memory), a frame
+    (a cluster) or the dataset written at ``output`` (out of core). With ``repeat`` (a column
+    of non-negative integer counts), what is written at ``output`` holds each row that many
+    times, without that column.
     """
 
     columns: Mapping[Hashable, Any]
@@ -158,12 +148,11 @@ class WriteResampled(Write[None]):
     """A numeric column whose rows keep their value or take one of their bin's.
 
     Output row ``i`` is row ``i`` of :func:`dpfast.noise.retain_or_replace` ``(key, keep,
-    values, pool, groups=bins.of(values), group_start=bins.starts,
-    group_size=bins.counts)``, where the pool lists the values bin by bin, each bin's in
-    row order: kept with probability ``keep / 2**32``, else replaced by the value of a
-    uniformly drawn row of the same bin (every bin holds a value). Rows keep their order;
-    an integer column keeps its dtype. ``n_threads`` draw at once (the release does not
-    depend on it).
+    values, pool, groups=bins.of(values), group_start=bins.starts, group_size=bins.counts)``,
+    the pool listing the values bin by bin, each bin's in row order: kept with probability
+    ``keep / 2**32``, else replaced by the value of a uniformly drawn row of the same bin
+    (every bin holds one). Rows keep their order, an integer column its dtype; ``n_threads``
+    draw at once (the release does not depend on it).
     """
 
     column: NumericColumn
@@ -177,12 +166,11 @@ class WriteResampled(Write[None]):
 class WriteCodes(Write[None]):
     """Column ``name`` coded by a public ``domain``, released row by row, in row order.
 
-    Each value becomes its index in ``domain`` (an equal label;
-    :func:`~dpfast.dataflow.values.code_dtype`), ``cells`` gives every row's released
-    code, and the output holds the codes' labels: a pandas categorical column stays one
-    (of categories ``domain``), any other column holds ``domain``'s values. A missing
-    value or one not in ``domain`` is refused
-    (:func:`~dpfast.dataflow.values.check_in_domain`) before any output is published.
+    Each value becomes the index of an equal label in ``domain``
+    (:func:`~dpfast.dataflow.values.code_dtype`), ``cells`` gives every row's released code,
+    and the output holds the codes' labels: a pandas categorical stays one (of categories
+    ``domain``), any other column holds ``domain``'s values. A missing value or one not in
+    ``domain`` is refused (:func:`~dpfast.dataflow.values.check_in_domain`) before publishing.
     """
 
     name: Hashable

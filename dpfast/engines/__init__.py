@@ -3,19 +3,15 @@
 A method is written once over the primitives of :class:`~dpfast.engines.base.Engine`; an
 engine implements them for one place where data lives:
 
-* ``"memory"`` (:mod:`dpfast.engines.memory`): pandas, Arrow, polars and NumPy tables, and
-  any object with the Arrow C stream interface, held whole; the release is of the same kind;
-* ``"outofcore"`` (:mod:`dpfast.engines.outofcore`): a ``pyarrow.dataset.Dataset``, a
-  Parquet file, a directory of Parquet files or a glob, read in batches within a memory
-  limit; the release is written to ``output=`` and returned as a ``pyarrow.dataset.Dataset``;
-* ``"spark"`` (:mod:`dpfast.engines.spark`): a pyspark DataFrame, its passes on the
-  executors; the release is a Spark DataFrame;
-* ``"dask"`` (:mod:`dpfast.engines.dask`): a Dask DataFrame, its passes on the workers;
-  the release is a Dask DataFrame.
+* ``"memory"`` (:mod:`dpfast.engines.memory`): a pandas, Arrow, polars or NumPy table, or any
+  object with the Arrow C stream interface, held whole; the release is of the same kind;
+* ``"outofcore"`` (:mod:`dpfast.engines.outofcore`): a ``pyarrow.dataset.Dataset`` or a
+  Parquet file, directory or glob, read in batches within a memory limit; the release is
+  written to ``output=`` and returned as a ``pyarrow.dataset.Dataset``;
+* ``"spark"``, ``"dask"`` (:mod:`dpfast.engines.spark`, :mod:`dpfast.engines.dask`): a Spark
+  or Dask DataFrame, its passes on the executors or workers; the release is of the same kind.
 
-:func:`engine_name` picks the engine from the input's type, or takes the one an
-``engine=`` argument names; :func:`open_engine` opens it for one release. A new engine
-is one module or package that implements the protocol and one :func:`register` call.
+A new engine is a module or package implementing the protocol, plus one :func:`register` call.
 """
 
 from __future__ import annotations
@@ -98,9 +94,9 @@ def parse_memory(text: str | int) -> int:
     Parameters
     ----------
     text : str or int
-        A positive int (bytes), or a number (decimal, optionally with an exponent)
-        followed by a unit, case-insensitive: none or ``B``, ``KB``, ``MB``, ``GB``,
-        ``TB`` (powers of 1000) or ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 1024).
+        Bytes as a positive int, or a decimal number (exponent allowed) and a unit in any
+        case: none, ``B``, ``KB``, ``MB``, ``GB``, ``TB`` (powers of 1000) or ``KiB``,
+        ``MiB``, ``GiB``, ``TiB`` (powers of 1024).
 
     Returns
     -------
@@ -110,8 +106,7 @@ def parse_memory(text: str | int) -> int:
     Raises
     ------
     ValueError
-        A size that is not a number and a known unit, or that is not positive
-        (``dpfast.exceptions.DPFastValueError``).
+        Not a number and a known unit, or not positive (``DPFastValueError``).
 
     Examples
     --------
@@ -152,17 +147,14 @@ class _Entry:
 class EngineChoice:
     """An engine named with options for it, as an ``engine=`` argument.
 
-    ``EngineChoice("outofcore", {"batch_rows": 4096})``: the options go to the engine's
-    ``open`` (rows per batch, a Spark master, ...); :func:`engine_name` and
-    :func:`open_engine` take it wherever they take a name.
+    :func:`engine_name` and :func:`open_engine` take it wherever they take a name.
 
     Attributes
     ----------
     name : str
-        A registered engine's name (:func:`engines`); checked when the choice is used,
-        not when it is made.
+        A registered engine's name (:func:`engines`), checked when used, not when made.
     options : dict
-        Keyword arguments for that engine's ``open`` (default: none).
+        Keywords for the engine's ``open`` (rows per batch, a Spark master, ...), default none.
 
     Examples
     --------
@@ -192,27 +184,25 @@ def register(
 ) -> None:
     """Register engine ``name``: class ``attribute`` of ``module``, taking inputs ``accepts`` says.
 
-    The module is imported only when the engine is opened, so an engine's optional
-    dependencies (pyspark, dask) are imported only when it runs. Engines registered
-    later are asked first, so a new engine may claim inputs an older one takes.
-    Registering a name again replaces its entry (in its place in that order); a
-    built-in engine's name (:data:`BUILT_IN`) is refused unless ``replace=True``.
+    ``module`` is imported only when the engine is opened, so its optional dependencies
+    (pyspark, dask) load only when it runs. Engines registered later are asked first, so a
+    new engine may claim an older one's inputs; a name registered again is replaced in place.
 
     Parameters
     ----------
     name : str
-        The engine's name, for ``engine=`` arguments and :func:`engines`.
+        The name for ``engine=`` arguments and :func:`engines`.
     module : str
         The dotted name of the module that holds the engine's class.
     attribute : str
-        The name of that class in ``module``: an :class:`~dpfast.engines.base.Engine`
-        subclass; its ``open(data, opening, **options)`` is called by :func:`open_engine`.
+        That class's name: an :class:`~dpfast.engines.base.Engine` subclass whose
+        ``open(data, opening, **options)`` :func:`open_engine` calls.
     accepts : callable
-        ``accepts(data) -> bool``: whether the engine releases ``data`` when no
-        ``engine=`` is given. It must not import the engine's optional dependencies.
+        ``accepts(data) -> bool``: whether the engine takes ``data`` when no ``engine=`` is
+        given; it must not import the engine's optional dependencies.
     replace : bool, default False
-        Replace a built-in engine. Its releases' public reports then name the class
-        that ran (:func:`engine_label`).
+        Replace a built-in engine (:data:`BUILT_IN`); its releases' public reports then name
+        the class that ran (:func:`engine_label`).
 
     Returns
     -------
@@ -225,24 +215,20 @@ def register(
 
     Examples
     --------
-    An engine that claims no input, chosen by name only (the registry is global: the
-    entry stays for the rest of the process):
+    An engine chosen by name only, claiming no input (the entry stays for the process):
 
-    >>> register("memory-by-name", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
-    >>> "memory-by-name" in engines()
-    True
     >>> import pandas as pd
+    >>> register("memory-by-name", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
     >>> table = pd.DataFrame({"age": [23, 35]})
-    >>> engine_name(table), engine_name(table, "memory-by-name")
-    ('memory', 'memory-by-name')
+    >>> "memory-by-name" in engines(), engine_name(table), engine_name(table, "memory-by-name")
+    (True, 'memory', 'memory-by-name')
 
     A built-in engine is replaced only when told to:
 
-    >>> try:
-    ...     register("memory", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
-    ... except ValueError as error:
-    ...     print(str(error).split(":")[0])
-    'memory' is a built-in engine
+    >>> register("memory", "dpfast.engines.memory", "MemoryEngine", lambda data: False)
+    Traceback (most recent call last):
+    ...
+    dpfast.exceptions.DPFastValueError: 'memory' is a built-in engine: ...
     """
     if name in BUILT_IN and name in _REGISTRY and not replace:
         raise DPFastValueError(
@@ -263,9 +249,8 @@ def engine_label(name: str) -> str:
     Returns
     -------
     str
-        A built-in engine's name; any other engine (or a built-in name registered again
-        with ``replace=True``) by its name and the class that runs,
-        ``"name (module.Class)"``.
+        A built-in engine's name; any other, or a built-in name replaced by another class,
+        as ``"name (module.Class)"``: the class that runs.
 
     Examples
     --------
@@ -302,11 +287,9 @@ def engine_name(data: object, engine: str | EngineChoice | None = None) -> str:
     Parameters
     ----------
     data : object
-        The release's input: a table in memory, a ``pyarrow.dataset.Dataset``, a Parquet
-        path or glob, a Spark or Dask DataFrame.
+        The release's input (what each engine takes: the module docstring).
     engine : str or EngineChoice, optional
-        The engine asked for; None chooses by ``data``'s type, asking the engines
-        registered last first.
+        The engine asked for; None asks the engines by ``data``'s type, last registered first.
 
     Returns
     -------
@@ -364,10 +347,7 @@ def open_engine(
 ) -> Engine:
     """Open the engine that releases ``data`` for one release of ``method``.
 
-    ``output`` (where the release is written) and ``memory_limit`` (the working memory of
-    an engine that reads in passes) mean the same on every engine that takes them; an
-    engine refuses what it cannot do (``metrics`` and ``risk`` need the original and the
-    release in memory), saying what to change.
+    ``output`` and ``memory_limit`` mean the same on every engine that takes them.
 
     Parameters
     ----------
@@ -376,8 +356,7 @@ def open_engine(
     method : str
         The release method's name, for messages.
     engine : str or EngineChoice, optional
-        The engine (default: chosen from ``data``'s type); an :class:`EngineChoice`'s
-        options go to the engine's ``open``.
+        By default chosen by ``data``'s type; an :class:`EngineChoice`'s options go to its ``open``.
     output : str or os.PathLike, optional
         Where the release is written.
     memory_limit : str or int, optional
@@ -385,11 +364,9 @@ def open_engine(
     progress : callable, optional
         Called as ``progress(phase, done, total)``.
     metrics, risk : bool
-        Whether the release compares itself with its input (utility metrics, disclosure
-        risk).
+        Whether the release is compared with its input (utility metrics, disclosure risk).
     reads_only : bool
-        The run only reads the input's names, size and types (a forecast): no ``output``
-        is needed, and nothing is written.
+        A forecast: only the input's names, size and types are read; no ``output``, no writes.
 
     Returns
     -------
@@ -400,9 +377,9 @@ def open_engine(
     Raises
     ------
     ValueError, TypeError
-        As :func:`engine_name` and :func:`parse_memory`; what the engine's ``open``
-        refuses (e.g. ``memory_limit`` for a table held in memory, ``metrics`` or ``risk``
-        beyond memory), all ``dpfast.exceptions.DPFastError``.
+        As :func:`engine_name` and :func:`parse_memory`, or what the engine cannot do, saying
+        what to change (``memory_limit`` for a table in memory; ``metrics`` or ``risk`` beyond
+        memory, as they need the original and the release in it); all ``DPFastError``.
 
     Examples
     --------

@@ -1,8 +1,4 @@
-"""What the in-memory engine does with a table's columns besides its primitives.
-
-A coded column's released codes as the column (:func:`decode`), and the warning that a
-release in a new row order drops the input's pandas index (:func:`warn_index_dropped`).
-"""
+"""What the in-memory engine does with a table's columns besides its primitives."""
 
 from __future__ import annotations
 

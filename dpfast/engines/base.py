@@ -1,32 +1,11 @@
 """The engine protocol: the primitives every method's release is written over (docs/engines.md).
 
 A method says *what* once (validation, plan, ledger, noise keys, report) and asks an
-:class:`Engine` for each step that touches the data. An engine says *how* for one place
+:class:`Engine` for each step that touches the data; an engine says *how* for one place
 where data lives: in memory (:mod:`dpfast.engines.memory`), in files beyond memory
 (:mod:`dpfast.engines.outofcore`), on Spark or on Dask. Every random draw is keyed by what
 it is for (a column, a rank group, a bucket of a permutation), never by how the data was
 split, so a seeded release is the same on every engine.
-
-The primitives:
-
-* **the input**: :attr:`Engine.n_rows`, :attr:`Engine.names`, the protected columns
-  checked as every engine checks them (:meth:`Engine.numeric_columns`,
-  :meth:`Engine.categorical_columns`);
-* **work over columns**: :meth:`Engine.each_column`, columns in parallel as the engine
-  sees fit, results in column order;
-* **passes**: :attr:`Engine.dataflow`, what the steps of :mod:`dpfast.steps` read the
-  table through (what a column's type says, a column's range, rank groups' sums and a
-  categorical column's records per taxonomy rank, order statistics, bin and edge counts,
-  a target's classes and the class counts of coded columns, insensitive MDAV's clusters
-  and their totals: each written once for every engine);
-* **outputs**: :meth:`Engine.write` takes one record of :mod:`dpfast.dataflow.writes`
-  (a column row by row, rank groups in a keyed permutation or at their rows' places,
-  clusters, unprotected copies, a computed table, resampled or coded columns);
-  :meth:`Engine.rank_sender` is the engine where its tasks send the rank groups;
-* **the end**: :meth:`Engine.publish` writes the output whole under a staging name and
-  returns it as a :class:`~dpfast.dataflow.source.Staged` release, which the release
-  skeleton reveals (in one step) once the budget is committed; :meth:`Engine.close`
-  removes what a failed or interrupted release left.
 
 Rank groups come as the method's :class:`~dpfast.partitions.ranking.RankGroups` (which
 group holds the remainder ``n mod k`` is the method's choice); an engine only executes
@@ -67,15 +46,11 @@ E = TypeVar("E", bound="Engine")
 R = TypeVar("R")
 
 
-# -- class counts of coded columns ------------------------------------------------------
-
-
 class Engine(ABC):
     """One release's input where it lives, and the primitives a method runs on it.
 
-    An engine is opened for one release (:func:`dpfast.engines.open_engine`) and used by
-    one thread at a time, except inside :meth:`each_column`, where the primitives of
-    different columns may run at once.
+    Opened for one release (:func:`dpfast.engines.open_engine`) and used by one thread at a
+    time, except inside :meth:`each_column`, where different columns' primitives may run at once.
     """
 
     #: The engine's name in the registry and in ``engine=`` arguments.
@@ -112,11 +87,10 @@ class Engine(ABC):
     ) -> list[NumericColumn]:
         """Return the protected numeric columns ``names``, refusing what cannot be protected.
 
-        ``integer`` declares columns integer or float (default: their type says);
-        ``categorical`` says whether the method protects categorical columns (the error
-        for a text column then suggests a taxonomy). Every engine raises the same errors
-        for the same table, before any output exists; an engine that reads its columns
-        in passes checks their values in those passes.
+        ``integer`` declares columns integer or float (default: by type); ``categorical``: the
+        method protects categorical columns (a text column's error then suggests a taxonomy).
+        Every engine raises the same errors for the same table, before any output exists; one
+        that reads its columns in passes checks their values in those passes.
         """
 
     @abstractmethod
@@ -141,15 +115,12 @@ class Engine(ABC):
     ) -> Iterator[tuple[T, R]]:
         """Yield ``(column, work(column))`` for every column, in ``columns``' order.
 
-        The columns may run at once (``n_threads``: at most that many; default the
-        engine's choice), each within its share of the engine's memory, of which
-        ``held_bytes`` are held by the method while the column runs (the engine refuses
-        a share too small for them, saying what to change). Results are yielded in
-        order, whatever order they finish in; on an error or interrupt, the columns not
-        started are not started.
-
-        An engine without a memory limit runs them in threads (default one per core, at
-        most one per column), or one after the other in this thread where that is one.
+        Columns may run at once (at most ``n_threads``; default the engine's choice), each
+        within its share of the engine's memory, ``held_bytes`` of which the method holds
+        while the column runs (a share too small for them is refused, saying what to change).
+        On an error or interrupt, the columns not started are not started. Without a memory
+        limit they run in threads (default one per core, at most one per column), or in this
+        thread when that is one.
         """
         threads = column_threads(n_threads, len(columns) or 1)
         if threads == 1:
@@ -171,12 +142,11 @@ class Engine(ABC):
     @property
     @abstractmethod
     def dataflow(self) -> Dataflow:
-        """What a step (:mod:`dpfast.steps`) reads the table through.
+        """What the steps (:mod:`dpfast.steps`, each written once for every engine) read.
 
-        The column source, the memory limits of a pass (the share of the column being
-        released, where columns run at once: read it inside the column's work), the
-        progress line, and the table itself where the engine holds it in memory (the
-        steps' fast path: :class:`~dpfast.dataflow.flow.Dataflow`).
+        A :class:`~dpfast.dataflow.flow.Dataflow`: the column source, a pass's memory limits
+        (where columns run at once, the released column's share: read it inside its work),
+        the progress line, and the table where the engine holds it (the steps' fast path).
         """
 
     # -- outputs ------------------------------------------------------------------------
@@ -185,20 +155,18 @@ class Engine(ABC):
     def write(self, request: Write[R]) -> R:
         """Write one released output (a record of :mod:`dpfast.dataflow.writes`).
 
-        The engine writes it now, or keeps it and writes it in :meth:`publish`; either
-        way it is in the output :meth:`publish` stages, and what writing gives back (the
-        record's ``R``: counts of a row-wise release, values of a record-linked one) is
-        returned here. A record the engine does not know is refused.
+        Now, or kept for :meth:`publish`; either way it is in the output staged there. Returns
+        what writing gives back (the record's ``R``: counts of a row-wise release, values of
+        a record-linked one); a record the engine does not know is refused.
         """
 
     def rank_sender(self, copied: Sequence[str] | None) -> RankSender | None:
         """Return the engine as a :class:`RankSender`, where its tasks send the rank groups.
 
-        ``copied``: the columns the release copies unprotected (``None``: not said, so
-        every input column may be). ``None`` (the default) where this release's rank
-        groups come to this process: the ``group_sums`` step, then a
-        :class:`~dpfast.dataflow.writes.WriteGroups`. An engine that sends them (a cluster
-        with ``output``) says so for each release, by the columns it copies.
+        ``copied``: the columns the release copies unprotected (``None``: any input column
+        may be); an engine that sends them (a cluster with ``output``) decides by these, per
+        release. ``None`` (the default): the groups come to this process (the ``group_sums``
+        step, then a :class:`~dpfast.dataflow.writes.WriteGroups`).
         """
         return None
 
@@ -208,16 +176,15 @@ class Engine(ABC):
     def publish(self, report: Any, *, reindex: bool) -> Staged:
         """Stage the released data, every column written above, in the input's order.
 
-        Output that lands in files is written whole under a staging name and stays
-        invisible: the release skeleton commits the budget and writes the reports, then
-        :meth:`Staged.reveal` makes it visible in one step and returns the data (a
-        failure before leaves nothing). ``reindex``: the rows are in a new order (a
-        pandas result gets a fresh index). An engine that runs passes gives what they did
-        as the staged release's :attr:`~dpfast.dataflow.source.Staged.work`.
+        Output to files is written whole under a staging name, invisible until the release
+        skeleton has committed the budget and written the reports; :meth:`Staged.reveal` then
+        shows it in one step and returns the data (a failure before leaves nothing).
+        ``reindex``: the rows are in a new order (a pandas result gets a fresh index). An engine
+        that runs passes gives what they did as :attr:`~dpfast.dataflow.source.Staged.work`.
         """
 
     def close(self) -> None:  # noqa: B027 - an engine without scratch has nothing to remove
-        """Remove whatever a release left behind (scratch files); safe to call twice."""
+        """Remove what any release, even an interrupted one, left behind; safe to call twice."""
 
     def explain(self, error: Exception) -> BaseException:
         """Return the error a release should raise for ``error`` raised while it ran.
@@ -234,8 +201,7 @@ class Engine(ABC):
     def measurer(self) -> Measurer | None:
         """The engine as a :class:`Measurer`, where it holds the original and the release.
 
-        ``None`` (the default): an engine that cannot measure the release refuses
-        ``metrics=True`` and ``risk=True`` when it is opened.
+        ``None`` (the default): the engine refuses ``metrics=True`` and ``risk=True`` when opened.
         """
         return None
 
@@ -267,10 +233,9 @@ class Measurer(ABC):
 class RankSender(ABC):
     """An engine whose tasks place rank groups where its output is made (``rank_sender``).
 
-    The method gives the column and how to compute its groups' values; the engine sorts
-    the column where its batches are read, and each task computes its groups' values and
-    sends them to their rows' output places. No group's sum or value comes to this
-    process.
+    The method gives the column and how to compute its groups' values; the engine sorts the
+    column where its batches are read, and each task sends its groups' values to their rows'
+    output places. No group's sum or value comes to this process.
     """
 
     @abstractmethod
@@ -285,13 +250,11 @@ class RankSender(ABC):
     ) -> tuple[int, BoundCount]:
         """Release a numeric column in rank groups; return its clamped and on-bound counts.
 
-        The release of the ``group_sums`` step's sums on ``grid``, with ``values(sums,
-        first_group)`` for every run of groups, written as a
-        :class:`~dpfast.dataflow.writes.WriteGroups` of ``key`` writes them. Returns the
-        clamped count and the rows on a bound of ``domain`` (released there, there before
-        the noise: ``values.before_noise``, and pushed there by the noise:
-        :class:`~dpfast.dataflow.on_bound.OnBound`), or a function that gives them once
-        the release is written.
+        As a :class:`~dpfast.dataflow.writes.WriteGroups` of ``key`` would write the
+        ``group_sums`` step's sums on ``grid`` through ``values(sums, first_group)`` (once per
+        run of groups). Returns the clamped count and the rows released on a bound of
+        ``domain`` (there before the noise: ``values.before_noise``; pushed there by it:
+        :class:`~dpfast.dataflow.on_bound.OnBound`), or a function giving them once written.
         """
 
     @abstractmethod

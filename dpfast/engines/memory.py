@@ -1,7 +1,6 @@
 """The in-memory engine: a table held whole, released with NumPy and Numba in one go.
 
-The input is a pandas, Arrow or polars table, a 2-D NumPy array or any object with the
-Arrow C stream interface (:func:`dpfast.io.as_table_data`); the release is a table of
+The input is any table :func:`dpfast.io.as_table_data` accepts; the release is a table of
 the same kind and dtypes. Each primitive works on whole columns: a column is sorted once,
 its output written into one array, and the columns run in threads, one per core.
 """

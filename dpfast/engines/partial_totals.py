@@ -1,20 +1,18 @@
 """Totals of a batch function over a column, added where the batches are read.
 
-A pass whose results are added up (a histogram, counts) need not send one result a batch
-to the driver. A source that runs its batches elsewhere overrides ``add_column(name,
-batch_rows, fn)``: each task adds its batches' results into a :class:`Partial`,
-partials are added together on the workers, :data:`~dpfast.dataflow.flow.FAN` at a
-time, until at most ``FAN`` remain, and those come back (:func:`totals`: each partial's
-total, with the rows of the largest task that read batches for it).
-:func:`~dpfast.dataflow.flow.column_total` adds them; from a source that reads its
-batches here (the default ``add_column``), each batch's result is a partial of its own,
-added as it comes.
+A pass whose results are added up (a histogram, counts) need not send the driver a result a
+batch. A source that runs its batches elsewhere overrides ``add_column(name, batch_rows,
+fn)``: each task adds its batches' results into a :class:`Partial`, the workers add partials
+:data:`~dpfast.dataflow.flow.FAN` at a time until at most ``FAN`` remain, and those come
+back (:func:`totals`) for :func:`~dpfast.dataflow.flow.column_total` to add. From a source
+that reads its batches here (the default ``add_column``), each batch's result is a partial of
+its own, added as it comes.
 
-Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total
-does not depend on the order of the additions, the partitioning or retries. A batch that
-raises ``ValueError`` or ``TypeError`` ends its task's partial, and the failure of the
-first row among all partials is raised, as ``map_column`` raises it (whose tasks end at
-that failure too: :func:`batch_results`).
+Results are numbers, NumPy arrays or tuples of them, added exactly (integers): the total does
+not depend on the order of the additions, the partitioning or retries. A batch raising
+``ValueError`` or ``TypeError`` ends its task's partial, and the failure of the first row
+among all partials is raised, as ``map_column`` raises it (its tasks end at that failure too:
+:func:`batch_results`).
 """
 
 from __future__ import annotations
@@ -73,10 +71,9 @@ def batch_results(
 ) -> Iterator[tuple[int, bool, Any]]:
     """Yield ``(first_row, False, fn(batch, first_row))`` for one task's batches, in order.
 
-    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK`, raised by ``fn``
-    or while the batches are read, is yielded as ``(first_row, True, exception)`` (the row
-    of the last batch read, 0 before the first) and ends them: a ``map_column`` task's
-    results.
+    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK`, raised by ``fn`` or while
+    the batches are read, is yielded as ``(first_row, True, exception)`` (the last batch
+    read's row, 0 before the first) and ends them: a ``map_column`` task's results.
     """
     first_row = 0
     try:

@@ -1,10 +1,9 @@
 """Scratch directories and publishing: where a release is written before it is visible.
 
-A release is written into a hidden scratch directory beside its output (or, on a cluster,
-into this process's scratch directory) and made visible in one rename (:func:`publish_at`).
-Each scratch directory's name holds its output's name, its process's id and its host
-(:mod:`dpfast._staging`), so that the next run finds one a killed run left (its process
-gone) and removes it, saying so (:func:`make_scratch`).
+A release is written into a hidden scratch directory beside its output (on a cluster, into
+this process's scratch directory) and made visible in one rename (:func:`publish_at`). The
+directory's name (:mod:`dpfast._staging`) lets the next run find and remove, saying so, one a
+killed run left (:func:`make_scratch`).
 """
 
 from __future__ import annotations
@@ -51,10 +50,9 @@ def remove_tree(path: Path, tries: int = 100) -> None:
 def make_scratch(target: Path) -> Path:
     """Make a hidden scratch directory beside ``target``, readable by its owner only.
 
-    Its name holds ``target``'s name, this process's id and its host. What a run to the
-    same ``target`` whose process is gone (a run that was killed) left beside it is
-    removed first, with a warning naming it; what a process that may still run made is
-    left alone.
+    Its name holds ``target``'s name, this process's id and its host. What a killed run to
+    the same ``target`` (its process gone) left beside it is removed first, with a warning
+    naming it; what a process that may still run made is left alone.
     """
     remove_gone(leftovers(target), warn=True)
     return directory_beside(target)
@@ -107,12 +105,11 @@ def publish_at(written: Path, target: Path) -> None:
 def worker_numba_cache(directory: str | os.PathLike[str] | None, *, local: bool) -> str | None:
     """Return the Numba cache directory to give worker processes, made; None for Numba's own.
 
-    ``directory``, else ``NUMBA_CACHE_DIR`` if set: it is made, and set in this process's
-    environment (if unset), which local workers inherit. Otherwise workers on this machine
-    (``local``) use the cache this process uses, Numba's default (beside dpfast's code,
-    where ``dpfast warm-up`` caches the kernels, or Numba's per-user folder): ``None``,
-    and nothing is set. Workers elsewhere get ``dpfast-numba`` in the temporary directory,
-    which they can write even where dpfast is installed read-only.
+    ``directory``, else ``NUMBA_CACHE_DIR`` if set, is made and set in this process's
+    environment if unset, for local workers to inherit. Otherwise ``local`` workers get
+    ``None`` (nothing set): this process's cache, Numba's default (beside dpfast's code, where
+    ``dpfast warm-up`` caches the kernels, or its per-user folder); workers elsewhere get
+    ``dpfast-numba`` in the temporary directory, writable even where dpfast is installed read-only.
     """
     given = directory or os.environ.get("NUMBA_CACHE_DIR")
     if given:

@@ -1,23 +1,18 @@
 """A target's classes and the coded columns' class counts: DiffGen's and randomized response's.
 
 Three steps, each one function over the dataflow (docs/engines.md, "DiffGen out of core"):
+:func:`occurring_values` (DiffGen's labels, when none are declared), :func:`class_codes`
+(through a public lookup) and :func:`contingency` (refined by DiffGen's cuts,
+:class:`~dpfast.dataflow.values.Contingency`).
 
-* :func:`occurring_values`: the values that occur in a column (DiffGen's labels, when
-  none are declared);
-* :func:`class_codes`: the target's classes through a public lookup, with its count of
-  missing values and the values outside the lookup;
-* :func:`contingency`: every coded column's (code, class) counts, refined by DiffGen's
-  cuts (:class:`~dpfast.dataflow.values.Contingency`).
-
-Where the engine holds the table (``flow.holds``), they code each column whole from the
-table's own category codes, and the records are refined into a tree of partitions
-(docs/design.md#diffgen-tree): every label's records are the leaf partitions under the
-tree nodes listed for it (``Link_v``), and relabelling them splits each of those leaves by
-the records' codes in one scan (:func:`dpfast._kernels.contingency.split_partitions`),
-which also counts their (code, class) pairs. So a split costs O(records of the label),
-and the cells' counts are read off the leaves at the end; only partitions that hold
-records are stored. Elsewhere they are passes whose counts are added where the batches
-are read (:mod:`dpfast.steps.coded_passes`).
+Held (``flow.holds``), each column is coded whole from the table's own category codes and the
+records refined into a tree of partitions (docs/design.md#diffgen-tree): a label's records
+are the leaf partitions under the tree nodes listed for it (``Link_v``); relabelling them
+splits each such leaf by the records' codes in one scan
+(:func:`dpfast._kernels.contingency.split_partitions`) that also counts their (code, class)
+pairs. So a split costs O(records of the label), the cells' counts are read off the leaves
+at the end, and only partitions holding records are stored. Elsewhere the steps are passes
+whose counts are added where the batches are read (:mod:`dpfast.steps.coded_passes`).
 """
 
 from __future__ import annotations

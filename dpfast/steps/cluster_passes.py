@@ -2,27 +2,24 @@
 
 The partition is the one :func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`
 gives in memory, for reference sequences of at most
-:data:`~dpfast.partitions.insensitive_mdav.FAST_PATH_MAX_POINTS` distinct points (the
-fast path's: one sorted order of the rows per point). The passes, over the column source
-and over scratch files in the dataflow's scratch folder:
+:data:`~dpfast.partitions.insensitive_mdav.FAST_PATH_MAX_POINTS` distinct points (the fast
+path's: one sorted order of the rows per point). The passes, over the column source and
+over scratch files in the dataflow's scratch folder:
 
-1. **Values.** Each protected column is read batch by batch, checked, clamped to its
-   public bounds (numeric) or encoded as taxonomy codes (categorical), and written at
-   its rows' places in a scratch file
-   (:class:`~dpfast.dataflow.cluster_files.Attributes`).
-2. **Orders.** Every row's distance key to each point, then each point's order of all
-   rows, sorted range by range (:mod:`dpfast.steps.point_orders`).
-3. **Merge.** The orders are read back in buffers; each cluster takes the first ``k``
-   rows of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory
-   fast path does. The rows taken go, with their cluster, to files by row range, which
-   then give every row's cluster in row order
-   (:class:`~dpfast.dataflow.cluster_files.Partition`). Clusters are numbered by first
-   appearance, as in memory, when they are read.
+1. **Values.** Each protected column is read batch by batch, checked, clamped to its public
+   bounds (numeric) or encoded as taxonomy codes (categorical), and written at its rows'
+   places (:class:`~dpfast.dataflow.cluster_files.Attributes`).
+2. **Orders.** Every row's distance key to each point, then each point's order of all rows,
+   sorted range by range (:mod:`dpfast.steps.point_orders`).
+3. **Merge.** The orders are read back in buffers; each cluster takes the first ``k`` rows
+   of its point's order not yet taken (a bitset of ``n`` bits), as the in-memory fast path
+   does. The rows taken go, with their cluster, to files by row range, which then give
+   every row's cluster in row order (:class:`~dpfast.dataflow.cluster_files.Partition`),
+   numbered by first appearance when read, as in memory.
 4. **Totals.** Exact integer sums (numeric) and records per leaf (categorical) of every
    cluster, in one pass over the scratch files (:func:`file_totals`).
 
-The engine writes the release in output order from the partition's files
-(a ``WriteClusters`` record).
+The engine writes the release in output order from the partition's files (``WriteClusters``).
 """
 
 from __future__ import annotations
@@ -91,10 +88,7 @@ def partition(
 
 @dataclass(frozen=True)
 class _Clamped:
-    """A batch of a numeric column clamped to its bounds, with its first row.
-
-    Also counts the values outside the bounds.
-    """
+    """A batch of a numeric column clamped to its bounds, its first row, its count outside."""
 
     column: NumericColumn
     lower: float
@@ -180,10 +174,7 @@ def _merge(
     limits: ClusterLimits,
     tick: Tick,
 ) -> np.ndarray:
-    """Form the clusters; write each row's cluster (in formation order) to ``labels_path``.
-
-    Returns the first row of every cluster, in formation order.
-    """
+    """Write each row's cluster (in formation order) to ``labels_path``; return their first rows."""
     n_steps = sequence.shape[0]
     first_rows = np.full(n_steps + 1, n, dtype=np.int64)
     bucket_rows = limits.bucket_rows

@@ -1,18 +1,14 @@
 """Insensitive MDAV's clusters and their totals: ``mdav_dp``'s partition, written once.
 
-* :func:`insensitive_clusters`: the rows partitioned by insensitive MDAV under a
-  data-independent reference sequence (Soria-Comas et al. 2014; docs/design.md);
-* :func:`cluster_totals`: each cluster's exact integer grid sums (numeric columns) and
-  records per taxonomy leaf (categorical columns), from which the method draws its DP
-  centroids.
-
-Where the engine holds the table (``flow.holds``), the clusters are every row's label in
-memory, from the in-memory kernels, and the totals one kernel call (or ``bincount``) per
-column. Elsewhere the partition is made by passes over the column source and over
-scratch files in the dataflow's scratch folder (:mod:`dpfast.steps.cluster_passes`),
-within the dataflow's memory limit; the clusters are then held in those files
-(:class:`~dpfast.dataflow.cluster_files.Partition`), which the totals read and the
-engine writes a ``WriteClusters`` release from.
+:func:`insensitive_clusters` partitions the rows under a data-independent reference sequence
+(Soria-Comas et al. 2014; docs/design.md); :func:`cluster_totals` gives each cluster's exact
+totals (numeric grid sums, records per taxonomy leaf), from which the method draws its DP
+centroids. Held (``flow.holds``), the clusters are every row's label in memory, and the
+totals one kernel call (or ``bincount``) per column. Elsewhere passes over the column source
+and scratch files make the partition (:mod:`dpfast.steps.cluster_passes`) within the
+dataflow's memory limit, and the clusters stay in those files
+(:class:`~dpfast.dataflow.cluster_files.Partition`), which the totals read and the engine
+writes a ``WriteClusters`` release from.
 """
 
 from __future__ import annotations
@@ -48,13 +44,12 @@ def insensitive_clusters(
     """Partition the rows by insensitive MDAV under ``geometry`` (docs/design.md#imdav-order).
 
     Numeric values are clamped to ``geometry``'s domain (in the order of ``numeric``),
-    categorical ones are their taxonomies' codes. While at least ``2k`` rows remain, the
-    next cluster takes the ``k`` rows not yet taken that come first in the order of its
-    reference point: distance, then the values, the codes, the row; the rest form the
-    last cluster. Clusters are numbered by first appearance. Held, the in-memory kernels
-    (:func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`: the fast path, or
-    the general one) label every row; elsewhere, passes give the same partition within
-    the memory limit.
+    categorical ones are their taxonomies' codes. While at least ``2k`` rows remain, the next
+    cluster takes the ``k`` untaken rows first in its reference point's order (distance, then
+    the values, the codes, the row); the rest form the last cluster. Clusters are numbered by
+    first appearance. Held, the in-memory kernels
+    (:func:`~dpfast.partitions.insensitive_mdav.insensitive_labels`: the fast path, or the
+    general one) label every row; elsewhere passes give the same partition within the limit.
 
     Raises
     ------
@@ -86,11 +81,10 @@ def cluster_totals(
 ) -> ClusterTotals:
     """Return every cluster's exact integer grid sums and records per leaf.
 
-    ``clusters`` come from :func:`insensitive_clusters` on the same dataflow, and
-    ``numeric`` are its numeric columns, in its order (read in passes, their values were
-    clamped by its first pass, which counted the clamped ones). Numeric column
-    ``numeric[j]`` is clamped to ``grids[j]``'s domain and quantised to its steps, as the
-    rank groups' sums are.
+    ``clusters`` come from :func:`insensitive_clusters` on the same dataflow, ``numeric`` are
+    its numeric columns in its order (read in passes, its first pass clamped their values and
+    counted the clamped ones), and ``numeric[j]`` is clamped to ``grids[j]``'s domain and
+    quantised to its steps, as the rank groups' sums are.
     """
     if clusters.held is not None:
         return file_totals(clusters, numeric, grids, categorical, flow.tick)

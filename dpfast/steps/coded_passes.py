@@ -1,29 +1,25 @@
 """Class counts of coded columns from passes that sum counts over the batches.
 
-The steps of :mod:`dpfast.steps.class_counts` where the engine does not hold the table:
-out of core, on Spark and on Dask.
-
-A record's label on a column depends on its code there only (base.Contingency), so every
-count a refinement needs is a slice of the column's (code, class) counts over all
-records, and the cells' counts need one pass over every column at the end. The passes,
-batch by batch, with sums that do not depend on the batches' order (docs/engines.md,
+The steps of :mod:`dpfast.steps.class_counts` where the engine does not hold the table (out
+of core, on Spark and on Dask). A record's label on a column depends on its code there only
+(base.Contingency), so every count a refinement needs is a slice of the column's (code,
+class) counts over all records, and the cells' counts need one pass over every column at
+the end. The passes, with sums that do not depend on the batches' order (docs/engines.md,
 "DiffGen out of core"):
 
-1. **classes**: the target's missing values and values outside the classes (one pass);
-   the values that occur, when asked, in a pass before it. Each later pass reads the
-   target beside its columns and codes the classes of its batch again (:class:`_Classify`);
-2. **columns**: a numeric column coded by rank collects its distinct clamped values (a
-   pass); then every column's (code, class) counts are summed over the batches of the
-   columns and the target (one pass, or one per group of columns whose counts fit the
-   memory limit);
-3. **cells**: one pass over every coded column and the target: each row's cell number
-   (each column's code mapped to its label's position, times the column's stride,
-   summed) and class give the (cell, class) counts.
+1. **classes**: the target's missing values and values outside the classes (one pass,
+   after one for the values that occur, when asked). Each later pass reads the target
+   beside its columns and codes its batch's classes again (:class:`_Classify`);
+2. **columns**: one pass collects the distinct clamped values of each numeric column coded
+   by rank; then one pass, or one per group of columns whose counts fit the memory limit,
+   sums every column's (code, class) counts;
+3. **cells**: one pass over every coded column and the target counts (cell, class) pairs
+   (:class:`_Cells`).
 
 No pass keeps anything by row: the sums are added where the batches are read
-(:func:`~dpfast.dataflow.flow.column_total`), so on a cluster the driver
-receives count tables, never rows. The functions the passes run are module-level
-classes (a cluster ships them to its workers).
+(:func:`~dpfast.dataflow.flow.column_total`), so a cluster's driver receives count tables,
+never rows. The passes' functions are module-level classes, which a cluster ships to its
+workers.
 """
 
 from __future__ import annotations
@@ -172,9 +168,8 @@ _Counted = tuple[tuple[np.ndarray, ...], tuple[int, ...], list[tuple[int, int, b
 class _Counts:
     """A batch's (code, class) counts and clamped count of each of some coded columns.
 
-    The batch holds the columns and then the target, as a struct array. A column whose
-    batch is refused (a bad value) adds nothing: its pickled error comes back instead, so
-    that the release raises the first column's, as passes column by column would.
+    The batch is a struct array of the columns, then the target. A column whose batch is
+    refused (a bad value) adds nothing and sends back its pickled error instead.
     """
 
     coders: tuple[_Codes, ...]
@@ -242,10 +237,7 @@ def _n_codes(coder: _Codes) -> int:
 
 
 class CodedPasses:
-    """The passes of one step over a dataflow's source: batch size and progress.
-
-    Passes are numbered across the step for the progress line.
-    """
+    """One step's passes over a dataflow's source: batch size, progress numbered across it."""
 
     def __init__(self, flow: Dataflow) -> None:
         self.source = flow.source
@@ -269,10 +261,7 @@ class CodedPasses:
         return self.source.map_column(str(name), self.batch_rows(1), fn)
 
     def total(self, name: Columns, what: str, fn: Callable[[pa.Array, int], T], start: T) -> T:
-        """Return ``start`` plus ``fn`` of every batch of ``name``, added where it is read.
-
-        ``what`` names the pass on the progress line.
-        """
+        """Add ``fn`` of each batch of ``name`` to ``start`` where it is read (pass ``what``)."""
         self._count(what)
         columns = 1 if isinstance(name, str) else len(name)
         return column_total(self.source, name, self.batch_rows(columns), fn, start, most=1)
@@ -296,12 +285,10 @@ class CodedPasses:
     def contingency(
         self, classes: Classes, columns: Sequence[CodedNumeric | CategoricalColumn]
     ) -> PassContingency:
-        """Code every column and sum its (code, class) counts.
+        """Code every column and sum its (code, class) counts (step 2 of the module docstring).
 
-        A pass collects the distinct values of each column coded by rank; then one pass
-        counts every column, or a pass per group of columns whose counts fit the memory
-        limit. A bad value raises the error of the first column holding one (in order),
-        at its first bad row, as passes column by column would.
+        A bad value raises the error of the first column holding one (in order), at its first
+        bad row, as passes column by column would.
         """
         coders: list[_Codes] = []
         code_values: list[np.ndarray | None] = []

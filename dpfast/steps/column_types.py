@@ -1,9 +1,8 @@
 """What a column's type says: numeric or not, its values' dtype, the categories it declares.
 
-These steps read the table's types, not its values: a table held in memory says by its
-columns' own types (NumPy dtypes, a pandas categorical's dtype), a source by its Arrow
-schema. The one exception is :func:`declared_categories` on a source: the categories of
-an ordered dictionary column are in every batch, and one pass checks that they agree.
+These steps read the table's types (a held table's own dtypes, a source's Arrow schema),
+not its values, except :func:`declared_categories` on a source: an ordered dictionary
+column's categories are in every batch, and one pass checks that they agree.
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ __all__ = ["declared_categories", "numeric_names", "value_dtype"]
 def numeric_names(flow: Dataflow, names: Sequence[Hashable]) -> list[Hashable]:
     """Return the columns among ``names`` whose type holds numbers (not booleans), in order.
 
-    A table held in memory says by its columns' NumPy dtypes; a source by its Arrow schema
-    (integers and floats). No value is read.
+    Held: by NumPy dtype; a source: by Arrow schema (integers and floats). No value is read.
     """
     if flow.table is not None:
         column = flow.table.column
@@ -40,9 +38,8 @@ def _holds_numbers(arrow_type: pa.DataType) -> bool:
 def value_dtype(flow: Dataflow, name: Hashable) -> np.dtype[Any]:
     """Return the NumPy dtype of column ``name``'s values, as a release would read them.
 
-    Held: the column's own dtype, and ``object`` for a pandas categorical (coded by its
-    categories, as they are). A source: the dtype its Arrow type converts to. No value
-    is read.
+    Held: the column's own dtype, ``object`` for a pandas categorical (coded by its
+    categories, as they are); a source: what its Arrow type converts to. No value is read.
     """
     table = flow.table
     if table is not None:
@@ -58,10 +55,10 @@ def value_dtype(flow: Dataflow, name: Hashable) -> np.dtype[Any]:
 def declared_categories(flow: Dataflow, name: Hashable) -> tuple[str, ...] | None:
     """Return the categories column ``name``'s type declares, in their order, if it does.
 
-    A pandas ordered categorical, a polars ``Enum`` and an Arrow dictionary marked ordered
-    declare them (:meth:`dpfast.io.TableData.declared_categories`); other columns declare
-    none (``None``). On a source, one pass reads every batch's dictionary, which must be
-    the same (:func:`~dpfast.dataflow.flow.declared_dictionary`).
+    A pandas ordered categorical, a polars ``Enum`` and an ordered Arrow dictionary declare
+    them (:meth:`dpfast.io.TableData.declared_categories`), other columns none (``None``). On
+    a source, one pass checks that every batch's dictionary is the same
+    (:func:`~dpfast.dataflow.flow.declared_dictionary`).
     """
     if flow.table is not None:
         return flow.table.declared_categories(name)

@@ -1,9 +1,8 @@
 """What bounds taken from the data (``bounds="data"``) read: a numeric column's range.
 
-:func:`value_range` is one pass that also finds the column's non-finite values, refused
-with their count and the first one's row (:func:`~dpfast.dataflow.flow.column_stats`);
-on a table held in memory, one scan of the column's values, which the engine checked when
-it read them.
+:func:`value_range` is one pass that also refuses the column's non-finite values with their
+count and the first one's row (:func:`~dpfast.dataflow.flow.column_stats`); held, one scan
+of the values, which the engine checked when it read them.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """The rows sorted by their distance to each reference point, range by range (docs/engines.md).
 
 The insensitive MDAV clusters of rows read in passes (:mod:`dpfast.steps.cluster_passes`)
-take each cluster's rows from the order of its reference point. Here every row's distance
-key to each distinct point (:func:`dpfast._kernels.insensitive_mdav.reference_keys`, as an
-order-preserving uint64 word) is written, range of rows by range, to one scratch file
-per point; then each point's keys are cut into ranges that fit the memory limit by
-histograms of their top bits (refined while a bucket is too large), and each range is
-collected, sorted by (key, values, codes, row) as in memory, and appended to the point's
-order file. A key held by more rows than fit is cut by the next component, and rows
-equal in every component are written in row order.
+take each cluster's rows from the order of its reference point. Every row's distance key to
+each distinct point (:func:`dpfast._kernels.insensitive_mdav.reference_keys`, as an
+order-preserving uint64 word) is written, range of rows by range, to one scratch file per
+point; histograms of their top bits (refined while a bucket is too large) then cut each
+point's keys into ranges that fit the memory limit, each collected, sorted by (key, values,
+codes, row) as in memory, and appended to the point's order file.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ def distance_orders(
 ) -> list[Path]:
     """Write every row's key to each point of ``geometry``, then each point's order of all rows.
 
-    ``capacity`` is how many rows a sorted range may hold. Returns the order files, one
-    per point (int64 rows).
+    ``capacity``: the rows a sorted range may hold. Returns one order file (int64 rows) per point.
     """
     n, n_points = attributes.n, geometry.points.shape[0]
     keys = [directory / f"keys-{p}.bin" for p in range(n_points)]
@@ -119,10 +116,7 @@ class _Components:
     def select(
         self, prefix: Sequence[int], lo: int, hi: int, first: int, count: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Return the positions of the chunk's rows equal to ``prefix``, next word in ``[lo, hi)``.
-
-        Also returns those rows' next words.
-        """
+        """Return the chunk's rows of ``prefix``, next word in ``[lo, hi)``: positions, words."""
         level = len(prefix)
         bits = self.words(level, first, count)
         inside = _select(bits, lo, hi)
@@ -137,9 +131,8 @@ def _sort_point(
 ) -> None:
     """Append the rows sorted by (key, values, codes, row) to the point's ``order`` file.
 
-    Ranges of keys that fit are sorted in memory; a single key held by more rows than fit
-    is cut by the next component (the values, then the codes) in the same way, and rows
-    equal in every component are written in row order.
+    Key ranges that fit are sorted in memory; a key held by more rows than fit is cut the same
+    way by the next component (values, then codes); rows equal in every one go in row order.
     """
     attributes = components.attributes
     done = [0]

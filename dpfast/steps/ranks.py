@@ -1,20 +1,14 @@
 """Rank groups' totals: ``ir_dp``'s numeric group sums and categorical rank counts.
 
-* :func:`group_sums`: the exact integer sum of every rank group of a numeric column's
-  grid values (the column clamped to its public grid's domain and quantised to its
-  steps, sorted, cut into the groups of a :class:`~dpfast.partitions.ranking.RankGroups`
-  layout). Held in memory, one radix sort of the column's grid values. Elsewhere, the
-  column is sorted whole if it fits the memory limit, else range by range: a histogram
-  pass cuts the grid values into ranges that fit, each collected in one more pass and
-  sorted, and a range of one grid value (a tie) is added without a sort
-  (:mod:`dpfast.dataflow.rank_plans`). On a cluster (a source that sorts in place) the
-  workers sort the ranges and send back only their groups' sums. Integer sums do not
-  depend on how the column was cut.
+* :func:`group_sums`: held in memory, one radix sort of the column's grid values. Elsewhere
+  the column is sorted whole if it fits the memory limit, else range by range
+  (:mod:`dpfast.dataflow.rank_plans`), a range of one grid value (a tie) added without a
+  sort; on a cluster (a source that sorts in place) the workers sort the ranges and send
+  back only their groups' sums. Integer sums do not depend on how the column was cut.
 * :func:`rank_counts`: individual ranking sorts a categorical column by its categories'
-  taxonomy ranks; the counts per rank give every rank group's members without a sort.
-  Held in memory, the column's codes are counted at once; elsewhere, one pass counts each
-  batch's, added up where the batches are read
-  (:func:`~dpfast.dataflow.flow.column_total`).
+  taxonomy ranks, so the counts per rank give every rank group's members without a sort.
+  Held, the column's codes are counted at once; elsewhere one pass counts each batch's,
+  added up where the batches are read (:func:`~dpfast.dataflow.flow.column_total`).
 """
 
 from __future__ import annotations
@@ -59,11 +53,11 @@ def group_sums(
 ) -> tuple[np.ndarray, int]:
     """Return the exact integer sums of a column's rank groups, and its clamped count.
 
-    Each value is clamped to ``grid``'s domain and quantised to its grid steps; the rows
-    are sorted by grid value (ties in row order) and cut into the rank groups of
-    ``layout`` (which the method chose: which group holds the remainder). Where the
-    dataflow keeps rank orders (``flow.keep_order``: the in-memory engine, for its
-    metrics), the held column's rows in rank order are given to it.
+    Each value is clamped to ``grid``'s domain and quantised to its grid steps; the rows are
+    sorted by grid value (ties in row order) and cut into the rank groups of ``layout``
+    (:class:`~dpfast.partitions.ranking.RankGroups`: the method chose which holds the
+    remainder). Where the dataflow keeps rank orders (``flow.keep_order``: the in-memory
+    engine, for its metrics), it is given the held column's rows in rank order.
 
     Raises
     ------
@@ -172,12 +166,11 @@ def _cluster_group_sums(
 ) -> int:
     """Add a column's rank group sums on a cluster's workers; return its clamped count.
 
-    A column of at most the memory limit's sorted values is sorted whole by one task of
-    one ``sort_ranges`` job, its keys flagged with whether they were clamped (no pass
-    before it: :func:`~dpfast.dataflow.rank_plans.whole_column`). A larger one is cut
-    first (:func:`~dpfast.dataflow.rank_plans.plan_ranks`); one ``sort_ranges`` job sorts
-    each range on a worker and returns its groups' sums. A range of one grid value (a tie)
-    is added here.
+    A column of at most the memory limit's sorted values is sorted whole by one task of one
+    ``sort_ranges`` job, its keys flagged when clamped (no pass before it:
+    :func:`~dpfast.dataflow.rank_plans.whole_column`); a larger one is cut first
+    (:func:`~dpfast.dataflow.rank_plans.plan_ranks`) and one job sorts each range on a
+    worker, returning its groups' sums. Ties (ranges of one grid value) are added here.
     """
     n = dataset.n_rows
     whole = n <= limits.sorted_values and grid.d_int.bit_length() < 63

@@ -1,14 +1,12 @@
 """Order statistics of a column: the extremes of its ``k``-spacings (docs/engines.md).
 
 A column that fits in memory goes to the bucketed kernel
-(:func:`dpfast._kernels.mechanisms.knoise_extremes`), which never sorts it whole.
-
-A float64 value maps to a ``uint64`` key whose order is the values' order (the sign bit
-flipped for positive values, every bit for negative ones). When it does not fit,
-a histogram of the top 16 bits of ``key - key(min)`` cuts the keys into ranges that fit;
-each range is collected in one pass and sorted (a bucket that holds too many values is
-refined by a histogram of its next 16 bits, and a range holding a single value is not
-collected at all). The sorted ranges, in increasing order, stream through
+(:func:`dpfast._kernels.mechanisms.knoise_extremes`), which never sorts it whole. Else each
+value maps to a ``uint64`` key in the values' order (:func:`order_keys`: the sign bit flipped
+if positive, every bit if negative), and a histogram of the top 16 bits of ``key - key(min)``
+cuts the keys into ranges that fit, each collected in one pass and sorted (a bucket holding
+too many values is refined by a histogram of its next 16 bits; a range of a single value is
+not collected at all). The sorted ranges stream in increasing order through
 :class:`RankSweep`, which carries the last ``k`` values from one range to the next.
 """
 
@@ -58,9 +56,8 @@ def key_value(key: int) -> float:
 class RankSweep:
     """The order statistics of :func:`order_statistics`, from the sorted values fed piece by piece.
 
-    Keeps ``X_(k)``, ``X_(n-k+1)`` and the pair ``(X_(i), X_(i+k))`` of largest
-    difference, compared exactly as :func:`dpfast._kernels.mechanisms.knoise_extremes`
-    compares them (the rounded difference, then its TwoSum error; ties to the lowest ``i``).
+    Keeps ``X_(k)``, ``X_(n-k+1)`` and the pair ``(X_(i), X_(i+k))`` of largest difference,
+    compared exactly as :func:`dpfast._kernels.mechanisms.knoise_extremes` compares them.
     """
 
     n: int
@@ -113,10 +110,9 @@ def order_statistics(
     ``(X_(1), X_(1))``). ``value_range`` is the column's ``(min, max)``
     (``Engine.value_range``), with ``min < max``; ``1 <= k <= n``.
 
-    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`: found by that kernel when
-    the column fits in memory (held by the engine, or collected in one pass), else by
-    sorted ranges of keys swept in order (see the module docstring). The dataflow's tick
-    for the column is called before each pass.
+    Those of :func:`dpfast._kernels.mechanisms.knoise_extremes`, found by that kernel when
+    the column fits in memory (held, or collected in one pass), else by sorted ranges of
+    keys swept in order (module docstring); the column's tick is called before each pass.
     """
     lo, hi = value_range
     if flow.holds:

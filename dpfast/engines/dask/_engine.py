@@ -1,11 +1,8 @@
 """The Dask engine: the out-of-core engine over a Dask DataFrame, its passes on the workers.
 
-The client runs the passes through :class:`DaskSource` (the workers read the data), keeps
-the small global state and builds the reports. The release is a lazy Dask DataFrame
-computed on the workers from that state where every column allows it (``dd.from_delayed``
-over output parts, the state one node of the graph sent once to each worker; or one task
-per input partition releasing its rows), else the file the client wrote from the passes,
-read back by the workers in row order (:class:`~dpfast.engines.outofcore.ClusterEngine`).
+The client keeps the passes' small state (:class:`DaskSource`) and builds the reports; the
+release is a lazy frame the workers compute from it where every column allows it, else the
+file the client wrote, read back in row order (:class:`~dpfast.engines.outofcore.ClusterEngine`).
 """
 
 from __future__ import annotations
@@ -91,10 +88,7 @@ class DaskEngine(ClusterEngine):
 
 
 def _dtype(column: GroupsColumn | RowsColumn) -> Any:
-    """Return a released column's pandas dtype, the in-memory release's.
-
-    Numbers of the column's type; labels categorical for a categorical input, else text.
-    """
+    """Return a released column's in-memory pandas dtype (labels categorical if the input is)."""
     if isinstance(column, GroupsColumn) and column.numeric is None:
         if column.dictionary is not None:
             return column.labels_of(np.empty(0, dtype=np.int64)).to_pandas().dtype
@@ -125,11 +119,9 @@ def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
 def _groups_frame(parts: GeneratedParts) -> Any:
     """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
 
-    The state (every column's group values, ``8 * n / k`` bytes each) is one node of the
-    graph, sent once to each worker that computes a part, not once per task. Its
-    :class:`GeneratedParts` are kept as its write plan (:func:`remember`), so that
-    :meth:`write_dataset` has each part written by the task that computes it, in Arrow,
-    instead of through pandas.
+    The state (every column's group values, ``8 * n / k`` bytes each) is one graph node, sent
+    once to each worker that computes a part, not once per task; as the write plan
+    (:func:`remember`) it has :meth:`write_dataset` write each part in its task, in Arrow.
     """
     import dask
     import dask.dataframe as dd
@@ -190,9 +182,8 @@ def _rows_part(
 def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) -> Any:
     """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.frames.exchange`).
 
-    A task per input partition emits its pieces, a task per part assembles it. The state
-    is one node of the graph. The assembling tasks are kept as the frame's write plan
-    (:func:`remember`), so that :func:`write_dataset` writes their tables as computed.
+    The state is one node of the graph; the assembling tasks are the frame's write plan
+    (:func:`remember`), whose tables :func:`write_dataset` writes as computed.
     """
     import dask
     import dask.dataframe as dd
@@ -236,9 +227,8 @@ def _ranked_emits(
 ) -> list[Any]:
     """Return the tasks sending a ranked column's values: a task per range and chunk of ties.
 
-    A task per input partition splits its keys by range (:func:`split_by_range`, as
-    :meth:`DaskSource.sort_ranges` does); a task per range sorts its keys and sends its
-    ranks (:meth:`ExchangedParts.emit_sorted`); a task per chunk of ties sends its ranks.
+    Each range's task sorts what the partitions' tasks split off (:func:`split_by_range`, as
+    :meth:`DaskSource.sort_ranges` does) and sends its ranks (:meth:`ExchangedParts.emit_sorted`).
     """
     from dask.delayed import delayed
 

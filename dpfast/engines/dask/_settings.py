@@ -1,20 +1,14 @@
 """The Dask engine's settings, and a release file read back as a Dask DataFrame.
 
-A release the workers cannot compute from small state is written by the client, from
-passes run on the workers, as one Parquet file into the Dask scratch directory
-(:func:`scratch_directory`), published there by rename; its data is that file read back
-by the workers (:func:`read_in_order`), one partition per row group, in the file's row
-order, so it is the in-memory release, rows in the same order.
+A release the workers cannot compute from small state is written by the client as one
+Parquet file in :func:`scratch_directory`, published by rename, and read back by the
+workers (:func:`read_in_order`). Dask settings (``dask.config``, e.g.
+``dask.config.set({"dpfast.scratch-dir": "/shared/tmp"})`` or ``DASK_DPFAST__SCRATCH_DIR``):
 
-Two Dask settings (``dask.config``, e.g. ``dask.config.set({"dpfast.scratch-dir":
-"/shared/tmp"})`` or ``DASK_DPFAST__SCRATCH_DIR``) configure it:
-
-* ``dpfast.scratch-dir``: the directory of release files (a ``dpfast-dask-*`` directory
-  is made in it per process), by default a new directory of the client's temporary
-  directory; either is removed when the interpreter exits, so a release frame is
-  readable until then (write it elsewhere to keep it). The client writes the file and the
-  workers read it: on a cluster whose workers run on other machines, set it to a
-  directory they see at the same path (a shared file system), or the frame cannot be read.
+* ``dpfast.scratch-dir``: where each process makes its ``dpfast-dask-*`` directory of
+  release files (default: the client's temporary directory), removed when the interpreter
+  exits (write a release elsewhere to keep it). The client writes, the workers read: on
+  other machines, they must see it at the same path (a shared file system).
 * ``dpfast.memory-limit`` (default ``1GiB``): the client's working memory for the passes.
 """
 
@@ -63,8 +57,7 @@ def memory_limit() -> int:
 def categories(source: DaskSource) -> dict[str, Any]:
     """Return the frame's categorical dtypes of known categories, by column name.
 
-    A copied column keeps its values, and these dtypes give it back its categories in
-    the frame's order (the file's dictionaries hold them in an order of their own).
+    They give a copied column back the frame's category order (the file's has its own).
     """
     import pandas as pd
     from dask.dataframe.utils import has_known_categories
@@ -82,11 +75,9 @@ def categories(source: DaskSource) -> dict[str, Any]:
 def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> Any:
     """Return a Parquet file as a lazy Dask DataFrame, its rows in the file's order.
 
-    A directory (a release written as ``part-NNNNN.parquet`` files) is its files in name
-    order. One partition per row group, read by the workers; the index is the row number in
-    the file (divisions known), and the columns have the types of ``pyarrow``'s
-    ``to_pandas`` (those of the in-memory release), or ``dtypes[name]`` for a column
-    named there (a categorical column's own categories).
+    A directory (``part-NNNNN.parquet`` files) is its files in name order. One partition per
+    row group, read by the workers, indexed by row number (divisions known); columns have
+    ``pyarrow``'s ``to_pandas`` types (the in-memory release's), or ``dtypes[name]``.
     """
     import dask
     import dask.dataframe as dd
@@ -127,10 +118,10 @@ def _numbered_part(piece: Piece, dtypes: dict[str, Any]) -> Any:
 
 
 def _with_dtypes(frame: Any, dtypes: Mapping[str, Any]) -> Any:
-    """Return ``frame`` with its columns ``dtypes`` names of those dtypes.
+    """Return ``frame`` with the columns ``dtypes`` names cast to those dtypes.
 
-    A categorical column gets the categories in the dtype's order (``astype`` keeps its
-    own order: unordered categorical dtypes of the same categories compare equal).
+    A categorical column gets the dtype's category order (``astype`` would keep its own:
+    unordered categorical dtypes of the same categories compare equal).
     """
     import pandas as pd
 

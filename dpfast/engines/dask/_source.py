@@ -1,12 +1,8 @@
 """A Dask DataFrame as a column source of the out-of-core engine (docs/engines.md, "Dask").
 
-:class:`DaskSource` runs the engine's one primitive, ``map_column``, on Dask's workers:
-one task per partition (``frame[[name]].to_delayed()``), which turns the partition's
-column into Arrow, cuts it into batches of at most ``batch_rows`` rows and applies the
-engine's function to each with the global number of its first row. The results return
-to the client, which the engine combines with order-free operations; a task lost with
-its worker is recomputed from its partition by the scheduler, and only one attempt's
-result is kept. :meth:`DaskSource.parts` is the lazy counterpart used by the releases.
+:class:`DaskSource` runs each pass on Dask's workers, one task per partition; the client
+combines the results with order-free operations, so a task lost with its worker is
+recomputed from its partition by the scheduler and only one attempt's result is kept.
 """
 
 from __future__ import annotations
@@ -66,22 +62,17 @@ class DaskSource(Source):
     Parameters
     ----------
     frame : dask.dataframe.DataFrame
-        The table. A release reads it once per pass (several per column), so it must give
-        the same rows, in the same partitions, every time: persist it when it is costly to
-        compute, and avoid unseeded sampling.
+        The table, read once per pass (several per column): it must give the same rows in
+        the same partitions every time (persist a costly one; avoid unseeded sampling).
 
     Notes
     -----
-    Rows are numbered in the frame's order: by partition, then by position in the
-    partition (the order of ``frame.compute()``). The first pass counts every partition's
-    rows (one task each, kept), which gives each partition's first row number; a task
-    whose partition then holds another number of rows fails, saying the frame is not
-    deterministic. :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.outofcore.ParquetDataset` does (files in sorted path order, then row
-    within the file): one partition per row group, numbered from the footers.
-
-    The tasks run on the scheduler in use: the ``distributed.Client`` made current last
-    (or the one given to the release functions' callers), else Dask's local threads.
+    Rows are numbered by partition, then position in it (the order of ``frame.compute()``),
+    from every partition's rows, counted once (a task each) by the first pass; a task whose
+    partition then holds another number fails, saying the frame is not deterministic.
+    :meth:`from_parquet` numbers rows as :class:`~dpfast.engines.outofcore.ParquetDataset`
+    does. Tasks run on the ``distributed.Client`` made current last (or the one given to the
+    release functions' callers), else on Dask's local threads.
     """
 
     def __init__(self, frame: Any, pieces: Sequence[Piece] | None = None) -> None:
@@ -95,8 +86,8 @@ class DaskSource(Source):
     def from_parquet(cls, path: str | os.PathLike[str]) -> DaskSource:
         """Read a Parquet file, directory or glob as :class:`ParquetDataset` numbers it.
 
-        One partition per row group of the files in sorted path order; only the footers
-        are read here, and each task reads the columns it needs.
+        One partition per row group of the files in sorted path order, first rows from the
+        footers (all that is read here); each task reads the columns it needs.
         """
         import dask.dataframe as dd
 
@@ -149,12 +140,11 @@ class DaskSource(Source):
         return self._counts
 
     def parts(self, names: Sequence[str]) -> list[tuple[Any, int, int]]:
-        """Return a delayed partition (pandas or Arrow) of columns ``names`` per partition.
+        """Return ``(delayed partition, first row, rows)`` of columns ``names`` per partition.
 
-        Each comes with the partition's first row number and its row count. A frame's
-        partitions of the same columns are built once (``to_delayed`` optimises the whole
-        graph, longer the more partitions a lazy frame has) and kept for the
-        next passes: a Dask frame is immutable, so they are the same tasks every time.
+        For the releases' lazy frames; a partition is pandas or Arrow. Built once per columns
+        (``to_delayed`` optimises the whole graph, longer the more partitions) and kept: a
+        Dask frame is immutable, so they are the same tasks every time.
         """
         from dask.delayed import delayed
 
@@ -180,10 +170,6 @@ class DaskSource(Source):
     ) -> Iterator[T]:
         """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
 
-        ``fn`` runs on the workers, on batches of at most ``batch_rows`` consecutive rows;
-        ``first_row`` is the global number of the batch's first row (see the class notes).
-        A tuple of names gives each batch as a struct array of those columns.
-
         Raises
         ------
         ValueError, TypeError
@@ -203,9 +189,8 @@ class DaskSource(Source):
         """Return ``fn``'s results over the batches of column ``name``, added on the workers.
 
         One graph: a task per partition adds its batches' results, then tasks add
-        :data:`~dpfast.engines.partial_totals.FAN` partials at a time until at most
-        ``most`` remain, which alone come back, each with the rows of its largest reading
-        task (:func:`dpfast.engines.partial_totals.totals`).
+        :data:`~dpfast.engines.partial_totals.FAN` partials at a time until at most ``most``
+        remain, which alone come back (:func:`dpfast.engines.partial_totals.totals`).
         """
         from dask.base import compute
         from dask.delayed import delayed
@@ -263,10 +248,9 @@ class DaskSource(Source):
     ) -> list[T]:
         """Sort the keys of column ``name`` by range on the workers; return the reductions.
 
-        One graph: a task per partition maps its batches to keys (as :meth:`map_column`)
-        and splits them by range; a task per range gathers its pieces from every
-        partition, sorts them and returns ``reduce(i, sorted keys)``, which alone comes
-        back. Dask's own sort is not used. See :mod:`dpfast.dataflow.sorted_ranges`.
+        One graph: a task per partition splits its batches' keys (as :meth:`map_column`) by range;
+        a task per range sorts its pieces and returns ``reduce(i, sorted keys)``, which alone
+        comes back. Not Dask's own sort: :mod:`dpfast.dataflow.sorted_ranges`.
         """
         from dask.base import compute
         from dask.delayed import delayed
@@ -320,10 +304,9 @@ def _on_batches(
     task: Callable[[Iterator[tuple[pa.Array, int]], Callable[[pa.Array, int], Any]], T],
     fn: Callable[[pa.Array, int], Any],
 ) -> T:
-    """Return ``task(batches, fn)`` of one partition's batches of ``name``, on a worker.
+    """Return ``task(batches, fn)`` over a partition's ``(array, first_row)`` batches of ``name``.
 
-    The batches are ``(array, first_row)``, of at most ``batch_rows`` rows each. A
-    partition of :meth:`DaskSource.from_parquet` (a :class:`Piece`) is read batch by batch:
+    On a worker. A :class:`Piece` (:meth:`DaskSource.from_parquet`) is read batch by batch:
     the task holds one batch of the columns, not the row group.
     """
     if isinstance(part, Piece):

@@ -24,12 +24,10 @@ _POLL_SECONDS = 0.5
 def write_dataset(data: Any, written: Path, target: Path, progress: Progress | None) -> Any:
     """Have the workers write a release frame as the dataset directory ``written``.
 
-    ``part-000000.parquet``, ... one per partition, names sorting in row order; a lazy
-    frame of rank groups is written by the tasks that compute its parts (the same rows,
-    without a pandas frame between two tasks). A failed or interrupted write cancels its
-    tasks. A frame made through the exchange returns each part's counts
-    (:meth:`~dpfast.engines.outofcore.ExchangedParts.assemble_counted`) by part; any
-    other, None.
+    ``part-000000.parquet``, ... sort in row order; a failed or interrupted write cancels its
+    tasks. A frame with a write plan is written by the tasks that compute its parts (no pandas
+    frame between two tasks); for the exchange's, returns each part's counts by part
+    (:meth:`~dpfast.engines.outofcore.ExchangedParts.assemble_counted`), else None.
     """
     from dask.delayed import delayed
 
@@ -38,7 +36,7 @@ def write_dataset(data: Any, written: Path, target: Path, progress: Progress | N
     def path(i: int) -> str:
         return str((written / f"part-{i:06d}.parquet").absolute())
 
-    plan = plan_of(data)  # the tasks: the exchange's, each giving its part's table and counts
+    plan = plan_of(data)
     parts, assembled = plan.generated, plan.tasks
     if assembled is not None:  # each part's table and counts, as its task assembled them
         write_counted = delayed(_write_counted, pure=False)
@@ -72,29 +70,23 @@ def _write_part(part: Any, path: str) -> int:
 def _write_generated(parts: GeneratedParts, part: int, path: str) -> int:
     """Compute part ``part`` of an ``ir_dp`` frame and write it, on a worker; return its rows.
 
-    The rows of :func:`_write_part` of the frame's partition ``part`` (labels as Arrow
-    ``string``, as the other engines write them, not pandas' ``large_string``), without
-    the pandas frame between two tasks (and its move when they run on different workers).
+    The rows :func:`_write_part` writes of partition ``part``, labels as Arrow ``string`` as
+    the other engines write them (not pandas' ``large_string``), no pandas frame made or moved.
     """
     return _write_table(parts.table(part), path)
 
 
 def _write_table(table: pa.Table, path: str) -> int:
-    """Write ``table`` as a Parquet file at ``path``; return its rows.
-
-    As the column engine writes: zstd, with a dictionary for text columns only (released
-    numbers are near-random, so a dictionary costs time and saves nothing).
-    """
+    """Write ``table`` as the column engine does (zstd, text in dictionaries); return its rows."""
     table = table.replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd", use_dictionary=text_columns(table.schema))
     return int(table.num_rows)
 
 
 def _run(tasks: list[Any], phase: str, progress: Progress | None) -> list[Any]:
-    """Compute ``tasks`` on the current distributed client, else on Dask's default scheduler.
+    """Compute ``tasks`` on the current client, else Dask's default scheduler; return results.
 
     On a client, progress is shown and the tasks are cancelled if the block is left early.
-    Returns the tasks' results.
     """
     from dask.base import compute
 
@@ -147,10 +139,9 @@ def local_cluster(
     threads_per_worker : int
         Threads of each worker.
     numba_cache_dir : path, optional
-        Numba's cache directory for the workers; default: ``NUMBA_CACHE_DIR`` if set, else
-        the cache this process uses (Numba's default, where ``dpfast warm-up`` puts the
-        kernels). A directory is created, and set in this process's environment (if
-        unset) and the workers'.
+        Numba's cache directory for the workers, created and set in their environment (and
+        this process's, if unset); default: ``NUMBA_CACHE_DIR``, else this process's cache
+        (Numba's default, where ``dpfast warm-up`` puts the kernels).
     **options
         More ``LocalCluster`` options.
     """

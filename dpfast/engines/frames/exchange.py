@@ -1,29 +1,24 @@
 """A release frame computed by a cluster's workers through one exchange (docs/scale.md).
 
-The columns a release copies in a keyed permutation of the rows (``unprotected =
-"shuffle"``), beside columns released row by row or in rank groups, are computed by the
-workers without passing through the driver:
+The columns a release copies in a keyed permutation of the rows (``unprotected="shuffle"``),
+beside columns released row by row or in rank groups, never pass through the driver:
 
 1. **Emit**, on every batch of the input (a task per input partition): the rows' released
-   values (:class:`~dpfast.engines.frames.parts.RowsColumn`) and the columns copied in
-   the rows' order go to the output parts holding those rows; each row of a permuted column
-   goes, with its bucket (:func:`dpfast.noise.permutation_buckets`: a function of the
-   row's lane of the permutation's stream), to the output parts holding its bucket.
+   values (:class:`~dpfast.engines.frames.parts.RowsColumn`) and the columns copied in row
+   order go to the output parts holding those rows; each row of a permuted column goes, with
+   its bucket (:func:`dpfast.noise.permutation_buckets`: a function of the row's lane of the
+   permutation's stream), to the parts holding its bucket.
 2. **Assemble**, in output part ``p`` (output rows ``[bounds[p], bounds[p + 1])``): the
-   pieces sent to it, in the order of their first rows, give the part's rows in row
-   order, and its buckets' rows, which :func:`dpfast.noise.permutation_order` puts in the
-   permutation's order; columns of rank groups are computed there from their state
-   (:class:`~dpfast.engines.frames.parts.GroupsColumn`).
+   pieces sent to it, ordered by first row, give its rows in row order, and its buckets'
+   rows, put in the permutation's order by :func:`dpfast.noise.permutation_order`; rank-group
+   columns are computed there from their state (:class:`~dpfast.engines.frames.parts.GroupsColumn`).
 
 A numeric column of rank groups may instead be sent by the tasks that sort it
-(:mod:`dpfast.engines.frames.sent_ranks`): its pieces reach the same parts, which
-assemble it beside the others and count its values on a bound
-(:meth:`ExchangedParts.assemble_counted`).
-
-Where a column is permuted, the parts' bounds are bucket starts (:func:`part_bounds`), so
-each row is read once and sent once: the work is O(n) whatever the number of parts, and
-the driver holds only the permutation's bucket starts. Everything is keyed: the frame is
-the same however the input is partitioned, and after any retry.
+(:mod:`dpfast.engines.frames.sent_ranks`), the parts assembling it beside the others and
+counting its values on a bound (:meth:`ExchangedParts.assemble_counted`). Where a column is
+permuted, the parts' bounds are bucket starts (:func:`part_bounds`), so each row is read and
+sent once: the work is O(n) whatever the number of parts, and the driver holds only the
+permutation's bucket starts.
 """
 
 from __future__ import annotations
@@ -59,10 +54,7 @@ __all__ = ["ExchangedParts", "Shuffled", "part_bounds"]
 
 @dataclass(frozen=True)
 class Shuffled:
-    """Columns copied unchanged in a keyed permutation of the rows.
-
-    Output row ``r`` holds input row ``order[r]``, ``order`` being ``permutation(key, n)``.
-    """
+    """Columns copied unchanged: output row ``r`` holds input row ``permutation(key, n)[r]``."""
 
     names: tuple[str, ...]
     key: np.ndarray
@@ -78,8 +70,7 @@ def part_bounds(n: int, part_rows: int, starts: np.ndarray | None = None) -> np.
     """Return the first output row of every part of about ``part_rows`` rows, and ``n``.
 
     With a permutation's bucket starts, each bound is the first bucket start at or after
-    ``p * part_rows``: no bucket is cut between two parts (a part then holds one bucket
-    at least).
+    ``p * part_rows``: no bucket is cut between parts, each holding one at least.
     """
     targets = np.arange(0, max(n, 1), max(1, part_rows), dtype=np.int64)
     if starts is not None:
@@ -105,9 +96,8 @@ class ExchangedParts:
     Part ``p`` holds output rows ``[bounds[p], bounds[p + 1])`` (:func:`part_bounds`).
     ``names`` and ``types`` are the released columns in output order; ``rows`` are released
     row by row from the input, ``kept`` copied in the rows' order, ``shuffled`` copied in a
-    keyed permutation, and ``groups`` (the rank groups of ``layout``) computed from their
-    state.
-    ``input_types`` are the types the copied columns are read as.
+    keyed permutation, ``groups`` (the rank groups of ``layout``) computed from their state,
+    ``ranked`` sent by their sorts; ``input_types``: the types the copied columns are read as.
     """
 
     n: int
@@ -300,9 +290,8 @@ class ExchangedParts:
     def scanned(self, part: int) -> tuple[int, int]:
         """Return the items part ``part``'s task places, and the items it writes.
 
-        The permuted columns' rows of its buckets (once, for all of them: one order), and
-        the rank-group columns' whole bucket streams (``n`` items each,
-        :func:`dpfast.noise.permutation_part_groups`).
+        Its buckets' rows, placed once for all permuted columns (one order), and each rank-group
+        column's whole stream of ``n`` items (:func:`dpfast.noise.permutation_part_groups`).
         """
         lo, hi = self.span(part)
         scanned, written = 0, 0

@@ -1,19 +1,12 @@
-"""What a cluster's workers need to compute released columns lazily, from small state.
+"""What a cluster's workers need to compute released columns lazily, from small keyed state.
 
 * :class:`GroupsColumn`: a column whose output row ``r`` holds the value of rank
-  ``order[r]``'s group (``order`` a keyed bucketed permutation,
-  docs/engines.md#permutations; the groups the method's
-  :class:`~dpfast.partitions.ranking.RankGroups`): its key, its
-  permutation's bucket starts and its rank groups' values; :class:`GeneratedParts`, the
-  parts of a frame of such columns, part ``p`` holding output rows ``[p * part_rows,
-  (p + 1) * part_rows)`` of every column, which any task computes from that state alone
-  (:func:`dpfast.noise.permutation_part_groups`);
-* :class:`RowsColumn`: a column released row by row from its input values and keyed
-  draws (:class:`~dpfast.engines.base.Cells`), and :class:`RowsBatch`, the function that
-  turns a batch of the input's columns into the released batch.
-
-Everything is keyed, so a lazy frame is the same however often its tasks run, whatever
-the partitioning and after any retry.
+  ``order[r]``'s group (``order`` a keyed bucketed permutation, docs/engines.md#permutations;
+  the groups the method's :class:`~dpfast.partitions.ranking.RankGroups`), which any task
+  computes from the column's key, bucket starts and group values alone
+  (:func:`dpfast.noise.permutation_part_groups`), part by part (:class:`GeneratedParts`);
+* :class:`RowsColumn`: a column released row by row from its input values and keyed draws
+  (:class:`~dpfast.engines.base.Cells`), a batch at a time (:class:`RowsBatch`).
 """
 
 from __future__ import annotations
@@ -59,13 +52,12 @@ PART_BYTES = 1 << 29
 def output_part_rows(n: int, columns: int, tasks: int, memory_limit: int = 0) -> int:
     """Return the output rows per task of an ``ir_dp`` release frame of ``n`` rows.
 
-    Each task reads the whole bucket stream of every column's permutation to find its
-    part's rows (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few
-    parts as keep every task slot busy (four parts each, so that slots finish together),
-    at least :data:`PART_ROWS` rows and at most the larger of :data:`PART_BYTES` and
-    ``memory_limit / 4`` bytes of released values each. Where the byte cap decides, the
-    number of parts is rounded up to a multiple of ``tasks``, so that no slot waits alone
-    for the last part.
+    Each task reads every column's whole bucket stream to find its part's rows
+    (:func:`dpfast.noise.permutation_part_groups`, O(n)), so the frame has as few parts as keep
+    every task slot busy (four each, so that slots finish together), of at least
+    :data:`PART_ROWS` rows and at most ``max(PART_BYTES, memory_limit / 4)`` bytes of released
+    values. Where the byte cap decides, parts are rounded up to a multiple of ``tasks``: no
+    slot waits alone for the last one.
     """
     tasks = max(1, tasks)
     cap = max(PART_BYTES, int(memory_limit) // 4)
@@ -114,8 +106,7 @@ def bucket_run(at: np.ndarray, first: int, last: int, kind: Any) -> np.ndarray:
 def bucket_span(starts: np.ndarray, lo: Any, hi: Any) -> tuple[Any, Any]:
     """Return the buckets ``[first, last)`` of a permutation covering output rows ``[lo, hi)``.
 
-    ``starts`` are the buckets' first output rows, and ``n``; ``lo`` and ``hi`` may be
-    arrays (the spans of several parts at once).
+    ``starts``: the buckets' first output rows, and ``n``; ``lo`` and ``hi`` may be arrays.
     """
     first = np.searchsorted(starts, lo, side="right") - 1
     last = np.searchsorted(starts, hi, side="left")
@@ -146,10 +137,7 @@ class GroupsColumn:
         column: ProtectedColumn,
         original: pa.DataType,
     ) -> GroupsColumn:
-        """Return the state of a column whose rows follow ``permutation(key, n)``.
-
-        ``original`` is the column's input type.
-        """
+        """Return the state of ``column`` (input type ``original``) in ``permutation(key, n)``."""
         starts = bucket_starts(key, n)
         name = str(column.name)
         if isinstance(column, NumericColumn):
@@ -214,11 +202,9 @@ class GeneratedParts:
     """A lazy frame of rank groups: what its tasks compute, and a writer can too.
 
     Part ``p`` holds output rows ``[p * part_rows, (p + 1) * part_rows)`` of every column,
-    whose rank groups are ``layout``'s (:meth:`ClusterEngine.groups_frame`).
-    :meth:`ClusterEngine.write_release` finds this in the write plan of a frame a release
-    returned (untransformed: :func:`~dpfast.engines.outofcore.plan_of`) and has the
-    workers write each part with pyarrow, instead of converting it into the cluster's rows
-    for its own writer.
+    whose rank groups are ``layout``'s (:meth:`ClusterEngine.groups_frame`). In a frame's
+    write plan (:func:`~dpfast.engines.outofcore.plan_of`), :meth:`ClusterEngine.write_release`
+    has the workers write each part with pyarrow, not through the cluster's own writer.
     """
 
     columns: tuple[GroupsColumn, ...]
@@ -241,8 +227,7 @@ class GeneratedParts:
         Without ``buffer``, the worker's kept sort buffers are freed first: the passes are
         over once the output is computed (:class:`~dpfast.dataflow.sorted_ranges.KeyBuffers`).
         With one (``uint64``, at least :meth:`words` ``(part)``), the float columns' values
-        are written into it and the table's arrays are views of it: it must not be
-        reused while the table is.
+        are written into it, the table's arrays viewing it: reuse it only after the table.
         """
         lo, hi = self.span(part)
         if buffer is None:
@@ -259,8 +244,7 @@ class GeneratedParts:
     def scanned(self, part: int) -> tuple[int, int]:
         """Return the bucket-stream items part ``part``'s task scans, and the items it writes.
 
-        Each column's :meth:`GroupsColumn.rows` reads the whole stream of its permutation
-        (``n`` items) to find the part's rows (:func:`dpfast.noise.permutation_part_groups`).
+        Each column's :meth:`GroupsColumn.rows` reads its permutation's whole stream (``n``).
         """
         lo, hi = self.span(part)
         return self.n * len(self.columns), (hi - lo) * len(self.columns)

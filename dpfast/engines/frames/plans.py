@@ -1,14 +1,11 @@
 """How the workers write each release frame a cluster engine returned, kept beside the frame.
 
-A Spark or Dask release frame made from rank groups (:class:`GeneratedParts`) or through
-the exchange (:class:`ExchangedParts`) is best written by the tasks that compute its
-parts: each part is then computed once, in Arrow, and the ranked columns' counts come
-back with it. :meth:`ClusterEngine.write_release` may be given such a frame long after
-the release, so what it needs is kept here, by the frame's identity, for as long as the
-frame lives; nothing is set on the frame, an object of Spark or Dask.
-
-A frame derived from it (a ``select``, a filter) has no plan and is written by Spark's or
-Dask's own writer.
+A Spark or Dask release frame of rank groups (:class:`GeneratedParts`) or of the exchange
+(:class:`ExchangedParts`) is best written by the tasks that compute its parts: each part is
+then computed once, in Arrow, with the ranked columns' counts. :meth:`ClusterEngine.write_release`
+may get it long after the release, so its plan is kept here by the frame's identity while the
+frame lives (nothing is set on the frame, a Spark or Dask object); a frame derived from it (a
+``select``, a filter) has none (:data:`NO_PLAN`).
 """
 
 from __future__ import annotations

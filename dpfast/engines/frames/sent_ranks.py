@@ -1,31 +1,26 @@
 """Rank-group values made by the tasks that sort a column, sent through the exchange.
 
-``ir_dp`` releases a column in rank groups: rank ``r`` of the sorted column (its grid
-values) holds its group's value, group ``layout.group(r)`` of the method's
-:class:`~dpfast.partitions.ranking.RankGroups`, and output row ``i`` holds rank
-``order[i]``, ``order`` being :func:`dpfast.noise.permutation` ``(key, n)``.
-Here the tasks that hold the sorted ranks compute those values and send them to the output
-parts, so that neither the groups' sums nor their values pass through the driver
+``ir_dp`` releases a column in rank groups: rank ``r`` of the sorted column (its grid values)
+holds the value of group ``layout.group(r)`` (:class:`~dpfast.partitions.ranking.RankGroups`),
+and output row ``i`` holds rank ``order[i]``, ``order`` being :func:`dpfast.noise.permutation`
+``(key, n)``. The tasks holding the sorted ranks compute those values and send them to the
+output parts: neither the groups' sums nor their values pass through the driver
 (docs/scale.md, "Rank groups through the exchange"):
 
-1. **Emit**, on a task holding ranks ``[a, a + c)`` sorted (:meth:`RankedColumn.emit`):
-   the groups whose ranks all lie there get their values there: their sums, then the
-   column's group values (``values(sums, first_group)``, which draws each group's noise
-   from the group's own nonce). Each rank's value goes, with its bucket
-   (:func:`dpfast.noise.permutation_buckets` of the ranks), to the parts holding its
-   bucket. A group cut between two tasks (at most two a task) is sent as the ranks'
+1. **Emit**, on a task holding ranks ``[a, a + c)`` sorted (:meth:`RankedColumn.emit`): the
+   groups whose ranks all lie there get their sums and values there (``values(sums,
+   first_group)`` draws each group's noise from its own nonce). Each rank's value goes, with
+   its bucket (:func:`dpfast.noise.permutation_buckets` of the ranks), to the parts holding
+   its bucket. A group cut between two tasks (at most two a task) is sent as the ranks'
    places and, to every part holding one of its ranks, this task's share of its sum.
-2. **Assemble**, in output part ``p`` (:meth:`RankedColumn.assemble`): the shares of each
-   cut group are added (exact integers) and its value computed there; the part's buckets'
-   items are put in the permutation's order (:func:`dpfast.noise.permutation_order`).
+2. **Assemble**, in output part ``p`` (:meth:`RankedColumn.assemble`): each cut group's
+   shares are added (exact integers) and its value computed; the part's buckets' items are
+   put in the permutation's order (:func:`dpfast.noise.permutation_order`).
 
 Every value is a function of the column's sums and keyed draws alone, so the parts are the
 release that holds every group's value on the driver, bit for bit, however the ranks are
-cut into tasks and in whatever order the pieces arrive.
-
-A categorical column needs no sort: its records per taxonomy rank give its sorted ranks
-(:func:`ranks_of_counts`: runs of ties only), and a group's code depends on those counts
-and the group's number alone (:class:`CodedGroups`).
+cut into tasks and in whatever order the pieces arrive. A categorical column needs no sort
+(:func:`ranks_of_counts`, :class:`CodedGroups`).
 """
 
 from __future__ import annotations
@@ -76,12 +71,11 @@ BYTES_PER_SENT_RANK = 80
 class RankedPiece:
     """What one task of sorted ranks sends to one output part, for one column.
 
-    ``buckets`` and ``values`` are the part's items among the task's ranks, by bucket
-    (ranks increasing within one); ``pending`` are the places among them whose group is
-    cut between tasks, and ``pending_groups`` those groups. ``shares`` holds this task's
-    share of each cut group with a rank in the part: ``(group, sum, ranks)`` rows.
-    ``before`` marks the items whose group's value before the noise is on a bound (a
-    cut group's are marked where the part computes its value; ``None``: none is).
+    ``buckets`` and ``values``: the part's items among the task's ranks, by bucket (ranks
+    increasing within one); ``pending``: their places whose group is cut between tasks, of
+    groups ``pending_groups``; ``shares``: this task's ``(group, sum, ranks)`` of each cut group
+    with a rank in the part; ``before``: whether each item's group value before the noise is on
+    a bound (a cut group's is set where the part computes it), or ``None`` for none.
     """
 
     first_rank: int
@@ -97,11 +91,11 @@ class RankedPiece:
 class RankedColumn:
     """A column released in the rank groups of ``layout`` by the tasks that hold its ranks.
 
-    ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``);
-    ``values`` computes groups' released values from their exact sums, ``before`` (a
-    numeric column's) their values before the noise; ``lower`` and ``upper`` bound the
-    released values (:meth:`assemble` counts the rows on either:
-    :class:`~dpfast.dataflow.on_bound.OnBound`).
+    ``key`` is the permutation's key and ``starts`` its bucket starts (and ``n``); ``values``
+    computes groups' released values from their exact sums, ``before`` (a numeric column's)
+    their values before the noise; ``lower`` and ``upper`` bound the released values
+    (:meth:`assemble` counts the rows on either: :class:`~dpfast.dataflow.on_bound.OnBound`).
+    The methods' ``bounds`` are the output parts' first rows, and ``n``.
     """
 
     layout: RankGroups
@@ -122,10 +116,7 @@ class RankedColumn:
     def emit(
         self, bounds: np.ndarray, first_rank: int, words: np.ndarray
     ) -> list[tuple[int, RankedPiece]]:
-        """Return the pieces the sorted ranks ``first_rank ..`` (grid values ``words``) send.
-
-        ``bounds`` are the output parts' first rows, and ``n``.
-        """
+        """Return the pieces the sorted ranks ``first_rank ..`` (grid values ``words``) send."""
         count = int(words.shape[0])
         a, b = int(first_rank), int(first_rank) + count
         if count == 0:
@@ -168,8 +159,7 @@ class RankedColumn:
     ) -> list[tuple[int, RankedPiece]]:
         """Return the pieces of ``count`` ranks from ``first_rank`` that all hold ``word``.
 
-        A run of ties needs no data; a long one is cut into chunks (:func:`tie_chunks`),
-        each a task of its own.
+        A run of ties needs no data; :func:`tie_chunks` cuts a long one into tasks.
         """
         return self.emit(bounds, first_rank, np.full(int(count), word, dtype=np.uint64))
 
@@ -234,10 +224,7 @@ class RankedColumn:
     def assemble(
         self, bounds: np.ndarray, part: int, pieces: Iterable[RankedPiece]
     ) -> tuple[np.ndarray, OnBound]:
-        """Return output rows ``[bounds[part], bounds[part + 1])`` and their rows on a bound.
-
-        ``pieces`` are every piece the column's tasks sent to the part, in any order.
-        """
+        """Return part ``part``'s values and rows on a bound, from ``pieces`` in any order."""
         held = sorted(pieces, key=lambda piece: piece.first_rank)
         lo, hi = int(bounds[part]), int(bounds[part + 1])
         values = np.concatenate([p.values for p in held]) if held else np.empty(0)
@@ -300,9 +287,8 @@ def _flags(piece: RankedPiece) -> np.ndarray:
 class CodedGroups:
     """A categorical column's group values: ``codes(counts, first, stop)`` as floats.
 
-    The codes of a run of groups depend on the column's records per taxonomy rank
-    (``counts``) and the groups' numbers alone, not on the ranks' sums: a task sending
-    any ranks of the column draws their groups' codes.
+    Codes depend on the column's records per taxonomy rank (``counts``) and the groups'
+    numbers alone, not the ranks' sums: any task sending ranks draws their groups' codes.
     """
 
     codes: GroupCodes
@@ -339,10 +325,9 @@ def no_keys(batch: Any, first_row: int) -> np.ndarray:
 class RankedState:
     """What the tasks of a release need to sort a column and send its rank groups.
 
-    ``plan`` cuts the column's grid values into the ranges the workers sort (and the ties
-    that need no sort); ``keys(batch, first_row)`` maps a batch to its grid values;
-    ``column`` places the values; ``output`` gives the output type (its group values are
-    not used).
+    ``plan`` cuts the column's grid values into the ranges the workers sort (and ties that
+    need none); ``keys(batch, first_row)`` maps a batch to its grid values; ``column`` places
+    the values; ``output`` gives the output type (not its group values).
     """
 
     name: str
@@ -402,10 +387,9 @@ def part_places(
 ) -> np.ndarray:
     """Return where output rows ``[lo, hi)`` of part ``part`` stand among its items.
 
-    ``span`` is ``(lo, hi, part)``; ``buckets`` are the buckets of the items the part
-    received, piece by piece in the order of their first items (each piece by bucket),
-    of the permutation of ``key`` over ``n`` items (``starts``: its bucket starts, and
-    ``n``). Item ``at[i]`` holds output row ``lo + i``.
+    ``span`` is ``(lo, hi, part)``; ``buckets``: in ``permutation(key, n)`` (bucket starts
+    ``starts``, and ``n``), those of the items the part received, piece by piece in order of
+    their first items (each piece by bucket). Item ``at[i]`` holds output row ``lo + i``.
     """
     lo, hi, part = span
     first, last = bucket_span(starts, lo, hi)

@@ -1,12 +1,10 @@
 """The out-of-core engine: a table read in batches, within a memory limit (docs/engines.md).
 
-The input is a Parquet file, a directory of Parquet files, a glob, a
-``pyarrow.dataset.Dataset`` of Parquet files, a CSV or TSV file or a glob of them
-(converted to Parquet beside the output first: :class:`CsvSource`), or any column source
-(:class:`dpfast.dataflow.source.Source`); the release is written to ``output`` (a
-``.parquet`` file, or a directory of ``part-NNNNN.parquet`` files) and published in one
-rename. The Spark and Dask engines are this engine over their own sources, with the
-passes run by their workers.
+The input is Parquet (a file, a directory, a glob or a ``pyarrow.dataset.Dataset``), CSV or
+TSV (a file or a glob, converted to Parquet beside the output first: :class:`CsvSource`) or
+any column source (:class:`dpfast.dataflow.source.Source`). The release is written to
+``output``, a ``.parquet`` file or a directory of ``part-NNNNN.parquet`` files. The Spark and
+Dask engines are this engine over their own sources (:class:`ClusterEngine`).
 """
 
 from __future__ import annotations

@@ -1,31 +1,27 @@
 """The out-of-core engine on a cluster: passes on the workers, a lazy frame where it can be.
 
-A cluster engine (Spark, Dask) is the out-of-core engine over its own source, whose
-passes run on the workers (``map_column``, ``sort_ranges``). Its release is a lazy frame
-computed by the workers from small state whenever every released column allows it:
+A cluster engine (Spark, Dask) runs the passes over its own source on the workers
+(``map_column``, ``sort_ranges``). Where every released column allows it, its release is a
+lazy frame the workers compute from small state:
 
-* every column released in a keyed permutation of its rank groups
+* columns in a keyed permutation of their rank groups
   (:class:`~dpfast.dataflow.writes.WriteGroups`): a frame of :class:`GeneratedParts`;
-* every column released row by row (:class:`~dpfast.dataflow.writes.WriteRows`): a frame
-  of the input's batches mapped by :class:`RowsBatch` (one pass first counts what the
-  private report counts);
-* columns copied unprotected, in the rows' order or in a keyed permutation, alone or
-  beside either of the two above (:class:`~dpfast.dataflow.writes.CopyColumns`): a frame of
-  :class:`ExchangedParts`, whose input tasks send every row to its output part and whose
-  output tasks put their parts in order (one exchange, no pass on the driver);
-* with ``output``, numeric columns of rank groups whose sort's tasks send their ranks
-  (:meth:`ClusterEngine.write_rank_groups`, where the engine chooses it): in the same
-  frame, each range's task computing its groups' values and sending them to the parts.
+* columns released row by row (:class:`~dpfast.dataflow.writes.WriteRows`): the input's
+  batches mapped by :class:`RowsBatch`, after one pass counts what the private report counts;
+* columns copied unprotected, in the rows' order or a keyed permutation, alone or beside
+  either above (:class:`~dpfast.dataflow.writes.CopyColumns`): a frame of
+  :class:`ExchangedParts`, whose input tasks send each row to its output part and whose
+  output tasks order their parts (one exchange, no pass on the driver);
+* with ``output``, numeric columns of rank groups whose ranks the sort's tasks send to the
+  parts (:meth:`ClusterEngine.write_rank_groups`, where the engine chooses it): the same frame.
 
-A table the method computed from small results
-(:class:`~dpfast.dataflow.writes.WriteTable`) is a frame made here from it (with
-``output``, this process writes it there too). Any other
-release (record-linked, resampled or coded columns, or copied columns of a type the
-cluster's frame does not hold) is written by this process from passes run on the workers,
-as the out-of-core engine writes it, and read back as a frame in row order. With
-``output``, the release is written there (by the workers where the frame is lazy) and
-published in one rename. Until :meth:`ClusterEngine.publish`, the engine keeps these
-writes in one :class:`~dpfast.engines.outofcore._kept.KeptWrites`, whose ``shape`` says
+A table the method computed from small results (:class:`~dpfast.dataflow.writes.WriteTable`)
+becomes a frame here (with ``output``, this process writes it there too). Any other release
+(record-linked, resampled or coded columns, or copies of a type the cluster's frame does not
+hold) this process writes from passes on the workers, as the out-of-core engine does, and
+reads back as a frame in row order. With ``output``, the release is written there (by the
+workers where the frame is lazy) and published in one rename. Until :meth:`ClusterEngine.publish`
+one :class:`~dpfast.engines.outofcore._kept.KeptWrites` holds these writes; its ``shape`` says
 which frame they make.
 """
 
@@ -98,9 +94,10 @@ C = TypeVar("C", bound="ClusterEngine")
 R = TypeVar("R")
 
 #: The output parts from which the sort's tasks send a column's ranks though the column
-#: fits one task (:meth:`ClusterEngine._sends_ranks`): placing an item costs each part
-#: about 3.2 ns, sending it once 62 ns in one process and 118 ns on Dask's workers
-#: (docs/scale.md), so sending is the cheaper from 20 to 37 parts.
+#: fits one task (:meth:`ClusterEngine._sends_ranks`): each part scans the column's whole
+#: bucket stream, placing an item in about 3.2 ns, where sending it once costs 62 ns in one
+#: process and 118 ns on Dask's workers, so sending is the cheaper from 20 to 37 parts
+#: (docs/scale.md, "Rank groups through the exchange").
 SEND_RANKS_PARTS = 32
 
 
@@ -158,9 +155,8 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     ) -> C:
         """Open a release of the cluster's frame; ``memory_limit`` defaults to its setting.
 
-        ``send_ranks`` chooses how ``ir_dp`` with ``output`` releases its numeric columns
-        (:meth:`write_rank_groups`): ``True``, the sort's tasks send them; ``False``, the
-        groups come to the driver; ``None``, by the cost of each.
+        ``send_ranks``: whether ``ir_dp`` with ``output`` has the sort's tasks send its numeric
+        columns (:meth:`write_rank_groups`, else the groups come to the driver); ``None``: by cost.
         """
         opening.refuse_comparisons(f"on {cls.frame}", cls.in_memory)
         if opening.output is not None:
@@ -251,11 +247,11 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     def write_dataset(cls, frame: Any, directory: Path, target: Path, progress: Any) -> Any:
         """Have the workers write ``frame`` as the new dataset directory ``directory``.
 
-        One Parquet file per part, names sorting in row order; ``progress`` follows the
-        write's tasks, and errors name ``target``, where it will be published. A failed or
-        interrupted write stops its tasks. Returns, for a frame of :class:`ExchangedParts`
-        with ranked columns (where :attr:`ranks_exchanged`), each part's rows on a bound
-        per ranked column (``{part: [count, ...]}``); else None.
+        One Parquet file per part, names sorting in row order; ``progress`` follows the write's
+        tasks; errors name ``target``, where it will be published; a failed or interrupted
+        write stops its tasks. Returns each part's rows on a bound per ranked column (``{part:
+        [count, ...]}``) for :class:`ExchangedParts` with ranked columns (where
+        :attr:`ranks_exchanged`), else None.
         """
 
     @classmethod
@@ -270,11 +266,10 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     ) -> Any:
         """Write a release frame as a dataset directory named ``output``, atomically.
 
-        The workers write it (:meth:`stage_release`) beside ``output``, whatever its
-        suffix (``out.parquet`` is a directory too, as the cluster's own writers make
-        it); ``before_publish(report)`` runs once it is complete, then it is renamed into
-        place: a failed or interrupted write leaves nothing at ``output``, whose directory
-        the workers must share. Returns what :meth:`write_dataset` returned.
+        The workers write it beside ``output`` (:meth:`stage_release`), whose directory they
+        must share, whatever its suffix (``out.parquet`` is a directory too, as the cluster's
+        writers make it); ``before_publish(report)`` runs once it is complete, then a rename
+        publishes it: a failed or interrupted write leaves nothing at ``output``.
         """
         staged, counts = cls.stage_release(frame, output, progress=progress)
         try:
@@ -291,8 +286,8 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     ) -> tuple[Staged, Any]:
         """Have the workers write ``frame`` beside ``output``; return it staged and their counts.
 
-        The :class:`Staged` release's ``reveal()`` renames it onto ``output``; the counts
-        are what :meth:`write_dataset` returned.
+        Its ``reveal()`` renames it onto ``output``; the counts are what :meth:`write_dataset`
+        returned, and what :meth:`write_release` returns.
         """
         target = Path(output)
         return stage_beside(target, lambda path: cls.write_dataset(frame, path, target, progress))
@@ -332,16 +327,12 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     ) -> tuple[int, BoundCount]:
         """With ``output``, the workers sort the column, compute its groups and send them.
 
-        The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`)
-        and keeps that plan; the release's write job sorts each range on a worker, which
-        computes the values of its groups and sends each rank's value to its output part
-        (:class:`~dpfast.engines.frames.sent_ranks.RankedColumn`). No group's sum or value
-        comes to the driver. The rows on a bound are counted by the parts, and known once
-        the release is written. Called only where :meth:`rank_sender` is this engine.
-        Without ``output`` (a lazy frame, whose report is complete when it is returned),
-        or where the release could not be made through the exchange, ``rank_sender`` gives
-        ``None`` and the method takes the groups to the driver as on one machine (the
-        ``group_sums`` step).
+        The driver cuts the column into ranges by histogram passes (:func:`plan_ranks`) and
+        keeps the plan; the release's write job sorts each range on a worker, which sends each
+        rank's value to its output part (:class:`~dpfast.engines.frames.sent_ranks.RankedColumn`);
+        the parts count the rows on a bound, known once the release is written. Called only
+        where :meth:`rank_sender` is this engine; elsewhere the groups come to the driver as on
+        one machine (the ``group_sums`` step).
         """
         name = str(column.name)
         passes = self.dataflow.passes(column.name)
@@ -368,10 +359,9 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     ) -> None:
         """With ``output``, the write's tasks draw the groups' codes and send them.
 
-        The column's records per taxonomy rank give its sorted ranks, so no task sorts or
-        reads it: each chunk of a taxonomy rank's ranks draws the codes of its groups and
-        sends them as :meth:`write_rank_groups` sends a numeric column's ties. Called only
-        where :meth:`rank_sender` is this engine (as :meth:`_sends_ranks` says).
+        The records per taxonomy rank give the column's sorted ranks, so no task sorts or
+        reads it: each chunk of a rank's ranks draws its groups' codes and sends them as
+        :meth:`write_rank_groups` sends ties. Only where :meth:`rank_sender` is this engine.
         """
         values = CodedGroups(codes, np.asarray(counts, dtype=np.int64))
         plan = ranks_of_counts(values.counts)
@@ -404,14 +394,11 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     def _sends_ranks(self, copied: Sequence[str] | None) -> bool:
         """Whether the sort's tasks send a column's ranks (:meth:`write_rank_groups`).
 
-        Only with ``output``, on an engine that can, and where the type of every column
-        the release will copy (``copied``; ``None``: every input column) goes through the
-        exchange. Then as :attr:`send_ranks` says, or by cost: the groups come to the
-        driver where the column fits one sort task (so the driver holds at most
-        ``24 / (32 k)`` of the memory limit) and the release has fewer than
-        :data:`SEND_RANKS_PARTS` parts (each part scans the column's whole bucket stream,
-        about 3 ns an item, where sending costs 60 to 120 ns an item once: docs/scale.md,
-        "Rank groups through the exchange").
+        Only with ``output`` (a lazy frame's report is complete when returned), on an engine
+        that can, where the exchange holds every copied column's type (``copied``; ``None``:
+        every input column). Then as :attr:`send_ranks` says, else the groups come to the
+        driver where the column fits one sort task (so the driver holds at most ``24 / (32 k)``
+        of the memory limit) and the release has fewer than :data:`SEND_RANKS_PARTS` parts.
         """
         schema = self.source.schema
         copied = schema.names if copied is None else copied
@@ -450,8 +437,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
     def _written(self) -> bool:
         """Whether this process wrote a released column (linked, resampled, coded).
 
-        The other writes (rows, groups, copies, ranked columns, a table) are kept
-        (:attr:`kept`) for a lazy frame until :meth:`publish`.
+        The other writes are :attr:`kept` for a lazy frame until :meth:`publish`.
         """
         return bool(self.out.columns)
 
@@ -508,10 +494,9 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             )
 
     def _exchanged(self, order: Sequence[str]) -> ExchangedParts | None:
-        """Return the frame's parts through the exchange, or None if it cannot hold them.
+        """Return the frame's parts through the exchange, or None where it cannot hold them.
 
-        It cannot if a copied column has a type that :meth:`exchangeable` refuses, or if
-        columns are copied in two permutations.
+        (A copied column's type not :meth:`exchangeable`, or copies in two permutations.)
         """
         schema, writes = self.source.schema, self.kept
         copied = writes.copied

@@ -1,13 +1,11 @@
 """CSV and TSV input out of core: converted once into Parquet scratch files, then read.
 
-A pass reads one column, and a text file cannot be read a column at a time: every pass
-over it would parse every column of every row. So the files are converted once, batch by
-batch with pyarrow's streaming reader (:class:`dpfast.io.CsvFiles`: each column of the
-type ``pyarrow.csv.read_csv`` gives it, as a file read in memory gets), into Parquet files
-in a scratch directory beside the output, and the passes read those
-(docs/engines.md#csv-input, where both ways are measured). The scratch directory is
-named for the output and this process like the engine's own, found and removed as they
-are, and removed when the source is closed.
+A pass reads one column, but every pass over a text file would parse every column of every
+row. So the files are converted once, batch by batch with pyarrow's streaming reader
+(:class:`dpfast.io.CsvFiles`: each column of the type ``pyarrow.csv.read_csv`` gives it, as
+in memory), into Parquet files in a scratch directory beside the output, which the passes
+read (docs/engines.md#csv-input measures both ways). That directory is named for the output
+and this process, found and removed like the engine's own, and removed when the source closes.
 """
 
 from __future__ import annotations

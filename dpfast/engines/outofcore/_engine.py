@@ -77,10 +77,9 @@ BATCH_ROWS = 1 << 20
 def source_of(data: Any) -> ColumnSource:
     """Return ``data`` as a column source: a path or glob, a pyarrow dataset, a table.
 
-    A Parquet file, a directory of Parquet files or a glob is opened by its footers
-    (rows numbered by file in sorted path order, then by row); a ``pyarrow.dataset``
-    of Parquet files likewise; a source is taken as it is; an in-memory table (pandas,
-    Arrow, polars) is read from Arrow a batch at a time.
+    Parquet (a file, a directory, a glob or a ``pyarrow.dataset`` of its files) is opened by
+    its footers, rows numbered by file in sorted path order, then by row; a source is taken
+    as it is; an in-memory table (pandas, Arrow, polars) is read a batch at a time as Arrow.
     """
     if isinstance(data, Source):
         return data

@@ -1,9 +1,7 @@
-"""The writes a cluster engine keeps until it publishes, and the frame they make.
+"""The writes a cluster engine keeps for its lazy frame until it publishes, and that frame.
 
-A cluster engine (:mod:`dpfast.engines.outofcore._cluster_engine`) computes its release
-lazily on the workers wherever the released columns allow it. Until
-:meth:`~dpfast.engines.base.Engine.publish` it keeps the writes it can make that way, in
-one :class:`KeptWrites`; :meth:`KeptWrites.shape` says which frame they make.
+See :mod:`dpfast.engines.outofcore._cluster_engine` and
+:meth:`~dpfast.engines.base.Engine.publish`.
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ class KeptWrites:
 
     * ``groups``: columns in a keyed permutation of their rank groups;
     * ``rows``: numeric columns released row by row (their cells);
-    * ``copies``: unprotected columns copied, each request in the rows' order or a keyed
-      one;
-    * ``ranked``: numeric or categorical columns of rank groups that the write's tasks
-      sort and send (:class:`~dpfast.engines.frames.sent_ranks.RankedState`);
+    * ``copies``: unprotected columns copied, each request in the rows' order or a keyed one;
+    * ``ranked``: numeric or categorical columns of rank groups the write's tasks sort and
+      send (:class:`~dpfast.engines.frames.sent_ranks.RankedState`);
     * ``table``: a table the method computed, the whole release.
     """
 
@@ -54,10 +51,10 @@ class KeptWrites:
         """Return how the release is made, ``written``: this process wrote a released column.
 
         ``"table"``: the computed table; ``"exchange"``: one exchange of the input's rows
-        (copies or ranked columns, beside any kept columns); ``"groups"`` or ``"rows"``:
-        a frame the workers compute from the kept state alone; ``"files"``: the kept
-        columns written here beside the written ones, read back as a frame. An exchange
-        that cannot hold the copies falls back to files (the engine decides).
+        (copies or ranked columns, beside any kept ones); ``"groups"`` or ``"rows"``: a frame
+        the workers compute from the kept state alone; ``"files"``: the kept columns written
+        here beside the written ones, read back as a frame (also where the engine finds that
+        the exchange cannot hold the copies).
         """
         if self.table is not None:
             return "table"

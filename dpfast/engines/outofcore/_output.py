@@ -1,21 +1,19 @@
 """The released columns of an out-of-core release: scratch files, then one atomic publish.
 
-Every released column is written to a scratch file in output row order, in a hidden
-scratch directory beside the output:
+Each released column is written in output row order to a scratch file, in a hidden scratch
+directory beside the output:
 
-* **rows** (:mod:`dpfast.dataflow.row_outputs`, written by the engine): a batch's
-  released values at their rows' places, read back by :meth:`Output.coded` for a coded
-  column;
+* **rows** (:mod:`dpfast.dataflow.row_outputs`, written by the engine): a batch's released
+  values at their rows' places, read back by :meth:`Output.coded` for a coded column;
 * **rank groups** (:mod:`dpfast.dataflow.ranked_rows`, written by the engine): the groups'
-  values in a keyed order of the rows, bucket range by bucket range of the permutation;
-  or each row's rank group value, placed at the row's output position through spill
-  files;
-* **copied** (:meth:`Output.copied`): a column not protected, unchanged, in the rows'
-  order or a keyed one.
+  values in a keyed order of the rows, bucket range by bucket range of the permutation, or
+  each row's group value placed at its output position through spill files;
+* **copied** (:meth:`Output.copied`): an unprotected column, unchanged, in the rows' order
+  or a keyed one.
 
-:meth:`Output.publish` stitches the scratch columns row range by row range into Parquet,
-written to a temporary name and renamed into place: a failed or interrupted release
-leaves no output, and its scratch directory is removed.
+:meth:`Output.publish` stitches the scratch columns row range by row range into Parquet under
+a temporary name, then renames it into place: a failed or interrupted release leaves no
+output, and its scratch directory is removed.
 """
 
 from __future__ import annotations
@@ -146,11 +144,10 @@ class Output:
     ) -> None:
         """Place one column unchanged, of any Arrow type, into an Arrow file in output order.
 
-        The column keeps the type of its batches (a source that casts a declared type, as
-        the CLI's schema does, gives the cast type); a dictionary column stays one, with
-        the ``categories`` its type declares if it declares them (its own dictionary, in
-        its order). In the rows' order (``key`` ``None``) the batches are kept as they
-        come, in one pass.
+        It keeps its batches' type (a source that casts a declared type, as the CLI's schema
+        does, gives the cast type); a dictionary column stays one, with the ``categories``
+        its type declares, if any (its own dictionary, in its order). In the rows' order
+        (``key`` ``None``) the batches are kept as they come, in one pass.
         """
         declared = self.source.schema.field(name).type
         dictionary = pa.types.is_dictionary(declared)
@@ -253,8 +250,7 @@ class Output:
             strings = labels.take(pa.array(codes(first, count)))
             return strings if original == pa.string() else strings.cast(original)
 
-        # dictionary-encoded in the file, so that a dictionary column's own dictionary (its
-        # categories, in their order) is the one written
+        # dictionary-encoded, so that a dictionary column's own categories are written, in order
         self.columns[str(column.name)] = ScratchColumn(
             str(column.name), read(0, 0).type, read, True
         )

@@ -1,14 +1,12 @@
 """Column sources of the out-of-core engine: Parquet datasets and in-memory Arrow tables.
 
-A source gives its column names, Arrow schema and row count, and runs one primitive,
-:meth:`map_column`: a function applied to every batch of one column, whose results the
-caller combines with an operation that does not depend on their order (a sum, or a
-concatenation that is sorted next). An engine that runs batches elsewhere (a cluster)
-implements the same primitive. Given a tuple of names, the function gets the same rows
-of those columns as one struct array (:func:`column_batch`), whose fields are the columns.
-
-Rows of a Parquet dataset are numbered by file (in sorted path order) and by row within
-the file, so a row's number never depends on how the dataset is read.
+Each is a :class:`~dpfast.dataflow.source.Source`, whose primitive :meth:`map_column` applies
+a function to every batch of a column (of a tuple of names: one struct array,
+:func:`column_batch`); the caller combines the results by an operation that does not depend
+on their order (a sum, or a concatenation sorted next). A cluster's source implements the
+same primitive, running the batches elsewhere. Rows of a Parquet dataset are numbered by file
+(in sorted path order) and by row within the file, so a row's number never depends on how
+the dataset is read.
 """
 
 from __future__ import annotations
@@ -76,13 +74,12 @@ class ParquetDataset(Source):
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> ParquetDataset:
-        """Open a ``.parquet`` file, a directory or a glob.
+        """Open a ``.parquet`` file, a directory or a glob, reading only the files' footers.
 
-        A directory is its own ``*.parquet`` files, never its subdirectories' (hidden
-        files, ``.*`` and ``_*``, are not data); one whose subdirectories hold Parquet files
-        is refused, naming them: a glob says which files to read (``DIR/**/*.parquet``
-        reads every level). Only the files' footers are read. Raises ``ValueError`` when
-        nothing matches or the files' schemas differ.
+        A directory is its own ``*.parquet`` files, never its subdirectories' (hidden files,
+        ``.*`` and ``_*``, are not data); one whose subdirectories hold Parquet files is
+        refused, naming them: a glob says which files to read (``DIR/**/*.parquet`` reads
+        every level). Raises ``ValueError`` when nothing matches or the schemas differ.
         """
         where = os.fspath(path)
         if Path(where).is_dir():
@@ -236,16 +233,15 @@ class WrappedSource(Source):
 class SchemaCheckedSource(WrappedSource):
     """A column source whose batches are checked and cast against a schema, as it is read.
 
-    The declared columns and their kinds are checked against the source's Arrow schema
-    when it is built, before any row is read; each batch of a numeric column is then
-    checked (no missing value in a protected column) and cast exactly to its declared
-    type, with errors naming rows across the whole source.
+    The declared columns exist and numeric ones hold numbers, checked against the source's
+    Arrow schema when it is built, before any row is read; each batch of a numeric column is
+    then checked (no missing value in a protected column) and cast exactly to its declared
+    type, errors naming rows across the whole source.
     """
 
     def __init__(self, dataset: Any, schema: Any) -> None:
         super().__init__(dataset)
         self._schema = schema
-        # the declared columns exist and numeric ones hold numbers (no rows read)
         schema.check_table(dataset.schema.empty_table())
 
     @property

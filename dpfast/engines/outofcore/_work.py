@@ -1,13 +1,11 @@
 """What a release's passes did: the counters of the private report's ``work``.
 
-Every pass of the out-of-core engine, on one machine or on a cluster, runs through its
-source's ``map_column`` (one result a batch), ``sort_ranges`` (one result a sorted range)
-or ``add_column`` (a result a partial total added on the workers). :class:`CountedSource`
-wraps the engine's source: each batch's or range's function also returns how many rows
-it had, and the driver adds up, as the results arrive, the tasks, the largest task's rows
-and the bytes of the results. The output passes that read a permutation's bucket stream
-add what they scanned and what they wrote (:meth:`Work.output_pass`). docs/scale.md reads
-these counters against its cost model.
+Every pass of the out-of-core engine, on one machine or a cluster, runs through its source's
+``map_column`` (a result a batch), ``sort_ranges`` (a result a sorted range) or
+``add_column`` (a result a partial total added on the workers). :class:`CountedSource` wraps
+the engine's source so that each batch's or range's function also returns its rows, and the
+driver adds up :class:`Work` as the results arrive. docs/scale.md reads these counters
+against its cost model.
 
 The counters describe the run, not the data: a release's rows and reports are the same
 whatever they say, and like the timings they differ from engine to engine.
@@ -53,12 +51,11 @@ def result_bytes(result: Any) -> int:
 class Work:
     """A release's counters (thread-safe: columns run in threads).
 
-    ``tasks`` counts the results that came back to the driver: one a batch of a pass, one
-    a sorted range; ``task_rows`` adds up the rows they covered, ``largest_task_rows`` is
-    the most rows one of them covered, and
-    ``driver_bytes`` the bytes of all of them (:func:`result_bytes`). ``output_passes``
-    counts the passes that placed released items in a permutation's order, which read
-    ``output_scanned`` items of its bucket streams to write ``output_items`` items.
+    ``tasks`` counts the results that came back to the driver (one a batch of a pass, one a
+    sorted range); ``task_rows`` adds up their rows, ``largest_task_rows`` is the most one of
+    them covered, ``driver_bytes`` their bytes (:func:`result_bytes`). ``output_passes``
+    counts the passes (:meth:`output_pass`) that placed released items in a permutation's
+    order, reading ``output_scanned`` items of its bucket streams to write ``output_items``.
     """
 
     tasks: int = 0

@@ -1,12 +1,9 @@
 """The Spark engine: the out-of-core engine over a Spark DataFrame, its passes on the executors.
 
-The driver runs the passes through :class:`SparkSource` (``mapInArrow``: the executors
-read the data), keeps the small global state (the ledger, a column's group values and
-keys) and builds the reports. The release is a lazy Spark DataFrame computed on the
-executors from that state where every column allows it (``session.range(parts)`` with
-one output part per task, or the input's batches mapped row by row), else the file the
-driver wrote from the passes, read by Spark in row order
-(:class:`~dpfast.engines.outofcore.ClusterEngine`).
+The driver runs the passes through :class:`SparkSource`, keeps the small global state (the
+ledger, a column's group values and keys) and builds the reports; the release is a lazy
+frame the executors compute from that state where every column allows it, else a file the
+driver wrote (:class:`~dpfast.engines.outofcore.ClusterEngine`).
 """
 
 from __future__ import annotations
@@ -60,10 +57,9 @@ class SparkEngine(ClusterEngine):
     def column_workers(self, n_columns: int, n_threads: int | None, held_bytes: int) -> int:
         """``n_threads``, else one column per task slot plus one, as the memory holds.
 
-        A column that fits a task is one sort task, so the cluster's slots are used only
-        if that many columns are in flight; the one more keeps a slot busy while the
-        driver adds up a column that has just finished (docs/engines.md, "Ranks on a
-        cluster"). The driver holds each column in flight's group values.
+        A column that fits a task is one sort task, so only that many columns in flight use
+        every slot; the one more keeps a slot busy while the driver adds up a finished one
+        (docs/engines.md, "Ranks on a cluster"). The driver holds each one's group values.
         """
         if n_threads is not None:
             return column_threads(n_threads, n_columns or 1)

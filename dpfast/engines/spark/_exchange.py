@@ -61,11 +61,10 @@ def received(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, list[byte
 def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> DataFrame:
     """Return the pieces of ``parts`` as rows ``(part, payload)``, before the shuffle.
 
-    Every input batch's pieces (:meth:`ExchangedParts.emit`) of ``source`` (a
-    :class:`~dpfast.engines.spark.SparkSource`); and for each ranked column, each sorted
-    range's (the keys split by range and shuffled as its ``sort_ranges`` does, each
-    range's task sorting them and sending its ranks, :meth:`ExchangedParts.emit_sorted`)
-    and each run of ties' (:meth:`ExchangedParts.emit_ties`).
+    Those of every input batch of ``source`` (a :class:`~dpfast.engines.spark.SparkSource`,
+    :meth:`ExchangedParts.emit`), and for each ranked column, those its sorted ranges' ranks
+    send (split and sorted as by ``sort_ranges``, :meth:`ExchangedParts.emit_sorted`) and
+    those of each run of ties (:meth:`ExchangedParts.emit_ties`).
     """
     sent = []
     with quietly():

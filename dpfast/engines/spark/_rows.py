@@ -1,11 +1,7 @@
 """Row numbers of a Spark frame's batches: in the frame's own order, or from Parquet files.
 
 Executors number the rows they read so that a batch's ``first_row`` is its row number in
-the whole table (docs/engines.md, "Spark"): :class:`PartitionRows` from each partition's
-row count (counted once, and checked again by every task), :class:`FileRows` from
-Spark's ``_metadata.file_path`` and ``_metadata.row_index`` and each file's first row.
-:class:`FileTasks` reads Parquet row groups with pyarrow on the executors instead of
-through Spark's reader, and knows each row group's first row.
+the whole table (docs/engines.md, "Spark").
 """
 
 from __future__ import annotations
@@ -77,10 +73,7 @@ class PartitionRows:
     def pieces(
         self, batches: Iterable[pa.RecordBatch], partition: int
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Yield the partition's batches with their first row numbers, checking the count.
-
-        A partition past the counted ones held no row when they were counted.
-        """
+        """Yield the batches with their first rows, checking the count (0 if not counted)."""
         first = sum(self.counts[:partition])
         end = first + (self.counts[partition] if partition < len(self.counts) else 0)
         for batch in batches:
@@ -106,10 +99,7 @@ class FileRows:
     def pieces(
         self, batches: Iterable[pa.RecordBatch], partition: int
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Yield the runs of consecutive rows of the batches, with their first row numbers.
-
-        The last two columns (file path, row within the file) are dropped.
-        """
+        """Yield runs of consecutive rows, less the (path, row index) columns, with first rows."""
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -136,10 +126,8 @@ class FileRows:
 class TaskRows:
     """Rows not numbered: each batch's first row is its position within its task.
 
-    For a job whose result does not depend on row numbers (a sort): a frame numbered from
-    Parquet files would otherwise read every row's file path, a string a row, which about
-    doubles the cost of a pass over one column. A message citing such a row number is not
-    the table's; the caller re-runs a numbered pass to name the row.
+    For a sort (its result ignores row numbers) over files read by Spark, where numbering
+    reads every row's file path, a string a row: about twice a one-column pass's cost.
     """
 
     columns: tuple[str, ...] = ()
@@ -162,14 +150,11 @@ TASK_ROWS = 1 << 22
 class FileTasks:
     """Parquet files read by the executors themselves, with pyarrow, a row group at a time.
 
-    Spark's Parquet reader turns every value into a row before the Arrow path sends it to
-    Python (several CPU seconds per 10M values, most of a pass); pyarrow reads the same
-    column in a fraction of that. Task ``t`` of :meth:`frame` (``session.range``, one row a
-    partition) reads the row groups ``groups[bounds[t]:bounds[t + 1]]``: (file, row group,
-    first row), in row order, so a task's rows are consecutive and the tasks follow each
-    other in row order. Rows are numbered as :class:`ParquetDataset` numbers them, and
-    values keep the files' Arrow types. The executors must reach the files by the same
-    paths as the driver, as they must for Spark's own reader.
+    Spark's reader turns every value into a row before the Arrow path sends it to Python
+    (several CPU seconds per 10M values, most of a pass); pyarrow takes a fraction of that.
+    Task ``t`` of :meth:`frame` reads ``groups[bounds[t]:bounds[t + 1]]`` (file, row group,
+    first row) in row order, so tasks hold consecutive rows and follow each other; rows are
+    numbered as :class:`ParquetDataset` does, and values keep the files' Arrow types.
     """
 
     files: tuple[str, ...]
@@ -182,10 +167,8 @@ class FileTasks:
     def plan(cls, dataset: ParquetDataset, parallelism: int, tasks: int | None = None) -> FileTasks:
         """Cut the dataset's row groups into tasks of consecutive row groups and similar rows.
 
-        ``tasks`` (at most one per row group) defaults to enough tasks of about
-        :data:`TASK_ROWS` rows, rounded up to a multiple of ``parallelism`` so that every
-        task slot gets work. The row groups' sizes come from the footers that
-        :meth:`ParquetDataset.open` read.
+        ``tasks`` (at most one per row group) defaults to enough of about :data:`TASK_ROWS`
+        rows (by the footers), rounded up to a multiple of ``parallelism`` to fill every slot.
         """
         groups: list[tuple[int, int, int]] = []
         sizes: list[int] = []
@@ -315,11 +298,7 @@ def partition_index() -> int:
 def regroup(
     pieces: Iterable[tuple[pa.RecordBatch, int]], rows: int
 ) -> Iterator[tuple[pa.RecordBatch, int]]:
-    """Join consecutive pieces into batches of ``rows`` rows (fewer where rows jump or end).
-
-    ``pieces`` are record batches with their first row numbers; a batch yielded holds
-    consecutive rows only, with its first row number.
-    """
+    """Join ``(batch, first_row)`` pieces into batches of at most ``rows`` consecutive rows."""
     held: list[pa.RecordBatch] = []
     start = count = 0
     for batch, first in pieces:
@@ -374,8 +353,8 @@ def job_errors() -> Iterator[None]:
 def raised(exc: Exception) -> BaseException:
     """Return what a failed job raises: Ctrl-C's interrupt, else the task's own exception.
 
-    pyspark turns Ctrl-C during a job into the cancelled job's error, with the interrupt
-    as its context (:func:`dpfast._release.dispatch.interrupt_in`).
+    pyspark makes Ctrl-C the cancelled job's error, with the interrupt as its context
+    (:func:`dpfast.exceptions.interrupt_in`).
     """
     if interrupt_in(exc) is not None:
         return KeyboardInterrupt()
@@ -385,8 +364,7 @@ def raised(exc: Exception) -> BaseException:
 def _unwrapped(exc: Exception) -> Exception:
     """Return the built-in exception that failed a Python task, else ``exc`` itself.
 
-    Spark raises a task's Python exception as a ``PythonException`` holding the worker's
-    traceback, whose last line is ``Type: message``.
+    Spark wraps it in a ``PythonException`` of the worker's traceback, last line ``Type: message``.
     """
     from pyspark.errors import PythonException
 

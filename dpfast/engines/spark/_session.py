@@ -47,15 +47,12 @@ def local_session(
     shuffle_partitions : int
         ``spark.sql.shuffle.partitions``: few, since dpfast's passes shuffle nothing.
     numba_cache_dir : path, optional
-        Numba's cache directory for the Python workers; default: ``NUMBA_CACHE_DIR`` if
-        set, else, for a local master, the cache this process uses (where
-        ``dpfast warm-up`` puts the kernels), and ``dpfast-numba`` in the executors'
-        temporary directory for a cluster's.
+        The workers' Numba cache; default: ``NUMBA_CACHE_DIR`` if set, else, for a local
+        master, this process's cache (where ``dpfast warm-up`` puts the kernels), and for
+        a cluster's, ``dpfast-numba`` in the executors' temporary directory.
     quiet : bool
-        If this call starts Spark's JVM: its log shows errors only from the start (no
-        ``WARN`` line, such as Hadoop's native-library note) and the JVM's own start-up
-        note on incubator modules is dropped from its stderr. A JVM already running
-        keeps its log as it was started.
+        If this call starts Spark's JVM: its log shows errors only from the start, and its
+        start-up note on incubator modules is dropped from stderr (a running JVM keeps its log).
     config : mapping, optional
         More Spark settings, applied last.
 
@@ -65,13 +62,11 @@ def local_session(
 
     Notes
     -----
-    For a local master, the workers run this Python (``PYSPARK_PYTHON`` is set in this
-    process's environment, if unset, and ``spark.pyspark.python``), so they import the
-    same dpfast. A Numba cache directory given (or ``NUMBA_CACHE_DIR``) is set in this
-    process's environment if unset (local workers inherit it); a cache directory other
-    than Numba's default is set in ``spark.executorEnv.NUMBA_CACHE_DIR``. Spark's console
-    progress bars are off (``spark.ui.showConsoleProgress``), since they would overwrite
-    dpfast's own progress line; ``config`` can turn them on.
+    For a local master, the workers run this Python, so they import the same dpfast
+    (``PYSPARK_PYTHON``, set in this process's environment if unset, and ``spark.pyspark.python``).
+    A cache given or in ``NUMBA_CACHE_DIR`` is also set there if unset (local workers inherit
+    it), and any but Numba's default in ``spark.executorEnv.NUMBA_CACHE_DIR``. Console progress
+    bars are off, as they would overwrite dpfast's progress line (``config`` can turn them on).
     """
     from pyspark.sql import SparkSession
 
@@ -102,8 +97,8 @@ def local_session(
 def _start_jvm_quietly(master: str, settings: Mapping[str, str]) -> None:
     """Start Spark's JVM and its context, relaying its stderr less :data:`JVM_START_NOTES`.
 
-    Nothing happens if this process runs a JVM already (``SparkContext._gateway``: pyspark
-    keeps one JVM per process, also after a session's stop).
+    A no-op if this process runs a JVM already (``SparkContext._gateway``): pyspark keeps
+    one per process, also after a session's stop.
     """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway

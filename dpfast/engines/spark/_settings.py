@@ -1,19 +1,12 @@
 """The Spark engine's settings, and a release file read back as a Spark DataFrame.
 
-A release the executors cannot compute from small state is written by the driver, from
-passes run on the executors, as one Parquet file into the Spark scratch directory
-(:func:`scratch_directory`), published there by rename; its data is that file read by
-Spark, in the file's row order (:func:`read_in_order`), so it is the in-memory release,
-rows in the same order.
-
-The scratch directory is ``spark.dpfast.scratchDir`` of the session's configuration (a
-``dpfast-*`` directory is made in it per process), or a new directory of the driver's
-temporary directory; either is removed when the interpreter exits, so a release frame is
-readable until then (write it elsewhere to keep it). The driver writes it and the
-executors read it: on a cluster, set ``spark.dpfast.scratchDir`` to a directory that the
-driver and every executor see at the same path (a shared file system), or the frame
-cannot be read. ``spark.dpfast.memoryLimit`` (default ``1GiB``) is the driver's working
-memory for the passes.
+A release the executors cannot compute from small state is one Parquet file that the driver writes
+from their passes, published by rename and read back by Spark in row order (:func:`read_in_order`):
+the in-memory release, rows in the same order. Its scratch directory (:func:`scratch_directory`), a
+``dpfast-*`` directory per process in ``spark.dpfast.scratchDir`` or else the driver's temporary
+directory, is removed at exit: write a release frame elsewhere to keep it. On a cluster, set
+``spark.dpfast.scratchDir`` to a shared file system that the driver and every executor see at the
+same path. ``spark.dpfast.memoryLimit`` (default ``1GiB``) is the driver's working memory.
 """
 
 from __future__ import annotations
@@ -53,9 +46,8 @@ def memory_limit(session: SparkSession) -> int:
 def read_in_order(session: SparkSession, path: str | Path) -> DataFrame:
     """Return a Parquet file read by Spark, its rows in the file's order.
 
-    Spark reads a file's row groups in an order of its own (largest splits first), so the
-    rows are sorted by their index in the file (one shuffle); a directory's files (a
-    release written as ``part-NNNNN.parquet`` files) in name order.
+    Spark reads row groups in an order of its own (largest splits first), so one shuffle
+    sorts the rows by file (a directory's ``part-NNNNN.parquet`` in name order), then index.
     """
     from pyspark.sql import functions
 

@@ -1,10 +1,8 @@
 """The sort job of a Spark source: a column's keys sorted by range on the executors.
 
-:meth:`SparkSource.sort_ranges` splits every batch's keys by range
-(:func:`split_by_range`), has Spark bring range ``i`` to partition ``i``
-(``repartitionById``), and each task sorts its keys and returns only its reduction
-(:func:`sort_range`); a column that is one range, over Parquet files the executors read,
-is read and sorted by one task (:func:`read_sorted`). See docs/engines.md, "Ranks on a cluster".
+Every batch's keys are split by range (:func:`split_by_range`) and ``repartitionById`` brings
+range ``i`` to partition ``i``, whose task sorts them and returns only its reductions
+(:func:`sort_range`). See docs/engines.md, "Ranks on a cluster".
 """
 
 from __future__ import annotations
@@ -45,9 +43,7 @@ def split_by_range(
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's keys inside the ranges: a row per batch and range present.
 
-    A row is the range's index and the batch's keys in it, as raw bytes: Spark moves a few
-    large cells instead of a row per value (several times cheaper in CPU than the rows'
-    conversions and shuffle).
+    Keys go as raw bytes, several times cheaper in CPU to convert and shuffle than a row a value.
     """
     for grouped in _keys_by_range(batches, keys, ranges, batch_rows, numbering):
         present = [(i, part) for i, part in enumerate(grouped) if part.shape[0]]
@@ -98,12 +94,10 @@ def read_sorted(
 ) -> Iterator[pa.RecordBatch]:
     """Read a column's keys in this task's row groups, sort them; yield ``reduce`` by range.
 
-    The sort job of one range over files that the executors read (:meth:`FileTasks.whole`:
-    one task, every row group): the keys :func:`split_by_range` would send through a shuffle to
-    that one range's task are computed where they are sorted. Where the ranges' counts
-    are known, the keys are copied into one array of that size as they come, instead of
-    held in pieces and concatenated: one buffer of the column's keys less, and fewer
-    fresh pages (docs/engines.md, "Memory pages").
+    The sort job of one range over files the executors read (:meth:`FileTasks.whole`): keys
+    are computed where they are sorted, not shuffled. With the ranges' counts known, keys are
+    copied as they come into one array of that size, not concatenated from pieces: one
+    buffer of the column's keys less, and fewer fresh pages (docs/engines.md, "Memory pages").
     """
     total = 0 if ranges.counts is None else int(ranges.counts.sum())
     held = WORKER_BUFFERS.take(total) if total else np.empty(0, dtype=np.uint64)
@@ -140,7 +134,7 @@ def _reduced(
     reduce: Callable[[int, np.ndarray], Any],
     taken: np.ndarray,
 ) -> Iterator[pa.RecordBatch]:
-    """Sort ``keys`` (writable, used as scratch); yield ``reduce`` of each range present."""
+    """Yield :func:`_sorted_results` as record batches ``(range, pickled result)``."""
     for index, result in _sorted_results(keys, ranges, key_bits, reduce, taken):
         yield pa.RecordBatch.from_arrays(
             [pa.array([index], pa.int32()), pa.array([dumps(result)])],
@@ -157,9 +151,8 @@ def _sorted_results(
 ) -> list[tuple[int, T]]:
     """Sort ``keys`` (writable, used as scratch); return ``reduce`` of each range present.
 
-    The sort's second buffer comes from :data:`WORKER_BUFFERS`; it and ``taken`` (the
-    buffer the keys were read into) go back there when the task is done, for this
-    worker's next sort (docs/engines.md, "Memory pages").
+    The sort's second buffer comes from :data:`WORKER_BUFFERS`; it and ``taken`` (the keys'
+    buffer) go back there for this worker's next sort (docs/engines.md, "Memory pages").
     """
     scratch = WORKER_BUFFERS.take(keys.shape[0])
     try:
@@ -180,8 +173,7 @@ def sort_emitted(
 ) -> Iterator[pa.RecordBatch]:
     """Sort one shuffled partition's keys of ranked column ``column``; yield their pieces.
 
-    Each range's sorted keys become the pieces its ranks send to the output parts
-    (:meth:`ExchangedParts.emit_sorted`), as rows ``(part, payload)``.
+    Each range's ranks go out as rows ``(part, payload)`` (:meth:`ExchangedParts.emit_sorted`).
     """
     keys = _joined_keys(batches)
     if keys is None:

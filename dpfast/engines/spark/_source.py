@@ -1,16 +1,9 @@
-"""A Spark DataFrame as a column source of the out-of-core engine (docs/engines.md).
+"""A Spark DataFrame as a column source of the out-of-core engine (docs/engines.md, "Spark").
 
-:class:`SparkSource` runs the engine's one primitive, ``map_column``, on the executors:
-``frame.select(name).mapInArrow(...)`` hands each task Arrow record batches of the column
-(the Arrow path, never Python rows), which are cut where row numbers stop being
-consecutive and regrouped into batches of at most ``batch_rows`` rows, each given to the
-engine's function with the global number of its first row; each result is pickled into
-one binary cell, collected and unpickled on the driver. The engine combines the results
-with sums, or concatenations that it sorts next, so the release does not depend on how
-the frame is partitioned or on the number of executors; a task that fails and is retried
-is recomputed from its partition, and only one attempt's results are collected.
-:meth:`SparkSource.map_batches` is the lazy counterpart: a frame of record batches
-computed on the executors, in row order.
+Passes run on the executors (``mapInArrow``: Arrow batches, never Python rows), results pickled
+back to the driver, where the engine combines them with sums or concatenations it then sorts:
+the release depends neither on the frame's partitions nor on the number of executors. A failed
+task is recomputed from its partition; only one attempt's results are collected.
 """
 
 from __future__ import annotations
@@ -99,24 +92,19 @@ class SparkSource(Source):
     Parameters
     ----------
     frame : pyspark.sql.DataFrame
-        The table. It is read once per pass of the engine (several per column), so it
-        must give the same rows, in the same partitions and order, every time: cache it
-        (``frame.cache()``) when it is costly to compute, and avoid unseeded sampling.
+        The table, read once per pass (several per column), so it must give the same rows
+        in the same partitions and order every time: cache it (``frame.cache()``) when it
+        is costly to compute, and avoid unseeded sampling.
 
     Notes
     -----
-    Rows are numbered in the frame's own order: by partition, then by position within the
-    partition (the order of ``frame.toPandas()``). The first pass counts the rows of every
-    partition (one job, kept), which gives each partition's first row number; a task
-    whose partition then holds another number of rows fails with an error saying the
-    frame is not deterministic, instead of numbering rows twice.
-    :meth:`from_parquet` numbers the rows of Parquet files as
-    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does instead (files in sorted path
-    order, then row within the file): its executors read the files' row groups with
-    pyarrow by default, or through Spark's reader and its ``_metadata`` columns.
-
-    Results are collected on the driver per pass: their size is about the number of
-    batches times the size of one result, so keep ``batch_rows`` large on large data.
+    Rows are numbered across the table, so that messages and noise keyed by row are the
+    whole table's: by partition, then position (the order of ``frame.toPandas()``), from
+    every partition's row count (one job, kept); a task whose partition then holds another
+    number fails rather than number rows twice. :meth:`from_parquet` numbers rows as
+    :class:`~dpfast.engines.outofcore._sources.ParquetDataset` does (files in sorted path
+    order, then row within the file). Results are collected on the driver per pass, about
+    the number of batches times one result: keep ``batch_rows`` large on large data.
     """
 
     def __init__(self, frame: DataFrame) -> None:
@@ -160,21 +148,15 @@ class SparkSource(Source):
     ) -> SparkSource:
         """Read Parquet files on the executors, numbering rows as :class:`ParquetDataset` does.
 
-        ``path`` is a ``.parquet`` file, a directory or a glob (as for
-        :meth:`ParquetDataset.open`, whose footers give the files' row counts); row
-        numbers are those of ``ParquetDataset``, so row-keyed methods (``laplace_dp``) give
-        the release of the files read in memory, with the files' own Arrow types.
-
-        ``reader="pyarrow"`` (the default): each task of a pass reads consecutive row
-        groups of the columns it needs with pyarrow
-        (:class:`~dpfast.engines.spark._rows.FileTasks`); ``tasks`` sets how many tasks a
-        pass has (at most one per row group; by default about 4M rows each, a multiple
-        of the task slots). Spark's own reader would turn every value into a Spark row
-        first, most of the cost of a pass. The executors then need the files at the same
-        paths as the driver, as Spark's reader does. ``reader="spark"`` reads them through
-        ``session.read.parquet``, numbering rows from its ``_metadata`` columns
-        (``offset(file) + _metadata.row_index``); ``tasks`` is then Spark's affair
-        (``spark.sql.files.maxPartitionBytes``).
+        ``path`` is as for :meth:`ParquetDataset.open` (a ``.parquet`` file, a directory or a
+        glob; its footers give the row counts), so row-keyed methods (``laplace_dp``) give the
+        in-memory release of the files, with their own Arrow types. The executors need the files
+        at the driver's paths. ``reader="pyarrow"`` (the default): each task of a pass reads
+        consecutive row groups with pyarrow, far faster than Spark's reader
+        (:class:`~dpfast.engines.spark._rows.FileTasks`); ``tasks`` sets how many a pass has (at
+        most one per row group; by default about 4M rows each, a multiple of the task slots).
+        ``reader="spark"`` reads through ``session.read.parquet``, rows numbered from
+        ``_metadata.row_index``, split by ``spark.sql.files.maxPartitionBytes``, not ``tasks``.
         """
         from dpfast.engines.outofcore import ParquetDataset
 
@@ -232,18 +214,12 @@ class SparkSource(Source):
     def map_column(
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T]
     ) -> Iterator[T]:
-        """Yield ``fn(batch, first_row)`` for the batches of column ``name``, in any order.
-
-        ``fn`` runs on the executors, on batches of at most ``batch_rows`` consecutive
-        rows; ``first_row`` is the global number of the batch's first row (see the class
-        notes), so messages citing rows and noise keyed by row are those of the whole table.
-        A tuple of names gives each batch as a struct array of those columns.
+        """Yield ``fn(batch, first_row)``, on the executors, for ``name``'s batches in any order.
 
         Raises
         ------
         ValueError, TypeError
-            What ``fn`` raised on an executor, with its type and message (of the first
-            failing batch, in row order).
+            What ``fn`` raised on an executor (of the first failing batch, in row order).
         Exception
             A built-in exception that failed a task more times than Spark retries it, with
             its type and the last line of its message; any other failure as Spark raised it.
@@ -264,12 +240,9 @@ class SparkSource(Source):
     ) -> DataFrame:
         """Return the lazy frame of ``fn(batch, first_row)`` over the rows, in row order.
 
-        ``fn`` gets record batches of the columns ``names`` of at most ``batch_rows``
-        consecutive rows, with the global number of their first row, and returns a record
-        batch of the same rows in Spark's DDL ``schema``. Nothing runs until the frame is
-        used; it is computed again, with the same rows, whenever it is. A frame of
-        Parquet files read by Spark is sorted by row number (one shuffle), since Spark
-        reads the files in an order of its own; pyarrow's tasks read them in row order.
+        ``fn`` maps a batch of columns ``names`` (as in :meth:`map_column`) to one of the
+        same rows in Spark's DDL ``schema``; the frame is computed, the same, whenever used.
+        Files that Spark reads, in an order of its own, are sorted by row number (one shuffle).
         """
         frame, numbering = self._input(names, batch_rows)
         transform = functools.partial(
@@ -284,13 +257,11 @@ class SparkSource(Source):
     def add_column(
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], T], most: int = FAN
     ) -> list[tuple[T, int]]:
-        """Return ``fn``'s results over the batches of column ``name``, added on the executors.
+        """Return ``fn``'s results over column ``name``'s batches, added on the executors.
 
-        One job: each task adds its batches' results into one partial; while there are
-        more than ``most`` partials, a shuffle into ``partials /``
-        :data:`~dpfast.dataflow.flow.FAN` tasks adds them again; only the last come
-        back, each with the rows of its largest reading task
-        (:func:`dpfast.engines.partial_totals.totals`).
+        One job: each task adds its batches' results into one partial; while more than
+        ``most`` remain, a shuffle into ``partials /`` :data:`~dpfast.dataflow.flow.FAN`
+        tasks adds them again (:func:`dpfast.engines.partial_totals.totals`).
         """
         frame, apply = self._batch_task(name, batch_rows, fn, _partial)
         with quietly():
@@ -302,12 +273,7 @@ class SparkSource(Source):
         return totals(pickle.loads(payload) for payload in self._payloads(planned))
 
     def exchange(self, parts: ExchangedParts, batch_rows: int, schema: str) -> DataFrame:
-        """Return the lazy frame of ``parts`` in Spark's DDL ``schema``, one partition a part.
-
-        One shuffle of the pieces :meth:`exchange_pieces` emits, ``repartitionById``-ed
-        so that part ``p``'s go to partition ``p``, where they are assembled
-        (:mod:`dpfast.engines.spark._exchange`).
-        """
+        """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.spark._exchange`)."""
         assemble = functools.partial(assembled, parts=parts, batch_rows=int(batch_rows))
         with quietly():
             pieces = self.exchange_pieces(parts, batch_rows)
@@ -338,20 +304,12 @@ class SparkSource(Source):
     ) -> list[T]:
         """Sort the keys of column ``name`` by range on the executors; return the reductions.
 
-        One job: ``keys(batch, first_row)`` on every batch (as :meth:`map_column`), the keys
-        of each range in one binary cell beside the range's index, ``repartitionById`` by
-        that index into one partition per range, then each task sorts its keys and yields
-        ``reduce(i, sorted keys of range i)``, which alone is collected. See
-        :mod:`dpfast.dataflow.sorted_ranges`. Over Parquet files that the executors read
-        (:class:`FileTasks`), one range is one task that reads the column's row groups
-        itself and sorts its keys: no shuffle, whose JVM copies cost several times the
-        sort (docs/engines.md, "Ranks on a cluster").
-
-        ``first_row`` is the batch's row number, except for Parquet files read by Spark:
-        there it is the batch's position within its task
-        (:class:`~dpfast.engines.spark._rows.TaskRows`: Spark's file row numbers cost a
-        string a row to read), so a caller that cites a row in an error re-runs a
-        numbered pass (:meth:`map_column`) to name it.
+        One shuffle (:mod:`dpfast.engines.spark._sort`), except for one range over files the
+        executors read (:class:`FileTasks`): one task reads and sorts the column, sparing a
+        shuffle whose JVM copies cost several times the sort (docs/engines.md, "Ranks on a
+        cluster"). Over files read by Spark, ``first_row`` is the batch's position within its
+        task (:class:`~dpfast.engines.spark._rows.TaskRows`): a caller citing a row in an
+        error re-runs a numbered pass (:meth:`map_column`).
         """
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
@@ -409,10 +367,7 @@ class SparkSource(Source):
     def _batch_task(
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
     ) -> tuple[DataFrame, Any]:
-        """Return the frame of column ``name``'s pass and ``task`` running ``fn`` on its batches.
-
-        ``fn`` gets the batches in the files' own type of the column where Spark reads them.
-        """
+        """Return the frame of ``name``'s pass, and ``task`` of ``fn`` given the files' types."""
         if batch_rows < 1:
             raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
         frame, numbering = self._input(column_names(name), batch_rows)
@@ -436,8 +391,6 @@ class SparkSource(Source):
     @staticmethod
     def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
         """Plan ``frame.mapInArrow(fn, schema)`` quietly and collect it, unwrapping errors."""
-        # catch_warnings changes process-wide state: the engine's column threads plan
-        # their jobs one at a time, so that one thread's exit cannot drop another's filter
         with quietly():
             planned = frame.mapInArrow(fn, schema)
         with job_errors():
@@ -470,11 +423,7 @@ def _on_batches(
     batch_rows: int,
     numbering: Numbering,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield what ``task(batches, fn)`` yields of one partition's batches, on an executor.
-
-    The batches are ``(array, first_row)``, of at most ``batch_rows`` consecutive rows:
-    column ``name``'s, or a struct array of a tuple's columns.
-    """
+    """Yield ``task(batches, fn)`` over one partition's ``(batch of name, first_row)`` pairs."""
     pieces = regroup(numbering.pieces(batches, partition_index()), batch_rows)
     yield from task(((column_batch(name, batch.columns), first) for batch, first in pieces), fn)
 
@@ -484,10 +433,9 @@ def _results(
 ) -> Iterator[pa.RecordBatch]:
     """Yield one record batch of :data:`_RESULTS` per batch: ``map_column``'s task.
 
-    The first exception of :data:`~dpfast.dataflow.flow.SENT_BACK` (the refusals of bad
-    data, not worth a retry) is yielded as a failed result and ends the partition
-    (:func:`~dpfast.engines.partial_totals.batch_results`); other exceptions fail the task,
-    which Spark retries.
+    A :data:`~dpfast.dataflow.flow.SENT_BACK` exception (bad data: no retry) is a failed result
+    ending the partition (:func:`~dpfast.engines.partial_totals.batch_results`); others fail
+    the task, which Spark retries.
     """
     partition = partition_index()
     dumped = functools.partial(dumped_result, fn=fn)

@@ -40,11 +40,10 @@ _POLL_SECONDS = 0.5
 def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progress | None) -> Any:
     """Have the executors write a release frame as the dataset directory ``written``.
 
-    ``part-*.parquet``, one per partition, in row order; a lazy frame of rank groups part
-    by part with pyarrow (:func:`_write_parts`), and so is a frame made through the
-    exchange with columns sent by their sort's tasks (:func:`_write_exchanged`, which
-    returns its parts' counts). Spark's checksums and marker are removed. A full disk on
-    an executor is an ``OSError``; a cancelled job, the interrupt.
+    ``part-*.parquet`` in row order, by Spark's writer, or part by part with pyarrow for a
+    frame of rank groups (:func:`_write_parts`) or a ranked exchange (:func:`_write_exchanged`,
+    whose counts are returned). Spark's checksums and marker are removed. A full disk on an
+    executor is an ``OSError``; a cancelled job, the interrupt.
     """
     counts = None
     with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
@@ -70,11 +69,7 @@ def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progre
 def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
     """Have the executors write each part of an ``ir_dp`` frame with pyarrow, one file each.
 
-    Task ``p`` computes part ``p`` (:meth:`GeneratedParts.table`) and writes it as
-    ``part-{p:06d}.parquet`` as the column engine writes (zstd, a dictionary for labels
-    only), through a temporary file renamed into place: a retried or speculative attempt
-    writes the same bytes, and a killed one leaves only its temporary, removed before
-    publishing. The driver checks that every part arrived with its rows.
+    Task ``p`` computes (:meth:`GeneratedParts.table`) and writes (:func:`_write_file`) part ``p``.
     """
     directory.mkdir()
     write = functools.partial(_write_part, parts=parts, directory=str(directory.absolute()))
@@ -90,10 +85,8 @@ def _write_exchanged(
 ) -> dict[int, list[tuple[int, int, int]]]:
     """Have the executors assemble and write each part of an exchange; return their counts.
 
-    ``pieces`` are the parts' pieces (:meth:`SparkSource.exchange_pieces`), shuffled so
-    that task ``p`` assembles part ``p`` (:meth:`ExchangedParts.assemble_counted`) and
-    writes it as :func:`_write_parts` does. Each task returns its part's rows and counts;
-    the driver checks that every part arrived with its rows.
+    ``pieces`` (:meth:`SparkSource.exchange_pieces`) are shuffled so that task ``p`` assembles
+    part ``p`` (:meth:`ExchangedParts.assemble_counted`) and writes it (:func:`_write_file`).
     """
     directory.mkdir()
     write = functools.partial(_write_assembled, parts=parts, directory=str(directory.absolute()))
@@ -125,9 +118,10 @@ def _write_assembled(
 
 
 def _write_file(table: pa.Table, directory: str, part: int) -> None:
-    """Write part ``part`` through a temporary file renamed into place (a retry: the same bytes).
+    """Write ``part-{part:06d}.parquet`` as the column engine does: zstd, dictionaries for text.
 
-    As the column engine writes: zstd, a dictionary for text columns only.
+    Through a temporary file renamed into place: a retried or speculative attempt writes
+    the same bytes, and a killed one leaves only its temporary, removed before publishing.
     """
     final = os.path.join(directory, f"part-{part:06d}.parquet")
     temporary = os.path.join(directory, f".dpfast-part-{part:06d}-{uuid.uuid4().hex}")
@@ -179,9 +173,8 @@ def _write_part(
 def _disk_error(exc: Exception, target: Path) -> OSError | None:
     """Return the full disk that failed a write on the executors as an ``OSError``, else None.
 
-    The executors' Java writer fails with ``java.io.IOException: No space left on device``
-    (or the quota's, or the file size limit's), which reaches Python as Spark's error text:
-    the errno is found by its message, so that the caller sees an ``OSError`` it can explain.
+    Spark's error text for ``java.io.IOException: No space left on device`` (or the quota's,
+    or the file size limit's) has no errno: it is found by its message.
     """
     text = str(exc)
     for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
@@ -196,8 +189,8 @@ def _disk_error(exc: Exception, target: Path) -> OSError | None:
 def _cancelled_if_left(frame: DataFrame) -> Iterator[None]:
     """Run the block's Spark jobs in a job group of their own, cancelled if it is left early.
 
-    An interrupt (or any exception in this thread) would otherwise leave the write running
-    on the executors, into a scratch directory that is being removed.
+    An interrupt (or any exception in this thread) would otherwise leave the write running on
+    the executors, into a scratch directory being removed.
     """
     context = frame.sparkSession.sparkContext
     saved = {key: context.getLocalProperty(key) for key in _JOB_GROUP}
