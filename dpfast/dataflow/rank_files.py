@@ -11,8 +11,10 @@ batch, the next writes each batch's rows after those of the batches before it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,15 @@ from dpfast.dataflow.flow import column_total, cut_ranges, refined_shift
 from dpfast.dataflow.scratch_files import write_at
 from dpfast.dataflow.source import Source
 
-__all__ = ["BYTES_PER_RANKED_ROW", "Keys", "RankPasses", "float_keys", "float_values"]
+__all__ = [
+    "BYTES_PER_RANKED_ROW",
+    "FittedRanges",
+    "Keys",
+    "RankPasses",
+    "float_keys",
+    "float_values",
+    "within",
+]
 
 #: Bytes of working memory per (key, row) pair collected for sorting: the pairs, the
 #: sort's scratch and order, the rows written out, and slack.
@@ -61,26 +71,30 @@ class RankPasses:
     def rank(
         self,
         top: int,
-        fd: int,
+        path: Path,
         on_sorted: Callable[[np.ndarray, int], None],
         on_run: Callable[[int, int, int], None],
     ) -> int:
-        """Rank every row, keys in ``[0, top)``, writing rows to ``fd`` in rank order.
+        """Rank every row, keys in ``[0, top)``, writing rows to the file ``path`` in rank order.
 
         ``on_sorted(keys, first_rank)`` gets every range's sorted keys, ``on_run(key,
         count, first_rank)`` every long tie. Returns the total of the keys' counts.
         """
         n = self.dataset.n_rows
-        self._fd = fd
-        self._on_sorted, self._on_run = on_sorted, on_run
-        index_bits = max(1, (n - 1).bit_length())
-        self._index_bits = index_bits
-        if n <= self.capacity:
-            self._sorted(0, top, 0, count=True)
-        else:
-            shift = refined_shift(0, top)
-            counts = self._histogram(0, top, shift, count=True)
-            self._chunks(counts, 0, top, shift, 0)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self._on_sorted, self._on_run = on_sorted, on_run
+            self._index_bits = max(1, (n - 1).bit_length())
+            if n <= self.capacity:
+                self._sorted(0, top, 0, count=True)
+            else:
+                shift = refined_shift(0, top)
+                counts = self._histogram(0, top, shift, count=True)
+                capacity = self.capacity
+                ranges = FittedRanges(self._histogram, capacity, capacity, self._range, self._run)
+                cut_ranges(counts, 0, top, shift, 0, capacity, ranges)
+        finally:
+            os.close(self._fd)
         return self.counted
 
     def _batches(self, select: Callable[[np.ndarray, int], Any], count: bool) -> Iterator[Any]:
@@ -95,7 +109,7 @@ class RankPasses:
         """Collect, sort and hand on the pairs of keys in ``[lo, hi)``."""
 
         def select(keys: np.ndarray, first_row: int) -> tuple[np.ndarray, np.ndarray]:
-            inside = np.flatnonzero(_within(keys, lo, hi))
+            inside = np.flatnonzero(within(keys, lo, hi))
             return keys[inside], inside + first_row
 
         parts = list(self._batches(select, count))
@@ -119,8 +133,15 @@ class RankPasses:
         self._on_sorted(keys, first_rank)
         write_at(self._fd, rows, first_rank * 8)
 
+    def _range(self, lo: int, hi: int, first_rank: int, count: int) -> None:
+        """Collect, sort and hand on a range of ``count`` pairs that fits."""
+        self._sorted(lo, hi, first_rank)
+
     def _run(self, key: int, first_rank: int, count: int) -> None:
-        """Rank a long tie of ``key`` by row, in two passes."""
+        """Rank a tie of ``key``: sorted if it fits, else a long tie by row, in two passes."""
+        if count <= self.capacity:
+            self._sorted(key, key + 1, first_rank)
+            return
         self._on_run(key, count, first_rank)
         equal = np.uint64(key)
         sizes = sorted(self._batches(lambda k, f: (f, int(np.count_nonzero(k == equal))), False))
@@ -137,7 +158,7 @@ class RankPasses:
         size = ((hi - 1 - lo) >> shift) + 1
 
         def select(keys: np.ndarray, _first: int) -> np.ndarray:
-            inside = keys[_within(keys, lo, hi)]
+            inside = keys[within(keys, lo, hi)]
             buckets = ((inside - np.uint64(lo)) >> np.uint64(shift)).astype(np.int64)
             return np.bincount(buckets, minlength=size)
 
@@ -149,20 +170,35 @@ class RankPasses:
             self.counted += int(counted)
         return counts
 
-    def _process(self, lo: int, hi: int, first_rank: int, count: int) -> None:
+
+@dataclass(frozen=True)
+class FittedRanges:
+    """Hand on a range of keys in ranges that fit, cut by histograms where it does not.
+
+    Called with ``(lo, hi, first_rank, count)``, the ``count`` keys in ``[lo, hi)`` from rank
+    ``first_rank`` (as :func:`~dpfast.dataflow.flow.cut_ranges` calls it): one key goes to
+    ``tie(key, first_rank, count)``, at most ``fits`` keys to ``whole(lo, hi, first_rank,
+    count)``; more are counted by ``histogram(lo, hi, shift)`` per bucket of ``2**shift``
+    keys and cut into runs of buckets of at most ``cut`` keys, each handed on so, in order.
+    """
+
+    histogram: Callable[[int, int, int], np.ndarray]
+    fits: int
+    cut: int
+    whole: Callable[[int, int, int, int], None]
+    tie: Callable[[int, int, int], None]
+
+    def __call__(self, lo: int, hi: int, first_rank: int, count: int) -> None:
+        """Hand on the ``count`` keys in ``[lo, hi)``, from rank ``first_rank``."""
         if count == 0:
             return
-        if count <= self.capacity:
-            self._sorted(lo, hi, first_rank)
-        elif hi - lo == 1:
-            self._run(lo, first_rank, count)
+        if hi - lo == 1:
+            self.tie(lo, first_rank, count)
+        elif count <= self.fits:
+            self.whole(lo, hi, first_rank, count)
         else:
             shift = refined_shift(lo, hi)
-            self._chunks(self._histogram(lo, hi, shift), lo, hi, shift, first_rank)
-
-    def _chunks(self, counts: np.ndarray, lo: int, hi: int, shift: int, first_rank: int) -> None:
-        """Cut ``[lo, hi)`` into runs of buckets of at most ``capacity`` rows, in order."""
-        cut_ranges(counts, lo, hi, shift, first_rank, self.capacity, self._process)
+            cut_ranges(self.histogram(lo, hi, shift), lo, hi, shift, first_rank, self.cut, self)
 
 
 @dataclass(frozen=True)
@@ -177,8 +213,8 @@ class _Selected:
         return self.select(keys, first_row), counted
 
 
-def _within(keys: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Select the keys in ``[lo, hi)`` (``hi`` may be ``2**64``)."""
+def within(keys: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Return a mask of the ``uint64`` keys in ``[lo, hi)`` (``hi`` may be ``2**64``)."""
     inside = keys >= np.uint64(lo)
     if hi < 2**64:
         inside &= keys < np.uint64(hi)

@@ -28,8 +28,8 @@ from dpfast.dataflow.flow import (
     column_total,
     cut_ranges,
     numeric_values,
-    refined_shift,
 )
+from dpfast.dataflow.rank_files import FittedRanges
 from dpfast.dataflow.sorted_ranges import GroupSums, Ranges
 from dpfast.dataflow.source import Source
 from dpfast.dataflow.values import NumericColumn
@@ -58,15 +58,20 @@ class QuantisedKeys:
 
     def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
         """Return the batch's grid values (uint64), checked as the release checks them."""
+        if not self.flagged:
+            return self.counted(array, first_row)[0]
         values = numeric_values(array, self.column, first_row)
         g = self.grid
-        if self.flagged:
-            return cast(
-                np.ndarray,
-                ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int, g.warp),
-            )
-        q, _ = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
-        return cast(np.ndarray, q)
+        return cast(
+            np.ndarray, ranking.quantise_flagged(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
+        )
+
+    def counted(self, array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
+        """Return the batch's grid values (uint64, never flagged) and its clamped count."""
+        values = numeric_values(array, self.column, first_row)
+        g = self.grid
+        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
+        return q, int(clamped)
 
 
 def quantised_keys(column: NumericColumn, grid: Grid) -> Callable[[pa.Array, int], np.ndarray]:
@@ -83,10 +88,8 @@ class _QuantisedBatch:
     select: Callable[[np.ndarray], Any]
 
     def __call__(self, array: pa.Array, first_row: int) -> tuple[Any, int]:
-        values = numeric_values(array, self.column, first_row)
-        g = self.grid
-        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
-        return self.select(q), int(clamped)
+        q, clamped = QuantisedKeys(self.column, self.grid).counted(array, first_row)
+        return self.select(q), clamped
 
 
 @dataclass(frozen=True)
@@ -180,23 +183,21 @@ def plan_ranks(
     planned: list[tuple[int, int, int, int]] = []
     runs: list[tuple[int, int, int]] = []
 
-    def counted(lo: int, hi: int, shift: int) -> tuple[np.ndarray, int]:
+    def counted(lo: int, hi: int, shift: int) -> np.ndarray:
         tick()
-        return histogram(dataset, column, grid, limits, lo, hi, shift)
+        return histogram(dataset, column, grid, limits, lo, hi, shift)[0]
 
-    def plan(lo: int, hi: int, first_rank: int, count: int) -> None:
-        if count == 0:
-            return
-        if hi - lo == 1:
-            runs.append((lo, first_rank, count))
-        elif count <= limits.sorted_values:  # above the balanced size: one bucket alone
-            planned.append((lo, hi, first_rank, count))
-        else:
-            shift = refined_shift(lo, hi)
-            cut_ranges(counted(lo, hi, shift)[0], lo, hi, shift, first_rank, balanced, plan)
+    def whole(lo: int, hi: int, first_rank: int, count: int) -> None:
+        planned.append((lo, hi, first_rank, count))
 
+    def tie(value: int, first_rank: int, count: int) -> None:
+        runs.append((value, first_rank, count))
+
+    # cut to the balanced size; a range above it (one bucket alone) is sorted if it fits
+    plan = FittedRanges(counted, limits.sorted_values, balanced, whole, tie)
     shift = max(0, key_bits - HISTOGRAM_BITS)
-    counts, clamped = counted(0, top, shift)
+    tick()
+    counts, clamped = histogram(dataset, column, grid, limits, 0, top, shift)
     cut_ranges(counts, 0, top, shift, 0, balanced, plan)
     table = np.array(planned, dtype=np.int64).reshape(-1, 4)
     ranges = Ranges(table[:, 0].astype(np.uint64), table[:, 1].astype(np.uint64), table[:, 3])

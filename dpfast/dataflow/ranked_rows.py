@@ -18,7 +18,6 @@ placed at their output rows through spill files (:class:`~dpfast.dataflow.placem
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from dpfast.dataflow.flow import (
 )
 from dpfast.dataflow.placement import Placer
 from dpfast.dataflow.rank_files import RankPasses, float_keys, float_values
+from dpfast.dataflow.rank_plans import QuantisedKeys
 from dpfast.dataflow.row_outputs import Rows, held_array
 from dpfast.dataflow.scratch_files import column_digest, scratch_name
 from dpfast.dataflow.source import Source
@@ -50,7 +50,7 @@ from dpfast.dataflow.values import (
 from dpfast.partitions.grid import Grid
 from dpfast.partitions.ranking import RankGroups
 
-__all__ = ["Linked", "grouped_rows", "linked_codes", "linked_rows", "ranked_rows"]
+__all__ = ["Linked", "RankCounts", "grouped_rows", "linked_codes", "linked_rows", "ranked_rows"]
 
 #: Bytes of working memory per row of a part scattered to a placer's ranges: the rows,
 #: their values and groups, the ranges, their order, and the pieces cut from them.
@@ -128,12 +128,8 @@ def linked_rows(
     n = flow.source.n_rows
     if not flow.holds:
         ranked = flow.scratch() / scratch_name(column.name, "ranked")
-        fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            tick = flow.passes(column.name)
-            sums, clamped = _rank_numeric(flow.source, column, grid, layout, flow.limits, fd, tick)
-        finally:
-            os.close(fd)
+        tick = flow.passes(column.name)
+        sums, clamped = _rank_numeric(flow.source, column, grid, layout, flow.limits, ranked, tick)
         group_values = values(sums)
         _place(flow, column.name, ranked, group_values, layout, key, into)
         return Linked(group_values, clamped)
@@ -165,17 +161,11 @@ def _rank_numeric(
     grid: Grid,
     layout: RankGroups,
     limits: Limits,
-    fd: int,
+    ranked: Path,
     tick: Callable[[int], None],
 ) -> tuple[np.ndarray, int]:
-    """Write a column's rows to ``fd`` by (grid value, row); return group sums, clamped count."""
+    """Write a column's rows to ``ranked`` by (grid value, row); return group sums, clamped."""
     sums = np.zeros(layout.n_groups, dtype=np.int64)
-
-    def keys(array: pa.Array, first_row: int) -> tuple[np.ndarray, int]:
-        values = numeric_values(array, column, first_row)
-        g = grid
-        q, clamped = ranking.quantise_column(values, g.lower, g.upper, g.gamma, g.d_int, g.warp)
-        return q, int(clamped)
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
         ranking.add_group_sums(sorted_keys, 0, first_rank, *layout.scalars, sums)
@@ -183,8 +173,9 @@ def _rank_numeric(
     def on_run(key: int, count: int, first_rank: int) -> None:
         ranking.add_group_run(key, count, first_rank, *layout.scalars, sums)
 
+    keys = QuantisedKeys(column, grid).counted
     passes = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, tick)
-    clamped = passes.rank(grid.d_int + 1, fd, on_sorted, on_run)
+    clamped = passes.rank(grid.d_int + 1, ranked, on_sorted, on_run)
     return sums, clamped
 
 
@@ -210,11 +201,7 @@ def ranked_rows(
         into.put(0, out)
         return
     ranked = flow.scratch() / scratch_name(column.name, "ranked")
-    fd = os.open(ranked, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        sums = _rank_floats(flow.source, column, layout, flow.limits, fd, flow.passes(column.name))
-    finally:
-        os.close(fd)
+    sums = _rank_floats(flow.source, column, layout, flow.limits, ranked, flow.passes(column.name))
     _place(flow, column.name, ranked, values(sums), layout, None, into)
 
 
@@ -223,10 +210,10 @@ def _rank_floats(
     column: NumericColumn,
     layout: RankGroups,
     limits: Limits,
-    fd: int,
+    ranked: Path,
     tick: Callable[[int], None],
 ) -> np.ndarray:
-    """Write a column's rows to ``fd`` in (value, row) order; return each group's float sum."""
+    """Write a column's rows to ``ranked`` in (value, row) order; return each group's float sum."""
     sums = np.zeros(layout.n_groups, dtype=np.float64)
 
     def on_sorted(sorted_keys: np.ndarray, first_rank: int) -> None:
@@ -240,7 +227,7 @@ def _rank_floats(
 
     keys = _FloatKeys(column)
     ranks = RankPasses(dataset, str(column.name), keys, limits.batch_rows, limits.memory, tick)
-    ranks.rank(2**64, fd, on_sorted, on_run)
+    ranks.rank(2**64, ranked, on_sorted, on_run)
     return sums
 
 
@@ -335,7 +322,7 @@ def linked_codes(
         return Linked(codes, 0, destination)
     name, batch_rows = str(column.name), flow.limits.batch_rows
     per_batch = sorted(
-        flow.source.map_column(name, batch_rows, _RankBincount(column, m)),
+        flow.source.map_column(name, batch_rows, RankCounts(column).numbered),
         key=lambda part: part[0],
     )
     totals = np.zeros(m, dtype=np.int64)
@@ -367,14 +354,19 @@ def _category_ranks(array: pa.Array, cat: CategoricalColumn) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _RankBincount:
-    """A batch of a categorical column counted per taxonomy rank, with its first row."""
+class RankCounts:
+    """A batch of a categorical column's records counted per taxonomy rank (int64)."""
 
     column: CategoricalColumn
-    m: int
 
-    def __call__(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
-        return first_row, np.bincount(_category_ranks(array, self.column), minlength=self.m)
+    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
+        """Return the batch's records per rank, refusing values not in the taxonomy."""
+        codes = taxonomy_codes(array, self.column)
+        return np.asarray(self.column.taxonomy.rank_counts(codes), dtype=np.int64)
+
+    def numbered(self, array: pa.Array, first_row: int) -> tuple[int, np.ndarray]:
+        """Return the batch's first row and its records per rank."""
+        return first_row, self(array, first_row)
 
 
 @dataclass(frozen=True)

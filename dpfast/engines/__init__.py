@@ -16,6 +16,7 @@ A new engine is a module or package implementing the protocol, plus one :func:`r
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -418,22 +419,16 @@ def _not_installed(name: str, exc: ImportError) -> DPFastImportError:
     )
 
 
-def _module_of(data: object) -> str:
-    return type(data).__module__
-
-
-def _is_spark(data: object) -> bool:
+def _is_cluster_input(frames: str, sources: str, data: object) -> bool:
+    """Whether ``data`` is a DataFrame of module ``frames`` or a source of module ``sources``."""
     kind = type(data)
-    if kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql"):
+    if kind.__name__ == "DataFrame" and kind.__module__.startswith(frames):
         return True
-    return _source_module(data).startswith("dpfast.engines.spark")
+    return _source_module(data).startswith(sources)
 
 
-def _is_dask(data: object) -> bool:
-    kind = type(data)
-    if kind.__name__ == "DataFrame" and kind.__module__.startswith("dask.dataframe"):
-        return True
-    return _source_module(data).startswith("dpfast.engines.dask")
+_is_spark = functools.partial(_is_cluster_input, "pyspark.sql", "dpfast.engines.spark")
+_is_dask = functools.partial(_is_cluster_input, "dask.dataframe", "dpfast.engines.dask")
 
 
 def _source_module(data: object) -> str:
@@ -443,7 +438,7 @@ def _source_module(data: object) -> str:
     inner = data
     while inner.dataset is not None:
         inner = inner.dataset
-    return _module_of(inner)
+    return type(inner).__module__
 
 
 def _is_outofcore(data: object) -> bool:
@@ -467,6 +462,11 @@ _BUILT_IN_CLASSES = {
     "spark": ("dpfast.engines.spark", "SparkEngine"),
     "dask": ("dpfast.engines.dask", "DaskEngine"),
 }
-_ACCEPTS = {"memory": _is_memory, "outofcore": _is_outofcore, "spark": _is_spark, "dask": _is_dask}
+_ACCEPTS: dict[str, Callable[[object], bool]] = {
+    "memory": _is_memory,
+    "outofcore": _is_outofcore,
+    "spark": _is_spark,
+    "dask": _is_dask,
+}
 for _name in BUILT_IN:
     register(_name, *_BUILT_IN_CLASSES[_name], _ACCEPTS[_name])

@@ -22,6 +22,7 @@ from dpfast._kernels import insensitive_mdav as mdav_kernels
 from dpfast._kernels import mdav_stream
 from dpfast.dataflow.cluster_files import Attributes
 from dpfast.dataflow.flow import cut_ranges, refined_shift
+from dpfast.dataflow.rank_files import within
 from dpfast.dataflow.scratch_files import append_array, read_rows
 from dpfast.partitions.insensitive_mdav import ReferenceGeometry
 
@@ -82,14 +83,6 @@ class _Ticks:
         self.tick(f"order {self.point + 1}", done, self.n)
 
 
-def _select(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Return a mask of the words in ``[lo, hi)``."""
-    inside = bits >= np.uint64(lo)
-    if hi < _KEY_SPACE:
-        inside &= bits < np.uint64(hi)
-    return inside
-
-
 @dataclass(frozen=True)
 class _Components:
     """The sort's components as uint64 words in order: the key, the values, the codes."""
@@ -119,7 +112,7 @@ class _Components:
         """Return the chunk's rows of ``prefix``, next word in ``[lo, hi)``: positions, words."""
         level = len(prefix)
         bits = self.words(level, first, count)
-        inside = _select(bits, lo, hi)
+        inside = within(bits, lo, hi)
         for j, word in enumerate(prefix):
             inside &= self.words(j, first, count) == np.uint64(word)
         where = np.flatnonzero(inside)

@@ -14,10 +14,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from dpfast._kernels import ranking
 from dpfast.dataflow.flow import (
@@ -26,9 +24,8 @@ from dpfast.dataflow.flow import (
     Limits,
     column_total,
     cut_ranges,
-    refined_shift,
-    taxonomy_codes,
 )
+from dpfast.dataflow.rank_files import FittedRanges
 from dpfast.dataflow.rank_plans import (
     CHANGED_BETWEEN_PASSES,
     QuantisedKeys,
@@ -38,6 +35,7 @@ from dpfast.dataflow.rank_plans import (
     sorted_on_workers,
     whole_column,
 )
+from dpfast.dataflow.ranked_rows import RankCounts
 from dpfast.dataflow.sorted_ranges import GroupSums, add_parts
 from dpfast.dataflow.source import Source
 from dpfast.dataflow.values import CategoricalColumn, NumericColumn
@@ -118,17 +116,14 @@ def _in_passes(
         ordered = ranking.radix_sort_packed(words, 0, key_bits)
         ranking.add_group_sums(ordered, 0, first_rank, *layout.scalars, sums)
 
-    def process(lo: int, hi: int, first_rank: int, count: int) -> None:
-        if count == 0:
-            return
-        if hi - lo == 1:
-            ranking.add_group_run(lo, count, first_rank, *layout.scalars, sums)
-        elif count <= limits.sorted_values:
-            add_sorted(collect(lo, hi), first_rank)
-        else:
-            shift = refined_shift(lo, hi)
-            counts = counted(lo, hi, shift)
-            cut_ranges(counts, lo, hi, shift, first_rank, limits.sorted_values, process)
+    def add_range(lo: int, hi: int, first_rank: int, count: int) -> None:
+        add_sorted(collect(lo, hi), first_rank)
+
+    def add_run(value: int, first_rank: int, count: int) -> None:
+        ranking.add_group_run(value, count, first_rank, *layout.scalars, sums)
+
+    fits = limits.sorted_values
+    process = FittedRanges(counted, fits, fits, add_range, add_run)
 
     # the first pass also counts the clamped values
     clamped = 0
@@ -206,17 +201,6 @@ def rank_counts(flow: Dataflow, column: CategoricalColumn) -> np.ndarray:
     start = np.zeros(len(column.taxonomy.domain), dtype=np.int64)
     batch_rows = flow.limits.batch_rows
     counts: np.ndarray = column_total(
-        flow.source, str(column.name), batch_rows, _RankCounts(column), start
+        flow.source, str(column.name), batch_rows, RankCounts(column), start
     )
     return counts
-
-
-@dataclass(frozen=True)
-class _RankCounts:
-    """A batch of a categorical column's records counted per taxonomy rank."""
-
-    column: CategoricalColumn
-
-    def __call__(self, array: pa.Array, first_row: int) -> np.ndarray:
-        codes = taxonomy_codes(array, self.column)
-        return np.asarray(self.column.taxonomy.rank_counts(codes), dtype=np.int64)

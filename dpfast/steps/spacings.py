@@ -20,13 +20,8 @@ import pyarrow as pa
 
 from dpfast._kernels import mechanisms as mechanism_kernels
 from dpfast._validation import kernel_floats
-from dpfast.dataflow.flow import (
-    Dataflow,
-    column_total,
-    cut_ranges,
-    numeric_values,
-    refined_shift,
-)
+from dpfast.dataflow.flow import Dataflow, column_total, numeric_values
+from dpfast.dataflow.rank_files import FittedRanges
 from dpfast.dataflow.values import NumericColumn, OrderStatistics
 from dpfast.exceptions import DPFastValueError
 
@@ -158,21 +153,15 @@ def order_statistics(
         counts: np.ndarray = column_total(dataset, name, limits.batch_rows, select, start)
         return counts
 
-    def process(range_lo: int, range_hi: int, first_rank: int, count: int) -> None:
-        if count == 0:
-            return
-        if range_hi - range_lo == 1:  # one value, count times: no pass needed
-            value = key_value(base + range_lo)
-            for size in _pieces(count, room):
-                sweep.feed(np.full(size, value))
-        elif count <= room:
-            sweep.feed(np.sort(collect(range_lo, range_hi)))
-        else:
-            shift = refined_shift(range_lo, range_hi)
-            counts = histogram(range_lo, range_hi, shift)
-            cut_ranges(counts, range_lo, range_hi, shift, first_rank, room, process)
+    def whole(range_lo: int, range_hi: int, first_rank: int, count: int) -> None:
+        sweep.feed(np.sort(collect(range_lo, range_hi)))
 
-    process(0, span + 1, 0, n)
+    def tie(key: int, first_rank: int, count: int) -> None:  # no pass needed
+        value = key_value(base + key)
+        for size in _pieces(count, room):
+            sweep.feed(np.full(size, value))
+
+    FittedRanges(histogram, room, room, whole, tie)(0, span + 1, 0, n)
     assert sweep.rank == n
     return sweep.extremes(lo, hi)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpfast.engines.dask._settings import categories, read_in_order, scratch_directory
+from dpfast.engines.dask._settings import (
+    categories,
+    kept_dtypes,
+    read_in_order,
+    scratch_directory,
+)
 from dpfast.engines.dask._settings import memory_limit as configured_memory
 from dpfast.engines.dask._source import (
     DaskSource,
@@ -60,10 +65,40 @@ class DaskEngine(ClusterEngine):
         return configured_memory(), scratch_directory()
 
     def groups_frame(self, parts: GeneratedParts) -> Any:
-        return _groups_frame(parts)
+        """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
+
+        The state (every column's group values, ``8 * n / k`` bytes each) is one graph node, sent
+        once to each worker that computes a part, not once per task; as the write plan
+        (:func:`remember`) it has :meth:`write_dataset` write each part in its task, in Arrow.
+        """
+        import dask.dataframe as dd
+        from dask.delayed import delayed
+
+        name = f"dpfast-release-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
+        state = delayed(parts, name=name, traverse=False)
+        compute = delayed(_groups_part, pure=False)
+        meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in parts.columns})
+        with kept_dtypes():
+            frame = dd.from_delayed(
+                [compute(state, p) for p in range(parts.count)], meta=meta, verify_meta=False
+            )
+        return remember(frame, WritePlan(generated=parts))
 
     def rows_frame(self, columns: Sequence[RowsColumn]) -> Any:
-        return _rows_frame(self.cluster, tuple(columns), self.limits.batch_rows)
+        """Return the lazy frame of row-wise released columns, one task per input partition."""
+        import dask.dataframe as dd
+        from dask.delayed import delayed
+
+        cells, batch_rows = tuple(columns), self.limits.batch_rows
+        names = [c.name for c in cells]
+        kinds = [self.cluster.schema.field(name).type for name in names]
+        noised, fn = delayed(_rows_part, pure=False), RowsBatch(cells)
+        parts = [
+            noised(part, first, rows, names, kinds, fn, batch_rows)
+            for part, first, rows in self.cluster.parts(names)
+        ]
+        meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in cells})
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
     def exchange_frame(self, parts: ExchangedParts) -> Any:
         return _exchange_frame(self.cluster, parts, self.limits.batch_rows)
@@ -75,11 +110,9 @@ class DaskEngine(ClusterEngine):
 
     def table_frame(self, table: Any) -> Any:
         """Return the table as a frame of one partition (dictionaries as categoricals)."""
-        import dask
         import dask.dataframe as dd
 
-        # the categories and text keep the in-memory release's dtypes
-        with dask.config.set({"dataframe.convert-string": False}):
+        with kept_dtypes():
             return dd.from_pandas(table.to_pandas(), npartitions=1, sort=False)
 
     @classmethod
@@ -105,55 +138,27 @@ def _groups_series(column: GroupsColumn, array: pa.Array) -> pd.Series:
     return pd.Series(values, dtype=_dtype(column), copy=False)
 
 
-def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
-    """Return output part ``part`` of every released column, on a worker."""
-    lo, hi = parts.span(part)
-    data = {}
-    for column, array in zip(parts.columns, parts.table(part).columns, strict=True):
-        data[column.name] = _groups_series(column, array)
-    frame = pd.DataFrame(data)
+def _indexed(frame: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    """Return ``frame`` indexed by the output rows ``lo .. hi - 1`` it holds."""
     frame.index = pd.RangeIndex(lo, hi)
     return frame
 
 
-def _groups_frame(parts: GeneratedParts) -> Any:
-    """Return the lazy frame of the released columns: task ``p`` computes part ``p``.
-
-    The state (every column's group values, ``8 * n / k`` bytes each) is one graph node, sent
-    once to each worker that computes a part, not once per task; as the write plan
-    (:func:`remember`) it has :meth:`write_dataset` write each part in its task, in Arrow.
-    """
-    import dask
-    import dask.dataframe as dd
-    from dask.delayed import delayed
-
-    columns = parts.columns
-    name = f"dpfast-release-state-{uuid.uuid4().hex}"  # not hashed: a fresh name per release
-    state = delayed(parts, name=name, traverse=False)
-    compute = delayed(_groups_part, pure=False)
-    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in columns})
-    # labels keep the in-memory release's dtype (Dask would make them string[pyarrow])
-    with dask.config.set({"dataframe.convert-string": False}):
-        frame = dd.from_delayed(
-            [compute(state, p) for p in range(parts.count)], meta=meta, verify_meta=False
-        )
-    return remember(frame, WritePlan(generated=parts))
+def _batches(
+    part: Any, first: int, rows: int, names: list[str], kinds: list[Any], batch_rows: int
+) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """Yield a partition's batches of columns ``names`` and their first rows (one if empty)."""
+    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, names=names)
+    for lo in range(0, max(rows, 1), batch_rows):
+        yield batch.slice(lo, batch_rows), first + lo
 
 
-def _rows_frame(source: DaskSource, cells: tuple[RowsColumn, ...], batch_rows: int) -> Any:
-    """Return the lazy frame of row-wise released columns, one task per input partition."""
-    import dask.dataframe as dd
-    from dask.delayed import delayed
-
-    names = [c.name for c in cells]
-    kinds = [source.schema.field(name).type for name in names]
-    noised, fn = delayed(_rows_part, pure=False), RowsBatch(cells)
-    parts = [
-        noised(part, first, rows, names, kinds, fn, batch_rows)
-        for part, first, rows in source.parts(names)
-    ]
-    meta = pd.DataFrame({c.name: pd.Series([], dtype=_dtype(c)) for c in cells})
-    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+def _groups_part(parts: GeneratedParts, part: int) -> pd.DataFrame:
+    """Return output part ``part`` of every released column, on a worker."""
+    arrays = parts.table(part).columns
+    data = {c.name: _groups_series(c, a) for c, a in zip(parts.columns, arrays, strict=True)}
+    return _indexed(pd.DataFrame(data), *parts.span(part))
 
 
 def _rows_part(
@@ -166,17 +171,8 @@ def _rows_part(
     batch_rows: int,
 ) -> pd.DataFrame:
     """Release one partition's rows, a batch at a time, on a worker."""
-    import pyarrow as pa
-
-    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
-    batch = pa.RecordBatch.from_arrays(arrays, names=names)
-    out = [fn(batch.slice(lo, batch_rows), first + lo) for lo in range(0, rows, batch_rows)]
-    if not out:
-        out = [fn(batch, first)]
-    table = pa.Table.from_batches(out)
-    frame = table.to_pandas()
-    frame.index = pd.RangeIndex(first, first + rows)
-    return frame
+    out = [fn(batch, row) for batch, row in _batches(part, first, rows, names, kinds, batch_rows)]
+    return _indexed(pa.Table.from_batches(out).to_pandas(), first, first + rows)
 
 
 def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) -> Any:
@@ -185,7 +181,6 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
     The state is one node of the graph; the assembling tasks are the frame's write plan
     (:func:`remember`), whose tables :func:`write_dataset` writes as computed.
     """
-    import dask
     import dask.dataframe as dd
     from dask.delayed import delayed
 
@@ -213,7 +208,7 @@ def _exchange_frame(source: DaskSource, parts: ExchangedParts, batch_rows: int) 
             for name in parts.names
         }
     )
-    with dask.config.set({"dataframe.convert-string": False}):
+    with kept_dtypes():
         frame = dd.from_delayed(
             [convert(state, table, p) for p, table in enumerate(tables)],
             meta=meta,
@@ -273,11 +268,9 @@ def _emit_part(
     batch_rows: int,
 ) -> list[list[bytes]]:
     """Return one input partition's pieces, by output part, on a worker."""
-    arrays = [arrow_column(part, n, kind, rows) for n, kind in zip(names, kinds, strict=True)]
-    batch = pa.RecordBatch.from_arrays(arrays, names=names)
     out: list[list[bytes]] = [[] for _ in range(parts.count)]
-    for lo in range(0, rows, batch_rows):
-        for target, payload in parts.emit(batch.slice(lo, batch_rows), first + lo):
+    for batch, row in _batches(part, first, rows, names, kinds, batch_rows):
+        for target, payload in parts.emit(batch, row):
             out[target].append(payload)
     return out
 
@@ -291,12 +284,9 @@ def _assemble_part(
 
 def _exchanged_pandas(parts: ExchangedParts, table: pa.Table, part: int) -> pd.DataFrame:
     """Return an assembled part as the in-memory release's pandas frame."""
-    lo, hi = parts.span(part)
     groups = parts.group_columns
     data = {}
     for name, array in zip(table.column_names, table.columns, strict=True):
         chunk = array.combine_chunks()
         data[name] = _groups_series(groups[name], chunk) if name in groups else chunk.to_pandas()
-    frame = pd.DataFrame(data)
-    frame.index = pd.RangeIndex(lo, hi)
-    return frame
+    return _indexed(pd.DataFrame(data), *parts.span(part))

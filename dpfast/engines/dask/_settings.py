@@ -27,6 +27,7 @@ __all__ = [
     "MEMORY_KEY",
     "SCRATCH_KEY",
     "categories",
+    "kept_dtypes",
     "memory_limit",
     "read_in_order",
 ]
@@ -54,6 +55,13 @@ def memory_limit() -> int:
     return parse_memory(str(dask.config.get(MEMORY_KEY, None) or _DEFAULT_MEMORY))
 
 
+def kept_dtypes() -> Any:
+    """Return a context in which Dask keeps the in-memory release's dtypes (not string[pyarrow])."""
+    import dask
+
+    return dask.config.set({"dataframe.convert-string": False})
+
+
 def categories(source: DaskSource) -> dict[str, Any]:
     """Return the frame's categorical dtypes of known categories, by column name.
 
@@ -79,7 +87,6 @@ def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> 
     row group, read by the workers, indexed by row number (divisions known); columns have
     ``pyarrow``'s ``to_pandas`` types (the in-memory release's), or ``dtypes[name]``.
     """
-    import dask
     import dask.dataframe as dd
 
     where = Path(path).absolute()
@@ -95,8 +102,7 @@ def read_in_order(path: str | Path, dtypes: Mapping[str, Any] | None = None) -> 
     cast = {name: dtype for name, dtype in (dtypes or {}).items() if name in meta.columns}
     meta = _with_dtypes(meta, cast)
     divisions = (*(p.first_row for p in pieces), max(0, first - 1))
-    # text keeps the in-memory release's dtype (Dask would make it string[pyarrow])
-    with dask.config.set({"dataframe.convert-string": False}):
+    with kept_dtypes():
         return dd.from_map(
             _numbered_part,
             pieces,

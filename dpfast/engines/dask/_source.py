@@ -139,10 +139,11 @@ class DaskSource(Source):
             self._counts = tuple(int(n) for n in lengths)
         return self._counts
 
-    def parts(self, names: Sequence[str]) -> list[tuple[Any, int, int]]:
+    def parts(self, names: Sequence[str], pieces: bool = False) -> list[tuple[Any, int, int]]:
         """Return ``(delayed partition, first row, rows)`` of columns ``names`` per partition.
 
-        For the releases' lazy frames; a partition is pandas or Arrow. Built once per columns
+        For the releases' lazy frames; a partition is pandas or Arrow, or with ``pieces`` a
+        :class:`Piece` itself where the source has them. Built once per columns
         (``to_delayed`` optimises the whole graph, longer the more partitions) and kept: a
         Dask frame is immutable, so they are the same tasks every time.
         """
@@ -151,7 +152,9 @@ class DaskSource(Source):
         counts = self.counts()
         if self._pieces is not None:
             read = delayed(Piece.read, pure=True)  # Arrow as stored: no pandas round trip
-            return [(read(p, list(names)), p.first_row, p.rows) for p in self._pieces]
+            return [
+                (p if pieces else read(p, list(names)), p.first_row, p.rows) for p in self._pieces
+            ]
         frame, built = self._delayed
         if frame is not self.frame:  # a frame set since: its own partitions
             built = {}
@@ -207,18 +210,13 @@ class DaskSource(Source):
         """Return a delayed ``task(batches, fn)`` per partition, of its batches of ``name``."""
         from dask.delayed import delayed
 
-        if batch_rows < 1:
-            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        batch_rows = _checked(batch_rows)
         names = column_names(name)
         kinds = tuple(self.schema.field(c).type for c in names)
         apply = delayed(_on_batches, pure=False)
-        if self._pieces is not None:  # each task reads its row group batch by batch
-            partitions = [(p, p.first_row, p.rows) for p in self._pieces]
-        else:
-            partitions = self.parts(names)
-        return [
-            apply(part, first, rows, name, kinds, int(batch_rows), task, fn)
-            for part, first, rows in partitions
+        return [  # a Piece's task reads its row group batch by batch
+            apply(part, first, rows, name, kinds, batch_rows, task, fn)
+            for part, first, rows in self.parts(names, pieces=True)
         ]
 
     @property
@@ -255,15 +253,14 @@ class DaskSource(Source):
         from dask.base import compute
         from dask.delayed import delayed
 
-        if batch_rows < 1:
-            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        batch_rows = _checked(batch_rows)
         count = len(ranges)
         if count == 0:
             return []
         kind = self.schema.field(name).type
         split = delayed(split_by_range, pure=False, nout=count)
         pieces = [
-            split(part, first, rows, name, kind, keys, ranges, int(batch_rows))
+            split(part, first, rows, name, kind, keys, ranges, batch_rows)
             for part, first, rows in self.parts([name])
         ]
         sort = delayed(sort_range, pure=False)
@@ -279,6 +276,13 @@ CHANGED = (
     "it several times, so make it deterministic: persist it (frame.persist()) and avoid "
     "unseeded sampling"
 )
+
+
+def _checked(batch_rows: int) -> int:
+    """Return ``batch_rows`` as an int, refused below 1."""
+    if batch_rows < 1:
+        raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+    return int(batch_rows)
 
 
 def arrow_column(part: Any, name: str, kind: pa.DataType, rows: int) -> pa.Array:

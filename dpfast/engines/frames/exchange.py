@@ -29,14 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from dpfast import noise
 from dpfast.dataflow.sorted_ranges import WORKER_BUFFERS
 from dpfast.engines.frames.parts import (
     GroupsColumn,
     RowsBatch,
     RowsColumn,
-    bucket_order,
-    bucket_run,
+    bucket_pieces,
     bucket_span,
     bucket_starts,
 )
@@ -192,18 +190,11 @@ class ExchangedParts:
         """Return the permuted columns' rows of the batch, for each part holding their buckets."""
         if self.shuffled is None:
             return {}
-        shuffled = self.shuffled
-        buckets = noise.permutation_buckets(shuffled.key, self.n, first_row, m)
-        order, at = bucket_order(buckets, shuffled.starts.shape[0] - 1)
-        arrays = [columns[name] for name in shuffled.names]
-        firsts, lasts = bucket_span(shuffled.starts, self.bounds[:-1], self.bounds[1:])
-        starts, stops = at[firsts], at[lasts]
-        kind = np.int32 if shuffled.starts.shape[0] <= 2**31 else np.int64
+        key, starts = self.shuffled.key, self.shuffled.starts
+        arrays = [columns[name] for name in self.shuffled.names]
         out = {}
-        for part in np.flatnonzero(stops > starts).tolist():
-            a, b = int(starts[part]), int(stops[part])
-            rows = pa.array(order[a:b])
-            run = bucket_run(at, int(firsts[part]), int(lasts[part]), kind)
+        for part, places, run in bucket_pieces(key, self.n, starts, self.bounds, first_row, m):
+            rows = pa.array(places)
             out[part] = (run, [x.take(rows) for x in arrays])
         return out
 

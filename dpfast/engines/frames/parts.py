@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "RowsBatch",
     "RowsColumn",
     "RowsCounts",
+    "bucket_pieces",
     "bucket_span",
     "bucket_starts",
     "output_part_rows",
@@ -111,6 +113,29 @@ def bucket_span(starts: np.ndarray, lo: Any, hi: Any) -> tuple[Any, Any]:
     first = np.searchsorted(starts, lo, side="right") - 1
     last = np.searchsorted(starts, hi, side="left")
     return first, last
+
+
+def bucket_pieces(
+    key: np.ndarray,
+    n: int,
+    starts: np.ndarray,
+    bounds: np.ndarray,
+    first: int,
+    count: int,
+    also: Sequence[int] = (),
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Yield what items ``first ..`` (``count``) of ``permutation(key, n)``'s stream send by part.
+
+    For each output part (rows ``bounds[p] ..``) holding some of them, or listed in ``also``:
+    ``(part, places, buckets)``, the places of its items by bucket and their buckets.
+    """
+    order, at = bucket_order(noise.permutation_buckets(key, n, first, count), starts.shape[0] - 1)
+    firsts, lasts = bucket_span(starts, bounds[:-1], bounds[1:])
+    kind = np.int32 if starts.shape[0] <= 2**31 else np.int64
+    held = (at[lasts] > at[firsts]) | np.isin(np.arange(len(firsts)), also)
+    for part in np.flatnonzero(held).tolist():
+        a, b = int(firsts[part]), int(lasts[part])
+        yield part, order[at[a] : at[b]], bucket_run(at, a, b, kind)
 
 
 @dataclass(frozen=True)

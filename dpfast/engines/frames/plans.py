@@ -27,8 +27,8 @@ class WritePlan:
 
     ``generated``: the parts each task computes from the groups' state; ``exchanged``:
     the parts the exchange assembles; ``tasks``: the engine's own handle on the tasks
-    that assemble the exchange's parts (Spark: a function returning the pieces before
-    the shuffle; Dask: the assembling tasks, each giving its part's table and counts).
+    that assemble the exchange's parts (Spark: a function returning the pieces, part ``p``'s
+    in partition ``p``; Dask: the assembling tasks, each giving its part's table and counts).
     """
 
     generated: GeneratedParts | None = None

@@ -40,7 +40,7 @@ from dpfast.dataflow.on_bound import OnBound
 from dpfast.dataflow.rank_plans import RankPlan
 from dpfast.dataflow.sorted_ranges import Ranges
 from dpfast.dataflow.values import GroupCodes, RangeValues
-from dpfast.engines.frames.parts import GroupsColumn, bucket_order, bucket_run, bucket_span
+from dpfast.engines.frames.parts import GroupsColumn, bucket_pieces, bucket_span
 from dpfast.exceptions import DPFastRuntimeError, DPFastValueError
 from dpfast.partitions.ranking import RankGroups
 
@@ -174,41 +174,30 @@ class RankedColumn:
         cut: list[int],
     ) -> list[tuple[int, RankedPiece]]:
         values, before = held
-        buckets = noise.permutation_buckets(self.key, self.n, a, values.shape[0])
-        order, at = bucket_order(buckets, self.starts.shape[0] - 1)
-        firsts, lasts = bucket_span(self.starts, bounds[:-1], bounds[1:])
-        starts, stops = at[firsts], at[lasts]
-        shares = self._shares(firsts, lasts, a, a + values.shape[0], sums, g0, cut)
-        kind = np.int32 if self.starts.shape[0] <= 2**31 else np.int64
+        count = values.shape[0]
+        shares = self._shares(bounds, a, a + count, sums, g0, cut)
         out = []
-        for part in np.flatnonzero((stops > starts) | np.isin(np.arange(len(firsts)), [*shares])):
-            lo, hi = int(starts[part]), int(stops[part])
-            taken = order[lo:hi]
+        pieces = bucket_pieces(self.key, self.n, self.starts, bounds, a, count, [*shares])
+        for part, taken, run in pieces:
             pending = np.flatnonzero((taken < whole[0]) | (taken >= whole[1])).astype(np.int32)
             groups = self.layout.group_of(a + taken[pending])
             piece = RankedPiece(
                 a,
-                bucket_run(at, int(firsts[part]), int(lasts[part]), kind),
+                run,
                 values[taken],
                 pending,
                 groups,
-                shares.get(int(part), np.zeros((0, 3), dtype=np.int64)),
+                shares.get(part, np.zeros((0, 3), dtype=np.int64)),
                 before[taken] if self.before is not None else None,
             )
-            out.append((int(part), piece))
+            out.append((part, piece))
         return out
 
     def _shares(
-        self,
-        firsts: np.ndarray,
-        lasts: np.ndarray,
-        a: int,
-        b: int,
-        sums: np.ndarray,
-        g0: int,
-        cut: list[int],
+        self, bounds: np.ndarray, a: int, b: int, sums: np.ndarray, g0: int, cut: list[int]
     ) -> dict[int, np.ndarray]:
         """Return, by part, this task's shares of the cut groups with a rank in the part."""
+        firsts, lasts = bucket_span(self.starts, bounds[:-1], bounds[1:])
         rows: dict[int, list[tuple[int, int, int]]] = {}
         for group in cut:
             lo, hi = self.layout.span(group)

@@ -405,7 +405,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         if (
             self.final is None
             or not self.ranks_exchanged
-            or not all(self.exchangeable(schema.field(name).type) for name in copied)
+            or not self._exchange_holds(schema, copied)
         ):
             return False
         if self.send_ranks is not None:
@@ -500,7 +500,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         """
         schema, writes = self.source.schema, self.kept
         copied = writes.copied
-        if not all(self.exchangeable(schema.field(name).type) for name in copied):
+        if not self._exchange_holds(schema, copied):
             return None
         keyed = [copy for copy in writes.copies if copy.key is not None]
         if len(keyed) > 1:
@@ -510,7 +510,7 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
         if key is not None:
             shuffled = Shuffled.of(tuple(map(str, keyed[0].names)), key, self.n_rows)
         held = writes.in_order(writes.groups, order)
-        groups = tuple(self._group_state(g.column, g.values, g.key) for g in held)
+        groups = self._group_states(held)
         rows = writes.in_order(writes.rows, order)
         types = {name: schema.field(name).type for name in copied}
         types.update((r.name, r.arrow_type) for r in rows)
@@ -533,12 +533,20 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
             ranked,
         )
 
+    def _exchange_holds(self, schema: pa.Schema, copied: Sequence[str]) -> bool:
+        """Whether the exchange holds every copied column (:meth:`exchangeable`) of ``schema``."""
+        return all(self.exchangeable(schema.field(name).type) for name in copied)
+
     def _group_state(
         self, column: ProtectedColumn, values: np.ndarray, key: np.ndarray
     ) -> GroupsColumn:
         """Return what a task needs to compute rows of a rank-group column."""
         original = self.source.schema.field(str(column.name)).type
         return GroupsColumn.of(key, self.n_rows, values, column, original)
+
+    def _group_states(self, groups: Sequence[WriteGroups]) -> tuple[GroupsColumn, ...]:
+        """Return the :meth:`_group_state` of each of the kept group columns ``groups``."""
+        return tuple(self._group_state(g.column, g.values, g.key) for g in groups)
 
     def _part_rows(self, columns: int) -> int:
         """Return the output rows of a part of a lazy frame of ``columns`` released columns."""
@@ -548,9 +556,9 @@ class ClusterEngine(OutOfCoreEngine, RankSender):
 
     def _parts(self, groups: Sequence[WriteGroups]) -> GeneratedParts:
         """Return the lazy frame's parts: each group column's state, the rows each task computes."""
-        states = [self._group_state(g.column, g.values, g.key) for g in groups]
+        states = self._group_states(groups)
         part_rows = self._part_rows(len(states))
-        return GeneratedParts(tuple(states), self.n_rows, groups[0].layout, part_rows)
+        return GeneratedParts(states, self.n_rows, groups[0].layout, part_rows)
 
     def _materialize(self) -> None:
         """Write the kept columns into scratch files, as the out-of-core engine does."""

@@ -25,6 +25,7 @@ from dpfast.engines.frames import (
     remember,
 )
 from dpfast.engines.outofcore import ClusterEngine
+from dpfast.engines.spark._exchange import exchange_pieces
 from dpfast.engines.spark._rows import quietly
 from dpfast.engines.spark._settings import memory_limit as configured_memory
 from dpfast.engines.spark._settings import read_in_order, scratch_directory
@@ -79,7 +80,7 @@ class SparkEngine(ClusterEngine):
     def exchange_frame(self, parts: ExchangedParts) -> Any:
         schema = _spark_schema(zip(parts.names, parts.types, strict=True))
         frame = self.cluster.exchange(parts, self.limits.batch_rows, schema)
-        pieces = functools.partial(self.cluster.exchange_pieces, parts, self.limits.batch_rows)
+        pieces = functools.partial(exchange_pieces, self.cluster, parts, self.limits.batch_rows)
         return remember(frame, WritePlan(exchanged=parts, tasks=pieces))
 
     def exchangeable(self, kind: pa.DataType) -> bool:

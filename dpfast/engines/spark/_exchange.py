@@ -59,7 +59,7 @@ def received(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, list[byte
 
 
 def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> DataFrame:
-    """Return the pieces of ``parts`` as rows ``(part, payload)``, before the shuffle.
+    """Return the pieces of ``parts`` as rows ``(part, payload)``, part ``p``'s in partition ``p``.
 
     Those of every input batch of ``source`` (a :class:`~dpfast.engines.spark.SparkSource`,
     :meth:`ExchangedParts.emit`), and for each ranked column, those its sorted ranges' ranks
@@ -89,4 +89,4 @@ def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> Data
                 numbered = source.session.range(runs, numPartitions=min(runs, source.sort_tasks))
                 sent.append(numbered.mapInArrow(ties, EMITTED))
     pieces: DataFrame = functools.reduce(lambda a, b: a.union(b), sent)
-    return pieces
+    return pieces.repartitionById(parts.count, "part")

@@ -43,7 +43,6 @@ __all__ = [
     "partition_index",
     "piece_rows",
     "quietly",
-    "raised",
     "regroup",
 ]
 
@@ -91,10 +90,6 @@ class FileRows:
 
     offsets: Mapping[str, int]
     columns: tuple[str, ...] = ("_metadata.file_path", "_metadata.row_index")
-
-    @property
-    def counts(self) -> tuple[int, ...]:  # pragma: no cover - n_rows is known for files
-        raise AssertionError("a Parquet source knows its row count")
 
     def pieces(
         self, batches: Iterable[pa.RecordBatch], partition: int
@@ -195,10 +190,6 @@ class FileTasks:
             bounds.append(min(max(int(cut), bounds[-1] + 1), len(groups) - (tasks - i)))
         bounds.append(len(groups))  # (0, 0): one task reading nothing
         return cls(dataset.files, tuple(groups), tuple(bounds))
-
-    @property
-    def counts(self) -> tuple[int, ...]:  # pragma: no cover - n_rows is known for files
-        raise AssertionError("a Parquet source knows its row count")
 
     @property
     def tasks(self) -> int:
@@ -340,25 +331,18 @@ def piece_rows(sent: list[tuple[int, bytes]]) -> Iterator[pa.RecordBatch]:
 
 @contextmanager
 def job_errors() -> Iterator[None]:
-    """Raise what a failed job raises (:func:`raised`) in place of Spark's error."""
+    """Raise, in place of a failed job's error, Ctrl-C's interrupt, else the task's exception.
+
+    pyspark makes Ctrl-C the cancelled job's error, with the interrupt as its context
+    (:func:`dpfast.exceptions.interrupt_in`); the task's own exception is :func:`_unwrapped`.
+    """
     try:
         yield
     except Exception as exc:
-        error = raised(exc)
+        error = KeyboardInterrupt() if interrupt_in(exc) is not None else _unwrapped(exc)
         if error is exc:
             raise
         raise error from exc
-
-
-def raised(exc: Exception) -> BaseException:
-    """Return what a failed job raises: Ctrl-C's interrupt, else the task's own exception.
-
-    pyspark makes Ctrl-C the cancelled job's error, with the interrupt as its context
-    (:func:`dpfast.exceptions.interrupt_in`).
-    """
-    if interrupt_in(exc) is not None:
-        return KeyboardInterrupt()
-    return _unwrapped(exc)
 
 
 def _unwrapped(exc: Exception) -> Exception:

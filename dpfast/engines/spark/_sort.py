@@ -64,23 +64,26 @@ def sort_range(
     reduce: Callable[[int, np.ndarray], Any],
 ) -> Iterator[pa.RecordBatch]:
     """Sort one shuffled partition's keys; yield ``reduce`` of each of its ranges."""
-    keys = _joined_keys(batches)
-    if keys is not None:
-        yield from _reduced(keys, ranges, key_bits, reduce, keys)
+    yield from _reduced(_sorted_shuffled(batches, ranges, key_bits, reduce))
 
 
-def _joined_keys(batches: Iterable[pa.RecordBatch]) -> np.ndarray | None:
-    """Return one shuffled partition's keys in one writable buffer (None: no key)."""
+def _sorted_shuffled(
+    batches: Iterable[pa.RecordBatch],
+    ranges: Ranges,
+    key_bits: int,
+    reduce: Callable[[int, np.ndarray], T],
+) -> list[tuple[int, T]]:
+    """Sort one shuffled partition's keys, joined in one buffer; return :func:`_sorted_results`."""
     parts = [
         np.frombuffer(cell, dtype=np.uint64)
         for batch in batches
         for cell in batch.column(1).to_pylist()
     ]
     if not parts:
-        return None
+        return []
     keys = WORKER_BUFFERS.take(sum(part.shape[0] for part in parts))
     np.concatenate(parts, out=keys)  # a writable array: the sort's scratch
-    return keys
+    return _sorted_results(keys, ranges, key_bits, reduce, keys)
 
 
 def read_sorted(
@@ -112,7 +115,7 @@ def read_sorted(
             else:
                 extra.append(piece)
     words = np.concatenate([held[:filled], *extra]) if extra else held[:filled]
-    yield from _reduced(words, ranges, key_bits, reduce, held)
+    yield from _reduced(_sorted_results(words, ranges, key_bits, reduce, held))
 
 
 def _keys_by_range(
@@ -127,15 +130,9 @@ def _keys_by_range(
         yield keys_by_range(keys(batch.column(0), first), ranges)
 
 
-def _reduced(
-    keys: np.ndarray,
-    ranges: Ranges,
-    key_bits: int,
-    reduce: Callable[[int, np.ndarray], Any],
-    taken: np.ndarray,
-) -> Iterator[pa.RecordBatch]:
-    """Yield :func:`_sorted_results` as record batches ``(range, pickled result)``."""
-    for index, result in _sorted_results(keys, ranges, key_bits, reduce, taken):
+def _reduced(results: list[tuple[int, Any]]) -> Iterator[pa.RecordBatch]:
+    """Yield results ``(range, result)`` as record batches ``(range, pickled result)``."""
+    for index, result in results:
         yield pa.RecordBatch.from_arrays(
             [pa.array([index], pa.int32()), pa.array([dumps(result)])],
             names=["range", "payload"],
@@ -175,11 +172,8 @@ def sort_emitted(
 
     Each range's ranks go out as rows ``(part, payload)`` (:meth:`ExchangedParts.emit_sorted`).
     """
-    keys = _joined_keys(batches)
-    if keys is None:
-        return
     emit = functools.partial(parts.emit_sorted, column)
-    for _, by_part in _sorted_results(keys, ranges, key_bits, emit, keys):
+    for _, by_part in _sorted_shuffled(batches, ranges, key_bits, emit):
         yield from piece_rows(_flat(by_part))
 
 

@@ -37,6 +37,7 @@ from dpfast.engines.spark._rows import (
     FileRows,
     FileTasks,
     Numbering,
+    PartitionRows,
     TaskRows,
     collected,
     count_partitions,
@@ -202,7 +203,9 @@ class SparkSource(Source):
     def n_rows(self) -> int:
         """The number of rows (counted once, per partition; from the footers for Parquet)."""
         if self._n_rows is None:
-            self._n_rows = int(sum(self.numbering().counts))
+            counted = self.numbering()
+            assert isinstance(counted, PartitionRows), "a Parquet source knows its row count"
+            self._n_rows = int(sum(counted.counts))
         return self._n_rows
 
     def numbering(self) -> Numbering:
@@ -225,7 +228,10 @@ class SparkSource(Source):
             its type and the last line of its message; any other failure as Spark raised it.
         """
         frame, apply = self._batch_task(name, batch_rows, fn, _results)
-        rows = self._run(frame, apply, _RESULTS)
+        with quietly():
+            planned = frame.mapInArrow(apply, _RESULTS)
+        with job_errors():
+            rows = collected(planned)
         failed = sorted((first, payload) for _, first, bad, payload in rows if bad)
         if failed:
             raise pickle.loads(failed[0][1])
@@ -276,12 +282,7 @@ class SparkSource(Source):
         """Return the lazy frame of ``parts`` (:mod:`dpfast.engines.spark._exchange`)."""
         assemble = functools.partial(assembled, parts=parts, batch_rows=int(batch_rows))
         with quietly():
-            pieces = self.exchange_pieces(parts, batch_rows)
-            return pieces.repartitionById(parts.count, "part").mapInArrow(assemble, schema)
-
-    def exchange_pieces(self, parts: ExchangedParts, batch_rows: int) -> DataFrame:
-        """Return the pieces of ``parts`` before the shuffle (:func:`exchange_pieces`)."""
-        return exchange_pieces(self, parts, batch_rows)
+            return exchange_pieces(self, parts, batch_rows).mapInArrow(assemble, schema)
 
     @property
     def sorts_in_place(self) -> bool:
@@ -311,8 +312,7 @@ class SparkSource(Source):
         task (:class:`~dpfast.engines.spark._rows.TaskRows`): a caller citing a row in an
         error re-runs a numbered pass (:meth:`map_column`).
         """
-        if batch_rows < 1:
-            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        _check_batch_rows(batch_rows)
         if len(ranges) == 0:
             return []
         files = self.numbering()
@@ -368,8 +368,7 @@ class SparkSource(Source):
         self, name: Columns, batch_rows: int, fn: Callable[[pa.Array, int], Any], task: Any
     ) -> tuple[DataFrame, Any]:
         """Return the frame of ``name``'s pass, and ``task`` of ``fn`` given the files' types."""
-        if batch_rows < 1:
-            raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        _check_batch_rows(batch_rows)
         frame, numbering = self._input(column_names(name), batch_rows)
         fn = CastColumns(name, self._file_types, fn) if self._file_types else fn
         return frame, functools.partial(
@@ -388,13 +387,11 @@ class SparkSource(Source):
             return numbering.frame(self.session), numbering.reading(names, batch_rows)
         return self.frame.select(*names, *numbering.columns), numbering
 
-    @staticmethod
-    def _run(frame: DataFrame, fn: Any, schema: str) -> list[tuple[int, int, bool, bytes]]:
-        """Plan ``frame.mapInArrow(fn, schema)`` quietly and collect it, unwrapping errors."""
-        with quietly():
-            planned = frame.mapInArrow(fn, schema)
-        with job_errors():
-            return collected(planned)
+
+def _check_batch_rows(batch_rows: int) -> None:
+    """Refuse batches of fewer than one row."""
+    if batch_rows < 1:
+        raise DPFastValueError(f"batch_rows must be at least 1, got {batch_rows}")
 
 
 def _arrow_type(name: str, spark_type: Any) -> pa.DataType:
@@ -451,8 +448,7 @@ def _partial(
     batches: Iterator[tuple[pa.Array, int]], fn: Callable[[pa.Array, int], Any]
 ) -> Iterator[pa.RecordBatch]:
     """Yield one partition's batches' results of ``fn``, added up (on an executor)."""
-    partial = partials_of(batches, fn)
-    yield pa.RecordBatch.from_arrays([pa.array([dumps(partial)], pa.binary())], ["payload"])
+    yield _payload(partials_of(batches, fn))
 
 
 def _added(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -460,9 +456,12 @@ def _added(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     partials: list[Partial] = [
         pickle.loads(payload) for batch in batches for payload in batch.column(0).to_pylist()
     ]
-    yield pa.RecordBatch.from_arrays(
-        [pa.array([dumps(combined(partials))], pa.binary())], ["payload"]
-    )
+    yield _payload(combined(partials))
+
+
+def _payload(partial: Partial) -> pa.RecordBatch:
+    """Return a partial total as the one row of :data:`_PARTIALS`."""
+    return pa.RecordBatch.from_arrays([pa.array([dumps(partial)], pa.binary())], ["payload"])
 
 
 def _result(partition: int, first: int, failed: bool, payload: bytes) -> pa.RecordBatch:

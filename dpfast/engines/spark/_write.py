@@ -9,7 +9,7 @@ import os
 import pickle
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,8 @@ __all__ = ["write_dataset"]
 _JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 #: The names of the executors' temporary files of an ``ir_dp`` frame's parts.
 _TEMPORARY = ".dpfast-part-*"
+#: The rows of the tasks writing an exchange: each part's rows and pickled counts.
+_COUNTED = "part long, rows long, counts binary"
 #: Seconds between two looks at the running job's tasks.
 _POLL_SECONDS = 0.5
 
@@ -41,21 +43,24 @@ def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progre
     """Have the executors write a release frame as the dataset directory ``written``.
 
     ``part-*.parquet`` in row order, by Spark's writer, or part by part with pyarrow for a
-    frame of rank groups (:func:`_write_parts`) or a ranked exchange (:func:`_write_exchanged`,
-    whose counts are returned). Spark's checksums and marker are removed. A full disk on an
+    frame of rank groups (task ``p`` writes part ``p``: :func:`_write_part`) or a ranked
+    exchange (the pieces, shuffled by part, are assembled: :func:`_write_assembled`, whose
+    counts are returned). Spark's checksums and marker are removed. A full disk on an
     executor is an ``OSError``; a cancelled job, the interrupt.
     """
     counts = None
     with _cancelled_if_left(data), _task_progress(data, f"writing {target.name}", progress):
-        plan = plan_of(data)  # the pieces: a function returning them before the shuffle
+        plan = plan_of(data)  # the pieces: a function returning them, shuffled by part
         parts, exchanged, pieces = plan.generated, plan.exchanged, plan.tasks
         try:
             if exchanged is not None and exchanged.ranked and pieces is not None:
-                counts = _write_exchanged(pieces(), exchanged, written)
+                found = _write_by_tasks(pieces(), _write_assembled, _COUNTED, exchanged, written)
+                counts = {int(part): pickle.loads(counted) for part, _, counted in found}
             elif parts is None:
                 data.write.option("compression", "zstd").parquet(str(written.absolute()))
             else:
-                _write_parts(data.sparkSession, parts, written)
+                tasks = data.sparkSession.range(parts.count, numPartitions=parts.count)
+                _write_by_tasks(tasks, _write_part, "part long, rows long", parts, written)
         except Exception as exc:
             stop = interrupt_in(exc) or _disk_error(exc, target)
             if stop is None:
@@ -66,38 +71,24 @@ def write_dataset(data: DataFrame, written: Path, target: Path, progress: Progre
     return counts
 
 
-def _write_parts(session: Any, parts: GeneratedParts, directory: Path) -> None:
-    """Have the executors write each part of an ``ir_dp`` frame with pyarrow, one file each.
+def _write_by_tasks(
+    tasks: DataFrame,
+    write: Callable[..., Iterator[pa.RecordBatch]],
+    schema: str,
+    parts: GeneratedParts | ExchangedParts,
+    directory: Path,
+) -> list[tuple[Any, ...]]:
+    """Have each task of ``tasks`` ``write`` its parts into ``directory``; return their rows.
 
-    Task ``p`` computes (:meth:`GeneratedParts.table`) and writes (:func:`_write_file`) part ``p``.
+    Rows of ``schema``, each a part's number and rows first (checked: :func:`_check_parts`).
     """
     directory.mkdir()
-    write = functools.partial(_write_part, parts=parts, directory=str(directory.absolute()))
+    task = functools.partial(write, parts=parts, directory=str(directory.absolute()))
     with quietly():
-        tasks = session.range(parts.count, numPartitions=parts.count)
-        planned = tasks.mapInArrow(write, "part long, rows long")
-    rows = {int(part): int(n) for part, n in collected(planned)}
-    _check_parts(rows, parts.count, parts.n)
-
-
-def _write_exchanged(
-    pieces: Any, parts: ExchangedParts, directory: Path
-) -> dict[int, list[tuple[int, int, int]]]:
-    """Have the executors assemble and write each part of an exchange; return their counts.
-
-    ``pieces`` (:meth:`SparkSource.exchange_pieces`) are shuffled so that task ``p`` assembles
-    part ``p`` (:meth:`ExchangedParts.assemble_counted`) and writes it (:func:`_write_file`).
-    """
-    directory.mkdir()
-    write = functools.partial(_write_assembled, parts=parts, directory=str(directory.absolute()))
-    with quietly():
-        planned = pieces.repartitionById(parts.count, "part").mapInArrow(
-            write, "part long, rows long, counts binary"
-        )
+        planned = tasks.mapInArrow(task, schema)
     found = collected(planned)
-    written = {int(part): (int(rows), pickle.loads(counts)) for part, rows, counts in found}
-    _check_parts({part: rows for part, (rows, _) in written.items()}, parts.count, parts.n)
-    return {part: counts for part, (_, counts) in written.items()}
+    _check_parts({int(row[0]): int(row[1]) for row in found}, parts.count, parts.n)
+    return found
 
 
 def _write_assembled(
