@@ -69,7 +69,7 @@ def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> Data
     sent = []
     with quietly():
         if parts.inputs:
-            frame, numbering = source._input(parts.inputs, batch_rows)
+            frame, numbering = source.pass_frame(parts.inputs, batch_rows)
             emit = functools.partial(
                 emitted, parts=parts, batch_rows=int(batch_rows), numbering=numbering
             )
@@ -77,7 +77,7 @@ def exchange_pieces(source: Any, parts: ExchangedParts, batch_rows: int) -> Data
         for column, ranked in enumerate(parts.ranked):
             ranges, key_bits = ranked.plan.ranges, ranked.plan.key_bits
             if len(ranges):
-                shuffled = source._split_by_range(ranked.name, batch_rows, ranked.keys, ranges)
+                shuffled = source.range_split(ranked.name, batch_rows, ranked.keys, ranges)
                 emit = functools.partial(
                     sort_emitted, ranges=ranges, key_bits=int(key_bits), parts=parts,
                     column=column,

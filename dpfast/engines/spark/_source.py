@@ -250,7 +250,7 @@ class SparkSource(Source):
         same rows in Spark's DDL ``schema``; the frame is computed, the same, whenever used.
         Files that Spark reads, in an order of its own, are sorted by row number (one shuffle).
         """
-        frame, numbering = self._input(names, batch_rows)
+        frame, numbering = self.pass_frame(names, batch_rows)
         transform = functools.partial(
             _transform, fn=fn, batch_rows=int(batch_rows), numbering=numbering
         )
@@ -328,11 +328,11 @@ class SparkSource(Source):
             return self._reductions(planned)
         sort = functools.partial(sort_range, ranges=ranges, key_bits=int(key_bits), reduce=reduce)
         with quietly():
-            shuffled = self._split_by_range(name, batch_rows, keys, ranges)
+            shuffled = self.range_split(name, batch_rows, keys, ranges)
             planned = shuffled.mapInArrow(sort, SORTED_SCHEMA)
         return self._reductions(planned)
 
-    def _split_by_range(
+    def range_split(
         self,
         name: str,
         batch_rows: int,
@@ -340,7 +340,7 @@ class SparkSource(Source):
         ranges: Ranges,
     ) -> DataFrame:
         """Return column ``name``'s keys split by range, range ``i``'s in partition ``i``."""
-        frame, numbered = self._input([name], batch_rows)
+        frame, numbered = self.pass_frame([name], batch_rows)
         numbering: Numbering | TaskRows = numbered
         if isinstance(numbered, FileRows):
             numbering = TaskRows()
@@ -369,7 +369,7 @@ class SparkSource(Source):
     ) -> tuple[DataFrame, Any]:
         """Return the frame of ``name``'s pass, and ``task`` of ``fn`` given the files' types."""
         _check_batch_rows(batch_rows)
-        frame, numbering = self._input(column_names(name), batch_rows)
+        frame, numbering = self.pass_frame(column_names(name), batch_rows)
         fn = CastColumns(name, self._file_types, fn) if self._file_types else fn
         return frame, functools.partial(
             _on_batches,
@@ -380,7 +380,7 @@ class SparkSource(Source):
             numbering=numbering,
         )
 
-    def _input(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
+    def pass_frame(self, names: Sequence[str], batch_rows: int) -> tuple[DataFrame, Numbering]:
         """Return the frame a pass over columns ``names`` maps, and how it numbers rows."""
         numbering = self.numbering()
         if isinstance(numbering, FileTasks):
