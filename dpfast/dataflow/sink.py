@@ -59,8 +59,13 @@ class RowSink(ABC):
         """What the algorithms read the table through."""
 
     @abstractmethod
-    def rows(self, name: Hashable, numeric: bool) -> AbstractContextManager[Rows]:
-        """Return where column ``name``'s released rows go (float64 if ``numeric``, else codes)."""
+    def rows(self, name: Hashable, in_place: bool) -> AbstractContextManager[Rows]:
+        """Return where column ``name``'s released rows go.
+
+        ``in_place``: float64 rows that a held fast path writes whole into the array it is
+        given (:func:`~dpfast.dataflow.row_outputs.held_array`), so an engine may give its
+        own output; else the algorithm makes its own array (row by row, or codes).
+        """
 
     @abstractmethod
     def keep_column(
@@ -103,7 +108,7 @@ class RowSink(ABC):
         match request:
             case WriteRows(column, cells):
                 self.starting(column.name, 1)
-                with self.rows(column.name, True) as rows:
+                with self.rows(column.name, False) as rows:
                     done = released_rows(flow, column, cells, rows)
                 self.keep_column(column, rows)
             case WriteGroups(column, values, layout, key):

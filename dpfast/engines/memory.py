@@ -157,9 +157,9 @@ class MemoryEngine(RowSink, Engine, Measurer):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def rows(self, name: Hashable, numeric: bool) -> AbstractContextManager[Rows]:
-        """Return a held column: a numeric one's float64 output, else new codes."""
-        return nullcontext(HeldRows(self.n_rows, self._output(name) if numeric else None))
+    def rows(self, name: Hashable, in_place: bool) -> AbstractContextManager[Rows]:
+        """Return a held column: written in place into the output where it can be, else new."""
+        return nullcontext(HeldRows(self.n_rows, self._output(name) if in_place else None))
 
     def keep_column(
         self,

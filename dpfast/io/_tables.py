@@ -230,7 +230,8 @@ class TableData:
             Output row ``i`` is input row ``row_order[i]`` for the columns not replaced.
             ``None`` keeps the input order.
         base : ndarray, optional
-            The 2-D array from :meth:`output_columns`, completed in place.
+            The 2-D array from :meth:`output_columns`, completed in place (a replaced column
+            not written into it is copied in).
         reindex : bool
             The rows were reordered (even if no column is copied): give a pandas result a
             fresh RangeIndex.
@@ -259,6 +260,8 @@ class TableData:
                     base[:, j] = (
                         self.source[:, j] if row_order is None else self.source[row_order, j]
                     )
+                elif not np.shares_memory(replaced[j], base[:, j]):  # in an array of its own
+                    base[:, j] = replaced[j]
             return base
         if self.kind == "numpy":
             return self._array(self.names, replaced, row_order)

@@ -317,7 +317,7 @@ class OutOfCoreEngine(RowSink, Engine):
 
     # -- outputs ------------------------------------------------------------------------
 
-    def rows(self, name: Hashable, numeric: bool) -> AbstractContextManager[Rows]:
+    def rows(self, name: Hashable, in_place: bool) -> AbstractContextManager[Rows]:
         """Return a column's scratch file, 8 bytes a row (float64 or int64 codes)."""
         return FileRows(self.out.path(name))
 
