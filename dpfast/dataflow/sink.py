@@ -132,7 +132,7 @@ class RowSink(ABC):
             case WriteClusters(columns, clusters, values, key):
                 self._clusters(flow, columns, clusters, values, key)
             case WriteResampled(column, bins, key, keep, n_threads):
-                with self.rows(column.name, True) as rows:
+                with self.rows(column.name, False) as rows:
                     resampled_rows(flow, column, bins, key, keep, rows, n_threads=n_threads)
                 self.keep_column(column, rows)
             case WriteCodes(name, domain, cells):
